@@ -1,0 +1,40 @@
+# kernelforge_add_library(<name> [ARCHITECTURES <list>])
+# The library target from kernels/: one definition, used for the shipped
+# library and for test builds with a deliberately narrow architecture list
+# (tests/no_kernel_image).
+set(KERNELFORGE_SOURCES
+    kernels/runtime/error.cpp
+    kernels/runtime/launch_plan.cpp
+    kernels/runtime/device.cpp
+    kernels/runtime/device_buffer.cpp
+    kernels/runtime/architectures.cu
+    kernels/elementwise/elementwise.cu)
+list(TRANSFORM KERNELFORGE_SOURCES PREPEND "${CMAKE_CURRENT_LIST_DIR}/../")
+
+set(KERNELFORGE_GENERATED_INCLUDE_DIR "${CMAKE_BINARY_DIR}/generated-include")
+configure_file("${CMAKE_CURRENT_LIST_DIR}/version.hpp.in" "${KERNELFORGE_GENERATED_INCLUDE_DIR}/kernelforge/version.hpp" @ONLY)
+
+function(kernelforge_add_library name)
+  cmake_parse_arguments(arg "" "" "ARCHITECTURES" ${ARGN})
+  add_library(${name} STATIC ${KERNELFORGE_SOURCES})
+  target_compile_features(${name} PUBLIC cxx_std_17)
+  target_include_directories(${name}
+    PUBLIC
+      $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+      $<BUILD_INTERFACE:${KERNELFORGE_GENERATED_INCLUDE_DIR}>
+      $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
+    PRIVATE
+      ${PROJECT_SOURCE_DIR}/kernels)
+  target_link_libraries(${name} PUBLIC CUDA::cudart)
+  set_target_properties(${name} PROPERTIES
+    POSITION_INDEPENDENT_CODE ON
+    CXX_VISIBILITY_PRESET hidden
+    CUDA_VISIBILITY_PRESET hidden
+    VISIBILITY_INLINES_HIDDEN ON)
+  if(arg_ARCHITECTURES)
+    set_target_properties(${name} PROPERTIES CUDA_ARCHITECTURES "${arg_ARCHITECTURES}")
+  endif()
+  target_compile_options(${name} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra>
+    $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra --Werror=all-warnings>)
+endfunction()

@@ -1,0 +1,79 @@
+// Host side of every family launcher: CUDA error translation, argument checks,
+// and the per-device caches that keep device queries off the call path.
+// Included by kernels/<family>/<family>.cu; host code only (no <<<>>> here).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <mutex>
+
+#include <cuda_runtime_api.h>
+
+#include "kernelforge/detail/launch_plan.hpp"
+#include "kernelforge/error.hpp"
+
+namespace kf::detail {
+
+/// Throws the kf::error that matches `status` (no_device, no_kernel_image,
+/// out_of_memory, cuda_runtime), prefixed by `what` (e.g. "kf::saxpy").
+[[noreturn]] void throw_cuda_error(cudaError_t status, const char* what);
+
+inline void cuda_check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) throw_cuda_error(status, what);
+}
+
+/// Right after a launch: a bad configuration, or a fault left by earlier work.
+inline void check_launch(const char* what) { cuda_check(cudaGetLastError(), what); }
+
+/// Builds the errc::no_kernel_image message for `device` and throws it.
+[[noreturn]] void throw_no_kernel_image(int device, const char* what);
+
+/// The current device; errc::no_device when there is none. No synchronization.
+int current_device(const char* what);
+
+/// Device limits for planning, queried once per device and cached.
+const device_limits& limits_for(int device);
+
+// ---- argument checks: thrown before anything is enqueued ------------------
+[[noreturn]] void throw_invalid_argument(const char* what, const char* message);
+
+/// errc::invalid_argument naming `name` when `p` is null while n > 0.
+void require_pointer(const char* what, const char* name, const void* p, std::size_t n);
+
+/// errc::invalid_argument unless block is 0 (launcher decides) or a multiple of 32 in [32, 1024].
+void require_block_size(const char* what, int block);
+
+// ---- per-kernel, per-device profile --------------------------------------
+/// What a launcher needs to know about one kernel on one device.
+struct kernel_profile {
+  occupancy_table occupancy{};  ///< resident blocks per SM by block size
+  int default_block = 0;        ///< choose_block_size(occupancy)
+  int max_threads_per_block = 0;
+};
+
+constexpr int max_cached_devices = 64;
+
+/// One per kernel: profiles for every device, filled on first use. The first
+/// call on a device costs ~33 occupancy queries; later calls are one atomic load.
+class kernel_profile_cache {
+ public:
+  const kernel_profile& get(const void* kernel, int device, const char* what);
+
+ private:
+  std::array<std::once_flag, max_cached_devices> once_{};
+  std::array<kernel_profile, max_cached_devices> profiles_{};
+};
+
+/// The cached profile of `Kernel` (a __global__ function) on `device`.
+template <auto Kernel>
+const kernel_profile& profile_of(int device, const char* what) {
+  static kernel_profile_cache cache;
+  return cache.get(reinterpret_cast<const void*>(Kernel), device, what);
+}
+
+/// Block size for a launch: the caller's (checked against what the kernel can
+/// launch) or the profile's default.
+int resolve_block_size(const kernel_profile& profile, int requested, const char* what);
+
+}  // namespace kf::detail

@@ -1,0 +1,164 @@
+// The elementwise launcher: validate -> plan -> dispatch by variant, and the
+// explicit instantiations shipped in the fatbin (float, double, __half, __nv_bfloat16).
+#include <string>
+
+#include "common/launcher.hpp"
+#include "elementwise/naive.cuh"
+#include "elementwise/ops.cuh"
+#include "elementwise/vectorized.cuh"
+#include "kernelforge/elementwise.hpp"
+
+namespace kf {
+
+const char* to_string(elementwise_variant variant) noexcept {
+  switch (variant) {
+    case elementwise_variant::best: return "best";
+    case elementwise_variant::naive: return "naive";
+    case elementwise_variant::vectorized: return "vectorized";
+  }
+  return "unknown";
+}
+
+namespace detail {
+namespace {
+
+void require_variant(const char* what, elementwise_variant variant) {
+  switch (variant) {
+    case elementwise_variant::best:
+    case elementwise_variant::naive:
+    case elementwise_variant::vectorized: return;
+  }
+  throw error(errc::invalid_argument, std::string(what) + ": options.variant = " +
+                                          std::to_string(static_cast<int>(variant)) +
+                                          " is not an elementwise_variant (best, naive, vectorized)");
+}
+
+/// The output may be the very same array as an input (in place) or disjoint
+/// from it; a partial overlap would race between threads.
+template <class T>
+void require_same_or_disjoint(const char* what, const char* out_name, const T* out, const char* in_name,
+                              const T* in, std::size_t n) {
+  if (out == in || n == 0) return;
+  const bool overlap = out < in + n && in < out + n;
+  if (overlap) {
+    throw error(errc::invalid_argument, std::string(what) + ": '" + out_name + "' and '" + in_name +
+                                            "' overlap partially; pass the same pointer (in place) or "
+                                            "disjoint arrays of n elements");
+  }
+}
+
+void validate_options(const char* what, const elementwise_options& options) {
+  require_block_size(what, options.block_size);
+  require_variant(what, options.variant);
+}
+
+/// Enqueues `out[i] = op(in[0][i], ...)` with the variant options asks for.
+template <class T, int N, class Op>
+void launch_elementwise(const char* what, std::size_t n, const elementwise_options& options, Op op,
+                        input_pointers<T, N> in, T* out) {
+  const int device = current_device(what);
+  const device_limits& limits = limits_for(device);
+
+  if (options.variant == elementwise_variant::naive) {
+    constexpr auto kernel = &elementwise_naive<T, N, Op>;
+    const kernel_profile& profile = profile_of<kernel>(device, what);
+    const launch_plan plan = plan_one_per_thread(limits, resolve_block_size(profile, options.block_size, what), n);
+    kernel<<<plan.grid, plan.block, 0, options.stream>>>(n, op, in, out);
+    check_launch(what);
+    return;
+  }
+
+  // vectorized (and best: the fastest step on every architecture we ship).
+  bool same_offset = true;
+  for (int k = 0; k < N; ++k) same_offset = same_offset && misalignment(in.p[k]) == misalignment(out);
+  const bool aligned_elements = misalignment(out) % sizeof(T) == 0;
+  if (same_offset && aligned_elements) {
+    constexpr int W = aligned_chunk_elements<T>;
+    constexpr int U = aligned_chunks_per_thread;
+    constexpr auto kernel = &elementwise_vectorized<T, N, W, U, Op>;
+    const kernel_profile& profile = profile_of<kernel>(device, what);
+    const int block = resolve_block_size(profile, options.block_size, what);
+    const std::size_t peel = ((vector_bytes - misalignment(out)) % vector_bytes) / sizeof(T);
+    const std::size_t head = peel < n ? peel : n;
+    const launch_plan plan =
+        plan_grid_stride(limits, block, profile.occupancy[block / 32 - 1], (n - head) / W, std::size_t(block) * U);
+    kernel<<<plan.grid, plan.block, 0, options.stream>>>(n, head, op, in, out);
+  } else {
+    constexpr int U = scalar_chunks_per_thread;
+    constexpr auto kernel = &elementwise_vectorized<T, N, 1, U, Op>;
+    const kernel_profile& profile = profile_of<kernel>(device, what);
+    const int block = resolve_block_size(profile, options.block_size, what);
+    const launch_plan plan =
+        plan_grid_stride(limits, block, profile.occupancy[block / 32 - 1], n, std::size_t(block) * U);
+    kernel<<<plan.grid, plan.block, 0, options.stream>>>(n, 0, op, in, out);
+  }
+  check_launch(what);
+}
+
+}  // namespace
+}  // namespace detail
+
+template <class T>
+void saxpy(std::size_t n, T a, const T* x, T* y, const elementwise_options& options) {
+  const char* what = "kf::saxpy";
+  detail::require_pointer(what, "x", x, n);
+  detail::require_pointer(what, "y", y, n);
+  detail::require_same_or_disjoint(what, "y", y, "x", x, n);
+  detail::validate_options(what, options);
+  if (n == 0) return;
+  detail::launch_elementwise<T, 2>(what, n, options, detail::saxpy_op<detail::compute_t<T>>{detail::to_compute(a)},
+                                   {{x, y}}, y);
+}
+
+template <class T>
+void vector_add(std::size_t n, const T* a, const T* b, T* c, const elementwise_options& options) {
+  const char* what = "kf::vector_add";
+  detail::require_pointer(what, "a", a, n);
+  detail::require_pointer(what, "b", b, n);
+  detail::require_pointer(what, "c", c, n);
+  detail::require_same_or_disjoint(what, "c", c, "a", a, n);
+  detail::require_same_or_disjoint(what, "c", c, "b", b, n);
+  detail::validate_options(what, options);
+  if (n == 0) return;
+  detail::launch_elementwise<T, 2>(what, n, options, detail::add_op<detail::compute_t<T>>{}, {{a, b}}, c);
+}
+
+template <class T>
+void relu_threshold_forward(std::size_t n, const T* x, T* y, T threshold, const elementwise_options& options) {
+  const char* what = "kf::relu_threshold_forward";
+  detail::require_pointer(what, "x", x, n);
+  detail::require_pointer(what, "y", y, n);
+  detail::require_same_or_disjoint(what, "y", y, "x", x, n);
+  detail::validate_options(what, options);
+  if (n == 0) return;
+  detail::launch_elementwise<T, 1>(
+      what, n, options, detail::relu_forward_op<detail::compute_t<T>>{detail::to_compute(threshold)}, {{x}}, y);
+}
+
+template <class T>
+void relu_threshold_backward(std::size_t n, const T* dy, const T* x, T* dx, T threshold,
+                             const elementwise_options& options) {
+  const char* what = "kf::relu_threshold_backward";
+  detail::require_pointer(what, "dy", dy, n);
+  detail::require_pointer(what, "x", x, n);
+  detail::require_pointer(what, "dx", dx, n);
+  detail::require_same_or_disjoint(what, "dx", dx, "dy", dy, n);
+  detail::require_same_or_disjoint(what, "dx", dx, "x", x, n);
+  detail::validate_options(what, options);
+  if (n == 0) return;
+  detail::launch_elementwise<T, 2>(
+      what, n, options, detail::relu_backward_op<detail::compute_t<T>>{detail::to_compute(threshold)}, {{dy, x}}, dx);
+}
+
+#define KF_INSTANTIATE_ELEMENTWISE(T)                                                                        \
+  template void saxpy<T>(std::size_t, T, const T*, T*, const elementwise_options&);                         \
+  template void vector_add<T>(std::size_t, const T*, const T*, T*, const elementwise_options&);             \
+  template void relu_threshold_forward<T>(std::size_t, const T*, T*, T, const elementwise_options&);        \
+  template void relu_threshold_backward<T>(std::size_t, const T*, const T*, T*, T, const elementwise_options&);
+
+KF_INSTANTIATE_ELEMENTWISE(float)
+KF_INSTANTIATE_ELEMENTWISE(double)
+KF_INSTANTIATE_ELEMENTWISE(__half)
+KF_INSTANTIATE_ELEMENTWISE(__nv_bfloat16)
+
+}  // namespace kf
