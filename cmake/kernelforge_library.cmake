@@ -10,6 +10,11 @@ set(KERNELFORGE_SOURCES
     kernels/runtime/architectures.cu
     kernels/elementwise/elementwise.cu)
 list(TRANSFORM KERNELFORGE_SOURCES PREPEND "${CMAKE_CURRENT_LIST_DIR}/../")
+# Each further family lists its launcher sources in kernels/<family>/sources.cmake
+# (absolute paths appended to KERNELFORGE_SOURCES).
+foreach(family IN ITEMS matmul conv)
+  include("${CMAKE_CURRENT_LIST_DIR}/../kernels/${family}/sources.cmake" OPTIONAL)
+endforeach()
 
 set(KERNELFORGE_GENERATED_INCLUDE_DIR "${CMAKE_BINARY_DIR}/generated-include")
 configure_file("${CMAKE_CURRENT_LIST_DIR}/version.hpp.in" "${KERNELFORGE_GENERATED_INCLUDE_DIR}/kernelforge/version.hpp" @ONLY)

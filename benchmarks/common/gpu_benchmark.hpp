@@ -1,0 +1,191 @@
+// Benchmark harness shared by every family: GPU timing with CUDA events around
+// the GPU work only, the L2 cache flushed before every sample, device identity
+// in the JSON context, and rate counters (GB/s, TFLOP/s, fractions of peak).
+//
+// Usage:
+//   static void BM_x(benchmark::State& state) {
+//     KF_BENCH_REQUIRE_GPU(state);
+//     ... allocate ...
+//     kf::bench::time_gpu(state, [&](cudaStream_t s) { kf::saxpy(n, a, x, y, {s}); });
+//     kf::bench::set_bandwidth(state, bytes_per_call);
+//   }
+//   BENCHMARK(BM_x)->UseManualTime()->Unit(benchmark::kMicrosecond);
+//   KF_BENCHMARK_MAIN();
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <cuda_runtime_api.h>
+
+#include "kernelforge/kernelforge.hpp"
+
+namespace kf::bench {
+
+/// Aborts the process with the CUDA error: a benchmark must never time a failure.
+inline void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    std::fprintf(stderr, "%s failed: %s\n", what, cudaGetErrorString(status));
+    std::exit(1);
+  }
+}
+
+/// Empty when a GPU is usable, else why not.
+inline const std::string& gpu_unavailable_reason() {
+  static const std::string reason = [] {
+    int count = 0;
+    const cudaError_t status = cudaGetDeviceCount(&count);
+    if (status != cudaSuccess || count == 0) {
+      cudaGetLastError();
+      return std::string("no CUDA GPU: ") + cudaGetErrorString(status);
+    }
+    return std::string();
+  }();
+  return reason;
+}
+
+#define KF_BENCH_REQUIRE_GPU(state)                                   \
+  do {                                                                \
+    if (!::kf::bench::gpu_unavailable_reason().empty()) {             \
+      (state).SkipWithError(::kf::bench::gpu_unavailable_reason().c_str()); \
+      return;                                                         \
+    }                                                                 \
+  } while (0)
+
+/// The device benchmarks run on, queried once.
+inline const kf::device_info& device() {
+  static const kf::device_info info = kf::get_device_info();
+  return info;
+}
+
+/// A buffer twice the L2 size, overwritten before each sample so no sample
+/// reads data an earlier one left in L2.
+class l2_flusher {
+ public:
+  l2_flusher() {
+    int dev = 0, l2_bytes = 0;
+    check(cudaGetDevice(&dev), "cudaGetDevice");
+    check(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, dev), "cudaDeviceGetAttribute(L2)");
+    bytes_ = 2 * static_cast<std::size_t>(l2_bytes);
+    if (bytes_ != 0) check(cudaMalloc(&buffer_, bytes_), "cudaMalloc(L2 flush buffer)");
+  }
+  ~l2_flusher() { cudaFree(buffer_); }
+  l2_flusher(const l2_flusher&) = delete;
+  l2_flusher& operator=(const l2_flusher&) = delete;
+
+  void flush(cudaStream_t stream) {
+    if (bytes_ != 0) check(cudaMemsetAsync(buffer_, static_cast<int>(++pass_ & 0xFF), bytes_, stream), "L2 flush");
+  }
+
+  static l2_flusher& instance() {
+    static l2_flusher flusher;
+    return flusher;
+  }
+
+ private:
+  void* buffer_ = nullptr;
+  std::size_t bytes_ = 0;
+  unsigned pass_ = 0;
+};
+
+/// Times `work(stream)` per benchmark iteration with CUDA events (manual time),
+/// flushing L2 before each sample (outside the events). A few untimed warm-up
+/// calls first keep module loading and first-touch costs out. The mean GPU time
+/// per call in seconds is stored in state.counters["gpu_s"] for the rate helpers.
+template <class Work>
+void time_gpu(benchmark::State& state, Work&& work, cudaStream_t stream = nullptr, int warmups = 3) {
+  for (int i = 0; i < warmups; ++i) work(stream);
+  check(cudaStreamSynchronize(stream), "warm-up");
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "cudaEventCreate");
+  check(cudaEventCreate(&stop), "cudaEventCreate");
+  double total_s = 0;
+  std::size_t calls = 0;
+  for (auto _ : state) {
+    l2_flusher::instance().flush(stream);
+    check(cudaEventRecord(start, stream), "cudaEventRecord");
+    work(stream);
+    check(cudaEventRecord(stop, stream), "cudaEventRecord");
+    check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    state.SetIterationTime(ms * 1e-3);
+    total_s += ms * 1e-3;
+    ++calls;
+  }
+  check(cudaGetLastError(), "benchmarked work");
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  state.counters["gpu_s"] = calls ? total_s / static_cast<double>(calls) : 0.0;
+}
+
+/// The device-to-device copy rate measured in this run (GB/s, read + write),
+/// set by the family's copy benchmark; 0 until then.
+inline double& copy_rate_gbs() {
+  static double rate = 0;
+  return rate;
+}
+
+/// Counters for a memory-bound call moving `bytes` (each input read once, each
+/// output written once): GB/s, fraction of the device's peak, fraction of the copy rate.
+inline void set_bandwidth(benchmark::State& state, double bytes) {
+  const double s = state.counters["gpu_s"];
+  const double gbs = s > 0 ? bytes / s / 1e9 : 0;
+  state.counters["GB/s"] = gbs;
+  state.counters["frac_peak"] = device().peak_bandwidth_gbs > 0 ? gbs / device().peak_bandwidth_gbs : 0;
+  if (copy_rate_gbs() > 0) state.counters["frac_copy"] = gbs / copy_rate_gbs();
+  state.counters["bytes"] = bytes;
+}
+
+/// Counters for a compute-bound call doing `flops`: TFLOP/s and fraction of
+/// `peak_tflops` (default: the device's FP32 peak).
+inline void set_flops(benchmark::State& state, double flops, double peak_tflops = 0) {
+  const double s = state.counters["gpu_s"];
+  const double tflops = s > 0 ? flops / s / 1e12 : 0;
+  const double peak = peak_tflops > 0 ? peak_tflops : device().peak_fp32_tflops;
+  state.counters["TFLOP/s"] = tflops;
+  state.counters["frac_peak"] = peak > 0 ? tflops / peak : 0;
+}
+
+/// Device identity in the JSON "context" block: name, compute capability, SMs,
+/// driver and runtime versions, peaks, and the library's compiled architectures.
+inline void add_device_context() {
+  if (!gpu_unavailable_reason().empty()) {
+    benchmark::AddCustomContext("gpu", "none (" + gpu_unavailable_reason() + ")");
+    return;
+  }
+  const kf::device_info& d = device();
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  auto version = [](int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); };
+  std::string archs;
+  for (int a : kf::compiled_architectures()) archs += (archs.empty() ? "" : ",") + std::to_string(a);
+  benchmark::AddCustomContext("gpu_name", d.name);
+  benchmark::AddCustomContext("gpu_compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor));
+  benchmark::AddCustomContext("gpu_sm_count", std::to_string(d.sm_count));
+  benchmark::AddCustomContext("gpu_memory_bytes", std::to_string(d.global_memory_bytes));
+  benchmark::AddCustomContext("gpu_peak_bandwidth_gbs", std::to_string(d.peak_bandwidth_gbs));
+  benchmark::AddCustomContext("gpu_peak_fp32_tflops", std::to_string(d.peak_fp32_tflops));
+  benchmark::AddCustomContext("cuda_driver_version", version(driver));
+  benchmark::AddCustomContext("cuda_runtime_version", version(runtime));
+  benchmark::AddCustomContext("kernelforge_version", KERNELFORGE_VERSION_STRING);
+  benchmark::AddCustomContext("kernelforge_architectures", archs);
+}
+
+}  // namespace kf::bench
+
+/// main() for a family benchmark: device context first, then the benchmarks.
+#define KF_BENCHMARK_MAIN()                                      \
+  int main(int argc, char** argv) {                              \
+    ::benchmark::Initialize(&argc, argv);                        \
+    if (::benchmark::ReportUnrecognizedArguments(argc, argv)) return 1; \
+    ::kf::bench::add_device_context();                           \
+    ::benchmark::RunSpecifiedBenchmarks();                       \
+    ::benchmark::Shutdown();                                     \
+    return 0;                                                    \
+  }
