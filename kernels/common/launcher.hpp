@@ -32,6 +32,10 @@ inline void check_launch(const char* what) { cuda_check(cudaGetLastError(), what
 /// The current device; errc::no_device when there is none. No synchronization.
 int current_device(const char* what);
 
+/// kf::require_kernel_image for `device`, checked once per device and then
+/// cached: for launchers whose kernels need no occupancy profile (fixed tiles).
+void require_kernel_image_cached(int device, const char* what);
+
 /// Device limits for planning, queried once per device and cached.
 const device_limits& limits_for(int device);
 
@@ -40,6 +44,10 @@ const device_limits& limits_for(int device);
 
 /// errc::invalid_argument naming `name` when `p` is null while n > 0.
 void require_pointer(const char* what, const char* name, const void* p, std::size_t n);
+
+/// errc::invalid_argument naming `name` when `p` is not aligned to `alignment`
+/// bytes (a T* must be aligned to alignof(T); anything else faults on the GPU).
+void require_aligned(const char* what, const char* name, const void* p, std::size_t alignment);
 
 /// errc::invalid_argument unless block is 0 (launcher decides) or a multiple of 32 in [32, 1024].
 void require_block_size(const char* what, int block);

@@ -5,6 +5,7 @@
 #include "common/launcher.hpp"
 #include "elementwise/naive.cuh"
 #include "elementwise/ops.cuh"
+#include "elementwise/tuning.hpp"
 #include "elementwise/vectorized.cuh"
 #include "kernelforge/elementwise.hpp"
 
@@ -47,6 +48,13 @@ void require_same_or_disjoint(const char* what, const char* out_name, const T* o
   }
 }
 
+/// Each pointer: non-null when n > 0, and aligned to its element type.
+template <class T>
+void require_array(const char* what, const char* name, const T* p, std::size_t n) {
+  require_pointer(what, name, p, n);
+  require_aligned(what, name, p, alignof(T));
+}
+
 void validate_options(const char* what, const elementwise_options& options) {
   require_block_size(what, options.block_size);
   require_variant(what, options.variant);
@@ -74,22 +82,24 @@ void launch_elementwise(const char* what, std::size_t n, const elementwise_optio
   const bool aligned_elements = misalignment(out) % sizeof(T) == 0;
   if (same_offset && aligned_elements) {
     constexpr int W = aligned_chunk_elements<T>;
-    constexpr int U = aligned_chunks_per_thread;
+    constexpr int U = elementwise_tuning::aligned_chunks_per_thread<N>;
     constexpr auto kernel = &elementwise_vectorized<T, N, W, U, Op>;
     const kernel_profile& profile = profile_of<kernel>(device, what);
     const int block = resolve_block_size(profile, options.block_size, what);
     const std::size_t peel = ((vector_bytes - misalignment(out)) % vector_bytes) / sizeof(T);
     const std::size_t head = peel < n ? peel : n;
     const launch_plan plan =
-        plan_grid_stride(limits, block, profile.occupancy[block / 32 - 1], (n - head) / W, std::size_t(block) * U);
+        plan_grid_stride(limits, block, profile.occupancy[block / 32 - 1], (n - head) / W, std::size_t(block) * U,
+                         elementwise_tuning::max_waves);
     kernel<<<plan.grid, plan.block, 0, options.stream>>>(n, head, op, in, out);
   } else {
-    constexpr int U = scalar_chunks_per_thread;
+    constexpr int U = elementwise_tuning::scalar_chunks_per_thread;
     constexpr auto kernel = &elementwise_vectorized<T, N, 1, U, Op>;
     const kernel_profile& profile = profile_of<kernel>(device, what);
     const int block = resolve_block_size(profile, options.block_size, what);
     const launch_plan plan =
-        plan_grid_stride(limits, block, profile.occupancy[block / 32 - 1], n, std::size_t(block) * U);
+        plan_grid_stride(limits, block, profile.occupancy[block / 32 - 1], n, std::size_t(block) * U,
+                         elementwise_tuning::max_waves);
     kernel<<<plan.grid, plan.block, 0, options.stream>>>(n, 0, op, in, out);
   }
   check_launch(what);
@@ -101,8 +111,8 @@ void launch_elementwise(const char* what, std::size_t n, const elementwise_optio
 template <class T>
 void saxpy(std::size_t n, T a, const T* x, T* y, const elementwise_options& options) {
   const char* what = "kf::saxpy";
-  detail::require_pointer(what, "x", x, n);
-  detail::require_pointer(what, "y", y, n);
+  detail::require_array(what, "x", x, n);
+  detail::require_array(what, "y", y, n);
   detail::require_same_or_disjoint(what, "y", y, "x", x, n);
   detail::validate_options(what, options);
   if (n == 0) return;
@@ -113,9 +123,9 @@ void saxpy(std::size_t n, T a, const T* x, T* y, const elementwise_options& opti
 template <class T>
 void vector_add(std::size_t n, const T* a, const T* b, T* c, const elementwise_options& options) {
   const char* what = "kf::vector_add";
-  detail::require_pointer(what, "a", a, n);
-  detail::require_pointer(what, "b", b, n);
-  detail::require_pointer(what, "c", c, n);
+  detail::require_array(what, "a", a, n);
+  detail::require_array(what, "b", b, n);
+  detail::require_array(what, "c", c, n);
   detail::require_same_or_disjoint(what, "c", c, "a", a, n);
   detail::require_same_or_disjoint(what, "c", c, "b", b, n);
   detail::validate_options(what, options);
@@ -126,8 +136,8 @@ void vector_add(std::size_t n, const T* a, const T* b, T* c, const elementwise_o
 template <class T>
 void relu_threshold_forward(std::size_t n, const T* x, T* y, T threshold, const elementwise_options& options) {
   const char* what = "kf::relu_threshold_forward";
-  detail::require_pointer(what, "x", x, n);
-  detail::require_pointer(what, "y", y, n);
+  detail::require_array(what, "x", x, n);
+  detail::require_array(what, "y", y, n);
   detail::require_same_or_disjoint(what, "y", y, "x", x, n);
   detail::validate_options(what, options);
   if (n == 0) return;
@@ -139,9 +149,9 @@ template <class T>
 void relu_threshold_backward(std::size_t n, const T* dy, const T* x, T* dx, T threshold,
                              const elementwise_options& options) {
   const char* what = "kf::relu_threshold_backward";
-  detail::require_pointer(what, "dy", dy, n);
-  detail::require_pointer(what, "x", x, n);
-  detail::require_pointer(what, "dx", dx, n);
+  detail::require_array(what, "dy", dy, n);
+  detail::require_array(what, "x", x, n);
+  detail::require_array(what, "dx", dx, n);
   detail::require_same_or_disjoint(what, "dx", dx, "dy", dy, n);
   detail::require_same_or_disjoint(what, "dx", dx, "x", x, n);
   detail::validate_options(what, options);

@@ -70,6 +70,11 @@ int current_device(const char* what) {
   return device;
 }
 
+void require_kernel_image_cached(int device, const char* what) {
+  static kernel_profile_cache probe_cache;
+  probe_cache.get(probe_kernel(), device, what);
+}
+
 const device_limits& limits_for(int device) {
   static std::array<std::once_flag, max_cached_devices> once;
   static std::array<device_limits, max_cached_devices> limits;

@@ -1,5 +1,6 @@
 // kf::error helpers: CUDA status -> errc, and the argument checks every
 // launcher runs before it enqueues anything.
+#include <cstdint>
 #include <string>
 
 #include "common/launcher.hpp"
@@ -54,6 +55,15 @@ void require_pointer(const char* what, const char* name, const void* p, std::siz
     throw error(errc::invalid_argument,
                 std::string(what) + ": argument '" + name + "' is null but n = " + std::to_string(n) +
                     "; pass a device pointer to at least n elements (null is allowed only with n = 0)");
+  }
+}
+
+void require_aligned(const char* what, const char* name, const void* p, std::size_t alignment) {
+  if (reinterpret_cast<std::uintptr_t>(p) % alignment != 0) {
+    throw error(errc::invalid_argument, std::string(what) + ": argument '" + name + "' is not aligned to " +
+                                            std::to_string(alignment) +
+                                            " bytes, the alignment of its element type; pass a pointer to "
+                                            "the start of an element");
   }
 }
 

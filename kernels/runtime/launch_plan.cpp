@@ -41,11 +41,15 @@ launch_plan plan_one_per_thread(const device_limits& limits, int block, std::siz
 }
 
 launch_plan plan_grid_stride(const device_limits& limits, int block, int blocks_per_sm, std::size_t items,
-                             std::size_t items_per_block) {
+                             std::size_t items_per_block, int max_waves) {
   const std::size_t needed = (items + items_per_block - 1) / items_per_block;
-  const std::size_t full_wave =
-      static_cast<std::size_t>(std::max(limits.sm_count, 1)) * static_cast<std::size_t>(std::max(blocks_per_sm, 1));
-  const std::size_t blocks = std::max<std::size_t>(1, std::min({needed, full_wave, std::size_t{limits.max_grid_x}}));
+  std::size_t cap = limits.max_grid_x;
+  if (max_waves > 0) {
+    const std::size_t wave =
+        static_cast<std::size_t>(std::max(limits.sm_count, 1)) * static_cast<std::size_t>(std::max(blocks_per_sm, 1));
+    cap = std::min(cap, wave * static_cast<std::size_t>(max_waves));
+  }
+  const std::size_t blocks = std::max<std::size_t>(1, std::min(needed, cap));
   return {static_cast<std::uint32_t>(blocks), static_cast<std::uint32_t>(block)};
 }
 

@@ -1,0 +1,30 @@
+// The arguments every matrix-product kernel takes, already validated by the
+// launcher (kernels/matmul/matmul.cu). Row-major:
+//   C (m x n) = alpha * op(A) (m x k) * op(B) (k x n) + beta * C
+// op(A)(i, p) = trans_a ? A[p * lda + i] : A[i * lda + p]
+// op(B)(p, j) = trans_b ? B[j * ldb + p] : B[p * ldb + j]
+// beta == 0: C is not read (NaN in C must not leak through).
+// k == 0: C = beta * C (the launcher handles it; kernels may assume k >= 1).
+// m, n >= 1 (the launcher returns early on m == 0 or n == 0).
+#pragma once
+
+#include <cstddef>
+
+namespace kf::detail {
+
+template <class T>
+struct gemm_args {
+  bool trans_a = false;
+  bool trans_b = false;
+  std::size_t m = 0, n = 0, k = 0;
+  T alpha{};
+  const T* A = nullptr;
+  std::size_t lda = 0;
+  const T* B = nullptr;
+  std::size_t ldb = 0;
+  T beta{};
+  T* C = nullptr;
+  std::size_t ldc = 0;
+};
+
+}  // namespace kf::detail
