@@ -11,7 +11,9 @@
 namespace kf {
 namespace detail {
 // Out of line so that every failure becomes a kf::error with the numbers.
-void* device_allocate(std::size_t bytes);                    // errc::out_of_memory, no_device
+// count elements of element_bytes each: errc::out_of_memory (also when the byte
+// count does not fit in size_t), errc::no_device.
+void* device_allocate(std::size_t count, std::size_t element_bytes);
 void device_free(void* p) noexcept;
 void copy_to_device(void* dst, const void* src, std::size_t bytes, cudaStream_t s);
 void copy_to_host(void* dst, const void* src, std::size_t bytes, cudaStream_t s);  // synchronizes s
@@ -23,7 +25,7 @@ class device_buffer {
  public:
   device_buffer() noexcept = default;
   explicit device_buffer(std::size_t size)
-      : data_(size ? static_cast<T*>(detail::device_allocate(size * sizeof(T))) : nullptr), size_(size) {}
+      : data_(size ? static_cast<T*>(detail::device_allocate(size, sizeof(T))) : nullptr), size_(size) {}
   ~device_buffer() { detail::device_free(data_); }
 
   device_buffer(device_buffer&& other) noexcept

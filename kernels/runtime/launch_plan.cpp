@@ -8,6 +8,10 @@
 #include "kernelforge/error.hpp"
 
 namespace kf::detail {
+namespace {
+// ceil(a / b) without the overflow of (a + b - 1) / b near SIZE_MAX.
+std::size_t ceil_div(std::size_t a, std::size_t b) { return a / b + (a % b != 0); }
+}  // namespace
 
 bool is_valid_block_size(int block) noexcept { return block >= 32 && block <= 1024 && block % 32 == 0; }
 
@@ -30,7 +34,7 @@ int choose_block_size(const occupancy_table& occupancy, int preferred) noexcept 
 }
 
 launch_plan plan_one_per_thread(const device_limits& limits, int block, std::size_t items) {
-  const std::size_t blocks = (items + block - 1) / static_cast<std::size_t>(block);
+  const std::size_t blocks = ceil_div(items, static_cast<std::size_t>(block));
   if (blocks > limits.max_grid_x) {
     throw error(errc::unsupported,
                 "one-thread-per-element launch needs " + std::to_string(blocks) + " blocks of " +
@@ -42,7 +46,7 @@ launch_plan plan_one_per_thread(const device_limits& limits, int block, std::siz
 
 launch_plan plan_grid_stride(const device_limits& limits, int block, int blocks_per_sm, std::size_t items,
                              std::size_t items_per_block, int max_waves) {
-  const std::size_t needed = (items + items_per_block - 1) / items_per_block;
+  const std::size_t needed = ceil_div(items, items_per_block);
   std::size_t cap = limits.max_grid_x;
   if (max_waves > 0) {
     const std::size_t wave =
