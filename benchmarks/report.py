@@ -17,7 +17,7 @@ Benchmark names are slash-separated fields:
     type  element type: fp32, bf16, tf32, fp16, ...
     impl  a step of our progression (naive, vectorized, smem_tiled, ...) or a
           vendor baseline: cub, cublas, cublaslt, cudnn, thrust, torch, cupy
-          (see BASELINES), or a ceiling: memcpy (see CEILINGS)
+          (see BASELINES), or a ceiling: memcpy or copy (see CEILINGS)
     size  the problem size: one or more fields, e.g. 268435456 or 4096x4096x4096
 
 The family (one table each) is the executable that wrote the JSON, less its
@@ -54,7 +54,7 @@ import sys
 from collections import OrderedDict
 
 BASELINES = ["cub", "cublas", "cublaslt", "cudnn", "cutlass", "thrust", "torch", "pytorch", "cupy"]
-CEILINGS = ["memcpy"]
+CEILINGS = ["memcpy", "copy"]
 RATE_COUNTERS = [("TFLOP/s", "TFLOP/s"), ("GB/s", "GB/s")]
 GB_SUFFIX_FIELD = re.compile(r"^(iterations|repeats|min_time|min_warmup_time|threads|time_unit):")
 GB_SUFFIX_WORDS = {"manual_time", "real_time", "process_time"}

@@ -58,6 +58,8 @@ struct kernel_profile {
   occupancy_table occupancy{};  ///< resident blocks per SM by block size
   int default_block = 0;        ///< choose_block_size(occupancy)
   int max_threads_per_block = 0;
+  int ptx_version = 0;     ///< virtual architecture of the loaded image (cudaFuncAttributes::ptxVersion)
+  int binary_version = 0;  ///< real architecture of the loaded image (e.g. 90)
 };
 
 constexpr int max_cached_devices = 64;

@@ -91,6 +91,11 @@ const device_limits& limits_for(int device) {
     int grid_x = 0;
     cuda_check(cudaDeviceGetAttribute(&grid_x, cudaDevAttrMaxGridDimX, device), what);
     l.max_grid_x = static_cast<std::uint32_t>(grid_x);
+    cuda_check(cudaDeviceGetAttribute(&l.cc_major, cudaDevAttrComputeCapabilityMajor, device), what);
+    cuda_check(cudaDeviceGetAttribute(&l.cc_minor, cudaDevAttrComputeCapabilityMinor, device), what);
+    int smem_optin = 0;
+    cuda_check(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), what);
+    l.max_smem_per_block_optin = static_cast<std::size_t>(smem_optin);
     limits[device] = l;
   });
   return limits[device];
@@ -124,6 +129,8 @@ const kernel_profile& kernel_profile_cache::get(const void* kernel, int device, 
     }
     cuda_check(status, what);
     p.max_threads_per_block = attrs.maxThreadsPerBlock;
+    p.ptx_version = attrs.ptxVersion;
+    p.binary_version = attrs.binaryVersion;
     for (int warps = 1; warps <= static_cast<int>(p.occupancy.size()); ++warps) {
       const int block = warps * 32;
       int blocks = 0;

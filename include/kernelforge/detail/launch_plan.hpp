@@ -14,6 +14,9 @@ struct device_limits {
   int max_threads_per_sm = 0;
   int max_threads_per_block = 0;
   std::uint32_t max_grid_x = 0;  ///< gridDim.x limit (2^31 - 1 on every GPU since sm_30)
+  int cc_major = 0;              ///< compute capability, for architecture-specific variants
+  int cc_minor = 0;
+  std::size_t max_smem_per_block_optin = 0;  ///< shared memory a block may opt in to (bytes)
 };
 
 /// Resident blocks per SM for each block size 32, 64, ..., 1024 (index: warps - 1),

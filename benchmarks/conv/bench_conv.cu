@@ -1,0 +1,408 @@
+// bench_conv: the convolution family against cuDNN and the memory floor, in one
+// run so every comparison is a ratio of figures measured together.
+//
+//   conv2d/fp32/<impl>/<layer>     impl: cudnn (FMA math: no TF32), best, naive,
+//                                  smem_tiled, implicit_gemm
+//   conv2d/tf32/<impl>/<layer>     impl: cudnn (tensor-op math), implicit_gemm_tf32, best
+//   filter2d/fp32/<impl>/8192x8192_<r>x<s>   impl: copy (cudaMemcpyAsync of the image:
+//                                  the floor), cudnn (as a 1-channel convolution), best,
+//                                  naive, constant_memory, smem_tiled
+// Layers: the ResNet-50 layers of shared/perf/ANCHORS.md.
+//
+// cuDNN runs first in each group; its algorithm comes from
+// cudnnFindConvolutionForwardAlgorithm, run once per layer and math mode before
+// timing, with its workspace allocated once. Every kernelforge result is
+// checked against cuDNN's output before it is timed (the run stops with an
+// error otherwise). Counters: TFLOP/s (2 N K C R S P Q) or GB/s (image read +
+// written), frac_peak (of the FP32 CUDA-core peak, or of the datasheet
+// bandwidth), frac_cudnn (cuDNN time / this time: > 1 is faster than cuDNN),
+// frac_copy (of the copy rate measured in this run). Time from CUDA events
+// around the call alone, L2 flushed before each sample (gpu_benchmark.hpp).
+// benchmarks/plot_conv.py turns the JSON into the README table and a plot.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include "gpu_benchmark.hpp"
+#include "kernelforge/conv.hpp"
+
+namespace kf::bench::conv {
+namespace {
+
+// Every benchmark runs for at least this much GPU time (keeps the binary under 3 minutes).
+constexpr double min_time_s = 0.25;
+// Naive kernels on the large layers take milliseconds per call: a few samples suffice.
+constexpr int naive_iterations = 10;
+// Sanity check against cuDNN before timing: max |ours - cuDNN| / max |cuDNN|.
+// cuDNN may pick Winograd or FFT (a few 1e-6 apart from direct summation), and
+// TF32 results differ by ~1e-3.
+constexpr double exact_check_tolerance = 1e-4;
+constexpr double tf32_check_tolerance = 2e-2;
+
+void cudnn_check(cudnnStatus_t status, const char* what) {
+  if (status != CUDNN_STATUS_SUCCESS) {
+    std::fprintf(stderr, "%s failed: %s\n", what, cudnnGetErrorString(status));
+    std::exit(1);
+  }
+}
+
+cudnnHandle_t cudnn() {
+  static cudnnHandle_t handle = [] {
+    cudnnHandle_t h = nullptr;
+    cudnn_check(cudnnCreate(&h), "cudnnCreate");
+    return h;
+  }();
+  return handle;
+}
+
+struct layer {
+  std::string name;
+  kf::conv2d_params p;
+};
+
+kf::conv2d_params params(std::size_t n, std::size_t c, std::size_t hw, std::size_t k, std::size_t rs,
+                         std::size_t stride, std::size_t pad) {
+  kf::conv2d_params p{n, c, hw, hw, k, rs, rs};
+  p.stride_h = p.stride_w = stride;
+  p.pad_h = p.pad_w = pad;
+  return p;
+}
+
+const std::vector<layer>& layers() {
+  static const std::vector<layer> list = {
+      {"n32_c64_56x56_k64_3x3_p1", params(32, 64, 56, 64, 3, 1, 1)},
+      {"n32_c128_28x28_k128_3x3_p1", params(32, 128, 28, 128, 3, 1, 1)},
+      {"n32_c256_14x14_k256_3x3_p1", params(32, 256, 14, 256, 3, 1, 1)},
+      {"n16_c3_224x224_k64_7x7_s2_p3", params(16, 3, 224, 64, 7, 2, 3)},
+  };
+  return list;
+}
+
+constexpr std::size_t image_extent = 8192;
+
+/// Random values of magnitude in [0.5, 1) with random signs: never zero.
+std::vector<float> random_values(std::size_t n, std::uint64_t seed) {
+  std::vector<float> v(n);
+  std::uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (auto& x : v) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    const float m = 0.5f + static_cast<float>((s >> 40) & 0xFFFFFF) / 33554432.0f;
+    x = (s >> 39) & 1 ? -m : m;
+  }
+  return v;
+}
+
+/// The tensors of one problem, created once, and cuDNN's output kept for checks.
+struct problem_data {
+  kf::conv2d_params p{};
+  std::size_t P = 0, Q = 0;
+  kf::device_buffer<float> x, w, bias, y, y_cudnn;
+  bool have_cudnn_result = false;
+  double flops() const { return 2.0 * p.n * p.k * p.c * p.r * p.s * P * Q; }
+  std::size_t y_size() const { return p.n * p.k * P * Q; }
+};
+
+problem_data& data_for(const std::string& key, const kf::conv2d_params& p) {
+  static std::map<std::string, std::unique_ptr<problem_data>> cache;
+  auto& slot = cache[key];
+  if (!slot) {
+    slot = std::make_unique<problem_data>();
+    problem_data& d = *slot;
+    d.p = p;
+    d.P = kf::conv2d_output_height(p);
+    d.Q = kf::conv2d_output_width(p);
+    d.x = kf::to_device(random_values(p.n * p.c * p.h * p.w, 1));
+    d.w = kf::to_device(random_values(p.k * p.c * p.r * p.s, 2));
+    d.bias = kf::to_device(random_values(p.k, 3));
+    d.y = kf::device_buffer<float>(d.y_size());
+    d.y_cudnn = kf::device_buffer<float>(d.y_size());
+  }
+  return *slot;
+}
+
+/// cuDNN descriptors, the algorithm cudnnFind picked, and its workspace.
+struct cudnn_plan {
+  cudnnTensorDescriptor_t x_desc = nullptr, y_desc = nullptr;
+  cudnnFilterDescriptor_t w_desc = nullptr;
+  cudnnConvolutionDescriptor_t conv_desc = nullptr;
+  cudnnConvolutionFwdAlgo_t algo{};
+  kf::device_buffer<unsigned char> workspace;
+  std::size_t workspace_bytes = 0;
+};
+
+cudnn_plan& cudnn_plan_for(const std::string& key, const problem_data& d, bool tf32) {
+  static std::map<std::string, std::unique_ptr<cudnn_plan>> cache;
+  auto& slot = cache[key];
+  if (slot) return *slot;
+  slot = std::make_unique<cudnn_plan>();
+  cudnn_plan& c = *slot;
+  const kf::conv2d_params& p = d.p;
+  const auto i = [](std::size_t v) { return static_cast<int>(v); };
+  cudnn_check(cudnnCreateTensorDescriptor(&c.x_desc), "cudnnCreateTensorDescriptor");
+  cudnn_check(cudnnCreateTensorDescriptor(&c.y_desc), "cudnnCreateTensorDescriptor");
+  cudnn_check(cudnnCreateFilterDescriptor(&c.w_desc), "cudnnCreateFilterDescriptor");
+  cudnn_check(cudnnCreateConvolutionDescriptor(&c.conv_desc), "cudnnCreateConvolutionDescriptor");
+  cudnn_check(cudnnSetTensor4dDescriptor(c.x_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(p.n), i(p.c), i(p.h), i(p.w)),
+              "cudnnSetTensor4dDescriptor(x)");
+  cudnn_check(cudnnSetFilter4dDescriptor(c.w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, i(p.k), i(p.c), i(p.r), i(p.s)),
+              "cudnnSetFilter4dDescriptor");
+  cudnn_check(cudnnSetConvolution2dDescriptor(c.conv_desc, i(p.pad_h), i(p.pad_w), i(p.stride_h), i(p.stride_w),
+                                              i(p.dilation_h), i(p.dilation_w), CUDNN_CROSS_CORRELATION,
+                                              CUDNN_DATA_FLOAT),
+              "cudnnSetConvolution2dDescriptor");
+  // FMA math forbids TF32 (CUDNN_DEFAULT_MATH would allow it for fp32 on sm_80+).
+  cudnn_check(cudnnSetConvolutionMathType(c.conv_desc, tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
+              "cudnnSetConvolutionMathType");
+  cudnn_check(cudnnSetTensor4dDescriptor(c.y_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(p.n), i(p.k), i(d.P), i(d.Q)),
+              "cudnnSetTensor4dDescriptor(y)");
+  constexpr int requested = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+  cudnnConvolutionFwdAlgoPerf_t perf[requested];
+  int returned = 0;
+  cudnn_check(cudnnFindConvolutionForwardAlgorithm(cudnn(), c.x_desc, c.w_desc, c.conv_desc, c.y_desc, requested,
+                                                   &returned, perf),
+              "cudnnFindConvolutionForwardAlgorithm");
+  int chosen = -1;
+  for (int k = 0; k < returned; ++k) {
+    if (perf[k].status == CUDNN_STATUS_SUCCESS && (tf32 || perf[k].mathType != CUDNN_TENSOR_OP_MATH)) {
+      chosen = k;
+      break;
+    }
+  }
+  if (chosen < 0) {
+    std::fprintf(stderr, "cudnnFindConvolutionForwardAlgorithm found no usable algorithm for %s\n", key.c_str());
+    std::exit(1);
+  }
+  c.algo = perf[chosen].algo;
+  cudnn_check(cudnnSetConvolutionMathType(c.conv_desc, perf[chosen].mathType), "cudnnSetConvolutionMathType");
+  cudnn_check(cudnnGetConvolutionForwardWorkspaceSize(cudnn(), c.x_desc, c.w_desc, c.conv_desc, c.y_desc, c.algo,
+                                                      &c.workspace_bytes),
+              "cudnnGetConvolutionForwardWorkspaceSize");
+  c.workspace = kf::device_buffer<unsigned char>(c.workspace_bytes);
+  return c;
+}
+
+void run_cudnn(cudnn_plan& c, const problem_data& d, float* y, cudaStream_t stream) {
+  cudnn_check(cudnnSetStream(cudnn(), stream), "cudnnSetStream");
+  const float one = 1.0f, zero = 0.0f;
+  cudnn_check(cudnnConvolutionForward(cudnn(), &one, c.x_desc, d.x.data(), c.w_desc, d.w.data(), c.conv_desc, c.algo,
+                                      c.workspace.data(), c.workspace_bytes, &zero, c.y_desc, y),
+              "cudnnConvolutionForward");
+}
+
+/// cuDNN's time per problem key, stored by its benchmark for frac_cudnn.
+std::map<std::string, double>& cudnn_seconds() {
+  static std::map<std::string, double> times;
+  return times;
+}
+
+/// max |got - want| / max |want| over the output (0 when there is no cuDNN result yet).
+double relative_difference(const problem_data& d, const float* got_device) {
+  if (!d.have_cudnn_result) return 0;
+  std::vector<float> got(d.y_size()), want(d.y_size());
+  check(cudaMemcpy(got.data(), got_device, got.size() * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
+  check(cudaMemcpy(want.data(), d.y_cudnn.data(), want.size() * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
+  double max_diff = 0, max_ref = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double diff = std::fabs(static_cast<double>(got[i]) - want[i]);
+    max_diff = std::isnan(diff) ? INFINITY : std::max(max_diff, diff);
+    max_ref = std::max(max_ref, std::fabs(static_cast<double>(want[i])));
+  }
+  return max_ref > 0 ? max_diff / max_ref : max_diff;
+}
+
+/// relative_difference of d.y, computed once per benchmark (Google Benchmark
+/// may call a benchmark function several times while it sizes the run).
+double checked_difference(const std::string& benchmark_name, const problem_data& d) {
+  static std::map<std::string, double> done;
+  const auto it = done.find(benchmark_name);
+  if (it != done.end()) return it->second;
+  return done[benchmark_name] = relative_difference(d, d.y.data());
+}
+
+void set_frac_cudnn(benchmark::State& state, const std::string& key) {
+  const auto it = cudnn_seconds().find(key);
+  if (it != cudnn_seconds().end() && state.counters["gpu_s"] > 0) {
+    state.counters["frac_cudnn"] = it->second / state.counters["gpu_s"];
+  }
+}
+
+// ---- conv2d -------------------------------------------------------------------
+void bm_conv_cudnn(benchmark::State& state, const layer& L, bool tf32) {
+  KF_BENCH_REQUIRE_GPU(state);
+  const std::string key = (tf32 ? "tf32/" : "fp32/") + L.name;
+  problem_data& d = data_for(L.name, L.p);
+  cudnn_plan& c = cudnn_plan_for(key, d, tf32);
+  // No bias in the comparison: cuDNN's forward has none, so the kernelforge rows pass null too.
+  time_gpu(state, [&](cudaStream_t s) { run_cudnn(c, d, d.y_cudnn.data(), s); });
+  check(cudaDeviceSynchronize(), "cuDNN");
+  d.have_cudnn_result = true;  // the tf32 rows, registered after all fp32 rows, check against cuDNN's TF32 output
+  cudnn_seconds()[key] = state.counters["gpu_s"];
+  set_flops(state, d.flops());
+  state.SetLabel(std::string("algo ") + std::to_string(static_cast<int>(c.algo)));
+}
+
+void bm_conv_kf(benchmark::State& state, const layer& L, kf::conv2d_variant variant, kf::math_mode math) {
+  KF_BENCH_REQUIRE_GPU(state);
+  problem_data& d = data_for(L.name, L.p);
+  kf::conv2d_options options;
+  options.variant = variant;
+  options.math = math;
+  auto run = [&](cudaStream_t s) {
+    options.stream = s;
+    kf::conv2d_forward<float>(d.p, d.x.data(), d.w.data(), nullptr, d.y.data(), options);
+  };
+  try {
+    run(nullptr);
+  } catch (const kf::error& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  check(cudaDeviceSynchronize(), "kf::conv2d_forward");
+  const double tolerance = math == kf::math_mode::tf32 ? tf32_check_tolerance : exact_check_tolerance;
+  const double diff = checked_difference(
+      std::string(math == kf::math_mode::tf32 ? "tf32/" : "fp32/") + kf::to_string(variant) + "/" + L.name, d);
+  if (!(diff <= tolerance)) {
+    state.SkipWithError(("result differs from cuDNN by " + std::to_string(diff) + " (relative to max |y|)").c_str());
+    return;
+  }
+  time_gpu(state, run);
+  set_flops(state, d.flops());
+  state.counters["diff_vs_cudnn"] = diff;
+  set_frac_cudnn(state, (math == kf::math_mode::tf32 ? "tf32/" : "fp32/") + L.name);
+}
+
+// ---- filter2d -----------------------------------------------------------------
+std::string filter_name(std::size_t taps) {
+  return std::to_string(image_extent) + "x" + std::to_string(image_extent) + "_" + std::to_string(taps) + "x" +
+         std::to_string(taps);
+}
+
+problem_data& filter_data(std::size_t taps) {
+  // The image filter as a 1-channel convolution: N = C = K = 1, pad = taps / 2 ("same" size).
+  return data_for("filter2d/" + filter_name(taps), params(1, 1, image_extent, 1, taps, 1, taps / 2));
+}
+
+double image_bytes() { return 2.0 * image_extent * image_extent * sizeof(float); }  // one read + one write
+
+void bm_filter_copy(benchmark::State& state, std::size_t taps) {
+  KF_BENCH_REQUIRE_GPU(state);
+  problem_data& d = filter_data(taps);
+  time_gpu(state, [&](cudaStream_t s) {
+    check(cudaMemcpyAsync(d.y.data(), d.x.data(), image_extent * image_extent * sizeof(float),
+                          cudaMemcpyDeviceToDevice, s),
+          "cudaMemcpyAsync");
+  });
+  copy_rate_gbs() = 0;  // set_bandwidth below must not divide the copy by itself
+  set_bandwidth(state, image_bytes());
+  copy_rate_gbs() = state.counters["GB/s"];
+  state.counters["frac_copy"] = 1.0;
+}
+
+void bm_filter_cudnn(benchmark::State& state, std::size_t taps) {
+  KF_BENCH_REQUIRE_GPU(state);
+  const std::string key = "filter2d/" + filter_name(taps);
+  problem_data& d = filter_data(taps);
+  cudnn_plan& c = cudnn_plan_for(key, d, false);
+  time_gpu(state, [&](cudaStream_t s) { run_cudnn(c, d, d.y_cudnn.data(), s); });
+  check(cudaDeviceSynchronize(), "cuDNN");
+  d.have_cudnn_result = true;
+  cudnn_seconds()[key] = state.counters["gpu_s"];
+  set_bandwidth(state, image_bytes());
+  state.SetLabel(std::string("algo ") + std::to_string(static_cast<int>(c.algo)));
+}
+
+void bm_filter_kf(benchmark::State& state, std::size_t taps, kf::filter2d_variant variant) {
+  KF_BENCH_REQUIRE_GPU(state);
+  problem_data& d = filter_data(taps);
+  kf::filter2d_options options;
+  options.variant = variant;
+  options.mode = kf::border::zero;
+  auto run = [&](cudaStream_t s) {
+    options.stream = s;
+    kf::filter2d<float>(1, image_extent, image_extent, d.x.data(), image_extent, d.w.data(), taps, taps, d.y.data(),
+                        image_extent, options);
+  };
+  try {
+    run(nullptr);
+  } catch (const kf::error& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  check(cudaDeviceSynchronize(), "kf::filter2d");
+  const double diff = checked_difference(std::string(kf::to_string(variant)) + "/" + filter_name(taps), d);
+  if (!(diff <= exact_check_tolerance)) {
+    state.SkipWithError(("result differs from cuDNN by " + std::to_string(diff) + " (relative to max |y|)").c_str());
+    return;
+  }
+  time_gpu(state, run);
+  set_bandwidth(state, image_bytes());
+  state.counters["diff_vs_cudnn"] = diff;
+  set_frac_cudnn(state, "filter2d/" + filter_name(taps));
+}
+
+// ---- registration, in the order the ratios need: baselines first -----------------
+/// iterations > 0: a fixed count instead of the minimum time (Google Benchmark takes one or the other).
+benchmark::internal::Benchmark* configure(benchmark::internal::Benchmark* b, int iterations = 0) {
+  b->UseManualTime()->Unit(benchmark::kMillisecond);
+  return iterations > 0 ? b->Iterations(iterations) : b->MinTime(min_time_s);
+}
+
+struct registrar {
+  registrar() {
+    const std::pair<const char*, kf::conv2d_variant> exact_variants[] = {
+        {"best", kf::conv2d_variant::best},
+        {"naive", kf::conv2d_variant::naive},
+        {"smem_tiled", kf::conv2d_variant::smem_tiled},
+        {"implicit_gemm", kf::conv2d_variant::implicit_gemm},
+    };
+    for (const layer& L : layers()) {
+      configure(benchmark::RegisterBenchmark(("conv2d/fp32/cudnn/" + L.name).c_str(),
+                                             [&L](benchmark::State& s) { bm_conv_cudnn(s, L, false); }));
+      for (const auto& [name, variant] : exact_variants) {
+        auto* b = benchmark::RegisterBenchmark(("conv2d/fp32/" + std::string(name) + "/" + L.name).c_str(),
+                                               [&L, variant = variant](benchmark::State& s) {
+                                                 bm_conv_kf(s, L, variant, kf::math_mode::exact);
+                                               });
+        configure(b, variant == kf::conv2d_variant::naive ? naive_iterations : 0);
+      }
+    }
+    for (const layer& L : layers()) {
+      configure(benchmark::RegisterBenchmark(("conv2d/tf32/cudnn/" + L.name).c_str(),
+                                             [&L](benchmark::State& s) { bm_conv_cudnn(s, L, true); }));
+      configure(benchmark::RegisterBenchmark(("conv2d/tf32/implicit_gemm_tf32/" + L.name).c_str(), [&L](benchmark::State& s) {
+        bm_conv_kf(s, L, kf::conv2d_variant::implicit_gemm_tf32, kf::math_mode::tf32);
+      }));
+      configure(benchmark::RegisterBenchmark(("conv2d/tf32/best/" + L.name).c_str(), [&L](benchmark::State& s) {
+        bm_conv_kf(s, L, kf::conv2d_variant::best, kf::math_mode::tf32);
+      }));
+    }
+    for (std::size_t taps : {std::size_t{3}, std::size_t{5}}) {
+      const std::string suffix = "/" + filter_name(taps);
+      configure(benchmark::RegisterBenchmark(("filter2d/fp32/copy" + suffix).c_str(),
+                                             [taps](benchmark::State& s) { bm_filter_copy(s, taps); }));
+      configure(benchmark::RegisterBenchmark(("filter2d/fp32/cudnn" + suffix).c_str(),
+                                             [taps](benchmark::State& s) { bm_filter_cudnn(s, taps); }));
+      for (kf::filter2d_variant v : {kf::filter2d_variant::best, kf::filter2d_variant::naive,
+                                     kf::filter2d_variant::constant_memory, kf::filter2d_variant::smem_tiled}) {
+        configure(benchmark::RegisterBenchmark(("filter2d/fp32/" + std::string(kf::to_string(v)) + suffix).c_str(),
+                                               [taps, v](benchmark::State& s) { bm_filter_kf(s, taps, v); }));
+      }
+    }
+  }
+};
+const registrar register_all;
+
+}  // namespace
+}  // namespace kf::bench::conv
+
+KF_BENCHMARK_MAIN();

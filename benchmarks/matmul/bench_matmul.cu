@@ -1,0 +1,400 @@
+// bench_matmul: every step of the matrix-product progression against cuBLAS, in
+// one run so that every comparison is a ratio of figures measured together.
+//
+//   matmul/fp32/<variant>/<m>x<n>x<k>        kf::matmul, math_mode::exact
+//   matmul/fp32/cublas/<m>x<n>x<k>           cublasSgemm, default math (no TF32)
+//   matmul/tf32/tensor_core_tf32/<shape>     kf::matmul, math_mode::tf32 (wgmma on sm_90a, else mma.sync)
+//   matmul/tf32/mma_sync/<shape>             the mma.sync kernel alone (launch_tensor_core_tf32)
+//   matmul/tf32/cublas/<shape>               cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_TF32
+//   matmul/fp32/tuning/<config>/<shape>      warp_tiled with other tile configurations
+//                                            (NN, 16-byte path), to choose tuning.hpp from data
+//
+// Row-major C = A B with A m x k, B k x n, C m x n, unpadded (lda = k, ldb = n,
+// ldc = n), alpha = 1, beta = 0. cuBLAS (column-major) computes the same
+// product as C^T = B^T A^T. For each shape cuBLAS runs first and its time is
+// kept, so every kernelforge row gets frac_cublas = t_cublas / t_row.
+//
+// Counters: TFLOP/s (2 m n k per call), frac_peak (of the device's FP32 peak
+// for fp32 rows; for tf32 rows of the TF32 dense peak, taken as 8 x the FP32
+// peak on compute capability 8.0, 9.x and 10.x -- A100: 156 = 8 x 19.5; on the
+// H200 8 x 67 = 535 TFLOP/s at the 1.98 GHz boost clock, against the
+// datasheet's 495 at 1.83 GHz -- and 1 x on 8.6, 8.9 and 12.x), frac_cublas.
+//
+// Time budget (< 4 minutes on an H200): the slow steps (naive, coalesced,
+// smem_tiled, blocktile_1d) run on 1024^3, 2048^3 and 4096^3 only (naive at
+// 4096^3 takes ~0.1-0.3 s a call: 1 warm-up, 2 timed); the fast ones and cuBLAS
+// on every shape, with iteration counts sized to ~0.25 s of GPU time per row.
+// Before a row is timed, a spot check compares 16 entries of its result with
+// a double-precision dot product on the host: a wrong kernel is reported as
+// an error, never timed.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "gpu_benchmark.hpp"
+#include "kernelforge/kernels/matmul/warp_tiled.cuh"
+#include "kernelforge/matmul.hpp"
+
+#if __has_include("kernelforge/kernels/matmul/tensor_core_tf32.cuh") && !defined(KF_BENCH_NO_MMA_SYNC_ROW)
+#include "kernelforge/kernels/matmul/tensor_core_tf32.cuh"
+#define KF_BENCH_HAVE_MMA_SYNC 1
+#else
+#define KF_BENCH_HAVE_MMA_SYNC 0
+#endif
+
+namespace kf::bench::matmul {
+
+// Alternative warp_tiled configurations (the library's own is the warp_tiled
+// row). They carry the large_smem id, so they run only where that family runs
+// (sm_80, sm_90, sm_100...). Outside the anonymous namespace: kernels templated
+// on them need external linkage for their hidden visibility.
+using kf::detail::warp_tiled_large_smem;
+struct tune_128x128x16 : warp_tiled_large_smem {
+  static constexpr int block_k = 16;
+};
+struct tune_128x128x32_4stages : warp_tiled_large_smem {
+  static constexpr int stages = 4;
+};
+struct tune_128x256x16 : warp_tiled_large_smem {
+  static constexpr int block_n = 256, thread_n = 16, block_k = 16;
+};
+struct tune_128x128x16_2blocks : warp_tiled_large_smem {
+  static constexpr int block_k = 16, min_blocks_per_sm = 2;
+};
+
+namespace {
+
+struct shape {
+  std::size_t m, n, k;
+  std::string name() const { return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k); }
+  double flops() const { return 2.0 * double(m) * double(n) * double(k); }
+};
+
+const std::vector<shape>& shapes() {
+  static const std::vector<shape> s = {{1024, 1024, 1024}, {2048, 2048, 2048}, {4096, 4096, 4096},
+                                       {8192, 8192, 8192}, {4095, 4097, 4093}, {8192, 8192, 1024},
+                                       {128, 8192, 8192}};
+  return s;
+}
+
+/// The slow steps run only on shapes up to this many FLOPs (4096^3).
+constexpr double slow_max_flops = 2.0 * 4096.0 * 4096.0 * 4096.0;
+/// ... and only on the cubes (1024^3, 2048^3, 4096^3).
+bool is_cube(const shape& s) { return s.m == s.n && s.n == s.k; }
+
+// ---- inputs ------------------------------------------------------------------
+__host__ __device__ inline std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+/// Magnitudes in [0.5, 1) with a random sign: never zero, never denormal.
+__global__ void fill_random_kernel(float* data, std::size_t n, std::uint64_t seed) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const std::uint64_t h = mix64(seed ^ mix64(i));
+    const float magnitude = 0.5f + 0.5f * static_cast<float>(h >> 40) * (1.0f / (1u << 24));
+    data[i] = (h & 1u) ? -magnitude : magnitude;
+  }
+}
+
+constexpr int fill_block = 256;
+constexpr unsigned fill_max_blocks = 4096;
+
+void fill_random(float* data, std::size_t n, std::uint64_t seed) {
+  const std::size_t blocks = std::min<std::size_t>((n + fill_block - 1) / fill_block, fill_max_blocks);
+  fill_random_kernel<<<static_cast<unsigned>(std::max<std::size_t>(blocks, 1)), fill_block>>>(data, n, seed);
+  check(cudaGetLastError(), "fill_random");
+}
+
+/// A, B and C of one shape, kept while consecutive benchmarks use that shape.
+struct operands {
+  shape s;
+  kf::device_buffer<float> a, b, c;
+  explicit operands(const shape& s_) : s(s_), a(s_.m * s_.k), b(s_.k * s_.n), c(s_.m * s_.n) {
+    fill_random(a.data(), a.size(), 1);
+    fill_random(b.data(), b.size(), 2);
+    check(cudaDeviceSynchronize(), "fill");
+  }
+};
+
+operands& operands_for(const shape& s) {
+  static std::unique_ptr<operands> current;
+  if (!current || current->s.m != s.m || current->s.n != s.n || current->s.k != s.k) {
+    current.reset();  // free the previous shape's buffers first
+    current = std::make_unique<operands>(s);
+  }
+  return *current;
+}
+
+// ---- implementations -----------------------------------------------------------
+cublasHandle_t cublas() {
+  static cublasHandle_t handle = [] {
+    cublasHandle_t h = nullptr;
+    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) {
+      std::fprintf(stderr, "cublasCreate failed\n");
+      std::exit(1);
+    }
+    return h;
+  }();
+  return handle;
+}
+
+void cublas_check(cublasStatus_t status, const char* what) {
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    std::fprintf(stderr, "%s failed: cuBLAS status %d\n", what, static_cast<int>(status));
+    std::exit(1);
+  }
+}
+
+/// Row-major C = A B through column-major cuBLAS: C^T = B^T A^T.
+void cublas_matmul(operands& p, bool tf32, cudaStream_t stream) {
+  const float alpha = 1.f, beta = 0.f;
+  const int m = static_cast<int>(p.s.m), n = static_cast<int>(p.s.n), k = static_cast<int>(p.s.k);
+  cublas_check(cublasSetStream(cublas(), stream), "cublasSetStream");
+  if (!tf32) {
+    cublas_check(cublasSgemm(cublas(), CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, p.b.data(), n, p.a.data(), k, &beta,
+                             p.c.data(), n),
+                 "cublasSgemm");
+  } else {
+    cublas_check(cublasGemmEx(cublas(), CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, p.b.data(), CUDA_R_32F, n,
+                              p.a.data(), CUDA_R_32F, k, &beta, p.c.data(), CUDA_R_32F, n,
+                              CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT),
+                 "cublasGemmEx (TF32)");
+  }
+}
+
+kf::detail::gemm_args<float> args_of(operands& p) {
+  kf::detail::gemm_args<float> g;
+  g.m = p.s.m, g.n = p.s.n, g.k = p.s.k;
+  g.alpha = 1.f, g.beta = 0.f;
+  g.A = p.a.data(), g.lda = p.s.k;
+  g.B = p.b.data(), g.ldb = p.s.n;
+  g.C = p.c.data(), g.ldc = p.s.n;
+  return g;
+}
+
+/// Launches configuration Config on the untransposed product directly (no
+/// split-k: the tuning shapes fill the GPU), through the library's own
+/// per-device preparation; the 16-byte or the 4-byte copy path as alignment allows.
+template <class Config>
+void launch_tuning(operands& p, cudaStream_t stream) {
+  namespace d = kf::detail;
+  const d::gemm_args<float> g = args_of(p);
+  const int device = d::current_device("bench tuning");
+  d::warp_tiled_params x;
+  x.tiles_m = d::ceil_div(g.m, Config::block_m);
+  x.tiles_n = d::ceil_div(g.n, Config::block_n);
+  x.k_slice = g.k;
+  x.c_aligned = d::rows_16b_aligned(g.C, g.ldc);
+  const dim3 grid(static_cast<unsigned>(x.tiles_m * x.tiles_n));
+  constexpr int threads = Config::warps_m * Config::warps_n * 32;
+  constexpr std::size_t smem = d::warp_tiled_layout<Config, false, false>::smem_bytes;
+  if (d::rows_16b_aligned(g.A, g.lda) && d::rows_16b_aligned(g.B, g.ldb)) {
+    d::warp_tiled_prepare<Config, false, false, true>(device);
+    d::matmul_warp_tiled<Config, false, false, true><<<grid, threads, smem, stream>>>(g, x);
+  } else {
+    d::warp_tiled_prepare<Config, false, false, false>(device);
+    d::matmul_warp_tiled<Config, false, false, false><<<grid, threads, smem, stream>>>(g, x);
+  }
+  d::check_launch("bench tuning");
+}
+
+enum class impl { kf, cublas, mma_sync, tuning };
+
+struct row {
+  std::string precision;  // "fp32" or "tf32"
+  std::string name;       // variant, "cublas", "mma_sync" or "tuning/<config>"
+  impl kind = impl::kf;
+  kf::matmul_variant variant = kf::matmul_variant::best;
+  void (*tuning)(operands&, cudaStream_t) = nullptr;
+  double expected_tflops = 1;  // for iteration counts only
+  int warmups = 3;
+};
+
+/// Enqueues one call of `r` on `stream`.
+void run(const row& r, operands& p, cudaStream_t stream) {
+  switch (r.kind) {
+    case impl::cublas: return cublas_matmul(p, r.precision == "tf32", stream);
+    case impl::tuning: return r.tuning(p, stream);
+    case impl::mma_sync:
+#if KF_BENCH_HAVE_MMA_SYNC
+      kf::detail::launch_tensor_core_tf32(args_of(p), stream);
+      return;
+#else
+      throw std::runtime_error("tensor_core_tf32.cuh is not in this build");
+#endif
+    case impl::kf: {
+      kf::matmul_options o;
+      o.stream = stream;
+      o.variant = r.variant;
+      o.math = r.precision == "tf32" ? kf::math_mode::tf32 : kf::math_mode::exact;
+      kf::matmul<float>(kf::op::none, kf::op::none, p.s.m, p.s.n, p.s.k, 1.f, p.a.data(), p.s.k, p.b.data(), p.s.n,
+                        0.f, p.c.data(), p.s.n, o);
+      return;
+    }
+  }
+}
+
+/// Runs `r` once and compares 16 entries of C with a double-precision dot
+/// product. Tolerance relative to sum |a||b|: 1e-5 for fp32, 4 * 2^-10 for tf32.
+std::string spot_check(const row& r, operands& p) {
+  check(cudaMemset(p.c.data(), 0xFF, p.c.size_bytes()), "poison C");
+  run(r, p, nullptr);
+  check(cudaDeviceSynchronize(), "spot check run");
+  const double tol = r.precision == "tf32" ? 4.0 / 1024.0 : 1e-5;
+  std::vector<float> arow(p.s.k), bcol(p.s.k);
+  for (int t = 0; t < 16; ++t) {
+    const std::size_t i = mix64(100 + t) % p.s.m, j = mix64(200 + t) % p.s.n;
+    float got = 0;
+    check(cudaMemcpy(arow.data(), p.a.data() + i * p.s.k, p.s.k * sizeof(float), cudaMemcpyDeviceToHost), "copy A row");
+    check(cudaMemcpy2D(bcol.data(), sizeof(float), p.b.data() + j, p.s.n * sizeof(float), sizeof(float), p.s.k,
+                       cudaMemcpyDeviceToHost),
+          "copy B column");
+    check(cudaMemcpy(&got, p.c.data() + i * p.s.n + j, sizeof(float), cudaMemcpyDeviceToHost), "copy C entry");
+    double ref = 0, scale = 0;
+    for (std::size_t q = 0; q < p.s.k; ++q) {
+      ref += double(arow[q]) * double(bcol[q]);
+      scale += std::fabs(double(arow[q]) * double(bcol[q]));
+    }
+    if (!(std::fabs(double(got) - ref) <= tol * scale)) {
+      return r.name + " is wrong at (" + std::to_string(i) + ", " + std::to_string(j) + "): got " +
+             std::to_string(got) + ", expected " + std::to_string(ref);
+    }
+  }
+  return {};
+}
+
+/// cuBLAS time per call (s) by precision and shape, from this run.
+std::map<std::string, double>& cublas_times() {
+  static std::map<std::string, double> t;
+  return t;
+}
+
+double tf32_peak_tflops() {
+  const kf::device_info& d = device();
+  const int cc = d.cc_major * 10 + d.cc_minor;
+  const bool datacenter = cc == 80 || (cc >= 90 && cc < 120);  // A100, H100/H200, B200: 8 x FP32 dense
+  return d.peak_fp32_tflops * (datacenter ? 8.0 : 1.0);
+}
+
+// Iteration counts: ~target_seconds of GPU time per row, from a rough expected rate.
+constexpr double target_seconds = 0.25;
+constexpr std::int64_t min_iterations = 2, max_iterations = 500;
+
+void bm_matmul(benchmark::State& state, row r, shape s) {
+  KF_BENCH_REQUIRE_GPU(state);
+  try {
+    if (r.kind == impl::tuning &&
+        kf::detail::warp_tiled_tuning_of(kf::detail::current_device("bench")) !=
+            kf::detail::warp_tiled_tuning_id::large_smem) {
+      state.SkipWithError("tuning rows use the large_smem configuration family (sm_80, sm_90, sm_100)");
+      return;
+    }
+    if (r.precision == "tf32" && r.kind != impl::cublas && device().cc_major < 8) {
+      state.SkipWithError("TF32 tensor cores need compute capability 8.0");
+      return;
+    }
+    operands& p = operands_for(s);
+    const std::string wrong = spot_check(r, p);
+    if (!wrong.empty()) {
+      state.SkipWithError(wrong.c_str());
+      return;
+    }
+    time_gpu(state, [&](cudaStream_t stream) { run(r, p, stream); }, nullptr, r.warmups);
+    set_flops(state, s.flops(), r.precision == "tf32" ? tf32_peak_tflops() : 0.0);
+    const std::string key = r.precision + "/" + s.name();
+    const double t = state.counters["gpu_s"];
+    if (r.kind == impl::cublas) {
+      cublas_times()[key] = t;
+    } else if (cublas_times().count(key) && t > 0) {
+      state.counters["frac_cublas"] = cublas_times()[key] / t;
+    }
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
+void register_row(const row& r, const shape& s) {
+  const std::string name = "matmul/" + r.precision + "/" + r.name + "/" + s.name();
+  const double seconds = s.flops() / (r.expected_tflops * 1e12);
+  const auto iterations =
+      std::clamp(static_cast<std::int64_t>(target_seconds / seconds), min_iterations, max_iterations);
+  benchmark::RegisterBenchmark(name.c_str(), bm_matmul, r, s)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond)
+      ->Iterations(iterations);
+}
+
+row kf_row(kf::matmul_variant v, double tflops, const char* precision = "fp32") {
+  row r;
+  r.precision = precision;
+  r.name = kf::to_string(v);
+  r.kind = impl::kf;
+  r.variant = v;
+  r.expected_tflops = tflops;
+  return r;
+}
+
+void register_all() {
+  using v = kf::matmul_variant;
+  row cublas_fp32{"fp32", "cublas", impl::cublas, v::best, nullptr, 50};
+  row cublas_tf32{"tf32", "cublas", impl::cublas, v::best, nullptr, 350};
+  row mma{"tf32", "mma_sync", impl::mma_sync, v::best, nullptr, 150};
+  const std::vector<row> slow = {kf_row(v::naive, 0.5), kf_row(v::coalesced, 2), kf_row(v::smem_tiled, 5),
+                                 kf_row(v::blocktile_1d, 12)};
+  const std::vector<row> fast = {kf_row(v::blocktile_2d, 20), kf_row(v::vectorized, 25), kf_row(v::warp_tiled, 45)};
+  const std::vector<row> tuning = {
+      {"fp32", "tuning/128x128x16", impl::tuning, v::best, &launch_tuning<tune_128x128x16>, 45},
+      {"fp32", "tuning/128x128x32_4stages", impl::tuning, v::best, &launch_tuning<tune_128x128x32_4stages>, 45},
+      {"fp32", "tuning/128x256x16_8x16", impl::tuning, v::best, &launch_tuning<tune_128x256x16>, 45},
+      {"fp32", "tuning/128x128x16_2blocks", impl::tuning, v::best, &launch_tuning<tune_128x128x16_2blocks>, 45}};
+  for (const shape& s : shapes()) {
+    register_row(cublas_fp32, s);
+    if (is_cube(s) && s.flops() <= slow_max_flops) {
+      for (row r : slow) {
+        if (r.variant == v::naive && s.m >= 4096) r.warmups = 1;  // ~0.1-0.3 s a call
+        register_row(r, s);
+      }
+    }
+    for (const row& r : fast) register_row(r, s);
+    if (s.m == 4096 || s.m == 4095) {
+      for (const row& r : tuning) register_row(r, s);
+    }
+    register_row(cublas_tf32, s);
+    register_row(kf_row(v::tensor_core_tf32, 250, "tf32"), s);
+    if (KF_BENCH_HAVE_MMA_SYNC) register_row(mma, s);
+  }
+}
+
+}  // namespace
+}  // namespace kf::bench::matmul
+
+int main(int argc, char** argv) {
+  ::benchmark::Initialize(&argc, argv);
+  if (::benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  ::kf::bench::add_device_context();
+  ::benchmark::AddCustomContext("matmul_note",
+                                "slow steps (naive, coalesced, smem_tiled, blocktile_1d) run on 1024^3, 2048^3, 4096^3 "
+                                "only; tf32 frac_peak is of 8 x the FP32 peak on cc 8.0/9.x/10.x (1 x elsewhere)");
+  std::printf("bench_matmul: the slow steps (naive, coalesced, smem_tiled, blocktile_1d) run only up to 4096^3 "
+              "(cubes); naive at 4096^3 with 1 warm-up and 2 timed calls.\n");
+  ::kf::bench::matmul::register_all();  // without a GPU every row reports why (KF_BENCH_REQUIRE_GPU)
+  ::benchmark::RunSpecifiedBenchmarks();
+  ::benchmark::Shutdown();
+  return 0;
+}

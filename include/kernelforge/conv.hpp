@@ -1,0 +1,130 @@
+// The convolution family: image filters (filter2d) and batched NCHW forward
+// convolution (conv2d_forward). Each call validates its arguments, enqueues its
+// work on options.stream and returns without synchronizing the host.
+//
+// filter2d: out[c][y][x] = sum over (i, j) of filter[i][j] * in[c][y + i - r/2][x + j - s/2]
+//   (cross-correlation, the deep-learning convention; for even sizes the anchor
+//   is (r/2, s/2), so a 4x4 filter reaches 2 rows up and 1 row down).
+//   - Planes of height x width; row pitch (in elements, >= width) for input and
+//     output separately; channel c starts at c * height * pitch. Only the
+//     `width` elements of each output row are written: pitch padding is untouched.
+//   - `filter` is r x s, row-major, in device memory; 1 <= r, s <= 31.
+//   - Borders: see kf::border. Precompiled for float and __half (fp32
+//     accumulation, one rounding at the end) and double (naive only).
+//   - `in` and `out` must not overlap (the filter reads neighbours).
+//   - Empty images (channels, height or width 0) are a no-op.
+//   - Separable filters: filter2d_variant::best checks, on the device, whether a
+//     large filter (r, s > 1, r * s > 25) is rank one, and if it is, runs a row
+//     pass then a column pass inside each tile (r + s multiply-adds per output
+//     instead of r * s). The check cannot be done on the host without copying
+//     the filter back (a synchronization), so each thread block tests the
+//     filter it has already staged in shared memory: filter[i][j] must equal
+//     u[i] * v[j] within 8 units of roundoff of T, relative to |filter[i][j]|,
+//     where u is the column and v the row through the largest entry. A filter
+//     that fails (or holds NaN or inf) takes the ordinary 2D path in the same
+//     kernel. The separable result differs from the 2D one only by rounding.
+//   - filter2d_variant::constant_memory stages the filter in __constant__ memory
+//     with an asynchronous device-to-device copy. A small ring of constant slots,
+//     guarded by a host mutex and one event per slot, keeps concurrent calls on
+//     different streams from overwriting a filter another launch still reads;
+//     the stream waits on the slot's event on the GPU, never the host. It does
+//     not support stream capture into CUDA graphs (the slot event is recorded
+//     outside the capture); the other variants do.
+//
+// conv2d_forward: y[n][k][p][q] = bias[k] + sum over (c, r, s) of
+//   w[k][c][r][s] * x[n][c][p * stride_h - pad_h + r * dilation_h][q * stride_w - pad_w + s * dilation_w]
+//   (zero outside the input), NCHW input, KCRS filter, NKPQ output, all dense.
+//   - P = (H + 2 pad_h - dilation_h (R - 1) - 1) / stride_h + 1, Q likewise;
+//     geometry that gives P or Q < 1, a stride or dilation of 0, or C, H, W, R or
+//     S of 0 is errc::invalid_argument with the numbers. N = 0 or K = 0 is a no-op.
+//   - Tensors of 2^31 elements or more are errc::unsupported (32-bit indexing).
+//   - bias may be null (no bias). y must not overlap x, w or bias.
+//   - math_mode::tf32 allows tensor cores with TF32 inputs (about 1e-3 relative
+//     error, sm_80+); implicit_gemm_tf32 requires it (else invalid_argument) and
+//     a device of compute capability 8.0 or newer (else unsupported). `best`
+//     uses it on sm_80+ when math is tf32, and implicit_gemm otherwise.
+//   - Precompiled for float.
+#pragma once
+
+#include <cstddef>
+
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+
+#include "kernelforge/math_mode.hpp"
+
+namespace kf {
+
+/// What filter2d reads outside the image.
+enum class border {
+  zero,     ///< 0
+  clamp,    ///< the nearest edge pixel (OpenCV BORDER_REPLICATE): -1 -> 0, n -> n-1
+  reflect,  ///< mirror about the edge pixel, not repeating it (OpenCV BORDER_REFLECT_101,
+            ///< PyTorch/NumPy 'reflect'): -1 -> 1, -2 -> 2, n -> n-2. When the filter reaches
+            ///< further than the image is wide, the mirror repeats with period 2(n-1)
+            ///< (as OpenCV's borderInterpolate does): n = 3: -3 -> 1, -4 -> 0, 5 -> 1.
+            ///< A 1-pixel dimension maps every index to 0.
+};
+
+/// The steps of the image-filter progression; `best` picks the fastest one.
+enum class filter2d_variant {
+  best,             ///< smem_tiled, with the separable row/column path for large rank-one filters
+  naive,            ///< one output per thread, image and filter read from global memory
+  constant_memory,  ///< naive, with the filter in __constant__ memory (broadcast to a warp)
+  smem_tiled,       ///< an input tile plus halo in shared memory, 32 outputs per thread
+};
+
+struct filter2d_options {
+  cudaStream_t stream = nullptr;  ///< nullptr: the legacy default stream
+  filter2d_variant variant = filter2d_variant::best;
+  border mode = border::zero;
+};
+
+/// Largest filter extent filter2d accepts (rows and columns).
+constexpr std::size_t filter2d_max_extent = 31;
+
+/// out = in cross-correlated with the r x s filter (see the top of this header).
+template <class T>
+void filter2d(std::size_t channels, std::size_t height, std::size_t width, const T* in, std::size_t in_pitch,
+              const T* filter, std::size_t r, std::size_t s, T* out, std::size_t out_pitch,
+              const filter2d_options& options = {});
+
+struct conv2d_params {
+  std::size_t n, c, h, w;  // input NCHW
+  std::size_t k, r, s;     // filter KCRS
+  std::size_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
+};
+
+/// The steps of the conv2d progression; `best` picks the fastest one this device runs.
+enum class conv2d_variant {
+  best,
+  naive,               ///< one output per thread, direct summation from global memory
+  smem_tiled,          ///< direct, with input patches and filters staged in shared memory
+  implicit_gemm,       ///< a register-tiled GEMM over (N*P*Q) x K x (C*R*S), im2col on the fly
+  implicit_gemm_tf32,  ///< the same GEMM on TF32 tensor cores (mma.sync, sm_80+)
+};
+
+struct conv2d_options {
+  cudaStream_t stream = nullptr;  ///< nullptr: the legacy default stream
+  conv2d_variant variant = conv2d_variant::best;
+  math_mode math = math_mode::exact;
+};
+
+/// P, the output height. Throws errc::invalid_argument (with the numbers) for
+/// geometry with no output row: R, H or the stride or dilation 0, or a dilated
+/// filter taller than the padded input.
+std::size_t conv2d_output_height(const conv2d_params& params);
+/// Q, the output width; the same rules along the width.
+std::size_t conv2d_output_width(const conv2d_params& params);
+
+/// y (N x K x P x Q) = conv(x (N x C x H x W), w (K x C x R x S)) + bias (K, may be null).
+template <class T>
+void conv2d_forward(const conv2d_params& params, const T* x, const T* w, const T* bias, T* y,
+                    const conv2d_options& options = {});
+
+/// Names for messages and benchmark labels ("smem_tiled", "reflect", ...).
+const char* to_string(border mode) noexcept;
+const char* to_string(filter2d_variant variant) noexcept;
+const char* to_string(conv2d_variant variant) noexcept;
+
+}  // namespace kf

@@ -1,0 +1,57 @@
+// The matrix-product family: row-major GEMM with BLAS semantics,
+//   C (m x n) = alpha * op(A) (m x k) * op(B) (k x n) + beta * C,
+// from the naive kernel of every tutorial to a warp-tiled, cp.async-pipelined
+// SGEMM and TF32 tensor cores. Each call validates its arguments, enqueues its
+// work on options.stream and returns without synchronizing. Precompiled for
+// float (every variant) and double (naive, smem_tiled, blocktile_2d).
+#pragma once
+
+#include <cstddef>
+
+#include <cuda_runtime_api.h>
+
+#include "kernelforge/math_mode.hpp"
+
+namespace kf {
+
+/// How an operand is read: as stored (none) or transposed.
+enum class op { none, transpose };
+
+/// The steps of the progression (kernels/matmul/, one file each, in this order);
+/// `best` picks the fastest one this device runs for these arguments.
+enum class matmul_variant {
+  best,
+  naive,             ///< one thread per output element, consecutive threads on consecutive rows
+  coalesced,         ///< consecutive threads on consecutive columns: coalesced B and C accesses
+  smem_tiled,        ///< TILE x TILE tiles of A and B staged in shared memory
+  blocktile_1d,      ///< each thread computes a column of outputs in registers
+  blocktile_2d,      ///< each thread computes a 2D tile of outputs in registers
+  vectorized,        ///< 16-byte global loads, A's tile stored transposed in shared memory
+  warp_tiled,        ///< warp-level tiles, multi-stage cp.async pipeline (sm_80+)
+  tensor_core_tf32,  ///< TF32 tensor cores (sm_80+); needs math_mode::tf32
+};
+
+struct matmul_options {
+  cudaStream_t stream = nullptr;  ///< nullptr: the legacy default stream
+  matmul_variant variant = matmul_variant::best;
+  math_mode math = math_mode::exact;  ///< exact never uses reduced precision
+};
+
+/// Row-major: C (m x n) = alpha * op(A) (m x k) * op(B) (k x n) + beta * C.
+///   op(A)(i, p) = trans_a == op::none ? A[i * lda + p] : A[p * lda + i]
+///   op(B)(p, j) = trans_b == op::none ? B[p * ldb + j] : B[j * ldb + p]
+/// BLAS conventions: beta == 0 means C is not read (NaN in C does not leak
+/// through); k == 0 scales C by beta; m == 0 or n == 0 is a no-op. Leading
+/// dimensions smaller than the rows they describe (lda < (trans_a ? m : k),
+/// ldb < (trans_b ? k : n), ldc < n) are errc::invalid_argument.
+/// variant tensor_core_tf32 needs math_mode::tf32 (errc::invalid_argument
+/// otherwise) and compute capability 8.0+ (errc::unsupported otherwise).
+template <class T>
+void matmul(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k, T alpha, const T* A,
+            std::size_t lda, const T* B, std::size_t ldb, T beta, T* C, std::size_t ldc,
+            const matmul_options& options = {});
+
+/// Name of a variant ("naive", ...), for messages and benchmark labels.
+const char* to_string(matmul_variant variant) noexcept;
+
+}  // namespace kf

@@ -1,0 +1,178 @@
+// CPU references for the convolution family, accumulated in double. Tests,
+// examples and benchmarks check the GPU against these. Each *_exact function
+// returns the unrounded double result and, optionally, the error scale
+// sum |filter| * |input| (plus |bias|) of every output: the magnitude that
+// rounding errors of a floating-point sum are proportional to, and so the
+// right thing for a relative tolerance to multiply (|result| alone can be tiny
+// by cancellation). Large cases run on all hardware threads.
+//
+// Written independently of the kernels: the border rules below are the
+// definitions in kernelforge/conv.hpp spelled out the plainest way.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "kernelforge/conv.hpp"
+#include "kernelforge/reference/elementwise.hpp"
+
+namespace kf::reference {
+
+/// Runs body(begin, end) over [0, n) split across hardware threads when
+/// `work` (a rough count of multiply-adds) makes it worth it.
+template <class F>
+void parallel_rows(std::size_t n, double work, F body) {
+  constexpr double serial_work = 1 << 22;  // below ~4M multiply-adds a thread costs more than it saves
+  const std::size_t workers = std::max(1u, std::thread::hardware_concurrency());
+  if (work < serial_work || workers == 1 || n < 2) {
+    body(std::size_t{0}, n);
+    return;
+  }
+  const std::size_t parts = std::min(n, workers);
+  const std::size_t step = (n + parts - 1) / parts;
+  std::vector<std::thread> pool;
+  for (std::size_t begin = 0; begin < n; begin += step) pool.emplace_back(body, begin, std::min(n, begin + step));
+  for (auto& t : pool) t.join();
+}
+
+/// The input index that border `mode` reads for index i of a dimension of n
+/// (n >= 1); -1 means "zero" (border::zero outside the image).
+inline long long border_index(long long i, long long n, border mode) {
+  if (i >= 0 && i < n) return i;
+  switch (mode) {
+    case border::zero: return -1;
+    case border::clamp: return i < 0 ? 0 : n - 1;
+    case border::reflect: {
+      if (n == 1) return 0;
+      // Mirror about 0 and about n-1, again and again, until inside (reflect-101).
+      while (i < 0 || i >= n) {
+        if (i < 0) i = -i;
+        if (i >= n) i = 2 * (n - 1) - i;
+      }
+      return i;
+    }
+  }
+  return -1;
+}
+
+/// filter2d in double: out[c * height * out_pitch + y * out_pitch + x] for x < width
+/// (other elements untouched); scale (same layout, optional) gets sum |f| |in|.
+template <class T>
+void filter2d_exact(std::size_t channels, std::size_t height, std::size_t width, const T* in, std::size_t in_pitch,
+                    const T* filter, std::size_t r, std::size_t s, border mode, double* out, std::size_t out_pitch,
+                    double* scale = nullptr) {
+  const long long h = static_cast<long long>(height), w = static_cast<long long>(width);
+  const long long ar = static_cast<long long>(r / 2), as = static_cast<long long>(s / 2);
+  std::vector<double> f(r * s);
+  for (std::size_t i = 0; i < r * s; ++i) f[i] = to_double(filter[i]);
+  const double work = static_cast<double>(channels) * height * width * r * s;
+  parallel_rows(channels * height, work, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t row = begin; row < end; ++row) {
+      const std::size_t c = row / height;
+      const long long y = static_cast<long long>(row % height);
+      const T* plane = in + c * height * in_pitch;
+      for (long long x = 0; x < w; ++x) {
+        double sum = 0, abs_sum = 0;
+        for (std::size_t i = 0; i < r; ++i) {
+          const long long yy = border_index(y + static_cast<long long>(i) - ar, h, mode);
+          for (std::size_t j = 0; j < s; ++j) {
+            const long long xx = border_index(x + static_cast<long long>(j) - as, w, mode);
+            const double v = (yy < 0 || xx < 0) ? 0.0 : to_double(plane[yy * static_cast<long long>(in_pitch) + xx]);
+            sum += f[i * s + j] * v;
+            abs_sum += std::fabs(f[i * s + j] * v);
+          }
+        }
+        const std::size_t o = c * height * out_pitch + static_cast<std::size_t>(y) * out_pitch + static_cast<std::size_t>(x);
+        out[o] = sum;
+        if (scale) scale[o] = abs_sum;
+      }
+    }
+  });
+}
+
+/// filter2d rounded once to T (for examples).
+template <class T>
+void filter2d(std::size_t channels, std::size_t height, std::size_t width, const T* in, std::size_t in_pitch,
+              const T* filter, std::size_t r, std::size_t s, border mode, T* out, std::size_t out_pitch) {
+  std::vector<double> exact(channels * height * out_pitch);
+  filter2d_exact(channels, height, width, in, in_pitch, filter, r, s, mode, exact.data(), out_pitch);
+  for (std::size_t c = 0; c < channels; ++c) {
+    for (std::size_t y = 0; y < height; ++y) {
+      for (std::size_t x = 0; x < width; ++x) {
+        const std::size_t o = (c * height + y) * out_pitch + x;
+        out[o] = from_double<T>(exact[o]);
+      }
+    }
+  }
+}
+
+/// The standard output extent, or 0 when the geometry has no output (the
+/// reference's own formula, independent of kf::conv2d_output_height).
+inline std::size_t conv2d_extent(std::size_t in, std::size_t pad, std::size_t filter, std::size_t stride,
+                                 std::size_t dilation) {
+  if (in == 0 || filter == 0 || stride == 0 || dilation == 0) return 0;
+  const double reach = static_cast<double>(dilation) * (static_cast<double>(filter) - 1) + 1;
+  const double padded = static_cast<double>(in) + 2.0 * static_cast<double>(pad);
+  if (reach > padded) return 0;
+  return static_cast<std::size_t>((padded - reach) / static_cast<double>(stride)) + 1;
+}
+
+/// conv2d_forward in double; y is N x K x P x Q, scale (optional) gets
+/// sum |w| |x| + |bias| for every output.
+template <class T>
+void conv2d_forward_exact(const conv2d_params& p, const T* x, const T* w, const T* bias, double* y,
+                          double* scale = nullptr) {
+  const std::size_t P = conv2d_extent(p.h, p.pad_h, p.r, p.stride_h, p.dilation_h);
+  const std::size_t Q = conv2d_extent(p.w, p.pad_w, p.s, p.stride_w, p.dilation_w);
+  if (P == 0 || Q == 0) throw std::invalid_argument("reference::conv2d_forward_exact: no output for this geometry");
+  const long long H = static_cast<long long>(p.h), W = static_cast<long long>(p.w);
+  const double work = static_cast<double>(p.n) * p.k * P * Q * p.c * p.r * p.s;
+  parallel_rows(p.n * p.k, work, [&](std::size_t begin, std::size_t end) {
+    std::vector<double> wk(p.c * p.r * p.s);
+    for (std::size_t nk = begin; nk < end; ++nk) {
+      const std::size_t n = nk / p.k, k = nk % p.k;
+      for (std::size_t i = 0; i < wk.size(); ++i) wk[i] = to_double(w[k * wk.size() + i]);
+      const double b = bias ? to_double(bias[k]) : 0.0;
+      for (std::size_t oh = 0; oh < P; ++oh) {
+        for (std::size_t ow = 0; ow < Q; ++ow) {
+          double sum = b, abs_sum = std::fabs(b);
+          for (std::size_t c = 0; c < p.c; ++c) {
+            const T* plane = x + (n * p.c + c) * p.h * p.w;
+            for (std::size_t i = 0; i < p.r; ++i) {
+              const long long ih = static_cast<long long>(oh * p.stride_h + i * p.dilation_h) -
+                                   static_cast<long long>(p.pad_h);
+              if (ih < 0 || ih >= H) continue;
+              for (std::size_t j = 0; j < p.s; ++j) {
+                const long long iw = static_cast<long long>(ow * p.stride_w + j * p.dilation_w) -
+                                     static_cast<long long>(p.pad_w);
+                if (iw < 0 || iw >= W) continue;
+                const double prod = wk[(c * p.r + i) * p.s + j] * to_double(plane[ih * W + iw]);
+                sum += prod;
+                abs_sum += std::fabs(prod);
+              }
+            }
+          }
+          const std::size_t o = (nk * P + oh) * Q + ow;
+          y[o] = sum;
+          if (scale) scale[o] = abs_sum;
+        }
+      }
+    }
+  });
+}
+
+/// conv2d_forward rounded once to T.
+template <class T>
+void conv2d_forward(const conv2d_params& p, const T* x, const T* w, const T* bias, T* y) {
+  const std::size_t P = conv2d_extent(p.h, p.pad_h, p.r, p.stride_h, p.dilation_h);
+  const std::size_t Q = conv2d_extent(p.w, p.pad_w, p.s, p.stride_w, p.dilation_w);
+  std::vector<double> exact(p.n * p.k * P * Q);
+  conv2d_forward_exact(p, x, w, bias, exact.data());
+  for (std::size_t i = 0; i < exact.size(); ++i) y[i] = from_double<T>(exact[i]);
+}
+
+}  // namespace kf::reference

@@ -1,0 +1,341 @@
+// The conv2d launcher: validate -> plan -> dispatch by variant, math mode and
+// device architecture, and the explicit instantiation shipped in the fatbin (float).
+#include <array>
+#include <climits>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "common/launcher.hpp"
+#include "common/vector_access.cuh"
+#include "conv/conv2d_args.cuh"
+#include "conv/conv2d_implicit_gemm.cuh"
+#include "conv/conv2d_implicit_gemm_tf32.cuh"
+#include "conv/conv2d_naive.cuh"
+#include "conv/conv2d_plan.hpp"
+#include "conv/conv2d_smem_tiled.cuh"
+#include "kernelforge/conv.hpp"
+
+namespace kf {
+
+const char* to_string(conv2d_variant variant) noexcept {
+  switch (variant) {
+    case conv2d_variant::best: return "best";
+    case conv2d_variant::naive: return "naive";
+    case conv2d_variant::smem_tiled: return "smem_tiled";
+    case conv2d_variant::implicit_gemm: return "implicit_gemm";
+    case conv2d_variant::implicit_gemm_tf32: return "implicit_gemm_tf32";
+  }
+  return "unknown";
+}
+
+namespace detail {
+namespace {
+
+/// Every tensor is indexed with 32-bit ints.
+constexpr std::size_t conv2d_max_elements = static_cast<std::size_t>(INT_MAX);
+/// Padded input extents (h + 2 pad_h, w + 2 pad_w): the implicit GEMM marks
+/// rows past M with an input row of -2^30, which no tap may bring back.
+constexpr std::size_t conv2d_max_padded_extent = std::size_t{1} << 30;
+constexpr std::size_t max_grid_yz = 65535;
+/// Shared memory every device grants a block without an opt-in.
+constexpr std::size_t default_smem_limit = 48 * 1024;
+/// The first architecture with TF32 tensor cores (mma.sync ... .tf32).
+constexpr int tf32_min_cc = 80;
+
+[[noreturn]] void invalid(const char* what, const std::string& message) {
+  throw error(errc::invalid_argument, std::string(what) + ": " + message);
+}
+[[noreturn]] void unsupported(const char* what, const std::string& message) {
+  throw error(errc::unsupported, std::string(what) + ": " + message);
+}
+
+std::string num(std::size_t v) { return std::to_string(v); }
+
+/// Names of one spatial dimension's parameters, for messages.
+struct dimension_names {
+  const char* extent;    // "h"
+  const char* pad;       // "pad_h"
+  const char* filter;    // "r"
+  const char* stride;    // "stride_h"
+  const char* dilation;  // "dilation_h"
+  const char* output;    // "P (output height)"
+};
+constexpr dimension_names height_names{"h", "pad_h", "r", "stride_h", "dilation_h", "P (the output height)"};
+constexpr dimension_names width_names{"w", "pad_w", "s", "stride_w", "dilation_w", "Q (the output width)"};
+
+std::size_t output_extent(const char* what, const dimension_names& d, std::size_t in, std::size_t pad,
+                          std::size_t filter, std::size_t stride, std::size_t dilation) {
+  const auto name = [](const char* field) { return std::string("params.") + field; };
+  if (in == 0) invalid(what, name(d.extent) + " = 0: the input has no pixels along this dimension");
+  if (filter == 0) invalid(what, name(d.filter) + " = 0: the filter needs at least one tap along this dimension");
+  if (stride == 0) invalid(what, name(d.stride) + " = 0: strides start at 1");
+  if (dilation == 0) invalid(what, name(d.dilation) + " = 0: dilations start at 1 (1 = no dilation)");
+  if (pad > (SIZE_MAX - in) / 2) invalid(what, name(d.pad) + " = " + num(pad) + " overflows the padded extent");
+  const std::size_t padded = in + 2 * pad;
+  if (filter - 1 > (SIZE_MAX - 1) / dilation) {
+    invalid(what, name(d.dilation) + " x (" + name(d.filter) + " - 1) overflows");
+  }
+  const std::size_t reach = dilation * (filter - 1) + 1;
+  if (reach > padded) {
+    invalid(what, "no output: the dilated filter spans " + name(d.dilation) + " x (" + name(d.filter) + " - 1) + 1 = " +
+                      num(dilation) + " x " + num(filter - 1) + " + 1 = " + num(reach) + " pixels, more than the padded input " +
+                      name(d.extent) + " + 2 x " + name(d.pad) + " = " + num(in) + " + 2 x " + num(pad) + " = " +
+                      num(padded) + ", so " + d.output + " would be < 1. Use a smaller filter or dilation, or more padding");
+  }
+  return (padded - reach) / stride + 1;
+}
+
+std::size_t output_height(const char* what, const conv2d_params& p) {
+  return output_extent(what, height_names, p.h, p.pad_h, p.r, p.stride_h, p.dilation_h);
+}
+std::size_t output_width(const char* what, const conv2d_params& p) {
+  return output_extent(what, width_names, p.w, p.pad_w, p.s, p.stride_w, p.dilation_w);
+}
+
+/// a * b * c * d, or SIZE_MAX when it overflows.
+std::size_t product(std::size_t a, std::size_t b, std::size_t c, std::size_t d) {
+  std::size_t r = 1;
+  for (std::size_t v : {a, b, c, d}) {
+    if (v != 0 && r > SIZE_MAX / v) return SIZE_MAX;
+    r *= v;
+  }
+  return r;
+}
+
+template <class T>
+bool overlap(const T* a, std::size_t a_n, const T* b, std::size_t b_n) {
+  if (a_n == 0 || b_n == 0 || a == nullptr || b == nullptr) return false;
+  const auto pa = reinterpret_cast<std::uintptr_t>(a), pb = reinterpret_cast<std::uintptr_t>(b);
+  return pa < pb + b_n * sizeof(T) && pb < pa + a_n * sizeof(T);
+}
+
+void validate_options(const char* what, const conv2d_options& options) {
+  switch (options.variant) {
+    case conv2d_variant::best:
+    case conv2d_variant::naive:
+    case conv2d_variant::smem_tiled:
+    case conv2d_variant::implicit_gemm:
+    case conv2d_variant::implicit_gemm_tf32: break;
+    default:
+      invalid(what, "options.variant = " + std::to_string(static_cast<int>(options.variant)) +
+                        " is not a conv2d_variant (best, naive, smem_tiled, implicit_gemm, implicit_gemm_tf32)");
+  }
+  switch (options.math) {
+    case math_mode::exact:
+    case math_mode::tf32: break;
+    default:
+      invalid(what, "options.math = " + std::to_string(static_cast<int>(options.math)) + " is not a math_mode (exact, tf32)");
+  }
+  if (options.variant == conv2d_variant::implicit_gemm_tf32 && options.math != math_mode::tf32) {
+    invalid(what, "conv2d_variant::implicit_gemm_tf32 rounds inputs to TF32 (about 1e-3 relative error), which "
+                  "options.math = exact forbids; set options.math = kf::math_mode::tf32, or use implicit_gemm");
+  }
+}
+
+/// Compute capability (major * 10 + minor) from the per-device cache.
+int compute_capability(int device) {
+  const device_limits& l = limits_for(device);
+  return l.cc_major * 10 + l.cc_minor;
+}
+
+/// Whether `Kernel` was compiled from PTX for sm_80 or newer on this device
+/// (not JIT-compiled from an older architecture's PTX, whose body is a trap).
+template <auto Kernel>
+bool compiled_for_sm80(int device, const char* what) {
+  return profile_of<Kernel>(device, what).ptx_version >= tf32_min_cc;
+}
+
+conv2d_args<float> make_args(const conv2d_params& p, std::size_t P, std::size_t Q, const float* x, const float* w,
+                             const float* bias, float* y) {
+  conv2d_args<float> a;
+  a.n = static_cast<int>(p.n);
+  a.c = static_cast<int>(p.c);
+  a.h = static_cast<int>(p.h);
+  a.w = static_cast<int>(p.w);
+  a.k = static_cast<int>(p.k);
+  a.r = static_cast<int>(p.r);
+  a.s = static_cast<int>(p.s);
+  a.p = static_cast<int>(P);
+  a.q = static_cast<int>(Q);
+  a.stride_h = static_cast<int>(p.stride_h);
+  a.stride_w = static_cast<int>(p.stride_w);
+  a.pad_h = static_cast<int>(p.pad_h);
+  a.pad_w = static_cast<int>(p.pad_w);
+  a.dilation_h = static_cast<int>(p.dilation_h);
+  a.dilation_w = static_cast<int>(p.dilation_w);
+  a.m = static_cast<int>(p.n * P * Q);
+  a.crs = static_cast<int>(p.c * p.r * p.s);
+  a.rs = static_cast<int>(p.r * p.s);
+  a.hw = static_cast<int>(p.h * p.w);
+  a.pq = static_cast<int>(P * Q);
+  a.div_pq = fast_divmod(static_cast<unsigned>(a.pq));
+  a.div_q = fast_divmod(static_cast<unsigned>(a.q));
+  a.div_rs = fast_divmod(static_cast<unsigned>(a.rs));
+  a.div_s = fast_divmod(static_cast<unsigned>(a.s));
+  a.x = x;
+  a.wt = w;
+  a.bias = bias;
+  a.y = y;
+  return a;
+}
+
+// ---- launches ---------------------------------------------------------------
+void launch_naive(const char* what, const conv2d_args<float>& a, cudaStream_t stream) {
+  const std::size_t total = static_cast<std::size_t>(a.m) * a.k;
+  const auto grid = static_cast<std::uint32_t>((total + conv2d_naive_block - 1) / conv2d_naive_block);
+  conv2d_naive<float><<<grid, conv2d_naive_block, 0, stream>>>(a);
+  check_launch(what);
+}
+
+void launch_smem_tiled(const char* what, const conv2d_args<float>& a, cudaStream_t stream) {
+  const conv2d_direct_patch shape =
+      conv2d_direct_patch_shape(a.r, a.s, a.stride_h, a.stride_w, a.dilation_h, a.dilation_w);
+  int channels = a.c < conv2d_direct_max_channels_per_stage ? a.c : conv2d_direct_max_channels_per_stage;
+  auto bytes = [&](int cc) { return static_cast<std::size_t>(conv2d_direct_smem_floats(shape, cc, a.rs)) * sizeof(float); };
+  while (channels > 1 && bytes(channels) > default_smem_limit) --channels;
+  if (bytes(channels) > default_smem_limit) {
+    unsupported(what, "conv2d_variant::smem_tiled needs " + num(bytes(channels)) +
+                          " bytes of shared memory for this filter, stride and dilation (an input patch of " +
+                          num(static_cast<std::size_t>(shape.rows)) + " x " + num(static_cast<std::size_t>(shape.cols)) +
+                          "), more than the " + num(default_smem_limit) + " available; use implicit_gemm or best");
+  }
+  const std::size_t tiles_p = (static_cast<std::size_t>(a.p) + conv2d_direct_tile_p - 1) / conv2d_direct_tile_p;
+  const std::size_t tiles_q = (static_cast<std::size_t>(a.q) + conv2d_direct_tile_q - 1) / conv2d_direct_tile_q;
+  const std::size_t tiles_k = (static_cast<std::size_t>(a.k) + conv2d_direct_tile_k - 1) / conv2d_direct_tile_k;
+  if (tiles_k > max_grid_yz) {
+    unsupported(what, "conv2d_variant::smem_tiled handles at most " + num(max_grid_yz * conv2d_direct_tile_k) +
+                          " output channels; use implicit_gemm or best");
+  }
+  const dim3 grid(static_cast<std::uint32_t>(tiles_p * tiles_q), static_cast<std::uint32_t>(tiles_k),
+                  static_cast<std::uint32_t>(static_cast<std::size_t>(a.n) < max_grid_yz ? a.n : max_grid_yz));
+  conv2d_smem_tiled<float><<<grid, conv2d_direct_threads, bytes(channels), stream>>>(a, channels,
+                                                                                      static_cast<int>(tiles_q));
+  check_launch(what);
+}
+
+dim3 gemm_grid(const char* what, const conv2d_args<float>& a, int bm, int bn) {
+  const std::size_t gx = (static_cast<std::size_t>(a.m) + bm - 1) / bm;
+  const std::size_t gy = (static_cast<std::size_t>(a.k) + bn - 1) / bn;
+  if (gy > max_grid_yz) {
+    unsupported(what, "the implicit GEMM handles at most " + num(max_grid_yz * static_cast<std::size_t>(bn)) +
+                          " output channels (K = " + num(static_cast<std::size_t>(a.k)) + ")");
+  }
+  return dim3(static_cast<std::uint32_t>(gx), static_cast<std::uint32_t>(gy));
+}
+
+template <int BM, int BN, int MIN_BLOCKS>
+void launch_gemm(const char* what, const conv2d_args<float>& a, cudaStream_t stream) {
+  const bool vector_store = a.pq % 4 == 0 && misalignment(a.y) == 0;
+  conv2d_implicit_gemm<BM, BN, MIN_BLOCKS>
+      <<<gemm_grid(what, a, BM, BN), conv2d_gemm_threads<BM, BN>, 0, stream>>>(a, vector_store);
+  check_launch(what);
+}
+
+void launch_implicit_gemm(const char* what, int device, const conv2d_args<float>& a, cudaStream_t stream) {
+  // Minimum resident blocks per SM (__launch_bounds__): caps registers at 128
+  // for the 256- and 128-thread tiles, which fit without spilling; the
+  // 64-thread tile gets what it needs (its A loader holds 8 rows per thread).
+  switch (choose_conv2d_gemm_tile(static_cast<std::size_t>(a.m), static_cast<std::size_t>(a.k),
+                                  limits_for(device).sm_count)) {
+    case conv2d_gemm_tile::m128_n128: return launch_gemm<128, 128, 2>(what, a, stream);
+    case conv2d_gemm_tile::m128_n64: return launch_gemm<128, 64, 4>(what, a, stream);
+    case conv2d_gemm_tile::m64_n64: return launch_gemm<64, 64, 1>(what, a, stream);
+  }
+}
+
+template <int BM, int BN, int WM, int WN>
+bool launch_tf32(const char* what, int device, const conv2d_args<float>& a, cudaStream_t stream) {
+  constexpr auto kernel = &conv2d_implicit_gemm_tf32<BM, BN, WM, WN>;
+  if (!compiled_for_sm80<kernel>(device, what)) return false;
+  kernel<<<gemm_grid(what, a, BM, BN), conv2d_tf32_threads<BM, BN, WM, WN>, 0, stream>>>(a);
+  check_launch(what);
+  return true;
+}
+
+/// false when this build holds no sm_80+ code for the device.
+bool launch_implicit_gemm_tf32(const char* what, int device, const conv2d_args<float>& a, cudaStream_t stream) {
+  switch (choose_conv2d_gemm_tile(static_cast<std::size_t>(a.m), static_cast<std::size_t>(a.k),
+                                  limits_for(device).sm_count)) {
+    case conv2d_gemm_tile::m128_n128: return launch_tf32<128, 128, 2, 4>(what, device, a, stream);
+    case conv2d_gemm_tile::m128_n64: return launch_tf32<128, 64, 4, 2>(what, device, a, stream);
+    case conv2d_gemm_tile::m64_n64: return launch_tf32<64, 64, 2, 2>(what, device, a, stream);
+  }
+  return false;
+}
+
+void dispatch(const char* what, int device, const conv2d_args<float>& a, const conv2d_options& options) {
+  switch (options.variant) {
+    case conv2d_variant::naive: return launch_naive(what, a, options.stream);
+    case conv2d_variant::smem_tiled: return launch_smem_tiled(what, a, options.stream);
+    case conv2d_variant::implicit_gemm: return launch_implicit_gemm(what, device, a, options.stream);
+    case conv2d_variant::implicit_gemm_tf32: {
+      const int cc = compute_capability(device);
+      if (cc < tf32_min_cc) {
+        unsupported(what, "conv2d_variant::implicit_gemm_tf32 needs TF32 tensor cores (compute capability 8.0 or "
+                          "newer); this device is sm_" + std::to_string(cc) + ". Use implicit_gemm (exact fp32)");
+      }
+      if (!launch_implicit_gemm_tf32(what, device, a, options.stream)) {
+        unsupported(what, "this build of kernelforge holds no sm_80+ code for this device (sm_" + std::to_string(cc) +
+                              "), so implicit_gemm_tf32 is unavailable; add " + std::to_string(cc) +
+                              " to CMAKE_CUDA_ARCHITECTURES");
+      }
+      return;
+    }
+    case conv2d_variant::best: break;
+  }
+  if (options.math == math_mode::tf32 && compute_capability(device) >= tf32_min_cc &&
+      launch_implicit_gemm_tf32(what, device, a, options.stream)) {
+    return;
+  }
+  launch_implicit_gemm(what, device, a, options.stream);
+}
+
+}  // namespace
+}  // namespace detail
+
+std::size_t conv2d_output_height(const conv2d_params& params) {
+  return detail::output_height("kf::conv2d_output_height", params);
+}
+
+std::size_t conv2d_output_width(const conv2d_params& params) {
+  return detail::output_width("kf::conv2d_output_width", params);
+}
+
+template <class T>
+void conv2d_forward(const conv2d_params& p, const T* x, const T* w, const T* bias, T* y,
+                    const conv2d_options& options) {
+  const char* what = "kf::conv2d_forward";
+  detail::validate_options(what, options);
+  const std::size_t P = detail::output_height(what, p);
+  const std::size_t Q = detail::output_width(what, p);
+  if (p.c == 0) detail::invalid(what, "params.c = 0: the input needs at least one channel");
+  const std::size_t x_n = detail::product(p.n, p.c, p.h, p.w);
+  const std::size_t w_n = detail::product(p.k, p.c, p.r, p.s);
+  const std::size_t y_n = detail::product(p.n, p.k, P, Q);
+  const std::size_t padded_h = p.h + 2 * p.pad_h, padded_w = p.w + 2 * p.pad_w;  // no overflow: checked above
+  if (x_n > detail::conv2d_max_elements || w_n > detail::conv2d_max_elements || y_n > detail::conv2d_max_elements ||
+      padded_h >= detail::conv2d_max_padded_extent || padded_w >= detail::conv2d_max_padded_extent ||
+      detail::product(padded_h, padded_w, 1, 1) > detail::conv2d_max_elements) {
+    detail::unsupported(what, "tensors of 2^31 elements or more (x: " + detail::num(x_n) + ", w: " + detail::num(w_n) +
+                                  ", y: " + detail::num(y_n) + ", padded plane: " + detail::num(padded_h) + " x " +
+                                  detail::num(padded_w) + ") are beyond kernelforge's 32-bit indexing; split the batch");
+  }
+  detail::require_pointer(what, "x", x, x_n);
+  detail::require_pointer(what, "w", w, w_n);
+  detail::require_pointer(what, "y", y, y_n);
+  if (detail::overlap(y, y_n, x, x_n)) detail::invalid(what, "'y' and 'x' overlap; the output must be a separate array");
+  if (detail::overlap(y, y_n, w, w_n)) detail::invalid(what, "'y' and 'w' overlap; the output must be a separate array");
+  if (bias && detail::overlap(y, y_n, bias, p.k)) {
+    detail::invalid(what, "'y' and 'bias' overlap; the output must be a separate array");
+  }
+  if (y_n == 0) return;  // N = 0 or K = 0
+  const int device = detail::current_device(what);
+  detail::require_kernel_image_cached(device, what);
+  detail::dispatch(what, device, detail::make_args(p, P, Q, x, w, bias, y), options);
+}
+
+template void conv2d_forward<float>(const conv2d_params&, const float*, const float*, const float*, float*,
+                                    const conv2d_options&);
+
+}  // namespace kf

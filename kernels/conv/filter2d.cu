@@ -1,0 +1,290 @@
+// The filter2d launcher: validate -> plan -> dispatch by variant, and the
+// explicit instantiations shipped in the fatbin (float and __half: every
+// variant; double: naive).
+#include <array>
+#include <climits>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <type_traits>
+
+#include "common/launcher.hpp"
+#include "common/vector_access.cuh"
+#include "conv/filter2d_args.cuh"
+#include "conv/filter2d_constant_memory.cuh"
+#include "conv/filter2d_naive.cuh"
+#include "conv/filter2d_smem_tiled.cuh"
+#include "conv/filter2d_tile.cuh"
+#include "kernelforge/conv.hpp"
+
+namespace kf {
+
+const char* to_string(border mode) noexcept {
+  switch (mode) {
+    case border::zero: return "zero";
+    case border::clamp: return "clamp";
+    case border::reflect: return "reflect";
+  }
+  return "unknown";
+}
+
+const char* to_string(filter2d_variant variant) noexcept {
+  switch (variant) {
+    case filter2d_variant::best: return "best";
+    case filter2d_variant::naive: return "naive";
+    case filter2d_variant::constant_memory: return "constant_memory";
+    case filter2d_variant::smem_tiled: return "smem_tiled";
+  }
+  return "unknown";
+}
+
+namespace detail {
+namespace {
+
+/// Image extents the kernels index with int, with room for the widest halo.
+constexpr std::size_t filter2d_max_image_extent = static_cast<std::size_t>(INT_MAX) - 64;
+/// Grid limits for y and z (the kernels stride over what does not fit).
+constexpr std::size_t max_grid_yz = 65535;
+/// Filters of more taps than this (and more than one row and column) go to the
+/// separable-capable kernel under `best`: up to 5x5 the 2D loop is already
+/// bound by memory, beyond it the r*s multiply-adds start to dominate.
+constexpr std::size_t separable_min_taps = 26;
+
+[[noreturn]] void invalid(const char* what, const std::string& message) {
+  throw error(errc::invalid_argument, std::string(what) + ": " + message);
+}
+
+void validate_filter2d_options(const char* what, const filter2d_options& options) {
+  switch (options.variant) {
+    case filter2d_variant::best:
+    case filter2d_variant::naive:
+    case filter2d_variant::constant_memory:
+    case filter2d_variant::smem_tiled: break;
+    default:
+      invalid(what, "options.variant = " + std::to_string(static_cast<int>(options.variant)) +
+                        " is not a filter2d_variant (best, naive, constant_memory, smem_tiled)");
+  }
+  switch (options.mode) {
+    case border::zero:
+    case border::clamp:
+    case border::reflect: break;
+    default:
+      invalid(what, "options.mode = " + std::to_string(static_cast<int>(options.mode)) +
+                        " is not a border (zero, clamp, reflect)");
+  }
+}
+
+/// Elements from the first to one past the last element the call touches.
+std::size_t image_span(std::size_t channels, std::size_t height, std::size_t width, std::size_t pitch) {
+  if (channels == 0 || height == 0 || width == 0) return 0;
+  return (channels * height - 1) * pitch + width;
+}
+
+template <class T>
+bool overlap(const T* a, std::size_t a_n, const T* b, std::size_t b_n) {
+  if (a_n == 0 || b_n == 0) return false;
+  const auto pa = reinterpret_cast<std::uintptr_t>(a), pb = reinterpret_cast<std::uintptr_t>(b);
+  return pa < pb + b_n * sizeof(T) && pb < pa + a_n * sizeof(T);
+}
+
+template <class T>
+void validate_filter2d(const char* what, std::size_t channels, std::size_t height, std::size_t width, const T* in,
+                       std::size_t in_pitch, const T* filter, std::size_t r, std::size_t s, T* out,
+                       std::size_t out_pitch, const filter2d_options& options) {
+  validate_filter2d_options(what, options);
+  if (r == 0 || s == 0 || r > filter2d_max_extent || s > filter2d_max_extent) {
+    invalid(what, "the filter is " + std::to_string(r) + " x " + std::to_string(s) + "; filter2d supports 1 x 1 to " +
+                      std::to_string(filter2d_max_extent) + " x " + std::to_string(filter2d_max_extent) +
+                      " (r and s are the filter's rows and columns)");
+  }
+  require_pointer(what, "filter", filter, r * s);
+  if (height > filter2d_max_image_extent || width > filter2d_max_image_extent) {
+    invalid(what, "the image is " + std::to_string(height) + " x " + std::to_string(width) +
+                      "; height and width must each be at most " + std::to_string(filter2d_max_image_extent));
+  }
+  if (channels > static_cast<std::size_t>(INT_MAX)) {
+    invalid(what, "channels = " + std::to_string(channels) + "; at most " + std::to_string(INT_MAX) + " are supported");
+  }
+  if (width > 0 && in_pitch < width) {
+    invalid(what, "in_pitch = " + std::to_string(in_pitch) + " is less than width = " + std::to_string(width) +
+                      "; the pitch is the distance between rows in elements, at least the width");
+  }
+  if (width > 0 && out_pitch < width) {
+    invalid(what, "out_pitch = " + std::to_string(out_pitch) + " is less than width = " + std::to_string(width) +
+                      "; the pitch is the distance between rows in elements, at least the width");
+  }
+  const std::size_t rows = channels * height;
+  if ((height != 0 && channels > SIZE_MAX / height) || (rows != 0 && (in_pitch > LLONG_MAX / rows || out_pitch > LLONG_MAX / rows))) {
+    invalid(what, "channels x height x pitch overflows a 64-bit element count");
+  }
+  const std::size_t in_n = image_span(channels, height, width, in_pitch);
+  const std::size_t out_n = image_span(channels, height, width, out_pitch);
+  require_pointer(what, "in", in, in_n);
+  require_pointer(what, "out", out, out_n);
+  if (overlap(in, in_n, out, out_n)) {
+    invalid(what, "'in' and 'out' overlap; filter2d cannot run in place (every output reads its neighbours): "
+                  "pass a separate output image");
+  }
+  if (overlap(filter, r * s, out, out_n)) invalid(what, "'filter' and 'out' overlap; pass disjoint arrays");
+}
+
+template <class T>
+filter2d_args<T> make_args(std::size_t channels, std::size_t height, std::size_t width, const T* in,
+                           std::size_t in_pitch, const T* filter, std::size_t r, std::size_t s, T* out,
+                           std::size_t out_pitch, border mode) {
+  filter2d_args<T> a;
+  a.channels = static_cast<int>(channels);
+  a.height = static_cast<int>(height);
+  a.width = static_cast<int>(width);
+  a.in = in;
+  a.in_pitch = static_cast<long long>(in_pitch);
+  a.in_plane = static_cast<long long>(in_pitch * height);
+  a.filter = filter;
+  a.r = static_cast<int>(r);
+  a.s = static_cast<int>(s);
+  a.out = out;
+  a.out_pitch = static_cast<long long>(out_pitch);
+  a.out_plane = static_cast<long long>(out_pitch * height);
+  a.mode = mode;
+  return a;
+}
+
+std::uint32_t capped(std::size_t v, std::size_t cap) { return static_cast<std::uint32_t>(v < cap ? v : cap); }
+
+// ---- naive and constant_memory: one pixel per thread ------------------------
+template <class T>
+dim3 pixel_grid(const filter2d_args<T>& a) {
+  const std::size_t gx = (static_cast<std::size_t>(a.width) + filter2d_pixel_block_x - 1) / filter2d_pixel_block_x;
+  const std::size_t gy = (static_cast<std::size_t>(a.height) + filter2d_pixel_block_y - 1) / filter2d_pixel_block_y;
+  return dim3(static_cast<std::uint32_t>(gx), capped(gy, max_grid_yz), capped(a.channels, max_grid_yz));
+}
+
+template <class T>
+void launch_naive(const char* what, const filter2d_args<T>& a, cudaStream_t stream) {
+  const dim3 block(filter2d_pixel_block_x, filter2d_pixel_block_y);
+  filter2d_naive<T><<<pixel_grid(a), block, 0, stream>>>(a);
+  check_launch(what);
+}
+
+/// The constant-memory slots of one device: a ring, a host mutex, and an
+/// event per slot marking the last launch that reads it (see
+/// filter2d_constant_memory.cuh for why).
+struct constant_slot_ring {
+  std::once_flag created;
+  std::mutex mutex;
+  std::array<cudaEvent_t, filter2d_constant_slots> released{};
+  unsigned next = 0;
+};
+
+constant_slot_ring& slot_ring(int device) {
+  static std::array<constant_slot_ring, max_cached_devices> rings;
+  limits_for(device);  // throws the range error for a device beyond the caches
+  return rings[static_cast<std::size_t>(device)];
+}
+
+template <class T>
+void launch_constant_memory(const char* what, int device, const filter2d_args<T>& a, cudaStream_t stream) {
+  const dim3 block(filter2d_pixel_block_x, filter2d_pixel_block_y);
+  const std::size_t filter_bytes = static_cast<std::size_t>(a.r) * a.s * sizeof(T);
+  if (filter_bytes > filter2d_constant_slot_bytes) {  // the generic rule: too big for a slot
+    filter2d_constant_memory<T, false><<<pixel_grid(a), block, 0, stream>>>(a, 0);
+    check_launch(what);
+    return;
+  }
+  constant_slot_ring& ring = slot_ring(device);
+  std::call_once(ring.created, [&] {
+    for (cudaEvent_t& e : ring.released) cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), what);
+  });
+  std::lock_guard<std::mutex> lock(ring.mutex);
+  const int slot = static_cast<int>(ring.next++ % filter2d_constant_slots);
+  // The previous kernel that read this slot (on whatever stream) must finish
+  // before the copy below overwrites it: a GPU-side wait, no host sync.
+  cuda_check(cudaStreamWaitEvent(stream, ring.released[slot], 0), what);
+  cuda_check(cudaMemcpyToSymbolAsync(filter2d_constant_filter, a.filter, filter_bytes,
+                                     static_cast<std::size_t>(slot) * filter2d_constant_slot_bytes,
+                                     cudaMemcpyDefault, stream),
+             what);
+  filter2d_constant_memory<T, true><<<pixel_grid(a), block, 0, stream>>>(a, slot);
+  check_launch(what);
+  cuda_check(cudaEventRecord(ring.released[slot], stream), what);
+}
+
+// ---- smem_tiled (and the separable path) ------------------------------------
+template <class T, int R, int S, bool Separable>
+void launch_tiled(const char* what, const filter2d_args<T>& a, cudaStream_t stream) {
+  const std::size_t tiles_x = (static_cast<std::size_t>(a.width) + filter2d_tile_width - 1) / filter2d_tile_width;
+  const std::size_t tiles_y = (static_cast<std::size_t>(a.height) + filter2d_tile_height - 1) / filter2d_tile_height;
+  const dim3 grid(static_cast<std::uint32_t>(tiles_x), capped(tiles_y, max_grid_yz), capped(a.channels, max_grid_yz));
+  const dim3 block(filter2d_tile_threads_x, filter2d_tile_threads_y);
+  // At most (32 + 30) x 160 + 961 + 70 floats = 43.8 KB for 31 x 31: under the
+  // 48 KB every device gives without an opt-in.
+  const std::size_t smem = filter2d_tile_smem_bytes<T>(a.r, a.s, Separable);
+  constexpr int V = filter2d_vector_elements<T>;
+  const bool vector_loads = misalignment(a.in) == 0 && a.in_pitch % V == 0;
+  filter2d_smem_tiled<T, R, S, Separable><<<grid, block, smem, stream>>>(a, vector_loads, static_cast<int>(tiles_y));
+  check_launch(what);
+}
+
+template <class T>
+void launch_tiled_2d(const char* what, const filter2d_args<T>& a, cudaStream_t stream) {
+  if (a.r == 3 && a.s == 3) return launch_tiled<T, 3, 3, false>(what, a, stream);
+  if (a.r == 5 && a.s == 5) return launch_tiled<T, 5, 5, false>(what, a, stream);
+  launch_tiled<T, 0, 0, false>(what, a, stream);
+}
+
+/// double is compiled for the naive kernel only.
+template <class T>
+void require_variant_for_type(const char* what, filter2d_variant variant) {
+  if constexpr (std::is_same_v<T, double>) {
+    if (variant != filter2d_variant::naive && variant != filter2d_variant::best) {
+      throw error(errc::unsupported, std::string(what) + ": filter2d_variant::" + to_string(variant) +
+                                         " is not available for double (only naive is compiled for double); "
+                                         "use filter2d_variant::naive or best, or float");
+    }
+  }
+}
+
+template <class T>
+void dispatch(const char* what, int device, const filter2d_args<T>& a, filter2d_variant variant,
+              cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, double>) {
+    launch_naive(what, a, stream);  // require_variant_for_type let only naive and best through
+  } else {
+    switch (variant) {
+      case filter2d_variant::naive: return launch_naive(what, a, stream);
+      case filter2d_variant::constant_memory: return launch_constant_memory(what, device, a, stream);
+      case filter2d_variant::smem_tiled: return launch_tiled_2d(what, a, stream);
+      case filter2d_variant::best: break;
+    }
+    const std::size_t taps = static_cast<std::size_t>(a.r) * a.s;
+    if (a.r > 1 && a.s > 1 && taps >= separable_min_taps) return launch_tiled<T, 0, 0, true>(what, a, stream);
+    launch_tiled_2d(what, a, stream);
+  }
+}
+
+}  // namespace
+}  // namespace detail
+
+template <class T>
+void filter2d(std::size_t channels, std::size_t height, std::size_t width, const T* in, std::size_t in_pitch,
+              const T* filter, std::size_t r, std::size_t s, T* out, std::size_t out_pitch,
+              const filter2d_options& options) {
+  const char* what = "kf::filter2d";
+  detail::validate_filter2d(what, channels, height, width, in, in_pitch, filter, r, s, out, out_pitch, options);
+  detail::require_variant_for_type<T>(what, options.variant);
+  if (channels == 0 || height == 0 || width == 0) return;
+  const int device = detail::current_device(what);
+  detail::require_kernel_image_cached(device, what);
+  const auto a = detail::make_args(channels, height, width, in, in_pitch, filter, r, s, out, out_pitch, options.mode);
+  detail::dispatch(what, device, a, options.variant, options.stream);
+}
+
+#define KF_INSTANTIATE_FILTER2D(T)                                                                             \
+  template void filter2d<T>(std::size_t, std::size_t, std::size_t, const T*, std::size_t, const T*, std::size_t, \
+                            std::size_t, T*, std::size_t, const filter2d_options&);
+
+KF_INSTANTIATE_FILTER2D(float)
+KF_INSTANTIATE_FILTER2D(__half)
+KF_INSTANTIATE_FILTER2D(double)
+
+}  // namespace kf

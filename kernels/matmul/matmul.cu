@@ -1,0 +1,268 @@
+// The matrix-product launcher: validate -> early returns -> dispatch by variant
+// and device architecture, and the explicit instantiations shipped in the
+// fatbin (float: every variant; double: naive, smem_tiled, blocktile_2d).
+#include <array>
+#include <mutex>
+#include <string>
+#include <type_traits>
+
+#include "common/launcher.hpp"
+#include "kernelforge/matmul.hpp"
+#include "matmul/blocktile_1d.cuh"
+#include "matmul/blocktile_2d.cuh"
+#include "matmul/coalesced.cuh"
+#include "matmul/gemm_args.cuh"
+#include "matmul/naive.cuh"
+#include "matmul/scale.cuh"
+#include "matmul/smem_tiled.cuh"
+#include "matmul/vectorized.cuh"
+#include "matmul/warp_tiled.cuh"
+
+// The tensor-core kernels live in their own files; the library builds (and
+// reports errc::unsupported for tensor_core_tf32) without them.
+#if __has_include("matmul/tensor_core_tf32.cuh")
+#include "matmul/tensor_core_tf32.cuh"
+#define KF_MATMUL_HAVE_MMA_TF32 1
+#else
+#define KF_MATMUL_HAVE_MMA_TF32 0
+#endif
+#if __has_include("matmul/wgmma_tf32.cuh")
+#include "matmul/wgmma_tf32.cuh"
+#define KF_MATMUL_HAVE_WGMMA_TF32 1
+#else
+#define KF_MATMUL_HAVE_WGMMA_TF32 0
+#endif
+
+namespace kf {
+
+const char* to_string(matmul_variant variant) noexcept {
+  switch (variant) {
+    case matmul_variant::best: return "best";
+    case matmul_variant::naive: return "naive";
+    case matmul_variant::coalesced: return "coalesced";
+    case matmul_variant::smem_tiled: return "smem_tiled";
+    case matmul_variant::blocktile_1d: return "blocktile_1d";
+    case matmul_variant::blocktile_2d: return "blocktile_2d";
+    case matmul_variant::vectorized: return "vectorized";
+    case matmul_variant::warp_tiled: return "warp_tiled";
+    case matmul_variant::tensor_core_tf32: return "tensor_core_tf32";
+  }
+  return "unknown";
+}
+
+namespace detail {
+namespace {
+
+constexpr const char* matmul_what = "kf::matmul";
+/// Tensor cores (mma.sync with TF32 operands) exist from compute capability 8.0.
+constexpr int tensor_core_min_cc = 80;
+
+bool is_variant(matmul_variant v) {
+  switch (v) {
+    case matmul_variant::best:
+    case matmul_variant::naive:
+    case matmul_variant::coalesced:
+    case matmul_variant::smem_tiled:
+    case matmul_variant::blocktile_1d:
+    case matmul_variant::blocktile_2d:
+    case matmul_variant::vectorized:
+    case matmul_variant::warp_tiled:
+    case matmul_variant::tensor_core_tf32: return true;
+  }
+  return false;
+}
+
+/// The variants precompiled for T (float: all; double: naive, smem_tiled, blocktile_2d).
+template <class T>
+constexpr bool has_variant(matmul_variant v) {
+  if constexpr (std::is_same_v<T, float>) {
+    return true;
+  } else {
+    return v == matmul_variant::best || v == matmul_variant::naive || v == matmul_variant::smem_tiled ||
+           v == matmul_variant::blocktile_2d;
+  }
+}
+
+template <class T>
+constexpr const char* type_name() {
+  return std::is_same_v<T, float> ? "float" : "double";
+}
+
+void require_op(const char* name, op o) {
+  if (o == op::none || o == op::transpose) return;
+  throw error(errc::invalid_argument, std::string(matmul_what) + ": " + name + " = " +
+                                          std::to_string(static_cast<int>(o)) +
+                                          " is not an op; pass op::none or op::transpose");
+}
+
+/// A matrix with rows x cols > 0 elements needs a pointer.
+void require_operand(const char* name, const void* p, const char* dims, std::size_t rows, std::size_t cols) {
+  if (p != nullptr || rows == 0 || cols == 0) return;
+  throw error(errc::invalid_argument, std::string(matmul_what) + ": argument '" + name + "' is null but holds " +
+                                          dims + " = " + std::to_string(rows) + " x " + std::to_string(cols) +
+                                          " elements; pass a device pointer (null is allowed only when that is 0)");
+}
+
+/// A leading dimension must cover the row it describes: ld >= row length.
+/// symbol: "k", "m" or "n"; layout: which matrix and how it is stored.
+void require_leading_dimension(const char* name, std::size_t ld, const char* symbol, std::size_t row_length,
+                               const char* layout) {
+  if (ld >= row_length) return;
+  throw error(errc::invalid_argument, std::string(matmul_what) + ": " + name + " = " + std::to_string(ld) +
+                                          " is smaller than " + symbol + " = " + std::to_string(row_length) +
+                                          ", the length of a stored row (" + layout + "); pass " + name +
+                                          " >= " + std::to_string(row_length) +
+                                          " (the distance between consecutive rows, in elements)");
+}
+
+template <class T>
+void validate(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k, const T* A, std::size_t lda,
+              const T* B, std::size_t ldb, const T* C, std::size_t ldc, const matmul_options& options) {
+  require_op("trans_a", trans_a);
+  require_op("trans_b", trans_b);
+  if (!is_variant(options.variant)) {
+    throw error(errc::invalid_argument, std::string(matmul_what) + ": options.variant = " +
+                                            std::to_string(static_cast<int>(options.variant)) +
+                                            " is not a matmul_variant");
+  }
+  if (options.math != math_mode::exact && options.math != math_mode::tf32) {
+    throw error(errc::invalid_argument, std::string(matmul_what) + ": options.math = " +
+                                            std::to_string(static_cast<int>(options.math)) +
+                                            " is not a math_mode; pass math_mode::exact or math_mode::tf32");
+  }
+  require_operand("A", A, "m x k", m, k);
+  require_operand("B", B, "k x n", k, n);
+  require_operand("C", C, "m x n", m, n);
+  const bool ta = trans_a == op::transpose, tb = trans_b == op::transpose;
+  require_leading_dimension("lda", lda, ta ? "m" : "k", ta ? m : k,
+                            ta ? "trans_a = op::transpose: A is stored k x m" : "trans_a = op::none: A is stored m x k");
+  require_leading_dimension("ldb", ldb, tb ? "k" : "n", tb ? k : n,
+                            tb ? "trans_b = op::transpose: B is stored n x k" : "trans_b = op::none: B is stored k x n");
+  require_leading_dimension("ldc", ldc, "n", n, "C is stored m x n");
+  if (options.variant == matmul_variant::tensor_core_tf32 && options.math != math_mode::tf32) {
+    throw error(errc::invalid_argument,
+                std::string(matmul_what) + ": variant tensor_core_tf32 rounds the inputs to TF32 (10-bit "
+                                           "mantissa) and so needs options.math = math_mode::tf32; with "
+                                           "math_mode::exact use variant best or warp_tiled");
+  }
+  if (!has_variant<T>(options.variant)) {
+    throw error(errc::unsupported, std::string(matmul_what) + ": variant " + to_string(options.variant) +
+                                       " is not compiled for " + type_name<T>() +
+                                       "; double has naive, smem_tiled and blocktile_2d (or best)");
+  }
+}
+
+/// Compute capability (major * 10 + minor) of `device`, queried once per device.
+int device_cc(int device) {
+  static std::array<std::once_flag, max_cached_devices> once;
+  static std::array<int, max_cached_devices> cc{};
+  limits_for(device);  // rejects ordinals beyond the caches
+  std::call_once(once[device], [device] {
+    int major = 0, minor = 0;
+    cuda_check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), matmul_what);
+    cuda_check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), matmul_what);
+    cc[device] = major * 10 + minor;
+  });
+  return cc[device];
+}
+
+constexpr bool tensor_core_compiled = KF_MATMUL_HAVE_MMA_TF32 || KF_MATMUL_HAVE_WGMMA_TF32;
+
+/// Launches the TF32 tensor-core product: wgmma (sm_90a image on a cc 9.0
+/// device) where available, else mma.sync. errc::unsupported where neither can run.
+void launch_tensor_core(const gemm_args<float>& g, cudaStream_t stream, int device) {
+  const int cc = device_cc(device);
+  if (cc < tensor_core_min_cc) {
+    throw error(errc::unsupported, std::string(matmul_what) + ": variant tensor_core_tf32 needs compute capability "
+                                                              "8.0 or newer (TF32 tensor cores); device " +
+                                       std::to_string(device) + " is " + std::to_string(cc / 10) + "." +
+                                       std::to_string(cc % 10) + "; use variant best with math_mode::exact");
+  }
+#if KF_MATMUL_HAVE_WGMMA_TF32
+  if (wgmma_tf32_available(device)) {
+    launch_wgmma_tf32(g, stream);
+    return;
+  }
+#endif
+#if KF_MATMUL_HAVE_MMA_TF32
+  launch_tensor_core_tf32(g, stream);
+#else
+  (void)g, (void)stream;
+  throw error(errc::unsupported, std::string(matmul_what) +
+                                     ": variant tensor_core_tf32 is not built into this library "
+                                     "(kernels/matmul/tensor_core_tf32.cuh was absent at build time)");
+#endif
+}
+
+/// The variant that runs: `best` resolved for this type, math mode and device.
+template <class T>
+matmul_variant resolve(matmul_variant requested, math_mode math, int device) {
+  if (requested != matmul_variant::best) return requested;
+  if constexpr (std::is_same_v<T, float>) {
+    if (math == math_mode::tf32 && tensor_core_compiled && device_cc(device) >= tensor_core_min_cc) {
+      return matmul_variant::tensor_core_tf32;
+    }
+    return matmul_variant::warp_tiled;  // the fastest exact-fp32 step
+  } else {
+    return matmul_variant::blocktile_2d;  // the register-tiled step compiled for double
+  }
+}
+
+template <class T>
+void dispatch(matmul_variant variant, const gemm_args<T>& g, cudaStream_t stream, int device) {
+  switch (variant) {
+    case matmul_variant::naive: return launch_naive(g, stream);
+    case matmul_variant::smem_tiled: return launch_smem_tiled(g, stream);
+    case matmul_variant::blocktile_2d: return launch_blocktile_2d(g, stream);
+    default: break;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    switch (variant) {
+      case matmul_variant::coalesced: return launch_coalesced(g, stream);
+      case matmul_variant::blocktile_1d: return launch_blocktile_1d(g, stream);
+      case matmul_variant::vectorized: return launch_vectorized(g, stream);
+      case matmul_variant::warp_tiled: return launch_warp_tiled(g, stream);
+      case matmul_variant::tensor_core_tf32: return launch_tensor_core(g, stream, device);
+      default: break;
+    }
+  }
+  // validate() and resolve() leave no other case; keep the failure loud.
+  throw error(errc::unsupported, std::string(matmul_what) + ": variant " + to_string(variant) +
+                                     " is not compiled for " + type_name<T>());
+}
+
+}  // namespace
+}  // namespace detail
+
+template <class T>
+void matmul(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k, T alpha, const T* A,
+            std::size_t lda, const T* B, std::size_t ldb, T beta, T* C, std::size_t ldc,
+            const matmul_options& options) {
+  detail::validate<T>(trans_a, trans_b, m, n, k, A, lda, B, ldb, C, ldc, options);
+  if (m == 0 || n == 0) return;
+  const int device = detail::current_device(detail::matmul_what);
+  detail::require_kernel_image_cached(device, detail::matmul_what);
+  if (k == 0) {  // empty product: C = beta * C (zeros, without reading C, when beta == 0)
+    detail::launch_scale_c(C, m, n, ldc, beta, options.stream);
+    return;
+  }
+  detail::gemm_args<T> g;
+  g.trans_a = trans_a == op::transpose;
+  g.trans_b = trans_b == op::transpose;
+  g.m = m, g.n = n, g.k = k;
+  g.alpha = alpha, g.beta = beta;
+  g.A = A, g.lda = lda;
+  g.B = B, g.ldb = ldb;
+  g.C = C, g.ldc = ldc;
+  const matmul_variant variant = detail::resolve<T>(options.variant, options.math, device);
+  detail::dispatch(variant, g, options.stream, device);
+}
+
+#define KF_INSTANTIATE_MATMUL(T)                                                                                  \
+  template void matmul<T>(op, op, std::size_t, std::size_t, std::size_t, T, const T*, std::size_t, const T*,     \
+                          std::size_t, T, T*, std::size_t, const matmul_options&);
+
+KF_INSTANTIATE_MATMUL(float)
+KF_INSTANTIATE_MATMUL(double)
+
+}  // namespace kf

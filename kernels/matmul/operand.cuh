@@ -1,0 +1,106 @@
+// Helpers every matrix-product kernel shares: reading op(A) and op(B) by
+// logical (row, column) whatever the transposes, the BLAS epilogue
+// (beta == 0: C is not read), and the host-side dispatch of the four
+// transpose combinations to compile-time kernel parameters.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <type_traits>
+
+#include <cuda_runtime_api.h>
+
+#include "../common/launcher.hpp"
+#include "../common/vector_access.cuh"
+#include "gemm_args.cuh"
+
+namespace kf::detail {
+
+/// op(A)(i, p): A is m x k as stored (TransA false) or k x m stored (TransA true).
+template <bool TransA, class T>
+__device__ __forceinline__ T load_op_a(const gemm_args<T>& g, std::size_t i, std::size_t p) {
+  return TransA ? g.A[p * g.lda + i] : g.A[i * g.lda + p];
+}
+
+/// op(B)(p, j): B is k x n as stored (TransB false) or n x k stored (TransB true).
+template <bool TransB, class T>
+__device__ __forceinline__ T load_op_b(const gemm_args<T>& g, std::size_t p, std::size_t j) {
+  return TransB ? g.B[j * g.ldb + p] : g.B[p * g.ldb + j];
+}
+
+/// C(i, j) = alpha * acc + beta * C(i, j); C is not read when beta == 0 (BLAS),
+/// so a NaN left in C never leaks into the result.
+template <class T>
+__device__ __forceinline__ void store_c(const gemm_args<T>& g, std::size_t i, std::size_t j, T acc) {
+  T* c = g.C + i * g.ldc + j;
+  *c = g.beta == T(0) ? g.alpha * acc : g.alpha * acc + g.beta * *c;
+}
+
+/// Loads the ROWS x COLS tile of a logical matrix X (rows x cols, element
+/// (r, c) at Trans ? P[c * ld + r] : P[r * ld + c]) whose top-left corner is
+/// (r0, c0) into shared memory at s[r * RowStride + c * ColStride], with zeros
+/// outside the matrix. Consecutive threads take consecutive elements in MEMORY
+/// order (along c when !Trans, along r when Trans), so the global loads are
+/// coalesced whichever way the operand is stored. op(A) is (m x k, TransA),
+/// op(B) is (k x n, TransB).
+template <bool Trans, int ROWS, int COLS, int THREADS, int RowStride, int ColStride, class T>
+__device__ __forceinline__ void load_tile(const T* P, std::size_t ld, std::size_t rows, std::size_t cols,
+                                          std::size_t r0, std::size_t c0, T* s, int tid) {
+  static_assert(ROWS * COLS % THREADS == 0, "every thread loads the same number of elements");
+#pragma unroll
+  for (int it = 0; it < ROWS * COLS / THREADS; ++it) {
+    const int e = tid + it * THREADS;
+    const int r = Trans ? e % ROWS : e / COLS;
+    const int c = Trans ? e / ROWS : e % COLS;
+    const std::size_t gr = r0 + r, gc = c0 + c;
+    T v = T(0);
+    if (gr < rows && gc < cols) v = Trans ? P[gc * ld + gr] : P[gr * ld + gc];
+    s[r * RowStride + c * ColStride] = v;
+  }
+}
+
+/// True when every row of a stored matrix starts on a 16-byte boundary (the
+/// pointer is aligned and the leading dimension is a whole number of 16-byte
+/// chunks): the condition for 16-byte loads anywhere in it.
+template <class T>
+inline bool rows_16b_aligned(const T* p, std::size_t ld) {
+  return misalignment(p) == 0 && (ld * sizeof(T)) % vector_bytes == 0;
+}
+
+template <bool B>
+using bool_constant = std::integral_constant<bool, B>;
+
+/// Calls launch(bool_constant<trans_a>{}, bool_constant<trans_b>{}): one
+/// kernel instantiation per transpose combination, so no kernel branches on
+/// the layout in its inner loop.
+template <class Launch>
+void dispatch_transposes(bool trans_a, bool trans_b, Launch&& launch) {
+  if (trans_a) {
+    if (trans_b) launch(bool_constant<true>{}, bool_constant<true>{});
+    else launch(bool_constant<true>{}, bool_constant<false>{});
+  } else {
+    if (trans_b) launch(bool_constant<false>{}, bool_constant<true>{});
+    else launch(bool_constant<false>{}, bool_constant<false>{});
+  }
+}
+
+/// ceil(a / b) for tile counts.
+__host__ __device__ constexpr std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+
+/// gridDim.y and gridDim.z are limited to 65535 on every GPU (gridDim.x to 2^31 - 1).
+constexpr std::size_t max_grid_yz = 65535;
+
+/// A 2D grid of x_blocks x y_blocks for the tutorial steps, which keep the
+/// textbook blockIdx.x / blockIdx.y mapping; errc::unsupported (naming the
+/// variant and the numbers) when y_blocks exceeds the hardware limit.
+inline dim3 grid_2d(std::size_t x_blocks, std::size_t y_blocks, const char* variant) {
+  if (y_blocks > max_grid_yz || x_blocks > 0x7FFFFFFFu) {
+    throw error(errc::unsupported, std::string("kf::matmul: variant ") + variant + " needs a grid of " +
+                                       std::to_string(x_blocks) + " x " + std::to_string(y_blocks) +
+                                       " blocks, beyond the limit of 2^31-1 x 65535; use variant warp_tiled "
+                                       "(or best), whose 1D grid covers any shape");
+  }
+  return dim3(static_cast<unsigned>(x_blocks), static_cast<unsigned>(y_blocks));
+}
+
+}  // namespace kf::detail

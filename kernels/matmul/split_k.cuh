@@ -1,0 +1,94 @@
+// Split-k for warp_tiled: when the m x n tiles of a product cannot fill the
+// GPU (e.g. 128 x 8192 x 8192: 64 tiles of 128 x 128 on a 132-SM H200), k is
+// cut into `split` slices computed by separate blocks. Each writes its partial
+// tile to a workspace (split x m x n floats, dense); this reduction then sums
+// the slices in a fixed order -- the result is deterministic, unlike atomics --
+// and applies the BLAS epilogue C = alpha * sum + beta * C.
+//
+// The workspace comes from a stream-ordered memory pool that the library owns,
+// one per device, created on first use and never trimmed (its release
+// threshold is unlimited), so after the first call an allocation is a cheap,
+// enqueue-only operation; it keeps at most split_k_max_workspace_bytes
+// (tuning.hpp) per concurrent call. Devices without memory-pool support get no
+// split (split_k_workspace returns nullptr).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+
+#include <cuda_runtime_api.h>
+
+#include "../common/kernel.cuh"
+#include "../common/launcher.hpp"
+#include "gemm_args.cuh"
+#include "operand.cuh"
+
+namespace kf::detail {
+
+constexpr int split_k_reduce_block = 256;
+constexpr std::size_t split_k_reduce_max_grid_rows = 4096;
+
+template <class T>
+KF_KERNEL void matmul_split_k_reduce(gemm_args<T> g, const T* workspace, int split) {
+  const std::size_t j = blockIdx.x * std::size_t(split_k_reduce_block) + threadIdx.x;
+  if (j >= g.n) return;
+  const std::size_t slice = g.m * g.n;
+  for (std::size_t i = blockIdx.y; i < g.m; i += gridDim.y) {
+    const T* w = workspace + i * g.n + j;
+    T sum = 0;
+    for (int z = 0; z < split; ++z) sum += w[z * slice];
+    store_c(g, i, j, sum);
+  }
+}
+
+/// The library's memory pool on `device`, or nullptr where memory pools are unsupported.
+inline cudaMemPool_t split_k_pool(int device) {
+  static std::array<std::once_flag, max_cached_devices> once;
+  static std::array<cudaMemPool_t, max_cached_devices> pools{};
+  std::call_once(once[device], [device] {
+    int supported = 0;
+    if (cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device) != cudaSuccess || !supported) {
+      cudaGetLastError();
+      return;
+    }
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.handleTypes = cudaMemHandleTypeNone;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    cudaMemPool_t pool = nullptr;
+    if (cudaMemPoolCreate(&pool, &props) != cudaSuccess) {
+      cudaGetLastError();
+      return;
+    }
+    std::uint64_t keep_everything = UINT64_MAX;
+    cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_everything);
+    cudaGetLastError();
+    pools[device] = pool;
+  });
+  return pools[device];
+}
+
+/// `bytes` of workspace ordered on `stream`, or nullptr (no pool, or out of
+/// memory: the caller then runs without split-k). Free with cudaFreeAsync.
+inline float* split_k_workspace(int device, std::size_t bytes, cudaStream_t stream) {
+  cudaMemPool_t pool = split_k_pool(device);
+  if (pool == nullptr) return nullptr;
+  void* p = nullptr;
+  if (cudaMallocFromPoolAsync(&p, bytes, pool, stream) != cudaSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  return static_cast<float*>(p);
+}
+
+inline void launch_split_k_reduce(const gemm_args<float>& g, const float* workspace, int split, cudaStream_t stream) {
+  const std::size_t rows = g.m < split_k_reduce_max_grid_rows ? g.m : split_k_reduce_max_grid_rows;
+  const dim3 grid = grid_2d(ceil_div(g.n, split_k_reduce_block), rows, "split-k reduction");
+  matmul_split_k_reduce<float><<<grid, split_k_reduce_block, 0, stream>>>(g, workspace, split);
+  check_launch("kf::matmul (split-k reduction)");
+}
+
+}  // namespace kf::detail

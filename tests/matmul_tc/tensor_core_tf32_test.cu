@@ -1,0 +1,370 @@
+// The tensor-core matmul kernels, called through their launch functions
+// (kernels/matmul/tensor_core_tf32.cuh: mma.sync; wgmma_tf32.cuh: wgmma + TMA in
+// clusters of 1 and 2 CTAs), against a CPU reference accumulated in double.
+//
+// Every shape runs all four transpose combinations and several storage layouts:
+// tight and padded leading dimensions (+1, +37, rows rounded to 16 bytes),
+// pointers one float past an aligned address, alpha in {1, -0.5}, beta in
+// {0, 0.25, 1}. Padding and the floats before each matrix hold NaN, so a kernel
+// that reads them fails; with beta == 0 all of C is NaN (0xFF bytes) before the
+// call, so C must not be read and every element must be written; C's padding
+// must still be NaN afterwards.
+//
+// Tolerance, relative to |alpha| * sum_p |a_ip b_pj| + |beta c_ij|: TF32 keeps 10
+// mantissa bits. mma.sync rounds each operand (cvt.rna: 2^-11), so a product is
+// within 2^-10 ~ 9.8e-4: tolerance 1e-3. wgmma truncates (2^-10 per operand), a
+// product within 2^-9 ~ 1.95e-3: tolerance 2e-3. The fp32 accumulation adds at
+// most k * 2^-24 in the worst case and far less with random signs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "kernelforge/kernels/matmul/tensor_core_tf32.cuh"
+#include "kernelforge/kernels/matmul/wgmma_tf32.cuh"
+#include "test_support.hpp"
+
+namespace {
+
+using kf::detail::gemm_args;
+
+/// mma_sync: launch_tensor_core_tf32 (8 warps a block); mma_sync_4warps: its
+/// 64x64-warp-tile layout (tensor_core_tf32.cuh: four_warps). wgmma_*: wgmma_tf32_try_launch, which must
+/// accept the call. dispatch: launch_wgmma_tf32, wgmma where it runs and the
+/// mma.sync fallback elsewhere (any sm_80+ GPU).
+enum class path { mma_sync, mma_sync_4warps, wgmma_single, wgmma_cluster, dispatch };
+
+const char* path_name(path p) {
+  switch (p) {
+    case path::mma_sync: return "mma_sync";
+    case path::mma_sync_4warps: return "mma_sync_4warps";
+    case path::wgmma_single: return "wgmma_cluster1";
+    case path::wgmma_cluster: return "wgmma_cluster2";
+    case path::dispatch: return "launch_wgmma_tf32";
+  }
+  return "unknown";
+}
+
+bool is_mma_sync(path p) { return p == path::mma_sync || p == path::mma_sync_4warps; }
+double tolerance_for(path p) { return is_mma_sync(p) ? 1e-3 : 2e-3; }
+
+struct shape {
+  std::size_t m, n, k;
+};
+
+/// The largest shape whose reference is computed for every element; beyond it,
+/// sampled rows and columns (the full product is ~10^11 flops on the CPU).
+constexpr double full_reference_limit = 1u << 30;
+constexpr std::size_t sampled_lines = 24;
+
+/// op(A) (m x k, row-major) and op(B)^T (n x k, row-major) of a shape, and the
+/// reference dot products at the checked positions.
+struct problem {
+  shape s{};
+  std::vector<float> a;   ///< a[i * k + p] = op(A)(i, p)
+  std::vector<float> bt;  ///< bt[j * k + p] = op(B)(p, j)
+  std::vector<std::size_t> rows, cols;  ///< checked (row, col) pairs: rows[q], cols[q]
+  std::vector<double> dot, abs_dot;     ///< sum_p a b and sum_p |a b| at each pair
+};
+
+const problem& problem_for(const shape& s) {
+  static std::mutex mutex;
+  static std::map<std::tuple<std::size_t, std::size_t, std::size_t>, problem> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [it, inserted] = cache.try_emplace({s.m, s.n, s.k});
+  problem& pr = it->second;
+  if (!inserted) return pr;
+  pr.s = s;
+  const std::uint64_t seed = s.m * 1000003u + s.n * 1009u + s.k;
+  pr.a = kf::test::random_vector<float>(s.m * s.k, seed);
+  pr.bt = kf::test::random_vector<float>(s.n * s.k, seed + 1);
+
+  const bool full = static_cast<double>(s.m) * s.n * s.k <= full_reference_limit;
+  if (full) {
+    for (std::size_t i = 0; i < s.m; ++i)
+      for (std::size_t j = 0; j < s.n; ++j) pr.rows.push_back(i), pr.cols.push_back(j);
+  } else {
+    // Whole rows and whole columns: the edges of the first and last tiles, and random ones.
+    std::mt19937_64 rng(seed);
+    auto pick = [&](std::size_t extent) {
+      std::vector<std::size_t> v = {0, 1, 63, 64, 127, 128, 255, 256, extent - 2, extent - 1};
+      while (v.size() < sampled_lines) v.push_back(rng() % extent);
+      std::sort(v.begin(), v.end());
+      v.erase(std::unique(v.begin(), v.end()), v.end());
+      return v;
+    };
+    for (std::size_t i : pick(s.m))
+      for (std::size_t j = 0; j < s.n; ++j) pr.rows.push_back(i), pr.cols.push_back(j);
+    for (std::size_t j : pick(s.n))
+      for (std::size_t i = 0; i < s.m; ++i) pr.rows.push_back(i), pr.cols.push_back(j);
+  }
+  pr.dot.resize(pr.rows.size());
+  pr.abs_dot.resize(pr.rows.size());
+  kf::test::parallel_for(pr.rows.size(), [&](std::size_t begin, std::size_t end) {
+    for (std::size_t q = begin; q < end; ++q) {
+      const float* a = pr.a.data() + pr.rows[q] * s.k;
+      const float* b = pr.bt.data() + pr.cols[q] * s.k;
+      double sum = 0, abs_sum = 0;
+      for (std::size_t p = 0; p < s.k; ++p) {
+        const double prod = static_cast<double>(a[p]) * static_cast<double>(b[p]);
+        sum += prod;
+        abs_sum += std::fabs(prod);
+      }
+      pr.dot[q] = sum;
+      pr.abs_dot[q] = abs_sum;
+    }
+  });
+  return pr;
+}
+
+/// How one run stores its matrices.
+struct storage {
+  const char* name;
+  enum { tight, plus_1, plus_37, rows_16_bytes } ld;
+  std::size_t offset;  ///< floats between a 256-byte aligned allocation and the matrix
+  float alpha, beta;
+};
+
+std::size_t leading_dimension(std::size_t cols, const storage& st) {
+  switch (st.ld) {
+    case storage::tight: return cols;
+    case storage::plus_1: return cols + 1;
+    case storage::plus_37: return cols + 37;
+    case storage::rows_16_bytes: return (cols + 3) / 4 * 4 + 4;
+  }
+  return cols;
+}
+
+const float nan_value = std::numeric_limits<float>::quiet_NaN();
+
+/// Device copy of a rows x cols matrix, ld floats a row, `offset` floats in;
+/// padding and the floats before it are NaN.
+struct device_matrix {
+  kf::device_buffer<float> buffer;
+  float* data = nullptr;
+  std::size_t ld = 0;
+};
+
+device_matrix upload(std::size_t rows, std::size_t cols, std::size_t ld, std::size_t offset,
+                     const std::function<float(std::size_t, std::size_t)>& value) {
+  std::vector<float> host(offset + rows * ld, nan_value);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < cols; ++c) host[offset + r * ld + c] = value(r, c);
+  device_matrix d;
+  d.buffer = kf::to_device(host);
+  d.data = d.buffer.data() + offset;
+  d.ld = ld;
+  return d;
+}
+
+int device_cc() {
+  int device = 0, major = 0, minor = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+  return major * 10 + minor;
+}
+
+/// Runs one (shape, transposes, path, storage) case and checks it.
+void run_case(const shape& s, bool trans_a, bool trans_b, path p, const storage& st) {
+  SCOPED_TRACE(std::string(path_name(p)) + ", storage " + st.name);
+  const problem& pr = problem_for(s);
+  const std::size_t m = s.m, n = s.n, k = s.k;
+
+  // op(A)(i, p) = trans_a ? A[p * lda + i] : A[i * lda + p]; likewise B.
+  const device_matrix A =
+      trans_a ? upload(k, m, leading_dimension(m, st), st.offset, [&](std::size_t r, std::size_t c) { return pr.a[c * k + r]; })
+              : upload(m, k, leading_dimension(k, st), st.offset, [&](std::size_t r, std::size_t c) { return pr.a[r * k + c]; });
+  const device_matrix B =
+      trans_b ? upload(n, k, leading_dimension(k, st), st.offset, [&](std::size_t r, std::size_t c) { return pr.bt[r * k + c]; })
+              : upload(k, n, leading_dimension(n, st), st.offset, [&](std::size_t r, std::size_t c) { return pr.bt[c * k + r]; });
+  // C: random where beta reads it; all NaN when beta == 0 (it must not be read).
+  const std::size_t ldc = leading_dimension(n, st);
+  const std::uint64_t c_seed = m * 31 + n * 17 + k;
+  const std::vector<float> c_values = kf::test::random_vector<float>(m * n, c_seed);
+  const bool read_c = st.beta != 0.0f;
+  device_matrix C = upload(m, n, ldc, st.offset, [&](std::size_t r, std::size_t c) {
+    return read_c ? c_values[r * n + c] : nan_value;
+  });
+
+  gemm_args<float> args;
+  args.trans_a = trans_a;
+  args.trans_b = trans_b;
+  args.m = m;
+  args.n = n;
+  args.k = k;
+  args.alpha = st.alpha;
+  args.A = A.data;
+  args.lda = A.ld;
+  args.B = B.data;
+  args.ldb = B.ld;
+  args.beta = st.beta;
+  args.C = C.data;
+  args.ldc = ldc;
+
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  if (p == path::mma_sync) {
+    kf::detail::launch_tensor_core_tf32(args, stream);
+  } else if (p == path::mma_sync_4warps) {
+    kf::detail::launch_tensor_core_tf32_with<kf::detail::tf32_mma::four_warps>(args, stream);
+  } else if (p == path::dispatch) {
+    kf::detail::launch_wgmma_tf32(args, stream);
+  } else {
+    const int cluster = p == path::wgmma_single ? 1 : 2;
+    ASSERT_TRUE(kf::detail::wgmma_tf32_try_launch(args, stream, cluster))
+        << "the wgmma kernel declined a call it should run (it would have fallen back to mma.sync)";
+  }
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  ASSERT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+  const std::vector<float> out = kf::to_host(C.buffer);
+
+  // Every element written (nothing NaN), the padding and the floats before C untouched.
+  std::size_t unwritten = 0, clobbered = 0;
+  for (std::size_t i = 0; i < st.offset; ++i) clobbered += !std::isnan(out[i]);
+  for (std::size_t r = 0; r < m; ++r) {
+    const float* row = out.data() + st.offset + r * ldc;
+    for (std::size_t c = 0; c < n; ++c) unwritten += std::isnan(row[c]);
+    for (std::size_t c = n; c < ldc; ++c) clobbered += !std::isnan(row[c]);
+  }
+  EXPECT_EQ(unwritten, 0u) << "elements of C left unwritten (or NaN)";
+  EXPECT_EQ(clobbered, 0u) << "writes outside C's m x n elements";
+
+  // Values against the double reference.
+  const double tol = tolerance_for(p);
+  std::size_t bad = 0;
+  std::ostringstream report;
+  for (std::size_t q = 0; q < pr.rows.size(); ++q) {
+    const std::size_t i = pr.rows[q], j = pr.cols[q];
+    const double c0 = read_c ? c_values[i * n + j] : 0.0;
+    const double ref = st.alpha * pr.dot[q] + st.beta * c0;
+    const double scale = std::fabs(st.alpha) * pr.abs_dot[q] + std::fabs(st.beta * c0);
+    const double got = out[st.offset + i * ldc + j];
+    if (!(std::fabs(got - ref) <= tol * scale)) {
+      if (bad++ < 8) report << "\n  C(" << i << ", " << j << ") = " << got << ", expected " << ref << " (scale " << scale << ")";
+    }
+  }
+  EXPECT_EQ(bad, 0u) << bad << " of " << pr.rows.size() << " checked elements off by more than " << tol
+                     << " x |alpha| sum|a b| + |beta c|:" << report.str();
+}
+
+struct tc_case {
+  shape s;
+  bool trans_a, trans_b;
+  path p;
+};
+
+std::string describe(const tc_case& c) {
+  std::ostringstream name;
+  name << path_name(c.p) << "_" << c.s.m << "x" << c.s.n << "x" << c.s.k << "_" << (c.trans_a ? "T" : "N")
+       << (c.trans_b ? "T" : "N");
+  return name.str();
+}
+
+std::string case_name(const ::testing::TestParamInfo<tc_case>& info) { return describe(info.param); }
+
+// gtest prints parameters with this (and ctest shows it) instead of raw bytes.
+void PrintTo(const tc_case& c, std::ostream* os) { *os << describe(c); }
+
+const shape big_shape{4095, 4097, 4093};
+
+std::vector<tc_case> all_cases() {
+  const std::vector<shape> shapes = {{1, 1, 1},        {33, 65, 17},    {127, 129, 255}, {513, 257, 1031},
+                                     {1, 1, 4096},     {1, 4096, 512},  {4096, 1, 512},  {300, 520, 64},
+                                     big_shape};
+  std::vector<tc_case> cases;
+  for (path p : {path::mma_sync, path::mma_sync_4warps, path::wgmma_single, path::wgmma_cluster})
+    for (const shape& s : shapes)
+      for (bool ta : {false, true})
+        for (bool tb : {false, true}) cases.push_back({s, ta, tb, p});
+  for (const shape& s : {shape{33, 65, 17}, shape{513, 257, 1031}})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) cases.push_back({s, ta, tb, path::dispatch});
+  return cases;
+}
+
+class MatmulTensorCoreTf32 : public ::testing::TestWithParam<tc_case> {};
+
+TEST_P(MatmulTensorCoreTf32, MatchesDoubleReference) {
+  KF_SKIP_WITHOUT_GPU();
+  const tc_case& c = GetParam();
+  if (is_mma_sync(c.p) || c.p == path::dispatch) {
+    if (device_cc() < 80) GTEST_SKIP() << "mma.sync TF32 needs compute capability 8.0 or newer";
+  } else {
+    int device = 0;
+    ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+    if (!kf::detail::wgmma_tf32_available(device)) {
+      GTEST_SKIP() << "wgmma TF32 needs a compute capability 9.0 GPU and a library built with 90 in "
+                      "CMAKE_CUDA_ARCHITECTURES (this GPU is sm_"
+                   << device_cc() << ")";
+    }
+  }
+  const storage layouts[] = {
+      {"tight, alpha 1, beta 0", storage::tight, 0, 1.0f, 0.0f},
+      {"ld+1, alpha -0.5, beta 0.25", storage::plus_1, 0, -0.5f, 0.25f},
+      {"ld+37, misaligned by 1 float, alpha 1, beta 1", storage::plus_37, 1, 1.0f, 1.0f},
+      {"16-byte rows, alpha -0.5, beta 0", storage::rows_16_bytes, 0, -0.5f, 0.0f},
+  };
+  const bool big = c.s.m == big_shape.m && c.s.n == big_shape.n && c.s.k == big_shape.k;
+  for (const storage& st : layouts) {
+    // The big shape: the fast layout (16-byte rows) and a misaligned one.
+    if (big && st.ld != storage::rows_16_bytes && st.ld != storage::plus_37) continue;
+    run_case(c.s, c.trans_a, c.trans_b, c.p, st);
+    if (HasFatalFailure()) return;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, MatmulTensorCoreTf32, ::testing::ValuesIn(all_cases()), case_name);
+
+// ---- CPU checks of the mma.sync kernel's shared-memory layout ---------------
+
+/// A warp's fragment load reads (x, p) for x = base + lane / 4, p = kk + lane % 4:
+/// the padding must put the 32 lanes on 32 distinct banks, in every layout.
+template <class Tile>
+void expect_conflict_free(const char* name) {
+  constexpr int banks = 32;
+  for (int base : {0, 8, 16, 40}) {
+    for (int kk : {0, 4, 8, 28}) {
+      std::vector<int> used(banks, 0);
+      for (int lane = 0; lane < 32; ++lane) ++used[Tile::offset(base + lane / 4, kk + lane % 4) % banks];
+      EXPECT_EQ(*std::max_element(used.begin(), used.end()), 1) << name << " x0 " << base << " k0 " << kk;
+    }
+  }
+}
+
+TEST(MatmulTensorCoreTf32Layout, FragmentLoadsAreBankConflictFree) {
+  namespace t = kf::detail::tf32_mma;
+  expect_conflict_free<t::a_tile<false>>("A k-contiguous");
+  expect_conflict_free<t::a_tile<true>>("A m-contiguous");
+  expect_conflict_free<t::b_tile<false>>("B n-contiguous");
+  expect_conflict_free<t::b_tile<true>>("B k-contiguous");
+}
+
+TEST(MatmulTensorCoreTf32Layout, ThreeStagesFitTwoBlocksOnHopperAndOneOnAmpere) {
+  namespace t = kf::detail::tf32_mma;
+  constexpr int hopper_smem_per_sm = 228 * 1024, reserved_per_block = 1024;
+  constexpr int ampere_optin = 163 * 1024, ada_optin = 99 * 1024;
+  EXPECT_LE(t::default_warps::min_blocks_per_sm * (t::max_stages * t::max_stage_bytes + reserved_per_block), hopper_smem_per_sm);
+  EXPECT_LE(t::max_stages * t::max_stage_bytes, ampere_optin);
+  EXPECT_LE(t::min_stages * t::max_stage_bytes, ada_optin);
+}
+
+TEST(MatmulWgmmaTf32, UnavailableForDevicesThatDoNotExist) {
+  EXPECT_FALSE(kf::detail::wgmma_tf32_available(-1));
+  EXPECT_FALSE(kf::detail::wgmma_tf32_available(kf::detail::max_cached_devices));
+}
+
+}  // namespace
