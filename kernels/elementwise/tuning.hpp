@@ -5,13 +5,13 @@
 
 namespace kf::detail::elementwise_tuning {
 
-/// Aligned path: 16-byte chunks per thread per input, chosen so that each
-/// thread has two 16-byte loads in flight (one per input for two-input ops,
-/// two for ReLU forward). n = 2^28, 256-thread blocks: saxpy 4344 GB/s with
-/// 1 chunk, 4281 with 2, 4285 with 4, 4255 with 8; ReLU forward 4118 GB/s with
-/// 2 chunks, 4080 with 4.
+/// Aligned path: one 16-byte chunk per thread per input (so a thread has one
+/// 16-byte load in flight per input; the many resident threads supply the
+/// parallelism). n = 2^28, 256-thread blocks: saxpy 4344 GB/s with 1 chunk,
+/// 4281 with 2, 4285 with 4, 4255 with 8; ReLU forward 4255 GB/s with 1,
+/// 4130 with 2, 4100 with 4 (copy in the same run: 4252).
 template <int Inputs>
-constexpr int aligned_chunks_per_thread = Inputs >= 2 ? 1 : 2;
+constexpr int aligned_chunks_per_thread = 1;
 
 /// Misaligned path (pointers at different offsets from a 16-byte boundary):
 /// one-element chunks, 4 per thread. n = 2^28: 4251 GB/s with 4, 3793 with 8,

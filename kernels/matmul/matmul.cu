@@ -130,8 +130,13 @@ void validate(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t 
                                             std::to_string(static_cast<int>(options.math)) +
                                             " is not a math_mode; pass math_mode::exact or math_mode::tf32");
   }
-  require_operand("A", A, "m x k", m, k);
-  require_operand("B", B, "k x n", k, n);
+  // BLAS quick return: when m or n is 0 the product is empty and neither A nor
+  // B is read, whatever k is, so they may be null.
+  const bool empty_product = m == 0 || n == 0;
+  if (!empty_product) {
+    require_operand("A", A, "m x k", m, k);
+    require_operand("B", B, "k x n", k, n);
+  }
   require_operand("C", C, "m x n", m, n);
   const bool ta = trans_a == op::transpose, tb = trans_b == op::transpose;
   require_leading_dimension("lda", lda, ta ? "m" : "k", ta ? m : k,
@@ -152,18 +157,10 @@ void validate(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t 
   }
 }
 
-/// Compute capability (major * 10 + minor) of `device`, queried once per device.
+/// Compute capability (major * 10 + minor) of `device`, from the per-device cache.
 int device_cc(int device) {
-  static std::array<std::once_flag, max_cached_devices> once;
-  static std::array<int, max_cached_devices> cc{};
-  limits_for(device);  // rejects ordinals beyond the caches
-  std::call_once(once[device], [device] {
-    int major = 0, minor = 0;
-    cuda_check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), matmul_what);
-    cuda_check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), matmul_what);
-    cc[device] = major * 10 + minor;
-  });
-  return cc[device];
+  const device_limits& l = limits_for(device);
+  return l.cc_major * 10 + l.cc_minor;
 }
 
 constexpr bool tensor_core_compiled = KF_MATMUL_HAVE_MMA_TF32 || KF_MATMUL_HAVE_WGMMA_TF32;
