@@ -82,7 +82,7 @@ void launch_elementwise(const char* what, std::size_t n, const elementwise_optio
   const bool aligned_elements = misalignment(out) % sizeof(T) == 0;
   if (same_offset && aligned_elements) {
     constexpr int W = aligned_chunk_elements<T>;
-    constexpr int U = elementwise_tuning::aligned_chunks_per_thread<N>;
+    constexpr int U = elementwise_tuning::aligned_chunks_per_thread;
     constexpr auto kernel = &elementwise_vectorized<T, N, W, U, Op>;
     const kernel_profile& profile = profile_of<kernel>(device, what);
     const int block = resolve_block_size(profile, options.block_size, what);

@@ -10,7 +10,6 @@ namespace kf::detail::elementwise_tuning {
 /// parallelism). n = 2^28, 256-thread blocks: saxpy 4344 GB/s with 1 chunk,
 /// 4281 with 2, 4285 with 4, 4255 with 8; ReLU forward 4255 GB/s with 1,
 /// 4130 with 2, 4100 with 4 (copy in the same run: 4252).
-template <int Inputs>
 constexpr int aligned_chunks_per_thread = 1;
 
 /// Misaligned path (pointers at different offsets from a 16-byte boundary):
