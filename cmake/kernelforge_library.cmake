@@ -41,5 +41,8 @@ function(kernelforge_add_library name)
   endif()
   target_compile_options(${name} PRIVATE
     $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra>
-    $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra --Werror=all-warnings>)
+    $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra --Werror=all-warnings>
+    # One nvcc thread per architecture of the fatbin: a big launcher (matmul.cu)
+    # otherwise compiles its ~10 architectures one after another.
+    $<$<COMPILE_LANGUAGE:CUDA>:--threads=0>)
 endfunction()
