@@ -39,6 +39,14 @@ void require_kernel_image_cached(int device, const char* what);
 /// Device limits for planning, queried once per device and cached.
 const device_limits& limits_for(int device);
 
+/// The library's workspace pool on `device` (split-k partial sums, repacked
+/// operands): stream-ordered like cudaMallocAsync, but it keeps its memory
+/// between calls (release threshold: never), so a call after a synchronization
+/// does not map pages again -- the default pool returns them at every
+/// synchronization. Holds the largest workspace used until the process ends.
+/// nullptr where memory pools are unsupported (callers then run without one).
+cudaMemPool_t workspace_pool(int device);
+
 // ---- argument checks: thrown before anything is enqueued ------------------
 [[noreturn]] void throw_invalid_argument(const char* what, const char* message);
 

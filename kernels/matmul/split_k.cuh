@@ -43,38 +43,11 @@ KF_KERNEL void matmul_split_k_reduce(gemm_args<T> g, const T* workspace, int spl
   }
 }
 
-/// The library's memory pool on `device`, or nullptr where memory pools are unsupported.
-inline cudaMemPool_t split_k_pool(int device) {
-  static std::array<std::once_flag, max_cached_devices> once;
-  static std::array<cudaMemPool_t, max_cached_devices> pools{};
-  std::call_once(once[device], [device] {
-    int supported = 0;
-    if (cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device) != cudaSuccess || !supported) {
-      cudaGetLastError();
-      return;
-    }
-    cudaMemPoolProps props{};
-    props.allocType = cudaMemAllocationTypePinned;
-    props.handleTypes = cudaMemHandleTypeNone;
-    props.location.type = cudaMemLocationTypeDevice;
-    props.location.id = device;
-    cudaMemPool_t pool = nullptr;
-    if (cudaMemPoolCreate(&pool, &props) != cudaSuccess) {
-      cudaGetLastError();
-      return;
-    }
-    std::uint64_t keep_everything = UINT64_MAX;
-    cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_everything);
-    cudaGetLastError();
-    pools[device] = pool;
-  });
-  return pools[device];
-}
 
 /// `bytes` of workspace ordered on `stream`, or nullptr (no pool, or out of
 /// memory: the caller then runs without split-k). Free with cudaFreeAsync.
 inline float* split_k_workspace(int device, std::size_t bytes, cudaStream_t stream) {
-  cudaMemPool_t pool = split_k_pool(device);
+  cudaMemPool_t pool = workspace_pool(device);
   if (pool == nullptr) return nullptr;
   void* p = nullptr;
   if (cudaMallocFromPoolAsync(&p, bytes, pool, stream) != cudaSuccess) {

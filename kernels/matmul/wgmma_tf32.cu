@@ -510,34 +510,6 @@ void allow_dynamic_smem(int device) {
   });
 }
 
-/// The device's workspace pool for repacked operands: stream-ordered like
-/// cudaMallocAsync, but keeping its memory between calls (release threshold:
-/// never), so a call after a synchronization does not map pages again -- the
-/// default pool returns them at every synchronization, a cost the GPU would wait
-/// for between the kernels. Holds the largest workspace used until the process
-/// ends. nullptr where pools are unsupported.
-cudaMemPool_t workspace_pool(int device) {
-  static std::array<std::once_flag, max_cached_devices> once;
-  static std::array<cudaMemPool_t, max_cached_devices> pools{};
-  std::call_once(once[device], [device] {
-    cudaMemPoolProps props{};
-    props.allocType = cudaMemAllocationTypePinned;
-    props.handleTypes = cudaMemHandleTypeNone;
-    props.location.type = cudaMemLocationTypeDevice;
-    props.location.id = device;
-    cudaMemPool_t pool = nullptr;
-    if (cudaMemPoolCreate(&pool, &props) != cudaSuccess) {
-      cudaGetLastError();
-      return;
-    }
-    std::uint64_t keep_everything = ~std::uint64_t{0};
-    if (cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_everything) != cudaSuccess) {
-      cudaGetLastError();
-    }
-    pools[device] = pool;
-  });
-  return pools[device];
-}
 
 void launch_pack(const float* src, std::size_t ld_src, bool source_k_contiguous, float* dst, std::size_t ld_dst,
                  std::size_t rows, std::size_t k, cudaStream_t stream) {

@@ -1,5 +1,6 @@
 // Device queries and the per-device caches behind every launcher.
 #include <algorithm>
+#include <cstdint>
 #include <sstream>
 #include <string>
 
@@ -99,6 +100,35 @@ const device_limits& limits_for(int device) {
     limits[device] = l;
   });
   return limits[device];
+}
+
+cudaMemPool_t workspace_pool(int device) {
+  static std::array<std::once_flag, max_cached_devices> once;
+  static std::array<cudaMemPool_t, max_cached_devices> pools{};
+  limits_for(device);  // rejects ordinals beyond the caches
+  std::call_once(once[device], [device] {
+    int supported = 0;
+    if (cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device) != cudaSuccess || !supported) {
+      cudaGetLastError();
+      return;
+    }
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.handleTypes = cudaMemHandleTypeNone;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    cudaMemPool_t pool = nullptr;
+    if (cudaMemPoolCreate(&pool, &props) != cudaSuccess) {
+      cudaGetLastError();
+      return;
+    }
+    std::uint64_t keep_everything = ~std::uint64_t{0};
+    if (cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_everything) != cudaSuccess) {
+      cudaGetLastError();
+    }
+    pools[device] = pool;
+  });
+  return pools[device];
 }
 
 void throw_no_kernel_image(int device, const char* what) {
