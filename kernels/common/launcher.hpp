@@ -47,6 +47,37 @@ const device_limits& limits_for(int device);
 /// nullptr where memory pools are unsupported (callers then run without one).
 cudaMemPool_t workspace_pool(int device);
 
+/// Stream-ordered scratch from workspace_pool(device), returned to the pool on
+/// the same stream when it goes out of scope (also when a launch throws).
+/// data() is null when there is no pool or no memory: callers then take a path
+/// that needs no workspace (e.g. no split-k). The failed allocation's error is
+/// cleared, so it does not surface in a later call.
+class pooled_workspace {
+ public:
+  pooled_workspace(int device, std::size_t bytes, cudaStream_t stream) : stream_(stream) {
+    cudaMemPool_t pool = workspace_pool(device);
+    if (pool == nullptr || bytes == 0) return;
+    if (cudaMallocFromPoolAsync(&data_, bytes, pool, stream) != cudaSuccess) {
+      cudaGetLastError();
+      data_ = nullptr;
+    }
+  }
+  ~pooled_workspace() {
+    if (data_ != nullptr) cudaFreeAsync(data_, stream_);
+  }
+  pooled_workspace(const pooled_workspace&) = delete;
+  pooled_workspace& operator=(const pooled_workspace&) = delete;
+
+  template <class T = void>
+  T* data() const noexcept {
+    return static_cast<T*>(data_);
+  }
+
+ private:
+  void* data_ = nullptr;
+  cudaStream_t stream_;
+};
+
 // ---- argument checks: thrown before anything is enqueued ------------------
 [[noreturn]] void throw_invalid_argument(const char* what, const char* message);
 

@@ -21,8 +21,16 @@
 //  * The thread's 8 rows are two runs of 4 consecutive m; with P*Q a multiple
 //    of 4 they are 4 consecutive output pixels of one image and one channel,
 //    written with one 16-byte store.
+//  * Split-K (grid z > 1, planned by conv2d_plan.hpp when the output tiles
+//    alone cannot fill the GPU): block z reduces only BK slices [z * spp,
+//    (z + 1) * spp) of C*R*S and writes its partial sums, without bias, to
+//    slice z of a workspace laid out like y (the launcher points a.y there and
+//    clears a.bias); conv2d_splitk_reduce.cuh sums the slices. With grid z = 1
+//    and spp = all slices, block 0 runs exactly the unsplit loop.
 // H200 figure: see benchmarks/results.
 #pragma once
+
+#include <cstddef>
 
 #include "../common/kernel.cuh"
 #include "conv2d_args.cuh"
@@ -66,10 +74,12 @@ __device__ __forceinline__ void conv2d_store_run(const conv2d_args<float>& a, in
   }
 }
 
-/// Grid: x = ceil(M / BM), y = ceil(K / BN). Static shared memory (17 KB at most).
+/// Grid: x = ceil(M / BM), y = ceil(K / BN), z = splits of C*R*S (1: no split),
+/// each slices_per_split BK slices long. Block z writes a.y + z * M * K.
+/// Static shared memory (17 KB at most).
 template <int BM, int BN, int MIN_BLOCKS>
 KF_KERNEL void __launch_bounds__(conv2d_gemm_threads<BM, BN>, MIN_BLOCKS)
-    conv2d_implicit_gemm(conv2d_args<float> a, bool vector_store) {
+    conv2d_implicit_gemm(conv2d_args<float> a, bool vector_store, int slices_per_split) {
   constexpr int BK = conv2d_gemm_bk;
   constexpr int THREADS = conv2d_gemm_threads<BM, BN>;
   constexpr int A_PITCH = BM + conv2d_gemm_smem_pad;
@@ -89,12 +99,17 @@ KF_KERNEL void __launch_bounds__(conv2d_gemm_threads<BM, BN>, MIN_BLOCKS)
   float acc[8][8] = {};
 
   const int slices = (a.crs + BK - 1) / BK;
-  loader.load(a, 0);
-  loader.store(As[0], A_PITCH, Bs[0], B_PITCH, identity_convert{});
+  const int t_begin = static_cast<int>(blockIdx.z) * slices_per_split;
+  const int t_end = min(slices, t_begin + slices_per_split);
+  // Slice t lives in buffer t & 1 (so the loop needs no t_begin register).
+  if (t_begin < t_end) {
+    loader.load(a, t_begin * BK);
+    loader.store(As[t_begin & 1], A_PITCH, Bs[t_begin & 1], B_PITCH, identity_convert{});
+  }
   __syncthreads();
-  for (int t = 0; t < slices; ++t) {
+  for (int t = t_begin; t < t_end; ++t) {
     const int cur = t & 1;
-    if (t + 1 < slices) loader.load(a, (t + 1) * BK);
+    if (t + 1 < t_end) loader.load(a, (t + 1) * BK);
 #pragma unroll
     for (int kk = 0; kk < BK; ++kk) {
       const float* a_row = As[cur] + kk * A_PITCH;
@@ -111,10 +126,11 @@ KF_KERNEL void __launch_bounds__(conv2d_gemm_threads<BM, BN>, MIN_BLOCKS)
         for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
       }
     }
-    if (t + 1 < slices) loader.store(As[cur ^ 1], A_PITCH, Bs[cur ^ 1], B_PITCH, identity_convert{});
+    if (t + 1 < t_end) loader.store(As[cur ^ 1], A_PITCH, Bs[cur ^ 1], B_PITCH, identity_convert{});
     __syncthreads();
   }
 
+  a.y += static_cast<std::size_t>(blockIdx.z) * a.m * a.k;  // this split's slice (0 without split)
 #pragma unroll
   for (int gi = 0; gi < 2; ++gi) {
     const int m4 = block_m + gi * (BM / 2) + tr * 4;

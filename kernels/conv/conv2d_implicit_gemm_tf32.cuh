@@ -12,6 +12,8 @@
 //  * Shared rows are padded to 8 floats past a multiple of 32, so the fragment
 //    loads -- lane (g, t) reads row kk = t (+4), column g (+8) -- hit 32
 //    different banks.
+// Split-K (grid z > 1) as in implicit_gemm: block z covers BK slices
+// [z * spp, (z + 1) * spp) and writes its partial sums to a.y + z * M * K.
 // Accuracy: each product has up to ~2^-10 relative error from the TF32
 // rounding of its two inputs; sums accumulate in fp32.
 // Compiled only for sm_80+ (__CUDA_ARCH__ >= 800); the launcher checks the
@@ -45,10 +47,11 @@ struct tf32_convert {
 template <int BM, int BN, int WARPS_M, int WARPS_N>
 constexpr int conv2d_tf32_threads = WARPS_M * WARPS_N * 32;
 
-/// Grid: x = ceil(M / BM), y = ceil(K / BN).
+/// Grid: x = ceil(M / BM), y = ceil(K / BN), z = splits of C*R*S (1: no split),
+/// each slices_per_split BK slices long. Block z writes a.y + z * M * K.
 template <int BM, int BN, int WARPS_M, int WARPS_N>
 KF_KERNEL void __launch_bounds__(conv2d_tf32_threads<BM, BN, WARPS_M, WARPS_N>)
-    conv2d_implicit_gemm_tf32(conv2d_args<float> a) {
+    conv2d_implicit_gemm_tf32(conv2d_args<float> a, int slices_per_split) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr int BK = conv2d_gemm_bk;
   constexpr int THREADS = conv2d_tf32_threads<BM, BN, WARPS_M, WARPS_N>;
@@ -71,12 +74,17 @@ KF_KERNEL void __launch_bounds__(conv2d_tf32_threads<BM, BN, WARPS_M, WARPS_N>)
   float acc[MT][NT][4] = {};
 
   const int slices = (a.crs + BK - 1) / BK;
-  loader.load(a, 0);
-  loader.store(As[0], A_PITCH, Bs[0], B_PITCH, tf32_convert{});
+  const int t_begin = static_cast<int>(blockIdx.z) * slices_per_split;
+  const int t_end = min(slices, t_begin + slices_per_split);
+  // Slice t lives in buffer t & 1 (so the loop needs no t_begin register).
+  if (t_begin < t_end) {
+    loader.load(a, t_begin * BK);
+    loader.store(As[t_begin & 1], A_PITCH, Bs[t_begin & 1], B_PITCH, tf32_convert{});
+  }
   __syncthreads();
-  for (int t = 0; t < slices; ++t) {
+  for (int t = t_begin; t < t_end; ++t) {
     const int cur = t & 1;
-    if (t + 1 < slices) loader.load(a, (t + 1) * BK);
+    if (t + 1 < t_end) loader.load(a, (t + 1) * BK);
     const float* A0 = As[cur] + t4 * A_PITCH;        // row kk = t4
     const float* A4 = As[cur] + (t4 + 4) * A_PITCH;  // row kk = t4 + 4
     const float* B0 = Bs[cur] + t4 * B_PITCH;
@@ -108,9 +116,10 @@ KF_KERNEL void __launch_bounds__(conv2d_tf32_threads<BM, BN, WARPS_M, WARPS_N>)
             : "r"(af[mt][0]), "r"(af[mt][1]), "r"(af[mt][2]), "r"(af[mt][3]), "r"(bf[nt][0]), "r"(bf[nt][1]));
       }
     }
-    if (t + 1 < slices) loader.store(As[cur ^ 1], A_PITCH, Bs[cur ^ 1], B_PITCH, tf32_convert{});
+    if (t + 1 < t_end) loader.store(As[cur ^ 1], A_PITCH, Bs[cur ^ 1], B_PITCH, tf32_convert{});
     __syncthreads();
   }
+  float* const y = a.y + static_cast<std::size_t>(blockIdx.z) * a.m * a.k;  // this split's slice (0 without split)
 
   // Accumulator fragment: d0, d1 at (row g, columns 2t, 2t+1); d2, d3 at row g + 8.
 #pragma unroll
@@ -128,7 +137,7 @@ KF_KERNEL void __launch_bounds__(conv2d_tf32_threads<BM, BN, WARPS_M, WARPS_N>)
           const int k = block_n + warp_n * WN + nt * 8 + 2 * t4 + e;
           if (k < a.k) {
             const float b = a.bias ? __ldg(a.bias + k) : 0.0f;
-            a.y[(n * a.k + k) * a.pq + pq] = acc[mt][nt][half * 2 + e] + b;
+            y[(n * a.k + k) * a.pq + pq] = acc[mt][nt][half * 2 + e] + b;
           }
         }
       }

@@ -10,7 +10,7 @@
 // threshold is unlimited), so after the first call an allocation is a cheap,
 // enqueue-only operation; it keeps at most split_k_max_workspace_bytes
 // (tuning.hpp) per concurrent call. Devices without memory-pool support get no
-// split (split_k_workspace returns nullptr).
+// split (pooled_workspace gives no memory).
 #pragma once
 
 #include <array>
@@ -44,18 +44,6 @@ KF_KERNEL void matmul_split_k_reduce(gemm_args<T> g, const T* workspace, int spl
 }
 
 
-/// `bytes` of workspace ordered on `stream`, or nullptr (no pool, or out of
-/// memory: the caller then runs without split-k). Free with cudaFreeAsync.
-inline float* split_k_workspace(int device, std::size_t bytes, cudaStream_t stream) {
-  cudaMemPool_t pool = workspace_pool(device);
-  if (pool == nullptr) return nullptr;
-  void* p = nullptr;
-  if (cudaMallocFromPoolAsync(&p, bytes, pool, stream) != cudaSuccess) {
-    cudaGetLastError();
-    return nullptr;
-  }
-  return static_cast<float*>(p);
-}
 
 inline void launch_split_k_reduce(const gemm_args<float>& g, const float* workspace, int split, cudaStream_t stream) {
   const std::size_t rows = g.m < split_k_reduce_max_grid_rows ? g.m : split_k_reduce_max_grid_rows;

@@ -447,16 +447,15 @@ void launch_warp_tiled_with(const gemm_args<float>& g, cudaStream_t stream, int 
       if (split > 1) {
         x.k_slice = ceil_div(ceil_div(g.k, split), Config::block_k) * Config::block_k;
         split = static_cast<int>(ceil_div(g.k, x.k_slice));
-        if (split > 1) x.workspace = split_k_workspace(device, std::size_t(split) * g.m * g.n * sizeof(float), stream);
-        if (x.workspace == nullptr) split = 1, x.k_slice = g.k;
       }
+      // Freed on `stream` when this scope ends, after the launches are enqueued (or one throws).
+      const pooled_workspace workspace(device, split > 1 ? std::size_t(split) * g.m * g.n * sizeof(float) : 0, stream);
+      x.workspace = workspace.data<float>();
+      if (x.workspace == nullptr) split = 1, x.k_slice = g.k;
       const dim3 grid(static_cast<unsigned>(tiles), 1, static_cast<unsigned>(split));
       matmul_warp_tiled<Config, TA, TB, V><<<grid, threads, smem, stream>>>(g, x);
       check_launch(what);
-      if (x.workspace != nullptr) {
-        launch_split_k_reduce(g, x.workspace, split, stream);
-        cuda_check(cudaFreeAsync(x.workspace, stream), what);
-      }
+      if (x.workspace != nullptr) launch_split_k_reduce(g, x.workspace, split, stream);
     };
     if (vec) run(bool_constant<true>{});
     else run(bool_constant<false>{});

@@ -9,15 +9,23 @@
 //     -- each product carries up to 2^-10 relative error from rounding both
 //     inputs to TF32's 10-bit mantissa.
 // A wrong tap, channel or filter changes an output by about |x| |w| ~
-// scale / (C*R*S), well above both for every case here (C*R*S <= 603).
+// scale / (C*R*S), well above both for every case up to C*R*S = 603. The
+// splitk_* cases (C*R*S up to 1179, small N*P*Q: conv2d_plan.hpp splits C*R*S
+// over grid z and sums the slices with conv2d_splitk_reduce) reach further:
+// there the exact tolerance still catches one wrong tap, and the tf32 one
+// catches a lost or repeated BK slice (8 taps, >= 8/1179 of the scale) or
+// split -- the errors split-K could make.
+// Conv2dSplitK.CasesSplitOnThisDevice checks that they do split here.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "kernelforge/conv.hpp"
+#include "kernelforge/kernels/conv/conv2d_plan.hpp"
 #include "kernelforge/reference/conv.hpp"
 #include "test_support.hpp"
 
@@ -50,6 +58,12 @@ const conv_case conv_cases[] = {
     {"gemm_edges_k130_c67", make(5, 67, 14, 14, 130, 3, 3, 1, 1, 1), true, 0},
     {"gemm_tile_128x128", make(8, 16, 64, 64, 256, 3, 3, 1, 1, 1), true, 0},
     {"gemm_tile_128x64_misaligned_y", make(3, 5, 112, 112, 48, 3, 3, 1, 1, 1), true, 1},
+    // Split-K (144 BK slices; 128 x 128 tiles, P*Q % 4 == 0: float4 reduction with bias).
+    {"splitk_c128_14x14_k256", make(2, 128, 14, 14, 256, 3, 3, 1, 1, 1), true, 0},
+    // Split-K, P*Q = 63 and y misaligned: scalar stores and reduction, bias; K = 67 edges.
+    {"splitk_c131_9x7_k67_misaligned_y", make(1, 131, 9, 7, 67, 3, 3, 1, 1, 1), true, 1},
+    // Split-K with K <= 64 (128 x 64 tiles), float4 reduction without bias.
+    {"splitk_c96_8x8_k40_no_bias", make(2, 96, 8, 8, 40, 3, 3, 1, 1, 1), false, 0},
 };
 
 struct variant_case {
@@ -125,6 +139,23 @@ TEST_P(Conv2dFloat, MatchesReference) {
                                           : 4 * std::sqrt(static_cast<double>(crs)) * std::ldexp(1.0, -24),
                                 0};
   EXPECT_TRUE(kf::test::all_close(got, expected, tol, &scale, cc.y_offset));
+}
+
+// The splitk_* cases must take the split-K path on this device (else the
+// tests above would not cover it): the launcher's plan, from the same inputs.
+TEST(Conv2dSplitK, CasesSplitOnThisDevice) {
+  KF_SKIP_WITHOUT_GPU();
+  const int sm_count = kf::get_device_info().sm_count;
+  int checked = 0;
+  for (const conv_case& cc : conv_cases) {
+    if (std::strncmp(cc.name, "splitk_", 7) != 0) continue;
+    const kf::conv2d_params& p = cc.p;
+    const std::size_t m = p.n * kf::conv2d_output_height(p) * kf::conv2d_output_width(p);
+    const auto plan = kf::detail::choose_conv2d_gemm_plan(m, p.k, p.c * p.r * p.s, sm_count);
+    EXPECT_GT(plan.split, 1u) << cc.name << " does not split on " << sm_count << " SMs";
+    ++checked;
+  }
+  EXPECT_EQ(checked, 3);
 }
 
 std::string param_name(const ::testing::TestParamInfo<conv2d_param>& info) {

@@ -215,6 +215,100 @@ TEST(ConvPlan, GemmTileFillsTheGpu) {
   EXPECT_EQ(choose_conv2d_gemm_tile(1 << 20, 1024, 0), conv2d_gemm_tile::m128_n128);
 }
 
+TEST(ConvPlan, SplitKOnlyWhenTheTilesCannotFillTheGpu) {
+  using kf::detail::choose_conv2d_gemm_plan;
+  using kf::detail::conv2d_gemm_tile;
+  const int h200_sms = 132;
+  // Layer A, N32 C64 56x56 K64 3x3: 784 blocks of 128 x 64, no split.
+  auto plan = choose_conv2d_gemm_plan(32 * 56 * 56, 64, 64 * 9, h200_sms);
+  EXPECT_EQ(plan.tile, conv2d_gemm_tile::m128_n64);
+  EXPECT_EQ(plan.split, 1u);
+  EXPECT_EQ(plan.slices_per_split, 72u);  // all of C*R*S / BK
+  // Layer B, N32 C128 28x28 K128 3x3: 392 blocks of 128 x 64, no split (measured: no gain).
+  plan = choose_conv2d_gemm_plan(32 * 28 * 28, 128, 128 * 9, h200_sms);
+  EXPECT_EQ(plan.tile, conv2d_gemm_tile::m128_n64);
+  EXPECT_EQ(plan.split, 1u);
+  EXPECT_EQ(plan.slices_per_split, 144u);
+  // Layer C, N32 C256 14x14 K256 3x3: 98 blocks of 128 x 128; split 4 (72 slices each) -> 392 blocks.
+  plan = choose_conv2d_gemm_plan(32 * 14 * 14, 256, 256 * 9, h200_sms);
+  EXPECT_EQ(plan.tile, conv2d_gemm_tile::m128_n128);
+  EXPECT_EQ(plan.split, 4u);
+  EXPECT_EQ(plan.slices_per_split, 72u);
+  // Large M: the tile chooser's 128 x 128, no split.
+  plan = choose_conv2d_gemm_plan(8 * 64 * 64, 256, 16 * 9, h200_sms);
+  EXPECT_EQ(plan.tile, conv2d_gemm_tile::m128_n128);
+  EXPECT_EQ(plan.split, 1u);
+  // K <= 64 with a small M: 128 x 64 tiles, split.
+  plan = choose_conv2d_gemm_plan(2 * 8 * 8, 40, 96 * 9, h200_sms);
+  EXPECT_EQ(plan.tile, conv2d_gemm_tile::m128_n64);
+  EXPECT_EQ(plan.split, 4u);
+  EXPECT_EQ(plan.slices_per_split, 27u);
+}
+
+TEST(ConvPlan, SplitKKeepsSixteenSlicesAndTwoWaves) {
+  using kf::detail::choose_conv2d_gemm_plan;
+  using kf::detail::conv2d_gemm_tile;
+  const int h200_sms = 132;
+  // Tiny M and tiny C*R*S: 64 x 64, no split (as before split-K).
+  auto plan = choose_conv2d_gemm_plan(1, 1, 1, h200_sms);
+  EXPECT_EQ(plan.tile, conv2d_gemm_tile::m64_n64);
+  EXPECT_EQ(plan.split, 1u);
+  EXPECT_EQ(plan.slices_per_split, 1u);
+  // Tiny M, C*R*S = 255 -> 32 slices: two splits of 16.
+  plan = choose_conv2d_gemm_plan(1, 256, 255, h200_sms);
+  EXPECT_EQ(plan.split, 2u);
+  EXPECT_EQ(plan.slices_per_split, 16u);
+  EXPECT_EQ(plan.tile, conv2d_gemm_tile::m128_n128);
+  // 31 slices: too short for two splits of 16.
+  plan = choose_conv2d_gemm_plan(1, 256, 248, h200_sms);
+  EXPECT_EQ(plan.tile, conv2d_gemm_tile::m64_n64);
+  EXPECT_EQ(plan.split, 1u);
+  EXPECT_EQ(plan.slices_per_split, 31u);
+  // 47 slices: 3 splits would leave 15 each -> 2 splits (24 and 23).
+  plan = choose_conv2d_gemm_plan(1, 256, 47 * 8, h200_sms);
+  EXPECT_EQ(plan.split, 2u);
+  EXPECT_EQ(plan.slices_per_split, 24u);
+  // 48 slices: 3 splits of 16 (4 would leave 12).
+  plan = choose_conv2d_gemm_plan(1, 256, 48 * 8, h200_sms);
+  EXPECT_EQ(plan.split, 3u);
+  EXPECT_EQ(plan.slices_per_split, 16u);
+  // Never an empty split, never more than 4, and split x slices covers C*R*S.
+  for (std::size_t crs : {1u, 7u, 128u, 255u, 256u, 257u, 520u, 1179u, 4608u, 100000u}) {
+    for (std::size_t m : {1u, 392u, 6272u, 25088u}) {
+      plan = choose_conv2d_gemm_plan(m, 256, crs, h200_sms);
+      const std::size_t slices = (crs + 7) / 8;
+      ASSERT_GE(plan.split, 1u);
+      ASSERT_LE(plan.split, 4u);
+      ASSERT_GE(plan.split * plan.slices_per_split, slices) << crs << " " << m;
+      ASSERT_LT((plan.split - 1) * plan.slices_per_split, slices) << crs << " " << m;
+      if (plan.split > 1) ASSERT_GE(slices - (plan.split - 1) * plan.slices_per_split, 16u) << crs << " " << m;
+    }
+  }
+  // Two waves at most (2 x 132 x 2 = 528 blocks). K = 192: 80 x 2 = 160 blocks
+  // of 128 x 128 (240 of 128 x 64 < 264, so the tile chooser alone would pick
+  // 64 x 64); split 4 would reach 640, split 3 reaches 480.
+  plan = choose_conv2d_gemm_plan(80 * 128, 192, 4608, h200_sms);
+  EXPECT_EQ(plan.tile, conv2d_gemm_tile::m128_n128);
+  EXPECT_EQ(plan.split, 3u);
+  EXPECT_EQ(plan.slices_per_split, 192u);
+  // K <= 64: 200 blocks of 128 x 64; split 3 would reach 600, split 2 reaches 400.
+  plan = choose_conv2d_gemm_plan(200 * 128, 64, 4608, h200_sms);
+  EXPECT_EQ(plan.tile, conv2d_gemm_tile::m128_n64);
+  EXPECT_EQ(plan.split, 2u);
+  // A tile that fills a wave is never split: 4 SMs (a wave of 8), M = 128,
+  // K = 256: 2 blocks of 128 x 128, 4 of 128 x 64 -> split 4, 8 blocks.
+  plan = choose_conv2d_gemm_plan(128, 256, 4608, 4);
+  EXPECT_EQ(plan.tile, conv2d_gemm_tile::m128_n128);
+  EXPECT_EQ(plan.split, 4u);
+  plan = choose_conv2d_gemm_plan(128, 512, 4608, 1);  // 4 blocks of 128 x 128 fill a wave of 2
+  EXPECT_EQ(plan.tile, conv2d_gemm_tile::m128_n128);
+  EXPECT_EQ(plan.split, 1u);
+  // sm_count 0 (unknown) counts as 1.
+  plan = choose_conv2d_gemm_plan(1, 1, 4608, 0);
+  EXPECT_EQ(plan.tile, conv2d_gemm_tile::m128_n64);
+  EXPECT_EQ(plan.split, 4u);
+}
+
 // ---- validation: thrown before any CUDA call, so these run without a GPU ------
 
 // Fake device addresses: validation never dereferences them, and every case
@@ -255,11 +349,28 @@ TEST(Filter2dValidation, DoubleIsNaiveOnly) {
   double* in = reinterpret_cast<double*>(0x100000);
   double* out = reinterpret_cast<double*>(0x200000);
   double* f = reinterpret_cast<double*>(0x300000);
-  for (auto v : {kf::filter2d_variant::constant_memory, kf::filter2d_variant::smem_tiled}) {
+  for (auto v : {kf::filter2d_variant::constant_memory, kf::filter2d_variant::smem_tiled,
+                 kf::filter2d_variant::register_window}) {
     kf::filter2d_options o;
     o.variant = v;
     expect_error(kf::errc::unsupported, kf::to_string(v), [&] { kf::filter2d<double>(1, 8, 8, in, 8, f, 3, 3, out, 8, o); });
   }
+  kf::filter2d_options o;
+  o.variant = kf::filter2d_variant::register_window;
+  expect_error(kf::errc::unsupported, "not double", [&] { kf::filter2d<double>(1, 8, 8, in, 8, f, 3, 3, out, 8, o); });
+}
+
+// register_window is float only: __half gets errc::unsupported naming the type
+// and smem_tiled, before any device call (these pointers are never dereferenced).
+TEST(Filter2dValidation, RegisterWindowIsFloatOnly) {
+  __half* in = reinterpret_cast<__half*>(0x100000);
+  __half* out = reinterpret_cast<__half*>(0x200000);
+  __half* f = reinterpret_cast<__half*>(0x300000);
+  kf::filter2d_options o;
+  o.variant = kf::filter2d_variant::register_window;
+  expect_error(kf::errc::unsupported, "not __half", [&] { kf::filter2d<__half>(1, 8, 8, in, 8, f, 3, 3, out, 8, o); });
+  expect_error(kf::errc::unsupported, "smem_tiled", [&] { kf::filter2d<__half>(1, 8, 8, in, 8, f, 3, 3, out, 8, o); });
+  EXPECT_STREQ(kf::to_string(kf::filter2d_variant::register_window), "register_window");
 }
 
 TEST(Filter2dValidation, EmptyImageIsANoOp) {
