@@ -6,7 +6,7 @@
 //   conv2d/tf32/<impl>/<layer>     impl: cudnn (tensor-op math), implicit_gemm_tf32, best
 //   filter2d/fp32/<impl>/8192x8192_<r>x<s>   impl: copy (cudaMemcpyAsync of the image:
 //                                  the floor), cudnn (as a 1-channel convolution), best,
-//                                  naive, constant_memory, smem_tiled
+//                                  naive, constant_memory, smem_tiled, register_window
 // Layers: the ResNet-50 layers of shared/perf/ANCHORS.md.
 //
 // cuDNN runs first in each group; its algorithm comes from
@@ -393,7 +393,8 @@ struct registrar {
       configure(benchmark::RegisterBenchmark(("filter2d/fp32/cudnn" + suffix).c_str(),
                                              [taps](benchmark::State& s) { bm_filter_cudnn(s, taps); }));
       for (kf::filter2d_variant v : {kf::filter2d_variant::best, kf::filter2d_variant::naive,
-                                     kf::filter2d_variant::constant_memory, kf::filter2d_variant::smem_tiled}) {
+                                     kf::filter2d_variant::constant_memory, kf::filter2d_variant::smem_tiled,
+                                     kf::filter2d_variant::register_window}) {
         configure(benchmark::RegisterBenchmark(("filter2d/fp32/" + std::string(kf::to_string(v)) + suffix).c_str(),
                                                [taps, v](benchmark::State& s) { bm_filter_kf(s, taps, v); }));
       }

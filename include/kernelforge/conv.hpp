@@ -23,6 +23,11 @@
 //     where u is the column and v the row through the largest entry. A filter
 //     that fails (or holds NaN or inf) takes the ordinary 2D path in the same
 //     kernel. The separable result differs from the 2D one only by rounding.
+//   - filter2d_variant::register_window (float; 3x3 and 5x5) keeps each thread's
+//     window of the image in registers and re-reads the halo from L1/L2 rather
+//     than staging it in shared memory. It needs 16-byte aligned `in` and `out`
+//     and pitches that are multiples of 4; calls that miss a condition (or use
+//     another filter size) run smem_tiled, with the same results up to rounding.
 //   - filter2d_variant::constant_memory stages the filter in __constant__ memory
 //     with an asynchronous device-to-device copy. A small ring of constant slots,
 //     guarded by a host mutex and one event per slot, keeps concurrent calls on
@@ -68,10 +73,15 @@ enum class border {
 
 /// The steps of the image-filter progression; `best` picks the fastest one.
 enum class filter2d_variant {
-  best,             ///< smem_tiled, with the separable row/column path for large rank-one filters
+  best,             ///< float 3x3 and 5x5 with aligned rows: register_window; otherwise smem_tiled,
+                    ///< with the separable row/column path for large rank-one filters
   naive,            ///< one output per thread, image and filter read from global memory
   constant_memory,  ///< naive, with the filter in __constant__ memory (broadcast to a warp)
   smem_tiled,       ///< an input tile plus halo in shared memory, 32 outputs per thread
+  register_window,  ///< the filter in registers, a float4 of columns and a strip of rows per thread,
+                    ///< sliding down the image; no shared memory. float only (errc::unsupported
+                    ///< for __half and double); runs smem_tiled instead unless the filter is 3x3
+                    ///< or 5x5, in and out are 16-byte aligned and both pitches are multiples of 4
 };
 
 struct filter2d_options {

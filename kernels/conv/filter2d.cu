@@ -1,6 +1,6 @@
 // The filter2d launcher: validate -> plan -> dispatch by variant, and the
 // explicit instantiations shipped in the fatbin (float and __half: every
-// variant; double: naive).
+// variant but register_window, which is float only; double: naive).
 #include <array>
 #include <climits>
 #include <cstdint>
@@ -13,6 +13,7 @@
 #include "conv/filter2d_args.cuh"
 #include "conv/filter2d_constant_memory.cuh"
 #include "conv/filter2d_naive.cuh"
+#include "conv/filter2d_register_window.cuh"
 #include "conv/filter2d_smem_tiled.cuh"
 #include "conv/filter2d_tile.cuh"
 #include "kernelforge/conv.hpp"
@@ -34,6 +35,7 @@ const char* to_string(filter2d_variant variant) noexcept {
     case filter2d_variant::naive: return "naive";
     case filter2d_variant::constant_memory: return "constant_memory";
     case filter2d_variant::smem_tiled: return "smem_tiled";
+    case filter2d_variant::register_window: return "register_window";
   }
   return "unknown";
 }
@@ -59,10 +61,11 @@ void validate_filter2d_options(const char* what, const filter2d_options& options
     case filter2d_variant::best:
     case filter2d_variant::naive:
     case filter2d_variant::constant_memory:
-    case filter2d_variant::smem_tiled: break;
+    case filter2d_variant::smem_tiled:
+    case filter2d_variant::register_window: break;
     default:
       invalid(what, "options.variant = " + std::to_string(static_cast<int>(options.variant)) +
-                        " is not a filter2d_variant (best, naive, constant_memory, smem_tiled)");
+                        " is not a filter2d_variant (best, naive, constant_memory, smem_tiled, register_window)");
   }
   switch (options.mode) {
     case border::zero:
@@ -232,9 +235,54 @@ void launch_tiled_2d(const char* what, const filter2d_args<T>& a, cudaStream_t s
   launch_tiled<T, 0, 0, false>(what, a, stream);
 }
 
-/// double is compiled for the naive kernel only.
+// ---- register_window ----------------------------------------------------------
+/// Can register_window run this call? An instantiated filter size, and every
+/// row start of in and out 16-byte aligned (the float4 loads and stores).
+bool register_window_applies(const filter2d_args<float>& a) {
+  constexpr int V = vector16<float>::size;
+  return filter2d_window_has_size(a.r, a.s) && misalignment(a.in) == 0 && misalignment(a.out) == 0 &&
+         a.in_pitch % V == 0 && a.out_pitch % V == 0;
+}
+
+template <int R, int S, border Mode>
+void launch_register_window(const char* what, const filter2d_args<float>& a, cudaStream_t stream) {
+  const std::size_t vectors = (static_cast<std::size_t>(a.width) + filter2d_window_cols - 1) / filter2d_window_cols;
+  const std::size_t blocks_x = (vectors + filter2d_window_threads - 1) / filter2d_window_threads;
+  const std::size_t strips = (static_cast<std::size_t>(a.height) + filter2d_window_rows - 1) / filter2d_window_rows;
+  const dim3 grid(static_cast<std::uint32_t>(blocks_x), capped(strips, max_grid_yz), capped(a.channels, max_grid_yz));
+  filter2d_register_window<R, S, Mode><<<grid, filter2d_window_threads, 0, stream>>>(a, static_cast<int>(strips));
+  check_launch(what);
+}
+
+template <int R, int S>
+void launch_register_window_border(const char* what, const filter2d_args<float>& a, cudaStream_t stream) {
+  switch (a.mode) {
+    case border::zero: return launch_register_window<R, S, border::zero>(what, a, stream);
+    case border::clamp: return launch_register_window<R, S, border::clamp>(what, a, stream);
+    case border::reflect: return launch_register_window<R, S, border::reflect>(what, a, stream);
+  }
+}
+
+/// register_window where it applies, else smem_tiled (same results up to rounding).
+void launch_register_window_or_tiled(const char* what, const filter2d_args<float>& a, cudaStream_t stream) {
+  if (!register_window_applies(a)) return launch_tiled_2d(what, a, stream);
+  if (a.r == 3) return launch_register_window_border<3, 3>(what, a, stream);
+  launch_register_window_border<5, 5>(what, a, stream);
+}
+
+/// double is compiled for the naive kernel only; register_window for float only.
 template <class T>
 void require_variant_for_type(const char* what, filter2d_variant variant) {
+  if constexpr (!std::is_same_v<T, float>) {
+    if (variant == filter2d_variant::register_window) {
+      const char* type = std::is_same_v<T, double> ? "double" : "__half";
+      const char* instead =
+          std::is_same_v<T, double> ? "filter2d_variant::naive or best" : "filter2d_variant::smem_tiled or best";
+      throw error(errc::unsupported, std::string(what) +
+                                         ": filter2d_variant::register_window is compiled for float only, not " +
+                                         type + "; use " + instead);
+    }
+  }
   if constexpr (std::is_same_v<T, double>) {
     if (variant != filter2d_variant::naive && variant != filter2d_variant::best) {
       throw error(errc::unsupported, std::string(what) + ": filter2d_variant::" + to_string(variant) +
@@ -254,7 +302,13 @@ void dispatch(const char* what, int device, const filter2d_args<T>& a, filter2d_
       case filter2d_variant::naive: return launch_naive(what, a, stream);
       case filter2d_variant::constant_memory: return launch_constant_memory(what, device, a, stream);
       case filter2d_variant::smem_tiled: return launch_tiled_2d(what, a, stream);
+      case filter2d_variant::register_window:
+        if constexpr (std::is_same_v<T, float>) return launch_register_window_or_tiled(what, a, stream);
+        break;  // unreachable: require_variant_for_type rejected it for other types
       case filter2d_variant::best: break;
+    }
+    if constexpr (std::is_same_v<T, float>) {
+      if (register_window_applies(a)) return launch_register_window_or_tiled(what, a, stream);
     }
     const std::size_t taps = static_cast<std::size_t>(a.r) * a.s;
     if (a.r > 1 && a.s > 1 && taps >= separable_min_taps) return launch_tiled<T, 0, 0, true>(what, a, stream);

@@ -14,10 +14,17 @@
 //   double: (r*s + 1) * 2^-53
 // A misplaced tap, a wrong border pixel or a missing channel changes an
 // output by about |f| |in| ~ scale / (r*s), far above any of these.
+//
+// register_window (float) needs 16-byte aligned rows, which none of the images
+// above have (it must fall back to smem_tiled there and still be right), so it
+// and `best` also run over window_image_cases: the same shapes and more with
+// aligned offsets and pitches that are multiples of 4 (widths that are not:
+// the scalar tail), for 3x3 and 5x5 and for two sizes it has no kernel for.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -55,6 +62,15 @@ const image_case image_cases[] = {
     {1, 1000, 999, 1000, 1003, 0, 0},
 };
 
+// Aligned for register_window: offsets and pitches multiples of 4 floats
+// (16 bytes); widths 1, 5, 65, 999, 6 leave a 1- to 3-column tail, 4 and 132
+// none; heights 1, 7, 33, 17, 70 are not multiples of the 8-row strip.
+const image_case window_image_cases[] = {
+    {2, 1, 1, 4, 8, 0, 4},      {3, 7, 5, 8, 12, 4, 0},      {2, 33, 65, 68, 72, 0, 0},
+    {1, 1000, 999, 1000, 1004, 0, 0}, {1, 9, 4, 4, 4, 4, 4}, {2, 17, 6, 8, 8, 0, 0},
+    {1, 1, 132, 132, 136, 0, 0}, {1, 70, 2, 4, 4, 0, 0},
+};
+
 template <class T>
 std::vector<T> make_filter(const filter_case& fc, std::uint64_t seed) {
   const std::size_t n = static_cast<std::size_t>(fc.r) * fc.s;
@@ -88,11 +104,11 @@ bool is_poison(const void* p, std::size_t bytes) {
   return true;
 }
 
-template <class T>
-void run_case(kf::filter2d_variant variant, const filter_case& fc) {
+template <class T, class Images = decltype(image_cases)>
+void run_case(kf::filter2d_variant variant, const filter_case& fc, const Images& images = image_cases) {
   const auto filter = make_filter<T>(fc, 1000 + fc.r * 37 + fc.s);
   const auto d_filter = kf::to_device(filter);
-  for (const image_case& ic : image_cases) {
+  for (const image_case& ic : images) {
     const std::size_t in_n = ic.in_offset + ic.channels * ic.height * ic.in_pitch;
     const std::size_t out_n = ic.out_offset + ic.channels * ic.height * ic.out_pitch;
     const auto input = kf::test::random_vector<T>(in_n, 7 * ic.height + ic.width);
@@ -149,6 +165,49 @@ TEST_P(Filter2dFloat, MatchesReference) {
 }
 INSTANTIATE_TEST_SUITE_P(Conv, Filter2dFloat, ::testing::Combine(all_variants, ::testing::ValuesIn(filter_cases)),
                          param_name);
+
+// register_window and best over the aligned images (register_window also
+// over the unaligned ones): 3x3 and 5x5 take the register-window kernel
+// where the rows are aligned; 4x4 and 1x9 have none and must fall back.
+const filter_case window_filter_cases[] = {
+    {"3x3", 3, 3, false}, {"5x5", 5, 5, false}, {"4x4", 4, 4, false}, {"1x9", 1, 9, false}};
+
+class Filter2dWindowFloat : public ::testing::TestWithParam<filter2d_param> {};
+TEST_P(Filter2dWindowFloat, AlignedImagesMatchReference) {
+  KF_SKIP_WITHOUT_GPU();
+  run_case<float>(std::get<0>(GetParam()), std::get<1>(GetParam()), window_image_cases);
+  if (std::get<0>(GetParam()) == kf::filter2d_variant::register_window) {
+    run_case<float>(std::get<0>(GetParam()), std::get<1>(GetParam()));  // the unaligned images: the fallback
+  }
+}
+INSTANTIATE_TEST_SUITE_P(Conv, Filter2dWindowFloat,
+                         ::testing::Combine(::testing::Values(kf::filter2d_variant::register_window,
+                                                              kf::filter2d_variant::best),
+                                            ::testing::ValuesIn(window_filter_cases)),
+                         param_name);
+
+// best on a tall image (1024 strips of 8 rows) with aligned rows: the
+// register-window kernel on a grid the size of a real image's.
+TEST(Filter2dRegisterWindow, BestOnTallImage) {
+  KF_SKIP_WITHOUT_GPU();
+  const image_case tall[] = {{1, 8192, 64, 64, 68, 0, 0}};
+  run_case<float>(kf::filter2d_variant::best, filter_cases[1], tall);  // 3x3
+  run_case<float>(kf::filter2d_variant::best, filter_cases[2], tall);  // 5x5
+}
+
+// Neither in nor out aligned, or a pitch not a multiple of 4, one condition at
+// a time: register_window must run smem_tiled and still be right.
+TEST(Filter2dRegisterWindow, MisalignedOrOddPitchFallsBack) {
+  KF_SKIP_WITHOUT_GPU();
+  const image_case fallback[] = {
+      {2, 40, 37, 40, 40, 1, 0},   // in plane misaligned by 4 bytes
+      {2, 40, 37, 40, 40, 0, 2},   // out plane misaligned by 8 bytes
+      {2, 40, 37, 41, 40, 0, 0},   // in_pitch % 4 != 0 (rows after the first misaligned)
+      {2, 40, 37, 40, 42, 0, 0},   // out_pitch % 4 != 0
+  };
+  run_case<float>(kf::filter2d_variant::register_window, filter_cases[1], fallback);  // 3x3
+  run_case<float>(kf::filter2d_variant::register_window, filter_cases[2], fallback);  // 5x5
+}
 
 class Filter2dHalf : public ::testing::TestWithParam<filter2d_param> {};
 TEST_P(Filter2dHalf, MatchesReference) {
