@@ -9,7 +9,8 @@
 // them -- but every tap is still a load instruction for the image *and* one for
 // the filter, and the filter load competes with the image for the same load
 // path. Pixels whose window lies inside the image skip the border logic.
-// H200 figure: see benchmarks/results.
+// H200 (8192^2 fp32, zero border, bench_conv, one run): 3x3 990 GB/s = 0.24 of copy,
+// 5x5 547 GB/s = 0.13 (cuDNN: 894 and 378).
 #pragma once
 
 #include "../common/kernel.cuh"

@@ -23,9 +23,10 @@
 // Requirements (checked by the launcher, which otherwise runs smem_tiled):
 // float, an instantiated filter size (3x3, 5x5), in and out 16-byte aligned
 // with pitches a multiple of 4 elements, so every row start is aligned.
-// H200 figure (8192 x 8192 fp32, zero border, one read + one write; copy rate
-// 4152 GB/s): 3x3 4095 GB/s = 0.99 of copy, 5x5 3513 GB/s = 0.85 of copy
-// (smem_tiled: 0.67 and 0.49). Probe: scratch/probe_filter2d.cu, slide_rs8_bx128_ldg.
+// H200 (8192 x 8192 fp32, zero border, one read + one write; bench_conv, one run,
+// copy 4105 GB/s): 3x3 3328 GB/s = 0.81 of copy (3.7x cuDNN), 5x5 3043 GB/s =
+// 0.74 (8.1x cuDNN); smem_tiled 0.67 / 0.49. The bare probe kernel (no strip and
+// channel loops, no edge branch) reached 0.99 / 0.85: that gap is the next step.
 #pragma once
 
 #include "../common/kernel.cuh"

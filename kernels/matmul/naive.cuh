@@ -10,7 +10,7 @@
 // each) and the warp's stores to C are scattered the same way. Every operand is
 // fetched from global memory (or L1/L2) once per multiply-add: 2 loads per
 // FMA, an arithmetic intensity of 1/4 FLOP per byte.
-// H200 figure: see benchmarks/results (README table).
+// H200 (4096^3 fp32, bench_matmul, one run): 0.5 TFLOP/s, 1% of cuBLAS (50.5).
 #pragma once
 
 #include <cstddef>

