@@ -27,9 +27,10 @@
 //    slice z of a workspace laid out like y (the launcher points a.y there and
 //    clears a.bias); conv2d_splitk_reduce.cuh sums the slices. With grid z = 1
 //    and spp = all slices, block 0 runs exactly the unsplit loop.
-// H200 (bench_conv, one run; cuDNN fp32 from the same run): N32 C64 56x56 K64 3x3
-// 35.2 TFLOP/s = 0.90x, C128 28x28 35.7 = 0.60x, C256 14x14 33.9 = 0.79x (split-K 4),
-// ResNet stem 7x7/2 31.2 = 1.67x.
+// H200 (bench_conv; cuDNN fp32 from the same run, whose algorithm choice varies
+// from run to run): N32 C64 56x56 K64 3x3 35.3 TFLOP/s = 0.83x (0.90x in an
+// earlier run), C128 28x28 35.6 = 0.57x (0.60x), C256 14x14 33.8 = 0.62x (0.79x;
+// split-K 4), ResNet stem 7x7/2 31.2 = 1.60x.
 #pragma once
 
 #include <cstddef>

@@ -18,8 +18,9 @@
 // rounding of its two inputs; sums accumulate in fp32.
 // Compiled only for sm_80+ (__CUDA_ARCH__ >= 800); the launcher checks the
 // device and the kernel's PTX version before launching it.
-// H200 (bench_conv, one run; cuDNN TF32 from the same run): 52.5 TFLOP/s = 0.85x,
-// 56.6 = 0.94x, 57.6 = 0.91x on the three ResNet 3x3 layers; stem 44.8 = 2.32x.
+// H200 (bench_conv; cuDNN TF32 from the same run, whose algorithm choice varies
+// from run to run): 52.8 TFLOP/s = 0.63x, 56.6 = 0.64x, 58.0 = 0.58x on the three
+// ResNet 3x3 layers (0.85x / 0.94x / 0.91x in an earlier run); stem 45.0 = 2.01x.
 #pragma once
 
 #include <cstdint>

@@ -24,9 +24,10 @@
 // float, an instantiated filter size (3x3, 5x5), in and out 16-byte aligned
 // with pitches a multiple of 4 elements, so every row start is aligned.
 // H200 (8192 x 8192 fp32, zero border, one read + one write; bench_conv, one run,
-// copy 4105 GB/s): 3x3 3328 GB/s = 0.81 of copy (3.7x cuDNN), 5x5 3043 GB/s =
-// 0.74 (8.1x cuDNN); smem_tiled 0.67 / 0.49. The bare probe kernel (no strip and
-// channel loops, no edge branch) reached 0.99 / 0.85: that gap is the next step.
+// copy 4142 GB/s): 3x3 4006 GB/s = 0.97 of copy (4.3x cuDNN), 5x5 3432 GB/s =
+// 0.83 (9.0x cuDNN); smem_tiled 0.67 / 0.49. Loading all of a strip's input rows
+// before the first FMA (phase 1 below) took it from 0.81 / 0.74: one thread's
+// rows + R - 1 loads are then in flight together instead of one row at a time.
 #pragma once
 
 #include "../common/kernel.cuh"
@@ -79,33 +80,42 @@ KF_KERNEL void __launch_bounds__(filter2d_window_threads)
 #pragma unroll
         for (int k = 0; k < cols; ++k) acc[ry][k] = 0.0f;
       }
+      // Phase 1: every input row this strip needs, loaded before any is used,
+      // so all rows + R - 1 of a thread's loads are in flight at once (the
+      // branches below are per thread and uniform across most warps; a branch
+      // does not wait for earlier loads, only a use does).
+      float w[rows + R - 1][window];
 #pragma unroll
       for (int ir = 0; ir < rows + R - 1; ++ir) {
         const int sy = border_map(y0 - top + ir, height, Mode);  // -1: a zero row
-        float w[window];
         if (sy < 0) {
 #pragma unroll
-          for (int t = 0; t < window; ++t) w[t] = 0.0f;
+          for (int t = 0; t < window; ++t) w[ir][t] = 0.0f;
         } else {
           const float* row = in_plane + sy * a.in_pitch;
           if (inside) {
             const float4 v = __ldg(reinterpret_cast<const float4*>(row + x));
-            w[left + 0] = v.x;
-            w[left + 1] = v.y;
-            w[left + 2] = v.z;
-            w[left + 3] = v.w;
+            w[ir][left + 0] = v.x;
+            w[ir][left + 1] = v.y;
+            w[ir][left + 2] = v.z;
+            w[ir][left + 3] = v.w;
 #pragma unroll
-            for (int m = 1; m <= left; ++m) w[left - m] = __ldg(row + x - m);
+            for (int m = 1; m <= left; ++m) w[ir][left - m] = __ldg(row + x - m);
 #pragma unroll
-            for (int m = 0; m < right; ++m) w[left + cols + m] = __ldg(row + x + cols + m);
+            for (int m = 0; m < right; ++m) w[ir][left + cols + m] = __ldg(row + x + cols + m);
           } else {
 #pragma unroll
             for (int t = 0; t < window; ++t) {
               const int sx = border_map(x - left + t, width, Mode);
-              w[t] = sx < 0 ? 0.0f : __ldg(row + sx);
+              w[ir][t] = sx < 0 ? 0.0f : __ldg(row + sx);
             }
           }
         }
+      }
+      // Phase 2: slide the filter down the loaded rows; store each output row
+      // as soon as its last input row has been used.
+#pragma unroll
+      for (int ir = 0; ir < rows + R - 1; ++ir) {
         // Input row ir contributes to output row ry through filter row ir - ry.
 #pragma unroll
         for (int i = 0; i < R; ++i) {
@@ -114,7 +124,7 @@ KF_KERNEL void __launch_bounds__(filter2d_window_threads)
 #pragma unroll
             for (int j = 0; j < S; ++j) {
 #pragma unroll
-              for (int k = 0; k < cols; ++k) acc[ry][k] = fmaf(f[i * S + j], w[k + j], acc[ry][k]);
+              for (int k = 0; k < cols; ++k) acc[ry][k] = fmaf(f[i * S + j], w[ir][k + j], acc[ry][k]);
             }
           }
         }
