@@ -67,6 +67,11 @@ copying new JSON into `{rel}/`.
 
 ![conv]({rel}/conv.png)
 
+cuDNN picks its algorithm per run (cudnnFindConvolutionForwardAlgorithm), and
+its conv2d speed moved by up to 1.6x between two runs of this binary on the
+same machine; `bench_conv_previous_run.json` holds the other run. Compare
+ratios within one run only.
+
 {conv}
 <!-- results:end -->"""
     text = args.readme.read_text()
