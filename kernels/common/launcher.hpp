@@ -39,6 +39,12 @@ void require_kernel_image_cached(int device, const char* what);
 /// Device limits for planning, queried once per device and cached.
 const device_limits& limits_for(int device);
 
+/// Compute capability of `device` as major * 10 + minor (e.g. 90), from the cache.
+inline int compute_capability(int device) {
+  const device_limits& l = limits_for(device);
+  return l.cc_major * 10 + l.cc_minor;
+}
+
 /// The library's workspace pool on `device` (split-k partial sums, repacked
 /// operands): stream-ordered like cudaMallocAsync, but it keeps its memory
 /// between calls (release threshold: never), so a call after a synchronization
@@ -119,6 +125,17 @@ template <auto Kernel>
 const kernel_profile& profile_of(int device, const char* what) {
   static kernel_profile_cache cache;
   return cache.get(reinterpret_cast<const void*>(Kernel), device, what);
+}
+
+/// Raises `Kernel`'s dynamic shared-memory limit to `bytes` on `device`, once
+/// per device (needed above 48 KB; the setting is per device and kernel).
+template <auto Kernel>
+void allow_dynamic_smem(int device, int bytes, const char* what) {
+  static std::array<std::once_flag, max_cached_devices> once;
+  limits_for(device);  // rejects ordinals beyond the caches
+  std::call_once(once[device], [&] {
+    cuda_check(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), what);
+  });
 }
 
 /// Block size for a launch: the caller's (checked against what the kernel can

@@ -134,11 +134,6 @@ void validate_options(const char* what, const conv2d_options& options) {
   }
 }
 
-/// Compute capability (major * 10 + minor) from the per-device cache.
-int compute_capability(int device) {
-  const device_limits& l = limits_for(device);
-  return l.cc_major * 10 + l.cc_minor;
-}
 
 /// Whether `Kernel` was compiled from PTX for sm_80 or newer on this device
 /// (not JIT-compiled from an older architecture's PTX, whose body is a trap).

@@ -157,18 +157,13 @@ void validate(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t 
   }
 }
 
-/// Compute capability (major * 10 + minor) of `device`, from the per-device cache.
-int device_cc(int device) {
-  const device_limits& l = limits_for(device);
-  return l.cc_major * 10 + l.cc_minor;
-}
 
 constexpr bool tensor_core_compiled = KF_MATMUL_HAVE_MMA_TF32 || KF_MATMUL_HAVE_WGMMA_TF32;
 
 /// Launches the TF32 tensor-core product: wgmma (sm_90a image on a cc 9.0
 /// device) where available, else mma.sync. errc::unsupported where neither can run.
 void launch_tensor_core(const gemm_args<float>& g, cudaStream_t stream, int device) {
-  const int cc = device_cc(device);
+  const int cc = compute_capability(device);
   if (cc < tensor_core_min_cc) {
     throw error(errc::unsupported, std::string(matmul_what) + ": variant tensor_core_tf32 needs compute capability "
                                                               "8.0 or newer (TF32 tensor cores); device " +
@@ -196,7 +191,7 @@ template <class T>
 matmul_variant resolve(matmul_variant requested, math_mode math, int device) {
   if (requested != matmul_variant::best) return requested;
   if constexpr (std::is_same_v<T, float>) {
-    if (math == math_mode::tf32 && tensor_core_compiled && device_cc(device) >= tensor_core_min_cc) {
+    if (math == math_mode::tf32 && tensor_core_compiled && compute_capability(device) >= tensor_core_min_cc) {
       return matmul_variant::tensor_core_tf32;
     }
     return matmul_variant::warp_tiled;  // the fastest exact-fp32 step

@@ -365,26 +365,10 @@ namespace tf32_mma {
 
 /// Pipeline depth for `device`: 3 stages where the per-block shared-memory opt-in
 /// allows it (sm_80, sm_90, sm_100), else 2 (sm_86, sm_89, sm_120: 99 KB).
-/// Queried once per device.
-inline int stages_for(int device, const char* what) {
-  static std::array<std::once_flag, max_cached_devices> once;
-  static std::array<int, max_cached_devices> stages{};
-  if (device < 0 || device >= max_cached_devices) limits_for(device);  // throws the range error
-  std::call_once(once[device], [&] {
-    int optin = 0;
-    cuda_check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), what);
-    stages[device] = optin >= max_stages * max_stage_bytes ? max_stages : min_stages;
-  });
-  return stages[device];
-}
-
-/// Raises `Kernel`'s dynamic shared-memory limit to `bytes` on `device`, once.
-template <auto Kernel>
-void allow_dynamic_smem(int device, int bytes, const char* what) {
-  static std::array<std::once_flag, max_cached_devices> once;
-  std::call_once(once[device], [&] {
-    cuda_check(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), what);
-  });
+/// The opt-in limit comes from the per-device cache (no query here).
+inline int stages_for(int device) {
+  const std::size_t optin = limits_for(device).max_smem_per_block_optin;
+  return optin >= static_cast<std::size_t>(max_stages) * max_stage_bytes ? max_stages : min_stages;
 }
 
 template <class Warps, bool TransA, bool TransB, bool Vec16>
@@ -405,7 +389,7 @@ void launch(const gemm_args<float>& args, cudaStream_t stream, const char* what)
   p.ldc = static_cast<long long>(args.ldc);
   p.tiles_m = (p.m + block_m - 1) / block_m;
   p.tiles_n = (p.n + block_n - 1) / block_n;
-  p.stages = stages_for(device, what);
+  p.stages = stages_for(device);
   const long long blocks = p.tiles_m * p.tiles_n;
   if (blocks > static_cast<long long>(limits_for(device).max_grid_x)) {
     throw error(errc::unsupported, std::string(what) + ": " + std::to_string(args.m) + " x " +

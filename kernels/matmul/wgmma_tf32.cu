@@ -500,14 +500,8 @@ bool tma_ready(const float* p, std::size_t ld) {
 std::size_t round_up(std::size_t x, std::size_t to) { return (x + to - 1) / to * to; }
 
 void allow_dynamic_smem(int device) {
-  static std::array<std::once_flag, max_cached_devices> once;
-  std::call_once(once[device], [] {
-    cuda_check(cudaFuncSetAttribute(wgmma_tf32_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes),
-               what);
-    cuda_check(cudaFuncSetAttribute(wgmma_tf32_kernel<max_cluster>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    smem_bytes),
-               what);
-  });
+  detail::allow_dynamic_smem<&wgmma_tf32_kernel<1>>(device, static_cast<int>(smem_bytes), what);
+  detail::allow_dynamic_smem<&wgmma_tf32_kernel<max_cluster>>(device, static_cast<int>(smem_bytes), what);
 }
 
 
@@ -530,19 +524,8 @@ void launch_pack(const float* src, std::size_t ld_src, bool source_k_contiguous,
 }  // namespace wgmma_tf32
 
 bool wgmma_tf32_available(int device) {
-  static std::array<std::once_flag, max_cached_devices> once;
-  static std::array<bool, max_cached_devices> available{};
   if (device < 0 || device >= max_cached_devices) return false;
-  std::call_once(once[device], [device] {
-    int major = 0, minor = 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
-      cudaGetLastError();
-      return;
-    }
-    available[device] = major == 9 && minor == 0;  // sm_90a code runs on compute capability 9.0 only
-  });
-  return available[device];
+  return compute_capability(device) == 90;  // sm_90a code runs on compute capability 9.0 only
 }
 
 bool wgmma_tf32_try_launch(const gemm_args<float>& args, cudaStream_t stream, int cluster_size) {
