@@ -19,6 +19,12 @@ endforeach()
 set(KERNELFORGE_GENERATED_INCLUDE_DIR "${CMAKE_BINARY_DIR}/generated-include")
 configure_file("${CMAKE_CURRENT_LIST_DIR}/version.hpp.in" "${KERNELFORGE_GENERATED_INCLUDE_DIR}/kernelforge/version.hpp" @ONLY)
 
+# The CUDA runtime the library links: shared by default; the Python module's build
+# sets CUDA::cudart_static (top-level CMakeLists.txt, KERNELFORGE_BUILD_PYTHON).
+if(NOT KERNELFORGE_CUDART_TARGET)
+  set(KERNELFORGE_CUDART_TARGET CUDA::cudart)
+endif()
+
 function(kernelforge_add_library name)
   cmake_parse_arguments(arg "" "" "ARCHITECTURES" ${ARGN})
   add_library(${name} STATIC ${KERNELFORGE_SOURCES})
@@ -30,7 +36,7 @@ function(kernelforge_add_library name)
       $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
     PRIVATE
       ${PROJECT_SOURCE_DIR}/kernels)
-  target_link_libraries(${name} PUBLIC CUDA::cudart)
+  target_link_libraries(${name} PUBLIC ${KERNELFORGE_CUDART_TARGET})
   set_target_properties(${name} PROPERTIES
     POSITION_INDEPENDENT_CODE ON
     CXX_VISIBILITY_PRESET hidden

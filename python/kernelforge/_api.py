@@ -1,0 +1,151 @@
+"""The kernelforge Python API: one function per C++ entry point.
+
+Each function takes CUDA arrays from any DLPack framework, allocates missing outputs
+with the input's framework on the input's device, resolves the stream (default: the
+framework's current stream) and calls the C++ module, which checks the arguments,
+makes the arrays' device current, releases the GIL and enqueues the work. Nothing
+here synchronizes the host.
+"""
+
+from . import _C
+from ._arrays import empty, empty_like, framework, plain, require_array, stream_handle
+
+
+def saxpy(a, x, y, *, variant="best", stream=None):
+    """y = a*x + y, in place; returns y. float32, float64, float16, bfloat16."""
+    require_array("x", x)
+    require_array("y", y)
+    fw = framework(x)
+    _C.saxpy(float(a), plain(x, fw), plain(y, fw), variant, stream_handle(stream, x, fw))
+    return y
+
+
+def vector_add(a, b, out=None, *, variant="best", stream=None):
+    """out = a + b (same shape and dtype); returns out."""
+    require_array("a", a)
+    require_array("b", b)
+    fw = framework(a)
+    if out is None:
+        out = empty_like(a, fw)
+    _C.vector_add(plain(a, fw), plain(b, fw), plain(out, fw), variant, stream_handle(stream, a, fw))
+    return out
+
+
+def relu_threshold(x, threshold=0.0, out=None, *, variant="best", stream=None):
+    """out = x if x > threshold else 0 (torch.nn.Threshold(threshold, 0)); out may be x."""
+    require_array("x", x)
+    fw = framework(x)
+    if out is None:
+        out = empty_like(x, fw)
+    _C.relu_threshold(plain(x, fw), plain(out, fw), float(threshold), variant, stream_handle(stream, x, fw))
+    return out
+
+
+def relu_threshold_backward(grad, x, threshold=0.0, out=None, *, variant="best", stream=None):
+    """out = grad if x > threshold else 0: the gradient of relu_threshold; out may be grad."""
+    require_array("grad", grad)
+    require_array("x", x)
+    fw = framework(x)
+    if out is None:
+        out = empty_like(x, fw)
+    _C.relu_threshold_backward(plain(grad, fw), plain(x, fw), plain(out, fw), float(threshold), variant,
+                               stream_handle(stream, x, fw))
+    return out
+
+
+def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, tf32=False, variant="best", stream=None):
+    """out (m, n) = alpha * a (m, k) @ b (k, n) + beta * out. float32, float64.
+
+    a and b may be row-major or transposed views (a.T of a row-major array): no copy.
+    beta != 0 reads out, so it needs out=. tf32=True allows TF32 tensor cores (float32).
+    """
+    require_array("a", a)
+    require_array("b", b)
+    fw = framework(a)
+    if out is None:
+        if beta != 0:
+            from ._errors import InvalidArgumentError
+            raise InvalidArgumentError(f"kernelforge.matmul: beta = {beta} reads out, but out is None; pass out=")
+        if len(a.shape) != 2 or len(b.shape) != 2:
+            from ._errors import InvalidArgumentError
+            raise InvalidArgumentError(f"kernelforge.matmul: a and b must be 2-D; got shapes "
+                                       f"{tuple(a.shape)} and {tuple(b.shape)}")
+        out = empty(a, fw, (a.shape[0], b.shape[1]))
+    _C.matmul(plain(a, fw), plain(b, fw), plain(out, fw), float(alpha), float(beta), bool(tf32), variant,
+              stream_handle(stream, a, fw))
+    return out
+
+
+def filter2d(image, filter, out=None, *, border="zero", variant="best", stream=None):
+    """out = image cross-correlated with filter (R, S); image (H, W) or (C, H, W).
+
+    border: "zero", "clamp" or "reflect". float32, float16.
+    """
+    require_array("image", image)
+    require_array("filter", filter)
+    fw = framework(image)
+    if out is None:
+        out = empty_like(image, fw)
+    _C.filter2d(plain(image, fw), plain(filter, fw), plain(out, fw), border, variant,
+                stream_handle(stream, image, fw))
+    return out
+
+
+def _pair(name, value):
+    if isinstance(value, int):
+        return value, value
+    pair = tuple(value)
+    if len(pair) != 2 or not all(isinstance(v, int) for v in pair):
+        raise TypeError(f"kernelforge.conv2d: {name} must be an int or a pair of ints; got {value!r}")
+    return pair
+
+
+def conv_padding(padding, stride, dilation, kernel_size):
+    """(pad_h, pad_w) from an int, a pair, "valid" or "same" (torch.nn.Conv2d's spellings)."""
+    if padding == "valid":
+        return 0, 0
+    if padding == "same":
+        from ._errors import InvalidArgumentError
+        if stride != (1, 1):
+            raise InvalidArgumentError("kernelforge.conv2d: padding='same' needs stride 1")
+        pads = []
+        for d, k in zip(dilation, kernel_size):
+            total = d * (k - 1)
+            if total % 2:
+                raise InvalidArgumentError("kernelforge.conv2d: padding='same' with an even effective filter "
+                                           "size pads unevenly, which kernelforge does not support")
+            pads.append(total // 2)
+        return tuple(pads)
+    return _pair("padding", padding)
+
+
+def conv2d_output_shape(x_shape, weight_shape, stride=1, padding=0, dilation=1):
+    """(N, K, P, Q) of conv2d; InvalidArgumentError for impossible geometry (no GPU needed)."""
+    stride, dilation = _pair("stride", stride), _pair("dilation", dilation)
+    n, c, h, w = x_shape
+    k, _, r, s = weight_shape
+    pad = conv_padding(padding, stride, dilation, (r, s))
+    p, q = _C.conv2d_output_shape(n, c, h, w, k, r, s, *stride, *pad, *dilation)
+    return n, k, p, q
+
+
+def conv2d(x, weight, bias=None, *, stride=1, padding=0, dilation=1, tf32=False, out=None, variant="best",
+           stream=None):
+    """out = conv2d(x (N, C, H, W), weight (K, C, R, S)) + bias (K,); float32, cross-correlation
+    like torch.nn.functional.conv2d (groups=1). tf32=True allows TF32 tensor cores."""
+    require_array("x", x)
+    require_array("weight", weight)
+    if bias is not None:
+        require_array("bias", bias)
+    fw = framework(x)
+    if len(x.shape) != 4 or len(weight.shape) != 4:
+        from ._errors import InvalidArgumentError
+        raise InvalidArgumentError(f"kernelforge.conv2d: x and weight must be 4-D (NCHW, KCRS); got shapes "
+                                   f"{tuple(x.shape)} and {tuple(weight.shape)}")
+    stride, dilation = _pair("stride", stride), _pair("dilation", dilation)
+    pad = conv_padding(padding, stride, dilation, tuple(weight.shape[2:]))
+    if out is None:
+        out = empty(x, fw, conv2d_output_shape(tuple(x.shape), tuple(weight.shape), stride, pad, dilation))
+    _C.conv2d(plain(x, fw), plain(weight, fw), None if bias is None else plain(bias, fw), plain(out, fw),
+              *stride, *pad, *dilation, bool(tf32), variant, stream_handle(stream, x, fw))
+    return out

@@ -1,0 +1,164 @@
+// Bindings of the convolution family (kernelforge/conv.hpp): filter2d on (H, W) or
+// (C, H, W) images (float32, float16) and conv2d_forward on NCHW input with a KCRS
+// filter (float32), plus conv2d_output_shape, which the Python wrapper uses to
+// allocate the output (pure host arithmetic: it works without a GPU).
+#include <optional>
+
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+
+#include "common.hpp"
+
+namespace kfpy {
+namespace {
+
+void filter2d(const in_array& image, const in_array& filter, const out_array& out, const std::string& border,
+              const std::string& variant, std::uintptr_t stream) {
+  const char* what = "kernelforge.filter2d";
+  const dtype t = require_dtype(what, "image", image.dtype(), {dtype::f32, dtype::f16});
+  require_same_dtype(what, "filter", filter.dtype(), image.dtype(), "image");
+  require_same_dtype(what, "out", out.dtype(), image.dtype(), "image");
+  if (image.ndim() != 2 && image.ndim() != 3) {
+    invalid(what, "'image' must be (H, W) or (C, H, W); got shape " + shape_string(image));
+  }
+  if (filter.ndim() != 2) invalid(what, "'filter' must be 2-D (R, S); got shape " + shape_string(filter));
+  if (!same_shape(out, image)) {
+    invalid(what, "'out' has shape " + shape_string(out) + " but 'image' has shape " + shape_string(image));
+  }
+  require_contiguous(what, "image", image);
+  require_contiguous(what, "filter", filter);
+  require_contiguous(what, "out", out);
+  kf::filter2d_options o;
+  o.stream = to_stream(stream);
+  o.mode = enum_by_name(what, "border", border, {kf::border::zero, kf::border::clamp, kf::border::reflect});
+  o.variant = enum_by_name(what, "variant", variant,
+                           {kf::filter2d_variant::best, kf::filter2d_variant::naive,
+                            kf::filter2d_variant::constant_memory, kf::filter2d_variant::smem_tiled,
+                            kf::filter2d_variant::register_window});
+  const int device = require_one_cuda_device(what, {ref("image", image), ref("filter", filter), ref("out", out)});
+  const bool planar = image.ndim() == 2;
+  const std::size_t c = planar ? 1 : image.shape(0);
+  const std::size_t h = image.shape(planar ? 0 : 1), w = image.shape(planar ? 1 : 2);
+  const std::size_t r = filter.shape(0), s = filter.shape(1);
+  nb::gil_scoped_release nogil;
+  device_guard guard(device);
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    kf::filter2d<T>(c, h, w, static_cast<const T*>(image.data()), w, static_cast<const T*>(filter.data()), r, s,
+                    static_cast<T*>(out.data()), w, o);
+  };
+  if (t == dtype::f32) {
+    run(float{});
+  } else {
+    run(__half{});
+  }
+}
+
+struct geometry {
+  std::size_t n, c, h, w, k, r, s;
+  std::size_t stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+};
+
+// TEMPORARY (until main's renamed conv2d_params is merged): fill either spelling.
+template <class P>
+auto fill(P& p, const geometry& g, int) -> decltype(p.batch, void()) {
+  p.batch = g.n;
+  p.in_channels = g.c;
+  p.in_height = g.h;
+  p.in_width = g.w;
+  p.out_channels = g.k;
+  p.filter_height = g.r;
+  p.filter_width = g.s;
+}
+template <class P>
+void fill(P& p, const geometry& g, long) {
+  p.n = g.n; p.c = g.c; p.h = g.h; p.w = g.w; p.k = g.k; p.r = g.r; p.s = g.s;
+}
+
+kf::conv2d_params params_of(const geometry& g) {
+  kf::conv2d_params p{};
+  fill(p, g, 0);
+  p.stride_h = g.stride_h;
+  p.stride_w = g.stride_w;
+  p.pad_h = g.pad_h;
+  p.pad_w = g.pad_w;
+  p.dilation_h = g.dilation_h;
+  p.dilation_w = g.dilation_w;
+  return p;
+}
+
+// (P, Q) for this geometry; InvalidArgumentError (the library's message) when there is none.
+std::pair<std::size_t, std::size_t> conv2d_output_shape(std::size_t n, std::size_t c, std::size_t h, std::size_t w,
+                                                        std::size_t k, std::size_t r, std::size_t s,
+                                                        std::size_t stride_h, std::size_t stride_w, std::size_t pad_h,
+                                                        std::size_t pad_w, std::size_t dilation_h,
+                                                        std::size_t dilation_w) {
+  const kf::conv2d_params p =
+      params_of({n, c, h, w, k, r, s, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w});
+  return {kf::conv2d_output_height(p), kf::conv2d_output_width(p)};
+}
+
+void conv2d(const in_array& x, const in_array& weight, std::optional<in_array> bias, const out_array& out,
+            std::size_t stride_h, std::size_t stride_w, std::size_t pad_h, std::size_t pad_w, std::size_t dilation_h,
+            std::size_t dilation_w, bool tf32, const std::string& variant, std::uintptr_t stream) {
+  const char* what = "kernelforge.conv2d";
+  require_dtype(what, "x", x.dtype(), {dtype::f32});
+  require_same_dtype(what, "weight", weight.dtype(), x.dtype(), "x");
+  require_same_dtype(what, "out", out.dtype(), x.dtype(), "x");
+  if (bias) require_same_dtype(what, "bias", bias->dtype(), x.dtype(), "x");
+  if (x.ndim() != 4) invalid(what, "'x' must be 4-D (N, C, H, W); got shape " + shape_string(x));
+  if (weight.ndim() != 4) invalid(what, "'weight' must be 4-D (K, C, R, S); got shape " + shape_string(weight));
+  if (weight.shape(1) != x.shape(1)) {
+    invalid(what, "'weight' " + shape_string(weight) + " has " + std::to_string(weight.shape(1)) +
+                      " input channels but 'x' " + shape_string(x) + " has " + std::to_string(x.shape(1)) +
+                      " (groups are not supported)");
+  }
+  const geometry g{x.shape(0),      x.shape(1),      x.shape(2), x.shape(3), weight.shape(0), weight.shape(2),
+                   weight.shape(3), stride_h,        stride_w,   pad_h,      pad_w,           dilation_h,
+                   dilation_w};
+  if (bias && (bias->ndim() != 1 || bias->shape(0) != g.k)) {
+    invalid(what, "'bias' must have shape (" + std::to_string(g.k) + ",); got " + shape_string(*bias));
+  }
+  const kf::conv2d_params p = params_of(g);
+  const std::size_t out_h = kf::conv2d_output_height(p), out_w = kf::conv2d_output_width(p);
+  if (out.ndim() != 4 || out.shape(0) != g.n || out.shape(1) != g.k || out.shape(2) != out_h ||
+      out.shape(3) != out_w) {
+    invalid(what, "'out' has shape " + shape_string(out) + "; this convolution gives (" + std::to_string(g.n) +
+                      ", " + std::to_string(g.k) + ", " + std::to_string(out_h) + ", " + std::to_string(out_w) + ")");
+  }
+  require_contiguous(what, "x", x);
+  require_contiguous(what, "weight", weight);
+  if (bias) require_contiguous(what, "bias", *bias);
+  require_contiguous(what, "out", out);
+  kf::conv2d_options o;
+  o.stream = to_stream(stream);
+  o.math = tf32 ? kf::math_mode::tf32 : kf::math_mode::exact;
+  o.variant = enum_by_name(what, "variant", variant,
+                           {kf::conv2d_variant::best, kf::conv2d_variant::naive, kf::conv2d_variant::smem_tiled,
+                            kf::conv2d_variant::implicit_gemm, kf::conv2d_variant::implicit_gemm_tf32});
+  const int device =
+      bias ? require_one_cuda_device(what, {ref("x", x), ref("weight", weight), ref("bias", *bias), ref("out", out)})
+           : require_one_cuda_device(what, {ref("x", x), ref("weight", weight), ref("out", out)});
+  const float* bias_data = bias ? static_cast<const float*>(bias->data()) : nullptr;
+  nb::gil_scoped_release nogil;
+  device_guard guard(device);
+  kf::conv2d_forward<float>(p, static_cast<const float*>(x.data()), static_cast<const float*>(weight.data()),
+                            bias_data, static_cast<float*>(out.data()), o);
+}
+
+}  // namespace
+
+void bind_conv(nb::module_& m) {
+  using nb::arg;
+  m.def("filter2d", &filter2d, arg("image"), arg("filter"), arg("out"), arg("border"), arg("variant"),
+        arg("stream"));
+  m.def("conv2d_output_shape", &conv2d_output_shape, arg("n"), arg("c"), arg("h"), arg("w"), arg("k"), arg("r"),
+        arg("s"), arg("stride_h"), arg("stride_w"), arg("pad_h"), arg("pad_w"), arg("dilation_h"),
+        arg("dilation_w"));
+  m.def("conv2d", &conv2d, arg("x"), arg("weight"), arg("bias").none(), arg("out"), arg("stride_h"),
+        arg("stride_w"), arg("pad_h"), arg("pad_w"), arg("dilation_h"), arg("dilation_w"), arg("tf32"),
+        arg("variant"), arg("stream"));
+}
+
+}  // namespace kfpy

@@ -1,0 +1,215 @@
+// kernelforge._C: the nanobind extension module behind the kernelforge Python package.
+// This file: the module itself, kf::error -> Python exception translation, device
+// queries, and the shared array checks of common.hpp. The families' bindings are in
+// elementwise.cpp, matmul.cpp and conv.cpp. The Python wrappers (python/kernelforge/)
+// resolve streams and allocate outputs; everything here takes explicit arguments.
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "common.hpp"
+#include "kernelforge/device.hpp"
+#include "kernelforge/version.hpp"
+
+namespace kfpy {
+namespace {
+
+// Python exception classes by kf::errc, set once from Python (kernelforge/_errors.py).
+std::array<PyObject*, 6> error_classes{};
+
+void set_error_classes(nb::dict classes) {
+  const std::pair<const char*, kf::errc> codes[] = {
+      {"invalid_argument", kf::errc::invalid_argument}, {"no_device", kf::errc::no_device},
+      {"no_kernel_image", kf::errc::no_kernel_image},   {"out_of_memory", kf::errc::out_of_memory},
+      {"unsupported", kf::errc::unsupported},           {"cuda_runtime", kf::errc::cuda_runtime}};
+  for (const auto& [name, code] : codes) {
+    nb::object cls = classes[name];
+    Py_XDECREF(error_classes[static_cast<int>(code)]);
+    error_classes[static_cast<int>(code)] = cls.release().ptr();  // kept for the process's lifetime
+  }
+}
+
+nb::dict device_info(int device) {
+  kf::device_info info;
+  {
+    nb::gil_scoped_release nogil;
+    info = kf::get_device_info(device);
+  }
+  nb::dict d;
+  d["name"] = info.name;
+  d["device"] = info.device;
+  d["compute_capability"] = nb::make_tuple(info.cc_major, info.cc_minor);
+  d["sm_count"] = info.sm_count;
+  d["global_memory_bytes"] = info.global_memory_bytes;
+  d["peak_bandwidth_gbs"] = info.peak_bandwidth_gbs;
+  d["peak_fp32_tflops"] = info.peak_fp32_tflops;
+  return d;
+}
+
+// 0 where there is no GPU or no driver (never raises): for tests that skip.
+int device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+}  // namespace
+
+dtype dtype_of(const nb::dlpack::dtype& d) {
+  if (d.lanes != 1) return dtype::other;
+  if (d.code == static_cast<std::uint8_t>(nb::dlpack::dtype_code::Float)) {
+    if (d.bits == 32) return dtype::f32;
+    if (d.bits == 64) return dtype::f64;
+    if (d.bits == 16) return dtype::f16;
+  }
+  if (d.code == static_cast<std::uint8_t>(nb::dlpack::dtype_code::Bfloat) && d.bits == 16) return dtype::bf16;
+  return dtype::other;
+}
+
+std::string dtype_name(const nb::dlpack::dtype& d) {
+  using code = nb::dlpack::dtype_code;
+  std::string base;
+  switch (static_cast<code>(d.code)) {
+    case code::Int: base = "int"; break;
+    case code::UInt: base = "uint"; break;
+    case code::Float: base = "float"; break;
+    case code::Bfloat: base = "bfloat"; break;
+    case code::Complex: base = "complex"; break;
+    case code::Bool: return "bool";
+    default: base = "dtype" + std::to_string(d.code) + "_"; break;
+  }
+  std::string name = base + std::to_string(d.bits);
+  if (d.lanes != 1) name += "x" + std::to_string(d.lanes);
+  return name;
+}
+
+namespace {
+const char* name_of(dtype t) {
+  switch (t) {
+    case dtype::f32: return "float32";
+    case dtype::f64: return "float64";
+    case dtype::f16: return "float16";
+    case dtype::bf16: return "bfloat16";
+    default: return "?";
+  }
+}
+template <class A>
+std::string shape_of(const A& a) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < a.ndim(); ++i) s += (i ? ", " : "") + std::to_string(a.shape(i));
+  return s + (a.ndim() == 1 ? ",)" : ")");
+}
+}  // namespace
+
+std::string shape_string(const nb::ndarray<nb::ro>& a) { return shape_of(a); }
+std::string shape_string(const nb::ndarray<>& a) { return shape_of(a); }
+
+dtype require_dtype(const char* what, const char* name, const nb::dlpack::dtype& d,
+                    std::initializer_list<dtype> allowed) {
+  const dtype t = dtype_of(d);
+  std::string names;
+  for (dtype a : allowed) {
+    if (a == t) return t;
+    names += (names.empty() ? "" : ", ") + std::string(name_of(a));
+  }
+  throw nb::type_error((std::string(what) + ": '" + name + "' has dtype " + dtype_name(d) +
+                        "; supported dtypes: " + names)
+                           .c_str());
+}
+
+void require_same_dtype(const char* what, const char* name, const nb::dlpack::dtype& d,
+                        const nb::dlpack::dtype& expected, const char* first) {
+  if (d != expected) {
+    throw nb::type_error((std::string(what) + ": '" + name + "' has dtype " + dtype_name(d) + " but '" + first +
+                          "' has " + dtype_name(expected) + "; pass arrays of one dtype")
+                             .c_str());
+  }
+}
+
+void invalid(const char* what, const std::string& message) {
+  throw kf::error(kf::errc::invalid_argument, std::string(what) + ": " + message);
+}
+
+int require_one_cuda_device(const char* what, std::initializer_list<array_ref> arrays) {
+  constexpr int dl_cuda = static_cast<int>(nb::device::cuda::value);
+  constexpr int dl_cuda_managed = 13;  // kDLCUDAManaged: device_id is the owning GPU
+  int device = -1;
+  const char* first = nullptr;
+  for (const array_ref& a : arrays) {
+    if (a.device_type != dl_cuda && a.device_type != dl_cuda_managed) {
+      if (device_count() == 0) {
+        try {
+          kf::get_device_info(-1);  // throws kf::error(no_device) with the CUDA error text
+        } catch (const kf::error& e) {
+          throw kf::error(e.code(), std::string(what) + ": " + e.what());
+        }
+      }
+      invalid(what, std::string("'") + a.name + "' is not in GPU memory (DLPack device type " +
+                        std::to_string(a.device_type) +
+                        "); kernelforge runs on CUDA devices: move it there first (e.g. x.cuda(), cupy.asarray(x))");
+    }
+    if (device < 0) {
+      device = a.device_id;
+      first = a.name;
+    } else if (a.device_id != device) {
+      invalid(what, std::string("'") + a.name + "' is on cuda:" + std::to_string(a.device_id) + " but '" + first +
+                        "' is on cuda:" + std::to_string(device) + "; pass arrays of one device");
+    }
+  }
+  return device;
+}
+
+device_guard::device_guard(int device) {
+  if (cudaGetDevice(&previous_) != cudaSuccess) {
+    cudaGetLastError();
+    previous_ = -1;
+  }
+  if (previous_ != device) {
+    const cudaError_t status = cudaSetDevice(device);
+    if (status != cudaSuccess) {
+      cudaGetLastError();
+      throw kf::error(kf::errc::cuda_runtime, "kernelforge: cudaSetDevice(" + std::to_string(device) +
+                                                  ") failed: " + cudaGetErrorName(status) + ": " +
+                                                  cudaGetErrorString(status));
+    }
+  } else {
+    previous_ = -1;  // nothing to restore
+  }
+}
+
+device_guard::~device_guard() {
+  if (previous_ >= 0) cudaSetDevice(previous_);
+}
+
+}  // namespace kfpy
+
+NB_MODULE(_C, m) {
+  namespace nb = nanobind;
+  m.doc() = "kernelforge C++ bindings (use the kernelforge package, not this module)";
+  m.attr("__version__") = KERNELFORGE_VERSION_STRING;
+
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const kf::error& e) {
+      PyObject* cls = kfpy::error_classes[static_cast<int>(e.code())];
+      PyErr_SetString(cls ? cls : PyExc_RuntimeError, e.what());
+    }
+  });
+
+  m.def("_set_error_classes", &kfpy::set_error_classes);
+  m.def("compiled_architectures", &kf::compiled_architectures,
+        "Compute capabilities (major*10+minor) the library's fatbin holds code for.");
+  m.def("device_info", &kfpy::device_info, nb::arg("device") = -1);
+  m.def("device_count", &kfpy::device_count, "CUDA devices visible (0 without a GPU or driver).");
+
+  kfpy::bind_elementwise(m);
+  kfpy::bind_matmul(m);
+  kfpy::bind_conv(m);
+}

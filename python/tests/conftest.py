@@ -1,0 +1,32 @@
+"""Shared pytest fixtures for the kernelforge Python tests.
+
+CPU tests (test_cpu.py) need only kernelforge and numpy. GPU tests skip cleanly
+when there is no GPU, or when torch / CuPy is not installed.
+"""
+
+import pytest
+
+import kernelforge as kf
+
+
+def gpu_count():
+    return kf.device_count()
+
+
+requires_gpu = pytest.mark.skipif(gpu_count() == 0, reason="no CUDA GPU (kernelforge.device_count() == 0)")
+
+
+@pytest.fixture
+def torch_cuda():
+    torch = pytest.importorskip("torch")
+    if gpu_count() == 0 or not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    return torch
+
+
+@pytest.fixture
+def cupy_cuda():
+    cupy = pytest.importorskip("cupy")
+    if gpu_count() == 0:
+        pytest.skip("no CUDA GPU")
+    return cupy
