@@ -1,0 +1,288 @@
+"""GPU tests with PyTorch: kernelforge's results against torch's own ops (F.threshold,
+threshold_backward, mm, conv2d) at awkward sizes and every shipped dtype, transposed
+views, streams, devices, the torch.library ops (opcheck, gradcheck, torch.compile,
+CUDA graphs) and the nn.Modules. Skipped without torch or a GPU."""
+
+import pytest
+
+import kernelforge as kf
+
+torch = pytest.importorskip("torch")
+if kf.device_count() == 0 or not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU", allow_module_level=True)
+
+import torch.nn.functional as F  # noqa: E402
+
+import kernelforge.torch as kft  # noqa: E402
+
+DEV = "cuda"
+SIZES = [1, 7, 1000, 4097, 1 << 20 | 3]
+# Tolerances: elementwise results are exact (threshold) or one rounding (saxpy, add in
+# fp32 for the half types); matmul/conv accumulate in a different order than cuBLAS/cuDNN.
+ELEMENTWISE_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+MM_TOL = {torch.float32: dict(rtol=1e-4, atol=1e-4), torch.float64: dict(rtol=1e-10, atol=1e-10)}
+TF32_TOL = dict(rtol=1e-2, atol=1e-1)  # TF32 rounds inputs to 10 mantissa bits
+
+
+@pytest.fixture(autouse=True)
+def _exact_torch():
+    # torch's reference ops in full fp32 (no TF32), whatever the global default is.
+    old = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    yield
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
+
+
+def rand(*shape, dtype=torch.float32, device=DEV):
+    return torch.randn(*shape, dtype=dtype, device=device)
+
+
+# ---- elementwise ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ELEMENTWISE_DTYPES)
+@pytest.mark.parametrize("n", SIZES)
+def test_relu_threshold_matches_torch(dtype, n):
+    x = rand(n, dtype=dtype)
+    y = kf.relu_threshold(x, 0.25)
+    assert isinstance(y, torch.Tensor) and y.device == x.device and y.dtype == dtype
+    torch.testing.assert_close(y, F.threshold(x, 0.25, 0.0), rtol=0, atol=0)
+    g = rand(n, dtype=dtype)
+    dx = kf.relu_threshold_backward(g, x, 0.25)
+    torch.testing.assert_close(dx, torch.ops.aten.threshold_backward(g, x, 0.25), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("variant", ["naive", "vectorized", "best"])
+def test_variants_and_in_place(variant):
+    x = rand(3, 5, 7)
+    expected = F.threshold(x, 0.0, 0.0)
+    out = kf.relu_threshold(x, out=x, variant=variant)
+    assert out is x
+    torch.testing.assert_close(x, expected, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", ELEMENTWISE_DTYPES)
+@pytest.mark.parametrize("n", [1, 1000, 4097])
+def test_saxpy_and_vector_add(dtype, n):
+    x, y, b = rand(n, dtype=dtype), rand(n, dtype=dtype), rand(n, dtype=dtype)
+    tol = dict(rtol=1e-2, atol=1e-2) if dtype in (torch.float16, torch.bfloat16) else {}
+    expected = (2.5 * x.double() + y.double()).to(dtype)
+    assert kf.saxpy(2.5, x, y) is y
+    torch.testing.assert_close(y, expected, **tol)
+    torch.testing.assert_close(kf.vector_add(x, b), (x.double() + b.double()).to(dtype), **tol)
+
+
+def test_requires_grad_inputs_are_accepted():
+    x = rand(100, requires_grad=True)
+    torch.testing.assert_close(kf.relu_threshold(x), F.relu(x.detach()))
+
+
+def test_argument_errors_on_gpu():
+    x = rand(10)
+    with pytest.raises(kf.InvalidArgumentError, match="not in GPU memory"):
+        kf.vector_add(x, x.cpu())
+    with pytest.raises(TypeError, match="int64; supported dtypes"):
+        kf.relu_threshold(torch.arange(10, device=DEV))
+    with pytest.raises(kf.InvalidArgumentError, match="contiguous"):
+        kf.relu_threshold(rand(4, 6)[:, ::2])
+    with pytest.raises(kf.InvalidArgumentError, match="shapes must match"):
+        kf.vector_add(x, rand(11))
+
+
+# ---- matmul --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (17, 33, 65), (129, 67, 255), (300, 200, 1)])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_matmul_matches_mm(dtype, m, n, k, ta, tb):
+    a = rand(k, m, dtype=dtype).t() if ta else rand(m, k, dtype=dtype)
+    b = rand(n, k, dtype=dtype).t() if tb else rand(k, n, dtype=dtype)
+    out = kf.matmul(a, b)
+    assert out.shape == (m, n) and out.is_contiguous()
+    torch.testing.assert_close(out, torch.mm(a, b), **MM_TOL[dtype])
+
+
+def test_matmul_alpha_beta_out_and_tf32():
+    a, b, c = rand(64, 48), rand(48, 80), rand(64, 80)
+    expected = 0.5 * torch.mm(a, b) + 2.0 * c
+    assert kf.matmul(a, b, c, alpha=0.5, beta=2.0) is c
+    torch.testing.assert_close(c, expected, **MM_TOL[torch.float32])
+    a, b = rand(256, 256), rand(256, 256)
+    torch.testing.assert_close(kf.matmul(a, b, tf32=True), torch.mm(a, b), **TF32_TOL)
+
+
+# ---- convolution ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("shape", [(37, 53), (3, 64, 65)])
+@pytest.mark.parametrize("rs", [(3, 3), (5, 5), (1, 7), (7, 7)])
+def test_filter2d_zero_border_matches_conv2d(dtype, shape, rs):
+    image, filt = rand(*shape, dtype=dtype), rand(*rs, dtype=dtype)
+    out = kf.filter2d(image, filt)
+    planes = image.reshape(-1, 1, *shape[-2:]).float()
+    expected = F.conv2d(planes, filt.float()[None, None], padding=(rs[0] // 2, rs[1] // 2)).reshape(shape)
+    tol = dict(rtol=1e-2, atol=2e-2) if dtype == torch.float16 else dict(rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(out.float(), expected, **tol)
+
+
+@pytest.mark.parametrize("border,mode", [("clamp", "replicate"), ("reflect", "reflect")])
+def test_filter2d_borders(border, mode):
+    image, filt = rand(2, 40, 41), rand(5, 5)
+    padded = F.pad(image[:, None], (2, 2, 2, 2), mode=mode)
+    expected = F.conv2d(padded, filt[None, None])[:, 0]
+    torch.testing.assert_close(kf.filter2d(image, filt, border=border), expected, rtol=1e-4, atol=1e-4)
+
+
+CONV_CASES = [  # (N, C, H, W, K, R, S, stride, padding, dilation)
+    (2, 3, 17, 19, 5, 3, 3, 1, 1, 1),
+    (1, 8, 32, 32, 16, 5, 5, 2, 2, 1),
+    (3, 4, 15, 13, 6, 3, 3, (2, 1), (0, 1), (2, 1)),
+    (2, 3, 56, 56, 64, 7, 7, 2, 3, 1),
+]
+
+
+@pytest.mark.parametrize("case", CONV_CASES)
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_conv2d_matches_torch(case, with_bias):
+    n, c, h, w, k, r, s, stride, padding, dilation = case
+    x, weight = rand(n, c, h, w), rand(k, c, r, s)
+    bias = rand(k) if with_bias else None
+    out = kf.conv2d(x, weight, bias, stride=stride, padding=padding, dilation=dilation)
+    expected = F.conv2d(x, weight, bias, stride=stride, padding=padding, dilation=dilation)
+    torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-4)
+    out32 = kf.conv2d(x, weight, bias, stride=stride, padding=padding, dilation=dilation, tf32=True)
+    torch.testing.assert_close(out32, expected, **TF32_TOL)
+
+
+# ---- streams and devices ---------------------------------------------------------------
+
+def test_runs_on_the_current_stream():
+    # If the kernel ran on another stream it would read x before the slow fill on s.
+    s = torch.cuda.Stream()
+    x = torch.zeros(1 << 22, device=DEV)
+    torch.cuda.synchronize()
+    with torch.cuda.stream(s):
+        torch.cuda._sleep(200_000_000)  # about 0.1 s of GPU time on s
+        x.fill_(3.0)
+        y = kf.relu_threshold(x, 1.0)
+        z = kft.relu_threshold(x, 1.0)
+    s.synchronize()
+    assert bool((y == 3.0).all()) and bool((z == 3.0).all())
+
+
+def test_explicit_stream_argument():
+    s = torch.cuda.Stream()
+    x = torch.zeros(1 << 20, device=DEV)
+    torch.cuda.synchronize()
+    with torch.cuda.stream(s):
+        torch.cuda._sleep(100_000_000)
+        x.fill_(2.0)
+    y = torch.empty_like(x)
+    kf.relu_threshold(x, 0.0, y, stream=s)  # a torch.cuda.Stream object
+    kf.vector_add(x, x, stream=s.cuda_stream)  # an int handle
+    s.synchronize()
+    assert bool((y == 2.0).all())
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_non_zero_device_index():
+    torch.cuda.set_device(0)
+    x = rand(4097, device="cuda:1")
+    y = kf.relu_threshold(x, 0.1)
+    assert y.device == x.device and torch.cuda.current_device() == 0
+    torch.testing.assert_close(y, F.threshold(x, 0.1, 0.0))
+    a, b = rand(33, 65, device="cuda:1"), rand(65, 17, device="cuda:1")
+    torch.testing.assert_close(kft.matmul(a, b), a @ b, **MM_TOL[torch.float32])
+    with pytest.raises(kf.InvalidArgumentError, match="cuda:0"):
+        kf.vector_add(x, rand(4097, device="cuda:0"))
+
+
+# ---- torch.library ops -----------------------------------------------------------------
+
+def test_opcheck_every_op():
+    x = rand(3, 37, requires_grad=True)
+    torch.library.opcheck(kft.relu_threshold, (x, 0.1))
+    torch.library.opcheck(kft.relu_threshold_backward, (rand(3, 37), rand(3, 37), 0.1))
+    torch.library.opcheck(kft.matmul, (rand(17, 9, requires_grad=True), rand(9, 5, requires_grad=True)))
+    torch.library.opcheck(kft.matmul, (rand(9, 17).t(), rand(5, 9, requires_grad=True).t()))
+    torch.library.opcheck(kft.conv2d, (rand(2, 3, 9, 10, requires_grad=True), rand(4, 3, 3, 3, requires_grad=True),
+                                       rand(4, requires_grad=True), [1, 1], [1, 1], [1, 1]))
+    torch.library.opcheck(kft.conv2d, (rand(1, 2, 9, 9), rand(3, 2, 3, 3), None, [2, 2], [0, 0], [1, 1]))
+    torch.library.opcheck(kft.filter2d, (rand(2, 20, 21), rand(3, 3)))
+    torch.library.opcheck(kft.filter2d, (rand(20, 21), rand(5, 5), "reflect"))
+
+
+def test_gradcheck_float64():
+    x = rand(50, dtype=torch.float64)
+    x = (x + 0.2 * torch.sign(x - 0.1)).requires_grad_()  # keep points away from the threshold's kink
+    assert torch.autograd.gradcheck(lambda t: kft.relu_threshold(t, 0.1), (x,))
+    a = rand(7, 5, dtype=torch.float64, requires_grad=True)
+    b = rand(5, 6, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(kft.matmul, (a, b))
+    assert torch.autograd.gradcheck(lambda p, q: kft.matmul(p.t(), q), (rand(5, 7, dtype=torch.float64,
+                                                                            requires_grad=True), b))
+
+
+class SmallNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = kft.Conv2d(3, 8, 3, padding=1)
+        self.act = kft.ThresholdReLU(0.05)
+        self.fc = torch.nn.Parameter(torch.randn(8 * 8 * 8, 10) * 0.05)
+
+    def forward(self, x):
+        h = self.act(self.conv(x)).flatten(1)
+        return kft.matmul(h, self.fc)
+
+
+def test_torch_compile_fullgraph():
+    torch.manual_seed(0)
+    net = SmallNet().to(DEV)
+    x = rand(4, 3, 8, 8)
+    eager = net(x)
+    compiled = torch.compile(net, fullgraph=True)
+    out = compiled(x)
+    torch.testing.assert_close(out, eager, rtol=1e-4, atol=1e-4)
+    out.sum().backward()  # the compiled graph's backward uses the registered formulas
+    assert net.conv.weight.grad is not None and net.fc.grad is not None
+
+
+def test_cuda_graph_capture_and_replay():
+    x = rand(1 << 16)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):  # warm up (first calls cache device queries) outside capture
+        kft.relu_threshold(x, 0.5)
+        kf.vector_add(x, x)
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = kft.relu_threshold(x, 0.5)
+        z = kf.vector_add(y, y)
+    x.copy_(rand(1 << 16))
+    graph.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(y, F.threshold(x, 0.5, 0.0), rtol=0, atol=0)
+    torch.testing.assert_close(z, 2 * y)
+
+
+def test_modules_match_torch_modules():
+    torch.manual_seed(0)
+    ours, theirs = kft.Conv2d(4, 6, 3, stride=2, padding=1).to(DEV), torch.nn.Conv2d(4, 6, 3, 2, 1).to(DEV)
+    theirs.load_state_dict(ours.state_dict())
+    x1 = rand(2, 4, 15, 16, requires_grad=True)
+    x2 = x1.detach().clone().requires_grad_()
+    act1, act2 = kft.ThresholdReLU(0.1), torch.nn.Threshold(0.1, 0.0)
+    y1, y2 = act1(ours(x1)), act2(theirs(x2))
+    torch.testing.assert_close(y1, y2, rtol=1e-4, atol=1e-4)
+    g = rand(*y1.shape)
+    y1.backward(g)
+    y2.backward(g)
+    torch.testing.assert_close(x1.grad, x2.grad, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(ours.weight.grad, theirs.weight.grad, rtol=1e-3, atol=1e-3)
+    torch.testing.assert_close(ours.bias.grad, theirs.bias.grad, rtol=1e-3, atol=1e-3)
+
+
+def test_device_info():
+    info = kf.device_info(torch.cuda.current_device())
+    assert info["sm_count"] > 0 and info["name"]
+    assert info["compute_capability"] == torch.cuda.get_device_capability()
