@@ -52,10 +52,8 @@ def test_ordering_on_a_cupy_stream():
         _slow_fill((256,), (256,), (x, cp.int64(n), cp.float32(3.0), cp.int64(200_000_000)))
         y = kf.relu_threshold(x, 1.0)  # must run after the fill: same (current) stream
         z = kf.vector_add(y, x)
-        w = cp.empty_like(x)
     s.synchronize()
     assert float(y.min()) == 3.0 and float(z.min()) == 6.0
-    del w
 
 
 def test_explicit_cupy_stream_object():

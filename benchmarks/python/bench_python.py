@@ -1,0 +1,175 @@
+"""What calling kernelforge from Python costs: per-call host overhead and bandwidth.
+
+1. Per-call overhead at n = 2^10 float32 (the kernel is tiny, so the host path is
+   what is measured): kernelforge's DLPack API, the kernelforge.torch custom op,
+   and torch's own op in the same run (F.threshold, torch.add), plus a
+   torch.compile'd model using the custom op against the same model with
+   F.threshold. Wall time over many back-to-back calls, one synchronize at the end;
+   median of several repeats. Goal: kernelforge <= 1.5x torch's F.threshold.
+2. Bandwidth at n = 2^28 float32: CUDA events around one call, L2 flushed before
+   every sample, median of the samples, against the C++ benchmark's GB/s for the
+   same op (the "vectorized" row of bench_elementwise.json). Goal: within 3%.
+
+Run: python benchmarks/python/bench_python.py --out bench_python.json
+"""
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+import kernelforge as kf
+import kernelforge.torch as kft
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_CPP_JSON = os.path.join(HERE, "..", "results", "h200", "bench_elementwise.json")
+
+
+def per_call_us(fn, calls=2000, repeats=7):
+    for _ in range(50):
+        fn()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+        samples.append((time.perf_counter() - start) / calls * 1e6)
+    return statistics.median(samples)
+
+
+def overhead(n=1 << 10):
+    x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    out = torch.empty_like(x)
+    rows = {
+        "torch F.threshold": lambda: F.threshold(x, 0.5, 0.0),
+        "kf.relu_threshold": lambda: kf.relu_threshold(x, 0.5),
+        "kf.relu_threshold(out=)": lambda: kf.relu_threshold(x, 0.5, out),
+        "kernelforge.torch.relu_threshold (custom op)": lambda: kft.relu_threshold(x, 0.5),
+        "torch.add": lambda: torch.add(x, y),
+        "kf.vector_add": lambda: kf.vector_add(x, y),
+    }
+    result = {name: per_call_us(fn) for name, fn in rows.items()}
+
+    class Model(torch.nn.Module):
+        def __init__(self, act):
+            super().__init__()
+            self.act = act
+
+        def forward(self, t):
+            return self.act(t) + 1.0
+
+    compiled_kf = torch.compile(Model(kft.ThresholdReLU(0.5)), fullgraph=True)
+    compiled_torch = torch.compile(Model(torch.nn.Threshold(0.5, 0.0)), fullgraph=True)
+    with torch.no_grad():
+        result["torch.compile model (kernelforge op + add)"] = per_call_us(lambda: compiled_kf(x), calls=1000)
+        result["torch.compile model (F.threshold + add)"] = per_call_us(lambda: compiled_torch(x), calls=1000)
+    return [{"name": k, "n": n, "us_per_call": v} for k, v in result.items()]
+
+
+def gpu_ms(fn, samples=30):
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")  # > H200's 50 MB L2
+    fn()
+    times = []
+    for _ in range(samples):
+        flush.zero_()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def cpp_gbs(path, op):
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except OSError:
+        return None
+    for b in data.get("benchmarks", []):
+        if b["name"].startswith(f"{op}/fp32/vectorized/268435456/"):
+            return b.get("GB/s")
+    return None
+
+
+def bandwidth(cpp_json, n=1 << 28):
+    x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    out = torch.empty_like(x)
+    cases = [  # (name, bytes, fn, C++ op name)
+        ("kf.relu_threshold", 8 * n, lambda: kf.relu_threshold(x, 0.5, out), "relu_threshold_forward"),
+        ("kernelforge.torch.relu_threshold", 8 * n, lambda: kft.relu_threshold(x, 0.5), "relu_threshold_forward"),
+        ("torch F.threshold", 8 * n, lambda: F.threshold(x, 0.5, 0.0), None),
+        ("kf.vector_add", 12 * n, lambda: kf.vector_add(x, y, out), "vector_add"),
+        ("torch.add", 12 * n, lambda: torch.add(x, y, out=out), None),
+    ]
+    rows = []
+    for name, nbytes, fn, cpp_op in cases:
+        ms = gpu_ms(fn)
+        gbs = nbytes / ms / 1e6
+        row = {"name": name, "n": n, "ms": ms, "GB/s": gbs}
+        if cpp_op:
+            ref = cpp_gbs(cpp_json, cpp_op)
+            row.update({"cpp_op": cpp_op, "cpp_GB/s": ref, "fraction_of_cpp": gbs / ref if ref else None})
+        rows.append(row)
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", help="write the results as JSON here")
+    parser.add_argument("--cpp-json", default=DEFAULT_CPP_JSON, help="the C++ benchmark's bench_elementwise.json")
+    args = parser.parse_args()
+    if not torch.cuda.is_available() or kf.device_count() == 0:
+        print("SKIPPED: no CUDA GPU")
+        return 77
+
+    info = kf.device_info()
+    over = overhead()
+    bw = bandwidth(args.cpp_json)
+    threshold_us = {r["name"]: r["us_per_call"] for r in over}
+    ratio = threshold_us["kf.relu_threshold"] / threshold_us["torch F.threshold"]
+    op_ratio = threshold_us["kernelforge.torch.relu_threshold (custom op)"] / threshold_us["torch F.threshold"]
+    fractions = [r["fraction_of_cpp"] for r in bw if r.get("fraction_of_cpp")]
+    goals = {
+        "overhead_kf_over_torch_threshold": ratio,
+        "overhead_custom_op_over_torch_threshold": op_ratio,
+        "overhead_goal_met (<= 1.5)": ratio <= 1.5,
+        "bandwidth_min_fraction_of_cpp": min(fractions) if fractions else None,
+        "bandwidth_goal_met (>= 0.97)": bool(fractions) and min(fractions) >= 0.97,
+    }
+
+    print(f"kernelforge {kf.__version__}, torch {torch.__version__}, {info['name']}")
+    print("\nper-call host time at n = 2^10 (us):")
+    for r in over:
+        print(f"  {r['name']:<48} {r['us_per_call']:8.2f}")
+    print("\nbandwidth at n = 2^28 fp32:")
+    for r in bw:
+        cpp = f"  C++ {r['cpp_GB/s']:.0f} GB/s -> {r['fraction_of_cpp']:.3f}" if r.get("cpp_GB/s") else ""
+        print(f"  {r['name']:<36} {r['ms']:7.3f} ms {r['GB/s']:7.0f} GB/s{cpp}")
+    print("\ngoals:", json.dumps(goals, indent=2))
+
+    if args.out:
+        result = {
+            "context": {"date": datetime.datetime.now().isoformat(timespec="seconds"), "device": info,
+                        "kernelforge": kf.__version__, "torch": torch.__version__,
+                        "python": sys.version.split()[0], "cpp_reference": os.path.relpath(args.cpp_json)},
+            "overhead": over, "bandwidth": bw, "goals": goals,
+        }
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=2)
+        print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
