@@ -193,16 +193,16 @@ conv2d.register_autograd(_conv_backward, setup_context=_conv_setup)
 
 
 @torch.library.custom_op("kernelforge::filter2d", mutates_args=())
-def filter2d(image: torch.Tensor, filter: torch.Tensor, border: str = "zero") -> torch.Tensor:
-    """image (H, W) or (C, H, W) cross-correlated with filter (R, S); border zero|clamp|reflect."""
-    image, filter = image.contiguous(), filter.contiguous()
+def filter2d(image: torch.Tensor, kernel: torch.Tensor, border: str = "zero") -> torch.Tensor:
+    """image (H, W) or (C, H, W) cross-correlated with kernel (R, S); border zero|clamp|reflect."""
+    image, kernel = image.contiguous(), kernel.contiguous()
     out = _empty(image.shape, image)
-    _C.filter2d(image, filter, out, border, "best", _stream(image))
+    _C.filter2d(image, kernel, out, border, "best", _stream(image))
     return out
 
 
 @filter2d.register_fake
-def _(image, filter, border="zero"):
+def _(image, kernel, border="zero"):
     return image.new_empty(image.shape)
 
 
