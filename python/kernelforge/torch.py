@@ -15,6 +15,7 @@ torch's caching allocator, so they can be captured in CUDA graphs.
 from typing import List, Optional
 
 import torch
+import torch.utils.dlpack
 from torch import nn
 
 from . import _C
@@ -23,6 +24,8 @@ from ._api import conv_padding
 __all__ = ["relu_threshold", "relu_threshold_backward", "matmul", "conv2d", "filter2d", "ThresholdReLU", "Conv2d"]
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+# A DLPack capsule made in C++ (cheaper per call than Tensor.__dlpack__); _C takes either.
+_dl = getattr(torch.utils.dlpack, "to_dlpack", None) or (lambda t: t)
 
 
 def _stream(t):
@@ -45,7 +48,7 @@ def relu_threshold(x: torch.Tensor, threshold: float = 0.0) -> torch.Tensor:
     """x if x > threshold else 0 (torch.nn.functional.threshold(x, threshold, 0))."""
     x = x.contiguous()
     out = _empty(x.shape, x)
-    _C.relu_threshold(x, out, threshold, "best", _stream(x))
+    _C.relu_threshold(_dl(x), _dl(out), threshold, "best", _stream(x))
     return out
 
 
@@ -59,7 +62,7 @@ def relu_threshold_backward(grad: torch.Tensor, x: torch.Tensor, threshold: floa
     """grad if x > threshold else 0 (aten.threshold_backward(grad, x, threshold))."""
     grad, x = grad.contiguous(), x.contiguous()
     out = _empty(x.shape, x)
-    _C.relu_threshold_backward(grad, x, out, threshold, "best", _stream(x))
+    _C.relu_threshold_backward(_dl(grad), _dl(x), _dl(out), threshold, "best", _stream(x))
     return out
 
 
@@ -116,7 +119,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, tf32: bool = False) -> torch.Tensor
     """a (m, k) @ b (k, n), float32/float64; tf32=True allows TF32 tensor cores."""
     a, b = _gemm_operand(a), _gemm_operand(b)
     out = _empty((a.shape[0], b.shape[1]), a)
-    _C.matmul(a, b, out, 1.0, 0.0, tf32, "best", _stream(a))
+    _C.matmul(_dl(a), _dl(b), _dl(out), 1.0, 0.0, tf32, "best", _stream(a))
     return out
 
 
@@ -156,8 +159,8 @@ def conv2d(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], 
     p, q = _C.conv2d_output_shape(n, x.shape[1], h, w, k, r, s, stride[0], stride[1], padding[0], padding[1],
                                   dilation[0], dilation[1])
     out = _empty((n, k, p, q), x)
-    _C.conv2d(x, weight, bias, out, stride[0], stride[1], padding[0], padding[1], dilation[0], dilation[1], tf32,
-              "best", _stream(x))
+    _C.conv2d(_dl(x), _dl(weight), None if bias is None else _dl(bias), _dl(out), stride[0], stride[1], padding[0],
+              padding[1], dilation[0], dilation[1], tf32, "best", _stream(x))
     return out
 
 
@@ -197,7 +200,7 @@ def filter2d(image: torch.Tensor, kernel: torch.Tensor, border: str = "zero") ->
     """image (H, W) or (C, H, W) cross-correlated with kernel (R, S); border zero|clamp|reflect."""
     image, kernel = image.contiguous(), kernel.contiguous()
     out = _empty(image.shape, image)
-    _C.filter2d(image, kernel, out, border, "best", _stream(image))
+    _C.filter2d(_dl(image), _dl(kernel), _dl(out), border, "best", _stream(image))
     return out
 
 
