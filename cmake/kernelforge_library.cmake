@@ -13,7 +13,7 @@ list(TRANSFORM KERNELFORGE_SOURCES PREPEND "${CMAKE_CURRENT_LIST_DIR}/../")
 # Each further family lists its launcher sources in kernels/<family>/sources.cmake
 # (absolute paths appended to KERNELFORGE_SOURCES).
 foreach(family IN ITEMS matmul conv)
-  include("${CMAKE_CURRENT_LIST_DIR}/../kernels/${family}/sources.cmake" OPTIONAL)
+  include("${CMAKE_CURRENT_LIST_DIR}/../kernels/${family}/sources.cmake")
 endforeach()
 
 set(KERNELFORGE_GENERATED_INCLUDE_DIR "${CMAKE_BINARY_DIR}/generated-include")
