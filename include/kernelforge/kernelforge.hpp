@@ -8,6 +8,7 @@
 #include "kernelforge/elementwise.hpp"
 #include "kernelforge/error.hpp"
 #include "kernelforge/math_mode.hpp"
+#include "kernelforge/pinned_buffer.hpp"
 #include "kernelforge/matmul.hpp"
 #include "kernelforge/reference/conv.hpp"
 #include "kernelforge/reference/elementwise.hpp"
