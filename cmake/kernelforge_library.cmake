@@ -7,6 +7,7 @@ set(KERNELFORGE_SOURCES
     kernels/runtime/launch_plan.cpp
     kernels/runtime/device.cpp
     kernels/runtime/device_buffer.cpp
+    kernels/runtime/pinned_buffer.cpp
     kernels/runtime/architectures.cu
     kernels/elementwise/elementwise.cu)
 list(TRANSFORM KERNELFORGE_SOURCES PREPEND "${CMAKE_CURRENT_LIST_DIR}/../")

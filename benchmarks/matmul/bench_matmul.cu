@@ -380,6 +380,7 @@ void register_all() {
 }  // namespace kf::bench::matmul
 
 int main(int argc, char** argv) {
+  const bool tabular = ::kf::bench::wants_tabular(argc, argv);
   ::benchmark::Initialize(&argc, argv);
   if (::benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   ::kf::bench::add_device_context();
@@ -389,7 +390,7 @@ int main(int argc, char** argv) {
   std::printf("bench_matmul: the slow steps (naive, coalesced, smem_tiled, blocktile_1d) run only up to 4096^3 "
               "(cubes); naive at 4096^3 with 1 warm-up and 2 timed calls.\n");
   ::kf::bench::matmul::register_all();  // without a GPU every row reports why (KF_BENCH_REQUIRE_GPU)
-  ::benchmark::RunSpecifiedBenchmarks();
+  ::kf::bench::run_with_progress(tabular);  // a progress line per case on stderr
   ::benchmark::Shutdown();
   return 0;
 }

@@ -10,6 +10,7 @@
 #include "kernelforge/elementwise.hpp"
 #include "kernelforge/error.hpp"
 #include "kernelforge/math_mode.hpp"
+#include "kernelforge/pinned_buffer.hpp"
 #include "kernelforge/matmul.hpp"
 #include "kernelforge/types.hpp"
 #include "kernelforge/version.hpp"

@@ -108,6 +108,10 @@ TEST(HostCompilerOnly, EveryDeclarationLinks) {
   EXPECT_EQ(defaults.block_size, 0);
   const kf::device_buffer<__half> empty;
   EXPECT_TRUE(empty.empty());
+  const kf::pinned_buffer<__nv_bfloat16> pinned_empty;
+  EXPECT_TRUE(pinned_empty.empty());
+  void (*copy)(float*, const float*, std::size_t, cudaStream_t) = &kf::copy_async<float>;
+  EXPECT_TRUE(linked(copy));
   EXPECT_FALSE(std::string(KERNELFORGE_VERSION_STRING).empty());
 }
 
