@@ -4,7 +4,7 @@
 #include <limits>
 #include <string>
 
-#include "common/launcher.hpp"
+#include "runtime/launcher.hpp"
 #include "kernelforge/pinned_buffer.hpp"
 
 namespace kf::detail {

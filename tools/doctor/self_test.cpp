@@ -166,19 +166,10 @@ void filter2d_cases(check& c, json& cases, outcome& o) {
 // conv2d_params' field names: batch, in_channels, ... (the API this is written
 // for); the fallback takes the earlier n, c, h, w, k, r, s so the doctor also
 // builds against a library from before the rename. Delete it once main has it.
-template <class P>
-auto set_geometry(P& p, int) -> decltype(p.batch, void()) {
-  p.batch = 2, p.in_channels = 5, p.in_height = 13, p.in_width = 11;
-  p.out_channels = 7, p.filter_height = 3, p.filter_width = 3;
-}
-template <class P>
-void set_geometry(P& p, long) {
-  p.n = 2, p.c = 5, p.h = 13, p.w = 11, p.k = 7, p.r = 3, p.s = 3;
-}
-
 void conv2d_cases(check& c, json& cases, outcome& o) {
   kf::conv2d_params p;
-  set_geometry(p, 0);
+  p.batch = 2, p.in_channels = 5, p.in_height = 13, p.in_width = 11;
+  p.out_channels = 7, p.filter_height = 3, p.filter_width = 3;
   p.pad_h = 1, p.pad_w = 1;
   const std::size_t batch = 2, in_channels = 5, in_height = 13, in_width = 11, out_channels = 7, taps = 3;
   const std::size_t out_h = kf::conv2d_output_height(p), out_w = kf::conv2d_output_width(p);
