@@ -41,7 +41,7 @@ step_sanitize() {
   for tool in memcheck racecheck; do
     sanitize_one $tool tests/elementwise/test_elementwise '*:-*Huge*:*huge*' || r=1
     sanitize_one $tool tests/matmul/test_matmul_gpu '*:-*4095*:*Large*' || r=1
-    sanitize_one $tool tests/matmul_tc/test_matmul_tc '*:-*4095*:*Large*' || r=1
+    sanitize_one $tool tests/matmul_tc/test_matmul_tensor_core '*:-*4095*:*Large*' || r=1
     sanitize_one $tool tests/conv/test_conv_gpu '*' || r=1
     sanitize_one $tool tests/core/test_core_gpu '*' || r=1
   done
@@ -55,6 +55,30 @@ step_bench() {
       --benchmark_counters_tabular=true >"$OUT/$(basename $b).log" 2>&1 || { echo "$b failed"; r=1; }
     echo "$b: $(grep -c '"name"' "$OUT/$(basename $b).json" 2>/dev/null) rows"
   done
+  return $r
+}
+
+step_doctor() {  # issue 9's GPU checks (tools/doctor/run_gpu_checks.sh), outputs packed into one tarball
+  local r=0
+  BUILD_DIR=$build OUT=/tmp/doctor-checks bash tools/doctor/run_gpu_checks.sh >"$OUT/doctor_checks.log" 2>&1 || r=1
+  tar -C /tmp -czf "$OUT/doctor_checks.tgz" doctor-checks
+  tail -n 15 "$OUT/doctor_checks.log"
+  return $r
+}
+
+step_python() {  # issue 8's GPU checks (python/run_gpu_checks.sh)
+  local r=0
+  bash python/run_gpu_checks.sh >"$OUT/python_checks.log" 2>&1 || r=1
+  tail -n 25 "$OUT/python_checks.log"
+  return $r
+}
+
+step_racecheck() {  # racecheck on shared-memory kernels, small cases (racecheck is slow)
+  local r=0
+  sanitize_one racecheck tests/matmul/test_matmul_gpu "MatmulGpu.*" || r=1
+  sanitize_one racecheck tests/matmul_tc/test_matmul_tensor_core "*mma_sync_*NN*:-*4095*" || r=1
+  sanitize_one racecheck tests/conv/test_conv_gpu "Conv2d*:*Filter2dFloat*best_3x3*:*Filter2dFloat*smem_tiled_5x5*" || r=1
+  sanitize_one memcheck tests/matmul_tc/test_matmul_tensor_core "*:-*4095*" || r=1
   return $r
 }
 
