@@ -4,8 +4,10 @@ into markdown tables.
 
     python3 benchmarks/report.py benchmarks/results/h200/*.json
     python3 benchmarks/report.py h200/*.json a100/*.json --markdown-out results.md
+    python3 benchmarks/report.py h200/*.json a100/*.json --out report/   # report.md + one PNG per family
 
-Python 3 standard library only.
+Python 3 standard library only for the tables; the plots (--out, --plots) need
+matplotlib (benchmarks/report_plots.py) and are skipped with a message without it.
 
 Naming convention the bench_* binaries follow, and this script expects
 -----------------------------------------------------------------------
@@ -382,18 +384,31 @@ class Family:
             self.failure_list()
 
 
-def render(paths, ours_override=None, baselines=None):
+def render(paths, ours_override=None, baselines=None, plots_dir=None, link_base=None):
+    """The markdown report; with plots_dir, also one PNG per family there, linked
+    from the report (paths relative to link_base, the report's folder)."""
     sources = [Source(p) for p in paths]
     label_gpus(sources)
     baselines = baselines if baselines is not None else BASELINES
     out = ["# kernelforge benchmark results", "", "## Devices", ""]
     out += devices_table(sources)
     out.append("")
-    families = OrderedDict()
+    grouped = OrderedDict()
     for s in sources:
-        families.setdefault(s.family, []).append(s)
-    for family, members in families.items():
-        out += Family(family, members, ours_override, baselines).markdown()
+        grouped.setdefault(s.family, []).append(s)
+    families = [Family(family, members, ours_override, baselines) for family, members in grouped.items()]
+    if plots_dir is not None:
+        import report_plots  # sibling module; imports matplotlib only when called
+        written, reason = report_plots.plots(families, plots_dir, RATE_COUNTERS, baselines)
+        out += ["## Plots", ""]
+        if reason:
+            print(f"note: plots skipped: {reason}", file=sys.stderr)
+            out += [f"(No plots: {reason}.)", ""]
+        for path in written:
+            rel = os.path.relpath(path, link_base) if link_base else path
+            out += [f"![{os.path.splitext(os.path.basename(path))[0]}]({rel})", ""]
+    for family in families:
+        out += family.markdown()
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -402,14 +417,27 @@ def main(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("json", nargs="+", help="Google Benchmark JSON files (bench_* --benchmark_out=FILE)")
     parser.add_argument("--markdown-out", metavar="FILE", help="also write the markdown to FILE")
+    parser.add_argument("--out", metavar="DIR",
+                        help="write DIR/report.md and one PNG plot per family into DIR (plots need matplotlib)")
+    parser.add_argument("--plots", metavar="DIR", help="write one PNG plot per family into DIR (needs matplotlib)")
     parser.add_argument("--ours", metavar="IMPL",
                         help="our impl to compare with the baselines (default: the last of ours in each row)")
     parser.add_argument("--baselines", metavar="A,B", help=f"vendor baseline impl names (default: {','.join(BASELINES)})")
     args = parser.parse_args(argv)
     baselines = [b for b in args.baselines.split(",") if b] if args.baselines else None
-    text = render(args.json, args.ours, baselines)
-    sys.stdout.write(text)
-    if args.markdown_out:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    markdown_out = args.markdown_out or (os.path.join(args.out, "report.md") if args.out else None)
+    plots_dir = args.plots or args.out
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+    link_base = os.path.dirname(os.path.abspath(markdown_out)) if markdown_out else os.getcwd()
+    text = render(args.json, args.ours, baselines, plots_dir, link_base)
+    if not args.out:
+        sys.stdout.write(text)
+    else:
+        print(f"wrote {markdown_out}", file=sys.stderr)
+    if markdown_out:
+        args.markdown_out = markdown_out
         with open(args.markdown_out, "w", encoding="utf-8") as f:
             f.write(text)
     return 0

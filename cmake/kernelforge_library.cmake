@@ -7,13 +7,14 @@ set(KERNELFORGE_SOURCES
     kernels/runtime/launch_plan.cpp
     kernels/runtime/device.cpp
     kernels/runtime/device_buffer.cpp
+    kernels/runtime/pinned_buffer.cpp
     kernels/runtime/architectures.cu
     kernels/elementwise/elementwise.cu)
 list(TRANSFORM KERNELFORGE_SOURCES PREPEND "${CMAKE_CURRENT_LIST_DIR}/../")
 # Each further family lists its launcher sources in kernels/<family>/sources.cmake
 # (absolute paths appended to KERNELFORGE_SOURCES).
 foreach(family IN ITEMS matmul conv)
-  include("${CMAKE_CURRENT_LIST_DIR}/../kernels/${family}/sources.cmake" OPTIONAL)
+  include("${CMAKE_CURRENT_LIST_DIR}/../kernels/${family}/sources.cmake")
 endforeach()
 
 set(KERNELFORGE_GENERATED_INCLUDE_DIR "${CMAKE_BINARY_DIR}/generated-include")

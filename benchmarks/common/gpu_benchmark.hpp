@@ -23,6 +23,7 @@
 #include <cuda_runtime_api.h>
 
 #include "kernelforge/kernelforge.hpp"
+#include "progress.hpp"
 
 namespace kf::bench {
 
@@ -179,13 +180,15 @@ inline void add_device_context() {
 
 }  // namespace kf::bench
 
-/// main() for a family benchmark: device context first, then the benchmarks.
+/// main() for a family benchmark: device context first, then the benchmarks,
+/// with a progress line per case on stderr.
 #define KF_BENCHMARK_MAIN()                                      \
   int main(int argc, char** argv) {                              \
+    const bool kf_tabular = ::kf::bench::wants_tabular(argc, argv); \
     ::benchmark::Initialize(&argc, argv);                        \
     if (::benchmark::ReportUnrecognizedArguments(argc, argv)) return 1; \
     ::kf::bench::add_device_context();                           \
-    ::benchmark::RunSpecifiedBenchmarks();                       \
+    ::kf::bench::run_with_progress(kf_tabular);                  \
     ::benchmark::Shutdown();                                     \
     return 0;                                                    \
   }

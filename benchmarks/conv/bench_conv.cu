@@ -108,8 +108,8 @@ struct problem_data {
   std::size_t P = 0, Q = 0;
   kf::device_buffer<float> x, w, bias, y, y_cudnn;
   bool have_cudnn_result = false;
-  double flops() const { return 2.0 * p.n * p.k * p.c * p.r * p.s * P * Q; }
-  std::size_t y_size() const { return p.n * p.k * P * Q; }
+  double flops() const { return 2.0 * p.batch * p.out_channels * p.in_channels * p.filter_height * p.filter_width * P * Q; }
+  std::size_t y_size() const { return p.batch * p.out_channels * P * Q; }
 };
 
 problem_data& data_for(const std::string& key, const kf::conv2d_params& p) {
@@ -121,9 +121,9 @@ problem_data& data_for(const std::string& key, const kf::conv2d_params& p) {
     d.p = p;
     d.P = kf::conv2d_output_height(p);
     d.Q = kf::conv2d_output_width(p);
-    d.x = kf::to_device(random_values(p.n * p.c * p.h * p.w, 1));
-    d.w = kf::to_device(random_values(p.k * p.c * p.r * p.s, 2));
-    d.bias = kf::to_device(random_values(p.k, 3));
+    d.x = kf::to_device(random_values(p.batch * p.in_channels * p.in_height * p.in_width, 1));
+    d.w = kf::to_device(random_values(p.out_channels * p.in_channels * p.filter_height * p.filter_width, 2));
+    d.bias = kf::to_device(random_values(p.out_channels, 3));
     d.y = kf::device_buffer<float>(d.y_size());
     d.y_cudnn = kf::device_buffer<float>(d.y_size());
   }
@@ -152,9 +152,9 @@ cudnn_plan& cudnn_plan_for(const std::string& key, const problem_data& d, bool t
   cudnn_check(cudnnCreateTensorDescriptor(&c.y_desc), "cudnnCreateTensorDescriptor");
   cudnn_check(cudnnCreateFilterDescriptor(&c.w_desc), "cudnnCreateFilterDescriptor");
   cudnn_check(cudnnCreateConvolutionDescriptor(&c.conv_desc), "cudnnCreateConvolutionDescriptor");
-  cudnn_check(cudnnSetTensor4dDescriptor(c.x_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(p.n), i(p.c), i(p.h), i(p.w)),
+  cudnn_check(cudnnSetTensor4dDescriptor(c.x_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(p.batch), i(p.in_channels), i(p.in_height), i(p.in_width)),
               "cudnnSetTensor4dDescriptor(x)");
-  cudnn_check(cudnnSetFilter4dDescriptor(c.w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, i(p.k), i(p.c), i(p.r), i(p.s)),
+  cudnn_check(cudnnSetFilter4dDescriptor(c.w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, i(p.out_channels), i(p.in_channels), i(p.filter_height), i(p.filter_width)),
               "cudnnSetFilter4dDescriptor");
   cudnn_check(cudnnSetConvolution2dDescriptor(c.conv_desc, i(p.pad_h), i(p.pad_w), i(p.stride_h), i(p.stride_w),
                                               i(p.dilation_h), i(p.dilation_w), CUDNN_CROSS_CORRELATION,
@@ -163,7 +163,7 @@ cudnn_plan& cudnn_plan_for(const std::string& key, const problem_data& d, bool t
   // FMA math forbids TF32 (CUDNN_DEFAULT_MATH would allow it for fp32 on sm_80+).
   cudnn_check(cudnnSetConvolutionMathType(c.conv_desc, tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
               "cudnnSetConvolutionMathType");
-  cudnn_check(cudnnSetTensor4dDescriptor(c.y_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(p.n), i(p.k), i(d.P), i(d.Q)),
+  cudnn_check(cudnnSetTensor4dDescriptor(c.y_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(p.batch), i(p.out_channels), i(d.P), i(d.Q)),
               "cudnnSetTensor4dDescriptor(y)");
   constexpr int requested = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
   cudnnConvolutionFwdAlgoPerf_t perf[requested];

@@ -47,12 +47,7 @@
 #include "kernelforge/kernels/matmul/warp_tiled.cuh"
 #include "kernelforge/matmul.hpp"
 
-#if __has_include("kernelforge/kernels/matmul/tensor_core_tf32.cuh") && !defined(KF_BENCH_NO_MMA_SYNC_ROW)
 #include "kernelforge/kernels/matmul/tensor_core_tf32.cuh"
-#define KF_BENCH_HAVE_MMA_SYNC 1
-#else
-#define KF_BENCH_HAVE_MMA_SYNC 0
-#endif
 
 namespace kf::bench::matmul {
 
@@ -204,12 +199,16 @@ void launch_tuning(operands& p, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(x.tiles_m * x.tiles_n));
   constexpr int threads = Config::warps_m * Config::warps_n * 32;
   constexpr std::size_t smem = d::warp_tiled_layout<Config, false, false>::smem_bytes;
+  const auto run = [&](auto kernel) {
+    d::resident_blocks_per_sm<decltype(kernel)::value>(device, threads, smem, "bench tuning");  // smem opt-in
+    decltype(kernel)::value<<<grid, threads, smem, stream>>>(g, x);
+  };
   if (d::rows_16b_aligned(g.A, g.lda) && d::rows_16b_aligned(g.B, g.ldb)) {
-    d::warp_tiled_prepare<Config, false, false, true>(device);
-    d::matmul_warp_tiled<Config, false, false, true><<<grid, threads, smem, stream>>>(g, x);
+    run(std::integral_constant<decltype(&d::matmul_warp_tiled<Config, false, false, true>),
+                               &d::matmul_warp_tiled<Config, false, false, true>>{});
   } else {
-    d::warp_tiled_prepare<Config, false, false, false>(device);
-    d::matmul_warp_tiled<Config, false, false, false><<<grid, threads, smem, stream>>>(g, x);
+    run(std::integral_constant<decltype(&d::matmul_warp_tiled<Config, false, false, false>),
+                               &d::matmul_warp_tiled<Config, false, false, false>>{});
   }
   d::check_launch("bench tuning");
 }
@@ -232,12 +231,8 @@ void run(const row& r, operands& p, cudaStream_t stream) {
     case impl::cublas: return cublas_matmul(p, r.precision == "tf32", stream);
     case impl::tuning: return r.tuning(p, stream);
     case impl::mma_sync:
-#if KF_BENCH_HAVE_MMA_SYNC
       kf::detail::launch_tensor_core_tf32(args_of(p), stream);
       return;
-#else
-      throw std::runtime_error("tensor_core_tf32.cuh is not in this build");
-#endif
     case impl::kf: {
       kf::matmul_options o;
       o.stream = stream;
@@ -377,7 +372,7 @@ void register_all() {
     }
     register_row(cublas_tf32, s);
     register_row(kf_row(v::tensor_core_tf32, 250, "tf32"), s);
-    if (KF_BENCH_HAVE_MMA_SYNC) register_row(mma, s);
+    register_row(mma, s);
   }
 }
 
@@ -385,6 +380,7 @@ void register_all() {
 }  // namespace kf::bench::matmul
 
 int main(int argc, char** argv) {
+  const bool tabular = ::kf::bench::wants_tabular(argc, argv);
   ::benchmark::Initialize(&argc, argv);
   if (::benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   ::kf::bench::add_device_context();
@@ -394,7 +390,7 @@ int main(int argc, char** argv) {
   std::printf("bench_matmul: the slow steps (naive, coalesced, smem_tiled, blocktile_1d) run only up to 4096^3 "
               "(cubes); naive at 4096^3 with 1 warm-up and 2 timed calls.\n");
   ::kf::bench::matmul::register_all();  // without a GPU every row reports why (KF_BENCH_REQUIRE_GPU)
-  ::benchmark::RunSpecifiedBenchmarks();
+  ::kf::bench::run_with_progress(tabular);  // a progress line per case on stderr
   ::benchmark::Shutdown();
   return 0;
 }

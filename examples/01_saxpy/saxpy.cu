@@ -19,6 +19,7 @@
 #include <cuda_runtime.h>
 
 #include <kernelforge/kernelforge.hpp>
+#include <kernelforge/reference/elementwise.hpp>
 
 namespace {
 

@@ -37,13 +37,15 @@
 //     outside the capture); the other variants do.
 //
 // conv2d_forward: y[n][k][p][q] = bias[k] + sum over (c, r, s) of
-//   w[k][c][r][s] * x[n][c][p * stride_h - pad_h + r * dilation_h][q * stride_w - pad_w + s * dilation_w]
+//   weight[k][c][r][s] * x[n][c][p * stride_h - pad_h + r * dilation_h][q * stride_w - pad_w + s * dilation_w]
 //   (zero outside the input), NCHW input, KCRS filter, NKPQ output, all dense.
 //   - P = (H + 2 pad_h - dilation_h (R - 1) - 1) / stride_h + 1, Q likewise;
 //     geometry that gives P or Q < 1, a stride or dilation of 0, or C, H, W, R or
 //     S of 0 is errc::invalid_argument with the numbers. N = 0 or K = 0 is a no-op.
 //   - Tensors of 2^31 elements or more are errc::unsupported (32-bit indexing).
-//   - bias may be null (no bias). y must not overlap x, w or bias.
+//   - bias may be null (no bias). y must not overlap x, weight or bias.
+//   - conv2d_params names the extents (batch, in_channels, in_height, in_width,
+//     out_channels, filter_height, filter_width); below, N C H W K R S for short.
 //   - math_mode::tf32 allows tensor cores with TF32 inputs (about 1e-3 relative
 //     error, sm_80+); implicit_gemm_tf32 requires it (else invalid_argument) and
 //     a device of compute capability 8.0 or newer (else unsupported). `best`
@@ -57,6 +59,7 @@
 #include <cuda_runtime_api.h>
 
 #include "kernelforge/math_mode.hpp"
+#include "kernelforge/types.hpp"
 
 namespace kf {
 
@@ -93,16 +96,46 @@ struct filter2d_options {
 /// Largest filter extent filter2d accepts (rows and columns).
 constexpr std::size_t filter2d_max_extent = 31;
 
+/// The element types filter2d is precompiled for (double: the naive variant only).
+template <class T>
+inline constexpr bool is_filter2d_type_v = is_one_of_v<T, float, __half, double>;
+/// The element types conv2d_forward is precompiled for.
+template <class T>
+inline constexpr bool is_conv2d_type_v = is_one_of_v<T, float>;
+
+namespace detail {
+// Defined and instantiated for the shipped types in kernels/filter2d/ and kernels/conv2d/.
+template <class T>
+void filter2d_impl(std::size_t channels, std::size_t height, std::size_t width, const T* in, std::size_t in_pitch,
+                   const T* filter, std::size_t r, std::size_t s, T* out, std::size_t out_pitch,
+                   const filter2d_options& options);
+}  // namespace detail
+
 /// out = in cross-correlated with the r x s filter (see the top of this header).
 template <class T>
 void filter2d(std::size_t channels, std::size_t height, std::size_t width, const T* in, std::size_t in_pitch,
               const T* filter, std::size_t r, std::size_t s, T* out, std::size_t out_pitch,
-              const filter2d_options& options = {});
+              const filter2d_options& options = {}) {
+  static_assert(is_filter2d_type_v<T>, "kf::filter2d: unsupported element type; filter2d ships float, __half and "
+                                       "double (double: naive only)");
+  detail::filter2d_impl<T>(channels, height, width, in, in_pitch, filter, r, s, out, out_pitch, options);
+}
 
+/// The shape of a conv2d_forward call: input x is batch x in_channels x
+/// in_height x in_width (NCHW), weight is out_channels x in_channels x
+/// filter_height x filter_width (KCRS). Every field starts at a valid value or
+/// 0, so a forgotten extent is an error with its name, never garbage.
 struct conv2d_params {
-  std::size_t n, c, h, w;  // input NCHW
-  std::size_t k, r, s;     // filter KCRS
-  std::size_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
+  std::size_t batch = 0;          ///< N
+  std::size_t in_channels = 0;    ///< C
+  std::size_t in_height = 0;      ///< H
+  std::size_t in_width = 0;       ///< W
+  std::size_t out_channels = 0;   ///< K
+  std::size_t filter_height = 0;  ///< R
+  std::size_t filter_width = 0;   ///< S
+  std::size_t stride_h = 1, stride_w = 1;
+  std::size_t pad_h = 0, pad_w = 0;
+  std::size_t dilation_h = 1, dilation_w = 1;
 };
 
 /// The steps of the conv2d progression; `best` picks the fastest one this device runs.
@@ -123,18 +156,28 @@ struct conv2d_options {
 /// P, the output height. Throws errc::invalid_argument (with the numbers) for
 /// geometry with no output row: R, H or the stride or dilation 0, or a dilated
 /// filter taller than the padded input.
-std::size_t conv2d_output_height(const conv2d_params& params);
+[[nodiscard]] std::size_t conv2d_output_height(const conv2d_params& params);
 /// Q, the output width; the same rules along the width.
-std::size_t conv2d_output_width(const conv2d_params& params);
+[[nodiscard]] std::size_t conv2d_output_width(const conv2d_params& params);
 
-/// y (N x K x P x Q) = conv(x (N x C x H x W), w (K x C x R x S)) + bias (K, may be null).
+namespace detail {
 template <class T>
-void conv2d_forward(const conv2d_params& params, const T* x, const T* w, const T* bias, T* y,
-                    const conv2d_options& options = {});
+void conv2d_forward_impl(const conv2d_params& params, const T* x, const T* weight, const T* bias, T* y,
+                         const conv2d_options& options);
+}  // namespace detail
+
+/// y (N x K x P x Q) = conv(x (N x C x H x W), weight (K x C x R x S)) + bias (K; nullptr: none).
+/// T comes from x, weight and y; bias takes no part in the deduction, so nullptr works.
+template <class T>
+void conv2d_forward(const conv2d_params& params, const T* x, const T* weight, const nondeduced_t<T>* bias, T* y,
+                    const conv2d_options& options = {}) {
+  static_assert(is_conv2d_type_v<T>, "kf::conv2d_forward: unsupported element type; conv2d ships float");
+  detail::conv2d_forward_impl<T>(params, x, weight, bias, y, options);
+}
 
 /// Names for messages and benchmark labels ("smem_tiled", "reflect", ...).
-const char* to_string(border mode) noexcept;
-const char* to_string(filter2d_variant variant) noexcept;
-const char* to_string(conv2d_variant variant) noexcept;
+[[nodiscard]] const char* to_string(border mode) noexcept;
+[[nodiscard]] const char* to_string(filter2d_variant variant) noexcept;
+[[nodiscard]] const char* to_string(conv2d_variant variant) noexcept;
 
 }  // namespace kf

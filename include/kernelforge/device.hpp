@@ -21,11 +21,11 @@ struct device_info {
 
 /// Queries device `device` (-1: the current device). Throws errc::no_device
 /// when there is no usable GPU or driver, errc::invalid_argument for a bad ordinal.
-device_info get_device_info(int device = -1);
+[[nodiscard]] device_info get_device_info(int device = -1);
 
 /// The compute capabilities (major*10 + minor) this library's fatbin was built
 /// for, ascending, e.g. {75, 80, 86, 89, 90, 100, 120}.
-std::vector<int> compiled_architectures();
+[[nodiscard]] std::vector<int> compiled_architectures();
 
 /// Throws errc::no_kernel_image when the library holds neither machine code nor
 /// PTX that device `device` (-1: current) can run; the message names the

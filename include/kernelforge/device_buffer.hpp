@@ -41,11 +41,11 @@ class device_buffer {
   device_buffer(const device_buffer&) = delete;
   device_buffer& operator=(const device_buffer&) = delete;
 
-  T* data() noexcept { return data_; }
-  const T* data() const noexcept { return data_; }
-  std::size_t size() const noexcept { return size_; }
-  std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
-  bool empty() const noexcept { return size_ == 0; }
+  [[nodiscard]] T* data() noexcept { return data_; }
+  [[nodiscard]] const T* data() const noexcept { return data_; }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
+  [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
 
  private:
   T* data_ = nullptr;
@@ -55,7 +55,7 @@ class device_buffer {
 /// Allocates a device copy of `host`, enqueued on `stream`. The host vector may be
 /// destroyed as soon as this returns (pageable copies are staged before return).
 template <class T>
-device_buffer<T> to_device(const std::vector<T>& host, cudaStream_t stream = nullptr) {
+[[nodiscard]] device_buffer<T> to_device(const std::vector<T>& host, cudaStream_t stream = nullptr) {
   device_buffer<T> dev(host.size());
   detail::copy_to_device(dev.data(), host.data(), dev.size_bytes(), stream);
   return dev;
@@ -64,7 +64,7 @@ device_buffer<T> to_device(const std::vector<T>& host, cudaStream_t stream = nul
 /// Copies `dev` back to the host; waits for `stream`, so earlier kernel faults
 /// surface here as errc::cuda_runtime.
 template <class T>
-std::vector<T> to_host(const device_buffer<T>& dev, cudaStream_t stream = nullptr) {
+[[nodiscard]] std::vector<T> to_host(const device_buffer<T>& dev, cudaStream_t stream = nullptr) {
   std::vector<T> host(dev.size());
   detail::copy_to_host(host.data(), dev.data(), dev.size_bytes(), stream);
   return host;

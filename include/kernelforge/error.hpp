@@ -17,14 +17,14 @@ enum class errc {
 };
 
 /// Human-readable name of an error code ("invalid_argument", ...).
-const char* to_string(errc code) noexcept;
+[[nodiscard]] const char* to_string(errc code) noexcept;
 
 /// The exception every kernelforge entry point throws. The message says what
 /// happened, with the numbers, and what to do about it.
 class error : public std::runtime_error {
  public:
   error(errc code, const std::string& message) : std::runtime_error(message), code_(code) {}
-  errc code() const noexcept { return code_; }
+  [[nodiscard]] errc code() const noexcept { return code_; }
 
  private:
   errc code_;

@@ -1,5 +1,7 @@
 // kernelforge: the umbrella header. Host-only C++17; compiles with g++ or clang
 // without nvcc (it needs the CUDA toolkit's include directory on the path).
+// The CPU references (kernelforge/reference/*.hpp) are not part of it:
+// include them where you check results.
 #pragma once
 
 #include "kernelforge/conv.hpp"
@@ -8,8 +10,7 @@
 #include "kernelforge/elementwise.hpp"
 #include "kernelforge/error.hpp"
 #include "kernelforge/math_mode.hpp"
+#include "kernelforge/pinned_buffer.hpp"
 #include "kernelforge/matmul.hpp"
-#include "kernelforge/reference/conv.hpp"
-#include "kernelforge/reference/elementwise.hpp"
-#include "kernelforge/reference/matmul.hpp"
+#include "kernelforge/types.hpp"
 #include "kernelforge/version.hpp"

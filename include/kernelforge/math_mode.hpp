@@ -7,4 +7,7 @@ namespace kf {
 /// inputs to TF32 (10-bit mantissa, fp32 accumulation), about 1e-3 relative error.
 enum class math_mode { exact, tf32 };
 
+/// "exact" or "tf32", for messages and benchmark labels.
+[[nodiscard]] const char* to_string(math_mode mode) noexcept;
+
 }  // namespace kf

@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #include "kernelforge/math_mode.hpp"
+#include "kernelforge/types.hpp"
 
 namespace kf {
 
@@ -37,6 +38,18 @@ struct matmul_options {
   math_mode math = math_mode::exact;  ///< exact never uses reduced precision
 };
 
+namespace detail {
+// Defined and instantiated for the shipped types in kernels/matmul/matmul.cu.
+template <class T>
+void matmul_impl(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k, compute_t<T> alpha,
+                 const T* A, std::size_t lda, const T* B, std::size_t ldb, compute_t<T> beta, T* C, std::size_t ldc,
+                 const matmul_options& options);
+}  // namespace detail
+
+/// The element types the matrix-product family is precompiled for.
+template <class T>
+inline constexpr bool is_matmul_type_v = is_one_of_v<T, float, double>;
+
 /// Row-major: C (m x n) = alpha * op(A) (m x k) * op(B) (k x n) + beta * C.
 ///   op(A)(i, p) = trans_a == op::none ? A[i * lda + p] : A[p * lda + i]
 ///   op(B)(p, j) = trans_b == op::none ? B[p * ldb + j] : B[j * ldb + p]
@@ -46,12 +59,17 @@ struct matmul_options {
 /// ldb < (trans_b ? k : n), ldc < n) are errc::invalid_argument.
 /// variant tensor_core_tf32 needs math_mode::tf32 (errc::invalid_argument
 /// otherwise) and compute capability 8.0+ (errc::unsupported otherwise).
+/// T comes from A, B and C; alpha and beta are compute_t<T>, so 1.0 and 0.0 work for float.
 template <class T>
-void matmul(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k, T alpha, const T* A,
-            std::size_t lda, const T* B, std::size_t ldb, T beta, T* C, std::size_t ldc,
-            const matmul_options& options = {});
+void matmul(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k, compute_t<T> alpha, const T* A,
+            std::size_t lda, const T* B, std::size_t ldb, compute_t<T> beta, T* C, std::size_t ldc,
+            const matmul_options& options = {}) {
+  static_assert(is_matmul_type_v<T>, "kf::matmul: unsupported element type; the matrix-product family ships float "
+                                     "and double");
+  detail::matmul_impl<T>(trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, options);
+}
 
 /// Name of a variant ("naive", ...), for messages and benchmark labels.
-const char* to_string(matmul_variant variant) noexcept;
+[[nodiscard]] const char* to_string(matmul_variant variant) noexcept;
 
 }  // namespace kf

@@ -7,22 +7,12 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "kernelforge/types.hpp"
+
 namespace kf::detail {
 
-template <class T>
-struct compute_type {
-  using type = T;
-};
-template <>
-struct compute_type<__half> {
-  using type = float;
-};
-template <>
-struct compute_type<__nv_bfloat16> {
-  using type = float;
-};
-template <class T>
-using compute_t = typename compute_type<T>::type;
+// The mapping itself is public (kernelforge/types.hpp): the API takes scalars as compute_t<T>.
+using kf::compute_t;
 
 template <class T>
 __host__ __device__ __forceinline__ compute_t<T> to_compute(T v) {

@@ -6,7 +6,8 @@
 #include <mutex>
 #include <string>
 
-#include "common/launcher.hpp"
+#include "common/grid.hpp"
+#include "runtime/launcher.hpp"
 #include "common/vector_access.cuh"
 #include "conv/conv2d_args.cuh"
 #include "conv/conv2d_implicit_gemm.cuh"
@@ -38,32 +39,27 @@ constexpr std::size_t conv2d_max_elements = static_cast<std::size_t>(INT_MAX);
 /// Padded input extents (h + 2 pad_h, w + 2 pad_w): the implicit GEMM marks
 /// rows past M with an input row of -2^30, which no tap may bring back.
 constexpr std::size_t conv2d_max_padded_extent = std::size_t{1} << 30;
-constexpr std::size_t max_grid_yz = 65535;
 /// Shared memory every device grants a block without an opt-in.
 constexpr std::size_t default_smem_limit = 48 * 1024;
 /// The first architecture with TF32 tensor cores (mma.sync ... .tf32).
 constexpr int tf32_min_cc = 80;
 
-[[noreturn]] void invalid(const char* what, const std::string& message) {
-  throw error(errc::invalid_argument, std::string(what) + ": " + message);
-}
-[[noreturn]] void unsupported(const char* what, const std::string& message) {
-  throw error(errc::unsupported, std::string(what) + ": " + message);
-}
+[[noreturn]] void invalid(const char* what, const std::string& message) { throw_invalid_argument(what, message); }
+[[noreturn]] void unsupported(const char* what, const std::string& message) { throw_unsupported(what, message); }
 
 std::string num(std::size_t v) { return std::to_string(v); }
 
 /// Names of one spatial dimension's parameters, for messages.
 struct dimension_names {
-  const char* extent;    // "h"
+  const char* extent;    // "in_height"
   const char* pad;       // "pad_h"
-  const char* filter;    // "r"
+  const char* filter;    // "filter_height"
   const char* stride;    // "stride_h"
   const char* dilation;  // "dilation_h"
   const char* output;    // "P (output height)"
 };
-constexpr dimension_names height_names{"h", "pad_h", "r", "stride_h", "dilation_h", "P (the output height)"};
-constexpr dimension_names width_names{"w", "pad_w", "s", "stride_w", "dilation_w", "Q (the output width)"};
+constexpr dimension_names height_names{"in_height", "pad_h", "filter_height", "stride_h", "dilation_h", "P (the output height)"};
+constexpr dimension_names width_names{"in_width", "pad_w", "filter_width", "stride_w", "dilation_w", "Q (the output width)"};
 
 std::size_t output_extent(const char* what, const dimension_names& d, std::size_t in, std::size_t pad,
                           std::size_t filter, std::size_t stride, std::size_t dilation) {
@@ -88,10 +84,10 @@ std::size_t output_extent(const char* what, const dimension_names& d, std::size_
 }
 
 std::size_t output_height(const char* what, const conv2d_params& p) {
-  return output_extent(what, height_names, p.h, p.pad_h, p.r, p.stride_h, p.dilation_h);
+  return output_extent(what, height_names, p.in_height, p.pad_h, p.filter_height, p.stride_h, p.dilation_h);
 }
 std::size_t output_width(const char* what, const conv2d_params& p) {
-  return output_extent(what, width_names, p.w, p.pad_w, p.s, p.stride_w, p.dilation_w);
+  return output_extent(what, width_names, p.in_width, p.pad_w, p.filter_width, p.stride_w, p.dilation_w);
 }
 
 /// a * b * c * d, or SIZE_MAX when it overflows.
@@ -104,30 +100,12 @@ std::size_t product(std::size_t a, std::size_t b, std::size_t c, std::size_t d) 
   return r;
 }
 
-template <class T>
-bool overlap(const T* a, std::size_t a_n, const T* b, std::size_t b_n) {
-  if (a_n == 0 || b_n == 0 || a == nullptr || b == nullptr) return false;
-  const auto pa = reinterpret_cast<std::uintptr_t>(a), pb = reinterpret_cast<std::uintptr_t>(b);
-  return pa < pb + b_n * sizeof(T) && pb < pa + a_n * sizeof(T);
-}
 
 void validate_options(const char* what, const conv2d_options& options) {
-  switch (options.variant) {
-    case conv2d_variant::best:
-    case conv2d_variant::naive:
-    case conv2d_variant::smem_tiled:
-    case conv2d_variant::implicit_gemm:
-    case conv2d_variant::implicit_gemm_tf32: break;
-    default:
-      invalid(what, "options.variant = " + std::to_string(static_cast<int>(options.variant)) +
-                        " is not a conv2d_variant (best, naive, smem_tiled, implicit_gemm, implicit_gemm_tf32)");
-  }
-  switch (options.math) {
-    case math_mode::exact:
-    case math_mode::tf32: break;
-    default:
-      invalid(what, "options.math = " + std::to_string(static_cast<int>(options.math)) + " is not a math_mode (exact, tf32)");
-  }
+  using v = conv2d_variant;
+  require_one_of(what, "options.variant", options.variant,
+                 {v::best, v::naive, v::smem_tiled, v::implicit_gemm, v::implicit_gemm_tf32});
+  require_one_of(what, "options.math", options.math, {math_mode::exact, math_mode::tf32});
   if (options.variant == conv2d_variant::implicit_gemm_tf32 && options.math != math_mode::tf32) {
     invalid(what, "conv2d_variant::implicit_gemm_tf32 rounds inputs to TF32 (about 1e-3 relative error), which "
                   "options.math = exact forbids; set options.math = kf::math_mode::tf32, or use implicit_gemm");
@@ -145,13 +123,13 @@ bool compiled_for_sm80(int device, const char* what) {
 conv2d_args<float> make_args(const conv2d_params& p, std::size_t P, std::size_t Q, const float* x, const float* w,
                              const float* bias, float* y) {
   conv2d_args<float> a;
-  a.n = static_cast<int>(p.n);
-  a.c = static_cast<int>(p.c);
-  a.h = static_cast<int>(p.h);
-  a.w = static_cast<int>(p.w);
-  a.k = static_cast<int>(p.k);
-  a.r = static_cast<int>(p.r);
-  a.s = static_cast<int>(p.s);
+  a.n = static_cast<int>(p.batch);
+  a.c = static_cast<int>(p.in_channels);
+  a.h = static_cast<int>(p.in_height);
+  a.w = static_cast<int>(p.in_width);
+  a.k = static_cast<int>(p.out_channels);
+  a.r = static_cast<int>(p.filter_height);
+  a.s = static_cast<int>(p.filter_width);
   a.p = static_cast<int>(P);
   a.q = static_cast<int>(Q);
   a.stride_h = static_cast<int>(p.stride_h);
@@ -160,10 +138,10 @@ conv2d_args<float> make_args(const conv2d_params& p, std::size_t P, std::size_t 
   a.pad_w = static_cast<int>(p.pad_w);
   a.dilation_h = static_cast<int>(p.dilation_h);
   a.dilation_w = static_cast<int>(p.dilation_w);
-  a.m = static_cast<int>(p.n * P * Q);
-  a.crs = static_cast<int>(p.c * p.r * p.s);
-  a.rs = static_cast<int>(p.r * p.s);
-  a.hw = static_cast<int>(p.h * p.w);
+  a.m = static_cast<int>(p.batch * P * Q);
+  a.crs = static_cast<int>(p.in_channels * p.filter_height * p.filter_width);
+  a.rs = static_cast<int>(p.filter_height * p.filter_width);
+  a.hw = static_cast<int>(p.in_height * p.in_width);
   a.pq = static_cast<int>(P * Q);
   a.div_pq = fast_divmod(static_cast<unsigned>(a.pq));
   a.div_q = fast_divmod(static_cast<unsigned>(a.q));
@@ -179,7 +157,7 @@ conv2d_args<float> make_args(const conv2d_params& p, std::size_t P, std::size_t 
 // ---- launches ---------------------------------------------------------------
 void launch_naive(const char* what, const conv2d_args<float>& a, cudaStream_t stream) {
   const std::size_t total = static_cast<std::size_t>(a.m) * a.k;
-  const auto grid = static_cast<std::uint32_t>((total + conv2d_naive_block - 1) / conv2d_naive_block);
+  const auto grid = static_cast<std::uint32_t>(ceil_div(total, conv2d_naive_block));
   conv2d_naive<float><<<grid, conv2d_naive_block, 0, stream>>>(a);
   check_launch(what);
 }
@@ -196,23 +174,23 @@ void launch_smem_tiled(const char* what, const conv2d_args<float>& a, cudaStream
                           num(static_cast<std::size_t>(shape.rows)) + " x " + num(static_cast<std::size_t>(shape.cols)) +
                           "), more than the " + num(default_smem_limit) + " available; use implicit_gemm or best");
   }
-  const std::size_t tiles_p = (static_cast<std::size_t>(a.p) + conv2d_direct_tile_p - 1) / conv2d_direct_tile_p;
-  const std::size_t tiles_q = (static_cast<std::size_t>(a.q) + conv2d_direct_tile_q - 1) / conv2d_direct_tile_q;
-  const std::size_t tiles_k = (static_cast<std::size_t>(a.k) + conv2d_direct_tile_k - 1) / conv2d_direct_tile_k;
+  const std::size_t tiles_p = ceil_div(static_cast<std::size_t>(a.p), conv2d_direct_tile_p);
+  const std::size_t tiles_q = ceil_div(static_cast<std::size_t>(a.q), conv2d_direct_tile_q);
+  const std::size_t tiles_k = ceil_div(static_cast<std::size_t>(a.k), conv2d_direct_tile_k);
   if (tiles_k > max_grid_yz) {
     unsupported(what, "conv2d_variant::smem_tiled handles at most " + num(max_grid_yz * conv2d_direct_tile_k) +
                           " output channels; use implicit_gemm or best");
   }
   const dim3 grid(static_cast<std::uint32_t>(tiles_p * tiles_q), static_cast<std::uint32_t>(tiles_k),
-                  static_cast<std::uint32_t>(static_cast<std::size_t>(a.n) < max_grid_yz ? a.n : max_grid_yz));
+                  capped_grid_dim(static_cast<std::size_t>(a.n)));
   conv2d_smem_tiled<float><<<grid, conv2d_direct_threads, bytes(channels), stream>>>(a, channels,
                                                                                       static_cast<int>(tiles_q));
   check_launch(what);
 }
 
 dim3 gemm_grid(const char* what, const conv2d_args<float>& a, int bm, int bn, std::size_t split = 1) {
-  const std::size_t gx = (static_cast<std::size_t>(a.m) + bm - 1) / bm;
-  const std::size_t gy = (static_cast<std::size_t>(a.k) + bn - 1) / bn;
+  const std::size_t gx = ceil_div(static_cast<std::size_t>(a.m), bm);
+  const std::size_t gy = ceil_div(static_cast<std::size_t>(a.k), bn);
   if (gy > max_grid_yz) {
     unsupported(what, "the implicit GEMM handles at most " + num(max_grid_yz * static_cast<std::size_t>(bn)) +
                           " output channels (K = " + num(static_cast<std::size_t>(a.k)) + ")");
@@ -231,7 +209,7 @@ void launch_splitk_reduce(const char* what, int device, const conv2d_args<float>
                           int split, cudaStream_t stream) {
   const bool vector = a.pq % 4 == 0 && misalignment(a.y) == 0;
   const std::size_t items = static_cast<std::size_t>(a.m) * a.k / (vector ? 4 : 1);
-  const std::size_t needed = (items + conv2d_splitk_reduce_block - 1) / conv2d_splitk_reduce_block;
+  const std::size_t needed = ceil_div(items, conv2d_splitk_reduce_block);
   const std::size_t cap = static_cast<std::size_t>(limits_for(device).sm_count > 0 ? limits_for(device).sm_count : 1) *
                           conv2d_splitk_reduce_blocks_per_sm;
   const auto grid = static_cast<std::uint32_t>(needed < cap ? needed : cap);
@@ -342,6 +320,43 @@ void dispatch(const char* what, int device, const conv2d_args<float>& a, const c
 }
 
 }  // namespace
+
+template <class T>
+void conv2d_forward_impl(const conv2d_params& p, const T* x, const T* w, const T* bias, T* y,
+                         const conv2d_options& options) {
+  const char* what = "kf::conv2d_forward";
+  validate_options(what, options);
+  const std::size_t P = output_height(what, p);
+  const std::size_t Q = output_width(what, p);
+  if (p.in_channels == 0) invalid(what, "params.in_channels = 0: the input needs at least one channel");
+  const std::size_t x_n = product(p.batch, p.in_channels, p.in_height, p.in_width);
+  const std::size_t w_n = product(p.out_channels, p.in_channels, p.filter_height, p.filter_width);
+  const std::size_t y_n = product(p.batch, p.out_channels, P, Q);
+  const std::size_t padded_h = p.in_height + 2 * p.pad_h, padded_w = p.in_width + 2 * p.pad_w;  // no overflow: checked above
+  if (x_n > conv2d_max_elements || w_n > conv2d_max_elements || y_n > conv2d_max_elements ||
+      padded_h >= conv2d_max_padded_extent || padded_w >= conv2d_max_padded_extent ||
+      product(padded_h, padded_w, 1, 1) > conv2d_max_elements) {
+    unsupported(what, "tensors of 2^31 elements or more (x: " + num(x_n) + ", weight: " + num(w_n) +
+                                  ", y: " + num(y_n) + ", padded plane: " + num(padded_h) + " x " +
+                                  num(padded_w) + ") are beyond kernelforge's 32-bit indexing; split the batch");
+  }
+  require_pointer(what, "x", x, x_n);
+  require_pointer(what, "weight", w, w_n);
+  require_pointer(what, "y", y, y_n);
+  if (arrays_overlap(y, y_n, x, x_n)) invalid(what, "'y' and 'x' overlap; the output must be a separate array");
+  if (arrays_overlap(y, y_n, w, w_n)) invalid(what, "'y' and 'weight' overlap; the output must be a separate array");
+  if (bias && arrays_overlap(y, y_n, bias, p.out_channels)) {
+    invalid(what, "'y' and 'bias' overlap; the output must be a separate array");
+  }
+  if (y_n == 0) return;  // N = 0 or K = 0
+  const int device = current_device(what);
+  require_kernel_image_cached(device, what);
+  dispatch(what, device, make_args(p, P, Q, x, w, bias, y), options);
+}
+
+template void conv2d_forward_impl<float>(const conv2d_params&, const float*, const float*, const float*, float*,
+                                         const conv2d_options&);
+
 }  // namespace detail
 
 std::size_t conv2d_output_height(const conv2d_params& params) {
@@ -352,40 +367,5 @@ std::size_t conv2d_output_width(const conv2d_params& params) {
   return detail::output_width("kf::conv2d_output_width", params);
 }
 
-template <class T>
-void conv2d_forward(const conv2d_params& p, const T* x, const T* w, const T* bias, T* y,
-                    const conv2d_options& options) {
-  const char* what = "kf::conv2d_forward";
-  detail::validate_options(what, options);
-  const std::size_t P = detail::output_height(what, p);
-  const std::size_t Q = detail::output_width(what, p);
-  if (p.c == 0) detail::invalid(what, "params.c = 0: the input needs at least one channel");
-  const std::size_t x_n = detail::product(p.n, p.c, p.h, p.w);
-  const std::size_t w_n = detail::product(p.k, p.c, p.r, p.s);
-  const std::size_t y_n = detail::product(p.n, p.k, P, Q);
-  const std::size_t padded_h = p.h + 2 * p.pad_h, padded_w = p.w + 2 * p.pad_w;  // no overflow: checked above
-  if (x_n > detail::conv2d_max_elements || w_n > detail::conv2d_max_elements || y_n > detail::conv2d_max_elements ||
-      padded_h >= detail::conv2d_max_padded_extent || padded_w >= detail::conv2d_max_padded_extent ||
-      detail::product(padded_h, padded_w, 1, 1) > detail::conv2d_max_elements) {
-    detail::unsupported(what, "tensors of 2^31 elements or more (x: " + detail::num(x_n) + ", w: " + detail::num(w_n) +
-                                  ", y: " + detail::num(y_n) + ", padded plane: " + detail::num(padded_h) + " x " +
-                                  detail::num(padded_w) + ") are beyond kernelforge's 32-bit indexing; split the batch");
-  }
-  detail::require_pointer(what, "x", x, x_n);
-  detail::require_pointer(what, "w", w, w_n);
-  detail::require_pointer(what, "y", y, y_n);
-  if (detail::overlap(y, y_n, x, x_n)) detail::invalid(what, "'y' and 'x' overlap; the output must be a separate array");
-  if (detail::overlap(y, y_n, w, w_n)) detail::invalid(what, "'y' and 'w' overlap; the output must be a separate array");
-  if (bias && detail::overlap(y, y_n, bias, p.k)) {
-    detail::invalid(what, "'y' and 'bias' overlap; the output must be a separate array");
-  }
-  if (y_n == 0) return;  // N = 0 or K = 0
-  const int device = detail::current_device(what);
-  detail::require_kernel_image_cached(device, what);
-  detail::dispatch(what, device, detail::make_args(p, P, Q, x, w, bias, y), options);
-}
-
-template void conv2d_forward<float>(const conv2d_params&, const float*, const float*, const float*, float*,
-                                    const conv2d_options&);
 
 }  // namespace kf

@@ -25,6 +25,7 @@
 
 #include <cstdint>
 
+#include "../arch/mma_sm80.cuh"
 #include "../common/kernel.cuh"
 #include "conv2d_args.cuh"
 #include "conv2d_gemm_loader.cuh"
@@ -35,15 +36,7 @@ namespace kf::detail {
 constexpr int conv2d_tf32_smem_pad = 8;  // (BM + 8) % 32 == 8: conflict-free fragment loads
 
 struct tf32_convert {
-  __device__ __forceinline__ float operator()(float v) const {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    std::uint32_t bits;
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(bits) : "f"(v));
-    return __uint_as_float(bits);
-#else
-    return v;
-#endif
-  }
+  __device__ __forceinline__ float operator()(float v) const { return round_to_tf32(v); }
 };
 
 template <int BM, int BN, int WARPS_M, int WARPS_N>
@@ -110,12 +103,7 @@ KF_KERNEL void __launch_bounds__(conv2d_tf32_threads<BM, BN, WARPS_M, WARPS_N>)
     for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
-        float* d = acc[mt][nt];
-        asm volatile(
-            "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-            "{%0,%1,%2,%3};\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-            : "r"(af[mt][0]), "r"(af[mt][1]), "r"(af[mt][2]), "r"(af[mt][3]), "r"(bf[nt][0]), "r"(bf[nt][1]));
+        mma_m16n8k8_tf32(acc[mt][nt], af[mt], bf[nt]);
       }
     }
     if (t + 1 < t_end) loader.store(As[cur ^ 1], A_PITCH, Bs[cur ^ 1], B_PITCH, tf32_convert{});

@@ -8,7 +8,8 @@
 #include <string>
 #include <type_traits>
 
-#include "common/launcher.hpp"
+#include "common/grid.hpp"
+#include "runtime/launcher.hpp"
 #include "common/vector_access.cuh"
 #include "conv/filter2d_args.cuh"
 #include "conv/filter2d_constant_memory.cuh"
@@ -45,36 +46,18 @@ namespace {
 
 /// Image extents the kernels index with int, with room for the widest halo.
 constexpr std::size_t filter2d_max_image_extent = static_cast<std::size_t>(INT_MAX) - 64;
-/// Grid limits for y and z (the kernels stride over what does not fit).
-constexpr std::size_t max_grid_yz = 65535;
 /// Filters of more taps than this (and more than one row and column) go to the
 /// separable-capable kernel under `best`: up to 5x5 the 2D loop is already
 /// bound by memory, beyond it the r*s multiply-adds start to dominate.
 constexpr std::size_t separable_min_taps = 26;
 
-[[noreturn]] void invalid(const char* what, const std::string& message) {
-  throw error(errc::invalid_argument, std::string(what) + ": " + message);
-}
+[[noreturn]] void invalid(const char* what, const std::string& message) { throw_invalid_argument(what, message); }
 
 void validate_filter2d_options(const char* what, const filter2d_options& options) {
-  switch (options.variant) {
-    case filter2d_variant::best:
-    case filter2d_variant::naive:
-    case filter2d_variant::constant_memory:
-    case filter2d_variant::smem_tiled:
-    case filter2d_variant::register_window: break;
-    default:
-      invalid(what, "options.variant = " + std::to_string(static_cast<int>(options.variant)) +
-                        " is not a filter2d_variant (best, naive, constant_memory, smem_tiled, register_window)");
-  }
-  switch (options.mode) {
-    case border::zero:
-    case border::clamp:
-    case border::reflect: break;
-    default:
-      invalid(what, "options.mode = " + std::to_string(static_cast<int>(options.mode)) +
-                        " is not a border (zero, clamp, reflect)");
-  }
+  using v = filter2d_variant;
+  require_one_of(what, "options.variant", options.variant,
+                 {v::best, v::naive, v::constant_memory, v::smem_tiled, v::register_window});
+  require_one_of(what, "options.mode", options.mode, {border::zero, border::clamp, border::reflect});
 }
 
 /// Elements from the first to one past the last element the call touches.
@@ -83,12 +66,6 @@ std::size_t image_span(std::size_t channels, std::size_t height, std::size_t wid
   return (channels * height - 1) * pitch + width;
 }
 
-template <class T>
-bool overlap(const T* a, std::size_t a_n, const T* b, std::size_t b_n) {
-  if (a_n == 0 || b_n == 0) return false;
-  const auto pa = reinterpret_cast<std::uintptr_t>(a), pb = reinterpret_cast<std::uintptr_t>(b);
-  return pa < pb + b_n * sizeof(T) && pb < pa + a_n * sizeof(T);
-}
 
 template <class T>
 void validate_filter2d(const char* what, std::size_t channels, std::size_t height, std::size_t width, const T* in,
@@ -124,11 +101,11 @@ void validate_filter2d(const char* what, std::size_t channels, std::size_t heigh
   const std::size_t out_n = image_span(channels, height, width, out_pitch);
   require_pointer(what, "in", in, in_n);
   require_pointer(what, "out", out, out_n);
-  if (overlap(in, in_n, out, out_n)) {
+  if (arrays_overlap(in, in_n, out, out_n)) {
     invalid(what, "'in' and 'out' overlap; filter2d cannot run in place (every output reads its neighbours): "
                   "pass a separate output image");
   }
-  if (overlap(filter, r * s, out, out_n)) invalid(what, "'filter' and 'out' overlap; pass disjoint arrays");
+  if (arrays_overlap(filter, r * s, out, out_n)) invalid(what, "'filter' and 'out' overlap; pass disjoint arrays");
 }
 
 template <class T>
@@ -152,14 +129,13 @@ filter2d_args<T> make_args(std::size_t channels, std::size_t height, std::size_t
   return a;
 }
 
-std::uint32_t capped(std::size_t v, std::size_t cap) { return static_cast<std::uint32_t>(v < cap ? v : cap); }
 
 // ---- naive and constant_memory: one pixel per thread ------------------------
 template <class T>
 dim3 pixel_grid(const filter2d_args<T>& a) {
-  const std::size_t gx = (static_cast<std::size_t>(a.width) + filter2d_pixel_block_x - 1) / filter2d_pixel_block_x;
-  const std::size_t gy = (static_cast<std::size_t>(a.height) + filter2d_pixel_block_y - 1) / filter2d_pixel_block_y;
-  return dim3(static_cast<std::uint32_t>(gx), capped(gy, max_grid_yz), capped(a.channels, max_grid_yz));
+  const std::size_t gx = ceil_div(static_cast<std::size_t>(a.width), filter2d_pixel_block_x);
+  const std::size_t gy = ceil_div(static_cast<std::size_t>(a.height), filter2d_pixel_block_y);
+  return dim3(static_cast<std::uint32_t>(gx), capped_grid_dim(gy), capped_grid_dim(a.channels));
 }
 
 template <class T>
@@ -173,16 +149,17 @@ void launch_naive(const char* what, const filter2d_args<T>& a, cudaStream_t stre
 /// event per slot marking the last launch that reads it (see
 /// filter2d_constant_memory.cuh for why).
 struct constant_slot_ring {
-  std::once_flag created;
   std::mutex mutex;
   std::array<cudaEvent_t, filter2d_constant_slots> released{};
   unsigned next = 0;
 };
 
-constant_slot_ring& slot_ring(int device) {
-  static std::array<constant_slot_ring, max_cached_devices> rings;
-  limits_for(device);  // throws the range error for a device beyond the caches
-  return rings[static_cast<std::size_t>(device)];
+/// The ring of `device`, its events created on first use (by the runtime's per-device cache).
+constant_slot_ring& slot_ring(int device, const char* what) {
+  static per_device<constant_slot_ring> rings;
+  return rings.get(device, [what](constant_slot_ring& ring, int) {
+    for (cudaEvent_t& e : ring.released) cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), what);
+  });
 }
 
 template <class T>
@@ -194,10 +171,7 @@ void launch_constant_memory(const char* what, int device, const filter2d_args<T>
     check_launch(what);
     return;
   }
-  constant_slot_ring& ring = slot_ring(device);
-  std::call_once(ring.created, [&] {
-    for (cudaEvent_t& e : ring.released) cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), what);
-  });
+  constant_slot_ring& ring = slot_ring(device, what);
   std::lock_guard<std::mutex> lock(ring.mutex);
   const int slot = static_cast<int>(ring.next++ % filter2d_constant_slots);
   // The previous kernel that read this slot (on whatever stream) must finish
@@ -215,9 +189,9 @@ void launch_constant_memory(const char* what, int device, const filter2d_args<T>
 // ---- smem_tiled (and the separable path) ------------------------------------
 template <class T, int R, int S, bool Separable>
 void launch_tiled(const char* what, const filter2d_args<T>& a, cudaStream_t stream) {
-  const std::size_t tiles_x = (static_cast<std::size_t>(a.width) + filter2d_tile_width - 1) / filter2d_tile_width;
-  const std::size_t tiles_y = (static_cast<std::size_t>(a.height) + filter2d_tile_height - 1) / filter2d_tile_height;
-  const dim3 grid(static_cast<std::uint32_t>(tiles_x), capped(tiles_y, max_grid_yz), capped(a.channels, max_grid_yz));
+  const std::size_t tiles_x = ceil_div(static_cast<std::size_t>(a.width), filter2d_tile_width);
+  const std::size_t tiles_y = ceil_div(static_cast<std::size_t>(a.height), filter2d_tile_height);
+  const dim3 grid(static_cast<std::uint32_t>(tiles_x), capped_grid_dim(tiles_y), capped_grid_dim(a.channels));
   const dim3 block(filter2d_tile_threads_x, filter2d_tile_threads_y);
   // At most (32 + 30) x 160 + 961 + 70 floats = 43.8 KB for 31 x 31: under the
   // 48 KB every device gives without an opt-in.
@@ -246,10 +220,10 @@ bool register_window_applies(const filter2d_args<float>& a) {
 
 template <int R, int S, border Mode>
 void launch_register_window(const char* what, const filter2d_args<float>& a, cudaStream_t stream) {
-  const std::size_t vectors = (static_cast<std::size_t>(a.width) + filter2d_window_cols - 1) / filter2d_window_cols;
-  const std::size_t blocks_x = (vectors + filter2d_window_threads - 1) / filter2d_window_threads;
-  const std::size_t strips = (static_cast<std::size_t>(a.height) + filter2d_window_rows - 1) / filter2d_window_rows;
-  const dim3 grid(static_cast<std::uint32_t>(blocks_x), capped(strips, max_grid_yz), capped(a.channels, max_grid_yz));
+  const std::size_t vectors = ceil_div(static_cast<std::size_t>(a.width), filter2d_window_cols);
+  const std::size_t blocks_x = ceil_div(vectors, filter2d_window_threads);
+  const std::size_t strips = ceil_div(static_cast<std::size_t>(a.height), filter2d_window_rows);
+  const dim3 grid(static_cast<std::uint32_t>(blocks_x), capped_grid_dim(strips), capped_grid_dim(a.channels));
   filter2d_register_window<R, S, Mode><<<grid, filter2d_window_threads, 0, stream>>>(a, static_cast<int>(strips));
   check_launch(what);
 }
@@ -317,28 +291,28 @@ void dispatch(const char* what, int device, const filter2d_args<T>& a, filter2d_
 }
 
 }  // namespace
-}  // namespace detail
 
 template <class T>
-void filter2d(std::size_t channels, std::size_t height, std::size_t width, const T* in, std::size_t in_pitch,
-              const T* filter, std::size_t r, std::size_t s, T* out, std::size_t out_pitch,
-              const filter2d_options& options) {
+void filter2d_impl(std::size_t channels, std::size_t height, std::size_t width, const T* in, std::size_t in_pitch,
+                   const T* filter, std::size_t r, std::size_t s, T* out, std::size_t out_pitch,
+                   const filter2d_options& options) {
   const char* what = "kf::filter2d";
-  detail::validate_filter2d(what, channels, height, width, in, in_pitch, filter, r, s, out, out_pitch, options);
-  detail::require_variant_for_type<T>(what, options.variant);
+  validate_filter2d(what, channels, height, width, in, in_pitch, filter, r, s, out, out_pitch, options);
+  require_variant_for_type<T>(what, options.variant);
   if (channels == 0 || height == 0 || width == 0) return;
-  const int device = detail::current_device(what);
-  detail::require_kernel_image_cached(device, what);
-  const auto a = detail::make_args(channels, height, width, in, in_pitch, filter, r, s, out, out_pitch, options.mode);
-  detail::dispatch(what, device, a, options.variant, options.stream);
+  const int device = current_device(what);
+  require_kernel_image_cached(device, what);
+  const auto a = make_args(channels, height, width, in, in_pitch, filter, r, s, out, out_pitch, options.mode);
+  dispatch(what, device, a, options.variant, options.stream);
 }
 
-#define KF_INSTANTIATE_FILTER2D(T)                                                                             \
-  template void filter2d<T>(std::size_t, std::size_t, std::size_t, const T*, std::size_t, const T*, std::size_t, \
-                            std::size_t, T*, std::size_t, const filter2d_options&);
+#define KF_INSTANTIATE_FILTER2D(T)                                                                        \
+  template void filter2d_impl<T>(std::size_t, std::size_t, std::size_t, const T*, std::size_t, const T*,   \
+                                 std::size_t, std::size_t, T*, std::size_t, const filter2d_options&);
 
 KF_INSTANTIATE_FILTER2D(float)
 KF_INSTANTIATE_FILTER2D(__half)
 KF_INSTANTIATE_FILTER2D(double)
 
+}  // namespace detail
 }  // namespace kf

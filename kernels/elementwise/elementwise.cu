@@ -2,7 +2,7 @@
 // explicit instantiations shipped in the fatbin (float, double, __half, __nv_bfloat16).
 #include <string>
 
-#include "common/launcher.hpp"
+#include "runtime/launcher.hpp"
 #include "elementwise/naive.cuh"
 #include "elementwise/ops.cuh"
 #include "elementwise/tuning.hpp"
@@ -23,25 +23,13 @@ const char* to_string(elementwise_variant variant) noexcept {
 namespace detail {
 namespace {
 
-void require_variant(const char* what, elementwise_variant variant) {
-  switch (variant) {
-    case elementwise_variant::best:
-    case elementwise_variant::naive:
-    case elementwise_variant::vectorized: return;
-  }
-  throw error(errc::invalid_argument, std::string(what) + ": options.variant = " +
-                                          std::to_string(static_cast<int>(variant)) +
-                                          " is not an elementwise_variant (best, naive, vectorized)");
-}
-
 /// The output may be the very same array as an input (in place) or disjoint
 /// from it; a partial overlap would race between threads.
 template <class T>
 void require_same_or_disjoint(const char* what, const char* out_name, const T* out, const char* in_name,
                               const T* in, std::size_t n) {
   if (out == in || n == 0) return;
-  const bool overlap = out < in + n && in < out + n;
-  if (overlap) {
+  if (arrays_overlap(out, n, in, n)) {
     throw error(errc::invalid_argument, std::string(what) + ": '" + out_name + "' and '" + in_name +
                                             "' overlap partially; pass the same pointer (in place) or "
                                             "disjoint arrays of n elements");
@@ -57,7 +45,8 @@ void require_array(const char* what, const char* name, const T* p, std::size_t n
 
 void validate_options(const char* what, const elementwise_options& options) {
   require_block_size(what, options.block_size);
-  require_variant(what, options.variant);
+  require_one_of(what, "options.variant", options.variant,
+                 {elementwise_variant::best, elementwise_variant::naive, elementwise_variant::vectorized});
 }
 
 /// Enqueues `out[i] = op(in[0][i], ...)` with the variant options asks for.
@@ -106,69 +95,71 @@ void launch_elementwise(const char* what, std::size_t n, const elementwise_optio
 }
 
 }  // namespace
-}  // namespace detail
 
 template <class T>
-void saxpy(std::size_t n, T a, const T* x, T* y, const elementwise_options& options) {
+void saxpy_impl(std::size_t n, compute_t<T> a, const T* x, T* y, const elementwise_options& options) {
   const char* what = "kf::saxpy";
-  detail::require_array(what, "x", x, n);
-  detail::require_array(what, "y", y, n);
-  detail::require_same_or_disjoint(what, "y", y, "x", x, n);
-  detail::validate_options(what, options);
+  require_array(what, "x", x, n);
+  require_array(what, "y", y, n);
+  require_same_or_disjoint(what, "y", y, "x", x, n);
+  validate_options(what, options);
   if (n == 0) return;
-  detail::launch_elementwise<T, 2>(what, n, options, detail::saxpy_op<detail::compute_t<T>>{detail::to_compute(a)},
+  launch_elementwise<T, 2>(what, n, options, saxpy_op<compute_t<T>>{a},
                                    {{x, y}}, y);
 }
 
 template <class T>
-void vector_add(std::size_t n, const T* a, const T* b, T* c, const elementwise_options& options) {
+void vector_add_impl(std::size_t n, const T* a, const T* b, T* c, const elementwise_options& options) {
   const char* what = "kf::vector_add";
-  detail::require_array(what, "a", a, n);
-  detail::require_array(what, "b", b, n);
-  detail::require_array(what, "c", c, n);
-  detail::require_same_or_disjoint(what, "c", c, "a", a, n);
-  detail::require_same_or_disjoint(what, "c", c, "b", b, n);
-  detail::validate_options(what, options);
+  require_array(what, "a", a, n);
+  require_array(what, "b", b, n);
+  require_array(what, "c", c, n);
+  require_same_or_disjoint(what, "c", c, "a", a, n);
+  require_same_or_disjoint(what, "c", c, "b", b, n);
+  validate_options(what, options);
   if (n == 0) return;
-  detail::launch_elementwise<T, 2>(what, n, options, detail::add_op<detail::compute_t<T>>{}, {{a, b}}, c);
+  launch_elementwise<T, 2>(what, n, options, add_op<compute_t<T>>{}, {{a, b}}, c);
 }
 
 template <class T>
-void relu_threshold_forward(std::size_t n, const T* x, T* y, T threshold, const elementwise_options& options) {
+void relu_threshold_forward_impl(std::size_t n, const T* x, T* y, compute_t<T> threshold, const elementwise_options& options) {
   const char* what = "kf::relu_threshold_forward";
-  detail::require_array(what, "x", x, n);
-  detail::require_array(what, "y", y, n);
-  detail::require_same_or_disjoint(what, "y", y, "x", x, n);
-  detail::validate_options(what, options);
+  require_array(what, "x", x, n);
+  require_array(what, "y", y, n);
+  require_same_or_disjoint(what, "y", y, "x", x, n);
+  validate_options(what, options);
   if (n == 0) return;
-  detail::launch_elementwise<T, 1>(
-      what, n, options, detail::relu_forward_op<detail::compute_t<T>>{detail::to_compute(threshold)}, {{x}}, y);
+  launch_elementwise<T, 1>(
+      what, n, options, relu_forward_op<compute_t<T>>{threshold}, {{x}}, y);
 }
 
 template <class T>
-void relu_threshold_backward(std::size_t n, const T* dy, const T* x, T* dx, T threshold,
-                             const elementwise_options& options) {
+void relu_threshold_backward_impl(std::size_t n, const T* dy, const T* x, T* dx, compute_t<T> threshold,
+                                  const elementwise_options& options) {
   const char* what = "kf::relu_threshold_backward";
-  detail::require_array(what, "dy", dy, n);
-  detail::require_array(what, "x", x, n);
-  detail::require_array(what, "dx", dx, n);
-  detail::require_same_or_disjoint(what, "dx", dx, "dy", dy, n);
-  detail::require_same_or_disjoint(what, "dx", dx, "x", x, n);
-  detail::validate_options(what, options);
+  require_array(what, "dy", dy, n);
+  require_array(what, "x", x, n);
+  require_array(what, "dx", dx, n);
+  require_same_or_disjoint(what, "dx", dx, "dy", dy, n);
+  require_same_or_disjoint(what, "dx", dx, "x", x, n);
+  validate_options(what, options);
   if (n == 0) return;
-  detail::launch_elementwise<T, 2>(
-      what, n, options, detail::relu_backward_op<detail::compute_t<T>>{detail::to_compute(threshold)}, {{dy, x}}, dx);
+  launch_elementwise<T, 2>(
+      what, n, options, relu_backward_op<compute_t<T>>{threshold}, {{dy, x}}, dx);
 }
 
-#define KF_INSTANTIATE_ELEMENTWISE(T)                                                                        \
-  template void saxpy<T>(std::size_t, T, const T*, T*, const elementwise_options&);                         \
-  template void vector_add<T>(std::size_t, const T*, const T*, T*, const elementwise_options&);             \
-  template void relu_threshold_forward<T>(std::size_t, const T*, T*, T, const elementwise_options&);        \
-  template void relu_threshold_backward<T>(std::size_t, const T*, const T*, T*, T, const elementwise_options&);
+#define KF_INSTANTIATE_ELEMENTWISE(T)                                                                         \
+  template void saxpy_impl<T>(std::size_t, compute_t<T>, const T*, T*, const elementwise_options&);          \
+  template void vector_add_impl<T>(std::size_t, const T*, const T*, T*, const elementwise_options&);         \
+  template void relu_threshold_forward_impl<T>(std::size_t, const T*, T*, compute_t<T>,                      \
+                                               const elementwise_options&);                                  \
+  template void relu_threshold_backward_impl<T>(std::size_t, const T*, const T*, T*, compute_t<T>,           \
+                                                const elementwise_options&);
 
 KF_INSTANTIATE_ELEMENTWISE(float)
 KF_INSTANTIATE_ELEMENTWISE(double)
 KF_INSTANTIATE_ELEMENTWISE(__half)
 KF_INSTANTIATE_ELEMENTWISE(__nv_bfloat16)
 
+}  // namespace detail
 }  // namespace kf

@@ -6,7 +6,7 @@
 #include <string>
 #include <type_traits>
 
-#include "common/launcher.hpp"
+#include "runtime/launcher.hpp"
 #include "kernelforge/matmul.hpp"
 #include "matmul/blocktile_1d.cuh"
 #include "matmul/blocktile_2d.cuh"
@@ -20,18 +20,8 @@
 
 // The tensor-core kernels live in their own files; the library builds (and
 // reports errc::unsupported for tensor_core_tf32) without them.
-#if __has_include("matmul/tensor_core_tf32.cuh")
 #include "matmul/tensor_core_tf32.cuh"
-#define KF_MATMUL_HAVE_MMA_TF32 1
-#else
-#define KF_MATMUL_HAVE_MMA_TF32 0
-#endif
-#if __has_include("matmul/wgmma_tf32.cuh")
 #include "matmul/wgmma_tf32.cuh"
-#define KF_MATMUL_HAVE_WGMMA_TF32 1
-#else
-#define KF_MATMUL_HAVE_WGMMA_TF32 0
-#endif
 
 namespace kf {
 
@@ -57,21 +47,6 @@ constexpr const char* matmul_what = "kf::matmul";
 /// Tensor cores (mma.sync with TF32 operands) exist from compute capability 8.0.
 constexpr int tensor_core_min_cc = 80;
 
-bool is_variant(matmul_variant v) {
-  switch (v) {
-    case matmul_variant::best:
-    case matmul_variant::naive:
-    case matmul_variant::coalesced:
-    case matmul_variant::smem_tiled:
-    case matmul_variant::blocktile_1d:
-    case matmul_variant::blocktile_2d:
-    case matmul_variant::vectorized:
-    case matmul_variant::warp_tiled:
-    case matmul_variant::tensor_core_tf32: return true;
-  }
-  return false;
-}
-
 /// The variants precompiled for T (float: all; double: naive, smem_tiled, blocktile_2d).
 template <class T>
 constexpr bool has_variant(matmul_variant v) {
@@ -90,8 +65,7 @@ constexpr const char* type_name() {
 
 void require_op(const char* name, op o) {
   if (o == op::none || o == op::transpose) return;
-  throw error(errc::invalid_argument, std::string(matmul_what) + ": " + name + " = " +
-                                          std::to_string(static_cast<int>(o)) +
+  throw_invalid_argument(matmul_what, std::string(name) + " = " + std::to_string(static_cast<int>(o)) +
                                           " is not an op; pass op::none or op::transpose");
 }
 
@@ -120,16 +94,11 @@ void validate(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t 
               const T* B, std::size_t ldb, const T* C, std::size_t ldc, const matmul_options& options) {
   require_op("trans_a", trans_a);
   require_op("trans_b", trans_b);
-  if (!is_variant(options.variant)) {
-    throw error(errc::invalid_argument, std::string(matmul_what) + ": options.variant = " +
-                                            std::to_string(static_cast<int>(options.variant)) +
-                                            " is not a matmul_variant");
-  }
-  if (options.math != math_mode::exact && options.math != math_mode::tf32) {
-    throw error(errc::invalid_argument, std::string(matmul_what) + ": options.math = " +
-                                            std::to_string(static_cast<int>(options.math)) +
-                                            " is not a math_mode; pass math_mode::exact or math_mode::tf32");
-  }
+  using v = matmul_variant;
+  require_one_of(matmul_what, "options.variant", options.variant,
+                 {v::best, v::naive, v::coalesced, v::smem_tiled, v::blocktile_1d, v::blocktile_2d, v::vectorized,
+                  v::warp_tiled, v::tensor_core_tf32});
+  require_one_of(matmul_what, "options.math", options.math, {math_mode::exact, math_mode::tf32});
   // BLAS quick return: when m or n is 0 the product is empty and neither A nor
   // B is read, whatever k is, so they may be null.
   const bool empty_product = m == 0 || n == 0;
@@ -158,8 +127,6 @@ void validate(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t 
 }
 
 
-constexpr bool tensor_core_compiled = KF_MATMUL_HAVE_MMA_TF32 || KF_MATMUL_HAVE_WGMMA_TF32;
-
 /// Launches the TF32 tensor-core product: wgmma (sm_90a image on a cc 9.0
 /// device) where available, else mma.sync. errc::unsupported where neither can run.
 void launch_tensor_core(const gemm_args<float>& g, cudaStream_t stream, int device) {
@@ -170,20 +137,11 @@ void launch_tensor_core(const gemm_args<float>& g, cudaStream_t stream, int devi
                                        std::to_string(device) + " is " + std::to_string(cc / 10) + "." +
                                        std::to_string(cc % 10) + "; use variant best with math_mode::exact");
   }
-#if KF_MATMUL_HAVE_WGMMA_TF32
   if (wgmma_tf32_available(device)) {
     launch_wgmma_tf32(g, stream);
     return;
   }
-#endif
-#if KF_MATMUL_HAVE_MMA_TF32
   launch_tensor_core_tf32(g, stream);
-#else
-  (void)g, (void)stream;
-  throw error(errc::unsupported, std::string(matmul_what) +
-                                     ": variant tensor_core_tf32 is not built into this library "
-                                     "(kernels/matmul/tensor_core_tf32.cuh was absent at build time)");
-#endif
 }
 
 /// The variant that runs: `best` resolved for this type, math mode and device.
@@ -191,7 +149,7 @@ template <class T>
 matmul_variant resolve(matmul_variant requested, math_mode math, int device) {
   if (requested != matmul_variant::best) return requested;
   if constexpr (std::is_same_v<T, float>) {
-    if (math == math_mode::tf32 && tensor_core_compiled && compute_capability(device) >= tensor_core_min_cc) {
+    if (math == math_mode::tf32 && compute_capability(device) >= tensor_core_min_cc) {
       return matmul_variant::tensor_core_tf32;
     }
     return matmul_variant::warp_tiled;  // the fastest exact-fp32 step
@@ -224,12 +182,11 @@ void dispatch(matmul_variant variant, const gemm_args<T>& g, cudaStream_t stream
 }
 
 }  // namespace
-}  // namespace detail
 
 template <class T>
-void matmul(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k, T alpha, const T* A,
-            std::size_t lda, const T* B, std::size_t ldb, T beta, T* C, std::size_t ldc,
-            const matmul_options& options) {
+void matmul_impl(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k, compute_t<T> alpha,
+                 const T* A, std::size_t lda, const T* B, std::size_t ldb, compute_t<T> beta, T* C, std::size_t ldc,
+                 const matmul_options& options) {
   detail::validate<T>(trans_a, trans_b, m, n, k, A, lda, B, ldb, C, ldc, options);
   if (m == 0 || n == 0) return;
   const int device = detail::current_device(detail::matmul_what);
@@ -250,11 +207,12 @@ void matmul(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k,
   detail::dispatch(variant, g, options.stream, device);
 }
 
-#define KF_INSTANTIATE_MATMUL(T)                                                                                  \
-  template void matmul<T>(op, op, std::size_t, std::size_t, std::size_t, T, const T*, std::size_t, const T*,     \
-                          std::size_t, T, T*, std::size_t, const matmul_options&);
+#define KF_INSTANTIATE_MATMUL(T)                                                                               \
+  template void matmul_impl<T>(op, op, std::size_t, std::size_t, std::size_t, compute_t<T>, const T*, std::size_t, \
+                               const T*, std::size_t, compute_t<T>, T*, std::size_t, const matmul_options&);
 
 KF_INSTANTIATE_MATMUL(float)
 KF_INSTANTIATE_MATMUL(double)
 
+}  // namespace detail
 }  // namespace kf

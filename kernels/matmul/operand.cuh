@@ -10,7 +10,9 @@
 
 #include <cuda_runtime_api.h>
 
-#include "../common/launcher.hpp"
+#include "../common/alignment.hpp"
+#include "../common/grid.hpp"
+#include "../runtime/launcher.hpp"
 #include "../common/vector_access.cuh"
 #include "gemm_args.cuh"
 
@@ -64,7 +66,7 @@ __device__ __forceinline__ void load_tile(const T* P, std::size_t ld, std::size_
 /// chunks): the condition for 16-byte loads anywhere in it.
 template <class T>
 inline bool rows_16b_aligned(const T* p, std::size_t ld) {
-  return misalignment(p) == 0 && (ld * sizeof(T)) % vector_bytes == 0;
+  return rows_aligned(p, ld, sizeof(T), vector_bytes);
 }
 
 template <bool B>
@@ -83,12 +85,6 @@ void dispatch_transposes(bool trans_a, bool trans_b, Launch&& launch) {
     else launch(bool_constant<false>{}, bool_constant<false>{});
   }
 }
-
-/// ceil(a / b) for tile counts.
-__host__ __device__ constexpr std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
-
-/// gridDim.y and gridDim.z are limited to 65535 on every GPU (gridDim.x to 2^31 - 1).
-constexpr std::size_t max_grid_yz = 65535;
 
 /// A 2D grid of x_blocks x y_blocks for the tutorial steps, which keep the
 /// textbook blockIdx.x / blockIdx.y mapping; errc::unsupported (naming the

@@ -8,7 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include "../common/kernel.cuh"
-#include "../common/launcher.hpp"
+#include "../runtime/launcher.hpp"
 #include "operand.cuh"
 
 namespace kf::detail {

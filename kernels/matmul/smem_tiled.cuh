@@ -26,7 +26,7 @@
 #include <cuda_runtime_api.h>
 
 #include "../common/kernel.cuh"
-#include "../common/launcher.hpp"
+#include "../runtime/launcher.hpp"
 #include "gemm_args.cuh"
 #include "operand.cuh"
 

@@ -44,7 +44,11 @@
 #include <cuda_runtime_api.h>
 
 #include "../common/kernel.cuh"
-#include "../common/launcher.hpp"
+#include "../arch/cp_async.cuh"
+#include "../arch/mma_sm80.cuh"
+#include "../common/alignment.hpp"
+#include "../common/raster.hpp"
+#include "../runtime/launcher.hpp"
 #include "gemm_args.cuh"
 
 namespace kf::detail {
@@ -134,61 +138,13 @@ struct params {
   int stages = 0;
 };
 
-// ---- PTX wrappers (sm_80+) --------------------------------------------------
-__device__ __forceinline__ std::uint32_t smem_address(const void* p) {
-  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-}
-
-/// 16-byte async copy; bytes < 16 reads only `bytes` and zero-fills the rest.
-__device__ __forceinline__ void cp_async_16(void* dst, const void* src, int bytes) {
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_address(dst)), "l"(src), "r"(bytes)
-               : "memory");
-#endif
-}
-
-/// 4-byte async copy; bytes == 0 writes a zero without reading.
-__device__ __forceinline__ void cp_async_4(void* dst, const void* src, int bytes) {
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_address(dst)), "l"(src), "r"(bytes)
-               : "memory");
-#endif
-}
-
-__device__ __forceinline__ void cp_async_commit() {
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-
 /// Waits until at most `stages - 2` groups are pending: the oldest stage has landed.
 __device__ __forceinline__ void cp_async_wait_oldest(int stages) {
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   if (stages >= 3) {
-    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+    cp_async_wait<1>();
   } else {
-    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+    cp_async_wait<0>();
   }
-#endif
-}
-
-/// fp32 -> TF32, round to nearest (ties away from zero), as a 32-bit pattern.
-__device__ __forceinline__ std::uint32_t to_tf32(float x) {
-  std::uint32_t r = 0;
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
-#endif
-  return r;
-}
-
-/// d += a (16x8, row) * b (8x8, col), TF32 in, fp32 accumulate.
-__device__ __forceinline__ void mma_m16n8k8(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#endif
 }
 
 // ---- global -> shared --------------------------------------------------------
@@ -256,15 +212,9 @@ KF_KERNEL void __launch_bounds__(Warps::threads, Warps::min_blocks_per_sm)
   float* const smem_a = reinterpret_cast<float*>(tf32_mma_smem);
   float* const smem_b = smem_a + p.stages * tile_a::floats;
 
-  // Grouped rasterization: block -> (tile_m, tile_n).
-  const long long block = blockIdx.x;
-  const long long group_tiles = raster_group_m * p.tiles_n;
-  const long long group = block / group_tiles;
-  const long long first_m = group * raster_group_m;
-  const long long rows_in_group = p.tiles_m - first_m < raster_group_m ? p.tiles_m - first_m : raster_group_m;
-  const long long in_group = block - group * group_tiles;
-  const long long m0 = (first_m + in_group % rows_in_group) * block_m;
-  const long long n0 = (in_group / rows_in_group) * block_n;
+  const tile_coord tile = grouped_tile(blockIdx.x, p.tiles_m, p.tiles_n, raster_group_m);
+  const long long m0 = tile.m * block_m;
+  const long long n0 = tile.n * block_n;
 
   const int tid = threadIdx.x;
   const int warp = tid / 32;
@@ -330,7 +280,7 @@ KF_KERNEL void __launch_bounds__(Warps::threads, Warps::min_blocks_per_sm)
 #pragma unroll
       for (int i = 0; i < frags_m; ++i)
 #pragma unroll
-        for (int j = 0; j < frags_n; ++j) mma_m16n8k8(acc[i][j], a[i], b[j]);
+        for (int j = 0; j < frags_n; ++j) mma_m16n8k8_tf32(acc[i][j], a[i], b[j]);
     }
     if (++stage == p.stages) stage = 0;
   }
@@ -405,9 +355,7 @@ void launch(const gemm_args<float>& args, cudaStream_t stream, const char* what)
 template <class Warps, bool TransA, bool TransB>
 void launch_transposes(const gemm_args<float>& args, cudaStream_t stream, const char* what) {
   // 16-byte copies need every 16-byte chunk of a row aligned: base and leading dimension.
-  auto aligned = [](const float* ptr, std::size_t ld) {
-    return reinterpret_cast<std::uintptr_t>(ptr) % vector_bytes == 0 && ld % vector_floats == 0;
-  };
+  auto aligned = [](const float* ptr, std::size_t ld) { return rows_aligned(ptr, ld, sizeof(float), vector_bytes); };
   if (aligned(args.A, args.lda) && aligned(args.B, args.ldb)) {
     launch<Warps, TransA, TransB, true>(args, stream, what);
   } else {

@@ -27,7 +27,7 @@
 #include <cuda_runtime_api.h>
 
 #include "../common/kernel.cuh"
-#include "../common/launcher.hpp"
+#include "../runtime/launcher.hpp"
 #include "../common/vector_access.cuh"
 #include "gemm_args.cuh"
 #include "operand.cuh"

@@ -14,7 +14,7 @@
 //    t, cp.async (sm_80+) is already copying slice t+1 and t+2 from global to
 //    shared memory without passing through registers, so global latency hides
 //    behind arithmetic and a block waits at only one __syncthreads per slice.
-//    Below sm_80 the copies are plain loads and stores (async_copy.cuh): the
+//    Below sm_80 the copies are plain loads and stores (arch/cp_async.cuh): the
 //    same code, just without the overlap.
 //  * Every transpose is copied straight, with 16-byte cp.async, in the layout
 //    it has in memory; the inner loop adapts instead of the copy:
@@ -51,9 +51,10 @@
 #include <cuda_runtime_api.h>
 
 #include "../common/kernel.cuh"
-#include "../common/launcher.hpp"
+#include "../runtime/launcher.hpp"
 #include "../common/vector_access.cuh"
-#include "async_copy.cuh"
+#include "../arch/cp_async.cuh"
+#include "../common/raster.hpp"
 #include "gemm_args.cuh"
 #include "operand.cuh"
 #include "split_k.cuh"
@@ -146,8 +147,8 @@ struct tile_copier {
   }
 
   __device__ __forceinline__ static void copy_chunk(float* to, const float* from, int bytes) {
-    if constexpr (W == 4) copy_async_16(to, from, bytes);
-    else copy_async_4(to, from, bytes);
+    if constexpr (W == 4) cp_async_16(to, from, bytes);
+    else cp_async_4(to, from, bytes);
   }
 
   /// Copies a slice that lies wholly inside k into `stage`.
@@ -179,17 +180,6 @@ struct tile_copier {
   }
 };
 
-/// Grouped rasterization: consecutive blocks walk down `group` tile-rows
-/// before moving right, so the A and B panels they share stay in L2.
-__device__ __forceinline__ void grouped_tile(std::size_t pid, std::size_t tiles_m, std::size_t tiles_n,
-                                             std::size_t group, std::size_t& tile_m, std::size_t& tile_n) {
-  const std::size_t per_group = group * tiles_n;
-  const std::size_t first_m = (pid / per_group) * group;
-  const std::size_t rows = tiles_m - first_m < group ? tiles_m - first_m : group;
-  tile_m = first_m + (pid % per_group) % rows;
-  tile_n = (pid % per_group) / rows;
-}
-
 template <class Config, bool TransA, bool TransB, bool Vec>
 __device__ __forceinline__ void warp_tiled_body(const gemm_args<float>& g, const warp_tiled_params& x) {
   using L = warp_tiled_layout<Config, TransA, TransB>;
@@ -208,9 +198,9 @@ __device__ __forceinline__ void warp_tiled_body(const gemm_args<float>& g, const
   const int tm = lane / 4, tn = lane % 4;  // lane position in the warp's 8 x 4 grid
   const int warp_m0 = (warp / Config::warps_n) * WM, warp_n0 = (warp % Config::warps_n) * WN;
 
-  std::size_t tile_m, tile_n;
-  grouped_tile(blockIdx.x, x.tiles_m, x.tiles_n, Config::group_m, tile_m, tile_n);
-  const std::size_t i0 = tile_m * BM, j0 = tile_n * BN;
+  const tile_coord tile = grouped_tile(blockIdx.x, static_cast<long long>(x.tiles_m),
+                                       static_cast<long long>(x.tiles_n), Config::group_m);
+  const std::size_t i0 = static_cast<std::size_t>(tile.m) * BM, j0 = static_cast<std::size_t>(tile.n) * BN;
   const std::size_t k_begin = blockIdx.z * x.k_slice;
   const std::size_t k_end = g.k - k_begin < x.k_slice ? g.k : k_begin + x.k_slice;
   const int k_tiles = static_cast<int>((k_end - k_begin + BK - 1) / BK);
@@ -247,15 +237,15 @@ __device__ __forceinline__ void warp_tiled_body(const gemm_args<float>& g, const
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
     if (s < k_tiles) load_next(s);
-    copy_async_commit();
+    cp_async_commit();
   }
 
   int compute_stage = 0, load_stage = STAGES - 1;
   for (int kt = 0; kt < k_tiles; ++kt) {
-    copy_async_wait<STAGES - 2>();  // this thread's copies of slice kt have landed
+    cp_async_wait<STAGES - 2>();  // this thread's copies of slice kt have landed
     __syncthreads();                // ... and everyone's; and everyone is done with slice kt - 1
     if (kt + STAGES - 1 < k_tiles) load_next(load_stage);
-    copy_async_commit();
+    cp_async_commit();
     load_stage = load_stage == STAGES - 1 ? 0 : load_stage + 1;
 
     const float* As = smem + compute_stage * L::stage_floats;
@@ -373,55 +363,13 @@ KF_KERNEL void __launch_bounds__(Config::warps_m* Config::warps_n * 32, Config::
 
 // ---- host side ------------------------------------------------------------
 
-/// What the launcher needs to know about one instantiation on one device.
-struct warp_tiled_kernel_info {
-  int blocks_per_sm = 0;
-};
-
-/// Per device, once: allows the kernel its dynamic shared memory beyond the
-/// default 48 KB, and asks how many of its blocks fit on an SM.
-template <class Config, bool TransA, bool TransB, bool Vec>
-const warp_tiled_kernel_info& warp_tiled_prepare(int device) {
-  static std::array<std::once_flag, max_cached_devices> once;
-  static std::array<warp_tiled_kernel_info, max_cached_devices> info;
-  constexpr auto kernel = &matmul_warp_tiled<Config, TransA, TransB, Vec>;
-  constexpr std::size_t smem = warp_tiled_layout<Config, TransA, TransB>::smem_bytes;
-  constexpr int threads = Config::warps_m * Config::warps_n * 32;
-  std::call_once(once[device], [device] {
-    const char* what = "kf::matmul (warp_tiled)";
-    cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
-               what);
-    int blocks = 0;
-    cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem), what);
-    if (blocks == 0) {
-      throw error(errc::unsupported, std::string(what) + ": a block of " + std::to_string(threads) + " threads with " +
-                                         std::to_string(smem) + " bytes of shared memory cannot run on device " +
-                                         std::to_string(device) + "; adjust kernels/matmul/tuning.hpp");
-    }
-    info[device].blocks_per_sm = blocks;
-  });
-  return info[device];
-}
-
 /// The tuning of the image that runs on `device`: the architecture it was
-/// compiled for (cudaFuncAttributes::ptxVersion) is what selected the device
-/// code, which may differ from the device's own compute capability (PTX JIT,
-/// or a lower minor version's machine code). Cached per device.
+/// compiled for (cudaFuncAttributes::ptxVersion, from the runtime's cached
+/// kernel profile) is what selected the device code, which may differ from the
+/// device's own compute capability (PTX JIT, or a lower minor version's code).
 inline warp_tiled_tuning_id warp_tiled_tuning_of(int device) {
-  static std::array<std::once_flag, max_cached_devices> once;
-  static std::array<warp_tiled_tuning_id, max_cached_devices> ids{};
-  limits_for(device);  // rejects device ordinals beyond the caches
-  std::call_once(once[device], [device] {
-    cudaFuncAttributes attrs{};
-    const cudaError_t status = cudaFuncGetAttributes(
-        &attrs, reinterpret_cast<const void*>(&matmul_warp_tiled<warp_tiled_large_smem, false, false, true>));
-    if (status == cudaErrorNoKernelImageForDevice || status == cudaErrorInvalidDeviceFunction) {
-      throw_no_kernel_image(device, "kf::matmul (warp_tiled)");
-    }
-    cuda_check(status, "kf::matmul (warp_tiled)");
-    ids[device] = warp_tiled_tuning_for(attrs.ptxVersion);
-  });
-  return ids[device];
+  constexpr auto probe = &matmul_warp_tiled<warp_tiled_large_smem, false, false, true>;
+  return warp_tiled_tuning_for(profile_of<probe>(device, "kf::matmul (warp_tiled)").ptx_version);
 }
 
 template <class Config>
@@ -443,8 +391,9 @@ void launch_warp_tiled_with(const gemm_args<float>& g, cudaStream_t stream, int 
     auto run = [&](auto vec_constant) {
       constexpr bool V = decltype(vec_constant)::value;
       constexpr std::size_t smem = warp_tiled_layout<Config, TA, TB>::smem_bytes;
-      const warp_tiled_kernel_info& info = warp_tiled_prepare<Config, TA, TB, V>(device);
-      int split = choose_split_k(tiles, g.m, g.n, g.k, info.blocks_per_sm * limits_for(device).sm_count);
+      constexpr auto kernel = &matmul_warp_tiled<Config, TA, TB, V>;
+      const int blocks_per_sm = resident_blocks_per_sm<kernel>(device, threads, smem, what);
+      int split = choose_split_k(tiles, g.m, g.n, g.k, blocks_per_sm * limits_for(device).sm_count);
       x.k_slice = g.k;
       if (split > 1) {
         x.k_slice = ceil_div(ceil_div(g.k, split), Config::block_k) * Config::block_k;
@@ -455,7 +404,7 @@ void launch_warp_tiled_with(const gemm_args<float>& g, cudaStream_t stream, int 
       x.workspace = workspace.data<float>();
       if (x.workspace == nullptr) split = 1, x.k_slice = g.k;
       const dim3 grid(static_cast<unsigned>(tiles), 1, static_cast<unsigned>(split));
-      matmul_warp_tiled<Config, TA, TB, V><<<grid, threads, smem, stream>>>(g, x);
+      kernel<<<grid, threads, smem, stream>>>(g, x);
       check_launch(what);
       if (x.workspace != nullptr) launch_split_k_reduce(g, x.workspace, split, stream);
     };

@@ -4,7 +4,7 @@
 #include <sstream>
 #include <string>
 
-#include "common/launcher.hpp"
+#include "runtime/launcher.hpp"
 #include "kernelforge/device.hpp"
 #include "runtime/probe.hpp"
 
@@ -72,41 +72,39 @@ int current_device(const char* what) {
 }
 
 void require_kernel_image_cached(int device, const char* what) {
-  static kernel_profile_cache probe_cache;
-  probe_cache.get(probe_kernel(), device, what);
+  static per_device<kernel_profile> probe;
+  probe.get(device, [what](kernel_profile& p, int d) { query_kernel_profile(p, probe_kernel(), d, what); });
 }
 
-const device_limits& limits_for(int device) {
-  static std::array<std::once_flag, max_cached_devices> once;
-  static std::array<device_limits, max_cached_devices> limits;
+void require_cacheable_device(int device) {
   if (device < 0 || device >= max_cached_devices) {
     throw error(errc::unsupported, "kernelforge caches at most " + std::to_string(max_cached_devices) +
                                        " devices; device " + std::to_string(device) + " is beyond that");
   }
-  std::call_once(once[device], [device] {
-    device_limits l;
+}
+
+const device_limits& limits_for(int device) {
+  static per_device<device_limits> limits;
+  return limits.get(device, [](device_limits& l, int d) {
     const char* what = "kernelforge device query";
-    cuda_check(cudaDeviceGetAttribute(&l.sm_count, cudaDevAttrMultiProcessorCount, device), what);
-    cuda_check(cudaDeviceGetAttribute(&l.max_threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device), what);
-    cuda_check(cudaDeviceGetAttribute(&l.max_threads_per_block, cudaDevAttrMaxThreadsPerBlock, device), what);
+    cuda_check(cudaDeviceGetAttribute(&l.sm_count, cudaDevAttrMultiProcessorCount, d), what);
+    cuda_check(cudaDeviceGetAttribute(&l.max_threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, d), what);
+    cuda_check(cudaDeviceGetAttribute(&l.max_threads_per_block, cudaDevAttrMaxThreadsPerBlock, d), what);
     int grid_x = 0;
-    cuda_check(cudaDeviceGetAttribute(&grid_x, cudaDevAttrMaxGridDimX, device), what);
+    cuda_check(cudaDeviceGetAttribute(&grid_x, cudaDevAttrMaxGridDimX, d), what);
     l.max_grid_x = static_cast<std::uint32_t>(grid_x);
-    cuda_check(cudaDeviceGetAttribute(&l.cc_major, cudaDevAttrComputeCapabilityMajor, device), what);
-    cuda_check(cudaDeviceGetAttribute(&l.cc_minor, cudaDevAttrComputeCapabilityMinor, device), what);
+    cuda_check(cudaDeviceGetAttribute(&l.cc_major, cudaDevAttrComputeCapabilityMajor, d), what);
+    cuda_check(cudaDeviceGetAttribute(&l.cc_minor, cudaDevAttrComputeCapabilityMinor, d), what);
     int smem_optin = 0;
-    cuda_check(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), what);
+    cuda_check(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, d), what);
     l.max_smem_per_block_optin = static_cast<std::size_t>(smem_optin);
-    limits[device] = l;
   });
-  return limits[device];
 }
 
 cudaMemPool_t workspace_pool(int device) {
-  static std::array<std::once_flag, max_cached_devices> once;
-  static std::array<cudaMemPool_t, max_cached_devices> pools{};
-  limits_for(device);  // rejects ordinals beyond the caches
-  std::call_once(once[device], [device] {
+  static per_device<cudaMemPool_t> pools;
+  return pools.get(device, [](cudaMemPool_t& result, int device) {
+    result = nullptr;
     int supported = 0;
     if (cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device) != cudaSuccess || !supported) {
       cudaGetLastError();
@@ -126,9 +124,8 @@ cudaMemPool_t workspace_pool(int device) {
     if (cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_everything) != cudaSuccess) {
       cudaGetLastError();
     }
-    pools[device] = pool;
+    result = pool;
   });
-  return pools[device];
 }
 
 void throw_no_kernel_image(int device, const char* what) {
@@ -148,35 +145,44 @@ void throw_no_kernel_image(int device, const char* what) {
                   "architecture your CUDA toolkit supports).");
 }
 
-const kernel_profile& kernel_profile_cache::get(const void* kernel, int device, const char* what) {
-  if (device < 0 || device >= max_cached_devices) limits_for(device);  // throws the range error
-  std::call_once(once_[device], [&] {
-    kernel_profile p;
-    cudaFuncAttributes attrs{};
-    const cudaError_t status = cudaFuncGetAttributes(&attrs, kernel);
-    if (status == cudaErrorNoKernelImageForDevice || status == cudaErrorInvalidDeviceFunction) {
-      throw_no_kernel_image(device, what);
+void query_kernel_profile(kernel_profile& p, const void* kernel, int device, const char* what) {
+  cudaFuncAttributes attrs{};
+  const cudaError_t status = cudaFuncGetAttributes(&attrs, kernel);
+  if (status == cudaErrorNoKernelImageForDevice || status == cudaErrorInvalidDeviceFunction) {
+    throw_no_kernel_image(device, what);
+  }
+  cuda_check(status, what);
+  p.max_threads_per_block = attrs.maxThreadsPerBlock;
+  p.ptx_version = attrs.ptxVersion;
+  p.binary_version = attrs.binaryVersion;
+  for (int warps = 1; warps <= static_cast<int>(p.occupancy.size()); ++warps) {
+    const int block = warps * 32;
+    int blocks = 0;
+    if (block <= attrs.maxThreadsPerBlock) {
+      cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block, 0), what);
     }
-    cuda_check(status, what);
-    p.max_threads_per_block = attrs.maxThreadsPerBlock;
-    p.ptx_version = attrs.ptxVersion;
-    p.binary_version = attrs.binaryVersion;
-    for (int warps = 1; warps <= static_cast<int>(p.occupancy.size()); ++warps) {
-      const int block = warps * 32;
-      int blocks = 0;
-      if (block <= attrs.maxThreadsPerBlock) {
-        cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block, 0), what);
-      }
-      p.occupancy[warps - 1] = blocks;
-    }
-    p.default_block = choose_block_size(p.occupancy);
-    if (p.default_block == 0) {
-      throw error(errc::unsupported, std::string(what) + ": the kernel cannot launch any block size on device " +
-                                         std::to_string(device) + " (registers or shared memory exceed the SM)");
-    }
-    profiles_[device] = p;
-  });
-  return profiles_[device];
+    p.occupancy[warps - 1] = blocks;
+  }
+  p.default_block = choose_block_size(p.occupancy);
+  if (p.default_block == 0) {
+    throw error(errc::unsupported, std::string(what) + ": the kernel cannot launch any block size on device " +
+                                       std::to_string(device) + " (registers or shared memory exceed the SM)");
+  }
+}
+
+void set_dynamic_smem_limit(const void* kernel, int bytes, const char* what) {
+  cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), what);
+}
+
+int blocks_per_sm_with_smem(const void* kernel, int threads, std::size_t smem_bytes, int device, const char* what) {
+  int blocks = 0;
+  cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem_bytes), what);
+  if (blocks == 0) {
+    throw error(errc::unsupported, std::string(what) + ": a block of " + std::to_string(threads) + " threads with " +
+                                       std::to_string(smem_bytes) + " bytes of shared memory cannot run on device " +
+                                       std::to_string(device) + "; adjust the family's tuning.hpp");
+  }
+  return blocks;
 }
 
 int resolve_block_size(const kernel_profile& profile, int requested, const char* what) {

@@ -3,7 +3,7 @@
 #include <limits>
 #include <string>
 
-#include "common/launcher.hpp"
+#include "runtime/launcher.hpp"
 #include "kernelforge/device_buffer.hpp"
 
 namespace kf::detail {

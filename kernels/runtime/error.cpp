@@ -3,7 +3,8 @@
 #include <cstdint>
 #include <string>
 
-#include "common/launcher.hpp"
+#include "kernelforge/math_mode.hpp"
+#include "runtime/launcher.hpp"
 
 namespace kf {
 
@@ -15,6 +16,14 @@ const char* to_string(errc code) noexcept {
     case errc::out_of_memory: return "out_of_memory";
     case errc::unsupported: return "unsupported";
     case errc::cuda_runtime: return "cuda_runtime";
+  }
+  return "unknown";
+}
+
+const char* to_string(math_mode mode) noexcept {
+  switch (mode) {
+    case math_mode::exact: return "exact";
+    case math_mode::tf32: return "tf32";
   }
   return "unknown";
 }
@@ -46,8 +55,12 @@ void throw_cuda_error(cudaError_t status, const char* what) {
   }
 }
 
-void throw_invalid_argument(const char* what, const char* message) {
+void throw_invalid_argument(const char* what, const std::string& message) {
   throw error(errc::invalid_argument, std::string(what) + ": " + message);
+}
+
+void throw_unsupported(const char* what, const std::string& message) {
+  throw error(errc::unsupported, std::string(what) + ": " + message);
 }
 
 void require_pointer(const char* what, const char* name, const void* p, std::size_t n) {

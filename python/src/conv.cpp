@@ -60,9 +60,8 @@ struct geometry {
   std::size_t stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
 };
 
-// TEMPORARY (until main's renamed conv2d_params is merged): fill either spelling.
-template <class P>
-auto fill(P& p, const geometry& g, int) -> decltype(p.batch, void()) {
+kf::conv2d_params params_of(const geometry& g) {
+  kf::conv2d_params p;
   p.batch = g.n;
   p.in_channels = g.c;
   p.in_height = g.h;
@@ -70,15 +69,6 @@ auto fill(P& p, const geometry& g, int) -> decltype(p.batch, void()) {
   p.out_channels = g.k;
   p.filter_height = g.r;
   p.filter_width = g.s;
-}
-template <class P>
-void fill(P& p, const geometry& g, long) {
-  p.n = g.n; p.c = g.c; p.h = g.h; p.w = g.w; p.k = g.k; p.r = g.r; p.s = g.s;
-}
-
-kf::conv2d_params params_of(const geometry& g) {
-  kf::conv2d_params p{};
-  fill(p, g, 0);
   p.stride_h = g.stride_h;
   p.stride_w = g.stride_w;
   p.pad_h = g.pad_h;

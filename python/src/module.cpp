@@ -145,7 +145,7 @@ int require_one_cuda_device(const char* what, std::initializer_list<array_ref> a
     if (a.device_type != dl_cuda && a.device_type != dl_cuda_managed) {
       if (device_count() == 0) {
         try {
-          kf::get_device_info(-1);  // throws kf::error(no_device) with the CUDA error text
+          (void)kf::get_device_info(-1);  // throws kf::error(no_device) with the CUDA error text
         } catch (const kf::error& e) {
           throw kf::error(e.code(), std::string(what) + ": " + e.what());
         }

@@ -18,6 +18,7 @@
 #include <cuda_runtime_api.h>
 
 #include "kernelforge/kernelforge.hpp"
+#include "kernelforge/reference/elementwise.hpp"
 
 namespace kf::test {
 

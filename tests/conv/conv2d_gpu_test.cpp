@@ -100,11 +100,11 @@ TEST_P(Conv2dFloat, MatchesReference) {
   const conv_case& cc = std::get<1>(GetParam());
   const kf::conv2d_params& p = cc.p;
   const std::size_t P = kf::conv2d_output_height(p), Q = kf::conv2d_output_width(p);
-  const std::size_t crs = p.c * p.r * p.s;
-  const auto x = kf::test::random_vector<float>(p.n * p.c * p.h * p.w, 11);
-  const auto w = kf::test::random_vector<float>(p.k * crs, 12);
-  const auto bias = kf::test::random_vector<float>(p.k, 13);
-  const std::size_t y_n = p.n * p.k * P * Q;
+  const std::size_t crs = p.in_channels * p.filter_height * p.filter_width;
+  const auto x = kf::test::random_vector<float>(p.batch * p.in_channels * p.in_height * p.in_width, 11);
+  const auto w = kf::test::random_vector<float>(p.out_channels * crs, 12);
+  const auto bias = kf::test::random_vector<float>(p.out_channels, 13);
+  const std::size_t y_n = p.batch * p.out_channels * P * Q;
   std::vector<double> expected(y_n), scale(y_n);
   kf::reference::conv2d_forward_exact(p, x.data(), w.data(), cc.bias ? bias.data() : nullptr, expected.data(),
                                       scale.data());
@@ -150,8 +150,8 @@ TEST(Conv2dSplitK, CasesSplitOnThisDevice) {
   for (const conv_case& cc : conv_cases) {
     if (std::strncmp(cc.name, "splitk_", 7) != 0) continue;
     const kf::conv2d_params& p = cc.p;
-    const std::size_t m = p.n * kf::conv2d_output_height(p) * kf::conv2d_output_width(p);
-    const auto plan = kf::detail::choose_conv2d_gemm_plan(m, p.k, p.c * p.r * p.s, sm_count);
+    const std::size_t m = p.batch * kf::conv2d_output_height(p) * kf::conv2d_output_width(p);
+    const auto plan = kf::detail::choose_conv2d_gemm_plan(m, p.out_channels, p.in_channels * p.filter_height * p.filter_width, sm_count);
     EXPECT_GT(plan.split, 1u) << cc.name << " does not split on " << sm_count << " SMs";
     ++checked;
   }

@@ -159,9 +159,9 @@ TEST(ConvGeometry, ImpossibleGeometryIsInvalidWithTheNumbers) {
   kf::conv2d_params zero_dilation{1, 1, 10, 10, 1, 3, 3, 1, 1, 0, 0, 1, 0};
   expect_error(kf::errc::invalid_argument, "dilation_w = 0", [&] { kf::conv2d_output_width(zero_dilation); });
   kf::conv2d_params zero_filter{1, 1, 10, 10, 1, 0, 3};
-  expect_error(kf::errc::invalid_argument, "params.r = 0", [&] { kf::conv2d_output_height(zero_filter); });
+  expect_error(kf::errc::invalid_argument, "params.filter_height = 0", [&] { kf::conv2d_output_height(zero_filter); });
   kf::conv2d_params zero_width{1, 1, 10, 0, 1, 3, 3};
-  expect_error(kf::errc::invalid_argument, "params.w = 0", [&] { kf::conv2d_output_width(zero_width); });
+  expect_error(kf::errc::invalid_argument, "params.in_width = 0", [&] { kf::conv2d_output_width(zero_width); });
   kf::conv2d_params huge{1, 1, 10, 10, 1, SIZE_MAX / 2, 3, 1, 1, 0, 0, 4, 1};
   expect_error(kf::errc::invalid_argument, "overflows", [&] { kf::conv2d_output_height(huge); });
 }
@@ -386,15 +386,15 @@ TEST(Conv2dValidation, ArgumentsAndOptions) {
   float* y = fake(0x3000000);
   const kf::conv2d_params p{2, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1};
   expect_error(kf::errc::invalid_argument, "'x'", [&] { kf::conv2d_forward<float>(p, nullptr, w, nullptr, y); });
-  expect_error(kf::errc::invalid_argument, "'w'", [&] { kf::conv2d_forward<float>(p, x, nullptr, nullptr, y); });
+  expect_error(kf::errc::invalid_argument, "'weight'", [&] { kf::conv2d_forward<float>(p, x, nullptr, nullptr, y); });
   expect_error(kf::errc::invalid_argument, "'y'", [&] { kf::conv2d_forward<float>(p, x, w, nullptr, nullptr); });
   expect_error(kf::errc::invalid_argument, "'y' and 'x'", [&] { kf::conv2d_forward<float>(p, x, w, nullptr, x + 10); });
   expect_error(kf::errc::invalid_argument, "'y' and 'bias'", [&] { kf::conv2d_forward<float>(p, x, w, y + 5, y); });
   kf::conv2d_params no_channels = p;
-  no_channels.c = 0;
-  expect_error(kf::errc::invalid_argument, "params.c = 0", [&] { kf::conv2d_forward<float>(no_channels, x, w, nullptr, y); });
+  no_channels.in_channels = 0;
+  expect_error(kf::errc::invalid_argument, "params.in_channels = 0", [&] { kf::conv2d_forward<float>(no_channels, x, w, nullptr, y); });
   kf::conv2d_params too_big_filter = p;
-  too_big_filter.r = 11;
+  too_big_filter.filter_height = 11;
   expect_error(kf::errc::invalid_argument, "no output", [&] { kf::conv2d_forward<float>(too_big_filter, x, w, nullptr, y); });
   kf::conv2d_options tf32_exact;
   tf32_exact.variant = kf::conv2d_variant::implicit_gemm_tf32;
@@ -407,16 +407,16 @@ TEST(Conv2dValidation, ArgumentsAndOptions) {
   bad_math.math = static_cast<kf::math_mode>(5);
   expect_error(kf::errc::invalid_argument, "math = 5", [&] { kf::conv2d_forward<float>(p, x, w, nullptr, y, bad_math); });
   kf::conv2d_params huge = p;
-  huge.n = 1u << 20;
-  huge.c = 1u << 10;
+  huge.batch = 1u << 20;
+  huge.in_channels = 1u << 10;
   expect_error(kf::errc::unsupported, "2^31", [&] { kf::conv2d_forward<float>(huge, x, w, nullptr, y); });
 }
 
 TEST(Conv2dValidation, EmptyBatchOrNoFiltersIsANoOp) {
   kf::conv2d_params p{0, 3, 8, 8, 4, 3, 3};
   EXPECT_NO_THROW(kf::conv2d_forward<float>(p, nullptr, fake(0x2000000), nullptr, nullptr));
-  p.n = 2;
-  p.k = 0;
+  p.batch = 2;
+  p.out_channels = 0;
   EXPECT_NO_THROW(kf::conv2d_forward<float>(p, fake(0x1000000), nullptr, nullptr, nullptr));
 }
 

@@ -31,6 +31,7 @@
 
 #include "kernelforge/conv.hpp"
 #include "kernelforge/reference/conv.hpp"
+#include "kernelforge/reference/elementwise.hpp"
 #include "test_support.hpp"
 
 namespace {

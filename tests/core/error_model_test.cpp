@@ -9,6 +9,7 @@
 #include <string>
 
 #include "kernelforge/kernelforge.hpp"
+#include "kernelforge/reference/elementwise.hpp"
 
 namespace {
 

@@ -9,6 +9,7 @@
 #endif
 
 #include <kernelforge/kernelforge.hpp>
+#include <kernelforge/reference/elementwise.hpp>
 
 #include <gtest/gtest.h>
 
@@ -20,17 +21,19 @@ namespace {
 
 template <class T>
 struct elementwise_entry_points {
-  void (*saxpy)(std::size_t, T, const T*, T*, const kf::elementwise_options&) = &kf::saxpy<T>;
+  void (*saxpy)(std::size_t, kf::compute_t<T>, const T*, T*, const kf::elementwise_options&) = &kf::saxpy<T>;
   void (*vector_add)(std::size_t, const T*, const T*, T*, const kf::elementwise_options&) = &kf::vector_add<T>;
-  void (*relu_forward)(std::size_t, const T*, T*, T, const kf::elementwise_options&) = &kf::relu_threshold_forward<T>;
-  void (*relu_backward)(std::size_t, const T*, const T*, T*, T, const kf::elementwise_options&) =
+  void (*relu_forward)(std::size_t, const T*, T*, kf::compute_t<T>, const kf::elementwise_options&) =
+      &kf::relu_threshold_forward<T>;
+  void (*relu_backward)(std::size_t, const T*, const T*, T*, kf::compute_t<T>, const kf::elementwise_options&) =
       &kf::relu_threshold_backward<T>;
   kf::device_buffer<T> (*upload)(const std::vector<T>&, cudaStream_t) = &kf::to_device<T>;
   std::vector<T> (*download)(const kf::device_buffer<T>&, cudaStream_t) = &kf::to_host<T>;
-  void (*reference_saxpy)(std::size_t, T, const T*, T*) = &kf::reference::saxpy<T>;
+  void (*reference_saxpy)(std::size_t, kf::compute_t<T>, const T*, T*) = &kf::reference::saxpy<T>;
   void (*reference_add)(std::size_t, const T*, const T*, T*) = &kf::reference::vector_add<T>;
-  void (*reference_forward)(std::size_t, const T*, T*, T) = &kf::reference::relu_threshold_forward<T>;
-  void (*reference_backward)(std::size_t, const T*, const T*, T*, T) = &kf::reference::relu_threshold_backward<T>;
+  void (*reference_forward)(std::size_t, const T*, T*, kf::compute_t<T>) = &kf::reference::relu_threshold_forward<T>;
+  void (*reference_backward)(std::size_t, const T*, const T*, T*, kf::compute_t<T>) =
+      &kf::reference::relu_threshold_backward<T>;
 };
 
 /// By value: drops the volatile, keeps the address the linker resolved.
@@ -55,11 +58,31 @@ void expect_all_linked() {
   EXPECT_TRUE(linked(entries.reference_backward));
 }
 
+/// The other families' shipped types: taking the address instantiates the
+/// public inline template, which calls the precompiled detail:: instantiation.
+template <class T>
+void expect_matmul_linked() {
+  static volatile auto fn = &kf::matmul<T>;
+  EXPECT_TRUE(linked(fn));
+}
+template <class T>
+void expect_filter2d_linked() {
+  static volatile auto fn = &kf::filter2d<T>;
+  EXPECT_TRUE(linked(fn));
+}
+
 TEST(HostCompilerOnly, EveryInstantiationLinks) {
   expect_all_linked<float>();
   expect_all_linked<double>();
   expect_all_linked<__half>();
   expect_all_linked<__nv_bfloat16>();
+  expect_matmul_linked<float>();
+  expect_matmul_linked<double>();
+  expect_filter2d_linked<float>();
+  expect_filter2d_linked<__half>();
+  expect_filter2d_linked<double>();
+  static volatile auto conv2d_fn = &kf::conv2d_forward<float>;
+  EXPECT_TRUE(linked(conv2d_fn));
 }
 
 TEST(HostCompilerOnly, EveryDeclarationLinks) {
@@ -85,6 +108,10 @@ TEST(HostCompilerOnly, EveryDeclarationLinks) {
   EXPECT_EQ(defaults.block_size, 0);
   const kf::device_buffer<__half> empty;
   EXPECT_TRUE(empty.empty());
+  const kf::pinned_buffer<__nv_bfloat16> pinned_empty;
+  EXPECT_TRUE(pinned_empty.empty());
+  void (*copy)(float*, const float*, std::size_t, cudaStream_t) = &kf::copy_async<float>;
+  EXPECT_TRUE(linked(copy));
   EXPECT_FALSE(std::string(KERNELFORGE_VERSION_STRING).empty());
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "elementwise_case.hpp"
+#include "kernelforge/reference/elementwise.hpp"
 
 namespace {
 

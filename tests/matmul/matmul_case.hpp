@@ -43,6 +43,7 @@
 
 #include "kernelforge/matmul.hpp"
 #include "kernelforge/reference/matmul.hpp"
+#include "kernelforge/reference/elementwise.hpp"
 #include "test_support.hpp"
 
 namespace kf::test {

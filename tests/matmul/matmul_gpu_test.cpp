@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "matmul_case.hpp"
+#include "kernelforge/reference/matmul.hpp"
 
 namespace kf {
 // Readable parameters in test output and ctest's list (instead of raw bytes).

@@ -13,6 +13,7 @@
 #include <cuda_runtime_api.h>
 
 #include "kernelforge/kernelforge.hpp"
+#include "kernelforge/reference/elementwise.hpp"
 #include "test_support.hpp"
 
 namespace {

@@ -10,34 +10,16 @@
 // definitions in kernelforge/conv.hpp spelled out the plainest way.
 #pragma once
 
-#include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <stdexcept>
-#include <thread>
 #include <vector>
 
 #include "kernelforge/conv.hpp"
+#include "kernelforge/error.hpp"
 #include "kernelforge/reference/elementwise.hpp"
+#include "kernelforge/reference/parallel.hpp"
 
 namespace kf::reference {
-
-/// Runs body(begin, end) over [0, n) split across hardware threads when
-/// `work` (a rough count of multiply-adds) makes it worth it.
-template <class F>
-void parallel_rows(std::size_t n, double work, F body) {
-  constexpr double serial_work = 1 << 22;  // below ~4M multiply-adds a thread costs more than it saves
-  const std::size_t workers = std::max(1u, std::thread::hardware_concurrency());
-  if (work < serial_work || workers == 1 || n < 2) {
-    body(std::size_t{0}, n);
-    return;
-  }
-  const std::size_t parts = std::min(n, workers);
-  const std::size_t step = (n + parts - 1) / parts;
-  std::vector<std::thread> pool;
-  for (std::size_t begin = 0; begin < n; begin += step) pool.emplace_back(body, begin, std::min(n, begin + step));
-  for (auto& t : pool) t.join();
-}
 
 /// The input index that border `mode` reads for index i of a dimension of n
 /// (n >= 1); -1 means "zero" (border::zero outside the image).
@@ -124,33 +106,35 @@ inline std::size_t conv2d_extent(std::size_t in, std::size_t pad, std::size_t fi
 /// conv2d_forward in double; y is N x K x P x Q, scale (optional) gets
 /// sum |w| |x| + |bias| for every output.
 template <class T>
-void conv2d_forward_exact(const conv2d_params& p, const T* x, const T* w, const T* bias, double* y,
-                          double* scale = nullptr) {
-  const std::size_t P = conv2d_extent(p.h, p.pad_h, p.r, p.stride_h, p.dilation_h);
-  const std::size_t Q = conv2d_extent(p.w, p.pad_w, p.s, p.stride_w, p.dilation_w);
-  if (P == 0 || Q == 0) throw std::invalid_argument("reference::conv2d_forward_exact: no output for this geometry");
-  const long long H = static_cast<long long>(p.h), W = static_cast<long long>(p.w);
-  const double work = static_cast<double>(p.n) * p.k * P * Q * p.c * p.r * p.s;
-  parallel_rows(p.n * p.k, work, [&](std::size_t begin, std::size_t end) {
-    std::vector<double> wk(p.c * p.r * p.s);
+void conv2d_forward_exact(const conv2d_params& p, const T* x, const T* weight, const nondeduced_t<T>* bias,
+                          double* y, double* scale = nullptr) {
+  const std::size_t P = conv2d_extent(p.in_height, p.pad_h, p.filter_height, p.stride_h, p.dilation_h);
+  const std::size_t Q = conv2d_extent(p.in_width, p.pad_w, p.filter_width, p.stride_w, p.dilation_w);
+  if (P == 0 || Q == 0) {
+    throw error(errc::invalid_argument, "kf::reference::conv2d_forward_exact: no output for this geometry");
+  }
+  const long long H = static_cast<long long>(p.in_height), W = static_cast<long long>(p.in_width);
+  const double work = static_cast<double>(p.batch) * p.out_channels * P * Q * p.in_channels * p.filter_height * p.filter_width;
+  parallel_rows(p.batch * p.out_channels, work, [&](std::size_t begin, std::size_t end) {
+    std::vector<double> wk(p.in_channels * p.filter_height * p.filter_width);
     for (std::size_t nk = begin; nk < end; ++nk) {
-      const std::size_t n = nk / p.k, k = nk % p.k;
-      for (std::size_t i = 0; i < wk.size(); ++i) wk[i] = to_double(w[k * wk.size() + i]);
+      const std::size_t n = nk / p.out_channels, k = nk % p.out_channels;
+      for (std::size_t i = 0; i < wk.size(); ++i) wk[i] = to_double(weight[k * wk.size() + i]);
       const double b = bias ? to_double(bias[k]) : 0.0;
       for (std::size_t oh = 0; oh < P; ++oh) {
         for (std::size_t ow = 0; ow < Q; ++ow) {
           double sum = b, abs_sum = std::fabs(b);
-          for (std::size_t c = 0; c < p.c; ++c) {
-            const T* plane = x + (n * p.c + c) * p.h * p.w;
-            for (std::size_t i = 0; i < p.r; ++i) {
+          for (std::size_t c = 0; c < p.in_channels; ++c) {
+            const T* plane = x + (n * p.in_channels + c) * p.in_height * p.in_width;
+            for (std::size_t i = 0; i < p.filter_height; ++i) {
               const long long ih = static_cast<long long>(oh * p.stride_h + i * p.dilation_h) -
                                    static_cast<long long>(p.pad_h);
               if (ih < 0 || ih >= H) continue;
-              for (std::size_t j = 0; j < p.s; ++j) {
+              for (std::size_t j = 0; j < p.filter_width; ++j) {
                 const long long iw = static_cast<long long>(ow * p.stride_w + j * p.dilation_w) -
                                      static_cast<long long>(p.pad_w);
                 if (iw < 0 || iw >= W) continue;
-                const double prod = wk[(c * p.r + i) * p.s + j] * to_double(plane[ih * W + iw]);
+                const double prod = wk[(c * p.filter_height + i) * p.filter_width + j] * to_double(plane[ih * W + iw]);
                 sum += prod;
                 abs_sum += std::fabs(prod);
               }
@@ -167,11 +151,11 @@ void conv2d_forward_exact(const conv2d_params& p, const T* x, const T* w, const 
 
 /// conv2d_forward rounded once to T.
 template <class T>
-void conv2d_forward(const conv2d_params& p, const T* x, const T* w, const T* bias, T* y) {
-  const std::size_t P = conv2d_extent(p.h, p.pad_h, p.r, p.stride_h, p.dilation_h);
-  const std::size_t Q = conv2d_extent(p.w, p.pad_w, p.s, p.stride_w, p.dilation_w);
-  std::vector<double> exact(p.n * p.k * P * Q);
-  conv2d_forward_exact(p, x, w, bias, exact.data());
+void conv2d_forward(const conv2d_params& p, const T* x, const T* weight, const nondeduced_t<T>* bias, T* y) {
+  const std::size_t P = conv2d_extent(p.in_height, p.pad_h, p.filter_height, p.stride_h, p.dilation_h);
+  const std::size_t Q = conv2d_extent(p.in_width, p.pad_w, p.filter_width, p.stride_w, p.dilation_w);
+  std::vector<double> exact(p.batch * p.out_channels * P * Q);
+  conv2d_forward_exact(p, x, weight, bias, exact.data());
   for (std::size_t i = 0; i < exact.size(); ++i) y[i] = from_double<T>(exact[i]);
 }
 

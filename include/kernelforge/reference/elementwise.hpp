@@ -1,5 +1,5 @@
 // CPU references for the elementwise family, computed in double and rounded
-// once to T. Tests, examples and benchmarks check the GPU against these.
+// once to T. Scalars are compute_t<T>, as in the GPU API. Tests, examples and benchmarks check the GPU against these.
 #pragma once
 
 #include <cstddef>
@@ -7,6 +7,8 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+
+#include "kernelforge/types.hpp"
 
 namespace kf::reference {
 
@@ -35,8 +37,8 @@ T from_double(double v) {
 }
 
 template <class T>
-void saxpy(std::size_t n, T a, const T* x, T* y) {
-  const double da = to_double(a);
+void saxpy(std::size_t n, compute_t<T> a, const T* x, T* y) {
+  const double da = static_cast<double>(a);
   for (std::size_t i = 0; i < n; ++i) y[i] = from_double<T>(da * to_double(x[i]) + to_double(y[i]));
 }
 
@@ -48,14 +50,14 @@ void vector_add(std::size_t n, const T* a, const T* b, T* c) {
 // `!(x > t)` would zero NaN; `x <= t` is false for NaN, so NaN passes through
 // (PyTorch's semantics), both here and in the kernels.
 template <class T>
-void relu_threshold_forward(std::size_t n, const T* x, T* y, T threshold) {
-  const double t = to_double(threshold);
+void relu_threshold_forward(std::size_t n, const T* x, T* y, compute_t<T> threshold) {
+  const double t = static_cast<double>(threshold);
   for (std::size_t i = 0; i < n; ++i) y[i] = to_double(x[i]) <= t ? from_double<T>(0.0) : x[i];
 }
 
 template <class T>
-void relu_threshold_backward(std::size_t n, const T* dy, const T* x, T* dx, T threshold) {
-  const double t = to_double(threshold);
+void relu_threshold_backward(std::size_t n, const T* dy, const T* x, T* dx, compute_t<T> threshold) {
+  const double t = static_cast<double>(threshold);
   for (std::size_t i = 0; i < n; ++i) dx[i] = to_double(x[i]) <= t ? from_double<T>(0.0) : dy[i];
 }
 

@@ -8,14 +8,13 @@
 // checking huge products on a sample of rows and columns.
 #pragma once
 
-#include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <thread>
 #include <vector>
 
 #include "kernelforge/matmul.hpp"
 #include "kernelforge/reference/elementwise.hpp"
+#include "kernelforge/reference/parallel.hpp"
 
 namespace kf::reference {
 
@@ -28,8 +27,9 @@ struct matmul_entry {
 /// Entry (i, j) of alpha * op(A) * op(B) + beta * c_in, where c_in is C(i, j)
 /// before the call (not read when beta == 0).
 template <class T>
-matmul_entry matmul_element(op trans_a, op trans_b, std::size_t k, T alpha, const T* A, std::size_t lda, const T* B,
-                            std::size_t ldb, T beta, T c_in, std::size_t i, std::size_t j) {
+matmul_entry matmul_element(op trans_a, op trans_b, std::size_t k, compute_t<T> alpha, const T* A, std::size_t lda,
+                            const T* B, std::size_t ldb, compute_t<T> beta, nondeduced_t<T> c_in, std::size_t i,
+                            std::size_t j) {
   double sum = 0, magnitude = 0;
   for (std::size_t p = 0; p < k; ++p) {
     const double a = to_double(trans_a == op::none ? A[i * lda + p] : A[p * lda + i]);
@@ -37,7 +37,7 @@ matmul_entry matmul_element(op trans_a, op trans_b, std::size_t k, T alpha, cons
     sum += a * b;
     magnitude += std::fabs(a * b);
   }
-  const double da = to_double(alpha), db = to_double(beta);
+  const double da = static_cast<double>(alpha), db = static_cast<double>(beta);
   matmul_entry e;
   e.value = da * sum;
   e.scale = std::fabs(da) * magnitude;
@@ -49,32 +49,14 @@ matmul_entry matmul_element(op trans_a, op trans_b, std::size_t k, T alpha, cons
   return e;
 }
 
-namespace detail {
-/// Products below this many multiply-adds run on the calling thread.
-constexpr std::size_t parallel_threshold = std::size_t(1) << 22;
-
-/// Runs body(row_begin, row_end) over [0, rows), split over hardware threads when `work` is large.
-template <class F>
-void for_rows(std::size_t rows, std::size_t work, F body) {
-  const std::size_t workers = std::max(1u, std::thread::hardware_concurrency());
-  if (work < parallel_threshold || workers == 1 || rows < 2) {
-    body(std::size_t{0}, rows);
-    return;
-  }
-  const std::size_t step = (rows + workers - 1) / workers;
-  std::vector<std::thread> pool;
-  for (std::size_t begin = 0; begin < rows; begin += step) pool.emplace_back(body, begin, std::min(rows, begin + step));
-  for (auto& t : pool) t.join();
-}
-}  // namespace detail
 
 /// C = alpha * op(A) * op(B) + beta * C in double, rounded once to T. When
 /// `scale` is not null it receives the m x n error scales (row-major, dense:
 /// scale[i * n + j]). op(A) and op(B) are first copied to contiguous double
 /// rows, so every entry is one unit-stride dot product whatever the transposes.
 template <class T>
-void matmul(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k, T alpha, const T* A,
-            std::size_t lda, const T* B, std::size_t ldb, T beta, T* C, std::size_t ldc,
+void matmul(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k, compute_t<T> alpha, const T* A,
+            std::size_t lda, const T* B, std::size_t ldb, compute_t<T> beta, T* C, std::size_t ldc,
             std::vector<double>* scale = nullptr) {
   if (scale) scale->assign(m * n, 0.0);
   if (m == 0 || n == 0) return;
@@ -83,8 +65,8 @@ void matmul(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k,
     for (std::size_t p = 0; p < k; ++p) a[i * k + p] = to_double(trans_a == op::none ? A[i * lda + p] : A[p * lda + i]);
   for (std::size_t j = 0; j < n; ++j)
     for (std::size_t p = 0; p < k; ++p) bt[j * k + p] = to_double(trans_b == op::none ? B[p * ldb + j] : B[j * ldb + p]);
-  const double da = to_double(alpha), db = to_double(beta);
-  detail::for_rows(m, m * n * (k + 1), [&](std::size_t row_begin, std::size_t row_end) {
+  const double da = static_cast<double>(alpha), db = static_cast<double>(beta);
+  parallel_rows(m, static_cast<double>(m) * n * (k + 1), [&](std::size_t row_begin, std::size_t row_end) {
     for (std::size_t i = row_begin; i < row_end; ++i) {
       const double* ai = a.data() + i * k;
       for (std::size_t j = 0; j < n; ++j) {

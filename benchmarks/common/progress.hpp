@@ -1,0 +1,59 @@
+// A progress line per benchmark case on stderr ("[bench 12, 95 s] matmul/...
+// done"), so a user running the whole suite (minutes) sees it working, also
+// when stdout goes to a file or ctest. The tables still print on stdout through
+// Google Benchmark's console reporter, which this wraps.
+//
+// Usage, in main():  const bool tabular = kf::bench::wants_tabular(argc, argv);  (before Initialize)
+//                    ... benchmark::Initialize(&argc, argv); ...
+//                    kf::bench::run_with_progress(tabular);
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include <unistd.h>
+
+namespace kf::bench {
+
+class progress_reporter : public benchmark::ConsoleReporter {
+ public:
+  explicit progress_reporter(OutputOptions options) : ConsoleReporter(options) {}
+
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    if (runs.empty()) return;
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    std::fprintf(stderr, "[bench %zu, %.0f s] %s done\n", ++cases_, s, runs.front().benchmark_name().c_str());
+    std::fflush(stderr);
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::size_t cases_ = 0;
+};
+
+/// --benchmark_counters_tabular=true on the command line (read before Initialize removes it).
+inline bool wants_tabular(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--benchmark_counters_tabular=true") == 0 ||
+        std::strcmp(argv[i], "--benchmark_counters_tabular") == 0)
+      return true;
+  }
+  return false;
+}
+
+/// RunSpecifiedBenchmarks with the progress reporter as the display reporter
+/// (--benchmark_out still writes the JSON file).
+inline std::size_t run_with_progress(bool tabular) {
+  int options = benchmark::ConsoleReporter::OO_Defaults & ~benchmark::ConsoleReporter::OO_Color;
+  if (isatty(fileno(stdout))) options |= benchmark::ConsoleReporter::OO_Color;
+  if (tabular) options |= benchmark::ConsoleReporter::OO_Tabular;
+  progress_reporter reporter(static_cast<benchmark::ConsoleReporter::OutputOptions>(options));
+  return benchmark::RunSpecifiedBenchmarks(&reporter);
+}
+
+}  // namespace kf::bench

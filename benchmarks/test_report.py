@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Tests for benchmarks/report.py (run by ctest, label cpu; Python 3 standard library):
+the committed H200 results and two runs of the same GPU (bench_conv.json and
+bench_conv_previous_run.json) become a markdown report with tables, and with
+plots when matplotlib is installed (otherwise a clear note and tables only).
+
+    python3 benchmarks/test_report.py
+"""
+import contextlib
+import glob
+import io
+import os
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import report  # noqa: E402
+import report_plots  # noqa: E402
+
+H200 = os.path.join(HERE, "results", "h200")
+
+
+def run_report(*args):
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(err):
+        code = report.main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+class Report(unittest.TestCase):
+    def test_tables_for_every_committed_h200_file(self):
+        files = sorted(glob.glob(os.path.join(H200, "*.json")))
+        self.assertGreaterEqual(len(files), 3)
+        code, out, _ = run_report(*files)
+        self.assertEqual(code, 0)
+        for family in ("## conv", "## elementwise", "## matmul"):
+            self.assertIn(family, out)
+        self.assertIn("NVIDIA H200", out)
+        self.assertIn("| op | type | size |", out)
+
+    def test_two_runs_of_one_gpu_are_told_apart(self):
+        runs = [os.path.join(H200, "bench_conv.json"), os.path.join(H200, "bench_conv_previous_run.json")]
+        code, out, _ = run_report(*runs)
+        self.assertEqual(code, 0)
+        self.assertIn("NVIDIA H200 (h200/bench_conv.json)", out)
+        self.assertIn("NVIDIA H200 (h200/bench_conv_previous_run.json)", out)
+        self.assertIn("| GPU |", out.split("## conv")[1])  # a GPU/run column once there are two
+
+    def test_out_dir_writes_report_and_plots_or_says_why_not(self):
+        runs = [os.path.join(H200, "bench_conv.json"), os.path.join(H200, "bench_conv_previous_run.json"),
+                os.path.join(H200, "bench_matmul.json")]
+        with tempfile.TemporaryDirectory() as tmp:
+            code, _, err = run_report(*runs, "--out", tmp)
+            self.assertEqual(code, 0)
+            md = open(os.path.join(tmp, "report.md"), encoding="utf-8").read()
+            self.assertIn("## Plots", md)
+            plt, reason = report_plots.matplotlib_or_reason()
+            if plt is None:
+                self.assertIn("pip install matplotlib", err)
+                self.assertIn("No plots", md)
+                print(f"note: {reason}", file=sys.stderr)
+                return
+            for family in ("conv", "matmul"):
+                png = os.path.join(tmp, f"{family}.png")
+                self.assertTrue(os.path.exists(png), png)
+                with open(png, "rb") as f:
+                    self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+                self.assertIn(f"![{family}]({family}.png)", md)
+
+    def test_fraction_notes(self):
+        rc = report.RATE_COUNTERS
+        rec = lambda **c: {"counters": c}
+        row = {"best": rec(**{"GB/s": 900.0, "frac_copy": 0.9}), "cudnn": rec(**{"GB/s": 450.0}),
+               "copy": rec(**{"GB/s": 1000.0, "frac_copy": 1.0}), "implicit_gemm": rec(**{"TFLOP/s": 30.0})}
+        self.assertEqual(report_plots.fraction_note("best", row["best"], row, ["cudnn"], rc), "0.90x copy")
+        self.assertEqual(report_plots.fraction_note("copy", row["copy"], row, ["cudnn"], rc), "")
+        row2 = {"implicit_gemm": rec(**{"TFLOP/s": 30.0}), "cudnn": rec(**{"TFLOP/s": 40.0})}
+        self.assertEqual(report_plots.fraction_note("implicit_gemm", row2["implicit_gemm"], row2, ["cudnn"], rc),
+                         "0.75x cudnn")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,56 @@
+// Shared-memory barriers with transaction counts (mbarrier, sm_90a): how a TMA
+// copy tells its consumers that a stage has landed, and how consumers hand the
+// stage back. Bodies exist only under KF_ARCH_SM90A; kernels that call them are
+// compiled for sm_90a alone.
+#pragma once
+
+#include <cstdint>
+
+#include "guards.cuh"
+
+namespace kf::detail {
+
+#if KF_ARCH_SM90A
+__device__ __forceinline__ void mbar_init(std::uint32_t bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+
+/// Makes initialized barriers visible to the cluster and to the async proxy (TMA).
+__device__ __forceinline__ void mbar_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive_expect_tx(std::uint32_t bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parity) {
+  std::uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n"
+        " mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        " selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
+__device__ __forceinline__ void mbar_arrive(std::uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+/// Arrives on the barrier at the same shared-memory offset in CTA `cta` of the cluster.
+__device__ __forceinline__ void mbar_arrive_cluster(std::uint32_t bar, std::uint32_t cta) {
+  std::uint32_t remote = 0;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(cta));
+  // Default semantics (release, CTA scope), as CUTLASS's ClusterBarrier: the
+  // stage's only readers were this warp's products, already complete; a
+  // cluster-scope release would add a GPU-wide memory barrier to every release.
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+}
+#endif  // KF_ARCH_SM90A
+
+}  // namespace kf::detail

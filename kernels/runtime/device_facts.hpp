@@ -1,0 +1,26 @@
+// What the launchers know about a device, queried once per device and cached:
+// the current device, its limits for planning, its compute capability, and
+// whether the library holds an image for it.
+#pragma once
+
+#include "kernelforge/detail/launch_plan.hpp"
+
+namespace kf::detail {
+
+/// The current device; errc::no_device when there is none. No synchronization.
+int current_device(const char* what);
+
+/// Device limits for planning, queried once per device and cached.
+const device_limits& limits_for(int device);
+
+/// Compute capability of `device` as major * 10 + minor (e.g. 90), from the cache.
+inline int compute_capability(int device) {
+  const device_limits& l = limits_for(device);
+  return l.cc_major * 10 + l.cc_minor;
+}
+
+/// kf::require_kernel_image for `device`, checked once per device and then
+/// cached: for launchers whose kernels need no occupancy profile (fixed tiles).
+void require_kernel_image_cached(int device, const char* what);
+
+}  // namespace kf::detail

@@ -1,0 +1,68 @@
+// What a launcher needs to know about one kernel on one device (occupancy by
+// block size, the image's architecture), and the dynamic-shared-memory opt-in:
+// queried once per device and kernel, cached in per_device objects.
+#pragma once
+
+#include <cstddef>
+
+#include <cuda_runtime_api.h>
+
+#include "kernelforge/detail/launch_plan.hpp"
+#include "per_device.hpp"
+
+namespace kf::detail {
+
+/// What a launcher needs to know about one kernel on one device.
+struct kernel_profile {
+  occupancy_table occupancy{};  ///< resident blocks per SM by block size
+  int default_block = 0;        ///< choose_block_size(occupancy)
+  int max_threads_per_block = 0;
+  int ptx_version = 0;     ///< virtual architecture of the loaded image (cudaFuncAttributes::ptxVersion)
+  int binary_version = 0;  ///< real architecture of the loaded image (e.g. 90)
+};
+
+/// Queries `kernel` on `device` (the current device): errc::no_kernel_image when
+/// the library holds no image for it.
+void query_kernel_profile(kernel_profile& profile, const void* kernel, int device, const char* what);
+
+/// The cached profile of `Kernel` (a __global__ function) on `device`. The first
+/// call on a device costs ~33 occupancy queries; later calls are one atomic load.
+template <auto Kernel>
+const kernel_profile& profile_of(int device, const char* what) {
+  static per_device<kernel_profile> profiles;
+  return profiles.get(device, [what](kernel_profile& p, int d) {
+    query_kernel_profile(p, reinterpret_cast<const void*>(Kernel), d, what);
+  });
+}
+
+void set_dynamic_smem_limit(const void* kernel, int bytes, const char* what);
+int blocks_per_sm_with_smem(const void* kernel, int threads, std::size_t smem_bytes, int device, const char* what);
+
+/// Raises `Kernel`'s dynamic shared-memory limit to `bytes` on `device`, once
+/// per device (needed above 48 KB; the setting is per device and kernel).
+template <auto Kernel>
+void allow_dynamic_smem(int device, int bytes, const char* what) {
+  static per_device<bool> done;
+  done.get(device, [&](bool& set, int) {
+    set_dynamic_smem_limit(reinterpret_cast<const void*>(Kernel), bytes, what);
+    set = true;
+  });
+}
+
+/// allow_dynamic_smem, then the resident blocks per SM of `Kernel` with `threads`
+/// threads and `smem_bytes` of dynamic shared memory (errc::unsupported when 0),
+/// once per device.
+template <auto Kernel>
+int resident_blocks_per_sm(int device, int threads, std::size_t smem_bytes, const char* what) {
+  static per_device<int> blocks;
+  return blocks.get(device, [&](int& b, int d) {
+    set_dynamic_smem_limit(reinterpret_cast<const void*>(Kernel), static_cast<int>(smem_bytes), what);
+    b = blocks_per_sm_with_smem(reinterpret_cast<const void*>(Kernel), threads, smem_bytes, d, what);
+  });
+}
+
+/// Block size for a launch: the caller's (checked against what the kernel can
+/// launch) or the profile's default.
+int resolve_block_size(const kernel_profile& profile, int requested, const char* what);
+
+}  // namespace kf::detail

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# One device session on the H200, in steps, each writing logs and JSON under
+# $OUT (the device tool brings them back):
+#   scripts/h200_check.sh build        configure + build for sm_90 in build-gpu/
+#   scripts/h200_check.sh tests        every GPU test (ctest -L gpu)
+#   scripts/h200_check.sh sanitize     compute-sanitizer memcheck + racecheck on the families' GPU tests
+#   scripts/h200_check.sh bench        the three family benchmarks (JSON)
+# Steps can be chained: scripts/h200_check.sh build tests sanitize
+set -uo pipefail
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+export CMAKE_GENERATOR=Ninja
+build=build-gpu
+rc=0
+
+step_build() {
+  cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 >"$OUT/configure.log" 2>&1 &&
+    cmake --build $build -j 16 >"$OUT/build.log" 2>&1 || { tail -n 60 "$OUT/build.log"; return 1; }
+  echo "build: OK"
+}
+
+step_tests() {
+  ctest --test-dir $build -L gpu -j 6 --output-on-failure --timeout 900 >"$OUT/ctest_gpu.log" 2>&1
+  local r=$?
+  grep -E "tests passed|tests failed|Total Test time|\(Failed\)|Not Run|\*\*\*" "$OUT/ctest_gpu.log" | tail -n 40
+  grep -c "Skipped" "$OUT/ctest_gpu.log" | sed 's/^/skipped lines: /'
+  return $r
+}
+
+sanitize_one() {  # tool binary filter
+  local tool=$1 bin=$2 filter=$3 log="$OUT/sanitize_${1}_$(basename "$2").log"
+  timeout "${SAN_TIMEOUT:-240}" compute-sanitizer --tool "$tool" --error-exitcode 99 "$build/$bin" --gtest_filter="$filter" \
+    --gtest_brief=1 >"$log" 2>&1
+  local r=$?
+  echo "$tool $(basename "$bin") [$filter]: exit $r; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -n 1)"
+  [[ $r -eq 0 ]]
+}
+
+step_sanitize() {
+  local r=0
+  for tool in memcheck racecheck; do
+    sanitize_one $tool tests/elementwise/test_elementwise '*:-*Huge*:*huge*' || r=1
+    sanitize_one $tool tests/matmul/test_matmul_gpu '*:-*4095*:*Large*' || r=1
+    sanitize_one $tool tests/matmul_tc/test_matmul_tensor_core '*:-*4095*:*Large*' || r=1
+    sanitize_one $tool tests/conv/test_conv_gpu '*' || r=1
+    sanitize_one $tool tests/core/test_core_gpu '*' || r=1
+  done
+  return $r
+}
+
+step_bench() {
+  local r=0 b
+  for b in elementwise/bench_elementwise matmul/bench_matmul conv/bench_conv; do
+    "$build/benchmarks/$b" --benchmark_out="$OUT/$(basename $b).json" --benchmark_out_format=json \
+      --benchmark_counters_tabular=true >"$OUT/$(basename $b).log" 2>&1 || { echo "$b failed"; r=1; }
+    echo "$b: $(grep -c '"name"' "$OUT/$(basename $b).json" 2>/dev/null) rows"
+  done
+  return $r
+}
+
+step_doctor() {  # issue 9's GPU checks (tools/doctor/run_gpu_checks.sh), outputs packed into one tarball
+  local r=0
+  BUILD_DIR=$build OUT=/tmp/doctor-checks bash tools/doctor/run_gpu_checks.sh >"$OUT/doctor_checks.log" 2>&1 || r=1
+  tar -C /tmp -czf "$OUT/doctor_checks.tgz" doctor-checks
+  tail -n 15 "$OUT/doctor_checks.log"
+  return $r
+}
+
+step_python() {  # issue 8's GPU checks (python/run_gpu_checks.sh)
+  local r=0
+  bash python/run_gpu_checks.sh >"$OUT/python_checks.log" 2>&1 || r=1
+  tail -n 25 "$OUT/python_checks.log"
+  return $r
+}
+
+step_racecheck() {  # racecheck on shared-memory kernels, small cases (racecheck is slow)
+  local r=0
+  sanitize_one racecheck tests/matmul/test_matmul_gpu "MatmulGpu.*" || r=1
+  sanitize_one racecheck tests/matmul_tc/test_matmul_tensor_core "*mma_sync_*NN*:-*4095*" || r=1
+  sanitize_one racecheck tests/conv/test_conv_gpu "Conv2d*:*Filter2dFloat*best_3x3*:*Filter2dFloat*smem_tiled_5x5*" || r=1
+  sanitize_one memcheck tests/matmul_tc/test_matmul_tensor_core "*:-*4095*" || r=1
+  return $r
+}
+
+for s in "$@"; do
+  start=$(date +%s)
+  "step_$s" || rc=1
+  echo "== step $s: $(( $(date +%s) - start )) s (rc so far $rc)"
+done
+exit $rc
