@@ -33,8 +33,8 @@ def _exact_torch():
     torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
 
 
-def rand(*shape, dtype=torch.float32, device=DEV):
-    return torch.randn(*shape, dtype=dtype, device=device)
+def rand(*shape, dtype=torch.float32, device=DEV, requires_grad=False):
+    return torch.randn(*shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 # ---- elementwise ---------------------------------------------------------------------
