@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Tables and a plot from bench_conv's JSON.
 
     python3 benchmarks/plot_conv.py build/results/bench_conv.json [--png conv.png] [--markdown-out conv.md]

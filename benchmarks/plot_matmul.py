@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Turns bench_matmul's JSON into the README progression table and a plot.
 
 Usage:

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Turn kernelforge benchmark JSON (Google Benchmark 1.7/1.8, one or several GPUs)
 into markdown tables.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """PNG plots for benchmarks/report.py (--out DIR or --plots DIR): one figure per
 family, one panel per problem (op/type/size), one bar group per GPU or run, one
 bar per implementation: its GB/s or TFLOP/s, annotated with its fraction of the

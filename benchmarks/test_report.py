@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Tests for benchmarks/report.py (run by ctest, label cpu; Python 3 standard library):
 the committed H200 results and two runs of the same GPU (bench_conv.json and
 bench_conv_previous_run.json) become a markdown report with tables, and with

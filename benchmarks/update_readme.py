@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Regenerates the README's "Results on the H200" section from the committed JSON.
 
     python3 benchmarks/update_readme.py [--results benchmarks/results/h200] [--readme README.md]

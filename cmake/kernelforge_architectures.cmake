@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Default CUDA architectures, derived from the nvcc in use (never a fixed list:
 # CUDA 13 rejects compute_50..72, older toolkits reject 100+).
 #

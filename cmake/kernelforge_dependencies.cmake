@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # GoogleTest (tests) and Google Benchmark (benchmarks): the installed packages
 # when found (Debian/Ubuntu: googletest libgtest-dev libbenchmark-dev; CI
 # installs those), otherwise downloaded and built by CMake at configure time,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # install(): headers, kernels/ device templates (as include/kernelforge/kernels/),
 # the library, and a relocatable CMake package (kernelforgeConfig + version file).
 include(CMakePackageConfigHelpers)

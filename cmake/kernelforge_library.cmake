@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # kernelforge_add_library(<name> [ARCHITECTURES <list>])
 # The library target from kernels/: one definition, used for the shipped
 # library and for test builds with a deliberately narrow architecture list
@@ -8,12 +9,11 @@ set(KERNELFORGE_SOURCES
     kernels/runtime/device.cpp
     kernels/runtime/device_buffer.cpp
     kernels/runtime/pinned_buffer.cpp
-    kernels/runtime/architectures.cu
-    kernels/elementwise/elementwise.cu)
+    kernels/runtime/architectures.cu)
 list(TRANSFORM KERNELFORGE_SOURCES PREPEND "${CMAKE_CURRENT_LIST_DIR}/../")
 # Each further family lists its launcher sources in kernels/<family>/sources.cmake
 # (absolute paths appended to KERNELFORGE_SOURCES).
-foreach(family IN ITEMS matmul conv)
+foreach(family IN ITEMS elementwise matmul filter2d conv2d)
   include("${CMAKE_CURRENT_LIST_DIR}/../kernels/${family}/sources.cmake")
 endforeach()
 

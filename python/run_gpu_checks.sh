@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The Python package's GPU checks, in one command, from the repository root of a
 # machine with a GPU and python3 with torch, cupy, nanobind, scikit-build-core and
 # pytest installed (no network needed):

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # One device session on the H200, in steps, each writing logs and JSON under
 # $OUT (the device tool brings them back):
 #   scripts/h200_check.sh build        configure + build for sm_90 in build-gpu/
@@ -42,7 +43,8 @@ step_sanitize() {
     sanitize_one $tool tests/elementwise/test_elementwise '*:-*Huge*:*huge*' || r=1
     sanitize_one $tool tests/matmul/test_matmul_gpu '*:-*4095*:*Large*' || r=1
     sanitize_one $tool tests/matmul_tc/test_matmul_tensor_core '*:-*4095*:*Large*' || r=1
-    sanitize_one $tool tests/conv/test_conv_gpu '*' || r=1
+    sanitize_one $tool tests/filter2d/test_filter2d_gpu '*' || r=1
+    sanitize_one $tool tests/conv2d/test_conv2d_gpu '*' || r=1
     sanitize_one $tool tests/core/test_core_gpu '*' || r=1
   done
   return $r
@@ -77,7 +79,8 @@ step_racecheck() {  # racecheck on shared-memory kernels, small cases (racecheck
   local r=0
   sanitize_one racecheck tests/matmul/test_matmul_gpu "MatmulGpu.*" || r=1
   sanitize_one racecheck tests/matmul_tc/test_matmul_tensor_core "*mma_sync_*NN*:-*4095*" || r=1
-  sanitize_one racecheck tests/conv/test_conv_gpu "Conv2d*:*Filter2dFloat*best_3x3*:*Filter2dFloat*smem_tiled_5x5*" || r=1
+  sanitize_one racecheck tests/conv2d/test_conv2d_gpu "*" || r=1
+  sanitize_one racecheck tests/filter2d/test_filter2d_gpu "*Filter2dFloat*best_3x3*:*Filter2dFloat*smem_tiled_5x5*" || r=1
   sanitize_one memcheck tests/matmul_tc/test_matmul_tensor_core "*:-*4095*" || r=1
   return $r
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Benchmark harness shared by every family: GPU timing with CUDA events around
 // the GPU work only, the L2 cache flushed before every sample, device identity
 // in the JSON context, and rate counters (GB/s, TFLOP/s, fractions of peak).
@@ -49,12 +50,12 @@ inline const std::string& gpu_unavailable_reason() {
   return reason;
 }
 
-#define KF_BENCH_REQUIRE_GPU(state)                                   \
-  do {                                                                \
-    if (!::kf::bench::gpu_unavailable_reason().empty()) {             \
+#define KF_BENCH_REQUIRE_GPU(state)                                         \
+  do {                                                                      \
+    if (!::kf::bench::gpu_unavailable_reason().empty()) {                   \
       (state).SkipWithError(::kf::bench::gpu_unavailable_reason().c_str()); \
-      return;                                                         \
-    }                                                                 \
+      return;                                                               \
+    }                                                                       \
   } while (0)
 
 /// The device benchmarks run on, queried once.
@@ -182,13 +183,13 @@ inline void add_device_context() {
 
 /// main() for a family benchmark: device context first, then the benchmarks,
 /// with a progress line per case on stderr.
-#define KF_BENCHMARK_MAIN()                                      \
-  int main(int argc, char** argv) {                              \
-    const bool kf_tabular = ::kf::bench::wants_tabular(argc, argv); \
-    ::benchmark::Initialize(&argc, argv);                        \
+#define KF_BENCHMARK_MAIN()                                             \
+  int main(int argc, char** argv) {                                     \
+    const bool kf_tabular = ::kf::bench::wants_tabular(argc, argv);     \
+    ::benchmark::Initialize(&argc, argv);                               \
     if (::benchmark::ReportUnrecognizedArguments(argc, argv)) return 1; \
-    ::kf::bench::add_device_context();                           \
-    ::kf::bench::run_with_progress(kf_tabular);                  \
-    ::benchmark::Shutdown();                                     \
-    return 0;                                                    \
+    ::kf::bench::add_device_context();                                  \
+    ::kf::bench::run_with_progress(kf_tabular);                         \
+    ::benchmark::Shutdown();                                            \
+    return 0;                                                           \
   }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A progress line per benchmark case on stderr ("[bench 12, 95 s] matmul/...
 // done"), so a user running the whole suite (minutes) sees it working, also
 // when stdout goes to a file or ctest. The tables still print on stdout through

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_conv: the convolution family against cuDNN and the memory floor, in one
 // run so every comparison is a ratio of figures measured together.
 //
@@ -108,7 +109,9 @@ struct problem_data {
   std::size_t P = 0, Q = 0;
   kf::device_buffer<float> x, w, bias, y, y_cudnn;
   bool have_cudnn_result = false;
-  double flops() const { return 2.0 * p.batch * p.out_channels * p.in_channels * p.filter_height * p.filter_width * P * Q; }
+  double flops() const {
+    return 2.0 * p.batch * p.out_channels * p.in_channels * p.filter_height * p.filter_width * P * Q;
+  }
   std::size_t y_size() const { return p.batch * p.out_channels * P * Q; }
 };
 
@@ -152,18 +155,21 @@ cudnn_plan& cudnn_plan_for(const std::string& key, const problem_data& d, bool t
   cudnn_check(cudnnCreateTensorDescriptor(&c.y_desc), "cudnnCreateTensorDescriptor");
   cudnn_check(cudnnCreateFilterDescriptor(&c.w_desc), "cudnnCreateFilterDescriptor");
   cudnn_check(cudnnCreateConvolutionDescriptor(&c.conv_desc), "cudnnCreateConvolutionDescriptor");
-  cudnn_check(cudnnSetTensor4dDescriptor(c.x_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(p.batch), i(p.in_channels), i(p.in_height), i(p.in_width)),
+  cudnn_check(cudnnSetTensor4dDescriptor(c.x_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(p.batch), i(p.in_channels),
+                                         i(p.in_height), i(p.in_width)),
               "cudnnSetTensor4dDescriptor(x)");
-  cudnn_check(cudnnSetFilter4dDescriptor(c.w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, i(p.out_channels), i(p.in_channels), i(p.filter_height), i(p.filter_width)),
+  cudnn_check(cudnnSetFilter4dDescriptor(c.w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, i(p.out_channels),
+                                         i(p.in_channels), i(p.filter_height), i(p.filter_width)),
               "cudnnSetFilter4dDescriptor");
-  cudnn_check(cudnnSetConvolution2dDescriptor(c.conv_desc, i(p.pad_h), i(p.pad_w), i(p.stride_h), i(p.stride_w),
-                                              i(p.dilation_h), i(p.dilation_w), CUDNN_CROSS_CORRELATION,
-                                              CUDNN_DATA_FLOAT),
-              "cudnnSetConvolution2dDescriptor");
+  cudnn_check(
+      cudnnSetConvolution2dDescriptor(c.conv_desc, i(p.pad_h), i(p.pad_w), i(p.stride_h), i(p.stride_w),
+                                      i(p.dilation_h), i(p.dilation_w), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+      "cudnnSetConvolution2dDescriptor");
   // FMA math forbids TF32 (CUDNN_DEFAULT_MATH would allow it for fp32 on sm_80+).
   cudnn_check(cudnnSetConvolutionMathType(c.conv_desc, tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
               "cudnnSetConvolutionMathType");
-  cudnn_check(cudnnSetTensor4dDescriptor(c.y_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(p.batch), i(p.out_channels), i(d.P), i(d.Q)),
+  cudnn_check(cudnnSetTensor4dDescriptor(c.y_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(p.batch), i(p.out_channels),
+                                         i(d.P), i(d.Q)),
               "cudnnSetTensor4dDescriptor(y)");
   constexpr int requested = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
   cudnnConvolutionFwdAlgoPerf_t perf[requested];
@@ -298,8 +304,8 @@ void bm_filter_copy(benchmark::State& state, std::size_t taps) {
   KF_BENCH_REQUIRE_GPU(state);
   problem_data& d = filter_data(taps);
   time_gpu(state, [&](cudaStream_t s) {
-    check(cudaMemcpyAsync(d.y.data(), d.x.data(), image_extent * image_extent * sizeof(float),
-                          cudaMemcpyDeviceToDevice, s),
+    check(cudaMemcpyAsync(d.y.data(), d.x.data(), image_extent * image_extent * sizeof(float), cudaMemcpyDeviceToDevice,
+                          s),
           "cudaMemcpyAsync");
   });
   copy_rate_gbs() = 0;  // set_bandwidth below must not divide the copy by itself
@@ -369,19 +375,19 @@ struct registrar {
       configure(benchmark::RegisterBenchmark(("conv2d/fp32/cudnn/" + L.name).c_str(),
                                              [&L](benchmark::State& s) { bm_conv_cudnn(s, L, false); }));
       for (const auto& [name, variant] : exact_variants) {
-        auto* b = benchmark::RegisterBenchmark(("conv2d/fp32/" + std::string(name) + "/" + L.name).c_str(),
-                                               [&L, variant = variant](benchmark::State& s) {
-                                                 bm_conv_kf(s, L, variant, kf::math_mode::exact);
-                                               });
+        auto* b = benchmark::RegisterBenchmark(
+            ("conv2d/fp32/" + std::string(name) + "/" + L.name).c_str(),
+            [&L, variant = variant](benchmark::State& s) { bm_conv_kf(s, L, variant, kf::math_mode::exact); });
         configure(b, variant == kf::conv2d_variant::naive ? naive_iterations : 0);
       }
     }
     for (const layer& L : layers()) {
       configure(benchmark::RegisterBenchmark(("conv2d/tf32/cudnn/" + L.name).c_str(),
                                              [&L](benchmark::State& s) { bm_conv_cudnn(s, L, true); }));
-      configure(benchmark::RegisterBenchmark(("conv2d/tf32/implicit_gemm_tf32/" + L.name).c_str(), [&L](benchmark::State& s) {
-        bm_conv_kf(s, L, kf::conv2d_variant::implicit_gemm_tf32, kf::math_mode::tf32);
-      }));
+      configure(
+          benchmark::RegisterBenchmark(("conv2d/tf32/implicit_gemm_tf32/" + L.name).c_str(), [&L](benchmark::State& s) {
+            bm_conv_kf(s, L, kf::conv2d_variant::implicit_gemm_tf32, kf::math_mode::tf32);
+          }));
       configure(benchmark::RegisterBenchmark(("conv2d/tf32/best/" + L.name).c_str(), [&L](benchmark::State& s) {
         bm_conv_kf(s, L, kf::conv2d_variant::best, kf::math_mode::tf32);
       }));
@@ -392,9 +398,9 @@ struct registrar {
                                              [taps](benchmark::State& s) { bm_filter_copy(s, taps); }));
       configure(benchmark::RegisterBenchmark(("filter2d/fp32/cudnn" + suffix).c_str(),
                                              [taps](benchmark::State& s) { bm_filter_cudnn(s, taps); }));
-      for (kf::filter2d_variant v : {kf::filter2d_variant::best, kf::filter2d_variant::naive,
-                                     kf::filter2d_variant::constant_memory, kf::filter2d_variant::smem_tiled,
-                                     kf::filter2d_variant::register_window}) {
+      for (kf::filter2d_variant v :
+           {kf::filter2d_variant::best, kf::filter2d_variant::naive, kf::filter2d_variant::constant_memory,
+            kf::filter2d_variant::smem_tiled, kf::filter2d_variant::register_window}) {
         configure(benchmark::RegisterBenchmark(("filter2d/fp32/" + std::string(kf::to_string(v)) + suffix).c_str(),
                                                [taps, v](benchmark::State& s) { bm_filter_kf(s, taps, v); }));
       }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The vendor baselines the elementwise kernels are measured against:
 // cub::DeviceTransform (CCCL) for every op and type, cublasSaxpy for fp32 saxpy.
 // The CUB functors compute in fp32 and round once to T, exactly as kernelforge
@@ -18,7 +19,9 @@ namespace kf::bench::elementwise {
 template <class T>
 struct cub_saxpy_fn {  // y = a*x + y
   float a;
-  __device__ T operator()(T x, T y) const { return static_cast<T>(fmaf(a, static_cast<float>(x), static_cast<float>(y))); }
+  __device__ T operator()(T x, T y) const {
+    return static_cast<T>(fmaf(a, static_cast<float>(x), static_cast<float>(y)));
+  }
 };
 
 template <class T>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_elementwise: the elementwise family against its ceiling and its baselines,
 // in one run so that every comparison is a ratio of figures measured together.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Inputs for the elementwise benchmarks: random values filled on the device
 // (never zero, so no kernel is timed on a trivially compressible or special
 // input), and a spot check that reads back a few elements so a benchmark
@@ -22,9 +23,12 @@ namespace kf::bench::elementwise {
 /// Short type names used in benchmark names ("saxpy/fp32/...").
 template <class T>
 constexpr const char* type_name() {
-  if constexpr (std::is_same_v<T, float>) return "fp32";
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return "bf16";
-  else return "unknown";
+  if constexpr (std::is_same_v<T, float>)
+    return "fp32";
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    return "bf16";
+  else
+    return "unknown";
 }
 
 /// splitmix64: value i depends only on (seed, i), so the fill is parallel.
@@ -92,8 +96,10 @@ std::vector<double> read_elements(const T* data, const std::vector<std::size_t>&
 /// Unit roundoff of T (half an ulp at 1.0).
 template <class T>
 constexpr double unit_roundoff() {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) return 1.0 / (1 << 8);
-  else return 1.0 / (1 << 24);
+  if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    return 1.0 / (1 << 8);
+  else
+    return 1.0 / (1 << 24);
 }
 
 // Rounding once in T, or an unfused multiply-add in fp32 (cuBLAS may do

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host cost of one call: what kf::saxpy adds (validation, the cached plan, the
 // launch-error check) over a bare <<<>>> launch of the tutorial saxpy kernel.
 //
@@ -102,7 +103,8 @@ void bm_kf_saxpy_launch(benchmark::State& state) {
     fill_random(y.data(), overhead_n, /*seed=*/5, s.stream);
     kf::elementwise_options options;  // the default path a user gets: variant best
     options.stream = s.stream;
-    const double ns = time_enqueues(state, s.stream, [&] { kf::saxpy(overhead_n, overhead_alpha, x.data(), y.data(), options); });
+    const double ns =
+        time_enqueues(state, s.stream, [&] { kf::saxpy(overhead_n, overhead_alpha, x.data(), y.data(), options); });
     if (bare_ns_per_call() > 0) {
       state.counters["bare_ns_per_call"] = bare_ns_per_call();
       state.counters["overhead_ns"] = ns - bare_ns_per_call();

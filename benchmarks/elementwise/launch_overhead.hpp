@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host cost of one call: kf::saxpy against a bare <<<>>> launch of an
 // equivalent kernel (launch_overhead.cu).
 #pragma once

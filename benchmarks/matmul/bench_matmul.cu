@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_matmul: every step of the matrix-product progression against cuBLAS, in
 // one run so that every comparison is a ratio of figures measured together.
 //
@@ -44,10 +45,10 @@
 #include <cuda_runtime_api.h>
 
 #include "gpu_benchmark.hpp"
-#include "kernelforge/kernels/matmul/warp_tiled.cuh"
+#include "kernelforge/kernels/matmul/warp_tiled_launch.cuh"
 #include "kernelforge/matmul.hpp"
 
-#include "kernelforge/kernels/matmul/tensor_core_tf32.cuh"
+#include "kernelforge/kernels/matmul/tensor_core_tf32_launch.cuh"
 
 namespace kf::bench::matmul {
 
@@ -78,9 +79,8 @@ struct shape {
 };
 
 const std::vector<shape>& shapes() {
-  static const std::vector<shape> s = {{1024, 1024, 1024}, {2048, 2048, 2048}, {4096, 4096, 4096},
-                                       {8192, 8192, 8192}, {4095, 4097, 4093}, {8192, 8192, 1024},
-                                       {128, 8192, 8192}};
+  static const std::vector<shape> s = {{1024, 1024, 1024}, {2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192},
+                                       {4095, 4097, 4093}, {8192, 8192, 1024}, {128, 8192, 8192}};
   return s;
 }
 
@@ -167,8 +167,8 @@ void cublas_matmul(operands& p, bool tf32, cudaStream_t stream) {
                  "cublasSgemm");
   } else {
     cublas_check(cublasGemmEx(cublas(), CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, p.b.data(), CUDA_R_32F, n,
-                              p.a.data(), CUDA_R_32F, k, &beta, p.c.data(), CUDA_R_32F, n,
-                              CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT),
+                              p.a.data(), CUDA_R_32F, k, &beta, p.c.data(), CUDA_R_32F, n, CUBLAS_COMPUTE_32F_FAST_TF32,
+                              CUBLAS_GEMM_DEFAULT),
                  "cublasGemmEx (TF32)");
   }
 }
@@ -230,16 +230,14 @@ void run(const row& r, operands& p, cudaStream_t stream) {
   switch (r.kind) {
     case impl::cublas: return cublas_matmul(p, r.precision == "tf32", stream);
     case impl::tuning: return r.tuning(p, stream);
-    case impl::mma_sync:
-      kf::detail::launch_tensor_core_tf32(args_of(p), stream);
-      return;
+    case impl::mma_sync: kf::detail::launch_tensor_core_tf32(args_of(p), stream); return;
     case impl::kf: {
       kf::matmul_options o;
       o.stream = stream;
       o.variant = r.variant;
       o.math = r.precision == "tf32" ? kf::math_mode::tf32 : kf::math_mode::exact;
-      kf::matmul<float>(kf::op::none, kf::op::none, p.s.m, p.s.n, p.s.k, 1.f, p.a.data(), p.s.k, p.b.data(), p.s.n,
-                        0.f, p.c.data(), p.s.n, o);
+      kf::matmul<float>(kf::op::none, kf::op::none, p.s.m, p.s.n, p.s.k, 1.f, p.a.data(), p.s.k, p.b.data(), p.s.n, 0.f,
+                        p.c.data(), p.s.n, o);
       return;
     }
   }
@@ -294,9 +292,8 @@ constexpr std::int64_t min_iterations = 2, max_iterations = 500;
 void bm_matmul(benchmark::State& state, row r, shape s) {
   KF_BENCH_REQUIRE_GPU(state);
   try {
-    if (r.kind == impl::tuning &&
-        kf::detail::warp_tiled_tuning_of(kf::detail::current_device("bench")) !=
-            kf::detail::warp_tiled_tuning_id::large_smem) {
+    if (r.kind == impl::tuning && kf::detail::warp_tiled_tuning_of(kf::detail::current_device("bench")) !=
+                                      kf::detail::warp_tiled_tuning_id::large_smem) {
       state.SkipWithError("tuning rows use the large_smem configuration family (sm_80, sm_90, sm_100)");
       return;
     }
@@ -310,7 +307,8 @@ void bm_matmul(benchmark::State& state, row r, shape s) {
       state.SkipWithError(wrong.c_str());
       return;
     }
-    time_gpu(state, [&](cudaStream_t stream) { run(r, p, stream); }, nullptr, r.warmups);
+    time_gpu(
+        state, [&](cudaStream_t stream) { run(r, p, stream); }, nullptr, r.warmups);
     set_flops(state, s.flops(), r.precision == "tf32" ? tf32_peak_tflops() : 0.0);
     const std::string key = r.precision + "/" + s.name();
     const double t = state.counters["gpu_s"];
@@ -387,9 +385,10 @@ int main(int argc, char** argv) {
   ::benchmark::AddCustomContext("matmul_note",
                                 "slow steps (naive, coalesced, smem_tiled, blocktile_1d) run on 1024^3, 2048^3, 4096^3 "
                                 "only; tf32 frac_peak is of 8 x the FP32 peak on cc 8.0/9.x/10.x (1 x elsewhere)");
-  std::printf("bench_matmul: the slow steps (naive, coalesced, smem_tiled, blocktile_1d) run only up to 4096^3 "
-              "(cubes); naive at 4096^3 with 1 warm-up and 2 timed calls.\n");
-  ::kf::bench::matmul::register_all();  // without a GPU every row reports why (KF_BENCH_REQUIRE_GPU)
+  std::printf(
+      "bench_matmul: the slow steps (naive, coalesced, smem_tiled, blocktile_1d) run only up to 4096^3 "
+      "(cubes); naive at 4096^3 with 1 warm-up and 2 timed calls.\n");
+  ::kf::bench::matmul::register_all();      // without a GPU every row reports why (KF_BENCH_REQUIRE_GPU)
   ::kf::bench::run_with_progress(tabular);  // a progress line per case on stderr
   ::benchmark::Shutdown();
   return 0;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What calling kernelforge from Python costs: per-call host overhead and bandwidth.
 
 1. Per-call overhead at n = 2^10 float32 (the kernel is tiny, so the host path is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Example 01 -- SAXPY, y = a*x + y, done twice:
 //   part 1: by hand, the way the classic CUDA tutorial writes it: a CPU
 //           reference, cudaMalloc, cudaMemcpy in, a __global__ kernel launched
@@ -44,8 +45,8 @@ constexpr double tolerance_in_eps = 2.0;
 #define CHECK_CUDA(call) check_cuda((call), #call, __FILE__, __LINE__)
 void check_cuda(cudaError_t status, const char* call, const char* file, int line) {
   if (status != cudaSuccess) {
-    std::fprintf(stderr, "CUDA error at %s:%d in %s\n  %s: %s\nFAILED\n", file, line, call,
-                 cudaGetErrorName(status), cudaGetErrorString(status));
+    std::fprintf(stderr, "CUDA error at %s:%d in %s\n  %s: %s\nFAILED\n", file, line, call, cudaGetErrorName(status),
+                 cudaGetErrorString(status));
     std::exit(EXIT_FAILURE);
   }
 }
@@ -146,7 +147,7 @@ bool part2_kernelforge(const std::vector<float>& x, const std::vector<float>& y0
 
     kf::device_buffer<float> d_x = kf::to_device(x);
     kf::device_buffer<float> d_y = kf::to_device(y0);
-    kf::saxpy(n, a, d_x.data(), d_y.data());  // enqueued on the default stream; returns at once
+    kf::saxpy(n, a, d_x.data(), d_y.data());        // enqueued on the default stream; returns at once
     const std::vector<float> y = kf::to_host(d_y);  // waits for the stream
     const bool ok = verify("kf::saxpy", y, std::vector<double>(expected.begin(), expected.end()), x, y0);
 
@@ -174,8 +175,7 @@ int main() {
   cudaDeviceProp prop{};
   CHECK_CUDA(cudaGetDevice(&device));
   CHECK_CUDA(cudaGetDeviceProperties(&prop, device));
-  std::printf("SAXPY y = a*x + y, n = %zu floats, a = %g, on %s (sm_%d%d)\n", n, a, prop.name, prop.major,
-              prop.minor);
+  std::printf("SAXPY y = a*x + y, n = %zu floats, a = %g, on %s (sm_%d%d)\n", n, a, prop.name, prop.major, prop.minor);
 
   // Random inputs in [-1, 1): patterns such as all-ones hide indexing bugs.
   std::mt19937 rng(random_seed);

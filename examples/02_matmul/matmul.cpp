@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Example 02 -- the matrix product C = A * B, three steps of the progression:
 //   naive      one thread per element of C, every operand read from global memory
 //   smem_tiled 32 x 32 tiles of A and B staged in shared memory, each reused 32 times
@@ -29,9 +30,9 @@ namespace {
 constexpr int exit_skipped = 77;  // the example's SKIP_RETURN_CODE in ctest
 constexpr std::size_t default_size = 2048;
 constexpr int sampled_rows = 48, sampled_cols = 48;  // entries checked: 48 x 48 of N x N
-constexpr double timed_budget_ms = 300;            // per variant: repeat up to about this long
+constexpr double timed_budget_ms = 300;              // per variant: repeat up to about this long
 constexpr int max_timed_runs = 20;
-constexpr unsigned long long seed = 2024;          // fixed: a failure reproduces
+constexpr unsigned long long seed = 2024;  // fixed: a failure reproduces
 
 /// A step of the progression and what it teaches.
 struct step {
@@ -141,8 +142,8 @@ int main(int argc, char** argv) {
   bool all_ok = true;
   try {
     const kf::device_info gpu = kf::get_device_info();
-    std::printf("C = A * B, %zu x %zu x %zu floats (row-major), on %s (sm_%d%d, %d SMs, FP32 peak %.1f TFLOP/s)\n\n",
-                n, n, n, gpu.name.c_str(), gpu.cc_major, gpu.cc_minor, gpu.sm_count, gpu.peak_fp32_tflops);
+    std::printf("C = A * B, %zu x %zu x %zu floats (row-major), on %s (sm_%d%d, %d SMs, FP32 peak %.1f TFLOP/s)\n\n", n,
+                n, n, gpu.name.c_str(), gpu.cc_major, gpu.cc_minor, gpu.sm_count, gpu.peak_fp32_tflops);
 
     const std::vector<float> a = random_matrix(n * n, seed), b = random_matrix(n * n, seed + 1);
     kf::device_buffer<float> d_a = kf::to_device(a), d_b = kf::to_device(b), d_c(n * n);
@@ -171,7 +172,8 @@ int main(int argc, char** argv) {
     std::printf("kf::error (%s): %s\nFAILED\n", kf::to_string(e.code()), e.what());
     return EXIT_FAILURE;
   }
-  std::printf("\nTimings: CUDA events, one warm-up, no L2 flush: a quick look; benchmarks/matmul is the careful one.\n");
+  std::printf(
+      "\nTimings: CUDA events, one warm-up, no L2 flush: a quick look; benchmarks/matmul is the careful one.\n");
   std::printf("%s\n", all_ok ? "PASSED" : "FAILED");
   return all_ok ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Example 03: an image filter, step by step.
 //
 // Blurs a generated 1024 x 1024 test image (concentric rings over a gradient)
@@ -126,8 +127,7 @@ int main(int argc, char** argv) {
   const std::string out_dir = argc > 1 ? argv[1] : ".";
   try {
     const kf::device_info info = kf::get_device_info();
-    std::printf("kf::filter2d step by step on %s: %zu x %zu fp32 image, clamp border\n", info.name.c_str(), side,
-                side);
+    std::printf("kf::filter2d step by step on %s: %zu x %zu fp32 image, clamp border\n", info.name.c_str(), side, side);
     const std::vector<float> image = make_image();
     write_pgm(out_dir + "/input.pgm", image);
     const auto d_image = kf::to_device(image);
@@ -140,10 +140,9 @@ int main(int argc, char** argv) {
     kf::reference::filter2d_exact(1, side, side, image.data(), side, blur.data(), taps, taps, kf::border::clamp,
                                   expected.data(), side);
     std::printf("\n5 x 5 Gaussian blur:\n");
-    for (const step& s : {step{"naive", kf::filter2d_variant::naive},
-                          step{"constant_memory", kf::filter2d_variant::constant_memory},
-                          step{"smem_tiled", kf::filter2d_variant::smem_tiled},
-                          step{"best", kf::filter2d_variant::best}}) {
+    for (const step& s :
+         {step{"naive", kf::filter2d_variant::naive}, step{"constant_memory", kf::filter2d_variant::constant_memory},
+          step{"smem_tiled", kf::filter2d_variant::smem_tiled}, step{"best", kf::filter2d_variant::best}}) {
       ok = run_step(s, d_image, blur, taps, expected, out_dir, "blur5") && ok;
     }
 
@@ -154,8 +153,8 @@ int main(int argc, char** argv) {
     kf::reference::filter2d_exact(1, side, side, image.data(), side, wide.data(), big, big, kf::border::clamp,
                                   expected.data(), side);
     std::printf("\n15 x 15 Gaussian blur (separable):\n");
-    for (const step& s : {step{"smem_tiled", kf::filter2d_variant::smem_tiled},
-                          step{"best", kf::filter2d_variant::best}}) {
+    for (const step& s :
+         {step{"smem_tiled", kf::filter2d_variant::smem_tiled}, step{"best", kf::filter2d_variant::best}}) {
       ok = run_step(s, d_image, wide, big, expected, out_dir, "blur15") && ok;
     }
     std::printf("\n%s\n", ok ? "All steps match the CPU reference." : "A step does NOT match the CPU reference.");

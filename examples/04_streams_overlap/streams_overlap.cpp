@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Example 04 -- overlapping copies and kernels with streams and pinned memory.
 //
 // A large SAXPY (y = 2x + y, 2^26 floats: 256 MiB per array) whose data starts
@@ -42,7 +43,8 @@ constexpr float a = 2.0f;
 
 #define CHECK_CUDA(call) check_cuda((call), #call)
 void check_cuda(cudaError_t status, const char* call) {
-  if (status != cudaSuccess) throw kf::error(kf::errc::cuda_runtime, std::string(call) + ": " + cudaGetErrorString(status));
+  if (status != cudaSuccess)
+    throw kf::error(kf::errc::cuda_runtime, std::string(call) + ": " + cudaGetErrorString(status));
 }
 
 /// x[i] = i mod 1024, y[i] = 1: 2x + y is exact in float, so results compare with ==.
@@ -132,7 +134,8 @@ float run_pipelined(const kf::pinned_buffer<float>& x, kf::pinned_buffer<float>&
     total = std::max(total, ms_between(start, m[3]));
     if (spans) {
       const char* ops[] = {"h2d", "kernel", "d2h"};
-      for (int k = 0; k < 3; ++k) spans->push_back({c % streams, c, ops[k], ms_between(start, m[k]), ms_between(start, m[k + 1])});
+      for (int k = 0; k < 3; ++k)
+        spans->push_back({c % streams, c, ops[k], ms_between(start, m[k]), ms_between(start, m[k + 1])});
     }
   }
   for (auto m : marks) cudaEventDestroy(m);
@@ -159,8 +162,10 @@ void write_csv(const std::string& path, const std::vector<span>& serial, const s
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (!f) return;
   std::fprintf(f, "run,stream,chunk,op,start_ms,end_ms\n");
-  for (const span& s : serial) std::fprintf(f, "serial,%d,%d,%s,%.4f,%.4f\n", s.stream, s.chunk, s.op, s.start_ms, s.end_ms);
-  for (const span& s : pipelined) std::fprintf(f, "pipelined,%d,%d,%s,%.4f,%.4f\n", s.stream, s.chunk, s.op, s.start_ms, s.end_ms);
+  for (const span& s : serial)
+    std::fprintf(f, "serial,%d,%d,%s,%.4f,%.4f\n", s.stream, s.chunk, s.op, s.start_ms, s.end_ms);
+  for (const span& s : pipelined)
+    std::fprintf(f, "pipelined,%d,%d,%s,%.4f,%.4f\n", s.stream, s.chunk, s.op, s.start_ms, s.end_ms);
   std::fclose(f);
   std::printf("wrote %s\n", path.c_str());
 }
@@ -207,14 +212,17 @@ void write_png(const std::string& path, const std::vector<span>& serial, const s
   // Legend.
   int lx = left;
   const int ly = axis_y + 56;
-  for (auto [name, c] : {std::pair<const char*, rgb>{"HOST TO DEVICE COPY", h2d}, {"KF::SAXPY KERNEL", kernel},
+  for (auto [name, c] : {std::pair<const char*, rgb>{"HOST TO DEVICE COPY", h2d},
+                         {"KF::SAXPY KERNEL", kernel},
                          {"DEVICE TO HOST COPY", d2h}}) {
     img.fill(lx, ly, lx + 24, ly + 14, c);
     img.text(lx + 32, ly, name, ink);
     lx += 32 + timeline::canvas::text_width(name) + 40;
   }
-  if (img.write_png(path)) std::printf("wrote %s\n", path.c_str());
-  else std::printf("could not write %s\n", path.c_str());
+  if (img.write_png(path))
+    std::printf("wrote %s\n", path.c_str());
+  else
+    std::printf("could not write %s\n", path.c_str());
 }
 
 }  // namespace
@@ -226,8 +234,10 @@ int main(int argc, char** argv) {
     const std::string arg = argv[i];
     if ((arg == "--streams" || arg == "--chunks" || arg == "--out") && i + 1 < argc) {
       const char* v = argv[++i];
-      if (arg == "--out") out_dir = v;
-      else (arg == "--streams" ? streams : chunks) = std::atoi(v);
+      if (arg == "--out")
+        out_dir = v;
+      else
+        (arg == "--streams" ? streams : chunks) = std::atoi(v);
     } else {
       std::printf("usage: %s [--streams N] [--chunks C] [--out DIR]\n", argv[0]);
       return 1;
@@ -276,8 +286,10 @@ int main(int argc, char** argv) {
     const double bound_ms = std::max(in_ms, out_ms);
     std::printf("\n%-44s %9.2f ms\n", "serial (pageable, 1 stream)", serial_ms);
     for (const span& s : serial_spans) std::printf("    %-40s %9.2f ms\n", s.op, s.end_ms - s.start_ms);
-    std::printf("%-44s %9.2f ms\n", ("pipelined (pinned, " + std::to_string(streams) + " streams, " +
-                                     std::to_string(chunks) + " chunks)").c_str(), pipe_ms);
+    std::printf(
+        "%-44s %9.2f ms\n",
+        ("pipelined (pinned, " + std::to_string(streams) + " streams, " + std::to_string(chunks) + " chunks)").c_str(),
+        pipe_ms);
     std::printf("%-44s %9.2f x\n", "speedup", serial_ms / pipe_ms);
     std::printf("\npinned copy rates measured here: %.1f GB/s host-to-device, %.1f GB/s device-to-host\n", h2d_gbs,
                 d2h_gbs);

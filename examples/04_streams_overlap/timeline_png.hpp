@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A tiny PNG writer for the timeline picture of example 04: an RGB canvas,
 // filled rectangles, text in a built-in 5x7 font, and write_png() -- zlib
 // stream with fixed-Huffman deflate (runs of equal bytes as distance-1
@@ -13,7 +14,9 @@
 
 namespace timeline {
 
-struct rgb { std::uint8_t r, g, b; };
+struct rgb {
+  std::uint8_t r, g, b;
+};
 
 class canvas {
  public:
@@ -34,7 +37,8 @@ class canvas {
       const char* g = glyph(static_cast<char>(std::toupper(static_cast<unsigned char>(ch))));
       for (int row = 0; row < 7 && g; ++row)
         for (int col = 0; col < 5; ++col)
-          if (g[row * 5 + col] == '#') fill(x + col * scale, y + row * scale, x + (col + 1) * scale, y + (row + 1) * scale, c);
+          if (g[row * 5 + col] == '#')
+            fill(x + col * scale, y + row * scale, x + (col + 1) * scale, y + (row + 1) * scale, c);
       x += 6 * scale;
     }
   }
@@ -53,7 +57,10 @@ class canvas {
 };
 
 inline const char* canvas::glyph(char c) {
-  struct entry { char c; const char* rows; };
+  struct entry {
+    char c;
+    const char* rows;
+  };
   static const entry font[] = {
       {'A', ".###.#...##...#######...##...##...#"}, {'B', "####.#...##...#####.#...##...#####."},
       {'C', ".###.#...##....#....#....#...#.###."}, {'D', "####.#...##...##...##...##...#####."},
@@ -115,15 +122,19 @@ struct bit_writer {
 };
 
 inline void literal_or_length(bit_writer& w, int symbol) {  // fixed Huffman code of a lit/len symbol
-  if (symbol < 144) w.code(0x30 + symbol, 8);
-  else if (symbol < 256) w.code(0x190 + symbol - 144, 9);
-  else if (symbol < 280) w.code(symbol - 256, 7);
-  else w.code(0xC0 + symbol - 280, 8);
+  if (symbol < 144)
+    w.code(0x30 + symbol, 8);
+  else if (symbol < 256)
+    w.code(0x190 + symbol - 144, 9);
+  else if (symbol < 280)
+    w.code(symbol - 256, 7);
+  else
+    w.code(0xC0 + symbol - 280, 8);
 }
 
 inline void match(bit_writer& w, int length) {  // length 3..258 at distance 1
-  static const int base[] = {3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31,
-                             35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258};
+  static const int base[] = {3,  4,  5,  6,  7,  8,  9,  10, 11,  13,  15,  17,  19,  23, 27,
+                             31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258};
   static const int extra[] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
   int i = 28;
   while (base[i] > length) --i;
@@ -166,7 +177,8 @@ inline void chunk(std::FILE* f, const char* type, const std::vector<std::uint8_t
   typed.insert(typed.end(), body.begin(), body.end());
   std::fwrite(typed.data(), 1, typed.size(), f);
   const std::uint32_t crc = crc32(typed.data(), typed.size());
-  const std::uint8_t c[4] = {std::uint8_t(crc >> 24), std::uint8_t(crc >> 16), std::uint8_t(crc >> 8), std::uint8_t(crc)};
+  const std::uint8_t c[4] = {std::uint8_t(crc >> 24), std::uint8_t(crc >> 16), std::uint8_t(crc >> 8),
+                             std::uint8_t(crc)};
   std::fwrite(c, 1, 4, f);
 }
 
@@ -188,9 +200,10 @@ inline bool canvas::write_png(const std::string& path) const {
   static const std::uint8_t signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
   std::fwrite(signature, 1, 8, f);
   const std::uint32_t w = static_cast<std::uint32_t>(w_), h = static_cast<std::uint32_t>(h_);
-  detail::chunk(f, "IHDR", {std::uint8_t(w >> 24), std::uint8_t(w >> 16), std::uint8_t(w >> 8), std::uint8_t(w),
-                            std::uint8_t(h >> 24), std::uint8_t(h >> 16), std::uint8_t(h >> 8), std::uint8_t(h),
-                            8, 2, 0, 0, 0});  // 8-bit RGB, deflate, no interlace
+  detail::chunk(f, "IHDR",
+                {std::uint8_t(w >> 24), std::uint8_t(w >> 16), std::uint8_t(w >> 8), std::uint8_t(w),
+                 std::uint8_t(h >> 24), std::uint8_t(h >> 16), std::uint8_t(h >> 8), std::uint8_t(h), 8, 2, 0, 0,
+                 0});  // 8-bit RGB, deflate, no interlace
   detail::chunk(f, "IDAT", detail::zlib_compress(raw));
   detail::chunk(f, "IEND", {});
   return std::fclose(f) == 0;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Example 05 -- the device query a learner writes first: what CUDA sees.
 //   part 1: by hand with the CUDA runtime: the driver and runtime versions,
 //           cudaGetDeviceCount, then cudaGetDeviceProperties for each GPU

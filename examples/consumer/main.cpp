@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Plain C++ (g++ or clang, no nvcc) calling a kernelforge kernel through the
 // installed package. Exit code: 0 verified, 1 wrong result or error, 77 no GPU.
 #include <cstdio>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Vector add from CuPy: a hand-written float4 kernel, then kernelforge's, side by side.
 
 A learner's first CUDA kernel from Python: a cupy.RawKernel that adds two float32

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Threshold ReLU from PyTorch with kernelforge: train a small model, check it, time it.
 
 1. Two copies of one small MLP, one with kernelforge.torch.ThresholdReLU, one with

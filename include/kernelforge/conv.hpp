@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The convolution family: image filters (filter2d) and batched NCHW forward
 // convolution (conv2d_forward). Each call validates its arguments, enqueues its
 // work on options.stream and returns without synchronizing the host.
@@ -116,8 +117,9 @@ template <class T>
 void filter2d(std::size_t channels, std::size_t height, std::size_t width, const T* in, std::size_t in_pitch,
               const T* filter, std::size_t r, std::size_t s, T* out, std::size_t out_pitch,
               const filter2d_options& options = {}) {
-  static_assert(is_filter2d_type_v<T>, "kf::filter2d: unsupported element type; filter2d ships float, __half and "
-                                       "double (double: naive only)");
+  static_assert(is_filter2d_type_v<T>,
+                "kf::filter2d: unsupported element type; filter2d ships float, __half and "
+                "double (double: naive only)");
   detail::filter2d_impl<T>(channels, height, width, in, in_pitch, filter, r, s, out, out_pitch, options);
 }
 

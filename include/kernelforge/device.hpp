@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Device queries: what GPU this is, and whether the library holds code for it.
 #pragma once
 

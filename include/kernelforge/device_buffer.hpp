@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // device_buffer<T>: an owning, move-only array in device memory, and the two
 // copies that tests, examples and benchmarks need (host -> device -> host).
 #pragma once

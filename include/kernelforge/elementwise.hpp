@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The elementwise family: SAXPY, vector add, threshold ReLU forward and backward.
 // Each call validates its arguments, enqueues one kernel on options.stream and
 // returns without synchronizing. Precompiled for float, double, __half and
@@ -45,9 +46,10 @@ void relu_threshold_backward_impl(std::size_t n, const T* dy, const T* x, T* dx,
                                   const elementwise_options& options);
 }  // namespace detail
 
-#define KF_ELEMENTWISE_REQUIRE_TYPE(name)                                                        \
-  static_assert(is_elementwise_type_v<T>, name ": unsupported element type; the elementwise " \
-                                               "family ships float, double, __half and __nv_bfloat16")
+#define KF_ELEMENTWISE_REQUIRE_TYPE(name)                      \
+  static_assert(is_elementwise_type_v<T>, name                 \
+                ": unsupported element type; the elementwise " \
+                "family ships float, double, __half and __nv_bfloat16")
 
 // T comes from the pointers; the scalars are compute_t<T> (float for the 16-bit
 // types), so saxpy(n, 2.0, x, y) on float arrays and threshold 0 just work.

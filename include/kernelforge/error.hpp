@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kf::error: the one exception type kernelforge throws, and the reasons it carries.
 #pragma once
 

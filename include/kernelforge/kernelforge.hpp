@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kernelforge: the umbrella header. Host-only C++17; compiles with g++ or clang
 // without nvcc (it needs the CUDA toolkit's include directory on the path).
 // The CPU references (kernelforge/reference/*.hpp) are not part of it:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // math_mode: whether a family may use reduced-precision tensor-core arithmetic.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The matrix-product family: row-major GEMM with BLAS semantics,
 //   C (m x n) = alpha * op(A) (m x k) * op(B) (k x n) + beta * C,
 // from the naive kernel of every tutorial to a warp-tiled, cp.async-pipelined
@@ -41,8 +42,8 @@ struct matmul_options {
 namespace detail {
 // Defined and instantiated for the shipped types in kernels/matmul/matmul.cu.
 template <class T>
-void matmul_impl(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k, compute_t<T> alpha,
-                 const T* A, std::size_t lda, const T* B, std::size_t ldb, compute_t<T> beta, T* C, std::size_t ldc,
+void matmul_impl(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k, compute_t<T> alpha, const T* A,
+                 std::size_t lda, const T* B, std::size_t ldb, compute_t<T> beta, T* C, std::size_t ldc,
                  const matmul_options& options);
 }  // namespace detail
 
@@ -64,8 +65,9 @@ template <class T>
 void matmul(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k, compute_t<T> alpha, const T* A,
             std::size_t lda, const T* B, std::size_t ldb, compute_t<T> beta, T* C, std::size_t ldc,
             const matmul_options& options = {}) {
-  static_assert(is_matmul_type_v<T>, "kf::matmul: unsupported element type; the matrix-product family ships float "
-                                     "and double");
+  static_assert(is_matmul_type_v<T>,
+                "kf::matmul: unsupported element type; the matrix-product family ships float "
+                "and double");
   detail::matmul_impl<T>(trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, options);
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pinned_buffer<T>: page-locked (pinned) host memory, and copy_async between it
 // and device memory on a stream. Pinned memory is what lets a copy run
 // asynchronously on a copy engine, overlapping kernels and other copies; a copy

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Element types: the type a family computes in, and the compile-time check that
 // a family ships a type. Host-only C++17 (no nvcc needed).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Thread-block clusters and register reallocation (sm_90a): a CTA's rank in its
 // cluster, the cluster-wide barrier, and setmaxnreg for warp-specialized kernels
 // (producers give registers back, consumers take them).

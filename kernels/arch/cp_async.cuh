@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Asynchronous global -> shared copies (cp.async, sm_80+), with a plain-load
 // fallback below sm_80 so one pipelined kernel compiles for every architecture.
 // cp.async moves data without passing through registers and lets a thread issue

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The architecture guards every PTX wrapper in kernels/arch is written under.
 // One macro per instruction generation, so a wrapper states the one condition it
 // needs, and the host pass (no __CUDA_ARCH__) still sees every declaration.

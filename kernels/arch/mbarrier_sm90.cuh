@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared-memory barriers with transaction counts (mbarrier, sm_90a): how a TMA
 // copy tells its consumers that a stage has landed, and how consumers hand the
 // stage back. Bodies exist only under KF_ARCH_SM90A; kernels that call them are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Warp-level tensor-core products (mma.sync, sm_80+) and the fp32 -> TF32
 // rounding their operands need. Below sm_80 the bodies are empty: kernels that
 // use them trap there, and the launchers never select them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The 32-bit shared-memory address of a generic pointer: what every PTX
 // instruction with a .shared operand (cp.async, ldmatrix, mbarrier, TMA, wgmma
 // descriptors) takes.

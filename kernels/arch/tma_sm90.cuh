@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tensor-memory-accelerator copies (cp.async.bulk.tensor, sm_90a): one thread
 // moves a whole 2D box of a global matrix, described by a CUtensorMap, into
 // shared memory, and the bytes are counted on an mbarrier. The multicast form
@@ -17,8 +18,9 @@ namespace kf::detail {
 __device__ __forceinline__ void tma_load_2d(std::uint32_t dst, const CUtensorMap* map, int x, int y,
                                             std::uint32_t bar) {
   asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
-      ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar)
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
+      "[%4];\n" ::"r"(dst),
+      "l"(map), "r"(x), "r"(y), "r"(bar)
       : "memory");
 }
 

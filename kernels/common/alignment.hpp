@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one alignment predicate: is a pointer (and optionally every row of a
 // matrix) aligned to `bytes`? Host and device code.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Grid arithmetic shared by every launcher: tile counts and the hardware's grid
 // limits. Host and device code.
 #pragma once

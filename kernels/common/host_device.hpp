@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // KF_HOST_DEVICE: a helper callable from host and device code, in headers that
 // both nvcc and the host compiler (g++, for kernels/runtime/*.cpp) include.
 #pragma once

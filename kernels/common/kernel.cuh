@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // KF_KERNEL marks every kernelforge __global__ function. Hidden visibility keeps
 // our kernels from clashing with another library's instantiation of the same
 // template at link time (CUB does the same: CUB_DETAIL_KERNEL_ATTRIBUTES).

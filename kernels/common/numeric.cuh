@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Storage type <-> compute type. Half-precision types are stored in 16 bits and
 // computed in fp32; float and double compute in themselves.
 #pragma once

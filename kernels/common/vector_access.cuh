@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // 16-byte vectors of any element type: one LDG.128 / STG.128 moves
 // 16 / sizeof(T) elements, the widest access a thread can make.
 #pragma once

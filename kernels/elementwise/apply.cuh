@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Apply an elementwise op to one element of N input arrays (N = 1 or 2),
 // converting storage -> compute -> storage type.
 #pragma once

@@ -1,12 +1,13 @@
+// SPDX-License-Identifier: Apache-2.0
 // The elementwise launcher: validate -> plan -> dispatch by variant, and the
 // explicit instantiations shipped in the fatbin (float, double, __half, __nv_bfloat16).
 #include <string>
 
 #include "runtime/launcher.hpp"
-#include "elementwise/naive.cuh"
+#include "elementwise/01_naive.cuh"
 #include "elementwise/ops.cuh"
 #include "elementwise/tuning.hpp"
-#include "elementwise/vectorized.cuh"
+#include "elementwise/02_vectorized.cuh"
 #include "kernelforge/elementwise.hpp"
 
 namespace kf {
@@ -26,8 +27,8 @@ namespace {
 /// The output may be the very same array as an input (in place) or disjoint
 /// from it; a partial overlap would race between threads.
 template <class T>
-void require_same_or_disjoint(const char* what, const char* out_name, const T* out, const char* in_name,
-                              const T* in, std::size_t n) {
+void require_same_or_disjoint(const char* what, const char* out_name, const T* out, const char* in_name, const T* in,
+                              std::size_t n) {
   if (out == in || n == 0) return;
   if (arrays_overlap(out, n, in, n)) {
     throw error(errc::invalid_argument, std::string(what) + ": '" + out_name + "' and '" + in_name +
@@ -77,18 +78,16 @@ void launch_elementwise(const char* what, std::size_t n, const elementwise_optio
     const int block = resolve_block_size(profile, options.block_size, what);
     const std::size_t peel = ((vector_bytes - misalignment(out)) % vector_bytes) / sizeof(T);
     const std::size_t head = peel < n ? peel : n;
-    const launch_plan plan =
-        plan_grid_stride(limits, block, profile.occupancy[block / 32 - 1], (n - head) / W, std::size_t(block) * U,
-                         elementwise_tuning::max_waves);
+    const launch_plan plan = plan_grid_stride(limits, block, profile.occupancy[block / 32 - 1], (n - head) / W,
+                                              std::size_t(block) * U, elementwise_tuning::max_waves);
     kernel<<<plan.grid, plan.block, 0, options.stream>>>(n, head, op, in, out);
   } else {
     constexpr int U = elementwise_tuning::scalar_chunks_per_thread;
     constexpr auto kernel = &elementwise_vectorized<T, N, 1, U, Op>;
     const kernel_profile& profile = profile_of<kernel>(device, what);
     const int block = resolve_block_size(profile, options.block_size, what);
-    const launch_plan plan =
-        plan_grid_stride(limits, block, profile.occupancy[block / 32 - 1], n, std::size_t(block) * U,
-                         elementwise_tuning::max_waves);
+    const launch_plan plan = plan_grid_stride(limits, block, profile.occupancy[block / 32 - 1], n,
+                                              std::size_t(block) * U, elementwise_tuning::max_waves);
     kernel<<<plan.grid, plan.block, 0, options.stream>>>(n, 0, op, in, out);
   }
   check_launch(what);
@@ -104,8 +103,7 @@ void saxpy_impl(std::size_t n, compute_t<T> a, const T* x, T* y, const elementwi
   require_same_or_disjoint(what, "y", y, "x", x, n);
   validate_options(what, options);
   if (n == 0) return;
-  launch_elementwise<T, 2>(what, n, options, saxpy_op<compute_t<T>>{a},
-                                   {{x, y}}, y);
+  launch_elementwise<T, 2>(what, n, options, saxpy_op<compute_t<T>>{a}, {{x, y}}, y);
 }
 
 template <class T>
@@ -122,15 +120,15 @@ void vector_add_impl(std::size_t n, const T* a, const T* b, T* c, const elementw
 }
 
 template <class T>
-void relu_threshold_forward_impl(std::size_t n, const T* x, T* y, compute_t<T> threshold, const elementwise_options& options) {
+void relu_threshold_forward_impl(std::size_t n, const T* x, T* y, compute_t<T> threshold,
+                                 const elementwise_options& options) {
   const char* what = "kf::relu_threshold_forward";
   require_array(what, "x", x, n);
   require_array(what, "y", y, n);
   require_same_or_disjoint(what, "y", y, "x", x, n);
   validate_options(what, options);
   if (n == 0) return;
-  launch_elementwise<T, 1>(
-      what, n, options, relu_forward_op<compute_t<T>>{threshold}, {{x}}, y);
+  launch_elementwise<T, 1>(what, n, options, relu_forward_op<compute_t<T>>{threshold}, {{x}}, y);
 }
 
 template <class T>
@@ -144,16 +142,14 @@ void relu_threshold_backward_impl(std::size_t n, const T* dy, const T* x, T* dx,
   require_same_or_disjoint(what, "dx", dx, "x", x, n);
   validate_options(what, options);
   if (n == 0) return;
-  launch_elementwise<T, 2>(
-      what, n, options, relu_backward_op<compute_t<T>>{threshold}, {{dy, x}}, dx);
+  launch_elementwise<T, 2>(what, n, options, relu_backward_op<compute_t<T>>{threshold}, {{dy, x}}, dx);
 }
 
-#define KF_INSTANTIATE_ELEMENTWISE(T)                                                                         \
-  template void saxpy_impl<T>(std::size_t, compute_t<T>, const T*, T*, const elementwise_options&);          \
-  template void vector_add_impl<T>(std::size_t, const T*, const T*, T*, const elementwise_options&);         \
-  template void relu_threshold_forward_impl<T>(std::size_t, const T*, T*, compute_t<T>,                      \
-                                               const elementwise_options&);                                  \
-  template void relu_threshold_backward_impl<T>(std::size_t, const T*, const T*, T*, compute_t<T>,           \
+#define KF_INSTANTIATE_ELEMENTWISE(T)                                                                                \
+  template void saxpy_impl<T>(std::size_t, compute_t<T>, const T*, T*, const elementwise_options&);                  \
+  template void vector_add_impl<T>(std::size_t, const T*, const T*, T*, const elementwise_options&);                 \
+  template void relu_threshold_forward_impl<T>(std::size_t, const T*, T*, compute_t<T>, const elementwise_options&); \
+  template void relu_threshold_backward_impl<T>(std::size_t, const T*, const T*, T*, compute_t<T>,                   \
                                                 const elementwise_options&);
 
 KF_INSTANTIATE_ELEMENTWISE(float)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The four elementwise operations as functors on the compute type C (fp32 for
 // float and the half types, fp64 for double). Inputs come in the order the
 // public API lists them; each returns the output element.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tuning of the vectorized elementwise kernel, in one place, with the
 // measurements behind each choice (NVIDIA H200, fp32 saxpy unless stated,
 // CUDA events, L2 flushed, median of 11; scratch probe, 2026-11-29).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The arguments every matrix-product kernel takes, already validated by the
 // launcher (kernels/matmul/matmul.cu). Row-major:
 //   C (m x n) = alpha * op(A) (m x k) * op(B) (k x n) + beta * C

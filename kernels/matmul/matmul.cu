@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The matrix-product launcher: validate -> early returns -> dispatch by variant
 // and device architecture, and the explicit instantiations shipped in the
 // fatbin (float: every variant; double: naive, smem_tiled, blocktile_2d).
@@ -8,20 +9,20 @@
 
 #include "runtime/launcher.hpp"
 #include "kernelforge/matmul.hpp"
-#include "matmul/blocktile_1d.cuh"
-#include "matmul/blocktile_2d.cuh"
-#include "matmul/coalesced.cuh"
+#include "matmul/04_blocktile_1d.cuh"
+#include "matmul/05_blocktile_2d.cuh"
+#include "matmul/02_coalesced.cuh"
 #include "matmul/gemm_args.cuh"
-#include "matmul/naive.cuh"
+#include "matmul/01_naive.cuh"
 #include "matmul/scale.cuh"
-#include "matmul/smem_tiled.cuh"
-#include "matmul/vectorized.cuh"
-#include "matmul/warp_tiled.cuh"
+#include "matmul/03_smem_tiled.cuh"
+#include "matmul/06_vectorized.cuh"
+#include "matmul/warp_tiled_launch.cuh"
 
 // The tensor-core kernels live in their own files; the library builds (and
 // reports errc::unsupported for tensor_core_tf32) without them.
-#include "matmul/tensor_core_tf32.cuh"
-#include "matmul/wgmma_tf32.cuh"
+#include "matmul/tensor_core_tf32_launch.cuh"
+#include "matmul/wgmma_tf32_launch.cuh"
 
 namespace kf {
 
@@ -72,8 +73,8 @@ void require_op(const char* name, op o) {
 /// A matrix with rows x cols > 0 elements needs a pointer.
 void require_operand(const char* name, const void* p, const char* dims, std::size_t rows, std::size_t cols) {
   if (p != nullptr || rows == 0 || cols == 0) return;
-  throw error(errc::invalid_argument, std::string(matmul_what) + ": argument '" + name + "' is null but holds " +
-                                          dims + " = " + std::to_string(rows) + " x " + std::to_string(cols) +
+  throw error(errc::invalid_argument, std::string(matmul_what) + ": argument '" + name + "' is null but holds " + dims +
+                                          " = " + std::to_string(rows) + " x " + std::to_string(cols) +
                                           " elements; pass a device pointer (null is allowed only when that is 0)");
 }
 
@@ -82,11 +83,10 @@ void require_operand(const char* name, const void* p, const char* dims, std::siz
 void require_leading_dimension(const char* name, std::size_t ld, const char* symbol, std::size_t row_length,
                                const char* layout) {
   if (ld >= row_length) return;
-  throw error(errc::invalid_argument, std::string(matmul_what) + ": " + name + " = " + std::to_string(ld) +
-                                          " is smaller than " + symbol + " = " + std::to_string(row_length) +
-                                          ", the length of a stored row (" + layout + "); pass " + name +
-                                          " >= " + std::to_string(row_length) +
-                                          " (the distance between consecutive rows, in elements)");
+  throw error(errc::invalid_argument,
+              std::string(matmul_what) + ": " + name + " = " + std::to_string(ld) + " is smaller than " + symbol +
+                  " = " + std::to_string(row_length) + ", the length of a stored row (" + layout + "); pass " + name +
+                  " >= " + std::to_string(row_length) + " (the distance between consecutive rows, in elements)");
 }
 
 template <class T>
@@ -108,16 +108,18 @@ void validate(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t 
   }
   require_operand("C", C, "m x n", m, n);
   const bool ta = trans_a == op::transpose, tb = trans_b == op::transpose;
-  require_leading_dimension("lda", lda, ta ? "m" : "k", ta ? m : k,
-                            ta ? "trans_a = op::transpose: A is stored k x m" : "trans_a = op::none: A is stored m x k");
-  require_leading_dimension("ldb", ldb, tb ? "k" : "n", tb ? k : n,
-                            tb ? "trans_b = op::transpose: B is stored n x k" : "trans_b = op::none: B is stored k x n");
+  require_leading_dimension(
+      "lda", lda, ta ? "m" : "k", ta ? m : k,
+      ta ? "trans_a = op::transpose: A is stored k x m" : "trans_a = op::none: A is stored m x k");
+  require_leading_dimension(
+      "ldb", ldb, tb ? "k" : "n", tb ? k : n,
+      tb ? "trans_b = op::transpose: B is stored n x k" : "trans_b = op::none: B is stored k x n");
   require_leading_dimension("ldc", ldc, "n", n, "C is stored m x n");
   if (options.variant == matmul_variant::tensor_core_tf32 && options.math != math_mode::tf32) {
-    throw error(errc::invalid_argument,
-                std::string(matmul_what) + ": variant tensor_core_tf32 rounds the inputs to TF32 (10-bit "
-                                           "mantissa) and so needs options.math = math_mode::tf32; with "
-                                           "math_mode::exact use variant best or warp_tiled");
+    throw error(errc::invalid_argument, std::string(matmul_what) +
+                                            ": variant tensor_core_tf32 rounds the inputs to TF32 (10-bit "
+                                            "mantissa) and so needs options.math = math_mode::tf32; with "
+                                            "math_mode::exact use variant best or warp_tiled");
   }
   if (!has_variant<T>(options.variant)) {
     throw error(errc::unsupported, std::string(matmul_what) + ": variant " + to_string(options.variant) +
@@ -126,14 +128,14 @@ void validate(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t 
   }
 }
 
-
 /// Launches the TF32 tensor-core product: wgmma (sm_90a image on a cc 9.0
 /// device) where available, else mma.sync. errc::unsupported where neither can run.
 void launch_tensor_core(const gemm_args<float>& g, cudaStream_t stream, int device) {
   const int cc = compute_capability(device);
   if (cc < tensor_core_min_cc) {
-    throw error(errc::unsupported, std::string(matmul_what) + ": variant tensor_core_tf32 needs compute capability "
-                                                              "8.0 or newer (TF32 tensor cores); device " +
+    throw error(errc::unsupported, std::string(matmul_what) +
+                                       ": variant tensor_core_tf32 needs compute capability "
+                                       "8.0 or newer (TF32 tensor cores); device " +
                                        std::to_string(device) + " is " + std::to_string(cc / 10) + "." +
                                        std::to_string(cc % 10) + "; use variant best with math_mode::exact");
   }
@@ -177,15 +179,15 @@ void dispatch(matmul_variant variant, const gemm_args<T>& g, cudaStream_t stream
     }
   }
   // validate() and resolve() leave no other case; keep the failure loud.
-  throw error(errc::unsupported, std::string(matmul_what) + ": variant " + to_string(variant) +
-                                     " is not compiled for " + type_name<T>());
+  throw error(errc::unsupported,
+              std::string(matmul_what) + ": variant " + to_string(variant) + " is not compiled for " + type_name<T>());
 }
 
 }  // namespace
 
 template <class T>
-void matmul_impl(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k, compute_t<T> alpha,
-                 const T* A, std::size_t lda, const T* B, std::size_t ldb, compute_t<T> beta, T* C, std::size_t ldc,
+void matmul_impl(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k, compute_t<T> alpha, const T* A,
+                 std::size_t lda, const T* B, std::size_t ldb, compute_t<T> beta, T* C, std::size_t ldc,
                  const matmul_options& options) {
   detail::validate<T>(trans_a, trans_b, m, n, k, A, lda, B, ldb, C, ldc, options);
   if (m == 0 || n == 0) return;
@@ -207,7 +209,7 @@ void matmul_impl(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size
   detail::dispatch(variant, g, options.stream, device);
 }
 
-#define KF_INSTANTIATE_MATMUL(T)                                                                               \
+#define KF_INSTANTIATE_MATMUL(T)                                                                                   \
   template void matmul_impl<T>(op, op, std::size_t, std::size_t, std::size_t, compute_t<T>, const T*, std::size_t, \
                                const T*, std::size_t, compute_t<T>, T*, std::size_t, const matmul_options&);
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers every matrix-product kernel shares: reading op(A) and op(B) by
 // logical (row, column) whatever the transposes, the BLAS epilogue
 // (beta == 0: C is not read), and the host-side dispatch of the four
@@ -78,11 +79,15 @@ using bool_constant = std::integral_constant<bool, B>;
 template <class Launch>
 void dispatch_transposes(bool trans_a, bool trans_b, Launch&& launch) {
   if (trans_a) {
-    if (trans_b) launch(bool_constant<true>{}, bool_constant<true>{});
-    else launch(bool_constant<true>{}, bool_constant<false>{});
+    if (trans_b)
+      launch(bool_constant<true>{}, bool_constant<true>{});
+    else
+      launch(bool_constant<true>{}, bool_constant<false>{});
   } else {
-    if (trans_b) launch(bool_constant<false>{}, bool_constant<true>{});
-    else launch(bool_constant<false>{}, bool_constant<false>{});
+    if (trans_b)
+      launch(bool_constant<false>{}, bool_constant<true>{});
+    else
+      launch(bool_constant<false>{}, bool_constant<false>{});
   }
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // C = beta * C for the k == 0 case (the product is empty): BLAS semantics, so
 // beta == 0 writes zeros without reading C (NaN in C does not survive).
 // Memory-bound and rare; one thread per element, rows strided over gridDim.y.

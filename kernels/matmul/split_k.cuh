@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Split-k for warp_tiled: when the m x n tiles of a product cannot fill the
 // GPU (e.g. 128 x 8192 x 8192: 64 tiles of 128 x 128 on a 132-SM H200), k is
 // cut into `split` slices computed by separate blocks. Each writes its partial
@@ -42,8 +43,6 @@ KF_KERNEL void matmul_split_k_reduce(gemm_args<T> g, const T* workspace, int spl
     store_c(g, i, j, sum);
   }
 }
-
-
 
 inline void launch_split_k_reduce(const gemm_args<float>& g, const float* workspace, int split, cudaStream_t stream) {
   const std::size_t rows = g.m < split_k_reduce_max_grid_rows ? g.m : split_k_reduce_max_grid_rows;

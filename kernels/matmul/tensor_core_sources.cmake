@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The tensor-core steps of the matrix-product family. Included from
 # kernels/matmul/sources.cmake, i.e. while cmake/kernelforge_library.cmake
 # collects KERNELFORGE_SOURCES, before any library target exists.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tile sizes of the warp_tiled kernel per GPU architecture, and the split-k
 // rule: the one place to tune them. Host and device code both read this file
 // (the device code compiles only the configuration its architecture uses; the
@@ -49,7 +50,7 @@ struct warp_tiled_small_smem : warp_tiled_base {
 /// cc: major * 10 + minor of the code that runs (see the launcher).
 KF_TUNING_FN warp_tiled_tuning_id warp_tiled_tuning_for(int cc) {
   return cc == 80 || cc == 87 || (cc >= 90 && cc < 120) ? warp_tiled_tuning_id::large_smem
-                                                          : warp_tiled_tuning_id::small_smem;
+                                                        : warp_tiled_tuning_id::small_smem;
 }
 
 // ---- split-k: products whose m x n tiles cannot fill the GPU --------------

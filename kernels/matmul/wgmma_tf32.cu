@@ -1,15 +1,16 @@
-// Step 8b, host side -- launches the wgmma TF32 kernel (wgmma_tf32_kernel.cuh):
+// SPDX-License-Identifier: Apache-2.0
+// Step 9, host side -- launches the wgmma TF32 kernel (09_wgmma_tf32.cuh):
 // TMA descriptors, the repack of operands TF32 wgmma cannot read in place (into
 // the runtime's pooled workspace), the cluster launch. Host interface and the
-// conditions it checks: wgmma_tf32.cuh.
+// conditions it checks: wgmma_tf32_launch.cuh.
 
 // This translation unit must never instantiate the mma.sync kernel of
-// tensor_core_tf32.cuh: built for sm_90a only, its copy of that (weak, shared)
+// 08_tensor_core_tf32.cuh: built for sm_90a only, its copy of that (weak, shared)
 // kernel could be the one the program registers, and other GPUs would then find
 // no image for it. So it takes the declarations only; the fallback to mma.sync
 // lives in the inline launch_wgmma_tf32, compiled in the launcher's translation unit.
 #define KF_WGMMA_TF32_DECLARATIONS_ONLY
-#include "matmul/wgmma_tf32.cuh"
+#include "matmul/wgmma_tf32_launch.cuh"
 
 #if defined(KERNELFORGE_WGMMA_TF32)
 
@@ -21,7 +22,7 @@
 
 #include "common/alignment.hpp"
 #include "common/grid.hpp"
-#include "matmul/wgmma_tf32_kernel.cuh"
+#include "matmul/09_wgmma_tf32.cuh"
 #include "runtime/launcher.hpp"
 
 namespace kf::detail {
@@ -59,9 +60,9 @@ bool encode_k_major(CUtensorMap& map, const float* base, std::size_t rows, std::
   const cuuint64_t strides[1] = {ld * sizeof(float)};
   const cuuint32_t box[2] = {block_k, box_rows};
   const cuuint32_t element_strides[2] = {1, 1};
-  return encode(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(base), dims, strides, box,
-                element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  return encode(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(base), dims, strides, box, element_strides,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
 /// TMA reads rows in place when the base and every row start are 16-byte aligned.
@@ -77,13 +78,11 @@ void allow_dynamic_smem(int device) {
   detail::allow_dynamic_smem<&wgmma_tf32_kernel<max_cluster>>(device, static_cast<int>(smem_bytes), what);
 }
 
-
 void launch_pack(const float* src, std::size_t ld_src, bool source_k_contiguous, float* dst, std::size_t ld_dst,
                  std::size_t rows, std::size_t k, cudaStream_t stream) {
   const dim3 block(pack_tile, pack_rows_per_pass);
   const std::size_t k_tiles = (k + pack_tile - 1) / pack_tile;
-  const dim3 grid(static_cast<unsigned>((rows + pack_tile - 1) / pack_tile),
-                  capped_grid_dim(k_tiles));
+  const dim3 grid(static_cast<unsigned>((rows + pack_tile - 1) / pack_tile), capped_grid_dim(k_tiles));
   const auto ll = [](std::size_t v) { return static_cast<long long>(v); };
   if (source_k_contiguous) {
     pack_k_major_kernel<true><<<grid, block, 0, stream>>>(src, ll(ld_src), dst, ll(ld_dst), ll(rows), ll(k));

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // compiled_architectures() and the probe kernel. nvcc defines __CUDA_ARCH_LIST__
 // (e.g. 750,800,860) for the architectures this translation unit is compiled
 // for, which is the library target's list: the answer comes from the build

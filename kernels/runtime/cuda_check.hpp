@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA status -> kf::error, for every launcher: the one place a cudaError_t
 // becomes an exception with a message that says what to do.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Device queries and the per-device caches behind every launcher.
 #include <algorithm>
 #include <cstdint>
@@ -137,11 +138,11 @@ void throw_no_kernel_image(int device, const char* what) {
   cudaGetLastError();  // the failed load is not sticky; leave no error behind
   const std::string sm = std::to_string(major * 10 + minor);
   throw error(errc::no_kernel_image,
-              std::string(what) + ": kernelforge has no kernel image for device " + std::to_string(device) +
-                  " (" + prop.name + ", compute capability " + std::to_string(major) + "." +
-                  std::to_string(minor) + ", sm_" + sm + "). The library was compiled for: " +
-                  architecture_list() + ". Rebuild kernelforge with -DCMAKE_CUDA_ARCHITECTURES=" + sm +
-                  " (or add " + sm + " to your list, or leave CMAKE_CUDA_ARCHITECTURES unset to get every "
+              std::string(what) + ": kernelforge has no kernel image for device " + std::to_string(device) + " (" +
+                  prop.name + ", compute capability " + std::to_string(major) + "." + std::to_string(minor) + ", sm_" +
+                  sm + "). The library was compiled for: " + architecture_list() +
+                  ". Rebuild kernelforge with -DCMAKE_CUDA_ARCHITECTURES=" + sm + " (or add " + sm +
+                  " to your list, or leave CMAKE_CUDA_ARCHITECTURES unset to get every "
                   "architecture your CUDA toolkit supports).");
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Out-of-line parts of kf::device_buffer: allocation failures become
 // errc::out_of_memory with the bytes asked for and the bytes free.
 #include <limits>
@@ -21,10 +22,10 @@ void* device_allocate(std::size_t count, std::size_t element_bytes) {
     cudaGetLastError();
     std::size_t free_bytes = 0, total_bytes = 0;
     cudaMemGetInfo(&free_bytes, &total_bytes);
-    throw error(errc::out_of_memory,
-                "kf::device_buffer: cannot allocate " + std::to_string(bytes) + " bytes on the device (" +
-                    std::to_string(free_bytes) + " of " + std::to_string(total_bytes) +
-                    " bytes free); free other buffers or use a smaller size");
+    throw error(errc::out_of_memory, "kf::device_buffer: cannot allocate " + std::to_string(bytes) +
+                                         " bytes on the device (" + std::to_string(free_bytes) + " of " +
+                                         std::to_string(total_bytes) +
+                                         " bytes free); free other buffers or use a smaller size");
   }
   cuda_check(status, "kf::device_buffer");
   return p;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the launchers know about a device, queried once per device and cached:
 // the current device, its limits for planning, its compute capability, and
 // whether the library holds an image for it.

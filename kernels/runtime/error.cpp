@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kf::error helpers: CUDA status -> errc, and the argument checks every
 // launcher runs before it enqueues anything.
 #include <cstdint>
@@ -31,8 +32,7 @@ const char* to_string(math_mode mode) noexcept {
 namespace detail {
 
 void throw_cuda_error(cudaError_t status, const char* what) {
-  const std::string cuda_text =
-      std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
+  const std::string cuda_text = std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
   switch (status) {
     case cudaErrorNoDevice:
     case cudaErrorInsufficientDriver:

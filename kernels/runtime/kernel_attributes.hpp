@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a launcher needs to know about one kernel on one device (occupancy by
 // block size, the image's architecture), and the dynamic-shared-memory opt-in:
 // queried once per device and kernel, cached in per_device objects.

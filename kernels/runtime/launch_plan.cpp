@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pure launch planning (see kernelforge/detail/launch_plan.hpp). Unit-tested on the CPU.
 #include "kernelforge/detail/launch_plan.hpp"
 
@@ -23,8 +24,7 @@ int choose_block_size(const occupancy_table& occupancy, int preferred) noexcept 
     const long threads = static_cast<long>(occupancy[warps - 1]) * block;
     if (threads <= 0) continue;
     const bool more = threads > best_threads;
-    const bool tie_closer =
-        threads == best_threads && std::abs(block - preferred) < std::abs(best_block - preferred);
+    const bool tie_closer = threads == best_threads && std::abs(block - preferred) < std::abs(best_block - preferred);
     if (more || tie_closer) {
       best_threads = threads;
       best_block = block;
@@ -36,10 +36,10 @@ int choose_block_size(const occupancy_table& occupancy, int preferred) noexcept 
 launch_plan plan_one_per_thread(const device_limits& limits, int block, std::size_t items) {
   const std::size_t blocks = ceil_div(items, static_cast<std::size_t>(block));
   if (blocks > limits.max_grid_x) {
-    throw error(errc::unsupported,
-                "one-thread-per-element launch needs " + std::to_string(blocks) + " blocks of " +
-                    std::to_string(block) + " threads, over the device's grid limit of " +
-                    std::to_string(limits.max_grid_x) + "; use a grid-stride variant (e.g. vectorized)");
+    throw error(errc::unsupported, "one-thread-per-element launch needs " + std::to_string(blocks) + " blocks of " +
+                                       std::to_string(block) + " threads, over the device's grid limit of " +
+                                       std::to_string(limits.max_grid_x) +
+                                       "; use a grid-stride variant (e.g. vectorized)");
   }
   return {static_cast<std::uint32_t>(blocks), static_cast<std::uint32_t>(block)};
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host side of every family launcher, in one include: CUDA error translation,
 // argument checks, device facts, kernel attributes and scratch workspaces --
 // the runtime's per-device caches that keep device queries off the call path.

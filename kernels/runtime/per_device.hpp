@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The runtime's one mechanism for per-device state: a value per device ordinal,
 // made on first use (thread-safe, once per device) and read lock-free after.
 // Device facts, kernel attributes, shared-memory opt-ins, workspace pools and

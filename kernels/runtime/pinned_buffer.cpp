@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Out-of-line parts of kf::pinned_buffer and kf::copy_async: page-locked
 // allocation failures become errc::out_of_memory with the numbers and the fix;
 // copies are enqueued with cudaMemcpyAsync and never synchronize.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Argument checks shared by every family, thrown before anything is enqueued:
 // null pointers, alignment, block sizes, overlapping arrays, enum values. Each
 // names the argument and says what to pass instead.
@@ -45,8 +46,8 @@ void require_one_of(const char* what, const char* name, Enum value, std::initial
     if (v == value) return;
     names += (names.empty() ? "" : ", ") + std::string(to_string(v));
   }
-  throw_invalid_argument(what, std::string(name) + " = " + std::to_string(static_cast<int>(value)) +
-                                   " is not one of: " + names);
+  throw_invalid_argument(
+      what, std::string(name) + " = " + std::to_string(static_cast<int>(value)) + " is not one of: " + names);
 }
 
 }  // namespace kf::detail

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scratch device memory for launchers (split-k partial sums, repacked operands):
 // one stream-ordered pool per device, and the RAII handle every launcher takes
 // its scratch through, so nothing leaks when a launch throws.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """kernelforge: CUDA kernels from naive to fast, from Python.
 
 Arrays come in through DLPack (torch.Tensor, cupy.ndarray, ...): one build serves

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The kernelforge Python API: one function per C++ entry point.
 
 Each function takes CUDA arrays from any DLPack framework, allocates missing outputs

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """How the kernelforge wrappers meet array frameworks.
 
 Which framework an array comes from, the CUDA stream a call runs on, and output

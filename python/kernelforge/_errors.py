@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """kernelforge's Python exceptions, one per kf::errc of the C++ library.
 
 The C++ module (_C) raises these with the library's message: kf::error's code()

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """PyTorch operators over kernelforge, for autograd, torch.compile and CUDA graphs.
 
 Registered with torch.library.custom_op under the namespace "kernelforge":

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared helpers of the kernelforge._C bindings: DLPack array checks (dtype, shape,
 // device, layout) that raise clear Python errors before anything runs, the device
 // guard that makes the array's device current for the duration of a call, and the
@@ -73,8 +74,9 @@ bool is_c_contiguous(const A& a) {
 template <class A>
 void require_contiguous(const char* what, const char* name, const A& a) {
   if (!is_c_contiguous(a)) {
-    invalid(what, std::string("'") + name + "' is not contiguous (row-major); call .contiguous() "
-                  "(torch) or cupy.ascontiguousarray() on it first");
+    invalid(what, std::string("'") + name +
+                      "' is not contiguous (row-major); call .contiguous() "
+                      "(torch) or cupy.ascontiguousarray() on it first");
   }
 }
 template <class A>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bindings of the convolution family (kernelforge/conv.hpp): filter2d on (H, W) or
 // (C, H, W) images (float32, float16) and conv2d_forward on NCHW input with a KCRS
 // filter (float32), plus conv2d_output_shape, which the Python wrapper uses to
@@ -32,10 +33,10 @@ void filter2d(const in_array& image, const in_array& filter, const out_array& ou
   kf::filter2d_options o;
   o.stream = to_stream(stream);
   o.mode = enum_by_name(what, "border", border, {kf::border::zero, kf::border::clamp, kf::border::reflect});
-  o.variant = enum_by_name(what, "variant", variant,
-                           {kf::filter2d_variant::best, kf::filter2d_variant::naive,
-                            kf::filter2d_variant::constant_memory, kf::filter2d_variant::smem_tiled,
-                            kf::filter2d_variant::register_window});
+  o.variant =
+      enum_by_name(what, "variant", variant,
+                   {kf::filter2d_variant::best, kf::filter2d_variant::naive, kf::filter2d_variant::constant_memory,
+                    kf::filter2d_variant::smem_tiled, kf::filter2d_variant::register_window});
   const int device = require_one_cuda_device(what, {ref("image", image), ref("filter", filter), ref("out", out)});
   const bool planar = image.ndim() == 2;
   const std::size_t c = planar ? 1 : image.shape(0);
@@ -104,18 +105,16 @@ void conv2d(const in_array& x, const in_array& weight, std::optional<in_array> b
                       " input channels but 'x' " + shape_string(x) + " has " + std::to_string(x.shape(1)) +
                       " (groups are not supported)");
   }
-  const geometry g{x.shape(0),      x.shape(1),      x.shape(2), x.shape(3), weight.shape(0), weight.shape(2),
-                   weight.shape(3), stride_h,        stride_w,   pad_h,      pad_w,           dilation_h,
-                   dilation_w};
+  const geometry g{x.shape(0), x.shape(1), x.shape(2), x.shape(3), weight.shape(0), weight.shape(2), weight.shape(3),
+                   stride_h,   stride_w,   pad_h,      pad_w,      dilation_h,      dilation_w};
   if (bias && (bias->ndim() != 1 || bias->shape(0) != g.k)) {
     invalid(what, "'bias' must have shape (" + std::to_string(g.k) + ",); got " + shape_string(*bias));
   }
   const kf::conv2d_params p = params_of(g);
   const std::size_t out_h = kf::conv2d_output_height(p), out_w = kf::conv2d_output_width(p);
-  if (out.ndim() != 4 || out.shape(0) != g.n || out.shape(1) != g.k || out.shape(2) != out_h ||
-      out.shape(3) != out_w) {
-    invalid(what, "'out' has shape " + shape_string(out) + "; this convolution gives (" + std::to_string(g.n) +
-                      ", " + std::to_string(g.k) + ", " + std::to_string(out_h) + ", " + std::to_string(out_w) + ")");
+  if (out.ndim() != 4 || out.shape(0) != g.n || out.shape(1) != g.k || out.shape(2) != out_h || out.shape(3) != out_w) {
+    invalid(what, "'out' has shape " + shape_string(out) + "; this convolution gives (" + std::to_string(g.n) + ", " +
+                      std::to_string(g.k) + ", " + std::to_string(out_h) + ", " + std::to_string(out_w) + ")");
   }
   require_contiguous(what, "x", x);
   require_contiguous(what, "weight", weight);
@@ -133,22 +132,19 @@ void conv2d(const in_array& x, const in_array& weight, std::optional<in_array> b
   const float* bias_data = bias ? static_cast<const float*>(bias->data()) : nullptr;
   nb::gil_scoped_release nogil;
   device_guard guard(device);
-  kf::conv2d_forward<float>(p, static_cast<const float*>(x.data()), static_cast<const float*>(weight.data()),
-                            bias_data, static_cast<float*>(out.data()), o);
+  kf::conv2d_forward<float>(p, static_cast<const float*>(x.data()), static_cast<const float*>(weight.data()), bias_data,
+                            static_cast<float*>(out.data()), o);
 }
 
 }  // namespace
 
 void bind_conv(nb::module_& m) {
   using nb::arg;
-  m.def("filter2d", &filter2d, arg("image"), arg("filter"), arg("out"), arg("border"), arg("variant"),
-        arg("stream"));
+  m.def("filter2d", &filter2d, arg("image"), arg("filter"), arg("out"), arg("border"), arg("variant"), arg("stream"));
   m.def("conv2d_output_shape", &conv2d_output_shape, arg("n"), arg("c"), arg("h"), arg("w"), arg("k"), arg("r"),
-        arg("s"), arg("stride_h"), arg("stride_w"), arg("pad_h"), arg("pad_w"), arg("dilation_h"),
-        arg("dilation_w"));
-  m.def("conv2d", &conv2d, arg("x"), arg("weight"), arg("bias").none(), arg("out"), arg("stride_h"),
-        arg("stride_w"), arg("pad_h"), arg("pad_w"), arg("dilation_h"), arg("dilation_w"), arg("tf32"),
-        arg("variant"), arg("stream"));
+        arg("s"), arg("stride_h"), arg("stride_w"), arg("pad_h"), arg("pad_w"), arg("dilation_h"), arg("dilation_w"));
+  m.def("conv2d", &conv2d, arg("x"), arg("weight"), arg("bias").none(), arg("out"), arg("stride_h"), arg("stride_w"),
+        arg("pad_h"), arg("pad_w"), arg("dilation_h"), arg("dilation_w"), arg("tf32"), arg("variant"), arg("stream"));
 }
 
 }  // namespace kfpy

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bindings of the elementwise family (kernelforge/elementwise.hpp): saxpy, vector_add,
 // relu_threshold forward and backward, on contiguous arrays of one shape and dtype
 // (float32, float64, float16, bfloat16). Outputs are allocated by the Python wrapper.
@@ -13,9 +14,9 @@ constexpr std::initializer_list<dtype> shipped = {dtype::f32, dtype::f64, dtype:
 kf::elementwise_options options(const char* what, const std::string& variant, std::uintptr_t stream) {
   kf::elementwise_options o;
   o.stream = to_stream(stream);
-  o.variant = enum_by_name(what, "variant", variant,
-                           {kf::elementwise_variant::best, kf::elementwise_variant::naive,
-                            kf::elementwise_variant::vectorized});
+  o.variant = enum_by_name(
+      what, "variant", variant,
+      {kf::elementwise_variant::best, kf::elementwise_variant::naive, kf::elementwise_variant::vectorized});
   return o;
 }
 
@@ -74,8 +75,8 @@ void vector_add(const in_array& a, const in_array& b, const out_array& out, cons
   device_guard guard(device);
   dispatch(t, [&](auto tag) {
     using T = decltype(tag);
-    kf::vector_add<T>(n, static_cast<const T*>(a.data()), static_cast<const T*>(b.data()),
-                      static_cast<T*>(out.data()), o);
+    kf::vector_add<T>(n, static_cast<const T*>(a.data()), static_cast<const T*>(b.data()), static_cast<T*>(out.data()),
+                      o);
   });
 }
 
@@ -90,8 +91,8 @@ void relu_threshold(const in_array& x, const out_array& out, double threshold, c
   device_guard guard(device);
   dispatch(t, [&](auto tag) {
     using T = decltype(tag);
-    kf::relu_threshold_forward<T>(n, static_cast<const T*>(x.data()), static_cast<T*>(out.data()),
-                                  scalar<T>(threshold), o);
+    kf::relu_threshold_forward<T>(n, static_cast<const T*>(x.data()), static_cast<T*>(out.data()), scalar<T>(threshold),
+                                  o);
   });
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Binding of the matrix product (kernelforge/matmul.hpp): out (m x n) = alpha a b + beta out
 // for 2-D float32/float64 arrays. A row-major operand is read as stored; a transposed
 // view (a.T of a row-major array: unit stride along rows) is read through the
@@ -70,8 +71,8 @@ void matmul(const in_array& a, const in_array& b, const out_array& out, double a
   auto run = [&](auto tag) {
     using T = decltype(tag);
     kf::matmul<T>(op_a.trans, op_b.trans, m, n, k, static_cast<T>(alpha), static_cast<const T*>(a.data()), op_a.ld,
-                  static_cast<const T*>(b.data()), op_b.ld, static_cast<T>(beta), static_cast<T*>(out.data()),
-                  op_c.ld, o);
+                  static_cast<const T*>(b.data()), op_b.ld, static_cast<T>(beta), static_cast<T*>(out.data()), op_c.ld,
+                  o);
   };
   if (t == dtype::f32) {
     run(float{});

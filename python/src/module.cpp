@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kernelforge._C: the nanobind extension module behind the kernelforge Python package.
 // This file: the module itself, kf::error -> Python exception translation, device
 // queries, and the shared array checks of common.hpp. The families' bindings are in
@@ -118,9 +119,8 @@ dtype require_dtype(const char* what, const char* name, const nb::dlpack::dtype&
     if (a == t) return t;
     names += (names.empty() ? "" : ", ") + std::string(name_of(a));
   }
-  throw nb::type_error((std::string(what) + ": '" + name + "' has dtype " + dtype_name(d) +
-                        "; supported dtypes: " + names)
-                           .c_str());
+  throw nb::type_error(
+      (std::string(what) + ": '" + name + "' has dtype " + dtype_name(d) + "; supported dtypes: " + names).c_str());
 }
 
 void require_same_dtype(const char* what, const char* name, const nb::dlpack::dtype& d,
@@ -174,9 +174,8 @@ device_guard::device_guard(int device) {
     const cudaError_t status = cudaSetDevice(device);
     if (status != cudaSuccess) {
       cudaGetLastError();
-      throw kf::error(kf::errc::cuda_runtime, "kernelforge: cudaSetDevice(" + std::to_string(device) +
-                                                  ") failed: " + cudaGetErrorName(status) + ": " +
-                                                  cudaGetErrorString(status));
+      throw kf::error(kf::errc::cuda_runtime, "kernelforge: cudaSetDevice(" + std::to_string(device) + ") failed: " +
+                                                  cudaGetErrorName(status) + ": " + cudaGetErrorString(status));
     }
   } else {
     previous_ = -1;  // nothing to restore

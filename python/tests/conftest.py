@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared pytest fixtures for the kernelforge Python tests.
 
 CPU tests (test_cpu.py) need only kernelforge and numpy. GPU tests skip cleanly

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tests that need no GPU (they run in CI): import, version, the exception classes,
 and argument errors raised before anything runs. NumPy arrays stand in for CUDA
 arrays: dtype and shape are checked before the device, so the errors are the same."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """GPU tests with CuPy: CuPy arrays in and out, on CuPy's current stream (ordering
 checked against CuPy work on a non-default stream), transposed matmul views, and the
 device of the arrays. Skipped without CuPy or a GPU."""

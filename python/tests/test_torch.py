@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """GPU tests with PyTorch: kernelforge's results against torch's own ops (F.threshold,
 threshold_backward, mm, conv2d) at awkward sizes and every shipped dtype, transposed
 views, streams, devices, the torch.library ops (opcheck, gradcheck, torch.compile,

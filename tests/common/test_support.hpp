@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared test support: GPU detection for skips, random inputs (never zero),
 // poisoned outputs, and comparison against a double-precision reference in
 // which NaN never passes.
@@ -38,19 +39,23 @@ inline std::string gpu_unavailable_reason() {
   return reason;
 }
 
-#define KF_SKIP_WITHOUT_GPU()                                                      \
-  do {                                                                             \
-    const std::string kf_skip_reason = ::kf::test::gpu_unavailable_reason();       \
+#define KF_SKIP_WITHOUT_GPU()                                                            \
+  do {                                                                                   \
+    const std::string kf_skip_reason = ::kf::test::gpu_unavailable_reason();             \
     if (!kf_skip_reason.empty()) GTEST_SKIP() << "GPU test skipped: " << kf_skip_reason; \
   } while (0)
 
 /// Unit roundoff of T (half an ulp at 1.0): the natural unit for tolerances.
 template <class T>
 constexpr double unit_roundoff() {
-  if constexpr (std::is_same_v<T, __half>) return 1.0 / (1 << 11);
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return 1.0 / (1 << 8);
-  else if constexpr (std::is_same_v<T, float>) return 1.0 / (1 << 24);
-  else return 1.0 / 9007199254740992.0;  // 2^-53
+  if constexpr (std::is_same_v<T, __half>)
+    return 1.0 / (1 << 11);
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    return 1.0 / (1 << 8);
+  else if constexpr (std::is_same_v<T, float>)
+    return 1.0 / (1 << 24);
+  else
+    return 1.0 / 9007199254740992.0;  // 2^-53
 }
 
 /// splitmix64: a fast, high-quality 64-bit mixer; value i depends only on (seed, i),
@@ -120,8 +125,10 @@ template <class T, class R>
     const double g = kf::reference::to_double(got[offset + i]);
     const double r = kf::reference::to_double(ref[i]);
     bool ok;
-    if (std::isnan(r)) ok = std::isnan(g);
-    else if (std::isinf(r)) ok = g == r;
+    if (std::isnan(r))
+      ok = std::isnan(g);
+    else if (std::isinf(r))
+      ok = g == r;
     else {
       const double magnitude = scale ? (*scale)[i] : std::fabs(r);
       ok = !std::isnan(g) && std::fabs(g - r) <= tol.abs + tol.rel * magnitude;
@@ -129,8 +136,8 @@ template <class T, class R>
     if (!ok && bad++ < 8) report << "\n  [" << i << "] got " << g << ", expected " << r;
   }
   if (bad == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << bad << " of " << ref.size() << " elements differ (rel " << tol.rel
-                                       << ", abs " << tol.abs << "):" << report.str();
+  return ::testing::AssertionFailure() << bad << " of " << ref.size() << " elements differ (rel " << tol.rel << ", abs "
+                                       << tol.abs << "):" << report.str();
 }
 
 }  // namespace kf::test

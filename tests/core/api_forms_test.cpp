@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The call forms a new user writes first, compiled by the host C++ compiler
 // alone (tests/core/CMakeLists.txt checks it is a CXX source): scalars of
 // another type than the elements (2.0 for float, 0 for a threshold, 2.0f for
@@ -72,8 +73,8 @@ TEST(ApiForms, MatmulTakesDoubleLiteralsForFloatMatrices) {
   kf::matmul(kf::op::none, kf::op::none, m, nn, k, 1.0, da.data(), k, db.data(), nn, 0.0, dc.data(), nn);
   std::vector<float> expected(m * nn);
   std::vector<double> scale;
-  kf::reference::matmul(kf::op::none, kf::op::none, m, nn, k, 1.0, a.data(), k, b.data(), nn, 0.0, expected.data(),
-                        nn, &scale);
+  kf::reference::matmul(kf::op::none, kf::op::none, m, nn, k, 1.0, a.data(), k, b.data(), nn, 0.0, expected.data(), nn,
+                        &scale);
   EXPECT_TRUE(all_close(kf::to_host(dc), expected, tolerance{2 * k * kf::test::unit_roundoff<float>(), 0}, &scale));
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kf::compiled_architectures(): the list comes from the build itself
 // (__CUDA_ARCH_LIST__), so it must equal what CMake configured for the library
 // target. tests/core/CMakeLists.txt passes that setting in as

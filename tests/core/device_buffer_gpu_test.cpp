@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kf::device_buffer, kf::to_device and kf::to_host on a GPU (skipped without
 // one): ownership moves, round trips for every type and on a non-default
 // stream, zero size, and out-of-memory reporting.

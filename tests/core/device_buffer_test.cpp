@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kf::device_buffer on the CPU: move-only, nothrow moves, and the empty state
 // (default-constructed, size 0, moved-from), none of which needs a GPU.
 // Allocation, copies and out-of-memory: device_buffer_gpu_test.cpp.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kf::get_device_info and kf::require_kernel_image on a real GPU (skipped without one).
 #include <gtest/gtest.h>
 
@@ -64,7 +65,7 @@ TEST(DeviceInfo, InvalidOrdinalIsInvalidArgument) {
     ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
     if (ordinal < count) continue;
     try {
-      kf::get_device_info(ordinal);
+      (void)kf::get_device_info(ordinal);
       ADD_FAILURE() << "get_device_info(" << ordinal << ") did not throw";
     } catch (const kf::error& e) {
       EXPECT_EQ(e.code(), kf::errc::invalid_argument) << e.what();

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The error model: kf::error, to_string, and argument validation that throws
 // before any CUDA call (these tests pass fake, never-dereferenced pointers and
 // run on machines with no GPU and no driver).
@@ -57,7 +58,8 @@ void expect_error(F&& call, kf::errc code, std::initializer_list<std::string> ne
   } catch (const kf::error& e) {
     EXPECT_EQ(e.code(), code) << "got " << kf::to_string(e.code()) << ": " << e.what();
     const std::string msg = e.what();
-    for (const auto& needle : needles) EXPECT_NE(msg.find(needle), std::string::npos) << "'" << needle << "' not in: " << msg;
+    for (const auto& needle : needles)
+      EXPECT_NE(msg.find(needle), std::string::npos) << "'" << needle << "' not in: " << msg;
   }
 }
 
@@ -109,8 +111,8 @@ TYPED_TEST(Validation, SizeZeroIsANoOpEvenWithNullPointers) {
   // No CUDA call at all: passes on a machine with no GPU and no driver.
   using T = TypeParam;
   const T a = value<T>(2), t = value<T>(0);
-  for (auto variant : {kf::elementwise_variant::best, kf::elementwise_variant::naive,
-                       kf::elementwise_variant::vectorized}) {
+  for (auto variant :
+       {kf::elementwise_variant::best, kf::elementwise_variant::naive, kf::elementwise_variant::vectorized}) {
     for (int block : {0, 32, 256, 1024}) {
       kf::elementwise_options o;
       o.variant = variant;

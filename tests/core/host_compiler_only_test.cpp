@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A consumer's view: this translation unit is compiled by the host C++ compiler
 // (g++ or clang, never nvcc; tests/core/CMakeLists.txt checks that it is a CXX
 // source), includes only the umbrella header, and takes the address of every
@@ -23,17 +24,17 @@ template <class T>
 struct elementwise_entry_points {
   void (*saxpy)(std::size_t, kf::compute_t<T>, const T*, T*, const kf::elementwise_options&) = &kf::saxpy<T>;
   void (*vector_add)(std::size_t, const T*, const T*, T*, const kf::elementwise_options&) = &kf::vector_add<T>;
-  void (*relu_forward)(std::size_t, const T*, T*, kf::compute_t<T>, const kf::elementwise_options&) =
-      &kf::relu_threshold_forward<T>;
-  void (*relu_backward)(std::size_t, const T*, const T*, T*, kf::compute_t<T>, const kf::elementwise_options&) =
-      &kf::relu_threshold_backward<T>;
+  void (*relu_forward)(std::size_t, const T*, T*, kf::compute_t<T>,
+                       const kf::elementwise_options&) = &kf::relu_threshold_forward<T>;
+  void (*relu_backward)(std::size_t, const T*, const T*, T*, kf::compute_t<T>,
+                        const kf::elementwise_options&) = &kf::relu_threshold_backward<T>;
   kf::device_buffer<T> (*upload)(const std::vector<T>&, cudaStream_t) = &kf::to_device<T>;
   std::vector<T> (*download)(const kf::device_buffer<T>&, cudaStream_t) = &kf::to_host<T>;
   void (*reference_saxpy)(std::size_t, kf::compute_t<T>, const T*, T*) = &kf::reference::saxpy<T>;
   void (*reference_add)(std::size_t, const T*, const T*, T*) = &kf::reference::vector_add<T>;
   void (*reference_forward)(std::size_t, const T*, T*, kf::compute_t<T>) = &kf::reference::relu_threshold_forward<T>;
-  void (*reference_backward)(std::size_t, const T*, const T*, T*, kf::compute_t<T>) =
-      &kf::reference::relu_threshold_backward<T>;
+  void (*reference_backward)(std::size_t, const T*, const T*, T*,
+                             kf::compute_t<T>) = &kf::reference::relu_threshold_backward<T>;
 };
 
 /// By value: drops the volatile, keeps the address the linker resolved.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Launch planning (kernelforge/detail/launch_plan.hpp): pure functions, so every
 // rule is checked here on the CPU with made-up device limits.
 #include <gtest/gtest.h>
@@ -21,7 +22,7 @@ using kf::detail::plan_grid_stride;
 using kf::detail::plan_one_per_thread;
 
 constexpr std::uint32_t grid_limit_since_sm30 = 2147483647u;  // 2^31 - 1
-constexpr std::uint32_t grid_limit_16bit = 65535u;             // gridDim.y/z limit: a small cap for tests
+constexpr std::uint32_t grid_limit_16bit = 65535u;            // gridDim.y/z limit: a small cap for tests
 
 // An H200-like device: 132 SMs, 2048 threads per SM, 1024 per block.
 device_limits h200_like() { return {132, 2048, 1024, grid_limit_since_sm30}; }
@@ -107,9 +108,14 @@ TEST(PlanOnePerThread, GridIsExactCeilDiv) {
     std::uint32_t grid;
   };
   const expected_plan cases[] = {
-      {256, 1, 1},          {256, 255, 1},       {256, 256, 1},        {256, 257, 2},
-      {32, 33, 2},          {96, 1023, 11},      {1024, 1048583, 1025},  // 2^20 + 7
-      {256, (std::size_t{1} << 31) + 17, 8388609},                       // 2^23 + 1 blocks
+      {256, 1, 1},
+      {256, 255, 1},
+      {256, 256, 1},
+      {256, 257, 2},
+      {32, 33, 2},
+      {96, 1023, 11},
+      {1024, 1048583, 1025},                        // 2^20 + 7
+      {256, (std::size_t{1} << 31) + 17, 8388609},  // 2^23 + 1 blocks
   };
   for (const auto& c : cases) {
     const auto plan = plan_one_per_thread(limits, c.block, c.items);
@@ -135,8 +141,8 @@ TEST(PlanOnePerThread, OverTheGridLimitIsUnsupported) {
   } catch (const kf::error& e) {
     EXPECT_EQ(e.code(), kf::errc::unsupported);
     const std::string msg = e.what();
-    EXPECT_NE(msg.find("65536"), std::string::npos) << msg;  // the blocks needed
-    EXPECT_NE(msg.find("65535"), std::string::npos) << msg;  // the limit
+    EXPECT_NE(msg.find("65536"), std::string::npos) << msg;        // the blocks needed
+    EXPECT_NE(msg.find("65535"), std::string::npos) << msg;        // the limit
     EXPECT_NE(msg.find("grid-stride"), std::string::npos) << msg;  // what to do
   }
 }

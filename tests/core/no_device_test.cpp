@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The no-GPU path: on a machine without a usable CUDA device, every call that
 // passes validation must throw errc::no_device carrying the CUDA error text
 // (not crash, not errc::cuda_runtime). On a machine with a GPU these tests skip:
@@ -15,9 +16,9 @@
 
 namespace {
 
-#define KF_SKIP_WITH_GPU()                                                                          \
-  do {                                                                                              \
-    if (::kf::test::gpu_unavailable_reason().empty())                                               \
+#define KF_SKIP_WITH_GPU()                                                                                \
+  do {                                                                                                    \
+    if (::kf::test::gpu_unavailable_reason().empty())                                                     \
       GTEST_SKIP() << "a CUDA GPU is present; the no-device path is tested only on machines without one"; \
   } while (0)
 
@@ -76,8 +77,8 @@ void check_all_ops(kf::elementwise_variant variant) {
 
 TEST(NoDevice, ElementwiseCallsThrowNoDevice) {
   KF_SKIP_WITH_GPU();
-  for (auto variant : {kf::elementwise_variant::best, kf::elementwise_variant::naive,
-                       kf::elementwise_variant::vectorized}) {
+  for (auto variant :
+       {kf::elementwise_variant::best, kf::elementwise_variant::naive, kf::elementwise_variant::vectorized}) {
     check_all_ops<float>(variant);
     check_all_ops<double>(variant);
     check_all_ops<__half>(variant);
@@ -93,9 +94,9 @@ TEST(NoDevice, RepeatedCallsKeepThrowingNoDevice) {
 
 TEST(NoDevice, DeviceQueriesThrowNoDevice) {
   KF_SKIP_WITH_GPU();
-  expect_no_device([] { kf::get_device_info(); }, "kf::get_device_info");
-  expect_no_device([] { kf::get_device_info(0); }, "kf::get_device_info");
-  expect_no_device([] { kf::get_device_info(1000); }, "kf::get_device_info");  // no device beats a bad ordinal
+  expect_no_device([] { (void)kf::get_device_info(); }, "kf::get_device_info");
+  expect_no_device([] { (void)kf::get_device_info(0); }, "kf::get_device_info");
+  expect_no_device([] { (void)kf::get_device_info(1000); }, "kf::get_device_info");  // no device beats a bad ordinal
   expect_no_device([] { kf::require_kernel_image(); }, "kf::require_kernel_image");
   expect_no_device([] { kf::require_kernel_image(0); }, "kf::require_kernel_image");
 }
@@ -112,11 +113,12 @@ TEST(NoDevice, EmptyBuffersNeedNoDevice) {
   kf::device_buffer<float> empty(0);
   EXPECT_TRUE(empty.empty());
   EXPECT_EQ(empty.data(), nullptr);
-  EXPECT_NO_THROW({ auto b = kf::to_device(std::vector<double>{}); EXPECT_EQ(b.size(), 0u); });
+  EXPECT_NO_THROW({
+    auto b = kf::to_device(std::vector<double>{});
+    EXPECT_EQ(b.size(), 0u);
+  });
 }
 
-TEST(NoDevice, CompiledArchitecturesNeedNoDevice) {
-  EXPECT_NO_THROW(kf::compiled_architectures());
-}
+TEST(NoDevice, CompiledArchitecturesNeedNoDevice) { EXPECT_NO_THROW(kf::compiled_architectures()); }
 
 }  // namespace

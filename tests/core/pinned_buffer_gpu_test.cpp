@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kf::pinned_buffer and kf::copy_async on a GPU: round trips in both directions
 // (whole buffers and chunks on several streams), out_of_memory for an absurd
 // size, and proof that copy_async does not synchronize: the stream is held by a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kf::pinned_buffer and kf::copy_async on the CPU: move-only with nothrow moves,
 // the empty state, the size checks and the errors that need no GPU (overflow,
 // null pointers, and errc::no_device on a machine without one).

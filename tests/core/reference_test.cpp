@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CPU references (kernelforge/reference/elementwise.hpp) on hand-computed
 // cases: the GPU tests trust these, so they are checked against arithmetic
 // done by hand, including NaN/inf semantics and half/bfloat16 rounding.
@@ -43,11 +44,11 @@ std::vector<double> doubles(const std::vector<T>& v) {
 // ---- conversions -------------------------------------------------------------
 
 TEST(ReferenceConversion, HalfRoundsToNearestEvenOnce) {
-  const double half_ulp_at_1 = std::ldexp(1.0, -11);  // half has a 10-bit stored mantissa
+  const double half_ulp_at_1 = std::ldexp(1.0, -11);                              // half has a 10-bit stored mantissa
   EXPECT_EQ(ref::to_double(ref::from_double<__half>(1.0 + half_ulp_at_1)), 1.0);  // tie -> even (1.0)
   EXPECT_EQ(ref::to_double(ref::from_double<__half>(1.0 + 3 * half_ulp_at_1)), 1.0 + 4 * half_ulp_at_1);  // tie -> even
   EXPECT_EQ(ref::to_double(ref::from_double<__half>(1.0 + half_ulp_at_1 + std::ldexp(1.0, -30))),
-            1.0 + 2 * half_ulp_at_1);  // just above the tie rounds up
+            1.0 + 2 * half_ulp_at_1);                                     // just above the tie rounds up
   EXPECT_EQ(ref::to_double(ref::from_double<__half>(65504.0)), 65504.0);  // largest finite half
   EXPECT_TRUE(std::isinf(ref::to_double(ref::from_double<__half>(1e6))));
   EXPECT_TRUE(std::isnan(ref::to_double(ref::from_double<__half>(nan_value))));
@@ -59,14 +60,15 @@ TEST(ReferenceConversion, BFloat16RoundsToNearestEvenOnce) {
   EXPECT_EQ(ref::to_double(ref::from_double<__nv_bfloat16>(1.0 + 3 * half_ulp_at_1)), 1.0 + 4 * half_ulp_at_1);
   EXPECT_EQ(ref::to_double(ref::from_double<__nv_bfloat16>(1.0 + half_ulp_at_1 + std::ldexp(1.0, -30))),
             1.0 + 2 * half_ulp_at_1);
-  EXPECT_TRUE(std::isinf(ref::to_double(ref::from_double<__nv_bfloat16>(1e39))));  // max finite ~3.39e38
+  EXPECT_TRUE(std::isinf(ref::to_double(ref::from_double<__nv_bfloat16>(1e39))));           // max finite ~3.39e38
   EXPECT_EQ(ref::to_double(ref::from_double<__nv_bfloat16>(1e30)), std::ldexp(202.0, 92));  // 1e30 = 201.95 x 2^92
   EXPECT_TRUE(std::isnan(ref::to_double(ref::from_double<__nv_bfloat16>(nan_value))));
 }
 
 TEST(ReferenceConversion, ToDoubleIsExact) {
   EXPECT_EQ(ref::to_double(1.0f + std::ldexp(1.0f, -23)), 1.0 + std::ldexp(1.0, -23));
-  EXPECT_EQ(ref::to_double(ref::from_double<__half>(std::ldexp(1.0, -24))), std::ldexp(1.0, -24));  // smallest subnormal
+  EXPECT_EQ(ref::to_double(ref::from_double<__half>(std::ldexp(1.0, -24))),
+            std::ldexp(1.0, -24));  // smallest subnormal
   EXPECT_EQ(ref::to_double(ref::from_double<__nv_bfloat16>(-1.5)), -1.5);
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Negative compile test (tests/core/CMakeLists.txt compiles it with the host
 // compiler, once per KF_CASE, and expects the build to fail with the family's
 // static_assert message naming the types it ships). Never part of a target.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The runtime's pooled workspace: every byte a launcher takes goes back to the
 // per-device pool, also when a launch throws (the wgmma TF32 path used to
 // allocate by hand and leaked its repack buffer on a throw).

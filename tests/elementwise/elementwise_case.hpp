@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One elementwise GPU test case, described as data and checked completely:
 // every pointer sits `offset` elements into its own allocation, everything
 // around the n elements is poisoned (0xFF bytes = NaN), inputs are random
@@ -178,8 +179,8 @@ template <class T>
   for (std::size_t i = 0; i < c.n; ++i) {
     const double first = kf::reference::to_double(in0[i]);
     const double second = kf::reference::to_double(in1[i]);
-    scale[i] = c.op == elementwise_op::saxpy ? std::fabs(a * first) + std::fabs(second)
-                                             : std::fabs(first) + std::fabs(second);
+    scale[i] =
+        c.op == elementwise_op::saxpy ? std::fabs(a * first) + std::fabs(second) : std::fabs(first) + std::fabs(second);
   }
   return all_close(got, ref, tolerance{rounding_ulps * unit_roundoff<T>(), 0}, &scale, offset);
 }
@@ -222,8 +223,8 @@ void run_case(const elementwise_case& c) {
     const int b = w.in[k];
     if (!initial[b].empty() || c.n == 0) continue;  // aliased inputs share one allocation
     initial[b] = make_input<T>(c.n, c.seed * 7 + b, c.special_values, c.threshold);
-    ASSERT_EQ(cudaMemcpyAsync(dev[b].data() + c.offset[b], initial[b].data(), c.n * sizeof(T),
-                              cudaMemcpyHostToDevice, c.stream),
+    ASSERT_EQ(cudaMemcpyAsync(dev[b].data() + c.offset[b], initial[b].data(), c.n * sizeof(T), cudaMemcpyHostToDevice,
+                              c.stream),
               cudaSuccess);
   }
   const std::vector<T> none;

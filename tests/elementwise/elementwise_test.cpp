@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Elementwise family on the GPU: every op x type x variant against the CPU
 // reference at awkward sizes and pointer offsets, in place, with NaN and
 // infinities, with explicit block sizes and on a non-default stream. Each
@@ -165,10 +166,10 @@ constexpr auto add = elementwise_op::vector_add;
 constexpr auto forward = elementwise_op::relu_forward;
 constexpr auto backward = elementwise_op::relu_backward;
 
-#define KF_ELEMENTWISE_TEST(name, ...)   \
-  TYPED_TEST(Elementwise, name) {        \
-    KF_SKIP_WITHOUT_GPU();               \
-    __VA_ARGS__;                         \
+#define KF_ELEMENTWISE_TEST(name, ...) \
+  TYPED_TEST(Elementwise, name) {      \
+    KF_SKIP_WITHOUT_GPU();             \
+    __VA_ARGS__;                       \
   }
 
 KF_ELEMENTWISE_TEST(SaxpyBest, check_sizes_and_offsets<TypeParam>(saxpy, elementwise_variant::best))
@@ -189,8 +190,7 @@ KF_ELEMENTWISE_TEST(VectorAddStream, check_stream<TypeParam>(add))
 
 KF_ELEMENTWISE_TEST(ReluForwardBest, check_sizes_and_offsets<TypeParam>(forward, elementwise_variant::best))
 KF_ELEMENTWISE_TEST(ReluForwardNaive, check_sizes_and_offsets<TypeParam>(forward, elementwise_variant::naive))
-KF_ELEMENTWISE_TEST(ReluForwardVectorized,
-                    check_sizes_and_offsets<TypeParam>(forward, elementwise_variant::vectorized))
+KF_ELEMENTWISE_TEST(ReluForwardVectorized, check_sizes_and_offsets<TypeParam>(forward, elementwise_variant::vectorized))
 KF_ELEMENTWISE_TEST(ReluForwardInPlace, check_in_place<TypeParam>(forward))
 KF_ELEMENTWISE_TEST(ReluForwardSpecialValues, check_special_values<TypeParam>(forward))
 KF_ELEMENTWISE_TEST(ReluForwardBlockSizes, check_block_sizes<TypeParam>(forward))

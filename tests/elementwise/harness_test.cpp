@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CPU self-test of the GPU test harness (elementwise_case.hpp): a checker that
 // cannot fail would make every GPU test pass vacuously, so each check is shown
 // to catch the fault it exists for.

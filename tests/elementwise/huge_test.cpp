@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // n = 2^31 + 17 floats: past every 32-bit index (int and unsigned), for every
 // op, naive and vectorized on the same inputs. ~26 GB of GPU memory and up to
 // ~26 GB of host memory per test; skipped (with the numbers) where either is
@@ -44,15 +45,17 @@ std::string memory_shortfall(int device_arrays, int host_arrays) {
   const std::size_t host_bytes =
       static_cast<std::size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<std::size_t>(sysconf(_SC_PAGE_SIZE));
   std::ostringstream why;
-  if (free_bytes < device_needed) why << "needs " << device_needed << " bytes of GPU memory, " << free_bytes << " free. ";
-  if (host_bytes < host_needed) why << "needs " << host_needed << " bytes of host memory, " << host_bytes << " installed.";
+  if (free_bytes < device_needed)
+    why << "needs " << device_needed << " bytes of GPU memory, " << free_bytes << " free. ";
+  if (host_bytes < host_needed)
+    why << "needs " << host_needed << " bytes of host memory, " << host_bytes << " installed.";
   return why.str();
 }
 
-#define KF_SKIP_WITHOUT_MEMORY(device_arrays, host_arrays)                                      \
-  do {                                                                                          \
-    const std::string kf_short = memory_shortfall(device_arrays, host_arrays);                  \
-    if (!kf_short.empty()) GTEST_SKIP() << "n = 2^31 + 17 floats: " << kf_short;                 \
+#define KF_SKIP_WITHOUT_MEMORY(device_arrays, host_arrays)                       \
+  do {                                                                           \
+    const std::string kf_short = memory_shortfall(device_arrays, host_arrays);   \
+    if (!kf_short.empty()) GTEST_SKIP() << "n = 2^31 + 17 floats: " << kf_short; \
   } while (0)
 
 /// Checks ok(i) for every i on all host threads; reports the count and the first few failures.
@@ -112,7 +115,9 @@ TEST(ElementwiseHuge, Saxpy) {
     download(got, dy);
     EXPECT_TRUE(all_elements(
         huge_n,
-        [&](std::size_t i) { return within(got[i], saxpy_a * d(x[i]) + d(y[i]), std::fabs(saxpy_a * d(x[i])) + std::fabs(d(y[i]))); },
+        [&](std::size_t i) {
+          return within(got[i], saxpy_a * d(x[i]) + d(y[i]), std::fabs(saxpy_a * d(x[i])) + std::fabs(d(y[i])));
+        },
         [&](std::size_t i) {
           return "got " + std::to_string(got[i]) + ", expected " + std::to_string(saxpy_a * d(x[i]) + d(y[i]));
         }));
@@ -136,8 +141,11 @@ TEST(ElementwiseHuge, VectorAdd) {
     kf::vector_add<float>(huge_n, da.data(), db.data(), dc.data(), o);
     download(got, dc);
     EXPECT_TRUE(all_elements(
-        huge_n, [&](std::size_t i) { return within(got[i], d(a[i]) + d(b[i]), std::fabs(d(a[i])) + std::fabs(d(b[i]))); },
-        [&](std::size_t i) { return "got " + std::to_string(got[i]) + ", expected " + std::to_string(d(a[i]) + d(b[i])); }));
+        huge_n,
+        [&](std::size_t i) { return within(got[i], d(a[i]) + d(b[i]), std::fabs(d(a[i])) + std::fabs(d(b[i]))); },
+        [&](std::size_t i) {
+          return "got " + std::to_string(got[i]) + ", expected " + std::to_string(d(a[i]) + d(b[i]));
+        }));
   }
 }
 
@@ -177,7 +185,8 @@ TEST(ElementwiseHuge, ReluBackward) {
     kf::test::poison(dout.data(), dout.size_bytes());
     kf::elementwise_options o;
     o.variant = variant;
-    kf::relu_threshold_backward<float>(huge_n, dgrad.data(), dx.data(), dout.data(), static_cast<float>(relu_threshold), o);
+    kf::relu_threshold_backward<float>(huge_n, dgrad.data(), dx.data(), dout.data(), static_cast<float>(relu_threshold),
+                                       o);
     download(got, dout);
     EXPECT_TRUE(all_elements(
         huge_n, [&](std::size_t i) { return got[i] == expected(i); },

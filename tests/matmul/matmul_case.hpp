@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One matrix-product GPU test case, described as data and checked completely.
 //
 //  * A, B and C each sit `offset` elements into their own allocation (offset 1
@@ -58,7 +59,7 @@ inline std::string to_string(const matmul_shape& s) {
 
 /// The shapes of issue 3: every variant runs every one of them.
 inline const std::vector<matmul_shape>& matmul_shapes() {
-  static const std::vector<matmul_shape> shapes = {{1, 1, 1},       {1, 1, 4096},    {33, 65, 17},   {127, 129, 255},
+  static const std::vector<matmul_shape> shapes = {{1, 1, 1},       {1, 1, 4096},    {33, 65, 17},    {127, 129, 255},
                                                    {1, 4096, 4096}, {4096, 1, 4096}, {513, 257, 1031}};
   return shapes;
 }
@@ -117,7 +118,8 @@ std::vector<T> make_operand(std::size_t rows, std::size_t cols, std::size_t pad,
   const T nan = std::numeric_limits<T>::quiet_NaN();
   for (std::size_t i = 0; i < offset; ++i) v[i] = nan;
   if (pad > 0) {
-    for (std::size_t r = 0; r < rows; ++r) std::fill(v.begin() + offset + r * ld + cols, v.begin() + offset + (r + 1) * ld, nan);
+    for (std::size_t r = 0; r < rows; ++r)
+      std::fill(v.begin() + offset + r * ld + cols, v.begin() + offset + (r + 1) * ld, nan);
   }
   return v;
 }
@@ -149,8 +151,8 @@ template <class T>
   }
   // The uploads above ran on the legacy stream; options.stream may be a non-blocking one.
   if (cudaDeviceSynchronize() != cudaSuccess) return ::testing::AssertionFailure() << "cudaDeviceSynchronize failed";
-  kf::matmul<T>(c.trans_a, c.trans_b, m, n, k, c.alpha, da.data() + c.offset, lda, db.data() + c.offset, ldb,
-                c.beta, dc.data() + c.offset, ldc, options);
+  kf::matmul<T>(c.trans_a, c.trans_b, m, n, k, c.alpha, da.data() + c.offset, lda, db.data() + c.offset, ldb, c.beta,
+                dc.data() + c.offset, ldc, options);
   const std::vector<T> got = kf::to_host(dc, options.stream);
 
   // The pad columns and the slack before C must be untouched.
@@ -188,9 +190,9 @@ template <class T>
     }
     for (std::size_t i : sample_indices(m, seed + 11)) {
       for (std::size_t j : sample_indices(n, seed + 13)) {
-        const kf::reference::matmul_entry e = kf::reference::matmul_element<T>(
-            c.trans_a, c.trans_b, k, c.alpha, a.data() + c.offset, lda, b.data() + c.offset, ldb, c.beta,
-            c0[c.offset + i * ldc + j], i, j);
+        const kf::reference::matmul_entry e =
+            kf::reference::matmul_element<T>(c.trans_a, c.trans_b, k, c.alpha, a.data() + c.offset, lda,
+                                             b.data() + c.offset, ldb, c.beta, c0[c.offset + i * ldc + j], i, j);
         ref.push_back(e.value);
         scale.push_back(e.scale);
         gathered.push_back(got[c.offset + i * ldc + j]);

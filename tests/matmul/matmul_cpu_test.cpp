@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CPU tests of the matrix-product family: argument validation (every error is
 // thrown before any CUDA call, so these run without a GPU or driver), the CPU
 // reference itself, and the split-k and tuning rules of kernels/matmul/tuning.hpp.
@@ -120,8 +121,8 @@ TEST(MatmulValidation, DoubleHasNaiveSmemTiledAndBlocktile2dOnly) {
 TEST(MatmulValidation, EmptyProductsReturnWithoutTouchingTheGpu) {
   EXPECT_NO_THROW(kf::matmul<float>(op::none, op::none, 0, 5, 5, 1.f, nullptr, 5, fake_ptr(), 5, 0.f, nullptr, 5));
   EXPECT_NO_THROW(kf::matmul<float>(op::none, op::none, 5, 0, 5, 1.f, fake_ptr(), 5, nullptr, 0, 0.f, nullptr, 0));
-  EXPECT_NO_THROW(kf::matmul<double>(op::transpose, op::transpose, 0, 0, 0, 1.0, nullptr, 0, nullptr, 0, 0.0, nullptr,
-                                     0));
+  EXPECT_NO_THROW(
+      kf::matmul<double>(op::transpose, op::transpose, 0, 0, 0, 1.0, nullptr, 0, nullptr, 0, 0.0, nullptr, 0));
 }
 
 TEST(MatmulValidation, VariantNames) {
@@ -194,13 +195,14 @@ TEST(MatmulReference, ParallelPathMatchesSingleEntries) {
 TEST(MatmulTuning, ArchitecturesMapToTheirConfiguration) {
   using kf::detail::warp_tiled_tuning_for;
   using kf::detail::warp_tiled_tuning_id;
-  for (int cc : {80, 87, 90, 100, 103, 110}) EXPECT_EQ(warp_tiled_tuning_for(cc), warp_tiled_tuning_id::large_smem) << cc;
+  for (int cc : {80, 87, 90, 100, 103, 110})
+    EXPECT_EQ(warp_tiled_tuning_for(cc), warp_tiled_tuning_id::large_smem) << cc;
   for (int cc : {75, 86, 89, 120, 121}) EXPECT_EQ(warp_tiled_tuning_for(cc), warp_tiled_tuning_id::small_smem) << cc;
 }
 
 TEST(MatmulTuning, SplitKOnlyWhenTilesCannotFillTheGpu) {
   using kf::detail::choose_split_k;
-  const int resident = 132;  // H200: 132 SMs x 1 block
+  const int resident = 132;                                        // H200: 132 SMs x 1 block
   EXPECT_EQ(choose_split_k(1024, 4096, 4096, 4096, resident), 1);  // 4096^3: 1024 tiles
   EXPECT_EQ(choose_split_k(67, 1024, 1088, 4096, resident), 1);    // more than half a wave
   EXPECT_EQ(choose_split_k(64, 128, 8192, 8192, resident), 2);     // 128 x 8192 x 8192: 64 tiles -> 128 blocks

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPU tests of kf::matmul: every variant on every shape of issue 3, against the
 // double-precision CPU reference (tolerances: matmul_case.hpp). Skipped with
 // the reason where there is no GPU.
@@ -37,13 +38,6 @@ using kf::test::matmul_case;
 using kf::test::matmul_shape;
 using kf::test::precision;
 
-constexpr bool tensor_core_built =
-#if __has_include("kernelforge/kernels/matmul/tensor_core_tf32.cuh")
-    true;
-#else
-    false;
-#endif
-
 int device_cc() {
   static const int cc = [] {
     const kf::device_info info = kf::get_device_info();
@@ -54,8 +48,8 @@ int device_cc() {
 
 const std::vector<matmul_variant>& float_variants() {
   static const std::vector<matmul_variant> v = {
-      matmul_variant::naive,        matmul_variant::coalesced,  matmul_variant::smem_tiled,
-      matmul_variant::blocktile_1d, matmul_variant::blocktile_2d, matmul_variant::vectorized,
+      matmul_variant::naive,        matmul_variant::coalesced,        matmul_variant::smem_tiled,
+      matmul_variant::blocktile_1d, matmul_variant::blocktile_2d,     matmul_variant::vectorized,
       matmul_variant::warp_tiled,   matmul_variant::tensor_core_tf32, matmul_variant::best};
   return v;
 }
@@ -65,7 +59,6 @@ const std::vector<matmul_variant>& double_variants() {
                                                 matmul_variant::blocktile_2d, matmul_variant::best};
   return v;
 }
-
 
 /// How a variant runs on this machine: its options and precision, or the error it must raise.
 struct variant_plan {
@@ -81,10 +74,7 @@ variant_plan plan_for(matmul_variant v) {
   if (v == matmul_variant::tensor_core_tf32) {
     p.options.math = kf::math_mode::tf32;
     p.prec = precision::tf32;
-    if (!tensor_core_built) {
-      p.expect_unsupported = true;
-      p.why = "tensor_core_tf32.cuh was absent when the library was built";
-    } else if (device_cc() < 80) {
+    if (device_cc() < 80) {
       p.expect_unsupported = true;
       p.why = "TF32 tensor cores need compute capability 8.0; this GPU is " + std::to_string(device_cc());
     }
@@ -152,8 +142,8 @@ void run_all_transposes(matmul_variant v, std::size_t shape_index, const matmul_
 }
 
 std::string shape_name(std::size_t index) {
-  const matmul_shape s = index < kf::test::matmul_shapes().size() ? kf::test::matmul_shapes()[index]
-                                                                  : kf::test::huge_shape();
+  const matmul_shape s =
+      index < kf::test::matmul_shapes().size() ? kf::test::matmul_shapes()[index] : kf::test::huge_shape();
   return kf::test::to_string(s);
 }
 
@@ -255,8 +245,10 @@ void check_k_zero(T beta) {
     for (std::size_t j = 0; j < ldc; ++j) {
       const double g = static_cast<double>(got[i * ldc + j]);
       if (j >= n) {  // padding: untouched (NaN when poisoned, else the old value)
-        if (beta == T(0)) ASSERT_TRUE(std::isnan(g)) << i << "," << j;
-        else ASSERT_EQ(got[i * ldc + j], c0[i * ldc + j]) << i << "," << j;
+        if (beta == T(0))
+          ASSERT_TRUE(std::isnan(g)) << i << "," << j;
+        else
+          ASSERT_EQ(got[i * ldc + j], c0[i * ldc + j]) << i << "," << j;
       } else {
         const double expected = beta == T(0) ? 0.0 : static_cast<double>(beta * c0[i * ldc + j]);
         ASSERT_EQ(g, expected) << "(" << i << ", " << j << ") beta " << beta;
@@ -301,8 +293,7 @@ TEST(MatmulGpu, OperandsMayAlias) {
     kf::test::poison(dc.data(), dc.size_bytes());
     kf::matmul_options o;
     o.variant = v;
-    kf::matmul<float>(kf::op::none, kf::op::transpose, m, m, k, 1.f, da.data(), k, da.data(), k, 0.f, dc.data(), m,
-                      o);
+    kf::matmul<float>(kf::op::none, kf::op::transpose, m, m, k, 1.f, da.data(), k, da.data(), k, 0.f, dc.data(), m, o);
     EXPECT_TRUE(kf::test::all_close(kf::to_host(dc), expected,
                                     {kf::test::matmul_tolerance<float>(precision::exact, k), 0.0}, &scale))
         << kf::to_string(v);
@@ -343,9 +334,9 @@ TEST(MatmulGpu, BestWithTf32) {
 /// Faults or errors from a previous call must not be silently swallowed: a
 /// variant tensor_core_tf32 call on a device below sm_80 raises unsupported
 /// before any launch (and nothing is written).
-TEST(MatmulGpu, TensorCoreNeedsSm80OrItsKernel) {
+TEST(MatmulGpu, TensorCoreNeedsSm80) {
   KF_SKIP_WITHOUT_GPU();
-  if (tensor_core_built && device_cc() >= 80) GTEST_SKIP() << "this GPU runs tensor_core_tf32 (tested above)";
+  if (device_cc() >= 80) GTEST_SKIP() << "this GPU runs tensor_core_tf32 (tested above)";
   kf::device_buffer<float> a(16), b(16), c(16);
   kf::matmul_options o;
   o.variant = matmul_variant::tensor_core_tf32;

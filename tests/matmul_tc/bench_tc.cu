@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_matmul_tc: the tensor-core matmul kernels against cuBLAS TF32, in one
 // process, so every ratio comes from one run.
 //
@@ -26,8 +27,8 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
-#include "kernelforge/kernels/matmul/tensor_core_tf32.cuh"
-#include "kernelforge/kernels/matmul/wgmma_tf32.cuh"
+#include "kernelforge/kernels/matmul/tensor_core_tf32_launch.cuh"
+#include "kernelforge/kernels/matmul/wgmma_tf32_launch.cuh"
 
 namespace {
 
@@ -49,7 +50,8 @@ constexpr double max_difference = 1e-2;  ///< relative to max |C|: far above TF3
 
 /// Uniform in +-[0.125, 2): never zero (splitmix64 of the index).
 __global__ void fill_random(float* x, std::size_t n, unsigned long long seed) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
     unsigned long long z = seed * 0x100000001B3ull + i + 0x9E3779B97F4A7C15ull;
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
@@ -210,6 +212,7 @@ int main(int argc, char** argv) {
     check(cudaFree(C_ref), "cudaFree");
   }
   cublasDestroy(handle);
-  std::printf("\n%s\n", failed ? "FAILED: a result differs from cuBLAS (or wgmma declined)" : "all results match cuBLAS TF32");
+  std::printf("\n%s\n",
+              failed ? "FAILED: a result differs from cuBLAS (or wgmma declined)" : "all results match cuBLAS TF32");
   return failed ? 1 : 0;
 }

@@ -1,5 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tensor-core matmul kernels, called through their launch functions
-// (kernels/matmul/tensor_core_tf32.cuh: mma.sync; wgmma_tf32.cuh: wgmma + TMA in
+// (kernels/matmul/08_tensor_core_tf32.cuh: mma.sync; 09_wgmma_tf32.cuh: wgmma + TMA in
 // clusters of 1 and 2 CTAs), against a CPU reference accumulated in double.
 //
 // Every shape runs all four transpose combinations and several storage layouts:
@@ -33,8 +34,8 @@
 
 #include <cuda_runtime_api.h>
 
-#include "kernelforge/kernels/matmul/tensor_core_tf32.cuh"
-#include "kernelforge/kernels/matmul/wgmma_tf32.cuh"
+#include "kernelforge/kernels/matmul/tensor_core_tf32_launch.cuh"
+#include "kernelforge/kernels/matmul/wgmma_tf32_launch.cuh"
 #include "test_support.hpp"
 
 namespace {
@@ -42,7 +43,7 @@ namespace {
 using kf::detail::gemm_args;
 
 /// mma_sync: launch_tensor_core_tf32 (8 warps a block); mma_sync_4warps: its
-/// 64x64-warp-tile layout (tensor_core_tf32.cuh: four_warps). wgmma_*: wgmma_tf32_try_launch, which must
+/// 64x64-warp-tile layout (08_tensor_core_tf32.cuh: four_warps). wgmma_*: wgmma_tf32_try_launch, which must
 /// accept the call. dispatch: launch_wgmma_tf32, wgmma where it runs and the
 /// mma.sync fallback elsewhere (any sm_80+ GPU).
 enum class path { mma_sync, mma_sync_4warps, wgmma_single, wgmma_cluster, dispatch };
@@ -74,8 +75,8 @@ constexpr std::size_t sampled_lines = 24;
 /// reference dot products at the checked positions.
 struct problem {
   shape s{};
-  std::vector<float> a;   ///< a[i * k + p] = op(A)(i, p)
-  std::vector<float> bt;  ///< bt[j * k + p] = op(B)(p, j)
+  std::vector<float> a;                 ///< a[i * k + p] = op(A)(i, p)
+  std::vector<float> bt;                ///< bt[j * k + p] = op(B)(p, j)
   std::vector<std::size_t> rows, cols;  ///< checked (row, col) pairs: rows[q], cols[q]
   std::vector<double> dot, abs_dot;     ///< sum_p a b and sum_p |a b| at each pair
 };
@@ -185,20 +186,21 @@ void run_case(const shape& s, bool trans_a, bool trans_b, path p, const storage&
   const std::size_t m = s.m, n = s.n, k = s.k;
 
   // op(A)(i, p) = trans_a ? A[p * lda + i] : A[i * lda + p]; likewise B.
-  const device_matrix A =
-      trans_a ? upload(k, m, leading_dimension(m, st), st.offset, [&](std::size_t r, std::size_t c) { return pr.a[c * k + r]; })
-              : upload(m, k, leading_dimension(k, st), st.offset, [&](std::size_t r, std::size_t c) { return pr.a[r * k + c]; });
-  const device_matrix B =
-      trans_b ? upload(n, k, leading_dimension(k, st), st.offset, [&](std::size_t r, std::size_t c) { return pr.bt[r * k + c]; })
-              : upload(k, n, leading_dimension(n, st), st.offset, [&](std::size_t r, std::size_t c) { return pr.bt[c * k + r]; });
+  const device_matrix A = trans_a ? upload(k, m, leading_dimension(m, st), st.offset,
+                                           [&](std::size_t r, std::size_t c) { return pr.a[c * k + r]; })
+                                  : upload(m, k, leading_dimension(k, st), st.offset,
+                                           [&](std::size_t r, std::size_t c) { return pr.a[r * k + c]; });
+  const device_matrix B = trans_b ? upload(n, k, leading_dimension(k, st), st.offset,
+                                           [&](std::size_t r, std::size_t c) { return pr.bt[r * k + c]; })
+                                  : upload(k, n, leading_dimension(n, st), st.offset,
+                                           [&](std::size_t r, std::size_t c) { return pr.bt[c * k + r]; });
   // C: random where beta reads it; all NaN when beta == 0 (it must not be read).
   const std::size_t ldc = leading_dimension(n, st);
   const std::uint64_t c_seed = m * 31 + n * 17 + k;
   const std::vector<float> c_values = kf::test::random_vector<float>(m * n, c_seed);
   const bool read_c = st.beta != 0.0f;
-  device_matrix C = upload(m, n, ldc, st.offset, [&](std::size_t r, std::size_t c) {
-    return read_c ? c_values[r * n + c] : nan_value;
-  });
+  device_matrix C = upload(m, n, ldc, st.offset,
+                           [&](std::size_t r, std::size_t c) { return read_c ? c_values[r * n + c] : nan_value; });
 
   gemm_args<float> args;
   args.trans_a = trans_a;
@@ -254,7 +256,8 @@ void run_case(const shape& s, bool trans_a, bool trans_b, path p, const storage&
     const double scale = std::fabs(st.alpha) * pr.abs_dot[q] + std::fabs(st.beta * c0);
     const double got = out[st.offset + i * ldc + j];
     if (!(std::fabs(got - ref) <= tol * scale)) {
-      if (bad++ < 8) report << "\n  C(" << i << ", " << j << ") = " << got << ", expected " << ref << " (scale " << scale << ")";
+      if (bad++ < 8)
+        report << "\n  C(" << i << ", " << j << ") = " << got << ", expected " << ref << " (scale " << scale << ")";
     }
   }
   EXPECT_EQ(bad, 0u) << bad << " of " << pr.rows.size() << " checked elements off by more than " << tol
@@ -282,9 +285,8 @@ void PrintTo(const tc_case& c, std::ostream* os) { *os << describe(c); }
 const shape big_shape{4095, 4097, 4093};
 
 std::vector<tc_case> all_cases() {
-  const std::vector<shape> shapes = {{1, 1, 1},        {33, 65, 17},    {127, 129, 255}, {513, 257, 1031},
-                                     {1, 1, 4096},     {1, 4096, 512},  {4096, 1, 512},  {300, 520, 64},
-                                     big_shape};
+  const std::vector<shape> shapes = {{1, 1, 1},      {33, 65, 17},   {127, 129, 255}, {513, 257, 1031}, {1, 1, 4096},
+                                     {1, 4096, 512}, {4096, 1, 512}, {300, 520, 64},  big_shape};
   std::vector<tc_case> cases;
   for (path p : {path::mma_sync, path::mma_sync_4warps, path::wgmma_single, path::wgmma_cluster})
     for (const shape& s : shapes)
@@ -357,7 +359,8 @@ TEST(MatmulTensorCoreTf32Layout, ThreeStagesFitTwoBlocksOnHopperAndOneOnAmpere) 
   namespace t = kf::detail::tf32_mma;
   constexpr int hopper_smem_per_sm = 228 * 1024, reserved_per_block = 1024;
   constexpr int ampere_optin = 163 * 1024, ada_optin = 99 * 1024;
-  EXPECT_LE(t::default_warps::min_blocks_per_sm * (t::max_stages * t::max_stage_bytes + reserved_per_block), hopper_smem_per_sm);
+  EXPECT_LE(t::default_warps::min_blocks_per_sm * (t::max_stages * t::max_stage_bytes + reserved_per_block),
+            hopper_smem_per_sm);
   EXPECT_LE(t::max_stages * t::max_stage_bytes, ampere_optin);
   EXPECT_LE(t::min_stages * t::max_stage_bytes, ada_optin);
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Linked against kernelforge_sm80_only (machine code for sm_80 only, no PTX).
 // On a GPU of another major version (the H200 is sm_90) the library holds no
 // image it can run: every call must throw errc::no_kernel_image naming the
@@ -30,10 +31,10 @@ std::string why_not_applicable() {
   return {};
 }
 
-#define KF_SKIP_UNLESS_IMAGE_MISSING()                                                      \
-  do {                                                                                      \
-    const std::string kf_why = why_not_applicable();                                        \
-    if (!kf_why.empty()) GTEST_SKIP() << "no_kernel_image test skipped: " << kf_why;        \
+#define KF_SKIP_UNLESS_IMAGE_MISSING()                                               \
+  do {                                                                               \
+    const std::string kf_why = why_not_applicable();                                 \
+    if (!kf_why.empty()) GTEST_SKIP() << "no_kernel_image test skipped: " << kf_why; \
   } while (0)
 
 std::string device_sm() {
@@ -49,7 +50,8 @@ void expect_no_kernel_image(F&& call, const std::string& what) {
   } catch (const kf::error& e) {
     EXPECT_EQ(e.code(), kf::errc::no_kernel_image) << what << ": got " << kf::to_string(e.code()) << ": " << e.what();
     const std::string msg = e.what();
-    for (const std::string& needle : {what, device_sm(), std::string("sm_80"), std::string("-DCMAKE_CUDA_ARCHITECTURES=")}) {
+    for (const std::string& needle :
+         {what, device_sm(), std::string("sm_80"), std::string("-DCMAKE_CUDA_ARCHITECTURES=")}) {
       EXPECT_NE(msg.find(needle), std::string::npos) << "'" << needle << "' not in: " << msg;
     }
   }
@@ -58,9 +60,7 @@ void expect_no_kernel_image(F&& call, const std::string& what) {
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
-TEST(NoKernelImage, LibraryIsBuiltForSm80Only) {
-  EXPECT_EQ(kf::compiled_architectures(), std::vector<int>{80});
-}
+TEST(NoKernelImage, LibraryIsBuiltForSm80Only) { EXPECT_EQ(kf::compiled_architectures(), std::vector<int>{80}); }
 
 TEST(NoKernelImage, RequireKernelImageThrows) {
   KF_SKIP_UNLESS_IMAGE_MISSING();
@@ -98,8 +98,8 @@ void check_every_op(kf::elementwise_variant variant) {
 
 TEST(NoKernelImage, EveryOpAndVariantThrowsOnRealBuffers) {
   KF_SKIP_UNLESS_IMAGE_MISSING();
-  for (auto variant : {kf::elementwise_variant::best, kf::elementwise_variant::naive,
-                       kf::elementwise_variant::vectorized}) {
+  for (auto variant :
+       {kf::elementwise_variant::best, kf::elementwise_variant::naive, kf::elementwise_variant::vectorized}) {
     check_every_op<float>(variant);
     check_every_op<__nv_bfloat16>(variant);
   }

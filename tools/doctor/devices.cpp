@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kernelforge-doctor, section 2: each device -- name, compute capability, SMs,
 // memory, clocks, bus, the peaks kernelforge computes -- and whether the library
 // holds machine code for it, only PTX (JIT-compiled at first use: timed here),
@@ -128,8 +129,11 @@ std::vector<int> check_devices(report& r, const options& o, int& accessible) {
   std::vector<int> usable;
   json devices = json::array();
   if (o.device >= count) {
-    r.add({"devices", status::fail, format("--device %d: this machine has %d CUDA device(s), numbered from 0", o.device, count),
-           {}, format("pass --device 0 to %d", count - 1)});
+    r.add({"devices",
+           status::fail,
+           format("--device %d: this machine has %d CUDA device(s), numbered from 0", o.device, count),
+           {},
+           format("pass --device 0 to %d", count - 1)});
   }
   for (int d = 0; d < count; ++d) {
     if (o.device >= 0 && d != o.device) continue;
@@ -149,10 +153,13 @@ std::vector<int> check_devices(report& r, const options& o, int& accessible) {
     const cudaError_t mem_status = cudaMemGetInfo(&free_bytes, &total_bytes);  // creates the context
     if (mem_status != cudaSuccess) {
       cudaGetLastError();
-      r.add({section, status::fail,
-             format("%s: cannot create a context (%s: %s)", p.name, cudaGetErrorName(mem_status), cudaGetErrorString(mem_status)),
-             {}, "the GPU may be in exclusive-process compute mode and used by another process, or in a bad state: "
-                 "check nvidia-smi (compute mode, running processes, Xid errors in dmesg)"});
+      r.add({section,
+             status::fail,
+             format("%s: cannot create a context (%s: %s)", p.name, cudaGetErrorName(mem_status),
+                    cudaGetErrorString(mem_status)),
+             {},
+             "the GPU may be in exclusive-process compute mode and used by another process, or in a bad state: "
+             "check nvidia-smi (compute mode, running processes, Xid errors in dmesg)"});
       devices.push(facts);
       continue;
     }
@@ -180,14 +187,15 @@ std::vector<int> check_devices(report& r, const options& o, int& accessible) {
         .set("peak_fp32_tflops", info.peak_fp32_tflops)
         .set("ecc", attribute(cudaDevAttrEccEnabled, d) != 0)
         .set("compute_mode", attribute(cudaDevAttrComputeMode, d));
-    check c{section, status::ok,
+    check c{section,
+            status::ok,
             format("%s, compute capability %d.%d (sm_%d), %d SMs", p.name, p.major, p.minor, cc, p.multiProcessorCount),
             {format("memory %.1f GiB total, %.1f GiB free; SM clock %d MHz, memory clock %d MHz, %d-bit bus",
                     total_bytes / gib, free_bytes / gib, attribute(cudaDevAttrClockRate, d) / 1000,
                     attribute(cudaDevAttrMemoryClockRate, d) / 1000, attribute(cudaDevAttrGlobalMemoryBusWidth, d)),
              std::string("PCI ") + bus +
-                 (link.width ? format(", PCIe %s x%d (%.1f GB/s per direction; max %s x%d)", link.speed.c_str(), link.width,
-                                      link.gbs, link.max_speed.c_str(), link.max_width)
+                 (link.width ? format(", PCIe %s x%d (%.1f GB/s per direction; max %s x%d)", link.speed.c_str(),
+                                      link.width, link.gbs, link.max_speed.c_str(), link.max_width)
                              : std::string()),
              format("peak (computed by kernelforge): %.0f GB/s memory, %.1f TFLOP/s FP32", info.peak_bandwidth_gbs,
                     info.peak_fp32_tflops)},
@@ -208,26 +216,36 @@ std::vector<int> check_devices(report& r, const options& o, int& accessible) {
       const auto [first, second] = first_call_ms(d);
       facts.set("first_call_ms", first).set("second_call_ms", second);
       if (k.machine_code) {
-        r.add({section, status::ok,
-               format("kernelforge holds machine code for sm_%d (first kf::saxpy call %.1f ms, loading included; next %.2f ms)",
+        r.add({section,
+               status::ok,
+               format("kernelforge holds machine code for sm_%d (first kf::saxpy call %.1f ms, loading included; next "
+                      "%.2f ms)",
                       cc, first, second),
-               {}, ""});
+               {},
+               ""});
       } else {
-        r.add({section, status::warn,
-               format("kernelforge holds only PTX for sm_%d: kernels are JIT-compiled at first use (the first kf::saxpy "
-                      "call took %.0f ms; each kernel's first call pays this, cached in ~/.nv/ComputeCache afterwards)",
-                      cc, first),
-               {}, format("rebuild kernelforge with -DCMAKE_CUDA_ARCHITECTURES=%d (or add %d to the list) for machine code",
-                          cc, cc)});
+        r.add(
+            {section,
+             status::warn,
+             format("kernelforge holds only PTX for sm_%d: kernels are JIT-compiled at first use (the first kf::saxpy "
+                    "call took %.0f ms; each kernel's first call pays this, cached in ~/.nv/ComputeCache afterwards)",
+                    cc, first),
+             {},
+             format("rebuild kernelforge with -DCMAKE_CUDA_ARCHITECTURES=%d (or add %d to the list) for machine code",
+                    cc, cc)});
       }
       usable.push_back(d);
     } catch (const kf::error& e) {
       facts.set("kernel_image_error", e.what());
-      r.add({section, status::fail, std::string(kf::to_string(e.code())) + ": " + e.what(), {},
+      r.add({section,
+             status::fail,
+             std::string(kf::to_string(e.code())) + ": " + e.what(),
+             {},
              e.code() == kf::errc::no_kernel_image
-                 ? format("reconfigure kernelforge with -DCMAKE_CUDA_ARCHITECTURES=%d (compiled now: %s) in a fresh build "
-                          "directory, rebuild and reinstall",
-                          cc, archs.c_str())
+                 ? format(
+                       "reconfigure kernelforge with -DCMAKE_CUDA_ARCHITECTURES=%d (compiled now: %s) in a fresh build "
+                       "directory, rebuild and reinstall",
+                       cc, archs.c_str())
                  : "see the message above"});
     }
     devices.push(facts);

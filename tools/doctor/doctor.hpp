@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kernelforge-doctor: the shared model. Each section (driver, devices,
 // bandwidth, self-test) adds checks -- one OK / WARN / FAIL line with the
 // reason and the fix -- and facts (JSON) to one report; main.cpp prints it as

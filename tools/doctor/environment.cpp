@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kernelforge-doctor, section 1: the CUDA driver (present? recent enough for the
 // runtime kernelforge was built with?), the host, and the environment variables
 // that change what a CUDA program sees.
@@ -68,8 +69,8 @@ const variable variables[] = {
      "only the GPUs listed are visible, renumbered from 0 in that order (device 0 here may not be GPU 0 in "
      "nvidia-smi)",
      is_empty_or_none, "unset CUDA_VISIBLE_DEVICES, or list the GPUs to use (e.g. CUDA_VISIBLE_DEVICES=0)"},
-    {"CUDA_DEVICE_ORDER", "changes how devices are numbered (PCI_BUS_ID matches nvidia-smi; FASTEST_FIRST is the default)",
-     never, ""},
+    {"CUDA_DEVICE_ORDER",
+     "changes how devices are numbered (PCI_BUS_ID matches nvidia-smi; FASTEST_FIRST is the default)", never, ""},
     {"CUDA_MODULE_LOADING",
      "LAZY (the default since CUDA 12.2) loads each kernel at first use; EAGER loads every kernel at start-up "
      "(slower start, more memory)",
@@ -79,8 +80,8 @@ const variable variables[] = {
      "math_mode is not affected",
      is_zero, "unset NVIDIA_TF32_OVERRIDE when benchmarking against cuBLAS/cuDNN TF32"},
     {"CUDA_LAUNCH_BLOCKING",
-     "1 makes every kernel launch synchronous: streams no longer overlap and timings include launch waits",
-     is_one, "unset CUDA_LAUNCH_BLOCKING (use it only to locate a faulting kernel)"},
+     "1 makes every kernel launch synchronous: streams no longer overlap and timings include launch waits", is_one,
+     "unset CUDA_LAUNCH_BLOCKING (use it only to locate a faulting kernel)"},
     {"CUDA_FORCE_PTX_JIT", "1 ignores machine code and JIT-compiles PTX at first use (slow first calls)", is_one,
      "unset CUDA_FORCE_PTX_JIT"},
     {"CUDA_DISABLE_PTX_JIT", "1 forbids JIT compilation: GPUs that only have PTX cannot run anything", is_one,
@@ -99,16 +100,21 @@ void check_environment(report& r) {
     if (value == nullptr) continue;
     ++set_count;
     const bool harmful = v.harmful(value);
-    check c{"environment", harmful ? status::warn : status::ok,
-            std::string(v.name) + "=\"" + value + "\": " + v.effect, {}, harmful ? v.fix : ""};
+    check c{"environment",
+            harmful ? status::warn : status::ok,
+            std::string(v.name) + "=\"" + value + "\": " + v.effect,
+            {},
+            harmful ? v.fix : ""};
     r.add(c);
   }
   r.facts().set("environment", env);
   if (set_count == 0) {
-    r.add({"environment", status::ok,
+    r.add({"environment",
+           status::ok,
            "none of CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER, CUDA_MODULE_LOADING, NVIDIA_TF32_OVERRIDE, "
            "CUDA_LAUNCH_BLOCKING, CUDA_FORCE_PTX_JIT, CUDA_DISABLE_PTX_JIT, CUDA_CACHE_DISABLE is set",
-           {}, ""});
+           {},
+           ""});
   }
 }
 
@@ -146,44 +152,60 @@ bool check_driver_and_environment(report& r) {
   bool usable = true;
   if (version_status != cudaSuccess || driver_version == 0) {
 #if defined(__APPLE__)
-    r.add({"driver", status::fail, "no CUDA driver: macOS has no CUDA (NVIDIA stopped supporting it after CUDA 10.2)",
-           {}, "use a Linux machine with an NVIDIA GPU, or a remote one (a cloud GPU instance), and run there"});
+    r.add({"driver",
+           status::fail,
+           "no CUDA driver: macOS has no CUDA (NVIDIA stopped supporting it after CUDA 10.2)",
+           {},
+           "use a Linux machine with an NVIDIA GPU, or a remote one (a cloud GPU instance), and run there"});
 #else
-    r.add({"driver", status::fail,
-           "no NVIDIA driver found (libcuda cannot be loaded" + (module.empty() ? std::string(", and /proc/driver/nvidia/version does not exist)") : std::string(")")) +
+    r.add({"driver",
+           status::fail,
+           "no NVIDIA driver found (libcuda cannot be loaded" +
+               (module.empty() ? std::string(", and /proc/driver/nvidia/version does not exist)") : std::string(")")) +
                ": this machine cannot run CUDA programs",
-           {}, "on a machine with an NVIDIA GPU install the NVIDIA driver (" + std::string(minimum_driver_for(CUDART_VERSION)) +
-                   " or newer for CUDA " + built + ") and reboot; in a container, run it with the GPU passed in "
-                   "(docker run --gpus all); without a GPU, use a remote Linux machine with one"});
+           {},
+           "on a machine with an NVIDIA GPU install the NVIDIA driver (" +
+               std::string(minimum_driver_for(CUDART_VERSION)) + " or newer for CUDA " + built +
+               ") and reboot; in a container, run it with the GPU passed in "
+               "(docker run --gpus all); without a GPU, use a remote Linux machine with one"});
 #endif
     usable = false;
   } else if (driver_version < CUDART_VERSION || count_status == cudaErrorInsufficientDriver) {
-    r.add({"driver", status::fail,
+    r.add({"driver",
+           status::fail,
            "the driver is too old: it supports CUDA " + cuda_version_string(driver_version) +
                ", but kernelforge was built with the CUDA " + built + " runtime" +
                (module.empty() ? "" : " (driver " + module + ")"),
-           {}, "upgrade the NVIDIA driver to " + std::string(minimum_driver_for(CUDART_VERSION)) +
-                   " or newer (CUDA " + built + "), or rebuild kernelforge with a CUDA toolkit no newer than " +
-                   cuda_version_string(driver_version)});
+           {},
+           "upgrade the NVIDIA driver to " + std::string(minimum_driver_for(CUDART_VERSION)) + " or newer (CUDA " +
+               built + "), or rebuild kernelforge with a CUDA toolkit no newer than " +
+               cuda_version_string(driver_version)});
     usable = false;
   } else {
-    r.add({"driver", status::ok,
+    r.add({"driver",
+           status::ok,
            "NVIDIA driver " + (module.empty() ? std::string("(version unknown)") : module) + " supports CUDA " +
-               cuda_version_string(driver_version) + " >= the CUDA " + built +
-               " runtime kernelforge was built with",
-           {}, ""});
+               cuda_version_string(driver_version) + " >= the CUDA " + built + " runtime kernelforge was built with",
+           {},
+           ""});
   }
 
   if (usable && count_status != cudaSuccess) {
     const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-    r.add({"devices", status::fail,
+    r.add({"devices",
+           status::fail,
            std::string("the driver reports no usable device (") + cudaGetErrorName(count_status) + ": " +
                cudaGetErrorString(count_status) + ")",
-           {}, visible ? "CUDA_VISIBLE_DEVICES=\"" + std::string(visible) + "\" may hide every GPU: unset it or fix the list"
-                       : "check that nvidia-smi lists a GPU; in a container pass the GPU in (docker run --gpus all)"});
+           {},
+           visible
+               ? "CUDA_VISIBLE_DEVICES=\"" + std::string(visible) + "\" may hide every GPU: unset it or fix the list"
+               : "check that nvidia-smi lists a GPU; in a container pass the GPU in (docker run --gpus all)"});
     usable = false;
   } else if (usable && count == 0) {
-    r.add({"devices", status::fail, "the driver is loaded but reports 0 CUDA devices", {},
+    r.add({"devices",
+           status::fail,
+           "the driver is loaded but reports 0 CUDA devices",
+           {},
            "check nvidia-smi and CUDA_VISIBLE_DEVICES"});
     usable = false;
   }

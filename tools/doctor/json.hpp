@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A minimal JSON value for kernelforge-doctor's --json output: null, bool,
 // number, string, array and object (keys kept in insertion order), and dump().
 // Only what the doctor writes; it never parses JSON.
@@ -26,8 +27,16 @@ class json {
   json(const char* s) : kind_(s ? kind::string : kind::null), string_(s ? s : "") {}
   json(std::string s) : kind_(kind::string), string_(std::move(s)) {}
 
-  static json array() { json j; j.kind_ = kind::array; return j; }
-  static json object() { json j; j.kind_ = kind::object; return j; }
+  static json array() {
+    json j;
+    j.kind_ = kind::array;
+    return j;
+  }
+  static json object() {
+    json j;
+    j.kind_ = kind::object;
+    return j;
+  }
 
   /// Object member (appended; keys are not de-duplicated).
   json& set(std::string key, json value) {
@@ -79,10 +88,15 @@ class json {
       case kind::null: out += "null"; return;
       case kind::boolean: out += bool_ ? "true" : "false"; return;
       case kind::number: {
-        if (!std::isfinite(number_)) { out += "null"; return; }
+        if (!std::isfinite(number_)) {
+          out += "null";
+          return;
+        }
         char buf[32];
-        if (number_ == std::floor(number_) && std::fabs(number_) < 1e15) std::snprintf(buf, sizeof buf, "%.0f", number_);
-        else std::snprintf(buf, sizeof buf, "%.6g", number_);
+        if (number_ == std::floor(number_) && std::fabs(number_) < 1e15)
+          std::snprintf(buf, sizeof buf, "%.0f", number_);
+        else
+          std::snprintf(buf, sizeof buf, "%.6g", number_);
         out += buf;
         return;
       }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kernelforge-doctor: one command that explains the machine -- the CUDA driver,
 // the environment, each device and the code kernelforge holds for it, and on
 // request copy bandwidth and a self-test of every kernel family -- as OK / WARN
@@ -95,10 +96,14 @@ namespace {
 bool parse(int argc, char** argv, options& o) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--json") o.json = true;
-    else if (a == "--bandwidth") o.bandwidth = true;
-    else if (a == "--self-test") o.self_test = true;
-    else if (a == "--all") o.bandwidth = o.self_test = true;
+    if (a == "--json")
+      o.json = true;
+    else if (a == "--bandwidth")
+      o.bandwidth = true;
+    else if (a == "--self-test")
+      o.self_test = true;
+    else if (a == "--all")
+      o.bandwidth = o.self_test = true;
     else if (a == "--help" || a == "-h") {
       std::fputs(usage, stdout);
       std::exit(exit_ok);
@@ -110,7 +115,8 @@ bool parse(int argc, char** argv, options& o) {
       char* end = nullptr;
       const long n = std::strtol(value.c_str(), &end, 10);
       if (value.empty() || *end != '\0' || n < 0 || n > 1024) {
-        std::fprintf(stderr, "kernelforge-doctor: --device needs a device number (0, 1, ...), got '%s'\n", value.c_str());
+        std::fprintf(stderr, "kernelforge-doctor: --device needs a device number (0, 1, ...), got '%s'\n",
+                     value.c_str());
         return false;
       }
       o.device = static_cast<int>(n);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kernelforge-doctor --self-test: one small call of every family and variant
 // (elementwise x 4 ops, matmul, filter2d, conv2d; exact and TF32) on each
 // device, compared with the CPU reference; PASSED / FAILED / SKIPPED each
@@ -64,9 +65,12 @@ void run_case(check& family, json& cases, outcome& o, const std::string& name, d
     why = std::string(kf::to_string(e.code())) + ": " + e.what();
   }
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  if (verdict == "PASSED") ++o.passed;
-  else if (verdict == "FAILED") ++o.failed;
-  else ++o.skipped;
+  if (verdict == "PASSED")
+    ++o.passed;
+  else if (verdict == "FAILED")
+    ++o.failed;
+  else
+    ++o.skipped;
   family.detail.push_back(why.empty() ? format("%-28s %-7s error %.1e (tolerance %.0e), %.1f ms", name.c_str(),
                                                verdict.c_str(), error, tolerance, ms)
                                       : format("%-28s %-7s %s", name.c_str(), verdict.c_str(), why.c_str()));
@@ -207,7 +211,10 @@ void run_self_test(report& r, const std::vector<int>& devices) {
     const auto t0 = std::chrono::steady_clock::now();
     outcome total;
     json device_cases = json::object();
-    struct family { const char* name; void (*run)(check&, json&, outcome&); };
+    struct family {
+      const char* name;
+      void (*run)(check&, json&, outcome&);
+    };
     for (const family& f : {family{"elementwise", elementwise_cases}, family{"matmul", matmul_cases},
                             family{"filter2d", filter2d_cases}, family{"conv2d", conv2d_cases}}) {
       check c{format("self-test %d", d), status::ok, "", {}, ""};
@@ -222,17 +229,21 @@ void run_self_test(report& r, const std::vector<int>& devices) {
       c.message = format("%s: %d PASSED, %d FAILED, %d SKIPPED", f.name, o.passed, o.failed, o.skipped);
       if (o.failed) {
         c.level = status::fail;
-        c.fix = "a kernel disagrees with the CPU reference on this GPU: please report it with the output of "
-                "kernelforge-doctor --self-test --json";
+        c.fix =
+            "a kernel disagrees with the CPU reference on this GPU: please report it with the output of "
+            "kernelforge-doctor --self-test --json";
       }
       r.add(c);
       total.passed += o.passed, total.failed += o.failed, total.skipped += o.skipped;
       device_cases.set(f.name, cases);
     }
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    r.add({format("self-test %d", d), total.failed ? status::fail : status::ok,
-           format("device %d: %d PASSED, %d FAILED, %d SKIPPED in %.2f s", d, total.passed, total.failed, total.skipped, s),
-           {}, ""});
+    r.add({format("self-test %d", d),
+           total.failed ? status::fail : status::ok,
+           format("device %d: %d PASSED, %d FAILED, %d SKIPPED in %.2f s", d, total.passed, total.failed, total.skipped,
+                  s),
+           {},
+           ""});
     all.push(json::object()
                  .set("device", d)
                  .set("passed", total.passed)

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Tests for kernelforge-doctor, run by ctest (tools/doctor/CMakeLists.txt).
 
     test_doctor.py cli       DOCTOR   argument handling: --help, --version, bad arguments (any machine)

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Puts kernelforge-doctor's text output (from the H200, written by
 tools/doctor/run_gpu_checks.sh as $OUT/doctor.txt) into README.md between the
 markers <!-- doctor:begin --> and <!-- doctor:end -->.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Launch planning as pure functions: device limits + kernel occupancy + problem
 // size -> grid and block. No CUDA calls here, so the CPU tests cover every rule.
 #pragma once
@@ -48,7 +49,7 @@ launch_plan plan_one_per_thread(const device_limits& limits, int block, std::siz
 /// grid-stride loop covers whatever the cap leaves. max_waves = 0: no wave cap.
 /// (Measured on the H200 for the elementwise kernels: one tile per block, no
 /// wave cap, beats a single full wave by 7%; see kernels/elementwise/tuning.hpp.)
-launch_plan plan_grid_stride(const device_limits& limits, int block, int blocks_per_sm,
-                             std::size_t items, std::size_t items_per_block, int max_waves = 1);
+launch_plan plan_grid_stride(const device_limits& limits, int block, int blocks_per_sm, std::size_t items,
+                             std::size_t items_per_block, int max_waves = 1);
 
 }  // namespace kf::detail

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CPU references for the convolution family, accumulated in double. Tests,
 // examples and benchmarks check the GPU against these. Each *_exact function
 // returns the unrounded double result and, optionally, the error scale
@@ -68,7 +69,8 @@ void filter2d_exact(std::size_t channels, std::size_t height, std::size_t width,
             abs_sum += std::fabs(f[i * s + j] * v);
           }
         }
-        const std::size_t o = c * height * out_pitch + static_cast<std::size_t>(y) * out_pitch + static_cast<std::size_t>(x);
+        const std::size_t o =
+            c * height * out_pitch + static_cast<std::size_t>(y) * out_pitch + static_cast<std::size_t>(x);
         out[o] = sum;
         if (scale) scale[o] = abs_sum;
       }
@@ -106,15 +108,16 @@ inline std::size_t conv2d_extent(std::size_t in, std::size_t pad, std::size_t fi
 /// conv2d_forward in double; y is N x K x P x Q, scale (optional) gets
 /// sum |w| |x| + |bias| for every output.
 template <class T>
-void conv2d_forward_exact(const conv2d_params& p, const T* x, const T* weight, const nondeduced_t<T>* bias,
-                          double* y, double* scale = nullptr) {
+void conv2d_forward_exact(const conv2d_params& p, const T* x, const T* weight, const nondeduced_t<T>* bias, double* y,
+                          double* scale = nullptr) {
   const std::size_t P = conv2d_extent(p.in_height, p.pad_h, p.filter_height, p.stride_h, p.dilation_h);
   const std::size_t Q = conv2d_extent(p.in_width, p.pad_w, p.filter_width, p.stride_w, p.dilation_w);
   if (P == 0 || Q == 0) {
     throw error(errc::invalid_argument, "kf::reference::conv2d_forward_exact: no output for this geometry");
   }
   const long long H = static_cast<long long>(p.in_height), W = static_cast<long long>(p.in_width);
-  const double work = static_cast<double>(p.batch) * p.out_channels * P * Q * p.in_channels * p.filter_height * p.filter_width;
+  const double work =
+      static_cast<double>(p.batch) * p.out_channels * P * Q * p.in_channels * p.filter_height * p.filter_width;
   parallel_rows(p.batch * p.out_channels, work, [&](std::size_t begin, std::size_t end) {
     std::vector<double> wk(p.in_channels * p.filter_height * p.filter_width);
     for (std::size_t nk = begin; nk < end; ++nk) {
@@ -127,12 +130,12 @@ void conv2d_forward_exact(const conv2d_params& p, const T* x, const T* weight, c
           for (std::size_t c = 0; c < p.in_channels; ++c) {
             const T* plane = x + (n * p.in_channels + c) * p.in_height * p.in_width;
             for (std::size_t i = 0; i < p.filter_height; ++i) {
-              const long long ih = static_cast<long long>(oh * p.stride_h + i * p.dilation_h) -
-                                   static_cast<long long>(p.pad_h);
+              const long long ih =
+                  static_cast<long long>(oh * p.stride_h + i * p.dilation_h) - static_cast<long long>(p.pad_h);
               if (ih < 0 || ih >= H) continue;
               for (std::size_t j = 0; j < p.filter_width; ++j) {
-                const long long iw = static_cast<long long>(ow * p.stride_w + j * p.dilation_w) -
-                                     static_cast<long long>(p.pad_w);
+                const long long iw =
+                    static_cast<long long>(ow * p.stride_w + j * p.dilation_w) - static_cast<long long>(p.pad_w);
                 if (iw < 0 || iw >= W) continue;
                 const double prod = wk[(c * p.filter_height + i) * p.filter_width + j] * to_double(plane[ih * W + iw]);
                 sum += prod;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CPU references for the elementwise family, computed in double and rounded
 // once to T. Scalars are compute_t<T>, as in the GPU API. Tests, examples and benchmarks check the GPU against these.
 #pragma once

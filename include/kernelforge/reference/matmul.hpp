@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CPU reference for the matrix product, accumulated in double and rounded once
 // to T. Besides the value it computes the error scale every GPU result is
 // judged against:
@@ -49,7 +50,6 @@ matmul_entry matmul_element(op trans_a, op trans_b, std::size_t k, compute_t<T> 
   return e;
 }
 
-
 /// C = alpha * op(A) * op(B) + beta * C in double, rounded once to T. When
 /// `scale` is not null it receives the m x n error scales (row-major, dense:
 /// scale[i * n + j]). op(A) and op(B) are first copied to contiguous double
@@ -64,7 +64,8 @@ void matmul(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k,
   for (std::size_t i = 0; i < m; ++i)
     for (std::size_t p = 0; p < k; ++p) a[i * k + p] = to_double(trans_a == op::none ? A[i * lda + p] : A[p * lda + i]);
   for (std::size_t j = 0; j < n; ++j)
-    for (std::size_t p = 0; p < k; ++p) bt[j * k + p] = to_double(trans_b == op::none ? B[p * ldb + j] : B[j * ldb + p]);
+    for (std::size_t p = 0; p < k; ++p)
+      bt[j * k + p] = to_double(trans_b == op::none ? B[p * ldb + j] : B[j * ldb + p]);
   const double da = static_cast<double>(alpha), db = static_cast<double>(beta);
   parallel_rows(m, static_cast<double>(m) * n * (k + 1), [&](std::size_t row_begin, std::size_t row_end) {
     for (std::size_t i = row_begin; i < row_end; ++i) {

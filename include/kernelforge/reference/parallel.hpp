@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CPU references' one threading helper: large reference computations
 // split their rows over the machine's hardware threads.
 #pragma once

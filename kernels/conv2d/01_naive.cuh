@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+// Step 1 -- naive: one thread per output element, the direct definition.
+//
+//   y[n][k][p][q] = bias[k] + sum_{c,r,s} w[k][c][r][s] * x[n][c][p*sh - ph + r*dh][q*sw - pw + s*dw]
+//
+// Consecutive threads take consecutive q, so the x loads of a warp are
+// (nearly) contiguous and the w loads are one broadcast. What it leaves on the
+// table: every multiply-add costs two loads (x and w), each input element is
+// fetched again by every one of the K output channels and every filter tap
+// that covers it, and nothing is kept in registers or shared memory -- the
+// kernel runs at the speed of L1/L2, far below the FMA units.
+// Its measured speed: the README's generated tables and benchmarks/TUNING.md (bench_conv).
+#pragma once
+
+#include "../common/kernel.cuh"
+#include "../common/numeric.cuh"
+#include "args.cuh"
+
+namespace kf::detail {
+
+constexpr int conv2d_naive_block = 256;
+
+template <class T>
+KF_KERNEL void __launch_bounds__(conv2d_naive_block) conv2d_naive(conv2d_args<T> a) {
+  const long long total = static_cast<long long>(a.m) * a.k;
+  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long idx = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; idx < total; idx += step) {
+    const int i = static_cast<int>(idx);  // total < 2^31
+    const int ow = i % a.q;
+    int t = i / a.q;
+    const int oh = t % a.p;
+    t /= a.p;
+    const int k = t % a.k;
+    const int n = t / a.k;
+    compute_t<T> sum = a.bias ? to_compute(a.bias[k]) : compute_t<T>(0);
+    for (int c = 0; c < a.c; ++c) {
+      const T* plane = a.x + (n * a.c + c) * a.hw;
+      const T* filter = a.wt + (k * a.c + c) * a.rs;
+      for (int r = 0; r < a.r; ++r) {
+        const int ih = oh * a.stride_h - a.pad_h + r * a.dilation_h;
+        if (ih < 0 || ih >= a.h) continue;
+        for (int s = 0; s < a.s; ++s) {
+          const int iw = ow * a.stride_w - a.pad_w + s * a.dilation_w;
+          if (iw < 0 || iw >= a.w) continue;
+          sum += to_compute(filter[r * a.s + s]) * to_compute(plane[ih * a.w + iw]);
+        }
+      }
+    }
+    a.y[i] = from_compute<T>(sum);
+  }
+}
+
+}  // namespace kf::detail

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: Apache-2.0
+// Step 4 -- register_window: the filter in registers, a float4 of columns and
+// a strip of rows per thread, sliding down the image; no shared memory.
+//
+// What changes from smem_tiled, and why it is faster:
+//  * No shared-memory tile. Each thread owns 4 adjacent output columns (one
+//    float4) and a strip of filter2d_window_rows output rows. It walks down
+//    filter2d_window_rows + r - 1 input rows; for each it issues one 16-byte
+//    load of its 4 columns plus s - 1 scalar loads of the side columns. The
+//    side columns are the neighbouring lanes' float4s, so they hit L1 (or L2
+//    at a block edge): the halo is re-read from cache instead of being staged
+//    through shared memory, and there is no __syncthreads anywhere.
+//  * Each input row, once in registers, feeds the r outputs of the strip that
+//    need it, and each output row is stored as one float4 as soon as its last
+//    input row has arrived: only r rows of accumulators are live at a time in
+//    the fully unrolled loop (R, S and the border rule are template constants).
+//  * Threads whose window lies inside the image (all but the first and last
+//    of each row) take the fast path with no border test per column; edge
+//    threads map every window column through border_map (border.cuh), which
+//    also covers a width that is not a multiple of 4 (a scalar tail).
+//  * The filter is read from global memory (r*s __ldg per thread, L1
+//    broadcasts), as smem_tiled reads it: correct for every launch on any
+//    stream, no staging and no synchronization.
+// Requirements (checked by the launcher, which otherwise runs smem_tiled):
+// float, an instantiated filter size (3x3, 5x5), in and out 16-byte aligned
+// with pitches a multiple of 4 elements, so every row start is aligned.
+// Its measured speed: the README's generated tables and benchmarks/TUNING.md (bench_conv).
+#pragma once
+
+#include "../common/kernel.cuh"
+#include "border.cuh"
+#include "args.cuh"
+
+namespace kf::detail {
+
+/// Output rows per thread: 8 measured best on the H200 (16 and 32 hold more
+/// accumulators and leave fewer blocks to hide latency with).
+constexpr int filter2d_window_rows = 8;
+/// Threads per block (one row of float4s): 128 measured best (64 and 256 slower).
+constexpr int filter2d_window_threads = 128;
+/// Output columns per thread: one float4.
+constexpr int filter2d_window_cols = 4;
+
+/// Does register_window have an instantiation for an r x s filter?
+inline bool filter2d_window_has_size(int r, int s) { return (r == 3 && s == 3) || (r == 5 && s == 5); }
+
+/// Grid: x = float4 columns / filter2d_window_threads, y = row strips of
+/// filter2d_window_rows (grid-stride up to `strips`), z = channels (grid-stride).
+template <int R, int S, border Mode>
+KF_KERNEL void __launch_bounds__(filter2d_window_threads) filter2d_register_window(filter2d_args<float> a, int strips) {
+  constexpr int rows = filter2d_window_rows;
+  constexpr int cols = filter2d_window_cols;
+  constexpr int top = R / 2;            // input rows above an output row
+  constexpr int left = S / 2;           // input columns left of an output column
+  constexpr int right = S - 1 - S / 2;  // and right of it
+  constexpr int window = cols + S - 1;  // input columns one thread reads per row
+
+  const int x = (blockIdx.x * filter2d_window_threads + threadIdx.x) * cols;
+  if (x >= a.width) return;  // no barrier or shuffle below: idle lanes may leave
+  const int height = a.height, width = a.width;
+  const bool inside = x - left >= 0 && x + cols + right <= width;
+  const bool full_store = x + cols <= width;
+
+  float f[R * S];
+#pragma unroll
+  for (int t = 0; t < R * S; ++t) f[t] = __ldg(a.filter + t);
+
+  for (int c = blockIdx.z; c < a.channels; c += gridDim.z) {
+    const float* in_plane = a.in + c * a.in_plane;
+    float* out_plane = a.out + c * a.out_plane;
+    for (int strip = blockIdx.y; strip < strips; strip += gridDim.y) {
+      const int y0 = strip * rows;
+      float acc[rows][cols];
+#pragma unroll
+      for (int ry = 0; ry < rows; ++ry) {
+#pragma unroll
+        for (int k = 0; k < cols; ++k) acc[ry][k] = 0.0f;
+      }
+      // Phase 1: every input row this strip needs, loaded before any is used,
+      // so all rows + R - 1 of a thread's loads are in flight at once (the
+      // branches below are per thread and uniform across most warps; a branch
+      // does not wait for earlier loads, only a use does).
+      float w[rows + R - 1][window];
+#pragma unroll
+      for (int ir = 0; ir < rows + R - 1; ++ir) {
+        const int sy = border_map(y0 - top + ir, height, Mode);  // -1: a zero row
+        if (sy < 0) {
+#pragma unroll
+          for (int t = 0; t < window; ++t) w[ir][t] = 0.0f;
+        } else {
+          const float* row = in_plane + sy * a.in_pitch;
+          if (inside) {
+            const float4 v = __ldg(reinterpret_cast<const float4*>(row + x));
+            w[ir][left + 0] = v.x;
+            w[ir][left + 1] = v.y;
+            w[ir][left + 2] = v.z;
+            w[ir][left + 3] = v.w;
+#pragma unroll
+            for (int m = 1; m <= left; ++m) w[ir][left - m] = __ldg(row + x - m);
+#pragma unroll
+            for (int m = 0; m < right; ++m) w[ir][left + cols + m] = __ldg(row + x + cols + m);
+          } else {
+#pragma unroll
+            for (int t = 0; t < window; ++t) {
+              const int sx = border_map(x - left + t, width, Mode);
+              w[ir][t] = sx < 0 ? 0.0f : __ldg(row + sx);
+            }
+          }
+        }
+      }
+      // Phase 2: slide the filter down the loaded rows; store each output row
+      // as soon as its last input row has been used.
+#pragma unroll
+      for (int ir = 0; ir < rows + R - 1; ++ir) {
+        // Input row ir contributes to output row ry through filter row ir - ry.
+#pragma unroll
+        for (int i = 0; i < R; ++i) {
+          const int ry = ir - i;
+          if (ry >= 0 && ry < rows) {
+#pragma unroll
+            for (int j = 0; j < S; ++j) {
+#pragma unroll
+              for (int k = 0; k < cols; ++k) acc[ry][k] = fmaf(f[i * S + j], w[ir][k + j], acc[ry][k]);
+            }
+          }
+        }
+        const int done = ir - (R - 1);  // the output row this input row completes
+        if (done >= 0 && y0 + done < height) {
+          float* out = out_plane + (y0 + done) * a.out_pitch + x;
+          if (full_store) {
+            *reinterpret_cast<float4*>(out) = make_float4(acc[done][0], acc[done][1], acc[done][2], acc[done][3]);
+          } else {
+#pragma unroll
+            for (int k = 0; k < cols; ++k) {
+              if (x + k < width) out[k] = acc[done][k];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace kf::detail

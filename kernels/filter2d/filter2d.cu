@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: Apache-2.0
+// The filter2d launcher: validate -> plan -> dispatch by variant, and the
+// explicit instantiations shipped in the fatbin (float and __half: every
+// variant but register_window, which is float only; double: naive).
+#include <array>
+#include <climits>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <type_traits>
+
+#include "common/grid.hpp"
+#include "runtime/launcher.hpp"
+#include "common/vector_access.cuh"
+#include "filter2d/args.cuh"
+#include "filter2d/02_constant_memory.cuh"
+#include "filter2d/01_naive.cuh"
+#include "filter2d/04_register_window.cuh"
+#include "filter2d/03_smem_tiled.cuh"
+#include "filter2d/tile.cuh"
+#include "filter2d/validate.hpp"
+#include "kernelforge/conv.hpp"
+
+namespace kf {
+
+const char* to_string(border mode) noexcept {
+  switch (mode) {
+    case border::zero: return "zero";
+    case border::clamp: return "clamp";
+    case border::reflect: return "reflect";
+  }
+  return "unknown";
+}
+
+const char* to_string(filter2d_variant variant) noexcept {
+  switch (variant) {
+    case filter2d_variant::best: return "best";
+    case filter2d_variant::naive: return "naive";
+    case filter2d_variant::constant_memory: return "constant_memory";
+    case filter2d_variant::smem_tiled: return "smem_tiled";
+    case filter2d_variant::register_window: return "register_window";
+  }
+  return "unknown";
+}
+
+namespace detail {
+namespace {
+
+/// Filters of more taps than this (and more than one row and column) go to the
+/// separable-capable kernel under `best`: up to 5x5 the 2D loop is already
+/// bound by memory, beyond it the r*s multiply-adds start to dominate.
+constexpr std::size_t separable_min_taps = 26;
+
+template <class T>
+filter2d_args<T> make_args(std::size_t channels, std::size_t height, std::size_t width, const T* in,
+                           std::size_t in_pitch, const T* filter, std::size_t r, std::size_t s, T* out,
+                           std::size_t out_pitch, border mode) {
+  filter2d_args<T> a;
+  a.channels = static_cast<int>(channels);
+  a.height = static_cast<int>(height);
+  a.width = static_cast<int>(width);
+  a.in = in;
+  a.in_pitch = static_cast<long long>(in_pitch);
+  a.in_plane = static_cast<long long>(in_pitch * height);
+  a.filter = filter;
+  a.r = static_cast<int>(r);
+  a.s = static_cast<int>(s);
+  a.out = out;
+  a.out_pitch = static_cast<long long>(out_pitch);
+  a.out_plane = static_cast<long long>(out_pitch * height);
+  a.mode = mode;
+  return a;
+}
+
+// ---- naive and constant_memory: one pixel per thread ------------------------
+template <class T>
+dim3 pixel_grid(const filter2d_args<T>& a) {
+  const std::size_t gx = ceil_div(static_cast<std::size_t>(a.width), filter2d_pixel_block_x);
+  const std::size_t gy = ceil_div(static_cast<std::size_t>(a.height), filter2d_pixel_block_y);
+  return dim3(static_cast<std::uint32_t>(gx), capped_grid_dim(gy), capped_grid_dim(a.channels));
+}
+
+template <class T>
+void launch_naive(const char* what, const filter2d_args<T>& a, cudaStream_t stream) {
+  const dim3 block(filter2d_pixel_block_x, filter2d_pixel_block_y);
+  filter2d_naive<T><<<pixel_grid(a), block, 0, stream>>>(a);
+  check_launch(what);
+}
+
+/// The constant-memory slots of one device: a ring, a host mutex, and an
+/// event per slot marking the last launch that reads it (see
+/// 02_constant_memory.cuh for why).
+struct constant_slot_ring {
+  std::mutex mutex;
+  std::array<cudaEvent_t, filter2d_constant_slots> released{};
+  unsigned next = 0;
+};
+
+/// The ring of `device`, its events created on first use (by the runtime's per-device cache).
+constant_slot_ring& slot_ring(int device, const char* what) {
+  static per_device<constant_slot_ring> rings;
+  return rings.get(device, [what](constant_slot_ring& ring, int) {
+    for (cudaEvent_t& e : ring.released) cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), what);
+  });
+}
+
+template <class T>
+void launch_constant_memory(const char* what, int device, const filter2d_args<T>& a, cudaStream_t stream) {
+  const dim3 block(filter2d_pixel_block_x, filter2d_pixel_block_y);
+  const std::size_t filter_bytes = static_cast<std::size_t>(a.r) * a.s * sizeof(T);
+  if (filter_bytes > filter2d_constant_slot_bytes) {  // the generic rule: too big for a slot
+    filter2d_constant_memory<T, false><<<pixel_grid(a), block, 0, stream>>>(a, 0);
+    check_launch(what);
+    return;
+  }
+  constant_slot_ring& ring = slot_ring(device, what);
+  std::lock_guard<std::mutex> lock(ring.mutex);
+  const int slot = static_cast<int>(ring.next++ % filter2d_constant_slots);
+  // The previous kernel that read this slot (on whatever stream) must finish
+  // before the copy below overwrites it: a GPU-side wait, no host sync.
+  cuda_check(cudaStreamWaitEvent(stream, ring.released[slot], 0), what);
+  cuda_check(
+      cudaMemcpyToSymbolAsync(filter2d_constant_filter, a.filter, filter_bytes,
+                              static_cast<std::size_t>(slot) * filter2d_constant_slot_bytes, cudaMemcpyDefault, stream),
+      what);
+  filter2d_constant_memory<T, true><<<pixel_grid(a), block, 0, stream>>>(a, slot);
+  check_launch(what);
+  cuda_check(cudaEventRecord(ring.released[slot], stream), what);
+}
+
+// ---- smem_tiled (and the separable path) ------------------------------------
+template <class T, int R, int S, bool Separable>
+void launch_tiled(const char* what, const filter2d_args<T>& a, cudaStream_t stream) {
+  const std::size_t tiles_x = ceil_div(static_cast<std::size_t>(a.width), filter2d_tile_width);
+  const std::size_t tiles_y = ceil_div(static_cast<std::size_t>(a.height), filter2d_tile_height);
+  const dim3 grid(static_cast<std::uint32_t>(tiles_x), capped_grid_dim(tiles_y), capped_grid_dim(a.channels));
+  const dim3 block(filter2d_tile_threads_x, filter2d_tile_threads_y);
+  // At most (32 + 30) x 160 + 961 + 70 floats = 43.8 KB for 31 x 31: under the
+  // 48 KB every device gives without an opt-in.
+  const std::size_t smem = filter2d_tile_smem_bytes<T>(a.r, a.s, Separable);
+  constexpr int V = filter2d_vector_elements<T>;
+  const bool vector_loads = misalignment(a.in) == 0 && a.in_pitch % V == 0;
+  filter2d_smem_tiled<T, R, S, Separable><<<grid, block, smem, stream>>>(a, vector_loads, static_cast<int>(tiles_y));
+  check_launch(what);
+}
+
+template <class T>
+void launch_tiled_2d(const char* what, const filter2d_args<T>& a, cudaStream_t stream) {
+  if (a.r == 3 && a.s == 3) return launch_tiled<T, 3, 3, false>(what, a, stream);
+  if (a.r == 5 && a.s == 5) return launch_tiled<T, 5, 5, false>(what, a, stream);
+  launch_tiled<T, 0, 0, false>(what, a, stream);
+}
+
+// ---- register_window ----------------------------------------------------------
+/// Can register_window run this call? An instantiated filter size, and every
+/// row start of in and out 16-byte aligned (the float4 loads and stores).
+bool register_window_applies(const filter2d_args<float>& a) {
+  constexpr int V = vector16<float>::size;
+  return filter2d_window_has_size(a.r, a.s) && misalignment(a.in) == 0 && misalignment(a.out) == 0 &&
+         a.in_pitch % V == 0 && a.out_pitch % V == 0;
+}
+
+template <int R, int S, border Mode>
+void launch_register_window(const char* what, const filter2d_args<float>& a, cudaStream_t stream) {
+  const std::size_t vectors = ceil_div(static_cast<std::size_t>(a.width), filter2d_window_cols);
+  const std::size_t blocks_x = ceil_div(vectors, filter2d_window_threads);
+  const std::size_t strips = ceil_div(static_cast<std::size_t>(a.height), filter2d_window_rows);
+  const dim3 grid(static_cast<std::uint32_t>(blocks_x), capped_grid_dim(strips), capped_grid_dim(a.channels));
+  filter2d_register_window<R, S, Mode><<<grid, filter2d_window_threads, 0, stream>>>(a, static_cast<int>(strips));
+  check_launch(what);
+}
+
+template <int R, int S>
+void launch_register_window_border(const char* what, const filter2d_args<float>& a, cudaStream_t stream) {
+  switch (a.mode) {
+    case border::zero: return launch_register_window<R, S, border::zero>(what, a, stream);
+    case border::clamp: return launch_register_window<R, S, border::clamp>(what, a, stream);
+    case border::reflect: return launch_register_window<R, S, border::reflect>(what, a, stream);
+  }
+}
+
+/// register_window where it applies, else smem_tiled (same results up to rounding).
+void launch_register_window_or_tiled(const char* what, const filter2d_args<float>& a, cudaStream_t stream) {
+  if (!register_window_applies(a)) return launch_tiled_2d(what, a, stream);
+  if (a.r == 3) return launch_register_window_border<3, 3>(what, a, stream);
+  launch_register_window_border<5, 5>(what, a, stream);
+}
+
+/// double is compiled for the naive kernel only; register_window for float only.
+template <class T>
+void require_variant_for_type(const char* what, filter2d_variant variant) {
+  if constexpr (!std::is_same_v<T, float>) {
+    if (variant == filter2d_variant::register_window) {
+      const char* type = std::is_same_v<T, double> ? "double" : "__half";
+      const char* instead =
+          std::is_same_v<T, double> ? "filter2d_variant::naive or best" : "filter2d_variant::smem_tiled or best";
+      throw error(errc::unsupported, std::string(what) +
+                                         ": filter2d_variant::register_window is compiled for float only, not " + type +
+                                         "; use " + instead);
+    }
+  }
+  if constexpr (std::is_same_v<T, double>) {
+    if (variant != filter2d_variant::naive && variant != filter2d_variant::best) {
+      throw error(errc::unsupported, std::string(what) + ": filter2d_variant::" + to_string(variant) +
+                                         " is not available for double (only naive is compiled for double); "
+                                         "use filter2d_variant::naive or best, or float");
+    }
+  }
+}
+
+template <class T>
+void dispatch(const char* what, int device, const filter2d_args<T>& a, filter2d_variant variant, cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, double>) {
+    launch_naive(what, a, stream);  // require_variant_for_type let only naive and best through
+  } else {
+    switch (variant) {
+      case filter2d_variant::naive: return launch_naive(what, a, stream);
+      case filter2d_variant::constant_memory: return launch_constant_memory(what, device, a, stream);
+      case filter2d_variant::smem_tiled: return launch_tiled_2d(what, a, stream);
+      case filter2d_variant::register_window:
+        if constexpr (std::is_same_v<T, float>) return launch_register_window_or_tiled(what, a, stream);
+        break;  // unreachable: require_variant_for_type rejected it for other types
+      case filter2d_variant::best: break;
+    }
+    if constexpr (std::is_same_v<T, float>) {
+      if (register_window_applies(a)) return launch_register_window_or_tiled(what, a, stream);
+    }
+    const std::size_t taps = static_cast<std::size_t>(a.r) * a.s;
+    if (a.r > 1 && a.s > 1 && taps >= separable_min_taps) return launch_tiled<T, 0, 0, true>(what, a, stream);
+    launch_tiled_2d(what, a, stream);
+  }
+}
+
+}  // namespace
+
+template <class T>
+void filter2d_impl(std::size_t channels, std::size_t height, std::size_t width, const T* in, std::size_t in_pitch,
+                   const T* filter, std::size_t r, std::size_t s, T* out, std::size_t out_pitch,
+                   const filter2d_options& options) {
+  const char* what = "kf::filter2d";
+  validate_filter2d(what, channels, height, width, in, in_pitch, filter, r, s, out, out_pitch, sizeof(T), options);
+  require_variant_for_type<T>(what, options.variant);
+  if (channels == 0 || height == 0 || width == 0) return;
+  const int device = current_device(what);
+  require_kernel_image_cached(device, what);
+  const auto a = make_args(channels, height, width, in, in_pitch, filter, r, s, out, out_pitch, options.mode);
+  dispatch(what, device, a, options.variant, options.stream);
+}
+
+#define KF_INSTANTIATE_FILTER2D(T)                                                                                    \
+  template void filter2d_impl<T>(std::size_t, std::size_t, std::size_t, const T*, std::size_t, const T*, std::size_t, \
+                                 std::size_t, T*, std::size_t, const filter2d_options&);
+
+KF_INSTANTIATE_FILTER2D(float)
+KF_INSTANTIATE_FILTER2D(__half)
+KF_INSTANTIATE_FILTER2D(double)
+
+}  // namespace detail
+}  // namespace kf

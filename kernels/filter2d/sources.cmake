@@ -1,0 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
+# The image-filter family: its launcher (the step kernels are headers it includes).
+list(APPEND KERNELFORGE_SOURCES "${CMAKE_CURRENT_LIST_DIR}/filter2d.cu")
+list(APPEND KERNELFORGE_SOURCES "${CMAKE_CURRENT_LIST_DIR}/validate.cpp")

@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: Apache-2.0
+// Step 9 -- wgmma_tf32, device code: the Hopper wgmma TF32 kernel and the repacking pass
+// that feeds it. Compiled for sm_90a only (tensor_core_sources.cmake); the host
+// side is wgmma_tf32.cu, the host interface wgmma_tf32_launch.cuh.
+//
+//
+// What changes from tensor_core_tf32 (mma.sync), and why it is faster:
+//  * mma.sync moves every operand through registers: a warp loads fragments
+//    (ld.shared), converts them to TF32 and issues 16x8x8 products; on Hopper the
+//    tensor cores then run at a fraction of their rate. wgmma reads both operands
+//    from shared memory itself: one m64n256k8 instruction per warpgroup (4 warps)
+//    does 64x256x8, with the accumulators (128 fp32 per thread) in registers.
+//  * TMA (cp.async.bulk.tensor.2d) replaces 256 threads' cp.async: one thread
+//    issues a 128 x 32-float box, the copy engine zero-fills what overhangs the
+//    matrix (ragged m, n, k need no guards in the main loop) and stores it with the
+//    128-byte swizzle that wgmma's descriptors read without bank conflicts.
+//  * Warp specialization: warpgroup 0 produces (one thread issues the TMA copies,
+//    setmaxnreg.dec to 40 registers), warpgroups 1 and 2 consume (setmaxnreg.inc
+//    to 232: room for 128 accumulators). Stages hand over through two mbarriers
+//    each: "full" (TMA bytes landed) and "empty" (every consumer warp's products
+//    that read the stage have completed). 4 stages of 48 KiB are in flight.
+//  * Block tile 128 x 256 x 32; with 4-byte elements a tile needs 1.5 KiB of
+//    operands per k, so feeding 132 SMs at the tensor-core rate takes ~9 TB/s from
+//    L2. A cluster of 2 CTAs (the same n-tile, adjacent m-tiles) loads each B tile
+//    once: each CTA fetches half and TMA multicasts it to both, cutting B's L2
+//    traffic in half (cluster_size 2, the default; 1 keeps single CTAs).
+//  * Grouped rasterization of the clusters for L2 reuse.
+// Operands that wgmma cannot read as they are (TF32 wgmma needs both k-contiguous;
+// TMA needs 16-byte aligned rows) are repacked first by pack_k_major_kernel into a
+// stream-ordered workspace from a per-device memory pool.
+
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda.h>  // CUtensorMap (a type only: the driver entry point comes through the runtime)
+
+#include "../arch/cluster_sm90.cuh"
+#include "../arch/guards.cuh"
+#include "../arch/mbarrier_sm90.cuh"
+#include "../arch/smem.cuh"
+#include "../arch/tma_sm90.cuh"
+#include "../arch/wgmma_sm90.cuh"
+#include "../common/kernel.cuh"
+#include "../common/raster.hpp"
+
+namespace kf::detail {
+namespace wgmma_tf32 {
+
+// ---- shape of the work ------------------------------------------------------
+inline constexpr int warpgroup_threads = 128;
+inline constexpr int warps_per_warpgroup = 4;
+inline constexpr int consumer_warpgroups = 2;
+inline constexpr int threads = (1 + consumer_warpgroups) * warpgroup_threads;  // producer + consumers
+inline constexpr int wgmma_m = 64, wgmma_n = 256, wgmma_k = 8;                 ///< wgmma.m64n256k8 (TF32)
+inline constexpr int accumulators = wgmma_m * wgmma_n / warpgroup_threads;     // 128 per thread
+inline constexpr int block_m = consumer_warpgroups * wgmma_m;                  // 128
+inline constexpr int block_n = wgmma_n;                                        // 256
+inline constexpr int block_k = 32;  ///< 32 floats = 128 bytes: one row of the 128-byte swizzle
+inline constexpr int stages = 4;
+inline constexpr int max_cluster = 2;
+/// Registers per thread after setmaxnreg: 128 x 40 + 256 x 232 <= 64K per SM.
+inline constexpr int producer_registers = 40;
+inline constexpr int consumer_registers = 232;
+
+// ---- shared memory ----------------------------------------------------------
+inline constexpr int swizzle_row_bytes = block_k * 4;             // 128
+inline constexpr int swizzle_atom_bytes = 8 * swizzle_row_bytes;  // 1024: the XOR pattern's period
+inline constexpr int box_rows = 128;                              // one TMA box: 128 rows x 32 floats
+inline constexpr int box_bytes = box_rows * swizzle_row_bytes;    // 16 KiB
+inline constexpr int a_tile_bytes = block_m * swizzle_row_bytes;  // 16 KiB
+inline constexpr int b_tile_bytes = block_n * swizzle_row_bytes;  // 32 KiB
+inline constexpr int stage_bytes = a_tile_bytes + b_tile_bytes;   // 48 KiB, the expect-tx count
+inline constexpr int barrier_bytes = 8;
+/// Tiles start 1024-aligned (the swizzle is a function of the address bits), so
+/// the dynamic allocation carries one atom of slack.
+inline constexpr int smem_bytes = swizzle_atom_bytes + stages * stage_bytes + 2 * stages * barrier_bytes;
+static_assert(block_m == box_rows, "A: one TMA box per stage");
+static_assert(block_n == max_cluster * box_rows, "B: one TMA box per CTA of a full cluster");
+static_assert(a_tile_bytes % swizzle_atom_bytes == 0 && b_tile_bytes % swizzle_atom_bytes == 0,
+              "every tile must start on a swizzle atom");
+
+/// Cluster rows a group of consecutive clusters covers before moving along n (L2 reuse).
+inline constexpr int raster_group = 8;
+/// TMA coordinates are signed 32-bit: keep the last tile's origin representable.
+inline constexpr std::size_t max_extent = (std::size_t{1} << 31) - 2 * block_n;
+
+// ---- repacking pass (operands wgmma cannot read in place) -------------------
+inline constexpr int pack_tile = 32;
+inline constexpr int pack_rows_per_pass = 8;
+
+struct epilogue_params {
+  float* C = nullptr;
+  long long ldc = 0;
+  int m = 0, n = 0, k = 0;
+  float alpha = 0, beta = 0;
+  int cluster_rows = 0;  ///< tile rows / cluster size, rounded up
+  int tiles_n = 0;
+  bool pairs = false;  ///< C rows allow 8-byte stores (C 8-byte aligned, ldc even)
+};
+
+#if KF_ARCH_SM90A
+/// One consumer warpgroup's 64 x 256 accumulator tile -> C. Accumulator r of a
+/// thread: row 16 * warp + lane / 4 + 8 * ((r % 4) / 2), column 8 * (r / 4) +
+/// 2 * (lane % 4) + r % 2 -- so accumulators 2h, 2h+1 are adjacent columns.
+__device__ __forceinline__ void store_tile(const float (&d)[accumulators], const epilogue_params& ep, long long row0,
+                                           long long col0) {
+  const bool read_c = ep.beta != 0.0f;  // beta == 0: C is not read (NaN in C must not leak)
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const long long row = row0 + 8 * h;
+    if (row >= ep.m) continue;
+    float* const c_row = ep.C + row * ep.ldc;
+#pragma unroll
+    for (int c = 0; c < accumulators / 4; ++c) {
+      const long long col = col0 + 8 * c;
+      float v0 = ep.alpha * d[4 * c + 2 * h];
+      float v1 = ep.alpha * d[4 * c + 2 * h + 1];
+      if (ep.pairs && col + 1 < ep.n) {
+        float2* const p = reinterpret_cast<float2*>(c_row + col);
+        if (read_c) {
+          const float2 old = *p;
+          v0 = fmaf(ep.beta, old.x, v0);
+          v1 = fmaf(ep.beta, old.y, v1);
+        }
+        *p = make_float2(v0, v1);
+      } else {
+        if (col < ep.n) c_row[col] = read_c ? fmaf(ep.beta, c_row[col], v0) : v0;
+        if (col + 1 < ep.n) c_row[col + 1] = read_c ? fmaf(ep.beta, c_row[col + 1], v1) : v1;
+      }
+    }
+  }
+}
+#endif  // KF_ARCH_SM90A
+
+}  // namespace wgmma_tf32
+
+/// One CTA: a 128 x 256 tile of C (see the file comment). map_a: A as m x k,
+/// map_b: op(B)^T as n x k, both k-contiguous, boxes of 128 rows x 32 floats.
+template <int Cluster>
+KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
+    wgmma_tf32_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+                      const wgmma_tf32::epilogue_params ep) {
+#if defined(__CUDA_ARCH__) && !KF_ARCH_SM90A
+  __trap();  // wgmma needs sm_90a; this file is compiled for nothing else
+#elif KF_ARCH_SM90A
+  using namespace wgmma_tf32;
+  static_assert(Cluster == 1 || Cluster == max_cluster, "clusters of 1 or 2 CTAs");
+  extern __shared__ unsigned char wgmma_tf32_smem[];
+  const std::uint32_t raw = smem_address(wgmma_tf32_smem);
+  const std::uint32_t base = (raw + swizzle_atom_bytes - 1) & ~std::uint32_t(swizzle_atom_bytes - 1);
+  const std::uint32_t a_smem = base;                                  // stages x A tile
+  const std::uint32_t b_smem = base + stages * a_tile_bytes;          // stages x B tile
+  const std::uint32_t full_bar = base + stages * stage_bytes;         // stages x mbarrier
+  const std::uint32_t empty_bar = full_bar + stages * barrier_bytes;  // stages x mbarrier
+
+  const int warpgroup = threadIdx.x / warpgroup_threads;
+  const int tid_in_warpgroup = threadIdx.x % warpgroup_threads;
+  const std::uint32_t rank = Cluster > 1 ? cluster_rank() : 0;
+
+  // Grouped rasterization over clusters; the CTAs of a cluster take adjacent m-tiles.
+  const tile_coord cluster_tile = grouped_tile(blockIdx.x / Cluster, ep.cluster_rows, ep.tiles_n, raster_group);
+  const int tile_m = static_cast<int>(cluster_tile.m) * Cluster + static_cast<int>(rank);
+  const int tile_n = static_cast<int>(cluster_tile.n);
+
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int s = 0; s < stages; ++s) {
+      mbar_init(full_bar + s * barrier_bytes, 1);  // the producer's arrive.expect_tx
+      // Every consumer warp of every CTA whose products read this stage (B is shared).
+      mbar_init(empty_bar + s * barrier_bytes, consumer_warpgroups * warps_per_warpgroup * Cluster);
+    }
+    mbar_init_fence();
+  }
+  // Every CTA's barriers exist before any TMA or remote arrive touches them.
+  if constexpr (Cluster > 1) {
+    cluster_sync();
+  } else {
+    __syncthreads();
+  }
+
+  const int k_tiles = (ep.k + block_k - 1) / block_k;
+
+  if (warpgroup == 0) {
+    // ---------------------------------------------------------------- producer
+    setmaxnreg_dec<producer_registers>();
+    if (tid_in_warpgroup == 0) {
+      int stage = 0;
+      std::uint32_t phase = 0;
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        // Round r of a stage waits for the consumers' release of round r - 1.
+        if (kt >= stages) mbar_wait(empty_bar + stage * barrier_bytes, phase ^ 1);
+        const std::uint32_t full = full_bar + stage * barrier_bytes;
+        mbar_arrive_expect_tx(full, stage_bytes);  // A + all of B, wherever B's halves come from
+        const int k0 = kt * block_k;
+        tma_load_2d(a_smem + stage * a_tile_bytes, &map_a, k0, tile_m * block_m, full);
+        const std::uint32_t b_stage = b_smem + stage * b_tile_bytes;
+        if constexpr (Cluster == 1) {
+          tma_load_2d(b_stage, &map_b, k0, tile_n * block_n, full);
+          tma_load_2d(b_stage + box_bytes, &map_b, k0, tile_n * block_n + box_rows, full);
+        } else {
+          constexpr std::uint16_t whole_cluster = (1u << Cluster) - 1;
+          tma_load_2d_multicast(b_stage + rank * box_bytes, &map_b, k0, tile_n * block_n + rank * box_rows, full,
+                                whole_cluster);
+        }
+        if (++stage == stages) {
+          stage = 0;
+          phase ^= 1;
+        }
+      }
+    }
+  } else {
+    // ---------------------------------------------------------------- consumers
+    setmaxnreg_inc<consumer_registers>();
+    const int consumer = warpgroup - 1;
+    const int lane = tid_in_warpgroup % 32;
+    const int warp_in_warpgroup = tid_in_warpgroup / 32;
+
+    float d[accumulators];
+#pragma unroll
+    for (int i = 0; i < accumulators; ++i) d[i] = 0.0f;
+    fence_operands(d);
+
+    int stage = 0;
+    std::uint32_t phase = 0;
+    int previous = -1;
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      mbar_wait(full_bar + stage * barrier_bytes, phase);
+      const std::uint32_t a_tile = a_smem + stage * a_tile_bytes + consumer * wgmma_m * swizzle_row_bytes;
+      const std::uint32_t b_tile = b_smem + stage * b_tile_bytes;
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < block_k / wgmma_k; ++kk) {
+        // Along k inside a swizzled row: 8 floats = 32 bytes per product.
+        const std::uint32_t k_bytes = kk * wgmma_k * 4;
+        wgmma_m64n256k8_tf32(d, smem_descriptor_sw128(a_tile + k_bytes), smem_descriptor_sw128(b_tile + k_bytes));
+      }
+      wgmma_commit();
+      // Keep this stage's products in flight; the previous stage's have completed.
+      wgmma_wait<1>();
+      if (previous >= 0 && lane == 0) {
+        const std::uint32_t empty = empty_bar + previous * barrier_bytes;
+        if constexpr (Cluster == 1) {
+          mbar_arrive(empty);
+        } else {
+#pragma unroll
+          for (int cta = 0; cta < Cluster; ++cta) mbar_arrive_cluster(empty, cta);
+        }
+      }
+      previous = stage;
+      if (++stage == stages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+    wgmma_wait<0>();
+    fence_operands(d);
+
+    const long long row0 =
+        static_cast<long long>(tile_m) * block_m + consumer * wgmma_m + warp_in_warpgroup * 16 + lane / 4;
+    const long long col0 = static_cast<long long>(tile_n) * block_n + 2 * (lane % 4);
+    store_tile(d, ep, row0, col0);
+  }
+
+  // No CTA may exit while its peer can still arrive on its barriers.
+  if constexpr (Cluster > 1) cluster_sync();
+#endif
+}
+
+/// dst (rows x k, k-contiguous, row stride ld_dst) = the operand whose element
+/// (x, p) lies at src[x * ld_src + p] (SourceKContiguous) or src[p * ld_src + x].
+/// 32 x 32 tiles; the transposing case goes through shared memory so that both
+/// the reads and the writes are coalesced.
+template <bool SourceKContiguous>
+KF_KERNEL void __launch_bounds__(wgmma_tf32::pack_tile* wgmma_tf32::pack_rows_per_pass)
+    pack_k_major_kernel(const float* __restrict__ src, long long ld_src, float* __restrict__ dst, long long ld_dst,
+                        long long rows, long long k) {
+#if defined(__CUDA_ARCH__) && !KF_ARCH_SM90A
+  __trap();
+#elif KF_ARCH_SM90A
+  using namespace wgmma_tf32;
+  __shared__ float tile[pack_tile][pack_tile + 1];  // +1: the transposed read is conflict-free
+  const long long x0 = static_cast<long long>(blockIdx.x) * pack_tile;
+  const long long k_tiles = (k + pack_tile - 1) / pack_tile;
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  for (long long kt = blockIdx.y; kt < k_tiles; kt += gridDim.y) {
+    const long long p0 = kt * pack_tile;
+    if constexpr (SourceKContiguous) {
+#pragma unroll
+      for (int r = 0; r < pack_tile; r += pack_rows_per_pass) {
+        const long long x = x0 + ty + r, p = p0 + tx;
+        if (x < rows && p < k) dst[x * ld_dst + p] = src[x * ld_src + p];
+      }
+    } else {
+#pragma unroll
+      for (int r = 0; r < pack_tile; r += pack_rows_per_pass) {
+        const long long p = p0 + ty + r, x = x0 + tx;
+        tile[ty + r][tx] = (x < rows && p < k) ? src[p * ld_src + x] : 0.0f;
+      }
+      __syncthreads();
+#pragma unroll
+      for (int r = 0; r < pack_tile; r += pack_rows_per_pass) {
+        const long long x = x0 + ty + r, p = p0 + tx;
+        if (x < rows && p < k) dst[x * ld_dst + p] = tile[tx][ty + r];
+      }
+      __syncthreads();  // the tile is rewritten by the next k-tile
+    }
+  }
+#endif
+}
+
+}  // namespace kf::detail

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: Apache-2.0
+// Host side of step 8 (08_tensor_core_tf32.cuh): pipeline depth from the
+// device's shared-memory opt-in, the 16-byte or 4-byte copy path, and one
+// instantiation per transpose combination.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include <cuda_runtime_api.h>
+
+#include "../common/alignment.hpp"
+#include "../runtime/launcher.hpp"
+#include "08_tensor_core_tf32.cuh"
+
+namespace kf::detail {
+
+namespace tf32_mma {
+
+/// Pipeline depth for `device`: 3 stages where the per-block shared-memory opt-in
+/// allows it (sm_80, sm_90, sm_100), else 2 (sm_86, sm_89, sm_120: 99 KB).
+/// The opt-in limit comes from the per-device cache (no query here).
+inline int stages_for(int device) {
+  const std::size_t optin = limits_for(device).max_smem_per_block_optin;
+  return optin >= static_cast<std::size_t>(max_stages) * max_stage_bytes ? max_stages : min_stages;
+}
+
+template <class Warps, bool TransA, bool TransB, bool Vec16>
+void launch(const gemm_args<float>& args, cudaStream_t stream, const char* what) {
+  constexpr auto kernel = &tensor_core_tf32_kernel<Warps, TransA, TransB, Vec16>;
+  const int device = current_device(what);
+  params p;
+  p.m = static_cast<long long>(args.m);
+  p.n = static_cast<long long>(args.n);
+  p.k = static_cast<long long>(args.k);
+  p.alpha = args.alpha;
+  p.beta = args.beta;
+  p.A = args.A;
+  p.lda = static_cast<long long>(args.lda);
+  p.B = args.B;
+  p.ldb = static_cast<long long>(args.ldb);
+  p.C = args.C;
+  p.ldc = static_cast<long long>(args.ldc);
+  p.tiles_m = (p.m + block_m - 1) / block_m;
+  p.tiles_n = (p.n + block_n - 1) / block_n;
+  p.stages = stages_for(device);
+  const long long blocks = p.tiles_m * p.tiles_n;
+  if (blocks > static_cast<long long>(limits_for(device).max_grid_x)) {
+    throw error(errc::unsupported, std::string(what) + ": " + std::to_string(args.m) + " x " + std::to_string(args.n) +
+                                       " needs " + std::to_string(blocks) +
+                                       " tiles of 128 x 128, more than the device's grid limit");
+  }
+  const int smem = p.stages * stage_bytes<TransA, TransB>();
+  allow_dynamic_smem<kernel>(device, smem, what);
+  kernel<<<static_cast<unsigned>(blocks), Warps::threads, smem, stream>>>(p);
+  check_launch(what);
+}
+
+template <class Warps, bool TransA, bool TransB>
+void launch_transposes(const gemm_args<float>& args, cudaStream_t stream, const char* what) {
+  // 16-byte copies need every 16-byte chunk of a row aligned: base and leading dimension.
+  auto aligned = [](const float* ptr, std::size_t ld) { return rows_aligned(ptr, ld, sizeof(float), vector_bytes); };
+  if (aligned(args.A, args.lda) && aligned(args.B, args.ldb)) {
+    launch<Warps, TransA, TransB, true>(args, stream, what);
+  } else {
+    launch<Warps, TransA, TransB, false>(args, stream, what);
+  }
+}
+
+}  // namespace tf32_mma
+
+/// launch_tensor_core_tf32 with a chosen warp layout (tests and benchmarks).
+template <class Warps>
+void launch_tensor_core_tf32_with(const gemm_args<float>& args, cudaStream_t stream) {
+  const char* what = "kf::matmul (tensor_core_tf32)";
+  if (args.trans_a) {
+    if (args.trans_b)
+      tf32_mma::launch_transposes<Warps, true, true>(args, stream, what);
+    else
+      tf32_mma::launch_transposes<Warps, true, false>(args, stream, what);
+  } else {
+    if (args.trans_b)
+      tf32_mma::launch_transposes<Warps, false, true>(args, stream, what);
+    else
+      tf32_mma::launch_transposes<Warps, false, false>(args, stream, what);
+  }
+}
+
+/// Enqueues C = alpha * op(A) * op(B) + beta * C (see gemm_args.cuh) with the
+/// mma.sync TF32 kernel. Requires a device of compute capability 8.0 or newer
+/// (the caller checks); any shape, transposes, leading dimensions, alignment.
+inline void launch_tensor_core_tf32(const gemm_args<float>& args, cudaStream_t stream) {
+  launch_tensor_core_tf32_with<tf32_mma::default_warps>(args, stream);
+}
+
+}  // namespace kf::detail

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+// Host side of step 7 (07_warp_tiled.cuh): picks the tuning for the device's
+// image, takes the split-k workspace from the runtime's pool and launches one
+// instantiation per transpose combination and alignment.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include <cuda_runtime_api.h>
+
+#include "../runtime/launcher.hpp"
+#include "07_warp_tiled.cuh"
+
+namespace kf::detail {
+
+/// The tuning of the image that runs on `device`: the architecture it was
+/// compiled for (cudaFuncAttributes::ptxVersion, from the runtime's cached
+/// kernel profile) is what selected the device code, which may differ from the
+/// device's own compute capability (PTX JIT, or a lower minor version's code).
+inline warp_tiled_tuning_id warp_tiled_tuning_of(int device) {
+  constexpr auto probe = &matmul_warp_tiled<warp_tiled_large_smem, false, false, true>;
+  return warp_tiled_tuning_for(profile_of<probe>(device, "kf::matmul (warp_tiled)").ptx_version);
+}
+
+template <class Config>
+void launch_warp_tiled_with(const gemm_args<float>& g, cudaStream_t stream, int device) {
+  const char* what = "kf::matmul (warp_tiled)";
+  warp_tiled_params x;
+  x.tiles_m = ceil_div(g.m, Config::block_m);
+  x.tiles_n = ceil_div(g.n, Config::block_n);
+  const std::size_t tiles = x.tiles_m * x.tiles_n;
+  if (tiles > 0x7FFFFFFFu) {
+    throw error(errc::unsupported, std::string(what) + ": " + std::to_string(tiles) +
+                                       " block tiles exceed the grid limit of 2^31-1 blocks");
+  }
+  x.c_aligned = rows_16b_aligned(g.C, g.ldc);
+  const bool vec = rows_16b_aligned(g.A, g.lda) && rows_16b_aligned(g.B, g.ldb);
+  constexpr int threads = Config::warps_m * Config::warps_n * 32;
+  dispatch_transposes(g.trans_a, g.trans_b, [&](auto ta, auto tb) {
+    constexpr bool TA = decltype(ta)::value, TB = decltype(tb)::value;
+    auto run = [&](auto vec_constant) {
+      constexpr bool V = decltype(vec_constant)::value;
+      constexpr std::size_t smem = warp_tiled_layout<Config, TA, TB>::smem_bytes;
+      constexpr auto kernel = &matmul_warp_tiled<Config, TA, TB, V>;
+      const int blocks_per_sm = resident_blocks_per_sm<kernel>(device, threads, smem, what);
+      int split = choose_split_k(tiles, g.m, g.n, g.k, blocks_per_sm * limits_for(device).sm_count);
+      x.k_slice = g.k;
+      if (split > 1) {
+        x.k_slice = ceil_div(ceil_div(g.k, split), Config::block_k) * Config::block_k;
+        split = static_cast<int>(ceil_div(g.k, x.k_slice));
+      }
+      // Freed on `stream` when this scope ends, after the launches are enqueued (or one throws).
+      const pooled_workspace workspace(device, split > 1 ? std::size_t(split) * g.m * g.n * sizeof(float) : 0, stream);
+      x.workspace = workspace.data<float>();
+      if (x.workspace == nullptr) split = 1, x.k_slice = g.k;
+      const dim3 grid(static_cast<unsigned>(tiles), 1, static_cast<unsigned>(split));
+      kernel<<<grid, threads, smem, stream>>>(g, x);
+      check_launch(what);
+      if (x.workspace != nullptr) launch_split_k_reduce(g, x.workspace, split, stream);
+    };
+    if (vec)
+      run(bool_constant<true>{});
+    else
+      run(bool_constant<false>{});
+  });
+}
+
+template <class T>
+void launch_warp_tiled(const gemm_args<T>& g, cudaStream_t stream) {
+  static_assert(std::is_same_v<T, float>, "the warp_tiled kernel is written for float (float4 fragments)");
+  const int device = current_device("kf::matmul (warp_tiled)");
+  if (warp_tiled_tuning_of(device) == warp_tiled_tuning_id::large_smem) {
+    launch_warp_tiled_with<warp_tiled_large_smem>(g, stream, device);
+  } else {
+    launch_warp_tiled_with<warp_tiled_small_smem>(g, stream, device);
+  }
+}
+
+}  // namespace kf::detail

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+// Step 9 -- wgmma_tf32: the Hopper (sm_90a) tensor-core path. Host interface;
+// the kernel (09_wgmma_tf32.cuh) and its launch (wgmma_tf32.cu) are compiled for sm_90a only (see
+// tensor_core_sources.cmake), and the launcher reaches it through these calls.
+//
+// What changes from tensor_core_tf32 (mma.sync), and why it is faster on Hopper:
+//  * wgmma.mma_async: a warpgroup (4 warps) issues one m64n256k8 product that
+//    reads both operands straight from shared memory; Hopper's tensor cores reach
+//    their full TF32 rate only through wgmma (mma.sync runs them at a fraction),
+//    and no fragment loads, TF32 conversions or register staging are issued.
+//  * TMA (cp.async.bulk.tensor) moves each 128x32 tile with one instruction from
+//    one thread, zero-fills whatever overhangs the matrix, and writes it in the
+//    128-byte swizzled layout that wgmma reads without bank conflicts.
+//  * mbarrier pipeline, warp-specialized: one producer warpgroup keeps 4 stages in
+//    flight while two consumer warpgroups (setmaxnreg: 40 vs 232 registers) run
+//    the products; a 2-CTA cluster shares each B tile through TMA multicast, which
+//    halves the L2 -> SM traffic that limits a TF32 kernel (4 bytes an element).
+//
+// Conditions (else launch_wgmma_tf32 falls back to launch_tensor_core_tf32):
+//  * the library was built with 90 in CMAKE_CUDA_ARCHITECTURES and the device is
+//    compute capability 9.0 (wgmma_tf32_available);
+//  * m, n, k < 2^31 - 512 (TMA coordinates are 32-bit) and the grid fits;
+//  * the workspace can be allocated when a repack is needed.
+// TF32 wgmma reads both operands k-contiguous only (no transpose for TF32), with
+// 16-byte aligned rows (TMA). Operands that are not (A transposed, B not
+// transposed -- the plain row-major product -- or a base / leading dimension not
+// 16-byte aligned) are first repacked into a k-contiguous copy in a workspace
+// taken stream-ordered from a per-device memory pool (cudaMallocFromPoolAsync,
+// freed stream-ordered right after; the pool keeps its memory for the next
+// call): one bandwidth-bound pass, counted in the timing. A and op(B)^T both
+// k-contiguous (trans_a == false, trans_b == true) run with no extra pass.
+// Precision: wgmma reads the fp32 bits as TF32 (low 13 mantissa bits dropped:
+// truncation, not rounding), so a product carries up to ~2e-3 relative error
+// (mma.sync rounds: ~1e-3); sums accumulate in fp32.
+// Its measured speed: the README's generated tables and benchmarks/TUNING.md (bench_matmul).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "gemm_args.cuh"
+#ifndef KF_WGMMA_TF32_DECLARATIONS_ONLY
+#include "tensor_core_tf32_launch.cuh"
+#endif
+
+namespace kf::detail {
+
+/// CTAs per cluster sharing one B tile (TMA multicast): 1 or 2.
+inline constexpr int wgmma_tf32_default_cluster = 2;
+
+/// True when the wgmma kernel is compiled into this library (90 in its
+/// architecture list) and `device` is compute capability 9.0. Cached per device.
+bool wgmma_tf32_available(int device);
+
+/// Enqueues C = alpha * op(A) * op(B) + beta * C with the wgmma kernel on the
+/// current device and returns true; returns false, having enqueued nothing, when
+/// a condition above is not met. cluster_size: 1 or 2 (tests and benchmarks
+/// compare both; anything else is treated as the default).
+bool wgmma_tf32_try_launch(const gemm_args<float>& args, cudaStream_t stream,
+                           int cluster_size = wgmma_tf32_default_cluster);
+
+#ifndef KF_WGMMA_TF32_DECLARATIONS_ONLY
+/// The wgmma kernel where it runs, else the mma.sync kernel (sm_80+).
+inline void launch_wgmma_tf32(const gemm_args<float>& args, cudaStream_t stream) {
+  if (!wgmma_tf32_try_launch(args, stream)) launch_tensor_core_tf32(args, stream);
+}
+#endif
+
+}  // namespace kf::detail

@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: Apache-2.0
+// filter2d on the GPU: every variant x every filter case, each run over every
+// image (1x1, 7x5, 33x65, 1000x999; pitched rows, several channels, aligned and
+// misaligned pointers) and every border, against the double reference.
+// Outputs are poisoned first (0xFF bytes = NaN): an element a kernel fails to
+// write cannot pass, and the pitch padding and the bytes before a misaligned
+// output must still hold the poison afterwards.
+//
+// Tolerance, relative to the error scale sum |f| |in| of each output:
+//   float:  (r*s + r + s + 10) * 2^-24   -- fp32 accumulation of r*s products
+//           (the separable path: s + r products plus the rank-one factors,
+//           each within 8 ulps of the filter entry it replaces)
+//   __half: the same fp32 accumulation + 2^-11 (the output rounded to half),
+//           + 8 * 2^-11 for separable filters (factors within 8 half ulps)
+//   double: (r*s + 1) * 2^-53
+// A misplaced tap, a wrong border pixel or a missing channel changes an
+// output by about |f| |in| ~ scale / (r*s), far above any of these.
+//
+// register_window (float) needs 16-byte aligned rows, which none of the images
+// above have (it must fall back to smem_tiled there and still be right), so it
+// and `best` also run over window_image_cases: the same shapes and more with
+// aligned offsets and pitches that are multiples of 4 (widths that are not:
+// the scalar tail), for 3x3 and 5x5 and for two sizes it has no kernel for.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <initializer_list>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "kernelforge/conv.hpp"
+#include "kernelforge/reference/conv.hpp"
+#include "kernelforge/reference/elementwise.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+struct filter_case {
+  const char* name;
+  int r, s;
+  bool separable;  // built as an outer product (exercises best's row/column path)
+};
+
+const filter_case filter_cases[] = {
+    {"1x1", 1, 1, false},
+    {"3x3", 3, 3, false},
+    {"5x5", 5, 5, false},
+    {"4x4", 4, 4, false},
+    {"7x1", 7, 1, false},
+    {"1x9", 1, 9, false},
+    {"31x31", 31, 31, false},
+    {"6x8", 6, 8, false},
+    {"7x7_separable", 7, 7, true},
+    {"6x8_separable", 6, 8, true},
+    {"31x31_separable", 31, 31, true},
+};
+
+struct image_case {
+  std::size_t channels, height, width, in_pitch, out_pitch;
+  std::size_t in_offset, out_offset;  // elements past a 256-byte-aligned allocation
+};
+
+// in_pitch 72 and 1000 are multiples of 8 (16-byte rows for float and half:
+// the vector load path); 5 and the offsets of 1 force the scalar path.
+const image_case image_cases[] = {
+    {2, 1, 1, 1, 3, 0, 0},
+    {3, 7, 5, 5, 9, 1, 1},
+    {2, 33, 65, 72, 70, 0, 1},
+    {1, 1000, 999, 1000, 1003, 0, 0},
+};
+
+// Aligned for register_window: offsets and pitches multiples of 4 floats
+// (16 bytes); widths 1, 5, 65, 999, 6 leave a 1- to 3-column tail, 4 and 132
+// none; heights 1, 7, 33, 17, 70 are not multiples of the 8-row strip.
+const image_case window_image_cases[] = {
+    {2, 1, 1, 4, 8, 0, 4}, {3, 7, 5, 8, 12, 4, 0}, {2, 33, 65, 68, 72, 0, 0},   {1, 1000, 999, 1000, 1004, 0, 0},
+    {1, 9, 4, 4, 4, 4, 4}, {2, 17, 6, 8, 8, 0, 0}, {1, 1, 132, 132, 136, 0, 0}, {1, 70, 2, 4, 4, 0, 0},
+};
+
+template <class T>
+std::vector<T> make_filter(const filter_case& fc, std::uint64_t seed) {
+  const std::size_t n = static_cast<std::size_t>(fc.r) * fc.s;
+  if (!fc.separable) return kf::test::random_vector<T>(n, seed);
+  const auto u = kf::test::random_vector<double>(fc.r, seed);
+  const auto v = kf::test::random_vector<double>(fc.s, seed + 1);
+  std::vector<T> f(n);
+  for (int i = 0; i < fc.r; ++i) {
+    for (int j = 0; j < fc.s; ++j) f[i * fc.s + j] = kf::reference::from_double<T>(u[i] * v[j]);
+  }
+  return f;
+}
+
+template <class T>
+kf::test::tolerance tolerance_for(const filter_case& fc) {
+  const double taps = static_cast<double>(fc.r) * fc.s + fc.r + fc.s + 10;
+  if constexpr (std::is_same_v<T, double>) {
+    return {(fc.r * fc.s + 1) * std::ldexp(1.0, -53), 0};
+  } else if constexpr (std::is_same_v<T, __half>) {
+    return {taps * std::ldexp(1.0, -24) + std::ldexp(1.0, -11) * (fc.separable ? 9 : 1), 0};
+  } else {
+    return {taps * std::ldexp(1.0, -24), 0};
+  }
+}
+
+bool is_poison(const void* p, std::size_t bytes) {
+  const auto* b = static_cast<const unsigned char*>(p);
+  for (std::size_t i = 0; i < bytes; ++i) {
+    if (b[i] != 0xFF) return false;
+  }
+  return true;
+}
+
+template <class T, class Images = decltype(image_cases)>
+void run_case(kf::filter2d_variant variant, const filter_case& fc, const Images& images = image_cases) {
+  const auto filter = make_filter<T>(fc, 1000 + fc.r * 37 + fc.s);
+  const auto d_filter = kf::to_device(filter);
+  for (const image_case& ic : images) {
+    const std::size_t in_n = ic.in_offset + ic.channels * ic.height * ic.in_pitch;
+    const std::size_t out_n = ic.out_offset + ic.channels * ic.height * ic.out_pitch;
+    const auto input = kf::test::random_vector<T>(in_n, 7 * ic.height + ic.width);
+    const auto d_in = kf::to_device(input);
+    kf::device_buffer<T> d_out(out_n);
+    std::vector<double> expected(ic.channels * ic.height * ic.out_pitch), scale(expected.size());
+    for (kf::border mode : {kf::border::zero, kf::border::clamp, kf::border::reflect}) {
+      SCOPED_TRACE(std::string("image ") + std::to_string(ic.channels) + " x " + std::to_string(ic.height) + " x " +
+                   std::to_string(ic.width) + " (pitch " + std::to_string(ic.in_pitch) + " -> " +
+                   std::to_string(ic.out_pitch) + "), border " + kf::to_string(mode));
+      kf::reference::filter2d_exact(ic.channels, ic.height, ic.width, input.data() + ic.in_offset, ic.in_pitch,
+                                    filter.data(), fc.r, fc.s, mode, expected.data(), ic.out_pitch, scale.data());
+      kf::test::poison(d_out.data(), d_out.size_bytes());
+      kf::filter2d_options options;
+      options.variant = variant;
+      options.mode = mode;
+      kf::filter2d<T>(ic.channels, ic.height, ic.width, d_in.data() + ic.in_offset, ic.in_pitch, d_filter.data(), fc.r,
+                      fc.s, d_out.data() + ic.out_offset, ic.out_pitch, options);
+      const auto got = kf::to_host(d_out);
+      ASSERT_TRUE(is_poison(got.data(), ic.out_offset * sizeof(T))) << "bytes before the output were written";
+      std::vector<T> values;
+      std::vector<double> want, want_scale;
+      for (std::size_t row = 0; row < ic.channels * ic.height; ++row) {
+        const T* out_row = got.data() + ic.out_offset + row * ic.out_pitch;
+        ASSERT_TRUE(is_poison(out_row + ic.width, (ic.out_pitch - ic.width) * sizeof(T)))
+            << "pitch padding of row " << row << " was written";
+        for (std::size_t x = 0; x < ic.width; ++x) {
+          values.push_back(out_row[x]);
+          want.push_back(expected[row * ic.out_pitch + x]);
+          want_scale.push_back(scale[row * ic.out_pitch + x]);
+        }
+      }
+      ASSERT_TRUE(kf::test::all_close(values, want, tolerance_for<T>(fc), &want_scale));
+    }
+  }
+}
+
+// Readable parameter values in test (and so ctest) names.
+void PrintTo(const filter_case& c, std::ostream* os) { *os << c.name; }
+
+using filter2d_param = std::tuple<kf::filter2d_variant, filter_case>;
+
+std::string param_name(const ::testing::TestParamInfo<filter2d_param>& info) {
+  return std::string(kf::to_string(std::get<0>(info.param))) + "_" + std::get<1>(info.param).name;
+}
+
+const auto all_variants = ::testing::Values(kf::filter2d_variant::best, kf::filter2d_variant::naive,
+                                            kf::filter2d_variant::constant_memory, kf::filter2d_variant::smem_tiled);
+
+class Filter2dFloat : public ::testing::TestWithParam<filter2d_param> {};
+TEST_P(Filter2dFloat, MatchesReference) {
+  KF_SKIP_WITHOUT_GPU();
+  run_case<float>(std::get<0>(GetParam()), std::get<1>(GetParam()));
+}
+INSTANTIATE_TEST_SUITE_P(Conv, Filter2dFloat, ::testing::Combine(all_variants, ::testing::ValuesIn(filter_cases)),
+                         param_name);
+
+// register_window and best over the aligned images (register_window also
+// over the unaligned ones): 3x3 and 5x5 take the register-window kernel
+// where the rows are aligned; 4x4 and 1x9 have none and must fall back.
+const filter_case window_filter_cases[] = {
+    {"3x3", 3, 3, false}, {"5x5", 5, 5, false}, {"4x4", 4, 4, false}, {"1x9", 1, 9, false}};
+
+class Filter2dWindowFloat : public ::testing::TestWithParam<filter2d_param> {};
+TEST_P(Filter2dWindowFloat, AlignedImagesMatchReference) {
+  KF_SKIP_WITHOUT_GPU();
+  run_case<float>(std::get<0>(GetParam()), std::get<1>(GetParam()), window_image_cases);
+  if (std::get<0>(GetParam()) == kf::filter2d_variant::register_window) {
+    run_case<float>(std::get<0>(GetParam()), std::get<1>(GetParam()));  // the unaligned images: the fallback
+  }
+}
+INSTANTIATE_TEST_SUITE_P(Conv, Filter2dWindowFloat,
+                         ::testing::Combine(::testing::Values(kf::filter2d_variant::register_window,
+                                                              kf::filter2d_variant::best),
+                                            ::testing::ValuesIn(window_filter_cases)),
+                         param_name);
+
+// best on a tall image (1024 strips of 8 rows) with aligned rows: the
+// register-window kernel on a grid the size of a real image's.
+TEST(Filter2dRegisterWindow, BestOnTallImage) {
+  KF_SKIP_WITHOUT_GPU();
+  const image_case tall[] = {{1, 8192, 64, 64, 68, 0, 0}};
+  run_case<float>(kf::filter2d_variant::best, filter_cases[1], tall);  // 3x3
+  run_case<float>(kf::filter2d_variant::best, filter_cases[2], tall);  // 5x5
+}
+
+// Neither in nor out aligned, or a pitch not a multiple of 4, one condition at
+// a time: register_window must run smem_tiled and still be right.
+TEST(Filter2dRegisterWindow, MisalignedOrOddPitchFallsBack) {
+  KF_SKIP_WITHOUT_GPU();
+  const image_case fallback[] = {
+      {2, 40, 37, 40, 40, 1, 0},  // in plane misaligned by 4 bytes
+      {2, 40, 37, 40, 40, 0, 2},  // out plane misaligned by 8 bytes
+      {2, 40, 37, 41, 40, 0, 0},  // in_pitch % 4 != 0 (rows after the first misaligned)
+      {2, 40, 37, 40, 42, 0, 0},  // out_pitch % 4 != 0
+  };
+  run_case<float>(kf::filter2d_variant::register_window, filter_cases[1], fallback);  // 3x3
+  run_case<float>(kf::filter2d_variant::register_window, filter_cases[2], fallback);  // 5x5
+}
+
+class Filter2dHalf : public ::testing::TestWithParam<filter2d_param> {};
+TEST_P(Filter2dHalf, MatchesReference) {
+  KF_SKIP_WITHOUT_GPU();
+  run_case<__half>(std::get<0>(GetParam()), std::get<1>(GetParam()));
+}
+INSTANTIATE_TEST_SUITE_P(Conv, Filter2dHalf, ::testing::Combine(all_variants, ::testing::ValuesIn(filter_cases)),
+                         param_name);
+
+class Filter2dDouble : public ::testing::TestWithParam<filter2d_param> {};
+TEST_P(Filter2dDouble, MatchesReference) {
+  KF_SKIP_WITHOUT_GPU();
+  run_case<double>(std::get<0>(GetParam()), std::get<1>(GetParam()));
+}
+INSTANTIATE_TEST_SUITE_P(Conv, Filter2dDouble,
+                         ::testing::Combine(::testing::Values(kf::filter2d_variant::best, kf::filter2d_variant::naive),
+                                            ::testing::ValuesIn(filter_cases)),
+                         param_name);
+
+// Concurrent constant_memory calls on different streams with different
+// filters: each must see its own filter (the slot ring's events order them).
+TEST(Filter2dConstantMemory, ConcurrentStreamsKeepTheirOwnFilters) {
+  KF_SKIP_WITHOUT_GPU();
+  constexpr int streams = 8;  // twice the slot ring, so slots are reused while busy
+  const std::size_t h = 512, w = 512;
+  const auto input = kf::test::random_vector<float>(h * w, 99);
+  const auto d_in = kf::to_device(input);
+  std::vector<cudaStream_t> s(streams);
+  std::vector<std::vector<float>> filters;
+  std::vector<kf::device_buffer<float>> d_filters, d_outs;
+  for (int i = 0; i < streams; ++i) {
+    ASSERT_EQ(cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking), cudaSuccess);
+    filters.push_back(kf::test::random_vector<float>(25, 500 + i));
+    d_filters.push_back(kf::to_device(filters.back()));
+    d_outs.emplace_back(h * w);
+    kf::test::poison(d_outs.back().data(), d_outs.back().size_bytes());
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < streams; ++i) {
+      kf::filter2d_options o;
+      o.stream = s[i];
+      o.variant = kf::filter2d_variant::constant_memory;
+      kf::filter2d<float>(1, h, w, d_in.data(), w, d_filters[i].data(), 5, 5, d_outs[i].data(), w, o);
+    }
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<double> expected(h * w), scale(h * w);
+  for (int i = 0; i < streams; ++i) {
+    kf::reference::filter2d_exact(1, h, w, input.data(), w, filters[i].data(), 5, 5, kf::border::zero, expected.data(),
+                                  w, scale.data());
+    EXPECT_TRUE(kf::test::all_close(kf::to_host(d_outs[i]), expected, {40 * std::ldexp(1.0, -24), 0}, &scale))
+        << "stream " << i;
+    cudaStreamDestroy(s[i]);
+  }
+}
+
+}  // namespace
+
+namespace kf {
+void PrintTo(filter2d_variant v, std::ostream* os) { *os << to_string(v); }
+}  // namespace kf
