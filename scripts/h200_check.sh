@@ -21,7 +21,7 @@ step_build() {
 }
 
 step_tests() {
-  ctest --test-dir $build -L gpu -j 6 --output-on-failure --timeout 900 >"$OUT/ctest_gpu.log" 2>&1
+  ctest --test-dir $build -L gpu -j ${CTEST_JOBS:-6} --output-on-failure --timeout 900 >"$OUT/ctest_gpu.log" 2>&1
   local r=$?
   grep -E "tests passed|tests failed|Total Test time|\(Failed\)|Not Run|\*\*\*" "$OUT/ctest_gpu.log" | tail -n 40
   grep -c "Skipped" "$OUT/ctest_gpu.log" | sed 's/^/skipped lines: /'
