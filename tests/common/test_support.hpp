@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -139,5 +140,20 @@ template <class T, class R>
   return ::testing::AssertionFailure() << bad << " of " << ref.size() << " elements differ (rel " << tol.rel << ", abs "
                                        << tol.abs << "):" << report.str();
 }
+
+/// Expects `call` to throw kf::error with `code` and a message containing `needle`.
+inline void expect_error(kf::errc code, const std::string& needle, const std::function<void()>& call) {
+  try {
+    call();
+    ADD_FAILURE() << "no exception; expected " << kf::to_string(code) << " mentioning '" << needle << "'";
+  } catch (const kf::error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+/// A fake device address for validation tests: validation never dereferences
+/// pointers, and such tests throw (or return for empty work) before anything is enqueued.
+inline float* fake(std::uintptr_t address) { return reinterpret_cast<float*>(address); }
 
 }  // namespace kf::test

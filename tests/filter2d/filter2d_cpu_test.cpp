@@ -14,24 +14,14 @@
 #include "kernelforge/error.hpp"
 #include "kernelforge/kernels/filter2d/border.cuh"
 #include "kernelforge/reference/conv.hpp"
+#include "test_support.hpp"
 
 namespace {
 
 namespace ref = kf::reference;
 
-void expect_error(kf::errc code, const std::string& needle, const std::function<void()>& call) {
-  try {
-    call();
-    ADD_FAILURE() << "no exception; expected " << kf::to_string(code) << " mentioning '" << needle << "'";
-  } catch (const kf::error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
-
-// Fake device addresses: validation never dereferences them, and every case
-// below throws (or returns for empty work) before anything is enqueued.
-float* fake(std::uintptr_t address) { return reinterpret_cast<float*>(address); }
+using kf::test::expect_error;
+using kf::test::fake;
 
 // ---- border rules -------------------------------------------------------------
 
