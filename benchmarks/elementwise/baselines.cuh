@@ -41,6 +41,15 @@ struct cub_relu_backward_fn {  // dx = x <= t ? 0 : dy
   __device__ T operator()(T dy, T x) const { return static_cast<float>(x) <= threshold ? static_cast<T>(0.0f) : dy; }
 };
 
+/// The user-op row (issue: kf::transform against CUB): a 3-input fused op,
+/// out = clamp(a*x + b*y + z, lo, hi), the same functor for both sides.
+struct fused3_fn {
+  float a, b, lo, hi;
+  __host__ __device__ float operator()(float x, float y, float z) const {
+    return fminf(fmaxf(fmaf(a, x, fmaf(b, y, z)), lo), hi);
+  }
+};
+
 /// Throws std::runtime_error (the benchmark turns it into SkipWithError).
 inline void require_success(cudaError_t status, const char* what) {
   if (status != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
@@ -65,6 +74,14 @@ template <class T, class Op>
 void cub_transform(const T* in0, T* out, std::size_t n, Op op, cudaStream_t stream) {
   require_success(cub::DeviceTransform::Transform(::cuda::std::make_tuple(in0), out, cub_items(n), op, stream),
                   "cub::DeviceTransform::Transform");
+}
+
+/// out[i] = op(in0[i], in1[i], in2[i]) through cub::DeviceTransform, enqueued on `stream`.
+template <class T, class Op>
+void cub_transform(const T* in0, const T* in1, const T* in2, T* out, std::size_t n, Op op, cudaStream_t stream) {
+  require_success(
+      cub::DeviceTransform::Transform(::cuda::std::make_tuple(in0, in1, in2), out, cub_items(n), op, stream),
+      "cub::DeviceTransform::Transform");
 }
 
 /// One cuBLAS handle for the process, created on first use (cublasCreate costs

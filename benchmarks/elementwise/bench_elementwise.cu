@@ -29,6 +29,7 @@
 #include <cuda_runtime_api.h>
 
 #include "baselines.cuh"
+#include "kernelforge/transform.cuh"
 #include "bench_inputs.cuh"
 #include "gpu_benchmark.hpp"
 #include "launch_overhead.hpp"
@@ -93,8 +94,11 @@ void bm_copy(benchmark::State& state) {
 }
 
 // ---- the operations -----------------------------------------------------------
-enum class op { saxpy, vector_add, relu_forward, relu_backward };
-enum class impl { naive, vectorized, cub, cublas };
+enum class op { saxpy, vector_add, relu_forward, relu_backward, fused3 };
+enum class impl { naive, vectorized, cub, cublas, transform };
+
+/// The user-op row's constants: out = clamp(a*x + b*y + z, lo, hi).
+constexpr fused3_fn fused3_op{0.75f, -1.25f, -2.0f, 2.0f};
 
 const char* op_name(op o) {
   switch (o) {
@@ -102,6 +106,7 @@ const char* op_name(op o) {
     case op::vector_add: return "vector_add";
     case op::relu_forward: return "relu_threshold_forward";
     case op::relu_backward: return "relu_threshold_backward";
+    case op::fused3: return "user_op_fused3";
   }
   return "unknown";
 }
@@ -112,24 +117,31 @@ const char* impl_name(impl i) {
     case impl::vectorized: return kf::to_string(kf::elementwise_variant::vectorized);
     case impl::cub: return "cub";
     case impl::cublas: return "cublas";
+    case impl::transform: return "kf_transform";
   }
   return "unknown";
 }
 
-/// Arrays an op reads (in0, in1) and writes (out). saxpy writes y = in1 in place.
-/// relu_backward reads (dy, x) = (in0, in1).
-int inputs_of(op o) { return o == op::relu_forward ? 1 : 2; }
+/// Arrays an op reads (in0, in1, in2) and writes (out). saxpy writes y = in1 in place.
+/// relu_backward reads (dy, x) = (in0, in1); fused3 reads (x, y, z).
+int inputs_of(op o) { return o == op::relu_forward ? 1 : o == op::fused3 ? 3 : 2; }
 
 template <class T>
 struct operands {
   op o;
   std::size_t n;
-  kf::device_buffer<T> in0, in1, out_buffer;
+  kf::device_buffer<T> in0, in1, in2, out_buffer;
 
   operands(op o_, std::size_t n_)
-      : o(o_), n(n_), in0(n_), in1(inputs_of(o_) == 2 ? n_ : 0), out_buffer(o_ == op::saxpy ? 0 : n_) {
+      : o(o_),
+        n(n_),
+        in0(n_),
+        in1(inputs_of(o_) >= 2 ? n_ : 0),
+        in2(inputs_of(o_) >= 3 ? n_ : 0),
+        out_buffer(o_ == op::saxpy ? 0 : n_) {
     fill_random(in0.data(), n, /*seed=*/2, nullptr);
     if (!in1.empty()) fill_random(in1.data(), n, /*seed=*/3, nullptr);
+    if (!in2.empty()) fill_random(in2.data(), n, /*seed=*/4, nullptr);
   }
   T* out() { return o == op::saxpy ? in1.data() : out_buffer.data(); }
 
@@ -144,6 +156,17 @@ void run(impl i, operands<T>& p, cudaStream_t stream) {
   const T* in1 = p.in1.data();
   T* out = p.out();
   const std::size_t n = p.n;
+  if (p.o == op::fused3) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (i == impl::transform) {
+        kf::transform_options options;
+        options.stream = stream;
+        return kf::transform(n, fused3_op, out, in0, in1, p.in2.data(), options);
+      }
+      if (i == impl::cub) return cub_transform(in0, in1, p.in2.data(), out, n, fused3_op, stream);
+    }
+    throw std::runtime_error("the user-op row exists for fp32 kf::transform and cub only");
+  }
   if (i == impl::naive || i == impl::vectorized) {
     kf::elementwise_options options;
     options.stream = stream;
@@ -155,6 +178,7 @@ void run(impl i, operands<T>& p, cudaStream_t stream) {
       case op::relu_backward:
         kf::relu_threshold_backward(n, in0, in1, out, static_cast<T>(relu_threshold), options);
         return;
+      case op::fused3: break;  // handled above
     }
   }
   if (i == impl::cublas) {
@@ -168,6 +192,7 @@ void run(impl i, operands<T>& p, cudaStream_t stream) {
     case op::vector_add: return cub_transform(in0, in1, out, n, cub_add_fn<T>{}, stream);
     case op::relu_forward: return cub_transform(in0, out, n, cub_relu_forward_fn<T>{relu_threshold}, stream);
     case op::relu_backward: return cub_transform(in0, in1, out, n, cub_relu_backward_fn<T>{relu_threshold}, stream);
+    case op::fused3: break;  // handled above
   }
 }
 
@@ -177,7 +202,8 @@ template <class T>
 std::string spot_check(impl i, operands<T>& p) {
   const std::vector<std::size_t> idx = spot_check_indices(p.n);
   const std::vector<double> a = read_elements(p.in0.data(), idx);
-  const std::vector<double> b = inputs_of(p.o) == 2 ? read_elements(p.in1.data(), idx) : a;
+  const std::vector<double> b = inputs_of(p.o) >= 2 ? read_elements(p.in1.data(), idx) : a;
+  const std::vector<double> c = inputs_of(p.o) >= 3 ? read_elements(p.in2.data(), idx) : a;
   run(i, p, nullptr);
   const std::vector<double> got = read_elements(p.out(), idx);
   std::vector<double> expected(idx.size()), scale(idx.size(), 0.0);
@@ -194,6 +220,12 @@ std::string spot_check(impl i, operands<T>& p) {
         break;
       case op::relu_forward: expected[k] = a[k] <= relu_threshold ? 0.0 : a[k]; break;
       case op::relu_backward: expected[k] = b[k] <= relu_threshold ? 0.0 : a[k]; break;  // inputs (dy, x)
+      case op::fused3: {
+        const double v = fused3_op.a * a[k] + fused3_op.b * b[k] + c[k];
+        expected[k] = std::min(std::max(v, static_cast<double>(fused3_op.lo)), static_cast<double>(fused3_op.hi));
+        scale[k] = std::fabs(fused3_op.a * a[k]) + std::fabs(fused3_op.b * b[k]) + std::fabs(c[k]);
+        break;
+      }
     }
   }
   const std::string wrong = compare_points<T>(idx, got, expected, scale);
@@ -255,6 +287,7 @@ const bool registered = [] {
   register_op<float>(op::relu_forward, {impl::naive, impl::vectorized, impl::cub});
   register_op<float>(op::relu_backward, {impl::naive, impl::vectorized, impl::cub});
   register_op<__nv_bfloat16>(op::vector_add, {impl::naive, impl::vectorized, impl::cub});
+  register_op<float>(op::fused3, {impl::transform, impl::cub});  // your own op: kf::transform vs CUB
   register_launch_overhead_benchmarks();
   return true;
 }();

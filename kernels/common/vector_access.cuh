@@ -4,7 +4,8 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
+
+#include "alignment.hpp"
 
 namespace kf::detail {
 
@@ -17,8 +18,6 @@ struct alignas(vector_bytes) vector16 {
 };
 
 /// Bytes past the previous 16-byte boundary.
-__host__ __device__ inline std::size_t misalignment(const void* p) {
-  return reinterpret_cast<std::uintptr_t>(p) % vector_bytes;
-}
+__host__ __device__ inline std::size_t misalignment(const void* p) { return misalignment(p, vector_bytes); }
 
 }  // namespace kf::detail

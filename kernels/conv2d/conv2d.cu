@@ -1,10 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The conv2d launcher: validate -> plan -> dispatch by variant, math mode and
 // device architecture, and the explicit instantiation shipped in the fatbin (float).
-#include <array>
-#include <climits>
 #include <cstdint>
-#include <mutex>
 #include <string>
 
 #include "common/grid.hpp"
@@ -171,7 +168,7 @@ void run_gemm_plan(const char* what, int device, const conv2d_args<float>& a, co
       return;
     }
   }
-  const int all_slices = (a.crs + conv2d_gemm_bk - 1) / conv2d_gemm_bk;
+  const int all_slices = static_cast<int>(ceil_div(static_cast<std::size_t>(a.crs), conv2d_gemm_bk));
   launch(a, a.pq % 4 == 0 && misalignment(a.y) == 0, all_slices, std::size_t{1});
 }
 

@@ -6,6 +6,8 @@
 
 #include <cstddef>
 
+#include "../common/grid.hpp"
+
 namespace kf::detail {
 
 /// Block tiles of the implicit-GEMM kernels (rows of M = N*P*Q x columns of K).
@@ -28,7 +30,7 @@ constexpr std::size_t conv2d_split_min_slices = 16;
 constexpr std::size_t conv2d_split_max_waves = 2;
 
 inline std::size_t conv2d_gemm_blocks(std::size_t m, std::size_t k, std::size_t bm, std::size_t bn) {
-  return ((m + bm - 1) / bm) * ((k + bn - 1) / bn);
+  return ceil_div(m, bm) * ceil_div(k, bn);
 }
 
 /// One wave: the blocks the GPU runs at once at the goal occupancy.
@@ -68,7 +70,7 @@ struct conv2d_gemm_plan {
 /// short for two splits of 16 slices, 64 x 64 without split, as before.
 inline conv2d_gemm_plan choose_conv2d_gemm_plan(std::size_t m, std::size_t k, std::size_t crs, int sm_count) {
   conv2d_gemm_plan plan;
-  const std::size_t slices = (crs + conv2d_plan_bk - 1) / conv2d_plan_bk;
+  const std::size_t slices = ceil_div(crs, conv2d_plan_bk);
   plan.slices_per_split = slices;
   plan.tile = choose_conv2d_gemm_tile(m, k, sm_count);
   if (plan.tile != conv2d_gemm_tile::m64_n64) return plan;
@@ -76,9 +78,9 @@ inline conv2d_gemm_plan choose_conv2d_gemm_plan(std::size_t m, std::size_t k, st
   const std::size_t blocks = conv2d_gemm_blocks(m, k, 128, large == conv2d_gemm_tile::m128_n128 ? 128 : 64);
   const std::size_t max_blocks = conv2d_split_max_waves * conv2d_gemm_wave(sm_count);
   for (std::size_t split = conv2d_split_max; split >= 2; --split) {
-    const std::size_t per_split = (slices + split - 1) / split;
-    const std::size_t used = (slices + per_split - 1) / per_split;  // <= split: no empty split
-    const std::size_t last = slices - (used - 1) * per_split;       // the shortest split
+    const std::size_t per_split = ceil_div(slices, split);
+    const std::size_t used = ceil_div(slices, per_split);      // <= split: no empty split
+    const std::size_t last = slices - (used - 1) * per_split;  // the shortest split
     if (used < 2 || last < conv2d_split_min_slices || blocks * used > max_blocks) continue;
     plan.tile = large;
     plan.slices_per_split = per_split;

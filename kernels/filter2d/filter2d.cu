@@ -3,7 +3,6 @@
 // explicit instantiations shipped in the fatbin (float and __half: every
 // variant but register_window, which is float only; double: naive).
 #include <array>
-#include <climits>
 #include <cstdint>
 #include <mutex>
 #include <string>

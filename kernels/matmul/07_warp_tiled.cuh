@@ -42,10 +42,7 @@
 // Its measured speed: the README's generated tables and benchmarks/TUNING.md (bench_matmul).
 #pragma once
 
-#include <array>
 #include <cstddef>
-#include <mutex>
-#include <string>
 #include <type_traits>
 
 #include <cuda_runtime_api.h>

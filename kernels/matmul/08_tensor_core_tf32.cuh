@@ -35,11 +35,8 @@
 // Its measured speed: the README's generated tables and benchmarks/TUNING.md (bench_matmul).
 #pragma once
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
-#include <string>
 
 #include <cuda_runtime_api.h>
 

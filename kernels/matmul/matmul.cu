@@ -2,8 +2,6 @@
 // The matrix-product launcher: validate -> early returns -> dispatch by variant
 // and device architecture, and the explicit instantiations shipped in the
 // fatbin (float: every variant; double: naive, smem_tiled, blocktile_2d).
-#include <array>
-#include <mutex>
 #include <string>
 #include <type_traits>
 

@@ -14,10 +14,7 @@
 // split (pooled_workspace gives no memory).
 #pragma once
 
-#include <array>
 #include <cstddef>
-#include <cstdint>
-#include <mutex>
 
 #include <cuda_runtime_api.h>
 

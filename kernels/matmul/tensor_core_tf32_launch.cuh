@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include "../common/alignment.hpp"
+#include "../common/grid.hpp"
 #include "../runtime/launcher.hpp"
 #include "08_tensor_core_tf32.cuh"
 
@@ -41,8 +42,8 @@ void launch(const gemm_args<float>& args, cudaStream_t stream, const char* what)
   p.ldb = static_cast<long long>(args.ldb);
   p.C = args.C;
   p.ldc = static_cast<long long>(args.ldc);
-  p.tiles_m = (p.m + block_m - 1) / block_m;
-  p.tiles_n = (p.n + block_n - 1) / block_n;
+  p.tiles_m = static_cast<long long>(ceil_div(static_cast<std::size_t>(p.m), block_m));
+  p.tiles_n = static_cast<long long>(ceil_div(static_cast<std::size_t>(p.n), block_n));
   p.stages = stages_for(device);
   const long long blocks = p.tiles_m * p.tiles_n;
   if (blocks > static_cast<long long>(limits_for(device).max_grid_x)) {

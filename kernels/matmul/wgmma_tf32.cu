@@ -81,8 +81,8 @@ void allow_dynamic_smem(int device) {
 void launch_pack(const float* src, std::size_t ld_src, bool source_k_contiguous, float* dst, std::size_t ld_dst,
                  std::size_t rows, std::size_t k, cudaStream_t stream) {
   const dim3 block(pack_tile, pack_rows_per_pass);
-  const std::size_t k_tiles = (k + pack_tile - 1) / pack_tile;
-  const dim3 grid(static_cast<unsigned>((rows + pack_tile - 1) / pack_tile), capped_grid_dim(k_tiles));
+  const std::size_t k_tiles = ceil_div(k, pack_tile);
+  const dim3 grid(static_cast<unsigned>(ceil_div(rows, pack_tile)), capped_grid_dim(k_tiles));
   const auto ll = [](std::size_t v) { return static_cast<long long>(v); };
   if (source_k_contiguous) {
     pack_k_major_kernel<true><<<grid, block, 0, stream>>>(src, ll(ld_src), dst, ll(ld_dst), ll(rows), ll(k));
@@ -108,9 +108,9 @@ bool wgmma_tf32_try_launch(const gemm_args<float>& args, cudaStream_t stream, in
   // copy built without this device's architecture raises no_kernel_image here.
   require_kernel_image_cached(device, what);
   if (args.m > max_extent || args.n > max_extent || args.k > max_extent) return false;
-  const std::size_t tiles_m = (args.m + block_m - 1) / block_m;
-  const std::size_t tiles_n = (args.n + block_n - 1) / block_n;
-  const std::size_t cluster_rows = (tiles_m + max_cluster - 1) / max_cluster;
+  const std::size_t tiles_m = ceil_div(args.m, block_m);
+  const std::size_t tiles_n = ceil_div(args.n, block_n);
+  const std::size_t cluster_rows = ceil_div(tiles_m, max_cluster);
   if (cluster_rows * max_cluster * tiles_n > limits_for(device).max_grid_x) return false;
   if (encode_tiled() == nullptr) return false;
   const int cluster = cluster_size == 1 ? 1 : max_cluster;
@@ -149,7 +149,7 @@ bool wgmma_tf32_try_launch(const gemm_args<float>& args, cudaStream_t stream, in
   ep.alpha = args.alpha;
   ep.beta = args.beta;
   ep.tiles_n = static_cast<int>(tiles_n);
-  ep.cluster_rows = static_cast<int>((tiles_m + cluster - 1) / cluster);
+  ep.cluster_rows = static_cast<int>(ceil_div(tiles_m, static_cast<std::size_t>(cluster)));
   ep.pairs = rows_aligned(args.C, args.ldc, sizeof(float), sizeof(float2));
 
   cudaLaunchConfig_t config{};

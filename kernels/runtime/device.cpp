@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 // Device queries and the per-device caches behind every launcher.
-#include <algorithm>
 #include <cstdint>
 #include <sstream>
 #include <string>

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // kf::error helpers: CUDA status -> errc, and the argument checks every
 // launcher runs before it enqueues anything.
-#include <cstdint>
 #include <string>
 
 #include "kernelforge/math_mode.hpp"
+#include "common/alignment.hpp"
 #include "runtime/launcher.hpp"
 
 namespace kf {
@@ -72,7 +72,7 @@ void require_pointer(const char* what, const char* name, const void* p, std::siz
 }
 
 void require_aligned(const char* what, const char* name, const void* p, std::size_t alignment) {
-  if (reinterpret_cast<std::uintptr_t>(p) % alignment != 0) {
+  if (!is_aligned(p, alignment)) {
     throw error(errc::invalid_argument, std::string(what) + ": argument '" + name + "' is not aligned to " +
                                             std::to_string(alignment) +
                                             " bytes, the alignment of its element type; pass a pointer to "

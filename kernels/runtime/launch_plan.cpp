@@ -6,14 +6,10 @@
 #include <cstdlib>
 #include <string>
 
+#include "common/grid.hpp"
 #include "kernelforge/error.hpp"
 
 namespace kf::detail {
-namespace {
-// ceil(a / b) without the overflow of (a + b - 1) / b near SIZE_MAX.
-std::size_t ceil_div(std::size_t a, std::size_t b) { return a / b + (a % b != 0); }
-}  // namespace
-
 bool is_valid_block_size(int block) noexcept { return block >= 32 && block <= 1024 && block % 32 == 0; }
 
 int choose_block_size(const occupancy_table& occupancy, int preferred) noexcept {

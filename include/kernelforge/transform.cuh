@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: Apache-2.0
+// kf::transform: your own elementwise operation on the library's vectorized
+// kernel and launcher, instantiated in your own .cu (compiled by nvcc).
+//
+//   #include <kernelforge/transform.cuh>
+//   kf::transform(n, [] __device__(float x) { return x > 0 ? x : 0.01f * x; }, y, x);   // y = leaky_relu(x)
+//   kf::transform(n, fused{a, b, lo, hi}, y, x, z, options);                             // up to 4 inputs
+//
+// out[i] = op(in0[i], in1[i], ...) for i < n, with 1 to 4 input arrays of any
+// trivially copyable types (they may differ from each other and from the
+// output: int8_t in, float out), and `op` any device-callable functor or
+// extended lambda (nvcc --extended-lambda) whose result converts to Out.
+// What the launcher decides for you, as for kf::saxpy:
+//  - the block size from this very instantiation's occupancy on the device and
+//    the grid from the device's SM count (cached per device and instantiation);
+//  - 16-byte accesses when every pointer sits at the same element offset from
+//    its alignment (a scalar head is peeled), one-element accesses otherwise;
+//  - the checks: a null array with n > 0, a pointer not aligned to its type, an
+//    output that partially overlaps an input (in place, out == in with types of
+//    the same size, is allowed), a bad block size: kf::error(invalid_argument),
+//    naming the argument; a device this .cu was not compiled for:
+//    kf::error(no_kernel_image) with the CMake setting that fixes it.
+// It enqueues on options.stream and returns without synchronizing; n = 0 is a no-op.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <type_traits>
+
+#include <cuda_runtime_api.h>
+
+#include "kernelforge/error.hpp"
+#include "kernelforge/kernels/elementwise/transform.cuh"
+#include "kernelforge/kernels/elementwise/tuning.hpp"
+#include "kernelforge/kernels/runtime/launcher.hpp"
+
+namespace kf {
+
+struct transform_options {
+  cudaStream_t stream = nullptr;  ///< nullptr: the legacy default stream
+  int block_size = 0;             ///< 0: the launcher decides; else a multiple of 32 in [32, 1024]
+};
+
+namespace detail {
+
+#define KF_TRANSFORM_STRINGIFY2(x) #x
+#define KF_TRANSFORM_STRINGIFY(x) KF_TRANSFORM_STRINGIFY2(x)
+#if defined(__CUDA_ARCH_LIST__)
+/// The architectures this translation unit was compiled for (nvcc's list, e.g. "750,900").
+inline constexpr const char* transform_arch_list = KF_TRANSFORM_STRINGIFY(__CUDA_ARCH_LIST__);
+#else
+inline constexpr const char* transform_arch_list = "unknown";
+#endif
+#undef KF_TRANSFORM_STRINGIFY
+#undef KF_TRANSFORM_STRINGIFY2
+
+/// One input array: non-null when n > 0, aligned to its type, and either the
+/// very output (same address, same element size: in place) or disjoint from it.
+template <class Out, class In>
+void transform_check_input(const char* what, const char* name, const In* in, const Out* out, std::size_t n) {
+  require_pointer(what, name, in, n);
+  require_aligned(what, name, in, alignof(In));
+  const bool in_place = static_cast<const void*>(in) == static_cast<const void*>(out) && sizeof(In) == sizeof(Out);
+  if (!in_place && ranges_overlap(in, n * sizeof(In), out, n * sizeof(Out))) {
+    throw_invalid_argument(what, std::string("'out' and '") + name +
+                                     "' overlap partially; pass the same pointer (in place, same element size) or "
+                                     "disjoint arrays of n elements");
+  }
+}
+
+/// Element offset of `p` within its W-element alignment unit (W * sizeof(T) bytes).
+template <int W, class T>
+std::size_t transform_phase(const T* p) {
+  return misalignment(p, W * sizeof(T)) / sizeof(T);
+}
+
+template <class Out, class Op, class... In>
+void transform_launch(std::size_t n, Op op, Out* out, const transform_options& options, const In*... in) {
+  static_assert(sizeof...(In) >= 1 && sizeof...(In) <= 4, "kf::transform takes 1 to 4 input arrays");
+  static_assert(std::is_trivially_copyable_v<Out> && (std::is_trivially_copyable_v<In> && ...),
+                "kf::transform: element types must be trivially copyable");
+  // Built once per instantiation: no allocation on the call path.
+  static const std::string what_text =
+      std::string("kf::transform (this translation unit was compiled for ") + transform_arch_list + ")";
+  const char* what = what_text.c_str();
+  require_pointer(what, "out", out, n);
+  require_aligned(what, "out", out, alignof(Out));
+  {
+    const char* names[] = {"in0", "in1", "in2", "in3"};
+    int k = 0;
+    (transform_check_input(what, names[k++], in, out, n), ...);
+  }
+  require_block_size(what, options.block_size);
+  if (n == 0) return;
+
+  const int device = current_device(what);
+  const device_limits& limits = limits_for(device);
+  constexpr int W = transform_width<Out, In...>();
+  const std::size_t phase = transform_phase<W>(out);
+  const bool common_phase = ((transform_phase<W>(in) == phase) && ...);
+  if (W > 1 && common_phase) {
+    constexpr int U = elementwise_tuning::aligned_chunks_per_thread;
+    constexpr auto kernel = &transform_kernel<W, U, Op, Out, In...>;
+    const kernel_profile& profile = profile_of<kernel>(device, what);
+    const int block = resolve_block_size(profile, options.block_size, what);
+    const std::size_t peel = (W - phase) % W;
+    const std::size_t head = peel < n ? peel : n;
+    const launch_plan plan = plan_grid_stride(limits, block, profile.occupancy[block / 32 - 1], (n - head) / W,
+                                              std::size_t(block) * U, elementwise_tuning::max_waves);
+    kernel<<<plan.grid, plan.block, 0, options.stream>>>(n, head, op, out, in...);
+  } else {
+    constexpr int U = elementwise_tuning::scalar_chunks_per_thread;
+    constexpr auto kernel = &transform_kernel<1, U, Op, Out, In...>;
+    const kernel_profile& profile = profile_of<kernel>(device, what);
+    const int block = resolve_block_size(profile, options.block_size, what);
+    const launch_plan plan = plan_grid_stride(limits, block, profile.occupancy[block / 32 - 1], n,
+                                              std::size_t(block) * U, elementwise_tuning::max_waves);
+    kernel<<<plan.grid, plan.block, 0, options.stream>>>(n, 0, op, out, in...);
+  }
+  check_launch(what);
+}
+
+}  // namespace detail
+
+/// out[i] = op(in0[i]) for i < n.
+template <class Out, class Op, class In0>
+void transform(std::size_t n, Op op, Out* out, const In0* in0, const transform_options& options = {}) {
+  detail::transform_launch(n, op, out, options, in0);
+}
+
+/// out[i] = op(in0[i], in1[i]) for i < n.
+template <class Out, class Op, class In0, class In1>
+void transform(std::size_t n, Op op, Out* out, const In0* in0, const In1* in1, const transform_options& options = {}) {
+  detail::transform_launch(n, op, out, options, in0, in1);
+}
+
+/// out[i] = op(in0[i], in1[i], in2[i]) for i < n.
+template <class Out, class Op, class In0, class In1, class In2>
+void transform(std::size_t n, Op op, Out* out, const In0* in0, const In1* in1, const In2* in2,
+               const transform_options& options = {}) {
+  detail::transform_launch(n, op, out, options, in0, in1, in2);
+}
+
+/// out[i] = op(in0[i], in1[i], in2[i], in3[i]) for i < n.
+template <class Out, class Op, class In0, class In1, class In2, class In3>
+void transform(std::size_t n, Op op, Out* out, const In0* in0, const In1* in1, const In2* in2, const In3* in3,
+               const transform_options& options = {}) {
+  detail::transform_launch(n, op, out, options, in0, in1, in2, in3);
+}
+
+}  // namespace kf
