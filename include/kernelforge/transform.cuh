@@ -43,8 +43,9 @@ struct transform_options {
 
 namespace detail {
 
-#define KF_TRANSFORM_STRINGIFY2(x) #x
-#define KF_TRANSFORM_STRINGIFY(x) KF_TRANSFORM_STRINGIFY2(x)
+// Variadic: with several architectures __CUDA_ARCH_LIST__ is a comma-separated list.
+#define KF_TRANSFORM_STRINGIFY2(...) #__VA_ARGS__
+#define KF_TRANSFORM_STRINGIFY(...) KF_TRANSFORM_STRINGIFY2(__VA_ARGS__)
 #if defined(__CUDA_ARCH_LIST__)
 /// The architectures this translation unit was compiled for (nvcc's list, e.g. "750,900").
 inline constexpr const char* transform_arch_list = KF_TRANSFORM_STRINGIFY(__CUDA_ARCH_LIST__);
