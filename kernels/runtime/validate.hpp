@@ -41,11 +41,11 @@ bool arrays_overlap(const T* a, std::size_t a_n, const T* b, std::size_t b_n) {
 /// number it got and the valid names (by the enum's kf::to_string).
 template <class Enum>
 void require_one_of(const char* what, const char* name, Enum value, std::initializer_list<Enum> valid) {
-  std::string names;
   for (Enum v : valid) {
-    if (v == value) return;
-    names += (names.empty() ? "" : ", ") + std::string(to_string(v));
+    if (v == value) return;  // the call path builds no string
   }
+  std::string names;
+  for (Enum v : valid) names += (names.empty() ? "" : ", ") + std::string(to_string(v));
   throw_invalid_argument(
       what, std::string(name) + " = " + std::to_string(static_cast<int>(value)) + " is not one of: " + names);
 }
