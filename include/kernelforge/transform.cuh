@@ -61,12 +61,7 @@ template <class Out, class In>
 void transform_check_input(const char* what, const char* name, const In* in, const Out* out, std::size_t n) {
   require_pointer(what, name, in, n);
   require_aligned(what, name, in, alignof(In));
-  const bool in_place = static_cast<const void*>(in) == static_cast<const void*>(out) && sizeof(In) == sizeof(Out);
-  if (!in_place && ranges_overlap(in, n * sizeof(In), out, n * sizeof(Out))) {
-    throw_invalid_argument(what, std::string("'out' and '") + name +
-                                     "' overlap partially; pass the same pointer (in place, same element size) or "
-                                     "disjoint arrays of n elements");
-  }
+  require_same_or_disjoint(what, "out", out, n * sizeof(Out), name, in, n * sizeof(In));
 }
 
 /// Element offset of `p` within its W-element alignment unit (W * sizeof(T) bytes).

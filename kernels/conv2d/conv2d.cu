@@ -33,7 +33,6 @@ const char* to_string(conv2d_variant variant) noexcept {
 namespace detail {
 namespace {
 
-[[noreturn]] void unsupported(const char* what, const std::string& message) { throw_unsupported(what, message); }
 std::string num(std::size_t v) { return std::to_string(v); }
 
 /// Shared memory every device grants a block without an opt-in.
@@ -99,18 +98,18 @@ void launch_smem_tiled(const char* what, const conv2d_args<float>& a, cudaStream
   };
   while (channels > 1 && bytes(channels) > default_smem_limit) --channels;
   if (bytes(channels) > default_smem_limit) {
-    unsupported(what, "conv2d_variant::smem_tiled needs " + num(bytes(channels)) +
-                          " bytes of shared memory for this filter, stride and dilation (an input patch of " +
-                          num(static_cast<std::size_t>(shape.rows)) + " x " +
-                          num(static_cast<std::size_t>(shape.cols)) + "), more than the " + num(default_smem_limit) +
-                          " available; use implicit_gemm or best");
+    throw_unsupported(what, "conv2d_variant::smem_tiled needs " + num(bytes(channels)) +
+                                " bytes of shared memory for this filter, stride and dilation (an input patch of " +
+                                num(static_cast<std::size_t>(shape.rows)) + " x " +
+                                num(static_cast<std::size_t>(shape.cols)) + "), more than the " +
+                                num(default_smem_limit) + " available; use implicit_gemm or best");
   }
   const std::size_t tiles_p = ceil_div(static_cast<std::size_t>(a.p), conv2d_direct_tile_p);
   const std::size_t tiles_q = ceil_div(static_cast<std::size_t>(a.q), conv2d_direct_tile_q);
   const std::size_t tiles_k = ceil_div(static_cast<std::size_t>(a.k), conv2d_direct_tile_k);
   if (tiles_k > max_grid_yz) {
-    unsupported(what, "conv2d_variant::smem_tiled handles at most " + num(max_grid_yz * conv2d_direct_tile_k) +
-                          " output channels; use implicit_gemm or best");
+    throw_unsupported(what, "conv2d_variant::smem_tiled handles at most " + num(max_grid_yz * conv2d_direct_tile_k) +
+                                " output channels; use implicit_gemm or best");
   }
   const dim3 grid(static_cast<std::uint32_t>(tiles_p * tiles_q), static_cast<std::uint32_t>(tiles_k),
                   capped_grid_dim(static_cast<std::size_t>(a.n)));
@@ -123,8 +122,8 @@ dim3 gemm_grid(const char* what, const conv2d_args<float>& a, int bm, int bn, st
   const std::size_t gx = ceil_div(static_cast<std::size_t>(a.m), bm);
   const std::size_t gy = ceil_div(static_cast<std::size_t>(a.k), bn);
   if (gy > max_grid_yz) {
-    unsupported(what, "the implicit GEMM handles at most " + num(max_grid_yz * static_cast<std::size_t>(bn)) +
-                          " output channels (K = " + num(static_cast<std::size_t>(a.k)) + ")");
+    throw_unsupported(what, "the implicit GEMM handles at most " + num(max_grid_yz * static_cast<std::size_t>(bn)) +
+                                " output channels (K = " + num(static_cast<std::size_t>(a.k)) + ")");
   }
   return dim3(static_cast<std::uint32_t>(gx), static_cast<std::uint32_t>(gy), static_cast<std::uint32_t>(split));
 }
@@ -231,15 +230,15 @@ void dispatch(const char* what, int device, const conv2d_args<float>& a, const c
     case conv2d_variant::implicit_gemm_tf32: {
       const int cc = compute_capability(device);
       if (cc < tf32_min_cc) {
-        unsupported(what,
-                    "conv2d_variant::implicit_gemm_tf32 needs TF32 tensor cores (compute capability 8.0 or "
-                    "newer); this device is sm_" +
-                        std::to_string(cc) + ". Use implicit_gemm (exact fp32)");
+        throw_unsupported(what,
+                          "conv2d_variant::implicit_gemm_tf32 needs TF32 tensor cores (compute capability 8.0 or "
+                          "newer); this device is sm_" +
+                              std::to_string(cc) + ". Use implicit_gemm (exact fp32)");
       }
       if (!launch_implicit_gemm_tf32(what, device, a, options.stream)) {
-        unsupported(what, "this build of kernelforge holds no sm_80+ code for this device (sm_" + std::to_string(cc) +
-                              "), so implicit_gemm_tf32 is unavailable; add " + std::to_string(cc) +
-                              " to CMAKE_CUDA_ARCHITECTURES");
+        throw_unsupported(what, "this build of kernelforge holds no sm_80+ code for this device (sm_" +
+                                    std::to_string(cc) + "), so implicit_gemm_tf32 is unavailable; add " +
+                                    std::to_string(cc) + " to CMAKE_CUDA_ARCHITECTURES");
       }
       return;
     }

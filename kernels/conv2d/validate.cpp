@@ -18,8 +18,6 @@ constexpr std::size_t conv2d_max_elements = static_cast<std::size_t>(INT_MAX);
 /// Padded input extents (h + 2 pad_h, w + 2 pad_w): the implicit GEMM marks
 /// rows past M with an input row of -2^30, which no tap may bring back.
 constexpr std::size_t conv2d_max_padded_extent = std::size_t{1} << 30;
-[[noreturn]] void invalid(const char* what, const std::string& message) { throw_invalid_argument(what, message); }
-[[noreturn]] void unsupported(const char* what, const std::string& message) { throw_unsupported(what, message); }
 
 std::string num(std::size_t v) { return std::to_string(v); }
 
@@ -40,22 +38,24 @@ constexpr dimension_names width_names{"in_width", "pad_w",      "filter_width",
 std::size_t output_extent(const char* what, const dimension_names& d, std::size_t in, std::size_t pad,
                           std::size_t filter, std::size_t stride, std::size_t dilation) {
   const auto name = [](const char* field) { return std::string("params.") + field; };
-  if (in == 0) invalid(what, name(d.extent) + " = 0: the input has no pixels along this dimension");
-  if (filter == 0) invalid(what, name(d.filter) + " = 0: the filter needs at least one tap along this dimension");
-  if (stride == 0) invalid(what, name(d.stride) + " = 0: strides start at 1");
-  if (dilation == 0) invalid(what, name(d.dilation) + " = 0: dilations start at 1 (1 = no dilation)");
-  if (pad > (SIZE_MAX - in) / 2) invalid(what, name(d.pad) + " = " + num(pad) + " overflows the padded extent");
+  if (in == 0) throw_invalid_argument(what, name(d.extent) + " = 0: the input has no pixels along this dimension");
+  if (filter == 0)
+    throw_invalid_argument(what, name(d.filter) + " = 0: the filter needs at least one tap along this dimension");
+  if (stride == 0) throw_invalid_argument(what, name(d.stride) + " = 0: strides start at 1");
+  if (dilation == 0) throw_invalid_argument(what, name(d.dilation) + " = 0: dilations start at 1 (1 = no dilation)");
+  if (pad > (SIZE_MAX - in) / 2)
+    throw_invalid_argument(what, name(d.pad) + " = " + num(pad) + " overflows the padded extent");
   const std::size_t padded = in + 2 * pad;
   if (filter - 1 > (SIZE_MAX - 1) / dilation) {
-    invalid(what, name(d.dilation) + " x (" + name(d.filter) + " - 1) overflows");
+    throw_invalid_argument(what, name(d.dilation) + " x (" + name(d.filter) + " - 1) overflows");
   }
   const std::size_t reach = dilation * (filter - 1) + 1;
   if (reach > padded) {
-    invalid(what, "no output: the dilated filter spans " + name(d.dilation) + " x (" + name(d.filter) +
-                      " - 1) + 1 = " + num(dilation) + " x " + num(filter - 1) + " + 1 = " + num(reach) +
-                      " pixels, more than the padded input " + name(d.extent) + " + 2 x " + name(d.pad) + " = " +
-                      num(in) + " + 2 x " + num(pad) + " = " + num(padded) + ", so " + d.output +
-                      " would be < 1. Use a smaller filter or dilation, or more padding");
+    throw_invalid_argument(what, "no output: the dilated filter spans " + name(d.dilation) + " x (" + name(d.filter) +
+                                     " - 1) + 1 = " + num(dilation) + " x " + num(filter - 1) + " + 1 = " + num(reach) +
+                                     " pixels, more than the padded input " + name(d.extent) + " + 2 x " + name(d.pad) +
+                                     " = " + num(in) + " + 2 x " + num(pad) + " = " + num(padded) + ", so " + d.output +
+                                     " would be < 1. Use a smaller filter or dilation, or more padding");
   }
   return (padded - reach) / stride + 1;
 }
@@ -85,9 +85,10 @@ void validate_conv2d_options(const char* what, const conv2d_options& options) {
                  {v::best, v::naive, v::smem_tiled, v::implicit_gemm, v::implicit_gemm_tf32});
   require_one_of(what, "options.math", options.math, {math_mode::exact, math_mode::tf32});
   if (options.variant == conv2d_variant::implicit_gemm_tf32 && options.math != math_mode::tf32) {
-    invalid(what,
-            "conv2d_variant::implicit_gemm_tf32 rounds inputs to TF32 (about 1e-3 relative error), which "
-            "options.math = exact forbids; set options.math = kf::math_mode::tf32, or use implicit_gemm");
+    throw_invalid_argument(
+        what,
+        "conv2d_variant::implicit_gemm_tf32 rounds inputs to TF32 (about 1e-3 relative error), which "
+        "options.math = exact forbids; set options.math = kf::math_mode::tf32, or use implicit_gemm");
   }
 }
 
@@ -97,7 +98,7 @@ conv2d_geometry validate_conv2d(const char* what, const conv2d_params& p, const 
   validate_conv2d_options(what, options);
   const std::size_t P = output_height(what, p);
   const std::size_t Q = output_width(what, p);
-  if (p.in_channels == 0) invalid(what, "params.in_channels = 0: the input needs at least one channel");
+  if (p.in_channels == 0) throw_invalid_argument(what, "params.in_channels = 0: the input needs at least one channel");
   const std::size_t x_n = product(p.batch, p.in_channels, p.in_height, p.in_width);
   const std::size_t w_n = product(p.out_channels, p.in_channels, p.filter_height, p.filter_width);
   const std::size_t y_n = product(p.batch, p.out_channels, P, Q);
@@ -106,21 +107,21 @@ conv2d_geometry validate_conv2d(const char* what, const conv2d_params& p, const 
   if (x_n > conv2d_max_elements || w_n > conv2d_max_elements || y_n > conv2d_max_elements ||
       padded_h >= conv2d_max_padded_extent || padded_w >= conv2d_max_padded_extent ||
       product(padded_h, padded_w, 1, 1) > conv2d_max_elements) {
-    unsupported(what, "tensors of 2^31 elements or more (x: " + num(x_n) + ", weight: " + num(w_n) +
-                          ", y: " + num(y_n) + ", padded plane: " + num(padded_h) + " x " + num(padded_w) +
-                          ") are beyond kernelforge's 32-bit indexing; split the batch");
+    throw_unsupported(what, "tensors of 2^31 elements or more (x: " + num(x_n) + ", weight: " + num(w_n) +
+                                ", y: " + num(y_n) + ", padded plane: " + num(padded_h) + " x " + num(padded_w) +
+                                ") are beyond kernelforge's 32-bit indexing; split the batch");
   }
   require_pointer(what, "x", x, x_n);
   require_pointer(what, "weight", weight, w_n);
   require_pointer(what, "y", y, y_n);
   const auto bytes = [element_bytes](std::size_t n) { return n * element_bytes; };
   if (ranges_overlap(y, bytes(y_n), x, bytes(x_n)))
-    invalid(what, "'y' and 'x' overlap; the output must be a separate array");
+    throw_invalid_argument(what, "'y' and 'x' overlap; the output must be a separate array");
   if (ranges_overlap(y, bytes(y_n), weight, bytes(w_n))) {
-    invalid(what, "'y' and 'weight' overlap; the output must be a separate array");
+    throw_invalid_argument(what, "'y' and 'weight' overlap; the output must be a separate array");
   }
   if (ranges_overlap(y, bytes(y_n), bias, bytes(p.out_channels))) {
-    invalid(what, "'y' and 'bias' overlap; the output must be a separate array");
+    throw_invalid_argument(what, "'y' and 'bias' overlap; the output must be a separate array");
   }
   return conv2d_geometry{P, Q, y_n};
 }

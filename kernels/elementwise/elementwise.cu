@@ -24,17 +24,11 @@ const char* to_string(elementwise_variant variant) noexcept {
 namespace detail {
 namespace {
 
-/// The output may be the very same array as an input (in place) or disjoint
-/// from it; a partial overlap would race between threads.
+/// The runtime's same-or-disjoint check for arrays of n elements of T.
 template <class T>
-void require_same_or_disjoint(const char* what, const char* out_name, const T* out, const char* in_name, const T* in,
-                              std::size_t n) {
-  if (out == in || n == 0) return;
-  if (arrays_overlap(out, n, in, n)) {
-    throw error(errc::invalid_argument, std::string(what) + ": '" + out_name + "' and '" + in_name +
-                                            "' overlap partially; pass the same pointer (in place) or "
-                                            "disjoint arrays of n elements");
-  }
+void require_same_or_disjoint_arrays(const char* what, const char* out_name, const T* out, const char* in_name,
+                                     const T* in, std::size_t n) {
+  require_same_or_disjoint(what, out_name, out, n * sizeof(T), in_name, in, n * sizeof(T));
 }
 
 /// Each pointer: non-null when n > 0, and aligned to its element type.
@@ -100,7 +94,7 @@ void saxpy_impl(std::size_t n, compute_t<T> a, const T* x, T* y, const elementwi
   const char* what = "kf::saxpy";
   require_array(what, "x", x, n);
   require_array(what, "y", y, n);
-  require_same_or_disjoint(what, "y", y, "x", x, n);
+  require_same_or_disjoint_arrays(what, "y", y, "x", x, n);
   validate_options(what, options);
   if (n == 0) return;
   launch_elementwise<T, 2>(what, n, options, saxpy_op<compute_t<T>>{a}, {{x, y}}, y);
@@ -112,8 +106,8 @@ void vector_add_impl(std::size_t n, const T* a, const T* b, T* c, const elementw
   require_array(what, "a", a, n);
   require_array(what, "b", b, n);
   require_array(what, "c", c, n);
-  require_same_or_disjoint(what, "c", c, "a", a, n);
-  require_same_or_disjoint(what, "c", c, "b", b, n);
+  require_same_or_disjoint_arrays(what, "c", c, "a", a, n);
+  require_same_or_disjoint_arrays(what, "c", c, "b", b, n);
   validate_options(what, options);
   if (n == 0) return;
   launch_elementwise<T, 2>(what, n, options, add_op<compute_t<T>>{}, {{a, b}}, c);
@@ -125,7 +119,7 @@ void relu_threshold_forward_impl(std::size_t n, const T* x, T* y, compute_t<T> t
   const char* what = "kf::relu_threshold_forward";
   require_array(what, "x", x, n);
   require_array(what, "y", y, n);
-  require_same_or_disjoint(what, "y", y, "x", x, n);
+  require_same_or_disjoint_arrays(what, "y", y, "x", x, n);
   validate_options(what, options);
   if (n == 0) return;
   launch_elementwise<T, 1>(what, n, options, relu_forward_op<compute_t<T>>{threshold}, {{x}}, y);
@@ -138,8 +132,8 @@ void relu_threshold_backward_impl(std::size_t n, const T* dy, const T* x, T* dx,
   require_array(what, "dy", dy, n);
   require_array(what, "x", x, n);
   require_array(what, "dx", dx, n);
-  require_same_or_disjoint(what, "dx", dx, "dy", dy, n);
-  require_same_or_disjoint(what, "dx", dx, "x", x, n);
+  require_same_or_disjoint_arrays(what, "dx", dx, "dy", dy, n);
+  require_same_or_disjoint_arrays(what, "dx", dx, "x", x, n);
   validate_options(what, options);
   if (n == 0) return;
   launch_elementwise<T, 2>(what, n, options, relu_backward_op<compute_t<T>>{threshold}, {{dy, x}}, dx);

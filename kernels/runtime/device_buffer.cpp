@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Out-of-line parts of kf::device_buffer: allocation failures become
 // errc::out_of_memory with the bytes asked for and the bytes free.
-#include <limits>
 #include <string>
 
 #include "runtime/launcher.hpp"
@@ -10,12 +9,7 @@
 namespace kf::detail {
 
 void* device_allocate(std::size_t count, std::size_t element_bytes) {
-  if (element_bytes != 0 && count > std::numeric_limits<std::size_t>::max() / element_bytes) {
-    throw error(errc::out_of_memory, "kf::device_buffer: " + std::to_string(count) + " elements of " +
-                                         std::to_string(element_bytes) +
-                                         " bytes overflow the address space; use a smaller size");
-  }
-  const std::size_t bytes = count * element_bytes;
+  const std::size_t bytes = allocation_bytes("kf::device_buffer", count, element_bytes);
   void* p = nullptr;
   const cudaError_t status = cudaMalloc(&p, bytes);
   if (status == cudaErrorMemoryAllocation) {

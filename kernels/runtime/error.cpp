@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // kf::error helpers: CUDA status -> errc, and the argument checks every
 // launcher runs before it enqueues anything.
+#include <cstdint>
 #include <string>
 
 #include "kernelforge/math_mode.hpp"
@@ -78,6 +79,25 @@ void require_aligned(const char* what, const char* name, const void* p, std::siz
                                             " bytes, the alignment of its element type; pass a pointer to "
                                             "the start of an element");
   }
+}
+
+void require_same_or_disjoint(const char* what, const char* out_name, const void* out, std::size_t out_bytes,
+                              const char* in_name, const void* in, std::size_t in_bytes) {
+  if (out == in && out_bytes == in_bytes) return;  // in place
+  if (ranges_overlap(out, out_bytes, in, in_bytes)) {
+    throw_invalid_argument(what, std::string("'") + out_name + "' and '" + in_name +
+                                     "' overlap partially; pass the same pointer (in place, same element size) or "
+                                     "disjoint arrays of n elements");
+  }
+}
+
+std::size_t allocation_bytes(const char* what, std::size_t count, std::size_t element_bytes) {
+  if (element_bytes != 0 && count > SIZE_MAX / element_bytes) {
+    throw error(errc::out_of_memory, std::string(what) + ": " + std::to_string(count) + " elements of " +
+                                         std::to_string(element_bytes) +
+                                         " bytes overflow the address space; use a smaller size");
+  }
+  return count * element_bytes;
 }
 
 void require_block_size(const char* what, int block) {

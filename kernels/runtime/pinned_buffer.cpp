@@ -2,7 +2,6 @@
 // Out-of-line parts of kf::pinned_buffer and kf::copy_async: page-locked
 // allocation failures become errc::out_of_memory with the numbers and the fix;
 // copies are enqueued with cudaMemcpyAsync and never synchronize.
-#include <limits>
 #include <string>
 
 #include "runtime/launcher.hpp"
@@ -12,12 +11,7 @@ namespace kf::detail {
 
 void* pinned_allocate(std::size_t count, std::size_t element_bytes) {
   const char* what = "kf::pinned_buffer";
-  if (element_bytes != 0 && count > std::numeric_limits<std::size_t>::max() / element_bytes) {
-    throw error(errc::out_of_memory, std::string(what) + ": " + std::to_string(count) + " elements of " +
-                                         std::to_string(element_bytes) +
-                                         " bytes overflow the address space; use a smaller size");
-  }
-  const std::size_t bytes = count * element_bytes;
+  const std::size_t bytes = allocation_bytes(what, count, element_bytes);
   void* p = nullptr;
   const cudaError_t status = cudaMallocHost(&p, bytes);
   if (status == cudaErrorMemoryAllocation) {

@@ -31,6 +31,15 @@ inline bool ranges_overlap(const void* a, std::size_t a_bytes, const void* b, st
   return pa < pb + b_bytes && pb < pa + a_bytes;
 }
 
+/// An output may be the very same array as an input (in place: same address and
+/// element size) or disjoint from it; a partial overlap would race between
+/// threads: errc::invalid_argument naming both.
+void require_same_or_disjoint(const char* what, const char* out_name, const void* out, std::size_t out_bytes,
+                              const char* in_name, const void* in, std::size_t in_bytes);
+
+/// count * element_bytes, or errc::out_of_memory naming `what` when it overflows size_t.
+std::size_t allocation_bytes(const char* what, std::size_t count, std::size_t element_bytes);
+
 /// Arrays of a_n and b_n elements of T overlap.
 template <class T>
 bool arrays_overlap(const T* a, std::size_t a_n, const T* b, std::size_t b_n) {
