@@ -75,6 +75,19 @@ step_python() {  # issue 8's GPU checks (python/run_gpu_checks.sh)
   return $r
 }
 
+step_pyprofile() {  # build the Python package once into /tmp/kf-site, then take the torch op's host time apart
+  local r=0
+  if [[ ! -d /tmp/kf-site/kernelforge ]]; then
+    CMAKE_BUILD_PARALLEL_LEVEL=${PY_JOBS:-16} python3 -m pip install --no-build-isolation --no-deps --no-index \
+      --target /tmp/kf-site -C cmake.define.CMAKE_CUDA_ARCHITECTURES=90 -C build-dir=/tmp/kf-build . \
+      >"$OUT/pip_build.log" 2>&1 || { tail -n 30 "$OUT/pip_build.log"; return 1; }
+  fi
+  PYTHONPATH=/tmp/kf-site python3 benchmarks/python/profile_torch_op.py --cprofile --out "$OUT/profile_torch_op.json" \
+    >"$OUT/profile_torch_op.log" 2>&1 || r=1
+  head -n 60 "$OUT/profile_torch_op.log"
+  return $r
+}
+
 step_racecheck() {  # racecheck on shared-memory kernels, small cases (racecheck is slow)
   local r=0
   sanitize_one racecheck tests/matmul/test_matmul_gpu "MatmulGpu.*" || r=1

@@ -1,0 +1,173 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Where the host time of a kernelforge PyTorch op goes, layer by layer.
+
+bench_python.py measures the whole call; this script takes it apart at n = 2^10
+float32 (the kernel itself is a few microseconds of GPU time, hidden behind the host
+path): the pieces of the op's body (DLPack export, stream lookup, allocation, the
+_C call), then the same body behind each way of registering an op with PyTorch
+(torch.library.custom_op, a bare torch.library.Library kernel, with and without a
+Python autograd kernel, torch.autograd.Function), eager and under torch.compile.
+
+Run on a GPU machine: python benchmarks/python/profile_torch_op.py [--cprofile]
+"""
+
+import argparse
+import cProfile
+import json
+import pstats
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+import torch.utils.dlpack
+
+import kernelforge as kf
+import kernelforge.torch as kft
+from kernelforge import _C
+
+
+def per_call_us(fn, calls=3000, repeats=9):
+    for _ in range(100):
+        fn()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+        samples.append((time.perf_counter() - start) / calls * 1e6)
+    return statistics.median(samples), min(samples)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cprofile", action="store_true", help="also print a cProfile of the custom op call")
+    parser.add_argument("--out", help="JSON output")
+    args = parser.parse_args()
+
+    x = torch.randn(1 << 10, device="cuda")
+    out = torch.empty_like(x)
+    raw_stream = torch._C._cuda_getCurrentRawStream
+    to_dl = torch.utils.dlpack.to_dlpack
+
+    def body(t, threshold=0.5):
+        t = t.contiguous()
+        o = torch.empty(t.shape, dtype=t.dtype, device=t.device)
+        _C.relu_threshold(to_dl(t), to_dl(o), threshold, "best", raw_stream(t.get_device()))
+        return o
+
+    # A bare Library op: one Python kernel on the CUDA key, nothing on Autograd.
+    lib = torch.library.Library("kfprobe", "DEF")
+    lib.define("relu_cuda_only(Tensor x, float threshold=0.0) -> Tensor")
+    lib.impl("relu_cuda_only", body, "CUDA")
+    lib.define("relu_autograd(Tensor x, float threshold=0.0) -> Tensor")
+    lib.impl("relu_autograd", body, "CUDA")
+
+    def setup(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+        ctx.threshold = inputs[1]
+
+    def backward(ctx, grad):
+        (saved,) = ctx.saved_tensors
+        return kft.relu_threshold_backward(grad, saved, ctx.threshold), None
+
+    torch.library.register_autograd("kfprobe::relu_autograd", backward, setup_context=setup, lib=lib)
+    for name in ("relu_cuda_only", "relu_autograd"):
+        torch.library.register_fake(f"kfprobe::{name}", lambda t, threshold=0.0: t.new_empty(t.shape), lib=lib)
+
+    class Fn(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t, threshold):
+            ctx.save_for_backward(t)
+            ctx.threshold = threshold
+            return body(t, threshold)
+
+        @staticmethod
+        def backward(ctx, grad):
+            (saved,) = ctx.saved_tensors
+            return kft.relu_threshold_backward(grad, saved, ctx.threshold), None
+
+    pieces = {
+        "F.threshold": lambda: F.threshold(x, 0.5, 0.0),
+        "x.contiguous()": lambda: x.contiguous(),
+        "torch.empty(shape, dtype, device)": lambda: torch.empty(x.shape, dtype=x.dtype, device=x.device),
+        "torch.empty_like": lambda: torch.empty_like(x),
+        "to_dlpack(x)": lambda: to_dl(x),
+        "x.__dlpack__()": lambda: x.__dlpack__(),
+        "x.data_ptr()": lambda: x.data_ptr(),
+        "raw stream": lambda: raw_stream(0),
+        "_C.relu_threshold(capsules)": lambda: _C.relu_threshold(to_dl(x), to_dl(out), 0.5, "best", raw_stream(0)),
+        "kf.relu_threshold(x, out=)": lambda: kf.relu_threshold(x, 0.5, out),
+        "op body (plain function)": lambda: body(x),
+        "autograd.Function.apply": lambda: Fn.apply(x, 0.5),
+        "custom_op kft.relu_threshold": lambda: kft.relu_threshold(x, 0.5),
+        "custom_op OpOverload torch.ops.kernelforge.relu_threshold.default":
+            lambda: torch.ops.kernelforge.relu_threshold.default(x, 0.5),
+        "Library op, CUDA kernel only": lambda: torch.ops.kfprobe.relu_cuda_only.default(x, 0.5),
+        "Library op + register_autograd": lambda: torch.ops.kfprobe.relu_autograd.default(x, 0.5),
+    }
+    rows = {}
+    for mode, ctx in (("grad", torch.enable_grad), ("no_grad", torch.no_grad), ("inference", torch.inference_mode)):
+        for name, fn in pieces.items():
+            if mode != "grad" and name not in ("F.threshold", "custom_op kft.relu_threshold",
+                                               "Library op + register_autograd", "op body (plain function)"):
+                continue
+            with ctx():
+                rows[f"{name} [{mode}]"] = per_call_us(fn)
+
+    class Model(torch.nn.Module):
+        def __init__(self, act):
+            super().__init__()
+            self.act = act
+
+        def forward(self, t):
+            return self.act(t) + 1.0
+
+    models = {
+        "compiled F.threshold": lambda t: F.threshold(t, 0.5, 0.0),
+        "compiled custom_op": lambda t: kft.relu_threshold(t, 0.5),
+        "compiled Library op + autograd": lambda t: torch.ops.kfprobe.relu_autograd(t, 0.5),
+        "compiled Library op CUDA only": lambda t: torch.ops.kfprobe.relu_cuda_only(t, 0.5),
+    }
+
+    class Act(torch.nn.Module):
+        def __init__(self, f):
+            super().__init__()
+            self.f = f
+
+        def forward(self, t):
+            return self.f(t)
+
+    for name, f in models.items():
+        compiled = torch.compile(Model(Act(f)), fullgraph=True)
+        with torch.no_grad():
+            rows[name + " [no_grad]"] = per_call_us(lambda: compiled(x), calls=1000)
+        rows[name + " [grad, x no grad]"] = per_call_us(lambda: compiled(x), calls=1000)
+
+    print(f"torch {torch.__version__}, kernelforge {kf.__version__}")
+    for name, (median, best) in rows.items():
+        print(f"  {name:<72} median {median:7.2f} us  min {best:7.2f} us")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"torch": torch.__version__, "rows": {k: {"median_us": v[0], "min_us": v[1]}
+                                                            for k, v in rows.items()}}, f, indent=2)
+
+    if args.cprofile:
+        for name in ("custom_op kft.relu_threshold", "Library op + register_autograd"):
+            fn = pieces[name]
+            prof = cProfile.Profile()
+            prof.enable()
+            for _ in range(3000):
+                fn()
+            prof.disable()
+            torch.cuda.synchronize()
+            print(f"\n=== cProfile: {name} (3000 calls)")
+            pstats.Stats(prof).sort_stats("tottime").print_stats(18)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
