@@ -20,7 +20,7 @@ import re
 import sys
 
 # The steps in the order a learner reads them (kernels/matmul/).
-PROGRESSION = ["naive", "coalesced", "smem_tiled", "blocktile_1d", "blocktile_2d", "vectorized", "warp_tiled"]
+PROGRESSION = ["naive", "coalesced", "smem_tiled", "blocktile_1d", "blocktile_2d", "vectorized", "warp_tiled", "large_tile"]
 NAME = re.compile(r"^matmul/(?P<prec>fp32|tf32)/(?P<row>.+)/(?P<shape>\d+x\d+x\d+)(?:/.*)?$")
 
 

@@ -2,7 +2,8 @@
 // bench_matmul: every step of the matrix-product progression against cuBLAS, in
 // one run so that every comparison is a ratio of figures measured together.
 //
-//   matmul/fp32/<variant>/<m>x<n>x<k>        kf::matmul, math_mode::exact
+//   matmul/fp32/<variant>/<m>x<n>x<k>        kf::matmul, math_mode::exact (best: what the
+//                                            library picks, large_tile or warp_tiled: tuning.hpp)
 //   matmul/fp32/cublas/<m>x<n>x<k>           cublasSgemm, default math (no TF32)
 //   matmul/tf32/tensor_core_tf32/<shape>     kf::matmul, math_mode::tf32 (wgmma on sm_90a, else mma.sync)
 //   matmul/tf32/mma_sync/<shape>             the mma.sync kernel alone (launch_tensor_core_tf32)
@@ -350,7 +351,8 @@ void register_all() {
   row mma{"tf32", "mma_sync", impl::mma_sync, v::best, nullptr, 150};
   const std::vector<row> slow = {kf_row(v::naive, 0.5), kf_row(v::coalesced, 2), kf_row(v::smem_tiled, 5),
                                  kf_row(v::blocktile_1d, 12)};
-  const std::vector<row> fast = {kf_row(v::blocktile_2d, 20), kf_row(v::vectorized, 25), kf_row(v::warp_tiled, 45)};
+  const std::vector<row> fast = {kf_row(v::blocktile_2d, 20), kf_row(v::vectorized, 25), kf_row(v::warp_tiled, 45),
+                                 kf_row(v::large_tile, 48), kf_row(v::best, 48)};
   const std::vector<row> tuning = {
       {"fp32", "tuning/128x128x16", impl::tuning, v::best, &launch_tuning<tune_128x128x16>, 45},
       {"fp32", "tuning/128x128x32_4stages", impl::tuning, v::best, &launch_tuning<tune_128x128x32_4stages>, 45},

@@ -30,6 +30,7 @@ enum class matmul_variant {
   blocktile_2d,      ///< each thread computes a 2D tile of outputs in registers
   vectorized,        ///< 16-byte global loads, A's tile stored transposed in shared memory
   warp_tiled,        ///< warp-level tiles, multi-stage cp.async pipeline (sm_80+)
+  large_tile,        ///< 128 x 256 block tiles, 16 x 8 outputs per thread, register double-buffered fragments
   tensor_core_tf32,  ///< TF32 tensor cores (sm_80+); needs math_mode::tf32
 };
 

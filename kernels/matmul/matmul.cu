@@ -16,6 +16,7 @@
 #include "matmul/03_smem_tiled.cuh"
 #include "matmul/06_vectorized.cuh"
 #include "matmul/warp_tiled_launch.cuh"
+#include "matmul/large_tile_launch.cuh"
 
 // The tensor-core kernels live in their own files; the library builds (and
 // reports errc::unsupported for tensor_core_tf32) without them.
@@ -34,6 +35,7 @@ const char* to_string(matmul_variant variant) noexcept {
     case matmul_variant::blocktile_2d: return "blocktile_2d";
     case matmul_variant::vectorized: return "vectorized";
     case matmul_variant::warp_tiled: return "warp_tiled";
+    case matmul_variant::large_tile: return "large_tile";
     case matmul_variant::tensor_core_tf32: return "tensor_core_tf32";
   }
   return "unknown";
@@ -95,7 +97,7 @@ void validate(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t 
   using v = matmul_variant;
   require_one_of(matmul_what, "options.variant", options.variant,
                  {v::best, v::naive, v::coalesced, v::smem_tiled, v::blocktile_1d, v::blocktile_2d, v::vectorized,
-                  v::warp_tiled, v::tensor_core_tf32});
+                  v::warp_tiled, v::large_tile, v::tensor_core_tf32});
   require_one_of(matmul_what, "options.math", options.math, {math_mode::exact, math_mode::tf32});
   // BLAS quick return: when m or n is 0 the product is empty and neither A nor
   // B is read, whatever k is, so they may be null.
@@ -117,7 +119,7 @@ void validate(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t 
     throw error(errc::invalid_argument, std::string(matmul_what) +
                                             ": variant tensor_core_tf32 rounds the inputs to TF32 (10-bit "
                                             "mantissa) and so needs options.math = math_mode::tf32; with "
-                                            "math_mode::exact use variant best or warp_tiled");
+                                            "math_mode::exact use variant best, warp_tiled or large_tile");
   }
   if (!has_variant<T>(options.variant)) {
     throw error(errc::unsupported, std::string(matmul_what) + ": variant " + to_string(options.variant) +
@@ -146,13 +148,15 @@ void launch_tensor_core(const gemm_args<float>& g, cudaStream_t stream, int devi
 
 /// The variant that runs: `best` resolved for this type, math mode and device.
 template <class T>
-matmul_variant resolve(matmul_variant requested, math_mode math, int device) {
+matmul_variant resolve(matmul_variant requested, math_mode math, int device, std::size_t m, std::size_t n) {
   if (requested != matmul_variant::best) return requested;
   if constexpr (std::is_same_v<T, float>) {
     if (math == math_mode::tf32 && compute_capability(device) >= tensor_core_min_cc) {
       return matmul_variant::tensor_core_tf32;
     }
-    return matmul_variant::warp_tiled;  // the fastest exact-fp32 step
+    // The fastest exact-fp32 step for this image and shape (tuning.hpp: best_is_large_tile).
+    return best_is_large_tile(warp_tiled_tuning_of(device), m, n) ? matmul_variant::large_tile
+                                                                  : matmul_variant::warp_tiled;
   } else {
     return matmul_variant::blocktile_2d;  // the register-tiled step compiled for double
   }
@@ -172,6 +176,7 @@ void dispatch(matmul_variant variant, const gemm_args<T>& g, cudaStream_t stream
       case matmul_variant::blocktile_1d: return launch_blocktile_1d(g, stream);
       case matmul_variant::vectorized: return launch_vectorized(g, stream);
       case matmul_variant::warp_tiled: return launch_warp_tiled(g, stream);
+      case matmul_variant::large_tile: return launch_large_tile(g, stream);
       case matmul_variant::tensor_core_tf32: return launch_tensor_core(g, stream, device);
       default: break;
     }
@@ -203,7 +208,7 @@ void matmul_impl(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size
   g.A = A, g.lda = lda;
   g.B = B, g.ldb = ldb;
   g.C = C, g.ldc = ldc;
-  const matmul_variant variant = detail::resolve<T>(options.variant, options.math, device);
+  const matmul_variant variant = detail::resolve<T>(options.variant, options.math, device, m, n);
   detail::dispatch(variant, g, options.stream, device);
 }
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Host side of step 8 (08_tensor_core_tf32.cuh): pipeline depth from the
+// Host side of step 9 (09_tensor_core_tf32.cuh): pipeline depth from the
 // device's shared-memory opt-in, the 16-byte or 4-byte copy path, and one
 // instantiation per transpose combination.
 #pragma once
@@ -12,7 +12,7 @@
 #include "../common/alignment.hpp"
 #include "../common/grid.hpp"
 #include "../runtime/launcher.hpp"
-#include "08_tensor_core_tf32.cuh"
+#include "09_tensor_core_tf32.cuh"
 
 namespace kf::detail {
 

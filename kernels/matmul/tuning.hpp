@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tile sizes of the warp_tiled kernel per GPU architecture, and the split-k
-// rule: the one place to tune them. Host and device code both read this file
+// Tile sizes of the warp_tiled and large_tile kernels per GPU architecture,
+// which of them variant best runs, and the split-k rule: the one place to tune them. Host and device code both read this file
 // (the device code compiles only the configuration its architecture uses; the
 // launcher picks the same one from the architecture of the image that runs).
 #pragma once
@@ -77,6 +77,63 @@ inline int choose_split_k(std::size_t tiles, std::size_t m, std::size_t n, std::
     split = split_k_max_workspace_bytes / bytes_per_slice;
   }
   return split < 2 ? 1 : static_cast<int>(split);
+}
+
+// ---- large_tile (08_large_tile.cuh) ------------------------------------------
+/// Common shape: 8 warps of 64 x 64 warp tiles, 16 (m) x 8 (n) outputs per
+/// thread (128 accumulators; 128 FMAs per 6 LDS.128 per k-step), one block of
+/// 256 threads per SM (~230 registers). The architecture classes are those of
+/// warp_tiled (warp_tiled_tuning_for): the same shared-memory budgets.
+struct large_tile_base {
+  static constexpr int warp_m = 64, warp_n = 64;  ///< the warp tile (4 x 8 lanes of 16 x 8)
+  static constexpr int threads = 256;
+  static constexpr int group_m = 8;  ///< tile-row groups for L2 reuse (rasterization)
+};
+
+/// 128 x 256 block tiles (warps 2 x 4): the tile for most shapes. For the
+/// untransposed A it copies half as many 4-byte elements per thread as 256 x 128.
+template <warp_tiled_tuning_id Id>
+struct large_tile_128x256 : large_tile_base {
+  static constexpr warp_tiled_tuning_id id = Id;
+  static constexpr int block_m = 128, block_n = 256;
+  /// sm_80/90/100: k-slices of 16, 3 stages (75 KB); elsewhere 8 and 3 (38 KB).
+  static constexpr int block_k = Id == warp_tiled_tuning_id::large_smem ? 16 : 8;
+  static constexpr int stages = 3;
+};
+
+/// 256 x 128 block tiles (warps 4 x 2): for shapes whose 128 x 256 tiles leave
+/// the last wave much emptier (4095 x 4097: 544 tiles of 128 x 256 are 4.12
+/// waves of 132; 528 tiles of 256 x 128 are 4.00).
+template <warp_tiled_tuning_id Id>
+struct large_tile_256x128 : large_tile_base {
+  static constexpr warp_tiled_tuning_id id = Id;
+  static constexpr int block_m = 256, block_n = 128;
+  static constexpr int block_k = Id == warp_tiled_tuning_id::large_smem ? 16 : 8;
+  static constexpr int stages = 3;
+};
+
+/// Which large_tile orientation runs a product: the one whose tiles fill the
+/// GPU in fewer waves of `resident_blocks` (ties: 128 x 256). Products that
+/// split k fill their waves by splitting, so they keep 128 x 256.
+inline bool large_tile_prefers_256x128(std::size_t m, std::size_t n, int resident_blocks) {
+  if (resident_blocks <= 0) return false;
+  const auto waves = [&](std::size_t bm, std::size_t bn) {
+    const std::size_t tiles = ((m + bm - 1) / bm) * ((n + bn - 1) / bn);
+    return (tiles + std::size_t(resident_blocks) - 1) / std::size_t(resident_blocks);
+  };
+  const std::size_t wide = waves(128, 256), tall = waves(256, 128);
+  return tall < wide && ((m + 127) / 128) * ((n + 255) / 256) * split_k_wave_fraction_den > std::size_t(resident_blocks);
+}
+
+/// Whether variant best runs large_tile (else warp_tiled) for an exact fp32
+/// product, by the architecture class of the code that runs and the shape.
+/// large_tile where it was tuned (the large_smem class: sm_80, sm_90, sm_100)
+/// and a 128 x 256 tile is at least a quarter used; warp_tiled elsewhere.
+/// Set to false to make best run warp_tiled everywhere (the comparison switch;
+/// variant warp_tiled and large_tile select either directly).
+constexpr bool best_uses_large_tile = true;
+KF_TUNING_FN bool best_is_large_tile(warp_tiled_tuning_id arch, std::size_t m, std::size_t n) {
+  return best_uses_large_tile && arch == warp_tiled_tuning_id::large_smem && m >= 64 && n >= 64;
 }
 
 }  // namespace kf::detail

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// Step 9, host side -- launches the wgmma TF32 kernel (09_wgmma_tf32.cuh):
+// Step 10, host side -- launches the wgmma TF32 kernel (10_wgmma_tf32.cuh):
 // TMA descriptors, the repack of operands TF32 wgmma cannot read in place (into
 // the runtime's pooled workspace), the cluster launch. Host interface and the
 // conditions it checks: wgmma_tf32_launch.cuh.
 
 // This translation unit must never instantiate the mma.sync kernel of
-// 08_tensor_core_tf32.cuh: built for sm_90a only, its copy of that (weak, shared)
+// 09_tensor_core_tf32.cuh: built for sm_90a only, its copy of that (weak, shared)
 // kernel could be the one the program registers, and other GPUs would then find
 // no image for it. So it takes the declarations only; the fallback to mma.sync
 // lives in the inline launch_wgmma_tf32, compiled in the launcher's translation unit.
@@ -22,7 +22,7 @@
 
 #include "common/alignment.hpp"
 #include "common/grid.hpp"
-#include "matmul/09_wgmma_tf32.cuh"
+#include "matmul/10_wgmma_tf32.cuh"
 #include "runtime/launcher.hpp"
 
 namespace kf::detail {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Step 9 -- wgmma_tf32: the Hopper (sm_90a) tensor-core path. Host interface;
-// the kernel (09_wgmma_tf32.cuh) and its launch (wgmma_tf32.cu) are compiled for sm_90a only (see
+// Step 10 -- wgmma_tf32: the Hopper (sm_90a) tensor-core path. Host interface;
+// the kernel (10_wgmma_tf32.cuh) and its launch (wgmma_tf32.cu) are compiled for sm_90a only (see
 // tensor_core_sources.cmake), and the launcher reaches it through these calls.
 //
 // What changes from tensor_core_tf32 (mma.sync), and why it is faster on Hopper:

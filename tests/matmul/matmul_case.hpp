@@ -24,7 +24,7 @@
 //                        product up to 2^-9; 4 * 2^-10 = 2^-8 leaves a factor 2.
 //  * Huge shapes (`sampled`): the reference is computed only on a sample of
 //    rows and columns (the first and last two of each, every block-tile
-//    boundary 63/64/127/128 that exists, and random ones: 32 x 32 entries), to
+//    boundary 63/64/127/128/255/256 that exists, and random ones: 32 x 32 entries), to
 //    keep CPU time to milliseconds; every element of C is still checked for
 //    NaN, which catches unwritten elements when C was poisoned.
 #pragma once
@@ -101,7 +101,7 @@ constexpr double c_sentinel = 12345.0;
 inline std::vector<std::size_t> sample_indices(std::size_t extent, std::uint64_t seed, std::size_t count = 32) {
   std::set<std::size_t> s;
   for (std::size_t i : {std::size_t{0}, std::size_t{1}, extent - 2, extent - 1, std::size_t{63}, std::size_t{64},
-                        std::size_t{127}, std::size_t{128}}) {
+                        std::size_t{127}, std::size_t{128}, std::size_t{255}, std::size_t{256}}) {
     if (i < extent) s.insert(i);
   }
   for (std::uint64_t r = 0; s.size() < std::min(count, extent); ++r) s.insert(mix64(seed * 977 + r) % extent);

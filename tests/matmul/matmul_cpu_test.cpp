@@ -108,7 +108,7 @@ TEST(MatmulValidation, DoubleHasNaiveSmemTiledAndBlocktile2dOnly) {
   static double storage[64];
   double* p = storage;
   for (matmul_variant v : {matmul_variant::coalesced, matmul_variant::blocktile_1d, matmul_variant::vectorized,
-                           matmul_variant::warp_tiled, matmul_variant::tensor_core_tf32}) {
+                           matmul_variant::warp_tiled, matmul_variant::large_tile, matmul_variant::tensor_core_tf32}) {
     kf::matmul_options o;
     o.variant = v;
     o.math = kf::math_mode::tf32;  // so that tensor_core_tf32 fails for the type, not the math mode
@@ -134,6 +134,7 @@ TEST(MatmulValidation, VariantNames) {
   EXPECT_STREQ(kf::to_string(matmul_variant::blocktile_2d), "blocktile_2d");
   EXPECT_STREQ(kf::to_string(matmul_variant::vectorized), "vectorized");
   EXPECT_STREQ(kf::to_string(matmul_variant::warp_tiled), "warp_tiled");
+  EXPECT_STREQ(kf::to_string(matmul_variant::large_tile), "large_tile");
   EXPECT_STREQ(kf::to_string(matmul_variant::tensor_core_tf32), "tensor_core_tf32");
 }
 
@@ -198,6 +199,31 @@ TEST(MatmulTuning, ArchitecturesMapToTheirConfiguration) {
   for (int cc : {80, 87, 90, 100, 103, 110})
     EXPECT_EQ(warp_tiled_tuning_for(cc), warp_tiled_tuning_id::large_smem) << cc;
   for (int cc : {75, 86, 89, 120, 121}) EXPECT_EQ(warp_tiled_tuning_for(cc), warp_tiled_tuning_id::small_smem) << cc;
+}
+
+/// large_tile's orientation: 256 x 128 only where it needs fewer waves and k is not split.
+TEST(MatmulTuning, LargeTileOrientationByWaves) {
+  using kf::detail::large_tile_prefers_256x128;
+  const int resident = 132;                                      // H200: 132 SMs x 1 block
+  EXPECT_TRUE(large_tile_prefers_256x128(4095, 4097, resident));  // 544 tiles (5 waves) vs 528 (4)
+  EXPECT_FALSE(large_tile_prefers_256x128(4096, 4096, resident));  // 512 either way: 128 x 256
+  EXPECT_FALSE(large_tile_prefers_256x128(8192, 8192, resident));
+  EXPECT_FALSE(large_tile_prefers_256x128(128, 8192, resident));   // split-k fills the waves
+  EXPECT_FALSE(large_tile_prefers_256x128(1024, 1024, resident));
+  EXPECT_TRUE(large_tile_prefers_256x128(3329, 1025, resident));   // MatmulGpu.LargeTileTallOrientation
+  EXPECT_FALSE(large_tile_prefers_256x128(4095, 4097, 0));
+}
+
+/// best runs large_tile for exact fp32 on the large_smem class (sm_80/90/100), warp_tiled elsewhere.
+TEST(MatmulTuning, BestPicksLargeTileWhereTuned) {
+  using kf::detail::best_is_large_tile;
+  using kf::detail::warp_tiled_tuning_id;
+  if (!kf::detail::best_uses_large_tile) GTEST_SKIP() << "best_uses_large_tile is off in tuning.hpp";
+  EXPECT_TRUE(best_is_large_tile(warp_tiled_tuning_id::large_smem, 4096, 4096));
+  EXPECT_TRUE(best_is_large_tile(warp_tiled_tuning_id::large_smem, 128, 8192));
+  EXPECT_FALSE(best_is_large_tile(warp_tiled_tuning_id::large_smem, 1, 4096));
+  EXPECT_FALSE(best_is_large_tile(warp_tiled_tuning_id::large_smem, 4096, 33));
+  EXPECT_FALSE(best_is_large_tile(warp_tiled_tuning_id::small_smem, 4096, 4096));
 }
 
 TEST(MatmulTuning, SplitKOnlyWhenTilesCannotFillTheGpu) {

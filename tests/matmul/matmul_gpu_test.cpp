@@ -9,7 +9,7 @@
 // paddings and pointer offset drawn from a seeded generator (reproducible:
 // the seed is the variant, shape and transposes). Two of the four cases use an
 // "aligned" layout (offset 0, leading dimensions multiples of 4: the 16-byte
-// paths of vectorized and warp_tiled), two a random one (paddings 0, 1 or 37
+// paths of vectorized, warp_tiled and large_tile), two a random one (paddings 0, 1 or 37
 // elements, offset 0 or 1 element: the scalar fallbacks); which two alternates
 // with the shape, so every transpose meets both. The Scalars tests then run
 // every alpha x beta x padding value of the issue for every variant.
@@ -50,7 +50,8 @@ const std::vector<matmul_variant>& float_variants() {
   static const std::vector<matmul_variant> v = {
       matmul_variant::naive,        matmul_variant::coalesced,        matmul_variant::smem_tiled,
       matmul_variant::blocktile_1d, matmul_variant::blocktile_2d,     matmul_variant::vectorized,
-      matmul_variant::warp_tiled,   matmul_variant::tensor_core_tf32, matmul_variant::best};
+      matmul_variant::warp_tiled,   matmul_variant::large_tile,       matmul_variant::tensor_core_tf32,
+      matmul_variant::best};
   return v;
 }
 
@@ -289,7 +290,8 @@ TEST(MatmulGpu, OperandsMayAlias) {
   std::vector<double> scale;
   kf::reference::matmul<float>(kf::op::none, kf::op::transpose, m, m, k, 1.f, a.data(), k, a.data(), k, 0.f,
                                expected.data(), m, &scale);
-  for (matmul_variant v : {matmul_variant::naive, matmul_variant::warp_tiled, matmul_variant::best}) {
+  for (matmul_variant v :
+       {matmul_variant::naive, matmul_variant::warp_tiled, matmul_variant::large_tile, matmul_variant::best}) {
     kf::test::poison(dc.data(), dc.size_bytes());
     kf::matmul_options o;
     o.variant = v;
@@ -300,14 +302,32 @@ TEST(MatmulGpu, OperandsMayAlias) {
   }
 }
 
+/// large_tile's 256 x 128 orientation on a fully checked product: on a 132-SM
+/// H200, 3329 x 1025 is 126 tiles of 256 x 128 (one wave) against 135 of
+/// 128 x 256 (tuning.hpp: large_tile_prefers_256x128); k = 37 leaves a partial
+/// k-slice. All four transposes, aligned and misaligned layouts.
+TEST(MatmulGpu, LargeTileTallOrientation) {
+  KF_SKIP_WITHOUT_GPU();
+  const matmul_shape s{3329, 1025, 37};
+  kf::matmul_options o;
+  o.variant = matmul_variant::large_tile;
+  for (int t = 0; t < 4; ++t) {
+    for (bool aligned : {true, false}) {
+      const std::uint64_t seed = seed_of(matmul_variant::large_tile, 200, t, aligned ? 1 : 2);
+      const matmul_case<float> c = random_case<float>(s, t, aligned, seed);
+      EXPECT_TRUE(kf::test::check_matmul(c, o, precision::exact, seed)) << c.describe();
+    }
+  }
+}
+
 /// Work is enqueued on options.stream (and nothing waits for the legacy stream).
 TEST(MatmulGpu, RunsOnTheGivenStream) {
   KF_SKIP_WITHOUT_GPU();
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-  for (matmul_variant v : {matmul_variant::smem_tiled, matmul_variant::warp_tiled}) {
+  for (matmul_variant v : {matmul_variant::smem_tiled, matmul_variant::warp_tiled, matmul_variant::large_tile}) {
     matmul_case<float> c;
-    c.shape = {1, 4096, 4096};  // split-k on warp_tiled: workspace, product and reduction on `stream`
+    c.shape = {1, 4096, 4096};  // split-k on warp_tiled / large_tile: workspace, product and reduction on `stream`
     c.beta = 0.25f;
     kf::matmul_options o;
     o.stream = stream;

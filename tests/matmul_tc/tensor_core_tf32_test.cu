@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The tensor-core matmul kernels, called through their launch functions
-// (kernels/matmul/08_tensor_core_tf32.cuh: mma.sync; 09_wgmma_tf32.cuh: wgmma + TMA in
+// (kernels/matmul/09_tensor_core_tf32.cuh: mma.sync; 10_wgmma_tf32.cuh: wgmma + TMA in
 // clusters of 1 and 2 CTAs), against a CPU reference accumulated in double.
 //
 // Every shape runs all four transpose combinations and several storage layouts:
@@ -43,7 +43,7 @@ namespace {
 using kf::detail::gemm_args;
 
 /// mma_sync: launch_tensor_core_tf32 (8 warps a block); mma_sync_4warps: its
-/// 64x64-warp-tile layout (08_tensor_core_tf32.cuh: four_warps). wgmma_*: wgmma_tf32_try_launch, which must
+/// 64x64-warp-tile layout (09_tensor_core_tf32.cuh: four_warps). wgmma_*: wgmma_tf32_try_launch, which must
 /// accept the call. dispatch: launch_wgmma_tf32, wgmma where it runs and the
 /// mma.sync fallback elsewhere (any sm_80+ GPU).
 enum class path { mma_sync, mma_sync_4warps, wgmma_single, wgmma_cluster, dispatch };

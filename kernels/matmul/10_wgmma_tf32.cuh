@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Step 9 -- wgmma_tf32, device code: the Hopper wgmma TF32 kernel and the repacking pass
+// Step 10 -- wgmma_tf32, device code: the Hopper wgmma TF32 kernel and the repacking pass
 // that feeds it. Compiled for sm_90a only (tensor_core_sources.cmake); the host
 // side is wgmma_tf32.cu, the host interface wgmma_tf32_launch.cuh.
 //

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Step 8 -- tensor_core_tf32: the tile product runs on the tensor cores
+// Step 9 -- tensor_core_tf32: the tile product runs on the tensor cores
 // (mma.sync.m16n8k8 TF32, fp32 accumulation) instead of the FP32 lanes.
 //
 // What changes from warp_tiled, and why it is faster:
@@ -31,7 +31,7 @@
 //    before moving right, so the A and B tiles they share are still in L2.
 // Device code for sm_80 and newer; for older architectures the kernel body is a
 // trap (the launcher never selects it there).
-// mma.sync on Hopper runs well below wgmma (the Hopper path is 09_wgmma_tf32.cuh).
+// mma.sync on Hopper runs well below wgmma (the Hopper path is 10_wgmma_tf32.cuh).
 // Its measured speed: the README's generated tables and benchmarks/TUNING.md (bench_matmul).
 #pragma once
 

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: Apache-2.0
+// Host side of step 8 (08_large_tile.cuh): picks the architecture class of the
+// image that runs and the tile orientation for the shape (tuning.hpp), splits
+// k where the tiles cannot fill the GPU (split_k.cuh, workspace from the
+// runtime's pool), and launches one instantiation per transpose combination
+// and alignment.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <type_traits>
+
+#include <cuda_runtime_api.h>
+
+#include "../runtime/launcher.hpp"
+#include "08_large_tile.cuh"
+#include "kernelforge/epilogue.cuh"
+#include "split_k.cuh"
+#include "warp_tiled_launch.cuh"  // warp_tiled_tuning_of: the same architecture classes
+
+namespace kf::detail {
+
+constexpr const char* large_tile_what = "kf::matmul (large_tile)";
+
+/// The kernel's resident blocks per SM for one instantiation (also performs the
+/// shared-memory opt-in once per device and kernel).
+template <class Config, bool TA, bool TB, bool V, class Epilogue>
+int large_tile_blocks_per_sm(int device) {
+  constexpr auto kernel = &matmul_large_tile<Config, TA, TB, V, Epilogue>;
+  return resident_blocks_per_sm<kernel>(device, Config::threads, large_tile_layout<Config>::smem_bytes,
+                                        large_tile_what);
+}
+
+/// Launches configuration Config. split_allowed: whether k may be split (the
+/// split-k reduction applies only the BLAS epilogue, so a custom Epilogue runs unsplit).
+template <class Config, class Epilogue>
+void launch_large_tile_with(const gemm_args<float>& g, cudaStream_t stream, int device, const Epilogue& ep,
+                            bool split_allowed) {
+  large_tile_params x;
+  x.tiles_m = ceil_div(g.m, Config::block_m);
+  x.tiles_n = ceil_div(g.n, Config::block_n);
+  const std::size_t tiles = x.tiles_m * x.tiles_n;
+  if (tiles > 0x7FFFFFFFu) {
+    throw error(errc::unsupported, std::string(large_tile_what) + ": " + std::to_string(tiles) +
+                                       " block tiles exceed the grid limit of 2^31-1 blocks");
+  }
+  x.c_aligned = rows_16b_aligned(g.C, g.ldc);
+  // 16-byte copies concern only the operands stored k-outer (A transposed, B
+  // untransposed); the k-inner ones are always copied 4 bytes at a time.
+  const bool vec = (!g.trans_a || rows_16b_aligned(g.A, g.lda)) && (g.trans_b || rows_16b_aligned(g.B, g.ldb));
+  dispatch_transposes(g.trans_a, g.trans_b, [&](auto ta, auto tb) {
+    constexpr bool TA = decltype(ta)::value, TB = decltype(tb)::value;
+    auto run = [&](auto vec_constant) {
+      constexpr bool V = decltype(vec_constant)::value;
+      constexpr std::size_t smem = large_tile_layout<Config>::smem_bytes;
+      constexpr auto kernel = &matmul_large_tile<Config, TA, TB, V, Epilogue>;
+      const int blocks_per_sm = large_tile_blocks_per_sm<Config, TA, TB, V, Epilogue>(device);
+      int split = split_allowed ? choose_split_k(tiles, g.m, g.n, g.k, blocks_per_sm * limits_for(device).sm_count) : 1;
+      x.k_slice = g.k;
+      if (split > 1) {
+        x.k_slice = ceil_div(ceil_div(g.k, split), Config::block_k) * Config::block_k;
+        split = static_cast<int>(ceil_div(g.k, x.k_slice));
+      }
+      // Freed on `stream` when this scope ends, after the launches are enqueued (or one throws).
+      const pooled_workspace workspace(device, split > 1 ? std::size_t(split) * g.m * g.n * sizeof(float) : 0, stream);
+      x.workspace = workspace.data<float>();
+      if (x.workspace == nullptr) split = 1, x.k_slice = g.k;
+      const dim3 grid(static_cast<unsigned>(tiles), 1, static_cast<unsigned>(split));
+      kernel<<<grid, Config::threads, smem, stream>>>(g, x, ep);
+      check_launch(large_tile_what);
+      if (x.workspace != nullptr) launch_split_k_reduce(g, x.workspace, split, stream);
+    };
+    // Without a k-outer operand both instantiations are the same code: build one.
+    constexpr bool has_k_outer = TA || !TB;
+    if constexpr (has_k_outer) {
+      if (!vec) return run(bool_constant<false>{});
+    }
+    run(bool_constant<true>{});
+  });
+}
+
+/// Picks the orientation (tuning.hpp: large_tile_prefers_256x128) and launches.
+template <warp_tiled_tuning_id Id, class Epilogue>
+void launch_large_tile_for(const gemm_args<float>& g, cudaStream_t stream, int device, const Epilogue& ep) {
+  using wide = large_tile_128x256<Id>;
+  using tall = large_tile_256x128<Id>;
+  constexpr bool split_allowed = std::is_same_v<Epilogue, kf::epilogue::identity>;
+  // Both orientations run one block per SM (registers), so one occupancy query serves the choice.
+  const int resident = large_tile_blocks_per_sm<wide, false, false, true, Epilogue>(device) * limits_for(device).sm_count;
+  if (large_tile_prefers_256x128(g.m, g.n, resident)) {
+    launch_large_tile_with<tall>(g, stream, device, ep, split_allowed);
+  } else {
+    launch_large_tile_with<wide>(g, stream, device, ep, split_allowed);
+  }
+}
+
+/// C = ep(alpha * op(A) op(B) + beta * C) with the large_tile kernel.
+template <class Epilogue = kf::epilogue::identity>
+void launch_large_tile(const gemm_args<float>& g, cudaStream_t stream, const Epilogue& ep = {}) {
+  const int device = current_device(large_tile_what);
+  if (warp_tiled_tuning_of(device) == warp_tiled_tuning_id::large_smem) {
+    launch_large_tile_for<warp_tiled_tuning_id::large_smem>(g, stream, device, ep);
+  } else {
+    launch_large_tile_for<warp_tiled_tuning_id::small_smem>(g, stream, device, ep);
+  }
+}
+
+}  // namespace kf::detail
