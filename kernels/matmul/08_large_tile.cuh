@@ -100,7 +100,7 @@ struct large_tile_layout {
 /// Interface as tile_copier (copy_full / copy_partial).
 template <int MR, int BK, int S, int THREADS>
 struct k_inner_copier {
-  static constexpr int block_k = 8;                      ///< k values per lane group of 8
+  static constexpr int block_k = 8;                        ///< k values per lane group of 8
   static constexpr int rows_per_pass = THREADS / block_k;  ///< 4 rows per warp
   static constexpr int passes = MR / rows_per_pass;
   static constexpr int k_groups = BK / block_k;
@@ -113,8 +113,8 @@ struct k_inner_copier {
   int dst;                   ///< shared offset (floats) of this thread's first element
   int lead;                  ///< k offset of this thread's first element inside a slice
 
-  __device__ __forceinline__ k_inner_copier(const float* P, std::size_t ld, std::size_t fixed0,
-                                            std::size_t fixed_limit, std::size_t k0, int /*block_k*/, int tid) {
+  __device__ __forceinline__ k_inner_copier(const float* P, std::size_t ld, std::size_t fixed0, std::size_t fixed_limit,
+                                            std::size_t k0, int /*block_k*/, int tid) {
     const int r = tid / block_k;
     lead = tid % block_k;
     base = P;

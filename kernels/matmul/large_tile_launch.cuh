@@ -86,7 +86,8 @@ void launch_large_tile_for(const gemm_args<float>& g, cudaStream_t stream, int d
   using tall = large_tile_256x128<Id>;
   constexpr bool split_allowed = std::is_same_v<Epilogue, kf::epilogue::identity>;
   // Both orientations run one block per SM (registers), so one occupancy query serves the choice.
-  const int resident = large_tile_blocks_per_sm<wide, false, false, true, Epilogue>(device) * limits_for(device).sm_count;
+  const int resident =
+      large_tile_blocks_per_sm<wide, false, false, true, Epilogue>(device) * limits_for(device).sm_count;
   if (large_tile_prefers_256x128(g.m, g.n, resident)) {
     launch_large_tile_with<tall>(g, stream, device, ep, split_allowed);
   } else {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tile sizes of the warp_tiled and large_tile kernels per GPU architecture,
-// which of them variant best runs, and the split-k rule: the one place to tune them. Host and device code both read this file
-// (the device code compiles only the configuration its architecture uses; the
-// launcher picks the same one from the architecture of the image that runs).
+// which of them variant best runs, and the split-k rule: the one place to tune them. Host and device code both read
+// this file (the device code compiles only the configuration its architecture uses; the launcher picks the same one
+// from the architecture of the image that runs).
 #pragma once
 
 #include <cstddef>
@@ -122,7 +122,8 @@ inline bool large_tile_prefers_256x128(std::size_t m, std::size_t n, int residen
     return (tiles + std::size_t(resident_blocks) - 1) / std::size_t(resident_blocks);
   };
   const std::size_t wide = waves(128, 256), tall = waves(256, 128);
-  return tall < wide && ((m + 127) / 128) * ((n + 255) / 256) * split_k_wave_fraction_den > std::size_t(resident_blocks);
+  return tall < wide &&
+         ((m + 127) / 128) * ((n + 255) / 256) * split_k_wave_fraction_den > std::size_t(resident_blocks);
 }
 
 /// Whether variant best runs large_tile (else warp_tiled) for an exact fp32

@@ -60,11 +60,12 @@ void matmul(const in_array& a, const in_array& b, const out_array& out, double a
   kf::matmul_options o;
   o.stream = to_stream(stream);
   o.math = tf32 ? kf::math_mode::tf32 : kf::math_mode::exact;
-  o.variant = enum_by_name(
-      what, "variant", variant,
-      {kf::matmul_variant::best, kf::matmul_variant::naive, kf::matmul_variant::coalesced,
-       kf::matmul_variant::smem_tiled, kf::matmul_variant::blocktile_1d, kf::matmul_variant::blocktile_2d,
-       kf::matmul_variant::vectorized, kf::matmul_variant::warp_tiled, kf::matmul_variant::large_tile, kf::matmul_variant::tensor_core_tf32});
+  o.variant =
+      enum_by_name(what, "variant", variant,
+                   {kf::matmul_variant::best, kf::matmul_variant::naive, kf::matmul_variant::coalesced,
+                    kf::matmul_variant::smem_tiled, kf::matmul_variant::blocktile_1d, kf::matmul_variant::blocktile_2d,
+                    kf::matmul_variant::vectorized, kf::matmul_variant::warp_tiled, kf::matmul_variant::large_tile,
+                    kf::matmul_variant::tensor_core_tf32});
   const int device = require_one_cuda_device(what, {ref("a", a), ref("b", b), ref("out", out)});
   nb::gil_scoped_release nogil;
   device_guard guard(device);

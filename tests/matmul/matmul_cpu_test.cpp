@@ -204,13 +204,13 @@ TEST(MatmulTuning, ArchitecturesMapToTheirConfiguration) {
 /// large_tile's orientation: 256 x 128 only where it needs fewer waves and k is not split.
 TEST(MatmulTuning, LargeTileOrientationByWaves) {
   using kf::detail::large_tile_prefers_256x128;
-  const int resident = 132;                                      // H200: 132 SMs x 1 block
-  EXPECT_TRUE(large_tile_prefers_256x128(4095, 4097, resident));  // 544 tiles (5 waves) vs 528 (4)
+  const int resident = 132;                                        // H200: 132 SMs x 1 block
+  EXPECT_TRUE(large_tile_prefers_256x128(4095, 4097, resident));   // 544 tiles (5 waves) vs 528 (4)
   EXPECT_FALSE(large_tile_prefers_256x128(4096, 4096, resident));  // 512 either way: 128 x 256
   EXPECT_FALSE(large_tile_prefers_256x128(8192, 8192, resident));
-  EXPECT_FALSE(large_tile_prefers_256x128(128, 8192, resident));   // split-k fills the waves
+  EXPECT_FALSE(large_tile_prefers_256x128(128, 8192, resident));  // split-k fills the waves
   EXPECT_FALSE(large_tile_prefers_256x128(1024, 1024, resident));
-  EXPECT_TRUE(large_tile_prefers_256x128(3329, 1025, resident));   // MatmulGpu.LargeTileTallOrientation
+  EXPECT_TRUE(large_tile_prefers_256x128(3329, 1025, resident));  // MatmulGpu.LargeTileTallOrientation
   EXPECT_FALSE(large_tile_prefers_256x128(4095, 4097, 0));
 }
 

@@ -48,9 +48,9 @@ int device_cc() {
 
 const std::vector<matmul_variant>& float_variants() {
   static const std::vector<matmul_variant> v = {
-      matmul_variant::naive,        matmul_variant::coalesced,        matmul_variant::smem_tiled,
-      matmul_variant::blocktile_1d, matmul_variant::blocktile_2d,     matmul_variant::vectorized,
-      matmul_variant::warp_tiled,   matmul_variant::large_tile,       matmul_variant::tensor_core_tf32,
+      matmul_variant::naive,        matmul_variant::coalesced,    matmul_variant::smem_tiled,
+      matmul_variant::blocktile_1d, matmul_variant::blocktile_2d, matmul_variant::vectorized,
+      matmul_variant::warp_tiled,   matmul_variant::large_tile,   matmul_variant::tensor_core_tf32,
       matmul_variant::best};
   return v;
 }

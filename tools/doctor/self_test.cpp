@@ -131,8 +131,8 @@ void matmul_cases(check& c, json& cases, outcome& o) {
   kf::reference::matmul(kf::op::none, kf::op::none, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.5f, ref.data(), n);
   const auto da = kf::to_device(a), db = kf::to_device(b);
   using V = kf::matmul_variant;
-  for (V v : {V::naive, V::coalesced, V::smem_tiled, V::blocktile_1d, V::blocktile_2d, V::vectorized, V::warp_tiled, V::large_tile,
-              V::tensor_core_tf32, V::best}) {
+  for (V v : {V::naive, V::coalesced, V::smem_tiled, V::blocktile_1d, V::blocktile_2d, V::vectorized, V::warp_tiled,
+              V::large_tile, V::tensor_core_tf32, V::best}) {
     for (kf::math_mode math : {kf::math_mode::exact, kf::math_mode::tf32}) {
       if (v == V::tensor_core_tf32 && math == kf::math_mode::exact) continue;  // needs tf32 by contract
       if (math == kf::math_mode::tf32 && v != V::tensor_core_tf32 && v != V::best) continue;
