@@ -19,17 +19,17 @@ constexpr int scale_block = 256;
 constexpr std::size_t scale_max_grid_rows = 4096;
 
 template <class T>
-KF_KERNEL void matmul_scale_c(T* C, std::size_t m, std::size_t n, std::size_t ldc, T beta) {
+KF_KERNEL void matmul_scale_c(T* C, std::size_t m, std::size_t n, std::size_t ldc, compute_t<T> beta) {
   const std::size_t j = blockIdx.x * std::size_t(scale_block) + threadIdx.x;
   if (j >= n) return;
   for (std::size_t i = blockIdx.y; i < m; i += gridDim.y) {
     T* c = C + i * ldc + j;
-    *c = beta == T(0) ? T(0) : beta * *c;
+    *c = from_compute<T>(beta == compute_t<T>(0) ? compute_t<T>(0) : beta * to_compute(*c));
   }
 }
 
 template <class T>
-void launch_scale_c(T* C, std::size_t m, std::size_t n, std::size_t ldc, T beta, cudaStream_t stream) {
+void launch_scale_c(T* C, std::size_t m, std::size_t n, std::size_t ldc, compute_t<T> beta, cudaStream_t stream) {
   const std::size_t rows = m < scale_max_grid_rows ? m : scale_max_grid_rows;
   const dim3 grid = grid_2d(ceil_div(n, scale_block), rows, "k == 0 scaling");
   matmul_scale_c<T><<<grid, scale_block, 0, stream>>>(C, m, n, ldc, beta);
