@@ -201,7 +201,7 @@ void launch_tuning(operands& p, cudaStream_t stream) {
   constexpr std::size_t smem = d::warp_tiled_layout<Config, false, false>::smem_bytes;
   const auto run = [&](auto kernel) {
     d::resident_blocks_per_sm<decltype(kernel)::value>(device, threads, smem, "bench tuning");  // smem opt-in
-    decltype(kernel)::value<<<grid, threads, smem, stream>>>(g, x);
+    decltype(kernel)::value<<<grid, threads, smem, stream>>>(g, x, kf::epilogue::identity{});
   };
   if (d::rows_16b_aligned(g.A, g.lda) && d::rows_16b_aligned(g.B, g.ldb)) {
     run(std::integral_constant<decltype(&d::matmul_warp_tiled<Config, false, false, true>),
