@@ -104,8 +104,7 @@ void matmul_with_epilogue(op trans_a, op trans_b, std::size_t m, std::size_t n, 
 /// with your epilogue functor `ep` (see the top of this file and
 /// kernelforge/epilogue.cuh). float only (the tile kernels are written for float
 /// and TF32); T comes from A, B and C, alpha and beta are compute_t<T>.
-template <class T, class Epilogue,
-          class = std::enable_if_t<!std::is_same_v<std::decay_t<Epilogue>, matmul_options>>>
+template <class T, class Epilogue, class = std::enable_if_t<!std::is_same_v<std::decay_t<Epilogue>, matmul_options>>>
 void matmul(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k, compute_t<T> alpha, const T* A,
             std::size_t lda, const T* B, std::size_t ldb, compute_t<T> beta, T* C, std::size_t ldc, Epilogue ep,
             const matmul_options& options = {}) {

@@ -169,9 +169,9 @@ bool try_launch(const gemm_args<float>& args, cudaStream_t stream, int cluster_s
   cluster_dims[0].val.clusterDim.z = 1;
   config.attrs = cluster_dims;
   config.numAttrs = cluster > 1 ? 1 : 0;  // single CTAs: an ordinary launch
-  cudaError_t status = cluster == 1
-                           ? cudaLaunchKernelEx(&config, wgmma_tf32_kernel<1, Epilogue>, map_a, map_b, ep, fn)
-                           : cudaLaunchKernelEx(&config, wgmma_tf32_kernel<max_cluster, Epilogue>, map_a, map_b, ep, fn);
+  cudaError_t status =
+      cluster == 1 ? cudaLaunchKernelEx(&config, wgmma_tf32_kernel<1, Epilogue>, map_a, map_b, ep, fn)
+                   : cudaLaunchKernelEx(&config, wgmma_tf32_kernel<max_cluster, Epilogue>, map_a, map_b, ep, fn);
   cuda_check(status, what);
   check_launch(what);
   return true;

@@ -35,7 +35,8 @@ TEST(MatmulEpilogueCpu, VariantsWithoutEpilogueAreUnsupportedAndNameTheOnesWithI
   for (matmul_variant v : {matmul_variant::naive, matmul_variant::coalesced, matmul_variant::smem_tiled,
                            matmul_variant::blocktile_1d, matmul_variant::blocktile_2d, matmul_variant::vectorized}) {
     SCOPED_TRACE(kf::to_string(v));
-    expect_error(kf::errc::unsupported, "warp_tiled, tensor_core_tf32", [&] { call(5, 7, 3, 7, fake(c_addr), fused(v)); });
+    expect_error(kf::errc::unsupported, "warp_tiled, tensor_core_tf32",
+                 [&] { call(5, 7, 3, 7, fake(c_addr), fused(v)); });
     // The ReLU alone and the bias alone are fused epilogues too.
     kf::matmul_options relu_only;
     relu_only.variant = v;
@@ -62,11 +63,12 @@ TEST(MatmulEpilogueCpu, BiasOverlappingCIsAnError) {
   const std::size_t m = 9, n = 7, ldc = 11;
   float* C = fake(c_addr);
   kf::matmul_options o = fused();
-  for (std::ptrdiff_t at : {std::ptrdiff_t(0), std::ptrdiff_t(3), std::ptrdiff_t((m - 1) * ldc + n - 1),
-                            -std::ptrdiff_t(n) + 1}) {
+  for (std::ptrdiff_t at :
+       {std::ptrdiff_t(0), std::ptrdiff_t(3), std::ptrdiff_t((m - 1) * ldc + n - 1), -std::ptrdiff_t(n) + 1}) {
     SCOPED_TRACE(at);
     o.bias = C + at;
-    expect_error(kf::errc::invalid_argument, "options.bias (n = 7 elements) overlaps C", [&] { call(m, n, 3, ldc, C, o); });
+    expect_error(kf::errc::invalid_argument, "options.bias (n = 7 elements) overlaps C",
+                 [&] { call(m, n, 3, ldc, C, o); });
   }
   // Touching C's span at either end is fine (validation passes; m == 0 then makes it a no-op).
   o.bias = C - n;

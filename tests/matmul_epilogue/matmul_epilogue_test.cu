@@ -76,15 +76,12 @@ struct shape {
   std::size_t m, n, k;
 };
 
-std::string str(const shape& s) {
-  return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
-}
+std::string str(const shape& s) { return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k); }
 
 /// Awkward shapes, and split-k ones (few tiles, long k) for warp_tiled.
 const std::vector<shape>& shapes() {
-  static const std::vector<shape> s = {{1, 1, 1},      {7, 13, 5},     {33, 65, 17},   {131, 257, 139},
-                                       {127, 129, 255}, {1, 1, 4096},  {64, 96, 8191}, {33, 200, 4099},
-                                       {257, 129, 1031}};
+  static const std::vector<shape> s = {{1, 1, 1},    {7, 13, 5},     {33, 65, 17},    {131, 257, 139}, {127, 129, 255},
+                                       {1, 1, 4096}, {64, 96, 8191}, {33, 200, 4099}, {257, 129, 1031}};
   return s;
 }
 
@@ -160,17 +157,18 @@ constexpr float c_sentinel = 12345.0f;
   for (std::size_t r = 0; r < m; ++r)
     for (std::size_t j = n; j < ldc; ++j)
       if (got[c.offset + r * ldc + j] != c_sentinel)
-        return ::testing::AssertionFailure() << "wrote into C's padding at (" << r << ", " << j << "); "
-                                             << c.describe();
+        return ::testing::AssertionFailure()
+               << "wrote into C's padding at (" << r << ", " << j << "); " << c.describe();
 
   std::vector<float> expected(c0.begin() + c.offset, c0.end());
   std::vector<double> scale;
-  kf::reference::matmul<float>(c.ta, c.tb, m, n, k, c.alpha, a.data() + c.offset, lda, b.data() + c.offset, ldb,
-                               c.beta, expected.data(), ldc, &scale);
+  kf::reference::matmul<float>(c.ta, c.tb, m, n, k, c.alpha, a.data() + c.offset, lda, b.data() + c.offset, ldb, c.beta,
+                               expected.data(), ldc, &scale);
   // The reference rounds its result to float; recompute the pre-epilogue value in
   // double from the entry function where that matters (it does not: the float
   // rounding, 2^-24 |v|, is far inside the tolerance).
-  const double rel = c.tf32 ? 4.0 / 1024.0 : 4.0 * std::sqrt(static_cast<double>(std::max<std::size_t>(k, 1))) * 0x1p-24;
+  const double rel =
+      c.tf32 ? 4.0 / 1024.0 : 4.0 * std::sqrt(static_cast<double>(std::max<std::size_t>(k, 1))) * 0x1p-24;
   std::size_t bad = 0;
   std::ostringstream report;
   for (std::size_t i = 0; i < m; ++i) {
@@ -324,7 +322,8 @@ class MatmulEpilogueFunctor : public ::testing::TestWithParam<fused_param> {
     return o;
   }
   /// Runs `launch` over every shape and layout (k == 0 included) against `mdl`.
-  void run_all(const std::function<launch_fn(const shape&)>& launch_for, const std::function<model(const shape&)>& mdl) {
+  void run_all(const std::function<launch_fn(const shape&)>& launch_for,
+               const std::function<model(const shape&)>& mdl) {
     std::uint64_t seed = 100 + static_cast<std::uint64_t>(GetParam().variant) * 1000 + GetParam().tf32;
     std::vector<shape> all = shapes();
     all.push_back({29, 31, 0});
@@ -412,7 +411,9 @@ TEST_P(MatmulEpilogueFunctor, ComposedBiasReluThenClamp) {
       [&](const shape&) {
         model mdl = bias_relu_model(&bias_host, true, -0.25f);
         const auto inner = mdl.f;
-        mdl.f = [inner](double v, std::size_t i, std::size_t j) { return std::min(std::max(inner(v, i, j), -1.0), 2.0); };
+        mdl.f = [inner](double v, std::size_t i, std::size_t j) {
+          return std::min(std::max(inner(v, i, j), -1.0), 2.0);
+        };
         return mdl;
       });
 }
@@ -439,40 +440,36 @@ TEST(MatmulEpilogueValidation, VariantsWithoutEpilogueAreUnsupported) {
                            matmul_variant::blocktile_1d, matmul_variant::blocktile_2d, matmul_variant::vectorized}) {
     kf::matmul_options o;
     o.variant = v;
-    expect_error(kf::errc::unsupported, "has no epilogue support", [&] {
-      call_clamp(4, 4, 4, fake(0x1000), 4, fake(0x2000), 4, fake(0x3000), 4, o);
-    });
-    expect_error(kf::errc::unsupported, "warp_tiled, tensor_core_tf32", [&] {
-      call_clamp(4, 4, 4, fake(0x1000), 4, fake(0x2000), 4, fake(0x3000), 4, o);
-    });
+    expect_error(kf::errc::unsupported, "has no epilogue support",
+                 [&] { call_clamp(4, 4, 4, fake(0x1000), 4, fake(0x2000), 4, fake(0x3000), 4, o); });
+    expect_error(kf::errc::unsupported, "warp_tiled, tensor_core_tf32",
+                 [&] { call_clamp(4, 4, 4, fake(0x1000), 4, fake(0x2000), 4, fake(0x3000), 4, o); });
   }
 }
 
 TEST(MatmulEpilogueValidation, FusedOptionsWithAFunctorAreAnError) {
   kf::matmul_options o;
   o.relu = true;
-  expect_error(kf::errc::invalid_argument, "cannot be combined with an epilogue functor", [&] {
-    call_clamp(4, 4, 4, fake(0x1000), 4, fake(0x2000), 4, fake(0x3000), 4, o);
-  });
+  expect_error(kf::errc::invalid_argument, "cannot be combined with an epilogue functor",
+               [&] { call_clamp(4, 4, 4, fake(0x1000), 4, fake(0x2000), 4, fake(0x3000), 4, o); });
   o.relu = false;
   o.bias = fake(0x4000);
-  expect_error(kf::errc::invalid_argument, "options.bias", [&] {
-    call_clamp(4, 4, 4, fake(0x1000), 4, fake(0x2000), 4, fake(0x3000), 4, o);
-  });
+  expect_error(kf::errc::invalid_argument, "options.bias",
+               [&] { call_clamp(4, 4, 4, fake(0x1000), 4, fake(0x2000), 4, fake(0x3000), 4, o); });
 }
 
 TEST(MatmulEpilogueValidation, SameArgumentChecksAsMatmul) {
   const kf::matmul_options o;
-  expect_error(kf::errc::invalid_argument, "'A'", [&] { call_clamp(4, 4, 4, nullptr, 4, fake(0x2000), 4, fake(0x3000), 4, o); });
-  expect_error(kf::errc::invalid_argument, "'C'", [&] { call_clamp(4, 4, 4, fake(0x1000), 4, fake(0x2000), 4, nullptr, 4, o); });
-  expect_error(kf::errc::invalid_argument, "lda = 3", [&] {
-    call_clamp(4, 4, 4, fake(0x1000), 3, fake(0x2000), 4, fake(0x3000), 4, o);
-  });
+  expect_error(kf::errc::invalid_argument, "'A'",
+               [&] { call_clamp(4, 4, 4, nullptr, 4, fake(0x2000), 4, fake(0x3000), 4, o); });
+  expect_error(kf::errc::invalid_argument, "'C'",
+               [&] { call_clamp(4, 4, 4, fake(0x1000), 4, fake(0x2000), 4, nullptr, 4, o); });
+  expect_error(kf::errc::invalid_argument, "lda = 3",
+               [&] { call_clamp(4, 4, 4, fake(0x1000), 3, fake(0x2000), 4, fake(0x3000), 4, o); });
   kf::matmul_options tc;
   tc.variant = matmul_variant::tensor_core_tf32;  // needs math_mode::tf32
-  expect_error(kf::errc::invalid_argument, "math_mode::tf32", [&] {
-    call_clamp(4, 4, 4, fake(0x1000), 4, fake(0x2000), 4, fake(0x3000), 4, tc);
-  });
+  expect_error(kf::errc::invalid_argument, "math_mode::tf32",
+               [&] { call_clamp(4, 4, 4, fake(0x1000), 4, fake(0x2000), 4, fake(0x3000), 4, tc); });
   // Empty products are no-ops: nothing is touched, no device needed.
   EXPECT_NO_THROW(call_clamp(0, 4, 4, nullptr, 4, nullptr, 4, nullptr, 4, o));
   EXPECT_NO_THROW(call_clamp(4, 0, 4, nullptr, 4, nullptr, 4, nullptr, 1, o));
