@@ -38,11 +38,15 @@
 //    the same time share their A and B panels in L2.
 //  * Split-k (split_k.cuh): products with too few tiles to fill the GPU split
 //    k over extra blocks and reduce the partial tiles deterministically.
+//  * Epilogue functor (kernelforge/epilogue.cuh): applied in registers to each
+//    finished alpha * acc + beta * C, once, just before the store; with split-k,
+//    by the reduction, never to a partial tile. identity (the default) costs nothing.
 // Limit: ~91% FFMA issue in the inner loop at one 128x128 block per SM (168 registers).
 // Its measured speed: the README's generated tables and benchmarks/TUNING.md (bench_matmul).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 
 #include <cuda_runtime_api.h>
@@ -51,6 +55,7 @@
 #include "../common/vector_access.cuh"
 #include "../arch/cp_async.cuh"
 #include "../common/raster.hpp"
+#include "kernelforge/epilogue.cuh"
 #include "gemm_args.cuh"
 #include "operand.cuh"
 #include "split_k.cuh"
@@ -180,8 +185,9 @@ struct tile_copier {
   }
 };
 
-template <class Config, bool TransA, bool TransB, bool Vec>
-__device__ __forceinline__ void warp_tiled_body(const gemm_args<float>& g, const warp_tiled_params& x) {
+template <class Config, bool TransA, bool TransB, bool Vec, class Epilogue>
+__device__ __forceinline__ void warp_tiled_body(const gemm_args<float>& g, const warp_tiled_params& x,
+                                                const Epilogue& ep) {
   using L = warp_tiled_layout<Config, TransA, TransB>;
   constexpr int BM = Config::block_m, BN = Config::block_n, BK = Config::block_k, STAGES = Config::stages;
   constexpr int TM = Config::thread_m, TN = Config::thread_n;
@@ -308,31 +314,7 @@ __device__ __forceinline__ void warp_tiled_body(const gemm_args<float>& g, const
     if constexpr (!TransB) {  // 4 consecutive columns per group h: one 16-byte access where aligned
 #pragma unroll
       for (int h = 0; h < TN / 4; ++h) {
-        const std::size_t c = j0 + warp_n0 + 16 * h + 4 * tn;
-        const float* v = &acc[i][4 * h];
-        if (split) {
-          float* dst = partial + r * g.n + c;
-          if (g.n % 4 == 0 && c + 4 <= g.n) {
-            *reinterpret_cast<float4*>(dst) = make_float4(v[0], v[1], v[2], v[3]);
-          } else {
-#pragma unroll
-            for (int q = 0; q < 4; ++q)
-              if (c + q < g.n) dst[q] = v[q];
-          }
-        } else if (x.c_aligned && c + 4 <= g.n) {
-          float4* dst = reinterpret_cast<float4*>(g.C + r * g.ldc + c);
-          float4 out = make_float4(g.alpha * v[0], g.alpha * v[1], g.alpha * v[2], g.alpha * v[3]);
-          if (g.beta != 0.f) {
-            const float4 old = *dst;
-            out.x = fmaf(g.beta, old.x, out.x), out.y = fmaf(g.beta, old.y, out.y);
-            out.z = fmaf(g.beta, old.z, out.z), out.w = fmaf(g.beta, old.w, out.w);
-          }
-          *dst = out;
-        } else {
-#pragma unroll
-          for (int q = 0; q < 4; ++q)
-            if (c + q < g.n) store_c(g, r, c + q, v[q]);
-        }
+        store_c_quad(g, partial, x.c_aligned, r, j0 + warp_n0 + 16 * h + 4 * tn, &acc[i][4 * h], ep);
       }
     } else {
 #pragma unroll
@@ -342,7 +324,7 @@ __device__ __forceinline__ void warp_tiled_body(const gemm_args<float>& g, const
         if (split)
           partial[r * g.n + c] = acc[i][j];
         else
-          store_c(g, r, c, acc[i][j]);
+          store_c(g, r, c, acc[i][j], ep);
       }
     }
   }
@@ -351,12 +333,12 @@ __device__ __forceinline__ void warp_tiled_body(const gemm_args<float>& g, const
 /// The kernel. Only the configuration this architecture uses (tuning.hpp) is
 /// compiled; the others are empty and never launched (the launcher asks the
 /// image that runs which architecture it was compiled for).
-template <class Config, bool TransA, bool TransB, bool Vec>
+template <class Config, bool TransA, bool TransB, bool Vec, class Epilogue = epilogue::identity>
 KF_KERNEL void __launch_bounds__(Config::warps_m* Config::warps_n * 32, Config::min_blocks_per_sm)
-    matmul_warp_tiled(gemm_args<float> g, warp_tiled_params x) {
+    matmul_warp_tiled(gemm_args<float> g, warp_tiled_params x, Epilogue ep) {
 #if defined(__CUDA_ARCH__)
   if constexpr (warp_tiled_tuning_for(__CUDA_ARCH__ / 10) == Config::id) {
-    warp_tiled_body<Config, TransA, TransB, Vec>(g, x);
+    warp_tiled_body<Config, TransA, TransB, Vec>(g, x, ep);
   }
 #endif
 }

@@ -59,6 +59,7 @@
 #include "kernelforge/epilogue.cuh"
 #include "07_warp_tiled.cuh"  // tile_copier
 #include "gemm_args.cuh"
+#include "operand.cuh"
 #include "tuning.hpp"
 
 namespace kf::detail {
@@ -254,48 +255,16 @@ __device__ __forceinline__ void large_tile_body(const gemm_args<float>& g, const
     }
   }
 
-  // Epilogue: acc[4h + q][4h' + q'] is C(i0 + a_off + 16h + q, j0 + b_off + 32h' + q').
-  const bool split = x.workspace != nullptr;
-  float* const partial = split ? x.workspace + blockIdx.z * (g.m * g.n) : nullptr;
+  // Epilogue: acc[4h + q][4h' + q'] is C(i0 + a_off + 16h + q, j0 + b_off + 32h' + q');
+  // with split-k, raw sums into this slice's partial tile (the reduction applies
+  // alpha, beta and the epilogue functor, once per element of C).
+  float* const partial = x.workspace != nullptr ? x.workspace + blockIdx.z * (g.m * g.n) : nullptr;
 #pragma unroll
   for (int i = 0; i < TM; ++i) {
     const std::size_t r = i0 + a_off + 16 * (i / 4) + i % 4;
     if (r >= g.m) continue;
 #pragma unroll
-    for (int h = 0; h < TN / 4; ++h) {
-      const std::size_t c = j0 + b_off + 32 * h;
-      const float* v = &acc[i][4 * h];
-      if (split) {  // raw partial sums; the reduction applies alpha, beta and the epilogue
-        float* dst = partial + r * g.n + c;
-        if (g.n % 4 == 0 && c + 4 <= g.n) {
-          *reinterpret_cast<float4*>(dst) = make_float4(v[0], v[1], v[2], v[3]);
-        } else {
-#pragma unroll
-          for (int q = 0; q < 4; ++q)
-            if (c + q < g.n) dst[q] = v[q];
-        }
-      } else if (x.c_aligned && c + 4 <= g.n) {
-        float4* dst = reinterpret_cast<float4*>(g.C + r * g.ldc + c);
-        float out[4] = {g.alpha * v[0], g.alpha * v[1], g.alpha * v[2], g.alpha * v[3]};
-        if (g.beta != 0.f) {
-          const float4 old = *dst;
-          out[0] = fmaf(g.beta, old.x, out[0]), out[1] = fmaf(g.beta, old.y, out[1]);
-          out[2] = fmaf(g.beta, old.z, out[2]), out[3] = fmaf(g.beta, old.w, out[3]);
-        }
-        const auto row = static_cast<std::int64_t>(r), col = static_cast<std::int64_t>(c);
-        *dst = make_float4(ep(out[0], row, col), ep(out[1], row, col + 1), ep(out[2], row, col + 2),
-                           ep(out[3], row, col + 3));
-      } else {
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          if (c + q >= g.n) continue;
-          float* dst = g.C + r * g.ldc + c + q;
-          float out = g.alpha * v[q];
-          if (g.beta != 0.f) out = fmaf(g.beta, *dst, out);
-          *dst = ep(out, static_cast<std::int64_t>(r), static_cast<std::int64_t>(c + q));
-        }
-      }
-    }
+    for (int h = 0; h < TN / 4; ++h) store_c_quad(g, partial, x.c_aligned, r, j0 + b_off + 32 * h, &acc[i][4 * h], ep);
   }
 }
 

@@ -25,6 +25,10 @@
 //    once: each CTA fetches half and TMA multicasts it to both, cutting B's L2
 //    traffic in half (cluster_size 2, the default; 1 keeps single CTAs).
 //  * Grouped rasterization of the clusters for L2 reuse.
+//  * Epilogue functor (kernelforge/epilogue.cuh) applied in registers to each
+//    finished value before its store; instantiated for identity and for the
+//    library's fused bias / threshold ReLU (bias_relu_threshold<float>) only,
+//    since this kernel lives in the library's sm_90a-only object.
 // Operands that wgmma cannot read as they are (TF32 wgmma needs both k-contiguous;
 // TMA needs 16-byte aligned rows) are repacked first by pack_k_major_kernel into a
 // stream-ordered workspace from a per-device memory pool.
@@ -44,6 +48,7 @@
 #include "../arch/wgmma_sm90.cuh"
 #include "../common/kernel.cuh"
 #include "../common/raster.hpp"
+#include "kernelforge/epilogue.cuh"
 
 namespace kf::detail {
 namespace wgmma_tf32 {
@@ -104,8 +109,11 @@ struct epilogue_params {
 /// One consumer warpgroup's 64 x 256 accumulator tile -> C. Accumulator r of a
 /// thread: row 16 * warp + lane / 4 + 8 * ((r % 4) / 2), column 8 * (r / 4) +
 /// 2 * (lane % 4) + r % 2 -- so accumulators 2h, 2h+1 are adjacent columns.
+/// The epilogue functor `fn` (kernelforge/epilogue.cuh) runs once per stored
+/// value, on alpha * acc + beta * C, in registers.
+template <class Epilogue>
 __device__ __forceinline__ void store_tile(const float (&d)[accumulators], const epilogue_params& ep, long long row0,
-                                           long long col0) {
+                                           long long col0, const Epilogue& fn) {
   const bool read_c = ep.beta != 0.0f;  // beta == 0: C is not read (NaN in C must not leak)
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -124,10 +132,10 @@ __device__ __forceinline__ void store_tile(const float (&d)[accumulators], const
           v0 = fmaf(ep.beta, old.x, v0);
           v1 = fmaf(ep.beta, old.y, v1);
         }
-        *p = make_float2(v0, v1);
+        *p = make_float2(fn(v0, row, col), fn(v1, row, col + 1));
       } else {
-        if (col < ep.n) c_row[col] = read_c ? fmaf(ep.beta, c_row[col], v0) : v0;
-        if (col + 1 < ep.n) c_row[col + 1] = read_c ? fmaf(ep.beta, c_row[col + 1], v1) : v1;
+        if (col < ep.n) c_row[col] = fn(read_c ? fmaf(ep.beta, c_row[col], v0) : v0, row, col);
+        if (col + 1 < ep.n) c_row[col + 1] = fn(read_c ? fmaf(ep.beta, c_row[col + 1], v1) : v1, row, col + 1);
       }
     }
   }
@@ -138,10 +146,11 @@ __device__ __forceinline__ void store_tile(const float (&d)[accumulators], const
 
 /// One CTA: a 128 x 256 tile of C (see the file comment). map_a: A as m x k,
 /// map_b: op(B)^T as n x k, both k-contiguous, boxes of 128 rows x 32 floats.
-template <int Cluster>
+/// fn: the epilogue functor applied to each stored value (identity by default).
+template <int Cluster, class Epilogue = epilogue::identity>
 KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
     wgmma_tf32_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                      const wgmma_tf32::epilogue_params ep) {
+                      const wgmma_tf32::epilogue_params ep, const Epilogue fn) {
 #if defined(__CUDA_ARCH__) && !KF_ARCH_SM90A
   __trap();  // wgmma needs sm_90a; this file is compiled for nothing else
 #elif KF_ARCH_SM90A
@@ -260,7 +269,7 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
     const long long row0 =
         static_cast<long long>(tile_m) * block_m + consumer * wgmma_m + warp_in_warpgroup * 16 + lane / 4;
     const long long col0 = static_cast<long long>(tile_n) * block_n + 2 * (lane % 4);
-    store_tile(d, ep, row0, col0);
+    store_tile(d, ep, row0, col0, fn);
   }
 
   // No CTA may exit while its peer can still arrive on its barriers.
@@ -271,16 +280,17 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
 /// dst (rows x k, k-contiguous, row stride ld_dst) = the operand whose element
 /// (x, p) lies at src[x * ld_src + p] (SourceKContiguous) or src[p * ld_src + x].
 /// 32 x 32 tiles; the transposing case goes through shared memory so that both
-/// the reads and the writes are coalesced.
-template <bool SourceKContiguous>
+/// the reads and the writes are coalesced. T: float (TF32 step) or the 16-bit
+/// types (wgmma_f16 step, 12_wgmma_f16.cuh).
+template <bool SourceKContiguous, class T = float>
 KF_KERNEL void __launch_bounds__(wgmma_tf32::pack_tile* wgmma_tf32::pack_rows_per_pass)
-    pack_k_major_kernel(const float* __restrict__ src, long long ld_src, float* __restrict__ dst, long long ld_dst,
+    pack_k_major_kernel(const T* __restrict__ src, long long ld_src, T* __restrict__ dst, long long ld_dst,
                         long long rows, long long k) {
 #if defined(__CUDA_ARCH__) && !KF_ARCH_SM90A
   __trap();
 #elif KF_ARCH_SM90A
   using namespace wgmma_tf32;
-  __shared__ float tile[pack_tile][pack_tile + 1];  // +1: the transposed read is conflict-free
+  __shared__ T tile[pack_tile][pack_tile + 1];  // +1: the transposed read is conflict-free
   const long long x0 = static_cast<long long>(blockIdx.x) * pack_tile;
   const long long k_tiles = (k + pack_tile - 1) / pack_tile;
   const int tx = threadIdx.x, ty = threadIdx.y;
@@ -296,7 +306,7 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::pack_tile* wgmma_tf32::pack_rows_pe
 #pragma unroll
       for (int r = 0; r < pack_tile; r += pack_rows_per_pass) {
         const long long p = p0 + ty + r, x = x0 + tx;
-        tile[ty + r][tx] = (x < rows && p < k) ? src[p * ld_src + x] : 0.0f;
+        tile[ty + r][tx] = (x < rows && p < k) ? src[p * ld_src + x] : T(0.0f);
       }
       __syncthreads();
 #pragma unroll

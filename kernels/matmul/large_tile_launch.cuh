@@ -31,11 +31,9 @@ int large_tile_blocks_per_sm(int device) {
                                         large_tile_what);
 }
 
-/// Launches configuration Config. split_allowed: whether k may be split (the
-/// split-k reduction applies only the BLAS epilogue, so a custom Epilogue runs unsplit).
+/// Launches configuration Config (split-k: the reduction applies alpha, beta and `ep`).
 template <class Config, class Epilogue>
-void launch_large_tile_with(const gemm_args<float>& g, cudaStream_t stream, int device, const Epilogue& ep,
-                            bool split_allowed) {
+void launch_large_tile_with(const gemm_args<float>& g, cudaStream_t stream, int device, const Epilogue& ep) {
   large_tile_params x;
   x.tiles_m = ceil_div(g.m, Config::block_m);
   x.tiles_n = ceil_div(g.n, Config::block_n);
@@ -55,7 +53,7 @@ void launch_large_tile_with(const gemm_args<float>& g, cudaStream_t stream, int 
       constexpr std::size_t smem = large_tile_layout<Config>::smem_bytes;
       constexpr auto kernel = &matmul_large_tile<Config, TA, TB, V, Epilogue>;
       const int blocks_per_sm = large_tile_blocks_per_sm<Config, TA, TB, V, Epilogue>(device);
-      int split = split_allowed ? choose_split_k(tiles, g.m, g.n, g.k, blocks_per_sm * limits_for(device).sm_count) : 1;
+      int split = choose_split_k(tiles, g.m, g.n, g.k, blocks_per_sm * limits_for(device).sm_count);
       x.k_slice = g.k;
       if (split > 1) {
         x.k_slice = ceil_div(ceil_div(g.k, split), Config::block_k) * Config::block_k;
@@ -68,7 +66,7 @@ void launch_large_tile_with(const gemm_args<float>& g, cudaStream_t stream, int 
       const dim3 grid(static_cast<unsigned>(tiles), 1, static_cast<unsigned>(split));
       kernel<<<grid, Config::threads, smem, stream>>>(g, x, ep);
       check_launch(large_tile_what);
-      if (x.workspace != nullptr) launch_split_k_reduce(g, x.workspace, split, stream);
+      if (x.workspace != nullptr) launch_split_k_reduce(g, x.workspace, split, ep, stream);
     };
     // Without a k-outer operand both instantiations are the same code: build one.
     constexpr bool has_k_outer = TA || !TB;
@@ -84,14 +82,13 @@ template <warp_tiled_tuning_id Id, class Epilogue>
 void launch_large_tile_for(const gemm_args<float>& g, cudaStream_t stream, int device, const Epilogue& ep) {
   using wide = large_tile_128x256<Id>;
   using tall = large_tile_256x128<Id>;
-  constexpr bool split_allowed = std::is_same_v<Epilogue, kf::epilogue::identity>;
   // Both orientations run one block per SM (registers), so one occupancy query serves the choice.
   const int resident =
       large_tile_blocks_per_sm<wide, false, false, true, Epilogue>(device) * limits_for(device).sm_count;
   if (large_tile_prefers_256x128(g.m, g.n, resident)) {
-    launch_large_tile_with<tall>(g, stream, device, ep, split_allowed);
+    launch_large_tile_with<tall>(g, stream, device, ep);
   } else {
-    launch_large_tile_with<wide>(g, stream, device, ep, split_allowed);
+    launch_large_tile_with<wide>(g, stream, device, ep);
   }
 }
 

@@ -2,11 +2,12 @@
 // The large_tile kernel's Epilogue parameter (kernels/matmul/08_large_tile.cuh),
 // called through its launch function: C = ep(alpha * op(A) op(B) + beta * C, i, j)
 // with a per-column bias and a threshold ReLU, against a double-precision CPU
-// reference. The public API passes the identity (tested in matmul_gpu_test.cpp).
+// reference. The public API passes the identity (matmul_gpu_test.cpp) or the fused
+// options (tests/matmul_epilogue).
 //
 // Shapes: 127 x 300 x 45 (edges in m, n and k; several tiles) and 64 x 256 x 4096
-// (one tile, which the identity epilogue would split along k: a custom epilogue
-// runs unsplit, since the split-k reduction applies only the BLAS epilogue).
+// (one tile: split along k, so the split-k reduction applies alpha, beta and the
+// functor, once per element).
 // All four transposes; aligned and misaligned (one element off) operands; C
 // NaN-poisoned with beta = 0, random with beta = 0.5.
 // Tolerance: |got - ref| <= 4 sqrt(k) 2^-24 (|alpha| sum |a||b| + |beta c|) + 1e-30,
