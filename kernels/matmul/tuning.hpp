@@ -82,7 +82,7 @@ inline int choose_split_k(std::size_t tiles, std::size_t m, std::size_t n, std::
 // ---- large_tile (08_large_tile.cuh) ------------------------------------------
 /// Common shape: 8 warps of 64 x 64 warp tiles, 16 (m) x 8 (n) outputs per
 /// thread (128 accumulators; 128 FMAs per 6 LDS.128 per k-step), one block of
-/// 256 threads per SM (~230 registers). The architecture classes are those of
+/// 256 threads per SM (226-255 registers, no spills). The architecture classes are those of
 /// warp_tiled (warp_tiled_tuning_for): the same shared-memory budgets.
 struct large_tile_base {
   static constexpr int warp_m = 64, warp_n = 64;  ///< the warp tile (4 x 8 lanes of 16 x 8)
