@@ -48,8 +48,8 @@ namespace kf {
 namespace detail {
 
 template <class T, class Epilogue>
-void conv2d_forward_epilogue(const conv2d_params& params, const T* x, const T* weight, const T* bias, T* y,
-                             Epilogue ep, const conv2d_options& options) {
+void conv2d_forward_epilogue(const conv2d_params& params, const T* x, const T* weight, const T* bias, T* y, Epilogue ep,
+                             const conv2d_options& options) {
   static_assert(std::is_trivially_copyable_v<Epilogue>,
                 "kf::conv2d_forward: the epilogue functor is copied to the device by value; make it trivially "
                 "copyable (hold device pointers, not containers)");
@@ -72,16 +72,14 @@ void conv2d_forward_epilogue(const conv2d_params& params, const T* x, const T* w
   }
   if (geometry.y_elements == 0) return;  // N = 0 or K = 0
   const int device = current_device(what);
-  dispatch_conv2d_gemm(what, device, make_conv2d_args(params, geometry.p, geometry.q, x, weight, bias, y), options,
-                       ep);
+  dispatch_conv2d_gemm(what, device, make_conv2d_args(params, geometry.p, geometry.q, x, weight, bias, y), options, ep);
 }
 
 }  // namespace detail
 
 /// y = ep(conv(x, weight) + bias, row, k) for every output (see the top of this
 /// header); bias may be nullptr. T comes from x, weight and y.
-template <class T, class Epilogue,
-          class = std::enable_if_t<!std::is_same_v<std::decay_t<Epilogue>, conv2d_options>>>
+template <class T, class Epilogue, class = std::enable_if_t<!std::is_same_v<std::decay_t<Epilogue>, conv2d_options>>>
 void conv2d_forward(const conv2d_params& params, const T* x, const T* weight, const nondeduced_t<T>* bias, T* y,
                     Epilogue ep, const conv2d_options& options = {}) {
   static_assert(is_conv2d_type_v<T>, "kf::conv2d_forward: unsupported element type; conv2d ships float");

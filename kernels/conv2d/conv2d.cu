@@ -79,8 +79,7 @@ void launch_smem_tiled(const char* what, const conv2d_args<float>& a, Epilogue e
 
 /// Every variant with epilogue `ep` (identity, or the options' bias_relu_threshold).
 template <class Epilogue>
-void dispatch(const char* what, int device, const conv2d_args<float>& a, const conv2d_options& options,
-              Epilogue ep) {
+void dispatch(const char* what, int device, const conv2d_args<float>& a, const conv2d_options& options, Epilogue ep) {
   switch (options.variant) {
     case conv2d_variant::naive: return launch_naive(what, a, ep, options.stream);
     case conv2d_variant::smem_tiled: return launch_smem_tiled(what, a, ep, options.stream);

@@ -132,15 +132,15 @@ void run_conv2d_gemm_plan(const char* what, int device, const conv2d_args<float>
 template <int BM, int BN, int MIN_BLOCKS, class Epilogue>
 void launch_conv2d_gemm(const char* what, int device, const conv2d_args<float>& a, const conv2d_gemm_plan& plan,
                         Epilogue ep, cudaStream_t stream) {
-  run_conv2d_gemm_plan(what, device, a, plan, ep, stream,
-                       [&](const conv2d_args<float>& args, auto e, bool vector_store, int slices_per_split,
-                           std::size_t split) {
-                         constexpr auto kernel = &conv2d_implicit_gemm<BM, BN, MIN_BLOCKS, decltype(e)>;
-                         (void)profile_of<kernel>(device, what);  // no_kernel_image before the launch (cached)
-                         kernel<<<conv2d_gemm_grid(what, args, BM, BN, split), conv2d_gemm_threads<BM, BN>, 0,
-                                  stream>>>(args, vector_store, slices_per_split, e);
-                         check_launch(what);
-                       });
+  run_conv2d_gemm_plan(
+      what, device, a, plan, ep, stream,
+      [&](const conv2d_args<float>& args, auto e, bool vector_store, int slices_per_split, std::size_t split) {
+        constexpr auto kernel = &conv2d_implicit_gemm<BM, BN, MIN_BLOCKS, decltype(e)>;
+        (void)profile_of<kernel>(device, what);  // no_kernel_image before the launch (cached)
+        kernel<<<conv2d_gemm_grid(what, args, BM, BN, split), conv2d_gemm_threads<BM, BN>, 0, stream>>>(
+            args, vector_store, slices_per_split, e);
+        check_launch(what);
+      });
 }
 
 /// conv2d_variant::implicit_gemm with epilogue `ep`.
@@ -209,9 +209,9 @@ void dispatch_conv2d_gemm(const char* what, int device, const conv2d_args<float>
                             std::to_string(cc) + ". Use implicit_gemm (exact fp32)");
     }
     if (!launch_conv2d_implicit_gemm_tf32(what, device, a, ep, options.stream)) {
-      throw_unsupported(what, "this build of kernelforge holds no sm_80+ code for this device (sm_" + std::to_string(cc) +
-                                  "), so implicit_gemm_tf32 is unavailable; add " + std::to_string(cc) +
-                                  " to CMAKE_CUDA_ARCHITECTURES");
+      throw_unsupported(what, "this build of kernelforge holds no sm_80+ code for this device (sm_" +
+                                  std::to_string(cc) + "), so implicit_gemm_tf32 is unavailable; add " +
+                                  std::to_string(cc) + " to CMAKE_CUDA_ARCHITECTURES");
     }
     return;
   }
