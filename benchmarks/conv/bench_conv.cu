@@ -13,7 +13,8 @@
 //                                  CUDNN_ACTIVATION_RELU, the algorithm of the cudnn row above),
 //                                  unfused (kf::conv2d_forward with bias, then
 //                                  kf::relu_threshold_forward in place), fused (conv2d_options.relu);
-//                                  speedup_vs_unfused on the fused row (goal: >= 1.2)
+//                                  speedup_vs_unfused on the fused row (goal: >= 1.2);
+//                                  layers: those below plus n32_c64_56x56_k64_1x1
 // Layers: the ResNet-50 layers of shared/perf/ANCHORS.md.
 //
 // cuDNN runs first in each group; its algorithm comes from
@@ -93,6 +94,17 @@ const std::vector<layer>& layers() {
       {"n32_c256_14x14_k256_3x3_p1", params(32, 256, 14, 256, 3, 1, 1)},
       {"n16_c3_224x224_k64_7x7_s2_p3", params(16, 3, 224, 64, 7, 2, 3)},
   };
+  return list;
+}
+
+/// The conv2d_bias_relu rows' layers: the ones above, plus ResNet-50's first 1x1
+/// bottleneck convolution, where y's extra pass is a large share of the time.
+const std::vector<layer>& bias_relu_layers() {
+  static const std::vector<layer> list = [] {
+    std::vector<layer> l = layers();
+    l.push_back({"n32_c64_56x56_k64_1x1", params(32, 64, 56, 64, 1, 1, 0)});
+    return l;
+  }();
   return list;
 }
 
@@ -500,7 +512,7 @@ struct registrar {
     }
     for (bool tf32 : {false, true}) {
       const std::string type = tf32 ? "tf32/" : "fp32/";
-      for (const layer& L : layers()) {
+      for (const layer& L : bias_relu_layers()) {
         configure(benchmark::RegisterBenchmark(("conv2d_bias_relu/" + type + "cudnn_fused/" + L.name).c_str(),
                                                [&L, tf32](benchmark::State& s) { bm_bias_relu_cudnn(s, L, tf32); }));
         configure(

@@ -37,7 +37,23 @@
 #include "kernelforge/reference/conv.hpp"
 #include "test_support.hpp"
 
+// Functors outside the anonymous namespace: a kernel instantiated for a type
+// with internal linkage cannot carry the library kernels' hidden visibility.
+namespace conv2d_epilogue_test {
+/// y = conv + bias + residual, residual shaped like y (N x K x P x Q).
+struct residual_add {
+  const float* residual;
+  std::int64_t k, pq;
+  __host__ __device__ float operator()(float v, std::int64_t row, std::int64_t col) const {
+    const std::int64_t n = row / pq, pixel = row % pq;
+    return v + residual[(n * k + col) * pq + pixel];
+  }
+};
+}  // namespace conv2d_epilogue_test
+
 namespace {
+
+using conv2d_epilogue_test::residual_add;
 
 struct conv_case {
   const char* name;
@@ -137,16 +153,6 @@ enum class epi { relu, clamp, residual, lambda, compose_bias_relu };
 constexpr float clamp_lo = -1.5f, clamp_hi = 2.5f;
 constexpr float lambda_factor = 0.5f;
 constexpr float compose_threshold = 0.25f;
-
-/// y = conv + bias + residual, residual shaped like y (N x K x P x Q).
-struct residual_add {
-  const float* residual;
-  std::int64_t k, pq;
-  __host__ __device__ float operator()(float v, std::int64_t row, std::int64_t col) const {
-    const std::int64_t n = row / pq, pixel = row % pq;
-    return v + residual[(n * k + col) * pq + pixel];
-  }
-};
 
 /// The expected value after the epilogue and its error scale; for the ReLUs
 /// also the value before the ReLU and the threshold (NaN: no jump).
