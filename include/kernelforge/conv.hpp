@@ -51,6 +51,10 @@
 //     error, sm_80+); implicit_gemm_tf32 requires it (else invalid_argument) and
 //     a device of compute capability 8.0 or newer (else unsupported). `best`
 //     uses it on sm_80+ when math is tf32, and implicit_gemm otherwise.
+//   - options.relu fuses y = y <= options.relu_threshold ? 0 : y (after the bias)
+//     into the store: no second pass over y.
+//   - Your own epilogue functor (value, row n*P*Q + p*Q + q, column k): the
+//     templated overload in <kernelforge/conv.cuh>, from your own .cu.
 //   - Precompiled for float.
 #pragma once
 
@@ -153,6 +157,12 @@ struct conv2d_options {
   cudaStream_t stream = nullptr;  ///< nullptr: the legacy default stream
   conv2d_variant variant = conv2d_variant::best;
   math_mode math = math_mode::exact;
+  /// Fused threshold ReLU, applied after the bias in registers before the store
+  /// (kf::relu_threshold_forward's rule: y <= relu_threshold ? 0 : y; NaN stays
+  /// NaN), on every variant. With your own epilogue functor (<kernelforge/conv.cuh>)
+  /// leave it off and compose the ReLU into the functor.
+  bool relu = false;
+  float relu_threshold = 0.0f;
 };
 
 /// P, the output height. Throws errc::invalid_argument (with the numbers) for

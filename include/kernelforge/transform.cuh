@@ -29,6 +29,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "kernelforge/detail/arch_list.hpp"
 #include "kernelforge/error.hpp"
 #include "kernelforge/kernels/elementwise/transform.cuh"
 #include "kernelforge/kernels/elementwise/tuning.hpp"
@@ -43,17 +44,8 @@ struct transform_options {
 
 namespace detail {
 
-// Variadic: with several architectures __CUDA_ARCH_LIST__ is a comma-separated list.
-#define KF_TRANSFORM_STRINGIFY2(...) #__VA_ARGS__
-#define KF_TRANSFORM_STRINGIFY(...) KF_TRANSFORM_STRINGIFY2(__VA_ARGS__)
-#if defined(__CUDA_ARCH_LIST__)
 /// The architectures this translation unit was compiled for (nvcc's list, e.g. "750,900").
-inline constexpr const char* transform_arch_list = KF_TRANSFORM_STRINGIFY(__CUDA_ARCH_LIST__);
-#else
-inline constexpr const char* transform_arch_list = "unknown";
-#endif
-#undef KF_TRANSFORM_STRINGIFY
-#undef KF_TRANSFORM_STRINGIFY2
+inline constexpr const char* transform_arch_list = translation_unit_arch_list;
 
 /// One input array: non-null when n > 0, aligned to its type, and either the
 /// very output (same address, same element size: in place) or disjoint from it.
