@@ -147,6 +147,9 @@ enum class conv2d_variant {
   smem_tiled,          ///< direct, with input patches and filters staged in shared memory
   implicit_gemm,       ///< a register-tiled GEMM over (N*P*Q) x K x (C*R*S), im2col on the fly
   implicit_gemm_tf32,  ///< the same GEMM on TF32 tensor cores (mma.sync, sm_80+)
+  implicit_gemm_pipelined,  ///< implicit_gemm with a 3-stage cp.async pipeline and 16-deep K slices (exact fp32)
+  winograd,  ///< Winograd F(2x2,3x3): 3x3 filters, stride 1, dilation 1 only (else errc::unsupported);
+             ///< fp32, 2.25x fewer multiplications, error near direct summation's (see above)
 };
 
 struct conv2d_options {

@@ -10,6 +10,8 @@
 #include "conv2d/args.cuh"
 #include "conv2d/03_implicit_gemm.cuh"
 #include "conv2d/04_implicit_gemm_tf32.cuh"
+#include "conv2d/05_implicit_gemm_pipelined.cuh"
+#include "conv2d/06_winograd.cuh"
 #include "conv2d/01_naive.cuh"
 #include "conv2d/tuning.hpp"
 #include "conv2d/validate.hpp"
@@ -26,6 +28,8 @@ const char* to_string(conv2d_variant variant) noexcept {
     case conv2d_variant::smem_tiled: return "smem_tiled";
     case conv2d_variant::implicit_gemm: return "implicit_gemm";
     case conv2d_variant::implicit_gemm_tf32: return "implicit_gemm_tf32";
+    case conv2d_variant::implicit_gemm_pipelined: return "implicit_gemm_pipelined";
+    case conv2d_variant::winograd: return "winograd";
   }
   return "unknown";
 }
@@ -197,6 +201,31 @@ void launch_implicit_gemm(const char* what, int device, const conv2d_args<float>
   }
 }
 
+template <int BM, int BN, int MIN_BLOCKS>
+void launch_pipelined(const char* what, int device, const conv2d_args<float>& a, const conv2d_gemm_plan& plan,
+                      cudaStream_t stream) {
+  constexpr auto kernel = &conv2d_implicit_gemm_pipelined<BM, BN, MIN_BLOCKS>;
+  constexpr int smem = conv2d_pipelined_smem<BM, BN>;
+  allow_dynamic_smem<kernel>(device, smem, what);
+  const bool b_vec16 = a.crs % 4 == 0 && misalignment(a.wt) == 0;
+  run_gemm_plan(what, device, a, plan, stream,
+                [&](const conv2d_args<float>& args, bool vector_store, int slices_per_split, std::size_t split) {
+                  kernel<<<gemm_grid(what, args, BM, BN, split), conv2d_pipe_threads<BM, BN>, smem, stream>>>(
+                      args, vector_store, b_vec16, slices_per_split * conv2d_gemm_bk, epilogue::identity{});
+                  check_launch(what);
+                });
+}
+
+void launch_implicit_gemm_pipelined(const char* what, int device, const conv2d_args<float>& a, cudaStream_t stream) {
+  // The plan (tile, split-K) is step 3's; minimum blocks per SM as in step 3.
+  const conv2d_gemm_plan plan = gemm_plan(device, a);
+  switch (plan.tile) {
+    case conv2d_gemm_tile::m128_n128: return launch_pipelined<128, 128, 2>(what, device, a, plan, stream);
+    case conv2d_gemm_tile::m128_n64: return launch_pipelined<128, 64, 2>(what, device, a, plan, stream);
+    case conv2d_gemm_tile::m64_n64: return launch_pipelined<64, 64, 1>(what, device, a, plan, stream);
+  }
+}
+
 template <int BM, int BN, int WM, int WN>
 bool launch_tf32(const char* what, int device, const conv2d_args<float>& a, const conv2d_gemm_plan& plan,
                  cudaStream_t stream) {
@@ -222,11 +251,89 @@ bool launch_implicit_gemm_tf32(const char* what, int device, const conv2d_args<f
   return false;
 }
 
+// ---- Winograd F(2x2,3x3) ------------------------------------------------------
+/// Grid for a grid-stride transform over `items`: at most 8 blocks of 256
+/// threads per SM (a full SM on sm_80 and sm_90; the grid-stride loop covers the rest).
+std::uint32_t transform_grid(int device, std::size_t items) {
+  constexpr std::size_t blocks_per_sm = 8;
+  const std::size_t cap = static_cast<std::size_t>(limits_for(device).sm_count > 0 ? limits_for(device).sm_count : 1) *
+                          blocks_per_sm;
+  const std::size_t needed = ceil_div(items, winograd_transform_block);
+  return static_cast<std::uint32_t>(needed < cap ? needed : cap);
+}
+
+template <int BM, int BN, int MIN_BLOCKS>
+void launch_winograd_gemm(const char* what, int device, const conv2d_winograd_args& wa, cudaStream_t stream) {
+  constexpr auto kernel = &conv2d_winograd_gemm<BM, BN, MIN_BLOCKS>;
+  constexpr int smem = conv2d_pipelined_smem<BM, BN>;
+  allow_dynamic_smem<kernel>(device, smem, what);
+  const dim3 grid(static_cast<std::uint32_t>(ceil_div(static_cast<std::size_t>(wa.tiles), BM)),
+                  static_cast<std::uint32_t>(ceil_div(static_cast<std::size_t>(wa.a.k), BN)), winograd_positions);
+  if (grid.y > max_grid_yz) {
+    throw_unsupported(what, "conv2d_variant::winograd handles at most " +
+                                num(max_grid_yz * static_cast<std::size_t>(BN)) + " output channels (K = " +
+                                num(static_cast<std::size_t>(wa.a.k)) + "); use implicit_gemm");
+  }
+  kernel<<<grid, conv2d_pipe_threads<BM, BN>, smem, stream>>>(wa);
+  check_launch(what);
+}
+
+/// Runs the four Winograd passes; false (nothing launched) when the workspace
+/// cannot be had or indexed. The layer must qualify (validate.cpp checks it
+/// for conv2d_variant::winograd, tuning.hpp for best).
+bool launch_winograd(const char* what, int device, const conv2d_args<float>& a, cudaStream_t stream) {
+  const conv2d_winograd_layout l = make_conv2d_winograd_layout(
+      static_cast<std::size_t>(a.n), static_cast<std::size_t>(a.c), static_cast<std::size_t>(a.k),
+      static_cast<std::size_t>(a.p), static_cast<std::size_t>(a.q));
+  if (!l.indexable()) return false;  // conv2d_variant::winograd never gets here: validate.cpp refuses it
+  pooled_workspace workspace(device, l.bytes(), stream);
+  if (workspace.data<float>() == nullptr) return false;
+  conv2d_winograd_args wa;
+  wa.a = a;
+  wa.tiles_h = static_cast<int>(l.tiles_h);
+  wa.tiles_w = static_cast<int>(l.tiles_w);
+  wa.tiles = static_cast<int>(l.tiles);
+  wa.tiles_ld = static_cast<int>(l.tiles_ld);
+  wa.c_ld = static_cast<int>(l.c_ld);
+  wa.div_tiles_w = fast_divmod(static_cast<unsigned>(l.tiles_w));
+  wa.div_tiles_h = fast_divmod(static_cast<unsigned>(l.tiles_h));
+  wa.div_c = fast_divmod(static_cast<unsigned>(a.c));
+  wa.div_k = fast_divmod(static_cast<unsigned>(a.k));
+  wa.u = workspace.data<float>();  // each part a multiple of 4 floats: all three 16-byte aligned
+  wa.v = wa.u + l.u_floats;
+  wa.mm = wa.v + l.v_floats;
+
+  conv2d_winograd_filter<<<transform_grid(device, static_cast<std::size_t>(a.k) * a.c), winograd_transform_block, 0,
+                           stream>>>(wa);
+  check_launch(what);
+  conv2d_winograd_input<<<transform_grid(device, l.tiles * a.c), winograd_transform_block, 0, stream>>>(wa);
+  check_launch(what);
+  switch (choose_conv2d_winograd_tile(l.tiles, static_cast<std::size_t>(a.k), limits_for(device).sm_count)) {
+    case conv2d_gemm_tile::m128_n128: launch_winograd_gemm<128, 128, 2>(what, device, wa, stream); break;
+    case conv2d_gemm_tile::m128_n64: launch_winograd_gemm<128, 64, 2>(what, device, wa, stream); break;
+    case conv2d_gemm_tile::m64_n64: launch_winograd_gemm<64, 64, 1>(what, device, wa, stream); break;
+  }
+  conv2d_winograd_output<<<transform_grid(device, l.tiles * a.k), winograd_transform_block, 0, stream>>>(
+      wa, epilogue::identity{});
+  check_launch(what);
+  return true;
+}
+
+void launch_winograd_or_throw(const char* what, int device, const conv2d_args<float>& a, cudaStream_t stream) {
+  if (!launch_winograd(what, device, a, stream)) {
+    throw error(errc::out_of_memory,
+                std::string(what) + ": conv2d_variant::winograd could not allocate its workspace for the transformed "
+                                    "filters, inputs and products; free device memory or use implicit_gemm");
+  }
+}
+
 void dispatch(const char* what, int device, const conv2d_args<float>& a, const conv2d_options& options) {
   switch (options.variant) {
     case conv2d_variant::naive: return launch_naive(what, a, options.stream);
     case conv2d_variant::smem_tiled: return launch_smem_tiled(what, a, options.stream);
     case conv2d_variant::implicit_gemm: return launch_implicit_gemm(what, device, a, options.stream);
+    case conv2d_variant::implicit_gemm_pipelined: return launch_implicit_gemm_pipelined(what, device, a, options.stream);
+    case conv2d_variant::winograd: return launch_winograd_or_throw(what, device, a, options.stream);
     case conv2d_variant::implicit_gemm_tf32: {
       const int cc = compute_capability(device);
       if (cc < tf32_min_cc) {
@@ -247,6 +354,17 @@ void dispatch(const char* what, int device, const conv2d_args<float>& a, const c
   if (options.math == math_mode::tf32 && compute_capability(device) >= tf32_min_cc &&
       launch_implicit_gemm_tf32(what, device, a, options.stream)) {
     return;
+  }
+  switch (choose_conv2d_exact_kernel(static_cast<std::size_t>(a.c), static_cast<std::size_t>(a.k),
+                                     static_cast<std::size_t>(a.r), static_cast<std::size_t>(a.s),
+                                     static_cast<std::size_t>(a.stride_h), static_cast<std::size_t>(a.stride_w),
+                                     static_cast<std::size_t>(a.dilation_h), static_cast<std::size_t>(a.dilation_w))) {
+    case conv2d_exact_kernel::winograd:
+      if (launch_winograd(what, device, a, options.stream)) return;
+      break;  // no workspace: the implicit GEMM needs none
+    case conv2d_exact_kernel::implicit_gemm_pipelined:
+      return launch_implicit_gemm_pipelined(what, device, a, options.stream);
+    case conv2d_exact_kernel::implicit_gemm: break;
   }
   launch_implicit_gemm(what, device, a, options.stream);
 }
