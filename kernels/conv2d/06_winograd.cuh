@@ -96,8 +96,8 @@ KF_KERNEL void __launch_bounds__(winograd_transform_block) conv2d_winograd_input
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int ih = ih0 + i, iw = iw0 + j;
-        const bool inside =
-            static_cast<unsigned>(ih) < static_cast<unsigned>(a.h) && static_cast<unsigned>(iw) < static_cast<unsigned>(a.w);
+        const bool inside = static_cast<unsigned>(ih) < static_cast<unsigned>(a.h) &&
+                            static_cast<unsigned>(iw) < static_cast<unsigned>(a.w);
         d[i][j] = inside ? __ldg(plane + ih * a.w + iw) : 0.0f;
       }
     }

@@ -256,8 +256,8 @@ bool launch_implicit_gemm_tf32(const char* what, int device, const conv2d_args<f
 /// threads per SM (a full SM on sm_80 and sm_90; the grid-stride loop covers the rest).
 std::uint32_t transform_grid(int device, std::size_t items) {
   constexpr std::size_t blocks_per_sm = 8;
-  const std::size_t cap = static_cast<std::size_t>(limits_for(device).sm_count > 0 ? limits_for(device).sm_count : 1) *
-                          blocks_per_sm;
+  const std::size_t cap =
+      static_cast<std::size_t>(limits_for(device).sm_count > 0 ? limits_for(device).sm_count : 1) * blocks_per_sm;
   const std::size_t needed = ceil_div(items, winograd_transform_block);
   return static_cast<std::uint32_t>(needed < cap ? needed : cap);
 }
@@ -270,9 +270,9 @@ void launch_winograd_gemm(const char* what, int device, const conv2d_winograd_ar
   const dim3 grid(static_cast<std::uint32_t>(ceil_div(static_cast<std::size_t>(wa.tiles), BM)),
                   static_cast<std::uint32_t>(ceil_div(static_cast<std::size_t>(wa.a.k), BN)), winograd_positions);
   if (grid.y > max_grid_yz) {
-    throw_unsupported(what, "conv2d_variant::winograd handles at most " +
-                                num(max_grid_yz * static_cast<std::size_t>(BN)) + " output channels (K = " +
-                                num(static_cast<std::size_t>(wa.a.k)) + "); use implicit_gemm");
+    throw_unsupported(what,
+                      "conv2d_variant::winograd handles at most " + num(max_grid_yz * static_cast<std::size_t>(BN)) +
+                          " output channels (K = " + num(static_cast<std::size_t>(wa.a.k)) + "); use implicit_gemm");
   }
   kernel<<<grid, conv2d_pipe_threads<BM, BN>, smem, stream>>>(wa);
   check_launch(what);
@@ -322,8 +322,9 @@ bool launch_winograd(const char* what, int device, const conv2d_args<float>& a, 
 void launch_winograd_or_throw(const char* what, int device, const conv2d_args<float>& a, cudaStream_t stream) {
   if (!launch_winograd(what, device, a, stream)) {
     throw error(errc::out_of_memory,
-                std::string(what) + ": conv2d_variant::winograd could not allocate its workspace for the transformed "
-                                    "filters, inputs and products; free device memory or use implicit_gemm");
+                std::string(what) +
+                    ": conv2d_variant::winograd could not allocate its workspace for the transformed "
+                    "filters, inputs and products; free device memory or use implicit_gemm");
   }
 }
 
@@ -332,7 +333,8 @@ void dispatch(const char* what, int device, const conv2d_args<float>& a, const c
     case conv2d_variant::naive: return launch_naive(what, a, options.stream);
     case conv2d_variant::smem_tiled: return launch_smem_tiled(what, a, options.stream);
     case conv2d_variant::implicit_gemm: return launch_implicit_gemm(what, device, a, options.stream);
-    case conv2d_variant::implicit_gemm_pipelined: return launch_implicit_gemm_pipelined(what, device, a, options.stream);
+    case conv2d_variant::implicit_gemm_pipelined:
+      return launch_implicit_gemm_pipelined(what, device, a, options.stream);
     case conv2d_variant::winograd: return launch_winograd_or_throw(what, device, a, options.stream);
     case conv2d_variant::implicit_gemm_tf32: {
       const int cc = compute_capability(device);

@@ -155,8 +155,7 @@ struct conv2d_im2col_async_gather {
     for (int i = 0; i < MS; ++i) conv2d_im2col_row(a, block_m + m_lane + i * m_threads, base[i], ih0[i], iw0[i]);
   }
 
-  __device__ __forceinline__ void copy(const conv2d_args<float>& a, int k0, int kk_end, float* As,
-                                       int a_pitch) const {
+  __device__ __forceinline__ void copy(const conv2d_args<float>& a, int k0, int kk_end, float* As, int a_pitch) const {
 #pragma unroll
     for (int j = 0; j < kk_per_thread; ++j) {
       const int row = kk_lane + j * kk_threads;

@@ -32,11 +32,11 @@ constexpr int conv2d_pipe_threads = (BM / conv2d_pipe_thread_tile) * (BN / conv2
 
 /// Floats of one pipeline stage: the A and the B slice.
 template <int BM, int BN, int BK>
-constexpr int conv2d_pipe_stage_floats = BK * (BM + conv2d_pipe_pad) + BN * (BK + conv2d_pipe_pad);
+constexpr int conv2d_pipe_stage_floats = BK*(BM + conv2d_pipe_pad) + BN*(BK + conv2d_pipe_pad);
 
 /// Dynamic shared memory of a pipelined kernel.
 template <int BM, int BN, int BK, int STAGES>
-constexpr int conv2d_pipe_smem_bytes = STAGES * conv2d_pipe_stage_floats<BM, BN, BK> * static_cast<int>(sizeof(float));
+constexpr int conv2d_pipe_smem_bytes = STAGES* conv2d_pipe_stage_floats<BM, BN, BK>* static_cast<int>(sizeof(float));
 
 /// cp.async source bytes of a 16-byte chunk starting at element `index` of a
 /// row that holds `end` elements: 16 inside, fewer at the end (the copy

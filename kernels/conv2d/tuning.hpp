@@ -106,9 +106,9 @@ inline const char* conv2d_winograd_unsupported_reason(std::size_t r, std::size_t
 /// M [16][K][tiles_ld], rows padded to 4 floats (16-byte copies), one tile per
 /// 2 x 2 block of outputs.
 struct conv2d_winograd_layout {
-  static constexpr std::size_t positions = 16;   // 4 x 4 transformed positions
-  static constexpr std::size_t tile = 2;         // outputs per tile side
-  static constexpr std::size_t row_align = 4;    // floats
+  static constexpr std::size_t positions = 16;                      // 4 x 4 transformed positions
+  static constexpr std::size_t tile = 2;                            // outputs per tile side
+  static constexpr std::size_t row_align = 4;                       // floats
   static constexpr std::size_t index_limit = std::size_t{1} << 31;  // the kernels index U, V and M with int
   std::size_t tiles_h = 0, tiles_w = 0, tiles = 0, tiles_ld = 0, c_ld = 0;
   std::size_t u_floats = 0, v_floats = 0, m_floats = 0;

@@ -103,8 +103,8 @@ void validate_conv2d_winograd(const char* what, const conv2d_params& p, std::siz
 void validate_conv2d_options(const char* what, const conv2d_options& options) {
   using v = conv2d_variant;
   require_one_of(what, "options.variant", options.variant,
-                 {v::best, v::naive, v::smem_tiled, v::implicit_gemm, v::implicit_gemm_tf32,
-                  v::implicit_gemm_pipelined, v::winograd});
+                 {v::best, v::naive, v::smem_tiled, v::implicit_gemm, v::implicit_gemm_tf32, v::implicit_gemm_pipelined,
+                  v::winograd});
   require_one_of(what, "options.math", options.math, {math_mode::exact, math_mode::tf32});
   if (options.variant == conv2d_variant::implicit_gemm_tf32 && options.math != math_mode::tf32) {
     throw_invalid_argument(
