@@ -138,11 +138,13 @@ inline conv2d_winograd_layout make_conv2d_winograd_layout(std::size_t n, std::si
 
 /// Where `best` (exact fp32) runs Winograd: layers it computes with at least
 /// this many input and output channels. Below, its transforms (V and M are 4x
-/// the input and output, through HBM) outweigh the GEMMs' 2.25x saving. The
-/// H200 rows of bench_conv (conv2d/fp32/winograd/... against implicit_gemm and
-/// implicit_gemm_pipelined) set these; see benchmarks/TUNING.md.
-constexpr std::size_t conv2d_winograd_min_channels = 128;
-constexpr std::size_t conv2d_winograd_min_filters = 128;
+/// the input and output, through HBM) outweigh the GEMMs' 2.25x saving. An
+/// estimate from traffic and FMA rate puts even N32 C64 56x56 K64 (64-deep
+/// GEMMs, 4x 103 MB of V and M traffic) near 50 TFLOP/s against the implicit
+/// GEMM's 35; the H200 rows of bench_conv (conv2d/fp32/winograd/... against
+/// implicit_gemm and implicit_gemm_pipelined) decide; see benchmarks/TUNING.md.
+constexpr std::size_t conv2d_winograd_min_channels = 64;
+constexpr std::size_t conv2d_winograd_min_filters = 64;
 /// Whether `best` runs implicit_gemm_pipelined rather than implicit_gemm for
 /// exact layers Winograd does not take. Off until the H200 run measures it.
 constexpr bool conv2d_best_uses_pipelined = false;
