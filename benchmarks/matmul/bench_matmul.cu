@@ -9,6 +9,10 @@
 //   matmul/tf32/cublas/<shape>               cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_TF32
 //   matmul/fp32/tuning/<config>/<shape>      warp_tiled with other tile configurations
 //                                            (NN, 16-byte path), to choose tuning.hpp from data
+//   matmul/{fp16,bf16}/tensor_core_f16/<shape>  kf::matmul<__half / __nv_bfloat16>, mma.sync step
+//   matmul/{fp16,bf16}/wgmma_f16/<shape>        kf::matmul, wgmma step (mma.sync where wgmma cannot run)
+//   matmul/{fp16,bf16}/cublas/<shape>           cublasGemmEx, CUDA_R_16F / CUDA_R_16BF, CUBLAS_COMPUTE_32F
+//                                               (fp32 accumulation, alpha / beta float, C in the same type)
 //   matmul/<fp32|tf32>/fused_bias_relu/<shape>    kf::matmul with options.bias + options.relu
 //                                                 (the epilogue in the GEMM's registers)
 //   matmul/<fp32|tf32>/unfused_bias_relu/<shape>  kf::matmul, then the bias added by kf::transform
@@ -25,7 +29,8 @@
 // for fp32 rows; for tf32 rows of the TF32 dense peak, taken as 8 x the FP32
 // peak on compute capability 8.0, 9.x and 10.x -- A100: 156 = 8 x 19.5; on the
 // H200 8 x 67 = 535 TFLOP/s at the 1.98 GHz boost clock, against the
-// datasheet's 495 at 1.83 GHz -- and 1 x on 8.6, 8.9 and 12.x), frac_cublas.
+// datasheet's 495 at 1.83 GHz -- and 1 x on 8.6, 8.9 and 12.x; fp16 / bf16
+// rows: twice that TF32 peak), frac_cublas (cuBLAS of the same precision).
 //
 // Time budget (< 4 minutes on an H200): the slow steps (naive, coalesced,
 // smem_tiled, blocktile_1d) run on 1024^3, 2048^3 and 4096^3 only (naive at
@@ -46,8 +51,12 @@
 #include <tuple>
 #include <vector>
 
+#include <type_traits>
+
 #include <benchmark/benchmark.h>
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
 #include "gpu_benchmark.hpp"
@@ -399,6 +408,167 @@ row kf_row(kf::matmul_variant v, double tflops, const char* precision = "fp32") 
   return r;
 }
 
+// ---- fp16 / bf16 rows ------------------------------------------------------------
+/// Values as fill_random_kernel's, rounded to T (exact products in fp32).
+template <class T>
+__global__ void fill_random_16bit_kernel(T* data, std::size_t n, std::uint64_t seed) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const std::uint64_t h = mix64(seed ^ mix64(i));
+    const float magnitude = 0.5f + 0.5f * static_cast<float>(h >> 40) * (1.0f / (1u << 24));
+    const float v = (h & 1u) ? -magnitude : magnitude;
+    if constexpr (std::is_same_v<T, __half>) {
+      data[i] = __float2half_rn(v);
+    } else {
+      data[i] = __float2bfloat16_rn(v);
+    }
+  }
+}
+
+template <class T>
+double to_double16(T v) {
+  if constexpr (std::is_same_v<T, __half>) {
+    return static_cast<double>(__half2float(v));
+  } else {
+    return static_cast<double>(__bfloat162float(v));
+  }
+}
+
+template <class T>
+struct operands16 {
+  shape s;
+  kf::device_buffer<T> a, b, c;
+  explicit operands16(const shape& s_) : s(s_), a(s_.m * s_.k), b(s_.k * s_.n), c(s_.m * s_.n) {
+    const auto fill = [](T* data, std::size_t n, std::uint64_t seed) {
+      const std::size_t blocks = std::min<std::size_t>((n + fill_block - 1) / fill_block, fill_max_blocks);
+      fill_random_16bit_kernel<T>
+          <<<static_cast<unsigned>(std::max<std::size_t>(blocks, 1)), fill_block>>>(data, n, seed);
+      check(cudaGetLastError(), "fill_random_16bit");
+    };
+    fill(a.data(), a.size(), 1);
+    fill(b.data(), b.size(), 2);
+    check(cudaDeviceSynchronize(), "fill");
+  }
+};
+
+/// One shape's 16-bit operands at a time (the fp32 ones are freed first: 8192^2 x 3).
+template <class T>
+operands16<T>& operands16_for(const shape& s) {
+  static std::unique_ptr<operands16<T>> current;
+  if (!current || current->s.m != s.m || current->s.n != s.n || current->s.k != s.k) {
+    current.reset();
+    current = std::make_unique<operands16<T>>(s);
+  }
+  return *current;
+}
+
+template <class T>
+const char* precision16() {
+  return std::is_same_v<T, __half> ? "fp16" : "bf16";
+}
+
+/// kf variant, or cuBLAS (variant best marks the cuBLAS row).
+template <class T>
+void run16(bool cublas_row, kf::matmul_variant variant, operands16<T>& p, cudaStream_t stream) {
+  const float alpha = 1.f, beta = 0.f;
+  const int m = static_cast<int>(p.s.m), n = static_cast<int>(p.s.n), k = static_cast<int>(p.s.k);
+  if (cublas_row) {
+    constexpr cudaDataType_t type = std::is_same_v<T, __half> ? CUDA_R_16F : CUDA_R_16BF;
+    cublas_check(cublasSetStream(cublas(), stream), "cublasSetStream");
+    cublas_check(cublasGemmEx(cublas(), CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, p.b.data(), type, n, p.a.data(),
+                              type, k, &beta, p.c.data(), type, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                 "cublasGemmEx (16-bit)");
+    return;
+  }
+  kf::matmul_options o;
+  o.stream = stream;
+  o.variant = variant;
+  kf::matmul<T>(kf::op::none, kf::op::none, p.s.m, p.s.n, p.s.k, alpha, p.a.data(), p.s.k, p.b.data(), p.s.n, beta,
+                p.c.data(), p.s.n, o);
+}
+
+/// 16 entries against a double dot product: |err| <= (4 sqrt(k) + k/16 + 4) 2^-23
+/// sum|a b| (fp32 accumulation) + 2 u_T |ref| (the rounding to T).
+template <class T>
+std::string spot_check16(bool cublas_row, kf::matmul_variant variant, operands16<T>& p) {
+  check(cudaMemset(p.c.data(), 0xFF, p.c.size_bytes()), "poison C");
+  run16<T>(cublas_row, variant, p, nullptr);
+  check(cudaDeviceSynchronize(), "spot check run");
+  const double kd = static_cast<double>(p.s.k);
+  const double acc_rel = (4.0 * std::sqrt(kd) + kd / 16.0 + 4.0) * std::ldexp(1.0, -23);
+  const double u = std::is_same_v<T, __half> ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
+  std::vector<T> arow(p.s.k), bcol(p.s.k);
+  for (int t = 0; t < 16; ++t) {
+    const std::size_t i = mix64(100 + t) % p.s.m, j = mix64(200 + t) % p.s.n;
+    T got{};
+    check(cudaMemcpy(arow.data(), p.a.data() + i * p.s.k, p.s.k * sizeof(T), cudaMemcpyDeviceToHost), "copy A row");
+    check(cudaMemcpy2D(bcol.data(), sizeof(T), p.b.data() + j, p.s.n * sizeof(T), sizeof(T), p.s.k,
+                       cudaMemcpyDeviceToHost),
+          "copy B column");
+    check(cudaMemcpy(&got, p.c.data() + i * p.s.n + j, sizeof(T), cudaMemcpyDeviceToHost), "copy C entry");
+    double ref = 0, scale = 0;
+    for (std::size_t q = 0; q < p.s.k; ++q) {
+      const double prod = to_double16(arow[q]) * to_double16(bcol[q]);
+      ref += prod;
+      scale += std::fabs(prod);
+    }
+    const double g = to_double16(got);
+    if (!(std::fabs(g - ref) <= acc_rel * scale + 2 * u * std::fabs(ref))) {
+      return std::string(precision16<T>()) + " is wrong at (" + std::to_string(i) + ", " + std::to_string(j) +
+             "): got " + std::to_string(g) + ", expected " + std::to_string(ref);
+    }
+  }
+  return {};
+}
+
+template <class T>
+void bm_matmul16(benchmark::State& state, bool cublas_row, kf::matmul_variant variant, shape s) {
+  KF_BENCH_REQUIRE_GPU(state);
+  try {
+    if (!cublas_row && device().cc_major < 8) {
+      state.SkipWithError("fp16 / bf16 tensor cores need compute capability 8.0");
+      return;
+    }
+    operands_for(shape{1, 1, 1});  // release the fp32 operands of the previous rows
+    operands16<T>& p = operands16_for<T>(s);
+    const std::string wrong = spot_check16<T>(cublas_row, variant, p);
+    if (!wrong.empty()) {
+      state.SkipWithError(wrong.c_str());
+      return;
+    }
+    time_gpu(
+        state, [&](cudaStream_t stream) { run16<T>(cublas_row, variant, p, stream); }, nullptr, 3);
+    set_flops(state, s.flops(), 2.0 * tf32_peak_tflops());
+    const std::string key = std::string(precision16<T>()) + "/" + s.name();
+    const double t = state.counters["gpu_s"];
+    if (cublas_row) {
+      cublas_times()[key] = t;
+    } else if (cublas_times().count(key) && t > 0) {
+      state.counters["frac_cublas"] = cublas_times()[key] / t;
+    }
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
+template <class T>
+void register_16bit(const shape& s) {
+  using v = kf::matmul_variant;
+  const auto add = [&](const char* name, bool cublas_row, v variant, double expected_tflops) {
+    const std::string full = std::string("matmul/") + precision16<T>() + "/" + name + "/" + s.name();
+    const double seconds = s.flops() / (expected_tflops * 1e12);
+    const auto iterations =
+        std::clamp(static_cast<std::int64_t>(target_seconds / seconds), min_iterations, max_iterations);
+    benchmark::RegisterBenchmark(full.c_str(), bm_matmul16<T>, cublas_row, variant, s)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(iterations);
+  };
+  add("cublas", true, v::best, 600);
+  add("tensor_core_f16", false, v::tensor_core_f16, 300);
+  add("wgmma_f16", false, v::wgmma_f16, 500);
+}
+
 void register_all() {
   using v = kf::matmul_variant;
   row cublas_fp32{"fp32", "cublas", impl::cublas, v::best, nullptr, 50};
@@ -434,6 +604,10 @@ void register_all() {
         register_row({precision, "unfused_bias_relu", impl::unfused, v::best, nullptr, tflops}, s);
       }
     }
+  }
+  for (const shape& s : shapes()) {
+    register_16bit<__half>(s);
+    register_16bit<__nv_bfloat16>(s);
   }
 }
 

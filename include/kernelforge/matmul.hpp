@@ -2,9 +2,11 @@
 // The matrix-product family: row-major GEMM with BLAS semantics,
 //   C (m x n) = alpha * op(A) (m x k) * op(B) (k x n) + beta * C,
 // from the naive kernel of every tutorial to a warp-tiled, cp.async-pipelined
-// SGEMM and TF32 tensor cores. Each call validates its arguments, enqueues its
-// work on options.stream and returns without synchronizing. Precompiled for
-// float (every variant) and double (naive, smem_tiled, blocktile_2d).
+// SGEMM, TF32 tensor cores, and fp16 / bf16 tensor cores (fp32 accumulation).
+// Each call validates its arguments, enqueues its work on options.stream and
+// returns without synchronizing. Precompiled for float (every fp32 variant),
+// double (naive, smem_tiled, blocktile_2d), __half and __nv_bfloat16 (naive,
+// tensor_core_f16, wgmma_f16).
 #pragma once
 
 #include <cstddef>
@@ -31,6 +33,8 @@ enum class matmul_variant {
   vectorized,        ///< 16-byte global loads, A's tile stored transposed in shared memory
   warp_tiled,        ///< warp-level tiles, multi-stage cp.async pipeline (sm_80+)
   tensor_core_tf32,  ///< TF32 tensor cores (sm_80+); needs math_mode::tf32
+  tensor_core_f16,   ///< __half / __nv_bfloat16: mma.sync m16n8k16, ldmatrix, 4-stage cp.async (sm_80+)
+  wgmma_f16,         ///< __half / __nv_bfloat16: wgmma + TMA, warp-specialized (sm_90a; else tensor_core_f16)
 };
 
 struct matmul_options {
@@ -59,7 +63,7 @@ void matmul_impl(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size
 
 /// The element types the matrix-product family is precompiled for.
 template <class T>
-inline constexpr bool is_matmul_type_v = is_one_of_v<T, float, double>;
+inline constexpr bool is_matmul_type_v = is_one_of_v<T, float, double, __half, __nv_bfloat16>;
 
 /// Row-major: C (m x n) = alpha * op(A) (m x k) * op(B) (k x n) + beta * C.
 ///   op(A)(i, p) = trans_a == op::none ? A[i * lda + p] : A[p * lda + i]
@@ -70,16 +74,23 @@ inline constexpr bool is_matmul_type_v = is_one_of_v<T, float, double>;
 /// ldb < (trans_b ? k : n), ldc < n) are errc::invalid_argument.
 /// variant tensor_core_tf32 needs math_mode::tf32 (errc::invalid_argument
 /// otherwise) and compute capability 8.0+ (errc::unsupported otherwise).
+/// __half and __nv_bfloat16: inputs and C in T, products accumulated in fp32,
+/// alpha * acc + beta * C computed in fp32 and rounded once to T. Variants:
+/// naive (any GPU), tensor_core_f16 (8.0+), wgmma_f16 (wgmma on 9.0 with an
+/// sm_90a image, else tensor_core_f16), best (= wgmma_f16 on 8.0+, naive below);
+/// any other variant is errc::unsupported. math_mode does not apply (fp16 and
+/// bf16 products are exact in fp32).
 /// options.bias / options.relu: see matmul_options; the bias must not overlap C.
 /// Your own epilogue functor: the overload in <kernelforge/matmul.cuh> (nvcc).
-/// T comes from A, B and C; alpha and beta are compute_t<T>, so 1.0 and 0.0 work for float.
+/// T comes from A, B and C; alpha and beta are compute_t<T> (float for the
+/// 16-bit types), so 1.0 and 0.0 work for every type.
 template <class T>
 void matmul(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k, compute_t<T> alpha, const T* A,
             std::size_t lda, const T* B, std::size_t ldb, compute_t<T> beta, T* C, std::size_t ldc,
             const matmul_options& options = {}) {
   static_assert(is_matmul_type_v<T>,
-                "kf::matmul: unsupported element type; the matrix-product family ships float "
-                "and double");
+                "kf::matmul: unsupported element type; the matrix-product family ships float, "
+                "double, __half and __nv_bfloat16");
   detail::matmul_impl<T>(trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, options);
 }
 

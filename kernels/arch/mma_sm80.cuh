@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// Warp-level tensor-core products (mma.sync, sm_80+) and the fp32 -> TF32
-// rounding their operands need. Below sm_80 the bodies are empty: kernels that
-// use them trap there, and the launchers never select them.
+// Warp-level tensor-core products (mma.sync, sm_80+), the fp32 -> TF32
+// rounding their operands need, and ldmatrix (shared memory -> fragments). Below sm_80 the bodies are empty: kernels
+// that use them trap there, and the launchers never select them.
 #pragma once
 
 #include <cstdint>
+
+#include <type_traits>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include "guards.cuh"
 
@@ -33,6 +38,56 @@ __device__ __forceinline__ void mma_m16n8k8_tf32(float (&d)[4], const std::uint3
       "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
+/// d (16 x 8, fp32) += a (16 x 16, row-major) * b (16 x 8, column-major), with
+/// T = __half or __nv_bfloat16 inputs (two per 32-bit register) and fp32
+/// accumulation. Fragments as the PTX ISA lays them out for mma.m16n8k16:
+/// a[0..3] = (row g, k 2t..2t+1), (g+8, 2t), (g, 2t+8), (g+8, 2t+8);
+/// b[0..1] = (k 2t..2t+1, column g), (k 2t+8.., g); g = lane / 4, t = lane % 4.
+template <class T>
+__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
+  static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, "mma.m16n8k16: f16 or bf16");
+#if KF_ARCH_SM80
+  if constexpr (std::is_same_v<T, __half>) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+#endif
+}
+
+/// Four 8 x 8 matrices of 16-bit elements from shared memory: lanes 8j..8j+7
+/// give the addresses of the 8 rows (16 bytes each) of matrix j, and register j
+/// of lane l receives row l / 4, elements 2 (l % 4) and 2 (l % 4) + 1 of matrix j.
+__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t address) {
+#if KF_ARCH_SM80
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+#else
+  r[0] = r[1] = r[2] = r[3] = address;
+#endif
+}
+
+/// ldmatrix_x4 transposed: register j of lane l receives column l / 4, rows
+/// 2 (l % 4) and 2 (l % 4) + 1 of matrix j (for operands stored the other way).
+__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::uint32_t address) {
+#if KF_ARCH_SM80
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+#else
+  r[0] = r[1] = r[2] = r[3] = address;
 #endif
 }
 

@@ -4,7 +4,8 @@
 //   i = blockIdx.x * 32 + threadIdx.x;  j = blockIdx.y * 8 + threadIdx.y;
 //   C(i, j) = alpha * sum_p op(A)(i, p) * op(B)(p, j) + beta * C(i, j)
 //
-// Correct for every shape (one bounds check per thread) and every transpose.
+// Correct for every shape (one bounds check per thread) and every transpose;
+// __half and __nv_bfloat16 accumulate in fp32 (the fallback for GPUs below sm_80).
 // What it leaves on the table: consecutive threads of a warp (threadIdx.x)
 // walk down a column of C, so with row-major A each thread of the warp reads a
 // different row of A (32 cache lines per load instruction, one useful word in
@@ -34,8 +35,8 @@ KF_KERNEL void matmul_naive(gemm_args<T> g) {
   const std::size_t i = blockIdx.x * std::size_t(naive_block_rows) + threadIdx.x;  // row: varies fastest in a warp
   const std::size_t j = blockIdx.y * std::size_t(naive_block_cols) + threadIdx.y;
   if (i >= g.m || j >= g.n) return;
-  T acc = 0;
-  for (std::size_t p = 0; p < g.k; ++p) acc += load_op_a<TransA>(g, i, p) * load_op_b<TransB>(g, p, j);
+  compute_t<T> acc = 0;  // fp32 for the 16-bit types
+  for (std::size_t p = 0; p < g.k; ++p) acc += load_op_a_compute<TransA>(g, i, p) * load_op_b_compute<TransB>(g, p, j);
   store_c(g, i, j, acc);
 }
 

@@ -280,16 +280,17 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
 /// dst (rows x k, k-contiguous, row stride ld_dst) = the operand whose element
 /// (x, p) lies at src[x * ld_src + p] (SourceKContiguous) or src[p * ld_src + x].
 /// 32 x 32 tiles; the transposing case goes through shared memory so that both
-/// the reads and the writes are coalesced.
-template <bool SourceKContiguous>
+/// the reads and the writes are coalesced. T: float (TF32 step) or the 16-bit
+/// types (wgmma_f16 step, 11_wgmma_f16.cuh).
+template <bool SourceKContiguous, class T = float>
 KF_KERNEL void __launch_bounds__(wgmma_tf32::pack_tile* wgmma_tf32::pack_rows_per_pass)
-    pack_k_major_kernel(const float* __restrict__ src, long long ld_src, float* __restrict__ dst, long long ld_dst,
+    pack_k_major_kernel(const T* __restrict__ src, long long ld_src, T* __restrict__ dst, long long ld_dst,
                         long long rows, long long k) {
 #if defined(__CUDA_ARCH__) && !KF_ARCH_SM90A
   __trap();
 #elif KF_ARCH_SM90A
   using namespace wgmma_tf32;
-  __shared__ float tile[pack_tile][pack_tile + 1];  // +1: the transposed read is conflict-free
+  __shared__ T tile[pack_tile][pack_tile + 1];  // +1: the transposed read is conflict-free
   const long long x0 = static_cast<long long>(blockIdx.x) * pack_tile;
   const long long k_tiles = (k + pack_tile - 1) / pack_tile;
   const int tx = threadIdx.x, ty = threadIdx.y;
@@ -305,7 +306,7 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::pack_tile* wgmma_tf32::pack_rows_pe
 #pragma unroll
       for (int r = 0; r < pack_tile; r += pack_rows_per_pass) {
         const long long p = p0 + ty + r, x = x0 + tx;
-        tile[ty + r][tx] = (x < rows && p < k) ? src[p * ld_src + x] : 0.0f;
+        tile[ty + r][tx] = (x < rows && p < k) ? src[p * ld_src + x] : T(0.0f);
       }
       __syncthreads();
 #pragma unroll

@@ -7,9 +7,12 @@
 // beta == 0: C is not read (NaN in C must not leak through).
 // k == 0: C = beta * C (the launcher handles it; kernels may assume k >= 1).
 // m, n >= 1 (the launcher returns early on m == 0 or n == 0).
+// alpha and beta are compute_t<T>: float for the 16-bit types.
 #pragma once
 
 #include <cstddef>
+
+#include "kernelforge/types.hpp"
 
 namespace kf::detail {
 
@@ -18,12 +21,12 @@ struct gemm_args {
   bool trans_a = false;
   bool trans_b = false;
   std::size_t m = 0, n = 0, k = 0;
-  T alpha{};
+  compute_t<T> alpha{};  ///< float for __half / __nv_bfloat16
   const T* A = nullptr;
   std::size_t lda = 0;
   const T* B = nullptr;
   std::size_t ldb = 0;
-  T beta{};
+  compute_t<T> beta{};
   T* C = nullptr;
   std::size_t ldc = 0;
 };

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The matrix-product launcher: validate -> early returns -> dispatch by variant
 // and device architecture, and the explicit instantiations shipped in the
-// fatbin (float: every variant; double: naive, smem_tiled, blocktile_2d).
+// fatbin (float: every fp32 variant; double: naive, smem_tiled, blocktile_2d;
+// __half and __nv_bfloat16: naive, tensor_core_f16, wgmma_f16).
 #include <string>
 #include <type_traits>
 
@@ -22,6 +23,8 @@
 // reports errc::unsupported for tensor_core_tf32) without them.
 #include "matmul/tensor_core_tf32_launch.cuh"
 #include "matmul/wgmma_tf32_launch.cuh"
+#include "matmul/tensor_core_f16_launch.cuh"
+#include "matmul/wgmma_f16_launch.cuh"
 
 namespace kf {
 
@@ -36,6 +39,8 @@ const char* to_string(matmul_variant variant) noexcept {
     case matmul_variant::vectorized: return "vectorized";
     case matmul_variant::warp_tiled: return "warp_tiled";
     case matmul_variant::tensor_core_tf32: return "tensor_core_tf32";
+    case matmul_variant::tensor_core_f16: return "tensor_core_f16";
+    case matmul_variant::wgmma_f16: return "wgmma_f16";
   }
   return "unknown";
 }
@@ -44,23 +49,42 @@ namespace detail {
 namespace {
 
 constexpr const char* matmul_what = "kf::matmul";
-/// Tensor cores (mma.sync with TF32 operands) exist from compute capability 8.0.
+/// Tensor cores (mma.sync with TF32, fp16 or bf16 operands and fp32
+/// accumulation) exist from compute capability 8.0.
 constexpr int tensor_core_min_cc = 80;
 
-/// The variants precompiled for T (float: all; double: naive, smem_tiled, blocktile_2d).
+template <class T>
+constexpr bool is_16bit = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
+
+/// The variants precompiled for T (float: every fp32 one; double: naive,
+/// smem_tiled, blocktile_2d; 16-bit types: naive, tensor_core_f16, wgmma_f16).
 template <class T>
 constexpr bool has_variant(matmul_variant v) {
+  using mv = matmul_variant;
+  if (v == mv::best || v == mv::naive) return true;
   if constexpr (std::is_same_v<T, float>) {
-    return true;
+    return v != mv::tensor_core_f16 && v != mv::wgmma_f16;
+  } else if constexpr (is_16bit<T>) {
+    return v == mv::tensor_core_f16 || v == mv::wgmma_f16;
   } else {
-    return v == matmul_variant::best || v == matmul_variant::naive || v == matmul_variant::smem_tiled ||
-           v == matmul_variant::blocktile_2d;
+    return v == mv::smem_tiled || v == mv::blocktile_2d;
   }
 }
 
 template <class T>
 constexpr const char* type_name() {
-  return std::is_same_v<T, float> ? "float" : "double";
+  if constexpr (std::is_same_v<T, float>) return "float";
+  if constexpr (std::is_same_v<T, double>) return "double";
+  if constexpr (std::is_same_v<T, __half>) return "__half";
+  return "__nv_bfloat16";
+}
+
+/// What exists for T, for the errc::unsupported message.
+template <class T>
+constexpr const char* variants_of() {
+  if constexpr (std::is_same_v<T, float>) return "every variant but tensor_core_f16 and wgmma_f16 (or best)";
+  if constexpr (std::is_same_v<T, double>) return "naive, smem_tiled and blocktile_2d (or best)";
+  return "naive, tensor_core_f16 and wgmma_f16 (or best)";
 }
 
 void require_op(const char* name, op o) {
@@ -142,7 +166,7 @@ void validate(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t 
   using v = matmul_variant;
   require_one_of(matmul_what, "options.variant", options.variant,
                  {v::best, v::naive, v::coalesced, v::smem_tiled, v::blocktile_1d, v::blocktile_2d, v::vectorized,
-                  v::warp_tiled, v::tensor_core_tf32});
+                  v::warp_tiled, v::tensor_core_tf32, v::tensor_core_f16, v::wgmma_f16});
   require_one_of(matmul_what, "options.math", options.math, {math_mode::exact, math_mode::tf32});
   // BLAS quick return: when m or n is 0 the product is empty and neither A nor
   // B is read, whatever k is, so they may be null.
@@ -160,16 +184,16 @@ void validate(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t 
       "ldb", ldb, tb ? "k" : "n", tb ? k : n,
       tb ? "trans_b = op::transpose: B is stored n x k" : "trans_b = op::none: B is stored k x n");
   require_leading_dimension("ldc", ldc, "n", n, "C is stored m x n");
+  if (!has_variant<T>(options.variant)) {
+    throw error(errc::unsupported, std::string(matmul_what) + ": variant " + to_string(options.variant) +
+                                       " is not compiled for " + type_name<T>() + "; " + type_name<T>() + " has " +
+                                       variants_of<T>());
+  }
   if (options.variant == matmul_variant::tensor_core_tf32 && options.math != math_mode::tf32) {
     throw error(errc::invalid_argument, std::string(matmul_what) +
                                             ": variant tensor_core_tf32 rounds the inputs to TF32 (10-bit "
                                             "mantissa) and so needs options.math = math_mode::tf32; with "
                                             "math_mode::exact use variant best or warp_tiled");
-  }
-  if (!has_variant<T>(options.variant)) {
-    throw error(errc::unsupported, std::string(matmul_what) + ": variant " + to_string(options.variant) +
-                                       " is not compiled for " + type_name<T>() +
-                                       "; double has naive, smem_tiled and blocktile_2d (or best)");
   }
   validate_epilogue<T>(m, n, C, ldc, options, custom_epilogue);
 }
@@ -198,6 +222,25 @@ void launch_tensor_core(const gemm_args<float>& g, cudaStream_t stream, int devi
   launch_tensor_core_tf32(g, stream, ep);
 }
 
+/// The fp16 / bf16 tensor-core steps: wgmma (sm_90a image on a cc 9.0 device,
+/// variant wgmma_f16) where available, else mma.sync. errc::unsupported below 8.0.
+template <class T>
+void launch_tensor_core_16bit(matmul_variant variant, const gemm_args<T>& g, cudaStream_t stream, int device) {
+  const int cc = compute_capability(device);
+  if (cc < tensor_core_min_cc) {
+    throw error(errc::unsupported, std::string(matmul_what) + ": variant " + to_string(variant) +
+                                       " needs compute capability 8.0 or newer (fp16 / bf16 tensor cores with "
+                                       "fp32 accumulation); device " +
+                                       std::to_string(device) + " is " + std::to_string(cc / 10) + "." +
+                                       std::to_string(cc % 10) + "; use variant naive (or best)");
+  }
+  if (variant == matmul_variant::wgmma_f16) {
+    launch_wgmma_f16(g, stream);
+  } else {
+    launch_tensor_core_f16(g, stream);
+  }
+}
+
 /// The variant that runs: `best` resolved for this type, math mode and device.
 /// Both float choices apply epilogues (has_epilogue): a faster variant without
 /// epilogue support must not be picked here for a call with options.bias / relu.
@@ -209,6 +252,9 @@ matmul_variant resolve(matmul_variant requested, math_mode math, int device) {
       return matmul_variant::tensor_core_tf32;
     }
     return matmul_variant::warp_tiled;  // the fastest exact-fp32 step
+  } else if constexpr (is_16bit<T>) {
+    // wgmma where it runs (it falls back to mma.sync itself); naive below 8.0.
+    return compute_capability(device) >= tensor_core_min_cc ? matmul_variant::wgmma_f16 : matmul_variant::naive;
   } else {
     return matmul_variant::blocktile_2d;  // the register-tiled step compiled for double
   }
@@ -229,11 +275,19 @@ void dispatch_fused(matmul_variant variant, const gemm_args<float>& g, const mat
 
 template <class T>
 void dispatch(matmul_variant variant, const gemm_args<T>& g, cudaStream_t stream, int device) {
-  switch (variant) {
-    case matmul_variant::naive: return launch_naive(g, stream);
-    case matmul_variant::smem_tiled: return launch_smem_tiled(g, stream);
-    case matmul_variant::blocktile_2d: return launch_blocktile_2d(g, stream);
-    default: break;
+  if (variant == matmul_variant::naive) return launch_naive(g, stream);
+  if constexpr (is_16bit<T>) {
+    switch (variant) {
+      case matmul_variant::tensor_core_f16:
+      case matmul_variant::wgmma_f16: return launch_tensor_core_16bit(variant, g, stream, device);
+      default: break;
+    }
+  } else {
+    switch (variant) {
+      case matmul_variant::smem_tiled: return launch_smem_tiled(g, stream);
+      case matmul_variant::blocktile_2d: return launch_blocktile_2d(g, stream);
+      default: break;
+    }
   }
   if constexpr (std::is_same_v<T, float>) {
     switch (variant) {
@@ -306,6 +360,8 @@ matmul_variant matmul_epilogue_variant(const matmul_options& options, int device
 
 KF_INSTANTIATE_MATMUL(float)
 KF_INSTANTIATE_MATMUL(double)
+KF_INSTANTIATE_MATMUL(__half)
+KF_INSTANTIATE_MATMUL(__nv_bfloat16)
 
 }  // namespace detail
 }  // namespace kf

@@ -15,6 +15,7 @@
 #include "../common/alignment.hpp"
 #include "../common/grid.hpp"
 #include "../runtime/launcher.hpp"
+#include "../common/numeric.cuh"
 #include "../common/vector_access.cuh"
 #include "gemm_args.cuh"
 #include "kernelforge/epilogue.cuh"
@@ -33,15 +34,28 @@ __device__ __forceinline__ T load_op_b(const gemm_args<T>& g, std::size_t p, std
   return TransB ? g.B[j * g.ldb + p] : g.B[p * g.ldb + j];
 }
 
-/// C(i, j) = ep(alpha * acc + beta * C(i, j), i, j); C is not read when beta == 0
-/// (BLAS), so a NaN left in C never leaks into the result. The epilogue functor
-/// (kernelforge/epilogue.cuh) runs once, on the finished value, before the store.
+/// op(A)(i, p) and op(B)(p, j) in the compute type (fp32 for the 16-bit types).
+template <bool TransA, class T>
+__device__ __forceinline__ compute_t<T> load_op_a_compute(const gemm_args<T>& g, std::size_t i, std::size_t p) {
+  return to_compute(load_op_a<TransA>(g, i, p));
+}
+template <bool TransB, class T>
+__device__ __forceinline__ compute_t<T> load_op_b_compute(const gemm_args<T>& g, std::size_t p, std::size_t j) {
+  return to_compute(load_op_b<TransB>(g, p, j));
+}
+
+/// C(i, j) = ep(alpha * acc + beta * C(i, j), i, j), computed in compute_t<T>
+/// (fp32 for the 16-bit types) and rounded once to T; C is not read when
+/// beta == 0 (BLAS), so a NaN left in C never leaks into the result. The
+/// epilogue functor (kernelforge/epilogue.cuh) runs once, on the finished
+/// value, before the store.
 template <class T, class Epilogue = epilogue::identity>
-__device__ __forceinline__ void store_c(const gemm_args<T>& g, std::size_t i, std::size_t j, T acc,
+__device__ __forceinline__ void store_c(const gemm_args<T>& g, std::size_t i, std::size_t j, compute_t<T> acc,
                                         const Epilogue& ep = {}) {
+  using C = compute_t<T>;
   T* c = g.C + i * g.ldc + j;
-  const T v = g.beta == T(0) ? g.alpha * acc : g.alpha * acc + g.beta * *c;
-  *c = ep(v, static_cast<std::int64_t>(i), static_cast<std::int64_t>(j));
+  const C v = g.beta == C(0) ? g.alpha * acc : g.alpha * acc + g.beta * to_compute(*c);
+  *c = from_compute<T>(ep(v, static_cast<std::int64_t>(i), static_cast<std::int64_t>(j)));
 }
 
 /// Loads the ROWS x COLS tile of a logical matrix X (rows x cols, element

@@ -21,18 +21,18 @@ constexpr int scale_block = 256;
 constexpr std::size_t scale_max_grid_rows = 4096;
 
 template <class T, class Epilogue>
-KF_KERNEL void matmul_scale_c(T* C, std::size_t m, std::size_t n, std::size_t ldc, T beta, Epilogue ep) {
+KF_KERNEL void matmul_scale_c(T* C, std::size_t m, std::size_t n, std::size_t ldc, compute_t<T> beta, Epilogue ep) {
   const std::size_t j = blockIdx.x * std::size_t(scale_block) + threadIdx.x;
   if (j >= n) return;
   for (std::size_t i = blockIdx.y; i < m; i += gridDim.y) {
     T* c = C + i * ldc + j;
-    const T v = beta == T(0) ? T(0) : beta * *c;
-    *c = ep(v, static_cast<std::int64_t>(i), static_cast<std::int64_t>(j));
+    const compute_t<T> v = beta == compute_t<T>(0) ? compute_t<T>(0) : beta * to_compute(*c);
+    *c = from_compute<T>(ep(v, static_cast<std::int64_t>(i), static_cast<std::int64_t>(j)));
   }
 }
 
 template <class T, class Epilogue = epilogue::identity>
-void launch_scale_c(T* C, std::size_t m, std::size_t n, std::size_t ldc, T beta, cudaStream_t stream,
+void launch_scale_c(T* C, std::size_t m, std::size_t n, std::size_t ldc, compute_t<T> beta, cudaStream_t stream,
                     const Epilogue& ep = {}) {
   const std::size_t rows = m < scale_max_grid_rows ? m : scale_max_grid_rows;
   const dim3 grid = grid_2d(ceil_div(n, scale_block), rows, "k == 0 scaling");

@@ -20,7 +20,8 @@
 
 option(KERNELFORGE_ENABLE_WGMMA "Build the sm_90a wgmma TF32 matmul kernel when 90 is in CMAKE_CUDA_ARCHITECTURES" ON)
 
-set(_kf_wgmma_source "${CMAKE_CURRENT_LIST_DIR}/wgmma_tf32.cu")
+# wgmma_f16.cu (step 11, fp16 / bf16) follows the same rules, in the same object library.
+set(_kf_wgmma_source "${CMAKE_CURRENT_LIST_DIR}/wgmma_tf32.cu" "${CMAKE_CURRENT_LIST_DIR}/wgmma_f16.cu")
 
 # True when CMAKE_CUDA_ARCHITECTURES asks for compute capability 9.0 (90,
 # 90-real, 90-virtual, 90a...), or for every architecture, and nvcc knows sm_90a.
@@ -50,7 +51,7 @@ endif()
 
 if(KERNELFORGE_WGMMA_TF32_BUILT)
   if(NOT TARGET kernelforge_wgmma_tf32)
-    add_library(kernelforge_wgmma_tf32 OBJECT "${_kf_wgmma_source}")
+    add_library(kernelforge_wgmma_tf32 OBJECT ${_kf_wgmma_source})
     target_include_directories(kernelforge_wgmma_tf32 PRIVATE
       "${CMAKE_CURRENT_LIST_DIR}/../../include"
       "${CMAKE_CURRENT_LIST_DIR}/..")
@@ -68,8 +69,8 @@ if(KERNELFORGE_WGMMA_TF32_BUILT)
       -Xcompiler=-Wall,-Wextra --Werror=all-warnings)
   endif()
   list(APPEND KERNELFORGE_SOURCES "$<TARGET_OBJECTS:kernelforge_wgmma_tf32>")
-  message(STATUS "kernelforge: wgmma TF32 matmul kernel: built for sm_90a")
+  message(STATUS "kernelforge: wgmma TF32 and f16/bf16 matmul kernels: built for sm_90a")
 else()
-  list(APPEND KERNELFORGE_SOURCES "${_kf_wgmma_source}")
-  message(STATUS "kernelforge: wgmma TF32 matmul kernel: not built (${_kf_wgmma_reason})")
+  list(APPEND KERNELFORGE_SOURCES ${_kf_wgmma_source})
+  message(STATUS "kernelforge: wgmma TF32 and f16/bf16 matmul kernels: not built (${_kf_wgmma_reason})")
 endif()

@@ -22,6 +22,18 @@
 //                        mantissa bits, so each input carries up to 2^-10
 //                        relative error (truncation; 2^-11 when rounded) and each
 //                        product up to 2^-9; 4 * 2^-10 = 2^-8 leaves a factor 2.
+//      fp16 / bf16 (fp32 accumulation; inputs exactly representable in T, so
+//                        every product is exact in fp32):
+//                        |got - ref| <= (4 sqrt(k) + k / 16 + 4) 2^-23 * scale + 2 u_T |ref|
+//                        -- the fp32 summation (random-sign rounding grows like
+//                        sqrt(k); the tensor cores truncate when they add a
+//                        16-long block product, a bias that can grow like k / 16;
+//                        2^-23 = two fp32 units for the epilogue's alpha / beta
+//                        roundings), plus the one rounding of the result to T
+//                        (u_T = 2^-11 fp16, 2^-8 bf16), doubled because the
+//                        reference itself is rounded to T. Dropping one 16-deep
+//                        slice of k = 4096 moves a result by ~1e-3 * scale, far
+//                        above the first term (~1.2e-4 * scale at k = 4096).
 //  * Huge shapes (`sampled`): the reference is computed only on a sample of
 //    rows and columns (the first and last two of each, every block-tile
 //    boundary 63/64/127/128 that exists, and random ones: 32 x 32 entries), to
@@ -67,13 +79,13 @@ inline const std::vector<matmul_shape>& matmul_shapes() {
 /// GPU only, for the fast variants and best; checked on a sample of entries.
 inline matmul_shape huge_shape() { return {4095, 4097, 4093}; }
 
-enum class precision { exact, tf32 };
+enum class precision { exact, tf32, fp32_accumulate };
 
 template <class T>
 struct matmul_case {
   kf::op trans_a = kf::op::none, trans_b = kf::op::none;
   matmul_shape shape{};
-  T alpha = 1, beta = 0;
+  compute_t<T> alpha = 1, beta = 0;             ///< float for the 16-bit types
   std::size_t pad_a = 0, pad_b = 0, pad_c = 0;  ///< leading dimension = row length + pad
   std::size_t offset = 0;                       ///< elements from the allocation start to each matrix
   bool sampled = false;                         ///< reference on a sample of rows and columns
@@ -91,6 +103,10 @@ struct matmul_case {
 template <class T>
 double matmul_tolerance(precision p, std::size_t k) {
   if (p == precision::tf32) return 4.0 / 1024.0;
+  if (p == precision::fp32_accumulate) {
+    const double kd = static_cast<double>(std::max<std::size_t>(k, 1));
+    return (4.0 * std::sqrt(kd) + kd / 16.0 + 4.0) * std::ldexp(1.0, -23);
+  }
   return 4.0 * std::sqrt(static_cast<double>(std::max<std::size_t>(k, 1))) * unit_roundoff<T>();
 }
 
@@ -115,7 +131,7 @@ std::vector<T> make_operand(std::size_t rows, std::size_t cols, std::size_t pad,
                             std::uint64_t seed) {
   const std::size_t ld = cols + pad;
   std::vector<T> v = random_vector<T>(offset + rows * ld, seed);
-  const T nan = std::numeric_limits<T>::quiet_NaN();
+  const T nan = kf::reference::from_double<T>(std::numeric_limits<double>::quiet_NaN());
   for (std::size_t i = 0; i < offset; ++i) v[i] = nan;
   if (pad > 0) {
     for (std::size_t r = 0; r < rows; ++r)
@@ -124,10 +140,19 @@ std::vector<T> make_operand(std::size_t rows, std::size_t cols, std::size_t pad,
   return v;
 }
 
-/// Runs one case through kf::matmul and checks it; returns the failure, if any.
+/// True when two stored values are the same number (or both NaN); works for the 16-bit types on the host.
 template <class T>
-::testing::AssertionResult check_matmul(const matmul_case<T>& c, const kf::matmul_options& options, precision p,
-                                        std::uint64_t seed) {
+bool same_value(T a, T b) {
+  const double x = kf::reference::to_double(a), y = kf::reference::to_double(b);
+  return x == y || (std::isnan(x) && std::isnan(y));
+}
+
+/// Runs one case through `run(A, lda, B, ldb, C, ldc)` (which enqueues the
+/// product of c's transposes, shape and scalars on `stream`) and checks it;
+/// returns the failure, if any.
+template <class T, class Run>
+::testing::AssertionResult check_matmul_with(const matmul_case<T>& c, Run&& run, cudaStream_t stream, precision p,
+                                             std::uint64_t seed) {
   const std::size_t m = c.shape.m, n = c.shape.n, k = c.shape.k;
   const bool ta = c.trans_a == kf::op::transpose, tb = c.trans_b == kf::op::transpose;
   const std::size_t a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
@@ -136,13 +161,14 @@ template <class T>
   const std::vector<T> a = make_operand<T>(a_rows, a_cols, c.pad_a, c.offset, seed * 3 + 1);
   const std::vector<T> b = make_operand<T>(b_rows, b_cols, c.pad_b, c.offset, seed * 3 + 2);
   std::vector<T> c0 = random_vector<T>(c.offset + m * ldc, seed * 3 + 3);
-  for (std::size_t i = 0; i < c.offset; ++i) c0[i] = static_cast<T>(c_sentinel);
+  const T sentinel = kf::reference::from_double<T>(c_sentinel);
+  for (std::size_t i = 0; i < c.offset; ++i) c0[i] = sentinel;
   for (std::size_t r = 0; r < m; ++r) {
-    std::fill(c0.begin() + c.offset + r * ldc + n, c0.begin() + c.offset + (r + 1) * ldc, static_cast<T>(c_sentinel));
+    std::fill(c0.begin() + c.offset + r * ldc + n, c0.begin() + c.offset + (r + 1) * ldc, sentinel);
   }
 
   kf::device_buffer<T> da = kf::to_device(a), db = kf::to_device(b), dc = kf::to_device(c0);
-  if (c.beta == T(0)) {  // poison the m x n area: NaN must not leak through, and unwritten entries stay NaN
+  if (c.beta == compute_t<T>(0)) {  // poison the m x n area: NaN must not leak through, and unwritten entries stay NaN
     for (std::size_t r = 0; r < m; ++r) {
       if (cudaMemset(dc.data() + c.offset + r * ldc, 0xFF, n * sizeof(T)) != cudaSuccess) {
         return ::testing::AssertionFailure() << "cudaMemset failed";
@@ -151,17 +177,16 @@ template <class T>
   }
   // The uploads above ran on the legacy stream; options.stream may be a non-blocking one.
   if (cudaDeviceSynchronize() != cudaSuccess) return ::testing::AssertionFailure() << "cudaDeviceSynchronize failed";
-  kf::matmul<T>(c.trans_a, c.trans_b, m, n, k, c.alpha, da.data() + c.offset, lda, db.data() + c.offset, ldb, c.beta,
-                dc.data() + c.offset, ldc, options);
-  const std::vector<T> got = kf::to_host(dc, options.stream);
+  run(da.data() + c.offset, lda, db.data() + c.offset, ldb, dc.data() + c.offset, ldc);
+  const std::vector<T> got = kf::to_host(dc, stream);
 
   // The pad columns and the slack before C must be untouched.
   for (std::size_t i = 0; i < c.offset; ++i) {
-    if (got[i] != static_cast<T>(c_sentinel)) return ::testing::AssertionFailure() << "wrote before C: [" << i << "]";
+    if (!same_value(got[i], sentinel)) return ::testing::AssertionFailure() << "wrote before C: [" << i << "]";
   }
   for (std::size_t r = 0; r < m; ++r) {
     for (std::size_t j = n; j < ldc; ++j) {
-      if (got[c.offset + r * ldc + j] != static_cast<T>(c_sentinel)) {
+      if (!same_value(got[c.offset + r * ldc + j], sentinel)) {
         return ::testing::AssertionFailure() << "wrote into C's padding at row " << r << ", column " << j;
       }
     }
@@ -183,7 +208,7 @@ template <class T>
   } else {
     for (std::size_t i = 0; i < m; ++i) {  // every entry written: no NaN anywhere
       for (std::size_t j = 0; j < n; ++j) {
-        if (std::isnan(static_cast<double>(got[c.offset + i * ldc + j]))) {
+        if (std::isnan(kf::reference::to_double(got[c.offset + i * ldc + j]))) {
           return ::testing::AssertionFailure() << "NaN (unwritten or leaked) at (" << i << ", " << j << ")";
         }
       }
@@ -199,9 +224,30 @@ template <class T>
       }
     }
   }
-  ::testing::AssertionResult r = all_close(gathered, ref, tolerance{rel, 0.0}, &scale);
+  tolerance tol{rel, 0.0};
+  if (p == precision::fp32_accumulate) {
+    // Add the rounding of the result to T: bound = rel * scale + 2 u_T |ref|, tolerance 1 x bound.
+    for (std::size_t q = 0; q < scale.size(); ++q) {
+      scale[q] = rel * scale[q] + 2.0 * unit_roundoff<T>() * std::fabs(ref[q]);
+    }
+    tol = tolerance{1.0, 0.0};
+  }
+  ::testing::AssertionResult r = all_close(gathered, ref, tol, &scale);
   if (!r) r << "\n  case: " << c.describe() << (c.sampled ? " (sampled entries)" : " (index = row * n + column)");
   return r;
+}
+
+/// Runs one case through kf::matmul with `options` and checks it.
+template <class T>
+::testing::AssertionResult check_matmul(const matmul_case<T>& c, const kf::matmul_options& options, precision p,
+                                        std::uint64_t seed) {
+  const std::size_t m = c.shape.m, n = c.shape.n, k = c.shape.k;
+  return check_matmul_with(
+      c,
+      [&](const T* a, std::size_t lda, const T* b, std::size_t ldb, T* cc, std::size_t ldc) {
+        kf::matmul<T>(c.trans_a, c.trans_b, m, n, k, c.alpha, a, lda, b, ldb, c.beta, cc, ldc, options);
+      },
+      options.stream, p, seed);
 }
 
 }  // namespace kf::test

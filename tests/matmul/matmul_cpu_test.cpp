@@ -38,7 +38,7 @@ kf::error matmul_error(op ta, op tb, std::size_t m, std::size_t n, std::size_t k
                        std::size_t lda, const typename same<T>::type* B, std::size_t ldb, typename same<T>::type* C,
                        std::size_t ldc, kf::matmul_options o = {}) {
   try {
-    kf::matmul<T>(ta, tb, m, n, k, T(1), A, lda, B, ldb, T(0), C, ldc, o);
+    kf::matmul<T>(ta, tb, m, n, k, kf::compute_t<T>(1), A, lda, B, ldb, kf::compute_t<T>(0), C, ldc, o);
   } catch (const kf::error& e) {
     return e;
   }
@@ -117,6 +117,39 @@ TEST(MatmulValidation, DoubleHasNaiveSmemTiledAndBlocktile2dOnly) {
   }
 }
 
+TEST(MatmulValidation, SixteenBitTypesHaveNaiveAndTheF16TensorCoreStepsOnly) {
+  static __half h_storage[64];
+  static __nv_bfloat16 b_storage[64];
+  for (matmul_variant v : {matmul_variant::coalesced, matmul_variant::smem_tiled, matmul_variant::blocktile_1d,
+                           matmul_variant::blocktile_2d, matmul_variant::vectorized, matmul_variant::warp_tiled,
+                           matmul_variant::tensor_core_tf32}) {
+    kf::matmul_options o;
+    o.variant = v;
+    o.math = kf::math_mode::tf32;
+    expect_message(matmul_error<__half>(op::none, op::none, 2, 2, 2, h_storage, 2, h_storage, 2, h_storage, 2, o),
+                   kf::errc::unsupported, {kf::to_string(v), "__half", "naive, tensor_core_f16 and wgmma_f16"});
+    expect_message(
+        matmul_error<__nv_bfloat16>(op::none, op::none, 2, 2, 2, b_storage, 2, b_storage, 2, b_storage, 2, o),
+        kf::errc::unsupported, {kf::to_string(v), "__nv_bfloat16", "naive, tensor_core_f16 and wgmma_f16"});
+  }
+  // Validation runs for the 16-bit types as for the others: lda < k names lda.
+  expect_message(matmul_error<__half>(op::none, op::none, 4, 4, 4, h_storage, 3, h_storage, 4, h_storage, 4),
+                 kf::errc::invalid_argument, {"lda"});
+}
+
+TEST(MatmulValidation, F16StepsAreNotCompiledForFloatOrDouble) {
+  static double d_storage[64];
+  float* p = fake_ptr();
+  for (matmul_variant v : {matmul_variant::tensor_core_f16, matmul_variant::wgmma_f16}) {
+    kf::matmul_options o;
+    o.variant = v;
+    expect_message(matmul_error<float>(op::none, op::none, 2, 2, 2, p, 2, p, 2, p, 2, o), kf::errc::unsupported,
+                   {kf::to_string(v), "float"});
+    expect_message(matmul_error<double>(op::none, op::none, 2, 2, 2, d_storage, 2, d_storage, 2, d_storage, 2, o),
+                   kf::errc::unsupported, {kf::to_string(v), "double"});
+  }
+}
+
 /// m == 0 or n == 0 returns before any CUDA call (so it works here, without a GPU).
 TEST(MatmulValidation, EmptyProductsReturnWithoutTouchingTheGpu) {
   EXPECT_NO_THROW(kf::matmul<float>(op::none, op::none, 0, 5, 5, 1.f, nullptr, 5, fake_ptr(), 5, 0.f, nullptr, 5));
@@ -135,6 +168,8 @@ TEST(MatmulValidation, VariantNames) {
   EXPECT_STREQ(kf::to_string(matmul_variant::vectorized), "vectorized");
   EXPECT_STREQ(kf::to_string(matmul_variant::warp_tiled), "warp_tiled");
   EXPECT_STREQ(kf::to_string(matmul_variant::tensor_core_tf32), "tensor_core_tf32");
+  EXPECT_STREQ(kf::to_string(matmul_variant::tensor_core_f16), "tensor_core_f16");
+  EXPECT_STREQ(kf::to_string(matmul_variant::wgmma_f16), "wgmma_f16");
 }
 
 // ---- the CPU reference ------------------------------------------------------

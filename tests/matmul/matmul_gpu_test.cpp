@@ -21,6 +21,7 @@
 #include <ostream>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "matmul_case.hpp"
@@ -60,6 +61,16 @@ const std::vector<matmul_variant>& double_variants() {
   return v;
 }
 
+/// The variants compiled for __half and __nv_bfloat16.
+const std::vector<matmul_variant>& half_variants() {
+  static const std::vector<matmul_variant> v = {matmul_variant::naive, matmul_variant::tensor_core_f16,
+                                                matmul_variant::wgmma_f16, matmul_variant::best};
+  return v;
+}
+
+template <class T>
+constexpr bool is_16bit = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
+
 /// How a variant runs on this machine: its options and precision, or the error it must raise.
 struct variant_plan {
   kf::matmul_options options;
@@ -68,9 +79,18 @@ struct variant_plan {
   std::string why;
 };
 
+template <class T>
 variant_plan plan_for(matmul_variant v) {
   variant_plan p;
   p.options.variant = v;
+  if constexpr (is_16bit<T>) {
+    p.prec = precision::fp32_accumulate;
+    if ((v == matmul_variant::tensor_core_f16 || v == matmul_variant::wgmma_f16) && device_cc() < 80) {
+      p.expect_unsupported = true;
+      p.why = "fp16 / bf16 tensor cores need compute capability 8.0; this GPU is " + std::to_string(device_cc());
+    }
+    return p;
+  }
   if (v == matmul_variant::tensor_core_tf32) {
     p.options.math = kf::math_mode::tf32;
     p.prec = precision::tf32;
@@ -82,14 +102,25 @@ variant_plan plan_for(matmul_variant v) {
   return p;
 }
 
+/// Distinct seeds per element type (__half and __nv_bfloat16 have the same size).
+template <class T>
+constexpr std::uint64_t type_salt() {
+  return sizeof(T) + (std::is_same_v<T, __nv_bfloat16> ? 16 : 0);
+}
+
 std::uint64_t seed_of(matmul_variant v, std::size_t shape_index, int transposes, std::uint64_t salt) {
   return kf::test::mix64((static_cast<std::uint64_t>(v) << 32) ^ (shape_index << 8) ^ (std::uint64_t(transposes) << 4) ^
                          salt);
 }
 
 /// Padding that makes a row of `cols` elements a whole number of 16-byte
-/// chunks (for both float and double: a multiple of 4 elements), plus `extra`.
-std::size_t aligning_pad(std::size_t cols, std::size_t extra) { return (4 - cols % 4) % 4 + extra; }
+/// chunks (float and double: a multiple of 4 elements; 16-bit types: 8), plus
+/// `extra` (32: a multiple of both).
+template <class T>
+std::size_t aligning_pad(std::size_t cols, std::size_t extra) {
+  constexpr std::size_t v = sizeof(T) == 2 ? 8 : 4;
+  return (v - cols % v) % v + extra;
+}
 
 template <class T>
 matmul_case<T> random_case(const matmul_shape& s, int transposes, bool aligned, std::uint64_t seed) {
@@ -100,14 +131,14 @@ matmul_case<T> random_case(const matmul_shape& s, int transposes, bool aligned, 
   c.shape = s;
   c.trans_a = transposes & 1 ? kf::op::transpose : kf::op::none;
   c.trans_b = transposes & 2 ? kf::op::transpose : kf::op::none;
-  c.alpha = static_cast<T>(r & 1 ? 1.0 : -0.5);
-  c.beta = static_cast<T>(betas[(r >> 1) % 3]);
+  c.alpha = static_cast<kf::compute_t<T>>(r & 1 ? 1.0 : -0.5);
+  c.beta = static_cast<kf::compute_t<T>>(betas[(r >> 1) % 3]);
   const std::size_t a_cols = c.trans_a == kf::op::none ? s.k : s.m;
   const std::size_t b_cols = c.trans_b == kf::op::none ? s.n : s.k;
   if (aligned) {
-    c.pad_a = aligning_pad(a_cols, (r >> 4) & 1 ? 32 : 0);
-    c.pad_b = aligning_pad(b_cols, (r >> 5) & 1 ? 32 : 0);
-    c.pad_c = aligning_pad(s.n, (r >> 6) & 1 ? 32 : 0);
+    c.pad_a = aligning_pad<T>(a_cols, (r >> 4) & 1 ? 32 : 0);
+    c.pad_b = aligning_pad<T>(b_cols, (r >> 5) & 1 ? 32 : 0);
+    c.pad_c = aligning_pad<T>(s.n, (r >> 6) & 1 ? 32 : 0);
     c.offset = 0;
   } else {
     c.pad_a = pads[(r >> 8) % 3];
@@ -121,10 +152,10 @@ matmul_case<T> random_case(const matmul_shape& s, int transposes, bool aligned, 
 /// Runs the four transpose combinations of one variant x shape.
 template <class T>
 void run_all_transposes(matmul_variant v, std::size_t shape_index, const matmul_shape& s, bool sampled) {
-  const variant_plan p = plan_for(v);
+  const variant_plan p = plan_for<T>(v);
   for (int t = 0; t < 4; ++t) {
     const bool aligned = ((t + shape_index) % 2) == 0;
-    const std::uint64_t seed = seed_of(v, shape_index, t, sizeof(T));
+    const std::uint64_t seed = seed_of(v, shape_index, t, type_salt<T>());
     matmul_case<T> c = random_case<T>(s, t, aligned, seed);
     c.sampled = sampled;
     SCOPED_TRACE(std::string(kf::to_string(v)) + " " + c.describe());
@@ -188,12 +219,27 @@ TEST_P(MatmulDouble, AllTransposes) {
 }
 INSTANTIATE_TEST_SUITE_P(Shapes, MatmulDouble, ::testing::ValuesIn(product(double_variants(), true)), param_name);
 
+// __half and __nv_bfloat16: fp32 accumulation, one rounding to T (tolerance: matmul_case.hpp).
+class MatmulHalf : public ::testing::TestWithParam<variant_shape> {};
+TEST_P(MatmulHalf, AllTransposes) {
+  KF_SKIP_WITHOUT_GPU();
+  run_param<__half>(GetParam());
+}
+INSTANTIATE_TEST_SUITE_P(Shapes, MatmulHalf, ::testing::ValuesIn(product(half_variants(), true)), param_name);
+
+class MatmulBfloat16 : public ::testing::TestWithParam<variant_shape> {};
+TEST_P(MatmulBfloat16, AllTransposes) {
+  KF_SKIP_WITHOUT_GPU();
+  run_param<__nv_bfloat16>(GetParam());
+}
+INSTANTIATE_TEST_SUITE_P(Shapes, MatmulBfloat16, ::testing::ValuesIn(product(half_variants(), true)), param_name);
+
 // ---- every alpha x beta x padding value of the issue, per variant ------------
 /// 127 x 129 x 255 crosses a block-tile edge in m, n and k for every tile size;
 /// the 18 alpha x beta x padding combinations cycle through the transposes.
 template <class T>
 void run_scalars(matmul_variant v) {
-  const variant_plan p = plan_for(v);
+  const variant_plan p = plan_for<T>(v);
   if (p.expect_unsupported) GTEST_SKIP() << p.why << " (covered by the AllTransposes tests)";
   const matmul_shape s{127, 129, 255};
   int index = 0;
@@ -204,10 +250,10 @@ void run_scalars(matmul_variant v) {
         c.shape = s;
         c.trans_a = index & 1 ? kf::op::transpose : kf::op::none;
         c.trans_b = index & 2 ? kf::op::transpose : kf::op::none;
-        c.alpha = static_cast<T>(alpha);
-        c.beta = static_cast<T>(beta);
+        c.alpha = static_cast<kf::compute_t<T>>(alpha);
+        c.beta = static_cast<kf::compute_t<T>>(beta);
         c.pad_a = c.pad_b = c.pad_c = pad;
-        const std::uint64_t seed = seed_of(v, 100 + index, index % 4, sizeof(T));
+        const std::uint64_t seed = seed_of(v, 100 + index, index % 4, type_salt<T>());
         EXPECT_TRUE(kf::test::check_matmul(c, p.options, p.prec, seed)) << kf::to_string(v);
         ++index;
       }
@@ -229,6 +275,22 @@ TEST_P(MatmulDoubleScalars, AlphaBetaPadding) {
   run_scalars<double>(GetParam());
 }
 INSTANTIATE_TEST_SUITE_P(Variants, MatmulDoubleScalars, ::testing::ValuesIn(double_variants()),
+                         [](const auto& info) { return std::string(kf::to_string(info.param)); });
+
+class MatmulHalfScalars : public ::testing::TestWithParam<matmul_variant> {};
+TEST_P(MatmulHalfScalars, AlphaBetaPadding) {
+  KF_SKIP_WITHOUT_GPU();
+  run_scalars<__half>(GetParam());
+}
+INSTANTIATE_TEST_SUITE_P(Variants, MatmulHalfScalars, ::testing::ValuesIn(half_variants()),
+                         [](const auto& info) { return std::string(kf::to_string(info.param)); });
+
+class MatmulBfloat16Scalars : public ::testing::TestWithParam<matmul_variant> {};
+TEST_P(MatmulBfloat16Scalars, AlphaBetaPadding) {
+  KF_SKIP_WITHOUT_GPU();
+  run_scalars<__nv_bfloat16>(GetParam());
+}
+INSTANTIATE_TEST_SUITE_P(Variants, MatmulBfloat16Scalars, ::testing::ValuesIn(half_variants()),
                          [](const auto& info) { return std::string(kf::to_string(info.param)); });
 
 // ---- edge cases -----------------------------------------------------------
@@ -263,6 +325,40 @@ TEST(MatmulGpu, KZeroScalesC) {
   check_k_zero<float>(0.5f);
   check_k_zero<double>(0.0);
   check_k_zero<double>(-3.0);
+}
+
+/// k == 0 for the 16-bit types: C = beta * C computed in fp32, rounded to T
+/// (exact here: beta = 0.5 and values in [0.125, 2]); beta == 0 never reads C.
+template <class T>
+void check_k_zero_16bit(float beta) {
+  const std::size_t m = 37, n = 29, ldc = 31;
+  const std::vector<T> c0 = kf::test::random_vector<T>(m * ldc, 6);
+  kf::device_buffer<T> dc = kf::to_device(c0);
+  if (beta == 0.0f) kf::test::poison(dc.data(), dc.size_bytes());
+  kf::matmul<T>(kf::op::none, kf::op::none, m, n, 0, 2.0f, nullptr, 0, nullptr, n, beta, dc.data(), ldc);
+  const std::vector<T> got = kf::to_host(dc);
+  for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t j = 0; j < ldc; ++j) {
+      const double g = kf::reference::to_double(got[i * ldc + j]);
+      const double old = kf::reference::to_double(c0[i * ldc + j]);
+      if (j >= n) {
+        if (beta == 0.0f)
+          ASSERT_TRUE(std::isnan(g)) << i << "," << j;
+        else
+          ASSERT_EQ(g, old) << i << "," << j;
+      } else {
+        ASSERT_EQ(g, beta * old) << "(" << i << ", " << j << ") beta " << beta;
+      }
+    }
+  }
+}
+
+TEST(MatmulGpu, KZeroScalesC16Bit) {
+  KF_SKIP_WITHOUT_GPU();
+  check_k_zero_16bit<__half>(0.0f);
+  check_k_zero_16bit<__half>(0.5f);
+  check_k_zero_16bit<__nv_bfloat16>(0.0f);
+  check_k_zero_16bit<__nv_bfloat16>(0.5f);
 }
 
 TEST(MatmulGpu, EmptyProductIsANoOp) {

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+// Step 11, host interface: the wgmma f16 / bf16 kernel (11_wgmma_f16.cuh,
+// launched by wgmma_f16.cu) runs when
+//  * the library was built with 90 in CMAKE_CUDA_ARCHITECTURES and the device is
+//    compute capability 9.0 (wgmma_tf32_available: the same condition);
+//  * m, n, k < 2^31 - 512 (TMA coordinates are 32-bit) and the grid fits;
+//  * the workspace can be allocated when a repack is needed.
+// The kernel reads A as m x k and op(B)^T as n x k, both k-contiguous with
+// 16-byte aligned rows (TMA). What runs for each layout:
+//  * trans_a = none, trans_b = transpose (both k-contiguous), rows 16-byte
+//    aligned (pointer and leading dimension a multiple of 8 elements): wgmma
+//    reads the operands in place;
+//  * anything else (the plain row-major product NN included: B is n-contiguous)
+//    first repacks the operand(s) into a k-contiguous copy in a stream-ordered
+//    workspace (one bandwidth-bound pass each, counted in the timing), then wgmma.
+// Otherwise launch_wgmma_f16 falls back to the mma.sync kernel (step 10).
+// Its measured speed: the README's generated tables and benchmarks/TUNING.md (bench_matmul).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+
+#include "gemm_args.cuh"
+#ifndef KF_WGMMA_F16_DECLARATIONS_ONLY
+#include "tensor_core_f16_launch.cuh"
+#endif
+
+namespace kf::detail {
+
+/// CTAs per cluster sharing one B tile (TMA multicast): 1 or 2.
+inline constexpr int wgmma_f16_default_cluster = 2;
+
+/// Enqueues C = alpha * op(A) * op(B) + beta * C with the wgmma kernel on the
+/// current device and returns true; returns false, having enqueued nothing, when
+/// a condition above is not met. cluster_size: 1 or 2 (anything else: the default).
+bool wgmma_f16_try_launch(const gemm_args<__half>& args, cudaStream_t stream,
+                          int cluster_size = wgmma_f16_default_cluster);
+bool wgmma_f16_try_launch(const gemm_args<__nv_bfloat16>& args, cudaStream_t stream,
+                          int cluster_size = wgmma_f16_default_cluster);
+
+#ifndef KF_WGMMA_F16_DECLARATIONS_ONLY
+/// The wgmma kernel where it runs, else the mma.sync kernel (sm_80+).
+template <class T>
+void launch_wgmma_f16(const gemm_args<T>& args, cudaStream_t stream) {
+  if (!wgmma_f16_try_launch(args, stream)) launch_tensor_core_f16(args, stream);
+}
+#endif
+
+}  // namespace kf::detail

@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: Apache-2.0
+// The fp16 / bf16 tensor-core kernels called through their launch functions,
+// so that a silent fallback cannot pass for the kernel under test:
+//  * mma_sync: launch_tensor_core_f16 (10_tensor_core_f16.cuh), any sm_80+ GPU;
+//  * wgmma_cluster1 / wgmma_cluster2: wgmma_f16_try_launch (11_wgmma_f16.cuh),
+//    which must accept the call (compute capability 9.0 and a library built with 90).
+// Cases, checks and tolerance: tests/matmul/matmul_case.hpp (double reference,
+// NaN-poisoned C with beta 0, NaN in the padding, sentinels around C,
+// |err| <= (4 sqrt(k) + k/16 + 4) 2^-23 * sum|a b| + 2 u_T |ref|). Every shape
+// runs the four transposes, each with a tight, a padded (+1, +37) and a
+// misaligned (one element in) layout and alpha / beta in {1, -0.5} x {0, 0.25, 1}.
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "../matmul/matmul_case.hpp"
+#include "kernelforge/kernels/matmul/tensor_core_f16_launch.cuh"
+#include "kernelforge/kernels/matmul/wgmma_f16_launch.cuh"
+#include "kernelforge/kernels/matmul/wgmma_tf32_launch.cuh"
+
+namespace {
+
+using kf::test::matmul_case;
+using kf::test::matmul_shape;
+
+enum class path { mma_sync, wgmma_cluster1, wgmma_cluster2 };
+
+const char* path_name(path p) {
+  switch (p) {
+    case path::mma_sync: return "mma_sync";
+    case path::wgmma_cluster1: return "wgmma_cluster1";
+    case path::wgmma_cluster2: return "wgmma_cluster2";
+  }
+  return "unknown";
+}
+
+int device_cc() {
+  int device = 0, major = 0, minor = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+  return major * 10 + minor;
+}
+
+struct layout {
+  const char* name;
+  std::size_t pad;     ///< added to every leading dimension
+  std::size_t offset;  ///< elements from the allocation start to each matrix
+  float alpha, beta;
+};
+
+// pad 0 on shapes whose row lengths are multiples of 8 and offset 0: the 16-byte
+// paths (cp.async 16 / TMA in place); the others: the register path / a repack.
+const layout layouts[] = {
+    {"tight, alpha 1, beta 0", 0, 0, 1.0f, 0.0f},
+    {"ld+1, alpha -0.5, beta 0.25", 1, 0, -0.5f, 0.25f},
+    {"ld+37, misaligned by 1 element, alpha 1, beta 1", 37, 1, 1.0f, 1.0f},
+    {"ld+8, alpha -0.5, beta 0", 8, 0, -0.5f, 0.0f},
+};
+
+template <class T>
+void run_case(const matmul_shape& s, bool ta, bool tb, path p, const layout& l, std::uint64_t seed) {
+  matmul_case<T> c;
+  c.shape = s;
+  c.trans_a = ta ? kf::op::transpose : kf::op::none;
+  c.trans_b = tb ? kf::op::transpose : kf::op::none;
+  c.alpha = l.alpha;
+  c.beta = l.beta;
+  c.pad_a = c.pad_b = c.pad_c = l.pad;
+  c.offset = l.offset;
+  c.sampled = static_cast<double>(s.m) * s.n * s.k > double(1u << 30);
+  SCOPED_TRACE(std::string(path_name(p)) + ", " + l.name + ": " + c.describe());
+  bool accepted = true;
+  const auto run = [&](const T* a, std::size_t lda, const T* b, std::size_t ldb, T* cc, std::size_t ldc) {
+    kf::detail::gemm_args<T> g;
+    g.trans_a = ta, g.trans_b = tb;
+    g.m = s.m, g.n = s.n, g.k = s.k;
+    g.alpha = c.alpha, g.beta = c.beta;
+    g.A = a, g.lda = lda, g.B = b, g.ldb = ldb, g.C = cc, g.ldc = ldc;
+    if (p == path::mma_sync) {
+      kf::detail::launch_tensor_core_f16(g, nullptr);
+    } else {
+      accepted = kf::detail::wgmma_f16_try_launch(g, nullptr, p == path::wgmma_cluster1 ? 1 : 2);
+    }
+  };
+  const ::testing::AssertionResult r =
+      kf::test::check_matmul_with(c, run, nullptr, kf::test::precision::fp32_accumulate, seed);
+  ASSERT_TRUE(accepted) << "the wgmma kernel declined a call it should run (it would have fallen back to mma.sync)";
+  EXPECT_TRUE(r);
+}
+
+struct tc_case {
+  matmul_shape s;
+  bool ta, tb;
+  path p;
+  bool bf16;
+};
+
+std::string describe(const tc_case& c) {
+  std::ostringstream o;
+  o << (c.bf16 ? "bf16_" : "fp16_") << path_name(c.p) << "_" << c.s.m << "x" << c.s.n << "x" << c.s.k << "_"
+    << (c.ta ? "T" : "N") << (c.tb ? "T" : "N");
+  return o.str();
+}
+
+void PrintTo(const tc_case& c, std::ostream* os) { *os << describe(c); }
+
+std::vector<tc_case> all_cases() {
+  const std::vector<matmul_shape> shapes = {{1, 1, 1},        {33, 65, 17},      {127, 129, 255}, {128, 256, 64},
+                                            {513, 257, 1031}, {1, 1, 4096},      {1, 4096, 512},  {4096, 1, 512},
+                                            {300, 520, 64},   {4095, 4097, 4093}};
+  std::vector<tc_case> cases;
+  for (bool bf16 : {false, true})
+    for (path p : {path::mma_sync, path::wgmma_cluster1, path::wgmma_cluster2})
+      for (const matmul_shape& s : shapes)
+        for (bool ta : {false, true})
+          for (bool tb : {false, true}) cases.push_back({s, ta, tb, p, bf16});
+  return cases;
+}
+
+class MatmulTensorCoreF16 : public ::testing::TestWithParam<tc_case> {};
+
+TEST_P(MatmulTensorCoreF16, MatchesDoubleReference) {
+  KF_SKIP_WITHOUT_GPU();
+  const tc_case& c = GetParam();
+  if (c.p == path::mma_sync) {
+    if (device_cc() < 80) GTEST_SKIP() << "mma.sync f16 / bf16 needs compute capability 8.0 or newer";
+  } else {
+    int device = 0;
+    ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+    if (!kf::detail::wgmma_tf32_available(device)) {
+      GTEST_SKIP() << "wgmma needs a compute capability 9.0 GPU and a library built with 90 in "
+                      "CMAKE_CUDA_ARCHITECTURES (this GPU is sm_"
+                   << device_cc() << ")";
+    }
+  }
+  const bool big = c.s.m > 4000 && c.s.n > 4000;
+  std::uint64_t seed = 1;
+  for (const layout& l : layouts) {
+    ++seed;
+    if (big && l.pad != 37 && l.pad != 8) continue;  // the big shape: one fast and one misaligned layout
+    if (c.bf16) {
+      run_case<__nv_bfloat16>(c.s, c.ta, c.tb, c.p, l, seed);
+    } else {
+      run_case<__half>(c.s, c.ta, c.tb, c.p, l, seed);
+    }
+    if (HasFatalFailure()) return;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, MatmulTensorCoreF16, ::testing::ValuesIn(all_cases()),
+                         [](const ::testing::TestParamInfo<tc_case>& info) { return describe(info.param); });
+
+// ---- CPU checks of the mma.sync kernel's shared-memory swizzle --------------
+
+/// Every ldmatrix phase reads 8 consecutive stored rows (from a multiple of 8)
+/// at one logical chunk: the swizzle must put them in 8 distinct 16-byte bank
+/// groups (byte offset / 16 mod 8), for every layout.
+template <class Tile>
+void expect_conflict_free(const char* name) {
+  for (int r0 = 0; r0 < Tile::outer; r0 += 8) {
+    for (int c = 0; c < Tile::chunks_per_row; ++c) {
+      std::vector<int> used(8, 0);
+      for (int r = r0; r < r0 + 8; ++r) ++used[(Tile::chunk_offset(r, c) / 16) % 8];
+      for (int u : used) EXPECT_EQ(u, 1) << name << " rows " << r0 << "+, chunk " << c;
+    }
+  }
+}
+
+/// The swizzle is a permutation of the chunks of each row (no two chunks collide).
+template <class Tile>
+void expect_permutation(const char* name) {
+  std::vector<int> seen(Tile::bytes / 16, 0);
+  for (int r = 0; r < Tile::outer; ++r)
+    for (int c = 0; c < Tile::chunks_per_row; ++c) {
+      const int chunk = Tile::chunk_offset(r, c) / 16;
+      ASSERT_GE(chunk, r * Tile::chunks_per_row) << name;
+      ASSERT_LT(chunk, (r + 1) * Tile::chunks_per_row) << name;
+      ++seen[chunk];
+    }
+  for (int s : seen) EXPECT_EQ(s, 1) << name;
+}
+
+TEST(MatmulTensorCoreF16Layout, LdmatrixPhasesAreBankConflictFree) {
+  namespace f = kf::detail::f16_mma;
+  expect_conflict_free<f::a_tile<false>>("A k-contiguous");
+  expect_conflict_free<f::a_tile<true>>("A m-contiguous");
+  expect_conflict_free<f::b_tile<false>>("B n-contiguous");
+  expect_conflict_free<f::b_tile<true>>("B k-contiguous");
+  expect_permutation<f::a_tile<false>>("A k-contiguous");
+  expect_permutation<f::a_tile<true>>("A m-contiguous");
+  expect_permutation<f::b_tile<false>>("B n-contiguous");
+  expect_permutation<f::b_tile<true>>("B k-contiguous");
+}
+
+TEST(MatmulTensorCoreF16Layout, FourStagesFitTwoBlocksOnHopperAndOneOnAda) {
+  namespace f = kf::detail::f16_mma;
+  constexpr int hopper_smem_per_sm = 228 * 1024, reserved_per_block = 1024, ada_optin = 99 * 1024;
+  EXPECT_LE(f::min_blocks_per_sm * (f::smem_bytes + reserved_per_block), hopper_smem_per_sm);
+  EXPECT_LE(f::smem_bytes, ada_optin);
+}
+
+}  // namespace
