@@ -3,7 +3,8 @@
 // run so every comparison is a ratio of figures measured together.
 //
 //   conv2d/fp32/<impl>/<layer>     impl: cudnn (FMA math: no TF32), best, naive,
-//                                  smem_tiled, implicit_gemm
+//                                  smem_tiled, implicit_gemm, implicit_gemm_pipelined,
+//                                  winograd (3x3 stride-1 layers only)
 //   conv2d/tf32/<impl>/<layer>     impl: cudnn (tensor-op math), implicit_gemm_tf32, best
 //   filter2d/fp32/<impl>/8192x8192_<r>x<s>   impl: copy (cudaMemcpyAsync of the image:
 //                                  the floor), cudnn (as a 1-channel convolution), best,
@@ -44,6 +45,7 @@
 #include "gpu_benchmark.hpp"
 #include "kernelforge/conv.hpp"
 #include "kernelforge/elementwise.hpp"
+#include "kernelforge/kernels/conv2d/tuning.hpp"
 
 namespace kf::bench::conv {
 namespace {
@@ -488,11 +490,17 @@ struct registrar {
         {"naive", kf::conv2d_variant::naive},
         {"smem_tiled", kf::conv2d_variant::smem_tiled},
         {"implicit_gemm", kf::conv2d_variant::implicit_gemm},
+        {"implicit_gemm_pipelined", kf::conv2d_variant::implicit_gemm_pipelined},
+        {"winograd", kf::conv2d_variant::winograd},
     };
     for (const layer& L : layers()) {
       configure(benchmark::RegisterBenchmark(("conv2d/fp32/cudnn/" + L.name).c_str(),
                                              [&L](benchmark::State& s) { bm_conv_cudnn(s, L, false); }));
+      const bool winograd_applies =
+          kf::detail::conv2d_winograd_unsupported_reason(L.p.filter_height, L.p.filter_width, L.p.stride_h,
+                                                         L.p.stride_w, L.p.dilation_h, L.p.dilation_w) == nullptr;
       for (const auto& [name, variant] : exact_variants) {
+        if (variant == kf::conv2d_variant::winograd && !winograd_applies) continue;
         auto* b = benchmark::RegisterBenchmark(
             ("conv2d/fp32/" + std::string(name) + "/" + L.name).c_str(),
             [&L, variant = variant](benchmark::State& s) { bm_conv_kf(s, L, variant, kf::math_mode::exact); });

@@ -27,6 +27,8 @@ const char* to_string(conv2d_variant variant) noexcept {
     case conv2d_variant::smem_tiled: return "smem_tiled";
     case conv2d_variant::implicit_gemm: return "implicit_gemm";
     case conv2d_variant::implicit_gemm_tf32: return "implicit_gemm_tf32";
+    case conv2d_variant::implicit_gemm_pipelined: return "implicit_gemm_pipelined";
+    case conv2d_variant::winograd: return "winograd";
   }
   return "unknown";
 }
@@ -85,6 +87,8 @@ void dispatch(const char* what, int device, const conv2d_args<float>& a, const c
     case conv2d_variant::smem_tiled: return launch_smem_tiled(what, a, ep, options.stream);
     case conv2d_variant::implicit_gemm:
     case conv2d_variant::implicit_gemm_tf32:
+    case conv2d_variant::implicit_gemm_pipelined:
+    case conv2d_variant::winograd:
     case conv2d_variant::best: break;
   }
   dispatch_conv2d_gemm(what, device, a, options, ep);

@@ -96,12 +96,14 @@ const variant_case all_variants[] = {
     {"naive", kf::conv2d_variant::naive, kf::math_mode::exact},
     {"smem_tiled", kf::conv2d_variant::smem_tiled, kf::math_mode::exact},
     {"implicit_gemm", kf::conv2d_variant::implicit_gemm, kf::math_mode::exact},
+    {"implicit_gemm_pipelined", kf::conv2d_variant::implicit_gemm_pipelined, kf::math_mode::exact},
     {"implicit_gemm_tf32", kf::conv2d_variant::implicit_gemm_tf32, kf::math_mode::tf32},
     {"best_exact", kf::conv2d_variant::best, kf::math_mode::exact},
     {"best_tf32", kf::conv2d_variant::best, kf::math_mode::tf32},
 };
 const variant_case gemm_variants[] = {
     {"implicit_gemm", kf::conv2d_variant::implicit_gemm, kf::math_mode::exact},
+    {"implicit_gemm_pipelined", kf::conv2d_variant::implicit_gemm_pipelined, kf::math_mode::exact},
     {"implicit_gemm_tf32", kf::conv2d_variant::implicit_gemm_tf32, kf::math_mode::tf32},
     {"best_exact", kf::conv2d_variant::best, kf::math_mode::exact},
     {"best_tf32", kf::conv2d_variant::best, kf::math_mode::tf32},
@@ -366,7 +368,7 @@ TEST(Conv2dEpilogueErrors, VariantsWithoutEpilogueAreUnsupported) {
   for (kf::conv2d_variant v : {kf::conv2d_variant::naive, kf::conv2d_variant::smem_tiled}) {
     kf::conv2d_options options;
     options.variant = v;
-    kf::test::expect_error(kf::errc::unsupported, "implicit_gemm, implicit_gemm_tf32 and best", [&] {
+    kf::test::expect_error(kf::errc::unsupported, "implicit_gemm, implicit_gemm_tf32, implicit_gemm_pipelined, winograd and best", [&] {
       kf::conv2d_forward(small, fake(0x1000), fake(0x2000), nullptr, fake(0x3000), kf::epilogue::clamp{0, 1}, options);
     });
   }
