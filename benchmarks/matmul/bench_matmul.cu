@@ -9,6 +9,12 @@
 //   matmul/tf32/cublas/<shape>               cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_TF32
 //   matmul/fp32/tuning/<config>/<shape>      warp_tiled with other tile configurations
 //                                            (NN, 16-byte path), to choose tuning.hpp from data
+//   matmul/<fp32|tf32>/fused_bias_relu/<shape>    kf::matmul with options.bias + options.relu
+//                                                 (the epilogue in the GEMM's registers)
+//   matmul/<fp32|tf32>/unfused_bias_relu/<shape>  kf::matmul, then the bias added by kf::transform
+//                                                 (C += a row-broadcast m x n bias matrix, in place),
+//                                                 then kf::relu_threshold_forward in place: the same
+//                                                 result in three passes; 4096^3 and 8192x8192x1024 only
 //
 // Row-major C = A B with A m x k, B k x n, C m x n, unpadded (lda = k, ldb = n,
 // ldc = n), alpha = 1, beta = 0. cuBLAS (column-major) computes the same
@@ -45,8 +51,10 @@
 #include <cuda_runtime_api.h>
 
 #include "gpu_benchmark.hpp"
+#include "kernelforge/elementwise.hpp"
 #include "kernelforge/kernels/matmul/warp_tiled_launch.cuh"
 #include "kernelforge/matmul.hpp"
+#include "kernelforge/transform.cuh"
 
 #include "kernelforge/kernels/matmul/tensor_core_tf32_launch.cuh"
 
@@ -68,6 +76,11 @@ struct tune_128x256x16 : warp_tiled_large_smem {
 };
 struct tune_128x128x16_2blocks : warp_tiled_large_smem {
   static constexpr int block_k = 16, min_blocks_per_sm = 2;
+};
+
+/// The unfused rows' bias add: c + bias (kf::transform over C and a broadcast bias matrix).
+struct add_op {
+  __device__ float operator()(float c, float bias) const { return c + bias; }
 };
 
 namespace {
@@ -126,6 +139,29 @@ struct operands {
     check(cudaDeviceSynchronize(), "fill");
   }
 };
+
+/// The fused / unfused rows' bias: n values (bias) and the same broadcast to m x n rows (bias_rows).
+struct bias_operands {
+  shape s;
+  kf::device_buffer<float> bias, bias_rows;
+  explicit bias_operands(const shape& s_) : s(s_), bias(s_.n), bias_rows(s_.m * s_.n) {
+    fill_random(bias.data(), bias.size(), 3);
+    for (std::size_t i = 0; i < s.m; ++i) {
+      check(cudaMemcpy(bias_rows.data() + i * s.n, bias.data(), s.n * sizeof(float), cudaMemcpyDeviceToDevice),
+            "broadcast bias");
+    }
+    check(cudaDeviceSynchronize(), "fill bias");
+  }
+};
+
+bias_operands& bias_for(const shape& s) {
+  static std::unique_ptr<bias_operands> current;
+  if (!current || current->s.m != s.m || current->s.n != s.n || current->s.k != s.k) {
+    current.reset();
+    current = std::make_unique<bias_operands>(s);
+  }
+  return *current;
+}
 
 operands& operands_for(const shape& s) {
   static std::unique_ptr<operands> current;
@@ -201,7 +237,7 @@ void launch_tuning(operands& p, cudaStream_t stream) {
   constexpr std::size_t smem = d::warp_tiled_layout<Config, false, false>::smem_bytes;
   const auto run = [&](auto kernel) {
     d::resident_blocks_per_sm<decltype(kernel)::value>(device, threads, smem, "bench tuning");  // smem opt-in
-    decltype(kernel)::value<<<grid, threads, smem, stream>>>(g, x);
+    decltype(kernel)::value<<<grid, threads, smem, stream>>>(g, x, kf::epilogue::identity{});
   };
   if (d::rows_16b_aligned(g.A, g.lda) && d::rows_16b_aligned(g.B, g.ldb)) {
     run(std::integral_constant<decltype(&d::matmul_warp_tiled<Config, false, false, true>),
@@ -213,7 +249,7 @@ void launch_tuning(operands& p, cudaStream_t stream) {
   d::check_launch("bench tuning");
 }
 
-enum class impl { kf, cublas, mma_sync, tuning };
+enum class impl { kf, cublas, mma_sync, tuning, fused, unfused };
 
 struct row {
   std::string precision;  // "fp32" or "tf32"
@@ -231,13 +267,27 @@ void run(const row& r, operands& p, cudaStream_t stream) {
     case impl::cublas: return cublas_matmul(p, r.precision == "tf32", stream);
     case impl::tuning: return r.tuning(p, stream);
     case impl::mma_sync: kf::detail::launch_tensor_core_tf32(args_of(p), stream); return;
-    case impl::kf: {
+    case impl::kf:
+    case impl::fused:
+    case impl::unfused: {
       kf::matmul_options o;
       o.stream = stream;
       o.variant = r.variant;
       o.math = r.precision == "tf32" ? kf::math_mode::tf32 : kf::math_mode::exact;
+      if (r.kind == impl::fused) {
+        o.bias = bias_for(p.s).bias.data();
+        o.relu = true;
+      }
       kf::matmul<float>(kf::op::none, kf::op::none, p.s.m, p.s.n, p.s.k, 1.f, p.a.data(), p.s.k, p.b.data(), p.s.n, 0.f,
                         p.c.data(), p.s.n, o);
+      if (r.kind == impl::unfused) {
+        const std::size_t mn = p.s.m * p.s.n;
+        kf::transform(mn, add_op{}, p.c.data(), p.c.data(), bias_for(p.s).bias_rows.data(),
+                      kf::transform_options{stream});
+        kf::elementwise_options e;
+        e.stream = stream;
+        kf::relu_threshold_forward<float>(mn, p.c.data(), p.c.data(), 0.0f, e);
+      }
       return;
     }
   }
@@ -263,6 +313,12 @@ std::string spot_check(const row& r, operands& p) {
     for (std::size_t q = 0; q < p.s.k; ++q) {
       ref += double(arow[q]) * double(bcol[q]);
       scale += std::fabs(double(arow[q]) * double(bcol[q]));
+    }
+    if (r.kind == impl::fused || r.kind == impl::unfused) {  // relu(ref + bias[j]), threshold 0
+      float bias = 0;
+      check(cudaMemcpy(&bias, bias_for(p.s).bias.data() + j, sizeof(float), cudaMemcpyDeviceToHost), "copy bias");
+      ref = ref + bias <= 0 ? 0 : ref + bias;
+      scale += std::fabs(bias);
     }
     if (!(std::fabs(double(got) - ref) <= tol * scale)) {
       return r.name + " is wrong at (" + std::to_string(i) + ", " + std::to_string(j) + "): got " +
@@ -371,6 +427,13 @@ void register_all() {
     register_row(cublas_tf32, s);
     register_row(kf_row(v::tensor_core_tf32, 250, "tf32"), s);
     register_row(mma, s);
+    if ((is_cube(s) && s.m == 4096) || (s.m == 8192 && s.n == 8192 && s.k == 1024)) {
+      for (const char* precision : {"fp32", "tf32"}) {
+        const double tflops = precision[0] == 'f' ? 45 : 250;
+        register_row({precision, "fused_bias_relu", impl::fused, v::best, nullptr, tflops}, s);
+        register_row({precision, "unfused_bias_relu", impl::unfused, v::best, nullptr, tflops}, s);
+      }
+    }
   }
 }
 

@@ -2,10 +2,10 @@
 """What calling kernelforge from Python costs: per-call host overhead and bandwidth.
 
 1. Per-call overhead at n = 2^10 float32 (the kernel is tiny, so the host path is
-   what is measured): kernelforge's DLPack API, the kernelforge.torch custom op,
+   what is measured): kernelforge's DLPack API, the kernelforge.torch function and the registered operator,
    and torch's own op in the same run (F.threshold, torch.add), plus a
-   torch.compile'd model using the custom op against the same model with
-   F.threshold. Wall time over many back-to-back calls, one synchronize at the end;
+   torch.compile'd model using the op against the same model with F.threshold
+   and against the model without the activation (the op's own cost in a graph). Wall time over many back-to-back calls, one synchronize at the end;
    median of several repeats. Goal: kernelforge <= 1.5x torch's F.threshold.
 2. Bandwidth at n = 2^28 float32: CUDA events around one call, L2 flushed before
    every sample, median of the samples, against the C++ benchmark's GB/s for the
@@ -53,7 +53,8 @@ def overhead(n=1 << 10):
         "torch F.threshold": lambda: F.threshold(x, 0.5, 0.0),
         "kf.relu_threshold": lambda: kf.relu_threshold(x, 0.5),
         "kf.relu_threshold(out=)": lambda: kf.relu_threshold(x, 0.5, out),
-        "kernelforge.torch.relu_threshold (custom op)": lambda: kft.relu_threshold(x, 0.5),
+        "kernelforge.torch.relu_threshold": lambda: kft.relu_threshold(x, 0.5),
+        "torch.ops.kernelforge.relu_threshold (dispatcher)": lambda: torch.ops.kernelforge.relu_threshold(x, 0.5),
         "torch.add": lambda: torch.add(x, y),
         "kf.vector_add": lambda: kf.vector_add(x, y),
     }
@@ -69,9 +70,11 @@ def overhead(n=1 << 10):
 
     compiled_kf = torch.compile(Model(kft.ThresholdReLU(0.5)), fullgraph=True)
     compiled_torch = torch.compile(Model(torch.nn.Threshold(0.5, 0.0)), fullgraph=True)
+    compiled_add = torch.compile(Model(torch.nn.Identity()), fullgraph=True)
     with torch.no_grad():
         result["torch.compile model (kernelforge op + add)"] = per_call_us(lambda: compiled_kf(x), calls=1000)
         result["torch.compile model (F.threshold + add)"] = per_call_us(lambda: compiled_torch(x), calls=1000)
+        result["torch.compile model (add only)"] = per_call_us(lambda: compiled_add(x), calls=1000)
     return [{"name": k, "n": n, "us_per_call": v} for k, v in result.items()]
 
 
@@ -138,12 +141,22 @@ def main():
     bw = bandwidth(args.cpp_json)
     threshold_us = {r["name"]: r["us_per_call"] for r in over}
     ratio = threshold_us["kf.relu_threshold"] / threshold_us["torch F.threshold"]
-    op_ratio = threshold_us["kernelforge.torch.relu_threshold (custom op)"] / threshold_us["torch F.threshold"]
+    torch_fn_ratio = threshold_us["kernelforge.torch.relu_threshold"] / threshold_us["torch F.threshold"]
+    op_ratio = threshold_us["torch.ops.kernelforge.relu_threshold (dispatcher)"] / threshold_us["torch F.threshold"]
+    # In a compiled graph inductor fuses F.threshold into the add (one kernel), so the model ratio
+    # also counts the fusion; the op's own cost in the graph is its time over the add-only model.
+    compiled_ratio = (threshold_us["torch.compile model (kernelforge op + add)"] /
+                      threshold_us["torch.compile model (F.threshold + add)"])
+    compiled_marginal = (threshold_us["torch.compile model (kernelforge op + add)"] -
+                         threshold_us["torch.compile model (add only)"]) / threshold_us["torch F.threshold"]
     fractions = [r["fraction_of_cpp"] for r in bw if r.get("fraction_of_cpp")]
     goals = {
         "overhead_kf_over_torch_threshold": ratio,
-        "overhead_custom_op_over_torch_threshold": op_ratio,
-        "overhead_goal_met (<= 1.5)": ratio <= 1.5,
+        "overhead_kernelforge_torch_over_torch_threshold": torch_fn_ratio,
+        "overhead_operator_via_dispatcher_over_torch_threshold": op_ratio,
+        "compiled_model_kf_over_compiled_model_torch": compiled_ratio,
+        "compiled_op_cost_over_torch_threshold_call": compiled_marginal,
+        "overhead_goal_met (<= 1.5)": max(ratio, torch_fn_ratio, compiled_marginal) <= 1.5,
         "bandwidth_min_fraction_of_cpp": min(fractions) if fractions else None,
         "bandwidth_goal_met (>= 0.97)": bool(fractions) and min(fractions) >= 0.97,
     }

@@ -37,6 +37,16 @@ struct matmul_options {
   cudaStream_t stream = nullptr;  ///< nullptr: the legacy default stream
   matmul_variant variant = matmul_variant::best;
   math_mode math = math_mode::exact;  ///< exact never uses reduced precision
+
+  // Fused epilogue, applied to each finished value in registers before it is
+  // stored (kf::epilogue::bias_relu_threshold, include/kernelforge/epilogue.cuh):
+  //   C(i, j) = relu(alpha * op(A) op(B)(i, j) + beta * C(i, j) + bias[j])
+  // with relu(v) = v <= relu_threshold ? 0 : v (kf::relu_threshold_forward's rule: NaN propagates)
+  // when relu is set. float only, on warp_tiled and tensor_core_tf32 (and best,
+  // which picks one of them); other variants and types raise errc::unsupported.
+  const void* bias = nullptr;  ///< n values of C's element type, one per column of C; nullptr: none
+  bool relu = false;           ///< apply the threshold ReLU after the bias
+  float relu_threshold = 0.0f;
 };
 
 namespace detail {
@@ -60,6 +70,8 @@ inline constexpr bool is_matmul_type_v = is_one_of_v<T, float, double>;
 /// ldb < (trans_b ? k : n), ldc < n) are errc::invalid_argument.
 /// variant tensor_core_tf32 needs math_mode::tf32 (errc::invalid_argument
 /// otherwise) and compute capability 8.0+ (errc::unsupported otherwise).
+/// options.bias / options.relu: see matmul_options; the bias must not overlap C.
+/// Your own epilogue functor: the overload in <kernelforge/matmul.cuh> (nvcc).
 /// T comes from A, B and C; alpha and beta are compute_t<T>, so 1.0 and 0.0 work for float.
 template <class T>
 void matmul(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k, compute_t<T> alpha, const T* A,

@@ -38,11 +38,15 @@
 //    the same time share their A and B panels in L2.
 //  * Split-k (split_k.cuh): products with too few tiles to fill the GPU split
 //    k over extra blocks and reduce the partial tiles deterministically.
+//  * Epilogue functor (kernelforge/epilogue.cuh): applied in registers to each
+//    finished alpha * acc + beta * C, once, just before the store; with split-k,
+//    by the reduction, never to a partial tile. identity (the default) costs nothing.
 // Limit: ~91% FFMA issue in the inner loop at one 128x128 block per SM (168 registers).
 // Its measured speed: the README's generated tables and benchmarks/TUNING.md (bench_matmul).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 
 #include <cuda_runtime_api.h>
@@ -51,6 +55,7 @@
 #include "../common/vector_access.cuh"
 #include "../arch/cp_async.cuh"
 #include "../common/raster.hpp"
+#include "kernelforge/epilogue.cuh"
 #include "gemm_args.cuh"
 #include "operand.cuh"
 #include "split_k.cuh"
@@ -180,8 +185,9 @@ struct tile_copier {
   }
 };
 
-template <class Config, bool TransA, bool TransB, bool Vec>
-__device__ __forceinline__ void warp_tiled_body(const gemm_args<float>& g, const warp_tiled_params& x) {
+template <class Config, bool TransA, bool TransB, bool Vec, class Epilogue>
+__device__ __forceinline__ void warp_tiled_body(const gemm_args<float>& g, const warp_tiled_params& x,
+                                                const Epilogue& ep) {
   using L = warp_tiled_layout<Config, TransA, TransB>;
   constexpr int BM = Config::block_m, BN = Config::block_n, BK = Config::block_k, STAGES = Config::stages;
   constexpr int TM = Config::thread_m, TN = Config::thread_n;
@@ -327,11 +333,14 @@ __device__ __forceinline__ void warp_tiled_body(const gemm_args<float>& g, const
             out.x = fmaf(g.beta, old.x, out.x), out.y = fmaf(g.beta, old.y, out.y);
             out.z = fmaf(g.beta, old.z, out.z), out.w = fmaf(g.beta, old.w, out.w);
           }
+          const auto ri = static_cast<std::int64_t>(r), ci = static_cast<std::int64_t>(c);
+          out.x = ep(out.x, ri, ci), out.y = ep(out.y, ri, ci + 1);
+          out.z = ep(out.z, ri, ci + 2), out.w = ep(out.w, ri, ci + 3);
           *dst = out;
         } else {
 #pragma unroll
           for (int q = 0; q < 4; ++q)
-            if (c + q < g.n) store_c(g, r, c + q, v[q]);
+            if (c + q < g.n) store_c(g, r, c + q, v[q], ep);
         }
       }
     } else {
@@ -342,7 +351,7 @@ __device__ __forceinline__ void warp_tiled_body(const gemm_args<float>& g, const
         if (split)
           partial[r * g.n + c] = acc[i][j];
         else
-          store_c(g, r, c, acc[i][j]);
+          store_c(g, r, c, acc[i][j], ep);
       }
     }
   }
@@ -351,12 +360,12 @@ __device__ __forceinline__ void warp_tiled_body(const gemm_args<float>& g, const
 /// The kernel. Only the configuration this architecture uses (tuning.hpp) is
 /// compiled; the others are empty and never launched (the launcher asks the
 /// image that runs which architecture it was compiled for).
-template <class Config, bool TransA, bool TransB, bool Vec>
+template <class Config, bool TransA, bool TransB, bool Vec, class Epilogue = epilogue::identity>
 KF_KERNEL void __launch_bounds__(Config::warps_m* Config::warps_n * 32, Config::min_blocks_per_sm)
-    matmul_warp_tiled(gemm_args<float> g, warp_tiled_params x) {
+    matmul_warp_tiled(gemm_args<float> g, warp_tiled_params x, Epilogue ep) {
 #if defined(__CUDA_ARCH__)
   if constexpr (warp_tiled_tuning_for(__CUDA_ARCH__ / 10) == Config::id) {
-    warp_tiled_body<Config, TransA, TransB, Vec>(g, x);
+    warp_tiled_body<Config, TransA, TransB, Vec>(g, x, ep);
   }
 #endif
 }

@@ -29,6 +29,8 @@
 //    host per call, one instantiation each.
 //  * Grouped rasterization: consecutive blocks walk raster_group_m tile rows
 //    before moving right, so the A and B tiles they share are still in L2.
+//  * Epilogue functor (kernelforge/epilogue.cuh): applied in registers to each
+//    finished alpha * acc + beta * C, once, just before the store.
 // Device code for sm_80 and newer; for older architectures the kernel body is a
 // trap (the launcher never selects it there).
 // mma.sync on Hopper runs well below wgmma (the Hopper path is 09_wgmma_tf32.cuh).
@@ -46,6 +48,7 @@
 #include "../common/alignment.hpp"
 #include "../common/raster.hpp"
 #include "gemm_args.cuh"
+#include "kernelforge/epilogue.cuh"
 
 namespace kf::detail {
 namespace tf32_mma {
@@ -192,9 +195,9 @@ __device__ __forceinline__ void load_tile_async(float* s, const float* g, long l
 
 /// C = alpha * op(A) * op(B) + beta * C on the tensor cores (mma.sync TF32).
 /// One block computes a block_m x block_n tile of C; see the file comment.
-template <class Warps, bool TransA, bool TransB, bool Vec16>
+template <class Warps, bool TransA, bool TransB, bool Vec16, class Epilogue = epilogue::identity>
 KF_KERNEL void __launch_bounds__(Warps::threads, Warps::min_blocks_per_sm)
-    tensor_core_tf32_kernel(const tf32_mma::params p) {
+    tensor_core_tf32_kernel(const tf32_mma::params p, const Epilogue ep) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
   __trap();  // mma.sync TF32 needs sm_80; the launcher never selects this kernel below that
 #else
@@ -301,7 +304,7 @@ KF_KERNEL void __launch_bounds__(Warps::threads, Warps::min_blocks_per_sm)
           if (col >= p.n) continue;
           float v = p.alpha * acc[i][j][2 * h + e];
           if (read_c) v = fmaf(p.beta, c_row[col], v);
-          c_row[col] = v;
+          c_row[col] = ep(v, static_cast<std::int64_t>(row), static_cast<std::int64_t>(col));
         }
       }
     }

@@ -25,6 +25,10 @@
 //    once: each CTA fetches half and TMA multicasts it to both, cutting B's L2
 //    traffic in half (cluster_size 2, the default; 1 keeps single CTAs).
 //  * Grouped rasterization of the clusters for L2 reuse.
+//  * Epilogue functor (kernelforge/epilogue.cuh) applied in registers to each
+//    finished value before its store; instantiated for identity and for the
+//    library's fused bias / threshold ReLU (bias_relu_threshold<float>) only,
+//    since this kernel lives in the library's sm_90a-only object.
 // Operands that wgmma cannot read as they are (TF32 wgmma needs both k-contiguous;
 // TMA needs 16-byte aligned rows) are repacked first by pack_k_major_kernel into a
 // stream-ordered workspace from a per-device memory pool.
@@ -44,6 +48,7 @@
 #include "../arch/wgmma_sm90.cuh"
 #include "../common/kernel.cuh"
 #include "../common/raster.hpp"
+#include "kernelforge/epilogue.cuh"
 
 namespace kf::detail {
 namespace wgmma_tf32 {
@@ -104,8 +109,11 @@ struct epilogue_params {
 /// One consumer warpgroup's 64 x 256 accumulator tile -> C. Accumulator r of a
 /// thread: row 16 * warp + lane / 4 + 8 * ((r % 4) / 2), column 8 * (r / 4) +
 /// 2 * (lane % 4) + r % 2 -- so accumulators 2h, 2h+1 are adjacent columns.
+/// The epilogue functor `fn` (kernelforge/epilogue.cuh) runs once per stored
+/// value, on alpha * acc + beta * C, in registers.
+template <class Epilogue>
 __device__ __forceinline__ void store_tile(const float (&d)[accumulators], const epilogue_params& ep, long long row0,
-                                           long long col0) {
+                                           long long col0, const Epilogue& fn) {
   const bool read_c = ep.beta != 0.0f;  // beta == 0: C is not read (NaN in C must not leak)
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -124,10 +132,10 @@ __device__ __forceinline__ void store_tile(const float (&d)[accumulators], const
           v0 = fmaf(ep.beta, old.x, v0);
           v1 = fmaf(ep.beta, old.y, v1);
         }
-        *p = make_float2(v0, v1);
+        *p = make_float2(fn(v0, row, col), fn(v1, row, col + 1));
       } else {
-        if (col < ep.n) c_row[col] = read_c ? fmaf(ep.beta, c_row[col], v0) : v0;
-        if (col + 1 < ep.n) c_row[col + 1] = read_c ? fmaf(ep.beta, c_row[col + 1], v1) : v1;
+        if (col < ep.n) c_row[col] = fn(read_c ? fmaf(ep.beta, c_row[col], v0) : v0, row, col);
+        if (col + 1 < ep.n) c_row[col + 1] = fn(read_c ? fmaf(ep.beta, c_row[col + 1], v1) : v1, row, col + 1);
       }
     }
   }
@@ -138,10 +146,11 @@ __device__ __forceinline__ void store_tile(const float (&d)[accumulators], const
 
 /// One CTA: a 128 x 256 tile of C (see the file comment). map_a: A as m x k,
 /// map_b: op(B)^T as n x k, both k-contiguous, boxes of 128 rows x 32 floats.
-template <int Cluster>
+/// fn: the epilogue functor applied to each stored value (identity by default).
+template <int Cluster, class Epilogue = epilogue::identity>
 KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
     wgmma_tf32_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                      const wgmma_tf32::epilogue_params ep) {
+                      const wgmma_tf32::epilogue_params ep, const Epilogue fn) {
 #if defined(__CUDA_ARCH__) && !KF_ARCH_SM90A
   __trap();  // wgmma needs sm_90a; this file is compiled for nothing else
 #elif KF_ARCH_SM90A
@@ -260,7 +269,7 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
     const long long row0 =
         static_cast<long long>(tile_m) * block_m + consumer * wgmma_m + warp_in_warpgroup * 16 + lane / 4;
     const long long col0 = static_cast<long long>(tile_n) * block_n + 2 * (lane % 4);
-    store_tile(d, ep, row0, col0);
+    store_tile(d, ep, row0, col0, fn);
   }
 
   // No CTA may exit while its peer can still arrive on its barriers.

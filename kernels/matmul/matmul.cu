@@ -10,6 +10,7 @@
 #include "matmul/04_blocktile_1d.cuh"
 #include "matmul/05_blocktile_2d.cuh"
 #include "matmul/02_coalesced.cuh"
+#include "matmul/epilogue_call.hpp"
 #include "matmul/gemm_args.cuh"
 #include "matmul/01_naive.cuh"
 #include "matmul/scale.cuh"
@@ -87,9 +88,55 @@ void require_leading_dimension(const char* name, std::size_t ld, const char* sym
                   " >= " + std::to_string(row_length) + " (the distance between consecutive rows, in elements)");
 }
 
+/// The variants whose kernels apply an epilogue (options.bias / options.relu, or a functor).
+constexpr bool has_epilogue(matmul_variant v) {
+  return v == matmul_variant::best || v == matmul_variant::warp_tiled || v == matmul_variant::tensor_core_tf32;
+}
+constexpr const char* epilogue_variants = "warp_tiled, tensor_core_tf32 (with math_mode::tf32) or best";
+
+bool has_fused_epilogue(const matmul_options& o) { return o.bias != nullptr || o.relu; }
+
+/// The epilogue requests of a call: the fused options (precompiled for float, on
+/// the variants with epilogue support, bias aligned and not overlapping C), or the
+/// caller's own functor (custom: then the fused options must be unset).
+template <class T>
+void validate_epilogue(std::size_t m, std::size_t n, const T* C, std::size_t ldc, const matmul_options& options,
+                       bool custom) {
+  const bool fused = has_fused_epilogue(options);
+  if (custom && fused) {
+    throw error(errc::invalid_argument,
+                std::string(matmul_what) +
+                    ": options.bias / options.relu are the precompiled fused epilogue and cannot be combined with an "
+                    "epilogue functor; leave them unset and apply them in the functor (e.g. "
+                    "kf::epilogue::compose<kf::epilogue::bias_relu_threshold<float>, YourOp>)");
+  }
+  if (!fused && !custom) return;
+  const char* request = custom ? "an epilogue functor" : "a fused epilogue (options.bias / options.relu)";
+  if (!std::is_same_v<T, float>) {
+    throw error(errc::unsupported, std::string(matmul_what) + ": " + request + " is compiled for float only, not " +
+                                       type_name<T>() + "; apply the bias / ReLU as a separate pass");
+  }
+  if (!has_epilogue(options.variant)) {
+    throw error(errc::unsupported, std::string(matmul_what) + ": variant " + to_string(options.variant) +
+                                       " has no epilogue support, so it cannot run " + request + "; use " +
+                                       epilogue_variants);
+  }
+  if (options.bias == nullptr || m == 0 || n == 0) return;
+  require_aligned(matmul_what, "options.bias", options.bias, alignof(T));
+  // C spans (m - 1) * ldc + n elements from C (ldc >= n was checked; the product
+  // fits size_t because C is an allocation of at least that many elements).
+  const std::size_t c_elements = (m - 1) * ldc + n;
+  if (ranges_overlap(options.bias, n * sizeof(T), C, c_elements * sizeof(T))) {
+    throw error(errc::invalid_argument, std::string(matmul_what) + ": options.bias (n = " + std::to_string(n) +
+                                            " elements) overlaps C; the bias is read while C is written, so pass a "
+                                            "bias array disjoint from C");
+  }
+}
+
 template <class T>
 void validate(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k, const T* A, std::size_t lda,
-              const T* B, std::size_t ldb, const T* C, std::size_t ldc, const matmul_options& options) {
+              const T* B, std::size_t ldb, const T* C, std::size_t ldc, const matmul_options& options,
+              bool custom_epilogue = false) {
   require_op("trans_a", trans_a);
   require_op("trans_b", trans_b);
   using v = matmul_variant;
@@ -124,27 +171,36 @@ void validate(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t 
                                        " is not compiled for " + type_name<T>() +
                                        "; double has naive, smem_tiled and blocktile_2d (or best)");
   }
+  validate_epilogue<T>(m, n, C, ldc, options, custom_epilogue);
+}
+
+/// errc::unsupported unless `device` has TF32 tensor cores (compute capability 8.0+).
+void require_tensor_cores(int device) {
+  const int cc = compute_capability(device);
+  if (cc >= tensor_core_min_cc) return;
+  throw error(errc::unsupported, std::string(matmul_what) +
+                                     ": variant tensor_core_tf32 needs compute capability "
+                                     "8.0 or newer (TF32 tensor cores); device " +
+                                     std::to_string(device) + " is " + std::to_string(cc / 10) + "." +
+                                     std::to_string(cc % 10) + "; use variant best with math_mode::exact");
 }
 
 /// Launches the TF32 tensor-core product: wgmma (sm_90a image on a cc 9.0
 /// device) where available, else mma.sync. errc::unsupported where neither can run.
-void launch_tensor_core(const gemm_args<float>& g, cudaStream_t stream, int device) {
-  const int cc = compute_capability(device);
-  if (cc < tensor_core_min_cc) {
-    throw error(errc::unsupported, std::string(matmul_what) +
-                                       ": variant tensor_core_tf32 needs compute capability "
-                                       "8.0 or newer (TF32 tensor cores); device " +
-                                       std::to_string(device) + " is " + std::to_string(cc / 10) + "." +
-                                       std::to_string(cc % 10) + "; use variant best with math_mode::exact");
-  }
+/// Epilogue: identity or the fused bias_relu_threshold<float> (what wgmma ships).
+template <class Epilogue = epilogue::identity>
+void launch_tensor_core(const gemm_args<float>& g, cudaStream_t stream, int device, const Epilogue& ep = {}) {
+  require_tensor_cores(device);
   if (wgmma_tf32_available(device)) {
-    launch_wgmma_tf32(g, stream);
+    launch_wgmma_tf32(g, stream, ep);
     return;
   }
-  launch_tensor_core_tf32(g, stream);
+  launch_tensor_core_tf32(g, stream, ep);
 }
 
 /// The variant that runs: `best` resolved for this type, math mode and device.
+/// Both float choices apply epilogues (has_epilogue): a faster variant without
+/// epilogue support must not be picked here for a call with options.bias / relu.
 template <class T>
 matmul_variant resolve(matmul_variant requested, math_mode math, int device) {
   if (requested != matmul_variant::best) return requested;
@@ -156,6 +212,19 @@ matmul_variant resolve(matmul_variant requested, math_mode math, int device) {
   } else {
     return matmul_variant::blocktile_2d;  // the register-tiled step compiled for double
   }
+}
+
+/// The fused epilogue of a validated call with options.bias / options.relu:
+/// float, variant warp_tiled or tensor_core_tf32.
+void dispatch_fused(matmul_variant variant, const gemm_args<float>& g, const matmul_options& o, int device) {
+  epilogue::bias_relu_threshold<float> ep;
+  ep.bias = static_cast<const float*>(o.bias);
+  ep.relu = o.relu;
+  ep.threshold = o.relu_threshold;
+  if (variant == matmul_variant::tensor_core_tf32) return launch_tensor_core(g, o.stream, device, ep);
+  if (variant == matmul_variant::warp_tiled) return launch_warp_tiled(g, o.stream, ep);
+  throw error(errc::unsupported, std::string(matmul_what) + ": variant " + to_string(variant) +
+                                     " has no epilogue support; use " + epilogue_variants);
 }
 
 template <class T>
@@ -191,7 +260,16 @@ void matmul_impl(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size
   if (m == 0 || n == 0) return;
   const int device = detail::current_device(detail::matmul_what);
   detail::require_kernel_image_cached(device, detail::matmul_what);
-  if (k == 0) {  // empty product: C = beta * C (zeros, without reading C, when beta == 0)
+  const bool fused = detail::has_fused_epilogue(options);  // validated: float only
+  if (k == 0) {  // empty product: C = beta * C (zeros, without reading C, when beta == 0), then the epilogue
+    if constexpr (std::is_same_v<T, float>) {
+      if (fused) {
+        const epilogue::bias_relu_threshold<float> ep{static_cast<const float*>(options.bias), options.relu,
+                                                      options.relu_threshold};
+        detail::launch_scale_c(C, m, n, ldc, beta, options.stream, ep);
+        return;
+      }
+    }
     detail::launch_scale_c(C, m, n, ldc, beta, options.stream);
     return;
   }
@@ -204,7 +282,22 @@ void matmul_impl(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size
   g.B = B, g.ldb = ldb;
   g.C = C, g.ldc = ldc;
   const matmul_variant variant = detail::resolve<T>(options.variant, options.math, device);
+  if constexpr (std::is_same_v<T, float>) {
+    if (fused) return detail::dispatch_fused(variant, g, options, device);
+  }
   detail::dispatch(variant, g, options.stream, device);
+}
+
+void matmul_validate_custom_epilogue(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k,
+                                     const float* A, std::size_t lda, const float* B, std::size_t ldb, const float* C,
+                                     std::size_t ldc, const matmul_options& options) {
+  detail::validate<float>(trans_a, trans_b, m, n, k, A, lda, B, ldb, C, ldc, options, /*custom_epilogue=*/true);
+}
+
+matmul_variant matmul_epilogue_variant(const matmul_options& options, int device) {
+  const matmul_variant variant = detail::resolve<float>(options.variant, options.math, device);
+  if (variant == matmul_variant::tensor_core_tf32) detail::require_tensor_cores(device);
+  return variant;
 }
 
 #define KF_INSTANTIATE_MATMUL(T)                                                                                   \

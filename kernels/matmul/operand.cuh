@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <type_traits>
 
@@ -16,6 +17,7 @@
 #include "../runtime/launcher.hpp"
 #include "../common/vector_access.cuh"
 #include "gemm_args.cuh"
+#include "kernelforge/epilogue.cuh"
 
 namespace kf::detail {
 
@@ -31,12 +33,15 @@ __device__ __forceinline__ T load_op_b(const gemm_args<T>& g, std::size_t p, std
   return TransB ? g.B[j * g.ldb + p] : g.B[p * g.ldb + j];
 }
 
-/// C(i, j) = alpha * acc + beta * C(i, j); C is not read when beta == 0 (BLAS),
-/// so a NaN left in C never leaks into the result.
-template <class T>
-__device__ __forceinline__ void store_c(const gemm_args<T>& g, std::size_t i, std::size_t j, T acc) {
+/// C(i, j) = ep(alpha * acc + beta * C(i, j), i, j); C is not read when beta == 0
+/// (BLAS), so a NaN left in C never leaks into the result. The epilogue functor
+/// (kernelforge/epilogue.cuh) runs once, on the finished value, before the store.
+template <class T, class Epilogue = epilogue::identity>
+__device__ __forceinline__ void store_c(const gemm_args<T>& g, std::size_t i, std::size_t j, T acc,
+                                        const Epilogue& ep = {}) {
   T* c = g.C + i * g.ldc + j;
-  *c = g.beta == T(0) ? g.alpha * acc : g.alpha * acc + g.beta * *c;
+  const T v = g.beta == T(0) ? g.alpha * acc : g.alpha * acc + g.beta * *c;
+  *c = ep(v, static_cast<std::int64_t>(i), static_cast<std::int64_t>(j));
 }
 
 /// Loads the ROWS x COLS tile of a logical matrix X (rows x cols, element

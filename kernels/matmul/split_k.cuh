@@ -4,7 +4,8 @@
 // cut into `split` slices computed by separate blocks. Each writes its partial
 // tile to a workspace (split x m x n floats, dense); this reduction then sums
 // the slices in a fixed order -- the result is deterministic, unlike atomics --
-// and applies the BLAS epilogue C = alpha * sum + beta * C.
+// and applies the BLAS epilogue C = alpha * sum + beta * C, then the epilogue
+// functor -- here, once per element of C, never to a partial sum.
 //
 // The workspace comes from a stream-ordered memory pool that the library owns,
 // one per device, created on first use and never trimmed (its release
@@ -28,8 +29,8 @@ namespace kf::detail {
 constexpr int split_k_reduce_block = 256;
 constexpr std::size_t split_k_reduce_max_grid_rows = 4096;
 
-template <class T>
-KF_KERNEL void matmul_split_k_reduce(gemm_args<T> g, const T* workspace, int split) {
+template <class T, class Epilogue>
+KF_KERNEL void matmul_split_k_reduce(gemm_args<T> g, const T* workspace, int split, Epilogue ep) {
   const std::size_t j = blockIdx.x * std::size_t(split_k_reduce_block) + threadIdx.x;
   if (j >= g.n) return;
   const std::size_t slice = g.m * g.n;
@@ -37,14 +38,16 @@ KF_KERNEL void matmul_split_k_reduce(gemm_args<T> g, const T* workspace, int spl
     const T* w = workspace + i * g.n + j;
     T sum = 0;
     for (int z = 0; z < split; ++z) sum += w[z * slice];
-    store_c(g, i, j, sum);
+    store_c(g, i, j, sum, ep);
   }
 }
 
-inline void launch_split_k_reduce(const gemm_args<float>& g, const float* workspace, int split, cudaStream_t stream) {
+template <class Epilogue>
+void launch_split_k_reduce(const gemm_args<float>& g, const float* workspace, int split, const Epilogue& ep,
+                           cudaStream_t stream) {
   const std::size_t rows = g.m < split_k_reduce_max_grid_rows ? g.m : split_k_reduce_max_grid_rows;
   const dim3 grid = grid_2d(ceil_div(g.n, split_k_reduce_block), rows, "split-k reduction");
-  matmul_split_k_reduce<float><<<grid, split_k_reduce_block, 0, stream>>>(g, workspace, split);
+  matmul_split_k_reduce<float, Epilogue><<<grid, split_k_reduce_block, 0, stream>>>(g, workspace, split, ep);
   check_launch("kf::matmul (split-k reduction)");
 }
 

@@ -26,10 +26,11 @@ inline int stages_for(int device) {
   return optin >= static_cast<std::size_t>(max_stages) * max_stage_bytes ? max_stages : min_stages;
 }
 
-template <class Warps, bool TransA, bool TransB, bool Vec16>
-void launch(const gemm_args<float>& args, cudaStream_t stream, const char* what) {
-  constexpr auto kernel = &tensor_core_tf32_kernel<Warps, TransA, TransB, Vec16>;
+template <class Warps, bool TransA, bool TransB, bool Vec16, class Epilogue>
+void launch(const gemm_args<float>& args, cudaStream_t stream, const char* what, const Epilogue& ep) {
+  constexpr auto kernel = &tensor_core_tf32_kernel<Warps, TransA, TransB, Vec16, Epilogue>;
   const int device = current_device(what);
+  profile_of<kernel>(device, what);  // errc::no_kernel_image, naming `what`, where this image is missing
   params p;
   p.m = static_cast<long long>(args.m);
   p.n = static_cast<long long>(args.n);
@@ -53,45 +54,47 @@ void launch(const gemm_args<float>& args, cudaStream_t stream, const char* what)
   }
   const int smem = p.stages * stage_bytes<TransA, TransB>();
   allow_dynamic_smem<kernel>(device, smem, what);
-  kernel<<<static_cast<unsigned>(blocks), Warps::threads, smem, stream>>>(p);
+  kernel<<<static_cast<unsigned>(blocks), Warps::threads, smem, stream>>>(p, ep);
   check_launch(what);
 }
 
-template <class Warps, bool TransA, bool TransB>
-void launch_transposes(const gemm_args<float>& args, cudaStream_t stream, const char* what) {
+template <class Warps, bool TransA, bool TransB, class Epilogue>
+void launch_transposes(const gemm_args<float>& args, cudaStream_t stream, const char* what, const Epilogue& ep) {
   // 16-byte copies need every 16-byte chunk of a row aligned: base and leading dimension.
   auto aligned = [](const float* ptr, std::size_t ld) { return rows_aligned(ptr, ld, sizeof(float), vector_bytes); };
   if (aligned(args.A, args.lda) && aligned(args.B, args.ldb)) {
-    launch<Warps, TransA, TransB, true>(args, stream, what);
+    launch<Warps, TransA, TransB, true>(args, stream, what, ep);
   } else {
-    launch<Warps, TransA, TransB, false>(args, stream, what);
+    launch<Warps, TransA, TransB, false>(args, stream, what, ep);
   }
 }
 
 }  // namespace tf32_mma
 
 /// launch_tensor_core_tf32 with a chosen warp layout (tests and benchmarks).
-template <class Warps>
-void launch_tensor_core_tf32_with(const gemm_args<float>& args, cudaStream_t stream) {
-  const char* what = "kf::matmul (tensor_core_tf32)";
+template <class Warps, class Epilogue = epilogue::identity>
+void launch_tensor_core_tf32_with(const gemm_args<float>& args, cudaStream_t stream, const Epilogue& ep = {},
+                                  const char* what = "kf::matmul (tensor_core_tf32)") {
   if (args.trans_a) {
     if (args.trans_b)
-      tf32_mma::launch_transposes<Warps, true, true>(args, stream, what);
+      tf32_mma::launch_transposes<Warps, true, true>(args, stream, what, ep);
     else
-      tf32_mma::launch_transposes<Warps, true, false>(args, stream, what);
+      tf32_mma::launch_transposes<Warps, true, false>(args, stream, what, ep);
   } else {
     if (args.trans_b)
-      tf32_mma::launch_transposes<Warps, false, true>(args, stream, what);
+      tf32_mma::launch_transposes<Warps, false, true>(args, stream, what, ep);
     else
-      tf32_mma::launch_transposes<Warps, false, false>(args, stream, what);
+      tf32_mma::launch_transposes<Warps, false, false>(args, stream, what, ep);
   }
 }
 
-/// Enqueues C = alpha * op(A) * op(B) + beta * C (see gemm_args.cuh) with the
+/// Enqueues C = ep(alpha * op(A) * op(B) + beta * C) (see gemm_args.cuh) with the
 /// mma.sync TF32 kernel. Requires a device of compute capability 8.0 or newer
 /// (the caller checks); any shape, transposes, leading dimensions, alignment.
-inline void launch_tensor_core_tf32(const gemm_args<float>& args, cudaStream_t stream) {
-  launch_tensor_core_tf32_with<tf32_mma::default_warps>(args, stream);
+template <class Epilogue = epilogue::identity>
+void launch_tensor_core_tf32(const gemm_args<float>& args, cudaStream_t stream, const Epilogue& ep = {},
+                             const char* what = "kf::matmul (tensor_core_tf32)") {
+  launch_tensor_core_tf32_with<tf32_mma::default_warps>(args, stream, ep, what);
 }
 
 }  // namespace kf::detail

@@ -18,13 +18,16 @@ namespace kf::detail {
 /// compiled for (cudaFuncAttributes::ptxVersion, from the runtime's cached
 /// kernel profile) is what selected the device code, which may differ from the
 /// device's own compute capability (PTX JIT, or a lower minor version's code).
-inline warp_tiled_tuning_id warp_tiled_tuning_of(int device) {
-  constexpr auto probe = &matmul_warp_tiled<warp_tiled_large_smem, false, false, true>;
-  return warp_tiled_tuning_for(profile_of<probe>(device, "kf::matmul (warp_tiled)").ptx_version);
+/// Probed on the Epilogue's own instantiation: a user's .cu (kernelforge/matmul.cuh)
+/// brings its own images, for its own architecture list; `what` names it in errors.
+template <class Epilogue = epilogue::identity>
+warp_tiled_tuning_id warp_tiled_tuning_of(int device, const char* what = "kf::matmul (warp_tiled)") {
+  constexpr auto probe = &matmul_warp_tiled<warp_tiled_large_smem, false, false, true, Epilogue>;
+  return warp_tiled_tuning_for(profile_of<probe>(device, what).ptx_version);
 }
 
-template <class Config>
-void launch_warp_tiled_with(const gemm_args<float>& g, cudaStream_t stream, int device) {
+template <class Config, class Epilogue = epilogue::identity>
+void launch_warp_tiled_with(const gemm_args<float>& g, cudaStream_t stream, int device, const Epilogue& ep = {}) {
   const char* what = "kf::matmul (warp_tiled)";
   warp_tiled_params x;
   x.tiles_m = ceil_div(g.m, Config::block_m);
@@ -42,7 +45,7 @@ void launch_warp_tiled_with(const gemm_args<float>& g, cudaStream_t stream, int 
     auto run = [&](auto vec_constant) {
       constexpr bool V = decltype(vec_constant)::value;
       constexpr std::size_t smem = warp_tiled_layout<Config, TA, TB>::smem_bytes;
-      constexpr auto kernel = &matmul_warp_tiled<Config, TA, TB, V>;
+      constexpr auto kernel = &matmul_warp_tiled<Config, TA, TB, V, Epilogue>;
       const int blocks_per_sm = resident_blocks_per_sm<kernel>(device, threads, smem, what);
       int split = choose_split_k(tiles, g.m, g.n, g.k, blocks_per_sm * limits_for(device).sm_count);
       x.k_slice = g.k;
@@ -55,9 +58,9 @@ void launch_warp_tiled_with(const gemm_args<float>& g, cudaStream_t stream, int 
       x.workspace = workspace.data<float>();
       if (x.workspace == nullptr) split = 1, x.k_slice = g.k;
       const dim3 grid(static_cast<unsigned>(tiles), 1, static_cast<unsigned>(split));
-      kernel<<<grid, threads, smem, stream>>>(g, x);
+      kernel<<<grid, threads, smem, stream>>>(g, x, ep);
       check_launch(what);
-      if (x.workspace != nullptr) launch_split_k_reduce(g, x.workspace, split, stream);
+      if (x.workspace != nullptr) launch_split_k_reduce(g, x.workspace, split, ep, stream);
     };
     if (vec)
       run(bool_constant<true>{});
@@ -66,14 +69,17 @@ void launch_warp_tiled_with(const gemm_args<float>& g, cudaStream_t stream, int 
   });
 }
 
-template <class T>
-void launch_warp_tiled(const gemm_args<T>& g, cudaStream_t stream) {
+/// C = ep(alpha * op(A) op(B) + beta * C) with the warp-tiled kernel; `what`
+/// names the caller in errors (no_kernel_image: which translation unit).
+template <class T, class Epilogue = epilogue::identity>
+void launch_warp_tiled(const gemm_args<T>& g, cudaStream_t stream, const Epilogue& ep = {},
+                       const char* what = "kf::matmul (warp_tiled)") {
   static_assert(std::is_same_v<T, float>, "the warp_tiled kernel is written for float (float4 fragments)");
-  const int device = current_device("kf::matmul (warp_tiled)");
-  if (warp_tiled_tuning_of(device) == warp_tiled_tuning_id::large_smem) {
-    launch_warp_tiled_with<warp_tiled_large_smem>(g, stream, device);
+  const int device = current_device(what);
+  if (warp_tiled_tuning_of<Epilogue>(device, what) == warp_tiled_tuning_id::large_smem) {
+    launch_warp_tiled_with<warp_tiled_large_smem>(g, stream, device, ep);
   } else {
-    launch_warp_tiled_with<warp_tiled_small_smem>(g, stream, device);
+    launch_warp_tiled_with<warp_tiled_small_smem>(g, stream, device, ep);
   }
 }
 

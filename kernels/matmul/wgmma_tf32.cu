@@ -73,9 +73,10 @@ bool tma_ready(const float* p, std::size_t ld) {
 
 std::size_t round_up(std::size_t x, std::size_t to) { return ceil_div(x, to) * to; }
 
+template <class Epilogue>
 void allow_dynamic_smem(int device) {
-  detail::allow_dynamic_smem<&wgmma_tf32_kernel<1>>(device, static_cast<int>(smem_bytes), what);
-  detail::allow_dynamic_smem<&wgmma_tf32_kernel<max_cluster>>(device, static_cast<int>(smem_bytes), what);
+  detail::allow_dynamic_smem<&wgmma_tf32_kernel<1, Epilogue>>(device, static_cast<int>(smem_bytes), what);
+  detail::allow_dynamic_smem<&wgmma_tf32_kernel<max_cluster, Epilogue>>(device, static_cast<int>(smem_bytes), what);
 }
 
 void launch_pack(const float* src, std::size_t ld_src, bool source_k_contiguous, float* dst, std::size_t ld_dst,
@@ -100,8 +101,12 @@ bool wgmma_tf32_available(int device) {
   return compute_capability(device) == 90;  // sm_90a code runs on compute capability 9.0 only
 }
 
-bool wgmma_tf32_try_launch(const gemm_args<float>& args, cudaStream_t stream, int cluster_size) {
-  using namespace wgmma_tf32;
+namespace wgmma_tf32 {
+namespace {
+
+/// wgmma_tf32_try_launch with the epilogue functor `fn` applied before each store.
+template <class Epilogue>
+bool try_launch(const gemm_args<float>& args, cudaStream_t stream, int cluster_size, const Epilogue& fn) {
   const int device = current_device(what);
   if (!wgmma_tf32_available(device)) return false;
   // The library's own architecture list decides, as for every other kernel: a
@@ -114,7 +119,7 @@ bool wgmma_tf32_try_launch(const gemm_args<float>& args, cudaStream_t stream, in
   if (cluster_rows * max_cluster * tiles_n > limits_for(device).max_grid_x) return false;
   if (encode_tiled() == nullptr) return false;
   const int cluster = cluster_size == 1 ? 1 : max_cluster;
-  allow_dynamic_smem(device);
+  allow_dynamic_smem<Epilogue>(device);
 
   // A as m x k and op(B)^T as n x k, both k-contiguous with 16-byte aligned rows;
   // whatever is not gets a repacked copy (row stride: k rounded up to 4 floats).
@@ -164,11 +169,24 @@ bool wgmma_tf32_try_launch(const gemm_args<float>& args, cudaStream_t stream, in
   cluster_dims[0].val.clusterDim.z = 1;
   config.attrs = cluster_dims;
   config.numAttrs = cluster > 1 ? 1 : 0;  // single CTAs: an ordinary launch
-  cudaError_t status = cluster == 1 ? cudaLaunchKernelEx(&config, wgmma_tf32_kernel<1>, map_a, map_b, ep)
-                                    : cudaLaunchKernelEx(&config, wgmma_tf32_kernel<max_cluster>, map_a, map_b, ep);
+  cudaError_t status =
+      cluster == 1 ? cudaLaunchKernelEx(&config, wgmma_tf32_kernel<1, Epilogue>, map_a, map_b, ep, fn)
+                   : cudaLaunchKernelEx(&config, wgmma_tf32_kernel<max_cluster, Epilogue>, map_a, map_b, ep, fn);
   cuda_check(status, what);
   check_launch(what);
   return true;
+}
+
+}  // namespace
+}  // namespace wgmma_tf32
+
+bool wgmma_tf32_try_launch(const gemm_args<float>& args, cudaStream_t stream, int cluster_size) {
+  return wgmma_tf32::try_launch(args, stream, cluster_size, epilogue::identity{});
+}
+
+bool wgmma_tf32_try_launch(const gemm_args<float>& args, const epilogue::bias_relu_threshold<float>& fused,
+                           cudaStream_t stream, int cluster_size) {
+  return wgmma_tf32::try_launch(args, stream, cluster_size, fused);
 }
 
 }  // namespace kf::detail
@@ -180,6 +198,10 @@ namespace kf::detail {
 bool wgmma_tf32_available(int) { return false; }
 
 bool wgmma_tf32_try_launch(const gemm_args<float>&, cudaStream_t, int) { return false; }
+
+bool wgmma_tf32_try_launch(const gemm_args<float>&, const epilogue::bias_relu_threshold<float>&, cudaStream_t, int) {
+  return false;
+}
 
 }  // namespace kf::detail
 

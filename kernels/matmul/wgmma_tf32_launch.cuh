@@ -37,7 +37,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <type_traits>
+
 #include "gemm_args.cuh"
+#include "kernelforge/epilogue.cuh"
 #ifndef KF_WGMMA_TF32_DECLARATIONS_ONLY
 #include "tensor_core_tf32_launch.cuh"
 #endif
@@ -58,10 +61,25 @@ bool wgmma_tf32_available(int device);
 bool wgmma_tf32_try_launch(const gemm_args<float>& args, cudaStream_t stream,
                            int cluster_size = wgmma_tf32_default_cluster);
 
+/// The same with the library's fused epilogue (options.bias / options.relu):
+/// C = fused(alpha * op(A) * op(B) + beta * C). The wgmma kernel is compiled into
+/// the library's sm_90a object for this epilogue and identity only; a user's own
+/// functor (kernelforge/matmul.cuh) takes the mma.sync kernel.
+bool wgmma_tf32_try_launch(const gemm_args<float>& args, const epilogue::bias_relu_threshold<float>& fused,
+                           cudaStream_t stream, int cluster_size = wgmma_tf32_default_cluster);
+
 #ifndef KF_WGMMA_TF32_DECLARATIONS_ONLY
 /// The wgmma kernel where it runs, else the mma.sync kernel (sm_80+).
-inline void launch_wgmma_tf32(const gemm_args<float>& args, cudaStream_t stream) {
-  if (!wgmma_tf32_try_launch(args, stream)) launch_tensor_core_tf32(args, stream);
+/// Epilogue: identity or bias_relu_threshold<float> (the instantiations wgmma_tf32.cu ships).
+template <class Epilogue = epilogue::identity>
+void launch_wgmma_tf32(const gemm_args<float>& args, cudaStream_t stream, const Epilogue& ep = {}) {
+  if constexpr (std::is_same_v<Epilogue, epilogue::identity>) {
+    if (!wgmma_tf32_try_launch(args, stream)) launch_tensor_core_tf32(args, stream);
+  } else {
+    static_assert(std::is_same_v<Epilogue, epilogue::bias_relu_threshold<float>>,
+                  "the wgmma kernel ships identity and bias_relu_threshold<float> epilogues only");
+    if (!wgmma_tf32_try_launch(args, ep, stream)) launch_tensor_core_tf32(args, stream, ep);
+  }
 }
 #endif
 

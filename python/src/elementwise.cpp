@@ -2,6 +2,8 @@
 // Bindings of the elementwise family (kernelforge/elementwise.hpp): saxpy, vector_add,
 // relu_threshold forward and backward, on contiguous arrays of one shape and dtype
 // (float32, float64, float16, bfloat16). Outputs are allocated by the Python wrapper.
+#include <utility>
+
 #include <nanobind/stl/string.h>
 
 #include "common.hpp"
@@ -32,6 +34,14 @@ void dispatch(dtype t, F&& f) {
   }
 }
 
+// Releases the GIL, makes `device` current and calls f(T{}) for the arrays' dtype.
+template <class F>
+void run_on(int device, dtype t, F&& f) {
+  nb::gil_scoped_release nogil;
+  device_guard guard(device);
+  dispatch(t, std::forward<F>(f));
+}
+
 // The checks every elementwise call shares: dtypes, shapes, layout, one device.
 template <class First, class... Rest>
 dtype check(const char* what, const std::pair<const char*, const First*>& first,
@@ -56,9 +66,7 @@ void saxpy(double a, const in_array& x, const out_array& y, const std::string& v
   const auto o = options(what, variant, stream);
   const int device = require_one_cuda_device(what, {ref("x", x), ref("y", y)});
   const std::size_t n = element_count(x);
-  nb::gil_scoped_release nogil;
-  device_guard guard(device);
-  dispatch(t, [&](auto tag) {
+  run_on(device, t, [&](auto tag) {
     using T = decltype(tag);
     kf::saxpy<T>(n, scalar<T>(a), static_cast<const T*>(x.data()), static_cast<T*>(y.data()), o);
   });
@@ -71,9 +79,7 @@ void vector_add(const in_array& a, const in_array& b, const out_array& out, cons
   const auto o = options(what, variant, stream);
   const int device = require_one_cuda_device(what, {ref("a", a), ref("b", b), ref("out", out)});
   const std::size_t n = element_count(a);
-  nb::gil_scoped_release nogil;
-  device_guard guard(device);
-  dispatch(t, [&](auto tag) {
+  run_on(device, t, [&](auto tag) {
     using T = decltype(tag);
     kf::vector_add<T>(n, static_cast<const T*>(a.data()), static_cast<const T*>(b.data()), static_cast<T*>(out.data()),
                       o);
@@ -87,9 +93,7 @@ void relu_threshold(const in_array& x, const out_array& out, double threshold, c
   const auto o = options(what, variant, stream);
   const int device = require_one_cuda_device(what, {ref("x", x), ref("out", out)});
   const std::size_t n = element_count(x);
-  nb::gil_scoped_release nogil;
-  device_guard guard(device);
-  dispatch(t, [&](auto tag) {
+  run_on(device, t, [&](auto tag) {
     using T = decltype(tag);
     kf::relu_threshold_forward<T>(n, static_cast<const T*>(x.data()), static_cast<T*>(out.data()), scalar<T>(threshold),
                                   o);
@@ -103,9 +107,7 @@ void relu_threshold_backward(const in_array& grad, const in_array& x, const out_
   const auto o = options(what, variant, stream);
   const int device = require_one_cuda_device(what, {ref("grad", grad), ref("x", x), ref("out", out)});
   const std::size_t n = element_count(x);
-  nb::gil_scoped_release nogil;
-  device_guard guard(device);
-  dispatch(t, [&](auto tag) {
+  run_on(device, t, [&](auto tag) {
     using T = decltype(tag);
     kf::relu_threshold_backward<T>(n, static_cast<const T*>(grad.data()), static_cast<const T*>(x.data()),
                                    static_cast<T*>(out.data()), scalar<T>(threshold), o);

@@ -200,16 +200,55 @@ def test_non_zero_device_index():
 # ---- torch.library ops -----------------------------------------------------------------
 
 def test_opcheck_every_op():
+    ops = torch.ops.kernelforge
     x = rand(3, 37, requires_grad=True)
-    torch.library.opcheck(kft.relu_threshold, (x, 0.1))
-    torch.library.opcheck(kft.relu_threshold_backward, (rand(3, 37), rand(3, 37), 0.1))
-    torch.library.opcheck(kft.matmul, (rand(17, 9, requires_grad=True), rand(9, 5, requires_grad=True)))
-    torch.library.opcheck(kft.matmul, (rand(9, 17).t(), rand(5, 9, requires_grad=True).t()))
-    torch.library.opcheck(kft.conv2d, (rand(2, 3, 9, 10, requires_grad=True), rand(4, 3, 3, 3, requires_grad=True),
-                                       rand(4, requires_grad=True), [1, 1], [1, 1], [1, 1]))
-    torch.library.opcheck(kft.conv2d, (rand(1, 2, 9, 9), rand(3, 2, 3, 3), None, [2, 2], [0, 0], [1, 1]))
-    torch.library.opcheck(kft.filter2d, (rand(2, 20, 21), rand(3, 3)))
-    torch.library.opcheck(kft.filter2d, (rand(20, 21), rand(5, 5), "reflect"))
+    torch.library.opcheck(ops.relu_threshold.default, (x, 0.1))
+    torch.library.opcheck(ops.relu_threshold_backward.default, (rand(3, 37), rand(3, 37), 0.1))
+    torch.library.opcheck(ops.matmul.default, (rand(17, 9, requires_grad=True), rand(9, 5, requires_grad=True)))
+    torch.library.opcheck(ops.matmul.default, (rand(9, 17).t(), rand(5, 9, requires_grad=True).t()))
+    torch.library.opcheck(ops.conv2d.default, (rand(2, 3, 9, 10, requires_grad=True),
+                                               rand(4, 3, 3, 3, requires_grad=True), rand(4, requires_grad=True),
+                                               [1, 1], [1, 1], [1, 1]))
+    torch.library.opcheck(ops.conv2d.default, (rand(1, 2, 9, 9), rand(3, 2, 3, 3), None, [2, 2], [0, 0], [1, 1]))
+    torch.library.opcheck(ops.filter2d.default, (rand(2, 20, 21), rand(3, 3)))
+    torch.library.opcheck(ops.filter2d.default, (rand(20, 21), rand(5, 5), "reflect"))
+
+
+def test_direct_path_and_operator_agree():
+    # Eager calls on plain CUDA tensors skip the dispatcher; everything else goes through the operator.
+    x, g = rand(4099), rand(4099)
+    direct = kft.relu_threshold(x, 0.3)
+    through_op = torch.ops.kernelforge.relu_threshold(x, 0.3)
+    torch.testing.assert_close(direct, through_op, rtol=0, atol=0)
+    torch.testing.assert_close(direct, F.threshold(x, 0.3, 0.0), rtol=0, atol=0)
+    torch.testing.assert_close(kft.relu_threshold_backward(g, x, 0.3),
+                               torch.ops.kernelforge.relu_threshold_backward(g, x, 0.3), rtol=0, atol=0)
+    with torch.inference_mode():
+        torch.testing.assert_close(kft.relu_threshold(x, 0.3), direct, rtol=0, atol=0)
+
+
+def test_dispatch_modes_see_the_operator():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen = []
+
+    class Record(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    x = rand(3, 17)
+    with Record():
+        y = kft.relu_threshold(x, 0.1)
+        z = kft.matmul(x, x.t())
+    assert "kernelforge.relu_threshold.default" in seen and "kernelforge.matmul.default" in seen
+    torch.testing.assert_close(y, F.threshold(x, 0.1, 0.0), rtol=0, atol=0)
+    torch.testing.assert_close(z, x @ x.t(), **MM_TOL[torch.float32])
+    with FakeTensorMode() as mode:
+        fake = mode.from_tensor(rand(2, 3, 9, 9))
+        out = kft.conv2d(fake, mode.from_tensor(rand(5, 3, 3, 3)), None, [2, 2], [1, 1], [1, 1])
+        assert out.shape == (2, 5, 5, 5)
 
 
 def test_gradcheck_float64():
