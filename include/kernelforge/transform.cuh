@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // kf::transform: your own elementwise operation on the library's vectorized
-// kernel and launcher, instantiated in your own .cu (compiled by nvcc).
+// kernel and launcher (the ones behind kf::saxpy and the other elementwise
+// operations), instantiated in your own .cu (compiled by nvcc).
 //
 //   #include <kernelforge/transform.cuh>
 //   kf::transform(n, [] __device__(float x) { return x > 0 ? x : 0.01f * x; }, y, x);   // y = leaky_relu(x)
@@ -31,8 +32,7 @@
 
 #include "kernelforge/detail/arch_list.hpp"
 #include "kernelforge/error.hpp"
-#include "kernelforge/kernels/elementwise/transform.cuh"
-#include "kernelforge/kernels/elementwise/tuning.hpp"
+#include "kernelforge/kernels/elementwise/launch.cuh"
 #include "kernelforge/kernels/runtime/launcher.hpp"
 
 namespace kf {
@@ -56,12 +56,6 @@ void transform_check_input(const char* what, const char* name, const In* in, con
   require_same_or_disjoint(what, "out", out, n * sizeof(Out), name, in, n * sizeof(In));
 }
 
-/// Element offset of `p` within its W-element alignment unit (W * sizeof(T) bytes).
-template <int W, class T>
-std::size_t transform_phase(const T* p) {
-  return misalignment(p, W * sizeof(T)) / sizeof(T);
-}
-
 template <class Out, class Op, class... In>
 void transform_launch(std::size_t n, Op op, Out* out, const transform_options& options, const In*... in) {
   static_assert(sizeof...(In) >= 1 && sizeof...(In) <= 4, "kf::transform takes 1 to 4 input arrays");
@@ -81,31 +75,7 @@ void transform_launch(std::size_t n, Op op, Out* out, const transform_options& o
   require_block_size(what, options.block_size);
   if (n == 0) return;
 
-  const int device = current_device(what);
-  const device_limits& limits = limits_for(device);
-  constexpr int W = transform_width<Out, In...>();
-  const std::size_t phase = transform_phase<W>(out);
-  const bool common_phase = ((transform_phase<W>(in) == phase) && ...);
-  if (W > 1 && common_phase) {
-    constexpr int U = elementwise_tuning::aligned_chunks_per_thread;
-    constexpr auto kernel = &transform_kernel<W, U, Op, Out, In...>;
-    const kernel_profile& profile = profile_of<kernel>(device, what);
-    const int block = resolve_block_size(profile, options.block_size, what);
-    const std::size_t peel = (W - phase) % W;
-    const std::size_t head = peel < n ? peel : n;
-    const launch_plan plan = plan_grid_stride(limits, block, profile.occupancy[block / 32 - 1], (n - head) / W,
-                                              std::size_t(block) * U, elementwise_tuning::max_waves);
-    kernel<<<plan.grid, plan.block, 0, options.stream>>>(n, head, op, out, in...);
-  } else {
-    constexpr int U = elementwise_tuning::scalar_chunks_per_thread;
-    constexpr auto kernel = &transform_kernel<1, U, Op, Out, In...>;
-    const kernel_profile& profile = profile_of<kernel>(device, what);
-    const int block = resolve_block_size(profile, options.block_size, what);
-    const launch_plan plan = plan_grid_stride(limits, block, profile.occupancy[block / 32 - 1], n,
-                                              std::size_t(block) * U, elementwise_tuning::max_waves);
-    kernel<<<plan.grid, plan.block, 0, options.stream>>>(n, 0, op, out, in...);
-  }
-  check_launch(what);
+  launch_elementwise_vectorized(what, n, options.block_size, options.stream, op, out, in...);
 }
 
 }  // namespace detail
