@@ -3,11 +3,19 @@
 // run so every comparison is a ratio of figures measured together.
 //
 //   conv2d/fp32/<impl>/<layer>     impl: cudnn (FMA math: no TF32), best, naive,
-//                                  smem_tiled, implicit_gemm
+//                                  smem_tiled, implicit_gemm, implicit_gemm_pipelined,
+//                                  winograd (3x3 stride-1 layers only)
 //   conv2d/tf32/<impl>/<layer>     impl: cudnn (tensor-op math), implicit_gemm_tf32, best
 //   filter2d/fp32/<impl>/8192x8192_<r>x<s>   impl: copy (cudaMemcpyAsync of the image:
 //                                  the floor), cudnn (as a 1-channel convolution), best,
 //                                  naive, constant_memory, smem_tiled, register_window
+//   conv2d_bias_relu/<fp32|tf32>/<impl>/<layer>   conv + bias + ReLU (threshold 0, cuDNN's):
+//                                  impl: cudnn_fused (cudnnConvolutionBiasActivationForward,
+//                                  CUDNN_ACTIVATION_RELU, the algorithm of the cudnn row above),
+//                                  unfused (kf::conv2d_forward with bias, then
+//                                  kf::relu_threshold_forward in place), fused (conv2d_options.relu);
+//                                  speedup_vs_unfused on the fused row (goal: >= 1.2);
+//                                  layers: those below plus n32_c64_56x56_k64_1x1
 // Layers: the ResNet-50 layers of shared/perf/ANCHORS.md.
 //
 // cuDNN runs first in each group; its algorithm comes from
@@ -36,6 +44,8 @@
 
 #include "gpu_benchmark.hpp"
 #include "kernelforge/conv.hpp"
+#include "kernelforge/elementwise.hpp"
+#include "kernelforge/kernels/conv2d/tuning.hpp"
 
 namespace kf::bench::conv {
 namespace {
@@ -89,6 +99,17 @@ const std::vector<layer>& layers() {
   return list;
 }
 
+/// The conv2d_bias_relu rows' layers: the ones above, plus ResNet-50's first 1x1
+/// bottleneck convolution, where y's extra pass is a large share of the time.
+const std::vector<layer>& bias_relu_layers() {
+  static const std::vector<layer> list = [] {
+    std::vector<layer> l = layers();
+    l.push_back({"n32_c64_56x56_k64_1x1", params(32, 64, 56, 64, 1, 1, 0)});
+    return l;
+  }();
+  return list;
+}
+
 constexpr std::size_t image_extent = 8192;
 
 /// Random values of magnitude in [0.5, 1) with random signs: never zero.
@@ -107,8 +128,8 @@ std::vector<float> random_values(std::size_t n, std::uint64_t seed) {
 struct problem_data {
   kf::conv2d_params p{};
   std::size_t P = 0, Q = 0;
-  kf::device_buffer<float> x, w, bias, y, y_cudnn;
-  bool have_cudnn_result = false;
+  kf::device_buffer<float> x, w, bias, y, y_cudnn, y_cudnn_fused;
+  bool have_cudnn_result = false, have_cudnn_fused_result = false;
   double flops() const {
     return 2.0 * p.batch * p.out_channels * p.in_channels * p.filter_height * p.filter_width * P * Q;
   }
@@ -129,6 +150,7 @@ problem_data& data_for(const std::string& key, const kf::conv2d_params& p) {
     d.bias = kf::to_device(random_values(p.out_channels, 3));
     d.y = kf::device_buffer<float>(d.y_size());
     d.y_cudnn = kf::device_buffer<float>(d.y_size());
+    d.y_cudnn_fused = kf::device_buffer<float>(d.y_size());
   }
   return *slot;
 }
@@ -211,12 +233,15 @@ std::map<std::string, double>& cudnn_seconds() {
   return times;
 }
 
-/// max |got - want| / max |want| over the output (0 when there is no cuDNN result yet).
-double relative_difference(const problem_data& d, const float* got_device) {
-  if (!d.have_cudnn_result) return 0;
+/// max |got - want| / max |want| over the output (0 when there is no cuDNN result yet);
+/// want: cuDNN's plain output, or `want_device` when given.
+double relative_difference(const problem_data& d, const float* got_device, const float* want_device = nullptr) {
+  if (!want_device && !d.have_cudnn_result) return 0;
   std::vector<float> got(d.y_size()), want(d.y_size());
   check(cudaMemcpy(got.data(), got_device, got.size() * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
-  check(cudaMemcpy(want.data(), d.y_cudnn.data(), want.size() * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
+  check(cudaMemcpy(want.data(), want_device ? want_device : d.y_cudnn.data(), want.size() * sizeof(float),
+                   cudaMemcpyDeviceToHost),
+        "cudaMemcpy");
   double max_diff = 0, max_ref = 0;
   for (std::size_t i = 0; i < got.size(); ++i) {
     const double diff = std::fabs(static_cast<double>(got[i]) - want[i]);
@@ -285,6 +310,101 @@ void bm_conv_kf(benchmark::State& state, const layer& L, kf::conv2d_variant vari
   set_flops(state, d.flops());
   state.counters["diff_vs_cudnn"] = diff;
   set_frac_cudnn(state, (math == kf::math_mode::tf32 ? "tf32/" : "fp32/") + L.name);
+}
+
+// ---- conv2d + bias + ReLU: fused against unfused and cuDNN's fused call -------------------
+/// cuDNN's bias (1 x K x 1 x 1) and ReLU descriptors for one problem.
+struct cudnn_bias_relu {
+  cudnnTensorDescriptor_t bias_desc = nullptr;
+  cudnnActivationDescriptor_t relu = nullptr;
+};
+
+cudnn_bias_relu& cudnn_bias_relu_for(const std::string& key, const problem_data& d) {
+  static std::map<std::string, std::unique_ptr<cudnn_bias_relu>> cache;
+  auto& slot = cache[key];
+  if (slot) return *slot;
+  slot = std::make_unique<cudnn_bias_relu>();
+  cudnn_check(cudnnCreateTensorDescriptor(&slot->bias_desc), "cudnnCreateTensorDescriptor");
+  cudnn_check(cudnnSetTensor4dDescriptor(slot->bias_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
+                                         static_cast<int>(d.p.out_channels), 1, 1),
+              "cudnnSetTensor4dDescriptor(bias)");
+  cudnn_check(cudnnCreateActivationDescriptor(&slot->relu), "cudnnCreateActivationDescriptor");
+  cudnn_check(cudnnSetActivationDescriptor(slot->relu, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0),
+              "cudnnSetActivationDescriptor");
+  return *slot;
+}
+
+std::string bias_relu_key(bool tf32, const layer& L) { return std::string(tf32 ? "tf32/" : "fp32/") + L.name; }
+
+/// Unfused time per key, stored by its benchmark for the fused row's speedup.
+std::map<std::string, double>& unfused_seconds() {
+  static std::map<std::string, double> times;
+  return times;
+}
+
+void bm_bias_relu_cudnn(benchmark::State& state, const layer& L, bool tf32) {
+  KF_BENCH_REQUIRE_GPU(state);
+  const std::string key = bias_relu_key(tf32, L);
+  problem_data& d = data_for(L.name, L.p);
+  cudnn_plan& c = cudnn_plan_for(key, d, tf32);  // the conv2d/<type>/cudnn row's algorithm
+  cudnn_bias_relu& br = cudnn_bias_relu_for(key, d);
+  cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
+  auto run = [&](cudaStream_t s) {
+    cudnn_check(cudnnSetStream(cudnn(), s), "cudnnSetStream");
+    const float one = 1.0f, zero = 0.0f;  // alpha2 = 0: z (= y) is not read
+    status = cudnnConvolutionBiasActivationForward(cudnn(), &one, c.x_desc, d.x.data(), c.w_desc, d.w.data(),
+                                                   c.conv_desc, c.algo, c.workspace.data(), c.workspace_bytes, &zero,
+                                                   c.y_desc, d.y_cudnn_fused.data(), br.bias_desc, d.bias.data(),
+                                                   br.relu, c.y_desc, d.y_cudnn_fused.data());
+  };
+  run(nullptr);
+  if (status != CUDNN_STATUS_SUCCESS) {
+    state.SkipWithError((std::string("cudnnConvolutionBiasActivationForward: ") + cudnnGetErrorString(status)).c_str());
+    return;
+  }
+  time_gpu(state, run);
+  check(cudaDeviceSynchronize(), "cuDNN");
+  d.have_cudnn_fused_result = true;
+  cudnn_seconds()["bias_relu/" + key] = state.counters["gpu_s"];
+  set_flops(state, d.flops());
+  state.SetLabel(std::string("algo ") + std::to_string(static_cast<int>(c.algo)));
+}
+
+/// fused: conv2d_options.relu; else conv2d_forward then relu_threshold_forward in place.
+void bm_bias_relu_kf(benchmark::State& state, const layer& L, bool tf32, bool fused) {
+  KF_BENCH_REQUIRE_GPU(state);
+  const std::string key = bias_relu_key(tf32, L);
+  problem_data& d = data_for(L.name, L.p);
+  kf::conv2d_options options;
+  options.math = tf32 ? kf::math_mode::tf32 : kf::math_mode::exact;
+  options.relu = fused;
+  options.relu_threshold = 0.0f;  // cuDNN's ReLU
+  auto run = [&](cudaStream_t s) {
+    options.stream = s;
+    kf::conv2d_forward<float>(d.p, d.x.data(), d.w.data(), d.bias.data(), d.y.data(), options);
+    if (!fused) kf::relu_threshold_forward<float>(d.y_size(), d.y.data(), d.y.data(), 0.0f, {s});
+  };
+  try {
+    run(nullptr);
+  } catch (const kf::error& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  check(cudaDeviceSynchronize(), "kf::conv2d_forward + ReLU");
+  const double diff = d.have_cudnn_fused_result ? relative_difference(d, d.y.data(), d.y_cudnn_fused.data()) : 0.0;
+  if (!(diff <= (tf32 ? tf32_check_tolerance : exact_check_tolerance))) {
+    state.SkipWithError(("result differs from cuDNN's fused output by " + std::to_string(diff)).c_str());
+    return;
+  }
+  time_gpu(state, run);
+  set_flops(state, d.flops());
+  state.counters["diff_vs_cudnn"] = diff;
+  set_frac_cudnn(state, "bias_relu/" + key);
+  if (!fused) {
+    unfused_seconds()[key] = state.counters["gpu_s"];
+  } else if (unfused_seconds().count(key) && state.counters["gpu_s"] > 0) {
+    state.counters["speedup_vs_unfused"] = unfused_seconds()[key] / state.counters["gpu_s"];
+  }
 }
 
 // ---- filter2d -----------------------------------------------------------------
@@ -370,11 +490,17 @@ struct registrar {
         {"naive", kf::conv2d_variant::naive},
         {"smem_tiled", kf::conv2d_variant::smem_tiled},
         {"implicit_gemm", kf::conv2d_variant::implicit_gemm},
+        {"implicit_gemm_pipelined", kf::conv2d_variant::implicit_gemm_pipelined},
+        {"winograd", kf::conv2d_variant::winograd},
     };
     for (const layer& L : layers()) {
       configure(benchmark::RegisterBenchmark(("conv2d/fp32/cudnn/" + L.name).c_str(),
                                              [&L](benchmark::State& s) { bm_conv_cudnn(s, L, false); }));
+      const bool winograd_applies =
+          kf::detail::conv2d_winograd_unsupported_reason(L.p.filter_height, L.p.filter_width, L.p.stride_h,
+                                                         L.p.stride_w, L.p.dilation_h, L.p.dilation_w) == nullptr;
       for (const auto& [name, variant] : exact_variants) {
+        if (variant == kf::conv2d_variant::winograd && !winograd_applies) continue;
         auto* b = benchmark::RegisterBenchmark(
             ("conv2d/fp32/" + std::string(name) + "/" + L.name).c_str(),
             [&L, variant = variant](benchmark::State& s) { bm_conv_kf(s, L, variant, kf::math_mode::exact); });
@@ -391,6 +517,18 @@ struct registrar {
       configure(benchmark::RegisterBenchmark(("conv2d/tf32/best/" + L.name).c_str(), [&L](benchmark::State& s) {
         bm_conv_kf(s, L, kf::conv2d_variant::best, kf::math_mode::tf32);
       }));
+    }
+    for (bool tf32 : {false, true}) {
+      const std::string type = tf32 ? "tf32/" : "fp32/";
+      for (const layer& L : bias_relu_layers()) {
+        configure(benchmark::RegisterBenchmark(("conv2d_bias_relu/" + type + "cudnn_fused/" + L.name).c_str(),
+                                               [&L, tf32](benchmark::State& s) { bm_bias_relu_cudnn(s, L, tf32); }));
+        configure(
+            benchmark::RegisterBenchmark(("conv2d_bias_relu/" + type + "unfused/" + L.name).c_str(),
+                                         [&L, tf32](benchmark::State& s) { bm_bias_relu_kf(s, L, tf32, false); }));
+        configure(benchmark::RegisterBenchmark(("conv2d_bias_relu/" + type + "fused/" + L.name).c_str(),
+                                               [&L, tf32](benchmark::State& s) { bm_bias_relu_kf(s, L, tf32, true); }));
+      }
     }
     for (std::size_t taps : {std::size_t{3}, std::size_t{5}}) {
       const std::string suffix = "/" + filter_name(taps);

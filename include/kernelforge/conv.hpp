@@ -51,6 +51,18 @@
 //     error, sm_80+); implicit_gemm_tf32 requires it (else invalid_argument) and
 //     a device of compute capability 8.0 or newer (else unsupported). `best`
 //     uses it on sm_80+ when math is tf32, and implicit_gemm otherwise.
+//   - options.relu fuses y = y <= options.relu_threshold ? 0 : y (after the bias)
+//     into the store: no second pass over y.
+//   - Your own epilogue functor (value, row n*P*Q + p*Q + q, column k): the
+//     templated overload in <kernelforge/conv.cuh>, from your own .cu.
+//   - conv2d_variant::winograd computes 3x3, stride-1, dilation-1 layers (any
+//     padding) by Winograd F(2x2,3x3): fp32 arithmetic with 2.25x fewer
+//     multiplications, through a workspace of 16 (K*C + (C + K) * tiles) floats,
+//     tiles = N * ceil(P/2) * ceil(Q/2). Its results are not direct summation's:
+//     the error is bounded by about (C + 12) 2^-24 times the sum of the
+//     magnitudes of the transformed terms (tests/conv2d states the bound), in
+//     practice near direct summation's. Other layers are errc::unsupported.
+//     `best` (exact math) runs it on the layers kernels/conv2d/tuning.hpp lists.
 //   - Precompiled for float.
 #pragma once
 
@@ -147,12 +159,23 @@ enum class conv2d_variant {
   smem_tiled,          ///< direct, with input patches and filters staged in shared memory
   implicit_gemm,       ///< a register-tiled GEMM over (N*P*Q) x K x (C*R*S), im2col on the fly
   implicit_gemm_tf32,  ///< the same GEMM on TF32 tensor cores (mma.sync, sm_80+)
+  /// implicit_gemm fed by a 3-stage cp.async pipeline with 16-deep K slices (exact fp32).
+  implicit_gemm_pipelined,
+  /// Winograd F(2x2,3x3) (see the top of this header): 3x3 filters at stride 1 and
+  /// dilation 1 only, else errc::unsupported.
+  winograd,
 };
 
 struct conv2d_options {
   cudaStream_t stream = nullptr;  ///< nullptr: the legacy default stream
   conv2d_variant variant = conv2d_variant::best;
   math_mode math = math_mode::exact;
+  /// Fused threshold ReLU, applied after the bias in registers before the store
+  /// (kf::relu_threshold_forward's rule: y <= relu_threshold ? 0 : y; NaN stays
+  /// NaN), on every variant. With your own epilogue functor (<kernelforge/conv.cuh>)
+  /// leave it off and compose the ReLU into the functor.
+  bool relu = false;
+  float relu_threshold = 0.0f;
 };
 
 /// P, the output height. Throws errc::invalid_argument (with the numbers) for

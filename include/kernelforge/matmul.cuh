@@ -37,6 +37,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "kernelforge/detail/arch_list.hpp"
 #include "kernelforge/epilogue.cuh"
 #include "kernelforge/error.hpp"
 #include "kernelforge/matmul.hpp"
@@ -51,17 +52,8 @@ namespace kf {
 
 namespace detail {
 
-// Variadic: with several architectures __CUDA_ARCH_LIST__ is a comma-separated list.
-#define KF_MATMUL_STRINGIFY2(...) #__VA_ARGS__
-#define KF_MATMUL_STRINGIFY(...) KF_MATMUL_STRINGIFY2(__VA_ARGS__)
-#if defined(__CUDA_ARCH_LIST__)
 /// The architectures this translation unit was compiled for (nvcc's list, e.g. "750,900").
-inline constexpr const char* matmul_epilogue_arch_list = KF_MATMUL_STRINGIFY(__CUDA_ARCH_LIST__);
-#else
-inline constexpr const char* matmul_epilogue_arch_list = "unknown";
-#endif
-#undef KF_MATMUL_STRINGIFY
-#undef KF_MATMUL_STRINGIFY2
+inline constexpr const char* matmul_epilogue_arch_list = translation_unit_arch_list;
 
 template <class Epilogue>
 void matmul_with_epilogue(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // kf::transform: your own elementwise operation on the library's vectorized
-// kernel and launcher, instantiated in your own .cu (compiled by nvcc).
+// kernel and launcher (the ones behind kf::saxpy and the other elementwise
+// operations), instantiated in your own .cu (compiled by nvcc).
 //
 //   #include <kernelforge/transform.cuh>
 //   kf::transform(n, [] __device__(float x) { return x > 0 ? x : 0.01f * x; }, y, x);   // y = leaky_relu(x)
@@ -29,9 +30,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include "kernelforge/detail/arch_list.hpp"
 #include "kernelforge/error.hpp"
-#include "kernelforge/kernels/elementwise/transform.cuh"
-#include "kernelforge/kernels/elementwise/tuning.hpp"
+#include "kernelforge/kernels/elementwise/launch.cuh"
 #include "kernelforge/kernels/runtime/launcher.hpp"
 
 namespace kf {
@@ -43,17 +44,8 @@ struct transform_options {
 
 namespace detail {
 
-// Variadic: with several architectures __CUDA_ARCH_LIST__ is a comma-separated list.
-#define KF_TRANSFORM_STRINGIFY2(...) #__VA_ARGS__
-#define KF_TRANSFORM_STRINGIFY(...) KF_TRANSFORM_STRINGIFY2(__VA_ARGS__)
-#if defined(__CUDA_ARCH_LIST__)
 /// The architectures this translation unit was compiled for (nvcc's list, e.g. "750,900").
-inline constexpr const char* transform_arch_list = KF_TRANSFORM_STRINGIFY(__CUDA_ARCH_LIST__);
-#else
-inline constexpr const char* transform_arch_list = "unknown";
-#endif
-#undef KF_TRANSFORM_STRINGIFY
-#undef KF_TRANSFORM_STRINGIFY2
+inline constexpr const char* transform_arch_list = translation_unit_arch_list;
 
 /// One input array: non-null when n > 0, aligned to its type, and either the
 /// very output (same address, same element size: in place) or disjoint from it.
@@ -62,12 +54,6 @@ void transform_check_input(const char* what, const char* name, const In* in, con
   require_pointer(what, name, in, n);
   require_aligned(what, name, in, alignof(In));
   require_same_or_disjoint(what, "out", out, n * sizeof(Out), name, in, n * sizeof(In));
-}
-
-/// Element offset of `p` within its W-element alignment unit (W * sizeof(T) bytes).
-template <int W, class T>
-std::size_t transform_phase(const T* p) {
-  return misalignment(p, W * sizeof(T)) / sizeof(T);
 }
 
 template <class Out, class Op, class... In>
@@ -89,31 +75,7 @@ void transform_launch(std::size_t n, Op op, Out* out, const transform_options& o
   require_block_size(what, options.block_size);
   if (n == 0) return;
 
-  const int device = current_device(what);
-  const device_limits& limits = limits_for(device);
-  constexpr int W = transform_width<Out, In...>();
-  const std::size_t phase = transform_phase<W>(out);
-  const bool common_phase = ((transform_phase<W>(in) == phase) && ...);
-  if (W > 1 && common_phase) {
-    constexpr int U = elementwise_tuning::aligned_chunks_per_thread;
-    constexpr auto kernel = &transform_kernel<W, U, Op, Out, In...>;
-    const kernel_profile& profile = profile_of<kernel>(device, what);
-    const int block = resolve_block_size(profile, options.block_size, what);
-    const std::size_t peel = (W - phase) % W;
-    const std::size_t head = peel < n ? peel : n;
-    const launch_plan plan = plan_grid_stride(limits, block, profile.occupancy[block / 32 - 1], (n - head) / W,
-                                              std::size_t(block) * U, elementwise_tuning::max_waves);
-    kernel<<<plan.grid, plan.block, 0, options.stream>>>(n, head, op, out, in...);
-  } else {
-    constexpr int U = elementwise_tuning::scalar_chunks_per_thread;
-    constexpr auto kernel = &transform_kernel<1, U, Op, Out, In...>;
-    const kernel_profile& profile = profile_of<kernel>(device, what);
-    const int block = resolve_block_size(profile, options.block_size, what);
-    const launch_plan plan = plan_grid_stride(limits, block, profile.occupancy[block / 32 - 1], n,
-                                              std::size_t(block) * U, elementwise_tuning::max_waves);
-    kernel<<<plan.grid, plan.block, 0, options.stream>>>(n, 0, op, out, in...);
-  }
-  check_launch(what);
+  launch_elementwise_vectorized(what, n, options.block_size, options.stream, op, out, in...);
 }
 
 }  // namespace detail

@@ -9,19 +9,24 @@
 // fetched again by every one of the K output channels and every filter tap
 // that covers it, and nothing is kept in registers or shared memory -- the
 // kernel runs at the speed of L1/L2, far below the FMA units.
+// Epilogue (kernelforge/epilogue.cuh): each output is stored as
+// ep(sum + bias[k], m = (n*P + p)*Q + q, k); identity by default.
 // Its measured speed: the README's generated tables and benchmarks/TUNING.md (bench_conv).
 #pragma once
+
+#include <cstdint>
 
 #include "../common/kernel.cuh"
 #include "../common/numeric.cuh"
 #include "args.cuh"
+#include "kernelforge/epilogue.cuh"
 
 namespace kf::detail {
 
 constexpr int conv2d_naive_block = 256;
 
-template <class T>
-KF_KERNEL void __launch_bounds__(conv2d_naive_block) conv2d_naive(conv2d_args<T> a) {
+template <class T, class Epilogue = epilogue::identity>
+KF_KERNEL void __launch_bounds__(conv2d_naive_block) conv2d_naive(conv2d_args<T> a, Epilogue ep) {
   const long long total = static_cast<long long>(a.m) * a.k;
   const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
   for (long long idx = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; idx < total; idx += step) {
@@ -46,7 +51,8 @@ KF_KERNEL void __launch_bounds__(conv2d_naive_block) conv2d_naive(conv2d_args<T>
         }
       }
     }
-    a.y[i] = from_compute<T>(sum);
+    const std::int64_t row = (static_cast<std::int64_t>(n) * a.p + oh) * a.q + ow;
+    a.y[i] = from_compute<T>(ep(sum, row, std::int64_t{k}));
   }
 }
 

@@ -17,12 +17,16 @@
 // positions of the block. Still missing (the next step's job): a thread
 // computes only one position, so its 16 multiply-adds per tap cost 5 shared
 // loads, and input channels are processed a few at a time.
+// Epilogue as in naive: ep(sum + bias[k], m, k) right before the store.
 // Its measured speed: the README's generated tables and benchmarks/TUNING.md (bench_conv).
 #pragma once
+
+#include <cstdint>
 
 #include "../common/kernel.cuh"
 #include "../common/numeric.cuh"
 #include "args.cuh"
+#include "kernelforge/epilogue.cuh"
 
 namespace kf::detail {
 
@@ -53,9 +57,9 @@ __host__ __device__ inline long long conv2d_direct_smem_floats(const conv2d_dire
 }
 
 /// Grid: x = spatial tiles (tiles_q per row of tiles), y = K / 16, z = images (grid-stride).
-template <class T>
+template <class T, class Epilogue = epilogue::identity>
 KF_KERNEL void __launch_bounds__(conv2d_direct_threads)
-    conv2d_smem_tiled(conv2d_args<T> a, int channels_per_stage, int tiles_q) {
+    conv2d_smem_tiled(conv2d_args<T> a, int channels_per_stage, int tiles_q, Epilogue ep) {
   extern __shared__ float4 conv2d_smem_tiled_storage[];
   const conv2d_direct_patch shape =
       conv2d_direct_patch_shape(a.r, a.s, a.stride_h, a.stride_w, a.dilation_h, a.dilation_w);
@@ -112,12 +116,13 @@ KF_KERNEL void __launch_bounds__(conv2d_direct_threads)
     }
     const int oh = p0 + pl, ow = q0 + ql;
     if (oh < a.p && ow < a.q) {
+      const std::int64_t row = (static_cast<std::int64_t>(n) * a.p + oh) * a.q + ow;
 #pragma unroll
       for (int kk = 0; kk < conv2d_direct_tile_k; ++kk) {
         const int k = k0 + kk;
         if (k < a.k) {
           const float b = a.bias ? to_compute(a.bias[k]) : 0.0f;
-          a.y[((n * a.k + k) * a.p + oh) * a.q + ow] = from_compute<T>(acc[kk] + b);
+          a.y[((n * a.k + k) * a.p + oh) * a.q + ow] = from_compute<T>(ep(acc[kk] + b, row, std::int64_t{k}));
         }
       }
     }

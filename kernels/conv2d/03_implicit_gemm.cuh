@@ -28,14 +28,21 @@
 //    slice z of a workspace laid out like y (the launcher points a.y there and
 //    clears a.bias); splitk_reduce.cuh sums the slices. With grid z = 1
 //    and spp = all slices, block 0 runs exactly the unsplit loop.
+//  * Epilogue (kernelforge/epilogue.cuh): each stored value is
+//    ep(sum + bias[k], m, k), in registers, right before the store; the
+//    default, identity, stores the sum plus bias. Split-K partials are launched
+//    with identity and no bias: the reduction applies both, once.
 // Its measured speed: the README's generated tables and benchmarks/TUNING.md (bench_conv).
 #pragma once
 
 #include <cstddef>
 
+#include <cstdint>
+
 #include "../common/kernel.cuh"
 #include "args.cuh"
 #include "gemm_loader.cuh"
+#include "kernelforge/epilogue.cuh"
 
 namespace kf::detail {
 
@@ -50,17 +57,20 @@ struct identity_convert {
   __device__ __forceinline__ float operator()(float v) const { return v; }
 };
 
-/// Adds bias and writes C rows m4..m4+3 of column k; vector_store: P*Q % 4 == 0
-/// and y is 16-byte aligned, so the 4 rows are 4 consecutive floats of y.
+/// Adds bias, applies the epilogue and writes C rows m4..m4+3 of column k;
+/// vector_store: P*Q % 4 == 0 and y is 16-byte aligned, so the 4 rows are 4
+/// consecutive floats of y.
+template <class Epilogue>
 __device__ __forceinline__ void conv2d_store_run(const conv2d_args<float>& a, int m4, int k, const float (&v)[4],
-                                                 bool vector_store) {
+                                                 bool vector_store, const Epilogue& ep) {
   if (k >= a.k) return;
   const float b = a.bias ? __ldg(a.bias + k) : 0.0f;
+  const auto out = [&](int i) -> float { return ep(v[i] + b, static_cast<std::int64_t>(m4 + i), std::int64_t{k}); };
   if (vector_store) {
     if (m4 < a.m) {
       int n, pq;
       a.div_pq.divmod(m4, n, pq);
-      *reinterpret_cast<float4*>(a.y + (n * a.k + k) * a.pq + pq) = make_float4(v[0] + b, v[1] + b, v[2] + b, v[3] + b);
+      *reinterpret_cast<float4*>(a.y + (n * a.k + k) * a.pq + pq) = make_float4(out(0), out(1), out(2), out(3));
     }
     return;
   }
@@ -70,17 +80,17 @@ __device__ __forceinline__ void conv2d_store_run(const conv2d_args<float>& a, in
     if (m < a.m) {
       int n, pq;
       a.div_pq.divmod(m, n, pq);
-      a.y[(n * a.k + k) * a.pq + pq] = v[i] + b;
+      a.y[(n * a.k + k) * a.pq + pq] = out(i);
     }
   }
 }
 
 /// Grid: x = ceil(M / BM), y = ceil(K / BN), z = splits of C*R*S (1: no split),
 /// each slices_per_split BK slices long. Block z writes a.y + z * M * K.
-/// Static shared memory (17 KB at most).
-template <int BM, int BN, int MIN_BLOCKS>
+/// Static shared memory (17 KB at most). ep: see the top of this file.
+template <int BM, int BN, int MIN_BLOCKS, class Epilogue = epilogue::identity>
 KF_KERNEL void __launch_bounds__(conv2d_gemm_threads<BM, BN>, MIN_BLOCKS)
-    conv2d_implicit_gemm(conv2d_args<float> a, bool vector_store, int slices_per_split) {
+    conv2d_implicit_gemm(conv2d_args<float> a, bool vector_store, int slices_per_split, Epilogue ep) {
   constexpr int BK = conv2d_gemm_bk;
   constexpr int THREADS = conv2d_gemm_threads<BM, BN>;
   constexpr int A_PITCH = BM + conv2d_gemm_smem_pad;
@@ -139,7 +149,7 @@ KF_KERNEL void __launch_bounds__(conv2d_gemm_threads<BM, BN>, MIN_BLOCKS)
     for (int j = 0; j < 8; ++j) {
       const int k = block_n + (j / 4) * (BN / 2) + tc * 4 + (j % 4);
       const float v[4] = {acc[gi * 4 + 0][j], acc[gi * 4 + 1][j], acc[gi * 4 + 2][j], acc[gi * 4 + 3][j]};
-      conv2d_store_run(a, m4, k, v, vector_store);
+      conv2d_store_run(a, m4, k, v, vector_store, ep);
     }
   }
 }

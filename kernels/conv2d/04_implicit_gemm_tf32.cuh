@@ -15,6 +15,7 @@
 //    different banks.
 // Split-K (grid z > 1) as in implicit_gemm: block z covers BK slices
 // [z * spp, (z + 1) * spp) and writes its partial sums to a.y + z * M * K.
+// Epilogue as in implicit_gemm: ep(sum + bias[k], m, k) right before the store.
 // Accuracy: each product has up to ~2^-10 relative error from the TF32
 // rounding of its two inputs; sums accumulate in fp32.
 // Compiled only for sm_80+ (__CUDA_ARCH__ >= 800); the launcher checks the
@@ -29,6 +30,7 @@
 #include "args.cuh"
 #include "gemm_loader.cuh"
 #include "03_implicit_gemm.cuh"
+#include "kernelforge/epilogue.cuh"
 
 namespace kf::detail {
 
@@ -43,9 +45,9 @@ constexpr int conv2d_tf32_threads = WARPS_M* WARPS_N * 32;
 
 /// Grid: x = ceil(M / BM), y = ceil(K / BN), z = splits of C*R*S (1: no split),
 /// each slices_per_split BK slices long. Block z writes a.y + z * M * K.
-template <int BM, int BN, int WARPS_M, int WARPS_N>
+template <int BM, int BN, int WARPS_M, int WARPS_N, class Epilogue = epilogue::identity>
 KF_KERNEL void __launch_bounds__(conv2d_tf32_threads<BM, BN, WARPS_M, WARPS_N>)
-    conv2d_implicit_gemm_tf32(conv2d_args<float> a, int slices_per_split) {
+    conv2d_implicit_gemm_tf32(conv2d_args<float> a, int slices_per_split, Epilogue ep) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr int BK = conv2d_gemm_bk;
   constexpr int THREADS = conv2d_tf32_threads<BM, BN, WARPS_M, WARPS_N>;
@@ -126,7 +128,7 @@ KF_KERNEL void __launch_bounds__(conv2d_tf32_threads<BM, BN, WARPS_M, WARPS_N>)
           const int k = block_n + warp_n * WN + nt * 8 + 2 * t4 + e;
           if (k < a.k) {
             const float b = a.bias ? __ldg(a.bias + k) : 0.0f;
-            y[(n * a.k + k) * a.pq + pq] = acc[mt][nt][half * 2 + e] + b;
+            y[(n * a.k + k) * a.pq + pq] = ep(acc[mt][nt][half * 2 + e] + b, std::int64_t{m}, std::int64_t{k});
           }
         }
       }

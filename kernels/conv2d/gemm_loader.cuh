@@ -16,9 +16,49 @@
 // Shared layout: As[kk][m] and Bs[kk][k] (K-major), rows padded by PAD floats.
 #pragma once
 
+#include "../arch/cp_async.cuh"
 #include "args.cuh"
 
 namespace kf::detail {
+
+/// An input row index no filter tap can bring back inside the image: marks m >= M.
+constexpr int conv2d_im2col_out_of_range_row = -(1 << 30);
+
+/// Row m = (n, p, q) of im2col: base = n*C*H*W + ih0*W + iw0 modulo 2^32,
+/// ih0 = p*stride_h - pad_h (conv2d_im2col_out_of_range_row for m >= M), iw0 = q*stride_w - pad_w.
+__device__ __forceinline__ void conv2d_im2col_row(const conv2d_args<float>& a, int m, unsigned& base, int& ih0,
+                                                  int& iw0) {
+  if (m < a.m) {
+    int n, pq, p, q;
+    a.div_pq.divmod(m, n, pq);
+    a.div_q.divmod(pq, p, q);
+    ih0 = p * a.stride_h - a.pad_h;
+    iw0 = q * a.stride_w - a.pad_w;
+    base = static_cast<unsigned>(n * a.c * a.hw) + static_cast<unsigned>(ih0) * a.w + static_cast<unsigned>(iw0);
+  } else {
+    ih0 = conv2d_im2col_out_of_range_row;
+    iw0 = 0;
+    base = 0u;
+  }
+}
+
+/// Whether the tap (dr, ds) of a row with origin (ih0, iw0) is inside the image.
+__device__ __forceinline__ bool conv2d_im2col_inside(const conv2d_args<float>& a, int ih0, int iw0, int dr, int ds) {
+  return static_cast<unsigned>(ih0 + dr) < static_cast<unsigned>(a.h) &&
+         static_cast<unsigned>(iw0 + ds) < static_cast<unsigned>(a.w);
+}
+
+/// The tap kk = (c, r, s): its row and column shifts and its offset in x
+/// relative to a row's base.
+__device__ __forceinline__ void conv2d_im2col_tap(const conv2d_args<float>& a, int kk, int& dr, int& ds,
+                                                  unsigned& offset) {
+  int c, rs, r, s;
+  a.div_rs.divmod(kk, c, rs);
+  a.div_s.divmod(rs, r, s);
+  dr = r * a.dilation_h;
+  ds = s * a.dilation_w;
+  offset = static_cast<unsigned>(c * a.hw) + static_cast<unsigned>(dr * a.w) + ds;
+}
 
 template <int BM, int BN, int BK, int THREADS>
 struct conv2d_gemm_loader {
@@ -29,13 +69,11 @@ struct conv2d_gemm_loader {
   static_assert((BN * BK) % THREADS == 0, "whole B values per thread");
   static constexpr int b_per_thread = BN * BK / THREADS;
   static constexpr int b_k_stride = THREADS / BK;
-  /// An input row index no filter tap can bring back inside the image: marks m >= M.
-  static constexpr int out_of_range_row = -(1 << 30);
 
   int a_kk = 0;                   // this thread's kk within the slice
   int a_m = 0;                    // its first m within the tile
   unsigned a_base[a_per_thread];  // n*C*H*W + ih0*W + iw0, modulo 2^32 (ih0, iw0 may be negative)
-  int a_ih0[a_per_thread];        // p*stride_h - pad_h (out_of_range_row for m >= M)
+  int a_ih0[a_per_thread];        // p*stride_h - pad_h (conv2d_im2col_out_of_range_row for m >= M)
   int a_iw0[a_per_thread];        // q*stride_w - pad_w
   int b_kk = 0;                   // B: kk within the slice
   int b_k_local = 0;              // B: first filter index within the tile
@@ -48,20 +86,7 @@ struct conv2d_gemm_loader {
     a_m = tid % a_threads_per_row;
 #pragma unroll
     for (int i = 0; i < a_per_thread; ++i) {
-      const int m = block_m + a_m + i * a_threads_per_row;
-      if (m < a.m) {
-        int n, pq, p, q;
-        a.div_pq.divmod(m, n, pq);
-        a.div_q.divmod(pq, p, q);
-        a_ih0[i] = p * a.stride_h - a.pad_h;
-        a_iw0[i] = q * a.stride_w - a.pad_w;
-        a_base[i] = static_cast<unsigned>(n * a.c * a.hw) + static_cast<unsigned>(a_ih0[i]) * a.w +
-                    static_cast<unsigned>(a_iw0[i]);
-      } else {
-        a_ih0[i] = out_of_range_row;
-        a_iw0[i] = 0;
-        a_base[i] = 0u;
-      }
+      conv2d_im2col_row(a, block_m + a_m + i * a_threads_per_row, a_base[i], a_ih0[i], a_iw0[i]);
     }
     b_kk = tid % BK;
     b_k_local = tid / BK;
@@ -72,18 +97,13 @@ struct conv2d_gemm_loader {
   __device__ __forceinline__ void load(const conv2d_args<float>& a, int k0) {
     const int kk = k0 + a_kk;
     if (kk < a.crs) {
-      int c, rs, r, s;
-      a.div_rs.divmod(kk, c, rs);
-      a.div_s.divmod(rs, r, s);
-      const int dr = r * a.dilation_h, ds = s * a.dilation_w;
-      const unsigned offset = static_cast<unsigned>(c * a.hw) + static_cast<unsigned>(dr * a.w) + ds;
+      int dr, ds;
+      unsigned offset;
+      conv2d_im2col_tap(a, kk, dr, ds, offset);
 #pragma unroll
       for (int i = 0; i < a_per_thread; ++i) {
-        const int ih = a_ih0[i] + dr, iw = a_iw0[i] + ds;
-        const bool inside = static_cast<unsigned>(ih) < static_cast<unsigned>(a.h) &&
-                            static_cast<unsigned>(iw) < static_cast<unsigned>(a.w);
         // Only inside taps are read, and their index a_base + offset is the true one (< 2^31).
-        a_value[i] = inside ? __ldg(a.x + (a_base[i] + offset)) : 0.0f;
+        a_value[i] = conv2d_im2col_inside(a, a_ih0[i], a_iw0[i], dr, ds) ? __ldg(a.x + (a_base[i] + offset)) : 0.0f;
       }
     } else {
 #pragma unroll
@@ -105,6 +125,54 @@ struct conv2d_gemm_loader {
     for (int i = 0; i < a_per_thread; ++i) As[a_kk * a_pitch + a_m + i * a_threads_per_row] = convert(a_value[i]);
 #pragma unroll
     for (int j = 0; j < b_per_thread; ++j) Bs[b_kk * b_pitch + b_k_local + j * b_k_stride] = convert(b_value[j]);
+  }
+};
+
+/// The pipelined kernels' im2col gather (step 5): copies the A slice straight
+/// into As[kk][m] (row pitch a_pitch) by 4-byte cp.async, zero-filled outside
+/// the image and at kk >= kk_end. Each thread owns MS rows m, BM / MS apart,
+/// and 4 kk of each slice, BK / 4 apart: a warp's copies are 32 consecutive m
+/// of one kk (coalesced when stride_w = 1), and the thread keeps the state of
+/// MS rows only (the register loader above keeps BM * BK / THREADS), at the
+/// price of 4 tap decodes per slice.
+template <int BM, int BK, int THREADS>
+struct conv2d_im2col_async_gather {
+  static constexpr int kk_per_thread = 4;
+  static_assert((BM * BK) % (THREADS * kk_per_thread) == 0, "whole rows per thread");
+  static constexpr int MS = BM * BK / (THREADS * kk_per_thread);
+  static constexpr int m_threads = BM / MS;
+  static_assert(THREADS % m_threads == 0 && THREADS / m_threads == BK / kk_per_thread, "threads tile the slice");
+  static constexpr int kk_threads = THREADS / m_threads;
+
+  int m_lane = 0, kk_lane = 0;
+  unsigned base[MS];
+  int ih0[MS], iw0[MS];
+
+  __device__ __forceinline__ void init(const conv2d_args<float>& a, int block_m, int tid) {
+    m_lane = tid % m_threads;
+    kk_lane = tid / m_threads;
+#pragma unroll
+    for (int i = 0; i < MS; ++i) conv2d_im2col_row(a, block_m + m_lane + i * m_threads, base[i], ih0[i], iw0[i]);
+  }
+
+  __device__ __forceinline__ void copy(const conv2d_args<float>& a, int k0, int kk_end, float* As, int a_pitch) const {
+#pragma unroll
+    for (int j = 0; j < kk_per_thread; ++j) {
+      const int row = kk_lane + j * kk_threads;
+      const int kk = k0 + row;
+      int dr = 0, ds = 0;
+      unsigned offset = 0;
+      const bool live = kk < kk_end;
+      if (live) conv2d_im2col_tap(a, kk, dr, ds, offset);
+      float* dst = As + row * a_pitch + m_lane;
+#pragma unroll
+      for (int i = 0; i < MS; ++i) {
+        const bool in = live && conv2d_im2col_inside(a, ih0[i], iw0[i], dr, ds);
+        // Only inside taps are read, at their true index (< 2^31); src_bytes 0
+        // reads nothing, but the address must be valid: x itself.
+        cp_async_4(dst + i * m_threads, in ? a.x + (base[i] + offset) : a.x, in ? 4 : 0);
+      }
+    }
   }
 };
 

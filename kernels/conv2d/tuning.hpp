@@ -90,4 +90,86 @@ inline conv2d_gemm_plan choose_conv2d_gemm_plan(std::size_t m, std::size_t k, st
   return plan;
 }
 
+// ---- Winograd F(2x2,3x3) (step 6) and what `best` runs in exact fp32 ---------
+
+/// nullptr when Winograd F(2x2,3x3) computes this layer; else what rules it out.
+inline const char* conv2d_winograd_unsupported_reason(std::size_t r, std::size_t s, std::size_t stride_h,
+                                                      std::size_t stride_w, std::size_t dilation_h,
+                                                      std::size_t dilation_w) {
+  if (r != 3 || s != 3) return "the filter is not 3x3";
+  if (stride_h != 1 || stride_w != 1) return "the stride is not 1";
+  if (dilation_h != 1 || dilation_w != 1) return "the dilation is not 1";
+  return nullptr;
+}
+
+/// The workspace of one Winograd call: U [16][K][c_ld], V [16][C][tiles_ld] and
+/// M [16][K][tiles_ld], rows padded to 4 floats (16-byte copies), one tile per
+/// 2 x 2 block of outputs.
+struct conv2d_winograd_layout {
+  static constexpr std::size_t positions = 16;                      // 4 x 4 transformed positions
+  static constexpr std::size_t tile = 2;                            // outputs per tile side
+  static constexpr std::size_t row_align = 4;                       // floats
+  static constexpr std::size_t index_limit = std::size_t{1} << 31;  // the kernels index U, V and M with int
+  std::size_t tiles_h = 0, tiles_w = 0, tiles = 0, tiles_ld = 0, c_ld = 0;
+  std::size_t u_floats = 0, v_floats = 0, m_floats = 0;
+
+  /// Whether the kernels' int indexing reaches every element.
+  [[nodiscard]] bool indexable() const {
+    return u_floats < index_limit && v_floats < index_limit && m_floats < index_limit;
+  }
+  [[nodiscard]] std::size_t bytes() const { return (u_floats + v_floats + m_floats) * sizeof(float); }
+};
+
+/// n, c, k: batch, channels, filters; p, q: the output's height and width.
+inline conv2d_winograd_layout make_conv2d_winograd_layout(std::size_t n, std::size_t c, std::size_t k, std::size_t p,
+                                                          std::size_t q) {
+  using L = conv2d_winograd_layout;
+  L l;
+  l.tiles_h = ceil_div(p, L::tile);
+  l.tiles_w = ceil_div(q, L::tile);
+  l.tiles = n * l.tiles_h * l.tiles_w;
+  l.tiles_ld = ceil_div(l.tiles, L::row_align) * L::row_align;
+  l.c_ld = ceil_div(c, L::row_align) * L::row_align;
+  l.u_floats = L::positions * k * l.c_ld;
+  l.v_floats = L::positions * c * l.tiles_ld;
+  l.m_floats = L::positions * k * l.tiles_ld;
+  return l;
+}
+
+/// Where `best` (exact fp32) runs Winograd: layers it computes with at least
+/// this many input and output channels. Below, its transforms (V and M are 4x
+/// the input and output, through HBM) outweigh the GEMMs' 2.25x saving. An
+/// estimate from traffic and FMA rate puts even N32 C64 56x56 K64 (64-deep
+/// GEMMs, 4x 103 MB of V and M traffic) near 50 TFLOP/s against the implicit
+/// GEMM's 35; the H200 rows of bench_conv (conv2d/fp32/winograd/... against
+/// implicit_gemm and implicit_gemm_pipelined) decide; see benchmarks/TUNING.md.
+constexpr std::size_t conv2d_winograd_min_channels = 64;
+constexpr std::size_t conv2d_winograd_min_filters = 64;
+/// Whether `best` runs implicit_gemm_pipelined rather than implicit_gemm for
+/// exact layers Winograd does not take. Off until the H200 run measures it.
+constexpr bool conv2d_best_uses_pipelined = false;
+
+/// The exact-fp32 kernels `best` chooses from.
+enum class conv2d_exact_kernel { implicit_gemm, implicit_gemm_pipelined, winograd };
+
+inline conv2d_exact_kernel choose_conv2d_exact_kernel(std::size_t c, std::size_t k, std::size_t r, std::size_t s,
+                                                      std::size_t stride_h, std::size_t stride_w,
+                                                      std::size_t dilation_h, std::size_t dilation_w) {
+  if (conv2d_winograd_unsupported_reason(r, s, stride_h, stride_w, dilation_h, dilation_w) == nullptr &&
+      c >= conv2d_winograd_min_channels && k >= conv2d_winograd_min_filters) {
+    return conv2d_exact_kernel::winograd;
+  }
+  return conv2d_best_uses_pipelined ? conv2d_exact_kernel::implicit_gemm_pipelined : conv2d_exact_kernel::implicit_gemm;
+}
+
+/// Block tile of Winograd's 16 batched GEMMs (M = tiles, N = K, z = 16): the
+/// largest whose 16 x blocks still fill a wave (as choose_conv2d_gemm_tile).
+inline conv2d_gemm_tile choose_conv2d_winograd_tile(std::size_t tiles, std::size_t k, int sm_count) {
+  constexpr std::size_t batches = 16;
+  const std::size_t goal = conv2d_gemm_wave(sm_count);
+  if (k > 64 && batches * conv2d_gemm_blocks(tiles, k, 128, 128) >= goal) return conv2d_gemm_tile::m128_n128;
+  if (batches * conv2d_gemm_blocks(tiles, k, 128, 64) >= goal) return conv2d_gemm_tile::m128_n64;
+  return conv2d_gemm_tile::m64_n64;
+}
+
 }  // namespace kf::detail

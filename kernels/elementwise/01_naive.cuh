@@ -8,20 +8,23 @@
 // thread makes one narrow load per input and then exits, so few bytes are in
 // flight per SM and a block's launch overhead is paid every 256 elements.
 // The index is computed in 64 bits: `int i` overflows past 2^31 elements.
+//
+// The library has one elementwise kernel, elementwise_kernel in
+// 02_vectorized.cuh; this step is its scalar setting: one element per access
+// (W = 1) and one access per thread (U = 1), launched with one thread per
+// element (plan_one_per_thread: grid = ceil(n / block)), where its tiles, head
+// and tail reduce to the line above, with element_at below as its body.
 // Its measured speed: the README's generated tables and benchmarks/TUNING.md (bench_elementwise).
 #pragma once
 
 #include <cstddef>
 
-#include "../common/kernel.cuh"
-#include "apply.cuh"
-
 namespace kf::detail {
 
-template <class T, int N, class Op>
-KF_KERNEL void elementwise_naive(std::size_t n, Op op, input_pointers<T, N> in, T* out) {
-  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  if (i < n) out[i] = apply_at(op, in, i);
+/// out[i] = op(in0[i], in1[i], ...), one element (also step 2's scalar head and tail).
+template <class Op, class Out, class... In>
+__device__ __forceinline__ void element_at(const Op& op, Out* out, std::size_t i, const In*... in) {
+  out[i] = static_cast<Out>(op(in[i]...));
 }
 
 }  // namespace kf::detail

@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // The elementwise launcher: validate -> plan -> dispatch by variant, and the
 // explicit instantiations shipped in the fatbin (float, double, __half, __nv_bfloat16).
+// Each operation is the one elementwise kernel (02_vectorized.cuh) with a functor
+// of ops.cuh, planned and launched by launch.cuh as kf::transform is.
 #include <string>
 
-#include "runtime/launcher.hpp"
-#include "elementwise/01_naive.cuh"
+#include "elementwise/launch.cuh"
 #include "elementwise/ops.cuh"
-#include "elementwise/tuning.hpp"
-#include "elementwise/02_vectorized.cuh"
 #include "kernelforge/elementwise.hpp"
 
 namespace kf {
@@ -44,47 +43,16 @@ void validate_options(const char* what, const elementwise_options& options) {
                  {elementwise_variant::best, elementwise_variant::naive, elementwise_variant::vectorized});
 }
 
-/// Enqueues `out[i] = op(in[0][i], ...)` with the variant options asks for.
-template <class T, int N, class Op>
-void launch_elementwise(const char* what, std::size_t n, const elementwise_options& options, Op op,
-                        input_pointers<T, N> in, T* out) {
-  const int device = current_device(what);
-  const device_limits& limits = limits_for(device);
-
+/// Enqueues `out[i] = op(in0[i], ...)` on elements of T with the variant options asks for. n > 0.
+template <class T, class Op, class... In>
+void launch_elementwise(const char* what, std::size_t n, const elementwise_options& options, Op op, T* out,
+                        const In*... in) {
+  const on_storage<T, Op> element_op{op};
   if (options.variant == elementwise_variant::naive) {
-    constexpr auto kernel = &elementwise_naive<T, N, Op>;
-    const kernel_profile& profile = profile_of<kernel>(device, what);
-    const launch_plan plan = plan_one_per_thread(limits, resolve_block_size(profile, options.block_size, what), n);
-    kernel<<<plan.grid, plan.block, 0, options.stream>>>(n, op, in, out);
-    check_launch(what);
-    return;
+    launch_elementwise_naive(what, n, options.block_size, options.stream, element_op, out, in...);
+  } else {  // vectorized, and best: the fastest step on every architecture we ship
+    launch_elementwise_vectorized(what, n, options.block_size, options.stream, element_op, out, in...);
   }
-
-  // vectorized (and best: the fastest step on every architecture we ship).
-  bool same_offset = true;
-  for (int k = 0; k < N; ++k) same_offset = same_offset && misalignment(in.p[k]) == misalignment(out);
-  const bool aligned_elements = misalignment(out) % sizeof(T) == 0;
-  if (same_offset && aligned_elements) {
-    constexpr int W = aligned_chunk_elements<T>;
-    constexpr int U = elementwise_tuning::aligned_chunks_per_thread;
-    constexpr auto kernel = &elementwise_vectorized<T, N, W, U, Op>;
-    const kernel_profile& profile = profile_of<kernel>(device, what);
-    const int block = resolve_block_size(profile, options.block_size, what);
-    const std::size_t peel = ((vector_bytes - misalignment(out)) % vector_bytes) / sizeof(T);
-    const std::size_t head = peel < n ? peel : n;
-    const launch_plan plan = plan_grid_stride(limits, block, profile.occupancy[block / 32 - 1], (n - head) / W,
-                                              std::size_t(block) * U, elementwise_tuning::max_waves);
-    kernel<<<plan.grid, plan.block, 0, options.stream>>>(n, head, op, in, out);
-  } else {
-    constexpr int U = elementwise_tuning::scalar_chunks_per_thread;
-    constexpr auto kernel = &elementwise_vectorized<T, N, 1, U, Op>;
-    const kernel_profile& profile = profile_of<kernel>(device, what);
-    const int block = resolve_block_size(profile, options.block_size, what);
-    const launch_plan plan = plan_grid_stride(limits, block, profile.occupancy[block / 32 - 1], n,
-                                              std::size_t(block) * U, elementwise_tuning::max_waves);
-    kernel<<<plan.grid, plan.block, 0, options.stream>>>(n, 0, op, in, out);
-  }
-  check_launch(what);
 }
 
 }  // namespace
@@ -97,7 +65,7 @@ void saxpy_impl(std::size_t n, compute_t<T> a, const T* x, T* y, const elementwi
   require_same_or_disjoint_arrays(what, "y", y, "x", x, n);
   validate_options(what, options);
   if (n == 0) return;
-  launch_elementwise<T, 2>(what, n, options, saxpy_op<compute_t<T>>{a}, {{x, y}}, y);
+  launch_elementwise(what, n, options, saxpy_op<compute_t<T>>{a}, y, x, y);
 }
 
 template <class T>
@@ -110,7 +78,7 @@ void vector_add_impl(std::size_t n, const T* a, const T* b, T* c, const elementw
   require_same_or_disjoint_arrays(what, "c", c, "b", b, n);
   validate_options(what, options);
   if (n == 0) return;
-  launch_elementwise<T, 2>(what, n, options, add_op<compute_t<T>>{}, {{a, b}}, c);
+  launch_elementwise(what, n, options, add_op<compute_t<T>>{}, c, a, b);
 }
 
 template <class T>
@@ -122,7 +90,7 @@ void relu_threshold_forward_impl(std::size_t n, const T* x, T* y, compute_t<T> t
   require_same_or_disjoint_arrays(what, "y", y, "x", x, n);
   validate_options(what, options);
   if (n == 0) return;
-  launch_elementwise<T, 1>(what, n, options, relu_forward_op<compute_t<T>>{threshold}, {{x}}, y);
+  launch_elementwise(what, n, options, relu_forward_op<compute_t<T>>{threshold}, y, x);
 }
 
 template <class T>
@@ -136,7 +104,7 @@ void relu_threshold_backward_impl(std::size_t n, const T* dy, const T* x, T* dx,
   require_same_or_disjoint_arrays(what, "dx", dx, "x", x, n);
   validate_options(what, options);
   if (n == 0) return;
-  launch_elementwise<T, 2>(what, n, options, relu_backward_op<compute_t<T>>{threshold}, {{dy, x}}, dx);
+  launch_elementwise(what, n, options, relu_backward_op<compute_t<T>>{threshold}, dx, dy, x);
 }
 
 #define KF_INSTANTIATE_ELEMENTWISE(T)                                                                                \

@@ -1,10 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
 // The four elementwise operations as functors on the compute type C (fp32 for
 // float and the half types, fp64 for double). Inputs come in the order the
-// public API lists them; each returns the output element.
+// public API lists them; each returns the output element. on_storage<T, Op>
+// turns one into the functor the elementwise kernel applies to elements of T.
 #pragma once
 
+#include "../common/numeric.cuh"
+
 namespace kf::detail {
+
+/// Op applied to elements stored as T: each input converted to compute_t<T>,
+/// the result rounded once back to T (for float and double, no conversion).
+template <class T, class Op>
+struct on_storage {
+  Op op;
+  template <class... Ts>
+  __device__ __forceinline__ T operator()(Ts... v) const {
+    return from_compute<T>(op(to_compute<T>(v)...));
+  }
+};
 
 template <class C>
 struct saxpy_op {  // y = a*x + y: inputs (x, y)

@@ -19,9 +19,9 @@ outputs from torch's caching allocator, so they can be captured in CUDA graphs.
 Why torch.library.Library and not torch.library.custom_op: measured on the H200
 (benchmarks/python/profile_torch_op.py, n = 2^10), a custom_op call cost 43 us of
 host time against 15 us for F.threshold; custom_op's wrappers (a dynamo-disable
-guard, aliasing checks, its autograd layer) were most of it. The same body behind
-Library.define/impl + register_fake + register_autograd costs 21-31 us through the
-dispatcher, and the direct path what the body costs.
+guard, aliasing checks, its autograd layer that redispatches below autograd) were
+most of it. Here an operator call is one Python kernel on the Autograd key, and an
+eager call of the functions below skips the dispatcher altogether.
 """
 
 from typing import List, Optional
@@ -74,13 +74,48 @@ _lib = torch.library.Library("kernelforge", "DEF")  # lives as long as the modul
 def _register(name, schema, kernel, fake, backward=None, setup_context=None):
     """Defines kernelforge::<name>: `kernel` for every backend (_C rejects CPU tensors
     with a clear error), `fake` for FakeTensor/meta tracing, and an autograd formula."""
-    qualname = f"kernelforge::{name}"
     _lib.define(name + schema)
-    torch.library.register_fake(qualname, fake, lib=_lib)
+    torch.library.register_fake(f"kernelforge::{name}", fake, lib=_lib)
     _lib.impl(name, kernel, "CompositeExplicitAutograd")
+    op = getattr(torch.ops.kernelforge, name).default
     if backward is not None:
-        torch.library.register_autograd(qualname, backward, setup_context=setup_context, lib=_lib)
-    return getattr(torch.ops.kernelforge, name).default
+        _lib.impl(name, _autograd_kernel(op, kernel, backward, setup_context), "Autograd")
+    return op
+
+
+def _autograd_kernel(op, kernel, backward, setup_context):
+    """The operator's kernel on the Autograd key (what torch.library.register_autograd
+    installs, without one dispatcher round trip): with a gradient to record, an
+    autograd.Function whose forward runs the operator below autograd; without one,
+    the kernel itself for plain CUDA tensors (a compiled graph's call lands here),
+    else the operator below autograd (FakeTensor, functionalization, dispatch modes)."""
+
+    def below_autograd(*args):
+        with torch._C._AutoDispatchBelowAutograd():
+            return op(*args)
+
+    class Function(torch.autograd.Function):
+        @staticmethod
+        def forward(*args):
+            return below_autograd(*args)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            setup_context(ctx, inputs, output)
+
+        @staticmethod
+        def backward(ctx, *grads):
+            return backward(ctx, *grads)
+
+    def autograd(*args):
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+            return Function.apply(*args)
+        if _direct(*tensors):
+            return kernel(*args)
+        return below_autograd(*args)
+
+    return autograd
 
 
 # ---- threshold ReLU ------------------------------------------------------------------

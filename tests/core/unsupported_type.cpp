@@ -10,7 +10,7 @@ void call_with_an_unshipped_type() {
   kf::saxpy(0, 1, x, x);  // elementwise ships float, double, __half, __nv_bfloat16
 #elif KF_CASE == 2
   long* a = nullptr;
-  kf::matmul(kf::op::none, kf::op::none, 0, 0, 0, 1, a, 1, a, 1, 0, a, 1);  // float, double
+  kf::matmul(kf::op::none, kf::op::none, 0, 0, 0, 1, a, 1, a, 1, 0, a, 1);  // float, double, __half, __nv_bfloat16
 #elif KF_CASE == 3
   int* image = nullptr;
   kf::filter2d(0, 0, 0, image, 0, image, 1, 1, image, 0);  // float, __half, double
@@ -18,7 +18,7 @@ void call_with_an_unshipped_type() {
   double* x = nullptr;
   kf::conv2d_forward(kf::conv2d_params{}, x, x, nullptr, x);  // float
 #elif KF_CASE == 5
-  __nv_bfloat16* a = nullptr;
-  kf::matmul(kf::op::none, kf::op::none, 0, 0, 0, 1.0f, a, 1, a, 1, 0.0f, a, 1);  // not (yet) bf16
+  __nv_bfloat16* image = nullptr;
+  kf::filter2d(0, 0, 0, image, 0, image, 1, 1, image, 0);  // not bf16
 #endif
 }

@@ -184,7 +184,9 @@ void conv2d_cases(check& c, json& cases, outcome& o) {
   kf::reference::conv2d_forward(p, x.data(), wgt.data(), bias.data(), ref.data());
   const auto dx = kf::to_device(x), dw = kf::to_device(wgt), db = kf::to_device(bias);
   using V = kf::conv2d_variant;
-  for (V v : {V::naive, V::smem_tiled, V::implicit_gemm, V::implicit_gemm_tf32, V::best}) {
+  // The layer is 3x3, stride 1: winograd computes it too.
+  for (V v : {V::naive, V::smem_tiled, V::implicit_gemm, V::implicit_gemm_pipelined, V::winograd, V::implicit_gemm_tf32,
+              V::best}) {
     for (kf::math_mode math : {kf::math_mode::exact, kf::math_mode::tf32}) {
       if (v == V::implicit_gemm_tf32 && math == kf::math_mode::exact) continue;
       if (math == kf::math_mode::tf32 && v != V::implicit_gemm_tf32 && v != V::best) continue;

@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: Apache-2.0
+// Host side of the GEMM-shaped conv2d kernels (03_implicit_gemm, 04_implicit_gemm_tf32,
+// 05_implicit_gemm_pipelined, 06_winograd, splitk_reduce), templated on the epilogue:
+// plan -> split-K or Winograd workspace -> launches.
+// One home for both users of it: the library's launcher (kernels/conv2d/conv2d.cu,
+// precompiled for identity and the options' bias_relu_threshold) and the public
+// <kernelforge/conv.cuh>, which instantiates it in the caller's .cu for their own
+// epilogue functor. Arguments arrive validated (validate.hpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "../common/grid.hpp"
+#include "../common/vector_access.cuh"
+#include "../runtime/launcher.hpp"
+#include "03_implicit_gemm.cuh"
+#include "04_implicit_gemm_tf32.cuh"
+#include "05_implicit_gemm_pipelined.cuh"
+#include "06_winograd.cuh"
+#include "args.cuh"
+#include "kernelforge/conv.hpp"
+#include "kernelforge/epilogue.cuh"
+#include "splitk_reduce.cuh"
+#include "tuning.hpp"
+
+namespace kf::detail {
+
+/// The first architecture with TF32 tensor cores (mma.sync ... .tf32).
+constexpr int conv2d_tf32_min_cc = 80;
+
+/// Whether `Kernel` was compiled from PTX for sm_80 or newer on this device
+/// (not JIT-compiled from an older architecture's PTX, whose body is a trap).
+/// errc::no_kernel_image when the translation unit holds no image for the device.
+template <auto Kernel>
+bool conv2d_compiled_for_sm80(int device, const char* what) {
+  return profile_of<Kernel>(device, what).ptx_version >= conv2d_tf32_min_cc;
+}
+
+/// The kernels' arguments from validated parameters (P, Q from validate_conv2d).
+inline conv2d_args<float> make_conv2d_args(const conv2d_params& p, std::size_t P, std::size_t Q, const float* x,
+                                           const float* w, const float* bias, float* y) {
+  conv2d_args<float> a;
+  a.n = static_cast<int>(p.batch);
+  a.c = static_cast<int>(p.in_channels);
+  a.h = static_cast<int>(p.in_height);
+  a.w = static_cast<int>(p.in_width);
+  a.k = static_cast<int>(p.out_channels);
+  a.r = static_cast<int>(p.filter_height);
+  a.s = static_cast<int>(p.filter_width);
+  a.p = static_cast<int>(P);
+  a.q = static_cast<int>(Q);
+  a.stride_h = static_cast<int>(p.stride_h);
+  a.stride_w = static_cast<int>(p.stride_w);
+  a.pad_h = static_cast<int>(p.pad_h);
+  a.pad_w = static_cast<int>(p.pad_w);
+  a.dilation_h = static_cast<int>(p.dilation_h);
+  a.dilation_w = static_cast<int>(p.dilation_w);
+  a.m = static_cast<int>(p.batch * P * Q);
+  a.crs = static_cast<int>(p.in_channels * p.filter_height * p.filter_width);
+  a.rs = static_cast<int>(p.filter_height * p.filter_width);
+  a.hw = static_cast<int>(p.in_height * p.in_width);
+  a.pq = static_cast<int>(P * Q);
+  a.div_pq = fast_divmod(static_cast<unsigned>(a.pq));
+  a.div_q = fast_divmod(static_cast<unsigned>(a.q));
+  a.div_rs = fast_divmod(static_cast<unsigned>(a.rs));
+  a.div_s = fast_divmod(static_cast<unsigned>(a.s));
+  a.x = x;
+  a.wt = w;
+  a.bias = bias;
+  a.y = y;
+  return a;
+}
+
+inline dim3 conv2d_gemm_grid(const char* what, const conv2d_args<float>& a, int bm, int bn, std::size_t split = 1) {
+  const std::size_t gx = ceil_div(static_cast<std::size_t>(a.m), bm);
+  const std::size_t gy = ceil_div(static_cast<std::size_t>(a.k), bn);
+  if (gy > max_grid_yz) {
+    throw_unsupported(what, "the implicit GEMM handles at most " +
+                                std::to_string(max_grid_yz * static_cast<std::size_t>(bn)) +
+                                " output channels (K = " + std::to_string(a.k) + ")");
+  }
+  return dim3(static_cast<std::uint32_t>(gx), static_cast<std::uint32_t>(gy), static_cast<std::uint32_t>(split));
+}
+
+/// The plan for this problem on `device` (cached device limits: no query).
+inline conv2d_gemm_plan conv2d_gemm_plan_for(int device, const conv2d_args<float>& a) {
+  return choose_conv2d_gemm_plan(static_cast<std::size_t>(a.m), static_cast<std::size_t>(a.k),
+                                 static_cast<std::size_t>(a.crs), limits_for(device).sm_count);
+}
+
+/// Sums the split-K slices into a.y, adds a.bias and applies `ep`.
+template <class Epilogue>
+void launch_conv2d_splitk_reduce(const char* what, int device, const conv2d_args<float>& a, const float* workspace,
+                                 int split, Epilogue ep, cudaStream_t stream) {
+  constexpr auto kernel = &conv2d_splitk_reduce<Epilogue>;
+  (void)profile_of<kernel>(device, what);  // no_kernel_image before the launch (cached)
+  const bool vector = a.pq % 4 == 0 && misalignment(a.y) == 0;
+  const std::size_t items = static_cast<std::size_t>(a.m) * a.k / (vector ? 4 : 1);
+  const std::size_t needed = ceil_div(items, conv2d_splitk_reduce_block);
+  const std::size_t cap = static_cast<std::size_t>(limits_for(device).sm_count > 0 ? limits_for(device).sm_count : 1) *
+                          conv2d_splitk_reduce_blocks_per_sm;
+  const auto grid = static_cast<std::uint32_t>(needed < cap ? needed : cap);
+  kernel<<<grid, conv2d_splitk_reduce_block, 0, stream>>>(a, workspace, split, vector, ep);
+  check_launch(what);
+}
+
+/// Runs `launch(args, epilogue, vector_store, slices_per_split, split)` split as
+/// the plan says -- partial sums with neither bias nor epilogue (identity) into a
+/// workspace, then the reduction, which applies both -- or unsplit, with bias and
+/// `ep`, when plan.split == 1 or no workspace is available.
+template <class Epilogue, class Launch>
+void run_conv2d_gemm_plan(const char* what, int device, const conv2d_args<float>& a, const conv2d_gemm_plan& plan,
+                          Epilogue ep, cudaStream_t stream, Launch launch) {
+  if (plan.split > 1) {
+    const std::size_t y_n = static_cast<std::size_t>(a.m) * a.k;
+    pooled_workspace workspace(device, plan.split * y_n * sizeof(float), stream);
+    if (workspace.data<float>() != nullptr) {
+      conv2d_args<float> partial = a;
+      partial.y = workspace.data<float>();
+      partial.bias = nullptr;  // added once, by the reduction
+      // Each slice holds M * K floats, a multiple of 4 when P*Q is, so with an
+      // aligned base (the pool's allocations are) every slice is aligned too.
+      launch(partial, epilogue::identity{}, a.pq % 4 == 0 && misalignment(partial.y) == 0,
+             static_cast<int>(plan.slices_per_split), plan.split);
+      launch_conv2d_splitk_reduce(what, device, a, workspace.data<float>(), static_cast<int>(plan.split), ep, stream);
+      return;
+    }
+  }
+  const int all_slices = static_cast<int>(ceil_div(static_cast<std::size_t>(a.crs), conv2d_gemm_bk));
+  launch(a, ep, a.pq % 4 == 0 && misalignment(a.y) == 0, all_slices, std::size_t{1});
+}
+
+template <int BM, int BN, int MIN_BLOCKS, class Epilogue>
+void launch_conv2d_gemm(const char* what, int device, const conv2d_args<float>& a, const conv2d_gemm_plan& plan,
+                        Epilogue ep, cudaStream_t stream) {
+  run_conv2d_gemm_plan(
+      what, device, a, plan, ep, stream,
+      [&](const conv2d_args<float>& args, auto e, bool vector_store, int slices_per_split, std::size_t split) {
+        constexpr auto kernel = &conv2d_implicit_gemm<BM, BN, MIN_BLOCKS, decltype(e)>;
+        (void)profile_of<kernel>(device, what);  // no_kernel_image before the launch (cached)
+        kernel<<<conv2d_gemm_grid(what, args, BM, BN, split), conv2d_gemm_threads<BM, BN>, 0, stream>>>(
+            args, vector_store, slices_per_split, e);
+        check_launch(what);
+      });
+}
+
+/// conv2d_variant::implicit_gemm with epilogue `ep`.
+template <class Epilogue>
+void launch_conv2d_implicit_gemm(const char* what, int device, const conv2d_args<float>& a, Epilogue ep,
+                                 cudaStream_t stream) {
+  // Minimum resident blocks per SM (__launch_bounds__): caps registers at 128
+  // for the 256-thread tile and at 255 for the 128-thread tile (155 used, no
+  // spills: 2 blocks per SM measured faster than 4 on the H200 -- 34.8 against
+  // 33.2 TFLOP/s on N32 C64 56x56 K64 3x3); the 64-thread tile gets what it
+  // needs (its A loader holds 8 rows per thread).
+  const conv2d_gemm_plan plan = conv2d_gemm_plan_for(device, a);
+  switch (plan.tile) {
+    case conv2d_gemm_tile::m128_n128: return launch_conv2d_gemm<128, 128, 2>(what, device, a, plan, ep, stream);
+    case conv2d_gemm_tile::m128_n64: return launch_conv2d_gemm<128, 64, 2>(what, device, a, plan, ep, stream);
+    case conv2d_gemm_tile::m64_n64: return launch_conv2d_gemm<64, 64, 1>(what, device, a, plan, ep, stream);
+  }
+}
+
+template <int BM, int BN, int WM, int WN, class Epilogue>
+bool launch_conv2d_tf32(const char* what, int device, const conv2d_args<float>& a, const conv2d_gemm_plan& plan,
+                        Epilogue ep, cudaStream_t stream) {
+  // The identity instantiation the split-K partials use comes from the same
+  // translation unit, so it has the same architectures as this one.
+  if (!conv2d_compiled_for_sm80<&conv2d_implicit_gemm_tf32<BM, BN, WM, WN, Epilogue>>(device, what)) return false;
+  run_conv2d_gemm_plan(
+      what, device, a, plan, ep, stream,
+      [&](const conv2d_args<float>& args, auto e, bool, int slices_per_split, std::size_t split) {
+        constexpr auto kernel = &conv2d_implicit_gemm_tf32<BM, BN, WM, WN, decltype(e)>;
+        (void)profile_of<kernel>(device, what);  // no_kernel_image before the launch (cached)
+        kernel<<<conv2d_gemm_grid(what, args, BM, BN, split), conv2d_tf32_threads<BM, BN, WM, WN>, 0, stream>>>(
+            args, slices_per_split, e);
+        check_launch(what);
+      });
+  return true;
+}
+
+/// conv2d_variant::implicit_gemm_tf32 with epilogue `ep`; false when the
+/// translation unit holds no sm_80+ code for the device.
+template <class Epilogue>
+bool launch_conv2d_implicit_gemm_tf32(const char* what, int device, const conv2d_args<float>& a, Epilogue ep,
+                                      cudaStream_t stream) {
+  const conv2d_gemm_plan plan = conv2d_gemm_plan_for(device, a);
+  switch (plan.tile) {
+    case conv2d_gemm_tile::m128_n128: return launch_conv2d_tf32<128, 128, 2, 4>(what, device, a, plan, ep, stream);
+    case conv2d_gemm_tile::m128_n64: return launch_conv2d_tf32<128, 64, 4, 2>(what, device, a, plan, ep, stream);
+    case conv2d_gemm_tile::m64_n64: return launch_conv2d_tf32<64, 64, 2, 2>(what, device, a, plan, ep, stream);
+  }
+  return false;
+}
+
+template <int BM, int BN, int MIN_BLOCKS, class Epilogue>
+void launch_conv2d_pipelined(const char* what, int device, const conv2d_args<float>& a, const conv2d_gemm_plan& plan,
+                             Epilogue ep, cudaStream_t stream) {
+  constexpr int smem = conv2d_pipelined_smem<BM, BN>;
+  const bool b_vec16 = a.crs % 4 == 0 && misalignment(a.wt) == 0;
+  run_conv2d_gemm_plan(
+      what, device, a, plan, ep, stream,
+      [&](const conv2d_args<float>& args, auto e, bool vector_store, int slices_per_split, std::size_t split) {
+        constexpr auto kernel = &conv2d_implicit_gemm_pipelined<BM, BN, MIN_BLOCKS, decltype(e)>;
+        allow_dynamic_smem<kernel>(device, smem, what);  // also no_kernel_image before the launch (cached)
+        kernel<<<conv2d_gemm_grid(what, args, BM, BN, split), conv2d_pipe_threads<BM, BN>, smem, stream>>>(
+            args, vector_store, b_vec16, slices_per_split * conv2d_gemm_bk, e);
+        check_launch(what);
+      });
+}
+
+/// conv2d_variant::implicit_gemm_pipelined with epilogue `ep` (step 3's plan: tile and split-K).
+template <class Epilogue>
+void launch_conv2d_implicit_gemm_pipelined(const char* what, int device, const conv2d_args<float>& a, Epilogue ep,
+                                           cudaStream_t stream) {
+  const conv2d_gemm_plan plan = conv2d_gemm_plan_for(device, a);
+  switch (plan.tile) {
+    case conv2d_gemm_tile::m128_n128: return launch_conv2d_pipelined<128, 128, 2>(what, device, a, plan, ep, stream);
+    case conv2d_gemm_tile::m128_n64: return launch_conv2d_pipelined<128, 64, 2>(what, device, a, plan, ep, stream);
+    case conv2d_gemm_tile::m64_n64: return launch_conv2d_pipelined<64, 64, 1>(what, device, a, plan, ep, stream);
+  }
+}
+
+// ---- Winograd F(2x2,3x3) ------------------------------------------------------
+/// Grid for a grid-stride transform over `items`: at most 8 blocks of 256
+/// threads per SM (a full SM on sm_80 and sm_90; the grid-stride loop covers the rest).
+inline std::uint32_t conv2d_transform_grid(int device, std::size_t items) {
+  constexpr std::size_t blocks_per_sm = 8;
+  const std::size_t cap =
+      static_cast<std::size_t>(limits_for(device).sm_count > 0 ? limits_for(device).sm_count : 1) * blocks_per_sm;
+  const std::size_t needed = ceil_div(items, winograd_transform_block);
+  return static_cast<std::uint32_t>(needed < cap ? needed : cap);
+}
+
+template <int BM, int BN, int MIN_BLOCKS>
+void launch_winograd_gemm(const char* what, int device, const conv2d_winograd_args& wa, cudaStream_t stream) {
+  constexpr auto kernel = &conv2d_winograd_gemm<BM, BN, MIN_BLOCKS>;
+  constexpr int smem = conv2d_pipelined_smem<BM, BN>;
+  allow_dynamic_smem<kernel>(device, smem, what);
+  const dim3 grid(static_cast<std::uint32_t>(ceil_div(static_cast<std::size_t>(wa.tiles), BM)),
+                  static_cast<std::uint32_t>(ceil_div(static_cast<std::size_t>(wa.a.k), BN)), winograd_positions);
+  if (grid.y > max_grid_yz) {
+    throw_unsupported(what, "conv2d_variant::winograd handles at most " +
+                                std::to_string(max_grid_yz * static_cast<std::size_t>(BN)) +
+                                " output channels (K = " + std::to_string(wa.a.k) + "); use implicit_gemm");
+  }
+  kernel<<<grid, conv2d_pipe_threads<BM, BN>, smem, stream>>>(wa);
+  check_launch(what);
+}
+
+/// Runs the four Winograd passes with epilogue `ep` in the output transform;
+/// false (nothing launched) when the workspace cannot be had or indexed. The
+/// layer must qualify (validate.cpp checks it for conv2d_variant::winograd,
+/// tuning.hpp for best).
+template <class Epilogue>
+bool launch_conv2d_winograd(const char* what, int device, const conv2d_args<float>& a, Epilogue ep,
+                            cudaStream_t stream) {
+  const conv2d_winograd_layout l = make_conv2d_winograd_layout(
+      static_cast<std::size_t>(a.n), static_cast<std::size_t>(a.c), static_cast<std::size_t>(a.k),
+      static_cast<std::size_t>(a.p), static_cast<std::size_t>(a.q));
+  if (!l.indexable()) return false;  // conv2d_variant::winograd never gets here: validate.cpp refuses it
+  constexpr auto output_kernel = &conv2d_winograd_output<Epilogue>;
+  (void)profile_of<output_kernel>(device, what);  // no_kernel_image before anything runs (cached)
+  pooled_workspace workspace(device, l.bytes(), stream);
+  if (workspace.data<float>() == nullptr) return false;
+  conv2d_winograd_args wa;
+  wa.a = a;
+  wa.tiles_h = static_cast<int>(l.tiles_h);
+  wa.tiles_w = static_cast<int>(l.tiles_w);
+  wa.tiles = static_cast<int>(l.tiles);
+  wa.tiles_ld = static_cast<int>(l.tiles_ld);
+  wa.c_ld = static_cast<int>(l.c_ld);
+  wa.div_tiles_w = fast_divmod(static_cast<unsigned>(l.tiles_w));
+  wa.div_tiles_h = fast_divmod(static_cast<unsigned>(l.tiles_h));
+  wa.div_c = fast_divmod(static_cast<unsigned>(a.c));
+  wa.div_k = fast_divmod(static_cast<unsigned>(a.k));
+  wa.u = workspace.data<float>();  // each part a multiple of 4 floats: all three 16-byte aligned
+  wa.v = wa.u + l.u_floats;
+  wa.mm = wa.v + l.v_floats;
+
+  conv2d_winograd_filter<<<conv2d_transform_grid(device, static_cast<std::size_t>(a.k) * a.c),
+                           winograd_transform_block, 0, stream>>>(wa);
+  check_launch(what);
+  conv2d_winograd_input<<<conv2d_transform_grid(device, l.tiles * a.c), winograd_transform_block, 0, stream>>>(wa);
+  check_launch(what);
+  switch (choose_conv2d_winograd_tile(l.tiles, static_cast<std::size_t>(a.k), limits_for(device).sm_count)) {
+    case conv2d_gemm_tile::m128_n128: launch_winograd_gemm<128, 128, 2>(what, device, wa, stream); break;
+    case conv2d_gemm_tile::m128_n64: launch_winograd_gemm<128, 64, 2>(what, device, wa, stream); break;
+    case conv2d_gemm_tile::m64_n64: launch_winograd_gemm<64, 64, 1>(what, device, wa, stream); break;
+  }
+  output_kernel<<<conv2d_transform_grid(device, l.tiles * a.k), winograd_transform_block, 0, stream>>>(wa, ep);
+  check_launch(what);
+  return true;
+}
+
+/// The GEMM-shaped variants and `best` with epilogue `ep`: TF32 on sm_80+ when
+/// options.math is tf32, else the exact kernel tuning.hpp chooses for the layer
+/// (Winograd, the pipelined or the plain implicit GEMM). Other variants: not here.
+template <class Epilogue>
+void dispatch_conv2d_gemm(const char* what, int device, const conv2d_args<float>& a, const conv2d_options& options,
+                          Epilogue ep) {
+  switch (options.variant) {
+    case conv2d_variant::implicit_gemm: return launch_conv2d_implicit_gemm(what, device, a, ep, options.stream);
+    case conv2d_variant::implicit_gemm_pipelined:
+      return launch_conv2d_implicit_gemm_pipelined(what, device, a, ep, options.stream);
+    case conv2d_variant::winograd:
+      if (!launch_conv2d_winograd(what, device, a, ep, options.stream)) {
+        throw error(errc::out_of_memory, std::string(what) +
+                                             ": conv2d_variant::winograd could not allocate its workspace for the "
+                                             "transformed filters, inputs and products; free device memory or use "
+                                             "implicit_gemm");
+      }
+      return;
+    case conv2d_variant::implicit_gemm_tf32: {
+      const int cc = compute_capability(device);
+      if (cc < conv2d_tf32_min_cc) {
+        throw_unsupported(what,
+                          "conv2d_variant::implicit_gemm_tf32 needs TF32 tensor cores (compute capability 8.0 or "
+                          "newer); this device is sm_" +
+                              std::to_string(cc) + ". Use implicit_gemm (exact fp32)");
+      }
+      if (!launch_conv2d_implicit_gemm_tf32(what, device, a, ep, options.stream)) {
+        throw_unsupported(what, "this build of kernelforge holds no sm_80+ code for this device (sm_" +
+                                    std::to_string(cc) + "), so implicit_gemm_tf32 is unavailable; add " +
+                                    std::to_string(cc) + " to CMAKE_CUDA_ARCHITECTURES");
+      }
+      return;
+    }
+    default: break;  // best
+  }
+  if (options.math == math_mode::tf32 && compute_capability(device) >= conv2d_tf32_min_cc &&
+      launch_conv2d_implicit_gemm_tf32(what, device, a, ep, options.stream)) {
+    return;
+  }
+  switch (choose_conv2d_exact_kernel(static_cast<std::size_t>(a.c), static_cast<std::size_t>(a.k),
+                                     static_cast<std::size_t>(a.r), static_cast<std::size_t>(a.s),
+                                     static_cast<std::size_t>(a.stride_h), static_cast<std::size_t>(a.stride_w),
+                                     static_cast<std::size_t>(a.dilation_h), static_cast<std::size_t>(a.dilation_w))) {
+    case conv2d_exact_kernel::winograd:
+      if (launch_conv2d_winograd(what, device, a, ep, options.stream)) return;
+      break;  // no workspace: the implicit GEMM needs none
+    case conv2d_exact_kernel::implicit_gemm_pipelined:
+      return launch_conv2d_implicit_gemm_pipelined(what, device, a, ep, options.stream);
+    case conv2d_exact_kernel::implicit_gemm: break;
+  }
+  launch_conv2d_implicit_gemm(what, device, a, ep, options.stream);
+}
+
+}  // namespace kf::detail

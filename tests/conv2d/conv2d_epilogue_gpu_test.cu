@@ -1,0 +1,436 @@
+// SPDX-License-Identifier: Apache-2.0
+// conv2d_forward with an epilogue, against the double reference, outputs
+// poisoned first (NaN never passes):
+//  - Conv2dFusedRelu: conv2d_options.relu (thresholds -0.5, 0, 0.5) on every
+//    variant, precompiled in the library;
+//  - Conv2dEpilogueFunctor: <kernelforge/conv.cuh> instantiated here with clamp,
+//    a residual add (a functor with state that reads a tensor shaped like y by
+//    row and column), an extended lambda that depends on row and column (a
+//    swapped or wrong index fails), and compose<bias_add, relu_threshold> with
+//    a second bias;
+//  - Conv2dEpilogueErrors: what the functor overload rejects, with the same
+//    validation and messages as the plain overload (no GPU needed).
+// Cases: strides, dilation, padding, odd channel counts, misaligned y, N = 1 and
+// small layers that take the split-K path (checked on this device), with and
+// without bias.
+//
+// Tolerance, relative to the error scale of each output (sum |x| |w| + |bias|,
+// times what the epilogue multiplies it by, plus |what it adds|): exact fp32
+// 4 * sqrt(C*R*S) * 2^-24, TF32 4 * 2^-10, as in conv2d_gpu_test.cpp, plus 4 ulp
+// of the result for the epilogue's own rounding. The threshold ReLU jumps at the
+// threshold: an output whose reference lies within the tolerance of it may be
+// either 0 or the value; every other output below it must be exactly 0.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernelforge/conv.cuh"
+#include "kernelforge/kernels/conv2d/tuning.hpp"
+#include "kernelforge/reference/conv.hpp"
+#include "test_support.hpp"
+
+// Functors outside the anonymous namespace: a kernel instantiated for a type
+// with internal linkage cannot carry the library kernels' hidden visibility.
+namespace conv2d_epilogue_test {
+/// y = conv + bias + residual, residual shaped like y (N x K x P x Q).
+struct residual_add {
+  const float* residual;
+  std::int64_t k, pq;
+  __host__ __device__ float operator()(float v, std::int64_t row, std::int64_t col) const {
+    const std::int64_t n = row / pq, pixel = row % pq;
+    return v + residual[(n * k + col) * pq + pixel];
+  }
+};
+}  // namespace conv2d_epilogue_test
+
+namespace {
+
+using conv2d_epilogue_test::residual_add;
+
+struct conv_case {
+  const char* name;
+  kf::conv2d_params p;
+  bool bias;
+  std::size_t y_offset;  // elements: a misaligned y forces the scalar store path
+};
+
+kf::conv2d_params make(std::size_t n, std::size_t c, std::size_t h, std::size_t w, std::size_t k, std::size_t r,
+                       std::size_t s, std::size_t stride, std::size_t pad, std::size_t dilation) {
+  kf::conv2d_params p{n, c, h, w, k, r, s};
+  p.stride_h = p.stride_w = stride;
+  p.pad_h = p.pad_w = pad;
+  p.dilation_h = p.dilation_w = dilation;
+  return p;
+}
+
+const conv_case conv_cases[] = {
+    {"pointwise_1x1_c67", make(2, 67, 9, 11, 13, 1, 1, 1, 0, 1), true, 0},
+    {"stride2_pad0_odd_3x5", make(5, 3, 31, 29, 7, 3, 5, 2, 0, 1), false, 0},
+    {"stride2_pad2_5x5_c19", make(2, 19, 33, 31, 21, 5, 5, 2, 2, 1), true, 0},
+    {"dilated_3x3_d2_c67", make(2, 67, 23, 21, 35, 3, 3, 1, 2, 2), false, 0},
+    {"gemm_edges_k130_c67", make(5, 67, 14, 14, 130, 3, 3, 1, 1, 1), true, 0},
+    {"gemm_tile_128x64_misaligned_y", make(3, 5, 112, 112, 48, 3, 3, 1, 1, 1), false, 1},
+    // Split-K: N = 1, 256 channels out of 14 x 14 (float4 reduction), bias.
+    {"splitk_n1_c128_14x14_k256", make(1, 128, 14, 14, 256, 3, 3, 1, 1, 1), true, 0},
+    // Split-K: N = 1, P*Q = 63 and y misaligned (scalar stores and reduction), K = 67, no bias.
+    {"splitk_n1_c131_9x7_k67_misaligned_y", make(1, 131, 9, 7, 67, 3, 3, 1, 1, 1), false, 1},
+    // Split-K with K <= 64 (128 x 64 tiles), float4 reduction with bias.
+    {"splitk_c96_8x8_k40", make(2, 96, 8, 8, 40, 3, 3, 1, 1, 1), true, 0},
+};
+
+struct variant_case {
+  const char* name;
+  kf::conv2d_variant variant;
+  kf::math_mode math;
+};
+
+const variant_case all_variants[] = {
+    {"naive", kf::conv2d_variant::naive, kf::math_mode::exact},
+    {"smem_tiled", kf::conv2d_variant::smem_tiled, kf::math_mode::exact},
+    {"implicit_gemm", kf::conv2d_variant::implicit_gemm, kf::math_mode::exact},
+    {"implicit_gemm_pipelined", kf::conv2d_variant::implicit_gemm_pipelined, kf::math_mode::exact},
+    {"implicit_gemm_tf32", kf::conv2d_variant::implicit_gemm_tf32, kf::math_mode::tf32},
+    {"best_exact", kf::conv2d_variant::best, kf::math_mode::exact},
+    {"best_tf32", kf::conv2d_variant::best, kf::math_mode::tf32},
+};
+const variant_case gemm_variants[] = {
+    {"implicit_gemm", kf::conv2d_variant::implicit_gemm, kf::math_mode::exact},
+    {"implicit_gemm_pipelined", kf::conv2d_variant::implicit_gemm_pipelined, kf::math_mode::exact},
+    {"implicit_gemm_tf32", kf::conv2d_variant::implicit_gemm_tf32, kf::math_mode::tf32},
+    {"best_exact", kf::conv2d_variant::best, kf::math_mode::exact},
+    {"best_tf32", kf::conv2d_variant::best, kf::math_mode::tf32},
+};
+
+bool device_has_tf32() { return kf::get_device_info().cc_major >= 8; }
+
+void PrintTo(const conv_case& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const variant_case& v, std::ostream* os) { *os << v.name; }
+
+/// The problem's host and device tensors and its reference before the epilogue,
+/// built once per case.
+struct problem {
+  std::size_t P = 0, Q = 0, crs = 0, y_n = 0;
+  std::vector<float> residual, bias2;
+  std::vector<double> expected, scale;  // conv + bias, and its error scale
+  kf::device_buffer<float> x, w, bias, d_residual, d_bias2;
+};
+
+const problem& problem_for(const conv_case& cc) {
+  static std::map<std::string, problem> cache;
+  problem& pr = cache[cc.name];
+  if (pr.y_n != 0) return pr;
+  const kf::conv2d_params& p = cc.p;
+  pr.P = kf::conv2d_output_height(p);
+  pr.Q = kf::conv2d_output_width(p);
+  pr.crs = p.in_channels * p.filter_height * p.filter_width;
+  pr.y_n = p.batch * p.out_channels * pr.P * pr.Q;
+  const auto x = kf::test::random_vector<float>(p.batch * p.in_channels * p.in_height * p.in_width, 21);
+  const auto w = kf::test::random_vector<float>(p.out_channels * pr.crs, 22);
+  const auto bias = kf::test::random_vector<float>(p.out_channels, 23);
+  pr.residual = kf::test::random_vector<float>(pr.y_n, 24);
+  pr.bias2 = kf::test::random_vector<float>(p.out_channels, 25);
+  pr.expected.resize(pr.y_n);
+  pr.scale.resize(pr.y_n);
+  kf::reference::conv2d_forward_exact(p, x.data(), w.data(), cc.bias ? bias.data() : nullptr, pr.expected.data(),
+                                      pr.scale.data());
+  pr.x = kf::to_device(x);
+  pr.w = kf::to_device(w);
+  pr.bias = kf::to_device(bias);
+  pr.d_residual = kf::to_device(pr.residual);
+  pr.d_bias2 = kf::to_device(pr.bias2);
+  return pr;
+}
+
+// ---- epilogues and their double-precision expectations ---------------------------
+enum class epi { relu, clamp, residual, lambda, compose_bias_relu };
+
+constexpr float clamp_lo = -1.5f, clamp_hi = 2.5f;
+constexpr float lambda_factor = 0.5f;
+constexpr float compose_threshold = 0.25f;
+
+/// The expected value after the epilogue and its error scale; for the ReLUs
+/// also the value before the ReLU and the threshold (NaN: no jump).
+struct expectation {
+  double value, scale, pre, threshold;
+};
+
+expectation expect(epi e, float threshold, const problem& pr, const conv_case& cc, std::size_t i) {
+  const double v = pr.expected[i], s = pr.scale[i];
+  const std::size_t pq = pr.P * pr.Q, K = cc.p.out_channels;
+  const std::size_t n = i / (K * pq), k = i / pq % K, pixel = i % pq;
+  const std::int64_t row = static_cast<std::int64_t>(n * pq + pixel), col = static_cast<std::int64_t>(k);
+  switch (e) {
+    case epi::relu: return {v <= threshold ? 0.0 : v, s, v, threshold};
+    case epi::clamp: return {std::fmin(std::fmax(v, clamp_lo), clamp_hi), s, v, NAN};
+    case epi::residual: return {v + pr.residual[i], s + std::fabs(pr.residual[i]), v, NAN};
+    case epi::lambda: {
+      const double extra = static_cast<double>(col % 5) - 0.125 * static_cast<double>(row % 7);
+      return {v * lambda_factor + extra, s * lambda_factor + std::fabs(extra), v, NAN};
+    }
+    case epi::compose_bias_relu: {
+      const double b = v + pr.bias2[k];
+      return {b <= compose_threshold ? 0.0 : b, s + std::fabs(pr.bias2[k]), b, compose_threshold};
+    }
+  }
+  return {NAN, 0, NAN, NAN};
+}
+
+/// Every output within tolerance of the expectation (see the top of the file).
+::testing::AssertionResult check(const std::vector<float>& got, std::size_t offset, epi e, float threshold,
+                                 const problem& pr, const conv_case& cc, double rel) {
+  std::size_t bad = 0, near_threshold = 0;
+  std::ostringstream report;
+  for (std::size_t i = 0; i < pr.y_n; ++i) {
+    const expectation x = expect(e, threshold, pr, cc, i);
+    const double g = got[offset + i];
+    const double tol = rel * x.scale + 4 * std::ldexp(std::fabs(x.pre), -24);
+    bool ok;
+    if (std::isnan(g)) {
+      ok = false;
+    } else if (std::isnan(x.threshold)) {
+      ok = std::fabs(g - x.value) <= tol;
+    } else if (std::fabs(x.pre - x.threshold) <= tol) {
+      ok = g == 0 || std::fabs(g - x.pre) <= tol;  // either side of the jump
+      ++near_threshold;
+    } else if (x.pre <= x.threshold) {
+      ok = g == 0;  // the ReLU stores an exact 0
+    } else {
+      ok = std::fabs(g - x.pre) <= tol;
+    }
+    if (!ok && bad++ < 8) report << "\n  [" << i << "] got " << g << ", expected " << x.value;
+  }
+  // Most outputs must be decided: a band that swallows half of them tests nothing.
+  if (bad == 0 && near_threshold * 2 <= pr.y_n) return ::testing::AssertionSuccess();
+  if (bad == 0) {
+    return ::testing::AssertionFailure() << near_threshold << " of " << pr.y_n
+                                         << " outputs lie within the tolerance of the threshold: the test is too loose";
+  }
+  return ::testing::AssertionFailure() << bad << " of " << pr.y_n << " outputs differ (rel " << rel
+                                       << "):" << report.str();
+}
+
+double tolerance_for(const variant_case& vc, const problem& pr) {
+  const bool tf32_used = vc.math == kf::math_mode::tf32 && device_has_tf32();
+  return tf32_used ? 4 * std::ldexp(1.0, -10) : 4 * std::sqrt(static_cast<double>(pr.crs)) * std::ldexp(1.0, -24);
+}
+
+/// implicit_gemm_tf32 on a device without TF32: errc::unsupported, and the test ends.
+bool tf32_unavailable(const variant_case& vc, const std::function<void()>& call) {
+  if (vc.variant != kf::conv2d_variant::implicit_gemm_tf32 || device_has_tf32()) return false;
+  kf::test::expect_error(kf::errc::unsupported, "TF32", call);
+  return true;
+}
+
+// ---- the options' fused threshold ReLU, every variant --------------------------------
+using relu_param = std::tuple<variant_case, conv_case, float>;
+class Conv2dFusedRelu : public ::testing::TestWithParam<relu_param> {};
+
+TEST_P(Conv2dFusedRelu, MatchesReference) {
+  KF_SKIP_WITHOUT_GPU();
+  const variant_case& vc = std::get<0>(GetParam());
+  const conv_case& cc = std::get<1>(GetParam());
+  const float threshold = std::get<2>(GetParam());
+  const problem& pr = problem_for(cc);
+  kf::device_buffer<float> d_y(cc.y_offset + pr.y_n);
+  kf::test::poison(d_y.data(), d_y.size_bytes());
+  kf::conv2d_options options;
+  options.variant = vc.variant;
+  options.math = vc.math;
+  options.relu = true;
+  options.relu_threshold = threshold;
+  const auto run = [&] {
+    kf::conv2d_forward<float>(cc.p, pr.x.data(), pr.w.data(), cc.bias ? pr.bias.data() : nullptr,
+                              d_y.data() + cc.y_offset, options);
+  };
+  if (tf32_unavailable(vc, run)) return;
+  run();
+  const auto got = kf::to_host(d_y);
+  if (cc.y_offset) ASSERT_TRUE(std::isnan(got[0])) << "the element before y was written";
+  EXPECT_TRUE(check(got, cc.y_offset, epi::relu, threshold, pr, cc, tolerance_for(vc, pr)));
+}
+
+std::string threshold_name(float t) { return t < 0 ? "m0_5" : t > 0 ? "p0_5" : "0"; }
+
+INSTANTIATE_TEST_SUITE_P(Conv, Conv2dFusedRelu,
+                         ::testing::Combine(::testing::ValuesIn(all_variants), ::testing::ValuesIn(conv_cases),
+                                            ::testing::Values(-0.5f, 0.0f, 0.5f)),
+                         [](const ::testing::TestParamInfo<relu_param>& info) {
+                           return std::string(std::get<0>(info.param).name) + "_" + std::get<1>(info.param).name +
+                                  "_t" + threshold_name(std::get<2>(info.param));
+                         });
+
+// ---- functors instantiated in this translation unit ------------------------------------
+using functor_param = std::tuple<variant_case, conv_case, epi>;
+class Conv2dEpilogueFunctor : public ::testing::TestWithParam<functor_param> {};
+
+/// kf::conv2d_forward with the functor `e` stands for.
+void run_functor(epi e, const conv_case& cc, const problem& pr, float* y, const kf::conv2d_options& options) {
+  const float* bias = cc.bias ? pr.bias.data() : nullptr;
+  switch (e) {
+    case epi::clamp:
+      return kf::conv2d_forward(cc.p, pr.x.data(), pr.w.data(), bias, y, kf::epilogue::clamp{clamp_lo, clamp_hi},
+                                options);
+    case epi::residual:
+      return kf::conv2d_forward(cc.p, pr.x.data(), pr.w.data(), bias, y,
+                                residual_add{pr.d_residual.data(), static_cast<std::int64_t>(cc.p.out_channels),
+                                             static_cast<std::int64_t>(pr.P * pr.Q)},
+                                options);
+    case epi::lambda: {
+      const float factor = lambda_factor;
+      return kf::conv2d_forward(
+          cc.p, pr.x.data(), pr.w.data(), bias, y,
+          [=] __device__(float v, std::int64_t row, std::int64_t col) {
+            return v * factor + static_cast<float>(col % 5) - 0.125f * static_cast<float>(row % 7);
+          },
+          options);
+    }
+    case epi::compose_bias_relu:
+      return kf::conv2d_forward(cc.p, pr.x.data(), pr.w.data(), bias, y,
+                                kf::epilogue::compose<kf::epilogue::bias_add<float>, kf::epilogue::relu_threshold>{
+                                    {pr.d_bias2.data()}, {compose_threshold}},
+                                options);
+    case epi::relu: break;
+  }
+  FAIL() << "no functor for this epilogue";
+}
+
+TEST_P(Conv2dEpilogueFunctor, MatchesReference) {
+  KF_SKIP_WITHOUT_GPU();
+  const variant_case& vc = std::get<0>(GetParam());
+  const conv_case& cc = std::get<1>(GetParam());
+  const epi e = std::get<2>(GetParam());
+  const problem& pr = problem_for(cc);
+  kf::device_buffer<float> d_y(cc.y_offset + pr.y_n);
+  kf::test::poison(d_y.data(), d_y.size_bytes());
+  kf::conv2d_options options;
+  options.variant = vc.variant;
+  options.math = vc.math;
+  const auto run = [&] { run_functor(e, cc, pr, d_y.data() + cc.y_offset, options); };
+  if (tf32_unavailable(vc, run)) return;
+  run();
+  const auto got = kf::to_host(d_y);
+  if (cc.y_offset) ASSERT_TRUE(std::isnan(got[0])) << "the element before y was written";
+  EXPECT_TRUE(check(got, cc.y_offset, e, compose_threshold, pr, cc, tolerance_for(vc, pr)));
+}
+
+const char* epi_name(epi e) {
+  switch (e) {
+    case epi::relu: return "relu";
+    case epi::clamp: return "clamp";
+    case epi::residual: return "residual_add";
+    case epi::lambda: return "lambda";
+    case epi::compose_bias_relu: return "compose_bias_relu";
+  }
+  return "unknown";
+}
+
+INSTANTIATE_TEST_SUITE_P(Conv, Conv2dEpilogueFunctor,
+                         ::testing::Combine(::testing::ValuesIn(gemm_variants), ::testing::ValuesIn(conv_cases),
+                                            ::testing::Values(epi::clamp, epi::residual, epi::lambda,
+                                                              epi::compose_bias_relu)),
+                         [](const ::testing::TestParamInfo<functor_param>& info) {
+                           return std::string(std::get<0>(info.param).name) + "_" + std::get<1>(info.param).name + "_" +
+                                  epi_name(std::get<2>(info.param));
+                         });
+
+// The splitk_* cases must take the split-K path on this device (else the
+// epilogue-after-reduction path would be untested): the launcher's plan.
+TEST(Conv2dEpilogueSplitK, CasesSplitOnThisDevice) {
+  KF_SKIP_WITHOUT_GPU();
+  const int sm_count = kf::get_device_info().sm_count;
+  int checked = 0;
+  for (const conv_case& cc : conv_cases) {
+    if (std::strncmp(cc.name, "splitk_", 7) != 0) continue;
+    const kf::conv2d_params& p = cc.p;
+    const std::size_t m = p.batch * kf::conv2d_output_height(p) * kf::conv2d_output_width(p);
+    const auto plan = kf::detail::choose_conv2d_gemm_plan(m, p.out_channels,
+                                                          p.in_channels * p.filter_height * p.filter_width, sm_count);
+    EXPECT_GT(plan.split, 1u) << cc.name << " does not split on " << sm_count << " SMs";
+    ++checked;
+  }
+  EXPECT_EQ(checked, 3);
+}
+
+// ---- errors (validation only: no GPU needed) --------------------------------------------
+using kf::test::fake;
+
+const kf::conv2d_params small = make(1, 3, 8, 8, 4, 3, 3, 1, 1, 1);
+
+TEST(Conv2dEpilogueErrors, VariantsWithoutEpilogueAreUnsupported) {
+  for (kf::conv2d_variant v : {kf::conv2d_variant::naive, kf::conv2d_variant::smem_tiled}) {
+    kf::conv2d_options options;
+    options.variant = v;
+    kf::test::expect_error(kf::errc::unsupported, "implicit_gemm, implicit_gemm_tf32, implicit_gemm_pipelined, winograd and best", [&] {
+      kf::conv2d_forward(small, fake(0x1000), fake(0x2000), nullptr, fake(0x3000), kf::epilogue::clamp{0, 1}, options);
+    });
+  }
+}
+
+TEST(Conv2dEpilogueErrors, OptionsReluWithFunctorIsRejected) {
+  kf::conv2d_options options;
+  options.relu = true;
+  kf::test::expect_error(kf::errc::invalid_argument, "options.relu", [&] {
+    kf::conv2d_forward(small, fake(0x1000), fake(0x2000), nullptr, fake(0x3000), kf::epilogue::identity{}, options);
+  });
+}
+
+/// The message after "<what>: ", for comparing the two overloads' texts.
+std::string reason(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const kf::error& e) {
+    const std::string text = e.what();
+    const std::size_t at = text.find("): ");
+    return at != std::string::npos ? text.substr(at + 3) : text.substr(text.find(": ") + 2);
+  }
+  return "no exception";
+}
+
+TEST(Conv2dEpilogueErrors, SameValidationAsThePlainOverload) {
+  kf::conv2d_options tf32_exact;
+  tf32_exact.variant = kf::conv2d_variant::implicit_gemm_tf32;  // with math exact: invalid
+  const kf::conv2d_params zero_c = make(1, 0, 8, 8, 4, 3, 3, 1, 1, 1);
+  const kf::conv2d_params no_output = make(1, 3, 2, 2, 4, 5, 5, 1, 0, 1);
+  struct bad_call {
+    const char* name;
+    kf::conv2d_params p;
+    float *x, *w, *y;
+    kf::conv2d_options options;
+  } calls[] = {
+      {"null x", small, nullptr, fake(0x2000), fake(0x3000), {}},
+      {"null weight", small, fake(0x1000), nullptr, fake(0x3000), {}},
+      {"null y", small, fake(0x1000), fake(0x2000), nullptr, {}},
+      {"y overlaps x", small, fake(0x1000), fake(0x200000), fake(0x1004), {}},
+      {"tf32 with exact math", small, fake(0x1000), fake(0x2000), fake(0x3000), tf32_exact},
+      {"zero channels", zero_c, fake(0x1000), fake(0x2000), fake(0x3000), {}},
+      {"no output pixels", no_output, fake(0x1000), fake(0x2000), fake(0x3000), {}},
+  };
+  for (const bad_call& c : calls) {
+    const std::string plain = reason([&] { kf::conv2d_forward<float>(c.p, c.x, c.w, nullptr, c.y, c.options); });
+    const std::string functor =
+        reason([&] { kf::conv2d_forward<float>(c.p, c.x, c.w, nullptr, c.y, kf::epilogue::identity{}, c.options); });
+    EXPECT_NE(plain, "no exception") << c.name;
+    EXPECT_EQ(plain, functor) << c.name;
+    kf::test::expect_error(kf::errc::invalid_argument, "", [&] {
+      kf::conv2d_forward<float>(c.p, c.x, c.w, nullptr, c.y, kf::epilogue::identity{}, c.options);
+    });
+  }
+}
+
+TEST(Conv2dEpilogueErrors, EmptyBatchIsANoOp) {
+  const kf::conv2d_params empty = make(0, 3, 8, 8, 4, 3, 3, 1, 1, 1);
+  kf::conv2d_forward(empty, fake(0x1000), fake(0x2000), nullptr, fake(0x3000), kf::epilogue::clamp{0, 1});
+  kf::conv2d_options relu;
+  relu.relu = true;
+  kf::conv2d_forward<float>(empty, fake(0x1000), fake(0x2000), nullptr, fake(0x3000), relu);
+}
+
+}  // namespace
