@@ -58,6 +58,10 @@ struct conv2d_winograd_args {
 };
 
 /// U[b][k][c] = (G g G^T)[b] for g = w[k][c] (3 x 3). One thread per (k, c).
+// A template (instantiated with its default only) so that every translation unit
+// including this header, the library and a user's .cu through <kernelforge/conv.cuh>,
+// may hold it without a duplicate symbol at link time.
+template <int Unused = 0>
 KF_KERNEL void __launch_bounds__(winograd_transform_block) conv2d_winograd_filter(conv2d_winograd_args wa) {
   const conv2d_args<float>& a = wa.a;
   const int total = a.k * a.c;
@@ -79,6 +83,7 @@ KF_KERNEL void __launch_bounds__(winograd_transform_block) conv2d_winograd_filte
 
 /// V[b][c][t] = (B^T d B)[b], d the 4 x 4 input tile of tile t (zero outside
 /// the image). One thread per (n, c, th, tw), tw fastest (coalesced V stores).
+template <int Unused = 0>  // a template: see conv2d_winograd_filter
 KF_KERNEL void __launch_bounds__(winograd_transform_block) conv2d_winograd_input(conv2d_winograd_args wa) {
   const conv2d_args<float>& a = wa.a;
   const int total = a.n * a.c * wa.tiles_h * wa.tiles_w;  // < tiles * C < 2^31: checked by the launcher

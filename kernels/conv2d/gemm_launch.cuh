@@ -280,10 +280,10 @@ bool launch_conv2d_winograd(const char* what, int device, const conv2d_args<floa
   wa.v = wa.u + l.u_floats;
   wa.mm = wa.v + l.v_floats;
 
-  conv2d_winograd_filter<<<conv2d_transform_grid(device, static_cast<std::size_t>(a.k) * a.c), winograd_transform_block,
-                           0, stream>>>(wa);
+  conv2d_winograd_filter<>
+      <<<conv2d_transform_grid(device, static_cast<std::size_t>(a.k) * a.c), winograd_transform_block, 0, stream>>>(wa);
   check_launch(what);
-  conv2d_winograd_input<<<conv2d_transform_grid(device, l.tiles * a.c), winograd_transform_block, 0, stream>>>(wa);
+  conv2d_winograd_input<><<<conv2d_transform_grid(device, l.tiles * a.c), winograd_transform_block, 0, stream>>>(wa);
   check_launch(what);
   switch (choose_conv2d_winograd_tile(l.tiles, static_cast<std::size_t>(a.k), limits_for(device).sm_count)) {
     case conv2d_gemm_tile::m128_n128: launch_winograd_gemm<128, 128, 2>(what, device, wa, stream); break;
