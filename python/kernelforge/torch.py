@@ -107,7 +107,13 @@ def _autograd_kernel(op, kernel, backward, setup_context):
         def backward(ctx, *grads):
             return backward(ctx, *grads)
 
+    # The dispatcher hands a Python kernel the arguments as the caller passed them;
+    # fill in the schema's defaults so setup_context always sees every input.
+    defaults = tuple(a.default_value if a.has_default_value() else None for a in op._schema.arguments)
+
     def autograd(*args):
+        if len(args) < len(defaults):
+            args = args + defaults[len(args):]
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
             return Function.apply(*args)
