@@ -62,7 +62,8 @@
 //     the error is bounded by about (C + 12) 2^-24 times the sum of the
 //     magnitudes of the transformed terms (tests/conv2d states the bound), in
 //     practice near direct summation's. Other layers are errc::unsupported.
-//     `best` (exact math) runs it on the layers kernels/conv2d/tuning.hpp lists.
+//     `best` does not run it yet (kernels/conv2d/tuning.hpp: conv2d_best_uses_winograd,
+//     off until its H200 measurement); ask for it by name.
 //   - Precompiled for float.
 #pragma once
 

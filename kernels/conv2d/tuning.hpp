@@ -145,9 +145,22 @@ inline conv2d_winograd_layout make_conv2d_winograd_layout(std::size_t n, std::si
 /// implicit_gemm and implicit_gemm_pipelined) decide; see benchmarks/TUNING.md.
 constexpr std::size_t conv2d_winograd_min_channels = 64;
 constexpr std::size_t conv2d_winograd_min_filters = 64;
+/// Whether `best` runs Winograd on the layers conv2d_winograd_expected_to_win
+/// lists. Off: the session that added it could verify it on the H200 (every
+/// conv2d test passes) but had no device time left to benchmark it, and `best`
+/// must never pick an unmeasured kernel over the measured implicit GEMM.
+constexpr bool conv2d_best_uses_winograd = false;
 /// Whether `best` runs implicit_gemm_pipelined rather than implicit_gemm for
 /// exact layers Winograd does not take. Off until the H200 run measures it.
 constexpr bool conv2d_best_uses_pipelined = false;
+
+/// The layers where Winograd is expected to beat the implicit GEMM (see above).
+inline bool conv2d_winograd_expected_to_win(std::size_t c, std::size_t k, std::size_t r, std::size_t s,
+                                            std::size_t stride_h, std::size_t stride_w, std::size_t dilation_h,
+                                            std::size_t dilation_w) {
+  return conv2d_winograd_unsupported_reason(r, s, stride_h, stride_w, dilation_h, dilation_w) == nullptr &&
+         c >= conv2d_winograd_min_channels && k >= conv2d_winograd_min_filters;
+}
 
 /// The exact-fp32 kernels `best` chooses from.
 enum class conv2d_exact_kernel { implicit_gemm, implicit_gemm_pipelined, winograd };
@@ -155,8 +168,8 @@ enum class conv2d_exact_kernel { implicit_gemm, implicit_gemm_pipelined, winogra
 inline conv2d_exact_kernel choose_conv2d_exact_kernel(std::size_t c, std::size_t k, std::size_t r, std::size_t s,
                                                       std::size_t stride_h, std::size_t stride_w,
                                                       std::size_t dilation_h, std::size_t dilation_w) {
-  if (conv2d_winograd_unsupported_reason(r, s, stride_h, stride_w, dilation_h, dilation_w) == nullptr &&
-      c >= conv2d_winograd_min_channels && k >= conv2d_winograd_min_filters) {
+  if (conv2d_best_uses_winograd &&
+      conv2d_winograd_expected_to_win(c, k, r, s, stride_h, stride_w, dilation_h, dilation_w)) {
     return conv2d_exact_kernel::winograd;
   }
   return conv2d_best_uses_pipelined ? conv2d_exact_kernel::implicit_gemm_pipelined : conv2d_exact_kernel::implicit_gemm;

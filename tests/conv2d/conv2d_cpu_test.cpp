@@ -339,13 +339,20 @@ TEST(Conv2dWinograd, BestTableAndTiles) {
   const conv2d_exact_kernel not_winograd = kf::detail::conv2d_best_uses_pipelined
                                                ? conv2d_exact_kernel::implicit_gemm_pipelined
                                                : conv2d_exact_kernel::implicit_gemm;
+  using kf::detail::conv2d_winograd_expected_to_win;
   const std::size_t c = conv2d_winograd_min_channels, k = conv2d_winograd_min_filters;
-  EXPECT_EQ(choose_conv2d_exact_kernel(c, k, 3, 3, 1, 1, 1, 1), conv2d_exact_kernel::winograd);
+  EXPECT_TRUE(conv2d_winograd_expected_to_win(c, k, 3, 3, 1, 1, 1, 1));
+  EXPECT_FALSE(conv2d_winograd_expected_to_win(c - 1, k, 3, 3, 1, 1, 1, 1));
+  EXPECT_FALSE(conv2d_winograd_expected_to_win(c, k - 1, 3, 3, 1, 1, 1, 1));
+  EXPECT_FALSE(conv2d_winograd_expected_to_win(c, k, 3, 3, 2, 2, 1, 1));
+  EXPECT_FALSE(conv2d_winograd_expected_to_win(c, k, 3, 3, 1, 1, 2, 2));
+  EXPECT_FALSE(conv2d_winograd_expected_to_win(c, k, 7, 7, 2, 2, 1, 1));  // the stem
+  // best takes Winograd only where it is expected to win, and only once switched on.
+  const conv2d_exact_kernel on_3x3 =
+      kf::detail::conv2d_best_uses_winograd ? conv2d_exact_kernel::winograd : not_winograd;
+  EXPECT_EQ(choose_conv2d_exact_kernel(c, k, 3, 3, 1, 1, 1, 1), on_3x3);
   EXPECT_EQ(choose_conv2d_exact_kernel(c - 1, k, 3, 3, 1, 1, 1, 1), not_winograd);
-  EXPECT_EQ(choose_conv2d_exact_kernel(c, k - 1, 3, 3, 1, 1, 1, 1), not_winograd);
-  EXPECT_EQ(choose_conv2d_exact_kernel(c, k, 3, 3, 2, 2, 1, 1), not_winograd);
-  EXPECT_EQ(choose_conv2d_exact_kernel(c, k, 3, 3, 1, 1, 2, 2), not_winograd);
-  EXPECT_EQ(choose_conv2d_exact_kernel(c, k, 7, 7, 2, 2, 1, 1), not_winograd);  // the stem
+  EXPECT_EQ(choose_conv2d_exact_kernel(c, k, 7, 7, 2, 2, 1, 1), not_winograd);
   using kf::detail::choose_conv2d_winograd_tile;
   using kf::detail::conv2d_gemm_tile;
   const int h200_sms = 132;  // a wave: 264 blocks
