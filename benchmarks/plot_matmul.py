@@ -21,7 +21,7 @@ import sys
 
 # The steps in the order a learner reads them (kernels/matmul/).
 PROGRESSION = ["naive", "coalesced", "smem_tiled", "blocktile_1d", "blocktile_2d", "vectorized", "warp_tiled", "large_tile"]
-NAME = re.compile(r"^matmul/(?P<prec>fp32|tf32)/(?P<row>.+)/(?P<shape>\d+x\d+x\d+)(?:/.*)?$")
+NAME = re.compile(r"^matmul/(?P<prec>fp32|tf32|fp16|bf16)/(?P<row>.+)/(?P<shape>\d+x\d+x\d+)(?:/.*)?$")
 
 
 def load(path):
@@ -59,28 +59,36 @@ def progression_table(rows, shape):
         over = t / naive["TFLOP/s"] if r and naive else None
         frac = 100 * t / cublas["TFLOP/s"] if r and cublas else None
         out.append(f"| {i} | {step} | {fmt(t)} | {fmt(over)} | {fmt(frac)} |")
-    for prec, row, label in (("tf32", "tensor_core_tf32", "tensor_core_tf32 (TF32)"),
-                             ("tf32", "mma_sync", "mma.sync alone (TF32)")):
+    # The tensor-core steps (kernels/matmul/09_... to 12_...), each against cuBLAS of its precision.
+    for step, prec, row, label in (("9-10", "tf32", "tensor_core_tf32", "tensor_core_tf32 (TF32; wgmma on sm_90)"),
+                                   ("9", "tf32", "mma_sync", "mma.sync alone (TF32)"),
+                                   ("11", "fp16", "tensor_core_f16", "tensor_core_f16 (fp16, mma.sync)"),
+                                   ("12", "fp16", "wgmma_f16", "wgmma_f16 (fp16)"),
+                                   ("12", "bf16", "wgmma_f16", "wgmma_f16 (bf16)")):
         r = rows.get((prec, row, shape))
         ref = rows.get((prec, "cublas", shape))
         if r:
             frac = 100 * r["TFLOP/s"] / ref["TFLOP/s"] if ref else None
             over = r["TFLOP/s"] / naive["TFLOP/s"] if naive else None
-            out.append(f"| 8 | {label} | {fmt(r['TFLOP/s'])} | {fmt(over)} | {fmt(frac)} (of cuBLAS TF32) |")
+            out.append(f"| {step} | {label} | {fmt(r['TFLOP/s'])} | {fmt(over)} | {fmt(frac)} "
+                       f"(of cuBLAS {'TF32' if prec == 'tf32' else prec}) |")
     if cublas:
         out.append(f"| | cuBLAS fp32 | {fmt(cublas['TFLOP/s'])} | "
                    f"{fmt(cublas['TFLOP/s'] / naive['TFLOP/s'] if naive else None)} | 100 |")
-    ref = rows.get(("tf32", "cublas", shape))
-    if ref:
-        out.append(f"| | cuBLAS TF32 | {fmt(ref['TFLOP/s'])} | | 100 (TF32) |")
+    for prec, label in (("tf32", "TF32"), ("fp16", "fp16"), ("bf16", "bf16")):
+        ref = rows.get((prec, "cublas", shape))
+        if ref:
+            out.append(f"| | cuBLAS {label} | {fmt(ref['TFLOP/s'])} | | 100 ({label}) |")
     return "\n".join(out)
 
 
 def all_shapes_table(rows):
     shapes = sorted({s for _, _, s in rows}, key=shape_key)
     names = [(p, r) for p, r in dict.fromkeys((p, r) for p, r, _ in rows) if not r.startswith("tuning/")]
-    order = {n: i for i, n in enumerate(PROGRESSION + ["cublas", "tensor_core_tf32", "mma_sync"])}
-    names.sort(key=lambda pr: (pr[0], order.get(pr[1], 99)))
+    order = {n: i for i, n in enumerate(PROGRESSION + ["best", "cublas", "tensor_core_tf32", "mma_sync",
+                                                       "tensor_core_f16", "wgmma_f16"])}
+    precisions = {"fp32": 0, "tf32": 1, "fp16": 2, "bf16": 3}
+    names.sort(key=lambda pr: (precisions.get(pr[0], 9), order.get(pr[1], 99)))
     out = ["TFLOP/s (% of cuBLAS of the same precision) at every shape:", "",
            "| row | " + " | ".join(shapes) + " |", "|---|" + "---|" * len(shapes)]
     for prec, row in names:
