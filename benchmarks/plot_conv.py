@@ -25,6 +25,7 @@ SUFFIX_FIELD = re.compile(r"^(iterations|repeats|min_time|min_warmup_time|thread
 SUFFIX_WORDS = {"manual_time", "real_time", "process_time"}
 CONV_ORDER = ["cudnn", "naive", "smem_tiled", "implicit_gemm", "implicit_gemm_pipelined", "winograd",
               "implicit_gemm_tf32", "best"]
+FUSED_ORDER = ["cudnn_fused", "unfused", "fused"]
 FILTER_ORDER = ["copy", "cudnn", "naive", "constant_memory", "smem_tiled", "best"]
 
 
@@ -48,6 +49,7 @@ def load(path):
             "time_ms": b.get("real_time"), "unit": b.get("time_unit", "ms"),
             "TFLOP/s": b.get("TFLOP/s"), "GB/s": b.get("GB/s"),
             "frac_cudnn": b.get("frac_cudnn"), "frac_copy": b.get("frac_copy"), "label": b.get("label", ""),
+            "speedup_vs_unfused": b.get("speedup_vs_unfused"),
         })
     return data.get("context", {}), rows
 
@@ -139,6 +141,10 @@ def main(argv):
     text = "\n\n".join(t for t in (
         "### conv2d (NCHW fp32; frac = cuDNN time / our time, > 1 is faster than cuDNN)",
         table(rows, "conv2d", "TFLOP/s", [("frac_cudnn", "cuDNN")], CONV_ORDER),
+        "### conv2d + bias + ReLU (threshold 0): fused into the store, unfused (conv2d then "
+        "relu_threshold_forward), and cuDNN's cudnnConvolutionBiasActivationForward",
+        table(rows, "conv2d_bias_relu", "TFLOP/s", [("speedup_vs_unfused", "unfused"), ("frac_cudnn", "cuDNN fused")],
+              FUSED_ORDER),
         "### filter2d (8192 x 8192 single-channel fp32, zero border; copy = the memory floor)",
         table(rows, "filter2d", "GB/s", [("frac_copy", "copy"), ("frac_cudnn", "cuDNN")], FILTER_ORDER),
     ) if t)

@@ -43,6 +43,11 @@ step_sanitize() {
     sanitize_one $tool tests/elementwise/test_elementwise '*:-*Huge*:*huge*' || r=1
     sanitize_one $tool tests/matmul/test_matmul_gpu '*:-*4095*:*Large*' || r=1
     sanitize_one $tool tests/matmul_tc/test_matmul_tensor_core '*:-*4095*:*Large*' || r=1
+    sanitize_one $tool tests/matmul_tc/test_matmul_tensor_core_f16 '*:-*4095*:*Large*' || r=1
+    sanitize_one $tool tests/matmul_epilogue/test_matmul_epilogue '*' || r=1
+    sanitize_one $tool tests/matmul/test_matmul_large_tile '*' || r=1
+    sanitize_one $tool tests/conv2d/test_conv2d_epilogue '*' || r=1
+    sanitize_one $tool tests/transform/test_transform '*:-*2To31*' || r=1
     sanitize_one $tool tests/filter2d/test_filter2d_gpu '*' || r=1
     sanitize_one $tool tests/conv2d/test_conv2d_gpu '*' || r=1
     sanitize_one $tool tests/core/test_core_gpu '*' || r=1
@@ -93,6 +98,8 @@ step_racecheck() {  # racecheck on shared-memory kernels, small cases (racecheck
   sanitize_one racecheck tests/matmul/test_matmul_gpu "MatmulGpu.*" || r=1
   sanitize_one racecheck tests/matmul_tc/test_matmul_tensor_core "*mma_sync_*NN*:-*4095*" || r=1
   sanitize_one racecheck tests/conv2d/test_conv2d_gpu "*" || r=1
+  sanitize_one racecheck tests/matmul/test_matmul_gpu "*large_tile*:-*4095*:*Large*" || r=1
+  sanitize_one racecheck tests/matmul_tc/test_matmul_tensor_core_f16 "*tensor_core_f16*:-*4095*:*Large*" || r=1
   sanitize_one racecheck tests/filter2d/test_filter2d_gpu "*Filter2dFloat*best_3x3*:*Filter2dFloat*smem_tiled_5x5*" || r=1
   sanitize_one memcheck tests/matmul_tc/test_matmul_tensor_core "*:-*4095*" || r=1
   return $r
