@@ -75,14 +75,7 @@ void matmul_with_epilogue(op trans_a, op trans_b, std::size_t m, std::size_t n, 
     launch_scale_c(C, m, n, ldc, beta, options.stream, ep);
     return;
   }
-  gemm_args<float> g;
-  g.trans_a = trans_a == op::transpose;
-  g.trans_b = trans_b == op::transpose;
-  g.m = m, g.n = n, g.k = k;
-  g.alpha = alpha, g.beta = beta;
-  g.A = A, g.lda = lda;
-  g.B = B, g.ldb = ldb;
-  g.C = C, g.ldc = ldc;
+  const gemm_args<float> g = make_gemm_args<float>(trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   if (variant == matmul_variant::tensor_core_tf32) {
     launch_tensor_core_tf32(g, options.stream, ep, what);
   } else {

@@ -90,6 +90,15 @@ inline conv2d_gemm_plan conv2d_gemm_plan_for(int device, const conv2d_args<float
                                  static_cast<std::size_t>(a.crs), limits_for(device).sm_count);
 }
 
+/// Blocks for a grid-stride kernel over `items` with `block` items per block:
+/// enough to cover them, at most `per_sm` per SM of `device` (cached limits).
+inline std::uint32_t conv2d_grid_stride_blocks(int device, std::size_t items, std::size_t block, std::size_t per_sm) {
+  const int sms = limits_for(device).sm_count;
+  const std::size_t cap = static_cast<std::size_t>(sms > 0 ? sms : 1) * per_sm;
+  const std::size_t needed = ceil_div(items, block);
+  return static_cast<std::uint32_t>(needed < cap ? needed : cap);
+}
+
 /// Sums the split-K slices into a.y, adds a.bias and applies `ep`.
 template <class Epilogue>
 void launch_conv2d_splitk_reduce(const char* what, int device, const conv2d_args<float>& a, const float* workspace,
@@ -98,10 +107,8 @@ void launch_conv2d_splitk_reduce(const char* what, int device, const conv2d_args
   (void)profile_of<kernel>(device, what);  // no_kernel_image before the launch (cached)
   const bool vector = a.pq % 4 == 0 && misalignment(a.y) == 0;
   const std::size_t items = static_cast<std::size_t>(a.m) * a.k / (vector ? 4 : 1);
-  const std::size_t needed = ceil_div(items, conv2d_splitk_reduce_block);
-  const std::size_t cap = static_cast<std::size_t>(limits_for(device).sm_count > 0 ? limits_for(device).sm_count : 1) *
-                          conv2d_splitk_reduce_blocks_per_sm;
-  const auto grid = static_cast<std::uint32_t>(needed < cap ? needed : cap);
+  const std::uint32_t grid =
+      conv2d_grid_stride_blocks(device, items, conv2d_splitk_reduce_block, conv2d_splitk_reduce_blocks_per_sm);
   kernel<<<grid, conv2d_splitk_reduce_block, 0, stream>>>(a, workspace, split, vector, ep);
   check_launch(what);
 }
@@ -224,14 +231,10 @@ void launch_conv2d_implicit_gemm_pipelined(const char* what, int device, const c
 }
 
 // ---- Winograd F(2x2,3x3) ------------------------------------------------------
-/// Grid for a grid-stride transform over `items`: at most 8 blocks of 256
-/// threads per SM (a full SM on sm_80 and sm_90; the grid-stride loop covers the rest).
+/// The transforms' blocks of 256 threads: grid-stride, at most 8 per SM (a full
+/// SM on sm_80 and sm_90).
 inline std::uint32_t conv2d_transform_grid(int device, std::size_t items) {
-  constexpr std::size_t blocks_per_sm = 8;
-  const std::size_t cap =
-      static_cast<std::size_t>(limits_for(device).sm_count > 0 ? limits_for(device).sm_count : 1) * blocks_per_sm;
-  const std::size_t needed = ceil_div(items, winograd_transform_block);
-  return static_cast<std::uint32_t>(needed < cap ? needed : cap);
+  return conv2d_grid_stride_blocks(device, items, winograd_transform_block, 8);
 }
 
 template <int BM, int BN, int MIN_BLOCKS>

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 
+#include "kernelforge/matmul.hpp"
 #include "kernelforge/types.hpp"
 
 namespace kf::detail {
@@ -30,5 +31,22 @@ struct gemm_args {
   T* C = nullptr;
   std::size_t ldc = 0;
 };
+
+/// The kernels' arguments from the public call's (the library's launcher and
+/// <kernelforge/matmul.cuh> both build them here).
+template <class T>
+gemm_args<T> make_gemm_args(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k, compute_t<T> alpha,
+                            const T* A, std::size_t lda, const T* B, std::size_t ldb, compute_t<T> beta, T* C,
+                            std::size_t ldc) {
+  gemm_args<T> g;
+  g.trans_a = trans_a == op::transpose;
+  g.trans_b = trans_b == op::transpose;
+  g.m = m, g.n = n, g.k = k;
+  g.alpha = alpha, g.beta = beta;
+  g.A = A, g.lda = lda;
+  g.B = B, g.ldb = ldb;
+  g.C = C, g.ldc = ldc;
+  return g;
+}
 
 }  // namespace kf::detail

@@ -273,13 +273,15 @@ matmul_variant resolve(matmul_variant requested, math_mode math, int device, std
   }
 }
 
+/// The precompiled epilogue behind options.bias / options.relu (float).
+epilogue::bias_relu_threshold<float> fused_epilogue(const matmul_options& o) {
+  return {static_cast<const float*>(o.bias), o.relu, o.relu_threshold};
+}
+
 /// The fused epilogue of a validated call with options.bias / options.relu:
 /// float, variant warp_tiled, large_tile or tensor_core_tf32.
 void dispatch_fused(matmul_variant variant, const gemm_args<float>& g, const matmul_options& o, int device) {
-  epilogue::bias_relu_threshold<float> ep;
-  ep.bias = static_cast<const float*>(o.bias);
-  ep.relu = o.relu;
-  ep.threshold = o.relu_threshold;
+  const auto ep = fused_epilogue(o);
   if (variant == matmul_variant::tensor_core_tf32) return launch_tensor_core(g, o.stream, device, ep);
   if (variant == matmul_variant::warp_tiled) return launch_warp_tiled(g, o.stream, ep);
   if (variant == matmul_variant::large_tile) return launch_large_tile(g, o.stream, ep);
@@ -333,23 +335,14 @@ void matmul_impl(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size
   if (k == 0) {  // empty product: C = beta * C (zeros, without reading C, when beta == 0), then the epilogue
     if constexpr (std::is_same_v<T, float>) {
       if (fused) {
-        const epilogue::bias_relu_threshold<float> ep{static_cast<const float*>(options.bias), options.relu,
-                                                      options.relu_threshold};
-        detail::launch_scale_c(C, m, n, ldc, beta, options.stream, ep);
+        detail::launch_scale_c(C, m, n, ldc, beta, options.stream, detail::fused_epilogue(options));
         return;
       }
     }
     detail::launch_scale_c(C, m, n, ldc, beta, options.stream);
     return;
   }
-  detail::gemm_args<T> g;
-  g.trans_a = trans_a == op::transpose;
-  g.trans_b = trans_b == op::transpose;
-  g.m = m, g.n = n, g.k = k;
-  g.alpha = alpha, g.beta = beta;
-  g.A = A, g.lda = lda;
-  g.B = B, g.ldb = ldb;
-  g.C = C, g.ldc = ldc;
+  const auto g = detail::make_gemm_args<T>(trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   const matmul_variant variant = detail::resolve<T>(options.variant, options.math, device, m, n);
   if constexpr (std::is_same_v<T, float>) {
     if (fused) return detail::dispatch_fused(variant, g, options, device);
