@@ -20,11 +20,15 @@
 //    B: each CTA loads half of the shared B tile.
 //  * Epilogue: alpha * acc + beta * C in fp32, rounded once to T, two adjacent
 //    columns per 32-bit store when C allows; C not read when beta == 0.
-// wgmma reads both operands k-major here (the transpose immediates are 0);
-// operands that are not k-contiguous or not 16-byte aligned are repacked first
-// by step 10's pack_k_major_kernel (instantiated for T).
-// Not done yet: a persistent tile scheduler, and reading m/n-major operands in
-// place (wgmma's transpose bits for 16-bit types) instead of repacking them.
+//  * B read in place when it is n-contiguous (the row-major product): wgmma's
+//    transpose bit for 16-bit B (imm-trans-b = 1) takes an N-major tile, loaded
+//    by TMA as 64 n (128 bytes) x 64 k boxes, four per stage. TF32 has no such
+//    bit, so step 10 repacks B; here that pass (a read and a write of B, ~6% of
+//    the time at 4096^3) is gone.
+// A is read k-major (imm-trans-a = 0); an m-contiguous A, and any operand whose
+// rows are not 16-byte aligned, is repacked first by step 10's
+// pack_k_major_kernel (instantiated for T).
+// Not done yet: a persistent tile scheduler.
 #pragma once
 
 #include <cstddef>
@@ -81,6 +85,16 @@ inline constexpr int element_bytes = 2;
 inline constexpr int block_k = swizzle_row_bytes / element_bytes;  ///< 64 elements: one 128-byte swizzled row
 inline constexpr int wgmma_k = 16;                                 ///< wgmma.m64n256k16 (f16 / bf16)
 static_assert(block_k * element_bytes == swizzle_row_bytes, "a tile row is one swizzled row");
+
+// N-major B (n contiguous): a stage's B tile is block_n / 64 boxes of 64 k-rows x
+// 64 n (128 bytes, one swizzled row), each 8 KiB; the descriptor's leading byte
+// offset steps from one 64-column block to the next, its stride byte offset from
+// one 8-row atom along k to the next.
+inline constexpr int n_major_box_cols = swizzle_row_bytes / element_bytes;  // 64
+inline constexpr int n_major_box_bytes = block_k * swizzle_row_bytes;       // 8 KiB
+inline constexpr int n_major_boxes = block_n / n_major_box_cols;            // 4
+static_assert(n_major_boxes * n_major_box_bytes == b_tile_bytes, "B: the same bytes per stage either way");
+static_assert(n_major_boxes % max_cluster == 0, "B: each CTA of a cluster loads whole boxes");
 
 template <class T>
 struct epilogue_params {
@@ -139,9 +153,11 @@ __device__ __forceinline__ void store_tile(const float (&d)[accumulators], const
 
 }  // namespace wgmma_f16
 
-/// One CTA: a 128 x 256 tile of C. map_a: A as m x k, map_b: op(B)^T as n x k,
-/// both k-contiguous 16-bit, boxes of 128 rows x 64 elements.
-template <class T, int Cluster>
+/// One CTA: a 128 x 256 tile of C. map_a: A as m x k, k-contiguous, boxes of
+/// 128 rows x 64 elements; map_b: op(B)^T as n x k, k-contiguous, boxes of 128
+/// rows x 64 elements (BNMajor false) or op(B) as k x n, n-contiguous, boxes of
+/// 64 k-rows x 64 elements (BNMajor true).
+template <class T, int Cluster, bool BNMajor>
 KF_KERNEL void __launch_bounds__(wgmma_f16::threads, 1)
     wgmma_f16_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                      const wgmma_f16::epilogue_params<T> ep) {
@@ -199,7 +215,22 @@ KF_KERNEL void __launch_bounds__(wgmma_f16::threads, 1)
         const int k0 = kt * block_k;
         tma_load_2d(a_smem + stage * a_tile_bytes, &map_a, k0, tile_m * block_m, full);
         const std::uint32_t b_stage = b_smem + stage * b_tile_bytes;
-        if constexpr (Cluster == 1) {
+        if constexpr (BNMajor) {
+          // Box j (columns 64j .. 64j + 63 of the tile) at b_stage + j * 8 KiB; in a
+          // cluster each CTA loads its share of the boxes for both CTAs.
+          constexpr int boxes_per_cta = n_major_boxes / Cluster;
+#pragma unroll
+          for (int i = 0; i < boxes_per_cta; ++i) {
+            const int j = static_cast<int>(rank) * boxes_per_cta + i;
+            const int col = tile_n * block_n + j * n_major_box_cols;
+            if constexpr (Cluster == 1) {
+              tma_load_2d(b_stage + j * n_major_box_bytes, &map_b, col, k0, full);
+            } else {
+              constexpr std::uint16_t whole_cluster = (1u << Cluster) - 1;
+              tma_load_2d_multicast(b_stage + j * n_major_box_bytes, &map_b, col, k0, full, whole_cluster);
+            }
+          }
+        } else if constexpr (Cluster == 1) {
           tma_load_2d(b_stage, &map_b, k0, tile_n * block_n, full);
           tma_load_2d(b_stage + box_bytes, &map_b, k0, tile_n * block_n + box_rows, full);
         } else {
@@ -235,9 +266,16 @@ KF_KERNEL void __launch_bounds__(wgmma_f16::threads, 1)
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < block_k / wgmma_k; ++kk) {
-        // Along k inside a swizzled row: 16 elements = 32 bytes per product.
+        // A (and k-major B): along k inside a swizzled row, 16 elements = 32 bytes
+        // per product. N-major B: 16 rows of 128 bytes (two atoms) per product.
         const std::uint32_t k_bytes = kk * wgmma_k * element_bytes;
-        wgmma_m64n256k16<T>(d, smem_descriptor_sw128(a_tile + k_bytes), smem_descriptor_sw128(b_tile + k_bytes));
+        if constexpr (BNMajor) {
+          const std::uint32_t b_rows = kk * wgmma_k * swizzle_row_bytes;
+          wgmma_m64n256k16<T, 1>(d, smem_descriptor_sw128(a_tile + k_bytes),
+                                 smem_descriptor_sw128(b_tile + b_rows, n_major_box_bytes, swizzle_atom_bytes));
+        } else {
+          wgmma_m64n256k16<T, 0>(d, smem_descriptor_sw128(a_tile + k_bytes), smem_descriptor_sw128(b_tile + k_bytes));
+        }
       }
       wgmma_commit();
       // Keep this stage's products in flight; the previous stage's have completed.
