@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include <cuda.h>
@@ -104,6 +105,15 @@ void launch_pack(const T* src, std::size_t ld_src, bool source_k_contiguous, T* 
   check_launch(what);
 }
 
+/// Clusters of wgmma_kernel<T, cluster, BNMajor> resident at once (and its
+/// shared-memory opt-in), once per device and instantiation.
+template <class T, bool BNMajor>
+int resident_wgmma_clusters(int device, int cluster) {
+  return cluster == 1 ? resident_clusters<&wgmma_kernel<T, 1, BNMajor>>(device, threads, smem_bytes, 1, what)
+                      : resident_clusters<&wgmma_kernel<T, max_cluster, BNMajor>>(device, threads, smem_bytes,
+                                                                                  max_cluster, what);
+}
+
 template <class T>
 bool try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster_size) {
   const int device = current_device(what);
@@ -113,14 +123,10 @@ bool try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster_size)
   const std::size_t tiles_m = ceil_div(args.m, block_m);
   const std::size_t tiles_n = ceil_div(args.n, block_n);
   const std::size_t cluster_rows = ceil_div(tiles_m, max_cluster);
-  if (cluster_rows * max_cluster * tiles_n > limits_for(device).max_grid_x) return false;
+  // The persistent kernel walks cluster tiles with an int index.
+  if (cluster_rows * tiles_n > static_cast<std::size_t>(std::numeric_limits<int>::max())) return false;
   if (encode_tiled() == nullptr) return false;
   const int cluster = cluster_size == 1 ? 1 : max_cluster;
-  allow_dynamic_smem<&wgmma_f16_kernel<T, 1, false>>(device, static_cast<int>(smem_bytes), what);
-  allow_dynamic_smem<&wgmma_f16_kernel<T, max_cluster, false>>(device, static_cast<int>(smem_bytes), what);
-  allow_dynamic_smem<&wgmma_f16_kernel<T, 1, true>>(device, static_cast<int>(smem_bytes), what);
-  allow_dynamic_smem<&wgmma_f16_kernel<T, max_cluster, true>>(device, static_cast<int>(smem_bytes), what);
-
   // A as m x k, k-contiguous; B as k x n, n-contiguous (read in place, N-major),
   // or as n x k, k-contiguous; rows 16-byte aligned. Whatever is not gets a
   // k-contiguous repacked copy (row stride: k rounded up to 8 elements).
@@ -151,7 +157,7 @@ bool try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster_size)
   if (pack_a) launch_pack(args.A, args.lda, !args.trans_a, packed_a, ld_packed, args.m, args.k, stream);
   if (pack_b) launch_pack(args.B, args.ldb, args.trans_b, packed_b, ld_packed, args.n, args.k, stream);
 
-  epilogue_params<T> ep;
+  wgmma_tf32::epilogue_params<T> ep;
   ep.C = args.C;
   ep.ldc = static_cast<long long>(args.ldc);
   ep.m = static_cast<int>(args.m);
@@ -163,22 +169,17 @@ bool try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster_size)
   ep.cluster_rows = static_cast<int>(ceil_div(tiles_m, static_cast<std::size_t>(cluster)));
   ep.pairs = rows_aligned(args.C, args.ldc, sizeof(T), 2 * sizeof(T));
 
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(static_cast<long long>(ep.cluster_rows) * cluster * ep.tiles_n));
-  config.blockDim = dim3(threads);
-  config.dynamicSmemBytes = smem_bytes;
-  config.stream = stream;
-  cudaLaunchAttribute cluster_dims[1];
-  cluster_dims[0].id = cudaLaunchAttributeClusterDimension;
-  cluster_dims[0].val.clusterDim.x = static_cast<unsigned>(cluster);
-  cluster_dims[0].val.clusterDim.y = 1;
-  cluster_dims[0].val.clusterDim.z = 1;
-  config.attrs = cluster_dims;
-  config.numAttrs = cluster > 1 ? 1 : 0;  // single CTAs: an ordinary launch
-  const auto kernel = b_n_major
-                          ? (cluster == 1 ? wgmma_f16_kernel<T, 1, true> : wgmma_f16_kernel<T, max_cluster, true>)
-                          : (cluster == 1 ? wgmma_f16_kernel<T, 1, false> : wgmma_f16_kernel<T, max_cluster, false>);
-  const cudaError_t status = cudaLaunchKernelEx(&config, kernel, map_a, map_b, ep);
+  // Persistent: no more clusters than the device runs at once.
+  const int cluster_tiles = ep.cluster_rows * ep.tiles_n;
+  const int resident = b_n_major ? resident_wgmma_clusters<T, true>(device, cluster)
+                                 : resident_wgmma_clusters<T, false>(device, cluster);
+  cudaLaunchAttribute cluster_dims{};
+  const cudaLaunchConfig_t config = cluster_launch_config(
+      dim3(static_cast<unsigned>((cluster_tiles < resident ? cluster_tiles : resident) * cluster)), dim3(threads),
+      smem_bytes, stream, cluster, cluster_dims);
+  const auto kernel = b_n_major ? (cluster == 1 ? wgmma_kernel<T, 1, true> : wgmma_kernel<T, max_cluster, true>)
+                                : (cluster == 1 ? wgmma_kernel<T, 1, false> : wgmma_kernel<T, max_cluster, false>);
+  const cudaError_t status = cudaLaunchKernelEx(&config, kernel, map_a, map_b, ep, epilogue::identity{});
   cuda_check(status, what);
   check_launch(what);
   return true;
