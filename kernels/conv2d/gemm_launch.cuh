@@ -139,13 +139,15 @@ void run_conv2d_gemm_plan(const char* what, int device, const conv2d_args<float>
   launch(a, ep, a.pq % 4 == 0 && misalignment(a.y) == 0, all_slices, std::size_t{1});
 }
 
-template <int BM, int BN, int MIN_BLOCKS, class Epilogue>
+/// Tile: a conv2d_gemm_tile_config (tuning.hpp's with_conv2d_gemm_tile).
+template <class Tile, class Epilogue>
 void launch_conv2d_gemm(const char* what, int device, const conv2d_args<float>& a, const conv2d_gemm_plan& plan,
                         Epilogue ep, cudaStream_t stream) {
+  constexpr int BM = Tile::bm, BN = Tile::bn;
   run_conv2d_gemm_plan(
       what, device, a, plan, ep, stream,
       [&](const conv2d_args<float>& args, auto e, bool vector_store, int slices_per_split, std::size_t split) {
-        constexpr auto kernel = &conv2d_implicit_gemm<BM, BN, MIN_BLOCKS, decltype(e)>;
+        constexpr auto kernel = &conv2d_implicit_gemm<BM, BN, Tile::min_blocks, decltype(e)>;
         (void)profile_of<kernel>(device, what);  // no_kernel_image before the launch (cached)
         kernel<<<conv2d_gemm_grid(what, args, BM, BN, split), conv2d_gemm_threads<BM, BN>, 0, stream>>>(
             args, vector_store, slices_per_split, e);
@@ -157,22 +159,15 @@ void launch_conv2d_gemm(const char* what, int device, const conv2d_args<float>& 
 template <class Epilogue>
 void launch_conv2d_implicit_gemm(const char* what, int device, const conv2d_args<float>& a, Epilogue ep,
                                  cudaStream_t stream) {
-  // Minimum resident blocks per SM (__launch_bounds__): caps registers at 128
-  // for the 256-thread tile and at 255 for the 128-thread tile (155 used, no
-  // spills: 2 blocks per SM measured faster than 4 on the H200 -- 34.8 against
-  // 33.2 TFLOP/s on N32 C64 56x56 K64 3x3); the 64-thread tile gets what it
-  // needs (its A loader holds 8 rows per thread).
   const conv2d_gemm_plan plan = conv2d_gemm_plan_for(device, a);
-  switch (plan.tile) {
-    case conv2d_gemm_tile::m128_n128: return launch_conv2d_gemm<128, 128, 2>(what, device, a, plan, ep, stream);
-    case conv2d_gemm_tile::m128_n64: return launch_conv2d_gemm<128, 64, 2>(what, device, a, plan, ep, stream);
-    case conv2d_gemm_tile::m64_n64: return launch_conv2d_gemm<64, 64, 1>(what, device, a, plan, ep, stream);
-  }
+  with_conv2d_gemm_tile(plan.tile,
+                        [&](auto tile) { launch_conv2d_gemm<decltype(tile)>(what, device, a, plan, ep, stream); });
 }
 
-template <int BM, int BN, int WM, int WN, class Epilogue>
+template <class Tile, class Epilogue>
 bool launch_conv2d_tf32(const char* what, int device, const conv2d_args<float>& a, const conv2d_gemm_plan& plan,
                         Epilogue ep, cudaStream_t stream) {
+  constexpr int BM = Tile::bm, BN = Tile::bn, WM = Tile::tf32_warps_m, WN = Tile::tf32_warps_n;
   // The identity instantiation the split-K partials use comes from the same
   // translation unit, so it has the same architectures as this one.
   if (!conv2d_compiled_for_sm80<&conv2d_implicit_gemm_tf32<BM, BN, WM, WN, Epilogue>>(device, what)) return false;
@@ -194,23 +189,20 @@ template <class Epilogue>
 bool launch_conv2d_implicit_gemm_tf32(const char* what, int device, const conv2d_args<float>& a, Epilogue ep,
                                       cudaStream_t stream) {
   const conv2d_gemm_plan plan = conv2d_gemm_plan_for(device, a);
-  switch (plan.tile) {
-    case conv2d_gemm_tile::m128_n128: return launch_conv2d_tf32<128, 128, 2, 4>(what, device, a, plan, ep, stream);
-    case conv2d_gemm_tile::m128_n64: return launch_conv2d_tf32<128, 64, 4, 2>(what, device, a, plan, ep, stream);
-    case conv2d_gemm_tile::m64_n64: return launch_conv2d_tf32<64, 64, 2, 2>(what, device, a, plan, ep, stream);
-  }
-  return false;
+  return with_conv2d_gemm_tile(
+      plan.tile, [&](auto tile) { return launch_conv2d_tf32<decltype(tile)>(what, device, a, plan, ep, stream); });
 }
 
-template <int BM, int BN, int MIN_BLOCKS, class Epilogue>
+template <class Tile, class Epilogue>
 void launch_conv2d_pipelined(const char* what, int device, const conv2d_args<float>& a, const conv2d_gemm_plan& plan,
                              Epilogue ep, cudaStream_t stream) {
+  constexpr int BM = Tile::bm, BN = Tile::bn;
   constexpr int smem = conv2d_pipelined_smem<BM, BN>;
   const bool b_vec16 = a.crs % 4 == 0 && misalignment(a.wt) == 0;
   run_conv2d_gemm_plan(
       what, device, a, plan, ep, stream,
       [&](const conv2d_args<float>& args, auto e, bool vector_store, int slices_per_split, std::size_t split) {
-        constexpr auto kernel = &conv2d_implicit_gemm_pipelined<BM, BN, MIN_BLOCKS, decltype(e)>;
+        constexpr auto kernel = &conv2d_implicit_gemm_pipelined<BM, BN, Tile::min_blocks, decltype(e)>;
         allow_dynamic_smem<kernel>(device, smem, what);  // also no_kernel_image before the launch (cached)
         kernel<<<conv2d_gemm_grid(what, args, BM, BN, split), conv2d_pipe_threads<BM, BN>, smem, stream>>>(
             args, vector_store, b_vec16, slices_per_split * conv2d_gemm_bk, e);
@@ -223,11 +215,8 @@ template <class Epilogue>
 void launch_conv2d_implicit_gemm_pipelined(const char* what, int device, const conv2d_args<float>& a, Epilogue ep,
                                            cudaStream_t stream) {
   const conv2d_gemm_plan plan = conv2d_gemm_plan_for(device, a);
-  switch (plan.tile) {
-    case conv2d_gemm_tile::m128_n128: return launch_conv2d_pipelined<128, 128, 2>(what, device, a, plan, ep, stream);
-    case conv2d_gemm_tile::m128_n64: return launch_conv2d_pipelined<128, 64, 2>(what, device, a, plan, ep, stream);
-    case conv2d_gemm_tile::m64_n64: return launch_conv2d_pipelined<64, 64, 1>(what, device, a, plan, ep, stream);
-  }
+  with_conv2d_gemm_tile(plan.tile,
+                        [&](auto tile) { launch_conv2d_pipelined<decltype(tile)>(what, device, a, plan, ep, stream); });
 }
 
 // ---- Winograd F(2x2,3x3) ------------------------------------------------------
@@ -237,9 +226,11 @@ inline std::uint32_t conv2d_transform_grid(int device, std::size_t items) {
   return conv2d_grid_stride_blocks(device, items, winograd_transform_block, 8);
 }
 
-template <int BM, int BN, int MIN_BLOCKS>
+/// Tile: a conv2d_gemm_tile_config (tuning.hpp's with_conv2d_gemm_tile).
+template <class Tile>
 void launch_winograd_gemm(const char* what, int device, const conv2d_winograd_args& wa, cudaStream_t stream) {
-  constexpr auto kernel = &conv2d_winograd_gemm<BM, BN, MIN_BLOCKS>;
+  constexpr int BM = Tile::bm, BN = Tile::bn;
+  constexpr auto kernel = &conv2d_winograd_gemm<BM, BN, Tile::min_blocks>;
   constexpr int smem = conv2d_pipelined_smem<BM, BN>;
   allow_dynamic_smem<kernel>(device, smem, what);
   const dim3 grid(static_cast<std::uint32_t>(ceil_div(static_cast<std::size_t>(wa.tiles), BM)),
@@ -288,11 +279,9 @@ bool launch_conv2d_winograd(const char* what, int device, const conv2d_args<floa
   check_launch(what);
   conv2d_winograd_input<><<<conv2d_transform_grid(device, l.tiles * a.c), winograd_transform_block, 0, stream>>>(wa);
   check_launch(what);
-  switch (choose_conv2d_winograd_tile(l.tiles, static_cast<std::size_t>(a.k), limits_for(device).sm_count)) {
-    case conv2d_gemm_tile::m128_n128: launch_winograd_gemm<128, 128, 2>(what, device, wa, stream); break;
-    case conv2d_gemm_tile::m128_n64: launch_winograd_gemm<128, 64, 2>(what, device, wa, stream); break;
-    case conv2d_gemm_tile::m64_n64: launch_winograd_gemm<64, 64, 1>(what, device, wa, stream); break;
-  }
+  with_conv2d_gemm_tile(
+      choose_conv2d_winograd_tile(l.tiles, static_cast<std::size_t>(a.k), limits_for(device).sm_count),
+      [&](auto tile) { launch_winograd_gemm<decltype(tile)>(what, device, wa, stream); });
   output_kernel<<<conv2d_transform_grid(device, l.tiles * a.k), winograd_transform_block, 0, stream>>>(wa, ep);
   check_launch(what);
   return true;

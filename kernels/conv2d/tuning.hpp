@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Host-side planning for conv2d, as pure functions the CPU tests cover: which
-// implicit-GEMM block tile to use, and whether to split the C*R*S reduction
+// implicit-GEMM block tile to use (and the one table from a tile to the
+// kernels' template arguments), and whether to split the C*R*S reduction
 // across blocks (split-K). No CUDA calls here.
 #pragma once
 
@@ -46,6 +47,32 @@ inline conv2d_gemm_tile choose_conv2d_gemm_tile(std::size_t m, std::size_t k, in
   if (k > 64 && conv2d_gemm_blocks(m, k, 128, 128) >= goal) return conv2d_gemm_tile::m128_n128;
   if (conv2d_gemm_blocks(m, k, 128, 64) >= goal) return conv2d_gemm_tile::m128_n64;
   return conv2d_gemm_tile::m64_n64;
+}
+
+/// The kernels' template arguments for one conv2d_gemm_tile: the block tile
+/// (bm x bn), the minimum resident blocks per SM of the exact fp32 kernels'
+/// __launch_bounds__ (implicit_gemm, implicit_gemm_pipelined, Winograd's GEMM),
+/// and the warp grid of the TF32 kernel (implicit_gemm_tf32).
+template <int BM, int BN, int MinBlocks, int Tf32WarpsM, int Tf32WarpsN>
+struct conv2d_gemm_tile_config {
+  static constexpr int bm = BM, bn = BN, min_blocks = MinBlocks;
+  static constexpr int tf32_warps_m = Tf32WarpsM, tf32_warps_n = Tf32WarpsN;
+};
+
+/// The one table from conv2d_gemm_tile to template arguments: calls
+/// launch(conv2d_gemm_tile_config<...>{}) and returns what it returns.
+/// Minimum blocks per SM: 2 caps registers at 128 for the 256-thread tile and
+/// at 255 for the 128-thread tile (155 used, no spills: 2 blocks per SM measured
+/// faster than 4 on the H200 -- 34.8 against 33.2 TFLOP/s on N32 C64 56x56 K64
+/// 3x3); the 64-thread tile gets what it needs (its A loader holds 8 rows per thread).
+template <class Launch>
+decltype(auto) with_conv2d_gemm_tile(conv2d_gemm_tile tile, Launch&& launch) {
+  switch (tile) {
+    case conv2d_gemm_tile::m128_n128: return launch(conv2d_gemm_tile_config<128, 128, 2, 2, 4>{});
+    case conv2d_gemm_tile::m128_n64: return launch(conv2d_gemm_tile_config<128, 64, 2, 4, 2>{});
+    case conv2d_gemm_tile::m64_n64: break;
+  }
+  return launch(conv2d_gemm_tile_config<64, 64, 1, 2, 2>{});
 }
 
 /// Tile and split-K for one implicit-GEMM launch. split == 1: one block per

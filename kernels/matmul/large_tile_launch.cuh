@@ -7,7 +7,6 @@
 #pragma once
 
 #include <cstddef>
-#include <string>
 #include <type_traits>
 
 #include <cuda_runtime_api.h>
@@ -37,11 +36,7 @@ void launch_large_tile_with(const gemm_args<float>& g, cudaStream_t stream, int 
   large_tile_params x;
   x.tiles_m = ceil_div(g.m, Config::block_m);
   x.tiles_n = ceil_div(g.n, Config::block_n);
-  const std::size_t tiles = x.tiles_m * x.tiles_n;
-  if (tiles > 0x7FFFFFFFu) {
-    throw error(errc::unsupported, std::string(large_tile_what) + ": " + std::to_string(tiles) +
-                                       " block tiles exceed the grid limit of 2^31-1 blocks");
-  }
+  const std::size_t tiles = grid_block_tiles(x.tiles_m, x.tiles_n, large_tile_what);
   x.c_aligned = rows_16b_aligned(g.C, g.ldc);
   // 16-byte copies concern only the operands stored k-outer (A transposed, B
   // untransposed); the k-inner ones are always copied 4 bytes at a time.
@@ -53,20 +48,11 @@ void launch_large_tile_with(const gemm_args<float>& g, cudaStream_t stream, int 
       constexpr std::size_t smem = large_tile_layout<Config>::smem_bytes;
       constexpr auto kernel = &matmul_large_tile<Config, TA, TB, V, Epilogue>;
       const int blocks_per_sm = large_tile_blocks_per_sm<Config, TA, TB, V, Epilogue>(device);
-      int split = choose_split_k(tiles, g.m, g.n, g.k, blocks_per_sm * limits_for(device).sm_count);
-      x.k_slice = g.k;
-      if (split > 1) {
-        x.k_slice = ceil_div(ceil_div(g.k, split), Config::block_k) * Config::block_k;
-        split = static_cast<int>(ceil_div(g.k, x.k_slice));
-      }
-      // Freed on `stream` when this scope ends, after the launches are enqueued (or one throws).
-      const pooled_workspace workspace(device, split > 1 ? std::size_t(split) * g.m * g.n * sizeof(float) : 0, stream);
-      x.workspace = workspace.data<float>();
-      if (x.workspace == nullptr) split = 1, x.k_slice = g.k;
-      const dim3 grid(static_cast<unsigned>(tiles), 1, static_cast<unsigned>(split));
-      kernel<<<grid, Config::threads, smem, stream>>>(g, x, ep);
-      check_launch(large_tile_what);
-      if (x.workspace != nullptr) launch_split_k_reduce(g, x.workspace, split, ep, stream);
+      launch_split_k(g, x, tiles, Config::block_k, blocks_per_sm * limits_for(device).sm_count, device, ep, stream,
+                     [&](const dim3& grid) {
+                       kernel<<<grid, Config::threads, smem, stream>>>(g, x, ep);
+                       check_launch(large_tile_what);
+                     });
     };
     // Without a k-outer operand both instantiations are the same code: build one.
     constexpr bool has_k_outer = TA || !TB;

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// Split-k for warp_tiled: when the m x n tiles of a product cannot fill the
-// GPU (e.g. 128 x 8192 x 8192: 64 tiles of 128 x 128 on a 132-SM H200), k is
-// cut into `split` slices computed by separate blocks. Each writes its partial
-// tile to a workspace (split x m x n floats, dense); this reduction then sums
-// the slices in a fixed order -- the result is deterministic, unlike atomics --
-// and applies the BLAS epilogue C = alpha * sum + beta * C, then the epilogue
-// functor -- here, once per element of C, never to a partial sum.
+// Split-k for warp_tiled and large_tile: when the m x n tiles of a product
+// cannot fill the GPU (e.g. 128 x 8192 x 8192: 64 tiles of 128 x 128 on a
+// 132-SM H200), k is cut into `split` slices computed by separate blocks. Each
+// writes its partial tile to a workspace (split x m x n floats, dense); this
+// reduction then sums the slices in a fixed order -- the result is
+// deterministic, unlike atomics -- and applies the BLAS epilogue
+// C = alpha * sum + beta * C, then the epilogue functor -- here, once per
+// element of C, never to a partial sum.
 //
 // The workspace comes from a stream-ordered memory pool that the library owns,
 // one per device, created on first use and never trimmed (its release
@@ -13,9 +14,14 @@
 // enqueue-only operation; it keeps at most split_k_max_workspace_bytes
 // (tuning.hpp) per concurrent call. Devices without memory-pool support get no
 // split (pooled_workspace gives no memory).
+//
+// The plan (how many slices, how long) is tuning.hpp's split_k_plan, a pure
+// function the CPU tests cover; launch_split_k below is the one place a tiled
+// launcher turns it into a workspace, a grid, its kernel and this reduction.
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include <cuda_runtime_api.h>
 
@@ -23,6 +29,7 @@
 #include "../runtime/launcher.hpp"
 #include "gemm_args.cuh"
 #include "operand.cuh"
+#include "tuning.hpp"
 
 namespace kf::detail {
 
@@ -49,6 +56,37 @@ void launch_split_k_reduce(const gemm_args<float>& g, const float* workspace, in
   const dim3 grid = grid_2d(ceil_div(g.n, split_k_reduce_block), rows, "split-k reduction");
   matmul_split_k_reduce<float, Epilogue><<<grid, split_k_reduce_block, 0, stream>>>(g, workspace, split, ep);
   check_launch("kf::matmul (split-k reduction)");
+}
+
+/// tiles_m x tiles_n block tiles: the x extent of a tiled launcher's 1D grid;
+/// errc::unsupported, naming `what`, past the hardware's 2^31-1 blocks.
+inline std::size_t grid_block_tiles(std::size_t tiles_m, std::size_t tiles_n, const char* what) {
+  const std::size_t tiles = tiles_m * tiles_n;
+  if (tiles > 0x7FFFFFFFu) {
+    throw error(errc::unsupported, std::string(what) + ": " + std::to_string(tiles) +
+                                       " block tiles exceed the grid limit of 2^31-1 blocks");
+  }
+  return tiles;
+}
+
+/// Runs a tiled kernel over `tiles` block tiles of k-slices `block_k`, split
+/// along k where they fill too little of the `resident_blocks` the GPU holds
+/// (plan_split_k): sets x.k_slice and x.workspace (partial tiles, from the
+/// runtime's pool; nullptr unsplit), calls launch(grid) with grid (tiles, 1,
+/// split) to enqueue the kernel on `stream`, then the reduction, which applies
+/// alpha, beta and `ep`. Without pool memory it runs unsplit. Params: the
+/// kernel's parameter block (warp_tiled_params, large_tile_params).
+template <class Params, class Epilogue, class Launch>
+void launch_split_k(const gemm_args<float>& g, Params& x, std::size_t tiles, int block_k, int resident_blocks,
+                    int device, const Epilogue& ep, cudaStream_t stream, Launch&& launch) {
+  split_k_plan plan = plan_split_k(tiles, g.m, g.n, g.k, block_k, resident_blocks);
+  // Freed on `stream` when this scope ends, after the launches are enqueued (or one throws).
+  const pooled_workspace workspace(device, plan.workspace_bytes(g.m, g.n), stream);
+  x.workspace = workspace.data<float>();
+  if (x.workspace == nullptr) plan = split_k_plan{1, g.k};
+  x.k_slice = plan.k_slice;
+  launch(dim3(static_cast<unsigned>(tiles), 1, static_cast<unsigned>(plan.split)));
+  if (x.workspace != nullptr) launch_split_k_reduce(g, x.workspace, plan.split, ep, stream);
 }
 
 }  // namespace kf::detail

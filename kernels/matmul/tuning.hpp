@@ -7,6 +7,8 @@
 
 #include <cstddef>
 
+#include "../common/grid.hpp"
+
 #if defined(__CUDACC__)
 #define KF_TUNING_FN __host__ __device__ constexpr
 #else
@@ -77,6 +79,32 @@ inline int choose_split_k(std::size_t tiles, std::size_t m, std::size_t n, std::
     split = split_k_max_workspace_bytes / bytes_per_slice;
   }
   return split < 2 ? 1 : static_cast<int>(split);
+}
+
+/// How one launch cuts k: `split` slices of k_slice (a multiple of the kernel's
+/// block_k, so every slice but the last is whole k-steps), the last one shorter;
+/// split 1 and k_slice = k when it does not split.
+struct split_k_plan {
+  int split = 1;
+  std::size_t k_slice = 0;
+  /// The partial tiles' workspace: split x m x n floats, none unsplit.
+  [[nodiscard]] std::size_t workspace_bytes(std::size_t m, std::size_t n) const {
+    return split > 1 ? std::size_t(split) * m * n * sizeof(float) : 0;
+  }
+};
+
+/// choose_split_k's split, with the slice rounded up to `block_k`; the
+/// rounding can leave fewer slices (k = 4100 in 16: slices of 288, 15 of them).
+inline split_k_plan plan_split_k(std::size_t tiles, std::size_t m, std::size_t n, std::size_t k, int block_k,
+                                 int resident_blocks) {
+  split_k_plan plan;
+  plan.split = choose_split_k(tiles, m, n, k, resident_blocks);
+  plan.k_slice = k;
+  if (plan.split > 1) {
+    plan.k_slice = ceil_div(ceil_div(k, plan.split), block_k) * block_k;
+    plan.split = static_cast<int>(ceil_div(k, plan.k_slice));
+  }
+  return plan;
 }
 
 // ---- large_tile (08_large_tile.cuh) ------------------------------------------

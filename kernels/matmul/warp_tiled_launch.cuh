@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // Host side of step 7 (07_warp_tiled.cuh): picks the tuning for the device's
-// image, takes the split-k workspace from the runtime's pool and launches one
-// instantiation per transpose combination and alignment.
+// image, splits k where the tiles cannot fill the GPU (split_k.cuh) and
+// launches one instantiation per transpose combination and alignment.
 #pragma once
 
 #include <cstddef>
-#include <string>
 
 #include <cuda_runtime_api.h>
 
 #include "../runtime/launcher.hpp"
 #include "07_warp_tiled.cuh"
+#include "split_k.cuh"
 
 namespace kf::detail {
 
@@ -32,11 +32,7 @@ void launch_warp_tiled_with(const gemm_args<float>& g, cudaStream_t stream, int 
   warp_tiled_params x;
   x.tiles_m = ceil_div(g.m, Config::block_m);
   x.tiles_n = ceil_div(g.n, Config::block_n);
-  const std::size_t tiles = x.tiles_m * x.tiles_n;
-  if (tiles > 0x7FFFFFFFu) {
-    throw error(errc::unsupported, std::string(what) + ": " + std::to_string(tiles) +
-                                       " block tiles exceed the grid limit of 2^31-1 blocks");
-  }
+  const std::size_t tiles = grid_block_tiles(x.tiles_m, x.tiles_n, what);
   x.c_aligned = rows_16b_aligned(g.C, g.ldc);
   const bool vec = rows_16b_aligned(g.A, g.lda) && rows_16b_aligned(g.B, g.ldb);
   constexpr int threads = Config::warps_m * Config::warps_n * 32;
@@ -47,20 +43,11 @@ void launch_warp_tiled_with(const gemm_args<float>& g, cudaStream_t stream, int 
       constexpr std::size_t smem = warp_tiled_layout<Config, TA, TB>::smem_bytes;
       constexpr auto kernel = &matmul_warp_tiled<Config, TA, TB, V, Epilogue>;
       const int blocks_per_sm = resident_blocks_per_sm<kernel>(device, threads, smem, what);
-      int split = choose_split_k(tiles, g.m, g.n, g.k, blocks_per_sm * limits_for(device).sm_count);
-      x.k_slice = g.k;
-      if (split > 1) {
-        x.k_slice = ceil_div(ceil_div(g.k, split), Config::block_k) * Config::block_k;
-        split = static_cast<int>(ceil_div(g.k, x.k_slice));
-      }
-      // Freed on `stream` when this scope ends, after the launches are enqueued (or one throws).
-      const pooled_workspace workspace(device, split > 1 ? std::size_t(split) * g.m * g.n * sizeof(float) : 0, stream);
-      x.workspace = workspace.data<float>();
-      if (x.workspace == nullptr) split = 1, x.k_slice = g.k;
-      const dim3 grid(static_cast<unsigned>(tiles), 1, static_cast<unsigned>(split));
-      kernel<<<grid, threads, smem, stream>>>(g, x, ep);
-      check_launch(what);
-      if (x.workspace != nullptr) launch_split_k_reduce(g, x.workspace, split, ep, stream);
+      launch_split_k(g, x, tiles, Config::block_k, blocks_per_sm * limits_for(device).sm_count, device, ep, stream,
+                     [&](const dim3& grid) {
+                       kernel<<<grid, threads, smem, stream>>>(g, x, ep);
+                       check_launch(what);
+                     });
     };
     if (vec)
       run(bool_constant<true>{});

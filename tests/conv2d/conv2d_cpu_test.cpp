@@ -133,6 +133,22 @@ TEST(ConvPlan, GemmTileFillsTheGpu) {
   EXPECT_EQ(choose_conv2d_gemm_tile(1 << 20, 1024, 0), conv2d_gemm_tile::m128_n128);
 }
 
+// The one table from a tile to the kernels' template arguments: the block
+// tile its name says (the sizes choose_conv2d_gemm_tile counts blocks with),
+// the exact kernels' minimum blocks per SM, the TF32 kernel's warp grid.
+TEST(ConvPlan, TileTableGivesEachTileItsTemplateArguments) {
+  using kf::detail::conv2d_gemm_tile;
+  const auto row = [](conv2d_gemm_tile tile) {
+    return kf::detail::with_conv2d_gemm_tile(tile, [](auto config) {
+      using c = decltype(config);
+      return std::vector<int>{c::bm, c::bn, c::min_blocks, c::tf32_warps_m, c::tf32_warps_n};
+    });
+  };
+  EXPECT_EQ(row(conv2d_gemm_tile::m128_n128), (std::vector<int>{128, 128, 2, 2, 4}));
+  EXPECT_EQ(row(conv2d_gemm_tile::m128_n64), (std::vector<int>{128, 64, 2, 4, 2}));
+  EXPECT_EQ(row(conv2d_gemm_tile::m64_n64), (std::vector<int>{64, 64, 1, 2, 2}));
+}
+
 TEST(ConvPlan, SplitKOnlyWhenTheTilesCannotFillTheGpu) {
   using kf::detail::choose_conv2d_gemm_plan;
   using kf::detail::conv2d_gemm_tile;

@@ -275,4 +275,41 @@ TEST(MatmulTuning, SplitKOnlyWhenTilesCannotFillTheGpu) {
   EXPECT_EQ(choose_split_k(16, 2048, 2048, 1 << 20, 8 * resident), 4);
 }
 
+TEST(MatmulTuning, SplitKPlanRoundsSlicesToTheKernelsKStep) {
+  using kf::detail::plan_split_k;
+  const int resident = 132;
+  // Unsplit: one slice of all of k, no workspace.
+  auto plan = plan_split_k(1024, 4096, 4096, 4096, 32, resident);
+  EXPECT_EQ(plan.split, 1);
+  EXPECT_EQ(plan.k_slice, 4096u);
+  EXPECT_EQ(plan.workspace_bytes(4096, 4096), 0u);
+  // 128 x 8192 x 8192 in 128 x 128 tiles: 2 slices of 4096.
+  plan = plan_split_k(64, 128, 8192, 8192, 32, resident);
+  EXPECT_EQ(plan.split, 2);
+  EXPECT_EQ(plan.k_slice, 4096u);
+  EXPECT_EQ(plan.workspace_bytes(128, 8192), 2u * 128 * 8192 * sizeof(float));
+  // k = 1000 in 3: slices of 334 rounded up to 352 (block_k 32), still 3 of them.
+  plan = plan_split_k(1, 1, 1, 1000, 32, resident);
+  EXPECT_EQ(plan.split, 3);
+  EXPECT_EQ(plan.k_slice, 352u);
+  // k = 4100 in 16: slices of 257 round up to 288 with block_k 32, which cover k
+  // in 15 (the last one 68 long); with block_k 16, to 272: still 16.
+  plan = plan_split_k(1, 1, 1, 4100, 32, resident);
+  EXPECT_EQ(plan.split, 15);
+  EXPECT_EQ(plan.k_slice, 288u);
+  EXPECT_EQ(plan.workspace_bytes(1, 1), 15 * sizeof(float));
+  plan = plan_split_k(1, 1, 1, 4100, 16, resident);
+  EXPECT_EQ(plan.split, 16);
+  EXPECT_EQ(plan.k_slice, 272u);
+  // Every plan covers k, and no slice is empty.
+  for (std::size_t k : {257u, 511u, 1000u, 4097u, 65537u}) {
+    for (int block_k : {8, 16, 32}) {
+      plan = plan_split_k(1, 1, 1, k, block_k, resident);
+      EXPECT_EQ(plan.k_slice % block_k, plan.split > 1 ? 0u : k % block_k) << k << " / " << block_k;
+      EXPECT_GE(plan.k_slice * plan.split, k) << k << " / " << block_k;
+      EXPECT_LT(plan.k_slice * (plan.split - 1), k) << k << " / " << block_k;
+    }
+  }
+}
+
 }  // namespace
