@@ -69,11 +69,12 @@ constexpr std::size_t split_k_max_workspace_bytes = std::size_t(64) << 20;
 /// `resident_blocks` blocks fit on the GPU at once: 1 when the tiles already
 /// fill half a wave; else enough slices to fill about one wave, each at least
 /// split_k_min_slice long, the workspace within its cap.
-inline int choose_split_k(std::size_t tiles, std::size_t m, std::size_t n, std::size_t k, int resident_blocks) {
+inline int choose_split_k(std::size_t tiles, std::size_t m, std::size_t n, std::size_t k, int resident_blocks,
+                          std::size_t min_slice = split_k_min_slice) {
   if (tiles == 0 || resident_blocks <= 0 || tiles * split_k_wave_fraction_den > std::size_t(resident_blocks)) return 1;
   std::size_t split = std::size_t(resident_blocks) / tiles;
   if (split > std::size_t(split_k_max)) split = split_k_max;
-  if (split > k / split_k_min_slice) split = k / split_k_min_slice;
+  if (split > k / min_slice) split = k / min_slice;
   const std::size_t bytes_per_slice = m * n * sizeof(float);
   if (bytes_per_slice > 0 && split > split_k_max_workspace_bytes / bytes_per_slice) {
     split = split_k_max_workspace_bytes / bytes_per_slice;
@@ -96,9 +97,9 @@ struct split_k_plan {
 /// choose_split_k's split, with the slice rounded up to `block_k`; the
 /// rounding can leave fewer slices (k = 4100 in 16: slices of 288, 15 of them).
 inline split_k_plan plan_split_k(std::size_t tiles, std::size_t m, std::size_t n, std::size_t k, int block_k,
-                                 int resident_blocks) {
+                                 int resident_blocks, std::size_t min_slice = split_k_min_slice) {
   split_k_plan plan;
-  plan.split = choose_split_k(tiles, m, n, k, resident_blocks);
+  plan.split = choose_split_k(tiles, m, n, k, resident_blocks, min_slice);
   plan.k_slice = k;
   if (plan.split > 1) {
     plan.k_slice = ceil_div(ceil_div(k, plan.split), block_k) * block_k;
@@ -106,6 +107,14 @@ inline split_k_plan plan_split_k(std::size_t tiles, std::size_t m, std::size_t n
   }
   return plan;
 }
+
+/// The shortest k-slice the wgmma kernels split into (steps 10 and 12): a slice
+/// must outlast the reduction of its fp32 partial tile. H200, one run
+/// (benchmarks/TUNING.md): TF32 at 1024^3 gained from slices of 256 (0.47 ->
+/// 0.52 of cuBLAS), fp16 lost (0.42 -> 0.38: the tensor cores run the slice in
+/// half the time), while 128 x 8192 x 8192 gained in both (slices of 2048).
+/// 16-bit types keep 1024, the shortest slice measured to pay.
+constexpr std::size_t wgmma_split_k_min_slice(std::size_t element_bytes) { return element_bytes >= 4 ? 256 : 1024; }
 
 // ---- large_tile (08_large_tile.cuh) ------------------------------------------
 /// Common shape: 8 warps of 64 x 64 warp tiles, 16 (m) x 8 (n) outputs per

@@ -41,7 +41,8 @@ void launch_wgmma_gemm(const gemm_args<T>& args, std::size_t tiles_m, std::size_
   ep.cluster_rows = static_cast<int>(ceil_div(tiles_m, static_cast<std::size_t>(cluster)));
   ep.pairs = rows_aligned(args.C, args.ldc, sizeof(T), 2 * sizeof(T));
 
-  split_k_plan plan = plan_split_k(tiles_m * tiles_n, args.m, args.n, args.k, stage_k, resident_clusters * cluster);
+  split_k_plan plan = plan_split_k(tiles_m * tiles_n, args.m, args.n, args.k, stage_k, resident_clusters * cluster,
+                                   wgmma_split_k_min_slice(sizeof(T)));
   // Freed on `stream` when this scope ends, after the launches are enqueued (or one throws).
   const pooled_workspace partial(device, plan.workspace_bytes(args.m, args.n), stream);
   ep.partial = partial.data<float>();

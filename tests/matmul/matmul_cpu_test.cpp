@@ -312,4 +312,24 @@ TEST(MatmulTuning, SplitKPlanRoundsSlicesToTheKernelsKStep) {
   }
 }
 
+TEST(MatmulTuning, WgmmaSplitKByElementSize) {
+  using kf::detail::plan_split_k;
+  using kf::detail::wgmma_split_k_min_slice;
+  const int resident = 132;
+  const std::size_t tf32 = wgmma_split_k_min_slice(4), f16 = wgmma_split_k_min_slice(2);
+  // 1024^3 in 128 x 256 tiles (32): TF32 splits in 4 (slices of 256), 16-bit does not.
+  EXPECT_EQ(plan_split_k(32, 1024, 1024, 1024, 32, resident, tf32).split, 4);
+  EXPECT_EQ(plan_split_k(32, 1024, 1024, 1024, 64, resident, f16).split, 1);
+  // 128 x 8192 x 8192 (32 tiles): both split in 4, slices of 2048.
+  EXPECT_EQ(plan_split_k(32, 128, 8192, 8192, 32, resident, tf32).split, 4);
+  const auto plan = plan_split_k(32, 128, 8192, 8192, 64, resident, f16);
+  EXPECT_EQ(plan.split, 4);
+  EXPECT_EQ(plan.k_slice, 2048u);
+  // The 16-bit GPU tests' split shape (tensor_core_f16_test.cu: 130 x 300 x 2051,
+  // 4 tiles): 2 slices of 1088 (1026 rounded up to 64).
+  const auto odd = plan_split_k(4, 130, 300, 2051, 64, resident, f16);
+  EXPECT_EQ(odd.split, 2);
+  EXPECT_EQ(odd.k_slice, 1088u);
+}
+
 }  // namespace

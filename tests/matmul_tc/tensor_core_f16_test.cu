@@ -9,6 +9,9 @@
 // |err| <= (4 sqrt(k) + k/16 + 4) 2^-23 * sum|a b| + 2 u_T |ref|). Every shape
 // runs the four transposes, each with a tight, a padded (+1, +37) and a
 // misaligned (one element in) layout and alpha / beta in {1, -0.5} x {0, 0.25, 1}.
+// Split-k (wgmma, tuning.hpp's plan_split_k with 16-bit slices of at least 1024):
+// 1 x 1 x 4096 (4 slices) and 130 x 300 x 2051 (2 slices, ragged tiles); the
+// CPU test MatmulTuning.WgmmaSplitKByElementSize pins those plans.
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -113,9 +116,9 @@ std::string describe(const tc_case& c) {
 void PrintTo(const tc_case& c, std::ostream* os) { *os << describe(c); }
 
 std::vector<tc_case> all_cases() {
-  const std::vector<matmul_shape> shapes = {{1, 1, 1},        {33, 65, 17},      {127, 129, 255}, {128, 256, 64},
-                                            {513, 257, 1031}, {1, 1, 4096},      {1, 4096, 512},  {4096, 1, 512},
-                                            {300, 520, 64},   {4095, 4097, 4093}};
+  const std::vector<matmul_shape> shapes = {{1, 1, 1},        {33, 65, 17},     {127, 129, 255},   {128, 256, 64},
+                                            {513, 257, 1031}, {1, 1, 4096},     {1, 4096, 512},    {4096, 1, 512},
+                                            {300, 520, 64},   {130, 300, 2051}, {4095, 4097, 4093}};
   std::vector<tc_case> cases;
   for (bool bf16 : {false, true})
     for (path p : {path::mma_sync, path::wgmma_cluster1, path::wgmma_cluster2})
