@@ -62,8 +62,8 @@
 //     the error is bounded by about (C + 12) 2^-24 times the sum of the
 //     magnitudes of the transformed terms (tests/conv2d states the bound), in
 //     practice near direct summation's. Other layers are errc::unsupported.
-//     `best` does not run it yet (kernels/conv2d/tuning.hpp: conv2d_best_uses_winograd,
-//     off until its H200 measurement); ask for it by name.
+//     `best` runs it in exact fp32 on such layers with C >= 64 and K >= 64, where
+//     it beat the implicit GEMM on the H200 (kernels/conv2d/tuning.hpp).
 //   - Precompiled for float.
 #pragma once
 

@@ -31,17 +31,24 @@ __device__ __forceinline__ void fence_operands(float (&d)[N]) {
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-/// Shared-memory matrix descriptor of a k-contiguous tile in the 128-byte swizzle:
-/// rows of 128 bytes, 8-row atoms 1024 bytes apart. Bits: [0,14) address >> 4,
-/// [16,30) leading-dimension byte offset >> 4 (unused by swizzled k-major layouts;
-/// 1 by convention), [32,46) stride byte offset >> 4 (atom to atom), [62,64)
-/// layout: 1 = 128-byte swizzle. Base offset 0: tiles are 1024-aligned.
-__device__ __forceinline__ std::uint64_t smem_descriptor_sw128(std::uint32_t address) {
-  constexpr std::uint64_t leading_byte_offset = 16;
-  constexpr std::uint64_t stride_byte_offset = 1024;  // 8 rows of 128 bytes: the swizzle atom
+/// Shared-memory matrix descriptor of a tile in the 128-byte swizzle (rows of
+/// 128 bytes, 8-row atoms of 1024 bytes; tiles start 1024-aligned, so the base
+/// offset is 0). Bits: [0,14) address >> 4, [16,30) leading byte offset >> 4,
+/// [32,46) stride byte offset >> 4, [62,64) layout: 1 = 128-byte swizzle.
+///  * K-major (k contiguous; the defaults): each row holds 128 bytes of k for
+///    one m / n; atoms along m / n are `stride_byte_offset` = 1024 apart; the
+///    leading byte offset is unused (1 by convention, i.e. 16 bytes).
+///  * MN-major (m / n contiguous, 16-bit types; wgmma's transpose bit set): the
+///    canonical layout ((8,8,mn),(8,k)) : ((1,8,LBO),(64,SBO)) in elements --
+///    each row holds 64 consecutive m / n of one k; 8-row atoms along k are
+///    `stride_byte_offset` apart, 64-element blocks along m / n
+///    `leading_byte_offset` apart.
+__device__ __forceinline__ std::uint64_t smem_descriptor_sw128(std::uint32_t address,
+                                                               std::uint32_t leading_byte_offset = 16,
+                                                               std::uint32_t stride_byte_offset = 1024) {
   constexpr std::uint64_t swizzle_128b = 1;
-  return static_cast<std::uint64_t>((address & 0x3FFFF) >> 4) | ((leading_byte_offset >> 4) << 16) |
-         ((stride_byte_offset >> 4) << 32) | (swizzle_128b << 62);
+  const auto field = [](std::uint32_t bytes) { return static_cast<std::uint64_t>((bytes & 0x3FFFF) >> 4); };
+  return field(address) | (field(leading_byte_offset) << 16) | (field(stride_byte_offset) << 32) | (swizzle_128b << 62);
 }
 
 /// d (64 x 256, fp32) += A (64 x 8) * B (8 x 256), both TF32 read from shared memory.
@@ -79,9 +86,11 @@ __device__ __forceinline__ void wgmma_m64n256k8_tf32(float (&d)[128], std::uint6
 }
 
 /// d (64 x 256, fp32) += A (64 x 16) * B (16 x 256), T = __half or __nv_bfloat16,
-/// both read from shared memory k-major (no transpose: imm-trans-a = imm-trans-b = 0).
-template <class T>
+/// both read from shared memory: A k-major (imm-trans-a = 0), B k-major
+/// (TransB = 0) or N-major (TransB = 1, imm-trans-b: the 16-bit types allow it).
+template <class T, int TransB = 0>
 __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], std::uint64_t desc_a, std::uint64_t desc_b) {
+  static_assert(TransB == 0 || TransB == 1, "imm-trans-b is 0 or 1");
   static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, "wgmma m64n256k16: f16 or bf16");
   if constexpr (std::is_same_v<T, __half>) {
     asm volatile(
@@ -96,7 +105,7 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], std::uint64_t 
         "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
         "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
         "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-        "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+        "}, %128, %129, p, 1, 1, 0, %131;\n}\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
           "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
           "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
@@ -114,7 +123,7 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], std::uint64_t 
           "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]),
           "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]),
           "+f"(d[126]), "+f"(d[127])
-        : "l"(desc_a), "l"(desc_b), "n"(1));
+        : "l"(desc_a), "l"(desc_b), "n"(1), "n"(TransB));
   } else {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
@@ -128,7 +137,7 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], std::uint64_t 
         "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
         "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
         "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-        "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+        "}, %128, %129, p, 1, 1, 0, %131;\n}\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
           "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
           "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
@@ -146,7 +155,7 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], std::uint64_t 
           "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]),
           "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]),
           "+f"(d[126]), "+f"(d[127])
-        : "l"(desc_a), "l"(desc_b), "n"(1));
+        : "l"(desc_a), "l"(desc_b), "n"(1), "n"(TransB));
   }
 }
 #endif  // KF_ARCH_SM90A

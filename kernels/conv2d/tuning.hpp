@@ -163,22 +163,17 @@ inline conv2d_winograd_layout make_conv2d_winograd_layout(std::size_t n, std::si
   return l;
 }
 
-/// Where `best` (exact fp32) runs Winograd: layers it computes with at least
+/// Where `best` (exact fp32) runs Winograd: stride-1 3x3 layers with at least
 /// this many input and output channels. Below, its transforms (V and M are 4x
-/// the input and output, through HBM) outweigh the GEMMs' 2.25x saving. An
-/// estimate from traffic and FMA rate puts even N32 C64 56x56 K64 (64-deep
-/// GEMMs, 4x 103 MB of V and M traffic) near 50 TFLOP/s against the implicit
-/// GEMM's 35; the H200 rows of bench_conv (conv2d/fp32/winograd/... against
-/// implicit_gemm and implicit_gemm_pipelined) decide; see benchmarks/TUNING.md.
+/// the input and output, through HBM) outweigh the GEMMs' 2.25x saving.
+/// The H200 measurement behind these constants: benchmarks/TUNING.md.
 constexpr std::size_t conv2d_winograd_min_channels = 64;
 constexpr std::size_t conv2d_winograd_min_filters = 64;
 /// Whether `best` runs Winograd on the layers conv2d_winograd_expected_to_win
-/// lists. Off: the session that added it could verify it on the H200 (every
-/// conv2d test passes) but had no device time left to benchmark it, and `best`
-/// must never pick an unmeasured kernel over the measured implicit GEMM.
-constexpr bool conv2d_best_uses_winograd = false;
+/// lists: on, it beat the implicit GEMM on every such layer measured.
+constexpr bool conv2d_best_uses_winograd = true;
 /// Whether `best` runs implicit_gemm_pipelined rather than implicit_gemm for
-/// exact layers Winograd does not take. Off until the H200 run measures it.
+/// exact layers Winograd does not take: off, it lost on every layer measured.
 constexpr bool conv2d_best_uses_pipelined = false;
 
 /// The layers where Winograd is expected to beat the implicit GEMM (see above).

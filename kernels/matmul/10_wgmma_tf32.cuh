@@ -25,6 +25,12 @@
 //    once: each CTA fetches half and TMA multicasts it to both, cutting B's L2
 //    traffic in half (cluster_size 2, the default; 1 keeps single CTAs).
 //  * Grouped rasterization of the clusters for L2 reuse.
+//  * Persistent: as many CTAs as the device holds at once, each looping over
+//    tiles; the producer's stage ring runs on from one tile into the next, so a
+//    tile's pipeline is already full when the consumers finish storing the
+//    previous one (no fill, block launch or barrier setup per tile).
+//  * The kernel is a template over the element type (wgmma_element<T>): step 12
+//    runs the same pipeline on 16-bit operands.
 //  * Epilogue functor (kernelforge/epilogue.cuh) applied in registers to each
 //    finished value before its store; instantiated for identity and for the
 //    library's fused bias / threshold ReLU (bias_relu_threshold<float>) only,
@@ -47,6 +53,7 @@
 #include "../arch/tma_sm90.cuh"
 #include "../arch/wgmma_sm90.cuh"
 #include "../common/kernel.cuh"
+#include "../common/numeric.cuh"
 #include "../common/raster.hpp"
 #include "kernelforge/epilogue.cuh"
 
@@ -95,47 +102,85 @@ inline constexpr std::size_t max_extent = (std::size_t{1} << 31) - 2 * block_n;
 inline constexpr int pack_tile = 32;
 inline constexpr int pack_rows_per_pass = 8;
 
+/// What the kernel needs to walk its tiles and store C; T is C's element type
+/// (float here, __half / __nv_bfloat16 in step 12).
+template <class T>
 struct epilogue_params {
-  float* C = nullptr;
+  T* C = nullptr;
   long long ldc = 0;
   int m = 0, n = 0, k = 0;
   float alpha = 0, beta = 0;
   int cluster_rows = 0;  ///< tile rows / cluster size, rounded up
   int tiles_n = 0;
-  bool pairs = false;  ///< C rows allow 8-byte stores (C 8-byte aligned, ldc even)
+  bool pairs = false;  ///< C rows allow one store of two adjacent elements (C so aligned, ldc even)
 };
 
+}  // namespace wgmma_tf32
+
+/// What the element type changes in the wgmma kernel: bytes per element (a
+/// stage's k is one 128-byte swizzled row: 32 floats, 64 halves), the k of one
+/// product, the pair type of the epilogue's two-element stores, and the product
+/// itself (TransB = 1: B N-major, which only the 16-bit types allow). float
+/// (TF32) here; __half and __nv_bfloat16 in 12_wgmma_f16.cuh.
+template <class T>
+struct wgmma_element;
+
+template <>
+struct wgmma_element<float> {
+  static constexpr int bytes = 4;
+  static constexpr int wgmma_k = 8;  ///< wgmma.m64n256k8 (TF32)
+  using pair = float2;
+#if KF_ARCH_SM90A
+  template <int TransB>
+  __device__ static __forceinline__ void mma(float (&d)[wgmma_tf32::accumulators], std::uint64_t a, std::uint64_t b) {
+    static_assert(TransB == 0, "TF32 wgmma reads B k-major only");
+    wgmma_m64n256k8_tf32(d, a, b);
+  }
+#endif
+};
+
+namespace wgmma_tf32 {
 #if KF_ARCH_SM90A
 /// One consumer warpgroup's 64 x 256 accumulator tile -> C. Accumulator r of a
 /// thread: row 16 * warp + lane / 4 + 8 * ((r % 4) / 2), column 8 * (r / 4) +
 /// 2 * (lane % 4) + r % 2 -- so accumulators 2h, 2h+1 are adjacent columns.
 /// The epilogue functor `fn` (kernelforge/epilogue.cuh) runs once per stored
-/// value, on alpha * acc + beta * C, in registers.
-template <class Epilogue>
-__device__ __forceinline__ void store_tile(const float (&d)[accumulators], const epilogue_params& ep, long long row0,
+/// value, on alpha * acc + beta * C in fp32, in registers; the result is
+/// rounded once to T.
+template <class T, class Epilogue>
+__device__ __forceinline__ void store_tile(const float (&d)[accumulators], const epilogue_params<T>& ep, long long row0,
                                            long long col0, const Epilogue& fn) {
+  using pair = typename wgmma_element<T>::pair;
   const bool read_c = ep.beta != 0.0f;  // beta == 0: C is not read (NaN in C must not leak)
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const long long row = row0 + 8 * h;
     if (row >= ep.m) continue;
-    float* const c_row = ep.C + row * ep.ldc;
+    T* const c_row = ep.C + row * ep.ldc;
 #pragma unroll
     for (int c = 0; c < accumulators / 4; ++c) {
       const long long col = col0 + 8 * c;
       float v0 = ep.alpha * d[4 * c + 2 * h];
       float v1 = ep.alpha * d[4 * c + 2 * h + 1];
       if (ep.pairs && col + 1 < ep.n) {
-        float2* const p = reinterpret_cast<float2*>(c_row + col);
+        pair* const p = reinterpret_cast<pair*>(c_row + col);
         if (read_c) {
-          const float2 old = *p;
-          v0 = fmaf(ep.beta, old.x, v0);
-          v1 = fmaf(ep.beta, old.y, v1);
+          const pair old = *p;
+          v0 = fmaf(ep.beta, to_compute(old.x), v0);
+          v1 = fmaf(ep.beta, to_compute(old.y), v1);
         }
-        *p = make_float2(fn(v0, row, col), fn(v1, row, col + 1));
+        pair out;
+        out.x = from_compute<T>(fn(v0, row, col));
+        out.y = from_compute<T>(fn(v1, row, col + 1));
+        *p = out;
       } else {
-        if (col < ep.n) c_row[col] = fn(read_c ? fmaf(ep.beta, c_row[col], v0) : v0, row, col);
-        if (col + 1 < ep.n) c_row[col + 1] = fn(read_c ? fmaf(ep.beta, c_row[col + 1], v1) : v1, row, col + 1);
+        if (col < ep.n) {
+          c_row[col] = from_compute<T>(fn(read_c ? fmaf(ep.beta, to_compute(c_row[col]), v0) : v0, row, col));
+        }
+        if (col + 1 < ep.n) {
+          c_row[col + 1] =
+              from_compute<T>(fn(read_c ? fmaf(ep.beta, to_compute(c_row[col + 1]), v1) : v1, row, col + 1));
+        }
       }
     }
   }
@@ -144,20 +189,37 @@ __device__ __forceinline__ void store_tile(const float (&d)[accumulators], const
 
 }  // namespace wgmma_tf32
 
-/// One CTA: a 128 x 256 tile of C (see the file comment). map_a: A as m x k,
-/// map_b: op(B)^T as n x k, both k-contiguous, boxes of 128 rows x 32 floats.
+/// Persistent: the grid holds as many CTAs as the device runs at once (the host
+/// asks the occupancy API), and each cluster walks the cluster tiles g, g + G,
+/// g + 2G, ... (G clusters in the grid, grouped rasterization). The producer's
+/// stage ring runs on across tiles, so while the consumers store one tile the
+/// next tile's first stages are already loading: no pipeline fill, no block
+/// launch and no barrier setup per tile.
+/// Each tile is 128 x 256 of C. map_a: A as m x k, k-contiguous, boxes of 128
+/// rows x one swizzled row of k. map_b: op(B)^T as n x k, k-contiguous, boxes of
+/// 128 rows x one swizzled row (BNMajor false), or op(B) as k x n, n-contiguous,
+/// boxes of one swizzled row of n x a stage's k rows (BNMajor true, 16-bit T).
 /// fn: the epilogue functor applied to each stored value (identity by default).
-template <int Cluster, class Epilogue = epilogue::identity>
+template <class T, int Cluster, bool BNMajor = false, class Epilogue = epilogue::identity>
 KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
-    wgmma_tf32_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                      const wgmma_tf32::epilogue_params ep, const Epilogue fn) {
+    wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+                 const wgmma_tf32::epilogue_params<T> ep, const Epilogue fn) {
 #if defined(__CUDA_ARCH__) && !KF_ARCH_SM90A
   __trap();  // wgmma needs sm_90a; this file is compiled for nothing else
 #elif KF_ARCH_SM90A
   using namespace wgmma_tf32;
+  using element = wgmma_element<T>;
   static_assert(Cluster == 1 || Cluster == max_cluster, "clusters of 1 or 2 CTAs");
-  extern __shared__ unsigned char wgmma_tf32_smem[];
-  const std::uint32_t raw = smem_address(wgmma_tf32_smem);
+  constexpr int stage_k = swizzle_row_bytes / element::bytes;  // 32 floats, 64 halves
+  // N-major B: block_n / box_cols boxes of stage_k rows x box_cols (128 bytes) per stage.
+  constexpr int box_cols = swizzle_row_bytes / element::bytes;
+  constexpr int n_major_box_bytes = stage_k * swizzle_row_bytes;
+  constexpr int n_major_boxes = block_n / box_cols;
+  static_assert(!BNMajor || (element::bytes == 2 && n_major_boxes * n_major_box_bytes == b_tile_bytes &&
+                             n_major_boxes % Cluster == 0),
+                "N-major B: 16-bit elements, the same bytes per stage, whole boxes per CTA");
+  extern __shared__ unsigned char wgmma_smem[];
+  const std::uint32_t raw = smem_address(wgmma_smem);
   const std::uint32_t base = (raw + swizzle_atom_bytes - 1) & ~std::uint32_t(swizzle_atom_bytes - 1);
   const std::uint32_t a_smem = base;                                  // stages x A tile
   const std::uint32_t b_smem = base + stages * a_tile_bytes;          // stages x B tile
@@ -167,11 +229,6 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
   const int warpgroup = threadIdx.x / warpgroup_threads;
   const int tid_in_warpgroup = threadIdx.x % warpgroup_threads;
   const std::uint32_t rank = Cluster > 1 ? cluster_rank() : 0;
-
-  // Grouped rasterization over clusters; the CTAs of a cluster take adjacent m-tiles.
-  const tile_coord cluster_tile = grouped_tile(blockIdx.x / Cluster, ep.cluster_rows, ep.tiles_n, raster_group);
-  const int tile_m = static_cast<int>(cluster_tile.m) * Cluster + static_cast<int>(rank);
-  const int tile_n = static_cast<int>(cluster_tile.n);
 
   if (threadIdx.x == 0) {
 #pragma unroll
@@ -189,7 +246,15 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
     __syncthreads();
   }
 
-  const int k_tiles = (ep.k + block_k - 1) / block_k;
+  const int k_tiles = (ep.k + stage_k - 1) / stage_k;
+  const int cluster_tiles = ep.cluster_rows * ep.tiles_n;
+  const int clusters = static_cast<int>(gridDim.x) / Cluster;
+  // Grouped rasterization over clusters; the CTAs of a cluster take adjacent m-tiles.
+  const auto tile_of = [&](int cluster_tile, int& tile_m, int& tile_n) {
+    const tile_coord t = grouped_tile(cluster_tile, ep.cluster_rows, ep.tiles_n, raster_group);
+    tile_m = static_cast<int>(t.m) * Cluster + static_cast<int>(rank);
+    tile_n = static_cast<int>(t.n);
+  };
 
   if (warpgroup == 0) {
     // ---------------------------------------------------------------- producer
@@ -197,25 +262,44 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
     if (tid_in_warpgroup == 0) {
       int stage = 0;
       std::uint32_t phase = 0;
-      for (int kt = 0; kt < k_tiles; ++kt) {
-        // Round r of a stage waits for the consumers' release of round r - 1.
-        if (kt >= stages) mbar_wait(empty_bar + stage * barrier_bytes, phase ^ 1);
-        const std::uint32_t full = full_bar + stage * barrier_bytes;
-        mbar_arrive_expect_tx(full, stage_bytes);  // A + all of B, wherever B's halves come from
-        const int k0 = kt * block_k;
-        tma_load_2d(a_smem + stage * a_tile_bytes, &map_a, k0, tile_m * block_m, full);
-        const std::uint32_t b_stage = b_smem + stage * b_tile_bytes;
-        if constexpr (Cluster == 1) {
-          tma_load_2d(b_stage, &map_b, k0, tile_n * block_n, full);
-          tma_load_2d(b_stage + box_bytes, &map_b, k0, tile_n * block_n + box_rows, full);
-        } else {
+      int issued = 0;  // stages filled so far, over every tile
+      for (int ct = static_cast<int>(blockIdx.x) / Cluster; ct < cluster_tiles; ct += clusters) {
+        int tile_m, tile_n;
+        tile_of(ct, tile_m, tile_n);
+        for (int kt = 0; kt < k_tiles; ++kt, ++issued) {
+          // Round r of a stage waits for the consumers' release of round r - 1.
+          if (issued >= stages) mbar_wait(empty_bar + stage * barrier_bytes, phase ^ 1);
+          const std::uint32_t full = full_bar + stage * barrier_bytes;
+          mbar_arrive_expect_tx(full, stage_bytes);  // A + all of B, wherever B's parts come from
+          const int k0 = kt * stage_k;
+          tma_load_2d(a_smem + stage * a_tile_bytes, &map_a, k0, tile_m * block_m, full);
+          const std::uint32_t b_stage = b_smem + stage * b_tile_bytes;
           constexpr std::uint16_t whole_cluster = (1u << Cluster) - 1;
-          tma_load_2d_multicast(b_stage + rank * box_bytes, &map_b, k0, tile_n * block_n + rank * box_rows, full,
-                                whole_cluster);
-        }
-        if (++stage == stages) {
-          stage = 0;
-          phase ^= 1;
+          if constexpr (BNMajor) {
+            // Box j (columns box_cols * j ...) at b_stage + j * n_major_box_bytes; in a
+            // cluster each CTA loads its share of the boxes for both CTAs.
+            constexpr int boxes_per_cta = n_major_boxes / Cluster;
+#pragma unroll
+            for (int i = 0; i < boxes_per_cta; ++i) {
+              const int j = static_cast<int>(rank) * boxes_per_cta + i;
+              const int col = tile_n * block_n + j * box_cols;
+              if constexpr (Cluster == 1) {
+                tma_load_2d(b_stage + j * n_major_box_bytes, &map_b, col, k0, full);
+              } else {
+                tma_load_2d_multicast(b_stage + j * n_major_box_bytes, &map_b, col, k0, full, whole_cluster);
+              }
+            }
+          } else if constexpr (Cluster == 1) {
+            tma_load_2d(b_stage, &map_b, k0, tile_n * block_n, full);
+            tma_load_2d(b_stage + box_bytes, &map_b, k0, tile_n * block_n + box_rows, full);
+          } else {
+            tma_load_2d_multicast(b_stage + rank * box_bytes, &map_b, k0, tile_n * block_n + rank * box_rows, full,
+                                  whole_cluster);
+          }
+          if (++stage == stages) {
+            stage = 0;
+            phase ^= 1;
+          }
         }
       }
     }
@@ -225,51 +309,67 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
     const int consumer = warpgroup - 1;
     const int lane = tid_in_warpgroup % 32;
     const int warp_in_warpgroup = tid_in_warpgroup / 32;
-
-    float d[accumulators];
+    // Hands a stage back to the producer(s): its products have completed.
+    const auto release = [&](int s) {
+      if (lane != 0) return;
+      const std::uint32_t empty = empty_bar + s * barrier_bytes;
+      if constexpr (Cluster == 1) {
+        mbar_arrive(empty);
+      } else {
 #pragma unroll
-    for (int i = 0; i < accumulators; ++i) d[i] = 0.0f;
-    fence_operands(d);
+        for (int cta = 0; cta < Cluster; ++cta) mbar_arrive_cluster(empty, cta);
+      }
+    };
 
     int stage = 0;
     std::uint32_t phase = 0;
-    int previous = -1;
-    for (int kt = 0; kt < k_tiles; ++kt) {
-      mbar_wait(full_bar + stage * barrier_bytes, phase);
-      const std::uint32_t a_tile = a_smem + stage * a_tile_bytes + consumer * wgmma_m * swizzle_row_bytes;
-      const std::uint32_t b_tile = b_smem + stage * b_tile_bytes;
-      wgmma_fence();
+    for (int ct = static_cast<int>(blockIdx.x) / Cluster; ct < cluster_tiles; ct += clusters) {
+      int tile_m, tile_n;
+      tile_of(ct, tile_m, tile_n);
+      float d[accumulators];
 #pragma unroll
-      for (int kk = 0; kk < block_k / wgmma_k; ++kk) {
-        // Along k inside a swizzled row: 8 floats = 32 bytes per product.
-        const std::uint32_t k_bytes = kk * wgmma_k * 4;
-        wgmma_m64n256k8_tf32(d, smem_descriptor_sw128(a_tile + k_bytes), smem_descriptor_sw128(b_tile + k_bytes));
-      }
-      wgmma_commit();
-      // Keep this stage's products in flight; the previous stage's have completed.
-      wgmma_wait<1>();
-      if (previous >= 0 && lane == 0) {
-        const std::uint32_t empty = empty_bar + previous * barrier_bytes;
-        if constexpr (Cluster == 1) {
-          mbar_arrive(empty);
-        } else {
+      for (int i = 0; i < accumulators; ++i) d[i] = 0.0f;
+      fence_operands(d);
+
+      int previous = -1;
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        mbar_wait(full_bar + stage * barrier_bytes, phase);
+        const std::uint32_t a_tile = a_smem + stage * a_tile_bytes + consumer * wgmma_m * swizzle_row_bytes;
+        const std::uint32_t b_tile = b_smem + stage * b_tile_bytes;
+        wgmma_fence();
 #pragma unroll
-          for (int cta = 0; cta < Cluster; ++cta) mbar_arrive_cluster(empty, cta);
+        for (int kk = 0; kk < stage_k / element::wgmma_k; ++kk) {
+          // A (and k-major B): along k inside a swizzled row, 32 bytes per product.
+          // N-major B: wgmma_k rows of 128 bytes per product.
+          const std::uint32_t k_bytes = kk * element::wgmma_k * element::bytes;
+          if constexpr (BNMajor) {
+            const std::uint32_t b_rows = kk * element::wgmma_k * swizzle_row_bytes;
+            element::template mma<1>(d, smem_descriptor_sw128(a_tile + k_bytes),
+                                     smem_descriptor_sw128(b_tile + b_rows, n_major_box_bytes, swizzle_atom_bytes));
+          } else {
+            element::template mma<0>(d, smem_descriptor_sw128(a_tile + k_bytes),
+                                     smem_descriptor_sw128(b_tile + k_bytes));
+          }
+        }
+        wgmma_commit();
+        // Keep this stage's products in flight; the previous stage's have completed.
+        wgmma_wait<1>();
+        if (previous >= 0) release(previous);
+        previous = stage;
+        if (++stage == stages) {
+          stage = 0;
+          phase ^= 1;
         }
       }
-      previous = stage;
-      if (++stage == stages) {
-        stage = 0;
-        phase ^= 1;
-      }
-    }
-    wgmma_wait<0>();
-    fence_operands(d);
+      wgmma_wait<0>();
+      fence_operands(d);
+      if (previous >= 0) release(previous);  // the tile's last stage, before the stores
 
-    const long long row0 =
-        static_cast<long long>(tile_m) * block_m + consumer * wgmma_m + warp_in_warpgroup * 16 + lane / 4;
-    const long long col0 = static_cast<long long>(tile_n) * block_n + 2 * (lane % 4);
-    store_tile(d, ep, row0, col0, fn);
+      const long long row0 =
+          static_cast<long long>(tile_m) * block_m + consumer * wgmma_m + warp_in_warpgroup * 16 + lane / 4;
+      const long long col0 = static_cast<long long>(tile_n) * block_n + 2 * (lane % 4);
+      store_tile<T>(d, ep, row0, col0, fn);
+    }
   }
 
   // No CTA may exit while its peer can still arrive on its barriers.

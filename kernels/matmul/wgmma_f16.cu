@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Step 12, host side -- launches the wgmma f16 / bf16 kernel (12_wgmma_f16.cuh):
-// TMA descriptors, the repack of operands wgmma cannot read in place (into the
-// runtime's pooled workspace), the cluster launch. Host interface and the
+// TMA descriptors (k-major A and B, or N-major B), the repack of operands wgmma
+// cannot read in place (into the runtime's pooled workspace), the cluster launch. Host interface and the
 // conditions it checks: wgmma_f16_launch.cuh. Built like wgmma_tf32.cu (sm_90a
 // only, see tensor_core_sources.cmake), and like it never instantiates the
 // mma.sync kernel: the fallback lives in the inline launch_wgmma_f16.
@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include <cuda.h>
@@ -55,19 +56,34 @@ constexpr CUtensorMapDataType tma_type() {
   return std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
 }
 
-/// TMA map of a k-contiguous rows x k matrix with row stride ld elements; boxes
-/// of box_rows x block_k, 128-byte swizzle, zero fill outside the matrix.
+/// TMA map of a matrix of `outer` rows of `inner` contiguous elements (row
+/// stride ld elements); boxes of box_inner x box_outer, 128-byte swizzle, zero
+/// fill outside the matrix.
 template <class T>
-bool encode_k_major(CUtensorMap& map, const T* base, std::size_t rows, std::size_t k, std::size_t ld) {
+bool encode_sw128(CUtensorMap& map, const T* base, std::size_t inner, std::size_t outer, std::size_t ld,
+                  cuuint32_t box_inner, cuuint32_t box_outer) {
   const PFN_cuTensorMapEncodeTiled_v12000 encode = encode_tiled();
   if (encode == nullptr) return false;
-  const cuuint64_t dims[2] = {k, rows};
+  const cuuint64_t dims[2] = {inner, outer};
   const cuuint64_t strides[1] = {ld * sizeof(T)};
-  const cuuint32_t box[2] = {block_k, box_rows};
+  const cuuint32_t box[2] = {box_inner, box_outer};
   const cuuint32_t element_strides[2] = {1, 1};
   return encode(&map, tma_type<T>(), 2, const_cast<T*>(base), dims, strides, box, element_strides,
                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+/// A k-contiguous rows x k operand: boxes of 128 rows x 64 k.
+template <class T>
+bool encode_k_major(CUtensorMap& map, const T* base, std::size_t rows, std::size_t k, std::size_t ld) {
+  return encode_sw128(map, base, k, rows, ld, block_k, box_rows);
+}
+
+/// op(B) as k x n, n-contiguous (the row-major B of the plain product): boxes of
+/// 64 k-rows x 64 columns, the N-major tile wgmma reads with its transpose bit.
+template <class T>
+bool encode_n_major(CUtensorMap& map, const T* base, std::size_t n, std::size_t k, std::size_t ld) {
+  return encode_sw128(map, base, n, k, ld, n_major_box_cols, block_k);
 }
 
 std::size_t round_up(std::size_t x, std::size_t to) { return ceil_div(x, to) * to; }
@@ -89,6 +105,15 @@ void launch_pack(const T* src, std::size_t ld_src, bool source_k_contiguous, T* 
   check_launch(what);
 }
 
+/// Clusters of wgmma_kernel<T, cluster, BNMajor> resident at once (and its
+/// shared-memory opt-in), once per device and instantiation.
+template <class T, bool BNMajor>
+int resident_wgmma_clusters(int device, int cluster) {
+  return cluster == 1 ? resident_clusters<&wgmma_kernel<T, 1, BNMajor>>(device, threads, smem_bytes, 1, what)
+                      : resident_clusters<&wgmma_kernel<T, max_cluster, BNMajor>>(device, threads, smem_bytes,
+                                                                                  max_cluster, what);
+}
+
 template <class T>
 bool try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster_size) {
   const int device = current_device(what);
@@ -98,16 +123,17 @@ bool try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster_size)
   const std::size_t tiles_m = ceil_div(args.m, block_m);
   const std::size_t tiles_n = ceil_div(args.n, block_n);
   const std::size_t cluster_rows = ceil_div(tiles_m, max_cluster);
-  if (cluster_rows * max_cluster * tiles_n > limits_for(device).max_grid_x) return false;
+  // The persistent kernel walks cluster tiles with an int index.
+  if (cluster_rows * tiles_n > static_cast<std::size_t>(std::numeric_limits<int>::max())) return false;
   if (encode_tiled() == nullptr) return false;
   const int cluster = cluster_size == 1 ? 1 : max_cluster;
-  allow_dynamic_smem<&wgmma_f16_kernel<T, 1>>(device, static_cast<int>(smem_bytes), what);
-  allow_dynamic_smem<&wgmma_f16_kernel<T, max_cluster>>(device, static_cast<int>(smem_bytes), what);
-
-  // A as m x k and op(B)^T as n x k, both k-contiguous with 16-byte aligned rows;
-  // whatever is not gets a repacked copy (row stride: k rounded up to 8 elements).
+  // A as m x k, k-contiguous; B as k x n, n-contiguous (read in place, N-major),
+  // or as n x k, k-contiguous; rows 16-byte aligned. Whatever is not gets a
+  // k-contiguous repacked copy (row stride: k rounded up to 8 elements).
+  const bool b_aligned = rows_aligned(args.B, args.ldb, sizeof(T), tma_alignment);
+  const bool b_n_major = !args.trans_b && b_aligned;
   const bool pack_a = args.trans_a || !rows_aligned(args.A, args.lda, sizeof(T), tma_alignment);
-  const bool pack_b = !args.trans_b || !rows_aligned(args.B, args.ldb, sizeof(T), tma_alignment);
+  const bool pack_b = !b_n_major && (!args.trans_b || !b_aligned);
   const std::size_t ld_packed = round_up(args.k, tma_alignment / sizeof(T));
   const std::size_t a_bytes = pack_a ? round_up(args.m * ld_packed * sizeof(T), workspace_alignment) : 0;
   const std::size_t b_bytes = pack_b ? round_up(args.n * ld_packed * sizeof(T), workspace_alignment) : 0;
@@ -123,12 +149,15 @@ bool try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster_size)
   const std::size_t ldb = pack_b ? ld_packed : args.ldb;
 
   CUtensorMap map_a{}, map_b{};
-  if (!encode_k_major(map_a, a, args.m, args.k, lda) || !encode_k_major(map_b, b, args.n, args.k, ldb)) return false;
+  if (!encode_k_major(map_a, a, args.m, args.k, lda)) return false;
+  if (!(b_n_major ? encode_n_major(map_b, b, args.n, args.k, ldb) : encode_k_major(map_b, b, args.n, args.k, ldb))) {
+    return false;
+  }
 
   if (pack_a) launch_pack(args.A, args.lda, !args.trans_a, packed_a, ld_packed, args.m, args.k, stream);
   if (pack_b) launch_pack(args.B, args.ldb, args.trans_b, packed_b, ld_packed, args.n, args.k, stream);
 
-  epilogue_params<T> ep;
+  wgmma_tf32::epilogue_params<T> ep;
   ep.C = args.C;
   ep.ldc = static_cast<long long>(args.ldc);
   ep.m = static_cast<int>(args.m);
@@ -140,21 +169,17 @@ bool try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster_size)
   ep.cluster_rows = static_cast<int>(ceil_div(tiles_m, static_cast<std::size_t>(cluster)));
   ep.pairs = rows_aligned(args.C, args.ldc, sizeof(T), 2 * sizeof(T));
 
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(static_cast<long long>(ep.cluster_rows) * cluster * ep.tiles_n));
-  config.blockDim = dim3(threads);
-  config.dynamicSmemBytes = smem_bytes;
-  config.stream = stream;
-  cudaLaunchAttribute cluster_dims[1];
-  cluster_dims[0].id = cudaLaunchAttributeClusterDimension;
-  cluster_dims[0].val.clusterDim.x = static_cast<unsigned>(cluster);
-  cluster_dims[0].val.clusterDim.y = 1;
-  cluster_dims[0].val.clusterDim.z = 1;
-  config.attrs = cluster_dims;
-  config.numAttrs = cluster > 1 ? 1 : 0;  // single CTAs: an ordinary launch
-  const cudaError_t status = cluster == 1
-                                 ? cudaLaunchKernelEx(&config, wgmma_f16_kernel<T, 1>, map_a, map_b, ep)
-                                 : cudaLaunchKernelEx(&config, wgmma_f16_kernel<T, max_cluster>, map_a, map_b, ep);
+  // Persistent: no more clusters than the device runs at once.
+  const int cluster_tiles = ep.cluster_rows * ep.tiles_n;
+  const int resident = b_n_major ? resident_wgmma_clusters<T, true>(device, cluster)
+                                 : resident_wgmma_clusters<T, false>(device, cluster);
+  cudaLaunchAttribute cluster_dims{};
+  const cudaLaunchConfig_t config = cluster_launch_config(
+      dim3(static_cast<unsigned>((cluster_tiles < resident ? cluster_tiles : resident) * cluster)), dim3(threads),
+      smem_bytes, stream, cluster, cluster_dims);
+  const auto kernel = b_n_major ? (cluster == 1 ? wgmma_kernel<T, 1, true> : wgmma_kernel<T, max_cluster, true>)
+                                : (cluster == 1 ? wgmma_kernel<T, 1, false> : wgmma_kernel<T, max_cluster, false>);
+  const cudaError_t status = cudaLaunchKernelEx(&config, kernel, map_a, map_b, ep, epilogue::identity{});
   cuda_check(status, what);
   check_launch(what);
   return true;

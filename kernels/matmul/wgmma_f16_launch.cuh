@@ -5,14 +5,16 @@
 //    compute capability 9.0 (wgmma_tf32_available: the same condition);
 //  * m, n, k < 2^31 - 512 (TMA coordinates are 32-bit) and the grid fits;
 //  * the workspace can be allocated when a repack is needed.
-// The kernel reads A as m x k and op(B)^T as n x k, both k-contiguous with
+// The kernel reads A as m x k, k-contiguous, and B either as k x n,
+// n-contiguous (wgmma's transpose bit) or as n x k, k-contiguous, all with
 // 16-byte aligned rows (TMA). What runs for each layout:
-//  * trans_a = none, trans_b = transpose (both k-contiguous), rows 16-byte
-//    aligned (pointer and leading dimension a multiple of 8 elements): wgmma
-//    reads the operands in place;
-//  * anything else (the plain row-major product NN included: B is n-contiguous)
-//    first repacks the operand(s) into a k-contiguous copy in a stream-ordered
-//    workspace (one bandwidth-bound pass each, counted in the timing), then wgmma.
+//  * trans_a = none, either trans_b, rows 16-byte aligned (pointer and leading
+//    dimension a multiple of 8 elements): wgmma reads both operands in place --
+//    the plain row-major product NN included;
+//  * anything else (trans_a = transpose, or rows not 16-byte aligned) first
+//    repacks the operand(s) concerned into a k-contiguous copy in a
+//    stream-ordered workspace (one bandwidth-bound pass each, counted in the
+//    timing), then wgmma.
 // Otherwise launch_wgmma_f16 falls back to the mma.sync kernel (step 11).
 // Its measured speed: the README's generated tables and benchmarks/TUNING.md (bench_matmul).
 #pragma once

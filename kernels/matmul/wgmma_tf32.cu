@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -73,10 +74,14 @@ bool tma_ready(const float* p, std::size_t ld) {
 
 std::size_t round_up(std::size_t x, std::size_t to) { return ceil_div(x, to) * to; }
 
+/// Clusters of the TF32 wgmma_kernel resident at once (and its shared-memory
+/// opt-in), once per device and instantiation: the persistent grid.
 template <class Epilogue>
-void allow_dynamic_smem(int device) {
-  detail::allow_dynamic_smem<&wgmma_tf32_kernel<1, Epilogue>>(device, static_cast<int>(smem_bytes), what);
-  detail::allow_dynamic_smem<&wgmma_tf32_kernel<max_cluster, Epilogue>>(device, static_cast<int>(smem_bytes), what);
+int resident_wgmma_clusters(int device, int cluster) {
+  return cluster == 1
+             ? resident_clusters<&wgmma_kernel<float, 1, false, Epilogue>>(device, threads, smem_bytes, 1, what)
+             : resident_clusters<&wgmma_kernel<float, max_cluster, false, Epilogue>>(device, threads, smem_bytes,
+                                                                                     max_cluster, what);
 }
 
 void launch_pack(const float* src, std::size_t ld_src, bool source_k_contiguous, float* dst, std::size_t ld_dst,
@@ -116,10 +121,10 @@ bool try_launch(const gemm_args<float>& args, cudaStream_t stream, int cluster_s
   const std::size_t tiles_m = ceil_div(args.m, block_m);
   const std::size_t tiles_n = ceil_div(args.n, block_n);
   const std::size_t cluster_rows = ceil_div(tiles_m, max_cluster);
-  if (cluster_rows * max_cluster * tiles_n > limits_for(device).max_grid_x) return false;
+  // The persistent kernel walks cluster tiles with an int index.
+  if (cluster_rows * tiles_n > static_cast<std::size_t>(std::numeric_limits<int>::max())) return false;
   if (encode_tiled() == nullptr) return false;
   const int cluster = cluster_size == 1 ? 1 : max_cluster;
-  allow_dynamic_smem<Epilogue>(device);
 
   // A as m x k and op(B)^T as n x k, both k-contiguous with 16-byte aligned rows;
   // whatever is not gets a repacked copy (row stride: k rounded up to 4 floats).
@@ -145,7 +150,7 @@ bool try_launch(const gemm_args<float>& args, cudaStream_t stream, int cluster_s
   if (pack_a) launch_pack(args.A, args.lda, !args.trans_a, packed_a, ld_packed, args.m, args.k, stream);
   if (pack_b) launch_pack(args.B, args.ldb, args.trans_b, packed_b, ld_packed, args.n, args.k, stream);
 
-  epilogue_params ep;
+  epilogue_params<float> ep;
   ep.C = args.C;
   ep.ldc = static_cast<long long>(args.ldc);
   ep.m = static_cast<int>(args.m);
@@ -157,21 +162,17 @@ bool try_launch(const gemm_args<float>& args, cudaStream_t stream, int cluster_s
   ep.cluster_rows = static_cast<int>(ceil_div(tiles_m, static_cast<std::size_t>(cluster)));
   ep.pairs = rows_aligned(args.C, args.ldc, sizeof(float), sizeof(float2));
 
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(static_cast<long long>(ep.cluster_rows) * cluster * ep.tiles_n));
-  config.blockDim = dim3(threads);
-  config.dynamicSmemBytes = smem_bytes;
-  config.stream = stream;
-  cudaLaunchAttribute cluster_dims[1];
-  cluster_dims[0].id = cudaLaunchAttributeClusterDimension;
-  cluster_dims[0].val.clusterDim.x = static_cast<unsigned>(cluster);
-  cluster_dims[0].val.clusterDim.y = 1;
-  cluster_dims[0].val.clusterDim.z = 1;
-  config.attrs = cluster_dims;
-  config.numAttrs = cluster > 1 ? 1 : 0;  // single CTAs: an ordinary launch
+  // Persistent: no more clusters than the device runs at once.
+  const int cluster_tiles = ep.cluster_rows * ep.tiles_n;
+  const int resident = resident_wgmma_clusters<Epilogue>(device, cluster);
+  cudaLaunchAttribute cluster_dims{};
+  const cudaLaunchConfig_t config = cluster_launch_config(
+      dim3(static_cast<unsigned>((cluster_tiles < resident ? cluster_tiles : resident) * cluster)), dim3(threads),
+      smem_bytes, stream, cluster, cluster_dims);
   cudaError_t status =
-      cluster == 1 ? cudaLaunchKernelEx(&config, wgmma_tf32_kernel<1, Epilogue>, map_a, map_b, ep, fn)
-                   : cudaLaunchKernelEx(&config, wgmma_tf32_kernel<max_cluster, Epilogue>, map_a, map_b, ep, fn);
+      cluster == 1
+          ? cudaLaunchKernelEx(&config, wgmma_kernel<float, 1, false, Epilogue>, map_a, map_b, ep, fn)
+          : cudaLaunchKernelEx(&config, wgmma_kernel<float, max_cluster, false, Epilogue>, map_a, map_b, ep, fn);
   cuda_check(status, what);
   check_launch(what);
   return true;

@@ -185,6 +185,25 @@ int blocks_per_sm_with_smem(const void* kernel, int threads, std::size_t smem_by
   return blocks;
 }
 
+int active_clusters_with_smem(const void* kernel, int threads, std::size_t smem_bytes, int cluster, int device,
+                              const char* what) {
+  if (cluster <= 1) {
+    return blocks_per_sm_with_smem(kernel, threads, smem_bytes, device, what) * limits_for(device).sm_count;
+  }
+  cudaLaunchAttribute attribute{};
+  const cudaLaunchConfig_t config =
+      cluster_launch_config(dim3(static_cast<unsigned>(cluster)), dim3(static_cast<unsigned>(threads)), smem_bytes,
+                            nullptr, cluster, attribute);
+  int clusters = 0;
+  cuda_check(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config), what);
+  if (clusters == 0) {
+    throw error(errc::unsupported, std::string(what) + ": no cluster of " + std::to_string(cluster) + " blocks of " +
+                                       std::to_string(threads) + " threads with " + std::to_string(smem_bytes) +
+                                       " bytes of shared memory fits on device " + std::to_string(device));
+  }
+  return clusters;
+}
+
 int resolve_block_size(const kernel_profile& profile, int requested, const char* what) {
   if (requested == 0) return profile.default_block;
   if (requested > profile.max_threads_per_block || profile.occupancy[requested / 32 - 1] == 0) {

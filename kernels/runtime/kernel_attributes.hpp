@@ -62,6 +62,41 @@ int resident_blocks_per_sm(int device, int threads, std::size_t smem_bytes, cons
   });
 }
 
+/// A configuration for cudaLaunchKernelEx (and the cluster occupancy query):
+/// clusters of `cluster` blocks along x, through `attribute`, which must outlive
+/// it; cluster 1 is an ordinary launch (no attribute).
+inline cudaLaunchConfig_t cluster_launch_config(dim3 grid, dim3 block, std::size_t smem_bytes, cudaStream_t stream,
+                                                int cluster, cudaLaunchAttribute& attribute) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem_bytes;
+  config.stream = stream;
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = static_cast<unsigned>(cluster);
+  attribute.val.clusterDim.y = 1;
+  attribute.val.clusterDim.z = 1;
+  config.attrs = &attribute;
+  config.numAttrs = cluster > 1 ? 1 : 0;
+  return config;
+}
+
+int active_clusters_with_smem(const void* kernel, int threads, std::size_t smem_bytes, int cluster, int device,
+                              const char* what);
+
+/// allow_dynamic_smem, then how many clusters of `cluster` blocks of `Kernel`
+/// (`threads` threads, `smem_bytes` of dynamic shared memory) the device runs
+/// at once -- for cluster 1, resident blocks per SM times SMs -- once per
+/// device: the grid of a persistent kernel.
+template <auto Kernel>
+int resident_clusters(int device, int threads, std::size_t smem_bytes, int cluster, const char* what) {
+  static per_device<int> clusters;
+  return clusters.get(device, [&](int& c, int d) {
+    set_dynamic_smem_limit(reinterpret_cast<const void*>(Kernel), static_cast<int>(smem_bytes), what);
+    c = active_clusters_with_smem(reinterpret_cast<const void*>(Kernel), threads, smem_bytes, cluster, d, what);
+  });
+}
+
 /// Block size for a launch: the caller's (checked against what the kernel can
 /// launch) or the profile's default.
 int resolve_block_size(const kernel_profile& profile, int requested, const char* what);

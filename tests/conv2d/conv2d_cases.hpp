@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <initializer_list>
 #include <ostream>
 #include <vector>
 
@@ -25,7 +26,7 @@
 #include "kernelforge/kernels/conv2d/tuning.hpp"
 #include "test_support.hpp"
 
-namespace conv2d_test {
+namespace kf::test::conv2d {
 
 struct conv_case {
   const char* name;
@@ -87,9 +88,21 @@ inline const variant_case all_variants[] = {
     {"implicit_gemm", kf::conv2d_variant::implicit_gemm, kf::math_mode::exact},
     {"implicit_gemm_tf32", kf::conv2d_variant::implicit_gemm_tf32, kf::math_mode::tf32},
     {"implicit_gemm_pipelined", kf::conv2d_variant::implicit_gemm_pipelined, kf::math_mode::exact},
+    {"winograd", kf::conv2d_variant::winograd, kf::math_mode::exact},
     {"best_exact", kf::conv2d_variant::best, kf::math_mode::exact},
     {"best_tf32", kf::conv2d_variant::best, kf::math_mode::tf32},
 };
+
+/// all_variants but `left_out`, in the same order.
+inline std::vector<variant_case> variants_except(std::initializer_list<kf::conv2d_variant> left_out) {
+  std::vector<variant_case> kept;
+  for (const variant_case& vc : all_variants) {
+    bool keep = true;
+    for (kf::conv2d_variant v : left_out) keep = keep && vc.variant != v;
+    if (keep) kept.push_back(vc);
+  }
+  return kept;
+}
 
 inline bool device_has_tf32() { return kf::get_device_info().cc_major >= 8; }
 
@@ -122,4 +135,4 @@ inline void expect_splitk_cases_split() {
   EXPECT_EQ(checked, splitk_case_count);
 }
 
-}  // namespace conv2d_test
+}  // namespace kf::test::conv2d

@@ -21,6 +21,10 @@
 // of the result for the epilogue's own rounding. The threshold ReLU jumps at the
 // threshold: an output whose reference lies within the tolerance of it may be
 // either 0 or the value; every other output below it must be exactly 0.
+// Winograd (by name, and `best` where tuning.hpp picks it) is held to its own
+// bound, 4 sqrt(C + 12) 2^-24 of its error scale (winograd_bound.hpp, justified
+// at the top of conv2d_gpu_test.cpp); asked for by name on a layer it does not
+// compute, it must raise errc::unsupported.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -36,6 +40,7 @@
 #include "kernelforge/kernels/conv2d/tuning.hpp"
 #include "kernelforge/reference/conv.hpp"
 #include "test_support.hpp"
+#include "winograd_bound.hpp"
 
 // Functors outside the anonymous namespace: a kernel instantiated for a type
 // with internal linkage cannot carry the library kernels' hidden visibility.
@@ -55,22 +60,7 @@ namespace {
 
 using conv2d_epilogue_test::residual_add;
 
-using conv2d_test::all_variants;
-using conv2d_test::conv_case;
-using conv2d_test::conv_cases;
-using conv2d_test::device_has_tf32;
-using conv2d_test::make;
-using conv2d_test::to_device_at;
-using conv2d_test::variant_case;
-
-/// The variants that take an epilogue functor: all but naive and smem_tiled.
-std::vector<variant_case> gemm_variants() {
-  std::vector<variant_case> v;
-  for (const variant_case& vc : all_variants) {
-    if (vc.variant != kf::conv2d_variant::naive && vc.variant != kf::conv2d_variant::smem_tiled) v.push_back(vc);
-  }
-  return v;
-}
+using namespace kf::test::conv2d;  // conv2d_cases.hpp
 
 /// The problem's host and device tensors and its reference before the epilogue,
 /// built once per case.
@@ -78,6 +68,7 @@ struct problem {
   std::size_t P = 0, Q = 0, crs = 0, y_n = 0;
   std::vector<float> residual, bias2;
   std::vector<double> expected, scale;  // conv + bias, and its error scale
+  std::vector<double> winograd_scale;   // Winograd's error scale, on the layers it computes
   kf::device_buffer<float> x, w, bias, d_residual, d_bias2;
   std::size_t in_offset = 0;  // x, w and bias start this far into their buffers (conv_case::in_offset)
   [[nodiscard]] const float* x_at() const { return x.data() + in_offset; }
@@ -85,6 +76,11 @@ struct problem {
   /// The bias the call takes: nullptr for cases without.
   [[nodiscard]] const float* bias_for(const conv_case& cc) const { return cc.bias ? bias.data() + in_offset : nullptr; }
 };
+
+bool winograd_applies(const kf::conv2d_params& p) {
+  return kf::detail::conv2d_winograd_unsupported_reason(p.filter_height, p.filter_width, p.stride_h, p.stride_w,
+                                                        p.dilation_h, p.dilation_w) == nullptr;
+}
 
 const problem& problem_for(const conv_case& cc) {
   static std::map<std::string, problem> cache;
@@ -104,6 +100,7 @@ const problem& problem_for(const conv_case& cc) {
   pr.scale.resize(pr.y_n);
   kf::reference::conv2d_forward_exact(p, x.data(), w.data(), cc.bias ? bias.data() : nullptr, pr.expected.data(),
                                       pr.scale.data());
+  if (winograd_applies(p)) pr.winograd_scale = kf::test::winograd_scale(p, x, w, cc.bias ? bias.data() : nullptr);
   pr.in_offset = cc.in_offset;
   pr.x = to_device_at(x, cc.in_offset);
   pr.w = to_device_at(w, cc.in_offset);
@@ -126,8 +123,14 @@ struct expectation {
   double value, scale, pre, threshold;
 };
 
-expectation expect(epi e, float threshold, const problem& pr, const conv_case& cc, std::size_t i) {
-  const double v = pr.expected[i], s = pr.scale[i];
+/// The tolerance: `rel` times the error scale (Winograd's own where it runs).
+struct bound {
+  double rel;
+  bool winograd;
+};
+
+expectation expect(epi e, float threshold, const problem& pr, const conv_case& cc, bool winograd, std::size_t i) {
+  const double v = pr.expected[i], s = winograd ? pr.winograd_scale[i] : pr.scale[i];
   const std::size_t pq = pr.P * pr.Q, K = cc.p.out_channels;
   const std::size_t n = i / (K * pq), k = i / pq % K, pixel = i % pq;
   const std::int64_t row = static_cast<std::int64_t>(n * pq + pixel), col = static_cast<std::int64_t>(k);
@@ -149,13 +152,13 @@ expectation expect(epi e, float threshold, const problem& pr, const conv_case& c
 
 /// Every output within tolerance of the expectation (see the top of the file).
 ::testing::AssertionResult check(const std::vector<float>& got, std::size_t offset, epi e, float threshold,
-                                 const problem& pr, const conv_case& cc, double rel) {
+                                 const problem& pr, const conv_case& cc, bound b) {
   std::size_t bad = 0, near_threshold = 0;
   std::ostringstream report;
   for (std::size_t i = 0; i < pr.y_n; ++i) {
-    const expectation x = expect(e, threshold, pr, cc, i);
+    const expectation x = expect(e, threshold, pr, cc, b.winograd, i);
     const double g = got[offset + i];
-    const double tol = rel * x.scale + 4 * std::ldexp(std::fabs(x.pre), -24);
+    const double tol = b.rel * x.scale + 4 * std::ldexp(std::fabs(x.pre), -24);
     bool ok;
     if (std::isnan(g)) {
       ok = false;
@@ -177,17 +180,26 @@ expectation expect(epi e, float threshold, const problem& pr, const conv_case& c
     return ::testing::AssertionFailure() << near_threshold << " of " << pr.y_n
                                          << " outputs lie within the tolerance of the threshold: the test is too loose";
   }
-  return ::testing::AssertionFailure() << bad << " of " << pr.y_n << " outputs differ (rel " << rel
-                                       << "):" << report.str();
+  return ::testing::AssertionFailure() << bad << " of " << pr.y_n << " outputs differ (rel " << b.rel
+                                       << (b.winograd ? ", Winograd scale" : "") << "):" << report.str();
 }
 
-double tolerance_for(const variant_case& vc, const problem& pr) {
+bound bound_for(const variant_case& vc, const problem& pr, const conv_case& cc) {
   const bool tf32_used = vc.math == kf::math_mode::tf32 && device_has_tf32();
-  return tf32_used ? 4 * std::ldexp(1.0, -10) : 4 * std::sqrt(static_cast<double>(pr.crs)) * std::ldexp(1.0, -24);
+  const bool winograd = vc.variant == kf::conv2d_variant::winograd ||
+                        (!tf32_used && vc.variant == kf::conv2d_variant::best && kf::test::best_runs_winograd(cc.p));
+  if (winograd) return {kf::test::winograd_tolerance(cc.p), true};
+  return {tf32_used ? 4 * std::ldexp(1.0, -10) : 4 * std::sqrt(static_cast<double>(pr.crs)) * std::ldexp(1.0, -24),
+          false};
 }
 
-/// implicit_gemm_tf32 on a device without TF32: errc::unsupported, and the test ends.
-bool tf32_unavailable(const variant_case& vc, const std::function<void()>& call) {
+/// implicit_gemm_tf32 on a device without TF32, or winograd on a layer it does
+/// not compute: errc::unsupported, and the test ends.
+bool variant_unavailable(const variant_case& vc, const conv_case& cc, const std::function<void()>& call) {
+  if (vc.variant == kf::conv2d_variant::winograd && !winograd_applies(cc.p)) {
+    kf::test::expect_error(kf::errc::unsupported, "winograd", call);
+    return true;
+  }
   if (vc.variant != kf::conv2d_variant::implicit_gemm_tf32 || device_has_tf32()) return false;
   kf::test::expect_error(kf::errc::unsupported, "TF32", call);
   return true;
@@ -213,11 +225,11 @@ TEST_P(Conv2dFusedRelu, MatchesReference) {
   const auto run = [&] {
     kf::conv2d_forward<float>(cc.p, pr.x_at(), pr.w_at(), pr.bias_for(cc), d_y.data() + cc.y_offset, options);
   };
-  if (tf32_unavailable(vc, run)) return;
+  if (variant_unavailable(vc, cc, run)) return;
   run();
   const auto got = kf::to_host(d_y);
   if (cc.y_offset) ASSERT_TRUE(std::isnan(got[0])) << "the element before y was written";
-  EXPECT_TRUE(check(got, cc.y_offset, epi::relu, threshold, pr, cc, tolerance_for(vc, pr)));
+  EXPECT_TRUE(check(got, cc.y_offset, epi::relu, threshold, pr, cc, bound_for(vc, pr, cc)));
 }
 
 std::string threshold_name(float t) { return t < 0 ? "m0_5" : t > 0 ? "p0_5" : "0"; }
@@ -277,11 +289,11 @@ TEST_P(Conv2dEpilogueFunctor, MatchesReference) {
   options.variant = vc.variant;
   options.math = vc.math;
   const auto run = [&] { run_functor(e, cc, pr, d_y.data() + cc.y_offset, options); };
-  if (tf32_unavailable(vc, run)) return;
+  if (variant_unavailable(vc, cc, run)) return;
   run();
   const auto got = kf::to_host(d_y);
   if (cc.y_offset) ASSERT_TRUE(std::isnan(got[0])) << "the element before y was written";
-  EXPECT_TRUE(check(got, cc.y_offset, e, compose_threshold, pr, cc, tolerance_for(vc, pr)));
+  EXPECT_TRUE(check(got, cc.y_offset, e, compose_threshold, pr, cc, bound_for(vc, pr, cc)));
 }
 
 const char* epi_name(epi e) {
@@ -296,7 +308,9 @@ const char* epi_name(epi e) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Conv, Conv2dEpilogueFunctor,
-                         ::testing::Combine(::testing::ValuesIn(gemm_variants()), ::testing::ValuesIn(conv_cases),
+                         ::testing::Combine(::testing::ValuesIn(variants_except({kf::conv2d_variant::naive,
+                                                                                 kf::conv2d_variant::smem_tiled})),
+                                            ::testing::ValuesIn(conv_cases),
                                             ::testing::Values(epi::clamp, epi::residual, epi::lambda,
                                                               epi::compose_bias_relu)),
                          [](const ::testing::TestParamInfo<functor_param>& info) {
@@ -308,7 +322,7 @@ INSTANTIATE_TEST_SUITE_P(Conv, Conv2dEpilogueFunctor,
 // epilogue-after-reduction path would be untested): the launcher's plan.
 TEST(Conv2dEpilogueSplitK, CasesSplitOnThisDevice) {
   KF_SKIP_WITHOUT_GPU();
-  conv2d_test::expect_splitk_cases_split();
+  expect_splitk_cases_split();
 }
 
 // ---- errors (validation only: no GPU needed) --------------------------------------------

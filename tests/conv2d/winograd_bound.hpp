@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+// Winograd F(2x2,3x3)'s error bound for the conv2d GPU tests (conv2d_gpu_test.cpp
+// states and justifies it at its top; conv2d_epilogue_gpu_test.cu uses it where
+// `best` runs Winograd): every output within 4 sqrt(C + 12) 2^-24 E of the double
+// reference, E the sum of the magnitudes of every term the algorithm adds.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <vector>
+
+#include "kernelforge/conv.hpp"
+#include "kernelforge/kernels/conv2d/tuning.hpp"
+
+namespace kf::test {
+
+/// The Winograd error scale E of every output (see the top of this file), in
+/// double, from the same inputs: y's layout (N x K x P x Q).
+inline std::vector<double> winograd_scale(const kf::conv2d_params& p, const std::vector<float>& x,
+                                          const std::vector<float>& w, const float* bias) {
+  static const double abs_g[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, 0.5, 0.5}, {0, 0, 1}};
+  static const double abs_bt[4][4] = {{1, 0, 1, 0}, {0, 1, 1, 0}, {0, 1, 1, 0}, {0, 1, 0, 1}};
+  static const double abs_at[2][4] = {{1, 1, 1, 0}, {0, 1, 1, 1}};
+  const std::size_t N = p.batch, C = p.in_channels, H = p.in_height, W = p.in_width, K = p.out_channels;
+  const std::size_t P = kf::conv2d_output_height(p), Q = kf::conv2d_output_width(p);
+  const std::size_t TH = (P + 1) / 2, TW = (Q + 1) / 2;
+  std::vector<double> u(K * C * 16), v(C * 16), scale(N * K * P * Q);
+  for (std::size_t kc = 0; kc < K * C; ++kc) {  // |G| |g| |G^T|
+    const float* g = w.data() + kc * 9;
+    for (int xi = 0; xi < 4; ++xi) {
+      for (int nu = 0; nu < 4; ++nu) {
+        double t = 0;
+        for (int r = 0; r < 3; ++r) {
+          for (int s2 = 0; s2 < 3; ++s2) t += abs_g[xi][r] * std::fabs(g[r * 3 + s2]) * abs_g[nu][s2];
+        }
+        u[kc * 16 + xi * 4 + nu] = t;
+      }
+    }
+  }
+  for (std::size_t n = 0; n < N; ++n) {
+    for (std::size_t th = 0; th < TH; ++th) {
+      for (std::size_t tw = 0; tw < TW; ++tw) {
+        for (std::size_t c = 0; c < C; ++c) {  // |B^T| |d| |B|
+          double d[4][4];
+          for (int i = 0; i < 4; ++i) {
+            for (int j = 0; j < 4; ++j) {
+              const long ih = static_cast<long>(2 * th + i) - static_cast<long>(p.pad_h);
+              const long iw = static_cast<long>(2 * tw + j) - static_cast<long>(p.pad_w);
+              const bool in = ih >= 0 && iw >= 0 && ih < static_cast<long>(H) && iw < static_cast<long>(W);
+              d[i][j] =
+                  in ? std::fabs(x[((n * C + c) * H + static_cast<std::size_t>(ih)) * W + static_cast<std::size_t>(iw)])
+                     : 0.0;
+            }
+          }
+          for (int xi = 0; xi < 4; ++xi) {
+            for (int nu = 0; nu < 4; ++nu) {
+              double t = 0;
+              for (int i = 0; i < 4; ++i) {
+                for (int j = 0; j < 4; ++j) t += abs_bt[xi][i] * d[i][j] * abs_bt[nu][j];
+              }
+              v[c * 16 + xi * 4 + nu] = t;
+            }
+          }
+        }
+        for (std::size_t k = 0; k < K; ++k) {
+          double m[16] = {};
+          for (std::size_t c = 0; c < C; ++c) {
+            for (int b = 0; b < 16; ++b) m[b] += u[(k * C + c) * 16 + b] * v[c * 16 + b];
+          }
+          for (int i = 0; i < 2; ++i) {
+            for (int j = 0; j < 2; ++j) {
+              const std::size_t pp = 2 * th + i, qq = 2 * tw + j;
+              if (pp >= P || qq >= Q) continue;
+              double e = bias ? std::fabs(bias[k]) : 0.0;
+              for (int xi = 0; xi < 4; ++xi) {
+                for (int nu = 0; nu < 4; ++nu) e += abs_at[i][xi] * m[xi * 4 + nu] * abs_at[j][nu];
+              }
+              scale[((n * K + k) * P + pp) * Q + qq] = e;
+            }
+          }
+        }
+      }
+    }
+  }
+  return scale;
+}
+
+/// Whether `best` with exact math runs Winograd on this layer (tuning.hpp's table).
+inline bool best_runs_winograd(const kf::conv2d_params& p) {
+  return kf::detail::choose_conv2d_exact_kernel(p.in_channels, p.out_channels, p.filter_height, p.filter_width,
+                                                p.stride_h, p.stride_w, p.dilation_h,
+                                                p.dilation_w) == kf::detail::conv2d_exact_kernel::winograd;
+}
+
+/// 4 sqrt(C + 12) 2^-24: Winograd's tolerance relative to winograd_scale.
+inline double winograd_tolerance(const kf::conv2d_params& p) {
+  return 4 * std::sqrt(static_cast<double>(p.in_channels) + 12) * std::ldexp(1.0, -24);
+}
+
+}  // namespace kf::test
