@@ -29,6 +29,11 @@
 //    tiles; the producer's stage ring runs on from one tile into the next, so a
 //    tile's pipeline is already full when the consumers finish storing the
 //    previous one (no fill, block launch or barrier setup per tile).
+//  * Split-k (split_k.cuh, planned by tuning.hpp's plan_split_k) where the tiles
+//    fill less than half the GPU (e.g. 1024^3: 32 tiles of 128 x 256 for 132
+//    SMs): work items are (tile, k-slice) pairs, each slice's fp32 sums go to
+//    a pooled workspace, and the reduction applies alpha, beta and the epilogue.
+//    A single tile row runs without clusters (the partner CTA would only idle).
 //  * The kernel is a template over the element type (wgmma_element<T>): step 12
 //    runs the same pipeline on 16-bit operands.
 //  * Epilogue functor (kernelforge/epilogue.cuh) applied in registers to each
@@ -113,6 +118,12 @@ struct epilogue_params {
   int cluster_rows = 0;  ///< tile rows / cluster size, rounded up
   int tiles_n = 0;
   bool pairs = false;  ///< C rows allow one store of two adjacent elements (C so aligned, ldc even)
+  /// Split-k (split_k.cuh): `splits` slices of split_k_tiles k-steps each, the
+  /// last one shorter; with more than one, each tile's fp32 sums go unscaled to
+  /// partial + slice * m * n (dense m x n) for the reduction, and C is not touched.
+  int splits = 1;
+  int split_k_tiles = 0;
+  float* partial = nullptr;
 };
 
 }  // namespace wgmma_tf32
@@ -189,6 +200,8 @@ __device__ __forceinline__ void store_tile(const float (&d)[accumulators], const
 
 }  // namespace wgmma_tf32
 
+/// Split-k: a work item is a cluster tile and a k-slice (item = tile * splits +
+/// slice); a slice's tile goes unscaled, in fp32, to the partial workspace.
 /// Persistent: the grid holds as many CTAs as the device runs at once (the host
 /// asks the occupancy API), and each cluster walks the cluster tiles g, g + G,
 /// g + 2G, ... (G clusters in the grid, grouped rasterization). The producer's
@@ -247,13 +260,22 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
   }
 
   const int k_tiles = (ep.k + stage_k - 1) / stage_k;
-  const int cluster_tiles = ep.cluster_rows * ep.tiles_n;
+  const int work_items = ep.cluster_rows * ep.tiles_n * ep.splits;
   const int clusters = static_cast<int>(gridDim.x) / Cluster;
-  // Grouped rasterization over clusters; the CTAs of a cluster take adjacent m-tiles.
-  const auto tile_of = [&](int cluster_tile, int& tile_m, int& tile_n) {
-    const tile_coord t = grouped_tile(cluster_tile, ep.cluster_rows, ep.tiles_n, raster_group);
-    tile_m = static_cast<int>(t.m) * Cluster + static_cast<int>(rank);
-    tile_n = static_cast<int>(t.n);
+  // A work item's tile (grouped rasterization over clusters; the CTAs of a
+  // cluster take adjacent m-tiles), k-slice and k-steps [kt_begin, kt_end).
+  struct work {
+    int tile_m, tile_n, slice, kt_begin, kt_end;
+  };
+  const auto work_of = [&](int item) {
+    const tile_coord t = grouped_tile(item / ep.splits, ep.cluster_rows, ep.tiles_n, raster_group);
+    work w;
+    w.tile_m = static_cast<int>(t.m) * Cluster + static_cast<int>(rank);
+    w.tile_n = static_cast<int>(t.n);
+    w.slice = item % ep.splits;
+    w.kt_begin = w.slice * ep.split_k_tiles;
+    w.kt_end = min(k_tiles, w.kt_begin + ep.split_k_tiles);
+    return w;
   };
 
   if (warpgroup == 0) {
@@ -263,10 +285,10 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
       int stage = 0;
       std::uint32_t phase = 0;
       int issued = 0;  // stages filled so far, over every tile
-      for (int ct = static_cast<int>(blockIdx.x) / Cluster; ct < cluster_tiles; ct += clusters) {
-        int tile_m, tile_n;
-        tile_of(ct, tile_m, tile_n);
-        for (int kt = 0; kt < k_tiles; ++kt, ++issued) {
+      for (int item = static_cast<int>(blockIdx.x) / Cluster; item < work_items; item += clusters) {
+        const work w = work_of(item);
+        const int tile_m = w.tile_m, tile_n = w.tile_n;
+        for (int kt = w.kt_begin; kt < w.kt_end; ++kt, ++issued) {
           // Round r of a stage waits for the consumers' release of round r - 1.
           if (issued >= stages) mbar_wait(empty_bar + stage * barrier_bytes, phase ^ 1);
           const std::uint32_t full = full_bar + stage * barrier_bytes;
@@ -323,16 +345,15 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
 
     int stage = 0;
     std::uint32_t phase = 0;
-    for (int ct = static_cast<int>(blockIdx.x) / Cluster; ct < cluster_tiles; ct += clusters) {
-      int tile_m, tile_n;
-      tile_of(ct, tile_m, tile_n);
+    for (int item = static_cast<int>(blockIdx.x) / Cluster; item < work_items; item += clusters) {
+      const work w = work_of(item);
       float d[accumulators];
 #pragma unroll
       for (int i = 0; i < accumulators; ++i) d[i] = 0.0f;
       fence_operands(d);
 
       int previous = -1;
-      for (int kt = 0; kt < k_tiles; ++kt) {
+      for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
         mbar_wait(full_bar + stage * barrier_bytes, phase);
         const std::uint32_t a_tile = a_smem + stage * a_tile_bytes + consumer * wgmma_m * swizzle_row_bytes;
         const std::uint32_t b_tile = b_smem + stage * b_tile_bytes;
@@ -366,9 +387,21 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
       if (previous >= 0) release(previous);  // the tile's last stage, before the stores
 
       const long long row0 =
-          static_cast<long long>(tile_m) * block_m + consumer * wgmma_m + warp_in_warpgroup * 16 + lane / 4;
-      const long long col0 = static_cast<long long>(tile_n) * block_n + 2 * (lane % 4);
-      store_tile<T>(d, ep, row0, col0, fn);
+          static_cast<long long>(w.tile_m) * block_m + consumer * wgmma_m + warp_in_warpgroup * 16 + lane / 4;
+      const long long col0 = static_cast<long long>(w.tile_n) * block_n + 2 * (lane % 4);
+      if (ep.partial == nullptr) {
+        store_tile<T>(d, ep, row0, col0, fn);
+      } else {
+        epilogue_params<float> slice;  // the raw fp32 sums of this k-slice
+        slice.C = ep.partial + static_cast<long long>(w.slice) * ep.m * ep.n;
+        slice.ldc = ep.n;
+        slice.m = ep.m;
+        slice.n = ep.n;
+        slice.alpha = 1.0f;
+        slice.beta = 0.0f;
+        slice.pairs = ep.n % 2 == 0;  // the workspace is 256-byte aligned
+        store_tile<float>(d, slice, row0, col0, epilogue::identity{});
+      }
     }
   }
 

@@ -36,25 +36,27 @@ namespace kf::detail {
 constexpr int split_k_reduce_block = 256;
 constexpr std::size_t split_k_reduce_max_grid_rows = 4096;
 
+/// C = ep(alpha * (sum of the split partial tiles) + beta * C): the partials are
+/// fp32 (dense m x n each) whatever C's type T is, summed in fp32, rounded once.
 template <class T, class Epilogue>
-KF_KERNEL void matmul_split_k_reduce(gemm_args<T> g, const T* workspace, int split, Epilogue ep) {
+KF_KERNEL void matmul_split_k_reduce(gemm_args<T> g, const float* workspace, int split, Epilogue ep) {
   const std::size_t j = blockIdx.x * std::size_t(split_k_reduce_block) + threadIdx.x;
   if (j >= g.n) return;
   const std::size_t slice = g.m * g.n;
   for (std::size_t i = blockIdx.y; i < g.m; i += gridDim.y) {
-    const T* w = workspace + i * g.n + j;
-    T sum = 0;
+    const float* w = workspace + i * g.n + j;
+    float sum = 0;
     for (int z = 0; z < split; ++z) sum += w[z * slice];
     store_c(g, i, j, sum, ep);
   }
 }
 
-template <class Epilogue>
-void launch_split_k_reduce(const gemm_args<float>& g, const float* workspace, int split, const Epilogue& ep,
+template <class T, class Epilogue>
+void launch_split_k_reduce(const gemm_args<T>& g, const float* workspace, int split, const Epilogue& ep,
                            cudaStream_t stream) {
   const std::size_t rows = g.m < split_k_reduce_max_grid_rows ? g.m : split_k_reduce_max_grid_rows;
   const dim3 grid = grid_2d(ceil_div(g.n, split_k_reduce_block), rows, "split-k reduction");
-  matmul_split_k_reduce<float, Epilogue><<<grid, split_k_reduce_block, 0, stream>>>(g, workspace, split, ep);
+  matmul_split_k_reduce<T, Epilogue><<<grid, split_k_reduce_block, 0, stream>>>(g, workspace, split, ep);
   check_launch("kf::matmul (split-k reduction)");
 }
 

@@ -21,6 +21,7 @@
 #include "common/alignment.hpp"
 #include "common/grid.hpp"
 #include "matmul/12_wgmma_f16.cuh"
+#include "matmul/wgmma_launch.cuh"
 #define KF_WGMMA_TF32_DECLARATIONS_ONLY  // wgmma_tf32_available() only: no mma.sync TF32 kernel here
 #include "matmul/wgmma_tf32_launch.cuh"
 #include "runtime/launcher.hpp"
@@ -126,7 +127,8 @@ bool try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster_size)
   // The persistent kernel walks cluster tiles with an int index.
   if (cluster_rows * tiles_n > static_cast<std::size_t>(std::numeric_limits<int>::max())) return false;
   if (encode_tiled() == nullptr) return false;
-  const int cluster = cluster_size == 1 ? 1 : max_cluster;
+  // Clusters pair adjacent m-tiles: with one tile row the partner would only idle.
+  const int cluster = cluster_size == 1 || tiles_m == 1 ? 1 : max_cluster;
   // A as m x k, k-contiguous; B as k x n, n-contiguous (read in place, N-major),
   // or as n x k, k-contiguous; rows 16-byte aligned. Whatever is not gets a
   // k-contiguous repacked copy (row stride: k rounded up to 8 elements).
@@ -157,31 +159,15 @@ bool try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster_size)
   if (pack_a) launch_pack(args.A, args.lda, !args.trans_a, packed_a, ld_packed, args.m, args.k, stream);
   if (pack_b) launch_pack(args.B, args.ldb, args.trans_b, packed_b, ld_packed, args.n, args.k, stream);
 
-  wgmma_tf32::epilogue_params<T> ep;
-  ep.C = args.C;
-  ep.ldc = static_cast<long long>(args.ldc);
-  ep.m = static_cast<int>(args.m);
-  ep.n = static_cast<int>(args.n);
-  ep.k = static_cast<int>(args.k);
-  ep.alpha = args.alpha;
-  ep.beta = args.beta;
-  ep.tiles_n = static_cast<int>(tiles_n);
-  ep.cluster_rows = static_cast<int>(ceil_div(tiles_m, static_cast<std::size_t>(cluster)));
-  ep.pairs = rows_aligned(args.C, args.ldc, sizeof(T), 2 * sizeof(T));
-
-  // Persistent: no more clusters than the device runs at once.
-  const int cluster_tiles = ep.cluster_rows * ep.tiles_n;
+  const auto run = [&](const cudaLaunchConfig_t& config, const wgmma_tf32::epilogue_params<T>& ep) {
+    const auto kernel = b_n_major ? (cluster == 1 ? wgmma_kernel<T, 1, true> : wgmma_kernel<T, max_cluster, true>)
+                                  : (cluster == 1 ? wgmma_kernel<T, 1, false> : wgmma_kernel<T, max_cluster, false>);
+    cuda_check(cudaLaunchKernelEx(&config, kernel, map_a, map_b, ep, epilogue::identity{}), what);
+    check_launch(what);
+  };
   const int resident = b_n_major ? resident_wgmma_clusters<T, true>(device, cluster)
                                  : resident_wgmma_clusters<T, false>(device, cluster);
-  cudaLaunchAttribute cluster_dims{};
-  const cudaLaunchConfig_t config = cluster_launch_config(
-      dim3(static_cast<unsigned>((cluster_tiles < resident ? cluster_tiles : resident) * cluster)), dim3(threads),
-      smem_bytes, stream, cluster, cluster_dims);
-  const auto kernel = b_n_major ? (cluster == 1 ? wgmma_kernel<T, 1, true> : wgmma_kernel<T, max_cluster, true>)
-                                : (cluster == 1 ? wgmma_kernel<T, 1, false> : wgmma_kernel<T, max_cluster, false>);
-  const cudaError_t status = cudaLaunchKernelEx(&config, kernel, map_a, map_b, ep, epilogue::identity{});
-  cuda_check(status, what);
-  check_launch(what);
+  launch_wgmma_gemm(args, tiles_m, tiles_n, cluster, resident, block_k, device, epilogue::identity{}, stream, run);
   return true;
 }
 

@@ -24,6 +24,7 @@
 #include "common/alignment.hpp"
 #include "common/grid.hpp"
 #include "matmul/10_wgmma_tf32.cuh"
+#include "matmul/wgmma_launch.cuh"
 #include "runtime/launcher.hpp"
 
 namespace kf::detail {
@@ -124,7 +125,8 @@ bool try_launch(const gemm_args<float>& args, cudaStream_t stream, int cluster_s
   // The persistent kernel walks cluster tiles with an int index.
   if (cluster_rows * tiles_n > static_cast<std::size_t>(std::numeric_limits<int>::max())) return false;
   if (encode_tiled() == nullptr) return false;
-  const int cluster = cluster_size == 1 ? 1 : max_cluster;
+  // Clusters pair adjacent m-tiles: with one tile row the partner would only idle.
+  const int cluster = cluster_size == 1 || tiles_m == 1 ? 1 : max_cluster;
 
   // A as m x k and op(B)^T as n x k, both k-contiguous with 16-byte aligned rows;
   // whatever is not gets a repacked copy (row stride: k rounded up to 4 floats).
@@ -150,31 +152,16 @@ bool try_launch(const gemm_args<float>& args, cudaStream_t stream, int cluster_s
   if (pack_a) launch_pack(args.A, args.lda, !args.trans_a, packed_a, ld_packed, args.m, args.k, stream);
   if (pack_b) launch_pack(args.B, args.ldb, args.trans_b, packed_b, ld_packed, args.n, args.k, stream);
 
-  epilogue_params<float> ep;
-  ep.C = args.C;
-  ep.ldc = static_cast<long long>(args.ldc);
-  ep.m = static_cast<int>(args.m);
-  ep.n = static_cast<int>(args.n);
-  ep.k = static_cast<int>(args.k);
-  ep.alpha = args.alpha;
-  ep.beta = args.beta;
-  ep.tiles_n = static_cast<int>(tiles_n);
-  ep.cluster_rows = static_cast<int>(ceil_div(tiles_m, static_cast<std::size_t>(cluster)));
-  ep.pairs = rows_aligned(args.C, args.ldc, sizeof(float), sizeof(float2));
-
-  // Persistent: no more clusters than the device runs at once.
-  const int cluster_tiles = ep.cluster_rows * ep.tiles_n;
-  const int resident = resident_wgmma_clusters<Epilogue>(device, cluster);
-  cudaLaunchAttribute cluster_dims{};
-  const cudaLaunchConfig_t config = cluster_launch_config(
-      dim3(static_cast<unsigned>((cluster_tiles < resident ? cluster_tiles : resident) * cluster)), dim3(threads),
-      smem_bytes, stream, cluster, cluster_dims);
-  cudaError_t status =
-      cluster == 1
-          ? cudaLaunchKernelEx(&config, wgmma_kernel<float, 1, false, Epilogue>, map_a, map_b, ep, fn)
-          : cudaLaunchKernelEx(&config, wgmma_kernel<float, max_cluster, false, Epilogue>, map_a, map_b, ep, fn);
-  cuda_check(status, what);
-  check_launch(what);
+  launch_wgmma_gemm(
+      args, tiles_m, tiles_n, cluster, resident_wgmma_clusters<Epilogue>(device, cluster), block_k, device, fn, stream,
+      [&](const cudaLaunchConfig_t& config, const epilogue_params<float>& ep) {
+        const cudaError_t status =
+            cluster == 1
+                ? cudaLaunchKernelEx(&config, wgmma_kernel<float, 1, false, Epilogue>, map_a, map_b, ep, fn)
+                : cudaLaunchKernelEx(&config, wgmma_kernel<float, max_cluster, false, Epilogue>, map_a, map_b, ep, fn);
+        cuda_check(status, what);
+        check_launch(what);
+      });
   return true;
 }
 
