@@ -10,8 +10,9 @@
 //    a second bias;
 //  - Conv2dEpilogueErrors: what the functor overload rejects, with the same
 //    validation and messages as the plain overload (no GPU needed).
-// Cases: strides, dilation, padding, odd channel counts, misaligned y, N = 1 and
-// small layers that take the split-K path (checked on this device), with and
+// Cases: conv2d_cases.hpp, shared with conv2d_gpu_test.cpp (strides, dilation,
+// padding, odd channel counts, misaligned y, misaligned x, weight and bias, N = 1
+// and small layers that take the split-K path, checked on this device), with and
 // without bias.
 //
 // Tolerance, relative to the error scale of each output (sum |x| |w| + |bias|,
@@ -28,14 +29,13 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <map>
-#include <ostream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "conv2d_cases.hpp"
 #include "kernelforge/conv.cuh"
 #include "kernelforge/kernels/conv2d/tuning.hpp"
 #include "kernelforge/reference/conv.hpp"
@@ -60,66 +60,7 @@ namespace {
 
 using conv2d_epilogue_test::residual_add;
 
-struct conv_case {
-  const char* name;
-  kf::conv2d_params p;
-  bool bias;
-  std::size_t y_offset;  // elements: a misaligned y forces the scalar store path
-};
-
-kf::conv2d_params make(std::size_t n, std::size_t c, std::size_t h, std::size_t w, std::size_t k, std::size_t r,
-                       std::size_t s, std::size_t stride, std::size_t pad, std::size_t dilation) {
-  kf::conv2d_params p{n, c, h, w, k, r, s};
-  p.stride_h = p.stride_w = stride;
-  p.pad_h = p.pad_w = pad;
-  p.dilation_h = p.dilation_w = dilation;
-  return p;
-}
-
-const conv_case conv_cases[] = {
-    {"pointwise_1x1_c67", make(2, 67, 9, 11, 13, 1, 1, 1, 0, 1), true, 0},
-    {"stride2_pad0_odd_3x5", make(5, 3, 31, 29, 7, 3, 5, 2, 0, 1), false, 0},
-    {"stride2_pad2_5x5_c19", make(2, 19, 33, 31, 21, 5, 5, 2, 2, 1), true, 0},
-    {"dilated_3x3_d2_c67", make(2, 67, 23, 21, 35, 3, 3, 1, 2, 2), false, 0},
-    {"gemm_edges_k130_c67", make(5, 67, 14, 14, 130, 3, 3, 1, 1, 1), true, 0},
-    {"gemm_tile_128x64_misaligned_y", make(3, 5, 112, 112, 48, 3, 3, 1, 1, 1), false, 1},
-    // Split-K: N = 1, 256 channels out of 14 x 14 (float4 reduction), bias.
-    {"splitk_n1_c128_14x14_k256", make(1, 128, 14, 14, 256, 3, 3, 1, 1, 1), true, 0},
-    // Split-K: N = 1, P*Q = 63 and y misaligned (scalar stores and reduction), K = 67, no bias.
-    {"splitk_n1_c131_9x7_k67_misaligned_y", make(1, 131, 9, 7, 67, 3, 3, 1, 1, 1), false, 1},
-    // Split-K with K <= 64 (128 x 64 tiles), float4 reduction with bias.
-    {"splitk_c96_8x8_k40", make(2, 96, 8, 8, 40, 3, 3, 1, 1, 1), true, 0},
-};
-
-struct variant_case {
-  const char* name;
-  kf::conv2d_variant variant;
-  kf::math_mode math;
-};
-
-const variant_case all_variants[] = {
-    {"naive", kf::conv2d_variant::naive, kf::math_mode::exact},
-    {"smem_tiled", kf::conv2d_variant::smem_tiled, kf::math_mode::exact},
-    {"implicit_gemm", kf::conv2d_variant::implicit_gemm, kf::math_mode::exact},
-    {"implicit_gemm_pipelined", kf::conv2d_variant::implicit_gemm_pipelined, kf::math_mode::exact},
-    {"implicit_gemm_tf32", kf::conv2d_variant::implicit_gemm_tf32, kf::math_mode::tf32},
-    {"winograd", kf::conv2d_variant::winograd, kf::math_mode::exact},
-    {"best_exact", kf::conv2d_variant::best, kf::math_mode::exact},
-    {"best_tf32", kf::conv2d_variant::best, kf::math_mode::tf32},
-};
-const variant_case gemm_variants[] = {
-    {"implicit_gemm", kf::conv2d_variant::implicit_gemm, kf::math_mode::exact},
-    {"implicit_gemm_pipelined", kf::conv2d_variant::implicit_gemm_pipelined, kf::math_mode::exact},
-    {"implicit_gemm_tf32", kf::conv2d_variant::implicit_gemm_tf32, kf::math_mode::tf32},
-    {"winograd", kf::conv2d_variant::winograd, kf::math_mode::exact},
-    {"best_exact", kf::conv2d_variant::best, kf::math_mode::exact},
-    {"best_tf32", kf::conv2d_variant::best, kf::math_mode::tf32},
-};
-
-bool device_has_tf32() { return kf::get_device_info().cc_major >= 8; }
-
-void PrintTo(const conv_case& c, std::ostream* os) { *os << c.name; }
-void PrintTo(const variant_case& v, std::ostream* os) { *os << v.name; }
+using namespace kf::test::conv2d;  // conv2d_cases.hpp
 
 /// The problem's host and device tensors and its reference before the epilogue,
 /// built once per case.
@@ -129,6 +70,11 @@ struct problem {
   std::vector<double> expected, scale;  // conv + bias, and its error scale
   std::vector<double> winograd_scale;   // Winograd's error scale, on the layers it computes
   kf::device_buffer<float> x, w, bias, d_residual, d_bias2;
+  std::size_t in_offset = 0;  // x, w and bias start this far into their buffers (conv_case::in_offset)
+  [[nodiscard]] const float* x_at() const { return x.data() + in_offset; }
+  [[nodiscard]] const float* w_at() const { return w.data() + in_offset; }
+  /// The bias the call takes: nullptr for cases without.
+  [[nodiscard]] const float* bias_for(const conv_case& cc) const { return cc.bias ? bias.data() + in_offset : nullptr; }
 };
 
 bool winograd_applies(const kf::conv2d_params& p) {
@@ -155,9 +101,10 @@ const problem& problem_for(const conv_case& cc) {
   kf::reference::conv2d_forward_exact(p, x.data(), w.data(), cc.bias ? bias.data() : nullptr, pr.expected.data(),
                                       pr.scale.data());
   if (winograd_applies(p)) pr.winograd_scale = kf::test::winograd_scale(p, x, w, cc.bias ? bias.data() : nullptr);
-  pr.x = kf::to_device(x);
-  pr.w = kf::to_device(w);
-  pr.bias = kf::to_device(bias);
+  pr.in_offset = cc.in_offset;
+  pr.x = to_device_at(x, cc.in_offset);
+  pr.w = to_device_at(w, cc.in_offset);
+  pr.bias = to_device_at(bias, cc.in_offset);
   pr.d_residual = kf::to_device(pr.residual);
   pr.d_bias2 = kf::to_device(pr.bias2);
   return pr;
@@ -276,8 +223,7 @@ TEST_P(Conv2dFusedRelu, MatchesReference) {
   options.relu = true;
   options.relu_threshold = threshold;
   const auto run = [&] {
-    kf::conv2d_forward<float>(cc.p, pr.x.data(), pr.w.data(), cc.bias ? pr.bias.data() : nullptr,
-                              d_y.data() + cc.y_offset, options);
+    kf::conv2d_forward<float>(cc.p, pr.x_at(), pr.w_at(), pr.bias_for(cc), d_y.data() + cc.y_offset, options);
   };
   if (variant_unavailable(vc, cc, run)) return;
   run();
@@ -302,27 +248,27 @@ class Conv2dEpilogueFunctor : public ::testing::TestWithParam<functor_param> {};
 
 /// kf::conv2d_forward with the functor `e` stands for.
 void run_functor(epi e, const conv_case& cc, const problem& pr, float* y, const kf::conv2d_options& options) {
-  const float* bias = cc.bias ? pr.bias.data() : nullptr;
+  const float* const x = pr.x_at();
+  const float* const w = pr.w_at();
+  const float* const bias = pr.bias_for(cc);
   switch (e) {
-    case epi::clamp:
-      return kf::conv2d_forward(cc.p, pr.x.data(), pr.w.data(), bias, y, kf::epilogue::clamp{clamp_lo, clamp_hi},
-                                options);
+    case epi::clamp: return kf::conv2d_forward(cc.p, x, w, bias, y, kf::epilogue::clamp{clamp_lo, clamp_hi}, options);
     case epi::residual:
-      return kf::conv2d_forward(cc.p, pr.x.data(), pr.w.data(), bias, y,
+      return kf::conv2d_forward(cc.p, x, w, bias, y,
                                 residual_add{pr.d_residual.data(), static_cast<std::int64_t>(cc.p.out_channels),
                                              static_cast<std::int64_t>(pr.P * pr.Q)},
                                 options);
     case epi::lambda: {
       const float factor = lambda_factor;
       return kf::conv2d_forward(
-          cc.p, pr.x.data(), pr.w.data(), bias, y,
+          cc.p, x, w, bias, y,
           [=] __device__(float v, std::int64_t row, std::int64_t col) {
             return v * factor + static_cast<float>(col % 5) - 0.125f * static_cast<float>(row % 7);
           },
           options);
     }
     case epi::compose_bias_relu:
-      return kf::conv2d_forward(cc.p, pr.x.data(), pr.w.data(), bias, y,
+      return kf::conv2d_forward(cc.p, x, w, bias, y,
                                 kf::epilogue::compose<kf::epilogue::bias_add<float>, kf::epilogue::relu_threshold>{
                                     {pr.d_bias2.data()}, {compose_threshold}},
                                 options);
@@ -362,7 +308,9 @@ const char* epi_name(epi e) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Conv, Conv2dEpilogueFunctor,
-                         ::testing::Combine(::testing::ValuesIn(gemm_variants), ::testing::ValuesIn(conv_cases),
+                         ::testing::Combine(::testing::ValuesIn(variants_except({kf::conv2d_variant::naive,
+                                                                                 kf::conv2d_variant::smem_tiled})),
+                                            ::testing::ValuesIn(conv_cases),
                                             ::testing::Values(epi::clamp, epi::residual, epi::lambda,
                                                               epi::compose_bias_relu)),
                          [](const ::testing::TestParamInfo<functor_param>& info) {
@@ -374,18 +322,7 @@ INSTANTIATE_TEST_SUITE_P(Conv, Conv2dEpilogueFunctor,
 // epilogue-after-reduction path would be untested): the launcher's plan.
 TEST(Conv2dEpilogueSplitK, CasesSplitOnThisDevice) {
   KF_SKIP_WITHOUT_GPU();
-  const int sm_count = kf::get_device_info().sm_count;
-  int checked = 0;
-  for (const conv_case& cc : conv_cases) {
-    if (std::strncmp(cc.name, "splitk_", 7) != 0) continue;
-    const kf::conv2d_params& p = cc.p;
-    const std::size_t m = p.batch * kf::conv2d_output_height(p) * kf::conv2d_output_width(p);
-    const auto plan = kf::detail::choose_conv2d_gemm_plan(m, p.out_channels,
-                                                          p.in_channels * p.filter_height * p.filter_width, sm_count);
-    EXPECT_GT(plan.split, 1u) << cc.name << " does not split on " << sm_count << " SMs";
-    ++checked;
-  }
-  EXPECT_EQ(checked, 3);
+  expect_splitk_cases_split();
 }
 
 // ---- errors (validation only: no GPU needed) --------------------------------------------

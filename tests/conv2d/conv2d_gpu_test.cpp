@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// conv2d_forward on the GPU: every variant x every case against the double
-// reference, output poisoned first (NaN never passes).
+// conv2d_forward on the GPU: every variant x every case (conv2d_cases.hpp,
+// shared with the epilogue suite) against the double reference, output
+// poisoned first (NaN never passes). conv2d_variant::winograd runs its own
+// cases (Conv2dWinogradFloat) and refuses the others (RefusesLayersItDoesNotCompute).
 //
 // Tolerance, relative to the error scale sum |x| |w| + |bias| of each output:
 //   exact fp32 (naive, smem_tiled, implicit_gemm, best):  4 * sqrt(C*R*S) * 2^-24
@@ -40,11 +42,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
-#include <ostream>
 #include <string>
 #include <vector>
 
+#include "conv2d_cases.hpp"
 #include "kernelforge/conv.hpp"
 #include "kernelforge/kernels/conv2d/tuning.hpp"
 #include "kernelforge/reference/conv.hpp"
@@ -55,50 +56,7 @@ namespace {
 using kf::test::best_runs_winograd;
 using kf::test::winograd_scale;
 using kf::test::winograd_tolerance;
-
-struct conv_case {
-  const char* name;
-  kf::conv2d_params p;
-  bool bias;
-  std::size_t y_offset;       // elements: a misaligned y forces the scalar store path
-  std::size_t in_offset = 0;  // elements: x, weight and bias start this far into their buffers
-};
-
-kf::conv2d_params make(std::size_t n, std::size_t c, std::size_t h, std::size_t w, std::size_t k, std::size_t r,
-                       std::size_t s, std::size_t stride, std::size_t pad, std::size_t dilation) {
-  kf::conv2d_params p{n, c, h, w, k, r, s};
-  p.stride_h = p.stride_w = stride;
-  p.pad_h = p.pad_w = pad;
-  p.dilation_h = p.dilation_w = dilation;
-  return p;
-}
-
-const conv_case conv_cases[] = {
-    {"pointwise_1x1_c67", make(2, 67, 9, 11, 13, 1, 1, 1, 0, 1), true, 0},
-    {"same_3x3_pad1_c3_n5", make(5, 3, 17, 19, 20, 3, 3, 1, 1, 1), false, 0},
-    {"resnet_stem_7x7_s2_p3", make(1, 3, 224, 224, 64, 7, 7, 2, 3, 1), true, 0},
-    {"dilated_3x3_d2_c67", make(2, 67, 23, 21, 35, 3, 3, 1, 2, 2), false, 0},
-    {"stride2_pad0_odd_3x5",
-     [] {
-       auto p = make(5, 3, 31, 29, 7, 3, 5, 2, 0, 1);
-       return p;
-     }(),
-     true, 0},
-    {"single_output_row_p1", make(1, 67, 5, 40, 9, 5, 3, 1, 0, 1), true, 0},
-    {"single_output_column_q1", make(5, 3, 12, 3, 17, 3, 3, 1, 0, 1), false, 0},
-    {"gemm_edges_k130_c67", make(5, 67, 14, 14, 130, 3, 3, 1, 1, 1), true, 0},
-    {"gemm_tile_128x128", make(8, 16, 64, 64, 256, 3, 3, 1, 1, 1), true, 0},
-    {"gemm_tile_128x64_misaligned_y", make(3, 5, 112, 112, 48, 3, 3, 1, 1, 1), true, 1},
-    // Split-K (144 BK slices; 128 x 128 tiles, P*Q % 4 == 0: float4 reduction with bias).
-    {"splitk_c128_14x14_k256", make(2, 128, 14, 14, 256, 3, 3, 1, 1, 1), true, 0},
-    // Split-K, P*Q = 63 and y misaligned: scalar stores and reduction, bias; K = 67 edges.
-    {"splitk_c131_9x7_k67_misaligned_y", make(1, 131, 9, 7, 67, 3, 3, 1, 1, 1), true, 1},
-    // Split-K with K <= 64 (128 x 64 tiles), float4 reduction without bias.
-    {"splitk_c96_8x8_k40_no_bias", make(2, 96, 8, 8, 40, 3, 3, 1, 1, 1), false, 0},
-    // Misaligned x, weight, bias and y; C*R*S = 180 (a multiple of 4: only the
-    // offset keeps the pipelined kernel off its 16-byte filter copies).
-    {"misaligned_inputs_c20_15x13_k33", make(3, 20, 15, 13, 33, 3, 3, 1, 1, 1), true, 1, 1},
-};
+using namespace kf::test::conv2d;  // conv2d_cases.hpp
 
 // Layers Winograd computes (3x3, stride 1, dilation 1): partial edge tiles (odd
 // P or Q), odd channel counts (U rows padded to 4), N = 1, pads 0-2, a single
@@ -114,39 +72,6 @@ const conv_case winograd_cases[] = {
     {"w_tile_128x64_n4_c32_48x48_k48", make(4, 32, 48, 48, 48, 3, 3, 1, 1, 1), true, 0},
     {"w_tile_128x128_n4_c8_64x64_k160_no_bias", make(4, 8, 64, 64, 160, 3, 3, 1, 1, 1), false, 0},
 };
-
-struct variant_case {
-  const char* name;
-  kf::conv2d_variant variant;
-  kf::math_mode math;
-};
-
-const variant_case variant_cases[] = {
-    {"naive", kf::conv2d_variant::naive, kf::math_mode::exact},
-    {"smem_tiled", kf::conv2d_variant::smem_tiled, kf::math_mode::exact},
-    {"implicit_gemm", kf::conv2d_variant::implicit_gemm, kf::math_mode::exact},
-    {"implicit_gemm_tf32", kf::conv2d_variant::implicit_gemm_tf32, kf::math_mode::tf32},
-    {"implicit_gemm_pipelined", kf::conv2d_variant::implicit_gemm_pipelined, kf::math_mode::exact},
-    {"best_exact", kf::conv2d_variant::best, kf::math_mode::exact},
-    {"best_tf32", kf::conv2d_variant::best, kf::math_mode::tf32},
-};
-
-bool device_has_tf32() {
-  const auto info = kf::get_device_info();
-  return info.cc_major >= 8;
-}
-
-/// `host` on the device, starting `offset` elements into its buffer (the
-/// elements before it: NaN, never read).
-kf::device_buffer<float> to_device_at(const std::vector<float>& host, std::size_t offset) {
-  std::vector<float> shifted(offset, std::nanf(""));
-  shifted.insert(shifted.end(), host.begin(), host.end());
-  return kf::to_device(shifted);
-}
-
-// Readable parameter values in test (and so ctest) names.
-void PrintTo(const conv_case& c, std::ostream* os) { *os << c.name; }
-void PrintTo(const variant_case& v, std::ostream* os) { *os << v.name; }
 
 using conv2d_param = std::tuple<variant_case, conv_case>;
 
@@ -271,18 +196,7 @@ TEST(Conv2dWinograd, RefusesLayersItDoesNotCompute) {
 // tests above would not cover it): the launcher's plan, from the same inputs.
 TEST(Conv2dSplitK, CasesSplitOnThisDevice) {
   KF_SKIP_WITHOUT_GPU();
-  const int sm_count = kf::get_device_info().sm_count;
-  int checked = 0;
-  for (const conv_case& cc : conv_cases) {
-    if (std::strncmp(cc.name, "splitk_", 7) != 0) continue;
-    const kf::conv2d_params& p = cc.p;
-    const std::size_t m = p.batch * kf::conv2d_output_height(p) * kf::conv2d_output_width(p);
-    const auto plan = kf::detail::choose_conv2d_gemm_plan(m, p.out_channels,
-                                                          p.in_channels * p.filter_height * p.filter_width, sm_count);
-    EXPECT_GT(plan.split, 1u) << cc.name << " does not split on " << sm_count << " SMs";
-    ++checked;
-  }
-  EXPECT_EQ(checked, 3);
+  expect_splitk_cases_split();
 }
 
 std::string param_name(const ::testing::TestParamInfo<conv2d_param>& info) {
@@ -293,7 +207,8 @@ INSTANTIATE_TEST_SUITE_P(Conv, Conv2dWinogradFloat, ::testing::ValuesIn(winograd
                          [](const ::testing::TestParamInfo<conv_case>& info) { return std::string(info.param.name); });
 
 INSTANTIATE_TEST_SUITE_P(Conv, Conv2dFloat,
-                         ::testing::Combine(::testing::ValuesIn(variant_cases), ::testing::ValuesIn(conv_cases)),
+                         ::testing::Combine(::testing::ValuesIn(variants_except({kf::conv2d_variant::winograd})),
+                                            ::testing::ValuesIn(conv_cases)),
                          param_name);
 
 }  // namespace
