@@ -3,7 +3,8 @@
 // launched by wgmma_f16.cu) runs when
 //  * the library was built with 90 in CMAKE_CUDA_ARCHITECTURES and the device is
 //    compute capability 9.0 (wgmma_tf32_available: the same condition);
-//  * m, n, k < 2^31 - 512 (TMA coordinates are 32-bit) and the grid fits;
+//  * m, n, k < 2^31 - 512 (TMA coordinates are 32-bit) and the tile count fits
+//    an int (the persistent kernel walks tiles with an int index);
 //  * the workspace can be allocated when a repack is needed.
 // The kernel reads A as m x k, k-contiguous, and B either as k x n,
 // n-contiguous (wgmma's transpose bit) or as n x k, k-contiguous, all with

@@ -19,7 +19,8 @@
 // Conditions (else launch_wgmma_tf32 falls back to launch_tensor_core_tf32):
 //  * the library was built with 90 in CMAKE_CUDA_ARCHITECTURES and the device is
 //    compute capability 9.0 (wgmma_tf32_available);
-//  * m, n, k < 2^31 - 512 (TMA coordinates are 32-bit) and the grid fits;
+//  * m, n, k < 2^31 - 512 (TMA coordinates are 32-bit) and the tile count fits
+//    an int (the persistent kernel walks tiles with an int index);
 //  * the workspace can be allocated when a repack is needed.
 // TF32 wgmma reads both operands k-contiguous only (no transpose for TF32), with
 // 16-byte aligned rows (TMA). Operands that are not (A transposed, B not
