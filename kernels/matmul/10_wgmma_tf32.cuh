@@ -139,7 +139,8 @@ struct wgmma_element;
 template <>
 struct wgmma_element<float> {
   static constexpr int bytes = 4;
-  static constexpr int wgmma_k = 8;  ///< wgmma.m64n256k8 (TF32)
+  static constexpr int stage_k = wgmma_tf32::swizzle_row_bytes / bytes;  ///< 32: one swizzled row
+  static constexpr int wgmma_k = 8;                                      ///< wgmma.m64n256k8 (TF32)
   using pair = float2;
 #if KF_ARCH_SM90A
   template <int TransB>
@@ -223,9 +224,9 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
   using namespace wgmma_tf32;
   using element = wgmma_element<T>;
   static_assert(Cluster == 1 || Cluster == max_cluster, "clusters of 1 or 2 CTAs");
-  constexpr int stage_k = swizzle_row_bytes / element::bytes;  // 32 floats, 64 halves
-  // N-major B: block_n / box_cols boxes of stage_k rows x box_cols (128 bytes) per stage.
-  constexpr int box_cols = swizzle_row_bytes / element::bytes;
+  constexpr int stage_k = element::stage_k;  // 32 floats, 64 halves: one swizzled row
+  // N-major B: block_n / box_cols boxes of stage_k rows x box_cols (one swizzled row) per stage.
+  constexpr int box_cols = stage_k;
   constexpr int n_major_box_bytes = stage_k * swizzle_row_bytes;
   constexpr int n_major_boxes = block_n / box_cols;
   static_assert(!BNMajor || (element::bytes == 2 && n_major_boxes * n_major_box_bytes == b_tile_bytes &&

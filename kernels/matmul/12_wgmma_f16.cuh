@@ -39,32 +39,12 @@
 #include "10_wgmma_tf32.cuh"
 
 namespace kf::detail {
-namespace wgmma_f16 {
-
-// The CTA's shape, shared-memory plan and register split are step 10's: a stage
-// holds the same bytes (128-byte swizzled rows), only the elements per row and
-// the product's k change.
-using wgmma_tf32::block_m;
-using wgmma_tf32::block_n;
-using wgmma_tf32::box_rows;
-using wgmma_tf32::max_cluster;
-using wgmma_tf32::max_extent;
-using wgmma_tf32::smem_bytes;
-using wgmma_tf32::swizzle_row_bytes;
-using wgmma_tf32::threads;
-
-inline constexpr int element_bytes = 2;
-inline constexpr int block_k = swizzle_row_bytes / element_bytes;  ///< 64 elements: one 128-byte swizzled row
-/// N-major B: boxes of 64 columns (one swizzled row) x block_k rows.
-inline constexpr int n_major_box_cols = swizzle_row_bytes / element_bytes;
-
-}  // namespace wgmma_f16
-
 /// The 16-bit elements of step 12: wgmma.m64n256k16, B k-major or N-major.
 template <class T>
 struct wgmma_element_16bit {
   static constexpr int bytes = 2;
-  static constexpr int wgmma_k = 16;  ///< wgmma.m64n256k16 (f16 / bf16)
+  static constexpr int stage_k = wgmma_tf32::swizzle_row_bytes / bytes;  ///< 64: one swizzled row
+  static constexpr int wgmma_k = 16;                                     ///< wgmma.m64n256k16 (f16 / bf16)
   using pair = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
 #if KF_ARCH_SM90A
   template <int TransB>

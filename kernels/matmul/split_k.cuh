@@ -60,6 +60,30 @@ void launch_split_k_reduce(const gemm_args<T>& g, const float* workspace, int sp
   check_launch("kf::matmul (split-k reduction)");
 }
 
+/// A split-k plan with its fp32 partial tiles (plan.workspace_bytes) from the
+/// runtime's pool, returned on `stream` when this object goes out of scope
+/// (after the launches are enqueued, or when one throws). Without pool memory
+/// the plan falls back to one slice of all of k: the one place that rule lives.
+class split_k_workspace {
+ public:
+  split_k_workspace(split_k_plan plan, std::size_t m, std::size_t n, std::size_t k, int device, cudaStream_t stream)
+      : plan_(plan), memory_(device, plan.workspace_bytes(m, n), stream) {
+    if (memory_.data() == nullptr) plan_ = split_k_plan{1, k};
+  }
+  [[nodiscard]] const split_k_plan& plan() const noexcept { return plan_; }
+  /// The partial tiles (split x m x n floats), nullptr unsplit.
+  [[nodiscard]] float* partials() const noexcept { return memory_.data<float>(); }
+  /// Enqueues the reduction (alpha, beta and `ep` on the summed slices) when split.
+  template <class T, class Epilogue>
+  void reduce(const gemm_args<T>& g, const Epilogue& ep, cudaStream_t stream) const {
+    if (partials() != nullptr) launch_split_k_reduce(g, partials(), plan_.split, ep, stream);
+  }
+
+ private:
+  split_k_plan plan_;
+  pooled_workspace memory_;
+};
+
 /// tiles_m x tiles_n block tiles: the x extent of a tiled launcher's 1D grid;
 /// errc::unsupported, naming `what`, past the hardware's 2^31-1 blocks.
 inline std::size_t grid_block_tiles(std::size_t tiles_m, std::size_t tiles_n, const char* what) {
@@ -81,14 +105,12 @@ inline std::size_t grid_block_tiles(std::size_t tiles_m, std::size_t tiles_n, co
 template <class Params, class Epilogue, class Launch>
 void launch_split_k(const gemm_args<float>& g, Params& x, std::size_t tiles, int block_k, int resident_blocks,
                     int device, const Epilogue& ep, cudaStream_t stream, Launch&& launch) {
-  split_k_plan plan = plan_split_k(tiles, g.m, g.n, g.k, block_k, resident_blocks);
-  // Freed on `stream` when this scope ends, after the launches are enqueued (or one throws).
-  const pooled_workspace workspace(device, plan.workspace_bytes(g.m, g.n), stream);
-  x.workspace = workspace.data<float>();
-  if (x.workspace == nullptr) plan = split_k_plan{1, g.k};
-  x.k_slice = plan.k_slice;
-  launch(dim3(static_cast<unsigned>(tiles), 1, static_cast<unsigned>(plan.split)));
-  if (x.workspace != nullptr) launch_split_k_reduce(g, x.workspace, plan.split, ep, stream);
+  const split_k_workspace split(plan_split_k(tiles, g.m, g.n, g.k, block_k, resident_blocks), g.m, g.n, g.k, device,
+                                stream);
+  x.workspace = split.partials();
+  x.k_slice = split.plan().k_slice;
+  launch(dim3(static_cast<unsigned>(tiles), 1, static_cast<unsigned>(split.plan().split)));
+  split.reduce(g, ep, stream);
 }
 
 }  // namespace kf::detail

@@ -1,34 +1,205 @@
 // SPDX-License-Identifier: Apache-2.0
-// Host side shared by the wgmma steps 10 (wgmma_tf32.cu) and 12 (wgmma_f16.cu),
-// after each has chosen its TMA maps and cluster size: the kernel's parameter
-// block, the split-k plan and its fp32 workspace, the persistent grid, the
+// Host side of the wgmma kernel (10_wgmma_tf32.cuh: wgmma_kernel), shared by
+// steps 10 (wgmma_tf32.cu, float) and 12 (wgmma_f16.cu, __half and
+// __nv_bfloat16; wgmma_element<T> in 12_wgmma_f16.cuh): the TMA descriptors,
+// the repack of operands wgmma cannot read in place (into the runtime's pooled
+// workspace), the split-k plan and its fp32 partials, the persistent grid, the
 // cluster launch and the split-k reduction (split_k.cuh), which applies alpha,
 // beta and the epilogue functor once the k-slices are summed.
+// Included only by those two translation units, which are built for sm_90a.
 #pragma once
 
 #include <cstddef>
+#include <limits>
 
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cudaTypedefs.h>
 #include <cuda_runtime_api.h>
 
 #include "10_wgmma_tf32.cuh"
 #include "../common/alignment.hpp"
+#include "../common/grid.hpp"
 #include "../runtime/launcher.hpp"
 #include "gemm_args.cuh"
 #include "split_k.cuh"
 #include "tuning.hpp"
+// wgmma_tf32_available, declared without the mma.sync fallback (see wgmma_tf32.cu).
+#ifndef KF_WGMMA_TF32_DECLARATIONS_ONLY
+#error "wgmma_launch.cuh belongs to the sm_90a translation units: define KF_WGMMA_TF32_DECLARATIONS_ONLY first"
+#endif
+#include "wgmma_tf32_launch.cuh"
 
 namespace kf::detail {
 
-/// Launches the persistent wgmma kernel for `args` (tiles_m x tiles_n tiles in
-/// clusters of `cluster`, `resident_clusters` of which the device runs at once;
-/// k-steps of stage_k) through launch(config, params), which calls
-/// cudaLaunchKernelEx with the right instantiation. Where the tiles fill too
-/// little of the GPU (plan_split_k), k is split and the reduction enqueued
-/// after the kernel; without pool memory it runs unsplit.
-template <class T, class Epilogue, class Launch>
-void launch_wgmma_gemm(const gemm_args<T>& args, std::size_t tiles_m, std::size_t tiles_n, int cluster,
-                       int resident_clusters, int stage_k, int device, const Epilogue& fn, cudaStream_t stream,
-                       Launch&& launch) {
+namespace wgmma_host {
+
+/// Repacked operands start on 256-byte boundaries inside the workspace.
+inline constexpr std::size_t workspace_alignment = 256;
+/// TMA reads rows in place when the base and every row start are 16-byte aligned.
+inline constexpr std::size_t tma_alignment = 16;
+
+/// cuTensorMapEncodeTiled through the runtime's driver entry point (no libcuda
+/// link), looked up once; nullptr where the driver lacks it.
+inline PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* entry = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    constexpr unsigned driver_api_version = 12000;  // the cuTensorMapEncodeTiled ABI introduced in CUDA 12.0
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &entry, driver_api_version, cudaEnableDefault,
+                                         &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      cudaGetLastError();
+      entry = nullptr;
+    }
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(entry);
+  }();
+  return fn;
+}
+
+template <class T>
+constexpr CUtensorMapDataType tma_type() {
+  if constexpr (std::is_same_v<T, float>) return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  if constexpr (std::is_same_v<T, __half>) return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+}
+
+/// TMA map of a matrix of `outer` rows of `inner` contiguous elements (row
+/// stride ld elements); boxes of box_inner x box_outer, 128-byte swizzle, zero
+/// fill outside the matrix.
+template <class T>
+bool encode_sw128(CUtensorMap& map, const T* base, std::size_t inner, std::size_t outer, std::size_t ld,
+                  cuuint32_t box_inner, cuuint32_t box_outer) {
+  const PFN_cuTensorMapEncodeTiled_v12000 encode = encode_tiled();
+  if (encode == nullptr) return false;
+  const cuuint64_t dims[2] = {inner, outer};
+  const cuuint64_t strides[1] = {ld * sizeof(T)};
+  const cuuint32_t box[2] = {box_inner, box_outer};
+  const cuuint32_t element_strides[2] = {1, 1};
+  return encode(&map, tma_type<T>(), 2, const_cast<T*>(base), dims, strides, box, element_strides,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+inline std::size_t round_up(std::size_t x, std::size_t to) { return ceil_div(x, to) * to; }
+
+/// dst (rows x k, k-contiguous, row stride ld_dst) from src (pack_k_major_kernel).
+template <class T>
+void launch_pack(const T* src, std::size_t ld_src, bool source_k_contiguous, T* dst, std::size_t ld_dst,
+                 std::size_t rows, std::size_t k, cudaStream_t stream, const char* what) {
+  using wgmma_tf32::pack_rows_per_pass;
+  using wgmma_tf32::pack_tile;
+  const dim3 block(pack_tile, pack_rows_per_pass);
+  const std::size_t k_tiles = ceil_div(k, pack_tile);
+  const dim3 grid(static_cast<unsigned>(ceil_div(rows, pack_tile)), capped_grid_dim(k_tiles));
+  const auto ll = [](std::size_t v) { return static_cast<long long>(v); };
+  if (source_k_contiguous) {
+    pack_k_major_kernel<true, T><<<grid, block, 0, stream>>>(src, ll(ld_src), dst, ll(ld_dst), ll(rows), ll(k));
+  } else {
+    pack_k_major_kernel<false, T><<<grid, block, 0, stream>>>(src, ll(ld_src), dst, ll(ld_dst), ll(rows), ll(k));
+  }
+  check_launch(what);
+}
+
+/// wgmma_kernel<T, Cluster, BNMajor, Epilogue>: its clusters resident at once
+/// (and its shared-memory opt-in, once per device), and its launch.
+template <class T, int Cluster, bool BNMajor, class Epilogue>
+struct instance {
+  static constexpr auto kernel = &wgmma_kernel<T, Cluster, BNMajor, Epilogue>;
+  static int resident(int device, const char* what) {
+    return resident_clusters<kernel>(device, wgmma_tf32::threads, wgmma_tf32::smem_bytes, Cluster, what);
+  }
+};
+
+/// Calls f(instance<T, cluster, n_major, Epilogue>{}) for the runtime choice
+/// (N-major B only for 16-bit T: TF32 never instantiates it).
+template <class T, class Epilogue, class F>
+void with_instance(bool n_major, int cluster, F&& f) {
+  constexpr int pair = wgmma_tf32::max_cluster;
+  if constexpr (wgmma_element<T>::bytes == 2) {
+    if (n_major) {
+      cluster == 1 ? f(instance<T, 1, true, Epilogue>{}) : f(instance<T, pair, true, Epilogue>{});
+      return;
+    }
+  }
+  cluster == 1 ? f(instance<T, 1, false, Epilogue>{}) : f(instance<T, pair, false, Epilogue>{});
+}
+
+}  // namespace wgmma_host
+
+/// Enqueues C = fn(alpha * op(A) op(B) + beta * C) with the wgmma kernel on the
+/// current device and returns true, or returns false having enqueued nothing
+/// (no sm_90a image for this device, extents past TMA's 32-bit coordinates, no
+/// driver entry point, or no workspace for a needed repack). What runs:
+///  * A read in place when k-contiguous with 16-byte aligned rows, else repacked;
+///  * B read in place when k-contiguous, or (16-bit T: wgmma's transpose bit)
+///    n-contiguous, with 16-byte aligned rows, else repacked k-contiguous;
+///  * clusters of 2 CTAs sharing B (cluster_size 1: single CTAs; one tile row:
+///    single CTAs, the partner would only idle), persistent over the tiles;
+///  * split-k where the tiles fill less than half the GPU (plan_split_k with
+///    wgmma_split_k_min_slice), then the reduction.
+template <class T, class Epilogue>
+bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster_size, const Epilogue& fn,
+                      const char* what) {
+  using namespace wgmma_host;
+  using wgmma_tf32::block_m;
+  using wgmma_tf32::block_n;
+  using wgmma_tf32::max_cluster;
+  constexpr int stage_k = wgmma_element<T>::stage_k;
+  constexpr bool n_major_b_allowed = wgmma_element<T>::bytes == 2;  // TF32 wgmma reads B k-major only
+
+  const int device = current_device(what);
+  if (!wgmma_tf32_available(device)) return false;  // compute capability 9.0 with the sm_90a image
+  // The library's own architecture list decides, as for every other kernel: a
+  // copy built without this device's architecture raises no_kernel_image here.
+  require_kernel_image_cached(device, what);
+  const std::size_t max_extent = wgmma_tf32::max_extent;
+  if (args.m > max_extent || args.n > max_extent || args.k > max_extent) return false;
+  const std::size_t tiles_m = ceil_div(args.m, block_m);
+  const std::size_t tiles_n = ceil_div(args.n, block_n);
+  // The persistent kernel walks cluster tiles with an int index.
+  if (ceil_div(tiles_m, max_cluster) * tiles_n > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    return false;
+  }
+  if (encode_tiled() == nullptr) return false;
+  const int cluster = cluster_size == 1 || tiles_m == 1 ? 1 : max_cluster;
+
+  // Operands wgmma cannot read in place get a k-contiguous repacked copy (row
+  // stride: k rounded up to 16 bytes) in the workspace.
+  const bool b_aligned = rows_aligned(args.B, args.ldb, sizeof(T), tma_alignment);
+  const bool b_n_major = n_major_b_allowed && !args.trans_b && b_aligned;
+  const bool pack_a = args.trans_a || !rows_aligned(args.A, args.lda, sizeof(T), tma_alignment);
+  const bool pack_b = !b_n_major && (!args.trans_b || !b_aligned);
+  const std::size_t ld_packed = round_up(args.k, tma_alignment / sizeof(T));
+  const std::size_t a_bytes = pack_a ? round_up(args.m * ld_packed * sizeof(T), workspace_alignment) : 0;
+  const std::size_t b_bytes = pack_b ? round_up(args.n * ld_packed * sizeof(T), workspace_alignment) : 0;
+  // Returned to the pool on `stream` when this function returns or throws.
+  const pooled_workspace scratch(device, a_bytes + b_bytes, stream);
+  void* const workspace = scratch.data();
+  if (a_bytes + b_bytes > 0 && workspace == nullptr) return false;  // no pool or no memory: mma.sync instead
+  T* const packed_a = static_cast<T*>(workspace);
+  T* const packed_b = reinterpret_cast<T*>(static_cast<char*>(workspace) + a_bytes);
+  const T* const a = pack_a ? packed_a : args.A;
+  const T* const b = pack_b ? packed_b : args.B;
+  const std::size_t lda = pack_a ? ld_packed : args.lda;
+  const std::size_t ldb = pack_b ? ld_packed : args.ldb;
+
+  // A as m x k and op(B)^T as n x k: boxes of 128 rows x one swizzled row of k;
+  // N-major B as k x n: boxes of one swizzled row of n x a stage's k rows.
+  CUtensorMap map_a{}, map_b{};
+  if (!encode_sw128(map_a, a, args.k, args.m, lda, stage_k, wgmma_tf32::box_rows)) return false;
+  const bool b_encoded = b_n_major ? encode_sw128(map_b, b, args.n, args.k, ldb, stage_k, stage_k)
+                                   : encode_sw128(map_b, b, args.k, args.n, ldb, stage_k, wgmma_tf32::box_rows);
+  if (!b_encoded) return false;
+
+  if (pack_a) launch_pack(args.A, args.lda, !args.trans_a, packed_a, ld_packed, args.m, args.k, stream, what);
+  if (pack_b) launch_pack(args.B, args.ldb, args.trans_b, packed_b, ld_packed, args.n, args.k, stream, what);
+
+  // The kernel for this layout and cluster size: how many clusters the device holds.
+  int resident = 0;
+  with_instance<T, Epilogue>(b_n_major, cluster, [&](auto i) { resident = decltype(i)::resident(device, what); });
+
   wgmma_tf32::epilogue_params<T> ep;
   ep.C = args.C;
   ep.ldc = static_cast<long long>(args.ldc);
@@ -41,25 +212,26 @@ void launch_wgmma_gemm(const gemm_args<T>& args, std::size_t tiles_m, std::size_
   ep.cluster_rows = static_cast<int>(ceil_div(tiles_m, static_cast<std::size_t>(cluster)));
   ep.pairs = rows_aligned(args.C, args.ldc, sizeof(T), 2 * sizeof(T));
 
-  split_k_plan plan = plan_split_k(tiles_m * tiles_n, args.m, args.n, args.k, stage_k, resident_clusters * cluster,
-                                   wgmma_split_k_min_slice(sizeof(T)));
-  // Freed on `stream` when this scope ends, after the launches are enqueued (or one throws).
-  const pooled_workspace partial(device, plan.workspace_bytes(args.m, args.n), stream);
-  ep.partial = partial.data<float>();
-  if (ep.partial == nullptr) plan = split_k_plan{1, args.k};
-  ep.splits = plan.split;
-  ep.split_k_tiles = static_cast<int>(ceil_div(plan.k_slice, static_cast<std::size_t>(stage_k)));
+  const split_k_workspace split(plan_split_k(tiles_m * tiles_n, args.m, args.n, args.k, stage_k, resident * cluster,
+                                             wgmma_split_k_min_slice(sizeof(T))),
+                                args.m, args.n, args.k, device, stream);
+  ep.partial = split.partials();
+  ep.splits = split.plan().split;
+  ep.split_k_tiles = static_cast<int>(ceil_div(split.plan().k_slice, static_cast<std::size_t>(stage_k)));
 
   // Persistent: no more clusters than the device runs at once.
   const std::size_t items = static_cast<std::size_t>(ep.cluster_rows) * ep.tiles_n * ep.splits;
-  const std::size_t clusters =
-      items < static_cast<std::size_t>(resident_clusters) ? items : static_cast<std::size_t>(resident_clusters);
+  const std::size_t clusters = items < static_cast<std::size_t>(resident) ? items : static_cast<std::size_t>(resident);
   cudaLaunchAttribute cluster_dims{};
   const cudaLaunchConfig_t config =
       cluster_launch_config(dim3(static_cast<unsigned>(clusters * cluster)), dim3(wgmma_tf32::threads),
                             wgmma_tf32::smem_bytes, stream, cluster, cluster_dims);
-  launch(config, ep);
-  if (ep.partial != nullptr) launch_split_k_reduce(args, ep.partial, plan.split, fn, stream);
+  with_instance<T, Epilogue>(b_n_major, cluster, [&](auto i) {
+    cuda_check(cudaLaunchKernelEx(&config, decltype(i)::kernel, map_a, map_b, ep, fn), what);
+  });
+  check_launch(what);
+  split.reduce(args, fn, stream);
+  return true;
 }
 
 }  // namespace kf::detail
