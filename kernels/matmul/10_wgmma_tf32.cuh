@@ -19,7 +19,7 @@
 //    to 232: room for 128 accumulators). Stages hand over through two mbarriers
 //    each: "full" (TMA bytes landed) and "empty" (every consumer warp's products
 //    that read the stage have completed). 4 stages of 48 KiB are in flight.
-//  * Block tile 128 x 256 x 32; with 4-byte elements a tile needs 1.5 KiB of
+//  * Block tile 128 x 256 x 32 (or 128 x 128, below); with 4-byte elements a tile needs 1.5 KiB of
 //    operands per k, so feeding 132 SMs at the tensor-core rate takes ~9 TB/s from
 //    L2. A cluster of 2 CTAs (the same n-tile, adjacent m-tiles) loads each B tile
 //    once: each CTA fetches half and TMA multicasts it to both, cutting B's L2
@@ -29,10 +29,16 @@
 //    tiles; the producer's stage ring runs on from one tile into the next, so a
 //    tile's pipeline is already full when the consumers finish storing the
 //    previous one (no fill, block launch or barrier setup per tile).
+//  * The tile width is a template parameter (tile_config<BlockN>: 256 or 128;
+//    m64nBlockN products, BlockN / 2 accumulators per thread). Where 128 x 256
+//    tiles cannot fill the GPU (1024^3: 32 tiles for 132 SMs) the host runs
+//    128 x 128 (64 tiles) with 6 stages of 32 KiB instead of 4 of 48
+//    (tuning.hpp: choose_wgmma_block_n).
 //  * Split-k (split_k.cuh, planned by tuning.hpp's plan_split_k) where the tiles
-//    fill less than half the GPU (e.g. 1024^3: 32 tiles of 128 x 256 for 132
-//    SMs): work items are (tile, k-slice) pairs, each slice's fp32 sums go to
-//    a pooled workspace, and the reduction applies alpha, beta and the epilogue.
+//    fill less than half the GPU (e.g. 128 x 8192 x 8192: 64 tiles of 128 x 128
+//    for 132 SMs): work items are (tile, k-slice) pairs, each slice's fp32 sums
+//    go to a pooled workspace, and the reduction applies alpha, beta and the
+//    epilogue.
 //    A single tile row runs without clusters (the partner CTA would only idle).
 //  * The kernel is a template over the element type (wgmma_element<T>): step 12
 //    runs the same pipeline on 16-bit operands.
@@ -70,13 +76,12 @@ inline constexpr int warpgroup_threads = 128;
 inline constexpr int warps_per_warpgroup = 4;
 inline constexpr int consumer_warpgroups = 2;
 inline constexpr int threads = (1 + consumer_warpgroups) * warpgroup_threads;  // producer + consumers
-inline constexpr int wgmma_m = 64, wgmma_n = 256, wgmma_k = 8;                 ///< wgmma.m64n256k8 (TF32)
-inline constexpr int accumulators = wgmma_m * wgmma_n / warpgroup_threads;     // 128 per thread
+inline constexpr int wgmma_m = 64;                                             ///< wgmma.m64nNk8 (TF32), m64nNk16
 inline constexpr int block_m = consumer_warpgroups * wgmma_m;                  // 128
-inline constexpr int block_n = wgmma_n;                                        // 256
 inline constexpr int block_k = 32;  ///< 32 floats = 128 bytes: one row of the 128-byte swizzle
-inline constexpr int stages = 4;
 inline constexpr int max_cluster = 2;
+/// The widest block tile (tile_config<256>); the host bounds its extents by it.
+inline constexpr int max_block_n = 256;
 /// Registers per thread after setmaxnreg: 128 x 40 + 256 x 232 <= 64K per SM.
 inline constexpr int producer_registers = 40;
 inline constexpr int consumer_registers = 232;
@@ -84,24 +89,45 @@ inline constexpr int consumer_registers = 232;
 // ---- shared memory ----------------------------------------------------------
 inline constexpr int swizzle_row_bytes = block_k * 4;             // 128
 inline constexpr int swizzle_atom_bytes = 8 * swizzle_row_bytes;  // 1024: the XOR pattern's period
-inline constexpr int box_rows = 128;                              // one TMA box: 128 rows x 32 floats
-inline constexpr int box_bytes = box_rows * swizzle_row_bytes;    // 16 KiB
+inline constexpr int box_rows = 128;                              // A's TMA box: 128 rows x 32 floats
 inline constexpr int a_tile_bytes = block_m * swizzle_row_bytes;  // 16 KiB
-inline constexpr int b_tile_bytes = block_n * swizzle_row_bytes;  // 32 KiB
-inline constexpr int stage_bytes = a_tile_bytes + b_tile_bytes;   // 48 KiB, the expect-tx count
 inline constexpr int barrier_bytes = 8;
-/// Tiles start 1024-aligned (the swizzle is a function of the address bits), so
-/// the dynamic allocation carries one atom of slack.
-inline constexpr int smem_bytes = swizzle_atom_bytes + stages * stage_bytes + 2 * stages * barrier_bytes;
+/// Shared memory a block may opt in to on sm_90 (227 KiB).
+inline constexpr int max_smem_bytes = 227 * 1024;
 static_assert(block_m == box_rows, "A: one TMA box per stage");
-static_assert(block_n == max_cluster * box_rows, "B: one TMA box per CTA of a full cluster");
-static_assert(a_tile_bytes % swizzle_atom_bytes == 0 && b_tile_bytes % swizzle_atom_bytes == 0,
-              "every tile must start on a swizzle atom");
+static_assert(a_tile_bytes % swizzle_atom_bytes == 0, "every tile must start on a swizzle atom");
+
+/// What the block tile's width BlockN (256, 128) sets: each consumer warpgroup
+/// runs wgmma m64nBlockN (BlockN / 2 accumulators per thread), B's stage is
+/// BlockN rows of one swizzled row of k, and the stages that fit. The host picks
+/// the width per product (tuning.hpp: choose_wgmma_block_n): 128 puts twice as
+/// many tiles on the GPU where 256-wide ones cannot fill it.
+template <int BlockN>
+struct tile_config {
+  static_assert(BlockN == 256 || BlockN == 128, "wgmma block tiles 128 x 256 or 128 x 128");
+  static constexpr int block_n = BlockN;
+  static constexpr int wgmma_n = BlockN;  ///< one m64nBlockN product per consumer warpgroup and k-step
+  static constexpr int accumulators = wgmma_m * wgmma_n / warpgroup_threads;  // 128 or 64 per thread
+  /// k-major B: two TMA boxes per stage (block_n / 2 rows each); in a cluster of
+  /// two each CTA fetches one and multicasts it to both.
+  static constexpr int b_box_rows = block_n / max_cluster;
+  static constexpr int b_box_bytes = b_box_rows * swizzle_row_bytes;
+  static constexpr int b_tile_bytes = block_n * swizzle_row_bytes;  // 32 or 16 KiB
+  static constexpr int stage_bytes = a_tile_bytes + b_tile_bytes;   // 48 or 32 KiB, the expect-tx count
+  /// 4 x 48 KiB; 6 x 32 KiB: the same ~192 KiB, deeper in k for the narrow tile
+  /// (32 KiB of the 227 left free: kept for a staged epilogue).
+  static constexpr int stages = BlockN == 256 ? 4 : 6;
+  /// Tiles start 1024-aligned (the swizzle is a function of the address bits), so
+  /// the dynamic allocation carries one atom of slack.
+  static constexpr int smem_bytes = swizzle_atom_bytes + stages * stage_bytes + 2 * stages * barrier_bytes;
+  static_assert(b_box_bytes % swizzle_atom_bytes == 0, "every B box must start on a swizzle atom");
+  static_assert(smem_bytes <= max_smem_bytes, "the stages must fit the shared-memory opt-in");
+};
 
 /// Cluster rows a group of consecutive clusters covers before moving along n (L2 reuse).
 inline constexpr int raster_group = 8;
 /// TMA coordinates are signed 32-bit: keep the last tile's origin representable.
-inline constexpr std::size_t max_extent = (std::size_t{1} << 31) - 2 * block_n;
+inline constexpr std::size_t max_extent = (std::size_t{1} << 31) - 2 * max_block_n;
 
 // ---- repacking pass (operands wgmma cannot read in place) -------------------
 inline constexpr int pack_tile = 32;
@@ -140,27 +166,28 @@ template <>
 struct wgmma_element<float> {
   static constexpr int bytes = 4;
   static constexpr int stage_k = wgmma_tf32::swizzle_row_bytes / bytes;  ///< 32: one swizzled row
-  static constexpr int wgmma_k = 8;                                      ///< wgmma.m64n256k8 (TF32)
+  static constexpr int wgmma_k = 8;                                      ///< wgmma.m64nNk8 (TF32)
   using pair = float2;
 #if KF_ARCH_SM90A
-  template <int TransB>
-  __device__ static __forceinline__ void mma(float (&d)[wgmma_tf32::accumulators], std::uint64_t a, std::uint64_t b) {
+  /// One m64nNk8 product; N = 2 * Accumulators (the block tile's width).
+  template <int TransB, int Accumulators>
+  __device__ static __forceinline__ void mma(float (&d)[Accumulators], std::uint64_t a, std::uint64_t b) {
     static_assert(TransB == 0, "TF32 wgmma reads B k-major only");
-    wgmma_m64n256k8_tf32(d, a, b);
+    wgmma_m64nNk8_tf32<2 * Accumulators>(d, a, b);
   }
 #endif
 };
 
 namespace wgmma_tf32 {
 #if KF_ARCH_SM90A
-/// One consumer warpgroup's 64 x 256 accumulator tile -> C. Accumulator r of a
+/// One consumer warpgroup's 64 x N accumulator tile (N = 2 * Accumulators) -> C. Accumulator r of a
 /// thread: row 16 * warp + lane / 4 + 8 * ((r % 4) / 2), column 8 * (r / 4) +
 /// 2 * (lane % 4) + r % 2 -- so accumulators 2h, 2h+1 are adjacent columns.
 /// The epilogue functor `fn` (kernelforge/epilogue.cuh) runs once per stored
 /// value, on alpha * acc + beta * C in fp32, in registers; the result is
 /// rounded once to T.
-template <class T, class Epilogue>
-__device__ __forceinline__ void store_tile(const float (&d)[accumulators], const epilogue_params<T>& ep, long long row0,
+template <class T, class Epilogue, int Accumulators>
+__device__ __forceinline__ void store_tile(const float (&d)[Accumulators], const epilogue_params<T>& ep, long long row0,
                                            long long col0, const Epilogue& fn) {
   using pair = typename wgmma_element<T>::pair;
   const bool read_c = ep.beta != 0.0f;  // beta == 0: C is not read (NaN in C must not leak)
@@ -170,7 +197,7 @@ __device__ __forceinline__ void store_tile(const float (&d)[accumulators], const
     if (row >= ep.m) continue;
     T* const c_row = ep.C + row * ep.ldc;
 #pragma unroll
-    for (int c = 0; c < accumulators / 4; ++c) {
+    for (int c = 0; c < Accumulators / 4; ++c) {
       const long long col = col0 + 8 * c;
       float v0 = ep.alpha * d[4 * c + 2 * h];
       float v1 = ep.alpha * d[4 * c + 2 * h + 1];
@@ -209,12 +236,13 @@ __device__ __forceinline__ void store_tile(const float (&d)[accumulators], const
 /// stage ring runs on across tiles, so while the consumers store one tile the
 /// next tile's first stages are already loading: no pipeline fill, no block
 /// launch and no barrier setup per tile.
-/// Each tile is 128 x 256 of C. map_a: A as m x k, k-contiguous, boxes of 128
-/// rows x one swizzled row of k. map_b: op(B)^T as n x k, k-contiguous, boxes of
-/// 128 rows x one swizzled row (BNMajor false), or op(B) as k x n, n-contiguous,
-/// boxes of one swizzled row of n x a stage's k rows (BNMajor true, 16-bit T).
-/// fn: the epilogue functor applied to each stored value (identity by default).
-template <class T, int Cluster, bool BNMajor = false, class Epilogue = epilogue::identity>
+/// Each tile is 128 x BlockN of C (BlockN 256 or 128: tile_config). map_a: A as
+/// m x k, k-contiguous, boxes of 128 rows x one swizzled row of k. map_b:
+/// op(B)^T as n x k, k-contiguous, boxes of BlockN / 2 rows x one swizzled row
+/// (BNMajor false), or op(B) as k x n, n-contiguous, boxes of one swizzled row
+/// of n x a stage's k rows (BNMajor true, 16-bit T). fn: the epilogue functor
+/// applied to each stored value (identity by default).
+template <class T, int Cluster, bool BNMajor = false, class Epilogue = epilogue::identity, int BlockN = 256>
 KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
     wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                  const wgmma_tf32::epilogue_params<T> ep, const Epilogue fn) {
@@ -223,6 +251,9 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
 #elif KF_ARCH_SM90A
   using namespace wgmma_tf32;
   using element = wgmma_element<T>;
+  using tile = tile_config<BlockN>;
+  constexpr int block_n = tile::block_n, stages = tile::stages;
+  constexpr int b_tile_bytes = tile::b_tile_bytes, stage_bytes = tile::stage_bytes;
   static_assert(Cluster == 1 || Cluster == max_cluster, "clusters of 1 or 2 CTAs");
   constexpr int stage_k = element::stage_k;  // 32 floats, 64 halves: one swizzled row
   // N-major B: block_n / box_cols boxes of stage_k rows x box_cols (one swizzled row) per stage.
@@ -314,10 +345,10 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
             }
           } else if constexpr (Cluster == 1) {
             tma_load_2d(b_stage, &map_b, k0, tile_n * block_n, full);
-            tma_load_2d(b_stage + box_bytes, &map_b, k0, tile_n * block_n + box_rows, full);
+            tma_load_2d(b_stage + tile::b_box_bytes, &map_b, k0, tile_n * block_n + tile::b_box_rows, full);
           } else {
-            tma_load_2d_multicast(b_stage + rank * box_bytes, &map_b, k0, tile_n * block_n + rank * box_rows, full,
-                                  whole_cluster);
+            tma_load_2d_multicast(b_stage + rank * tile::b_box_bytes, &map_b, k0,
+                                  tile_n * block_n + rank * tile::b_box_rows, full, whole_cluster);
           }
           if (++stage == stages) {
             stage = 0;
@@ -348,9 +379,9 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
     std::uint32_t phase = 0;
     for (int item = static_cast<int>(blockIdx.x) / Cluster; item < work_items; item += clusters) {
       const work w = work_of(item);
-      float d[accumulators];
+      float d[tile::accumulators];
 #pragma unroll
-      for (int i = 0; i < accumulators; ++i) d[i] = 0.0f;
+      for (int i = 0; i < tile::accumulators; ++i) d[i] = 0.0f;
       fence_operands(d);
 
       int previous = -1;
