@@ -23,7 +23,9 @@
 //    by TMA as 64 n (128 bytes) x 64 k boxes, four per stage. TF32 has no such
 //    bit, so step 10 repacks B; here that pass (a read and a write of B) is gone.
 //  * Epilogue: alpha * acc + beta * C in fp32, rounded once to T, two adjacent
-//    columns per 32-bit store when C allows; C not read when beta == 0.
+//    columns per 32-bit store when C allows; C not read when beta == 0, and
+//    then (16-byte aligned rows) staged through shared memory and stored by
+//    TMA in 64 x 64 boxes, as step 10.
 // A is read k-major (imm-trans-a = 0); an m-contiguous A, and any operand whose
 // rows are not 16-byte aligned, is repacked first by step 10's
 // pack_k_major_kernel (instantiated for T).

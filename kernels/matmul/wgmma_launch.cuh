@@ -156,7 +156,9 @@ void with_instance(bool n_major, int cluster, int block_n, F&& f) {
 ///  * block tiles 128 x 256, or 128 x 128 where the wide tiles cannot fill the
 ///    GPU (choose_wgmma_block_n);
 ///  * split-k where the tiles fill less than half the GPU (plan_split_k with
-///    wgmma_split_k_min_slice), then the reduction.
+///    wgmma_split_k_min_slice), then the reduction;
+///  * C stored through shared memory and TMA when beta == 0 and C's rows are
+///    16-byte aligned (unsplit), else from registers.
 template <class T, class Epilogue>
 bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster_size, const Epilogue& fn,
                       const char* what) {
@@ -249,6 +251,15 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
   ep.splits = split.plan().split;
   ep.split_k_tiles = static_cast<int>(ceil_div(split.plan().k_slice, static_cast<std::size_t>(stage_k)));
 
+  // The staged epilogue (shared memory, then TMA stores of 64 rows x one
+  // swizzled row) where C is not read and TMA can write its rows in place;
+  // otherwise (beta != 0, rows not 16-byte aligned, split-k partials) each
+  // thread stores its accumulators itself.
+  CUtensorMap map_c{};
+  ep.staged = args.beta == 0.0f && ep.partial == nullptr && rows_aligned(args.C, args.ldc, sizeof(T), tma_alignment) &&
+              encode_sw128(map_c, static_cast<const T*>(args.C), args.n, args.m, args.ldc, stage_k,
+                           static_cast<cuuint32_t>(wgmma_tf32::c_box_rows));
+
   // Persistent: no more clusters than the device runs at once.
   const std::size_t items = static_cast<std::size_t>(ep.cluster_rows) * ep.tiles_n * ep.splits;
   const std::size_t clusters = items < static_cast<std::size_t>(resident) ? items : static_cast<std::size_t>(resident);
@@ -257,7 +268,7 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
       cluster_launch_config(dim3(static_cast<unsigned>(clusters * cluster)), dim3(wgmma_tf32::threads), smem_bytes,
                             stream, cluster, cluster_dims);
   with_instance<T, Epilogue>(b_n_major, cluster, block_n, [&](auto i) {
-    cuda_check(cudaLaunchKernelEx(&config, decltype(i)::kernel, map_a, map_b, ep, fn), what);
+    cuda_check(cudaLaunchKernelEx(&config, decltype(i)::kernel, map_a, map_b, map_c, ep, fn), what);
   });
   check_launch(what);
   split.reduce(args, fn, stream);
