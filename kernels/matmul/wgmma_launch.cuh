@@ -254,9 +254,13 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
   // The staged epilogue (shared memory, then TMA stores of 64 rows x one
   // swizzled row) where C is not read and TMA can write its rows in place;
   // otherwise (beta != 0, rows not 16-byte aligned, split-k partials) each
-  // thread stores its accumulators itself.
+  // thread stores its accumulators itself. A row's width must be whole 16-byte
+  // units too: a TMA store writes whole 16-byte chunks, past C's last column up
+  // to the next 16-byte boundary (seen on the H200: n = 65 floats wrote columns
+  // 65..67 of ldc's padding; triton-lang/triton#11583 reports the same).
   CUtensorMap map_c{};
   ep.staged = args.beta == 0.0f && ep.partial == nullptr && rows_aligned(args.C, args.ldc, sizeof(T), tma_alignment) &&
+              (args.n * sizeof(T)) % tma_alignment == 0 &&
               encode_sw128(map_c, static_cast<const T*>(args.C), args.n, args.m, args.ldc, stage_k,
                            static_cast<cuuint32_t>(wgmma_tf32::c_box_rows));
 
