@@ -66,13 +66,13 @@ inline constexpr int barrier_bytes = 8;
 template <int BN>
 inline constexpr int stages = BN == 64 ? 8 : 6;
 template <int BN>
-inline constexpr int b_tile_bytes = BN * row_bytes;
+inline constexpr int b_tile_bytes = BN* row_bytes;
 template <int BN>
 inline constexpr int stage_bytes = a_tile_bytes + b_tile_bytes<BN>;
 /// Tiles start 1024-aligned (the swizzle is a function of the address bits):
 /// one atom of slack, then the stages, then 2 mbarriers per stage.
 template <int BN>
-inline constexpr int smem_bytes = swizzle_atom_bytes + stages<BN> * stage_bytes<BN> + 2 * stages<BN> * barrier_bytes;
+inline constexpr int smem_bytes = swizzle_atom_bytes + stages<BN>* stage_bytes<BN> + 2 * stages<BN>* barrier_bytes;
 
 /// NCHW -> NHWC copy: 32 x 32 tiles of (channel, pixel) through shared memory.
 inline constexpr int transpose_tile = 32;
@@ -85,20 +85,20 @@ struct params {
   const float* bias = nullptr;
   int k = 0, p = 0, q = 0, pq = 0, n = 0;
   int pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
-  int s = 1;             ///< filter width (taps along w)
-  int c_chunks = 0;      ///< ceil(C / 32)
-  int c_padded = 0;      ///< c_chunks * 32: the filter map's channels per tap
-  int k_steps = 0;       ///< R * S * c_chunks
+  int s = 1;         ///< filter width (taps along w)
+  int c_chunks = 0;  ///< ceil(C / 32)
+  int c_padded = 0;  ///< c_chunks * 32: the filter map's channels per tap
+  int k_steps = 0;   ///< R * S * c_chunks
   int wt = 1, ht = 1, nt = 1;
-  int box_pixels = 0;    ///< wt * ht * nt
+  int box_pixels = 0;  ///< wt * ht * nt
   int tiles_q = 0, tiles_p = 0, tiles_k = 0;
-  int tiles = 0;         ///< every (pixel box, channel tile)
-  int a_box_bytes = 0;   ///< box_pixels * 128: what one A box lands
+  int tiles = 0;        ///< every (pixel box, channel tile)
+  int a_box_bytes = 0;  ///< box_pixels * 128: what one A box lands
 };
 
 /// Accumulators per consumer thread of m64nBNk8: BN / 2.
 template <int BN>
-inline constexpr int accumulators = wgmma_m * BN / warpgroup_threads;
+inline constexpr int accumulators = wgmma_m* BN / warpgroup_threads;
 
 #if KF_ARCH_SM90A
 template <int BN>
@@ -134,9 +134,9 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
   extern __shared__ unsigned char conv2d_wgmma_smem[];
   const std::uint32_t raw = smem_address(conv2d_wgmma_smem);
   const std::uint32_t base = (raw + swizzle_atom_bytes - 1) & ~std::uint32_t(swizzle_atom_bytes - 1);
-  const std::uint32_t a_smem = base;                                    // stages x A tile
-  const std::uint32_t b_smem = base + kStages * a_tile_bytes;           // stages x B tile
-  const std::uint32_t full_bar = base + kStages * stage_bytes<BN>;      // stages x mbarrier
+  const std::uint32_t a_smem = base;                                   // stages x A tile
+  const std::uint32_t b_smem = base + kStages * a_tile_bytes;          // stages x B tile
+  const std::uint32_t full_bar = base + kStages * stage_bytes<BN>;     // stages x mbarrier
   const std::uint32_t empty_bar = full_bar + kStages * barrier_bytes;  // stages x mbarrier
 
   const int warpgroup = threadIdx.x / warpgroup_threads;
@@ -240,8 +240,8 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
       fence_operands(d);
       if (previous >= 0) release(previous);  // the tile's last stage, before the stores
 
-      // Accumulator i of a thread: row 16 * warp + lane / 4 + 8 * ((i % 4) / 2),
-      // column 8 * (i / 4) + 2 * (lane % 4) + i % 2. Row -> pixel of the box.
+        // Accumulator i of a thread: row 16 * warp + lane / 4 + 8 * ((i % 4) / 2),
+        // column 8 * (i / 4) + 2 * (lane % 4) + i % 2. Row -> pixel of the box.
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int row = consumer * wgmma_m + warp_in_warpgroup * 16 + lane / 4 + 8 * h;
@@ -315,8 +315,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::transpose_tile* conv2d_wgmma::tra
 /// c < C, 0 for C <= c < c_padded: KCRS -> K x RS x C, channels padded to a
 /// whole number of 32-channel stages with zeros. Grid-stride.
 KF_KERNEL void __launch_bounds__(conv2d_wgmma::filter_block)
-    conv2d_kcrs_to_krsc_tf32(const float* __restrict__ w, float* __restrict__ dst, int k, int c, int rs,
-                             int c_padded) {
+    conv2d_kcrs_to_krsc_tf32(const float* __restrict__ w, float* __restrict__ dst, int k, int c, int rs, int c_padded) {
 #if defined(__CUDA_ARCH__) && !KF_ARCH_SM90A
   __trap();
 #elif KF_ARCH_SM90A
