@@ -5,7 +5,8 @@
 //   conv2d/fp32/<impl>/<layer>     impl: cudnn (FMA math: no TF32), best, naive,
 //                                  smem_tiled, implicit_gemm, implicit_gemm_pipelined,
 //                                  winograd (3x3 stride-1 layers only)
-//   conv2d/tf32/<impl>/<layer>     impl: cudnn (tensor-op math), implicit_gemm_tf32, best
+//   conv2d/tf32/<impl>/<layer>     impl: cudnn (tensor-op math), implicit_gemm_tf32,
+//                                  implicit_gemm_wgmma (stride-1 layers; sm_90 only), best
 //   filter2d/fp32/<impl>/8192x8192_<r>x<s>   impl: copy (cudaMemcpyAsync of the image:
 //                                  the floor), cudnn (as a 1-channel convolution), best,
 //                                  naive, constant_memory, smem_tiled, register_window,
@@ -47,6 +48,7 @@
 #include "kernelforge/conv.hpp"
 #include "kernelforge/elementwise.hpp"
 #include "kernelforge/kernels/conv2d/tuning.hpp"
+#include "kernelforge/kernels/conv2d/wgmma_plan.hpp"
 
 namespace kf::bench::conv {
 namespace {
@@ -515,6 +517,13 @@ struct registrar {
           benchmark::RegisterBenchmark(("conv2d/tf32/implicit_gemm_tf32/" + L.name).c_str(), [&L](benchmark::State& s) {
             bm_conv_kf(s, L, kf::conv2d_variant::implicit_gemm_tf32, kf::math_mode::tf32);
           }));
+      // Stride-1 layers only (others: errc::unsupported); sm_90 only (elsewhere the row is skipped).
+      if (kf::detail::conv2d_wgmma_unsupported_reason(L.p.stride_h, L.p.stride_w) == nullptr) {
+        configure(benchmark::RegisterBenchmark(
+            ("conv2d/tf32/implicit_gemm_wgmma/" + L.name).c_str(), [&L](benchmark::State& s) {
+              bm_conv_kf(s, L, kf::conv2d_variant::implicit_gemm_wgmma, kf::math_mode::tf32);
+            }));
+      }
       configure(benchmark::RegisterBenchmark(("conv2d/tf32/best/" + L.name).c_str(), [&L](benchmark::State& s) {
         bm_conv_kf(s, L, kf::conv2d_variant::best, kf::math_mode::tf32);
       }));

@@ -21,6 +21,9 @@
 // it once, after the reduction, never to partial sums.
 //  - Variants: implicit_gemm, implicit_gemm_tf32 (options.math = tf32, sm_80+) and
 //    best (the TF32 kernel on sm_80+ when options.math is tf32, else implicit_gemm).
+//    implicit_gemm_wgmma (sm_90a) is precompiled in the library for its own
+//    epilogues only: with a functor it is errc::unsupported, and best takes the
+//    mma.sync TF32 kernel instead.
 //    naive and smem_tiled: errc::unsupported.
 //  - options.relu must be off (errc::invalid_argument): compose the ReLU into the
 //    functor (epilogue::compose<yours, epilogue::relu_threshold>).

@@ -54,6 +54,17 @@
 //     error, sm_80+); implicit_gemm_tf32 requires it (else invalid_argument) and
 //     a device of compute capability 8.0 or newer (else unsupported). `best`
 //     uses it on sm_80+ when math is tf32, and implicit_gemm otherwise.
+//   - conv2d_variant::implicit_gemm_wgmma runs the TF32 GEMM on Hopper's
+//     warpgroup tensor-core products (wgmma, sm_90a), fed by TMA copies from an
+//     NHWC copy of x (one extra pass through a pooled workspace of
+//     N*H*W*round_up(C, 4) + K*R*S*round_up(C, 32) floats). It needs
+//     options.math = tf32 (else invalid_argument), stride 1 (else unsupported;
+//     dilation and padding are free), a device of compute capability 9.0 and a
+//     library built with 90 in CMAKE_CUDA_ARCHITECTURES (else unsupported), and
+//     is precompiled for the options' bias / ReLU only (with your own functor,
+//     <kernelforge/conv.cuh>: unsupported). `best` with math tf32 uses it on
+//     sm_90 for stride-1 layers with C >= 32, else implicit_gemm_tf32.
+//     Accuracy as implicit_gemm_tf32 (inputs rounded to TF32, fp32 sums).
 //   - options.relu fuses y = y <= options.relu_threshold ? 0 : y (after the bias)
 //     into the store: no second pass over y.
 //   - Your own epilogue functor (value, row n*P*Q + p*Q + q, column k): the
@@ -172,6 +183,9 @@ enum class conv2d_variant {
   /// Winograd F(2x2,3x3) (see the top of this header): 3x3 filters at stride 1 and
   /// dilation 1 only, else errc::unsupported.
   winograd,
+  /// The TF32 implicit GEMM on Hopper's wgmma tensor-core products, fed by TMA
+  /// (see the top of this header): options.math = tf32, stride 1, sm_90 only.
+  implicit_gemm_wgmma,
 };
 
 struct conv2d_options {

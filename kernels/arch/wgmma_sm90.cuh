@@ -17,6 +17,10 @@
 
 namespace kf::detail {
 
+/// Accumulators per thread of a 64 x N fp32 product (the warpgroup's 128 threads).
+template <int N>
+inline constexpr int wgmma_accumulators = 64 * N / 128;
+
 #if KF_ARCH_SM90A
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -78,10 +82,6 @@ __device__ __forceinline__ std::uint64_t smem_descriptor_sw128(std::uint32_t add
                "wgmma.mma_async.sync.aligned.m64n" n "k" k ".f32." ab "." ab " {" regs "}, %" a ", %" b \
                ", p, 1, 1" tail ";\n}\n"                                                                \
                : __VA_ARGS__)
-
-/// Accumulators per thread of a 64 x N fp32 product (the warpgroup's 128 threads).
-template <int N>
-inline constexpr int wgmma_accumulators = 64 * N / 128;
 
 /// d (64 x N, fp32) += A (64 x 8) * B (8 x N), both TF32 read from shared memory
 /// (k-major: TF32 has no transpose bits). N: 64, 128 or 256.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Host side of the GEMM-shaped conv2d kernels (03_implicit_gemm, 04_implicit_gemm_tf32,
-// 05_implicit_gemm_pipelined, 06_winograd, splitk_reduce), templated on the epilogue:
+// 05_implicit_gemm_pipelined, 06_winograd, splitk_reduce; 07_implicit_gemm_wgmma
+// through wgmma_launch.hpp, its sm_90a object's interface), templated on the epilogue:
 // plan -> split-K or Winograd workspace -> launches.
 // One home for both users of it: the library's launcher (kernels/conv2d/conv2d.cu,
 // precompiled for identity and the options' bias_relu_threshold) and the public
@@ -11,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "../common/grid.hpp"
 #include "../common/vector_access.cuh"
@@ -24,6 +26,7 @@
 #include "kernelforge/epilogue.cuh"
 #include "splitk_reduce.cuh"
 #include "tuning.hpp"
+#include "wgmma_launch.hpp"
 
 namespace kf::detail {
 
@@ -287,9 +290,60 @@ bool launch_conv2d_winograd(const char* what, int device, const conv2d_args<floa
   return true;
 }
 
-/// The GEMM-shaped variants and `best` with epilogue `ep`: TF32 on sm_80+ when
-/// options.math is tf32, else the exact kernel tuning.hpp chooses for the layer
-/// (Winograd, the pipelined or the plain implicit GEMM). Other variants: not here.
+// ---- wgmma (step 7, sm_90a) -------------------------------------------------------
+/// The epilogues the library's sm_90a object is compiled for (wgmma_conv2d.cu):
+/// identity and the options' bias / threshold ReLU. A user's own functor
+/// (<kernelforge/conv.cuh>) never reaches the wgmma kernel.
+template <class Epilogue>
+inline constexpr bool conv2d_wgmma_epilogue_v =
+    std::is_same_v<Epilogue, epilogue::identity> || std::is_same_v<Epilogue, epilogue::bias_relu_threshold<float>>;
+
+/// The wgmma kernel with epilogue `ep`; false (nothing enqueued) where it does
+/// not run (see conv2d_wgmma_try_launch) or was not compiled for `ep`.
+template <class Epilogue>
+bool launch_conv2d_implicit_gemm_wgmma(int device, const conv2d_args<float>& a, Epilogue ep, cudaStream_t stream) {
+  if constexpr (conv2d_wgmma_epilogue_v<Epilogue>) {
+    return conv2d_wgmma_try_launch(device, a, ep, stream);
+  } else {
+    return false;
+  }
+}
+
+/// conv2d_variant::implicit_gemm_wgmma by name: runs, or errc::unsupported saying
+/// why not (validate.cpp has already refused math exact and strides > 1).
+template <class Epilogue>
+void launch_conv2d_wgmma_by_name(const char* what, int device, const conv2d_args<float>& a, Epilogue ep,
+                                 cudaStream_t stream) {
+  if constexpr (!conv2d_wgmma_epilogue_v<Epilogue>) {
+    throw_unsupported(what,
+                      "conv2d_variant::implicit_gemm_wgmma is precompiled in the library (sm_90a) for "
+                      "conv2d_options' bias and ReLU only, not for your own epilogue functor; use "
+                      "implicit_gemm_tf32 or best");
+  } else {
+    const int cc = compute_capability(device);
+    if (cc != 90) {
+      throw_unsupported(what,
+                        "conv2d_variant::implicit_gemm_wgmma needs Hopper's wgmma instructions (compute "
+                        "capability 9.0); this device is sm_" +
+                            std::to_string(cc) + ". Use implicit_gemm_tf32 or best");
+    }
+    if (!conv2d_wgmma_available(device)) {
+      throw_unsupported(what,
+                        "this build of kernelforge holds no sm_90a code, so implicit_gemm_wgmma is unavailable; add "
+                        "90 to CMAKE_CUDA_ARCHITECTURES (and keep KERNELFORGE_ENABLE_WGMMA on)");
+    }
+    if (!launch_conv2d_implicit_gemm_wgmma(device, a, ep, stream)) {
+      throw_unsupported(what,
+                        "conv2d_variant::implicit_gemm_wgmma could not run: no workspace for the NHWC copy of x "
+                        "and the padded filter, more than 2^31 tiles, or no cuTensorMapEncodeTiled in the driver; "
+                        "free device memory or use implicit_gemm_tf32");
+    }
+  }
+}
+
+/// The GEMM-shaped variants and `best` with epilogue `ep`: TF32 when options.math
+/// is tf32 (wgmma on sm_90 for the layers conv2d_wgmma_preferred names, else mma.sync on sm_80+), else the exact kernel
+/// tuning.hpp chooses for the layer (Winograd, the pipelined or the plain implicit GEMM). Other variants: not here.
 template <class Epilogue>
 void dispatch_conv2d_gemm(const char* what, int device, const conv2d_args<float>& a, const conv2d_options& options,
                           Epilogue ep) {
@@ -320,7 +374,14 @@ void dispatch_conv2d_gemm(const char* what, int device, const conv2d_args<float>
       }
       return;
     }
+    case conv2d_variant::implicit_gemm_wgmma: return launch_conv2d_wgmma_by_name(what, device, a, ep, options.stream);
     default: break;  // best
+  }
+  if (options.math == math_mode::tf32 &&
+      conv2d_wgmma_preferred(static_cast<std::size_t>(a.c), static_cast<std::size_t>(a.stride_h),
+                             static_cast<std::size_t>(a.stride_w)) &&
+      launch_conv2d_implicit_gemm_wgmma(device, a, ep, options.stream)) {
+    return;
   }
   if (options.math == math_mode::tf32 && compute_capability(device) >= conv2d_tf32_min_cc &&
       launch_conv2d_implicit_gemm_tf32(what, device, a, ep, options.stream)) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "conv2d/tuning.hpp"
+#include "conv2d/wgmma_plan.hpp"
 #include "runtime/validate.hpp"
 
 namespace kf {
@@ -104,12 +105,18 @@ void validate_conv2d_options(const char* what, const conv2d_options& options) {
   using v = conv2d_variant;
   require_one_of(what, "options.variant", options.variant,
                  {v::best, v::naive, v::smem_tiled, v::implicit_gemm, v::implicit_gemm_tf32, v::implicit_gemm_pipelined,
-                  v::winograd});
+                  v::winograd, v::implicit_gemm_wgmma});
   require_one_of(what, "options.math", options.math, {math_mode::exact, math_mode::tf32});
   if (options.variant == conv2d_variant::implicit_gemm_tf32 && options.math != math_mode::tf32) {
     throw_invalid_argument(
         what,
         "conv2d_variant::implicit_gemm_tf32 rounds inputs to TF32 (about 1e-3 relative error), which "
+        "options.math = exact forbids; set options.math = kf::math_mode::tf32, or use implicit_gemm");
+  }
+  if (options.variant == conv2d_variant::implicit_gemm_wgmma && options.math != math_mode::tf32) {
+    throw_invalid_argument(
+        what,
+        "conv2d_variant::implicit_gemm_wgmma multiplies TF32 inputs (about 1e-3 relative error), which "
         "options.math = exact forbids; set options.math = kf::math_mode::tf32, or use implicit_gemm");
   }
 }
@@ -134,6 +141,14 @@ conv2d_geometry validate_conv2d(const char* what, const conv2d_params& p, const 
                                 ") are beyond kernelforge's 32-bit indexing; split the batch");
   }
   if (options.variant == conv2d_variant::winograd) validate_conv2d_winograd(what, p, P, Q);
+  if (options.variant == conv2d_variant::implicit_gemm_wgmma) {
+    const char* reason = conv2d_wgmma_unsupported_reason(p.stride_h, p.stride_w);
+    if (reason != nullptr) {
+      throw_unsupported(what, std::string("conv2d_variant::implicit_gemm_wgmma computes stride-1 layers only, and ") +
+                                  reason + " (stride " + num(p.stride_h) + " x " + num(p.stride_w) +
+                                  "); use implicit_gemm_tf32 or best");
+    }
+  }
   require_pointer(what, "x", x, x_n);
   require_pointer(what, "weight", weight, w_n);
   require_pointer(what, "y", y, y_n);

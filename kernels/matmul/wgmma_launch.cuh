@@ -22,6 +22,7 @@
 #include "../common/alignment.hpp"
 #include "../common/grid.hpp"
 #include "../runtime/launcher.hpp"
+#include "../runtime/tensor_map.hpp"  // encode_tiled
 #include "gemm_args.cuh"
 #include "split_k.cuh"
 #include "tuning.hpp"
@@ -39,24 +40,6 @@ namespace wgmma_host {
 inline constexpr std::size_t workspace_alignment = 256;
 /// TMA reads rows in place when the base and every row start are 16-byte aligned.
 inline constexpr std::size_t tma_alignment = 16;
-
-/// cuTensorMapEncodeTiled through the runtime's driver entry point (no libcuda
-/// link), looked up once; nullptr where the driver lacks it.
-inline PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
-  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* entry = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    constexpr unsigned driver_api_version = 12000;  // the cuTensorMapEncodeTiled ABI introduced in CUDA 12.0
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &entry, driver_api_version, cudaEnableDefault,
-                                         &found) != cudaSuccess ||
-        found != cudaDriverEntryPointSuccess) {
-      cudaGetLastError();
-      entry = nullptr;
-    }
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(entry);
-  }();
-  return fn;
-}
 
 template <class T>
 constexpr CUtensorMapDataType tma_type() {

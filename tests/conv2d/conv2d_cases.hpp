@@ -8,7 +8,8 @@
 // padding 0-3, odd shapes and channel counts, single output rows and columns,
 // N = 1, every implicit-GEMM tile (64 x 64, 128 x 64, 128 x 128 on 132 SMs),
 // with and without bias, misaligned y (scalar stores), misaligned x, weight and
-// bias (4-byte filter copies), and layers small enough that tuning.hpp splits
+// bias (4-byte filter copies), implicit_gemm_wgmma's pixel boxes (resnet_*,
+// boxes_span_images_*), and layers small enough that tuning.hpp splits
 // C*R*S (splitk_*; expect_splitk_cases_split checks that they do on the device
 // the tests run on).
 #pragma once
@@ -24,6 +25,7 @@
 
 #include "kernelforge/conv.hpp"
 #include "kernelforge/kernels/conv2d/tuning.hpp"
+#include "kernelforge/kernels/conv2d/wgmma_launch.hpp"
 #include "test_support.hpp"
 
 namespace kf::test::conv2d {
@@ -71,6 +73,16 @@ inline const conv_case conv_cases[] = {
     // Misaligned x, weight, bias and y; C*R*S = 180 (a multiple of 4: only the
     // offset keeps the pipelined kernel off its 16-byte filter copies).
     {"misaligned_inputs_c20_15x13_k33", make(3, 20, 15, 13, 33, 3, 3, 1, 1, 1), true, 1, 1},
+    // implicit_gemm_wgmma's pixel boxes (wgmma_plan.hpp): 8 x 8 x 2 boxes with
+    // 64-channel tiles (the first ResNet layer at N = 2); boxes of 4
+    // whole 5 x 6 images (the last one overhangs N = 9), C = 40 (a half-empty
+    // second 32-channel stage), K = 70 (one 128-channel tile, mostly past K);
+    // 14 x 3 x 3 boxes (the last overhangs P) with two 128-channel tiles (the
+    // third ResNet layer at N = 3); 42 x 3 boxes (the last overhangs Q), C = 33.
+    {"resnet_c64_56x56_k64_n2", make(2, 64, 56, 56, 64, 3, 3, 1, 1, 1), true, 0},
+    {"boxes_span_images_n9_c40_5x6_k70", make(9, 40, 5, 6, 70, 3, 3, 1, 1, 1), true, 0},
+    {"resnet_c256_14x14_k256_n3_no_bias", make(3, 256, 14, 14, 256, 3, 3, 1, 1, 1), false, 0},
+    {"boxes_past_q_c33_3x200_k20", make(1, 33, 3, 200, 20, 3, 3, 1, 1, 1), true, 0},
 };
 
 /// How many conv_cases are named splitk_*.
@@ -89,6 +101,7 @@ inline const variant_case all_variants[] = {
     {"implicit_gemm_tf32", kf::conv2d_variant::implicit_gemm_tf32, kf::math_mode::tf32},
     {"implicit_gemm_pipelined", kf::conv2d_variant::implicit_gemm_pipelined, kf::math_mode::exact},
     {"winograd", kf::conv2d_variant::winograd, kf::math_mode::exact},
+    {"implicit_gemm_wgmma", kf::conv2d_variant::implicit_gemm_wgmma, kf::math_mode::tf32},
     {"best_exact", kf::conv2d_variant::best, kf::math_mode::exact},
     {"best_tf32", kf::conv2d_variant::best, kf::math_mode::tf32},
 };
@@ -105,6 +118,15 @@ inline std::vector<variant_case> variants_except(std::initializer_list<kf::conv2
 }
 
 inline bool device_has_tf32() { return kf::get_device_info().cc_major >= 8; }
+
+/// Whether conv2d_variant::implicit_gemm_wgmma runs `p` here (through the
+/// library's own epilogues): a stride-1 layer, the sm_90a kernel compiled into
+/// the library and a compute capability 9.0 device. Elsewhere it must raise
+/// errc::unsupported.
+inline bool wgmma_runs(const kf::conv2d_params& p) {
+  return kf::detail::conv2d_wgmma_unsupported_reason(p.stride_h, p.stride_w) == nullptr &&
+         kf::detail::conv2d_wgmma_available(kf::get_device_info().device);
+}
 
 /// `host` on the device, starting `offset` elements into its buffer (the
 /// elements before it: NaN, never read).

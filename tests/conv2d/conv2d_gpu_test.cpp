@@ -8,7 +8,7 @@
 //   exact fp32 (naive, smem_tiled, implicit_gemm, best):  4 * sqrt(C*R*S) * 2^-24
 //     -- fp32 accumulation of C*R*S products; rounding errors of random-sign
 //     terms grow like the square root of their count, 4x is the margin.
-//   tf32 (implicit_gemm_tf32, best with math_mode::tf32 on sm_80+): 4 * 2^-10
+//   tf32 (implicit_gemm_tf32, implicit_gemm_wgmma, best with math_mode::tf32 on sm_80+): 4 * 2^-10
 //     -- each product carries up to 2^-10 relative error from rounding both
 //     inputs to TF32's 10-bit mantissa.
 // A wrong tap, channel or filter changes an output by about |x| |w| ~
@@ -19,6 +19,9 @@
 // catches a lost or repeated BK slice (8 taps, >= 8/1179 of the scale) or
 // split -- the errors split-K could make.
 // Conv2dSplitK.CasesSplitOnThisDevice checks that they do split here.
+// implicit_gemm_wgmma (sm_90a) runs the stride-1 cases at the tf32 tolerance
+// (its copies round x and w to TF32 as step 4 does) and must refuse the others
+// (and every case on other devices) with errc::unsupported, leaving y unwritten.
 // implicit_gemm_pipelined (exact fp32) runs every case at the exact tolerance;
 // in_offset = 1 cases shift x, weight and bias by one element (4-byte filter
 // copies instead of 16-byte ones).
@@ -101,6 +104,14 @@ TEST_P(Conv2dFloat, MatchesReference) {
   options.variant = vc.variant;
   options.math = vc.math;
 
+  if (vc.variant == kf::conv2d_variant::implicit_gemm_wgmma && !wgmma_runs(p)) {
+    // Strided layers, devices other than sm_90, builds without sm_90a: refused, y untouched.
+    kf::test::expect_error(kf::errc::unsupported, "implicit_gemm_wgmma", [&] {
+      kf::conv2d_forward<float>(p, d_x.data() + cc.in_offset, d_w.data() + cc.in_offset, nullptr, d_y.data(), options);
+    });
+    for (float v : kf::to_host(d_y)) ASSERT_TRUE(std::isnan(v)) << "y was written";
+    return;
+  }
   const bool tf32_requested = vc.variant == kf::conv2d_variant::implicit_gemm_tf32;
   if (tf32_requested && !device_has_tf32()) {
     try {

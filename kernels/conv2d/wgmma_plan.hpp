@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+// Host-side planning of step 7 (07_implicit_gemm_wgmma.cuh), as pure functions
+// the CPU tests cover: which layers the wgmma implicit GEMM computes, where
+// `best` uses it, and the pixel box each 128-row tile covers. No CUDA calls.
+#pragma once
+
+#include <cstddef>
+#include <limits>
+
+#include "../common/grid.hpp"
+
+namespace kf::detail {
+
+/// Rows of a block tile: two consumer warpgroups of wgmma m64.
+constexpr std::size_t conv2d_wgmma_block_m = 128;
+/// Channels per pipeline stage: 32 floats, one 128-byte swizzled row.
+constexpr std::size_t conv2d_wgmma_block_c = 32;
+/// TMA boxes hold at most 256 elements along each dimension.
+constexpr std::size_t conv2d_wgmma_max_box = 256;
+/// Where `best` takes the wgmma kernel (TF32 math, sm_90): at least this many
+/// input channels, so that a 32-channel stage is at least half real data (with
+/// fewer, most of every stage is TMA's zero fill past C). Not yet measured
+/// against implicit_gemm_tf32 below 64 channels.
+constexpr std::size_t conv2d_wgmma_best_min_channels = 32;
+
+/// nullptr when the wgmma kernel computes this layer; else what rules it out.
+/// Stride 1 only: the A tile is one TMA box of the NHWC input per filter tap,
+/// whose pixels must be the output tile's pixels shifted by the tap (strided
+/// layers run on the mma.sync kernel, implicit_gemm_tf32).
+inline const char* conv2d_wgmma_unsupported_reason(std::size_t stride_h, std::size_t stride_w) {
+  if (stride_h != 1 || stride_w != 1) return "the stride is not 1";
+  return nullptr;
+}
+
+/// Where `best` runs the wgmma kernel (the caller checks TF32 math and the device).
+inline bool conv2d_wgmma_preferred(std::size_t c, std::size_t stride_h, std::size_t stride_w) {
+  return conv2d_wgmma_unsupported_reason(stride_h, stride_w) == nullptr && c >= conv2d_wgmma_best_min_channels;
+}
+
+/// One block tile: a box of nt images x ht output rows x wt output columns
+/// (wt * ht * nt <= 128 pixels; GEMM row i of the tile is pixel (i / (wt ht),
+/// i / wt % ht, i % wt) of the box) by bn output channels.
+struct conv2d_wgmma_tile {
+  std::size_t wt = 1, ht = 1, nt = 1;
+  std::size_t bn = 128;  ///< 64 (wgmma m64n64k8) or 128 (m64n128k8)
+  std::size_t tiles_q = 0, tiles_p = 0, tiles_n = 0, tiles_k = 0;
+
+  [[nodiscard]] std::size_t box_pixels() const { return wt * ht * nt; }
+  [[nodiscard]] std::size_t tiles_m() const { return tiles_q * tiles_p * tiles_n; }
+  [[nodiscard]] std::size_t tiles() const { return tiles_m() * tiles_k; }
+};
+
+/// The output-channel tile: 64 when K <= 64 (a 128-wide tile would be half
+/// zeros), else 128.
+inline std::size_t conv2d_wgmma_bn(std::size_t k) { return k <= 64 ? 64 : 128; }
+
+/// The pixel box that covers the n x p x q output pixels with the fewest
+/// 128-row tiles (each tile costs a full 128 rows of products, whatever part of
+/// it lies outside the image or past the box): every wt <= min(q, 128), every
+/// ht <= min(p, 128 / wt), nt as large as fits. Ties go to the widest box
+/// (stores along q stay contiguous), then the tallest. Boxes may span images:
+/// the ResNet layers at N = 32 get 8 x 8 x 2 (56x56), 4 x 4 x 8 (28x28)
+/// and 2 x 2 x 32 (14x14) -- every tile full -- where boxes within one image
+/// would leave 12.5% (56 x 2, 28 x 4) and 23% (14 x 9) of each tile's rows
+/// idle. The price: y's stores run along q in pieces of wt floats (8, 4, 2).
+/// k: the output channels (K); the tile's bn from conv2d_wgmma_bn.
+inline conv2d_wgmma_tile choose_conv2d_wgmma_tile(std::size_t n, std::size_t p, std::size_t q, std::size_t k) {
+  conv2d_wgmma_tile best;
+  best.bn = conv2d_wgmma_bn(k);
+  best.tiles_k = ceil_div(k, best.bn);
+  std::size_t best_tiles = std::numeric_limits<std::size_t>::max();
+  const std::size_t max_w = q < conv2d_wgmma_block_m ? q : conv2d_wgmma_block_m;
+  for (std::size_t wt = max_w; wt >= 1; --wt) {
+    const std::size_t rows_fit = conv2d_wgmma_block_m / wt;
+    const std::size_t max_h = p < rows_fit ? p : rows_fit;
+    for (std::size_t ht = max_h; ht >= 1; --ht) {
+      const std::size_t images_fit = conv2d_wgmma_block_m / (wt * ht);
+      std::size_t nt = n < images_fit ? n : images_fit;
+      if (nt > conv2d_wgmma_max_box) nt = conv2d_wgmma_max_box;
+      const std::size_t tiles = ceil_div(n, nt) * ceil_div(p, ht) * ceil_div(q, wt);
+      if (tiles < best_tiles) {  // strict: on ties the earlier (wider, then taller) box stays
+        best_tiles = tiles;
+        best.wt = wt;
+        best.ht = ht;
+        best.nt = nt;
+      }
+    }
+  }
+  best.tiles_q = ceil_div(q, best.wt);
+  best.tiles_p = ceil_div(p, best.ht);
+  best.tiles_n = ceil_div(n, best.nt);
+  return best;
+}
+
+}  // namespace kf::detail
