@@ -27,29 +27,18 @@ eager call of the functions below skips the dispatcher altogether.
 from typing import List, Optional
 
 import torch
-import torch.utils.dlpack
 from torch import nn
 
 from . import _C
 from ._api import conv_padding
+from ._torch_support import current_stream as _stream
+from ._torch_support import to_dlpack as _dl
 
 __all__ = ["relu_threshold", "relu_threshold_backward", "matmul", "conv2d", "filter2d", "ThresholdReLU", "Conv2d"]
 
-_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-# A DLPack capsule made in C++ (cheaper per call than Tensor.__dlpack__); _C takes either.
-_dl = getattr(torch.utils.dlpack, "to_dlpack", None) or (lambda t: t)
 _functorch = getattr(torch._C, "_functorch", None)
 _is_functorch_wrapped = getattr(_functorch, "is_functorch_wrapped_tensor", None) or (lambda t: False)
 _dispatch_mode_count = getattr(torch._C, "_len_torch_dispatch_stack", None) or (lambda: 1)
-
-
-def _stream(t):
-    index = t.get_device()
-    if index < 0:
-        return 0  # a CPU tensor: _C raises InvalidArgumentError before anything runs
-    if _raw_stream is not None:
-        return _raw_stream(index)
-    return torch.cuda.current_stream(index).cuda_stream
 
 
 def _direct(*tensors):
