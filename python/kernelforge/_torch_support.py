@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """What kernelforge takes from torch, looked up once: the current CUDA stream of a
-device and DLPack export of a tensor.
+device, DLPack export of a tensor, and the dtype codes of _C's raw entries.
 
 The one home of these helpers for both callers: kernelforge.torch (imports this
 module at its own import) and _arrays.py (imports it on the first torch array, when
@@ -9,6 +9,8 @@ torch is already loaded). Importing kernelforge alone never imports torch.
 
 import torch
 import torch.utils.dlpack
+
+from . import _C
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
@@ -42,3 +44,7 @@ def plain(t):
         t = t.detach()
     return to_dlpack(t)
 
+
+# torch.dtype -> the dtype code of _C's raw entries (relu_threshold_raw, ...); a dtype
+# missing here goes through the DLPack entry, whose TypeError names the supported ones.
+DTYPE_CODES = {getattr(torch, name): code for name, code in _C.dtype_codes.items()}

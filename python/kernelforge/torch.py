@@ -31,7 +31,9 @@ from torch import nn
 
 from . import _C
 from ._api import conv_padding
+from ._torch_support import DTYPE_CODES as _dtype_codes
 from ._torch_support import current_stream as _stream
+from ._torch_support import device_stream as _device_stream
 from ._torch_support import to_dlpack as _dl
 
 __all__ = ["relu_threshold", "relu_threshold_backward", "matmul", "conv2d", "filter2d", "ThresholdReLU", "Conv2d"]
@@ -115,17 +117,35 @@ def _autograd_kernel(op, kernel, backward, setup_context):
 
 # ---- threshold ReLU ------------------------------------------------------------------
 
+# The bodies take _C's raw entries (pointers, element count, dtype code, device index:
+# no DLPack export and import per call) for what they can take: CUDA tensors of a
+# shipped dtype, and for the backward, grad of x's dtype, shape and device. Anything
+# else goes to the DLPack entry, whose checks name the problem (a CPU tensor, int32, a
+# shape mismatch) as kernelforge.relu_threshold would.
+
 def _relu_threshold_kernel(x, threshold=0.0):
     x = x.contiguous()
     out = torch.empty_like(x)  # x is contiguous, so out is (and empty_like is the cheap allocation)
-    _C.relu_threshold(_dl(x), _dl(out), threshold, "best", _stream(x))
+    code = _dtype_codes.get(x.dtype)
+    device = x.get_device()
+    if code is None or device < 0:
+        _C.relu_threshold(_dl(x), _dl(out), threshold, "best", _stream(x))
+    else:
+        _C.relu_threshold_raw(x.data_ptr(), out.data_ptr(), x.numel(), code, device, threshold,
+                              _device_stream(device))
     return out
 
 
 def _relu_threshold_backward_kernel(grad, x, threshold=0.0):
     grad, x = grad.contiguous(), x.contiguous()
     out = torch.empty_like(x)
-    _C.relu_threshold_backward(_dl(grad), _dl(x), _dl(out), threshold, "best", _stream(x))
+    code = _dtype_codes.get(x.dtype)
+    device = x.get_device()
+    if code is None or device < 0 or grad.dtype != x.dtype or grad.shape != x.shape or grad.get_device() != device:
+        _C.relu_threshold_backward(_dl(grad), _dl(x), _dl(out), threshold, "best", _stream(x))
+    else:
+        _C.relu_threshold_backward_raw(grad.data_ptr(), x.data_ptr(), out.data_ptr(), x.numel(), code, device,
+                                       threshold, _device_stream(device))
     return out
 
 
