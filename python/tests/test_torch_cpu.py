@@ -50,3 +50,60 @@ def test_cpu_argument_errors_name_the_problem():
 def test_threshold_relu_module_falls_back_to_torch_on_cpu():
     x = torch.randn(4, 9, dtype=torch.float64)
     torch.testing.assert_close(kft.ThresholdReLU(0.2)(x), torch.nn.functional.threshold(x, 0.2, 0.0), rtol=0, atol=0)
+
+
+class _CpuStandIn:
+    """_C's relu entries computed by torch on CPU tensors (DLPack capsules in, like _C)."""
+
+    @staticmethod
+    def relu_threshold(x, out, threshold, variant, stream):
+        x, out = torch.utils.dlpack.from_dlpack(x), torch.utils.dlpack.from_dlpack(out)
+        out.copy_(torch.nn.functional.threshold(x, threshold, 0.0))
+
+    @staticmethod
+    def relu_threshold_backward(grad, x, out, threshold, variant, stream):
+        grad, x, out = (torch.utils.dlpack.from_dlpack(a) for a in (grad, x, out))
+        out.copy_(torch.ops.aten.threshold_backward(grad, x, threshold))
+
+
+@pytest.fixture
+def cpu_stand_in(monkeypatch):
+    """kernelforge.torch's ops on CPU tensors: CPU tensors count as the kernel's device,
+    and _C's relu entries are computed by torch. What is tested is the registration
+    (autograd kernel, fake kernel, the direct path), not the CUDA kernels."""
+    import operator
+    monkeypatch.setattr(kft, "_C", _CpuStandIn)
+    monkeypatch.setattr(kft, "_on_device", operator.attrgetter("is_cpu"))
+
+
+def test_registration_with_a_cpu_stand_in(cpu_stand_in):
+    ops = torch.ops.kernelforge
+    x = torch.randn(3, 37, dtype=torch.float64)
+    x = (x + 0.2 * torch.sign(x - 0.1)).requires_grad_()  # away from the threshold's kink
+    torch.library.opcheck(ops.relu_threshold.default, (x, 0.1))
+    torch.library.opcheck(ops.relu_threshold_backward.default, (torch.randn(3, 37), torch.randn(3, 37), 0.1))
+    assert torch.autograd.gradcheck(lambda t: kft.relu_threshold(t, 0.1), (x,))
+    assert torch.autograd.gradgradcheck(lambda t: kft.relu_threshold(t, 0.1), (x,))
+    y = kft.relu_threshold(x, 0.1)
+    assert y.grad_fn is not None
+    torch.testing.assert_close(y, torch.nn.functional.threshold(x, 0.1, 0.0), rtol=0, atol=0)
+    with torch.no_grad():
+        torch.testing.assert_close(ops.relu_threshold(x, 0.1), y.detach(), rtol=0, atol=0)
+
+
+def test_torch_compile_with_a_cpu_stand_in(cpu_stand_in):
+    torch._dynamo.reset()
+    act = kft.ThresholdReLU(0.25)
+    act.forward = lambda t: kft.relu_threshold(t, 0.25)  # the CPU fallback to F.threshold skipped
+
+    def model(t):
+        return act(t * 2.0) + 1.0
+
+    compiled = torch.compile(model, fullgraph=True)
+    x = torch.randn(257, requires_grad=True)
+    out = compiled(x)
+    torch.testing.assert_close(out, torch.nn.functional.threshold(x * 2.0, 0.25, 0.0) + 1.0, rtol=0, atol=0)
+    out.sum().backward()
+    torch.testing.assert_close(x.grad, 2.0 * (x * 2.0 > 0.25).to(x.dtype), rtol=0, atol=0)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), rtol=0, atol=0)
