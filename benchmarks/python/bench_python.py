@@ -5,8 +5,10 @@
    what is measured): kernelforge's DLPack API, the kernelforge.torch function and the registered operator,
    and torch's own op in the same run (F.threshold, torch.add), plus a
    torch.compile'd model using the op against the same model with F.threshold
-   and against the model without the activation (the op's own cost in a graph). Wall time over many back-to-back calls, one synchronize at the end;
-   median of several repeats. Goal: kernelforge <= 1.5x torch's F.threshold.
+   and against the model without the activation (the op's own cost in a graph).
+   Wall time over many back-to-back calls, one synchronize at the end; the rows
+   take turns over 15 rounds and each reports the median round (and the fastest).
+   Goal: kernelforge <= 1.5x torch's F.threshold.
 2. Bandwidth at n = 2^28 float32: CUDA events around one call, L2 flushed before
    every sample, median of the samples, against the C++ benchmark's GB/s for the
    same op (the "vectorized" row of bench_elementwise.json). Goal: within 3%.
@@ -32,18 +34,24 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_CPP_JSON = os.path.join(HERE, "..", "results", "h200", "bench_elementwise.json")
 
 
-def per_call_us(fn, calls=2000, repeats=7):
-    for _ in range(50):
-        fn()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(calls):
+def per_call_us(rows, calls=1000, rounds=15):
+    """{name: (median, min)} microseconds per call over `rounds` rounds; each round
+    times every row once (`calls` back-to-back calls, one synchronize), so that
+    drift in the host's speed (clocks, other processes) spreads over all rows alike
+    instead of biasing whichever row ran during it."""
+    for fn in rows.values():
+        for _ in range(50):
             fn()
-        torch.cuda.synchronize()
-        samples.append((time.perf_counter() - start) / calls * 1e6)
-    return statistics.median(samples)
+    torch.cuda.synchronize()
+    samples = {name: [] for name in rows}
+    for _ in range(rounds):
+        for name, fn in rows.items():
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            torch.cuda.synchronize()
+            samples[name].append((time.perf_counter() - start) / calls * 1e6)
+    return {name: (statistics.median(s), min(s)) for name, s in samples.items()}
 
 
 def overhead(n=1 << 10):
@@ -58,7 +66,7 @@ def overhead(n=1 << 10):
         "torch.add": lambda: torch.add(x, y),
         "kf.vector_add": lambda: kf.vector_add(x, y),
     }
-    result = {name: per_call_us(fn) for name, fn in rows.items()}
+    result = per_call_us(rows, calls=2000)
 
     class Model(torch.nn.Module):
         def __init__(self, act):
@@ -68,14 +76,14 @@ def overhead(n=1 << 10):
         def forward(self, t):
             return self.act(t) + 1.0
 
-    compiled_kf = torch.compile(Model(kft.ThresholdReLU(0.5)), fullgraph=True)
-    compiled_torch = torch.compile(Model(torch.nn.Threshold(0.5, 0.0)), fullgraph=True)
-    compiled_add = torch.compile(Model(torch.nn.Identity()), fullgraph=True)
+    compiled = {
+        "torch.compile model (kernelforge op + add)": torch.compile(Model(kft.ThresholdReLU(0.5)), fullgraph=True),
+        "torch.compile model (F.threshold + add)": torch.compile(Model(torch.nn.Threshold(0.5, 0.0)), fullgraph=True),
+        "torch.compile model (add only)": torch.compile(Model(torch.nn.Identity()), fullgraph=True),
+    }
     with torch.no_grad():
-        result["torch.compile model (kernelforge op + add)"] = per_call_us(lambda: compiled_kf(x), calls=1000)
-        result["torch.compile model (F.threshold + add)"] = per_call_us(lambda: compiled_torch(x), calls=1000)
-        result["torch.compile model (add only)"] = per_call_us(lambda: compiled_add(x), calls=1000)
-    return [{"name": k, "n": n, "us_per_call": v} for k, v in result.items()]
+        result.update(per_call_us({name: (lambda m=m: m(x)) for name, m in compiled.items()}))
+    return [{"name": k, "n": n, "us_per_call": v[0], "us_per_call_min": v[1]} for k, v in result.items()]
 
 
 def gpu_ms(fn, samples=30):
@@ -164,7 +172,7 @@ def main():
     print(f"kernelforge {kf.__version__}, torch {torch.__version__}, {info['name']}")
     print("\nper-call host time at n = 2^10 (us):")
     for r in over:
-        print(f"  {r['name']:<48} {r['us_per_call']:8.2f}")
+        print(f"  {r['name']:<48} {r['us_per_call']:8.2f}  (min {r['us_per_call_min']:.2f})")
     print("\nbandwidth at n = 2^28 fp32:")
     for r in bw:
         cpp = f"  C++ {r['cpp_GB/s']:.0f} GB/s -> {r['fraction_of_cpp']:.3f}" if r.get("cpp_GB/s") else ""

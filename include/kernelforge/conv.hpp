@@ -29,6 +29,9 @@
 //     than staging it in shared memory. It needs 16-byte aligned `in` and `out`
 //     and pitches that are multiples of 4; calls that miss a condition (or use
 //     another filter size) run smem_tiled, with the same results up to rounding.
+//     filter2d_variant::rolling_window has the same requirements and fallback; it
+//     walks each thread down a long strip with a fixed number of rows in flight.
+//     `best` runs one of the two for float 3x3 and 5x5 on aligned rows.
 //   - filter2d_variant::constant_memory stages the filter in __constant__ memory
 //     with an asynchronous device-to-device copy. A small ring of constant slots,
 //     guarded by a host mutex and one event per slot, keeps concurrent calls on
@@ -90,7 +93,8 @@ enum class border {
 
 /// The steps of the image-filter progression; `best` picks the fastest one.
 enum class filter2d_variant {
-  best,             ///< float 3x3 and 5x5 with aligned rows: register_window; otherwise smem_tiled,
+  best,             ///< float 3x3 and 5x5 with aligned rows: register_window (3x3) or rolling_window
+                    ///< (5x5); otherwise smem_tiled,
                     ///< with the separable row/column path for large rank-one filters
   naive,            ///< one output per thread, image and filter read from global memory
   constant_memory,  ///< naive, with the filter in __constant__ memory (broadcast to a warp)
@@ -99,6 +103,9 @@ enum class filter2d_variant {
                     ///< sliding down the image; no shared memory. float only (errc::unsupported
                     ///< for __half and double); runs smem_tiled instead unless the filter is 3x3
                     ///< or 5x5, in and out are 16-byte aligned and both pitches are multiples of 4
+  rolling_window,   ///< register_window's float4 columns, each thread walking down a long strip with
+                    ///< a fixed number of input rows in flight (loads spread evenly over the FMAs);
+                    ///< the same types, requirements and smem_tiled fallback as register_window
 };
 
 struct filter2d_options {

@@ -2,7 +2,8 @@
 // Tensor-memory-accelerator copies (cp.async.bulk.tensor, sm_90a): one thread
 // moves a whole 2D box of a global matrix, described by a CUtensorMap, into
 // shared memory, and the bytes are counted on an mbarrier. The multicast form
-// writes the same box into several CTAs of a cluster.
+// writes the same box into several CTAs of a cluster. The store form moves a box
+// from shared memory to global memory, tracked by bulk groups.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +33,34 @@ __device__ __forceinline__ void tma_load_2d_multicast(std::uint32_t dst, const C
       " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
       "l"(map), "r"(x), "r"(y), "r"(bar), "h"(cta_mask)
       : "memory");
+}
+
+/// Box (x = column, y = row) of `map` <- shared offset `src` (the smem tile in
+/// the map's swizzle), as one bulk asynchronous copy; the engine skips elements
+/// outside the matrix. Completion is tracked per thread by bulk groups: commit
+/// with tma_store_commit(), then tma_store_wait_read<N>() before `src` is
+/// rewritten. Each thread that wrote `src` runs fence_proxy_async_shared()
+/// first, and a barrier orders those writes before the copy.
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, std::uint32_t src, int x, int y) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(map), "r"(x),
+               "r"(y), "r"(src)
+               : "memory");
+}
+
+__device__ __forceinline__ void tma_store_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+
+/// Waits until at most `Pending` of this thread's committed stores still read shared memory.
+template <int Pending>
+__device__ __forceinline__ void tma_store_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(Pending) : "memory");
+}
+
+/// Waits until all of this thread's committed stores have completed (written global memory).
+__device__ __forceinline__ void tma_store_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+
+/// Makes this thread's generic-proxy shared-memory writes visible to the async proxy (TMA).
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 #endif  // KF_ARCH_SM90A
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The filter2d launcher: validate -> plan -> dispatch by variant, and the
 // explicit instantiations shipped in the fatbin (float and __half: every
-// variant but register_window, which is float only; double: naive).
+// variant but register_window and rolling_window, which are float only;
+// double: naive).
 #include <array>
 #include <cstdint>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include "filter2d/02_constant_memory.cuh"
 #include "filter2d/01_naive.cuh"
 #include "filter2d/04_register_window.cuh"
+#include "filter2d/05_rolling_window.cuh"
 #include "filter2d/03_smem_tiled.cuh"
 #include "filter2d/tile.cuh"
 #include "filter2d/validate.hpp"
@@ -38,6 +40,7 @@ const char* to_string(filter2d_variant variant) noexcept {
     case filter2d_variant::constant_memory: return "constant_memory";
     case filter2d_variant::smem_tiled: return "smem_tiled";
     case filter2d_variant::register_window: return "register_window";
+    case filter2d_variant::rolling_window: return "rolling_window";
   }
   return "unknown";
 }
@@ -150,52 +153,87 @@ void launch_tiled_2d(const char* what, const filter2d_args<T>& a, cudaStream_t s
   launch_tiled<T, 0, 0, false>(what, a, stream);
 }
 
-// ---- register_window ----------------------------------------------------------
-/// Can register_window run this call? An instantiated filter size, and every
-/// row start of in and out 16-byte aligned (the float4 loads and stores).
-bool register_window_applies(const filter2d_args<float>& a) {
+// ---- register_window and rolling_window ---------------------------------------
+/// Can the window kernels (register_window, rolling_window) run this call? An
+/// instantiated filter size, and every row start of in and out 16-byte aligned
+/// (the float4 loads and stores).
+bool window_kernels_apply(const filter2d_args<float>& a) {
   constexpr int V = vector16<float>::size;
   return filter2d_window_has_size(a.r, a.s) && misalignment(a.in) == 0 && misalignment(a.out) == 0 &&
          a.in_pitch % V == 0 && a.out_pitch % V == 0;
 }
 
-template <int R, int S, border Mode>
+/// The window kernel `best` runs for a float r x s filter whose rows are
+/// aligned: the launch table, one line per size (measurements in
+/// benchmarks/TUNING.md). rolling_window for 5x5 is the expectation of its
+/// design (steady loads in flight), to be confirmed by bench_conv's
+/// filter2d/fp32/{register_window,rolling_window}/8192x8192_5x5 rows.
+filter2d_variant best_window_kernel(int r) {
+  switch (r) {
+    case 3: return filter2d_variant::register_window;  // 0.97 of the copy rate
+    case 5: return filter2d_variant::rolling_window;   // register_window: 0.83
+  }
+  return filter2d_variant::register_window;
+}
+
+/// Calls f(std::integral_constant<border, mode>) for the run-time mode.
+template <class F>
+void with_border(border mode, F&& f) {
+  switch (mode) {
+    case border::zero: return f(std::integral_constant<border, border::zero>{});
+    case border::clamp: return f(std::integral_constant<border, border::clamp>{});
+    case border::reflect: return f(std::integral_constant<border, border::reflect>{});
+  }
+}
+
+template <int R, int S>
 void launch_register_window(const char* what, const filter2d_args<float>& a, cudaStream_t stream) {
   const std::size_t vectors = ceil_div(static_cast<std::size_t>(a.width), filter2d_window_cols);
   const std::size_t blocks_x = ceil_div(vectors, filter2d_window_threads);
   const std::size_t strips = ceil_div(static_cast<std::size_t>(a.height), filter2d_window_rows);
   const dim3 grid(static_cast<std::uint32_t>(blocks_x), capped_grid_dim(strips), capped_grid_dim(a.channels));
-  filter2d_register_window<R, S, Mode><<<grid, filter2d_window_threads, 0, stream>>>(a, static_cast<int>(strips));
+  with_border(a.mode, [&](auto mode) {
+    filter2d_register_window<R, S, decltype(mode)::value>
+        <<<grid, filter2d_window_threads, 0, stream>>>(a, static_cast<int>(strips));
+  });
   check_launch(what);
 }
 
 template <int R, int S>
-void launch_register_window_border(const char* what, const filter2d_args<float>& a, cudaStream_t stream) {
-  switch (a.mode) {
-    case border::zero: return launch_register_window<R, S, border::zero>(what, a, stream);
-    case border::clamp: return launch_register_window<R, S, border::clamp>(what, a, stream);
-    case border::reflect: return launch_register_window<R, S, border::reflect>(what, a, stream);
-  }
+void launch_rolling_window(const char* what, const filter2d_args<float>& a, cudaStream_t stream) {
+  const std::size_t vectors = ceil_div(static_cast<std::size_t>(a.width), filter2d_rolling_cols);
+  const std::size_t blocks_x = ceil_div(vectors, filter2d_rolling_threads);
+  const std::size_t strips =
+      ceil_div(static_cast<std::size_t>(a.height), static_cast<std::size_t>(filter2d_rolling_strip_rows<R>()));
+  const dim3 grid(static_cast<std::uint32_t>(blocks_x), capped_grid_dim(strips), capped_grid_dim(a.channels));
+  with_border(a.mode, [&](auto mode) {
+    filter2d_rolling_window<R, S, decltype(mode)::value>
+        <<<grid, filter2d_rolling_threads, 0, stream>>>(a, static_cast<int>(strips));
+  });
+  check_launch(what);
 }
 
-/// register_window where it applies, else smem_tiled (same results up to rounding).
-void launch_register_window_or_tiled(const char* what, const filter2d_args<float>& a, cudaStream_t stream) {
-  if (!register_window_applies(a)) return launch_tiled_2d(what, a, stream);
-  if (a.r == 3) return launch_register_window_border<3, 3>(what, a, stream);
-  launch_register_window_border<5, 5>(what, a, stream);
+/// `variant` (register_window or rolling_window) where the window kernels
+/// apply, else smem_tiled (same results up to rounding).
+void launch_window_or_tiled(const char* what, filter2d_variant variant, const filter2d_args<float>& a,
+                            cudaStream_t stream) {
+  if (!window_kernels_apply(a)) return launch_tiled_2d(what, a, stream);
+  const bool rolling = variant == filter2d_variant::rolling_window;
+  if (a.r == 3)
+    return rolling ? launch_rolling_window<3, 3>(what, a, stream) : launch_register_window<3, 3>(what, a, stream);
+  rolling ? launch_rolling_window<5, 5>(what, a, stream) : launch_register_window<5, 5>(what, a, stream);
 }
 
-/// double is compiled for the naive kernel only; register_window for float only.
+/// double is compiled for the naive kernel only; the window kernels for float only.
 template <class T>
 void require_variant_for_type(const char* what, filter2d_variant variant) {
   if constexpr (!std::is_same_v<T, float>) {
-    if (variant == filter2d_variant::register_window) {
+    if (variant == filter2d_variant::register_window || variant == filter2d_variant::rolling_window) {
       const char* type = std::is_same_v<T, double> ? "double" : "__half";
       const char* instead =
           std::is_same_v<T, double> ? "filter2d_variant::naive or best" : "filter2d_variant::smem_tiled or best";
-      throw error(errc::unsupported, std::string(what) +
-                                         ": filter2d_variant::register_window is compiled for float only, not " + type +
-                                         "; use " + instead);
+      throw error(errc::unsupported, std::string(what) + ": filter2d_variant::" + to_string(variant) +
+                                         " is compiled for float only, not " + type + "; use " + instead);
     }
   }
   if constexpr (std::is_same_v<T, double>) {
@@ -217,12 +255,13 @@ void dispatch(const char* what, int device, const filter2d_args<T>& a, filter2d_
       case filter2d_variant::constant_memory: return launch_constant_memory(what, device, a, stream);
       case filter2d_variant::smem_tiled: return launch_tiled_2d(what, a, stream);
       case filter2d_variant::register_window:
-        if constexpr (std::is_same_v<T, float>) return launch_register_window_or_tiled(what, a, stream);
-        break;  // unreachable: require_variant_for_type rejected it for other types
+      case filter2d_variant::rolling_window:
+        if constexpr (std::is_same_v<T, float>) return launch_window_or_tiled(what, variant, a, stream);
+        break;  // unreachable: require_variant_for_type rejected them for other types
       case filter2d_variant::best: break;
     }
     if constexpr (std::is_same_v<T, float>) {
-      if (register_window_applies(a)) return launch_register_window_or_tiled(what, a, stream);
+      if (window_kernels_apply(a)) return launch_window_or_tiled(what, best_window_kernel(a.r), a, stream);
     }
     const std::size_t taps = static_cast<std::size_t>(a.r) * a.s;
     if (a.r > 1 && a.s > 1 && taps >= separable_min_taps) return launch_tiled<T, 0, 0, true>(what, a, stream);

@@ -19,7 +19,7 @@
 //    to 232: room for 128 accumulators). Stages hand over through two mbarriers
 //    each: "full" (TMA bytes landed) and "empty" (every consumer warp's products
 //    that read the stage have completed). 4 stages of 48 KiB are in flight.
-//  * Block tile 128 x 256 x 32; with 4-byte elements a tile needs 1.5 KiB of
+//  * Block tile 128 x 256 x 32 (or 128 x 128, below); with 4-byte elements a tile needs 1.5 KiB of
 //    operands per k, so feeding 132 SMs at the tensor-core rate takes ~9 TB/s from
 //    L2. A cluster of 2 CTAs (the same n-tile, adjacent m-tiles) loads each B tile
 //    once: each CTA fetches half and TMA multicasts it to both, cutting B's L2
@@ -29,10 +29,16 @@
 //    tiles; the producer's stage ring runs on from one tile into the next, so a
 //    tile's pipeline is already full when the consumers finish storing the
 //    previous one (no fill, block launch or barrier setup per tile).
+//  * The tile width is a template parameter (tile_config<BlockN>: 256 or 128;
+//    m64nBlockN products, BlockN / 2 accumulators per thread). Where 128 x 256
+//    tiles cannot fill the GPU (1024^3: 32 tiles for 132 SMs) the host runs
+//    128 x 128 (64 tiles) with 6 stages of 32 KiB instead of 4 of 48
+//    (tuning.hpp: choose_wgmma_block_n).
 //  * Split-k (split_k.cuh, planned by tuning.hpp's plan_split_k) where the tiles
-//    fill less than half the GPU (e.g. 1024^3: 32 tiles of 128 x 256 for 132
-//    SMs): work items are (tile, k-slice) pairs, each slice's fp32 sums go to
-//    a pooled workspace, and the reduction applies alpha, beta and the epilogue.
+//    fill less than half the GPU (e.g. 128 x 8192 x 8192: 64 tiles of 128 x 128
+//    for 132 SMs): work items are (tile, k-slice) pairs, each slice's fp32 sums
+//    go to a pooled workspace, and the reduction applies alpha, beta and the
+//    epilogue.
 //    A single tile row runs without clusters (the partner CTA would only idle).
 //  * The kernel is a template over the element type (wgmma_element<T>): step 12
 //    runs the same pipeline on 16-bit operands.
@@ -40,6 +46,14 @@
 //    finished value before its store; instantiated for identity and for the
 //    library's fused bias / threshold ReLU (bias_relu_threshold<float>) only,
 //    since this kernel lives in the library's sm_90a-only object.
+//  * Staged stores (store_tile_staged) when beta == 0 and C's rows are 16-byte
+//    aligned: a consumer warpgroup writes its finished values into one of two
+//    dedicated 8 KiB shared buffers (64 rows x 128 bytes, 128-byte swizzle,
+//    conflict-free) and one thread stores each with TMA
+//    (cp.async.bulk.tensor ... global.shared::cta, bulk groups), which clips at
+//    C's edges: a few wide stores per tile instead of ~420 4-byte ones and their
+//    bounds branches. Otherwise (beta != 0, ragged alignment, split-k partials)
+//    each thread stores its fragment pairs from registers (store_tile).
 // Operands that wgmma cannot read as they are (TF32 wgmma needs both k-contiguous;
 // TMA needs 16-byte aligned rows) are repacked first by pack_k_major_kernel into a
 // stream-ordered workspace from a per-device memory pool.
@@ -48,6 +62,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include <cuda.h>  // CUtensorMap (a type only: the driver entry point comes through the runtime)
 
@@ -70,13 +85,12 @@ inline constexpr int warpgroup_threads = 128;
 inline constexpr int warps_per_warpgroup = 4;
 inline constexpr int consumer_warpgroups = 2;
 inline constexpr int threads = (1 + consumer_warpgroups) * warpgroup_threads;  // producer + consumers
-inline constexpr int wgmma_m = 64, wgmma_n = 256, wgmma_k = 8;                 ///< wgmma.m64n256k8 (TF32)
-inline constexpr int accumulators = wgmma_m * wgmma_n / warpgroup_threads;     // 128 per thread
+inline constexpr int wgmma_m = 64;                                             ///< wgmma.m64nNk8 (TF32), m64nNk16
 inline constexpr int block_m = consumer_warpgroups * wgmma_m;                  // 128
-inline constexpr int block_n = wgmma_n;                                        // 256
 inline constexpr int block_k = 32;  ///< 32 floats = 128 bytes: one row of the 128-byte swizzle
-inline constexpr int stages = 4;
 inline constexpr int max_cluster = 2;
+/// The widest block tile (tile_config<256>); the host bounds its extents by it.
+inline constexpr int max_block_n = 256;
 /// Registers per thread after setmaxnreg: 128 x 40 + 256 x 232 <= 64K per SM.
 inline constexpr int producer_registers = 40;
 inline constexpr int consumer_registers = 232;
@@ -84,24 +98,57 @@ inline constexpr int consumer_registers = 232;
 // ---- shared memory ----------------------------------------------------------
 inline constexpr int swizzle_row_bytes = block_k * 4;             // 128
 inline constexpr int swizzle_atom_bytes = 8 * swizzle_row_bytes;  // 1024: the XOR pattern's period
-inline constexpr int box_rows = 128;                              // one TMA box: 128 rows x 32 floats
-inline constexpr int box_bytes = box_rows * swizzle_row_bytes;    // 16 KiB
+inline constexpr int box_rows = 128;                              // A's TMA box: 128 rows x 32 floats
 inline constexpr int a_tile_bytes = block_m * swizzle_row_bytes;  // 16 KiB
-inline constexpr int b_tile_bytes = block_n * swizzle_row_bytes;  // 32 KiB
-inline constexpr int stage_bytes = a_tile_bytes + b_tile_bytes;   // 48 KiB, the expect-tx count
 inline constexpr int barrier_bytes = 8;
-/// Tiles start 1024-aligned (the swizzle is a function of the address bits), so
-/// the dynamic allocation carries one atom of slack.
-inline constexpr int smem_bytes = swizzle_atom_bytes + stages * stage_bytes + 2 * stages * barrier_bytes;
+/// Shared memory a block may opt in to on sm_90 (227 KiB).
+inline constexpr int max_smem_bytes = 227 * 1024;
 static_assert(block_m == box_rows, "A: one TMA box per stage");
-static_assert(block_n == max_cluster * box_rows, "B: one TMA box per CTA of a full cluster");
-static_assert(a_tile_bytes % swizzle_atom_bytes == 0 && b_tile_bytes % swizzle_atom_bytes == 0,
-              "every tile must start on a swizzle atom");
+static_assert(a_tile_bytes % swizzle_atom_bytes == 0, "every tile must start on a swizzle atom");
+/// The staged epilogue (store_tile_staged): each consumer warpgroup owns two C
+/// buffers of 64 rows x one 128-byte swizzled row (64 halves or 32 floats of C),
+/// written in turn: while TMA stores one, the warpgroup fills the other. A
+/// dedicated 32 KiB rather than a stage buffer (the producer is already filling
+/// the next tile's stages) or fewer stages (the k pipeline keeps its depth).
+inline constexpr int c_buffers = 2;
+inline constexpr int c_buffer_bytes = wgmma_m * swizzle_row_bytes;                     // 8 KiB
+inline constexpr int c_smem_bytes = consumer_warpgroups * c_buffers * c_buffer_bytes;  // 32 KiB
+inline constexpr int c_box_rows = wgmma_m;                                             ///< C's TMA box: 64 rows
+static_assert(c_buffer_bytes % swizzle_atom_bytes == 0, "every C buffer must start on a swizzle atom");
+
+/// What the block tile's width BlockN (256, 128) sets: each consumer warpgroup
+/// runs wgmma m64nBlockN (BlockN / 2 accumulators per thread), B's stage is
+/// BlockN rows of one swizzled row of k, and the stages that fit. The host picks
+/// the width per product (tuning.hpp: choose_wgmma_block_n): 128 puts twice as
+/// many tiles on the GPU where 256-wide ones cannot fill it.
+template <int BlockN>
+struct tile_config {
+  static_assert(BlockN == 256 || BlockN == 128, "wgmma block tiles 128 x 256 or 128 x 128");
+  static constexpr int block_n = BlockN;
+  static constexpr int wgmma_n = BlockN;  ///< one m64nBlockN product per consumer warpgroup and k-step
+  static constexpr int accumulators = wgmma_m * wgmma_n / warpgroup_threads;  // 128 or 64 per thread
+  /// k-major B: two TMA boxes per stage (block_n / 2 rows each); in a cluster of
+  /// two each CTA fetches one and multicasts it to both.
+  static constexpr int b_box_rows = block_n / max_cluster;
+  static constexpr int b_box_bytes = b_box_rows * swizzle_row_bytes;
+  static constexpr int b_tile_bytes = block_n * swizzle_row_bytes;  // 32 or 16 KiB
+  static constexpr int stage_bytes = a_tile_bytes + b_tile_bytes;   // 48 or 32 KiB, the expect-tx count
+  /// 4 x 48 KiB; 6 x 32 KiB: the same ~192 KiB, deeper in k for the narrow tile
+  /// (32 KiB of the 227 go to the staged epilogue's C buffers).
+  static constexpr int stages = BlockN == 256 ? 4 : 6;
+  /// Tiles start 1024-aligned (the swizzle is a function of the address bits), so
+  /// the dynamic allocation carries one atom of slack. Layout: stages x A,
+  /// stages x B, the C buffers, the barriers.
+  static constexpr int smem_bytes =
+      swizzle_atom_bytes + stages * stage_bytes + c_smem_bytes + 2 * stages * barrier_bytes;
+  static_assert(b_box_bytes % swizzle_atom_bytes == 0, "every B box must start on a swizzle atom");
+  static_assert(smem_bytes <= max_smem_bytes, "the stages must fit the shared-memory opt-in");
+};
 
 /// Cluster rows a group of consecutive clusters covers before moving along n (L2 reuse).
 inline constexpr int raster_group = 8;
 /// TMA coordinates are signed 32-bit: keep the last tile's origin representable.
-inline constexpr std::size_t max_extent = (std::size_t{1} << 31) - 2 * block_n;
+inline constexpr std::size_t max_extent = (std::size_t{1} << 31) - 2 * max_block_n;
 
 // ---- repacking pass (operands wgmma cannot read in place) -------------------
 inline constexpr int pack_tile = 32;
@@ -118,6 +165,9 @@ struct epilogue_params {
   int cluster_rows = 0;  ///< tile rows / cluster size, rounded up
   int tiles_n = 0;
   bool pairs = false;  ///< C rows allow one store of two adjacent elements (C so aligned, ldc even)
+  /// beta == 0 and C's rows 16-byte aligned, unsplit: tiles go to C through
+  /// shared memory and TMA stores (store_tile_staged, the kernel's map_c).
+  bool staged = false;
   /// Split-k (split_k.cuh): `splits` slices of split_k_tiles k-steps each, the
   /// last one shorter; with more than one, each tile's fp32 sums go unscaled to
   /// partial + slice * m * n (dense m x n) for the reduction, and C is not touched.
@@ -140,27 +190,28 @@ template <>
 struct wgmma_element<float> {
   static constexpr int bytes = 4;
   static constexpr int stage_k = wgmma_tf32::swizzle_row_bytes / bytes;  ///< 32: one swizzled row
-  static constexpr int wgmma_k = 8;                                      ///< wgmma.m64n256k8 (TF32)
+  static constexpr int wgmma_k = 8;                                      ///< wgmma.m64nNk8 (TF32)
   using pair = float2;
 #if KF_ARCH_SM90A
-  template <int TransB>
-  __device__ static __forceinline__ void mma(float (&d)[wgmma_tf32::accumulators], std::uint64_t a, std::uint64_t b) {
+  /// One m64nNk8 product; N = 2 * Accumulators (the block tile's width).
+  template <int TransB, int Accumulators>
+  __device__ static __forceinline__ void mma(float (&d)[Accumulators], std::uint64_t a, std::uint64_t b) {
     static_assert(TransB == 0, "TF32 wgmma reads B k-major only");
-    wgmma_m64n256k8_tf32(d, a, b);
+    wgmma_m64nNk8_tf32<2 * Accumulators>(d, a, b);
   }
 #endif
 };
 
 namespace wgmma_tf32 {
 #if KF_ARCH_SM90A
-/// One consumer warpgroup's 64 x 256 accumulator tile -> C. Accumulator r of a
+/// One consumer warpgroup's 64 x N accumulator tile (N = 2 * Accumulators) -> C. Accumulator r of a
 /// thread: row 16 * warp + lane / 4 + 8 * ((r % 4) / 2), column 8 * (r / 4) +
 /// 2 * (lane % 4) + r % 2 -- so accumulators 2h, 2h+1 are adjacent columns.
 /// The epilogue functor `fn` (kernelforge/epilogue.cuh) runs once per stored
 /// value, on alpha * acc + beta * C in fp32, in registers; the result is
 /// rounded once to T.
-template <class T, class Epilogue>
-__device__ __forceinline__ void store_tile(const float (&d)[accumulators], const epilogue_params<T>& ep, long long row0,
+template <class T, class Epilogue, int Accumulators>
+__device__ __forceinline__ void store_tile(const float (&d)[Accumulators], const epilogue_params<T>& ep, long long row0,
                                            long long col0, const Epilogue& fn) {
   using pair = typename wgmma_element<T>::pair;
   const bool read_c = ep.beta != 0.0f;  // beta == 0: C is not read (NaN in C must not leak)
@@ -170,7 +221,7 @@ __device__ __forceinline__ void store_tile(const float (&d)[accumulators], const
     if (row >= ep.m) continue;
     T* const c_row = ep.C + row * ep.ldc;
 #pragma unroll
-    for (int c = 0; c < accumulators / 4; ++c) {
+    for (int c = 0; c < Accumulators / 4; ++c) {
       const long long col = col0 + 8 * c;
       float v0 = ep.alpha * d[4 * c + 2 * h];
       float v1 = ep.alpha * d[4 * c + 2 * h + 1];
@@ -197,6 +248,81 @@ __device__ __forceinline__ void store_tile(const float (&d)[accumulators], const
     }
   }
 }
+
+/// Two adjacent elements of C into a C buffer (4 bytes for 16-bit T, 8 for float).
+__device__ __forceinline__ void store_shared_pair(std::uint32_t address, float2 v) {
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(address), "f"(v.x), "f"(v.y) : "memory");
+}
+template <class Pair>
+__device__ __forceinline__ void store_shared_pair(std::uint32_t address, Pair v) {
+  static_assert(sizeof(Pair) == 4, "a pair of 16-bit elements");
+  std::uint32_t bits;
+  memcpy(&bits, &v, sizeof(bits));
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(address), "r"(bits) : "memory");
+}
+
+/// One consumer warpgroup's 64 x N accumulator tile -> C through shared memory,
+/// for beta == 0 (C is not read) and 16-byte aligned rows of C. The tile goes in
+/// chunks of one 128-byte row (64 halves or 32 floats) x 64 rows: the warpgroup
+/// writes alpha * acc, through the epilogue functor (with each value's row and
+/// column; values outside C are not passed to it), rounded to T, into a C
+/// buffer in the 128-byte swizzle (conflict-free: a warp's 8 rows hit 8
+/// distinct 16-byte bank groups), then one thread stores the chunk with TMA,
+/// which skips what lies outside C. The two buffers alternate (`buffer`, kept
+/// across tiles): before a buffer is rewritten, its previous store (two commits
+/// back) has finished reading it. row_base, col_base: the warpgroup's first row
+/// and column of C; `barrier`: the warpgroup's named barrier.
+template <class T, class Epilogue, int Accumulators>
+__device__ __forceinline__ void store_tile_staged(const float (&d)[Accumulators], const epilogue_params<T>& ep,
+                                                  const CUtensorMap* map_c, std::uint32_t c_smem, int row_base,
+                                                  int col_base, int barrier, int& buffer, const Epilogue& fn) {
+  using pair = typename wgmma_element<T>::pair;
+  constexpr int chunk_cols = swizzle_row_bytes / static_cast<int>(sizeof(T));  // 64 halves, 32 floats
+  constexpr int groups_per_chunk = chunk_cols / 8;  // accumulator column groups (8 columns each) per chunk
+  constexpr int chunks = 2 * Accumulators / chunk_cols;
+  const int tid = static_cast<int>(threadIdx.x) % warpgroup_threads;
+  const int lane = tid % 32;
+  const bool issuer = tid == 0;
+  if (row_base >= ep.m) return;  // the whole warpgroup's rows lie below C
+#pragma unroll
+  for (int j = 0; j < chunks; ++j) {
+    const int col_chunk = col_base + j * chunk_cols;
+    if (col_chunk < ep.n) {  // the same for the whole warpgroup
+      const std::uint32_t buf = c_smem + buffer * c_buffer_bytes;
+      if (issuer) tma_store_wait_read<c_buffers - 1>();  // this buffer's previous store has read it
+      named_barrier_sync(barrier, warpgroup_threads);
+#pragma unroll
+      for (int g = 0; g < groups_per_chunk; ++g) {
+        const int c = j * groups_per_chunk + g;  // accumulators 4c .. 4c + 3
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = 16 * (tid / 32) + lane / 4 + 8 * h;  // row in the warpgroup's 64
+          const int col_in_chunk = 8 * g + 2 * (lane % 4);
+          const long long row = static_cast<long long>(row_base) + r;
+          const long long col = static_cast<long long>(col_chunk) + col_in_chunk;
+          const bool in_row = row < ep.m;
+          float v0 = ep.alpha * d[4 * c + 2 * h];
+          float v1 = ep.alpha * d[4 * c + 2 * h + 1];
+          v0 = in_row && col < ep.n ? fn(v0, row, col) : 0.0f;
+          v1 = in_row && col + 1 < ep.n ? fn(v1, row, col + 1) : 0.0f;
+          pair out;
+          out.x = from_compute<T>(v0);
+          out.y = from_compute<T>(v1);
+          const std::uint32_t byte = static_cast<std::uint32_t>(col_in_chunk) * sizeof(T);
+          const std::uint32_t swizzled = (((byte / 16) ^ static_cast<std::uint32_t>(r % 8)) * 16) + byte % 16;
+          store_shared_pair(buf + r * swizzle_row_bytes + swizzled, out);
+        }
+      }
+      fence_proxy_async_shared();  // the writes, visible to the TMA engine
+      named_barrier_sync(barrier, warpgroup_threads);
+      if (issuer) {
+        tma_store_2d(map_c, buf, col_chunk, row_base);
+        tma_store_commit();
+      }
+      buffer ^= 1;
+    }
+  }
+}
 #endif  // KF_ARCH_SM90A
 
 }  // namespace wgmma_tf32
@@ -209,20 +335,27 @@ __device__ __forceinline__ void store_tile(const float (&d)[accumulators], const
 /// stage ring runs on across tiles, so while the consumers store one tile the
 /// next tile's first stages are already loading: no pipeline fill, no block
 /// launch and no barrier setup per tile.
-/// Each tile is 128 x 256 of C. map_a: A as m x k, k-contiguous, boxes of 128
-/// rows x one swizzled row of k. map_b: op(B)^T as n x k, k-contiguous, boxes of
-/// 128 rows x one swizzled row (BNMajor false), or op(B) as k x n, n-contiguous,
-/// boxes of one swizzled row of n x a stage's k rows (BNMajor true, 16-bit T).
-/// fn: the epilogue functor applied to each stored value (identity by default).
-template <class T, int Cluster, bool BNMajor = false, class Epilogue = epilogue::identity>
+/// Each tile is 128 x BlockN of C (BlockN 256 or 128: tile_config). map_a: A as
+/// m x k, k-contiguous, boxes of 128 rows x one swizzled row of k. map_b:
+/// op(B)^T as n x k, k-contiguous, boxes of BlockN / 2 rows x one swizzled row
+/// (BNMajor false), or op(B) as k x n, n-contiguous, boxes of one swizzled row
+/// of n x a stage's k rows (BNMajor true, 16-bit T). map_c: C as m x n, boxes
+/// of 64 rows x one swizzled row, for the staged epilogue (ep.staged; unused
+/// otherwise). fn: the epilogue functor applied to each stored value (identity
+/// by default).
+template <class T, int Cluster, bool BNMajor = false, class Epilogue = epilogue::identity, int BlockN = 256>
 KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
     wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                 const wgmma_tf32::epilogue_params<T> ep, const Epilogue fn) {
+                 const __grid_constant__ CUtensorMap map_c, const wgmma_tf32::epilogue_params<T> ep,
+                 const Epilogue fn) {
 #if defined(__CUDA_ARCH__) && !KF_ARCH_SM90A
   __trap();  // wgmma needs sm_90a; this file is compiled for nothing else
 #elif KF_ARCH_SM90A
   using namespace wgmma_tf32;
   using element = wgmma_element<T>;
+  using tile = tile_config<BlockN>;
+  constexpr int block_n = tile::block_n, stages = tile::stages;
+  constexpr int b_tile_bytes = tile::b_tile_bytes, stage_bytes = tile::stage_bytes;
   static_assert(Cluster == 1 || Cluster == max_cluster, "clusters of 1 or 2 CTAs");
   constexpr int stage_k = element::stage_k;  // 32 floats, 64 halves: one swizzled row
   // N-major B: block_n / box_cols boxes of stage_k rows x box_cols (one swizzled row) per stage.
@@ -237,7 +370,8 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
   const std::uint32_t base = (raw + swizzle_atom_bytes - 1) & ~std::uint32_t(swizzle_atom_bytes - 1);
   const std::uint32_t a_smem = base;                                  // stages x A tile
   const std::uint32_t b_smem = base + stages * a_tile_bytes;          // stages x B tile
-  const std::uint32_t full_bar = base + stages * stage_bytes;         // stages x mbarrier
+  const std::uint32_t c_smem = base + stages * stage_bytes;           // consumers x c_buffers x C buffer
+  const std::uint32_t full_bar = c_smem + c_smem_bytes;               // stages x mbarrier
   const std::uint32_t empty_bar = full_bar + stages * barrier_bytes;  // stages x mbarrier
 
   const int warpgroup = threadIdx.x / warpgroup_threads;
@@ -314,10 +448,10 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
             }
           } else if constexpr (Cluster == 1) {
             tma_load_2d(b_stage, &map_b, k0, tile_n * block_n, full);
-            tma_load_2d(b_stage + box_bytes, &map_b, k0, tile_n * block_n + box_rows, full);
+            tma_load_2d(b_stage + tile::b_box_bytes, &map_b, k0, tile_n * block_n + tile::b_box_rows, full);
           } else {
-            tma_load_2d_multicast(b_stage + rank * box_bytes, &map_b, k0, tile_n * block_n + rank * box_rows, full,
-                                  whole_cluster);
+            tma_load_2d_multicast(b_stage + rank * tile::b_box_bytes, &map_b, k0,
+                                  tile_n * block_n + rank * tile::b_box_rows, full, whole_cluster);
           }
           if (++stage == stages) {
             stage = 0;
@@ -346,11 +480,12 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
 
     int stage = 0;
     std::uint32_t phase = 0;
+    int c_buffer = 0;  // the staged epilogue's next C buffer
     for (int item = static_cast<int>(blockIdx.x) / Cluster; item < work_items; item += clusters) {
       const work w = work_of(item);
-      float d[accumulators];
+      float d[tile::accumulators];
 #pragma unroll
-      for (int i = 0; i < accumulators; ++i) d[i] = 0.0f;
+      for (int i = 0; i < tile::accumulators; ++i) d[i] = 0.0f;
       fence_operands(d);
 
       int previous = -1;
@@ -390,7 +525,10 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
       const long long row0 =
           static_cast<long long>(w.tile_m) * block_m + consumer * wgmma_m + warp_in_warpgroup * 16 + lane / 4;
       const long long col0 = static_cast<long long>(w.tile_n) * block_n + 2 * (lane % 4);
-      if (ep.partial == nullptr) {
+      if (ep.staged) {
+        store_tile_staged<T>(d, ep, &map_c, c_smem + consumer * c_buffers * c_buffer_bytes,
+                             w.tile_m * block_m + consumer * wgmma_m, w.tile_n * block_n, 1 + consumer, c_buffer, fn);
+      } else if (ep.partial == nullptr) {
         store_tile<T>(d, ep, row0, col0, fn);
       } else {
         epilogue_params<float> slice;  // the raw fp32 sums of this k-slice
@@ -404,6 +542,8 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
         store_tile<float>(d, slice, row0, col0, epilogue::identity{});
       }
     }
+    // The last C buffers are read (and C written) before the CTA's shared memory goes.
+    if (ep.staged && tid_in_warpgroup == 0) tma_store_wait_all();
   }
 
   // No CTA may exit while its peer can still arrive on its barriers.

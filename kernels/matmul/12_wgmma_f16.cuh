@@ -16,13 +16,16 @@
 //    swizzled row), 48 KiB, the same bytes as step 10's 32-float stage.
 //  * Warp specialization (one producer, two consumer warpgroups), 4 stages with
 //    "full" and "empty" mbarriers, clusters of 2 CTAs with TMA multicast of B,
-//    persistent CTAs, split-k for products with few tiles: as step 10.
+//    persistent CTAs, 128 x 128 tiles and split-k for products with few
+//    tiles: as step 10.
 //  * B read in place when it is n-contiguous (the row-major product): wgmma's
 //    transpose bit for 16-bit B (imm-trans-b = 1) takes an N-major tile, loaded
 //    by TMA as 64 n (128 bytes) x 64 k boxes, four per stage. TF32 has no such
 //    bit, so step 10 repacks B; here that pass (a read and a write of B) is gone.
 //  * Epilogue: alpha * acc + beta * C in fp32, rounded once to T, two adjacent
-//    columns per 32-bit store when C allows; C not read when beta == 0.
+//    columns per 32-bit store when C allows; C not read when beta == 0, and
+//    then (16-byte aligned rows) staged through shared memory and stored by
+//    TMA in 64 x 64 boxes, as step 10.
 // A is read k-major (imm-trans-a = 0); an m-contiguous A, and any operand whose
 // rows are not 16-byte aligned, is repacked first by step 10's
 // pack_k_major_kernel (instantiated for T).
@@ -39,17 +42,18 @@
 #include "10_wgmma_tf32.cuh"
 
 namespace kf::detail {
-/// The 16-bit elements of step 12: wgmma.m64n256k16, B k-major or N-major.
+/// The 16-bit elements of step 12: wgmma.m64nNk16, B k-major or N-major.
 template <class T>
 struct wgmma_element_16bit {
   static constexpr int bytes = 2;
   static constexpr int stage_k = wgmma_tf32::swizzle_row_bytes / bytes;  ///< 64: one swizzled row
-  static constexpr int wgmma_k = 16;                                     ///< wgmma.m64n256k16 (f16 / bf16)
+  static constexpr int wgmma_k = 16;                                     ///< wgmma.m64nNk16 (f16 / bf16)
   using pair = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
 #if KF_ARCH_SM90A
-  template <int TransB>
-  __device__ static __forceinline__ void mma(float (&d)[wgmma_tf32::accumulators], std::uint64_t a, std::uint64_t b) {
-    wgmma_m64n256k16<T, TransB>(d, a, b);
+  /// One m64nNk16 product; N = 2 * Accumulators (the block tile's width).
+  template <int TransB, int Accumulators>
+  __device__ static __forceinline__ void mma(float (&d)[Accumulators], std::uint64_t a, std::uint64_t b) {
+    wgmma_m64nNk16<T, 2 * Accumulators, TransB>(d, a, b);
   }
 #endif
 };

@@ -116,6 +116,33 @@ inline split_k_plan plan_split_k(std::size_t tiles, std::size_t m, std::size_t n
 /// 16-bit types keep 1024, the shortest slice measured to pay.
 constexpr std::size_t wgmma_split_k_min_slice(std::size_t element_bytes) { return element_bytes >= 4 ? 256 : 1024; }
 
+// ---- wgmma block-tile width (steps 10 and 12) ----------------------------------
+/// The widths the wgmma kernel is built for (10_wgmma_tf32.cuh: tile_config),
+/// widest first; the block tile is always 128 rows.
+constexpr int wgmma_block_n_choices[] = {256, 128};
+constexpr std::size_t wgmma_block_m = 128;
+/// A width fills the GPU when its tiles number at least this fraction of the
+/// CTAs resident at once (3/4 of a wave: a wave that full loses no more to the
+/// idle SMs than the narrower tile loses to its per-tile overheads). To be
+/// measured (benchmarks/TUNING.md).
+constexpr int wgmma_fill_num = 3, wgmma_fill_den = 4;
+
+/// The wgmma block tile's width for an m x n product when `resident_ctas` CTAs
+/// run at once: the widest of wgmma_block_n_choices whose 128 x width tiles
+/// fill the GPU, else the narrowest (which then splits k where plan_split_k
+/// says so). 1024^3 on 132 SMs: 32 tiles of 128 x 256, 64 of 128 x 128 -> 128.
+inline int choose_wgmma_block_n(std::size_t m, std::size_t n, int resident_ctas) {
+  constexpr std::size_t count = sizeof(wgmma_block_n_choices) / sizeof(wgmma_block_n_choices[0]);
+  const std::size_t tiles_m = ceil_div(m, wgmma_block_m);
+  for (std::size_t i = 0; i + 1 < count; ++i) {
+    const std::size_t tiles = tiles_m * ceil_div(n, static_cast<std::size_t>(wgmma_block_n_choices[i]));
+    if (tiles * wgmma_fill_den >= static_cast<std::size_t>(resident_ctas > 0 ? resident_ctas : 0) * wgmma_fill_num) {
+      return wgmma_block_n_choices[i];
+    }
+  }
+  return wgmma_block_n_choices[count - 1];
+}
+
 // ---- large_tile (08_large_tile.cuh) ------------------------------------------
 /// Common shape: 8 warps of 64 x 64 warp tiles, 16 (m) x 8 (n) outputs per
 /// thread (128 accumulators; 128 FMAs per 6 LDS.128 per k-step), one block of

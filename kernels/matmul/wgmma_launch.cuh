@@ -102,28 +102,44 @@ void launch_pack(const T* src, std::size_t ld_src, bool source_k_contiguous, T* 
   check_launch(what);
 }
 
-/// wgmma_kernel<T, Cluster, BNMajor, Epilogue>: its clusters resident at once
-/// (and its shared-memory opt-in, once per device), and its launch.
-template <class T, int Cluster, bool BNMajor, class Epilogue>
+/// wgmma_kernel<T, Cluster, BNMajor, Epilogue, BlockN>: its shared memory, its
+/// clusters resident at once (and its shared-memory opt-in, once per device),
+/// and its launch.
+template <class T, int Cluster, bool BNMajor, class Epilogue, int BlockN>
 struct instance {
-  static constexpr auto kernel = &wgmma_kernel<T, Cluster, BNMajor, Epilogue>;
+  static constexpr auto kernel = &wgmma_kernel<T, Cluster, BNMajor, Epilogue, BlockN>;
+  static constexpr int block_n = BlockN;
+  static constexpr int smem_bytes = wgmma_tf32::tile_config<BlockN>::smem_bytes;
   static int resident(int device, const char* what) {
-    return resident_clusters<kernel>(device, wgmma_tf32::threads, wgmma_tf32::smem_bytes, Cluster, what);
+    return resident_clusters<kernel>(device, wgmma_tf32::threads, smem_bytes, Cluster, what);
   }
 };
 
-/// Calls f(instance<T, cluster, n_major, Epilogue>{}) for the runtime choice
-/// (N-major B only for 16-bit T: TF32 never instantiates it).
-template <class T, class Epilogue, class F>
-void with_instance(bool n_major, int cluster, F&& f) {
+/// Calls f(instance<T, cluster, n_major, Epilogue, BlockN>{}) for the runtime
+/// choice (N-major B only for 16-bit T: TF32 never instantiates it; BlockN one
+/// of tuning.hpp's wgmma_block_n_choices).
+template <class T, class Epilogue, int BlockN, class F>
+void with_instance_n(bool n_major, int cluster, F&& f) {
   constexpr int pair = wgmma_tf32::max_cluster;
   if constexpr (wgmma_element<T>::bytes == 2) {
     if (n_major) {
-      cluster == 1 ? f(instance<T, 1, true, Epilogue>{}) : f(instance<T, pair, true, Epilogue>{});
+      cluster == 1 ? f(instance<T, 1, true, Epilogue, BlockN>{}) : f(instance<T, pair, true, Epilogue, BlockN>{});
       return;
     }
   }
-  cluster == 1 ? f(instance<T, 1, false, Epilogue>{}) : f(instance<T, pair, false, Epilogue>{});
+  cluster == 1 ? f(instance<T, 1, false, Epilogue, BlockN>{}) : f(instance<T, pair, false, Epilogue, BlockN>{});
+}
+
+template <class T, class Epilogue, class F>
+void with_instance(bool n_major, int cluster, int block_n, F&& f) {
+  static_assert(sizeof(wgmma_block_n_choices) / sizeof(wgmma_block_n_choices[0]) == 2 &&
+                    wgmma_block_n_choices[0] == 256 && wgmma_block_n_choices[1] == 128,
+                "with_instance instantiates the widths of wgmma_block_n_choices");
+  if (block_n == 256) {
+    with_instance_n<T, Epilogue, 256>(n_major, cluster, f);
+  } else {
+    with_instance_n<T, Epilogue, 128>(n_major, cluster, f);
+  }
 }
 
 }  // namespace wgmma_host
@@ -137,14 +153,17 @@ void with_instance(bool n_major, int cluster, F&& f) {
 ///    n-contiguous, with 16-byte aligned rows, else repacked k-contiguous;
 ///  * clusters of 2 CTAs sharing B (cluster_size 1: single CTAs; one tile row:
 ///    single CTAs, the partner would only idle), persistent over the tiles;
+///  * block tiles 128 x 256, or 128 x 128 where the wide tiles cannot fill the
+///    GPU (choose_wgmma_block_n);
 ///  * split-k where the tiles fill less than half the GPU (plan_split_k with
-///    wgmma_split_k_min_slice), then the reduction.
+///    wgmma_split_k_min_slice), then the reduction;
+///  * C stored through shared memory and TMA when beta == 0 and C's rows are
+///    16-byte aligned (unsplit), else from registers.
 template <class T, class Epilogue>
 bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster_size, const Epilogue& fn,
                       const char* what) {
   using namespace wgmma_host;
   using wgmma_tf32::block_m;
-  using wgmma_tf32::block_n;
   using wgmma_tf32::max_cluster;
   constexpr int stage_k = wgmma_element<T>::stage_k;
   constexpr bool n_major_b_allowed = wgmma_element<T>::bytes == 2;  // TF32 wgmma reads B k-major only
@@ -157,11 +176,6 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
   const std::size_t max_extent = wgmma_tf32::max_extent;
   if (args.m > max_extent || args.n > max_extent || args.k > max_extent) return false;
   const std::size_t tiles_m = ceil_div(args.m, block_m);
-  const std::size_t tiles_n = ceil_div(args.n, block_n);
-  // The persistent kernel walks cluster tiles with an int index.
-  if (ceil_div(tiles_m, max_cluster) * tiles_n > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
-    return false;
-  }
   if (encode_tiled() == nullptr) return false;
   const int cluster = cluster_size == 1 || tiles_m == 1 ? 1 : max_cluster;
 
@@ -171,6 +185,19 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
   const bool b_n_major = n_major_b_allowed && !args.trans_b && b_aligned;
   const bool pack_a = args.trans_a || !rows_aligned(args.A, args.lda, sizeof(T), tma_alignment);
   const bool pack_b = !b_n_major && (!args.trans_b || !b_aligned);
+
+  // The tile width: the widest whose tiles fill the GPU (every width runs one
+  // CTA per SM; the widest instance's count stands for all of them).
+  int resident_wide = 0;
+  with_instance<T, Epilogue>(b_n_major, cluster, wgmma_block_n_choices[0],
+                             [&](auto i) { resident_wide = decltype(i)::resident(device, what); });
+  const int block_n = choose_wgmma_block_n(args.m, args.n, resident_wide * cluster);
+  const std::size_t tiles_n = ceil_div(args.n, static_cast<std::size_t>(block_n));
+  // The persistent kernel walks cluster tiles with an int index.
+  if (ceil_div(tiles_m, max_cluster) * tiles_n > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    return false;
+  }
+
   const std::size_t ld_packed = round_up(args.k, tma_alignment / sizeof(T));
   const std::size_t a_bytes = pack_a ? round_up(args.m * ld_packed * sizeof(T), workspace_alignment) : 0;
   const std::size_t b_bytes = pack_b ? round_up(args.n * ld_packed * sizeof(T), workspace_alignment) : 0;
@@ -185,20 +212,25 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
   const std::size_t lda = pack_a ? ld_packed : args.lda;
   const std::size_t ldb = pack_b ? ld_packed : args.ldb;
 
-  // A as m x k and op(B)^T as n x k: boxes of 128 rows x one swizzled row of k;
-  // N-major B as k x n: boxes of one swizzled row of n x a stage's k rows.
+  // A as m x k: boxes of 128 rows x one swizzled row of k; op(B)^T as n x k:
+  // boxes of block_n / 2 rows x one swizzled row of k; N-major B as k x n: boxes
+  // of one swizzled row of n x a stage's k rows.
   CUtensorMap map_a{}, map_b{};
   if (!encode_sw128(map_a, a, args.k, args.m, lda, stage_k, wgmma_tf32::box_rows)) return false;
+  const auto b_box_rows = static_cast<cuuint32_t>(block_n / max_cluster);  // tile_config<block_n>::b_box_rows
   const bool b_encoded = b_n_major ? encode_sw128(map_b, b, args.n, args.k, ldb, stage_k, stage_k)
-                                   : encode_sw128(map_b, b, args.k, args.n, ldb, stage_k, wgmma_tf32::box_rows);
+                                   : encode_sw128(map_b, b, args.k, args.n, ldb, stage_k, b_box_rows);
   if (!b_encoded) return false;
 
   if (pack_a) launch_pack(args.A, args.lda, !args.trans_a, packed_a, ld_packed, args.m, args.k, stream, what);
   if (pack_b) launch_pack(args.B, args.ldb, args.trans_b, packed_b, ld_packed, args.n, args.k, stream, what);
 
   // The kernel for this layout and cluster size: how many clusters the device holds.
-  int resident = 0;
-  with_instance<T, Epilogue>(b_n_major, cluster, [&](auto i) { resident = decltype(i)::resident(device, what); });
+  int resident = 0, smem_bytes = 0;
+  with_instance<T, Epilogue>(b_n_major, cluster, block_n, [&](auto i) {
+    resident = decltype(i)::resident(device, what);
+    smem_bytes = decltype(i)::smem_bytes;
+  });
 
   wgmma_tf32::epilogue_params<T> ep;
   ep.C = args.C;
@@ -219,15 +251,24 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
   ep.splits = split.plan().split;
   ep.split_k_tiles = static_cast<int>(ceil_div(split.plan().k_slice, static_cast<std::size_t>(stage_k)));
 
+  // The staged epilogue (shared memory, then TMA stores of 64 rows x one
+  // swizzled row) where C is not read and TMA can write its rows in place;
+  // otherwise (beta != 0, rows not 16-byte aligned, split-k partials) each
+  // thread stores its accumulators itself.
+  CUtensorMap map_c{};
+  ep.staged = args.beta == 0.0f && ep.partial == nullptr && rows_aligned(args.C, args.ldc, sizeof(T), tma_alignment) &&
+              encode_sw128(map_c, static_cast<const T*>(args.C), args.n, args.m, args.ldc, stage_k,
+                           static_cast<cuuint32_t>(wgmma_tf32::c_box_rows));
+
   // Persistent: no more clusters than the device runs at once.
   const std::size_t items = static_cast<std::size_t>(ep.cluster_rows) * ep.tiles_n * ep.splits;
   const std::size_t clusters = items < static_cast<std::size_t>(resident) ? items : static_cast<std::size_t>(resident);
   cudaLaunchAttribute cluster_dims{};
   const cudaLaunchConfig_t config =
-      cluster_launch_config(dim3(static_cast<unsigned>(clusters * cluster)), dim3(wgmma_tf32::threads),
-                            wgmma_tf32::smem_bytes, stream, cluster, cluster_dims);
-  with_instance<T, Epilogue>(b_n_major, cluster, [&](auto i) {
-    cuda_check(cudaLaunchKernelEx(&config, decltype(i)::kernel, map_a, map_b, ep, fn), what);
+      cluster_launch_config(dim3(static_cast<unsigned>(clusters * cluster)), dim3(wgmma_tf32::threads), smem_bytes,
+                            stream, cluster, cluster_dims);
+  with_instance<T, Epilogue>(b_n_major, cluster, block_n, [&](auto i) {
+    cuda_check(cudaLaunchKernelEx(&config, decltype(i)::kernel, map_a, map_b, map_c, ep, fn), what);
   });
   check_launch(what);
   split.reduce(args, fn, stream);

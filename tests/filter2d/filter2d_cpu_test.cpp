@@ -142,7 +142,7 @@ TEST(Filter2dValidation, DoubleIsNaiveOnly) {
   double* out = reinterpret_cast<double*>(0x200000);
   double* f = reinterpret_cast<double*>(0x300000);
   for (auto v : {kf::filter2d_variant::constant_memory, kf::filter2d_variant::smem_tiled,
-                 kf::filter2d_variant::register_window}) {
+                 kf::filter2d_variant::register_window, kf::filter2d_variant::rolling_window}) {
     kf::filter2d_options o;
     o.variant = v;
     expect_error(kf::errc::unsupported, kf::to_string(v),
@@ -164,6 +164,25 @@ TEST(Filter2dValidation, RegisterWindowIsFloatOnly) {
   expect_error(kf::errc::unsupported, "not __half", [&] { kf::filter2d<__half>(1, 8, 8, in, 8, f, 3, 3, out, 8, o); });
   expect_error(kf::errc::unsupported, "smem_tiled", [&] { kf::filter2d<__half>(1, 8, 8, in, 8, f, 3, 3, out, 8, o); });
   EXPECT_STREQ(kf::to_string(kf::filter2d_variant::register_window), "register_window");
+}
+
+// rolling_window likewise: float only, errc::unsupported naming the variant,
+// the type and the alternative for __half (and for double).
+TEST(Filter2dValidation, RollingWindowIsFloatOnly) {
+  __half* in = reinterpret_cast<__half*>(0x100000);
+  __half* out = reinterpret_cast<__half*>(0x200000);
+  __half* f = reinterpret_cast<__half*>(0x300000);
+  kf::filter2d_options o;
+  o.variant = kf::filter2d_variant::rolling_window;
+  expect_error(kf::errc::unsupported, "rolling_window is compiled for float only, not __half",
+               [&] { kf::filter2d<__half>(1, 8, 8, in, 8, f, 5, 5, out, 8, o); });
+  expect_error(kf::errc::unsupported, "smem_tiled", [&] { kf::filter2d<__half>(1, 8, 8, in, 8, f, 5, 5, out, 8, o); });
+  double* din = reinterpret_cast<double*>(0x100000);
+  double* dout = reinterpret_cast<double*>(0x200000);
+  double* df = reinterpret_cast<double*>(0x300000);
+  expect_error(kf::errc::unsupported, "rolling_window is compiled for float only, not double",
+               [&] { kf::filter2d<double>(1, 8, 8, din, 8, df, 5, 5, dout, 8, o); });
+  EXPECT_STREQ(kf::to_string(kf::filter2d_variant::rolling_window), "rolling_window");
 }
 
 TEST(Filter2dValidation, EmptyImageIsANoOp) {

@@ -16,11 +16,15 @@
 // A misplaced tap, a wrong border pixel or a missing channel changes an
 // output by about |f| |in| ~ scale / (r*s), far above any of these.
 //
-// register_window (float) needs 16-byte aligned rows, which none of the images
-// above have (it must fall back to smem_tiled there and still be right), so it
-// and `best` also run over window_image_cases: the same shapes and more with
-// aligned offsets and pitches that are multiples of 4 (widths that are not:
-// the scalar tail), for 3x3 and 5x5 and for two sizes it has no kernel for.
+// register_window and rolling_window (float) need 16-byte aligned rows, which
+// none of the images above have (they must fall back to smem_tiled there and
+// still be right), so they and `best` also run over window_image_cases: the
+// same shapes and more with aligned offsets and pitches that are multiples of
+// 4 (widths that are not: the scalar tail), for 3x3 and 5x5 and for two sizes
+// they have no kernel for. rolling_window's strips are 36 rows (5x5) and 46
+// rows (3x3): heights at, one past and below those, strips that touch neither
+// the top nor the bottom (1000), and a second block of columns holding a
+// single (edge) thread (width 516).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -75,8 +79,12 @@ const image_case image_cases[] = {
 // (16 bytes); widths 1, 5, 65, 999, 6 leave a 1- to 3-column tail, 4 and 132
 // none; heights 1, 7, 33, 17, 70 are not multiples of the 8-row strip.
 const image_case window_image_cases[] = {
-    {2, 1, 1, 4, 8, 0, 4}, {3, 7, 5, 8, 12, 4, 0}, {2, 33, 65, 68, 72, 0, 0},   {1, 1000, 999, 1000, 1004, 0, 0},
-    {1, 9, 4, 4, 4, 4, 4}, {2, 17, 6, 8, 8, 0, 0}, {1, 1, 132, 132, 136, 0, 0}, {1, 70, 2, 4, 4, 0, 0},
+    {2, 1, 1, 4, 8, 0, 4},        {3, 7, 5, 8, 12, 4, 0},
+    {2, 33, 65, 68, 72, 0, 0},    {1, 1000, 999, 1000, 1004, 0, 0},
+    {1, 9, 4, 4, 4, 4, 4},        {2, 17, 6, 8, 8, 0, 0},
+    {1, 1, 132, 132, 136, 0, 0},  {1, 70, 2, 4, 4, 0, 0},
+    {1, 72, 516, 516, 520, 0, 4}, {2, 92, 13, 16, 16, 4, 8},
+    {1, 37, 7, 8, 8, 0, 0},       {3, 47, 131, 132, 140, 8, 4},
 };
 
 template <class T>
@@ -174,8 +182,8 @@ TEST_P(Filter2dFloat, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Conv, Filter2dFloat, ::testing::Combine(all_variants, ::testing::ValuesIn(filter_cases)),
                          param_name);
 
-// register_window and best over the aligned images (register_window also
-// over the unaligned ones): 3x3 and 5x5 take the register-window kernel
+// register_window, rolling_window and best over the aligned images (the
+// first two also over the unaligned ones): 3x3 and 5x5 take a window kernel
 // where the rows are aligned; 4x4 and 1x9 have none and must fall back.
 const filter_case window_filter_cases[] = {
     {"3x3", 3, 3, false}, {"5x5", 5, 5, false}, {"4x4", 4, 4, false}, {"1x9", 1, 9, false}};
@@ -184,27 +192,32 @@ class Filter2dWindowFloat : public ::testing::TestWithParam<filter2d_param> {};
 TEST_P(Filter2dWindowFloat, AlignedImagesMatchReference) {
   KF_SKIP_WITHOUT_GPU();
   run_case<float>(std::get<0>(GetParam()), std::get<1>(GetParam()), window_image_cases);
-  if (std::get<0>(GetParam()) == kf::filter2d_variant::register_window) {
+  if (std::get<0>(GetParam()) != kf::filter2d_variant::best) {
     run_case<float>(std::get<0>(GetParam()), std::get<1>(GetParam()));  // the unaligned images: the fallback
   }
 }
 INSTANTIATE_TEST_SUITE_P(Conv, Filter2dWindowFloat,
                          ::testing::Combine(::testing::Values(kf::filter2d_variant::register_window,
+                                                              kf::filter2d_variant::rolling_window,
                                                               kf::filter2d_variant::best),
                                             ::testing::ValuesIn(window_filter_cases)),
                          param_name);
 
-// best on a tall image (1024 strips of 8 rows) with aligned rows: the
-// register-window kernel on a grid the size of a real image's.
+// best and both window kernels on a tall image (1024 strips of 8 rows, 228 of
+// 36, 179 of 46) with aligned rows: a grid the size of a real image's.
 TEST(Filter2dRegisterWindow, BestOnTallImage) {
   KF_SKIP_WITHOUT_GPU();
   const image_case tall[] = {{1, 8192, 64, 64, 68, 0, 0}};
-  run_case<float>(kf::filter2d_variant::best, filter_cases[1], tall);  // 3x3
-  run_case<float>(kf::filter2d_variant::best, filter_cases[2], tall);  // 5x5
+  for (auto v :
+       {kf::filter2d_variant::best, kf::filter2d_variant::register_window, kf::filter2d_variant::rolling_window}) {
+    SCOPED_TRACE(kf::to_string(v));
+    run_case<float>(v, filter_cases[1], tall);  // 3x3
+    run_case<float>(v, filter_cases[2], tall);  // 5x5
+  }
 }
 
 // Neither in nor out aligned, or a pitch not a multiple of 4, one condition at
-// a time: register_window must run smem_tiled and still be right.
+// a time: register_window and rolling_window must run smem_tiled and still be right.
 TEST(Filter2dRegisterWindow, MisalignedOrOddPitchFallsBack) {
   KF_SKIP_WITHOUT_GPU();
   const image_case fallback[] = {
@@ -213,8 +226,11 @@ TEST(Filter2dRegisterWindow, MisalignedOrOddPitchFallsBack) {
       {2, 40, 37, 41, 40, 0, 0},  // in_pitch % 4 != 0 (rows after the first misaligned)
       {2, 40, 37, 40, 42, 0, 0},  // out_pitch % 4 != 0
   };
-  run_case<float>(kf::filter2d_variant::register_window, filter_cases[1], fallback);  // 3x3
-  run_case<float>(kf::filter2d_variant::register_window, filter_cases[2], fallback);  // 5x5
+  for (auto v : {kf::filter2d_variant::register_window, kf::filter2d_variant::rolling_window}) {
+    SCOPED_TRACE(kf::to_string(v));
+    run_case<float>(v, filter_cases[1], fallback);  // 3x3
+    run_case<float>(v, filter_cases[2], fallback);  // 5x5
+  }
 }
 
 class Filter2dHalf : public ::testing::TestWithParam<filter2d_param> {};

@@ -317,19 +317,45 @@ TEST(MatmulTuning, WgmmaSplitKByElementSize) {
   using kf::detail::wgmma_split_k_min_slice;
   const int resident = 132;
   const std::size_t tf32 = wgmma_split_k_min_slice(4), f16 = wgmma_split_k_min_slice(2);
-  // 1024^3 in 128 x 256 tiles (32): TF32 splits in 4 (slices of 256), 16-bit does not.
-  EXPECT_EQ(plan_split_k(32, 1024, 1024, 1024, 32, resident, tf32).split, 4);
-  EXPECT_EQ(plan_split_k(32, 1024, 1024, 1024, 64, resident, f16).split, 1);
-  // 128 x 8192 x 8192 (32 tiles): both split in 4, slices of 2048.
-  EXPECT_EQ(plan_split_k(32, 128, 8192, 8192, 32, resident, tf32).split, 4);
-  const auto plan = plan_split_k(32, 128, 8192, 8192, 64, resident, f16);
-  EXPECT_EQ(plan.split, 4);
-  EXPECT_EQ(plan.k_slice, 2048u);
+  // 1024^3 in 128 x 128 tiles (64, choose_wgmma_block_n): TF32 splits in 2
+  // (slices of 512), 16-bit does not.
+  EXPECT_EQ(plan_split_k(64, 1024, 1024, 1024, 32, resident, tf32).split, 2);
+  EXPECT_EQ(plan_split_k(64, 1024, 1024, 1024, 64, resident, f16).split, 1);
+  // 128 x 8192 x 8192 (64 tiles of 128 x 128): both split in 2, slices of 4096.
+  EXPECT_EQ(plan_split_k(64, 128, 8192, 8192, 32, resident, tf32).split, 2);
+  const auto plan = plan_split_k(64, 128, 8192, 8192, 64, resident, f16);
+  EXPECT_EQ(plan.split, 2);
+  EXPECT_EQ(plan.k_slice, 4096u);
   // The 16-bit GPU tests' split shape (tensor_core_f16_test.cu: 130 x 300 x 2051,
-  // 4 tiles): 2 slices of 1088 (1026 rounded up to 64).
-  const auto odd = plan_split_k(4, 130, 300, 2051, 64, resident, f16);
+  // 6 tiles of 128 x 128): 2 slices of 1088 (1026 rounded up to 64).
+  const auto odd = plan_split_k(6, 130, 300, 2051, 64, resident, f16);
   EXPECT_EQ(odd.split, 2);
   EXPECT_EQ(odd.k_slice, 1088u);
+}
+
+TEST(MatmulTuning, WgmmaBlockNIsTheWidestThatFillsTheGpu) {
+  using kf::detail::choose_wgmma_block_n;
+  const int resident = 132;  // H200: 132 SMs x 1 CTA; the threshold is 3/4 of it: 99 tiles
+  // The shapes: 128 x 256 tiles where they fill the GPU, else 128 x 128.
+  EXPECT_EQ(choose_wgmma_block_n(4096, 4096, resident), 256);  // 512 tiles
+  EXPECT_EQ(choose_wgmma_block_n(8192, 8192, resident), 256);  // 2048 (8192 x 8192 x 1024 too)
+  EXPECT_EQ(choose_wgmma_block_n(2048, 2048, resident), 256);  // 128
+  EXPECT_EQ(choose_wgmma_block_n(1024, 1024, resident), 128);  // 32 tiles; 64 of 128 x 128
+  EXPECT_EQ(choose_wgmma_block_n(128, 8192, resident), 128);   // 32; 64
+  // The threshold: 99 tiles of 128 x 256 fill 3/4 of 132, 98 do not.
+  EXPECT_EQ(choose_wgmma_block_n(99 * 128, 256, resident), 256);
+  EXPECT_EQ(choose_wgmma_block_n(98 * 128, 256, resident), 128);
+  EXPECT_EQ(choose_wgmma_block_n(99 * 128 - 127, 1, resident), 256);  // ragged m: 99 tile rows
+  // The GPU tests' shapes (tests/matmul_tc, tests/matmul_epilogue): each width runs.
+  EXPECT_EQ(choose_wgmma_block_n(4095, 4097, resident), 256);  // 32 x 17 = 544 tiles
+  EXPECT_EQ(choose_wgmma_block_n(1090, 2904, resident), 256);  // 9 x 12 = 108 (and 1090 x 2900)
+  EXPECT_EQ(choose_wgmma_block_n(1090, 2900, resident), 256);
+  EXPECT_EQ(choose_wgmma_block_n(513, 257, resident), 128);
+  EXPECT_EQ(choose_wgmma_block_n(300, 520, resident), 128);
+  EXPECT_EQ(choose_wgmma_block_n(1, 4096, resident), 128);
+  EXPECT_EQ(choose_wgmma_block_n(1, 1, resident), 128);
+  // No resident count (no occupancy): every width "fills"; the widest.
+  EXPECT_EQ(choose_wgmma_block_n(1, 1, 0), 256);
 }
 
 }  // namespace

@@ -252,10 +252,26 @@ TEST_P(MatmulEpilogueFused, BiasAndThresholdReluAgainstTheReference) {
   if (p.tf32 && device_cc() < 80) GTEST_SKIP() << "TF32 tensor cores need compute capability 8.0";
   const float thresholds[] = {-0.25f, 0.0f, 0.25f};
   std::uint64_t seed = 1 + static_cast<std::uint64_t>(p.variant) * 1000 + p.tf32;
-  for (const shape& s : shapes()) {
+  // Plus one shape whose wgmma tiles are 128 x 256 (9 x 12 = 108 tiles: the
+  // others run 128 x 128; tuning.hpp: choose_wgmma_block_n), and one unsplit
+  // 128 x 128 shape: with n % 4 == 0, the layouts with beta 0 and offset 0 run
+  // the wgmma kernel's staged epilogue (shared memory + TMA stores), ragged in m
+  // and n.
+  std::vector<shape> all = shapes();
+  all.push_back({1090, 2900, 40});
+  all.push_back({200, 136, 72});
+  for (const shape& s : all) {
     const bias_array bias(s.n, seed);
     int t = 0;
-    for (const layout& l : layouts(s, p.tf32, seed)) {
+    std::vector<layout> ls = layouts(s, p.tf32, seed);
+    if (s.n % 4 == 0) {
+      // One more: beta 0 (C NaN-poisoned) with 16-byte aligned rows of C, which
+      // the wgmma kernel stores through shared memory and TMA.
+      layout l = ls[0];
+      l.offset = 0, l.pad = 4, l.beta = 0.0f, l.alpha = -0.75f;
+      ls.push_back(l);
+    }
+    for (const layout& l : ls) {
       // Rotate through bias + ReLU, ReLU only, bias only, with thresholds around 0.
       const int form = (t + static_cast<int>(s.k)) % 3;
       const bool with_bias = form != 1, relu = form != 2;

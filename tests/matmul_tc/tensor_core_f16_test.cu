@@ -12,6 +12,11 @@
 // Split-k (wgmma, tuning.hpp's plan_split_k with 16-bit slices of at least 1024):
 // 1 x 1 x 4096 (4 slices) and 130 x 300 x 2051 (2 slices, ragged tiles); the
 // CPU test MatmulTuning.WgmmaSplitKByElementSize pins those plans.
+// The wgmma tile width (tuning.hpp: choose_wgmma_block_n, pinned by the CPU test
+// MatmulTuning.WgmmaBlockNIsTheWidestThatFillsTheGpu): the small shapes run
+// 128 x 128 tiles; 1090 x 2904 x 72 (9 x 12 = 108 tiles; rows of 16-byte
+// multiples, so B n-major is read in place at ld+0 and ld+8) and 4095 x 4097 x
+// 4093 run 128 x 256.
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -116,9 +121,9 @@ std::string describe(const tc_case& c) {
 void PrintTo(const tc_case& c, std::ostream* os) { *os << describe(c); }
 
 std::vector<tc_case> all_cases() {
-  const std::vector<matmul_shape> shapes = {{1, 1, 1},        {33, 65, 17},     {127, 129, 255},   {128, 256, 64},
-                                            {513, 257, 1031}, {1, 1, 4096},     {1, 4096, 512},    {4096, 1, 512},
-                                            {300, 520, 64},   {130, 300, 2051}, {4095, 4097, 4093}};
+  const std::vector<matmul_shape> shapes = {{1, 1, 1},        {33, 65, 17},     {127, 129, 255},  {128, 256, 64},
+                                            {513, 257, 1031}, {1, 1, 4096},     {1, 4096, 512},   {4096, 1, 512},
+                                            {300, 520, 64},   {130, 300, 2051}, {1090, 2904, 72}, {4095, 4097, 4093}};
   std::vector<tc_case> cases;
   for (bool bf16 : {false, true})
     for (path p : {path::mma_sync, path::wgmma_cluster1, path::wgmma_cluster2})

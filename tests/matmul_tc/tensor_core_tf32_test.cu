@@ -284,9 +284,13 @@ void PrintTo(const tc_case& c, std::ostream* os) { *os << describe(c); }
 
 const shape big_shape{4095, 4097, 4093};
 
+// The wgmma tile width (tuning.hpp: choose_wgmma_block_n, pinned by the CPU test
+// MatmulTuning.WgmmaBlockNIsTheWidestThatFillsTheGpu): the small shapes run
+// 128 x 128 tiles; 1090 x 2904 (9 x 12 = 108 tiles, ragged in m, n and k) and
+// the big shape run 128 x 256.
 std::vector<tc_case> all_cases() {
   const std::vector<shape> shapes = {{1, 1, 1},      {33, 65, 17},   {127, 129, 255}, {513, 257, 1031}, {1, 1, 4096},
-                                     {1, 4096, 512}, {4096, 1, 512}, {300, 520, 64},  big_shape};
+                                     {1, 4096, 512}, {4096, 1, 512}, {300, 520, 64},  {1090, 2904, 72}, big_shape};
   std::vector<tc_case> cases;
   for (path p : {path::mma_sync, path::mma_sync_4warps, path::wgmma_single, path::wgmma_cluster})
     for (const shape& s : shapes)

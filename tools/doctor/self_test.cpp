@@ -156,7 +156,7 @@ void filter2d_cases(check& c, json& cases, outcome& o) {
   kf::reference::filter2d(1, h, w, in.data(), pitch, filter.data(), taps, taps, kf::border::zero, ref.data(), pitch);
   const auto din = kf::to_device(in), dfilter = kf::to_device(filter);
   using V = kf::filter2d_variant;
-  for (V v : {V::naive, V::constant_memory, V::smem_tiled, V::register_window, V::best}) {
+  for (V v : {V::naive, V::constant_memory, V::smem_tiled, V::register_window, V::rolling_window, V::best}) {
     kf::filter2d_options opt;
     opt.variant = v;
     run_case(c, cases, o, std::string("filter2d/") + kf::to_string(v), exact_tolerance, [&] {
