@@ -22,14 +22,17 @@ def require_array(name, x):
                         f"(torch.Tensor, cupy.ndarray); got {type(x).__name__}")
 
 
-def _torch_exporter():
-    # torch.utils.dlpack.to_dlpack makes the capsule in C++, several microseconds per
-    # call cheaper than the Python-level Tensor.__dlpack__ (per-call overhead).
-    import torch.utils.dlpack
-    return getattr(torch.utils.dlpack, "to_dlpack", None)
+_torch = None
 
 
-_to_dlpack = None
+def _torch_support():
+    """kernelforge._torch_support (torch's stream and DLPack helpers), imported on the
+    first torch array: torch is loaded by then, and kernelforge alone never imports it."""
+    global _torch
+    if _torch is None:
+        from . import _torch_support as module
+        _torch = module
+    return _torch
 
 
 def plain(x, fw):
@@ -37,23 +40,7 @@ def plain(x, fw):
     refuses to export tensors that require grad), the array itself otherwise."""
     if fw != "torch":
         return x
-    global _to_dlpack
-    if _to_dlpack is None:
-        _to_dlpack = _torch_exporter() or (lambda t: t)
-    if x.requires_grad:
-        x = x.detach()
-    return _to_dlpack(x)
-
-
-def _torch_current_stream(x):
-    torch = sys.modules["torch"]
-    index = x.get_device()
-    if index < 0:
-        return 0  # a CPU tensor: _C reports it before anything runs
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if raw is not None:
-        return raw(index)
-    return torch.cuda.current_stream(index).cuda_stream
+    return (_torch or _torch_support()).plain(x)
 
 
 def _cupy_current_stream(x):
@@ -75,7 +62,7 @@ def stream_handle(stream, x, fw):
     """
     if stream is None:
         if fw == "torch":
-            return _torch_current_stream(x)
+            return (_torch or _torch_support()).current_stream(x)
         if fw == "cupy":
             return _cupy_current_stream(x)
         return 0

@@ -24,46 +24,48 @@ most of it. Here an operator call is one Python kernel on the Autograd key, and 
 eager call of the functions below skips the dispatcher altogether.
 """
 
+import operator
 from typing import List, Optional
 
 import torch
-import torch.utils.dlpack
 from torch import nn
 
 from . import _C
 from ._api import conv_padding
+from ._torch_support import DTYPE_CODES as _dtype_codes
+from ._torch_support import current_stream as _stream
+from ._torch_support import device_stream as _device_stream
+from ._torch_support import to_dlpack as _dl
 
 __all__ = ["relu_threshold", "relu_threshold_backward", "matmul", "conv2d", "filter2d", "ThresholdReLU", "Conv2d"]
 
-_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-# A DLPack capsule made in C++ (cheaper per call than Tensor.__dlpack__); _C takes either.
-_dl = getattr(torch.utils.dlpack, "to_dlpack", None) or (lambda t: t)
 _functorch = getattr(torch._C, "_functorch", None)
 _is_functorch_wrapped = getattr(_functorch, "is_functorch_wrapped_tensor", None) or (lambda t: False)
 _dispatch_mode_count = getattr(torch._C, "_len_torch_dispatch_stack", None) or (lambda: 1)
 
 
-def _stream(t):
-    index = t.get_device()
-    if index < 0:
-        return 0  # a CPU tensor: _C raises InvalidArgumentError before anything runs
-    if _raw_stream is not None:
-        return _raw_stream(index)
-    return torch.cuda.current_stream(index).cuda_stream
+_is_compiling = torch.compiler.is_compiling
+_grad_enabled = torch.is_grad_enabled
+_is_functional = torch._is_functional_tensor
+_Tensor = torch.Tensor
+# t.is_cuda, as a C callable under a module-level name (benchmarks/python/profile_torch_op_cpu.py
+# swaps in is_cpu to time these paths, the same code, on a machine with no GPU).
+_on_device = operator.attrgetter("is_cuda")
 
 
 def _direct(*tensors):
     """True when the kernel may run without PyTorch's dispatcher: eager mode, no
     dispatch mode active, and plain CUDA tensors (no subclass, no functional or
-    functorch wrapper) with no gradient to record."""
-    if torch.compiler.is_compiling() or _dispatch_mode_count():
+    functorch wrapper) with no gradient to record. (Every call of an op pays for this
+    test: the names above are looked up once.)"""
+    if _is_compiling() or _dispatch_mode_count():
         return False
-    grad = torch.is_grad_enabled()
+    grad = _grad_enabled()
     for t in tensors:
         if t is None:
             continue
-        if (type(t) is not torch.Tensor or not t.is_cuda or (grad and t.requires_grad) or
-                torch._is_functional_tensor(t) or _is_functorch_wrapped(t)):
+        if (type(t) is not _Tensor or not _on_device(t) or (grad and t.requires_grad) or _is_functional(t) or
+                _is_functorch_wrapped(t)):
             return False
     return True
 
@@ -71,15 +73,16 @@ def _direct(*tensors):
 _lib = torch.library.Library("kernelforge", "DEF")  # lives as long as the module
 
 
-def _register(name, schema, kernel, fake, backward=None, setup_context=None):
+def _register(name, schema, kernel, fake, backward=None, setup_context=None, lib=_lib):
     """Defines kernelforge::<name>: `kernel` for every backend (_C rejects CPU tensors
-    with a clear error), `fake` for FakeTensor/meta tracing, and an autograd formula."""
-    _lib.define(name + schema)
-    torch.library.register_fake(f"kernelforge::{name}", fake, lib=_lib)
-    _lib.impl(name, kernel, "CompositeExplicitAutograd")
-    op = getattr(torch.ops.kernelforge, name).default
+    with a clear error), `fake` for FakeTensor/meta tracing, and an autograd formula.
+    (`lib`: another namespace, for benchmarks/python/profile_torch_op_cpu.py's probes.)"""
+    lib.define(name + schema)
+    torch.library.register_fake(f"{lib.ns}::{name}", fake, lib=lib)
+    lib.impl(name, kernel, "CompositeExplicitAutograd")
+    op = getattr(getattr(torch.ops, lib.ns), name).default
     if backward is not None:
-        _lib.impl(name, _autograd_kernel(op, kernel, backward, setup_context), "Autograd")
+        lib.impl(name, _autograd_kernel(op, kernel, backward, setup_context), "Autograd")
     return op
 
 
@@ -109,16 +112,34 @@ def _autograd_kernel(op, kernel, backward, setup_context):
 
     # The dispatcher hands a Python kernel the arguments as the caller passed them;
     # fill in the schema's defaults so setup_context always sees every input.
-    defaults = tuple(a.default_value if a.has_default_value() else None for a in op._schema.arguments)
+    arguments = op._schema.arguments
+    defaults = tuple(a.default_value if a.has_default_value() else None for a in arguments)
+    count = len(defaults)
+    optional_tensor = torch._C.OptionalType.ofTensor()
+    positions = tuple(i for i, a in enumerate(arguments) if a.type.isSubtypeOf(optional_tensor))
 
+    # A compiled graph calls the operator through the dispatcher, so this kernel runs on
+    # each of its calls; and there (dynamo's frame evaluator installed) every Python
+    # function call costs several times what it does in eager mode. So the checks are
+    # _direct's, inline, on the Tensor arguments alone, with no Python call but the
+    # kernel's; torch.compiler.is_compiling() is left out: while torch.compile traces,
+    # this kernel sees FakeTensors or FunctionalTensors (subclasses) or a dispatch mode.
     def autograd(*args):
-        if len(args) < len(defaults):
+        if len(args) < count:
             args = args + defaults[len(args):]
-        tensors = [a for a in args if isinstance(a, torch.Tensor)]
-        if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
-            return Function.apply(*args)
-        if _direct(*tensors):
-            return kernel(*args)
+        if _grad_enabled():
+            for i in positions:
+                t = args[i]
+                if t is not None and t.requires_grad:
+                    return Function.apply(*args)
+        if not _dispatch_mode_count():
+            for i in positions:
+                t = args[i]
+                if t is not None and (type(t) is not _Tensor or not _on_device(t) or _is_functional(t) or
+                                      _is_functorch_wrapped(t)):
+                    break
+            else:
+                return kernel(*args)
         return below_autograd(*args)
 
     return autograd
@@ -126,17 +147,35 @@ def _autograd_kernel(op, kernel, backward, setup_context):
 
 # ---- threshold ReLU ------------------------------------------------------------------
 
+# The bodies take _C's raw entries (pointers, element count, dtype code, device index:
+# no DLPack export and import per call) for what they can take: CUDA tensors of a
+# shipped dtype, and for the backward, grad of x's dtype, shape and device. Anything
+# else goes to the DLPack entry, whose checks name the problem (a CPU tensor, int32, a
+# shape mismatch) as kernelforge.relu_threshold would.
+
 def _relu_threshold_kernel(x, threshold=0.0):
     x = x.contiguous()
     out = torch.empty_like(x)  # x is contiguous, so out is (and empty_like is the cheap allocation)
-    _C.relu_threshold(_dl(x), _dl(out), threshold, "best", _stream(x))
+    code = _dtype_codes.get(x.dtype)
+    device = x.get_device()
+    if code is None or device < 0:
+        _C.relu_threshold(_dl(x), _dl(out), threshold, "best", _stream(x))
+    else:
+        _C.relu_threshold_raw(x.data_ptr(), out.data_ptr(), x.numel(), code, device, threshold,
+                              _device_stream(device))
     return out
 
 
 def _relu_threshold_backward_kernel(grad, x, threshold=0.0):
     grad, x = grad.contiguous(), x.contiguous()
     out = torch.empty_like(x)
-    _C.relu_threshold_backward(_dl(grad), _dl(x), _dl(out), threshold, "best", _stream(x))
+    code = _dtype_codes.get(x.dtype)
+    device = x.get_device()
+    if code is None or device < 0 or grad.dtype != x.dtype or grad.shape != x.shape or grad.get_device() != device:
+        _C.relu_threshold_backward(_dl(grad), _dl(x), _dl(out), threshold, "best", _stream(x))
+    else:
+        _C.relu_threshold_backward_raw(grad.data_ptr(), x.data_ptr(), out.data_ptr(), x.numel(), code, device,
+                                       threshold, _device_stream(device))
     return out
 
 

@@ -28,7 +28,12 @@ namespace nb = nanobind;
 using in_array = nb::ndarray<nb::ro>;  // an input: any DLPack producer
 using out_array = nb::ndarray<>;       // an output: written by the kernel
 
-enum class dtype { f32, f64, f16, bf16, other };
+/// The element types; the values of the shipped ones are the raw entries' dtype codes
+/// (exported as _C.dtype_codes, {"float32": 0, ...}), so they never change meaning.
+enum class dtype { f32 = 0, f64 = 1, f16 = 2, bf16 = 3, other };
+
+/// The dtype of a raw entry's code; InvalidArgumentError naming the codes otherwise.
+dtype dtype_from_code(const char* what, int code);
 
 dtype dtype_of(const nb::dlpack::dtype& d);
 std::string dtype_name(const nb::dlpack::dtype& d);  // "float32", "int64", ...
@@ -54,6 +59,10 @@ struct array_ref {
   int device_id;
 };
 int require_one_cuda_device(const char* what, std::initializer_list<array_ref> arrays);
+/// The same device check for the raw entries, which get a device index in place of an
+/// array (torch's Tensor.get_device(): -1 for host memory): NoDeviceError without a GPU,
+/// InvalidArgumentError for a negative index or one past the devices visible.
+void require_cuda_device_index(const char* what, const char* name, int device);
 
 template <class A>
 array_ref ref(const char* name, const A& a) {

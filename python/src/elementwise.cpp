@@ -2,6 +2,14 @@
 // Bindings of the elementwise family (kernelforge/elementwise.hpp): saxpy, vector_add,
 // relu_threshold forward and backward, on contiguous arrays of one shape and dtype
 // (float32, float64, float16, bfloat16). Outputs are allocated by the Python wrapper.
+//
+// relu_threshold and its backward have two entries each: the DLPack one (any framework:
+// kernelforge.relu_threshold) and a raw one (relu_threshold_raw: pointers as ints, element
+// count, dtype code, device index) for kernelforge.torch's op bodies, which then need no
+// DLPack export and import per call. Both end in the same kf:: call, which checks null
+// and misaligned pointers itself.
+#include <cstdint>
+#include <optional>
 #include <utility>
 
 #include <nanobind/stl/string.h>
@@ -34,12 +42,39 @@ void dispatch(dtype t, F&& f) {
   }
 }
 
-// Releases the GIL, makes `device` current and calls f(T{}) for the arrays' dtype.
+// A call enqueues one kernel and returns: it blocks only while the launch queue is full,
+// for about one queued kernel's duration (and once per device, on the first call, for
+// the launcher's cached device queries). Below this size that wait is microseconds,
+// while releasing and re-taking the GIL costs ~0.2-0.3 us per call (measured on the
+// CPU with ctypes: CDLL vs PyDLL), a few percent of a small op's host time; so small
+// calls keep the GIL.
+constexpr std::size_t gil_release_min_elements = std::size_t(1) << 20;
+
+// Makes `device` current and calls f(T{}) for the arrays' dtype; releases the GIL for
+// calls of at least gil_release_min_elements elements.
 template <class F>
-void run_on(int device, dtype t, F&& f) {
-  nb::gil_scoped_release nogil;
+void run_on(int device, dtype t, std::size_t n, F&& f) {
+  std::optional<nb::gil_scoped_release> nogil;
+  if (n >= gil_release_min_elements) nogil.emplace();
   device_guard guard(device);
   dispatch(t, std::forward<F>(f));
+}
+
+// The raw entries' own checks (the pointers' are kf::'s): dtype code, element count, device.
+dtype check_raw(const char* what, const char* first, int dtype_code, std::int64_t n, int device) {
+  const dtype t = dtype_from_code(what, dtype_code);
+  if (n < 0) invalid(what, "n = " + std::to_string(n) + " is negative; pass the element count (numel())");
+  require_cuda_device_index(what, first, device);
+  return t;
+}
+
+template <class T>
+const T* in_ptr(std::uintptr_t p) {
+  return reinterpret_cast<const T*>(p);
+}
+template <class T>
+T* out_ptr(std::uintptr_t p) {
+  return reinterpret_cast<T*>(p);
 }
 
 // The checks every elementwise call shares: dtypes, shapes, layout, one device.
@@ -66,7 +101,7 @@ void saxpy(double a, const in_array& x, const out_array& y, const std::string& v
   const auto o = options(what, variant, stream);
   const int device = require_one_cuda_device(what, {ref("x", x), ref("y", y)});
   const std::size_t n = element_count(x);
-  run_on(device, t, [&](auto tag) {
+  run_on(device, t, n, [&](auto tag) {
     using T = decltype(tag);
     kf::saxpy<T>(n, scalar<T>(a), static_cast<const T*>(x.data()), static_cast<T*>(y.data()), o);
   });
@@ -79,7 +114,7 @@ void vector_add(const in_array& a, const in_array& b, const out_array& out, cons
   const auto o = options(what, variant, stream);
   const int device = require_one_cuda_device(what, {ref("a", a), ref("b", b), ref("out", out)});
   const std::size_t n = element_count(a);
-  run_on(device, t, [&](auto tag) {
+  run_on(device, t, n, [&](auto tag) {
     using T = decltype(tag);
     kf::vector_add<T>(n, static_cast<const T*>(a.data()), static_cast<const T*>(b.data()), static_cast<T*>(out.data()),
                       o);
@@ -93,7 +128,7 @@ void relu_threshold(const in_array& x, const out_array& out, double threshold, c
   const auto o = options(what, variant, stream);
   const int device = require_one_cuda_device(what, {ref("x", x), ref("out", out)});
   const std::size_t n = element_count(x);
-  run_on(device, t, [&](auto tag) {
+  run_on(device, t, n, [&](auto tag) {
     using T = decltype(tag);
     kf::relu_threshold_forward<T>(n, static_cast<const T*>(x.data()), static_cast<T*>(out.data()), scalar<T>(threshold),
                                   o);
@@ -107,10 +142,35 @@ void relu_threshold_backward(const in_array& grad, const in_array& x, const out_
   const auto o = options(what, variant, stream);
   const int device = require_one_cuda_device(what, {ref("grad", grad), ref("x", x), ref("out", out)});
   const std::size_t n = element_count(x);
-  run_on(device, t, [&](auto tag) {
+  run_on(device, t, n, [&](auto tag) {
     using T = decltype(tag);
     kf::relu_threshold_backward<T>(n, static_cast<const T*>(grad.data()), static_cast<const T*>(x.data()),
                                    static_cast<T*>(out.data()), scalar<T>(threshold), o);
+  });
+}
+
+void relu_threshold_raw(std::uintptr_t x, std::uintptr_t out, std::int64_t n, int dtype_code, int device,
+                        double threshold, std::uintptr_t stream) {
+  const char* what = "kernelforge.relu_threshold_raw";
+  const dtype t = check_raw(what, "x", dtype_code, n, device);
+  kf::elementwise_options o;
+  o.stream = to_stream(stream);
+  run_on(device, t, static_cast<std::size_t>(n), [&](auto tag) {
+    using T = decltype(tag);
+    kf::relu_threshold_forward<T>(static_cast<std::size_t>(n), in_ptr<T>(x), out_ptr<T>(out), scalar<T>(threshold), o);
+  });
+}
+
+void relu_threshold_backward_raw(std::uintptr_t grad, std::uintptr_t x, std::uintptr_t out, std::int64_t n,
+                                 int dtype_code, int device, double threshold, std::uintptr_t stream) {
+  const char* what = "kernelforge.relu_threshold_backward_raw";
+  const dtype t = check_raw(what, "x", dtype_code, n, device);
+  kf::elementwise_options o;
+  o.stream = to_stream(stream);
+  run_on(device, t, static_cast<std::size_t>(n), [&](auto tag) {
+    using T = decltype(tag);
+    kf::relu_threshold_backward<T>(static_cast<std::size_t>(n), in_ptr<T>(grad), in_ptr<T>(x), out_ptr<T>(out),
+                                   scalar<T>(threshold), o);
   });
 }
 
@@ -123,6 +183,11 @@ void bind_elementwise(nb::module_& m) {
   m.def("relu_threshold", &relu_threshold, arg("x"), arg("out"), arg("threshold"), arg("variant"), arg("stream"));
   m.def("relu_threshold_backward", &relu_threshold_backward, arg("grad"), arg("x"), arg("out"), arg("threshold"),
         arg("variant"), arg("stream"));
+  // Raw entries (kernelforge.torch): contiguous arrays of n elements of one dtype on one device.
+  m.def("relu_threshold_raw", &relu_threshold_raw, arg("x"), arg("out"), arg("n"), arg("dtype"), arg("device"),
+        arg("threshold"), arg("stream"));
+  m.def("relu_threshold_backward_raw", &relu_threshold_backward_raw, arg("grad"), arg("x"), arg("out"), arg("n"),
+        arg("dtype"), arg("device"), arg("threshold"), arg("stream"));
 }
 
 }  // namespace kfpy

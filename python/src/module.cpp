@@ -100,6 +100,14 @@ const char* name_of(dtype t) {
     default: return "?";
   }
 }
+// "float32=0, float64=1, ...": the raw entries' dtype codes, for messages.
+std::string dtype_code_list() {
+  std::string list;
+  for (dtype t : {dtype::f32, dtype::f64, dtype::f16, dtype::bf16}) {
+    list += (list.empty() ? "" : ", ") + std::string(name_of(t)) + "=" + std::to_string(static_cast<int>(t));
+  }
+  return list;
+}
 template <class A>
 std::string shape_of(const A& a) {
   std::string s = "(";
@@ -136,6 +144,31 @@ void invalid(const char* what, const std::string& message) {
   throw kf::error(kf::errc::invalid_argument, std::string(what) + ": " + message);
 }
 
+namespace {
+// 0 without a GPU or driver; counted once (the devices a process sees do not change).
+int visible_devices() {
+  static const int count = device_count();
+  return count;
+}
+
+// NoDeviceError with the C++ library's message (the CUDA error text), prefixed by `what`.
+[[noreturn]] void no_device(const char* what) {
+  try {
+    (void)kf::get_device_info(-1);  // throws kf::error(no_device) where there is no usable device
+  } catch (const kf::error& e) {
+    throw kf::error(e.code(), std::string(what) + ": " + e.what());
+  }
+  throw kf::error(kf::errc::no_device, std::string(what) + ": no usable CUDA device");
+}
+
+// An argument that is not in GPU memory: NoDeviceError on a machine with no GPU, where
+// that is the real problem; InvalidArgumentError saying to move it otherwise.
+[[noreturn]] void not_in_gpu_memory(const char* what, const std::string& message) {
+  if (visible_devices() == 0) no_device(what);
+  invalid(what, message + "; kernelforge runs on CUDA devices: move it there first (e.g. x.cuda(), cupy.asarray(x))");
+}
+}  // namespace
+
 int require_one_cuda_device(const char* what, std::initializer_list<array_ref> arrays) {
   constexpr int dl_cuda = static_cast<int>(nb::device::cuda::value);
   constexpr int dl_cuda_managed = 13;  // kDLCUDAManaged: device_id is the owning GPU
@@ -143,16 +176,8 @@ int require_one_cuda_device(const char* what, std::initializer_list<array_ref> a
   const char* first = nullptr;
   for (const array_ref& a : arrays) {
     if (a.device_type != dl_cuda && a.device_type != dl_cuda_managed) {
-      if (device_count() == 0) {
-        try {
-          (void)kf::get_device_info(-1);  // throws kf::error(no_device) with the CUDA error text
-        } catch (const kf::error& e) {
-          throw kf::error(e.code(), std::string(what) + ": " + e.what());
-        }
-      }
-      invalid(what, std::string("'") + a.name + "' is not in GPU memory (DLPack device type " +
-                        std::to_string(a.device_type) +
-                        "); kernelforge runs on CUDA devices: move it there first (e.g. x.cuda(), cupy.asarray(x))");
+      not_in_gpu_memory(what, std::string("'") + a.name + "' is not in GPU memory (DLPack device type " +
+                                  std::to_string(a.device_type) + ")");
     }
     if (device < 0) {
       device = a.device_id;
@@ -163,6 +188,25 @@ int require_one_cuda_device(const char* what, std::initializer_list<array_ref> a
     }
   }
   return device;
+}
+
+void require_cuda_device_index(const char* what, const char* name, int device) {
+  if (visible_devices() == 0) no_device(what);
+  if (device < 0) {
+    not_in_gpu_memory(what,
+                      std::string("'") + name + "' is not in GPU memory (device index " + std::to_string(device) + ")");
+  }
+  if (device >= visible_devices()) {
+    invalid(what, std::string("'") + name + "' device index " + std::to_string(device) +
+                      " is out of range: " + std::to_string(visible_devices()) + " CUDA device(s) visible");
+  }
+}
+
+dtype dtype_from_code(const char* what, int code) {
+  for (dtype t : {dtype::f32, dtype::f64, dtype::f16, dtype::bf16}) {
+    if (code == static_cast<int>(t)) return t;
+  }
+  invalid(what, "dtype code " + std::to_string(code) + " is not one of _C.dtype_codes (" + dtype_code_list() + ")");
 }
 
 device_guard::device_guard(int device) {
@@ -207,6 +251,13 @@ NB_MODULE(_C, m) {
         "Compute capabilities (major*10+minor) the library's fatbin holds code for.");
   m.def("device_info", &kfpy::device_info, nb::arg("device") = -1);
   m.def("device_count", &kfpy::device_count, "CUDA devices visible (0 without a GPU or driver).");
+  {
+    nb::dict codes;  // the raw entries' dtype codes, by dtype name
+    for (auto t : {kfpy::dtype::f32, kfpy::dtype::f64, kfpy::dtype::f16, kfpy::dtype::bf16}) {
+      codes[kfpy::name_of(t)] = static_cast<int>(t);
+    }
+    m.attr("dtype_codes") = codes;
+  }
 
   kfpy::bind_elementwise(m);
   kfpy::bind_matmul(m);

@@ -109,3 +109,54 @@ def test_torch_is_lazy():
     import sys
     if "torch" not in sys.modules:  # importing kernelforge must not import torch
         assert "kernelforge.torch" not in sys.modules
+
+
+# ---- the raw entries (kernelforge.torch's fast path): pointers as ints ----------------
+
+def test_raw_dtype_codes():
+    assert kf._C.dtype_codes == {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 3}
+
+
+def test_raw_entry_argument_errors():
+    # Checked before the device, so the same on any machine; no memory is touched.
+    raw, raw_bw = kf._C.relu_threshold_raw, kf._C.relu_threshold_backward_raw
+    codes = r"\(float32=0, float64=1, float16=2, bfloat16=3\)"
+    with pytest.raises(kf.InvalidArgumentError, match=r"relu_threshold_raw: dtype code 4 is not one of .*" + codes):
+        raw(4096, 8192, 4, 4, 0, 0.0, 0)
+    with pytest.raises(kf.InvalidArgumentError, match="dtype code -1"):
+        raw_bw(4096, 4096, 8192, 4, -1, 0, 0.0, 0)
+    with pytest.raises(kf.InvalidArgumentError, match=r"n = -3 is negative; pass the element count"):
+        raw(4096, 8192, -3, 0, 0, 0.0, 0)
+    with pytest.raises(kf.InvalidArgumentError, match="n = -1 is negative"):
+        raw_bw(4096, 4096, 8192, -1, 0, 0, 0.0, 0)
+
+
+@pytest.mark.skipif(gpu_count() > 0, reason="a GPU is present")
+def test_raw_entry_without_a_device():
+    for device in (0, -1):
+        with pytest.raises(kf.NoDeviceError, match="kernelforge.relu_threshold_raw: .*no usable CUDA device"):
+            kf._C.relu_threshold_raw(4096, 8192, 4, 0, device, 0.0, 0)
+    with pytest.raises(kf.NoDeviceError, match="kernelforge.relu_threshold_backward_raw"):
+        kf._C.relu_threshold_backward_raw(4096, 4096, 8192, 4, 0, 0, 0.0, 0)
+
+
+@pytest.mark.skipif(gpu_count() == 0, reason="needs a GPU: without one every device index is NoDeviceError")
+def test_raw_entry_device_and_pointer_errors():
+    # Every case fails in a check before a kernel is enqueued: the pointers are never dereferenced.
+    raw, raw_bw = kf._C.relu_threshold_raw, kf._C.relu_threshold_backward_raw
+    with pytest.raises(kf.InvalidArgumentError, match=r"'x' is not in GPU memory \(device index -1\)"):
+        raw(4096, 8192, 4, 0, -1, 0.0, 0)
+    with pytest.raises(kf.InvalidArgumentError, match=f"device index {gpu_count()} is out of range"):
+        raw(4096, 8192, 4, 0, gpu_count(), 0.0, 0)
+    with pytest.raises(kf.InvalidArgumentError, match="argument 'x' is null but n = 4"):
+        raw(0, 8192, 4, 0, 0, 0.0, 0)
+    with pytest.raises(kf.InvalidArgumentError, match="argument 'y' is null but n = 1"):
+        raw(4096, 0, 1, 1, 0, 0.0, 0)
+    with pytest.raises(kf.InvalidArgumentError, match="argument 'dy' is null"):
+        raw_bw(0, 4096, 8192, 4, 0, 0, 0.0, 0)
+    for code, size in ((0, 4), (1, 8), (2, 2), (3, 2)):  # a pointer one byte into an element
+        with pytest.raises(kf.InvalidArgumentError, match=f"argument 'x' is not aligned to {size} bytes"):
+            raw(4096 + 1, 8192, 4, code, 0, 0.0, 0)
+    with pytest.raises(kf.InvalidArgumentError, match="argument 'dx' is not aligned to 4 bytes"):
+        raw_bw(4096, 8192, 12288 + 2, 4, 0, 0, 0.0, 0)
+    raw(0, 0, 0, 0, 0, 0.0, 0)  # n = 0: null pointers are allowed and nothing runs

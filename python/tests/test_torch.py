@@ -77,6 +77,43 @@ def test_requires_grad_inputs_are_accepted():
     torch.testing.assert_close(kf.relu_threshold(x), F.relu(x.detach()))
 
 
+@pytest.mark.parametrize("dtype", ELEMENTWISE_DTYPES)
+@pytest.mark.parametrize("n", SIZES)
+def test_torch_ops_raw_path(dtype, n):
+    # kernelforge.torch's op bodies call _C's raw entries (data_ptr, numel, dtype code):
+    # inputs one element into their allocation (not 16-byte aligned, unlike the output),
+    # outputs from a caching-allocator block just filled with NaN (unwritten elements fail).
+    x, g = rand(n + 1, dtype=dtype)[1:], rand(n + 1, dtype=dtype)[1:]
+    expected, expected_dx = F.threshold(x, 0.25, 0.0), torch.ops.aten.threshold_backward(g, x, 0.25)
+    calls = {"relu_threshold": (kft.relu_threshold, torch.ops.kernelforge.relu_threshold, (x, 0.25), expected),
+             "relu_threshold_backward": (kft.relu_threshold_backward, torch.ops.kernelforge.relu_threshold_backward,
+                                         (g, x, 0.25), expected_dx)}
+    for name, (function, op, args, want) in calls.items():
+        for call in (function, op):
+            poison = torch.full((n,), float("nan"), dtype=dtype, device=DEV)
+            del poison  # the next allocation of this size reuses its block
+            got = call(*args)
+            assert got.dtype == dtype and got.shape == (n,), name
+            torch.testing.assert_close(got, want, rtol=0, atol=0, msg=lambda m: f"{name} via {call}: {m}")
+    strided = rand(4, 6, dtype=dtype)[:, ::2]  # copied to a contiguous tensor first
+    torch.testing.assert_close(kft.relu_threshold(strided, 0.0), F.threshold(strided, 0.0, 0.0), rtol=0, atol=0)
+
+
+def test_torch_ops_argument_errors_on_gpu():
+    # What the raw entries cannot take goes to the DLPack entries, whose errors name it.
+    x = rand(10)
+    with pytest.raises(TypeError, match="int64; supported dtypes"):
+        kft.relu_threshold(torch.arange(10, device=DEV))
+    with pytest.raises(kf.InvalidArgumentError, match="not in GPU memory"):
+        torch.ops.kernelforge.relu_threshold(x.cpu())
+    with pytest.raises(kf.InvalidArgumentError, match="shapes must match"):
+        kft.relu_threshold_backward(rand(11), x)
+    with pytest.raises(TypeError, match="'x' has dtype float64 but 'grad' has float32"):
+        kft.relu_threshold_backward(x, x.double())
+    with pytest.raises(kf.InvalidArgumentError, match="not in GPU memory"):
+        kft.relu_threshold_backward(x.cpu(), x)
+
+
 def test_argument_errors_on_gpu():
     x = rand(10)
     with pytest.raises(kf.InvalidArgumentError, match="not in GPU memory"):
@@ -191,6 +228,10 @@ def test_non_zero_device_index():
     y = kf.relu_threshold(x, 0.1)
     assert y.device == x.device and torch.cuda.current_device() == 0
     torch.testing.assert_close(y, F.threshold(x, 0.1, 0.0))
+    z, dx = kft.relu_threshold(x, 0.1), kft.relu_threshold_backward(y, x, 0.1)  # the raw entries, device 1
+    assert z.device == x.device and dx.device == x.device and torch.cuda.current_device() == 0
+    torch.testing.assert_close(z, F.threshold(x, 0.1, 0.0), rtol=0, atol=0)
+    torch.testing.assert_close(dx, torch.ops.aten.threshold_backward(y, x, 0.1), rtol=0, atol=0)
     a, b = rand(33, 65, device="cuda:1"), rand(65, 17, device="cuda:1")
     torch.testing.assert_close(kft.matmul(a, b), a @ b, **MM_TOL[torch.float32])
     with pytest.raises(kf.InvalidArgumentError, match="cuda:0"):

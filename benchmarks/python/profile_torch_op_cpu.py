@@ -1,0 +1,241 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The Python layers of a kernelforge torch op, timed on a CPU-only machine.
+
+profile_torch_op.py times the real op on a GPU; this script times what is around the
+kernel call with no GPU at all: CPU tensors, and a stub in place of _C (every _C
+function a no-op), so what it measures is the layers of Python and PyTorch a call goes
+through, not the launch. The op body is the raw path's Python (x.contiguous(),
+torch.empty_like, the dtype-code look-up, data_ptr/numel/get_device, one _C call).
+
+Rows (per-call microseconds, the fastest of several repeats; n = 2^10 float32):
+  - the body called as a plain function, and kernelforge.torch's functions' direct path;
+  - the same body registered as kernelforge.torch registers its ops (one Python
+    kernel on the Autograd key that calls the body, CompositeExplicitAutograd for the
+    rest), called as torch.ops.<ns>.<op>.default, with and without grad mode;
+  - alternatives: the body on the backend key only (no Python autograd kernel: the
+    dispatcher's C++ autograd fallback), the body on the backend key with the Python
+    autograd kernel on the backend's Autograd key (AutogradCPU; AutogradCUDA on a
+    GPU), an Autograd kernel that calls the body with no checks, custom_op;
+  - torch.compile (inductor) of `act(x) + 1.0` with each activation, against
+    F.threshold and against the model without the activation; inductor's wrapper
+    code (--code) shows how the compiled graph calls the op;
+  - the cost of one Python function call made inside an op's kernel, eager and while
+    a compiled graph runs.
+
+Run: python benchmarks/python/profile_torch_op_cpu.py [--no-compile] [--code]
+(needs torch; kernelforge's _C need not be built: a stub module stands in for it).
+"""
+
+import argparse
+import operator
+import os
+import sys
+import time
+import types
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+
+
+def _stub_module():
+    """kernelforge._C with every entry a no-op (enough for kernelforge and kernelforge.torch)."""
+    stub = types.ModuleType("kernelforge._C")
+    stub.__version__ = "0.0.0"
+    stub.dtype_codes = {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 3}
+    stub._set_error_classes = lambda classes: None
+    stub.device_count = lambda: 0
+
+    def noop(*args):
+        return None
+
+    for name in ("relu_threshold", "relu_threshold_raw", "relu_threshold_backward", "relu_threshold_backward_raw",
+                 "vector_add", "saxpy", "matmul", "conv2d", "filter2d", "compiled_architectures", "device_info"):
+        setattr(stub, name, noop)
+    stub.conv2d_output_shape = lambda *a: (1, 1)
+    return stub
+
+
+sys.modules["kernelforge._C"] = _stub_module()
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import kernelforge.torch as kft  # noqa: E402
+
+_C = sys.modules["kernelforge._C"]
+
+
+def per_call_us(rows, calls, rounds=15):
+    """{name: us per call} for {name: fn}: the rows take turns, `rounds` runs of `calls`
+    calls each, and each keeps its fastest run. On a shared machine the minimum of
+    interleaved runs is the figure least disturbed by other processes."""
+    best = {}
+    for fn in rows.values():
+        for _ in range(200):
+            fn()
+    for _ in range(rounds):
+        for name, fn in rows.items():
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            best[name] = min(best.get(name, float("inf")), (time.perf_counter() - start) / calls * 1e6)
+    return best
+
+
+def body(x, threshold=0.0):
+    """kernelforge.torch._relu_threshold_kernel's raw path, on any device (the stub ignores it)."""
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    code = kft._dtype_codes.get(x.dtype)
+    device = x.get_device()
+    _C.relu_threshold_raw(x.data_ptr(), out.data_ptr(), x.numel(), code, device, threshold, 0)
+    return out
+
+
+def fake(x, threshold=0.0):
+    return x.new_empty(x.shape)
+
+
+def register_probes(backend):
+    """The same body behind each way of registering it, in the namespace kfprobe."""
+    lib = torch.library.Library("kfprobe", "DEF")
+    ops = {}
+    # As kernelforge.torch registers its ops (its own _register and autograd kernel).
+    ops["kernelforge.torch registration"] = kft._register("relu", "(Tensor x, float threshold=0.0) -> Tensor", body,
+                                                          fake, kft._relu_backward, kft._relu_setup, lib=lib)
+
+    # The body on the backend key only: the Autograd key gets the dispatcher's C++ fallback.
+    lib.define("relu_backend_only(Tensor x, float threshold=0.0) -> Tensor")
+    lib.impl("relu_backend_only", body, backend)
+    torch.library.register_fake("kfprobe::relu_backend_only", fake, lib=lib)
+    ops["backend key only (C++ autograd fallback)"] = torch.ops.kfprobe.relu_backend_only.default
+
+    # The body on the backend key, the Python autograd kernel on that backend's Autograd key.
+    lib.define("relu_backend_autograd(Tensor x, float threshold=0.0) -> Tensor")
+    lib.impl("relu_backend_autograd", body, backend)
+    torch.library.register_fake("kfprobe::relu_backend_autograd", fake, lib=lib)
+    op = torch.ops.kfprobe.relu_backend_autograd.default
+    lib.impl("relu_backend_autograd", kft._autograd_kernel(op, body, kft._relu_backward, kft._relu_setup),
+             "Autograd" + backend)
+    ops["backend key + Autograd" + backend + " Python kernel"] = op
+
+    # An Autograd kernel that calls the body with no checks at all: the floor of a Python autograd layer.
+    lib.define("relu_bare_autograd(Tensor x, float threshold=0.0) -> Tensor")
+    lib.impl("relu_bare_autograd", body, "CompositeExplicitAutograd")
+    lib.impl("relu_bare_autograd", body, "Autograd")
+    torch.library.register_fake("kfprobe::relu_bare_autograd", fake, lib=lib)
+    ops["Autograd kernel = body, no checks (floor)"] = torch.ops.kfprobe.relu_bare_autograd.default
+
+    @torch.library.custom_op("kfprobe::relu_custom_op", mutates_args=())
+    def relu_custom_op(x: torch.Tensor, threshold: float = 0.0) -> torch.Tensor:
+        return body(x, threshold)
+
+    relu_custom_op.register_fake(fake)
+    relu_custom_op.register_autograd(kft._relu_backward, setup_context=kft._relu_setup)
+    ops["torch.library.custom_op"] = torch.ops.kfprobe.relu_custom_op.default
+    return lib, ops
+
+
+def model_of(act, name):
+    """t -> act(t) + 1.0 with a code object of its own: dynamo keeps its compiled code per
+    code object, so every model compiles once and no model's guards are checked for another."""
+    def model(t):
+        return act(t) + 1.0
+
+    model.__code__ = model.__code__.replace(co_name="model_" + "".join(c if c.isalnum() else "_" for c in name))
+    return model
+
+
+def python_call_cost(lib, x, nested=20):
+    """us per Python function call made inside an op's kernel, eager and in a compiled
+    graph (where dynamo's frame evaluator is installed while the graph runs)."""
+    clock = time.perf_counter
+    spent = [0.0, 0]
+
+    def leaf(t):
+        return t
+
+    def kernel(t):
+        start = clock()
+        for _ in range(nested):
+            leaf(t)
+        spent[0] += clock() - start
+        spent[1] += 1
+        return t.clone()
+
+    lib.define("calls(Tensor x) -> Tensor")
+    lib.impl("calls", kernel, "CompositeExplicitAutograd")
+    torch.library.register_fake("kfprobe::calls", lambda t: t.new_empty(t.shape), lib=lib)
+    op = torch.ops.kfprobe.calls.default
+    compiled = torch.compile(model_of(lambda t: op(t), "calls"), fullgraph=True)
+    rows = {}
+    with torch.no_grad():
+        compiled(x)
+        for name, fn in (("eager", lambda: op(x)), ("in a compiled graph", lambda: compiled(x))):
+            best = float("inf")
+            for _ in range(9):
+                spent[:] = [0.0, 0]
+                for _ in range(2000):
+                    fn()
+                best = min(best, spent[0] / spent[1] / nested)
+            rows[f"one Python call inside the op's kernel, {name}"] = best * 1e6
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile rows")
+    parser.add_argument("--code", action="store_true", help="print inductor's wrapper code for the op's model")
+    args = parser.parse_args()
+
+    torch.set_num_threads(1)
+    kft._on_device = operator.attrgetter("is_cpu")  # kernelforge.torch's plain-tensor test, for CPU tensors
+    lib, ops = register_probes("CPU")
+    x = torch.randn(1 << 10)
+    rows = {
+        "F.threshold (eager)": lambda: F.threshold(x, 0.5, 0.0),
+        "torch.empty_like (in the body)": lambda: torch.empty_like(x),
+        "x.data_ptr() (in the body)": lambda: x.data_ptr(),
+        "stub _C call, 7 args (in the body)": lambda: _C.relu_threshold_raw(1, 2, 3, 4, 5, 0.5, 0),
+        "body, plain function": lambda: body(x, 0.5),
+        "kernelforge.torch's direct path (_direct + body)": lambda: kft._direct(x) and body(x, 0.5),
+    }
+    for name, op in ops.items():
+        rows[name + ": op.default(x, t)"] = (lambda op: lambda: op(x, 0.5))(op)
+
+    results = {}
+    for mode, ctx in (("grad", torch.enable_grad), ("no_grad", torch.no_grad)):
+        with ctx():
+            for name, us in per_call_us(rows, calls=5000).items():
+                results[f"{name} [{mode}]"] = us
+
+    if not args.no_compile:
+        acts = {"F.threshold": lambda t: F.threshold(t, 0.5, 0.0), "no activation (add only)": lambda t: t}
+        for name, op in ops.items():
+            if "floor" not in name:  # that kernel takes FakeTensors at trace time, which it cannot
+                acts[name] = (lambda op: lambda t: op(t, 0.5))(op)
+        for mode, ctx in (("no_grad", torch.no_grad), ("grad", torch.enable_grad)):
+            compiled = {}
+            with ctx():
+                for name, act in acts.items():
+                    model = torch.compile(model_of(act, f"{name}_{mode}"), fullgraph=True)
+                    if args.code and name == "kernelforge.torch registration" and mode == "no_grad":
+                        from torch._inductor.utils import run_and_get_code
+                        _, code = run_and_get_code(model, x)
+                        print("\n".join(line for line in code[0].splitlines() if "kfprobe" in line))
+                    model(x)
+                    compiled[f"compiled: {name} [{mode}]"] = (lambda model: lambda: model(x))(model)
+                results.update(per_call_us(compiled, calls=1000))
+
+    if not args.no_compile:
+        results.update(python_call_cost(lib, x))
+
+    print(f"torch {torch.__version__}, CPU tensors, _C stubbed, {torch.get_num_threads()} thread(s)")
+    for name, us in results.items():
+        print(f"  {name:<86} {us:7.3f} us")
+    del lib
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
