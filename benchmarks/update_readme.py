@@ -71,11 +71,11 @@ copying new JSON into `{rel}/`.
 cuDNN picks its algorithm per run (cudnnFindConvolutionForwardAlgorithm), and
 its conv2d speed moved by up to 1.6x between two runs of this binary on the
 same machine; `bench_conv_previous_run.json` holds the other run. Compare
-ratios within one run only. The `best` column below was measured just before
-`best` switched to Winograd for stride-1 3x3 layers with C, K >= 64
-(kernels/conv2d/tuning.hpp, benchmarks/TUNING.md): on those three layers
-`best` now runs the `winograd` column's kernel. The fp32 rows re-run after
-the switch, in the same session, are in `bench_conv_best_winograd.json`.
+ratios within one run only. One row below ran a kernel that `best` no longer
+picks: filter2d `best` 5x5 ran `rolling_window` in this run (0.78 of the copy
+rate), measured slower than `register_window` (0.83) in the same run, so `best`
+now runs `register_window` for 5x5 (kernels/filter2d/filter2d.cu,
+benchmarks/TUNING.md).
 
 {conv}
 <!-- results:end -->"""

@@ -3,7 +3,7 @@
 // walking down a long strip with a fixed number of input rows always in
 // flight, instead of loading a short strip's rows in one burst.
 //
-// What changes from register_window, and why it should be faster for 5x5:
+// What changes from register_window, and why it was expected to be faster for 5x5:
 //  * register_window loads all 8 + r - 1 rows of an 8-row strip, then spends
 //    the whole 8 * r * s * 4 FMAs (800 for 5x5) with no load in flight, then
 //    loads again. With its 90-138 registers only 12-20 warps fit on an SM, so
@@ -35,7 +35,10 @@
 //    bottom (a warp-uniform branch per row).
 // Requirements: those of register_window (float, 3x3 or 5x5, 16-byte aligned
 // rows; the launcher runs smem_tiled otherwise).
-// Its measured speed: the README's generated tables and benchmarks/TUNING.md (bench_conv).
+// Measured on the H200 (bench_conv, 8192^2): the bet lost. 0.78 of the copy
+// rate at 5x5 and 0.83 at 3x3, against register_window's 0.83 and 0.97, so
+// `best` does not run it; it stays selectable by name as the measured
+// experiment (benchmarks/TUNING.md: the knobs not yet swept).
 #pragma once
 
 #include "../common/kernel.cuh"
