@@ -25,10 +25,7 @@
 
 namespace kf::detail {
 
-bool conv2d_wgmma_available(int device) {
-  if (device < 0 || device >= max_cached_devices) return false;
-  return compute_capability(device) == 90;  // sm_90a code runs on compute capability 9.0 only
-}
+bool conv2d_wgmma_available(int device) { return sm90a_code_runs_on(device); }
 
 namespace {
 

@@ -49,14 +49,18 @@ if(NOT KERNELFORGE_ENABLE_WGMMA)
   set(_kf_wgmma_reason "KERNELFORGE_ENABLE_WGMMA=OFF")
 endif()
 
-if(KERNELFORGE_WGMMA_TF32_BUILT)
-  if(NOT TARGET kernelforge_wgmma_tf32)
-    add_library(kernelforge_wgmma_tf32 OBJECT ${_kf_wgmma_source})
-    target_include_directories(kernelforge_wgmma_tf32 PRIVATE
-      "${CMAKE_CURRENT_LIST_DIR}/../../include"
-      "${CMAKE_CURRENT_LIST_DIR}/..")
-    target_compile_definitions(kernelforge_wgmma_tf32 PRIVATE KERNELFORGE_WGMMA_TF32=1)
-    set_target_properties(kernelforge_wgmma_tf32 PROPERTIES
+# Sources compiled for sm_90a alone, as the OBJECT library `target` (with
+# `definition`=1 set) whose objects join KERNELFORGE_SOURCES. Also used by
+# kernels/conv2d/wgmma_sources.cmake.
+set(_kf_kernels_dir "${CMAKE_CURRENT_LIST_DIR}/..")
+macro(kf_add_sm90a_objects target definition)
+  if(NOT TARGET ${target})
+    add_library(${target} OBJECT ${ARGN})
+    target_include_directories(${target} PRIVATE
+      "${_kf_kernels_dir}/../include"
+      "${_kf_kernels_dir}")
+    target_compile_definitions(${target} PRIVATE ${definition}=1)
+    set_target_properties(${target} PROPERTIES
       CUDA_ARCHITECTURES OFF
       CUDA_STANDARD 17
       CUDA_STANDARD_REQUIRED ON
@@ -64,11 +68,15 @@ if(KERNELFORGE_WGMMA_TF32_BUILT)
       CUDA_VISIBILITY_PRESET hidden
       VISIBILITY_INLINES_HIDDEN ON)
     # The -gencode form: "-arch=sm_90a" would also run a plain sm_90 pass, which rejects wgmma.
-    target_compile_options(kernelforge_wgmma_tf32 PRIVATE
+    target_compile_options(${target} PRIVATE
       "-gencode=arch=compute_90a,code=sm_90a"
       -Xcompiler=-Wall,-Wextra --Werror=all-warnings)
   endif()
-  list(APPEND KERNELFORGE_SOURCES "$<TARGET_OBJECTS:kernelforge_wgmma_tf32>")
+  list(APPEND KERNELFORGE_SOURCES "$<TARGET_OBJECTS:${target}>")
+endmacro()
+
+if(KERNELFORGE_WGMMA_TF32_BUILT)
+  kf_add_sm90a_objects(kernelforge_wgmma_tf32 KERNELFORGE_WGMMA_TF32 ${_kf_wgmma_source})
   message(STATUS "kernelforge: wgmma TF32 and f16/bf16 matmul kernels: built for sm_90a")
 else()
   list(APPEND KERNELFORGE_SOURCES ${_kf_wgmma_source})

@@ -18,10 +18,7 @@
 
 namespace kf::detail {
 
-bool wgmma_tf32_available(int device) {
-  if (device < 0 || device >= max_cached_devices) return false;
-  return compute_capability(device) == 90;  // sm_90a code runs on compute capability 9.0 only
-}
+bool wgmma_tf32_available(int device) { return sm90a_code_runs_on(device); }
 
 namespace {
 constexpr const char* what = "kf::matmul (wgmma_tf32)";

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "kernelforge/detail/launch_plan.hpp"
+#include "per_device.hpp"  // max_cached_devices
 
 namespace kf::detail {
 
@@ -18,6 +19,12 @@ const device_limits& limits_for(int device);
 inline int compute_capability(int device) {
   const device_limits& l = limits_for(device);
   return l.cc_major * 10 + l.cc_minor;
+}
+
+/// Whether code built for sm_90a (wgmma, setmaxnreg: the architecture-specific
+/// target) runs on `device`: compute capability 9.0 only, no later one.
+inline bool sm90a_code_runs_on(int device) {
+  return device >= 0 && device < max_cached_devices && compute_capability(device) == 90;
 }
 
 /// kf::require_kernel_image for `device`, checked once per device and then
