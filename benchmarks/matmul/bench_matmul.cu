@@ -7,6 +7,9 @@
 //   matmul/fp32/cublas/<m>x<n>x<k>           cublasSgemm, default math (no TF32)
 //   matmul/tf32/tensor_core_tf32/<shape>     kf::matmul, math_mode::tf32 (wgmma on sm_90a, else mma.sync)
 //   matmul/tf32/mma_sync/<shape>             the mma.sync kernel alone (launch_tensor_core_tf32)
+//   matmul/tf32/wgmma_repack_b/<shape>       the wgmma kernel with the row-major B repacked k-major in HBM
+//                                            first (wgmma_tf32_try_launch, b_transpose_in_smem = false): the
+//                                            path before B was transposed in shared memory (tensor_core_tf32)
 //   matmul/tf32/cublas/<shape>               cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_TF32
 //   matmul/fp32/tuning/<config>/<shape>      warp_tiled with other tile configurations
 //                                            (NN, 16-byte path), to choose tuning.hpp from data
@@ -48,6 +51,7 @@
 #include <exception>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -67,6 +71,7 @@
 #include "kernelforge/transform.cuh"
 
 #include "kernelforge/kernels/matmul/tensor_core_tf32_launch.cuh"
+#include "kernelforge/kernels/matmul/wgmma_tf32_launch.cuh"
 
 namespace kf::bench::matmul {
 
@@ -259,7 +264,7 @@ void launch_tuning(operands& p, cudaStream_t stream) {
   d::check_launch("bench tuning");
 }
 
-enum class impl { kf, cublas, mma_sync, tuning, fused, unfused };
+enum class impl { kf, cublas, mma_sync, wgmma_repack_b, tuning, fused, unfused };
 
 struct row {
   std::string precision;  // "fp32" or "tf32"
@@ -277,6 +282,12 @@ void run(const row& r, operands& p, cudaStream_t stream) {
     case impl::cublas: return cublas_matmul(p, r.precision == "tf32", stream);
     case impl::tuning: return r.tuning(p, stream);
     case impl::mma_sync: kf::detail::launch_tensor_core_tf32(args_of(p), stream); return;
+    case impl::wgmma_repack_b:
+      if (!kf::detail::wgmma_tf32_try_launch(args_of(p), stream, kf::detail::wgmma_tf32_default_cluster, false)) {
+        throw std::runtime_error(
+            "the wgmma TF32 kernel does not run here (compute capability 9.0 and 90 in the build)");
+      }
+      return;
     case impl::kf:
     case impl::fused:
     case impl::unfused: {
@@ -575,6 +586,7 @@ void register_all() {
   row cublas_fp32{"fp32", "cublas", impl::cublas, v::best, nullptr, 50};
   row cublas_tf32{"tf32", "cublas", impl::cublas, v::best, nullptr, 350};
   row mma{"tf32", "mma_sync", impl::mma_sync, v::best, nullptr, 150};
+  row repack_b{"tf32", "wgmma_repack_b", impl::wgmma_repack_b, v::best, nullptr, 250};
   const std::vector<row> slow = {kf_row(v::naive, 0.5), kf_row(v::coalesced, 2), kf_row(v::smem_tiled, 5),
                                  kf_row(v::blocktile_1d, 12)};
   const std::vector<row> fast = {kf_row(v::blocktile_2d, 20), kf_row(v::vectorized, 25), kf_row(v::warp_tiled, 45),
@@ -599,6 +611,7 @@ void register_all() {
     register_row(cublas_tf32, s);
     register_row(kf_row(v::tensor_core_tf32, 250, "tf32"), s);
     register_row(mma, s);
+    register_row(repack_b, s);
     if ((is_cube(s) && s.m == 4096) || (s.m == 8192 && s.n == 8192 && s.k == 1024)) {
       for (const char* precision : {"fp32", "tf32"}) {
         const double tflops = precision[0] == 'f' ? 45 : 250;

@@ -54,9 +54,20 @@
 //    C's edges: a few wide stores per tile instead of ~420 4-byte ones and their
 //    bounds branches. Otherwise (beta != 0, ragged alignment, split-k partials)
 //    each thread stores its fragment pairs from registers (store_tile).
-// Operands that wgmma cannot read as they are (TF32 wgmma needs both k-contiguous;
-// TMA needs 16-byte aligned rows) are repacked first by pack_k_major_kernel into a
-// stream-ordered workspace from a per-device memory pool.
+//  * B not transposed (n-contiguous, the row-major product) with 16-byte
+//    aligned rows: TF32 wgmma has no transpose bit, so instead of a repack
+//    pass in HBM (a read and a write of all of B: at 128 x 8192 x 8192 more
+//    than cuBLAS's whole product) TMA loads B's stage as N-major boxes of
+//    32 k x 32 n, and the producer warpgroup's three otherwise idle warps
+//    transpose each box in place to k-major (transpose_box_round, conflict-
+//    free 16-byte loads and stores), then arrive on the stage's full barrier
+//    (BNMajor with float; a barrier per stage, b_landed, tells them B has
+//    landed). The producer warpgroup runs at 56 registers (the consumers at
+//    224) to hold a block in flight without spills.
+// Operands that wgmma cannot read as they are (TF32 wgmma needs both k-contiguous,
+// apart from the in-place transpose above; TMA needs 16-byte aligned rows) are
+// repacked first by pack_k_major_kernel into a stream-ordered workspace from a
+// per-device memory pool.
 
 #pragma once
 
@@ -94,6 +105,11 @@ inline constexpr int max_block_n = 256;
 /// Registers per thread after setmaxnreg: 128 x 40 + 256 x 232 <= 64K per SM.
 inline constexpr int producer_registers = 40;
 inline constexpr int consumer_registers = 232;
+/// Where the producer warpgroup also transposes B (TF32, n-contiguous B): its
+/// 16 floats of a block in flight and the loop state spill at 40; 128 x 56 +
+/// 256 x 224 = 64512 (the 168 registers a thread the kernel is built with, x 384).
+inline constexpr int transposing_producer_registers = 56;
+inline constexpr int transposing_consumer_registers = 224;
 
 // ---- shared memory ----------------------------------------------------------
 inline constexpr int swizzle_row_bytes = block_k * 4;             // 128
@@ -101,6 +117,7 @@ inline constexpr int swizzle_atom_bytes = 8 * swizzle_row_bytes;  // 1024: the X
 inline constexpr int box_rows = 128;                              // A's TMA box: 128 rows x 32 floats
 inline constexpr int a_tile_bytes = block_m * swizzle_row_bytes;  // 16 KiB
 inline constexpr int barrier_bytes = 8;
+inline constexpr int barriers_per_stage = 3;  ///< full, empty, b_landed (B transposed in shared memory)
 /// Shared memory a block may opt in to on sm_90 (227 KiB).
 inline constexpr int max_smem_bytes = 227 * 1024;
 static_assert(block_m == box_rows, "A: one TMA box per stage");
@@ -138,9 +155,10 @@ struct tile_config {
   static constexpr int stages = BlockN == 256 ? 4 : 6;
   /// Tiles start 1024-aligned (the swizzle is a function of the address bits), so
   /// the dynamic allocation carries one atom of slack. Layout: stages x A,
-  /// stages x B, the C buffers, the barriers.
+  /// stages x B, the C buffers, the barriers (full, empty and, used only where B
+  /// is transposed in shared memory, b_landed: three per stage).
   static constexpr int smem_bytes =
-      swizzle_atom_bytes + stages * stage_bytes + c_smem_bytes + 2 * stages * barrier_bytes;
+      swizzle_atom_bytes + stages * stage_bytes + c_smem_bytes + barriers_per_stage * stages * barrier_bytes;
   static_assert(b_box_bytes % swizzle_atom_bytes == 0, "every B box must start on a swizzle atom");
   static_assert(smem_bytes <= max_smem_bytes, "the stages must fit the shared-memory opt-in");
 };
@@ -153,6 +171,52 @@ inline constexpr std::size_t max_extent = (std::size_t{1} << 31) - 2 * max_block
 // ---- repacking pass (operands wgmma cannot read in place) -------------------
 inline constexpr int pack_tile = 32;
 inline constexpr int pack_rows_per_pass = 8;
+
+// ---- TF32 B transposed in shared memory (n-contiguous B, no repack) ---------
+// TF32 wgmma has no transpose bit: B must be k-major in shared memory. An
+// n-contiguous B (the row-major product) arrives by TMA as N-major boxes of 32 k
+// rows x 32 n (one swizzled row each, 4 KiB, the boxes of step 12's 16-bit
+// N-major path), and the producer warpgroup's three warps that do not issue
+// copies transpose each box in place into the k-major layout the consumers
+// read: 32 n rows x 32 k. The two layouts of a box occupy the same 4 KiB: in the
+// 128-byte swizzle, element (k, n) of the N-major box lies at
+//   k * 128 + ((n / 4) ^ (k % 8)) * 16 + (n % 4) * 4
+// and in the k-major box at
+//   n * 128 + ((k / 4) ^ (n % 8)) * 16 + (k % 4) * 4,
+// so with 4 x 4 blocks (kb, nb) = (k / 4, n / 4), block (kb, nb) of the N-major
+// box fills exactly the 16-byte slots of block (nb, kb), transposed: row 4 kb + i,
+// slot nb ^ ((4 kb + i) % 8) -> row 4 nb + j, slot kb ^ ((4 nb + j) % 8), float
+// i of it from float j of the source row. The box is 8 x 8 blocks; a warp
+// moves it in two rounds of 32 blocks (one a lane: four 16-byte loads, then
+// four 16-byte stores of the transposed block). Each round's set of blocks is
+// its own transpose, so a round reads every slot it writes before any lane
+// writes (a __syncwarp between), and the other round's slots are untouched.
+// Lane l % 8 = b of quarter q takes block (b, (b + s) % 8) with s from
+// transpose_groups(): per quarter-warp (how 16-byte accesses are served), the 8
+// loads of row i hit slots ((b + s) % 8) ^ (4 (b % 2) + i) and the 8 stores of row
+// j slots b ^ (4 ((b + s) % 2) + j): 8 distinct 16-byte bank groups each, no
+// conflicts (checked by the CPU test MatmulWgmmaTf32.InPlaceTransposeMapping).
+inline constexpr int transposer_warps = warps_per_warpgroup - 1;  // warp 0 holds the TMA thread
+inline constexpr int transposer_threads = transposer_warps * 32;  // 96
+inline constexpr int transpose_box = 32;                          ///< 32 x 32 floats: one N-major TMA box
+inline constexpr int transpose_block = 4;                         ///< 4 x 4 floats: four 16-byte rows
+inline constexpr int transpose_rounds = 2;                        ///< 64 blocks a box, 32 a round
+/// Round r, quarter-warp q: the diagonal s of its blocks is nibble q of
+/// transpose_groups(r): round 0 takes s = 0, 4, 1, 7, round 1 s = 2, 6, 3, 5
+/// (s and 8 - s together: each round's blocks are their own transpose).
+__host__ __device__ constexpr unsigned transpose_groups(int round) { return round == 0 ? 0x7140u : 0x5362u; }
+/// Where block (kb, nb)'s row `row_in_block` lies in a swizzled 32 x 32 box:
+/// N-major source (row 4 kb + i, slot nb ^ ...) or, with kb and nb swapped, the
+/// k-major destination. Host and device (the CPU test checks the mapping).
+__host__ __device__ constexpr int transpose_slot_offset(int kb, int nb, int row_in_block) {
+  return (transpose_block * kb + row_in_block) * swizzle_row_bytes +
+         ((nb ^ ((transpose_block * kb + row_in_block) % 8)) * 16);
+}
+/// The block (kb, nb) lane `lane` moves in round `round`.
+__host__ __device__ constexpr int transpose_block_kb(int lane) { return lane % 8; }
+__host__ __device__ constexpr int transpose_block_nb(int lane, int round) {
+  return (lane % 8 + static_cast<int>((transpose_groups(round) >> (4 * (lane / 8))) & 0xFu)) % 8;
+}
 
 /// What the kernel needs to walk its tiles and store C; T is C's element type
 /// (float here, __half / __nv_bfloat16 in step 12).
@@ -249,6 +313,34 @@ __device__ __forceinline__ void store_tile(const float (&d)[Accumulators], const
   }
 }
 
+/// One round (0 or 1) of the in-place transpose of a 32 x 32 float box at `box`
+/// (shared address, 1024-aligned) from N-major to k-major, by one whole warp
+/// (see transpose_groups above).
+__device__ __forceinline__ void transpose_box_round(std::uint32_t box, int round, int lane) {
+  const int kb = transpose_block_kb(lane), nb = transpose_block_nb(lane, round);
+  float4 v[transpose_block];
+#pragma unroll
+  for (int i = 0; i < transpose_block; ++i) {
+    const std::uint32_t a = box + transpose_slot_offset(kb, nb, i);
+    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=f"(v[i].x), "=f"(v[i].y), "=f"(v[i].z), "=f"(v[i].w)
+                 : "r"(a)
+                 : "memory");
+  }
+  __syncwarp();  // every slot of this round is read before any lane overwrites one
+  const float4 out[transpose_block] = {{v[0].x, v[1].x, v[2].x, v[3].x},
+                                       {v[0].y, v[1].y, v[2].y, v[3].y},
+                                       {v[0].z, v[1].z, v[2].z, v[3].z},
+                                       {v[0].w, v[1].w, v[2].w, v[3].w}};
+#pragma unroll
+  for (int j = 0; j < transpose_block; ++j) {
+    const std::uint32_t a = box + transpose_slot_offset(nb, kb, j);
+    asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "f"(out[j].x), "f"(out[j].y), "f"(out[j].z),
+                 "f"(out[j].w)
+                 : "memory");
+  }
+}
+
 /// Two adjacent elements of C into a C buffer (4 bytes for 16-bit T, 8 for float).
 __device__ __forceinline__ void store_shared_pair(std::uint32_t address, float2 v) {
   asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(address), "f"(v.x), "f"(v.y) : "memory");
@@ -339,7 +431,8 @@ __device__ __forceinline__ void store_tile_staged(const float (&d)[Accumulators]
 /// m x k, k-contiguous, boxes of 128 rows x one swizzled row of k. map_b:
 /// op(B)^T as n x k, k-contiguous, boxes of BlockN / 2 rows x one swizzled row
 /// (BNMajor false), or op(B) as k x n, n-contiguous, boxes of one swizzled row
-/// of n x a stage's k rows (BNMajor true, 16-bit T). map_c: C as m x n, boxes
+/// of n x a stage's k rows (BNMajor true: 16-bit T read N-major, float
+/// transposed to k-major in shared memory first). map_c: C as m x n, boxes
 /// of 64 rows x one swizzled row, for the staged epilogue (ep.staged; unused
 /// otherwise). fn: the epilogue functor applied to each stored value (identity
 /// by default).
@@ -362,28 +455,57 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
   constexpr int box_cols = stage_k;
   constexpr int n_major_box_bytes = stage_k * swizzle_row_bytes;
   constexpr int n_major_boxes = block_n / box_cols;
-  static_assert(!BNMajor || (element::bytes == 2 && n_major_boxes * n_major_box_bytes == b_tile_bytes &&
-                             n_major_boxes % Cluster == 0),
-                "N-major B: 16-bit elements, the same bytes per stage, whole boxes per CTA");
+  static_assert(!BNMajor || (n_major_boxes * n_major_box_bytes == b_tile_bytes && n_major_boxes % Cluster == 0),
+                "N-major B: the same bytes per stage, whole boxes per CTA");
+  // N-major B with 4-byte elements (TF32: no transpose bit): the producer
+  // warpgroup transposes each box in place (transpose_box_round) and the
+  // consumers read B k-major; 16-bit elements: wgmma reads it N-major.
+  constexpr bool transpose_b = BNMajor && element::bytes == 4;
+  static_assert(!transpose_b || (box_cols == transpose_box && stage_k == transpose_box &&
+                                 n_major_box_bytes == transpose_box * swizzle_row_bytes),
+                "B transposed in place: 32 x 32 float boxes");
   extern __shared__ unsigned char wgmma_smem[];
   const std::uint32_t raw = smem_address(wgmma_smem);
   const std::uint32_t base = (raw + swizzle_atom_bytes - 1) & ~std::uint32_t(swizzle_atom_bytes - 1);
-  const std::uint32_t a_smem = base;                                  // stages x A tile
-  const std::uint32_t b_smem = base + stages * a_tile_bytes;          // stages x B tile
-  const std::uint32_t c_smem = base + stages * stage_bytes;           // consumers x c_buffers x C buffer
-  const std::uint32_t full_bar = c_smem + c_smem_bytes;               // stages x mbarrier
-  const std::uint32_t empty_bar = full_bar + stages * barrier_bytes;  // stages x mbarrier
+  const std::uint32_t a_smem = base;                                      // stages x A tile
+  const std::uint32_t b_smem = base + stages * a_tile_bytes;              // stages x B tile
+  const std::uint32_t c_smem = base + stages * stage_bytes;               // consumers x c_buffers x C buffer
+  const std::uint32_t full_bar = c_smem + c_smem_bytes;                   // stages x mbarrier
+  const std::uint32_t empty_bar = full_bar + stages * barrier_bytes;      // stages x mbarrier
+  const std::uint32_t b_landed_bar = empty_bar + stages * barrier_bytes;  // stages x mbarrier (transpose_b)
 
   const int warpgroup = threadIdx.x / warpgroup_threads;
   const int tid_in_warpgroup = threadIdx.x % warpgroup_threads;
   const std::uint32_t rank = Cluster > 1 ? cluster_rank() : 0;
 
+  // The barriers of a stage, and why the pipeline cannot hang (every role walks
+  // the same work items and k-steps, so each runs the same rounds of every stage):
+  //  * full: the producer's arrive.expect_tx (A and B's bytes, or A's alone
+  //    with transpose_b) plus, with transpose_b, one arrival of each of the 96
+  //    transposing threads after their stores of the stage's B; the consumers
+  //    wait on it. Round r + 1's arrivals cannot mix into round r: the producer
+  //    arrives for r + 1 only after `empty` of round r, i.e. after every
+  //    consumer warp saw `full` complete round r, and the transposers arrive
+  //    for r + 1 only after `b_landed` round r + 1, which the producer opens.
+  //  * b_landed (transpose_b only): the producer's arrive.expect_tx of B's
+  //    bytes; B's TMA boxes (in a cluster, both CTAs' multicasts) complete it;
+  //    the transposers wait on it. A peer's multicast of round r + 1 can land
+  //    before this CTA's expect_tx (the tx-count goes negative meanwhile, as
+  //    the PTX ISA allows), never before round r completed here: the peer
+  //    issues it after its `empty` of round r, which needs this CTA's consumers,
+  //    which waited for this CTA's `full` round r, i.e. for its transposers,
+  //    which had waited for `b_landed` round r.
+  //  * empty: one arrival of each consumer warp of every CTA whose products
+  //    read the stage (B is multicast); the producer waits on it before
+  //    refilling, so no copy overwrites a stage that a product or a transposer
+  //    still uses (the transposers are done before `full` completes).
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int s = 0; s < stages; ++s) {
-      mbar_init(full_bar + s * barrier_bytes, 1);  // the producer's arrive.expect_tx
+      mbar_init(full_bar + s * barrier_bytes, 1 + (transpose_b ? transposer_threads : 0));
       // Every consumer warp of every CTA whose products read this stage (B is shared).
       mbar_init(empty_bar + s * barrier_bytes, consumer_warpgroups * warps_per_warpgroup * Cluster);
+      mbar_init(b_landed_bar + s * barrier_bytes, 1);  // the producer's arrive.expect_tx of B (transpose_b)
     }
     mbar_init_fence();
   }
@@ -415,7 +537,7 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
 
   if (warpgroup == 0) {
     // ---------------------------------------------------------------- producer
-    setmaxnreg_dec<producer_registers>();
+    setmaxnreg_dec<transpose_b ? transposing_producer_registers : producer_registers>();
     if (tid_in_warpgroup == 0) {
       int stage = 0;
       std::uint32_t phase = 0;
@@ -427,7 +549,15 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
           // Round r of a stage waits for the consumers' release of round r - 1.
           if (issued >= stages) mbar_wait(empty_bar + stage * barrier_bytes, phase ^ 1);
           const std::uint32_t full = full_bar + stage * barrier_bytes;
-          mbar_arrive_expect_tx(full, stage_bytes);  // A + all of B, wherever B's parts come from
+          // B's copies complete `full` (A + all of B, wherever B's parts come
+          // from), or with transpose_b `b_landed`, for the transposers.
+          const std::uint32_t b_bar = transpose_b ? b_landed_bar + stage * barrier_bytes : full;
+          if constexpr (transpose_b) {
+            mbar_arrive_expect_tx(full, a_tile_bytes);
+            mbar_arrive_expect_tx(b_bar, b_tile_bytes);
+          } else {
+            mbar_arrive_expect_tx(full, stage_bytes);
+          }
           const int k0 = kt * stage_k;
           tma_load_2d(a_smem + stage * a_tile_bytes, &map_a, k0, tile_m * block_m, full);
           const std::uint32_t b_stage = b_smem + stage * b_tile_bytes;
@@ -441,9 +571,9 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
               const int j = static_cast<int>(rank) * boxes_per_cta + i;
               const int col = tile_n * block_n + j * box_cols;
               if constexpr (Cluster == 1) {
-                tma_load_2d(b_stage + j * n_major_box_bytes, &map_b, col, k0, full);
+                tma_load_2d(b_stage + j * n_major_box_bytes, &map_b, col, k0, b_bar);
               } else {
-                tma_load_2d_multicast(b_stage + j * n_major_box_bytes, &map_b, col, k0, full, whole_cluster);
+                tma_load_2d_multicast(b_stage + j * n_major_box_bytes, &map_b, col, k0, b_bar, whole_cluster);
               }
             }
           } else if constexpr (Cluster == 1) {
@@ -459,10 +589,35 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
           }
         }
       }
+    } else if (transpose_b && tid_in_warpgroup >= 32) {
+      // Warps 1-3: each stage's B, N-major as TMA wrote it, to k-major in place;
+      // then each thread's stores go to the async proxy (wgmma reads through
+      // it) and the thread arrives on `full` (96 arrivals a round).
+      const int transposer_warp = tid_in_warpgroup / 32 - 1;
+      const int lane = tid_in_warpgroup % 32;
+      int stage = 0;
+      std::uint32_t phase = 0;
+      for (int item = static_cast<int>(blockIdx.x) / Cluster; item < work_items; item += clusters) {
+        const work w = work_of(item);
+        for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+          mbar_wait(b_landed_bar + stage * barrier_bytes, phase);
+          const std::uint32_t b_stage = b_smem + stage * b_tile_bytes;
+          // (box, round) units, dealt round-robin to the three warps.
+          for (int u = transposer_warp; u < n_major_boxes * transpose_rounds; u += transposer_warps) {
+            transpose_box_round(b_stage + (u / transpose_rounds) * n_major_box_bytes, u % transpose_rounds, lane);
+          }
+          fence_proxy_async_shared();
+          mbar_arrive(full_bar + stage * barrier_bytes);
+          if (++stage == stages) {
+            stage = 0;
+            phase ^= 1;
+          }
+        }
+      }
     }
   } else {
     // ---------------------------------------------------------------- consumers
-    setmaxnreg_inc<consumer_registers>();
+    setmaxnreg_inc<transpose_b ? transposing_consumer_registers : consumer_registers>();
     const int consumer = warpgroup - 1;
     const int lane = tid_in_warpgroup % 32;
     const int warp_in_warpgroup = tid_in_warpgroup / 32;
@@ -499,7 +654,7 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
           // A (and k-major B): along k inside a swizzled row, 32 bytes per product.
           // N-major B: wgmma_k rows of 128 bytes per product.
           const std::uint32_t k_bytes = kk * element::wgmma_k * element::bytes;
-          if constexpr (BNMajor) {
+          if constexpr (BNMajor && !transpose_b) {
             const std::uint32_t b_rows = kk * element::wgmma_k * swizzle_row_bytes;
             element::template mma<1>(d, smem_descriptor_sw128(a_tile + k_bytes),
                                      smem_descriptor_sw128(b_tile + b_rows, n_major_box_bytes, swizzle_atom_bytes));

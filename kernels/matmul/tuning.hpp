@@ -116,6 +116,34 @@ inline split_k_plan plan_split_k(std::size_t tiles, std::size_t m, std::size_t n
 /// 16-bit types keep 1024, the shortest slice measured to pay.
 constexpr std::size_t wgmma_split_k_min_slice(std::size_t element_bytes) { return element_bytes >= 4 ? 256 : 1024; }
 
+// ---- how the wgmma kernel reads B (steps 10 and 12) -----------------------------
+/// Where the wgmma kernel's B comes from (TMA needs 16-byte aligned rows):
+///  * k_major: op(B)^T k-contiguous (trans_b), read in place;
+///  * n_major: n-contiguous (B not transposed), read in place with wgmma's
+///    transpose bit (16-bit types);
+///  * transposed_in_smem: n-contiguous TF32 B, loaded N-major and transposed to
+///    k-major in shared memory by the producer warpgroup (10_wgmma_tf32.cuh);
+///  * repacked: a k-contiguous copy written to a workspace first (one read and
+///    one write of B in HBM: at 128 x 8192 x 8192 TF32 ~120 us, more than
+///    cuBLAS's whole product).
+enum class wgmma_b_source { k_major, n_major, transposed_in_smem, repacked };
+
+/// TF32, n-contiguous B: transpose it in shared memory (true) or repack it in
+/// HBM first (false, the path before). wgmma_tf32_try_launch takes either
+/// (bench_matmul's row tf32/wgmma_repack_b runs the repack for comparison);
+/// this is the default the library runs. To be measured (benchmarks/TUNING.md).
+constexpr bool wgmma_tf32_b_transpose_in_smem = true;
+
+/// The source of B for an element of `element_bytes` (4: TF32, 2: f16 / bf16),
+/// op(B) transposed or not, and B's rows 16-byte aligned (TMA) or not.
+KF_TUNING_FN wgmma_b_source choose_wgmma_b_source(std::size_t element_bytes, bool trans_b, bool b_rows_aligned,
+                                                  bool tf32_transpose_in_smem = wgmma_tf32_b_transpose_in_smem) {
+  if (!b_rows_aligned) return wgmma_b_source::repacked;
+  if (trans_b) return wgmma_b_source::k_major;
+  if (element_bytes == 2) return wgmma_b_source::n_major;
+  return tf32_transpose_in_smem ? wgmma_b_source::transposed_in_smem : wgmma_b_source::repacked;
+}
+
 // ---- wgmma block-tile width (steps 10 and 12) ----------------------------------
 /// The widths the wgmma kernel is built for (10_wgmma_tf32.cuh: tile_config),
 /// widest first; the block tile is always 128 rows.

@@ -99,18 +99,16 @@ struct instance {
 };
 
 /// Calls f(instance<T, cluster, n_major, Epilogue, BlockN>{}) for the runtime
-/// choice (N-major B only for 16-bit T: TF32 never instantiates it; BlockN one
-/// of tuning.hpp's wgmma_block_n_choices).
+/// choice (N-major B: 16-bit T read with the transpose bit, TF32 transposed in
+/// shared memory; BlockN one of tuning.hpp's wgmma_block_n_choices).
 template <class T, class Epilogue, int BlockN, class F>
 void with_instance_n(bool n_major, int cluster, F&& f) {
   constexpr int pair = wgmma_tf32::max_cluster;
-  if constexpr (wgmma_element<T>::bytes == 2) {
-    if (n_major) {
-      cluster == 1 ? f(instance<T, 1, true, Epilogue, BlockN>{}) : f(instance<T, pair, true, Epilogue, BlockN>{});
-      return;
-    }
+  if (n_major) {
+    cluster == 1 ? f(instance<T, 1, true, Epilogue, BlockN>{}) : f(instance<T, pair, true, Epilogue, BlockN>{});
+  } else {
+    cluster == 1 ? f(instance<T, 1, false, Epilogue, BlockN>{}) : f(instance<T, pair, false, Epilogue, BlockN>{});
   }
-  cluster == 1 ? f(instance<T, 1, false, Epilogue, BlockN>{}) : f(instance<T, pair, false, Epilogue, BlockN>{});
 }
 
 template <class T, class Epilogue, class F>
@@ -133,7 +131,10 @@ void with_instance(bool n_major, int cluster, int block_n, F&& f) {
 /// driver entry point, or no workspace for a needed repack). What runs:
 ///  * A read in place when k-contiguous with 16-byte aligned rows, else repacked;
 ///  * B read in place when k-contiguous, or (16-bit T: wgmma's transpose bit)
-///    n-contiguous, with 16-byte aligned rows, else repacked k-contiguous;
+///    n-contiguous, with 16-byte aligned rows; TF32 n-contiguous B with such
+///    rows loaded N-major and transposed in shared memory (unless
+///    tf32_b_transpose_in_smem is false); else repacked k-contiguous
+///    (tuning.hpp: choose_wgmma_b_source);
 ///  * clusters of 2 CTAs sharing B (cluster_size 1: single CTAs; one tile row:
 ///    single CTAs, the partner would only idle), persistent over the tiles;
 ///  * block tiles 128 x 256, or 128 x 128 where the wide tiles cannot fill the
@@ -144,12 +145,11 @@ void with_instance(bool n_major, int cluster, int block_n, F&& f) {
 ///    16-byte aligned (unsplit), else from registers.
 template <class T, class Epilogue>
 bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster_size, const Epilogue& fn,
-                      const char* what) {
+                      const char* what, bool tf32_b_transpose_in_smem = wgmma_tf32_b_transpose_in_smem) {
   using namespace wgmma_host;
   using wgmma_tf32::block_m;
   using wgmma_tf32::max_cluster;
   constexpr int stage_k = wgmma_element<T>::stage_k;
-  constexpr bool n_major_b_allowed = wgmma_element<T>::bytes == 2;  // TF32 wgmma reads B k-major only
 
   const int device = current_device(what);
   if (!wgmma_tf32_available(device)) return false;  // compute capability 9.0 with the sm_90a image
@@ -164,10 +164,12 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
 
   // Operands wgmma cannot read in place get a k-contiguous repacked copy (row
   // stride: k rounded up to 16 bytes) in the workspace.
-  const bool b_aligned = rows_aligned(args.B, args.ldb, sizeof(T), tma_alignment);
-  const bool b_n_major = n_major_b_allowed && !args.trans_b && b_aligned;
+  const wgmma_b_source b_source = choose_wgmma_b_source(
+      sizeof(T), args.trans_b, rows_aligned(args.B, args.ldb, sizeof(T), tma_alignment), tf32_b_transpose_in_smem);
+  // N-major TMA boxes of B: read so by the 16-bit products, transposed in shared memory for TF32.
+  const bool b_n_major = b_source == wgmma_b_source::n_major || b_source == wgmma_b_source::transposed_in_smem;
   const bool pack_a = args.trans_a || !rows_aligned(args.A, args.lda, sizeof(T), tma_alignment);
-  const bool pack_b = !b_n_major && (!args.trans_b || !b_aligned);
+  const bool pack_b = b_source == wgmma_b_source::repacked;
 
   // The tile width: the widest whose tiles fill the GPU (every width runs one
   // CTA per SM; the widest instance's count stands for all of them).

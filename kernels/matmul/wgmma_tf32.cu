@@ -24,13 +24,14 @@ namespace {
 constexpr const char* what = "kf::matmul (wgmma_tf32)";
 }  // namespace
 
-bool wgmma_tf32_try_launch(const gemm_args<float>& args, cudaStream_t stream, int cluster_size) {
-  return wgmma_try_launch(args, stream, cluster_size, epilogue::identity{}, what);
+bool wgmma_tf32_try_launch(const gemm_args<float>& args, cudaStream_t stream, int cluster_size,
+                           bool b_transpose_in_smem) {
+  return wgmma_try_launch(args, stream, cluster_size, epilogue::identity{}, what, b_transpose_in_smem);
 }
 
 bool wgmma_tf32_try_launch(const gemm_args<float>& args, const epilogue::bias_relu_threshold<float>& fused,
-                           cudaStream_t stream, int cluster_size) {
-  return wgmma_try_launch(args, stream, cluster_size, fused, what);
+                           cudaStream_t stream, int cluster_size, bool b_transpose_in_smem) {
+  return wgmma_try_launch(args, stream, cluster_size, fused, what, b_transpose_in_smem);
 }
 
 }  // namespace kf::detail
@@ -41,9 +42,10 @@ namespace kf::detail {
 
 bool wgmma_tf32_available(int) { return false; }
 
-bool wgmma_tf32_try_launch(const gemm_args<float>&, cudaStream_t, int) { return false; }
+bool wgmma_tf32_try_launch(const gemm_args<float>&, cudaStream_t, int, bool) { return false; }
 
-bool wgmma_tf32_try_launch(const gemm_args<float>&, const epilogue::bias_relu_threshold<float>&, cudaStream_t, int) {
+bool wgmma_tf32_try_launch(const gemm_args<float>&, const epilogue::bias_relu_threshold<float>&, cudaStream_t, int,
+                           bool) {
   return false;
 }
 

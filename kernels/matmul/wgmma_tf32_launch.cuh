@@ -23,9 +23,11 @@
 //    an int (the persistent kernel walks tiles with an int index);
 //  * the workspace can be allocated when a repack is needed.
 // TF32 wgmma reads both operands k-contiguous only (no transpose for TF32), with
-// 16-byte aligned rows (TMA). Operands that are not (A transposed, B not
-// transposed -- the plain row-major product -- or a base / leading dimension not
-// 16-byte aligned) are first repacked into a k-contiguous copy in a workspace
+// 16-byte aligned rows (TMA). An n-contiguous B (not transposed: the plain
+// row-major product) with 16-byte aligned rows is loaded as it is and
+// transposed in shared memory by the kernel's producer warpgroup (tuning.hpp:
+// wgmma_tf32_b_transpose_in_smem). Other operands that are not (A transposed,
+// or a base / leading dimension not 16-byte aligned) are first repacked into a k-contiguous copy in a workspace
 // taken stream-ordered from a per-device memory pool (cudaMallocFromPoolAsync,
 // freed stream-ordered right after; the pool keeps its memory for the next
 // call): one bandwidth-bound pass, counted in the timing. A and op(B)^T both
@@ -42,6 +44,7 @@
 
 #include "gemm_args.cuh"
 #include "kernelforge/epilogue.cuh"
+#include "tuning.hpp"  // wgmma_tf32_b_transpose_in_smem
 #ifndef KF_WGMMA_TF32_DECLARATIONS_ONLY
 #include "tensor_core_tf32_launch.cuh"
 #endif
@@ -59,15 +62,20 @@ bool wgmma_tf32_available(int device);
 /// current device and returns true; returns false, having enqueued nothing, when
 /// a condition above is not met. cluster_size: 1 or 2 (tests and benchmarks
 /// compare both; anything else is treated as the default).
+/// b_transpose_in_smem: an n-contiguous B with 16-byte aligned rows is
+/// transposed in shared memory (true) or repacked in HBM first (false; tests
+/// and benchmarks compare both).
 bool wgmma_tf32_try_launch(const gemm_args<float>& args, cudaStream_t stream,
-                           int cluster_size = wgmma_tf32_default_cluster);
+                           int cluster_size = wgmma_tf32_default_cluster,
+                           bool b_transpose_in_smem = wgmma_tf32_b_transpose_in_smem);
 
 /// The same with the library's fused epilogue (options.bias / options.relu):
 /// C = fused(alpha * op(A) * op(B) + beta * C). The wgmma kernel is compiled into
 /// the library's sm_90a object for this epilogue and identity only; a user's own
 /// functor (kernelforge/matmul.cuh) takes the mma.sync kernel.
 bool wgmma_tf32_try_launch(const gemm_args<float>& args, const epilogue::bias_relu_threshold<float>& fused,
-                           cudaStream_t stream, int cluster_size = wgmma_tf32_default_cluster);
+                           cudaStream_t stream, int cluster_size = wgmma_tf32_default_cluster,
+                           bool b_transpose_in_smem = wgmma_tf32_b_transpose_in_smem);
 
 #ifndef KF_WGMMA_TF32_DECLARATIONS_ONLY
 /// The wgmma kernel where it runs, else the mma.sync kernel (sm_80+).

@@ -333,6 +333,31 @@ TEST(MatmulTuning, WgmmaSplitKByElementSize) {
   EXPECT_EQ(odd.k_slice, 1088u);
 }
 
+TEST(MatmulTuning, WgmmaBSourceTransposesRowMajorTf32BInSharedMemory) {
+  using kf::detail::choose_wgmma_b_source;
+  using src = kf::detail::wgmma_b_source;
+  // op(B)^T k-contiguous with 16-byte rows: read in place, every type.
+  EXPECT_EQ(choose_wgmma_b_source(4, true, true), src::k_major);
+  EXPECT_EQ(choose_wgmma_b_source(2, true, true), src::k_major);
+  // n-contiguous B (the row-major product): 16-bit types read it N-major
+  // (transpose bit); TF32 transposes it in shared memory by default, or
+  // repacks it when asked to (the comparison path).
+  EXPECT_EQ(choose_wgmma_b_source(2, false, true), src::n_major);
+  EXPECT_EQ(choose_wgmma_b_source(2, false, true, false), src::n_major);
+  EXPECT_EQ(choose_wgmma_b_source(4, false, true, true), src::transposed_in_smem);
+  EXPECT_EQ(choose_wgmma_b_source(4, false, true, false), src::repacked);
+  EXPECT_EQ(choose_wgmma_b_source(4, false, true),
+            kf::detail::wgmma_tf32_b_transpose_in_smem ? src::transposed_in_smem : src::repacked);
+  // Rows TMA cannot read (not 16-byte aligned): repacked, whatever the layout.
+  for (std::size_t bytes : {2u, 4u}) {
+    for (bool trans_b : {false, true}) {
+      for (bool in_smem : {false, true}) {
+        EXPECT_EQ(choose_wgmma_b_source(bytes, trans_b, false, in_smem), src::repacked);
+      }
+    }
+  }
+}
+
 TEST(MatmulTuning, WgmmaBlockNIsTheWidestThatFillsTheGpu) {
   using kf::detail::choose_wgmma_block_n;
   const int resident = 132;  // H200: 132 SMs x 1 CTA; the threshold is 3/4 of it: 99 tiles

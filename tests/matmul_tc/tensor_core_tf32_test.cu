@@ -34,6 +34,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "kernelforge/kernels/matmul/10_wgmma_tf32.cuh"  // the in-place transpose's mapping (CPU check)
 #include "kernelforge/kernels/matmul/tensor_core_tf32_launch.cuh"
 #include "kernelforge/kernels/matmul/wgmma_tf32_launch.cuh"
 #include "test_support.hpp"
@@ -44,9 +45,12 @@ using kf::detail::gemm_args;
 
 /// mma_sync: launch_tensor_core_tf32 (8 warps a block); mma_sync_4warps: its
 /// 64x64-warp-tile layout (09_tensor_core_tf32.cuh: four_warps). wgmma_*: wgmma_tf32_try_launch, which must
-/// accept the call. dispatch: launch_wgmma_tf32, wgmma where it runs and the
-/// mma.sync fallback elsewhere (any sm_80+ GPU).
-enum class path { mma_sync, mma_sync_4warps, wgmma_single, wgmma_cluster, dispatch };
+/// accept the call: wgmma_single / wgmma_cluster (clusters of 1 / 2 CTAs) with
+/// an n-contiguous B of 16-byte rows transposed in shared memory;
+/// wgmma_repack_b (clusters of 2) with such a B repacked in HBM first, the path
+/// before. dispatch: launch_wgmma_tf32, wgmma where it runs and the mma.sync
+/// fallback elsewhere (any sm_80+ GPU).
+enum class path { mma_sync, mma_sync_4warps, wgmma_single, wgmma_cluster, wgmma_repack_b, dispatch };
 
 const char* path_name(path p) {
   switch (p) {
@@ -54,6 +58,7 @@ const char* path_name(path p) {
     case path::mma_sync_4warps: return "mma_sync_4warps";
     case path::wgmma_single: return "wgmma_cluster1";
     case path::wgmma_cluster: return "wgmma_cluster2";
+    case path::wgmma_repack_b: return "wgmma_repack_b";
     case path::dispatch: return "launch_wgmma_tf32";
   }
   return "unknown";
@@ -227,7 +232,8 @@ void run_case(const shape& s, bool trans_a, bool trans_b, path p, const storage&
     kf::detail::launch_wgmma_tf32(args, stream);
   } else {
     const int cluster = p == path::wgmma_single ? 1 : 2;
-    ASSERT_TRUE(kf::detail::wgmma_tf32_try_launch(args, stream, cluster))
+    const bool b_transpose_in_smem = p != path::wgmma_repack_b;
+    ASSERT_TRUE(kf::detail::wgmma_tf32_try_launch(args, stream, cluster, b_transpose_in_smem))
         << "the wgmma kernel declined a call it should run (it would have fallen back to mma.sync)";
   }
   ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
@@ -288,6 +294,10 @@ const shape big_shape{4095, 4097, 4093};
 // MatmulTuning.WgmmaBlockNIsTheWidestThatFillsTheGpu): the small shapes run
 // 128 x 128 tiles; 1090 x 2904 (9 x 12 = 108 tiles, ragged in m, n and k) and
 // the big shape run 128 x 256.
+// B not transposed (NN, TN) with 16-byte rows (the "16-byte rows" storage
+// always; "tight" where n % 4 == 0) runs wgmma's B transposed in shared memory
+// on wgmma_single / wgmma_cluster, and repacked on wgmma_repack_b (NN and TN
+// only: the other cases are the same kernel as wgmma_cluster2's).
 std::vector<tc_case> all_cases() {
   const std::vector<shape> shapes = {{1, 1, 1},      {33, 65, 17},   {127, 129, 255}, {513, 257, 1031}, {1, 1, 4096},
                                      {1, 4096, 512}, {4096, 1, 512}, {300, 520, 64},  {1090, 2904, 72}, big_shape};
@@ -296,6 +306,8 @@ std::vector<tc_case> all_cases() {
     for (const shape& s : shapes)
       for (bool ta : {false, true})
         for (bool tb : {false, true}) cases.push_back({s, ta, tb, p});
+  for (const shape& s : shapes)
+    for (bool ta : {false, true}) cases.push_back({s, ta, false, path::wgmma_repack_b});
   for (const shape& s : {shape{33, 65, 17}, shape{513, 257, 1031}})
     for (bool ta : {false, true})
       for (bool tb : {false, true}) cases.push_back({s, ta, tb, path::dispatch});
@@ -323,11 +335,15 @@ TEST_P(MatmulTensorCoreTf32, MatchesDoubleReference) {
       {"ld+1, alpha -0.5, beta 0.25", storage::plus_1, 0, -0.5f, 0.25f},
       {"ld+37, misaligned by 1 float, alpha 1, beta 1", storage::plus_37, 1, 1.0f, 1.0f},
       {"16-byte rows, alpha -0.5, beta 0", storage::rows_16_bytes, 0, -0.5f, 0.0f},
+      // 16-byte aligned but not 256 (4 floats in), C read: TMA reads A and B in
+      // place (wgmma: B transposed in shared memory where not transposed),
+      // C stored from registers.
+      {"16-byte rows, 4 floats in, alpha 1, beta 0.25", storage::rows_16_bytes, 4, 1.0f, 0.25f},
   };
   const bool big = c.s.m == big_shape.m && c.s.n == big_shape.n && c.s.k == big_shape.k;
   for (const storage& st : layouts) {
-    // The big shape: the fast layout (16-byte rows) and a misaligned one.
-    if (big && st.ld != storage::rows_16_bytes && st.ld != storage::plus_37) continue;
+    // The big shape: the fast layout (16-byte rows, beta 0) and a misaligned one.
+    if (big && !(st.ld == storage::rows_16_bytes && st.offset == 0) && st.ld != storage::plus_37) continue;
     run_case(c.s, c.trans_a, c.trans_b, c.p, st);
     if (HasFatalFailure()) return;
   }
@@ -367,6 +383,76 @@ TEST(MatmulTensorCoreTf32Layout, ThreeStagesFitTwoBlocksOnHopperAndOneOnAmpere) 
             hopper_smem_per_sm);
   EXPECT_LE(t::max_stages * t::max_stage_bytes, ampere_optin);
   EXPECT_LE(t::min_stages * t::max_stage_bytes, ada_optin);
+}
+
+// ---- CPU check of the wgmma kernel's in-place transpose of B (TF32) ---------
+
+/// The producer warpgroup's transpose of a 32 x 32 float box (10_wgmma_tf32.cuh:
+/// transpose_box_round), simulated on the host with the kernel's own mapping:
+/// every lane of a warp reads its 4 x 4 block, then writes it transposed. The
+/// box must end up k-major in the 128-byte swizzle (what wgmma's k-major
+/// descriptors read), every 16-byte slot written once, each round writing only
+/// the slots it read, and each quarter-warp's 8 loads or stores of a row on 8
+/// distinct 16-byte bank groups.
+TEST(MatmulWgmmaTf32, InPlaceTransposeMapping) {
+  namespace w = kf::detail::wgmma_tf32;
+  constexpr int box = w::transpose_box, row_bytes = w::swizzle_row_bytes, floats = box * box;
+  static_assert(box * 4 == row_bytes, "a box row is one swizzled row");
+  // N-major (what TMA writes): element (k, n) at k * 128 + ((n / 4) ^ (k % 8)) * 16 + (n % 4) * 4.
+  const auto n_major = [](int k, int n) { return k * row_bytes + ((n / 4) ^ (k % 8)) * 16 + (n % 4) * 4; };
+  // K-major (what the consumers read): element (k, n) at n * 128 + ((k / 4) ^ (n % 8)) * 16 + (k % 4) * 4.
+  const auto k_major = [](int k, int n) { return n * row_bytes + ((k / 4) ^ (n % 8)) * 16 + (k % 4) * 4; };
+  std::vector<float> smem(floats, nan_value);
+  for (int k = 0; k < box; ++k)
+    for (int n = 0; n < box; ++n) smem[n_major(k, n) / 4] = static_cast<float>(k * 1000 + n);
+  std::vector<int> writes(floats / 4, 0);  // per 16-byte slot
+  for (int round = 0; round < w::transpose_rounds; ++round) {
+    std::vector<std::vector<float>> held(32);
+    std::vector<int> read_slots, written_slots;
+    for (int lane = 0; lane < 32; ++lane) {
+      const int kb = w::transpose_block_kb(lane), nb = w::transpose_block_nb(lane, round);
+      for (int i = 0; i < w::transpose_block; ++i) {
+        const int offset = w::transpose_slot_offset(kb, nb, i);
+        ASSERT_EQ(offset % 16, 0);
+        read_slots.push_back(offset / 16);
+        for (int e = 0; e < 4; ++e) held[lane].push_back(smem[offset / 4 + e]);
+      }
+    }
+    for (int lane = 0; lane < 32; ++lane) {  // after the __syncwarp
+      const int kb = w::transpose_block_kb(lane), nb = w::transpose_block_nb(lane, round);
+      for (int j = 0; j < w::transpose_block; ++j) {
+        const int offset = w::transpose_slot_offset(nb, kb, j);
+        written_slots.push_back(offset / 16);
+        ++writes[offset / 16];
+        for (int i = 0; i < 4; ++i) smem[offset / 4 + i] = held[lane][4 * i + j];
+      }
+    }
+    std::sort(read_slots.begin(), read_slots.end());
+    std::sort(written_slots.begin(), written_slots.end());
+    EXPECT_EQ(read_slots, written_slots) << "round " << round << " writes slots it did not read";
+    // Bank groups: per instruction (row i of the block) and quarter-warp, 8 distinct slots mod 8.
+    for (int i = 0; i < w::transpose_block; ++i) {
+      for (int quarter = 0; quarter < 4; ++quarter) {
+        std::vector<int> load_group, store_group;
+        for (int lane = 8 * quarter; lane < 8 * quarter + 8; ++lane) {
+          const int kb = w::transpose_block_kb(lane), nb = w::transpose_block_nb(lane, round);
+          load_group.push_back((w::transpose_slot_offset(kb, nb, i) / 16) % 8);
+          store_group.push_back((w::transpose_slot_offset(nb, kb, i) / 16) % 8);
+        }
+        std::sort(load_group.begin(), load_group.end());
+        std::sort(store_group.begin(), store_group.end());
+        EXPECT_EQ(std::unique(load_group.begin(), load_group.end()) - load_group.begin(), 8)
+            << "round " << round << " row " << i << " quarter " << quarter << ": load bank conflict";
+        EXPECT_EQ(std::unique(store_group.begin(), store_group.end()) - store_group.begin(), 8)
+            << "round " << round << " row " << i << " quarter " << quarter << ": store bank conflict";
+      }
+    }
+  }
+  EXPECT_EQ(std::count(writes.begin(), writes.end(), 1), floats / 4) << "every 16-byte slot written exactly once";
+  std::size_t wrong = 0;
+  for (int k = 0; k < box; ++k)
+    for (int n = 0; n < box; ++n) wrong += !(smem[k_major(k, n) / 4] == static_cast<float>(k * 1000 + n));
+  EXPECT_EQ(wrong, 0u) << "elements not at their k-major place";
 }
 
 TEST(MatmulWgmmaTf32, UnavailableForDevicesThatDoNotExist) {
