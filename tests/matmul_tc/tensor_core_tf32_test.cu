@@ -5,11 +5,12 @@
 //
 // Every shape runs all four transpose combinations and several storage layouts:
 // tight and padded leading dimensions (+1, +37, rows rounded to 16 bytes),
-// pointers one float past an aligned address, alpha in {1, -0.5}, beta in
-// {0, 0.25, 1}. Padding and the floats before each matrix hold NaN, so a kernel
-// that reads them fails; with beta == 0 all of C is NaN (0xFF bytes) before the
-// call, so C must not be read and every element must be written; C's padding
-// must still be NaN afterwards.
+// pointers one float past an aligned address or four floats (16-byte aligned,
+// TMA reads in place), alpha in {1, -0.5}, beta in {0, 0.25, 1}. Padding and
+// the floats before each matrix hold NaN, so a kernel that reads them fails;
+// with beta == 0 all of C is NaN (0xFF bytes) before the call, so C must not be
+// read and every element must be written; C's padding must still be NaN
+// afterwards.
 //
 // Tolerance, relative to |alpha| * sum_p |a_ip b_pj| + |beta c_ij|: TF32 keeps 10
 // mantissa bits. mma.sync rounds each operand (cvt.rna: 2^-11), so a product is
