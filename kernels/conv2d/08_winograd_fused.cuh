@@ -59,7 +59,7 @@
 
 namespace kf::detail {
 
-constexpr int wfused_filters = static_cast<int>(conv2d_winograd_fused_layout::filters);       // K per block
+constexpr int wfused_filters = static_cast<int>(conv2d_winograd_fused_layout::filters);        // K per block
 constexpr int wfused_tiles = static_cast<int>(conv2d_winograd_fused_layout::tiles_per_block);  // tiles per block
 constexpr int wfused_chunk = 8;   // input channels per pipeline stage
 constexpr int wfused_stages = 3;  // two chunks in flight while one is computed

@@ -423,7 +423,8 @@ void launch_conv2d_wgmma_by_name(const char* what, int device, const conv2d_args
 
 /// The GEMM-shaped variants and `best` with epilogue `ep`: TF32 when options.math
 /// is tf32 (wgmma on sm_90 for the layers conv2d_wgmma_preferred names, else mma.sync on sm_80+), else the exact kernel
-/// tuning.hpp chooses for the layer (Winograd fused or not, the pipelined or the plain implicit GEMM). Other variants: not here.
+/// tuning.hpp chooses for the layer (Winograd fused or not, the pipelined or the plain implicit GEMM). Other variants:
+/// not here.
 template <class Epilogue>
 void dispatch_conv2d_gemm(const char* what, int device, const conv2d_args<float>& a, const conv2d_options& options,
                           Epilogue ep) {

@@ -87,10 +87,10 @@ void validate_conv2d_winograd(const char* what, const conv2d_params& p, std::siz
   const char* reason = conv2d_winograd_unsupported_reason(p.filter_height, p.filter_width, p.stride_h, p.stride_w,
                                                           p.dilation_h, p.dilation_w);
   if (reason != nullptr) {
-    throw_unsupported(what, name + " (F(2x2,3x3)) computes 3x3 filters at stride 1 and dilation 1 only, and " +
-                                reason + " (filter " + num(p.filter_height) + " x " + num(p.filter_width) +
-                                ", stride " + num(p.stride_h) + " x " + num(p.stride_w) + ", dilation " +
-                                num(p.dilation_h) + " x " + num(p.dilation_w) + "); use implicit_gemm or best");
+    throw_unsupported(what, name + " (F(2x2,3x3)) computes 3x3 filters at stride 1 and dilation 1 only, and " + reason +
+                                " (filter " + num(p.filter_height) + " x " + num(p.filter_width) + ", stride " +
+                                num(p.stride_h) + " x " + num(p.stride_w) + ", dilation " + num(p.dilation_h) + " x " +
+                                num(p.dilation_w) + "); use implicit_gemm or best");
   }
   if (variant == conv2d_variant::winograd_fused) {
     const conv2d_winograd_fused_layout l =

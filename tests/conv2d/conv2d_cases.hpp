@@ -151,8 +151,7 @@ inline bool winograd_fused_runs(const kf::conv2d_params& p) {
       cudaSuccess) {
     return false;
   }
-  return winograd_applies(p) &&
-         static_cast<std::size_t>(optin) >= kf::detail::conv2d_winograd_fused_layout::smem_bytes;
+  return winograd_applies(p) && static_cast<std::size_t>(optin) >= kf::detail::conv2d_winograd_fused_layout::smem_bytes;
 }
 
 /// Whether `variant` runs `p` (as far as Winograd's conditions go; the other

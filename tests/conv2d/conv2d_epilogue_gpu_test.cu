@@ -345,11 +345,12 @@ TEST(Conv2dEpilogueErrors, VariantsWithoutEpilogueAreUnsupported) {
   for (kf::conv2d_variant v : {kf::conv2d_variant::naive, kf::conv2d_variant::smem_tiled}) {
     kf::conv2d_options options;
     options.variant = v;
-    kf::test::expect_error(kf::errc::unsupported,
-                           "implicit_gemm, implicit_gemm_tf32, implicit_gemm_pipelined, winograd, winograd_fused and best", [&] {
-                             kf::conv2d_forward(small, fake(0x1000), fake(0x2000), nullptr, fake(0x3000),
-                                                kf::epilogue::clamp{0, 1}, options);
-                           });
+    kf::test::expect_error(
+        kf::errc::unsupported,
+        "implicit_gemm, implicit_gemm_tf32, implicit_gemm_pipelined, winograd, winograd_fused and best", [&] {
+          kf::conv2d_forward(small, fake(0x1000), fake(0x2000), nullptr, fake(0x3000), kf::epilogue::clamp{0, 1},
+                             options);
+        });
   }
 }
 

@@ -217,29 +217,29 @@ TEST(Conv2dWinograd, RefusesLayersItDoesNotCompute) {
   KF_SKIP_WITHOUT_GPU();
   int refused = 0;
   for (const conv_case& cc : conv_cases) {
-   for (kf::conv2d_variant variant : {kf::conv2d_variant::winograd, kf::conv2d_variant::winograd_fused}) {
-    const kf::conv2d_params& p = cc.p;
-    if (kf::detail::conv2d_winograd_unsupported_reason(p.filter_height, p.filter_width, p.stride_h, p.stride_w,
-                                                       p.dilation_h, p.dilation_w) == nullptr) {
-      continue;
+    for (kf::conv2d_variant variant : {kf::conv2d_variant::winograd, kf::conv2d_variant::winograd_fused}) {
+      const kf::conv2d_params& p = cc.p;
+      if (kf::detail::conv2d_winograd_unsupported_reason(p.filter_height, p.filter_width, p.stride_h, p.stride_w,
+                                                         p.dilation_h, p.dilation_w) == nullptr) {
+        continue;
+      }
+      const std::size_t P = kf::conv2d_output_height(p), Q = kf::conv2d_output_width(p);
+      kf::device_buffer<float> d_x(p.batch * p.in_channels * p.in_height * p.in_width);
+      kf::device_buffer<float> d_w(p.out_channels * p.in_channels * p.filter_height * p.filter_width);
+      kf::device_buffer<float> d_y(p.batch * p.out_channels * P * Q);
+      kf::test::poison(d_y.data(), d_y.size_bytes());
+      kf::conv2d_options options;
+      options.variant = variant;
+      try {
+        kf::conv2d_forward<float>(p, d_x.data(), d_w.data(), nullptr, d_y.data(), options);
+        ADD_FAILURE() << cc.name << ": " << kf::to_string(variant) << " ran";
+      } catch (const kf::error& e) {
+        EXPECT_EQ(e.code(), kf::errc::unsupported) << cc.name << ": " << e.what();
+        EXPECT_NE(std::string(e.what()).find(kf::to_string(variant)), std::string::npos) << e.what();
+      }
+      for (float v : kf::to_host(d_y)) ASSERT_TRUE(std::isnan(v)) << cc.name << ": y was written";
+      ++refused;
     }
-    const std::size_t P = kf::conv2d_output_height(p), Q = kf::conv2d_output_width(p);
-    kf::device_buffer<float> d_x(p.batch * p.in_channels * p.in_height * p.in_width);
-    kf::device_buffer<float> d_w(p.out_channels * p.in_channels * p.filter_height * p.filter_width);
-    kf::device_buffer<float> d_y(p.batch * p.out_channels * P * Q);
-    kf::test::poison(d_y.data(), d_y.size_bytes());
-    kf::conv2d_options options;
-    options.variant = variant;
-    try {
-      kf::conv2d_forward<float>(p, d_x.data(), d_w.data(), nullptr, d_y.data(), options);
-      ADD_FAILURE() << cc.name << ": " << kf::to_string(variant) << " ran";
-    } catch (const kf::error& e) {
-      EXPECT_EQ(e.code(), kf::errc::unsupported) << cc.name << ": " << e.what();
-      EXPECT_NE(std::string(e.what()).find(kf::to_string(variant)), std::string::npos) << e.what();
-    }
-    for (float v : kf::to_host(d_y)) ASSERT_TRUE(std::isnan(v)) << cc.name << ": y was written";
-    ++refused;
-   }
   }
   EXPECT_GE(refused, 10);  // 1x1, 7x7/2, dilated, stride 2, 5x3, by each of the two variants
 }
@@ -256,7 +256,8 @@ std::string param_name(const ::testing::TestParamInfo<conv2d_param>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Conv, Conv2dWinogradFloat,
-                         ::testing::Combine(::testing::ValuesIn(winograd_variants), ::testing::ValuesIn(winograd_cases)),
+                         ::testing::Combine(::testing::ValuesIn(winograd_variants),
+                                            ::testing::ValuesIn(winograd_cases)),
                          param_name);
 
 INSTANTIATE_TEST_SUITE_P(Conv, Conv2dFloat,

@@ -90,8 +90,8 @@ inline std::vector<double> winograd_scale(const kf::conv2d_params& p, const std:
 /// (tuning.hpp's table).
 inline bool best_runs_winograd(const kf::conv2d_params& p) {
   const kf::detail::conv2d_exact_kernel kernel =
-      kf::detail::choose_conv2d_exact_kernel(p.in_channels, p.out_channels, p.filter_height, p.filter_width,
-                                             p.stride_h, p.stride_w, p.dilation_h, p.dilation_w);
+      kf::detail::choose_conv2d_exact_kernel(p.in_channels, p.out_channels, p.filter_height, p.filter_width, p.stride_h,
+                                             p.stride_w, p.dilation_h, p.dilation_w);
   return kernel == kf::detail::conv2d_exact_kernel::winograd ||
          kernel == kf::detail::conv2d_exact_kernel::winograd_fused;
 }
