@@ -24,6 +24,7 @@ from collections import OrderedDict
 SUFFIX_FIELD = re.compile(r"^(iterations|repeats|min_time|min_warmup_time|threads|time_unit):")
 SUFFIX_WORDS = {"manual_time", "real_time", "process_time"}
 CONV_ORDER = ["cudnn", "naive", "smem_tiled", "implicit_gemm", "implicit_gemm_pipelined", "winograd",
+              "winograd_fused",
               "implicit_gemm_tf32", "implicit_gemm_wgmma", "best"]
 FUSED_ORDER = ["cudnn_fused", "unfused", "fused"]
 FILTER_ORDER = ["copy", "cudnn", "naive", "constant_memory", "smem_tiled", "register_window", "rolling_window", "best"]

@@ -4,7 +4,8 @@
 //
 //   conv2d/fp32/<impl>/<layer>     impl: cudnn (FMA math: no TF32), best, naive,
 //                                  smem_tiled, implicit_gemm, implicit_gemm_pipelined,
-//                                  winograd (3x3 stride-1 layers only)
+//                                  winograd, winograd_fused (3x3 stride-1 layers only;
+//                                  winograd_fused: step 8, sm_90/sm_100 shared memory)
 //   conv2d/tf32/<impl>/<layer>     impl: cudnn (tensor-op math), implicit_gemm_tf32,
 //                                  implicit_gemm_wgmma (stride-1 layers; sm_90 only), best
 //   filter2d/fp32/<impl>/8192x8192_<r>x<s>   impl: copy (cudaMemcpyAsync of the image:
@@ -495,6 +496,7 @@ struct registrar {
         {"implicit_gemm", kf::conv2d_variant::implicit_gemm},
         {"implicit_gemm_pipelined", kf::conv2d_variant::implicit_gemm_pipelined},
         {"winograd", kf::conv2d_variant::winograd},
+        {"winograd_fused", kf::conv2d_variant::winograd_fused},
     };
     for (const layer& L : layers()) {
       configure(benchmark::RegisterBenchmark(("conv2d/fp32/cudnn/" + L.name).c_str(),
@@ -503,7 +505,9 @@ struct registrar {
           kf::detail::conv2d_winograd_unsupported_reason(L.p.filter_height, L.p.filter_width, L.p.stride_h,
                                                          L.p.stride_w, L.p.dilation_h, L.p.dilation_w) == nullptr;
       for (const auto& [name, variant] : exact_variants) {
-        if (variant == kf::conv2d_variant::winograd && !winograd_applies) continue;
+        const bool is_winograd =
+            variant == kf::conv2d_variant::winograd || variant == kf::conv2d_variant::winograd_fused;
+        if (is_winograd && !winograd_applies) continue;
         auto* b = benchmark::RegisterBenchmark(
             ("conv2d/fp32/" + std::string(name) + "/" + L.name).c_str(),
             [&L, variant = variant](benchmark::State& s) { bm_conv_kf(s, L, variant, kf::math_mode::exact); });

@@ -65,7 +65,7 @@ void conv2d_forward_epilogue(const conv2d_params& params, const T* x, const T* w
   if (options.variant == conv2d_variant::naive || options.variant == conv2d_variant::smem_tiled) {
     throw_unsupported(what, std::string("conv2d_variant::") + to_string(options.variant) +
                                 " takes no epilogue functor; the variants that do are implicit_gemm, "
-                                "implicit_gemm_tf32, implicit_gemm_pipelined, winograd and best");
+                                "implicit_gemm_tf32, implicit_gemm_pipelined, winograd, winograd_fused and best");
   }
   if (options.relu) {
     throw_invalid_argument(what,

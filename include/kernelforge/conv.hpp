@@ -78,6 +78,12 @@
 //     practice near direct summation's. Other layers are errc::unsupported.
 //     `best` runs it in exact fp32 on such layers with C >= 64 and K >= 64, where
 //     it beat the implicit GEMM on the H200 (kernels/conv2d/tuning.hpp).
+//   - conv2d_variant::winograd_fused computes the same layers with the same
+//     arithmetic and error bound as winograd, in one kernel after a small filter
+//     transform: the transformed inputs and products stay in shared memory and
+//     registers (workspace: 16 C round_up(K, 4) floats). It needs a device that
+//     grants a block 168 KB of shared memory (sm_90, sm_100; elsewhere
+//     errc::unsupported); `best` does not choose it yet.
 //   - Precompiled for float.
 #pragma once
 
@@ -186,6 +192,11 @@ enum class conv2d_variant {
   /// The TF32 implicit GEMM on Hopper's wgmma tensor-core products, fed by TMA
   /// (see the top of this header): options.math = tf32, stride 1, sm_90 only.
   implicit_gemm_wgmma,
+  /// Winograd F(2x2,3x3) in one kernel (input and output transforms fused
+  /// around the 16 products; see the top of this header): the layers `winograd`
+  /// computes, on devices granting 168 KB of shared memory per block (sm_90,
+  /// sm_100), else errc::unsupported. Not yet chosen by `best`.
+  winograd_fused,
 };
 
 struct conv2d_options {

@@ -57,27 +57,37 @@ struct conv2d_winograd_args {
   float* mm = nullptr;  // [16][K][tiles_ld]
 };
 
-/// U[b][k][c] = (G g G^T)[b] for g = w[k][c] (3 x 3). One thread per (k, c).
+/// Where the filter transform reads g and writes U: u[b * plane + k * k_stride +
+/// c * c_stride] = (G g G^T)[b] for g = w[k][c] (3 x 3). Step 6 writes
+/// U[b][k][c_ld], step 8 (08_winograd_fused.cuh) U[b][c][k_ld].
+struct conv2d_winograd_filter_args {
+  const float* w = nullptr;  // K x C x 3 x 3
+  int k = 0, c = 0;
+  fast_divmod div_c;
+  float* u = nullptr;
+  int k_stride = 0, c_stride = 0;
+  std::size_t plane = 0;  // floats per position b
+};
+
+/// One thread per (k, c).
 // A template (instantiated with its default only) so that every translation unit
 // including this header, the library and a user's .cu through <kernelforge/conv.cuh>,
 // may hold it without a duplicate symbol at link time.
 template <int Unused = 0>
-KF_KERNEL void __launch_bounds__(winograd_transform_block) conv2d_winograd_filter(conv2d_winograd_args wa) {
-  const conv2d_args<float>& a = wa.a;
-  const int total = a.k * a.c;
+KF_KERNEL void __launch_bounds__(winograd_transform_block) conv2d_winograd_filter(conv2d_winograd_filter_args fa) {
+  const int total = fa.k * fa.c;
   for (int idx = blockIdx.x * winograd_transform_block + threadIdx.x; idx < total;
        idx += gridDim.x * winograd_transform_block) {
     int k, c;
-    wa.div_c.divmod(idx, k, c);
-    const float* src = a.wt + static_cast<std::size_t>(idx) * 9;
+    fa.div_c.divmod(idx, k, c);
+    const float* src = fa.w + static_cast<std::size_t>(idx) * 9;
     float g[9], u[winograd_positions];
 #pragma unroll
     for (int e = 0; e < 9; ++e) g[e] = __ldg(src + e);
     winograd_filter_transform(g, u);
-    const std::size_t plane = static_cast<std::size_t>(a.k) * wa.c_ld;
-    float* out = wa.u + static_cast<std::size_t>(k) * wa.c_ld + c;
+    float* out = fa.u + static_cast<std::size_t>(k) * fa.k_stride + static_cast<std::size_t>(c) * fa.c_stride;
 #pragma unroll
-    for (int b = 0; b < winograd_positions; ++b) out[b * plane] = u[b];
+    for (int b = 0; b < winograd_positions; ++b) out[b * fa.plane] = u[b];
   }
 }
 

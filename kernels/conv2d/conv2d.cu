@@ -29,6 +29,7 @@ const char* to_string(conv2d_variant variant) noexcept {
     case conv2d_variant::implicit_gemm_tf32: return "implicit_gemm_tf32";
     case conv2d_variant::implicit_gemm_pipelined: return "implicit_gemm_pipelined";
     case conv2d_variant::winograd: return "winograd";
+    case conv2d_variant::winograd_fused: return "winograd_fused";
     case conv2d_variant::implicit_gemm_wgmma: return "implicit_gemm_wgmma";
   }
   return "unknown";
@@ -90,6 +91,7 @@ void dispatch(const char* what, int device, const conv2d_args<float>& a, const c
     case conv2d_variant::implicit_gemm_tf32:
     case conv2d_variant::implicit_gemm_pipelined:
     case conv2d_variant::winograd:
+    case conv2d_variant::winograd_fused:
     case conv2d_variant::implicit_gemm_wgmma:
     case conv2d_variant::best: break;
   }

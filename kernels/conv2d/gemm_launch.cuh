@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Host side of the GEMM-shaped conv2d kernels (03_implicit_gemm, 04_implicit_gemm_tf32,
-// 05_implicit_gemm_pipelined, 06_winograd, splitk_reduce; 07_implicit_gemm_wgmma
+// 05_implicit_gemm_pipelined, 06_winograd, 08_winograd_fused, splitk_reduce; 07_implicit_gemm_wgmma
 // through wgmma_launch.hpp, its sm_90a object's interface), templated on the epilogue:
 // plan -> split-K or Winograd workspace -> launches.
 // One home for both users of it: the library's launcher (kernels/conv2d/conv2d.cu,
@@ -21,6 +21,7 @@
 #include "04_implicit_gemm_tf32.cuh"
 #include "05_implicit_gemm_pipelined.cuh"
 #include "06_winograd.cuh"
+#include "08_winograd_fused.cuh"
 #include "args.cuh"
 #include "kernelforge/conv.hpp"
 #include "kernelforge/epilogue.cuh"
@@ -277,8 +278,17 @@ bool launch_conv2d_winograd(const char* what, int device, const conv2d_args<floa
   wa.v = wa.u + l.u_floats;
   wa.mm = wa.v + l.v_floats;
 
+  conv2d_winograd_filter_args fa;
+  fa.w = a.wt;
+  fa.k = a.k;
+  fa.c = a.c;
+  fa.div_c = wa.div_c;
+  fa.u = wa.u;
+  fa.k_stride = wa.c_ld;  // U[b][k][c_ld]
+  fa.c_stride = 1;
+  fa.plane = static_cast<std::size_t>(a.k) * wa.c_ld;
   conv2d_winograd_filter<>
-      <<<conv2d_transform_grid(device, static_cast<std::size_t>(a.k) * a.c), winograd_transform_block, 0, stream>>>(wa);
+      <<<conv2d_transform_grid(device, static_cast<std::size_t>(a.k) * a.c), winograd_transform_block, 0, stream>>>(fa);
   check_launch(what);
   conv2d_winograd_input<><<<conv2d_transform_grid(device, l.tiles * a.c), winograd_transform_block, 0, stream>>>(wa);
   check_launch(what);
@@ -288,6 +298,76 @@ bool launch_conv2d_winograd(const char* what, int device, const conv2d_args<floa
   output_kernel<<<conv2d_transform_grid(device, l.tiles * a.k), winograd_transform_block, 0, stream>>>(wa, ep);
   check_launch(what);
   return true;
+}
+
+// ---- fused Winograd F(2x2,3x3) (step 8) -------------------------------------------
+/// Whether `device` grants step 8's block its shared memory (sm_90, sm_100: yes;
+/// sm_80, sm_86, sm_89, sm_120: no).
+inline bool conv2d_winograd_fused_fits(int device) {
+  return limits_for(device).max_smem_per_block_optin >= static_cast<std::size_t>(wfused_smem_bytes);
+}
+
+/// Runs the filter transform and the fused kernel with epilogue `ep`; false
+/// (nothing launched) when the device lacks the shared memory, the layout
+/// cannot be indexed, or the workspace for U cannot be had. The layer must
+/// qualify (validate.cpp checks it for conv2d_variant::winograd_fused).
+template <class Epilogue>
+bool launch_conv2d_winograd_fused(const char* what, int device, const conv2d_args<float>& a, Epilogue ep,
+                                  cudaStream_t stream) {
+  const conv2d_winograd_fused_layout l = make_conv2d_winograd_fused_layout(
+      static_cast<std::size_t>(a.n), static_cast<std::size_t>(a.c), static_cast<std::size_t>(a.k),
+      static_cast<std::size_t>(a.p), static_cast<std::size_t>(a.q));
+  if (!l.launchable() || !conv2d_winograd_fused_fits(device)) return false;
+  constexpr auto kernel = &conv2d_winograd_fused<Epilogue>;
+  allow_dynamic_smem<kernel>(device, wfused_smem_bytes, what);  // also no_kernel_image before anything runs
+  pooled_workspace workspace(device, l.bytes(), stream);
+  if (workspace.data<float>() == nullptr) return false;
+
+  conv2d_winograd_filter_args fa;
+  fa.w = a.wt;
+  fa.k = a.k;
+  fa.c = a.c;
+  fa.div_c = fast_divmod(static_cast<unsigned>(a.c));
+  fa.u = workspace.data<float>();
+  fa.k_stride = 1;  // U[b][c][k_ld]
+  fa.c_stride = static_cast<int>(l.k_ld);
+  fa.plane = static_cast<std::size_t>(a.c) * l.k_ld;
+  conv2d_winograd_filter<>
+      <<<conv2d_transform_grid(device, static_cast<std::size_t>(a.k) * a.c), winograd_transform_block, 0, stream>>>(fa);
+  check_launch(what);
+
+  conv2d_winograd_fused_args wa;
+  wa.a = a;
+  wa.tiles_h = static_cast<int>(l.tiles_h);
+  wa.tiles_w = static_cast<int>(l.tiles_w);
+  wa.tiles = static_cast<int>(l.tiles);
+  wa.k_ld = static_cast<int>(l.k_ld);
+  wa.div_tiles_w = fast_divmod(static_cast<unsigned>(l.tiles_w));
+  wa.div_tiles_h = fast_divmod(static_cast<unsigned>(l.tiles_h));
+  wa.u = fa.u;
+  const dim3 grid(static_cast<std::uint32_t>(l.grid_x), static_cast<std::uint32_t>(l.grid_y));
+  kernel<<<grid, wfused_threads, wfused_smem_bytes, stream>>>(wa, ep);
+  check_launch(what);
+  return true;
+}
+
+/// conv2d_variant::winograd_fused by name: runs, or raises errc::unsupported
+/// (too little shared memory on this device) or errc::out_of_memory (no
+/// workspace). validate.cpp has already refused the layers it does not compute.
+template <class Epilogue>
+void launch_conv2d_winograd_fused_by_name(const char* what, int device, const conv2d_args<float>& a, Epilogue ep,
+                                          cudaStream_t stream) {
+  if (!conv2d_winograd_fused_fits(device)) {
+    throw_unsupported(what, "conv2d_variant::winograd_fused needs " + std::to_string(wfused_smem_bytes) +
+                                " bytes of shared memory per block; this device grants " +
+                                std::to_string(limits_for(device).max_smem_per_block_optin) +
+                                " (sm_90 and sm_100 grant enough). Use winograd or best");
+  }
+  if (!launch_conv2d_winograd_fused(what, device, a, ep, stream)) {
+    throw error(errc::out_of_memory, std::string(what) +
+                                         ": conv2d_variant::winograd_fused could not allocate its workspace for the "
+                                         "transformed filters; free device memory or use implicit_gemm");
+  }
 }
 
 // ---- wgmma (step 7, sm_90a) -------------------------------------------------------
@@ -343,7 +423,8 @@ void launch_conv2d_wgmma_by_name(const char* what, int device, const conv2d_args
 
 /// The GEMM-shaped variants and `best` with epilogue `ep`: TF32 when options.math
 /// is tf32 (wgmma on sm_90 for the layers conv2d_wgmma_preferred names, else mma.sync on sm_80+), else the exact kernel
-/// tuning.hpp chooses for the layer (Winograd, the pipelined or the plain implicit GEMM). Other variants: not here.
+/// tuning.hpp chooses for the layer (Winograd fused or not, the pipelined or the plain implicit GEMM). Other variants:
+/// not here.
 template <class Epilogue>
 void dispatch_conv2d_gemm(const char* what, int device, const conv2d_args<float>& a, const conv2d_options& options,
                           Epilogue ep) {
@@ -359,6 +440,8 @@ void dispatch_conv2d_gemm(const char* what, int device, const conv2d_args<float>
                                              "implicit_gemm");
       }
       return;
+    case conv2d_variant::winograd_fused:
+      return launch_conv2d_winograd_fused_by_name(what, device, a, ep, options.stream);
     case conv2d_variant::implicit_gemm_tf32: {
       const int cc = compute_capability(device);
       if (cc < conv2d_tf32_min_cc) {
@@ -391,6 +474,9 @@ void dispatch_conv2d_gemm(const char* what, int device, const conv2d_args<float>
                                      static_cast<std::size_t>(a.r), static_cast<std::size_t>(a.s),
                                      static_cast<std::size_t>(a.stride_h), static_cast<std::size_t>(a.stride_w),
                                      static_cast<std::size_t>(a.dilation_h), static_cast<std::size_t>(a.dilation_w))) {
+    case conv2d_exact_kernel::winograd_fused:
+      if (launch_conv2d_winograd_fused(what, device, a, ep, options.stream)) return;
+      [[fallthrough]];  // too little shared memory or no workspace: step 6
     case conv2d_exact_kernel::winograd:
       if (launch_conv2d_winograd(what, device, a, ep, options.stream)) return;
       break;  // no workspace: the implicit GEMM needs none

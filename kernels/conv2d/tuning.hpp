@@ -172,6 +172,10 @@ constexpr std::size_t conv2d_winograd_min_filters = 64;
 /// Whether `best` runs Winograd on the layers conv2d_winograd_expected_to_win
 /// lists: on, it beat the implicit GEMM on every such layer measured.
 constexpr bool conv2d_best_uses_winograd = true;
+/// Whether `best` runs step 8's fused Winograd (winograd_fused) rather than step
+/// 6's four passes on the layers conv2d_winograd_expected_to_win lists: off until
+/// the H200 measures it (it runs by name meanwhile).
+constexpr bool conv2d_best_uses_winograd_fused = false;
 /// Whether `best` runs implicit_gemm_pipelined rather than implicit_gemm for
 /// exact layers Winograd does not take: off, it lost on every layer measured.
 constexpr bool conv2d_best_uses_pipelined = false;
@@ -185,14 +189,14 @@ inline bool conv2d_winograd_expected_to_win(std::size_t c, std::size_t k, std::s
 }
 
 /// The exact-fp32 kernels `best` chooses from.
-enum class conv2d_exact_kernel { implicit_gemm, implicit_gemm_pipelined, winograd };
+enum class conv2d_exact_kernel { implicit_gemm, implicit_gemm_pipelined, winograd, winograd_fused };
 
 inline conv2d_exact_kernel choose_conv2d_exact_kernel(std::size_t c, std::size_t k, std::size_t r, std::size_t s,
                                                       std::size_t stride_h, std::size_t stride_w,
                                                       std::size_t dilation_h, std::size_t dilation_w) {
-  if (conv2d_best_uses_winograd &&
-      conv2d_winograd_expected_to_win(c, k, r, s, stride_h, stride_w, dilation_h, dilation_w)) {
-    return conv2d_exact_kernel::winograd;
+  if (conv2d_winograd_expected_to_win(c, k, r, s, stride_h, stride_w, dilation_h, dilation_w)) {
+    if (conv2d_best_uses_winograd_fused) return conv2d_exact_kernel::winograd_fused;
+    if (conv2d_best_uses_winograd) return conv2d_exact_kernel::winograd;
   }
   return conv2d_best_uses_pipelined ? conv2d_exact_kernel::implicit_gemm_pipelined : conv2d_exact_kernel::implicit_gemm;
 }
@@ -205,6 +209,44 @@ inline conv2d_gemm_tile choose_conv2d_winograd_tile(std::size_t tiles, std::size
   if (k > 64 && batches * conv2d_gemm_blocks(tiles, k, 128, 128) >= goal) return conv2d_gemm_tile::m128_n128;
   if (batches * conv2d_gemm_blocks(tiles, k, 128, 64) >= goal) return conv2d_gemm_tile::m128_n64;
   return conv2d_gemm_tile::m64_n64;
+}
+
+// ---- fused Winograd F(2x2,3x3) (step 8, 08_winograd_fused.cuh) -----------------
+
+/// The shape of step 8's work: one block computes all 16 positions of
+/// `filters` output channels x `tiles` tiles (2 x 2 outputs each), reading the
+/// input channels `channels` at a time; its only workspace is the transformed
+/// filters U [16][C][k_ld] (k_ld = round_up(K, 4): 16-byte rows).
+struct conv2d_winograd_fused_layout {
+  static constexpr std::size_t filters = 64;                        // K per block (grid y)
+  static constexpr std::size_t tiles_per_block = 32;                // tiles per block (grid x)
+  static constexpr std::size_t max_grid_y = 65535;                  // gridDim.y limit
+  static constexpr std::size_t index_limit = std::size_t{1} << 31;  // the kernels index U with int
+  /// The block's shared memory (08_winograd_fused.cuh checks it): devices that
+  /// grant less per block (sm_80, sm_86, sm_89, sm_120) cannot run the variant.
+  static constexpr std::size_t smem_bytes = 172032;
+  std::size_t tiles_h = 0, tiles_w = 0, tiles = 0, k_ld = 0;
+  std::size_t u_floats = 0;
+  std::size_t grid_x = 0, grid_y = 0;
+
+  /// Whether the kernels' int indexing reaches all of U and the grid fits.
+  [[nodiscard]] bool launchable() const { return u_floats < index_limit && grid_y <= max_grid_y; }
+  [[nodiscard]] std::size_t bytes() const { return u_floats * sizeof(float); }
+};
+
+/// n, c, k: batch, channels, filters; p, q: the output's height and width.
+inline conv2d_winograd_fused_layout make_conv2d_winograd_fused_layout(std::size_t n, std::size_t c, std::size_t k,
+                                                                      std::size_t p, std::size_t q) {
+  using L = conv2d_winograd_fused_layout;
+  L l;
+  l.tiles_h = ceil_div(p, conv2d_winograd_layout::tile);
+  l.tiles_w = ceil_div(q, conv2d_winograd_layout::tile);
+  l.tiles = n * l.tiles_h * l.tiles_w;
+  l.k_ld = ceil_div(k, conv2d_winograd_layout::row_align) * conv2d_winograd_layout::row_align;
+  l.u_floats = conv2d_winograd_layout::positions * c * l.k_ld;
+  l.grid_x = ceil_div(l.tiles, L::tiles_per_block);
+  l.grid_y = ceil_div(k, L::filters);
+  return l;
 }
 
 }  // namespace kf::detail

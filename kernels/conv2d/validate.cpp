@@ -79,21 +79,34 @@ std::size_t product(std::size_t a, std::size_t b, std::size_t c, std::size_t d) 
   return r;
 }
 
-/// conv2d_variant::winograd: errc::unsupported for layers F(2x2,3x3) does not compute.
-void validate_conv2d_winograd(const char* what, const conv2d_params& p, std::size_t P, std::size_t Q) {
+/// conv2d_variant::winograd and winograd_fused: errc::unsupported for layers
+/// F(2x2,3x3) does not compute, or whose transformed tensors int cannot index.
+void validate_conv2d_winograd(const char* what, const conv2d_params& p, std::size_t P, std::size_t Q,
+                              conv2d_variant variant) {
+  const std::string name = std::string("conv2d_variant::") + to_string(variant);
   const char* reason = conv2d_winograd_unsupported_reason(p.filter_height, p.filter_width, p.stride_h, p.stride_w,
                                                           p.dilation_h, p.dilation_w);
   if (reason != nullptr) {
-    throw_unsupported(what, std::string("conv2d_variant::winograd (F(2x2,3x3)) computes 3x3 filters at stride 1 and "
-                                        "dilation 1 only, and ") +
-                                reason + " (filter " + num(p.filter_height) + " x " + num(p.filter_width) +
-                                ", stride " + num(p.stride_h) + " x " + num(p.stride_w) + ", dilation " +
-                                num(p.dilation_h) + " x " + num(p.dilation_w) + "); use implicit_gemm or best");
+    throw_unsupported(what, name + " (F(2x2,3x3)) computes 3x3 filters at stride 1 and dilation 1 only, and " + reason +
+                                " (filter " + num(p.filter_height) + " x " + num(p.filter_width) + ", stride " +
+                                num(p.stride_h) + " x " + num(p.stride_w) + ", dilation " + num(p.dilation_h) + " x " +
+                                num(p.dilation_w) + "); use implicit_gemm or best");
+  }
+  if (variant == conv2d_variant::winograd_fused) {
+    const conv2d_winograd_fused_layout l =
+        make_conv2d_winograd_fused_layout(p.batch, p.in_channels, p.out_channels, P, Q);
+    if (!l.launchable()) {
+      throw_unsupported(what, name + " needs transformed filters of " + num(l.u_floats) + " floats (limit 2^31) and " +
+                                  num(l.grid_y) + " blocks of " + num(conv2d_winograd_fused_layout::filters) +
+                                  " output channels (limit " + num(conv2d_winograd_fused_layout::max_grid_y) +
+                                  "); use fewer output channels per call, or winograd or best");
+    }
+    return;
   }
   const conv2d_winograd_layout l = make_conv2d_winograd_layout(p.batch, p.in_channels, p.out_channels, P, Q);
   if (!l.indexable()) {
-    throw_unsupported(what, "conv2d_variant::winograd needs transformed tensors of " + num(l.u_floats) + ", " +
-                                num(l.v_floats) + " and " + num(l.m_floats) +
+    throw_unsupported(what, name + " needs transformed tensors of " + num(l.u_floats) + ", " + num(l.v_floats) +
+                                " and " + num(l.m_floats) +
                                 " floats, at or above its 2^31-element indexing limit; split the batch or use "
                                 "implicit_gemm or best");
   }
@@ -105,7 +118,7 @@ void validate_conv2d_options(const char* what, const conv2d_options& options) {
   using v = conv2d_variant;
   require_one_of(what, "options.variant", options.variant,
                  {v::best, v::naive, v::smem_tiled, v::implicit_gemm, v::implicit_gemm_tf32, v::implicit_gemm_pipelined,
-                  v::winograd, v::implicit_gemm_wgmma});
+                  v::winograd, v::winograd_fused, v::implicit_gemm_wgmma});
   require_one_of(what, "options.math", options.math, {math_mode::exact, math_mode::tf32});
   if (options.variant == conv2d_variant::implicit_gemm_tf32 && options.math != math_mode::tf32) {
     throw_invalid_argument(
@@ -140,7 +153,9 @@ conv2d_geometry validate_conv2d(const char* what, const conv2d_params& p, const 
                                 ", y: " + num(y_n) + ", padded plane: " + num(padded_h) + " x " + num(padded_w) +
                                 ") are beyond kernelforge's 32-bit indexing; split the batch");
   }
-  if (options.variant == conv2d_variant::winograd) validate_conv2d_winograd(what, p, P, Q);
+  if (options.variant == conv2d_variant::winograd || options.variant == conv2d_variant::winograd_fused) {
+    validate_conv2d_winograd(what, p, P, Q, options.variant);
+  }
   if (options.variant == conv2d_variant::implicit_gemm_wgmma) {
     const char* reason = conv2d_wgmma_unsupported_reason(p.stride_h, p.stride_w);
     if (reason != nullptr) {

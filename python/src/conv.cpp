@@ -127,7 +127,7 @@ void conv2d(const in_array& x, const in_array& weight, std::optional<in_array> b
                            {kf::conv2d_variant::best, kf::conv2d_variant::naive, kf::conv2d_variant::smem_tiled,
                             kf::conv2d_variant::implicit_gemm, kf::conv2d_variant::implicit_gemm_tf32,
                             kf::conv2d_variant::implicit_gemm_pipelined, kf::conv2d_variant::winograd,
-                            kf::conv2d_variant::implicit_gemm_wgmma});
+                            kf::conv2d_variant::winograd_fused, kf::conv2d_variant::implicit_gemm_wgmma});
   const int device =
       bias ? require_one_cuda_device(what, {ref("x", x), ref("weight", weight), ref("bias", *bias), ref("out", out)})
            : require_one_cuda_device(what, {ref("x", x), ref("weight", weight), ref("out", out)});

@@ -23,6 +23,8 @@
 #include <ostream>
 #include <vector>
 
+#include <cuda_runtime_api.h>
+
 #include "kernelforge/conv.hpp"
 #include "kernelforge/kernels/conv2d/tuning.hpp"
 #include "kernelforge/kernels/conv2d/wgmma_launch.hpp"
@@ -101,6 +103,7 @@ inline const variant_case all_variants[] = {
     {"implicit_gemm_tf32", kf::conv2d_variant::implicit_gemm_tf32, kf::math_mode::tf32},
     {"implicit_gemm_pipelined", kf::conv2d_variant::implicit_gemm_pipelined, kf::math_mode::exact},
     {"winograd", kf::conv2d_variant::winograd, kf::math_mode::exact},
+    {"winograd_fused", kf::conv2d_variant::winograd_fused, kf::math_mode::exact},
     {"implicit_gemm_wgmma", kf::conv2d_variant::implicit_gemm_wgmma, kf::math_mode::tf32},
     {"best_exact", kf::conv2d_variant::best, kf::math_mode::exact},
     {"best_tf32", kf::conv2d_variant::best, kf::math_mode::tf32},
@@ -126,6 +129,37 @@ inline bool device_has_tf32() { return kf::get_device_info().cc_major >= 8; }
 inline bool wgmma_runs(const kf::conv2d_params& p) {
   return kf::detail::conv2d_wgmma_unsupported_reason(p.stride_h, p.stride_w) == nullptr &&
          kf::detail::conv2d_wgmma_available(kf::get_device_info().device);
+}
+
+/// Whether Winograd F(2x2,3x3) (winograd, winograd_fused) computes `p`: 3x3,
+/// stride 1, dilation 1. Asked for by name elsewhere: errc::unsupported.
+inline bool winograd_applies(const kf::conv2d_params& p) {
+  return kf::detail::conv2d_winograd_unsupported_reason(p.filter_height, p.filter_width, p.stride_h, p.stride_w,
+                                                        p.dilation_h, p.dilation_w) == nullptr;
+}
+
+inline bool is_winograd(kf::conv2d_variant v) {
+  return v == kf::conv2d_variant::winograd || v == kf::conv2d_variant::winograd_fused;
+}
+
+/// Whether conv2d_variant::winograd_fused runs `p` here: a layer Winograd
+/// computes, on a device that grants its block's shared memory (sm_90, sm_100).
+/// Elsewhere it must raise errc::unsupported.
+inline bool winograd_fused_runs(const kf::conv2d_params& p) {
+  int optin = 0;
+  if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, kf::get_device_info().device) !=
+      cudaSuccess) {
+    return false;
+  }
+  return winograd_applies(p) && static_cast<std::size_t>(optin) >= kf::detail::conv2d_winograd_fused_layout::smem_bytes;
+}
+
+/// Whether `variant` runs `p` (as far as Winograd's conditions go; the other
+/// variants' own conditions are checked where they are tested).
+inline bool winograd_variant_runs(kf::conv2d_variant variant, const kf::conv2d_params& p) {
+  if (variant == kf::conv2d_variant::winograd) return winograd_applies(p);
+  if (variant == kf::conv2d_variant::winograd_fused) return winograd_fused_runs(p);
+  return true;
 }
 
 /// `host` on the device, starting `offset` elements into its buffer (the

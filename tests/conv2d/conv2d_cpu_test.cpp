@@ -293,6 +293,7 @@ TEST(Conv2dWinograd, TransformsComputeTheCorrelation) {
 
 TEST(Conv2dWinograd, QualifiesOnly3x3Stride1Dilation1) {
   EXPECT_STREQ(kf::to_string(kf::conv2d_variant::winograd), "winograd");
+  EXPECT_STREQ(kf::to_string(kf::conv2d_variant::winograd_fused), "winograd_fused");
   EXPECT_STREQ(kf::to_string(kf::conv2d_variant::implicit_gemm_pipelined), "implicit_gemm_pipelined");
   using kf::detail::conv2d_winograd_unsupported_reason;
   EXPECT_EQ(conv2d_winograd_unsupported_reason(3, 3, 1, 1, 1, 1), nullptr);
@@ -323,6 +324,69 @@ TEST(Conv2dWinograd, UnsupportedLayersAreRefusedBeforeAnyLaunch) {
   // 256 x 256, pad 1 -> 8 x 128 x 128 = 2^17 tiles, V = 16 x 2048 x 2^17 = 2^32 floats.
   kf::conv2d_params wide{8, 2048, 256, 256, 1, 3, 3, 1, 1, 1, 1};
   expect_error(kf::errc::unsupported, "2^31", [&] { kf::conv2d_forward<float>(wide, x, w, nullptr, y, o); });
+}
+
+// Step 8 refuses the same layers, naming itself; its own limits are U's int
+// indexing and the grid's y extent (64 filters per block).
+TEST(Conv2dWinograd, FusedRefusesUnsupportedLayersBeforeAnyLaunch) {
+  float* x = fake(0x1000000);
+  float* w = fake(0x2000000);
+  float* y = fake(0x3000000);
+  kf::conv2d_options o;
+  o.variant = kf::conv2d_variant::winograd_fused;
+  kf::conv2d_params stride2{2, 3, 9, 9, 4, 3, 3, 2, 2, 1, 1};
+  expect_error(kf::errc::unsupported, "conv2d_variant::winograd_fused (F(2x2,3x3)) computes 3x3 filters at stride 1",
+               [&] { kf::conv2d_forward<float>(stride2, x, w, nullptr, y, o); });
+  expect_error(kf::errc::unsupported, "stride 2 x 2", [&] { kf::conv2d_forward<float>(stride2, x, w, nullptr, y, o); });
+  kf::conv2d_params dilated{2, 3, 9, 9, 4, 3, 3, 1, 1, 2, 2, 2, 2};
+  expect_error(kf::errc::unsupported, "dilation 2 x 2",
+               [&] { kf::conv2d_forward<float>(dilated, x, w, nullptr, y, o); });
+  kf::conv2d_params five{2, 3, 9, 9, 4, 5, 5, 1, 1, 2, 2};
+  expect_error(kf::errc::unsupported, "filter 5 x 5", [&] { kf::conv2d_forward<float>(five, x, w, nullptr, y, o); });
+  kf::conv2d_params one_by_three{2, 3, 9, 9, 4, 1, 3, 1, 1, 0, 1};
+  expect_error(kf::errc::unsupported, "filter 1 x 3",
+               [&] { kf::conv2d_forward<float>(one_by_three, x, w, nullptr, y, o); });
+  // K = 2^22 filters of 1 channel: 65536 blocks of 64 filters, one past gridDim.y's limit.
+  kf::conv2d_params many_filters{1, 1, 4, 4, std::size_t{1} << 22, 3, 3, 1, 1, 1, 1};
+  expect_error(kf::errc::unsupported, "65536 blocks",
+               [&] { kf::conv2d_forward<float>(many_filters, x, w, nullptr, y, o); });
+  // U = 16 x C x round_up(K, 4) = 16 x 2^20 x 2^7 = 2^31 floats (w: 9 x 2^27 < 2^31 elements).
+  kf::conv2d_params wide_u{1, std::size_t{1} << 20, 1, 1, 128, 3, 3, 1, 1, 1, 1};
+  expect_error(kf::errc::unsupported, "2147483648 floats",
+               [&] { kf::conv2d_forward<float>(wide_u, x, w, nullptr, y, o); });
+}
+
+TEST(Conv2dWinograd, FusedLayout) {
+  using kf::detail::make_conv2d_winograd_fused_layout;
+  // N 3, C 5, K 7, P 9, Q 7: 5 x 4 tiles per image, 60 tiles -> 2 blocks of 32;
+  // K 7 -> one block of 64 filters, U rows of 8 floats.
+  const auto l = make_conv2d_winograd_fused_layout(3, 5, 7, 9, 7);
+  EXPECT_EQ(l.tiles_h, 5u);
+  EXPECT_EQ(l.tiles_w, 4u);
+  EXPECT_EQ(l.tiles, 60u);
+  EXPECT_EQ(l.k_ld, 8u);
+  EXPECT_EQ(l.u_floats, 16u * 5 * 8);
+  EXPECT_EQ(l.bytes(), 16u * 5 * 8 * sizeof(float));
+  EXPECT_EQ(l.grid_x, 2u);
+  EXPECT_EQ(l.grid_y, 1u);
+  EXPECT_TRUE(l.launchable());
+  // The layers: N32 C64 56x56 K64 -> 25088 tiles, 784 x 1 blocks;
+  // N32 C256 14x14 K256 -> 1568 tiles, 49 x 4 blocks.
+  const auto first = make_conv2d_winograd_fused_layout(32, 64, 64, 56, 56);
+  EXPECT_EQ(first.tiles, 25088u);
+  EXPECT_EQ(first.grid_x, 784u);
+  EXPECT_EQ(first.grid_y, 1u);
+  const auto third = make_conv2d_winograd_fused_layout(32, 256, 256, 14, 14);
+  EXPECT_EQ(third.grid_x, 49u);
+  EXPECT_EQ(third.grid_y, 4u);
+  // K = 65: a second block of filters; one output: one tile, one block.
+  EXPECT_EQ(make_conv2d_winograd_fused_layout(1, 1, 65, 1, 1).grid_y, 2u);
+  EXPECT_EQ(make_conv2d_winograd_fused_layout(1, 1, 65, 1, 1).grid_x, 1u);
+  EXPECT_EQ(make_conv2d_winograd_fused_layout(1, 1, 65, 1, 1).k_ld, 68u);
+  EXPECT_TRUE(make_conv2d_winograd_fused_layout(1, 1, 64 * 65535, 1, 1).launchable());
+  EXPECT_FALSE(make_conv2d_winograd_fused_layout(1, 1, 64 * 65535 + 1, 1, 1).launchable());
+  EXPECT_FALSE(make_conv2d_winograd_fused_layout(1, std::size_t{1} << 20, 128, 1, 1).launchable());
+  EXPECT_TRUE(make_conv2d_winograd_fused_layout(1, std::size_t{1} << 20, 124, 1, 1).launchable());
 }
 
 TEST(Conv2dWinograd, WorkspaceLayout) {
@@ -364,9 +428,11 @@ TEST(Conv2dWinograd, BestTableAndTiles) {
   EXPECT_FALSE(conv2d_winograd_expected_to_win(c, k, 3, 3, 2, 2, 1, 1));
   EXPECT_FALSE(conv2d_winograd_expected_to_win(c, k, 3, 3, 1, 1, 2, 2));
   EXPECT_FALSE(conv2d_winograd_expected_to_win(c, k, 7, 7, 2, 2, 1, 1));  // the stem
-  // best takes Winograd only where it is expected to win, and only once switched on.
-  const conv2d_exact_kernel on_3x3 =
-      kf::detail::conv2d_best_uses_winograd ? conv2d_exact_kernel::winograd : not_winograd;
+  // best takes Winograd only where it is expected to win, and only once switched
+  // on; the fused step 8 first when its switch is on.
+  const conv2d_exact_kernel on_3x3 = kf::detail::conv2d_best_uses_winograd_fused ? conv2d_exact_kernel::winograd_fused
+                                     : kf::detail::conv2d_best_uses_winograd     ? conv2d_exact_kernel::winograd
+                                                                                 : not_winograd;
   EXPECT_EQ(choose_conv2d_exact_kernel(c, k, 3, 3, 1, 1, 1, 1), on_3x3);
   EXPECT_EQ(choose_conv2d_exact_kernel(c - 1, k, 3, 3, 1, 1, 1, 1), not_winograd);
   EXPECT_EQ(choose_conv2d_exact_kernel(c, k, 7, 7, 2, 2, 1, 1), not_winograd);

@@ -24,7 +24,8 @@
 // implicit_gemm_wgmma (sm_90a) takes the fused ReLU at the TF32 tolerance where it
 // runs; with this file's functors (or a strided layer, or another device) it
 // must raise errc::unsupported.
-// Winograd (by name, and `best` where tuning.hpp picks it) is held to its own
+// Winograd (winograd and winograd_fused by name, and `best` where tuning.hpp picks
+// either) is held to its own
 // bound, 4 sqrt(C + 12) 2^-24 of its error scale (winograd_bound.hpp, justified
 // at the top of conv2d_gpu_test.cpp); asked for by name on a layer it does not
 // compute, it must raise errc::unsupported.
@@ -79,11 +80,6 @@ struct problem {
   /// The bias the call takes: nullptr for cases without.
   [[nodiscard]] const float* bias_for(const conv_case& cc) const { return cc.bias ? bias.data() + in_offset : nullptr; }
 };
-
-bool winograd_applies(const kf::conv2d_params& p) {
-  return kf::detail::conv2d_winograd_unsupported_reason(p.filter_height, p.filter_width, p.stride_h, p.stride_w,
-                                                        p.dilation_h, p.dilation_w) == nullptr;
-}
 
 const problem& problem_for(const conv_case& cc) {
   static std::map<std::string, problem> cache;
@@ -189,15 +185,16 @@ expectation expect(epi e, float threshold, const problem& pr, const conv_case& c
 
 bound bound_for(const variant_case& vc, const problem& pr, const conv_case& cc) {
   const bool tf32_used = vc.math == kf::math_mode::tf32 && device_has_tf32();
-  const bool winograd = vc.variant == kf::conv2d_variant::winograd ||
+  const bool winograd = is_winograd(vc.variant) ||
                         (!tf32_used && vc.variant == kf::conv2d_variant::best && kf::test::best_runs_winograd(cc.p));
   if (winograd) return {kf::test::winograd_tolerance(cc.p), true};
   return {tf32_used ? 4 * std::ldexp(1.0, -10) : 4 * std::sqrt(static_cast<double>(pr.crs)) * std::ldexp(1.0, -24),
           false};
 }
 
-/// implicit_gemm_tf32 on a device without TF32, winograd on a layer it does
-/// not compute, implicit_gemm_wgmma where it does not run (wgmma_runs) or with
+/// implicit_gemm_tf32 on a device without TF32, winograd or winograd_fused on a
+/// layer it does not compute (winograd_fused also on a device without 168 KB of
+/// shared memory per block), implicit_gemm_wgmma where it does not run (wgmma_runs) or with
 /// a functor of this translation unit (`own_functor`; the library's sm_90a
 /// object holds its own epilogues only): errc::unsupported, and the test ends.
 bool variant_unavailable(const variant_case& vc, const conv_case& cc, const std::function<void()>& call,
@@ -206,8 +203,9 @@ bool variant_unavailable(const variant_case& vc, const conv_case& cc, const std:
     kf::test::expect_error(kf::errc::unsupported, "implicit_gemm_wgmma", call);
     return true;
   }
-  if (vc.variant == kf::conv2d_variant::winograd && !winograd_applies(cc.p)) {
-    kf::test::expect_error(kf::errc::unsupported, "winograd", call);
+  if (is_winograd(vc.variant) && !winograd_variant_runs(vc.variant, cc.p)) {
+    // A layer Winograd does not compute; winograd_fused on a device without its shared memory.
+    kf::test::expect_error(kf::errc::unsupported, kf::to_string(vc.variant), call);
     return true;
   }
   if (vc.variant != kf::conv2d_variant::implicit_gemm_tf32 || device_has_tf32()) return false;
@@ -347,11 +345,12 @@ TEST(Conv2dEpilogueErrors, VariantsWithoutEpilogueAreUnsupported) {
   for (kf::conv2d_variant v : {kf::conv2d_variant::naive, kf::conv2d_variant::smem_tiled}) {
     kf::conv2d_options options;
     options.variant = v;
-    kf::test::expect_error(kf::errc::unsupported,
-                           "implicit_gemm, implicit_gemm_tf32, implicit_gemm_pipelined, winograd and best", [&] {
-                             kf::conv2d_forward(small, fake(0x1000), fake(0x2000), nullptr, fake(0x3000),
-                                                kf::epilogue::clamp{0, 1}, options);
-                           });
+    kf::test::expect_error(
+        kf::errc::unsupported,
+        "implicit_gemm, implicit_gemm_tf32, implicit_gemm_pipelined, winograd, winograd_fused and best", [&] {
+          kf::conv2d_forward(small, fake(0x1000), fake(0x2000), nullptr, fake(0x3000), kf::epilogue::clamp{0, 1},
+                             options);
+        });
   }
 }
 

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // conv2d_forward on the GPU: every variant x every case (conv2d_cases.hpp,
 // shared with the epilogue suite) against the double reference, output
-// poisoned first (NaN never passes). conv2d_variant::winograd runs its own
-// cases (Conv2dWinogradFloat) and refuses the others (RefusesLayersItDoesNotCompute).
+// poisoned first (NaN never passes). conv2d_variant::winograd and winograd_fused
+// run their own cases (Conv2dWinogradFloat) and refuse the others
+// (RefusesLayersItDoesNotCompute); winograd_fused also runs the shared cases
+// (Conv2dFloat: at Winograd's bound where it applies, errc::unsupported elsewhere,
+// and on devices that cannot grant its 168 KB of shared memory per block).
 //
 // Tolerance, relative to the error scale sum |x| |w| + |bias| of each output:
 //   exact fp32 (naive, smem_tiled, implicit_gemm, best):  4 * sqrt(C*R*S) * 2^-24
@@ -26,8 +29,9 @@
 // in_offset = 1 cases shift x, weight and bias by one element (4-byte filter
 // copies instead of 16-byte ones).
 //
-// Winograd F(2x2,3x3) (conv2d_variant::winograd, and best where tuning.hpp's
-// table picks it) does not sum the same products as direct convolution, so
+// Winograd F(2x2,3x3) (conv2d_variant::winograd, winograd_fused -- step 8, the
+// same transforms and C-long fp32 sums in one kernel -- and best where tuning.hpp's
+// table picks either) does not sum the same products as direct convolution, so
 // its error is measured against its own error scale, per output:
 //   E = |A^T| ( sum over c of (|G| |g_kc| |G^T|) (.) (|B^T| |d_nc| |B|) ) |A| + |bias|,
 // the sum of the magnitudes of every term the algorithm adds (winograd_scale
@@ -63,7 +67,13 @@ using namespace kf::test::conv2d;  // conv2d_cases.hpp
 
 // Layers Winograd computes (3x3, stride 1, dilation 1): partial edge tiles (odd
 // P or Q), odd channel counts (U rows padded to 4), N = 1, pads 0-2, a single
-// output pixel, each GEMM tile (64 x 64, 128 x 64, 128 x 128 on 132 SMs), misaligned pointers.
+// output pixel, each GEMM tile of step 6 (64 x 64, 128 x 64, 128 x 128 on 132 SMs),
+// misaligned pointers. For step 8 (64 filters x 32 tiles per block, 8 channels
+// per stage): blocks of tiles that span images (w_c3_n5: 90 tiles per image),
+// a last block of tiles mostly empty (w_n1_c64_56x56_k64: 784 = 24 x 32 + 16),
+// a second filter block holding one filter (K = 65) with a last channel chunk
+// of one channel (C = 9), K below one block (K = 1, 3, 7), C < 8 (one partial
+// chunk), and the first ResNet layer's shape at N = 1.
 const conv_case winograd_cases[] = {
     {"w_c3_n5_17x19_k20", make(5, 3, 17, 19, 20, 3, 3, 1, 1, 1), true, 0},
     {"w_c67_14x14_k130", make(2, 67, 14, 14, 130, 3, 3, 1, 1, 1), true, 0},
@@ -74,6 +84,9 @@ const conv_case winograd_cases[] = {
     {"w_c256_14x14_k256", make(2, 256, 14, 14, 256, 3, 3, 1, 1, 1), true, 0},
     {"w_tile_128x64_n4_c32_48x48_k48", make(4, 32, 48, 48, 48, 3, 3, 1, 1, 1), true, 0},
     {"w_tile_128x128_n4_c8_64x64_k160_no_bias", make(4, 8, 64, 64, 160, 3, 3, 1, 1, 1), false, 0},
+    {"w_n1_c64_56x56_k64", make(1, 64, 56, 56, 64, 3, 3, 1, 1, 1), true, 0},
+    {"w_c9_10x12_k65_no_bias", make(3, 9, 10, 12, 65, 3, 3, 1, 1, 1), false, 0},
+    {"w_pad0_3x3_to_1x1_c2_k1", make(1, 2, 3, 3, 1, 3, 3, 1, 0, 1), true, 0},
 };
 
 using conv2d_param = std::tuple<variant_case, conv_case>;
@@ -104,6 +117,14 @@ TEST_P(Conv2dFloat, MatchesReference) {
   options.variant = vc.variant;
   options.math = vc.math;
 
+  if (vc.variant == kf::conv2d_variant::winograd_fused && !winograd_fused_runs(p)) {
+    // Layers Winograd does not compute, devices without 168 KB of shared memory per block.
+    kf::test::expect_error(kf::errc::unsupported, "winograd_fused", [&] {
+      kf::conv2d_forward<float>(p, d_x.data() + cc.in_offset, d_w.data() + cc.in_offset, nullptr, d_y.data(), options);
+    });
+    for (float v : kf::to_host(d_y)) ASSERT_TRUE(std::isnan(v)) << "y was written";
+    return;
+  }
   if (vc.variant == kf::conv2d_variant::implicit_gemm_wgmma && !wgmma_runs(p)) {
     // Strided layers, devices other than sm_90, builds without sm_90a: refused, y untouched.
     kf::test::expect_error(kf::errc::unsupported, "implicit_gemm_wgmma", [&] {
@@ -129,7 +150,8 @@ TEST_P(Conv2dFloat, MatchesReference) {
     ASSERT_TRUE(std::isnan(got[0])) << "the element before y was written";
   }
   const bool tf32_used = vc.math == kf::math_mode::tf32 && device_has_tf32();
-  if (!tf32_used && vc.variant == kf::conv2d_variant::best && best_runs_winograd(p)) {
+  if (vc.variant == kf::conv2d_variant::winograd_fused ||
+      (!tf32_used && vc.variant == kf::conv2d_variant::best && best_runs_winograd(p))) {
     const std::vector<double> w_scale = winograd_scale(p, x, w, cc.bias ? bias.data() : nullptr);
     EXPECT_TRUE(kf::test::all_close(got, expected, {winograd_tolerance(p), 0}, &w_scale, cc.y_offset));
     return;
@@ -139,12 +161,20 @@ TEST_P(Conv2dFloat, MatchesReference) {
   EXPECT_TRUE(kf::test::all_close(got, expected, tol, &scale, cc.y_offset));
 }
 
-// conv2d_variant::winograd on the layers it computes, at its own bound (top of file).
-class Conv2dWinogradFloat : public ::testing::TestWithParam<conv_case> {};
+// conv2d_variant::winograd and winograd_fused on the layers they compute, at
+// Winograd's bound (top of file).
+using winograd_param = std::tuple<variant_case, conv_case>;
+class Conv2dWinogradFloat : public ::testing::TestWithParam<winograd_param> {};
+
+const variant_case winograd_variants[] = {
+    {"winograd", kf::conv2d_variant::winograd, kf::math_mode::exact},
+    {"winograd_fused", kf::conv2d_variant::winograd_fused, kf::math_mode::exact},
+};
 
 TEST_P(Conv2dWinogradFloat, MatchesReference) {
   KF_SKIP_WITHOUT_GPU();
-  const conv_case& cc = GetParam();
+  const variant_case& vc = std::get<0>(GetParam());
+  const conv_case& cc = std::get<1>(GetParam());
   const kf::conv2d_params& p = cc.p;
   const std::size_t P = kf::conv2d_output_height(p), Q = kf::conv2d_output_width(p);
   const auto x = kf::test::random_vector<float>(p.batch * p.in_channels * p.in_height * p.in_width, 21);
@@ -162,9 +192,17 @@ TEST_P(Conv2dWinogradFloat, MatchesReference) {
   kf::device_buffer<float> d_y(cc.y_offset + y_n + 1);  // one element past y: must stay NaN
   kf::test::poison(d_y.data(), d_y.size_bytes());
   kf::conv2d_options options;
-  options.variant = kf::conv2d_variant::winograd;
-  kf::conv2d_forward<float>(p, d_x.data() + cc.in_offset, d_w.data() + cc.in_offset,
-                            cc.bias ? d_bias.data() + cc.in_offset : nullptr, d_y.data() + cc.y_offset, options);
+  options.variant = vc.variant;
+  const auto run = [&] {
+    kf::conv2d_forward<float>(p, d_x.data() + cc.in_offset, d_w.data() + cc.in_offset,
+                              cc.bias ? d_bias.data() + cc.in_offset : nullptr, d_y.data() + cc.y_offset, options);
+  };
+  if (!winograd_variant_runs(vc.variant, p)) {  // winograd_fused on a device without the shared memory
+    kf::test::expect_error(kf::errc::unsupported, "shared memory", run);
+    for (float v : kf::to_host(d_y)) ASSERT_TRUE(std::isnan(v)) << "y was written";
+    return;
+  }
+  run();
   const auto got = kf::to_host(d_y);
   if (cc.y_offset) {
     ASSERT_TRUE(std::isnan(got[0])) << "the element before y was written";
@@ -179,28 +217,31 @@ TEST(Conv2dWinograd, RefusesLayersItDoesNotCompute) {
   KF_SKIP_WITHOUT_GPU();
   int refused = 0;
   for (const conv_case& cc : conv_cases) {
-    const kf::conv2d_params& p = cc.p;
-    if (kf::detail::conv2d_winograd_unsupported_reason(p.filter_height, p.filter_width, p.stride_h, p.stride_w,
-                                                       p.dilation_h, p.dilation_w) == nullptr) {
-      continue;
+    for (kf::conv2d_variant variant : {kf::conv2d_variant::winograd, kf::conv2d_variant::winograd_fused}) {
+      const kf::conv2d_params& p = cc.p;
+      if (kf::detail::conv2d_winograd_unsupported_reason(p.filter_height, p.filter_width, p.stride_h, p.stride_w,
+                                                         p.dilation_h, p.dilation_w) == nullptr) {
+        continue;
+      }
+      const std::size_t P = kf::conv2d_output_height(p), Q = kf::conv2d_output_width(p);
+      kf::device_buffer<float> d_x(p.batch * p.in_channels * p.in_height * p.in_width);
+      kf::device_buffer<float> d_w(p.out_channels * p.in_channels * p.filter_height * p.filter_width);
+      kf::device_buffer<float> d_y(p.batch * p.out_channels * P * Q);
+      kf::test::poison(d_y.data(), d_y.size_bytes());
+      kf::conv2d_options options;
+      options.variant = variant;
+      try {
+        kf::conv2d_forward<float>(p, d_x.data(), d_w.data(), nullptr, d_y.data(), options);
+        ADD_FAILURE() << cc.name << ": " << kf::to_string(variant) << " ran";
+      } catch (const kf::error& e) {
+        EXPECT_EQ(e.code(), kf::errc::unsupported) << cc.name << ": " << e.what();
+        EXPECT_NE(std::string(e.what()).find(kf::to_string(variant)), std::string::npos) << e.what();
+      }
+      for (float v : kf::to_host(d_y)) ASSERT_TRUE(std::isnan(v)) << cc.name << ": y was written";
+      ++refused;
     }
-    const std::size_t P = kf::conv2d_output_height(p), Q = kf::conv2d_output_width(p);
-    kf::device_buffer<float> d_x(p.batch * p.in_channels * p.in_height * p.in_width);
-    kf::device_buffer<float> d_w(p.out_channels * p.in_channels * p.filter_height * p.filter_width);
-    kf::device_buffer<float> d_y(p.batch * p.out_channels * P * Q);
-    kf::test::poison(d_y.data(), d_y.size_bytes());
-    kf::conv2d_options options;
-    options.variant = kf::conv2d_variant::winograd;
-    try {
-      kf::conv2d_forward<float>(p, d_x.data(), d_w.data(), nullptr, d_y.data(), options);
-      ADD_FAILURE() << cc.name << ": winograd ran";
-    } catch (const kf::error& e) {
-      EXPECT_EQ(e.code(), kf::errc::unsupported) << cc.name << ": " << e.what();
-    }
-    for (float v : kf::to_host(d_y)) ASSERT_TRUE(std::isnan(v)) << cc.name << ": y was written";
-    ++refused;
   }
-  EXPECT_GE(refused, 5);  // 1x1, 7x7/2, dilated, stride 2, 5x3
+  EXPECT_GE(refused, 10);  // 1x1, 7x7/2, dilated, stride 2, 5x3, by each of the two variants
 }
 
 // The splitk_* cases must take the split-K path on this device (else the
@@ -214,8 +255,10 @@ std::string param_name(const ::testing::TestParamInfo<conv2d_param>& info) {
   return std::string(std::get<0>(info.param).name) + "_" + std::get<1>(info.param).name;
 }
 
-INSTANTIATE_TEST_SUITE_P(Conv, Conv2dWinogradFloat, ::testing::ValuesIn(winograd_cases),
-                         [](const ::testing::TestParamInfo<conv_case>& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Conv, Conv2dWinogradFloat,
+                         ::testing::Combine(::testing::ValuesIn(winograd_variants),
+                                            ::testing::ValuesIn(winograd_cases)),
+                         param_name);
 
 INSTANTIATE_TEST_SUITE_P(Conv, Conv2dFloat,
                          ::testing::Combine(::testing::ValuesIn(variants_except({kf::conv2d_variant::winograd})),

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Winograd F(2x2,3x3)'s error bound for the conv2d GPU tests (conv2d_gpu_test.cpp
+// Winograd F(2x2,3x3)'s error bound (conv2d_variant::winograd and winograd_fused)
+// for the conv2d GPU tests (conv2d_gpu_test.cpp
 // states and justifies it at its top; conv2d_epilogue_gpu_test.cu uses it where
 // `best` runs Winograd): every output within 4 sqrt(C + 12) 2^-24 E of the double
 // reference, E the sum of the magnitudes of every term the algorithm adds.
@@ -85,11 +86,14 @@ inline std::vector<double> winograd_scale(const kf::conv2d_params& p, const std:
   return scale;
 }
 
-/// Whether `best` with exact math runs Winograd on this layer (tuning.hpp's table).
+/// Whether `best` with exact math runs Winograd (step 6 or step 8) on this layer
+/// (tuning.hpp's table).
 inline bool best_runs_winograd(const kf::conv2d_params& p) {
-  return kf::detail::choose_conv2d_exact_kernel(p.in_channels, p.out_channels, p.filter_height, p.filter_width,
-                                                p.stride_h, p.stride_w, p.dilation_h,
-                                                p.dilation_w) == kf::detail::conv2d_exact_kernel::winograd;
+  const kf::detail::conv2d_exact_kernel kernel =
+      kf::detail::choose_conv2d_exact_kernel(p.in_channels, p.out_channels, p.filter_height, p.filter_width, p.stride_h,
+                                             p.stride_w, p.dilation_h, p.dilation_w);
+  return kernel == kf::detail::conv2d_exact_kernel::winograd ||
+         kernel == kf::detail::conv2d_exact_kernel::winograd_fused;
 }
 
 /// 4 sqrt(C + 12) 2^-24: Winograd's tolerance relative to winograd_scale.
