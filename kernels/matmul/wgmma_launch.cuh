@@ -112,12 +112,14 @@ void with_instance(bool n_major, int cluster, int block_n, F&& f) {
 ///  * block tiles 128 x 256, or 128 x 128 where the wide tiles cannot fill the
 ///    GPU (choose_wgmma_block_n);
 ///  * split-k where the tiles fill less than half the GPU (plan_split_k with
-///    wgmma_split_k_min_slice), then the reduction;
+///    wgmma_split_k_min_slice, or split_k_min_slice where nonzero: benchmarks
+///    measure other slices with it), then the reduction;
 ///  * C stored through shared memory and TMA when beta == 0 and C's rows are
 ///    16-byte aligned (unsplit), else from registers.
 template <class T, class Epilogue>
 bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster_size, const Epilogue& fn,
-                      const char* what, bool tf32_b_transpose_in_smem = wgmma_tf32_b_transpose_in_smem) {
+                      const char* what, bool tf32_b_transpose_in_smem = wgmma_tf32_b_transpose_in_smem,
+                      std::size_t split_k_min_slice = 0) {
   using namespace wgmma_host;
   using wgmma_tf32::block_m;
   using wgmma_tf32::max_cluster;
@@ -202,7 +204,8 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
   ep.pairs = rows_aligned(args.C, args.ldc, sizeof(T), 2 * sizeof(T));
 
   const split_k_workspace split(plan_split_k(tiles_m * tiles_n, args.m, args.n, args.k, stage_k, resident * cluster,
-                                             wgmma_split_k_min_slice(sizeof(T))),
+                                             split_k_min_slice != 0 ? split_k_min_slice
+                                                                    : wgmma_split_k_min_slice(sizeof(T))),
                                 args.m, args.n, args.k, device, stream);
   ep.partial = split.partials();
   ep.splits = split.plan().split;
