@@ -500,7 +500,7 @@ void run16(bool cublas_row, kf::matmul_variant variant, operands16<T>& p, cudaSt
   }
   if (min_slice != 0) {
     const auto g = kf::detail::make_gemm_args<T>(kf::op::none, kf::op::none, p.s.m, p.s.n, p.s.k, alpha, p.a.data(),
-                                                  p.s.k, p.b.data(), p.s.n, beta, p.c.data(), p.s.n);
+                                                 p.s.k, p.b.data(), p.s.n, beta, p.c.data(), p.s.n);
     if (!kf::detail::wgmma_f16_try_launch(g, stream, kf::detail::wgmma_f16_default_cluster, min_slice)) {
       throw std::runtime_error("the wgmma kernel does not run here (compute capability 9.0 and 90 in the build)");
     }
@@ -548,8 +548,7 @@ std::string spot_check16(bool cublas_row, kf::matmul_variant variant, operands16
 }
 
 template <class T>
-void bm_matmul16(benchmark::State& state, bool cublas_row, kf::matmul_variant variant, shape s,
-                 std::size_t min_slice) {
+void bm_matmul16(benchmark::State& state, bool cublas_row, kf::matmul_variant variant, shape s, std::size_t min_slice) {
   KF_BENCH_REQUIRE_GPU(state);
   try {
     if (!cublas_row && device().cc_major < 8) {

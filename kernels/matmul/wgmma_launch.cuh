@@ -203,10 +203,10 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
   ep.cluster_rows = static_cast<int>(ceil_div(tiles_m, static_cast<std::size_t>(cluster)));
   ep.pairs = rows_aligned(args.C, args.ldc, sizeof(T), 2 * sizeof(T));
 
-  const split_k_workspace split(plan_split_k(tiles_m * tiles_n, args.m, args.n, args.k, stage_k, resident * cluster,
-                                             split_k_min_slice != 0 ? split_k_min_slice
-                                                                    : wgmma_split_k_min_slice(sizeof(T))),
-                                args.m, args.n, args.k, device, stream);
+  const split_k_workspace split(
+      plan_split_k(tiles_m * tiles_n, args.m, args.n, args.k, stage_k, resident * cluster,
+                   split_k_min_slice != 0 ? split_k_min_slice : wgmma_split_k_min_slice(sizeof(T))),
+      args.m, args.n, args.k, device, stream);
   ep.partial = split.partials();
   ep.splits = split.plan().split;
   ep.split_k_tiles = static_cast<int>(ceil_div(split.plan().k_slice, static_cast<std::size_t>(stage_k)));
