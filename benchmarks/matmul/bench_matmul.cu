@@ -8,8 +8,10 @@
 //   matmul/tf32/tensor_core_tf32/<shape>     kf::matmul, math_mode::tf32 (wgmma on sm_90a, else mma.sync)
 //   matmul/tf32/mma_sync/<shape>             the mma.sync kernel alone (launch_tensor_core_tf32)
 //   matmul/tf32/wgmma_repack_b/<shape>       the wgmma kernel with the row-major B repacked k-major in HBM
-//                                            first (wgmma_tf32_try_launch, b_transpose_in_smem = false): the
-//                                            path before B was transposed in shared memory (tensor_core_tf32)
+//                                            first (wgmma_tf32_try_launch, wgmma_tf32_b_mode::repack)
+//   matmul/tf32/wgmma_transpose_b/<shape>    the same kernel with B transposed in shared memory
+//                                            (wgmma_tf32_b_mode::transpose_in_smem); tensor_core_tf32 takes
+//                                            one or the other by m (tuning.hpp: wgmma_tf32_transposes_b)
 //   matmul/tf32/cublas/<shape>               cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_TF32
 //   matmul/fp32/tuning/<config>/<shape>      warp_tiled with other tile configurations
 //                                            (NN, 16-byte path), to choose tuning.hpp from data
@@ -268,7 +270,7 @@ void launch_tuning(operands& p, cudaStream_t stream) {
   d::check_launch("bench tuning");
 }
 
-enum class impl { kf, cublas, mma_sync, wgmma_repack_b, tuning, fused, unfused };
+enum class impl { kf, cublas, mma_sync, wgmma_repack_b, wgmma_transpose_b, tuning, fused, unfused };
 
 struct row {
   std::string precision;  // "fp32" or "tf32"
@@ -287,7 +289,11 @@ void run(const row& r, operands& p, cudaStream_t stream) {
     case impl::tuning: return r.tuning(p, stream);
     case impl::mma_sync: kf::detail::launch_tensor_core_tf32(args_of(p), stream); return;
     case impl::wgmma_repack_b:
-      if (!kf::detail::wgmma_tf32_try_launch(args_of(p), stream, kf::detail::wgmma_tf32_default_cluster, false)) {
+    case impl::wgmma_transpose_b:
+      if (!kf::detail::wgmma_tf32_try_launch(args_of(p), stream, kf::detail::wgmma_tf32_default_cluster,
+                                             r.kind == impl::wgmma_repack_b
+                                                 ? kf::detail::wgmma_tf32_b_mode::repack
+                                                 : kf::detail::wgmma_tf32_b_mode::transpose_in_smem)) {
         throw std::runtime_error(
             "the wgmma TF32 kernel does not run here (compute capability 9.0 and 90 in the build)");
       }
@@ -603,6 +609,7 @@ void register_all() {
   row cublas_tf32{"tf32", "cublas", impl::cublas, v::best, nullptr, 350};
   row mma{"tf32", "mma_sync", impl::mma_sync, v::best, nullptr, 150};
   row repack_b{"tf32", "wgmma_repack_b", impl::wgmma_repack_b, v::best, nullptr, 250};
+  row transpose_b{"tf32", "wgmma_transpose_b", impl::wgmma_transpose_b, v::best, nullptr, 200};
   const std::vector<row> slow = {kf_row(v::naive, 0.5), kf_row(v::coalesced, 2), kf_row(v::smem_tiled, 5),
                                  kf_row(v::blocktile_1d, 12)};
   const std::vector<row> fast = {kf_row(v::blocktile_2d, 20), kf_row(v::vectorized, 25), kf_row(v::warp_tiled, 45),
@@ -628,6 +635,7 @@ void register_all() {
     register_row(kf_row(v::tensor_core_tf32, 250, "tf32"), s);
     register_row(mma, s);
     register_row(repack_b, s);
+    register_row(transpose_b, s);
     if ((is_cube(s) && s.m == 4096) || (s.m == 8192 && s.n == 8192 && s.k == 1024)) {
       for (const char* precision : {"fp32", "tf32"}) {
         const double tflops = precision[0] == 'f' ? 45 : 250;

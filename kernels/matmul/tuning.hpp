@@ -128,16 +128,33 @@ constexpr std::size_t wgmma_split_k_min_slice(std::size_t element_bytes) { retur
 ///    cuBLAS's whole product).
 enum class wgmma_b_source { k_major, n_major, transposed_in_smem, repacked };
 
-/// TF32, n-contiguous B: transpose it in shared memory (true) or repack it in
-/// HBM first (false, the path before). wgmma_tf32_try_launch takes either
-/// (bench_matmul's row tf32/wgmma_repack_b runs the repack for comparison);
-/// this is the default the library runs. To be measured (benchmarks/TUNING.md).
-constexpr bool wgmma_tf32_b_transpose_in_smem = true;
+/// TF32, n-contiguous B: transposed in shared memory or repacked in HBM first,
+/// by the product's height m. H200, one bench_matmul run (benchmarks/TUNING.md),
+/// ours / cuBLAS TF32, transpose vs repack: 128x8192x8192 0.90 vs 0.33,
+/// 1024^3 0.58 vs 0.57, 2048^3 0.61 vs 0.77, 4096^3 0.60 vs 0.83, 8192^3 0.57
+/// vs 0.92. The transpose holds the kernel near 0.6 of cuBLAS at every shape
+/// (the producer's three transposing warps pace the main loop), while the
+/// repack costs a read and a write of B (8 n k bytes), a share of the product's
+/// time that falls as 1/m (~4 x 380 TFLOP/s / (m x 4.8 TB/s) = 317 / m on the
+/// H200): it wins from m = 2048, the transpose up to m = 1024.
+constexpr std::size_t wgmma_tf32_transpose_b_max_m = 1024;
+
+/// How wgmma_tf32_try_launch reads an n-contiguous TF32 B: by the rule above
+/// (what the library runs), or forced either way (tests cover both paths;
+/// bench_matmul's row tf32/wgmma_repack_b measures the repack at every shape).
+enum class wgmma_tf32_b_mode { by_shape, transpose_in_smem, repack };
+
+/// True when an m-row product in `mode` transposes B in shared memory.
+KF_TUNING_FN bool wgmma_tf32_transposes_b(wgmma_tf32_b_mode mode, std::size_t m) {
+  if (mode == wgmma_tf32_b_mode::by_shape) return m <= wgmma_tf32_transpose_b_max_m;
+  return mode == wgmma_tf32_b_mode::transpose_in_smem;
+}
 
 /// The source of B for an element of `element_bytes` (4: TF32, 2: f16 / bf16),
 /// op(B) transposed or not, and B's rows 16-byte aligned (TMA) or not.
+/// tf32_transpose_in_smem: wgmma_tf32_transposes_b's answer (TF32 only).
 KF_TUNING_FN wgmma_b_source choose_wgmma_b_source(std::size_t element_bytes, bool trans_b, bool b_rows_aligned,
-                                                  bool tf32_transpose_in_smem = wgmma_tf32_b_transpose_in_smem) {
+                                                  bool tf32_transpose_in_smem) {
   if (!b_rows_aligned) return wgmma_b_source::repacked;
   if (trans_b) return wgmma_b_source::k_major;
   if (element_bytes == 2) return wgmma_b_source::n_major;

@@ -23,13 +23,13 @@ constexpr const char* what = "kf::matmul (wgmma_f16)";
 
 bool wgmma_f16_try_launch(const gemm_args<__half>& args, cudaStream_t stream, int cluster_size,
                           std::size_t split_k_min_slice) {
-  return wgmma_try_launch(args, stream, cluster_size, epilogue::identity{}, what, wgmma_tf32_b_transpose_in_smem,
+  return wgmma_try_launch(args, stream, cluster_size, epilogue::identity{}, what, wgmma_tf32_b_mode::by_shape,
                           split_k_min_slice);
 }
 
 bool wgmma_f16_try_launch(const gemm_args<__nv_bfloat16>& args, cudaStream_t stream, int cluster_size,
                           std::size_t split_k_min_slice) {
-  return wgmma_try_launch(args, stream, cluster_size, epilogue::identity{}, what, wgmma_tf32_b_transpose_in_smem,
+  return wgmma_try_launch(args, stream, cluster_size, epilogue::identity{}, what, wgmma_tf32_b_mode::by_shape,
                           split_k_min_slice);
 }
 

@@ -104,8 +104,8 @@ void with_instance(bool n_major, int cluster, int block_n, F&& f) {
 ///  * A read in place when k-contiguous with 16-byte aligned rows, else repacked;
 ///  * B read in place when k-contiguous, or (16-bit T: wgmma's transpose bit)
 ///    n-contiguous, with 16-byte aligned rows; TF32 n-contiguous B with such
-///    rows loaded N-major and transposed in shared memory (unless
-///    tf32_b_transpose_in_smem is false); else repacked k-contiguous
+///    rows loaded N-major and transposed in shared memory where
+///    wgmma_tf32_transposes_b(tf32_b_mode, m) says so; else repacked k-contiguous
 ///    (tuning.hpp: choose_wgmma_b_source);
 ///  * clusters of 2 CTAs sharing B (cluster_size 1: single CTAs; one tile row:
 ///    single CTAs, the partner would only idle), persistent over the tiles;
@@ -118,7 +118,7 @@ void with_instance(bool n_major, int cluster, int block_n, F&& f) {
 ///    16-byte aligned (unsplit), else from registers.
 template <class T, class Epilogue>
 bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster_size, const Epilogue& fn,
-                      const char* what, bool tf32_b_transpose_in_smem = wgmma_tf32_b_transpose_in_smem,
+                      const char* what, wgmma_tf32_b_mode tf32_b_mode = wgmma_tf32_b_mode::by_shape,
                       std::size_t split_k_min_slice = 0) {
   using namespace wgmma_host;
   using wgmma_tf32::block_m;
@@ -138,8 +138,9 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
 
   // Operands wgmma cannot read in place get a k-contiguous repacked copy (row
   // stride: k rounded up to 16 bytes) in the workspace.
-  const wgmma_b_source b_source = choose_wgmma_b_source(
-      sizeof(T), args.trans_b, rows_aligned(args.B, args.ldb, sizeof(T), tma_alignment), tf32_b_transpose_in_smem);
+  const wgmma_b_source b_source =
+      choose_wgmma_b_source(sizeof(T), args.trans_b, rows_aligned(args.B, args.ldb, sizeof(T), tma_alignment),
+                            wgmma_tf32_transposes_b(tf32_b_mode, args.m));
   // N-major TMA boxes of B: read so by the 16-bit products, transposed in shared memory for TF32.
   const bool b_n_major = b_source == wgmma_b_source::n_major || b_source == wgmma_b_source::transposed_in_smem;
   const bool pack_a = args.trans_a || !rows_aligned(args.A, args.lda, sizeof(T), tma_alignment);

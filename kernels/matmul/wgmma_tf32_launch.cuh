@@ -25,8 +25,9 @@
 // TF32 wgmma reads both operands k-contiguous only (no transpose for TF32), with
 // 16-byte aligned rows (TMA). An n-contiguous B (not transposed: the plain
 // row-major product) with 16-byte aligned rows is loaded as it is and
-// transposed in shared memory by the kernel's producer warpgroup (tuning.hpp:
-// wgmma_tf32_b_transpose_in_smem). Other operands that are not (A transposed,
+// transposed in shared memory by the kernel's producer warpgroup where the
+// product is short (m <= 1024; tuning.hpp: wgmma_tf32_transposes_b), repacked
+// below otherwise. Other operands that are not (A transposed,
 // or a base / leading dimension not 16-byte aligned) are first repacked into a k-contiguous copy in a workspace
 // taken stream-ordered from a per-device memory pool (cudaMallocFromPoolAsync,
 // freed stream-ordered right after; the pool keeps its memory for the next
@@ -44,7 +45,7 @@
 
 #include "gemm_args.cuh"
 #include "kernelforge/epilogue.cuh"
-#include "tuning.hpp"  // wgmma_tf32_b_transpose_in_smem
+#include "tuning.hpp"  // wgmma_tf32_b_mode
 #ifndef KF_WGMMA_TF32_DECLARATIONS_ONLY
 #include "tensor_core_tf32_launch.cuh"
 #endif
@@ -62,12 +63,12 @@ bool wgmma_tf32_available(int device);
 /// current device and returns true; returns false, having enqueued nothing, when
 /// a condition above is not met. cluster_size: 1 or 2 (tests and benchmarks
 /// compare both; anything else is treated as the default).
-/// b_transpose_in_smem: an n-contiguous B with 16-byte aligned rows is
-/// transposed in shared memory (true) or repacked in HBM first (false; tests
-/// and benchmarks compare both).
+/// b_mode: an n-contiguous B with 16-byte aligned rows is transposed in shared
+/// memory or repacked in HBM first, by shape (tuning.hpp:
+/// wgmma_tf32_transposes_b) or forced (tests and benchmarks compare both).
 bool wgmma_tf32_try_launch(const gemm_args<float>& args, cudaStream_t stream,
                            int cluster_size = wgmma_tf32_default_cluster,
-                           bool b_transpose_in_smem = wgmma_tf32_b_transpose_in_smem);
+                           wgmma_tf32_b_mode b_mode = wgmma_tf32_b_mode::by_shape);
 
 /// The same with the library's fused epilogue (options.bias / options.relu):
 /// C = fused(alpha * op(A) * op(B) + beta * C). The wgmma kernel is compiled into
@@ -75,7 +76,7 @@ bool wgmma_tf32_try_launch(const gemm_args<float>& args, cudaStream_t stream,
 /// functor (kernelforge/matmul.cuh) takes the mma.sync kernel.
 bool wgmma_tf32_try_launch(const gemm_args<float>& args, const epilogue::bias_relu_threshold<float>& fused,
                            cudaStream_t stream, int cluster_size = wgmma_tf32_default_cluster,
-                           bool b_transpose_in_smem = wgmma_tf32_b_transpose_in_smem);
+                           wgmma_tf32_b_mode b_mode = wgmma_tf32_b_mode::by_shape);
 
 #ifndef KF_WGMMA_TF32_DECLARATIONS_ONLY
 /// The wgmma kernel where it runs, else the mma.sync kernel (sm_80+).

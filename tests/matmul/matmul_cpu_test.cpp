@@ -337,17 +337,24 @@ TEST(MatmulTuning, WgmmaBSourceTransposesRowMajorTf32BInSharedMemory) {
   using kf::detail::choose_wgmma_b_source;
   using src = kf::detail::wgmma_b_source;
   // op(B)^T k-contiguous with 16-byte rows: read in place, every type.
-  EXPECT_EQ(choose_wgmma_b_source(4, true, true), src::k_major);
-  EXPECT_EQ(choose_wgmma_b_source(2, true, true), src::k_major);
+  EXPECT_EQ(choose_wgmma_b_source(4, true, true, true), src::k_major);
+  EXPECT_EQ(choose_wgmma_b_source(2, true, true, false), src::k_major);
   // n-contiguous B (the row-major product): 16-bit types read it N-major
-  // (transpose bit); TF32 transposes it in shared memory by default, or
-  // repacks it when asked to (the comparison path).
-  EXPECT_EQ(choose_wgmma_b_source(2, false, true), src::n_major);
+  // (transpose bit); TF32 transposes it in shared memory or repacks it.
+  EXPECT_EQ(choose_wgmma_b_source(2, false, true, true), src::n_major);
   EXPECT_EQ(choose_wgmma_b_source(2, false, true, false), src::n_major);
   EXPECT_EQ(choose_wgmma_b_source(4, false, true, true), src::transposed_in_smem);
   EXPECT_EQ(choose_wgmma_b_source(4, false, true, false), src::repacked);
-  EXPECT_EQ(choose_wgmma_b_source(4, false, true),
-            kf::detail::wgmma_tf32_b_transpose_in_smem ? src::transposed_in_smem : src::repacked);
+  // Which one, by the product's height (H200: the transpose wins up to m = 1024
+  // and loses from 2048), unless forced.
+  using kf::detail::wgmma_tf32_transposes_b;
+  using mode = kf::detail::wgmma_tf32_b_mode;
+  EXPECT_TRUE(wgmma_tf32_transposes_b(mode::by_shape, 128));   // 128 x 8192 x 8192
+  EXPECT_TRUE(wgmma_tf32_transposes_b(mode::by_shape, 1024));  // 1024^3
+  EXPECT_FALSE(wgmma_tf32_transposes_b(mode::by_shape, 1025));
+  EXPECT_FALSE(wgmma_tf32_transposes_b(mode::by_shape, 4096));
+  EXPECT_TRUE(wgmma_tf32_transposes_b(mode::transpose_in_smem, 8192));
+  EXPECT_FALSE(wgmma_tf32_transposes_b(mode::repack, 1));
   // Rows TMA cannot read (not 16-byte aligned): repacked, whatever the layout.
   for (std::size_t bytes : {2u, 4u}) {
     for (bool trans_b : {false, true}) {

@@ -233,8 +233,10 @@ void run_case(const shape& s, bool trans_a, bool trans_b, path p, const storage&
     kf::detail::launch_wgmma_tf32(args, stream);
   } else {
     const int cluster = p == path::wgmma_single ? 1 : 2;
-    const bool b_transpose_in_smem = p != path::wgmma_repack_b;
-    ASSERT_TRUE(kf::detail::wgmma_tf32_try_launch(args, stream, cluster, b_transpose_in_smem))
+    // Forced either way, whatever the shape's rule (tuning.hpp: wgmma_tf32_transposes_b).
+    const auto b_mode = p == path::wgmma_repack_b ? kf::detail::wgmma_tf32_b_mode::repack
+                                                  : kf::detail::wgmma_tf32_b_mode::transpose_in_smem;
+    ASSERT_TRUE(kf::detail::wgmma_tf32_try_launch(args, stream, cluster, b_mode))
         << "the wgmma kernel declined a call it should run (it would have fallen back to mma.sync)";
   }
   ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
