@@ -309,17 +309,24 @@ inline bool conv2d_winograd_fused_fits(int device) {
 
 /// Runs the filter transform and the fused kernel with epilogue `ep`; false
 /// (nothing launched) when the device lacks the shared memory, the layout
-/// cannot be indexed, or the workspace for U cannot be had. The layer must
-/// qualify (validate.cpp checks it for conv2d_variant::winograd_fused).
+/// cannot be indexed, or the workspace for U cannot be had, and (only_where_waves_fill,
+/// `best`) where its blocks would leave their waves partly idle
+/// (tuning.hpp: conv2d_winograd_fused_fills_waves). The layer must qualify
+/// (validate.cpp checks it for conv2d_variant::winograd_fused).
 template <class Epilogue>
 bool launch_conv2d_winograd_fused(const char* what, int device, const conv2d_args<float>& a, Epilogue ep,
-                                  cudaStream_t stream) {
+                                  cudaStream_t stream, bool only_where_waves_fill = false) {
   const conv2d_winograd_fused_layout l = make_conv2d_winograd_fused_layout(
       static_cast<std::size_t>(a.n), static_cast<std::size_t>(a.c), static_cast<std::size_t>(a.k),
       static_cast<std::size_t>(a.p), static_cast<std::size_t>(a.q));
   if (!l.launchable() || !conv2d_winograd_fused_fits(device)) return false;
   constexpr auto kernel = &conv2d_winograd_fused<Epilogue>;
-  allow_dynamic_smem<kernel>(device, wfused_smem_bytes, what);  // also no_kernel_image before anything runs
+  // Also sets the kernel's shared-memory limit, and raises no_kernel_image before anything runs.
+  const int resident = resident_clusters<kernel>(device, wfused_threads, wfused_smem_bytes, 1, what);
+  if (only_where_waves_fill &&
+      !conv2d_winograd_fused_fills_waves(l.grid_x * l.grid_y, static_cast<std::size_t>(resident > 0 ? resident : 0))) {
+    return false;
+  }
   pooled_workspace workspace(device, l.bytes(), stream);
   if (workspace.data<float>() == nullptr) return false;
 
@@ -475,8 +482,8 @@ void dispatch_conv2d_gemm(const char* what, int device, const conv2d_args<float>
                                      static_cast<std::size_t>(a.stride_h), static_cast<std::size_t>(a.stride_w),
                                      static_cast<std::size_t>(a.dilation_h), static_cast<std::size_t>(a.dilation_w))) {
     case conv2d_exact_kernel::winograd_fused:
-      if (launch_conv2d_winograd_fused(what, device, a, ep, options.stream)) return;
-      [[fallthrough]];  // too little shared memory or no workspace: step 6
+      if (launch_conv2d_winograd_fused(what, device, a, ep, options.stream, true)) return;
+      [[fallthrough]];  // waves not filled, too little shared memory or no workspace: step 6
     case conv2d_exact_kernel::winograd:
       if (launch_conv2d_winograd(what, device, a, ep, options.stream)) return;
       break;  // no workspace: the implicit GEMM needs none

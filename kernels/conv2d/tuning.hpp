@@ -173,9 +173,11 @@ constexpr std::size_t conv2d_winograd_min_filters = 64;
 /// lists: on, it beat the implicit GEMM on every such layer measured.
 constexpr bool conv2d_best_uses_winograd = true;
 /// Whether `best` runs step 8's fused Winograd (winograd_fused) rather than step
-/// 6's four passes on the layers conv2d_winograd_expected_to_win lists: off until
-/// the H200 measures it (it runs by name meanwhile).
-constexpr bool conv2d_best_uses_winograd_fused = false;
+/// 6's four passes on the layers conv2d_winograd_expected_to_win lists, where
+/// its blocks fill their waves (conv2d_winograd_fused_fills_waves, below) and
+/// the device grants its shared memory: on, it won on the two layers whose
+/// waves it fills (benchmarks/TUNING.md).
+constexpr bool conv2d_best_uses_winograd_fused = true;
 /// Whether `best` runs implicit_gemm_pipelined rather than implicit_gemm for
 /// exact layers Winograd does not take: off, it lost on every layer measured.
 constexpr bool conv2d_best_uses_pipelined = false;
@@ -233,6 +235,21 @@ struct conv2d_winograd_fused_layout {
   [[nodiscard]] bool launchable() const { return u_floats < index_limit && grid_y <= max_grid_y; }
   [[nodiscard]] std::size_t bytes() const { return u_floats * sizeof(float); }
 };
+
+/// Step 8 runs one 168 KiB block per SM, so a layer of few blocks leaves much
+/// of its last wave idle, where step 6's small blocks fill the GPU. H200, one
+/// bench_conv run, ours / cuDNN fp32, fused vs four passes: N32 C64 56x56 (784
+/// blocks, 5.94 waves of 132) 1.05 vs 0.89; C128 28x28 (392, 2.97 waves) 0.81
+/// vs 0.77; C256 14x14 (196, 1.48 waves: 74% of two waves busy) 0.61 vs 0.71.
+/// `best` takes step 8 where its blocks keep at least 9/10 of their waves busy.
+constexpr std::size_t conv2d_winograd_fused_fill_num = 9, conv2d_winograd_fused_fill_den = 10;
+
+/// Whether `blocks` blocks, `resident` at a time, keep 9/10 of their waves busy.
+inline bool conv2d_winograd_fused_fills_waves(std::size_t blocks, std::size_t resident) {
+  if (blocks == 0 || resident == 0) return false;
+  const std::size_t slots = ceil_div(blocks, resident) * resident;
+  return blocks * conv2d_winograd_fused_fill_den >= slots * conv2d_winograd_fused_fill_num;
+}
 
 /// n, c, k: batch, channels, filters; p, q: the output's height and width.
 inline conv2d_winograd_fused_layout make_conv2d_winograd_fused_layout(std::size_t n, std::size_t c, std::size_t k,

@@ -436,6 +436,25 @@ TEST(Conv2dWinograd, BestTableAndTiles) {
   EXPECT_EQ(choose_conv2d_exact_kernel(c, k, 3, 3, 1, 1, 1, 1), on_3x3);
   EXPECT_EQ(choose_conv2d_exact_kernel(c - 1, k, 3, 3, 1, 1, 1, 1), not_winograd);
   EXPECT_EQ(choose_conv2d_exact_kernel(c, k, 7, 7, 2, 2, 1, 1), not_winograd);
+  // Step 8 only where its blocks keep 9/10 of their waves busy (132 resident on
+  // the H200): the ResNet layers' 784 and 392 blocks do, 196 does not.
+  using kf::detail::conv2d_winograd_fused_fills_waves;
+  using kf::detail::make_conv2d_winograd_fused_layout;
+  const auto blocks = [](std::size_t c_k, std::size_t hw) {
+    const auto l = make_conv2d_winograd_fused_layout(32, c_k, c_k, hw, hw);
+    return l.grid_x * l.grid_y;
+  };
+  EXPECT_EQ(blocks(64, 56), 784u);
+  EXPECT_EQ(blocks(128, 28), 392u);
+  EXPECT_EQ(blocks(256, 14), 196u);
+  EXPECT_TRUE(conv2d_winograd_fused_fills_waves(784, 132));
+  EXPECT_TRUE(conv2d_winograd_fused_fills_waves(392, 132));
+  EXPECT_FALSE(conv2d_winograd_fused_fills_waves(196, 132));
+  EXPECT_TRUE(conv2d_winograd_fused_fills_waves(132, 132));
+  EXPECT_TRUE(conv2d_winograd_fused_fills_waves(119, 132));   // 0.90 of one wave
+  EXPECT_FALSE(conv2d_winograd_fused_fills_waves(118, 132));  // 0.89
+  EXPECT_FALSE(conv2d_winograd_fused_fills_waves(0, 132));
+  EXPECT_FALSE(conv2d_winograd_fused_fills_waves(784, 0));
   using kf::detail::choose_conv2d_winograd_tile;
   using kf::detail::conv2d_gemm_tile;
   const int h200_sms = 132;  // a wave: 264 blocks
