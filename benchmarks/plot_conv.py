@@ -26,7 +26,8 @@ SUFFIX_WORDS = {"manual_time", "real_time", "process_time"}
 CONV_ORDER = ["cudnn", "naive", "smem_tiled", "implicit_gemm", "implicit_gemm_pipelined", "winograd",
               "implicit_gemm_tf32", "implicit_gemm_wgmma", "best"]
 FUSED_ORDER = ["cudnn_fused", "unfused", "fused"]
-FILTER_ORDER = ["copy", "cudnn", "naive", "constant_memory", "smem_tiled", "register_window", "rolling_window", "best"]
+FILTER_ORDER = ["copy", "cudnn", "naive", "constant_memory", "smem_tiled", "register_window", "rolling_window",
+                "tma_pipeline", "best"]
 
 
 def clean_name(name):
