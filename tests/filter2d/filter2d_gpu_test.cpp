@@ -261,13 +261,13 @@ const image_case tma_image_cases[] = {
 /// library and a compute capability 9.0 device. Elsewhere it must raise errc::unsupported.
 bool tma_pipeline_runs() { return kf::detail::filter2d_tma_available(kf::get_device_info().device); }
 
-class Filter2dTmaPipeline : public ::testing::TestWithParam<filter_case> {};
-TEST_P(Filter2dTmaPipeline, AlignedImagesMatchReference) {
+class Filter2dTmaPipelineFloat : public ::testing::TestWithParam<filter_case> {};
+TEST_P(Filter2dTmaPipelineFloat, AlignedImagesMatchReference) {
   KF_SKIP_WITHOUT_GPU();
   if (!tma_pipeline_runs()) GTEST_SKIP() << "tma_pipeline needs compute capability 9.0 and an sm_90a build";
   run_case<float>(kf::filter2d_variant::tma_pipeline, GetParam(), tma_image_cases, {kf::border::zero});
 }
-INSTANTIATE_TEST_SUITE_P(Conv, Filter2dTmaPipeline,
+INSTANTIATE_TEST_SUITE_P(Conv, Filter2dTmaPipelineFloat,
                          ::testing::Values(filter_case{"3x3", 3, 3, false}, filter_case{"5x5", 5, 5, false}),
                          [](const ::testing::TestParamInfo<filter_case>& info) {
                            return std::string(info.param.name);
