@@ -30,14 +30,10 @@ bool conv2d_wgmma_available(int device) { return sm90a_code_runs_on(device); }
 namespace {
 
 constexpr const char* what = "kf::conv2d_forward (implicit_gemm_wgmma)";
-/// The filter copy starts on a 256-byte boundary after the input copy.
-constexpr std::size_t workspace_alignment = 256;
 /// NHWC rows (one pixel's channels) padded to 16 bytes: TMA strides are multiples of 16.
 constexpr std::size_t tma_stride_floats = 4;
 /// Grid-stride blocks per SM of the filter repack.
 constexpr std::size_t filter_blocks_per_sm = 8;
-
-std::size_t round_up(std::size_t x, std::size_t to) { return ceil_div(x, to) * to; }
 
 template <int BN, class Epilogue>
 void launch_kernel(int device, const CUtensorMap& map_x, const CUtensorMap& map_w, const conv2d_wgmma::params& prm,
@@ -57,8 +53,6 @@ bool try_launch(int device, const conv2d_args<float>& a, const Epilogue& ep, cud
       nullptr) {
     return false;
   }
-  const PFN_cuTensorMapEncodeTiled_v12000 encode = encode_tiled();
-  if (encode == nullptr) return false;
   using z = std::size_t;
   const z N = static_cast<z>(a.n), C = static_cast<z>(a.c), H = static_cast<z>(a.h), W = static_cast<z>(a.w);
   const z K = static_cast<z>(a.k), RS = static_cast<z>(a.rs);
@@ -86,18 +80,9 @@ bool try_launch(int device, const conv2d_args<float>& a, const Epilogue& ep, cud
                                    H * W * c_stride * sizeof(float)};
   const cuuint32_t x_box[4] = {static_cast<cuuint32_t>(conv2d_wgmma_block_c), static_cast<cuuint32_t>(plan.wt),
                                static_cast<cuuint32_t>(plan.ht), static_cast<cuuint32_t>(plan.nt)};
-  const cuuint32_t ones[4] = {1, 1, 1, 1};
-  if (encode(&map_x, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, x_nhwc, x_dims, x_strides, x_box, ones,
-             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
-    return false;
-  }
-  const cuuint64_t w_dims[2] = {RS * c_padded, K};
-  const cuuint64_t w_strides[1] = {RS * c_padded * sizeof(float)};
-  const cuuint32_t w_box[2] = {static_cast<cuuint32_t>(conv2d_wgmma_block_c), static_cast<cuuint32_t>(plan.bn)};
-  if (encode(&map_w, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, w_krsc, w_dims, w_strides, w_box, ones,
-             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+  if (!encode_sw128_tiled(map_x, x_nhwc, 4, x_dims, x_strides, x_box) ||
+      !encode_sw128(map_w, w_krsc, RS * c_padded, K, RS * c_padded, static_cast<cuuint32_t>(conv2d_wgmma_block_c),
+                    static_cast<cuuint32_t>(plan.bn))) {
     return false;
   }
 

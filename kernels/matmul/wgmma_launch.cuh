@@ -22,7 +22,7 @@
 #include "../common/alignment.hpp"
 #include "../common/grid.hpp"
 #include "../runtime/launcher.hpp"
-#include "../runtime/tensor_map.hpp"  // encode_tiled
+#include "../runtime/tensor_map.hpp"  // encode_tiled, encode_sw128
 #include "gemm_args.cuh"
 #include "split_k.cuh"
 #include "tuning.hpp"
@@ -36,36 +36,8 @@ namespace kf::detail {
 
 namespace wgmma_host {
 
-/// Repacked operands start on 256-byte boundaries inside the workspace.
-inline constexpr std::size_t workspace_alignment = 256;
 /// TMA reads rows in place when the base and every row start are 16-byte aligned.
 inline constexpr std::size_t tma_alignment = 16;
-
-template <class T>
-constexpr CUtensorMapDataType tma_type() {
-  if constexpr (std::is_same_v<T, float>) return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
-  if constexpr (std::is_same_v<T, __half>) return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-  return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-}
-
-/// TMA map of a matrix of `outer` rows of `inner` contiguous elements (row
-/// stride ld elements); boxes of box_inner x box_outer, 128-byte swizzle, zero
-/// fill outside the matrix.
-template <class T>
-bool encode_sw128(CUtensorMap& map, const T* base, std::size_t inner, std::size_t outer, std::size_t ld,
-                  cuuint32_t box_inner, cuuint32_t box_outer) {
-  const PFN_cuTensorMapEncodeTiled_v12000 encode = encode_tiled();
-  if (encode == nullptr) return false;
-  const cuuint64_t dims[2] = {inner, outer};
-  const cuuint64_t strides[1] = {ld * sizeof(T)};
-  const cuuint32_t box[2] = {box_inner, box_outer};
-  const cuuint32_t element_strides[2] = {1, 1};
-  return encode(&map, tma_type<T>(), 2, const_cast<T*>(base), dims, strides, box, element_strides,
-                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
-}
-
-inline std::size_t round_up(std::size_t x, std::size_t to) { return ceil_div(x, to) * to; }
 
 /// dst (rows x k, k-contiguous, row stride ld_dst) from src (pack_k_major_kernel).
 template <class T>

@@ -2,10 +2,16 @@
 // The driver's TMA descriptor encoder (cuTensorMapEncodeTiled), reached through
 // the runtime's driver entry point so the library needs no libcuda link. Host
 // code; used by the Hopper launchers (matmul's wgmma_launch.cuh, conv2d's
-// wgmma_conv2d.cu), which build CUtensorMaps for their TMA copies.
+// wgmma_conv2d.cu), which build CUtensorMaps for their TMA copies: all of them
+// 128-byte swizzled and zero-filled outside the tensor (encode_sw128_tiled).
 #pragma once
 
+#include <cstddef>
+#include <type_traits>
+
 #include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime_api.h>
 
@@ -27,6 +33,42 @@ inline PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
     return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(entry);
   }();
   return fn;
+}
+
+/// The TMA element type of T (float, __half, __nv_bfloat16).
+template <class T>
+constexpr CUtensorMapDataType tma_type() {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>,
+                "TMA maps here: float, __half, __nv_bfloat16");
+  if constexpr (std::is_same_v<T, float>) return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  if constexpr (std::is_same_v<T, __half>) return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+}
+
+/// A TMA map of a `rank`-dimensional tensor of T at `base` (dims[0] contiguous;
+/// byte_strides[i] is the stride of dimension i + 1), read in boxes of `box`
+/// elements, with the 128-byte swizzle and zeros for what lies outside the
+/// tensor. False where the driver lacks the encoder or rejects the map.
+template <class T>
+bool encode_sw128_tiled(CUtensorMap& map, const T* base, cuuint32_t rank, const cuuint64_t* dims,
+                        const cuuint64_t* byte_strides, const cuuint32_t* box) {
+  const PFN_cuTensorMapEncodeTiled_v12000 encode = encode_tiled();
+  if (encode == nullptr) return false;
+  const cuuint32_t element_strides[5] = {1, 1, 1, 1, 1};
+  return rank <= 5 && encode(&map, tma_type<T>(), rank, const_cast<T*>(base), dims, byte_strides, box, element_strides,
+                             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+/// encode_sw128_tiled for a matrix of `outer` rows of `inner` contiguous
+/// elements (row stride ld elements), boxes of box_inner x box_outer.
+template <class T>
+bool encode_sw128(CUtensorMap& map, const T* base, std::size_t inner, std::size_t outer, std::size_t ld,
+                  cuuint32_t box_inner, cuuint32_t box_outer) {
+  const cuuint64_t dims[2] = {inner, outer};
+  const cuuint64_t strides[1] = {ld * sizeof(T)};
+  const cuuint32_t box[2] = {box_inner, box_outer};
+  return encode_sw128_tiled(map, base, 2, dims, strides, box);
 }
 
 }  // namespace kf::detail

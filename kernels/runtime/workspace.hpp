@@ -10,6 +10,10 @@
 
 namespace kf::detail {
 
+/// Where a launcher carves several buffers out of one workspace, each starts on
+/// a 256-byte boundary (what cudaMalloc guarantees for a whole allocation).
+inline constexpr std::size_t workspace_alignment = 256;
+
 /// The library's workspace pool on `device`: stream-ordered like
 /// cudaMallocAsync, but it keeps its memory between calls (release threshold:
 /// never), so a call after a synchronization does not map pages again -- the

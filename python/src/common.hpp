@@ -31,6 +31,8 @@ using out_array = nb::ndarray<>;       // an output: written by the kernel
 /// The element types; the values of the shipped ones are the raw entries' dtype codes
 /// (exported as _C.dtype_codes, {"float32": 0, ...}), so they never change meaning.
 enum class dtype { f32 = 0, f64 = 1, f16 = 2, bf16 = 3, other };
+/// The dtypes the families ship (every one but `other`).
+inline constexpr dtype shipped_dtypes[] = {dtype::f32, dtype::f64, dtype::f16, dtype::bf16};
 
 /// The dtype of a raw entry's code; InvalidArgumentError naming the codes otherwise.
 dtype dtype_from_code(const char* what, int code);

@@ -60,12 +60,17 @@ void run_on(int device, dtype t, std::size_t n, F&& f) {
   dispatch(t, std::forward<F>(f));
 }
 
-// The raw entries' own checks (the pointers' are kf::'s): dtype code, element count, device.
-dtype check_raw(const char* what, const char* first, int dtype_code, std::int64_t n, int device) {
+// A raw entry: its own checks (the pointers' are kf::'s: dtype code, element count,
+// device), then f(T{}, n, options) on `device` as run_on does.
+template <class F>
+void run_raw(const char* what, int dtype_code, std::int64_t n, int device, std::uintptr_t stream, F&& f) {
   const dtype t = dtype_from_code(what, dtype_code);
   if (n < 0) invalid(what, "n = " + std::to_string(n) + " is negative; pass the element count (numel())");
-  require_cuda_device_index(what, first, device);
-  return t;
+  require_cuda_device_index(what, "x", device);
+  kf::elementwise_options o;
+  o.stream = to_stream(stream);
+  const auto count = static_cast<std::size_t>(n);
+  run_on(device, t, count, [&](auto tag) { f(tag, count, o); });
 }
 
 template <class T>
@@ -151,27 +156,20 @@ void relu_threshold_backward(const in_array& grad, const in_array& x, const out_
 
 void relu_threshold_raw(std::uintptr_t x, std::uintptr_t out, std::int64_t n, int dtype_code, int device,
                         double threshold, std::uintptr_t stream) {
-  const char* what = "kernelforge.relu_threshold_raw";
-  const dtype t = check_raw(what, "x", dtype_code, n, device);
-  kf::elementwise_options o;
-  o.stream = to_stream(stream);
-  run_on(device, t, static_cast<std::size_t>(n), [&](auto tag) {
+  run_raw("kernelforge.relu_threshold_raw", dtype_code, n, device, stream, [&](auto tag, std::size_t count, auto& o) {
     using T = decltype(tag);
-    kf::relu_threshold_forward<T>(static_cast<std::size_t>(n), in_ptr<T>(x), out_ptr<T>(out), scalar<T>(threshold), o);
+    kf::relu_threshold_forward<T>(count, in_ptr<T>(x), out_ptr<T>(out), scalar<T>(threshold), o);
   });
 }
 
 void relu_threshold_backward_raw(std::uintptr_t grad, std::uintptr_t x, std::uintptr_t out, std::int64_t n,
                                  int dtype_code, int device, double threshold, std::uintptr_t stream) {
-  const char* what = "kernelforge.relu_threshold_backward_raw";
-  const dtype t = check_raw(what, "x", dtype_code, n, device);
-  kf::elementwise_options o;
-  o.stream = to_stream(stream);
-  run_on(device, t, static_cast<std::size_t>(n), [&](auto tag) {
-    using T = decltype(tag);
-    kf::relu_threshold_backward<T>(static_cast<std::size_t>(n), in_ptr<T>(grad), in_ptr<T>(x), out_ptr<T>(out),
-                                   scalar<T>(threshold), o);
-  });
+  run_raw("kernelforge.relu_threshold_backward_raw", dtype_code, n, device, stream,
+          [&](auto tag, std::size_t count, auto& o) {
+            using T = decltype(tag);
+            kf::relu_threshold_backward<T>(count, in_ptr<T>(grad), in_ptr<T>(x), out_ptr<T>(out), scalar<T>(threshold),
+                                           o);
+          });
 }
 
 }  // namespace

@@ -103,7 +103,7 @@ const char* name_of(dtype t) {
 // "float32=0, float64=1, ...": the raw entries' dtype codes, for messages.
 std::string dtype_code_list() {
   std::string list;
-  for (dtype t : {dtype::f32, dtype::f64, dtype::f16, dtype::bf16}) {
+  for (dtype t : shipped_dtypes) {
     list += (list.empty() ? "" : ", ") + std::string(name_of(t)) + "=" + std::to_string(static_cast<int>(t));
   }
   return list;
@@ -203,7 +203,7 @@ void require_cuda_device_index(const char* what, const char* name, int device) {
 }
 
 dtype dtype_from_code(const char* what, int code) {
-  for (dtype t : {dtype::f32, dtype::f64, dtype::f16, dtype::bf16}) {
+  for (dtype t : shipped_dtypes) {
     if (code == static_cast<int>(t)) return t;
   }
   invalid(what, "dtype code " + std::to_string(code) + " is not one of _C.dtype_codes (" + dtype_code_list() + ")");
@@ -253,7 +253,7 @@ NB_MODULE(_C, m) {
   m.def("device_count", &kfpy::device_count, "CUDA devices visible (0 without a GPU or driver).");
   {
     nb::dict codes;  // the raw entries' dtype codes, by dtype name
-    for (auto t : {kfpy::dtype::f32, kfpy::dtype::f64, kfpy::dtype::f16, kfpy::dtype::bf16}) {
+    for (auto t : kfpy::shipped_dtypes) {
       codes[kfpy::name_of(t)] = static_cast<int>(t);
     }
     m.attr("dtype_codes") = codes;
