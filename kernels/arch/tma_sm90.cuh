@@ -27,6 +27,10 @@ __device__ __forceinline__ void tma_load_2d(std::uint32_t dst, const CUtensorMap
       : "memory");
 }
 
+/// The innermost coordinate times the element size must be a multiple of 16
+/// bytes (tile mode, every rank): on the H200 a float box at x = -1, -2 or 127
+/// traps (illegal instruction) where x = -4, 0 or 4 runs. Negative and
+/// past-the-end coordinates are fine otherwise; the outer ones need no alignment.
 /// Box (x = innermost, y, z = outermost) of a 3-D `map` -> shared offset `dst`;
 /// what lies outside the tensor is zero-filled (filter2d's zero border, per
 /// channel z). Completion counted on `bar`.

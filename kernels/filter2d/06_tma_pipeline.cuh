@@ -17,18 +17,18 @@
 //    a contiguous range of row chunks of it (a persistent-style split: the
 //    launcher sizes the grid to one wave). Stage s of a range holds input rows
 //    [y0 + s * chunk_rows - r/2, + chunk_rows) by box_cols columns starting at
-//    x0 - s/2; chunk j of outputs reads stages j and j + 1 (its bottom halo),
-//    so each input row is loaded once (plus one extra stage per range).
+//    x0 - lead_cols (a box must start on a 16-byte column: tma_plan.hpp); chunk j of outputs reads stages j and j + 1
+//    (its bottom halo), so each input row is loaded once (plus one extra stage per range).
 //  * The zero border is free: TMA fills what lies outside the image (negative
 //    coordinates, past the width, height or last row) with zeros. Hence zero
 //    border only; clamp and reflect keep the earlier steps.
 //  * Consumers: 4 warps; lane l owns output columns x0 + 4l .. + 3 (one float4
 //    store) and warp w the rows w * rows_per_warp .. + rows_per_warp - 1 of a
 //    chunk, sliding down them as register_window does: each input row read
-//    from shared memory (two 16-byte reads, conflict-free: a warp reads 512
-//    contiguous bytes) feeds the r output rows that need it. Shared-memory
-//    traffic per output: (rows_per_warp + r - 1) / rows_per_warp * 32 / 4 =
-//    12 bytes at 5x5, three times its global input, well under the 128 B/clock
+//    from shared memory (three 16-byte reads, conflict-free: a warp reads 512
+//    contiguous bytes each) feeds the r output rows that need it. Shared-memory
+//    traffic per output: (rows_per_warp + r - 1) / rows_per_warp * 48 / 4 =
+//    18 bytes at 5x5, 4.5 times its global input, well under the 128 B/clock
 //    shared-memory bandwidth at the copy rate (~18 B/clock per SM).
 //  * Every consumer thread arrives on the stage's empty mbarrier once it is
 //    done with it (stage j after chunk j; the last stage of a range after the
@@ -75,7 +75,12 @@ KF_KERNEL void __launch_bounds__(filter2d_tma::threads, filter2d_tma::min_blocks
   using namespace filter2d_tma;
   static_assert(S - 1 <= max_halo && R - 1 <= max_halo, "the box holds a halo of at most max_halo");
   constexpr int top = R / 2, left = S / 2;
-  constexpr int window = cols_per_thread + S - 1;  // input columns per thread and row (<= 8)
+  // A thread's input columns per row: x - left .. x + 3 + S - 1 - left, read as
+  // the three aligned float4s x - 4 .. x + 7 (the box starts lead_cols left of
+  // the strip); w[k] is column x - left + k.
+  constexpr int window = cols_per_thread + S - 1;  // <= 8
+  constexpr int skip = lead_cols - left;           // first used float of the three float4s
+  static_assert(skip >= 0 && skip + window <= 3 * 4, "the window lies within the three float4s");
   constexpr int box_row_bytes = box_cols * 4;
   extern __shared__ unsigned char filter2d_tma_smem[];
   const std::uint32_t raw = smem_address(filter2d_tma_smem);
@@ -111,7 +116,7 @@ KF_KERNEL void __launch_bounds__(filter2d_tma::threads, filter2d_tma::min_blocks
           if (issued >= stages) mbar_wait(empty_bar + slot * barrier_bytes, ((issued / stages) & 1) ^ 1);
           const std::uint32_t full = full_bar + slot * barrier_bytes;
           mbar_arrive_expect_tx(full, stage_bytes);  // out-of-bounds zeros count too: always the whole box
-          tma_load_3d(base + slot * stage_bytes, &map, x0 - left, (begin + s) * chunk_rows - top, c, full);
+          tma_load_3d(base + slot * stage_bytes, &map, x0 - lead_cols, (begin + s) * chunk_rows - top, c, full);
         }
       }
     }
@@ -154,18 +159,12 @@ KF_KERNEL void __launch_bounds__(filter2d_tma::threads, filter2d_tma::min_blocks
         const unsigned char* const src =
             row < chunk_rows ? stage0 + row * box_row_bytes : stage1 + (row - chunk_rows) * box_row_bytes;
         const float4 lo = *reinterpret_cast<const float4*>(src);
-        float w[8];
-        w[0] = lo.x;
-        w[1] = lo.y;
-        w[2] = lo.z;
-        w[3] = lo.w;
-        if constexpr (window > 4) {
-          const float4 hi = *reinterpret_cast<const float4*>(src + 16);
-          w[4] = hi.x;
-          w[5] = hi.y;
-          w[6] = hi.z;
-          w[7] = hi.w;
-        }
+        const float4 mid = *reinterpret_cast<const float4*>(src + 16);
+        const float4 hi = *reinterpret_cast<const float4*>(src + 32);
+        const float all[12] = {lo.x, lo.y, lo.z, lo.w, mid.x, mid.y, mid.z, mid.w, hi.x, hi.y, hi.z, hi.w};
+        float w[window];
+#pragma unroll
+        for (int k = 0; k < window; ++k) w[k] = all[skip + k];
 #pragma unroll
         for (int i = 0; i < R; ++i) {
           const int ry = q - i;  // input row q feeds output row ry through filter row i

@@ -23,11 +23,18 @@ inline constexpr int strip_cols = warp_threads * cols_per_thread;  // 128 output
 /// memory feeds up to r of them (8: as register_window's strip).
 inline constexpr int rows_per_warp = 8;
 inline constexpr int chunk_rows = consumer_warps * rows_per_warp;  // 32 rows per chunk and per stage
-/// The widest halo supported (5x5: 2 + 2 columns). Box widths are whole
-/// 16-byte vectors (a TMA rule): 132 floats = 528 bytes for 3x3 and 5x5 alike.
+/// The widest halo supported (5x5: 2 + 2 columns; rows: 4 of the next stage).
 inline constexpr int max_halo = 4;
-inline constexpr int box_cols = strip_cols + max_halo;
-inline constexpr int stage_bytes = box_cols * chunk_rows * 4;  // 16.5 KiB, a multiple of 128
+/// Columns loaded left of a strip: a box's first column must start on a
+/// 16-byte boundary (the innermost TMA coordinate times the element size a
+/// multiple of 16: measured on the H200, a box at x = -1, -2 or 127 floats
+/// traps with an illegal instruction, at -4, 0 or 4 it runs). So every box
+/// starts 4 floats left of its strip, and a consumer reads its window from
+/// three aligned float4s (columns x - 4 .. x + 7) instead of two.
+inline constexpr int lead_cols = 4;
+/// 4 + 128 + 4 floats = 544 bytes, a whole number of 16-byte vectors (a TMA rule).
+inline constexpr int box_cols = lead_cols + strip_cols + lead_cols;
+inline constexpr int stage_bytes = box_cols * chunk_rows * 4;  // 17 KiB, a multiple of 128
 /// 4 stages (66 KiB): 3 blocks per SM on the H200; the consumers hold 2
 /// stages, the producer fills the other 2 ahead of them.
 inline constexpr int stages = 4;
@@ -41,6 +48,8 @@ inline constexpr int min_blocks_per_sm = 3;
 inline constexpr std::size_t max_grid_yz = 65535;
 
 static_assert(box_cols * 4 % 16 == 0, "a TMA box row is a whole number of 16-byte vectors");
+static_assert(lead_cols * 4 % 16 == 0 && strip_cols * 4 % 16 == 0, "every box starts on a 16-byte column");
+static_assert(max_halo / 2 <= lead_cols, "the lead columns hold the left halo, the trailing ones the right");
 static_assert(stage_bytes % smem_alignment == 0, "every stage starts 128-byte aligned");
 static_assert(box_cols <= 256 && chunk_rows <= 256, "TMA box extents are at most 256");
 static_assert(max_halo <= chunk_rows, "a chunk's halo lies within the next stage");
