@@ -27,7 +27,8 @@ CONV_ORDER = ["cudnn", "naive", "smem_tiled", "implicit_gemm", "implicit_gemm_pi
               "winograd_fused",
               "implicit_gemm_tf32", "implicit_gemm_wgmma", "best"]
 FUSED_ORDER = ["cudnn_fused", "unfused", "fused"]
-FILTER_ORDER = ["copy", "cudnn", "naive", "constant_memory", "smem_tiled", "register_window", "rolling_window", "best"]
+FILTER_ORDER = ["copy", "cudnn", "naive", "constant_memory", "smem_tiled", "register_window", "rolling_window",
+                "tma_pipeline", "best"]
 
 
 def clean_name(name):

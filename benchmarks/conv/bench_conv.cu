@@ -11,7 +11,7 @@
 //   filter2d/fp32/<impl>/8192x8192_<r>x<s>   impl: copy (cudaMemcpyAsync of the image:
 //                                  the floor), cudnn (as a 1-channel convolution), best,
 //                                  naive, constant_memory, smem_tiled, register_window,
-//                                  rolling_window
+//                                  rolling_window, tma_pipeline (sm_90 only: skipped elsewhere)
 //   conv2d_bias_relu/<fp32|tf32>/<impl>/<layer>   conv + bias + ReLU (threshold 0, cuDNN's):
 //                                  impl: cudnn_fused (cudnnConvolutionBiasActivationForward,
 //                                  CUDNN_ACTIVATION_RELU, the algorithm of the cudnn row above),
@@ -550,9 +550,10 @@ struct registrar {
                                              [taps](benchmark::State& s) { bm_filter_copy(s, taps); }));
       configure(benchmark::RegisterBenchmark(("filter2d/fp32/cudnn" + suffix).c_str(),
                                              [taps](benchmark::State& s) { bm_filter_cudnn(s, taps); }));
-      for (kf::filter2d_variant v : {kf::filter2d_variant::best, kf::filter2d_variant::naive,
-                                     kf::filter2d_variant::constant_memory, kf::filter2d_variant::smem_tiled,
-                                     kf::filter2d_variant::register_window, kf::filter2d_variant::rolling_window}) {
+      for (kf::filter2d_variant v :
+           {kf::filter2d_variant::best, kf::filter2d_variant::naive, kf::filter2d_variant::constant_memory,
+            kf::filter2d_variant::smem_tiled, kf::filter2d_variant::register_window,
+            kf::filter2d_variant::rolling_window, kf::filter2d_variant::tma_pipeline}) {
         configure(benchmark::RegisterBenchmark(("filter2d/fp32/" + std::string(kf::to_string(v)) + suffix).c_str(),
                                                [taps, v](benchmark::State& s) { bm_filter_kf(s, taps, v); }));
       }

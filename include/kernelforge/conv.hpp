@@ -32,6 +32,11 @@
 //     filter2d_variant::rolling_window has the same requirements and fallback; it
 //     walks each thread down a long strip with a fixed number of rows in flight.
 //     `best` runs one of the two for float 3x3 and 5x5 on aligned rows.
+//   - filter2d_variant::tma_pipeline (float; 3x3 and 5x5; border::zero; sm_90)
+//     decouples loading from computing: TMA copies of the image into a ring of
+//     shared-memory stages, read by separate consumer warps. It has no fallback:
+//     a call it cannot run (type, size, border, alignment, device, a build
+//     without 90 in CMAKE_CUDA_ARCHITECTURES) is errc::unsupported saying why.
 //   - filter2d_variant::constant_memory stages the filter in __constant__ memory
 //     with an asynchronous device-to-device copy. A small ring of constant slots,
 //     guarded by a host mutex and one event per slot, keeps concurrent calls on
@@ -123,6 +128,11 @@ enum class filter2d_variant {
   rolling_window,   ///< register_window's float4 columns, each thread walking down a long strip with
                     ///< a fixed number of input rows in flight (loads spread evenly over the FMAs);
                     ///< the same types, requirements and smem_tiled fallback as register_window
+  tma_pipeline,     ///< a producer warp streams the image through a ring of shared-memory stages with
+                    ///< TMA (Hopper), consumer warps compute from them; float, 3x3 or 5x5,
+                    ///< border::zero, in and out 16-byte aligned with pitches a multiple of 4,
+                    ///< compute capability 9.0: errc::unsupported naming the missing condition
+                    ///< otherwise (no fallback). Not yet chosen by `best`
 };
 
 struct filter2d_options {

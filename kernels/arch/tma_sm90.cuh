@@ -2,9 +2,10 @@
 // Tensor-memory-accelerator copies (cp.async.bulk.tensor, sm_90a): one thread
 // moves a whole 2D box of a global matrix, described by a CUtensorMap, into
 // shared memory, and the bytes are counted on an mbarrier (2-D boxes for the
-// matrix products, 4-D boxes for the convolution's NHWC input). The multicast
-// form writes the same box into several CTAs of a cluster. The store form moves a
-// box from shared memory to global memory, tracked by bulk groups.
+// matrix products, 3-D boxes for filter2d's image planes, 4-D boxes for the
+// convolution's NHWC input). The multicast form writes the same box into
+// several CTAs of a cluster. The store form moves a box from shared memory to
+// global memory, tracked by bulk groups.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,22 @@ __device__ __forceinline__ void tma_load_2d(std::uint32_t dst, const CUtensorMap
       "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
       "[%4];\n" ::"r"(dst),
       "l"(map), "r"(x), "r"(y), "r"(bar)
+      : "memory");
+}
+
+/// The innermost coordinate times the element size must be a multiple of 16
+/// bytes (tile mode, every rank): on the H200 a float box at x = -1, -2 or 127
+/// traps (illegal instruction) where x = -4, 0 or 4 runs. Negative and
+/// past-the-end coordinates are fine otherwise; the outer ones need no alignment.
+/// Box (x = innermost, y, z = outermost) of a 3-D `map` -> shared offset `dst`;
+/// what lies outside the tensor is zero-filled (filter2d's zero border, per
+/// channel z). Completion counted on `bar`.
+__device__ __forceinline__ void tma_load_3d(std::uint32_t dst, const CUtensorMap* map, int x, int y, int z,
+                                            std::uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
+      "[%5];\n" ::"r"(dst),
+      "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar)
       : "memory");
 }
 

@@ -2,7 +2,8 @@
 // The filter2d launcher: validate -> plan -> dispatch by variant, and the
 // explicit instantiations shipped in the fatbin (float and __half: every
 // variant but register_window and rolling_window, which are float only;
-// double: naive).
+// double: naive). tma_pipeline (float) lives in its own sm_90a object,
+// reached through tma_launch.hpp.
 #include <array>
 #include <cstdint>
 #include <mutex>
@@ -11,6 +12,7 @@
 
 #include "common/grid.hpp"
 #include "runtime/launcher.hpp"
+#include "runtime/validate.hpp"
 #include "common/vector_access.cuh"
 #include "filter2d/args.cuh"
 #include "filter2d/02_constant_memory.cuh"
@@ -19,6 +21,7 @@
 #include "filter2d/05_rolling_window.cuh"
 #include "filter2d/03_smem_tiled.cuh"
 #include "filter2d/tile.cuh"
+#include "filter2d/tma_launch.hpp"
 #include "filter2d/validate.hpp"
 #include "kernelforge/conv.hpp"
 
@@ -41,6 +44,7 @@ const char* to_string(filter2d_variant variant) noexcept {
     case filter2d_variant::smem_tiled: return "smem_tiled";
     case filter2d_variant::register_window: return "register_window";
     case filter2d_variant::rolling_window: return "rolling_window";
+    case filter2d_variant::tma_pipeline: return "tma_pipeline";
   }
   return "unknown";
 }
@@ -169,11 +173,56 @@ bool window_kernels_apply(const filter2d_args<float>& a) {
 /// rolling_window reached 0.78 of the copy rate at 5x5 and 0.83 at 3x3, against
 /// register_window's 0.83 and 0.97, so register_window stays for both.
 filter2d_variant best_window_kernel(int r) {
+  // Step 6 (tma_pipeline) is tried before this table when best_uses_tma_pipeline is on (off: not yet measured).
   switch (r) {
     case 3: return filter2d_variant::register_window;  // 0.97 of the copy rate; rolling_window 0.83
     case 5: return filter2d_variant::register_window;  // 0.83; rolling_window 0.78
   }
   return filter2d_variant::register_window;
+}
+
+/// The one-line switch: does `best` run tma_pipeline (step 6) where it applies?
+/// Off until it is measured faster than register_window on the H200.
+constexpr bool best_uses_tma_pipeline = false;
+
+// ---- tma_pipeline (step 6, sm_90a) ----------------------------------------------
+/// filter2d_variant::tma_pipeline by name: runs, or errc::unsupported saying why not.
+void launch_tma_pipeline_by_name(const char* what, int device, const filter2d_args<float>& a, cudaStream_t stream) {
+  const char* reason = filter2d_tma_unsupported_reason(static_cast<std::size_t>(a.r), static_cast<std::size_t>(a.s),
+                                                       a.mode, a.in, static_cast<std::size_t>(a.in_pitch), a.out,
+                                                       static_cast<std::size_t>(a.out_pitch));
+  if (reason != nullptr) {
+    throw_unsupported(what, std::string("filter2d_variant::tma_pipeline needs ") + reason +
+                                "; use register_window or best, which run every case");
+  }
+  const int cc = compute_capability(device);
+  if (cc != 90) {
+    throw_unsupported(what,
+                      "filter2d_variant::tma_pipeline needs Hopper's TMA copies built for sm_90a (compute capability "
+                      "9.0); this device is sm_" +
+                          std::to_string(cc) + ". Use register_window or best");
+  }
+  if (!filter2d_tma_available(device)) {
+    throw_unsupported(what,
+                      "this build of kernelforge holds no sm_90a code, so filter2d_variant::tma_pipeline is "
+                      "unavailable; add 90 to CMAKE_CUDA_ARCHITECTURES (and keep KERNELFORGE_ENABLE_WGMMA on)");
+  }
+  if (!filter2d_tma_try_launch(device, a, stream)) {
+    throw_unsupported(what,
+                      "filter2d_variant::tma_pipeline could not run: the driver has no cuTensorMapEncodeTiled or "
+                      "rejected the image's tensor map (a channel plane of 2^40 bytes or more); use register_window");
+  }
+}
+
+/// `best` with the switch on: tma_pipeline where it applies; false (nothing enqueued) elsewhere.
+bool try_tma_pipeline_for_best(int device, const filter2d_args<float>& a, cudaStream_t stream) {
+  if (!best_uses_tma_pipeline) return false;
+  if (filter2d_tma_unsupported_reason(static_cast<std::size_t>(a.r), static_cast<std::size_t>(a.s), a.mode, a.in,
+                                      static_cast<std::size_t>(a.in_pitch), a.out,
+                                      static_cast<std::size_t>(a.out_pitch)) != nullptr) {
+    return false;
+  }
+  return filter2d_tma_try_launch(device, a, stream);
 }
 
 /// Calls f(std::integral_constant<border, mode>) for the run-time mode.
@@ -228,7 +277,8 @@ void launch_window_or_tiled(const char* what, filter2d_variant variant, const fi
 template <class T>
 void require_variant_for_type(const char* what, filter2d_variant variant) {
   if constexpr (!std::is_same_v<T, float>) {
-    if (variant == filter2d_variant::register_window || variant == filter2d_variant::rolling_window) {
+    if (variant == filter2d_variant::register_window || variant == filter2d_variant::rolling_window ||
+        variant == filter2d_variant::tma_pipeline) {
       const char* type = std::is_same_v<T, double> ? "double" : "__half";
       const char* instead =
           std::is_same_v<T, double> ? "filter2d_variant::naive or best" : "filter2d_variant::smem_tiled or best";
@@ -258,9 +308,13 @@ void dispatch(const char* what, int device, const filter2d_args<T>& a, filter2d_
       case filter2d_variant::rolling_window:
         if constexpr (std::is_same_v<T, float>) return launch_window_or_tiled(what, variant, a, stream);
         break;  // unreachable: require_variant_for_type rejected them for other types
+      case filter2d_variant::tma_pipeline:
+        if constexpr (std::is_same_v<T, float>) return launch_tma_pipeline_by_name(what, device, a, stream);
+        break;  // unreachable, likewise
       case filter2d_variant::best: break;
     }
     if constexpr (std::is_same_v<T, float>) {
+      if (try_tma_pipeline_for_best(device, a, stream)) return;
       if (window_kernels_apply(a)) return launch_window_or_tiled(what, best_window_kernel(a.r), a, stream);
     }
     const std::size_t taps = static_cast<std::size_t>(a.r) * a.s;

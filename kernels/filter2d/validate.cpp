@@ -18,8 +18,9 @@ constexpr std::size_t filter2d_max_image_extent = static_cast<std::size_t>(INT_M
 
 void validate_filter2d_options(const char* what, const filter2d_options& options) {
   using v = filter2d_variant;
-  require_one_of(what, "options.variant", options.variant,
-                 {v::best, v::naive, v::constant_memory, v::smem_tiled, v::register_window, v::rolling_window});
+  require_one_of(
+      what, "options.variant", options.variant,
+      {v::best, v::naive, v::constant_memory, v::smem_tiled, v::register_window, v::rolling_window, v::tma_pipeline});
   require_one_of(what, "options.mode", options.mode, {border::zero, border::clamp, border::reflect});
 }
 

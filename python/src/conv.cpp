@@ -33,10 +33,11 @@ void filter2d(const in_array& image, const in_array& filter, const out_array& ou
   kf::filter2d_options o;
   o.stream = to_stream(stream);
   o.mode = enum_by_name(what, "border", border, {kf::border::zero, kf::border::clamp, kf::border::reflect});
-  o.variant = enum_by_name(
-      what, "variant", variant,
-      {kf::filter2d_variant::best, kf::filter2d_variant::naive, kf::filter2d_variant::constant_memory,
-       kf::filter2d_variant::smem_tiled, kf::filter2d_variant::register_window, kf::filter2d_variant::rolling_window});
+  o.variant =
+      enum_by_name(what, "variant", variant,
+                   {kf::filter2d_variant::best, kf::filter2d_variant::naive, kf::filter2d_variant::constant_memory,
+                    kf::filter2d_variant::smem_tiled, kf::filter2d_variant::register_window,
+                    kf::filter2d_variant::rolling_window, kf::filter2d_variant::tma_pipeline});
   const int device = require_one_cuda_device(what, {ref("image", image), ref("filter", filter), ref("out", out)});
   const bool planar = image.ndim() == 2;
   const std::size_t c = planar ? 1 : image.shape(0);

@@ -8,11 +8,13 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernelforge/conv.hpp"
 #include "kernelforge/error.hpp"
 #include "kernelforge/kernels/filter2d/border.cuh"
+#include "kernelforge/kernels/filter2d/tma_plan.hpp"
 #include "kernelforge/reference/conv.hpp"
 #include "test_support.hpp"
 
@@ -141,8 +143,9 @@ TEST(Filter2dValidation, DoubleIsNaiveOnly) {
   double* in = reinterpret_cast<double*>(0x100000);
   double* out = reinterpret_cast<double*>(0x200000);
   double* f = reinterpret_cast<double*>(0x300000);
-  for (auto v : {kf::filter2d_variant::constant_memory, kf::filter2d_variant::smem_tiled,
-                 kf::filter2d_variant::register_window, kf::filter2d_variant::rolling_window}) {
+  for (auto v :
+       {kf::filter2d_variant::constant_memory, kf::filter2d_variant::smem_tiled, kf::filter2d_variant::register_window,
+        kf::filter2d_variant::rolling_window, kf::filter2d_variant::tma_pipeline}) {
     kf::filter2d_options o;
     o.variant = v;
     expect_error(kf::errc::unsupported, kf::to_string(v),
@@ -183,6 +186,77 @@ TEST(Filter2dValidation, RollingWindowIsFloatOnly) {
   expect_error(kf::errc::unsupported, "rolling_window is compiled for float only, not double",
                [&] { kf::filter2d<double>(1, 8, 8, din, 8, df, 5, 5, dout, 8, o); });
   EXPECT_STREQ(kf::to_string(kf::filter2d_variant::rolling_window), "rolling_window");
+}
+
+// ---- tma_pipeline (step 6): applicability and the grid plan ---------------------
+
+// float only, before any device call, naming the variant, the type and the alternative.
+TEST(Filter2dTmaPipeline, IsFloatOnly) {
+  EXPECT_STREQ(kf::to_string(kf::filter2d_variant::tma_pipeline), "tma_pipeline");
+  __half* in = reinterpret_cast<__half*>(0x100000);
+  __half* out = reinterpret_cast<__half*>(0x200000);
+  __half* f = reinterpret_cast<__half*>(0x300000);
+  kf::filter2d_options o;
+  o.variant = kf::filter2d_variant::tma_pipeline;
+  expect_error(kf::errc::unsupported, "tma_pipeline is compiled for float only, not __half",
+               [&] { kf::filter2d<__half>(1, 8, 8, in, 8, f, 5, 5, out, 8, o); });
+}
+
+// Every rule, one at a time, from a call it accepts: aligned rows, zero border, 3x3 / 5x5.
+TEST(Filter2dTmaPipeline, UnsupportedReasonNamesTheMissingCondition) {
+  using kf::border;
+  using kf::detail::filter2d_tma_unsupported_reason;
+  const auto* in = reinterpret_cast<const float*>(0x100000);
+  const auto* out = reinterpret_cast<const float*>(0x200000);
+  EXPECT_EQ(filter2d_tma_unsupported_reason(3, 3, border::zero, in, 8, out, 12), nullptr);
+  EXPECT_EQ(filter2d_tma_unsupported_reason(5, 5, border::zero, in, 8196, out, 8192), nullptr);
+  for (auto rs : {std::pair<int, int>{1, 1}, {3, 5}, {5, 3}, {4, 4}, {7, 7}, {1, 9}}) {
+    EXPECT_STREQ(filter2d_tma_unsupported_reason(rs.first, rs.second, border::zero, in, 8, out, 8),
+                 "a 3x3 or 5x5 filter");
+  }
+  for (border m : {border::clamp, border::reflect}) {
+    EXPECT_NE(std::string(filter2d_tma_unsupported_reason(5, 5, m, in, 8, out, 8)).find("border::zero"),
+              std::string::npos);
+  }
+  const auto in_reason = [](const char* r) { return r != nullptr && std::string(r).find("'in'") == 0; };
+  const auto out_reason = [](const char* r) { return r != nullptr && std::string(r).find("'out'") == 0; };
+  EXPECT_TRUE(in_reason(filter2d_tma_unsupported_reason(5, 5, border::zero, in + 1, 8, out, 8)));  // 4 bytes off
+  EXPECT_TRUE(in_reason(filter2d_tma_unsupported_reason(5, 5, border::zero, in + 2, 8, out, 8)));  // 8 bytes off
+  EXPECT_TRUE(in_reason(filter2d_tma_unsupported_reason(5, 5, border::zero, in, 9, out, 8)));
+  EXPECT_TRUE(in_reason(filter2d_tma_unsupported_reason(3, 3, border::zero, in, 6, out, 8)));
+  EXPECT_TRUE(out_reason(filter2d_tma_unsupported_reason(5, 5, border::zero, in, 8, out + 3, 8)));
+  EXPECT_TRUE(out_reason(filter2d_tma_unsupported_reason(5, 5, border::zero, in, 8, out, 10)));
+}
+
+// The grid: strips of 128 columns, chunks of 32 rows, one wave of ranges per strip.
+TEST(Filter2dTmaPipeline, GridPlanCoversTheImageInOneWave) {
+  namespace t = kf::detail::filter2d_tma;
+  static_assert(t::strip_cols == 128 && t::chunk_rows == 32, "the cases below assume these");
+  // 8192^2 on the H200 (132 SMs x 3 blocks): 64 strips x 6 ranges = 384 <= 396.
+  const t::grid_plan h200 = t::plan_grid(1, 8192, 8192, 396);
+  EXPECT_EQ(h200.strips, 64u);
+  EXPECT_EQ(h200.chunks, 256u);
+  EXPECT_EQ(h200.parts, 6u);
+  EXPECT_EQ(h200.channel_blocks, 1u);
+  // Tiny images: 1 strip, 1 chunk, at most one range per chunk.
+  const t::grid_plan one = t::plan_grid(1, 1, 1, 396);
+  EXPECT_EQ(one.strips, 1u);
+  EXPECT_EQ(one.chunks, 1u);
+  EXPECT_EQ(one.parts, 1u);
+  // Widths and heights one past a strip / chunk.
+  const t::grid_plan past = t::plan_grid(2, 33, 129, 396);
+  EXPECT_EQ(past.strips, 2u);
+  EXPECT_EQ(past.chunks, 2u);
+  EXPECT_EQ(past.parts, 2u);
+  EXPECT_EQ(past.channel_blocks, 2u);
+  // More blocks per wave than the device holds: one range per strip, channels capped at 65535.
+  const t::grid_plan wide = t::plan_grid(100000, 64, 4096, 396);
+  EXPECT_EQ(wide.parts, 1u);
+  EXPECT_EQ(wide.channel_blocks, 65535u);
+  // No resident blocks reported: still a valid grid.
+  EXPECT_EQ(t::plan_grid(1, 100, 100, 0).parts, 1u);
+  // Shared memory: 4 stages of 136 x 32 floats + barriers + alignment slack fit 3 blocks per H200 SM.
+  EXPECT_LE(3 * (t::smem_bytes + 1024), 228 * 1024);
 }
 
 TEST(Filter2dValidation, EmptyImageIsANoOp) {

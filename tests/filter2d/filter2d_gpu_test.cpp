@@ -35,6 +35,8 @@
 #include <vector>
 
 #include "kernelforge/conv.hpp"
+#include "kernelforge/device.hpp"
+#include "kernelforge/kernels/filter2d/tma_launch.hpp"
 #include "kernelforge/reference/conv.hpp"
 #include "kernelforge/reference/elementwise.hpp"
 #include "test_support.hpp"
@@ -121,7 +123,8 @@ bool is_poison(const void* p, std::size_t bytes) {
 }
 
 template <class T, class Images = decltype(image_cases)>
-void run_case(kf::filter2d_variant variant, const filter_case& fc, const Images& images = image_cases) {
+void run_case(kf::filter2d_variant variant, const filter_case& fc, const Images& images = image_cases,
+              std::initializer_list<kf::border> modes = {kf::border::zero, kf::border::clamp, kf::border::reflect}) {
   const auto filter = make_filter<T>(fc, 1000 + fc.r * 37 + fc.s);
   const auto d_filter = kf::to_device(filter);
   for (const image_case& ic : images) {
@@ -131,7 +134,7 @@ void run_case(kf::filter2d_variant variant, const filter_case& fc, const Images&
     const auto d_in = kf::to_device(input);
     kf::device_buffer<T> d_out(out_n);
     std::vector<double> expected(ic.channels * ic.height * ic.out_pitch), scale(expected.size());
-    for (kf::border mode : {kf::border::zero, kf::border::clamp, kf::border::reflect}) {
+    for (kf::border mode : modes) {
       SCOPED_TRACE(std::string("image ") + std::to_string(ic.channels) + " x " + std::to_string(ic.height) + " x " +
                    std::to_string(ic.width) + " (pitch " + std::to_string(ic.in_pitch) + " -> " +
                    std::to_string(ic.out_pitch) + "), border " + kf::to_string(mode));
@@ -230,6 +233,108 @@ TEST(Filter2dRegisterWindow, MisalignedOrOddPitchFallsBack) {
     SCOPED_TRACE(kf::to_string(v));
     run_case<float>(v, filter_cases[1], fallback);  // 3x3
     run_case<float>(v, filter_cases[2], fallback);  // 5x5
+  }
+}
+
+// ---- tma_pipeline (step 6, sm_90a) ----------------------------------------------
+// Zero border, 3x3 and 5x5, aligned rows only (no fallback: everything else is
+// errc::unsupported, below). Strips are 128 columns and chunks 32 rows, each
+// block a contiguous range of chunks (tma_plan.hpp): widths 1, 4, 5, 127, 128,
+// 129, 131 (prime), 257, 999 and heights 1, 7, 31, 32, 33, 97 (prime), 1000
+// cover partial strips and chunks, the scalar tail of the last float4, several
+// ranges per strip (uneven: 1000 rows = 32 chunks over 16 ranges) and the
+// channels' grid-stride loop; offsets and pitches multiples of 4 floats.
+const image_case tma_image_cases[] = {
+    {2, 1, 1, 4, 8, 0, 4},
+    {3, 7, 5, 8, 12, 4, 0},
+    {1, 31, 127, 128, 128, 0, 0},
+    {1, 32, 128, 128, 132, 4, 0},
+    {2, 33, 129, 132, 136, 0, 4},
+    {1, 97, 131, 132, 132, 8, 8},
+    {3, 1000, 999, 1000, 1004, 0, 0},
+    {1, 9, 4, 4, 4, 4, 4},
+    {2, 17, 257, 260, 264, 0, 0},
+    {1, 2, 2, 4, 4, 0, 0},
+};
+
+/// Whether filter2d_variant::tma_pipeline runs here: the sm_90a kernel in the
+/// library and a compute capability 9.0 device. Elsewhere it must raise errc::unsupported.
+bool tma_pipeline_runs() { return kf::detail::filter2d_tma_available(kf::get_device_info().device); }
+
+class Filter2dTmaPipelineFloat : public ::testing::TestWithParam<filter_case> {};
+TEST_P(Filter2dTmaPipelineFloat, AlignedImagesMatchReference) {
+  KF_SKIP_WITHOUT_GPU();
+  if (!tma_pipeline_runs()) GTEST_SKIP() << "tma_pipeline needs compute capability 9.0 and an sm_90a build";
+  run_case<float>(kf::filter2d_variant::tma_pipeline, GetParam(), tma_image_cases, {kf::border::zero});
+}
+INSTANTIATE_TEST_SUITE_P(Conv, Filter2dTmaPipelineFloat,
+                         ::testing::Values(filter_case{"3x3", 3, 3, false}, filter_case{"5x5", 5, 5, false}),
+                         [](const ::testing::TestParamInfo<filter_case>& info) {
+                           return std::string(info.param.name);
+                         });
+
+// Real-sized grids: a tall narrow image (one strip, 256 ranges of one chunk),
+// 2048^2 (16 strips x 24 uneven ranges on 132 SMs) and one past each multiple.
+TEST(Filter2dTmaPipeline, LargeImagesMatchReference) {
+  KF_SKIP_WITHOUT_GPU();
+  if (!tma_pipeline_runs()) GTEST_SKIP() << "tma_pipeline needs compute capability 9.0 and an sm_90a build";
+  const image_case large[] = {
+      {1, 8192, 64, 64, 68, 0, 0}, {1, 2048, 2048, 2048, 2048, 0, 0}, {2, 2049, 2049, 2052, 2056, 4, 0}};
+  run_case<float>(kf::filter2d_variant::tma_pipeline, filter_cases[1], large, {kf::border::zero});  // 3x3
+  run_case<float>(kf::filter2d_variant::tma_pipeline, filter_cases[2], large, {kf::border::zero});  // 5x5
+}
+
+// Everything tma_pipeline does not compute: errc::unsupported naming the
+// condition, and nothing written (the output keeps its poison). On a device
+// other than sm_90 (or a build without sm_90a) even the supported calls are refused.
+TEST(Filter2dTmaPipeline, RefusesWhatItCannotRunAndWritesNothing) {
+  KF_SKIP_WITHOUT_GPU();
+  struct refused {
+    const char* needle;
+    std::size_t r, s, in_pitch, out_pitch, in_offset, out_offset;
+    kf::border mode;
+  };
+  const refused cases[] = {
+      {"3x3 or 5x5", 4, 4, 40, 40, 0, 0, kf::border::zero},
+      {"3x3 or 5x5", 1, 1, 40, 40, 0, 0, kf::border::zero},
+      {"3x3 or 5x5", 7, 7, 40, 40, 0, 0, kf::border::zero},
+      {"border::zero", 5, 5, 40, 40, 0, 0, kf::border::clamp},
+      {"border::zero", 3, 3, 40, 40, 0, 0, kf::border::reflect},
+      {"'in' 16-byte aligned", 5, 5, 40, 40, 1, 0, kf::border::zero},   // in misaligned by one element
+      {"'in' 16-byte aligned", 5, 5, 41, 40, 0, 0, kf::border::zero},   // in_pitch % 4 != 0
+      {"'out' 16-byte aligned", 5, 5, 40, 40, 0, 2, kf::border::zero},  // out misaligned by two elements
+      {"'out' 16-byte aligned", 3, 3, 40, 42, 0, 0, kf::border::zero},  // out_pitch % 4 != 0
+  };
+  const std::size_t channels = 2, h = 40, w = 37;
+  const auto filter = kf::test::random_vector<float>(49, 5);
+  const auto d_filter = kf::to_device(filter);
+  for (const refused& rc : cases) {
+    SCOPED_TRACE(rc.needle);
+    const auto input = kf::test::random_vector<float>(rc.in_offset + channels * h * rc.in_pitch, 3);
+    const auto d_in = kf::to_device(input);
+    kf::device_buffer<float> d_out(rc.out_offset + channels * h * rc.out_pitch);
+    kf::test::poison(d_out.data(), d_out.size_bytes());
+    kf::filter2d_options o;
+    o.variant = kf::filter2d_variant::tma_pipeline;
+    o.mode = rc.mode;
+    kf::test::expect_error(kf::errc::unsupported, rc.needle, [&] {
+      kf::filter2d<float>(channels, h, w, d_in.data() + rc.in_offset, rc.in_pitch, d_filter.data(), rc.r, rc.s,
+                          d_out.data() + rc.out_offset, rc.out_pitch, o);
+    });
+    const auto got = kf::to_host(d_out);
+    ASSERT_TRUE(is_poison(got.data(), d_out.size_bytes())) << "the output was written";
+  }
+  if (!tma_pipeline_runs()) {
+    const auto input = kf::test::random_vector<float>(channels * h * 40, 3);
+    const auto d_in = kf::to_device(input);
+    kf::device_buffer<float> d_out(channels * h * 40);
+    kf::test::poison(d_out.data(), d_out.size_bytes());
+    kf::filter2d_options o;
+    o.variant = kf::filter2d_variant::tma_pipeline;
+    kf::test::expect_error(kf::errc::unsupported, "tma_pipeline", [&] {
+      kf::filter2d<float>(channels, h, w, d_in.data(), 40, d_filter.data(), 5, 5, d_out.data(), 40, o);
+    });
+    ASSERT_TRUE(is_poison(kf::to_host(d_out).data(), d_out.size_bytes())) << "the output was written";
   }
 }
 
