@@ -71,11 +71,7 @@ copying new JSON into `{rel}/`.
 cuDNN picks its algorithm per run (cudnnFindConvolutionForwardAlgorithm), and
 its conv2d speed moved by up to 1.6x between two runs of this binary on the
 same machine; `bench_conv_previous_run.json` holds the other run. Compare
-ratios within one run only. One row below ran a kernel that `best` no longer
-picks: filter2d `best` 5x5 ran `rolling_window` in this run (0.78 of the copy
-rate), measured slower than `register_window` (0.83) in the same run, so `best`
-now runs `register_window` for 5x5 (kernels/filter2d/filter2d.cu,
-benchmarks/TUNING.md).
+ratios within one run only.
 
 {conv}
 <!-- results:end -->"""
