@@ -19,7 +19,7 @@
 //    to 232: room for 128 accumulators). Stages hand over through two mbarriers
 //    each: "full" (TMA bytes landed) and "empty" (every consumer warp's products
 //    that read the stage have completed). 4 stages of 48 KiB are in flight.
-//  * Block tile 128 x 256 x 32 (or 128 x 128, below); with 4-byte elements a tile needs 1.5 KiB of
+//  * Block tile 128 x 256 x 32 (or narrower, below); with 4-byte elements a tile needs 1.5 KiB of
 //    operands per k, so feeding 132 SMs at the tensor-core rate takes ~9 TB/s from
 //    L2. A cluster of 2 CTAs (the same n-tile, adjacent m-tiles) loads each B tile
 //    once: each CTA fetches half and TMA multicasts it to both, cutting B's L2
@@ -29,14 +29,17 @@
 //    tiles; the producer's stage ring runs on from one tile into the next, so a
 //    tile's pipeline is already full when the consumers finish storing the
 //    previous one (no fill, block launch or barrier setup per tile).
-//  * The tile width is a template parameter (tile_config<BlockN>: 256 or 128;
-//    m64nBlockN products, BlockN / 2 accumulators per thread). Where 128 x 256
-//    tiles cannot fill the GPU (1024^3: 32 tiles for 132 SMs) the host runs
-//    128 x 128 (64 tiles) with 6 stages of 32 KiB instead of 4 of 48
-//    (tuning.hpp: choose_wgmma_block_n).
-//  * Split-k (split_k.cuh, planned by tuning.hpp's plan_split_k) where the tiles
-//    fill less than half the GPU (e.g. 128 x 8192 x 8192: 64 tiles of 128 x 128
-//    for 132 SMs): work items are (tile, k-slice) pairs, each slice's fp32 sums
+//  * The tile width is a template parameter (tile_config<BlockN>: 256, 128 or
+//    64; m64nBlockN products, BlockN / 2 accumulators per thread). Where
+//    128 x 256 tiles cannot fill the GPU the host runs 128 x 128 (6 stages of
+//    32 KiB instead of 4 of 48), or where those cannot either 128 x 64 (8
+//    stages of 24 KiB): 1024^3 and 128 x 8192 x 8192 run 128 tiles of
+//    128 x 64 on 132 SMs, one per SM, unsplit (tuning.hpp: choose_wgmma_block_n).
+//    A 64-wide 16-bit stage has one N-major B box (64 halves), loaded and
+//    multicast by the first CTA of a cluster.
+//  * Split-k (split_k.cuh, planned by tuning.hpp's plan_split_k) where even the
+//    narrowest tiles fill less than half the GPU (e.g. 513 x 257 x 1031 TF32:
+//    25 tiles of 128 x 64): work items are (tile, k-slice) pairs, each slice's fp32 sums
 //    go to a pooled workspace, and the reduction applies alpha, beta and the
 //    epilogue.
 //    A single tile row runs without clusters (the partner CTA would only idle).
@@ -133,26 +136,29 @@ inline constexpr int c_smem_bytes = consumer_warpgroups * c_buffers * c_buffer_b
 inline constexpr int c_box_rows = wgmma_m;                                             ///< C's TMA box: 64 rows
 static_assert(c_buffer_bytes % swizzle_atom_bytes == 0, "every C buffer must start on a swizzle atom");
 
-/// What the block tile's width BlockN (256, 128) sets: each consumer warpgroup
-/// runs wgmma m64nBlockN (BlockN / 2 accumulators per thread), B's stage is
-/// BlockN rows of one swizzled row of k, and the stages that fit. The host picks
-/// the width per product (tuning.hpp: choose_wgmma_block_n): 128 puts twice as
-/// many tiles on the GPU where 256-wide ones cannot fill it.
+/// What the block tile's width BlockN (256, 128, 64) sets: each consumer
+/// warpgroup runs wgmma m64nBlockN (BlockN / 2 accumulators per thread), B's
+/// stage is BlockN rows of one swizzled row of k, and the stages that fit. The
+/// host picks the width per product (tuning.hpp: choose_wgmma_block_n): 128 and
+/// 64 put two and four times as many tiles on the GPU where 256-wide ones
+/// cannot fill it.
 template <int BlockN>
 struct tile_config {
-  static_assert(BlockN == 256 || BlockN == 128, "wgmma block tiles 128 x 256 or 128 x 128");
+  static_assert(BlockN == 256 || BlockN == 128 || BlockN == 64, "wgmma block tiles 128 x 256, 128 x 128 or 128 x 64");
   static constexpr int block_n = BlockN;
   static constexpr int wgmma_n = BlockN;  ///< one m64nBlockN product per consumer warpgroup and k-step
-  static constexpr int accumulators = wgmma_m * wgmma_n / warpgroup_threads;  // 128 or 64 per thread
+  static constexpr int accumulators = wgmma_m * wgmma_n / warpgroup_threads;  // 128, 64 or 32 per thread
   /// k-major B: two TMA boxes per stage (block_n / 2 rows each); in a cluster of
   /// two each CTA fetches one and multicasts it to both.
   static constexpr int b_box_rows = block_n / max_cluster;
   static constexpr int b_box_bytes = b_box_rows * swizzle_row_bytes;
-  static constexpr int b_tile_bytes = block_n * swizzle_row_bytes;  // 32 or 16 KiB
-  static constexpr int stage_bytes = a_tile_bytes + b_tile_bytes;   // 48 or 32 KiB, the expect-tx count
-  /// 4 x 48 KiB; 6 x 32 KiB: the same ~192 KiB, deeper in k for the narrow tile
-  /// (32 KiB of the 227 go to the staged epilogue's C buffers).
-  static constexpr int stages = BlockN == 256 ? 4 : 6;
+  static constexpr int b_tile_bytes = block_n * swizzle_row_bytes;  // 32, 16 or 8 KiB
+  static constexpr int stage_bytes = a_tile_bytes + b_tile_bytes;   // 48, 32 or 24 KiB, the expect-tx count
+  /// As many stages as fit beside the alignment slack, the staged epilogue's C
+  /// buffers and the barriers: 4 x 48 KiB, 6 x 32 KiB, 8 x 24 KiB -- the same
+  /// ~192 KiB, deeper in k for the narrower tiles.
+  static constexpr int stages =
+      (max_smem_bytes - swizzle_atom_bytes - c_smem_bytes) / (stage_bytes + barriers_per_stage * barrier_bytes);
   /// Tiles start 1024-aligned (the swizzle is a function of the address bits), so
   /// the dynamic allocation carries one atom of slack. Layout: stages x A,
   /// stages x B, the C buffers, the barriers (full, empty and, used only where B
@@ -161,7 +167,10 @@ struct tile_config {
       swizzle_atom_bytes + stages * stage_bytes + c_smem_bytes + barriers_per_stage * stages * barrier_bytes;
   static_assert(b_box_bytes % swizzle_atom_bytes == 0, "every B box must start on a swizzle atom");
   static_assert(smem_bytes <= max_smem_bytes, "the stages must fit the shared-memory opt-in");
+  static_assert(stages >= 4, "a k pipeline at least 4 stages deep");
 };
+static_assert(tile_config<256>::stages == 4 && tile_config<128>::stages == 6 && tile_config<64>::stages == 8,
+              "4, 6 and 8 stages, as the comments and benchmarks/TUNING.md state");
 
 /// Cluster rows a group of consecutive clusters covers before moving along n (L2 reuse).
 inline constexpr int raster_group = 8;
@@ -427,7 +436,7 @@ __device__ __forceinline__ void store_tile_staged(const float (&d)[Accumulators]
 /// stage ring runs on across tiles, so while the consumers store one tile the
 /// next tile's first stages are already loading: no pipeline fill, no block
 /// launch and no barrier setup per tile.
-/// Each tile is 128 x BlockN of C (BlockN 256 or 128: tile_config). map_a: A as
+/// Each tile is 128 x BlockN of C (BlockN 256, 128 or 64: tile_config). map_a: A as
 /// m x k, k-contiguous, boxes of 128 rows x one swizzled row of k. map_b:
 /// op(B)^T as n x k, k-contiguous, boxes of BlockN / 2 rows x one swizzled row
 /// (BNMajor false), or op(B) as k x n, n-contiguous, boxes of one swizzled row
@@ -455,7 +464,11 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
   constexpr int box_cols = stage_k;
   constexpr int n_major_box_bytes = stage_k * swizzle_row_bytes;
   constexpr int n_major_boxes = block_n / box_cols;
-  static_assert(!BNMajor || (n_major_boxes * n_major_box_bytes == b_tile_bytes && n_major_boxes % Cluster == 0),
+  // In a cluster each CTA loads boxes_per_cta of them for both; a 64-wide
+  // 16-bit tile has a single box (64 halves), which the cluster's first CTA loads.
+  constexpr int boxes_per_cta = (n_major_boxes + Cluster - 1) / Cluster;
+  static_assert(!BNMajor || (n_major_boxes * n_major_box_bytes == b_tile_bytes &&
+                             (n_major_boxes % Cluster == 0 || n_major_boxes < Cluster)),
                 "N-major B: the same bytes per stage, whole boxes per CTA");
   // N-major B with 4-byte elements (TF32: no transpose bit): the producer
   // warpgroup transposes each box in place (transpose_box_round) and the
@@ -565,10 +578,10 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
           if constexpr (BNMajor) {
             // Box j (columns box_cols * j ...) at b_stage + j * n_major_box_bytes; in a
             // cluster each CTA loads its share of the boxes for both CTAs.
-            constexpr int boxes_per_cta = n_major_boxes / Cluster;
 #pragma unroll
             for (int i = 0; i < boxes_per_cta; ++i) {
               const int j = static_cast<int>(rank) * boxes_per_cta + i;
+              if (j >= n_major_boxes) break;  // a single box: the cluster's first CTA loads it
               const int col = tile_n * block_n + j * box_cols;
               if constexpr (Cluster == 1) {
                 tma_load_2d(b_stage + j * n_major_box_bytes, &map_b, col, k0, b_bar);

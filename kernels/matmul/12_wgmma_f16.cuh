@@ -16,8 +16,8 @@
 //    swizzled row), 48 KiB, the same bytes as step 10's 32-float stage.
 //  * Warp specialization (one producer, two consumer warpgroups), 4 stages with
 //    "full" and "empty" mbarriers, clusters of 2 CTAs with TMA multicast of B,
-//    persistent CTAs, 128 x 128 tiles and split-k for products with few
-//    tiles: as step 10.
+//    persistent CTAs, 128 x 128 or 128 x 64 tiles and split-k for products
+//    with few tiles: as step 10.
 //  * B read in place when it is n-contiguous (the row-major product): wgmma's
 //    transpose bit for 16-bit B (imm-trans-b = 1) takes an N-major tile, loaded
 //    by TMA as 64 n (128 bytes) x 64 k boxes, four per stage. TF32 has no such

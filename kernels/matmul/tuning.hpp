@@ -164,7 +164,7 @@ KF_TUNING_FN wgmma_b_source choose_wgmma_b_source(std::size_t element_bytes, boo
 // ---- wgmma block-tile width (steps 10 and 12) ----------------------------------
 /// The widths the wgmma kernel is built for (10_wgmma_tf32.cuh: tile_config),
 /// widest first; the block tile is always 128 rows.
-constexpr int wgmma_block_n_choices[] = {256, 128};
+constexpr int wgmma_block_n_choices[] = {256, 128, 64};
 constexpr std::size_t wgmma_block_m = 128;
 /// A width fills the GPU when its tiles number at least this fraction of the
 /// CTAs resident at once (3/4 of a wave: a wave that full loses no more to the
@@ -175,7 +175,9 @@ constexpr int wgmma_fill_num = 3, wgmma_fill_den = 4;
 /// The wgmma block tile's width for an m x n product when `resident_ctas` CTAs
 /// run at once: the widest of wgmma_block_n_choices whose 128 x width tiles
 /// fill the GPU, else the narrowest (which then splits k where plan_split_k
-/// says so). 1024^3 on 132 SMs: 32 tiles of 128 x 256, 64 of 128 x 128 -> 128.
+/// says so). On 132 SMs: 1024^3 has 32 tiles of 128 x 256, 64 of 128 x 128,
+/// 128 of 128 x 64 -> 64 (unsplit: 128 tiles fill more than half the GPU);
+/// 128 x 8192 likewise (32, 64, 128) -> 64; 2048^3 has 128 of 128 x 256 -> 256.
 inline int choose_wgmma_block_n(std::size_t m, std::size_t n, int resident_ctas) {
   constexpr std::size_t count = sizeof(wgmma_block_n_choices) / sizeof(wgmma_block_n_choices[0]);
   const std::size_t tiles_m = ceil_div(m, wgmma_block_m);

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <limits>
+#include <string>
 
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -23,6 +24,7 @@
 #include "../common/grid.hpp"
 #include "../runtime/launcher.hpp"
 #include "../runtime/tensor_map.hpp"  // encode_tiled, encode_sw128
+#include "../runtime/validate.hpp"
 #include "gemm_args.cuh"
 #include "split_k.cuh"
 #include "tuning.hpp"
@@ -38,6 +40,16 @@ namespace wgmma_host {
 
 /// TMA reads rows in place when the base and every row start are 16-byte aligned.
 inline constexpr std::size_t tma_alignment = 16;
+
+/// errc::invalid_argument unless block_n is 0 (by shape) or one of wgmma_block_n_choices.
+inline void require_wgmma_block_n(const char* what, int block_n) {
+  if (block_n == 0) return;
+  for (const int w : wgmma_block_n_choices) {
+    if (w == block_n) return;
+  }
+  throw_invalid_argument(what, "block_n = " + std::to_string(block_n) +
+                                   " is not a wgmma tile width: pass 0 (chosen by shape), 256, 128 or 64");
+}
 
 /// dst (rows x k, k-contiguous, row stride ld_dst) from src (pack_k_major_kernel).
 template <class T>
@@ -85,13 +97,16 @@ void with_instance_n(bool n_major, int cluster, F&& f) {
 
 template <class T, class Epilogue, class F>
 void with_instance(bool n_major, int cluster, int block_n, F&& f) {
-  static_assert(sizeof(wgmma_block_n_choices) / sizeof(wgmma_block_n_choices[0]) == 2 &&
-                    wgmma_block_n_choices[0] == 256 && wgmma_block_n_choices[1] == 128,
+  static_assert(sizeof(wgmma_block_n_choices) / sizeof(wgmma_block_n_choices[0]) == 3 &&
+                    wgmma_block_n_choices[0] == 256 && wgmma_block_n_choices[1] == 128 &&
+                    wgmma_block_n_choices[2] == 64,
                 "with_instance instantiates the widths of wgmma_block_n_choices");
   if (block_n == 256) {
     with_instance_n<T, Epilogue, 256>(n_major, cluster, f);
-  } else {
+  } else if (block_n == 128) {
     with_instance_n<T, Epilogue, 128>(n_major, cluster, f);
+  } else {
+    with_instance_n<T, Epilogue, 64>(n_major, cluster, f);
   }
 }
 
@@ -109,8 +124,9 @@ void with_instance(bool n_major, int cluster, int block_n, F&& f) {
 ///    (tuning.hpp: choose_wgmma_b_source);
 ///  * clusters of 2 CTAs sharing B (cluster_size 1: single CTAs; one tile row:
 ///    single CTAs, the partner would only idle), persistent over the tiles;
-///  * block tiles 128 x 256, or 128 x 128 where the wide tiles cannot fill the
-///    GPU (choose_wgmma_block_n);
+///  * block tiles 128 x 256, or 128 x 128 or 128 x 64 where the wider tiles
+///    cannot fill the GPU (choose_wgmma_block_n; forced_block_n, where nonzero,
+///    forces one of wgmma_block_n_choices: tests run every width on one shape);
 ///  * split-k where the tiles fill less than half the GPU (plan_split_k with
 ///    wgmma_split_k_min_slice, or split_k_min_slice where nonzero: benchmarks
 ///    measure other slices with it), then the reduction;
@@ -119,12 +135,13 @@ void with_instance(bool n_major, int cluster, int block_n, F&& f) {
 template <class T, class Epilogue>
 bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster_size, const Epilogue& fn,
                       const char* what, wgmma_tf32_b_mode tf32_b_mode = wgmma_tf32_b_mode::by_shape,
-                      std::size_t split_k_min_slice = 0) {
+                      std::size_t split_k_min_slice = 0, int forced_block_n = 0) {
   using namespace wgmma_host;
   using wgmma_tf32::block_m;
   using wgmma_tf32::max_cluster;
   constexpr int stage_k = wgmma_element<T>::stage_k;
 
+  require_wgmma_block_n(what, forced_block_n);
   const int device = current_device(what);
   if (!wgmma_tf32_available(device)) return false;  // compute capability 9.0 with the sm_90a image
   // The library's own architecture list decides, as for every other kernel: a
@@ -147,11 +164,14 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
   const bool pack_b = b_source == wgmma_b_source::repacked;
 
   // The tile width: the widest whose tiles fill the GPU (every width runs one
-  // CTA per SM; the widest instance's count stands for all of them).
-  int resident_wide = 0;
-  with_instance<T, Epilogue>(b_n_major, cluster, wgmma_block_n_choices[0],
-                             [&](auto i) { resident_wide = decltype(i)::resident(device, what); });
-  const int block_n = choose_wgmma_block_n(args.m, args.n, resident_wide * cluster);
+  // CTA per SM; the widest instance's count stands for all of them), unless forced.
+  int block_n = forced_block_n;
+  if (block_n == 0) {
+    int resident_wide = 0;
+    with_instance<T, Epilogue>(b_n_major, cluster, wgmma_block_n_choices[0],
+                               [&](auto i) { resident_wide = decltype(i)::resident(device, what); });
+    block_n = choose_wgmma_block_n(args.m, args.n, resident_wide * cluster);
+  }
   const std::size_t tiles_n = ceil_div(args.n, static_cast<std::size_t>(block_n));
   // The persistent kernel walks cluster tiles with an int index.
   if (ceil_div(tiles_m, max_cluster) * tiles_n > static_cast<std::size_t>(std::numeric_limits<int>::max())) {

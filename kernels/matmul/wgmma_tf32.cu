@@ -25,13 +25,13 @@ constexpr const char* what = "kf::matmul (wgmma_tf32)";
 }  // namespace
 
 bool wgmma_tf32_try_launch(const gemm_args<float>& args, cudaStream_t stream, int cluster_size,
-                           wgmma_tf32_b_mode b_mode) {
-  return wgmma_try_launch(args, stream, cluster_size, epilogue::identity{}, what, b_mode);
+                           wgmma_tf32_b_mode b_mode, int block_n) {
+  return wgmma_try_launch(args, stream, cluster_size, epilogue::identity{}, what, b_mode, 0, block_n);
 }
 
 bool wgmma_tf32_try_launch(const gemm_args<float>& args, const epilogue::bias_relu_threshold<float>& fused,
-                           cudaStream_t stream, int cluster_size, wgmma_tf32_b_mode b_mode) {
-  return wgmma_try_launch(args, stream, cluster_size, fused, what, b_mode);
+                           cudaStream_t stream, int cluster_size, wgmma_tf32_b_mode b_mode, int block_n) {
+  return wgmma_try_launch(args, stream, cluster_size, fused, what, b_mode, 0, block_n);
 }
 
 }  // namespace kf::detail
@@ -42,10 +42,10 @@ namespace kf::detail {
 
 bool wgmma_tf32_available(int) { return false; }
 
-bool wgmma_tf32_try_launch(const gemm_args<float>&, cudaStream_t, int, wgmma_tf32_b_mode) { return false; }
+bool wgmma_tf32_try_launch(const gemm_args<float>&, cudaStream_t, int, wgmma_tf32_b_mode, int) { return false; }
 
 bool wgmma_tf32_try_launch(const gemm_args<float>&, const epilogue::bias_relu_threshold<float>&, cudaStream_t, int,
-                           wgmma_tf32_b_mode) {
+                           wgmma_tf32_b_mode, int) {
   return false;
 }
 

@@ -66,9 +66,12 @@ bool wgmma_tf32_available(int device);
 /// b_mode: an n-contiguous B with 16-byte aligned rows is transposed in shared
 /// memory or repacked in HBM first, by shape (tuning.hpp:
 /// wgmma_tf32_transposes_b) or forced (tests and benchmarks compare both).
+/// block_n: the block tile's width, 0 (by shape: tuning.hpp choose_wgmma_block_n)
+/// or one of wgmma_block_n_choices (256, 128, 64; tests run every width);
+/// anything else: errc::invalid_argument.
 bool wgmma_tf32_try_launch(const gemm_args<float>& args, cudaStream_t stream,
                            int cluster_size = wgmma_tf32_default_cluster,
-                           wgmma_tf32_b_mode b_mode = wgmma_tf32_b_mode::by_shape);
+                           wgmma_tf32_b_mode b_mode = wgmma_tf32_b_mode::by_shape, int block_n = 0);
 
 /// The same with the library's fused epilogue (options.bias / options.relu):
 /// C = fused(alpha * op(A) * op(B) + beta * C). The wgmma kernel is compiled into
@@ -76,7 +79,7 @@ bool wgmma_tf32_try_launch(const gemm_args<float>& args, cudaStream_t stream,
 /// functor (kernelforge/matmul.cuh) takes the mma.sync kernel.
 bool wgmma_tf32_try_launch(const gemm_args<float>& args, const epilogue::bias_relu_threshold<float>& fused,
                            cudaStream_t stream, int cluster_size = wgmma_tf32_default_cluster,
-                           wgmma_tf32_b_mode b_mode = wgmma_tf32_b_mode::by_shape);
+                           wgmma_tf32_b_mode b_mode = wgmma_tf32_b_mode::by_shape, int block_n = 0);
 
 #ifndef KF_WGMMA_TF32_DECLARATIONS_ONLY
 /// The wgmma kernel where it runs, else the mma.sync kernel (sm_80+).

@@ -317,20 +317,33 @@ TEST(MatmulTuning, WgmmaSplitKByElementSize) {
   using kf::detail::wgmma_split_k_min_slice;
   const int resident = 132;
   const std::size_t tf32 = wgmma_split_k_min_slice(4), f16 = wgmma_split_k_min_slice(2);
-  // 1024^3 in 128 x 128 tiles (64, choose_wgmma_block_n): TF32 splits in 2
-  // (slices of 512), 16-bit does not.
-  EXPECT_EQ(plan_split_k(64, 1024, 1024, 1024, 32, resident, tf32).split, 2);
-  EXPECT_EQ(plan_split_k(64, 1024, 1024, 1024, 64, resident, f16).split, 1);
-  // 128 x 8192 x 8192 (64 tiles of 128 x 128): both split in 2, slices of 4096.
+  // 1024^3 in 128 x 64 tiles (128, choose_wgmma_block_n): neither type splits
+  // (128 tiles fill more than half of 132).
+  EXPECT_EQ(plan_split_k(128, 1024, 1024, 1024, 32, resident, tf32).split, 1);
+  EXPECT_EQ(plan_split_k(128, 1024, 1024, 1024, 64, resident, f16).split, 1);
+  // 128 x 8192 x 8192 (128 tiles of 128 x 64): unsplit too.
+  EXPECT_EQ(plan_split_k(128, 128, 8192, 8192, 32, resident, tf32).split, 1);
+  EXPECT_EQ(plan_split_k(128, 128, 8192, 8192, 64, resident, f16).split, 1);
+  // Where 128 x 128 tiles are forced (64 of them), both split in 2, slices of 4096.
   EXPECT_EQ(plan_split_k(64, 128, 8192, 8192, 32, resident, tf32).split, 2);
   const auto plan = plan_split_k(64, 128, 8192, 8192, 64, resident, f16);
   EXPECT_EQ(plan.split, 2);
   EXPECT_EQ(plan.k_slice, 4096u);
+  // Half a wave of 128 x 64 tiles (66) still splits; 67 do not.
+  EXPECT_EQ(plan_split_k(66, 128, 66 * 64, 1024, 32, resident, tf32).split, 2);
+  EXPECT_EQ(plan_split_k(67, 128, 67 * 64, 1024, 32, resident, tf32).split, 1);
   // The 16-bit GPU tests' split shape (tensor_core_f16_test.cu: 130 x 300 x 2051,
-  // 6 tiles of 128 x 128): 2 slices of 1088 (1026 rounded up to 64).
-  const auto odd = plan_split_k(6, 130, 300, 2051, 64, resident, f16);
-  EXPECT_EQ(odd.split, 2);
-  EXPECT_EQ(odd.k_slice, 1088u);
+  // 10 tiles of 128 x 64, 6 of 128 x 128): 2 slices of 1088 (1026 rounded up to 64).
+  for (std::size_t tiles : {10u, 6u}) {
+    const auto odd = plan_split_k(tiles, 130, 300, 2051, 64, resident, f16);
+    EXPECT_EQ(odd.split, 2) << tiles;
+    EXPECT_EQ(odd.k_slice, 1088u) << tiles;
+  }
+  // The TF32 GPU tests' split shape at 128 x 64 (513 x 257 x 1031: 5 x 5 = 25
+  // tiles): 4 slices of 288 (258 rounded up to 32).
+  const auto tf32_odd = plan_split_k(25, 513, 257, 1031, 32, resident, tf32);
+  EXPECT_EQ(tf32_odd.split, 4);
+  EXPECT_EQ(tf32_odd.k_slice, 288u);
 }
 
 TEST(MatmulTuning, WgmmaBSourceTransposesRowMajorTf32BInSharedMemory) {
@@ -368,24 +381,37 @@ TEST(MatmulTuning, WgmmaBSourceTransposesRowMajorTf32BInSharedMemory) {
 TEST(MatmulTuning, WgmmaBlockNIsTheWidestThatFillsTheGpu) {
   using kf::detail::choose_wgmma_block_n;
   const int resident = 132;  // H200: 132 SMs x 1 CTA; the threshold is 3/4 of it: 99 tiles
-  // The shapes: 128 x 256 tiles where they fill the GPU, else 128 x 128.
+  // The shapes: 128 x 256 tiles where they fill the GPU, else 128 x 128,
+  // else 128 x 64.
   EXPECT_EQ(choose_wgmma_block_n(4096, 4096, resident), 256);  // 512 tiles
   EXPECT_EQ(choose_wgmma_block_n(8192, 8192, resident), 256);  // 2048 (8192 x 8192 x 1024 too)
-  EXPECT_EQ(choose_wgmma_block_n(2048, 2048, resident), 256);  // 128
-  EXPECT_EQ(choose_wgmma_block_n(1024, 1024, resident), 128);  // 32 tiles; 64 of 128 x 128
-  EXPECT_EQ(choose_wgmma_block_n(128, 8192, resident), 128);   // 32; 64
-  // The threshold: 99 tiles of 128 x 256 fill 3/4 of 132, 98 do not.
+  EXPECT_EQ(choose_wgmma_block_n(2048, 2048, resident), 256);  // 16 x 8 = 128
+  EXPECT_EQ(choose_wgmma_block_n(1024, 1024, resident), 64);   // 32 tiles; 64 of 128 x 128; 128 of 128 x 64
+  EXPECT_EQ(choose_wgmma_block_n(128, 8192, resident), 64);    // 32; 64; 128
+  // The thresholds: 99 tiles of 128 x 256 fill 3/4 of 132, 98 do not; then
+  // 99 of 128 x 128 (11 tile rows x 9) do, 98 (14 x 7) do not.
   EXPECT_EQ(choose_wgmma_block_n(99 * 128, 256, resident), 256);
-  EXPECT_EQ(choose_wgmma_block_n(98 * 128, 256, resident), 128);
-  EXPECT_EQ(choose_wgmma_block_n(99 * 128 - 127, 1, resident), 256);  // ragged m: 99 tile rows
-  // The GPU tests' shapes (tests/matmul_tc, tests/matmul_epilogue): each width runs.
+  EXPECT_EQ(choose_wgmma_block_n(98 * 128, 256, resident), 128);                  // 98 x 2 = 196 of 128 x 128
+  EXPECT_EQ(choose_wgmma_block_n(99 * 128 - 127, 1, resident), 256);              // ragged m: 99 tile rows
+  EXPECT_EQ(choose_wgmma_block_n(11 * 128, 9 * 128, resident), 128);              // 11 x 5 = 55 wide; 99 of 128 x 128
+  EXPECT_EQ(choose_wgmma_block_n(14 * 128, 7 * 128, resident), 64);               // 14 x 4 = 56; 98; 196 of 128 x 64
+  EXPECT_EQ(choose_wgmma_block_n(14 * 128, 7 * 128 - 63, resident), 64);          // ragged n: 7 tile columns of 128
+  EXPECT_EQ(choose_wgmma_block_n(11 * 128 - 127, 9 * 128 - 127, resident), 128);  // ragged m and n: 11 x 9
+  // The GPU tests' shapes (tests/matmul_tc, tests/matmul_epilogue): what each runs
+  // by shape (the tests also force the other widths).
   EXPECT_EQ(choose_wgmma_block_n(4095, 4097, resident), 256);  // 32 x 17 = 544 tiles
   EXPECT_EQ(choose_wgmma_block_n(1090, 2904, resident), 256);  // 9 x 12 = 108 (and 1090 x 2900)
   EXPECT_EQ(choose_wgmma_block_n(1090, 2900, resident), 256);
-  EXPECT_EQ(choose_wgmma_block_n(513, 257, resident), 128);
-  EXPECT_EQ(choose_wgmma_block_n(300, 520, resident), 128);
-  EXPECT_EQ(choose_wgmma_block_n(1, 4096, resident), 128);
-  EXPECT_EQ(choose_wgmma_block_n(1, 1, resident), 128);
+  EXPECT_EQ(choose_wgmma_block_n(513, 257, resident), 64);  // 5 x 5 = 25 tiles of 128 x 64
+  EXPECT_EQ(choose_wgmma_block_n(300, 520, resident), 64);
+  EXPECT_EQ(choose_wgmma_block_n(130, 300, resident), 64);
+  EXPECT_EQ(choose_wgmma_block_n(200, 136, resident), 64);
+  EXPECT_EQ(choose_wgmma_block_n(1, 4096, resident), 64);
+  EXPECT_EQ(choose_wgmma_block_n(1, 1, resident), 64);
+  // Clusters of two on a GPU whose pairs hold fewer than 132 CTAs (e.g. 60 x 2):
+  // the same thresholds against that count (3/4 of 120 = 90 tiles).
+  EXPECT_EQ(choose_wgmma_block_n(1024, 1024, 120), 64);
+  EXPECT_EQ(choose_wgmma_block_n(2048, 2048, 120), 256);
   // No resident count (no occupancy): every width "fills"; the widest.
   EXPECT_EQ(choose_wgmma_block_n(1, 1, 0), 256);
 }

@@ -253,10 +253,10 @@ TEST_P(MatmulEpilogueFused, BiasAndThresholdReluAgainstTheReference) {
   const float thresholds[] = {-0.25f, 0.0f, 0.25f};
   std::uint64_t seed = 1 + static_cast<std::uint64_t>(p.variant) * 1000 + p.tf32;
   // Plus one shape whose wgmma tiles are 128 x 256 (9 x 12 = 108 tiles: the
-  // others run 128 x 128; tuning.hpp: choose_wgmma_block_n), and one unsplit
-  // 128 x 128 shape: with n % 4 == 0, the layouts with beta 0 and offset 0 run
-  // the wgmma kernel's staged epilogue (shared memory + TMA stores), ragged in m
-  // and n.
+  // others run 128 x 64; tuning.hpp: choose_wgmma_block_n), and one unsplit
+  // 128 x 64 shape (2 x 3 tiles, k too short to split): with n % 4 == 0, the
+  // layouts with beta 0 and offset 0 run the wgmma kernel's staged epilogue
+  // (shared memory + TMA stores), ragged in m and n.
   std::vector<shape> all = shapes();
   all.push_back({1090, 2900, 40});
   all.push_back({200, 136, 72});

@@ -13,10 +13,15 @@
 // 1 x 1 x 4096 (4 slices) and 130 x 300 x 2051 (2 slices, ragged tiles); the
 // CPU test MatmulTuning.WgmmaSplitKByElementSize pins those plans.
 // The wgmma tile width (tuning.hpp: choose_wgmma_block_n, pinned by the CPU test
-// MatmulTuning.WgmmaBlockNIsTheWidestThatFillsTheGpu): the small shapes run
-// 128 x 128 tiles; 1090 x 2904 x 72 (9 x 12 = 108 tiles; rows of 16-byte
-// multiples, so B n-major is read in place at ld+0 and ld+8) and 4095 x 4097 x
-// 4093 run 128 x 256.
+// MatmulTuning.WgmmaBlockNIsTheWidestThatFillsTheGpu): by shape, the small shapes
+// run 128 x 64 tiles (split-k included: 1 x 1 x 4096, 130 x 300 x 2051; with
+// clusters of 2 and B n-major read in place: 300 x 520 x 64, whose one N-major
+// box a stage the cluster's first CTA multicasts); 1090 x 2904 x 72 (9 x 12 =
+// 108 tiles; rows of 16-byte multiples, so B n-major is read in place at ld+0
+// and ld+8) and 4095 x 4097 x 4093 run 128 x 256. forced_widths() runs the
+// other widths on some of the same shapes (wgmma_f16_try_launch's block_n;
+// cases named ..._n128 etc.): 128 x 128 and 128 x 256 on small shapes, 128 x 64
+// on the two large ones (many tiles per persistent CTA).
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -29,6 +34,7 @@
 #include <cuda_runtime_api.h>
 
 #include "../matmul/matmul_case.hpp"
+#include "kernelforge/error.hpp"
 #include "kernelforge/kernels/matmul/tensor_core_f16_launch.cuh"
 #include "kernelforge/kernels/matmul/wgmma_f16_launch.cuh"
 #include "kernelforge/kernels/matmul/wgmma_tf32_launch.cuh"
@@ -74,7 +80,7 @@ const layout layouts[] = {
 };
 
 template <class T>
-void run_case(const matmul_shape& s, bool ta, bool tb, path p, const layout& l, std::uint64_t seed) {
+void run_case(const matmul_shape& s, bool ta, bool tb, path p, int block_n, const layout& l, std::uint64_t seed) {
   matmul_case<T> c;
   c.shape = s;
   c.trans_a = ta ? kf::op::transpose : kf::op::none;
@@ -95,7 +101,7 @@ void run_case(const matmul_shape& s, bool ta, bool tb, path p, const layout& l, 
     if (p == path::mma_sync) {
       kf::detail::launch_tensor_core_f16(g, nullptr);
     } else {
-      accepted = kf::detail::wgmma_f16_try_launch(g, nullptr, p == path::wgmma_cluster1 ? 1 : 2);
+      accepted = kf::detail::wgmma_f16_try_launch(g, nullptr, p == path::wgmma_cluster1 ? 1 : 2, 0, block_n);
     }
   };
   const ::testing::AssertionResult r =
@@ -109,14 +115,27 @@ struct tc_case {
   bool ta, tb;
   path p;
   bool bf16;
+  int block_n = 0;  ///< wgmma tile width: 0 by shape, else forced (wgmma paths only)
 };
 
 std::string describe(const tc_case& c) {
   std::ostringstream o;
   o << (c.bf16 ? "bf16_" : "fp16_") << path_name(c.p) << "_" << c.s.m << "x" << c.s.n << "x" << c.s.k << "_"
     << (c.ta ? "T" : "N") << (c.tb ? "T" : "N");
+  if (c.block_n != 0) o << "_n" << c.block_n;
   return o.str();
 }
+
+/// Shapes the wgmma paths also run at a forced tile width (by shape they run
+/// another): 128 x 128 and 128 x 256 on small, ragged shapes (split-k at 128 on
+/// 130 x 300 x 2051), 128 x 64 on shapes that pick 128 x 256.
+struct forced_width {
+  matmul_shape s;
+  int block_n;
+};
+const forced_width forced_widths[] = {{{513, 257, 1031}, 128}, {{130, 300, 2051}, 128}, {{300, 520, 64}, 128},
+                                      {{300, 520, 64}, 256},   {{1, 4096, 512}, 128},   {{1090, 2904, 72}, 64},
+                                      {{1090, 2904, 72}, 128}, {{4095, 4097, 4093}, 64}};
 
 void PrintTo(const tc_case& c, std::ostream* os) { *os << describe(c); }
 
@@ -130,6 +149,11 @@ std::vector<tc_case> all_cases() {
       for (const matmul_shape& s : shapes)
         for (bool ta : {false, true})
           for (bool tb : {false, true}) cases.push_back({s, ta, tb, p, bf16});
+  for (bool bf16 : {false, true})
+    for (path p : {path::wgmma_cluster1, path::wgmma_cluster2})
+      for (const forced_width& f : forced_widths)
+        for (bool ta : {false, true})
+          for (bool tb : {false, true}) cases.push_back({f.s, ta, tb, p, bf16, f.block_n});
   return cases;
 }
 
@@ -155,9 +179,9 @@ TEST_P(MatmulTensorCoreF16, MatchesDoubleReference) {
     ++seed;
     if (big && l.pad != 37 && l.pad != 8) continue;  // the big shape: one fast and one misaligned layout
     if (c.bf16) {
-      run_case<__nv_bfloat16>(c.s, c.ta, c.tb, c.p, l, seed);
+      run_case<__nv_bfloat16>(c.s, c.ta, c.tb, c.p, c.block_n, l, seed);
     } else {
-      run_case<__half>(c.s, c.ta, c.tb, c.p, l, seed);
+      run_case<__half>(c.s, c.ta, c.tb, c.p, c.block_n, l, seed);
     }
     if (HasFatalFailure()) return;
   }
@@ -165,6 +189,26 @@ TEST_P(MatmulTensorCoreF16, MatchesDoubleReference) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, MatmulTensorCoreF16, ::testing::ValuesIn(all_cases()),
                          [](const ::testing::TestParamInfo<tc_case>& info) { return describe(info.param); });
+
+// A tile width the kernel is not built for is an error naming block_n, thrown
+// before anything is enqueued (not a silent fallback to another width).
+TEST(MatmulWgmmaF16, UnknownBlockNIsAnError) {
+  KF_SKIP_WITHOUT_GPU();
+  int device = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  if (!kf::detail::wgmma_tf32_available(device)) GTEST_SKIP() << "wgmma needs a compute capability 9.0 GPU";
+  kf::detail::gemm_args<__half> g;
+  g.m = g.n = g.k = 1;
+  for (int bad : {96, 32, 512, -64}) {
+    try {
+      kf::detail::wgmma_f16_try_launch(g, nullptr, 2, 0, bad);
+      ADD_FAILURE() << "block_n = " << bad << " was accepted";
+    } catch (const kf::error& e) {
+      EXPECT_EQ(e.code(), kf::errc::invalid_argument) << bad;
+      EXPECT_NE(std::string(e.what()).find("block_n = " + std::to_string(bad)), std::string::npos) << e.what();
+    }
+  }
+}
 
 // ---- CPU checks of the mma.sync kernel's shared-memory swizzle --------------
 

@@ -31,6 +31,7 @@
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -185,8 +186,9 @@ int device_cc() {
   return major * 10 + minor;
 }
 
-/// Runs one (shape, transposes, path, storage) case and checks it.
-void run_case(const shape& s, bool trans_a, bool trans_b, path p, const storage& st) {
+/// Runs one (shape, transposes, path, storage) case and checks it; block_n: the
+/// wgmma tile width, 0 by shape (wgmma paths only).
+void run_case(const shape& s, bool trans_a, bool trans_b, path p, int block_n, const storage& st) {
   SCOPED_TRACE(std::string(path_name(p)) + ", storage " + st.name);
   const problem& pr = problem_for(s);
   const std::size_t m = s.m, n = s.n, k = s.k;
@@ -236,7 +238,7 @@ void run_case(const shape& s, bool trans_a, bool trans_b, path p, const storage&
     // Forced either way, whatever the shape's rule (tuning.hpp: wgmma_tf32_transposes_b).
     const auto b_mode = p == path::wgmma_repack_b ? kf::detail::wgmma_tf32_b_mode::repack
                                                   : kf::detail::wgmma_tf32_b_mode::transpose_in_smem;
-    ASSERT_TRUE(kf::detail::wgmma_tf32_try_launch(args, stream, cluster, b_mode))
+    ASSERT_TRUE(kf::detail::wgmma_tf32_try_launch(args, stream, cluster, b_mode, block_n))
         << "the wgmma kernel declined a call it should run (it would have fallen back to mma.sync)";
   }
   ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
@@ -277,12 +279,14 @@ struct tc_case {
   shape s;
   bool trans_a, trans_b;
   path p;
+  int block_n = 0;  ///< wgmma tile width: 0 by shape, else forced (wgmma paths only)
 };
 
 std::string describe(const tc_case& c) {
   std::ostringstream name;
   name << path_name(c.p) << "_" << c.s.m << "x" << c.s.n << "x" << c.s.k << "_" << (c.trans_a ? "T" : "N")
        << (c.trans_b ? "T" : "N");
+  if (c.block_n != 0) name << "_n" << c.block_n;
   return name.str();
 }
 
@@ -294,9 +298,12 @@ void PrintTo(const tc_case& c, std::ostream* os) { *os << describe(c); }
 const shape big_shape{4095, 4097, 4093};
 
 // The wgmma tile width (tuning.hpp: choose_wgmma_block_n, pinned by the CPU test
-// MatmulTuning.WgmmaBlockNIsTheWidestThatFillsTheGpu): the small shapes run
-// 128 x 128 tiles; 1090 x 2904 (9 x 12 = 108 tiles, ragged in m, n and k) and
-// the big shape run 128 x 256.
+// MatmulTuning.WgmmaBlockNIsTheWidestThatFillsTheGpu): by shape, the small shapes
+// run 128 x 64 tiles (split-k included: 513 x 257 x 1031 in 4 slices, 1 x 1 x
+// 4096; B transposed in shared memory as two 32 x 32 boxes a stage, one per CTA
+// of a cluster); 1090 x 2904 (9 x 12 = 108 tiles, ragged in m, n and k) and the
+// big shape run 128 x 256. forced_widths runs the other widths on some of the
+// same shapes (wgmma_tf32_try_launch's block_n; cases named ..._n128 etc.).
 // B not transposed (NN, TN) with 16-byte rows (the "16-byte rows" storage
 // always; "tight" where n % 4 == 0) runs wgmma's B transposed in shared memory
 // on wgmma_single / wgmma_cluster, and repacked on wgmma_repack_b (NN and TN
@@ -314,6 +321,17 @@ std::vector<tc_case> all_cases() {
   for (const shape& s : {shape{33, 65, 17}, shape{513, 257, 1031}})
     for (bool ta : {false, true})
       for (bool tb : {false, true}) cases.push_back({s, ta, tb, path::dispatch});
+  // 128 x 128 and 128 x 256 on small, ragged shapes (split-k at 128 on 513 x
+  // 257 x 1031: 15 tiles, 4 slices), 128 x 64 on shapes that pick 128 x 256.
+  const std::pair<shape, int> forced_widths[] = {
+      {{513, 257, 1031}, 128}, {{300, 520, 64}, 128},   {{300, 520, 64}, 256}, {{1, 4096, 512}, 128},
+      {{1090, 2904, 72}, 64},  {{1090, 2904, 72}, 128}, {big_shape, 64}};
+  for (const auto& [s, block_n] : forced_widths)
+    for (path p : {path::wgmma_single, path::wgmma_cluster})
+      for (bool ta : {false, true})
+        for (bool tb : {false, true}) cases.push_back({s, ta, tb, p, block_n});
+  for (const auto& [s, block_n] : forced_widths)
+    for (bool ta : {false, true}) cases.push_back({s, ta, false, path::wgmma_repack_b, block_n});
   return cases;
 }
 
@@ -347,7 +365,7 @@ TEST_P(MatmulTensorCoreTf32, MatchesDoubleReference) {
   for (const storage& st : layouts) {
     // The big shape: the fast layout (16-byte rows, beta 0) and a misaligned one.
     if (big && !(st.ld == storage::rows_16_bytes && st.offset == 0) && st.ld != storage::plus_37) continue;
-    run_case(c.s, c.trans_a, c.trans_b, c.p, st);
+    run_case(c.s, c.trans_a, c.trans_b, c.p, c.block_n, st);
     if (HasFatalFailure()) return;
   }
 }
