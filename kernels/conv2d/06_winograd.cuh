@@ -171,8 +171,32 @@ KF_KERNEL void __launch_bounds__(conv2d_pipe_threads<BM, BN>, MIN_BLOCKS)
   }
 }
 
-/// y = A^T M A (+ bias, then the epilogue) for the outputs of each tile inside
-/// P x Q. One thread per (n, k, th, tw), tw fastest.
+/// y = A^T M A (+ bias, then the epilogue) for one tile: m holds its 16
+/// positions of image n and filter k; the outputs inside P x Q are stored
+/// (steps 6 and 8 share it).
+template <class Epilogue>
+__device__ __forceinline__ void winograd_store_tile(const conv2d_args<float>& a, const float (&m)[winograd_positions],
+                                                    int n, int k, int th, int tw, const Epilogue& epilogue) {
+  float out[2][2];
+  winograd_output_transform(m, out);
+  const float bias = a.bias ? __ldg(a.bias + k) : 0.0f;
+  float* const y = a.y + (static_cast<std::size_t>(n) * a.k + k) * a.pq;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int p = th * winograd_tile + i;
+    if (p >= a.p) continue;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int q = tw * winograd_tile + j;
+      if (q >= a.q) continue;
+      const int pq = p * a.q + q;
+      y[pq] = epilogue(out[i][j] + bias, static_cast<std::int64_t>(n) * a.pq + pq, k);
+    }
+  }
+}
+
+/// The output transform of each tile inside P x Q (winograd_store_tile). One
+/// thread per (n, k, th, tw), tw fastest.
 template <class Epilogue = kf::epilogue::identity>
 KF_KERNEL void __launch_bounds__(winograd_transform_block)
     conv2d_winograd_output(conv2d_winograd_args wa, Epilogue epilogue) {
@@ -187,24 +211,10 @@ KF_KERNEL void __launch_bounds__(winograd_transform_block)
     wa.div_k.divmod(rest, n, k);
     const int t = (n * wa.tiles_h + th) * wa.tiles_w + tw;
     const float* in = wa.mm + static_cast<std::size_t>(k) * wa.tiles_ld + t;
-    float m[winograd_positions], out[2][2];
+    float m[winograd_positions];
 #pragma unroll
     for (int b = 0; b < winograd_positions; ++b) m[b] = in[b * plane_m];
-    winograd_output_transform(m, out);
-    const float bias = a.bias ? __ldg(a.bias + k) : 0.0f;
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const int p = th * winograd_tile + i;
-      if (p >= a.p) continue;
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const int q = tw * winograd_tile + j;
-        if (q >= a.q) continue;
-        const int pq = p * a.q + q;
-        a.y[(static_cast<std::size_t>(n) * a.k + k) * a.pq + pq] =
-            epilogue(out[i][j] + bias, static_cast<std::int64_t>(n) * a.pq + pq, k);
-      }
-    }
+    winograd_store_tile(a, m, n, k, th, tw, epilogue);
   }
 }
 

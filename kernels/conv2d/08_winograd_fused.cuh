@@ -243,24 +243,10 @@ KF_KERNEL void __launch_bounds__(wfused_threads, 1)
   for (int kl = tid / wfused_tiles; kl < wfused_filters; kl += wfused_threads / wfused_tiles) {
     const int k = k0 + kl;
     if (k >= a.k) break;  // kl only grows
-    float m[winograd_positions], out[2][2];
+    float m[winograd_positions];
 #pragma unroll
     for (int p = 0; p < winograd_positions; ++p) m[p] = ms[(p * wfused_filters + kl) * wfused_m_pitch + t_local];
-    winograd_output_transform(m, out);
-    const float bias = a.bias ? __ldg(a.bias + k) : 0.0f;
-    float* const y = a.y + static_cast<std::size_t>(n * a.k + k) * a.pq;
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const int p = th * winograd_tile + i;
-      if (p >= a.p) continue;
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const int q = tw * winograd_tile + j;
-        if (q >= a.q) continue;
-        const int pq = p * a.q + q;
-        y[pq] = epilogue(out[i][j] + bias, static_cast<std::int64_t>(n) * a.pq + pq, k);
-      }
-    }
+    winograd_store_tile(a, m, n, k, th, tw, epilogue);
   }
 }
 

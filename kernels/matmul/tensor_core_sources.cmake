@@ -49,36 +49,39 @@ if(NOT KERNELFORGE_ENABLE_WGMMA)
   set(_kf_wgmma_reason "KERNELFORGE_ENABLE_WGMMA=OFF")
 endif()
 
-# Sources compiled for sm_90a alone, as the OBJECT library `target` (with
-# `definition`=1 set) whose objects join KERNELFORGE_SOURCES. Also used by
-# kernels/conv2d/wgmma_sources.cmake.
+# Sources compiled for sm_90a alone: where KERNELFORGE_WGMMA_TF32_BUILT, the
+# OBJECT library `target` (with `definition`=1 set) whose objects join
+# KERNELFORGE_SOURCES; otherwise ordinary library sources that compile to host
+# stubs. `label` names them in the configure log. Also used by
+# kernels/conv2d/wgmma_sources.cmake and kernels/filter2d/tma_sources.cmake.
 set(_kf_kernels_dir "${CMAKE_CURRENT_LIST_DIR}/..")
-macro(kf_add_sm90a_objects target definition)
-  if(NOT TARGET ${target})
-    add_library(${target} OBJECT ${ARGN})
-    target_include_directories(${target} PRIVATE
-      "${_kf_kernels_dir}/../include"
-      "${_kf_kernels_dir}")
-    target_compile_definitions(${target} PRIVATE ${definition}=1)
-    set_target_properties(${target} PROPERTIES
-      CUDA_ARCHITECTURES OFF
-      CUDA_STANDARD 17
-      CUDA_STANDARD_REQUIRED ON
-      POSITION_INDEPENDENT_CODE ON
-      CUDA_VISIBILITY_PRESET hidden
-      VISIBILITY_INLINES_HIDDEN ON)
-    # The -gencode form: "-arch=sm_90a" would also run a plain sm_90 pass, which rejects wgmma.
-    target_compile_options(${target} PRIVATE
-      "-gencode=arch=compute_90a,code=sm_90a"
-      -Xcompiler=-Wall,-Wextra --Werror=all-warnings)
+macro(kf_add_sm90a_sources target definition label)
+  if(NOT KERNELFORGE_WGMMA_TF32_BUILT)
+    list(APPEND KERNELFORGE_SOURCES ${ARGN})
+    message(STATUS "kernelforge: ${label}: not built (${_kf_wgmma_reason})")
+  else()
+    if(NOT TARGET ${target})
+      add_library(${target} OBJECT ${ARGN})
+      target_include_directories(${target} PRIVATE
+        "${_kf_kernels_dir}/../include"
+        "${_kf_kernels_dir}")
+      target_compile_definitions(${target} PRIVATE ${definition}=1)
+      set_target_properties(${target} PROPERTIES
+        CUDA_ARCHITECTURES OFF
+        CUDA_STANDARD 17
+        CUDA_STANDARD_REQUIRED ON
+        POSITION_INDEPENDENT_CODE ON
+        CUDA_VISIBILITY_PRESET hidden
+        VISIBILITY_INLINES_HIDDEN ON)
+      # The -gencode form: "-arch=sm_90a" would also run a plain sm_90 pass, which rejects wgmma.
+      target_compile_options(${target} PRIVATE
+        "-gencode=arch=compute_90a,code=sm_90a"
+        -Xcompiler=-Wall,-Wextra --Werror=all-warnings)
+    endif()
+    list(APPEND KERNELFORGE_SOURCES "$<TARGET_OBJECTS:${target}>")
+    message(STATUS "kernelforge: ${label}: built for sm_90a")
   endif()
-  list(APPEND KERNELFORGE_SOURCES "$<TARGET_OBJECTS:${target}>")
 endmacro()
 
-if(KERNELFORGE_WGMMA_TF32_BUILT)
-  kf_add_sm90a_objects(kernelforge_wgmma_tf32 KERNELFORGE_WGMMA_TF32 ${_kf_wgmma_source})
-  message(STATUS "kernelforge: wgmma TF32 and f16/bf16 matmul kernels: built for sm_90a")
-else()
-  list(APPEND KERNELFORGE_SOURCES ${_kf_wgmma_source})
-  message(STATUS "kernelforge: wgmma TF32 and f16/bf16 matmul kernels: not built (${_kf_wgmma_reason})")
-endif()
+kf_add_sm90a_sources(kernelforge_wgmma_tf32 KERNELFORGE_WGMMA_TF32 "wgmma TF32 and f16/bf16 matmul kernels"
+  ${_kf_wgmma_source})
