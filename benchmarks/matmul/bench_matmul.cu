@@ -12,6 +12,7 @@
 //   matmul/tf32/wgmma_transpose_b/<shape>    the same kernel with B transposed in shared memory
 //                                            (wgmma_tf32_b_mode::transpose_in_smem); tensor_core_tf32 takes
 //                                            one or the other by m (tuning.hpp: wgmma_tf32_transposes_b)
+//   matmul/tf32/wgmma_transpose_b_n128/<shape>  the same on 128 x 128 tiles, where the library runs 128 x 64
 //   matmul/tf32/cublas/<shape>               cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_TF32
 //   matmul/fp32/tuning/<config>/<shape>      warp_tiled with other tile configurations
 //                                            (NN, 16-byte path), to choose tuning.hpp from data
@@ -19,7 +20,10 @@
 //   matmul/{fp16,bf16}/wgmma_f16/<shape>        kf::matmul, wgmma step (mma.sync where wgmma cannot run)
 //   matmul/{fp16,bf16}/wgmma_slice512/<shape>   the wgmma kernel with split-k slices from 512 (the library's
 //                                               shortest 16-bit slice is 1024: tuning.hpp
-//                                               wgmma_split_k_min_slice); 1024^3 only, where it changes the split
+//                                               wgmma_split_k_min_slice) on 128 x 128 tiles (64 of them: 128 x 64
+//                                               tiles fill the GPU unsplit); 1024^3 only
+//   matmul/{fp16,bf16}/wgmma_f16_n128/<shape>   the wgmma kernel on 128 x 128 tiles (split-k by the library's
+//                                               rule), where the library runs 128 x 64 (1024^3, 128x8192x8192)
 //   matmul/{fp16,bf16}/cublas/<shape>           cublasGemmEx, CUDA_R_16F / CUDA_R_16BF, CUBLAS_COMPUTE_32F
 //                                               (fp32 accumulation, alpha / beta float, C in the same type)
 //   matmul/<fp32|tf32>/fused_bias_relu/<shape>    kf::matmul with options.bias + options.relu
@@ -122,6 +126,11 @@ const std::vector<shape>& shapes() {
 constexpr double slow_max_flops = 2.0 * 4096.0 * 4096.0 * 4096.0;
 /// ... and only on the cubes (1024^3, 2048^3, 4096^3).
 bool is_cube(const shape& s) { return s.m == s.n && s.n == s.k; }
+/// The shapes whose wgmma tiles are 128 x 64 on the H200 (tuning.hpp: choose_wgmma_block_n;
+/// 128 x 128 before): rows at 128 x 128 compare the two widths in one run.
+bool picks_narrowest_wgmma_tile(const shape& s) {
+  return (is_cube(s) && s.m == 1024) || (s.m == 128 && s.n == 8192 && s.k == 8192);
+}
 
 // ---- inputs ------------------------------------------------------------------
 __host__ __device__ inline std::uint64_t mix64(std::uint64_t x) {
@@ -280,6 +289,7 @@ struct row {
   void (*tuning)(operands&, cudaStream_t) = nullptr;
   double expected_tflops = 1;  // for iteration counts only
   int warmups = 3;
+  int block_n = 0;  // wgmma_repack_b / wgmma_transpose_b: the tile width, 0 by shape
 };
 
 /// Enqueues one call of `r` on `stream`.
@@ -293,7 +303,8 @@ void run(const row& r, operands& p, cudaStream_t stream) {
       if (!kf::detail::wgmma_tf32_try_launch(args_of(p), stream, kf::detail::wgmma_tf32_default_cluster,
                                              r.kind == impl::wgmma_repack_b
                                                  ? kf::detail::wgmma_tf32_b_mode::repack
-                                                 : kf::detail::wgmma_tf32_b_mode::transpose_in_smem)) {
+                                                 : kf::detail::wgmma_tf32_b_mode::transpose_in_smem,
+                                             r.block_n)) {
         throw std::runtime_error(
             "the wgmma TF32 kernel does not run here (compute capability 9.0 and 90 in the build)");
       }
@@ -489,11 +500,12 @@ const char* precision16() {
   return std::is_same_v<T, __half> ? "fp16" : "bf16";
 }
 
-/// kf variant, or cuBLAS (variant best marks the cuBLAS row), or (min_slice
-/// nonzero) the wgmma kernel with split-k slices from min_slice.
+/// kf variant, or cuBLAS (variant best marks the cuBLAS row), or (min_slice or
+/// block_n nonzero) the wgmma kernel with split-k slices from min_slice and
+/// block tiles 128 x block_n (0: the library's choice for either).
 template <class T>
 void run16(bool cublas_row, kf::matmul_variant variant, operands16<T>& p, cudaStream_t stream,
-           std::size_t min_slice = 0) {
+           std::size_t min_slice = 0, int block_n = 0) {
   const float alpha = 1.f, beta = 0.f;
   const int m = static_cast<int>(p.s.m), n = static_cast<int>(p.s.n), k = static_cast<int>(p.s.k);
   if (cublas_row) {
@@ -504,10 +516,10 @@ void run16(bool cublas_row, kf::matmul_variant variant, operands16<T>& p, cudaSt
                  "cublasGemmEx (16-bit)");
     return;
   }
-  if (min_slice != 0) {
+  if (min_slice != 0 || block_n != 0) {
     const auto g = kf::detail::make_gemm_args<T>(kf::op::none, kf::op::none, p.s.m, p.s.n, p.s.k, alpha, p.a.data(),
                                                  p.s.k, p.b.data(), p.s.n, beta, p.c.data(), p.s.n);
-    if (!kf::detail::wgmma_f16_try_launch(g, stream, kf::detail::wgmma_f16_default_cluster, min_slice)) {
+    if (!kf::detail::wgmma_f16_try_launch(g, stream, kf::detail::wgmma_f16_default_cluster, min_slice, block_n)) {
       throw std::runtime_error("the wgmma kernel does not run here (compute capability 9.0 and 90 in the build)");
     }
     return;
@@ -522,9 +534,10 @@ void run16(bool cublas_row, kf::matmul_variant variant, operands16<T>& p, cudaSt
 /// 16 entries against a double dot product: |err| <= (4 sqrt(k) + k/16 + 4) 2^-23
 /// sum|a b| (fp32 accumulation) + 2 u_T |ref| (the rounding to T).
 template <class T>
-std::string spot_check16(bool cublas_row, kf::matmul_variant variant, operands16<T>& p, std::size_t min_slice) {
+std::string spot_check16(bool cublas_row, kf::matmul_variant variant, operands16<T>& p, std::size_t min_slice,
+                         int block_n) {
   check(cudaMemset(p.c.data(), 0xFF, p.c.size_bytes()), "poison C");
-  run16<T>(cublas_row, variant, p, nullptr, min_slice);
+  run16<T>(cublas_row, variant, p, nullptr, min_slice, block_n);
   check(cudaDeviceSynchronize(), "spot check run");
   const double kd = static_cast<double>(p.s.k);
   const double acc_rel = (4.0 * std::sqrt(kd) + kd / 16.0 + 4.0) * std::ldexp(1.0, -23);
@@ -554,7 +567,8 @@ std::string spot_check16(bool cublas_row, kf::matmul_variant variant, operands16
 }
 
 template <class T>
-void bm_matmul16(benchmark::State& state, bool cublas_row, kf::matmul_variant variant, shape s, std::size_t min_slice) {
+void bm_matmul16(benchmark::State& state, bool cublas_row, kf::matmul_variant variant, shape s, std::size_t min_slice,
+                 int block_n) {
   KF_BENCH_REQUIRE_GPU(state);
   try {
     if (!cublas_row && device().cc_major < 8) {
@@ -563,13 +577,13 @@ void bm_matmul16(benchmark::State& state, bool cublas_row, kf::matmul_variant va
     }
     operands_for(shape{1, 1, 1});  // release the fp32 operands of the previous rows
     operands16<T>& p = operands16_for<T>(s);
-    const std::string wrong = spot_check16<T>(cublas_row, variant, p, min_slice);
+    const std::string wrong = spot_check16<T>(cublas_row, variant, p, min_slice, block_n);
     if (!wrong.empty()) {
       state.SkipWithError(wrong.c_str());
       return;
     }
     time_gpu(
-        state, [&](cudaStream_t stream) { run16<T>(cublas_row, variant, p, stream, min_slice); }, nullptr, 3);
+        state, [&](cudaStream_t stream) { run16<T>(cublas_row, variant, p, stream, min_slice, block_n); }, nullptr, 3);
     set_flops(state, s.flops(), 2.0 * tf32_peak_tflops());
     const std::string key = std::string(precision16<T>()) + "/" + s.name();
     const double t = state.counters["gpu_s"];
@@ -586,13 +600,13 @@ void bm_matmul16(benchmark::State& state, bool cublas_row, kf::matmul_variant va
 template <class T>
 void register_16bit(const shape& s) {
   using v = kf::matmul_variant;
-  const auto add = [&](const char* name, bool cublas_row, v variant, double expected_tflops,
-                       std::size_t min_slice = 0) {
+  const auto add = [&](const char* name, bool cublas_row, v variant, double expected_tflops, std::size_t min_slice = 0,
+                       int block_n = 0) {
     const std::string full = std::string("matmul/") + precision16<T>() + "/" + name + "/" + s.name();
     const double seconds = s.flops() / (expected_tflops * 1e12);
     const auto iterations =
         std::clamp(static_cast<std::int64_t>(target_seconds / seconds), min_iterations, max_iterations);
-    benchmark::RegisterBenchmark(full.c_str(), bm_matmul16<T>, cublas_row, variant, s, min_slice)
+    benchmark::RegisterBenchmark(full.c_str(), bm_matmul16<T>, cublas_row, variant, s, min_slice, block_n)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond)
         ->Iterations(iterations);
@@ -600,7 +614,10 @@ void register_16bit(const shape& s) {
   add("cublas", true, v::best, 600);
   add("tensor_core_f16", false, v::tensor_core_f16, 300);
   add("wgmma_f16", false, v::wgmma_f16, 500);
-  if (is_cube(s) && s.m == 1024) add("wgmma_slice512", false, v::wgmma_f16, 500, 512);
+  if (is_cube(s) && s.m == 1024) add("wgmma_slice512", false, v::wgmma_f16, 500, 512, 128);
+  // The shapes whose tiles are 128 x 64 by shape, also at the 128 x 128 tiles
+  // they ran before (split-k by the library's rule): the two widths in one run.
+  if (picks_narrowest_wgmma_tile(s)) add("wgmma_f16_n128", false, v::wgmma_f16, 500, 0, 128);
 }
 
 void register_all() {
@@ -610,6 +627,8 @@ void register_all() {
   row mma{"tf32", "mma_sync", impl::mma_sync, v::best, nullptr, 150};
   row repack_b{"tf32", "wgmma_repack_b", impl::wgmma_repack_b, v::best, nullptr, 250};
   row transpose_b{"tf32", "wgmma_transpose_b", impl::wgmma_transpose_b, v::best, nullptr, 200};
+  // Where 128 x 64 tiles run by shape: B transposed in shared memory at 128 x 128 tiles, as before.
+  row transpose_b_n128{"tf32", "wgmma_transpose_b_n128", impl::wgmma_transpose_b, v::best, nullptr, 200, 3, 128};
   const std::vector<row> slow = {kf_row(v::naive, 0.5), kf_row(v::coalesced, 2), kf_row(v::smem_tiled, 5),
                                  kf_row(v::blocktile_1d, 12)};
   const std::vector<row> fast = {kf_row(v::blocktile_2d, 20), kf_row(v::vectorized, 25), kf_row(v::warp_tiled, 45),
@@ -636,6 +655,7 @@ void register_all() {
     register_row(mma, s);
     register_row(repack_b, s);
     register_row(transpose_b, s);
+    if (picks_narrowest_wgmma_tile(s)) register_row(transpose_b_n128, s);
     if ((is_cube(s) && s.m == 4096) || (s.m == 8192 && s.n == 8192 && s.k == 1024)) {
       for (const char* precision : {"fp32", "tf32"}) {
         const double tflops = precision[0] == 'f' ? 45 : 250;
