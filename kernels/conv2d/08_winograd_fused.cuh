@@ -106,6 +106,23 @@ struct conv2d_winograd_fused_args {
   const float* u = nullptr;  // [16][C][k_ld], from conv2d_winograd_filter
 };
 
+/// The kernel's arguments for layer `a` in layout `l` with transformed filters
+/// `u` (the launcher and the CPU emulation test build them here).
+inline conv2d_winograd_fused_args make_conv2d_winograd_fused_args(const conv2d_args<float>& a,
+                                                                  const conv2d_winograd_fused_layout& l,
+                                                                  const float* u) {
+  conv2d_winograd_fused_args wa;
+  wa.a = a;
+  wa.tiles_h = static_cast<int>(l.tiles_h);
+  wa.tiles_w = static_cast<int>(l.tiles_w);
+  wa.tiles = static_cast<int>(l.tiles);
+  wa.k_ld = static_cast<int>(l.k_ld);
+  wa.div_tiles_w = fast_divmod(static_cast<unsigned>(l.tiles_w));
+  wa.div_tiles_h = fast_divmod(static_cast<unsigned>(l.tiles_h));
+  wa.u = u;
+  return wa;
+}
+
 /// y = A^T (sum over c of U (.) V) A + bias, then the epilogue, for 64 filters
 /// x 32 tiles per block. Grid: x = ceil(tiles / 32), y = ceil(K / 64); block
 /// wfused_threads; dynamic shared memory wfused_smem_bytes. One block per SM.

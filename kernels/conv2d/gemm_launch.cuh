@@ -343,15 +343,7 @@ bool launch_conv2d_winograd_fused(const char* what, int device, const conv2d_arg
       <<<conv2d_transform_grid(device, static_cast<std::size_t>(a.k) * a.c), winograd_transform_block, 0, stream>>>(fa);
   check_launch(what);
 
-  conv2d_winograd_fused_args wa;
-  wa.a = a;
-  wa.tiles_h = static_cast<int>(l.tiles_h);
-  wa.tiles_w = static_cast<int>(l.tiles_w);
-  wa.tiles = static_cast<int>(l.tiles);
-  wa.k_ld = static_cast<int>(l.k_ld);
-  wa.div_tiles_w = fast_divmod(static_cast<unsigned>(l.tiles_w));
-  wa.div_tiles_h = fast_divmod(static_cast<unsigned>(l.tiles_h));
-  wa.u = fa.u;
+  const conv2d_winograd_fused_args wa = make_conv2d_winograd_fused_args(a, l, fa.u);
   const dim3 grid(static_cast<std::uint32_t>(l.grid_x), static_cast<std::uint32_t>(l.grid_y));
   kernel<<<grid, wfused_threads, wfused_smem_bytes, stream>>>(wa, ep);
   check_launch(what);

@@ -138,15 +138,7 @@ std::vector<float> run_emulated(const kf::conv2d_params& p, const std::vector<fl
     conv2d_winograd_filter<>(fa);
   }
 
-  conv2d_winograd_fused_args wa;
-  wa.a = a;
-  wa.tiles_h = static_cast<int>(l.tiles_h);
-  wa.tiles_w = static_cast<int>(l.tiles_w);
-  wa.tiles = static_cast<int>(l.tiles);
-  wa.k_ld = static_cast<int>(l.k_ld);
-  wa.div_tiles_w = fast_divmod(static_cast<unsigned>(l.tiles_w));
-  wa.div_tiles_h = fast_divmod(static_cast<unsigned>(l.tiles_h));
-  wa.u = u.data();
+  const conv2d_winograd_fused_args wa = make_conv2d_winograd_fused_args(a, l, u.data());
   const kf::epilogue::bias_relu_threshold<float> ep{nullptr, true, threshold};
   wfused_emulation::grid_dim = {static_cast<unsigned>(l.grid_x), static_cast<unsigned>(l.grid_y), 1};
   for (unsigned by = 0; by < l.grid_y; ++by) {
