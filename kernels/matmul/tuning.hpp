@@ -190,6 +190,30 @@ inline int choose_wgmma_block_n(std::size_t m, std::size_t n, int resident_ctas)
   return wgmma_block_n_choices[count - 1];
 }
 
+/// TF32 (4-byte elements) keeps 128 x 128 tiles, split in k, over 128 x 64
+/// where the split's slices are at least this long. H200, one bench_matmul run,
+/// ours / cuBLAS, 64-wide vs 128-wide: fp16 1024^3 0.80 vs 0.71 (bf16 0.73 vs
+/// 0.71), fp16 128x8192x8192 0.94 vs 0.81 (bf16 0.93 vs 0.80); TF32 1024^3 0.78
+/// vs 0.62 (128 splits k into slices of 512), but TF32 128x8192x8192 0.76 vs
+/// 0.89 (slices of 4096). A 64-wide tile reads twice the A bytes per product
+/// from shared memory; with TF32's row-major B also transposed there, that
+/// costs more than a long split's reduction.
+constexpr std::size_t wgmma_tf32_wide_min_slice = 2048;
+
+/// The wgmma tile width for a product of `element_bytes` elements whose
+/// k-steps are `stage_k` long: choose_wgmma_block_n's, except that TF32 takes
+/// 128 over 64 where 128 x 128 tiles split k into slices of at least
+/// wgmma_tf32_wide_min_slice (plan_split_k as the launcher plans it).
+inline int choose_wgmma_tile_width(std::size_t m, std::size_t n, std::size_t k, std::size_t element_bytes, int stage_k,
+                                   int resident_ctas) {
+  const int width = choose_wgmma_block_n(m, n, resident_ctas);
+  if (width != 64 || element_bytes < 4) return width;
+  const std::size_t tiles_128 = ceil_div(m, wgmma_block_m) * ceil_div(n, std::size_t{128});
+  const split_k_plan plan =
+      plan_split_k(tiles_128, m, n, k, stage_k, resident_ctas, wgmma_split_k_min_slice(element_bytes));
+  return plan.split > 1 && plan.k_slice >= wgmma_tf32_wide_min_slice ? 128 : 64;
+}
+
 // ---- large_tile (08_large_tile.cuh) ------------------------------------------
 /// Common shape: 8 warps of 64 x 64 warp tiles, 16 (m) x 8 (n) outputs per
 /// thread (128 accumulators; 128 FMAs per 6 LDS.128 per k-step), one block of

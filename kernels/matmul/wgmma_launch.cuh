@@ -163,14 +163,15 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
   const bool pack_a = args.trans_a || !rows_aligned(args.A, args.lda, sizeof(T), tma_alignment);
   const bool pack_b = b_source == wgmma_b_source::repacked;
 
-  // The tile width: the widest whose tiles fill the GPU (every width runs one
-  // CTA per SM; the widest instance's count stands for all of them), unless forced.
+  // The tile width: the widest whose tiles fill the GPU, TF32 keeping 128 where
+  // it splits k into long slices (choose_wgmma_tile_width; every width runs one
+  // CTA per SM, the widest instance's count stands for all of them), unless forced.
   int block_n = forced_block_n;
   if (block_n == 0) {
     int resident_wide = 0;
     with_instance<T, Epilogue>(b_n_major, cluster, wgmma_block_n_choices[0],
                                [&](auto i) { resident_wide = decltype(i)::resident(device, what); });
-    block_n = choose_wgmma_block_n(args.m, args.n, resident_wide * cluster);
+    block_n = choose_wgmma_tile_width(args.m, args.n, args.k, sizeof(T), stage_k, resident_wide * cluster);
   }
   const std::size_t tiles_n = ceil_div(args.n, static_cast<std::size_t>(block_n));
   // The persistent kernel walks cluster tiles with an int index.

@@ -416,4 +416,21 @@ TEST(MatmulTuning, WgmmaBlockNIsTheWidestThatFillsTheGpu) {
   EXPECT_EQ(choose_wgmma_block_n(1, 1, 0), 256);
 }
 
+TEST(MatmulTuning, WgmmaTf32KeepsWideTilesWhereTheySplitIntoLongSlices) {
+  using kf::detail::choose_wgmma_tile_width;
+  const int resident = 132;
+  // 16-bit: 64 wherever choose_wgmma_block_n says so.
+  EXPECT_EQ(choose_wgmma_tile_width(1024, 1024, 1024, 2, 64, resident), 64);
+  EXPECT_EQ(choose_wgmma_tile_width(128, 8192, 8192, 2, 64, resident), 64);
+  // TF32: 1024^3 at 128 would split k into slices of 512 -> 64; 128 x 8192 x 8192
+  // at 128 splits into slices of 4096 -> 128 (H200: 0.89 vs 0.76 of cuBLAS).
+  EXPECT_EQ(choose_wgmma_tile_width(1024, 1024, 1024, 4, 32, resident), 64);
+  EXPECT_EQ(choose_wgmma_tile_width(128, 8192, 8192, 4, 32, resident), 128);
+  EXPECT_EQ(choose_wgmma_tile_width(128, 8192, 4096, 4, 32, resident), 128);  // slices of 2048
+  EXPECT_EQ(choose_wgmma_tile_width(128, 8192, 4000, 4, 32, resident), 64);   // slices of 2016
+  // Widths that fill the GPU are untouched.
+  EXPECT_EQ(choose_wgmma_tile_width(4096, 4096, 4096, 4, 32, resident), 256);
+  EXPECT_EQ(choose_wgmma_tile_width(11 * 128, 9 * 128, 8192, 4, 32, resident), 128);
+}
+
 }  // namespace
