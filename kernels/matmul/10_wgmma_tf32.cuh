@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Step 10 -- wgmma_tf32, device code: the Hopper wgmma TF32 kernel and the repacking pass
-// that feeds it. Compiled for sm_90a only (tensor_core_sources.cmake); the host
+// Step 10 -- wgmma_tf32, device code: the Hopper wgmma TF32 kernel (the repacking
+// pass that feeds it: pack_k_major.cuh). Compiled for sm_90a only (tensor_core_sources.cmake); the host
 // side is wgmma_tf32.cu, the host interface wgmma_tf32_launch.cuh.
 //
 //
@@ -69,8 +69,8 @@
 //    224) to hold a block in flight without spills.
 // Operands that wgmma cannot read as they are (TF32 wgmma needs both k-contiguous,
 // apart from the in-place transpose above; TMA needs 16-byte aligned rows) are
-// repacked first by pack_k_major_kernel into a stream-ordered workspace from a
-// per-device memory pool.
+// repacked first by pack_k_major_kernel (pack_k_major.cuh) into a stream-ordered
+// workspace from a per-device memory pool.
 
 #pragma once
 
@@ -90,6 +90,7 @@
 #include "../common/numeric.cuh"
 #include "../common/raster.hpp"
 #include "kernelforge/epilogue.cuh"
+#include "pack_k_major.cuh"
 
 namespace kf::detail {
 namespace wgmma_tf32 {
@@ -176,10 +177,6 @@ static_assert(tile_config<256>::stages == 4 && tile_config<128>::stages == 6 && 
 inline constexpr int raster_group = 8;
 /// TMA coordinates are signed 32-bit: keep the last tile's origin representable.
 inline constexpr std::size_t max_extent = (std::size_t{1} << 31) - 2 * max_block_n;
-
-// ---- repacking pass (operands wgmma cannot read in place) -------------------
-inline constexpr int pack_tile = 32;
-inline constexpr int pack_rows_per_pass = 8;
 
 // ---- TF32 B transposed in shared memory (n-contiguous B, no repack) ---------
 // TF32 wgmma has no transpose bit: B must be k-major in shared memory. An
@@ -716,49 +713,6 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
 
   // No CTA may exit while its peer can still arrive on its barriers.
   if constexpr (Cluster > 1) cluster_sync();
-#endif
-}
-
-/// dst (rows x k, k-contiguous, row stride ld_dst) = the operand whose element
-/// (x, p) lies at src[x * ld_src + p] (SourceKContiguous) or src[p * ld_src + x].
-/// 32 x 32 tiles; the transposing case goes through shared memory so that both
-/// the reads and the writes are coalesced. T: float (TF32 step) or the 16-bit
-/// types (wgmma_f16 step, 12_wgmma_f16.cuh).
-template <bool SourceKContiguous, class T = float>
-KF_KERNEL void __launch_bounds__(wgmma_tf32::pack_tile* wgmma_tf32::pack_rows_per_pass)
-    pack_k_major_kernel(const T* __restrict__ src, long long ld_src, T* __restrict__ dst, long long ld_dst,
-                        long long rows, long long k) {
-#if defined(__CUDA_ARCH__) && !KF_ARCH_SM90A
-  __trap();
-#elif KF_ARCH_SM90A
-  using namespace wgmma_tf32;
-  __shared__ T tile[pack_tile][pack_tile + 1];  // +1: the transposed read is conflict-free
-  const long long x0 = static_cast<long long>(blockIdx.x) * pack_tile;
-  const long long k_tiles = (k + pack_tile - 1) / pack_tile;
-  const int tx = threadIdx.x, ty = threadIdx.y;
-  for (long long kt = blockIdx.y; kt < k_tiles; kt += gridDim.y) {
-    const long long p0 = kt * pack_tile;
-    if constexpr (SourceKContiguous) {
-#pragma unroll
-      for (int r = 0; r < pack_tile; r += pack_rows_per_pass) {
-        const long long x = x0 + ty + r, p = p0 + tx;
-        if (x < rows && p < k) dst[x * ld_dst + p] = src[x * ld_src + p];
-      }
-    } else {
-#pragma unroll
-      for (int r = 0; r < pack_tile; r += pack_rows_per_pass) {
-        const long long p = p0 + ty + r, x = x0 + tx;
-        tile[ty + r][tx] = (x < rows && p < k) ? src[p * ld_src + x] : T(0.0f);
-      }
-      __syncthreads();
-#pragma unroll
-      for (int r = 0; r < pack_tile; r += pack_rows_per_pass) {
-        const long long x = x0 + ty + r, p = p0 + tx;
-        if (x < rows && p < k) dst[x * ld_dst + p] = tile[tx][ty + r];
-      }
-      __syncthreads();  // the tile is rewritten by the next k-tile
-    }
-  }
 #endif
 }
 

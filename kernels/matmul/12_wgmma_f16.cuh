@@ -27,7 +27,7 @@
 //    then (16-byte aligned rows) staged through shared memory and stored by
 //    TMA in 64 x 64 boxes, as step 10.
 // A is read k-major (imm-trans-a = 0); an m-contiguous A, and any operand whose
-// rows are not 16-byte aligned, is repacked first by step 10's
+// rows are not 16-byte aligned, is repacked first by pack_k_major.cuh's
 // pack_k_major_kernel (instantiated for T).
 #pragma once
 

@@ -33,6 +33,18 @@ bool wgmma_f16_try_launch(const gemm_args<__nv_bfloat16>& args, cudaStream_t str
                           split_k_min_slice, block_n);
 }
 
+bool wgmma_pack_k_major(const __half* src, std::size_t ld_src, bool source_k_contiguous, __half* dst,
+                        std::size_t ld_dst, std::size_t rows, std::size_t k, cudaStream_t stream) {
+  return wgmma_host::pack_k_major(src, ld_src, source_k_contiguous, dst, ld_dst, rows, k, stream,
+                                  "kf::detail::wgmma_pack_k_major");
+}
+
+bool wgmma_pack_k_major(const __nv_bfloat16* src, std::size_t ld_src, bool source_k_contiguous, __nv_bfloat16* dst,
+                        std::size_t ld_dst, std::size_t rows, std::size_t k, cudaStream_t stream) {
+  return wgmma_host::pack_k_major(src, ld_src, source_k_contiguous, dst, ld_dst, rows, k, stream,
+                                  "kf::detail::wgmma_pack_k_major");
+}
+
 }  // namespace kf::detail
 
 #else  // !KERNELFORGE_WGMMA_TF32: the library's list has no 90; nothing to run.
@@ -42,6 +54,16 @@ namespace kf::detail {
 bool wgmma_f16_try_launch(const gemm_args<__half>&, cudaStream_t, int, std::size_t, int) { return false; }
 
 bool wgmma_f16_try_launch(const gemm_args<__nv_bfloat16>&, cudaStream_t, int, std::size_t, int) { return false; }
+
+bool wgmma_pack_k_major(const __half*, std::size_t, bool, __half*, std::size_t, std::size_t, std::size_t,
+                        cudaStream_t) {
+  return false;
+}
+
+bool wgmma_pack_k_major(const __nv_bfloat16*, std::size_t, bool, __nv_bfloat16*, std::size_t, std::size_t, std::size_t,
+                        cudaStream_t) {
+  return false;
+}
 
 }  // namespace kf::detail
 

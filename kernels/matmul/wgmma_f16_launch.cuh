@@ -24,6 +24,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
+
 #include "gemm_args.cuh"
 #ifndef KF_WGMMA_F16_DECLARATIONS_ONLY
 #include "tensor_core_f16_launch.cuh"
@@ -48,6 +50,13 @@ bool wgmma_f16_try_launch(const gemm_args<__half>& args, cudaStream_t stream,
 bool wgmma_f16_try_launch(const gemm_args<__nv_bfloat16>& args, cudaStream_t stream,
                           int cluster_size = wgmma_f16_default_cluster, std::size_t split_k_min_slice = 0,
                           int block_n = 0);
+
+/// The repack pass alone for 16-bit elements: as wgmma_pack_k_major(const float*, ...)
+/// (wgmma_tf32_launch.cuh).
+bool wgmma_pack_k_major(const __half* src, std::size_t ld_src, bool source_k_contiguous, __half* dst,
+                        std::size_t ld_dst, std::size_t rows, std::size_t k, cudaStream_t stream);
+bool wgmma_pack_k_major(const __nv_bfloat16* src, std::size_t ld_src, bool source_k_contiguous, __nv_bfloat16* dst,
+                        std::size_t ld_dst, std::size_t rows, std::size_t k, cudaStream_t stream);
 
 #ifndef KF_WGMMA_F16_DECLARATIONS_ONLY
 /// The wgmma kernel where it runs, else the mma.sync kernel (sm_80+).

@@ -22,6 +22,7 @@
 #include "10_wgmma_tf32.cuh"
 #include "../common/alignment.hpp"
 #include "../common/grid.hpp"
+#include "../common/vector_access.cuh"
 #include "../runtime/launcher.hpp"
 #include "../runtime/tensor_map.hpp"  // encode_tiled, encode_sw128
 #include "../runtime/validate.hpp"
@@ -51,22 +52,65 @@ inline void require_wgmma_block_n(const char* what, int block_n) {
                                    " is not a wgmma tile width: pass 0 (chosen by shape), 256, 128 or 64");
 }
 
-/// dst (rows x k, k-contiguous, row stride ld_dst) from src (pack_k_major_kernel).
+/// dst (rows x k, k-contiguous, row stride ld_dst; columns k up to k rounded up
+/// to 16 bytes zero) from src (pack_k_major_kernel): element (x, p) at
+/// src[x * ld_src + p] when source_k_contiguous, else src[p * ld_src + x].
+/// dst's rows must be 16-byte aligned (the workspace: 256-byte aligned base,
+/// ld_packed a multiple of 16 bytes); src's decide between 16-byte and
+/// element-wise loads. Size 0: nothing to do.
 template <class T>
 void launch_pack(const T* src, std::size_t ld_src, bool source_k_contiguous, T* dst, std::size_t ld_dst,
                  std::size_t rows, std::size_t k, cudaStream_t stream, const char* what) {
-  using wgmma_tf32::pack_rows_per_pass;
-  using wgmma_tf32::pack_tile;
-  const dim3 block(pack_tile, pack_rows_per_pass);
-  const std::size_t k_tiles = ceil_div(k, pack_tile);
-  const dim3 grid(static_cast<unsigned>(ceil_div(rows, pack_tile)), capped_grid_dim(k_tiles));
+  if (rows == 0 || k == 0) return;
+  using layout = pack_layout<T>;
+  const std::size_t k_out = round_up(k, static_cast<std::size_t>(layout::vec));
+  const dim3 grid(static_cast<unsigned>(ceil_div(rows, pack::tile_rows)),
+                  capped_grid_dim(ceil_div(k_out, static_cast<std::size_t>(layout::tile_k))));
+  const dim3 block(pack::threads);
   const auto ll = [](std::size_t v) { return static_cast<long long>(v); };
+  const auto launch = [&](auto kernel) {
+    kernel<<<grid, block, 0, stream>>>(src, ll(ld_src), dst, ll(ld_dst), ll(rows), ll(k));
+  };
+  const bool aligned = rows_aligned(src, ld_src, sizeof(T), vector_bytes);
   if (source_k_contiguous) {
-    pack_k_major_kernel<true, T><<<grid, block, 0, stream>>>(src, ll(ld_src), dst, ll(ld_dst), ll(rows), ll(k));
+    aligned ? launch(pack_k_major_kernel<true, true, T>) : launch(pack_k_major_kernel<true, false, T>);
   } else {
-    pack_k_major_kernel<false, T><<<grid, block, 0, stream>>>(src, ll(ld_src), dst, ll(ld_dst), ll(rows), ll(k));
+    aligned ? launch(pack_k_major_kernel<false, true, T>) : launch(pack_k_major_kernel<false, false, T>);
   }
   check_launch(what);
+}
+
+/// The repack alone, validated first (wgmma_pack_k_major: tests and benchmarks);
+/// false where the sm_90a kernels do not run.
+template <class T>
+bool pack_k_major(const T* src, std::size_t ld_src, bool source_k_contiguous, T* dst, std::size_t ld_dst,
+                  std::size_t rows, std::size_t k, cudaStream_t stream, const char* what) {
+  const std::size_t src_rows = source_k_contiguous ? rows : k, src_cols = source_k_contiguous ? k : rows;
+  require_pointer(what, "src", src, src_rows * src_cols);
+  require_pointer(what, "dst", dst, rows * k);
+  require_aligned(what, "src", src, alignof(T));
+  if (ld_src < src_cols) {
+    throw_invalid_argument(what, "ld_src = " + std::to_string(ld_src) + " is less than a source row's " +
+                                     std::to_string(src_cols) + " elements (" + (source_k_contiguous ? "k" : "rows") +
+                                     "): pass ld_src >= " + std::to_string(src_cols));
+  }
+  const std::size_t vec = static_cast<std::size_t>(pack_layout<T>::vec);
+  if (!rows_aligned(dst, ld_dst, sizeof(T), vector_bytes) || ld_dst < k) {
+    throw_invalid_argument(what, "dst must be 16-byte aligned with ld_dst a multiple of " + std::to_string(vec) +
+                                     " elements and at least k = " + std::to_string(k) + " (got ld_dst = " +
+                                     std::to_string(ld_dst) + "): pass the layout the GEMM's workspace has");
+  }
+  if (rows == 0 || k == 0) return true;
+  const std::size_t src_bytes = ((src_rows - 1) * ld_src + src_cols) * sizeof(T);
+  const std::size_t dst_bytes = ((rows - 1) * ld_dst + round_up(k, vec)) * sizeof(T);
+  if (ranges_overlap(src, src_bytes, dst, dst_bytes)) {
+    throw_invalid_argument(what, "src and dst overlap: the repack writes a separate copy (pass a disjoint dst)");
+  }
+  const int device = current_device(what);
+  if (!wgmma_tf32_available(device)) return false;
+  require_kernel_image_cached(device, what);
+  launch_pack(src, ld_src, source_k_contiguous, dst, ld_dst, rows, k, stream, what);
+  return true;
 }
 
 /// wgmma_kernel<T, Cluster, BNMajor, Epilogue, BlockN>: its shared memory, its

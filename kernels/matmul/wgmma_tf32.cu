@@ -34,6 +34,12 @@ bool wgmma_tf32_try_launch(const gemm_args<float>& args, const epilogue::bias_re
   return wgmma_try_launch(args, stream, cluster_size, fused, what, b_mode, 0, block_n);
 }
 
+bool wgmma_pack_k_major(const float* src, std::size_t ld_src, bool source_k_contiguous, float* dst, std::size_t ld_dst,
+                        std::size_t rows, std::size_t k, cudaStream_t stream) {
+  return wgmma_host::pack_k_major(src, ld_src, source_k_contiguous, dst, ld_dst, rows, k, stream,
+                                  "kf::detail::wgmma_pack_k_major");
+}
+
 }  // namespace kf::detail
 
 #else  // !KERNELFORGE_WGMMA_TF32: the library's list has no 90; nothing to run.
@@ -46,6 +52,10 @@ bool wgmma_tf32_try_launch(const gemm_args<float>&, cudaStream_t, int, wgmma_tf3
 
 bool wgmma_tf32_try_launch(const gemm_args<float>&, const epilogue::bias_relu_threshold<float>&, cudaStream_t, int,
                            wgmma_tf32_b_mode, int) {
+  return false;
+}
+
+bool wgmma_pack_k_major(const float*, std::size_t, bool, float*, std::size_t, std::size_t, std::size_t, cudaStream_t) {
   return false;
 }
 

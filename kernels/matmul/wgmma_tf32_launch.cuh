@@ -41,6 +41,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <type_traits>
 
 #include "gemm_args.cuh"
@@ -80,6 +81,17 @@ bool wgmma_tf32_try_launch(const gemm_args<float>& args, cudaStream_t stream,
 bool wgmma_tf32_try_launch(const gemm_args<float>& args, const epilogue::bias_relu_threshold<float>& fused,
                            cudaStream_t stream, int cluster_size = wgmma_tf32_default_cluster,
                            wgmma_tf32_b_mode b_mode = wgmma_tf32_b_mode::by_shape, int block_n = 0);
+
+/// The repack pass alone (pack_k_major.cuh), for tests and benchmarks: dst
+/// (rows x k, k-contiguous, row stride ld_dst; 16-byte aligned rows, as the
+/// GEMM's workspace has; columns k up to k rounded up to 16 bytes set to zero)
+/// from src, whose element (x, p) lies at src[x * ld_src + p] when
+/// source_k_contiguous, else at src[p * ld_src + x]. Arguments are validated
+/// first (errc::invalid_argument naming the one at fault); then true, enqueued
+/// on `stream` (nothing for rows or k == 0), or false, nothing enqueued, where
+/// the wgmma kernels do not run (wgmma_tf32_available).
+bool wgmma_pack_k_major(const float* src, std::size_t ld_src, bool source_k_contiguous, float* dst, std::size_t ld_dst,
+                        std::size_t rows, std::size_t k, cudaStream_t stream);
 
 #ifndef KF_WGMMA_TF32_DECLARATIONS_ONLY
 /// The wgmma kernel where it runs, else the mma.sync kernel (sm_80+).

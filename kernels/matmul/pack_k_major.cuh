@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: Apache-2.0
+// The repacking pass of the wgmma steps (10 and 12): a k-contiguous copy of an
+// operand wgmma cannot read in place (TF32 B not transposed where the shape
+// repacks it, A transposed, rows not 16-byte aligned), written into the
+// stream-ordered workspace that wgmma_launch.cuh's TMA descriptors then read.
+// Compiled in the sm_90a objects only (wgmma_tf32.cu, wgmma_f16.cu), like the
+// kernels it feeds.
+//
+// What changes from the pass before (32 x 32 tiles of single elements, 32 x 8
+// threads; ncu on the H200 at TF32 4096^3: 46.6 us, 51% of DRAM bandwidth, for
+// the 128 MB a copy moves in ~28 us), and why it is faster:
+//  * 16-byte accesses: every thread moves whole 16-byte chunks (4 floats, 8
+//    halves). The stores always are (the destination is the workspace: 16-byte
+//    aligned rows, ld a multiple of 16 bytes); the loads are too where the
+//    source's base and leading dimension allow (SourceAligned, chosen per
+//    launch on the host), else a chunk's elements are loaded one by one (the
+//    misaligned operands, which the GEMM repacks for that very reason).
+//  * More bytes in flight: tiles of 64 rows x 256 bytes of k (64 floats or 128
+//    halves, 16 KiB), 256 threads, each issuing its 4 independent 16-byte loads
+//    before any store; a warp's accesses cover whole 128-byte lines.
+//  * Conflict-free shared memory with no padding: the transposing case holds
+//    the tile k-contiguous, each row's 16-byte chunks XOR-swizzled by the row's
+//    chunk column in the source (pack_layout::offset). A thread scatters its
+//    source chunk's elements to one word-column of 8 distinct chunks-mod-8, and
+//    reads back whole destination chunks, 8 distinct bank groups a quarter-warp
+//    (tests/matmul_tc/pack_test.cu checks both on the CPU).
+//  * The copy case (source already k-contiguous, misaligned rows) needs no
+//    shared memory at all: loads to registers, then 16-byte stores.
+//  * One tile per block, as many blocks as tiles (4096 at 4096 x 4096 floats):
+//    at ~8 resident blocks an SM that is several waves on 132 SMs.
+// The pad between k and the row stride is zero up to k rounded up to 16 bytes
+// (all of it at the GEMM's ld_packed), so the packed copy holds no stale bytes;
+// the GEMM itself never reads it (its TMA maps end at k).
+// Its measured rate: bench_matmul's matmul/pack/ rows (benchmarks/TUNING.md).
+#pragma once
+
+#include "../arch/guards.cuh"
+#include "../common/host_device.hpp"
+#include "../common/kernel.cuh"
+#include "../common/vector_access.cuh"
+
+namespace kf::detail {
+
+namespace pack {
+inline constexpr int threads = 256;
+inline constexpr int warp_size = 32;
+inline constexpr int warps = threads / warp_size;
+/// At most 64 registers a thread (no spills at that cap, ptxas -v on sm_90a):
+/// at least 4 blocks, 1024 threads and 64 KiB of loads in flight, an SM.
+inline constexpr int min_blocks_per_sm = 4;
+inline constexpr int chunk_bytes = static_cast<int>(vector_bytes);  ///< one 16-byte access
+/// A warp instruction covers 4 rows x 8 chunks: one 128-byte line of each row,
+/// and in shared memory the 8 chunks of one quarter-warp's 128-bit access.
+inline constexpr int chunks_per_line = 8;
+inline constexpr int rows_per_instruction = warp_size / chunks_per_line;  // 4
+/// The XOR swizzle's period in chunks: 8 x 16 bytes = the 32 banks.
+inline constexpr int swizzle_chunks = 8;
+/// A tile: 64 rows of the packed operand (m of A, n of B) x 256 bytes of k.
+inline constexpr int tile_rows = 64;
+inline constexpr int tile_k_bytes = 256;
+inline constexpr int tile_chunks = tile_k_bytes / chunk_bytes;  // 16 a row
+
+/// The chunk (row, column) of a threads x accesses sweep over `chunks` chunks a
+/// row: access i of thread t. Warp instruction w = warp + warps * i covers
+/// rows_per_instruction rows x chunks_per_line chunks, the `chunks /
+/// chunks_per_line` line groups of a row in consecutive warps. A thread keeps
+/// its column, and its row steps by row_step(chunks) from one access to the
+/// next (the kernel advances pointers instead of recomputing 64-bit offsets).
+KF_HOST_DEVICE constexpr int line_groups(int chunks) { return chunks / chunks_per_line; }
+KF_HOST_DEVICE constexpr int row_step(int chunks) { return warps / line_groups(chunks) * rows_per_instruction; }
+KF_HOST_DEVICE constexpr int first_row(int t, int chunks) {
+  return (t / warp_size) / line_groups(chunks) * rows_per_instruction + (t % warp_size) / chunks_per_line;
+}
+KF_HOST_DEVICE constexpr int column(int t, int chunks) {
+  return (t / warp_size) % line_groups(chunks) * chunks_per_line + t % chunks_per_line;
+}
+}  // namespace pack
+
+/// The tile of one element type: sizes, sweeps and the shared-memory layout.
+template <class T>
+struct pack_layout {
+  static constexpr int vec = pack::chunk_bytes / static_cast<int>(sizeof(T));      ///< elements a chunk: 4 or 8
+  static constexpr int tile_k = pack::tile_k_bytes / static_cast<int>(sizeof(T));  ///< 64 or 128
+  static constexpr int tile_elements = pack::tile_rows * tile_k;                   // 16 KiB
+  /// Destination side (both cases): 64 rows x 16 chunks.
+  static constexpr int dst_chunks = pack::tile_chunks;
+  static constexpr int dst_accesses = pack::tile_rows * dst_chunks / pack::threads;  // 4
+  /// Transposing source side: tile_k source rows (one per k) x 64 elements.
+  static constexpr int src_chunks = pack::tile_rows / vec;                  // 16 or 8
+  static constexpr int src_accesses = tile_k * src_chunks / pack::threads;  // 4
+  static_assert(dst_chunks % pack::chunks_per_line == 0 && src_chunks % pack::chunks_per_line == 0,
+                "a warp instruction covers whole 128-byte lines");
+  static_assert(pack::warps % pack::line_groups(dst_chunks) == 0 && pack::warps % pack::line_groups(src_chunks) == 0,
+                "the warps split evenly between a row's line groups");
+  static_assert(dst_accesses * pack::threads == pack::tile_rows * dst_chunks &&
+                    src_accesses * pack::threads == tile_k * src_chunks,
+                "every thread makes the same number of accesses");
+  static_assert(pack::tile_rows % vec == 0, "source chunks tile the rows");
+
+  /// Element (x, p) of the tile (x: packed row, p: k), k-contiguous, its 16-byte
+  /// chunks XOR-swizzled by x / vec (the source chunk x lies in): the vec
+  /// elements of a source chunk (x..x+vec-1 at one p) land in one word column of
+  /// distinct bank groups, and a destination chunk (vec values of p at one x)
+  /// stays whole.
+  /// offset(x + e, p) = offset(x, p) + e * tile_k for x a multiple of vec and e < vec.
+  KF_HOST_DEVICE static constexpr int offset(int x, int p) {
+    const int chunk = (p / vec) ^ ((x / vec) % pack::swizzle_chunks);
+    return x * tile_k + chunk * vec + p % vec;
+  }
+};
+
+/// dst (rows x k, k-contiguous, row stride ld_dst, 16-byte aligned rows) = the
+/// operand whose element (x, p) lies at src[x * ld_src + p] (SourceKContiguous)
+/// or src[p * ld_src + x]; columns k up to k rounded up to 16 bytes are zero.
+/// SourceAligned: src's base and row stride are 16-byte aligned (16-byte
+/// loads), else elements are loaded singly. Grid: (row tiles, k tiles, capped
+/// at 65535 and strided). T: float (TF32 step) or the 16-bit types (step 12).
+template <bool SourceKContiguous, bool SourceAligned, class T>
+KF_KERNEL void __launch_bounds__(pack::threads, pack::min_blocks_per_sm)
+    pack_k_major_kernel(const T* __restrict__ src, long long ld_src, T* __restrict__ dst, long long ld_dst,
+                        long long rows, long long k) {
+#if defined(__CUDA_ARCH__) && !KF_ARCH_SM90A
+  __trap();
+#elif KF_ARCH_SM90A
+  using L = pack_layout<T>;
+  using chunk_t = vector16<T>;
+  constexpr int vec = L::vec;
+  const int t = threadIdx.x;
+  // A chunk of `extent` elements starting at line[j] (j a multiple of vec), zero past the extent.
+  const auto load_chunk = [](const T* line, long long j, long long extent) {
+    if (SourceAligned && j + vec <= extent) return load16(line);
+    chunk_t c;
+#pragma unroll
+    for (int e = 0; e < vec; ++e) c.v[e] = j + e < extent ? line[e] : T(0.0f);
+    return c;
+  };
+  const long long k_out = (k + vec - 1) / vec * vec;  // written: k, then zeros to a whole chunk
+  const long long x0 = static_cast<long long>(blockIdx.x) * pack::tile_rows;
+  const long long k_tiles = (k_out + L::tile_k - 1) / L::tile_k;
+  // The destination side, the same in both cases: rows x, chunks of p.
+  constexpr int dst_step = pack::row_step(L::dst_chunks);
+  const int dst_row = pack::first_row(t, L::dst_chunks), dst_col = pack::column(t, L::dst_chunks) * vec;
+  const long long dst_x = x0 + dst_row;
+  for (long long kt = blockIdx.y; kt < k_tiles; kt += gridDim.y) {
+    const long long p0 = kt * L::tile_k;
+    const long long dst_p = p0 + dst_col;
+    T* const dst_at = dst + dst_x * ld_dst + dst_p;
+    chunk_t v[SourceKContiguous ? L::dst_accesses : L::src_accesses];
+    if constexpr (SourceKContiguous) {
+      // Every load first, then the stores: 4 chunks a thread in flight.
+      const T* const src_at = src + dst_x * ld_src + dst_p;
+#pragma unroll
+      for (int i = 0; i < L::dst_accesses; ++i) {
+        // Rows past the operand load nothing (extent 0: zeros, never stored).
+        v[i] = load_chunk(src_at + i * dst_step * ld_src, dst_p, dst_x + i * dst_step < rows ? k : 0);
+      }
+#pragma unroll
+      for (int i = 0; i < L::dst_accesses; ++i) {
+        if (dst_x + i * dst_step < rows && dst_p < k_out) store16_global(dst_at + i * dst_step * ld_dst, v[i]);
+      }
+    } else {
+      __shared__ alignas(pack::chunk_bytes) T tile[L::tile_elements];
+      // Source rows are k: a thread's chunk holds x = src_col .. src_col + vec - 1 at p = src_row (+ steps).
+      constexpr int src_step = pack::row_step(L::src_chunks);
+      const int src_row = pack::first_row(t, L::src_chunks), src_col = pack::column(t, L::src_chunks) * vec;
+      const long long src_p = p0 + src_row, src_x = x0 + src_col;
+      const T* const src_at = src + src_p * ld_src + src_x;
+#pragma unroll
+      for (int i = 0; i < L::src_accesses; ++i) {
+        if (src_p + i * src_step < k) {
+          v[i] = load_chunk(src_at + i * src_step * ld_src, src_x, rows);
+        } else {
+#pragma unroll
+          for (int e = 0; e < vec; ++e) v[i].v[e] = T(0.0f);  // the zero pad up to k_out
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < L::src_accesses; ++i) {
+        // Element e of the chunk: x = src_col + e, one tile row further each (the swizzle is x / vec's).
+        T* const column = &tile[L::offset(src_col, src_row + i * src_step)];
+#pragma unroll
+        for (int e = 0; e < vec; ++e) column[e * L::tile_k] = v[i].v[e];
+      }
+      __syncthreads();
+#pragma unroll
+      for (int i = 0; i < L::dst_accesses; ++i) {
+        if (dst_x + i * dst_step < rows && dst_p < k_out) {
+          store16_global(dst_at + i * dst_step * ld_dst, load16(&tile[L::offset(dst_row + i * dst_step, dst_col)]));
+        }
+      }
+      __syncthreads();  // the tile is rewritten by the next k-tile
+    }
+  }
+#endif
+}
+
+}  // namespace kf::detail

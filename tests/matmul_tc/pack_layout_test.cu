@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: Apache-2.0
+// CPU checks of the wgmma steps' repacking pass (kernels/matmul/pack_k_major.cuh),
+// for 4-byte and 2-byte elements, with the kernel's own index functions:
+//  * the shared-memory tile is a permutation of the tile's elements, a chunk of
+//    the destination (vec values of k at one row) stays whole and 16-byte
+//    aligned, and a source chunk's elements are one tile row apart;
+//  * each sweep (source rows of the transposing case, destination rows of both)
+//    visits every chunk of its tile exactly once, and a warp instruction covers
+//    whole 128-byte lines (8 consecutive chunks, starting on a multiple of 8);
+//  * no bank conflicts: the scatter of a source chunk (one element of it per
+//    instruction, 32 lanes) touches at most one 32-bit word per bank (lanes that
+//    share a word do not conflict), and every quarter-warp of a 128-bit read of
+//    destination chunks touches 8 distinct 16-byte bank groups;
+//  * argument validation of the test/benchmark entry point wgmma_pack_k_major.
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "kernelforge/error.hpp"
+#include "kernelforge/kernels/matmul/pack_k_major.cuh"
+#include "kernelforge/kernels/matmul/wgmma_f16_launch.cuh"
+#include "kernelforge/kernels/matmul/wgmma_tf32_launch.cuh"
+#include "test_support.hpp"
+
+namespace {
+
+namespace pk = kf::detail::pack;
+
+template <class T>
+class MatmulPackLayout : public ::testing::Test {};
+using element_types = ::testing::Types<float, __half>;
+TYPED_TEST_SUITE(MatmulPackLayout, element_types);
+
+TYPED_TEST(MatmulPackLayout, TileIsAPermutationWithWholeChunks) {
+  using L = kf::detail::pack_layout<TypeParam>;
+  static_assert(L::vec * sizeof(TypeParam) == 16 && L::tile_k * sizeof(TypeParam) == 256, "16-byte chunks, 256 bytes");
+  std::vector<int> hits(L::tile_elements, 0);
+  for (int x = 0; x < pk::tile_rows; ++x) {
+    for (int p = 0; p < L::tile_k; ++p) {
+      const int offset = L::offset(x, p);
+      ASSERT_GE(offset, 0);
+      ASSERT_LT(offset, L::tile_elements);
+      ++hits[offset];
+      if (p % L::vec == 0) {
+        EXPECT_EQ(offset % L::vec, 0) << "a destination chunk starts 16-byte aligned";
+        for (int e = 0; e < L::vec; ++e) EXPECT_EQ(L::offset(x, p + e), offset + e) << "x " << x << " p " << p;
+      }
+      if (x % L::vec == 0) {
+        for (int e = 0; e < L::vec; ++e) {
+          EXPECT_EQ(L::offset(x + e, p), offset + e * L::tile_k) << "the scatter's step, x " << x << " p " << p;
+        }
+      }
+    }
+  }
+  for (int i = 0; i < L::tile_elements; ++i) ASSERT_EQ(hits[i], 1) << "offset " << i;
+}
+
+/// Every chunk of a rows x chunks tile once; per warp instruction, 4 rows x one 128-byte line each.
+void expect_sweep_covers(int rows, int chunks, int accesses) {
+  SCOPED_TRACE("sweep of " + std::to_string(rows) + " rows x " + std::to_string(chunks) + " chunks");
+  ASSERT_EQ(rows * chunks, accesses * pk::threads);
+  std::vector<int> hits(rows * chunks, 0);
+  for (int warp = 0; warp < pk::warps; ++warp) {
+    for (int i = 0; i < accesses; ++i) {
+      std::map<int, std::set<int>> line;  // row -> chunks of this instruction
+      for (int lane = 0; lane < pk::warp_size; ++lane) {
+        const int t = warp * pk::warp_size + lane;
+        const int row = pk::first_row(t, chunks) + i * pk::row_step(chunks), col = pk::column(t, chunks);
+        ASSERT_LT(row, rows);
+        ASSERT_LT(col, chunks);
+        ++hits[row * chunks + col];
+        line[row].insert(col);
+      }
+      EXPECT_EQ(line.size(), static_cast<std::size_t>(pk::rows_per_instruction));
+      for (const auto& [row, cols] : line) {
+        EXPECT_EQ(cols.size(), static_cast<std::size_t>(pk::chunks_per_line)) << "row " << row;
+        EXPECT_EQ(*cols.begin() % pk::chunks_per_line, 0) << "row " << row;
+        EXPECT_EQ(*cols.rbegin() - *cols.begin(), pk::chunks_per_line - 1) << "row " << row;
+      }
+    }
+  }
+  for (int c = 0; c < rows * chunks; ++c) ASSERT_EQ(hits[c], 1) << "chunk " << c;
+}
+
+TYPED_TEST(MatmulPackLayout, SweepsCoverEveryChunkOnceInWholeLines) {
+  using L = kf::detail::pack_layout<TypeParam>;
+  expect_sweep_covers(pk::tile_rows, L::dst_chunks, L::dst_accesses);  // destination rows (both cases)
+  expect_sweep_covers(L::tile_k, L::src_chunks, L::src_accesses);      // source rows (transposing)
+}
+
+TYPED_TEST(MatmulPackLayout, SharedMemoryAccessesAreBankConflictFree) {
+  using T = TypeParam;
+  using L = kf::detail::pack_layout<T>;
+  constexpr int banks = 32, word = 4, group = 16;
+  for (int warp = 0; warp < pk::warps; ++warp) {
+    // The scatter: instruction (i, e) stores element e of each lane's source chunk.
+    for (int i = 0; i < L::src_accesses; ++i) {
+      for (int e = 0; e < L::vec; ++e) {
+        std::map<int, std::set<int>> words_of_bank;
+        for (int lane = 0; lane < pk::warp_size; ++lane) {
+          const int t = warp * pk::warp_size + lane;
+          const int p = pk::first_row(t, L::src_chunks) + i * pk::row_step(L::src_chunks);
+          const int x = pk::column(t, L::src_chunks) * L::vec + e;
+          const int w = L::offset(x, p) * static_cast<int>(sizeof(T)) / word;
+          words_of_bank[w % banks].insert(w);
+        }
+        for (const auto& [bank, words] : words_of_bank) {
+          EXPECT_EQ(words.size(), 1u) << "scatter conflict: warp " << warp << " access " << i << " element " << e
+                                      << " bank " << bank;
+        }
+      }
+    }
+    // The 128-bit reads of destination chunks, by quarter-warp.
+    for (int i = 0; i < L::dst_accesses; ++i) {
+      for (int quarter = 0; quarter < 4; ++quarter) {
+        std::set<int> groups;
+        for (int lane = 8 * quarter; lane < 8 * quarter + 8; ++lane) {
+          const int t = warp * pk::warp_size + lane;
+          const int x = pk::first_row(t, L::dst_chunks) + i * pk::row_step(L::dst_chunks);
+          const int p = pk::column(t, L::dst_chunks) * L::vec;
+          groups.insert(L::offset(x, p) * static_cast<int>(sizeof(T)) / group % (banks * word / group));
+        }
+        EXPECT_EQ(groups.size(), 8u) << "read conflict: warp " << warp << " access " << i << " quarter " << quarter;
+      }
+    }
+  }
+}
+
+// ---- argument validation of wgmma_pack_k_major (no GPU needed) ---------------
+
+TEST(MatmulPackValidation, BadArgumentsNameTheArgument) {
+  using kf::test::fake;
+  const float* none = nullptr;
+  // Nothing to do is true where the sm_90a kernels are built, false (without validation) where not.
+  if (!kf::detail::wgmma_pack_k_major(none, 0, true, nullptr, 0, 0, 0, nullptr)) {
+    GTEST_SKIP() << "the library was built without 90 in CMAKE_CUDA_ARCHITECTURES (no wgmma kernels)";
+  }
+  const auto call = [](const float* src, std::size_t ld_src, bool copy, float* dst, std::size_t ld_dst,
+                       std::size_t rows, std::size_t k) {
+    return [=] { kf::detail::wgmma_pack_k_major(src, ld_src, copy, dst, ld_dst, rows, k, nullptr); };
+  };
+  const kf::errc bad = kf::errc::invalid_argument;
+  kf::test::expect_error(bad, "src", call(nullptr, 10, true, fake(256), 12, 4, 10));
+  kf::test::expect_error(bad, "dst", call(fake(256), 10, true, nullptr, 12, 4, 10));
+  kf::test::expect_error(bad, "src", call(fake(258), 10, true, fake(256), 12, 4, 10));     // not float-aligned
+  kf::test::expect_error(bad, "ld_src", call(fake(256), 9, true, fake(256), 12, 4, 10));   // k = 10
+  kf::test::expect_error(bad, "ld_src", call(fake(256), 3, false, fake(256), 12, 4, 10));  // rows = 4
+  kf::test::expect_error(bad, "ld_dst", call(fake(256), 10, true, fake(256), 10, 4, 10));  // not 16 bytes
+  kf::test::expect_error(bad, "ld_dst", call(fake(256), 10, true, fake(256), 8, 4, 10));   // < k
+  kf::test::expect_error(bad, "dst must be 16-byte aligned", call(fake(256), 10, true, fake(260), 12, 4, 10));
+  kf::test::expect_error(bad, "overlap", call(fake(256), 10, true, fake(256 + 4 * 32), 12, 4, 10));
+}
+
+}  // namespace
