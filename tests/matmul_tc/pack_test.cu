@@ -168,6 +168,19 @@ TYPED_TEST(MatmulPack, MatchesCpuTransposeAndCopy) {
   }
 }
 
+// A few small shapes through every instance, quick enough under compute-sanitizer
+// (memcheck, racecheck): ragged in both directions, more than one tile each way.
+TYPED_TEST(MatmulPack, SmallShapesForSanitizers) {
+  KF_SKIP_WITHOUT_GPU();
+  if (!pack_runs_here()) GTEST_SKIP() << "the repack runs with the wgmma kernels: compute capability 9.0 and 90 built";
+  for (const extent& e : {extent{65, 129}, extent{130, 257}}) {
+    for (const bool copy : {false, true}) {
+      run_pack<TypeParam>(e.rows, e.k, copy, source_layout::aligned, 1);
+      run_pack<TypeParam>(e.rows, e.k, copy, source_layout::misaligned_base, 0);
+    }
+  }
+}
+
 // More k-tiles than a grid's y extent (65535): the kernel strides over the rest.
 TYPED_TEST(MatmulPack, KBeyondTheGridsYExtent) {
   KF_SKIP_WITHOUT_GPU();
