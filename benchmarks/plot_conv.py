@@ -12,7 +12,9 @@ script says why there is no plot). Python 3 standard library otherwise.
 
 Names follow bench_conv: conv2d/<fp32|tf32>/<impl>/<layer> and
 filter2d/fp32/<impl>/<image>; the fields Google Benchmark appends
-(min_time:X, iterations:N, manual_time, ...) are ignored.
+(min_time:X, iterations:N, manual_time, ...) are ignored, and so are the
+tuning rows (filter2d/fp32/register_window_cfg/<config>/<image>: candidate
+configurations of one kernel, compared in benchmarks/TUNING.md, not the README).
 """
 
 import argparse
@@ -27,6 +29,8 @@ CONV_ORDER = ["cudnn", "naive", "smem_tiled", "implicit_gemm", "implicit_gemm_pi
               "winograd_fused",
               "implicit_gemm_tf32", "implicit_gemm_wgmma", "best"]
 FUSED_ORDER = ["cudnn_fused", "unfused", "fused"]
+# Impl fields of tuning rows: candidate configurations, left out of the tables and the plot.
+TUNING_IMPLS = {"register_window_cfg"}
 FILTER_ORDER = ["copy", "cudnn", "naive", "constant_memory", "smem_tiled", "register_window", "rolling_window",
                 "tma_pipeline", "best"]
 
@@ -43,7 +47,7 @@ def load(path):
         if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
             continue
         fields = clean_name(b["name"])
-        if len(fields) < 4:
+        if len(fields) < 4 or fields[2] in TUNING_IMPLS:
             continue
         rows.append({
             "family": fields[0], "type": fields[1], "impl": fields[2], "size": "/".join(fields[3:]),

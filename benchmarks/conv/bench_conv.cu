@@ -12,6 +12,9 @@
 //                                  the floor), cudnn (as a 1-channel convolution), best,
 //                                  naive, constant_memory, smem_tiled, register_window,
 //                                  rolling_window, tma_pipeline (sm_90 only: skipped elsewhere)
+//   filter2d/fp32/register_window_cfg/<name>/8192x8192_<r>x<s>   register_window's candidate
+//                                  configurations (kernels/filter2d/window_configs.cuh; the
+//                                  first, rows8_cols4, is the library's), launched directly
 //   conv2d_bias_relu/<fp32|tf32>/<impl>/<layer>   conv + bias + ReLU (threshold 0, cuDNN's):
 //                                  impl: cudnn_fused (cudnnConvolutionBiasActivationForward,
 //                                  CUDNN_ACTIVATION_RELU, the algorithm of the cudnn row above),
@@ -50,6 +53,7 @@
 #include "kernelforge/elementwise.hpp"
 #include "kernelforge/kernels/conv2d/tuning.hpp"
 #include "kernelforge/kernels/conv2d/wgmma_plan.hpp"
+#include "kernelforge/kernels/filter2d/window_configs.cuh"
 
 namespace kf::bench::conv {
 namespace {
@@ -451,6 +455,30 @@ void bm_filter_cudnn(benchmark::State& state, std::size_t taps) {
   state.SetLabel(std::string("algo ") + std::to_string(static_cast<int>(c.algo)));
 }
 
+/// Checks one run of `run` against cuDNN (into a NaN-poisoned y, so an
+/// unwritten pixel fails), then times it: the filter2d rows' common part.
+template <class Run>
+void time_filter(benchmark::State& state, std::size_t taps, const std::string& impl, const Run& run) {
+  problem_data& d = filter_data(taps);
+  check(cudaMemset(d.y.data(), 0xFF, d.y_size() * sizeof(float)), "cudaMemset");
+  try {
+    run(nullptr);
+  } catch (const kf::error& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  check(cudaDeviceSynchronize(), impl.c_str());
+  const double diff = checked_difference(impl + "/" + filter_name(taps), d);
+  if (!(diff <= exact_check_tolerance)) {
+    state.SkipWithError(("result differs from cuDNN by " + std::to_string(diff) + " (relative to max |y|)").c_str());
+    return;
+  }
+  time_gpu(state, run);
+  set_bandwidth(state, image_bytes());
+  state.counters["diff_vs_cudnn"] = diff;
+  set_frac_cudnn(state, "filter2d/" + filter_name(taps));
+}
+
 void bm_filter_kf(benchmark::State& state, std::size_t taps, kf::filter2d_variant variant) {
   KF_BENCH_REQUIRE_GPU(state);
   problem_data& d = filter_data(taps);
@@ -462,22 +490,19 @@ void bm_filter_kf(benchmark::State& state, std::size_t taps, kf::filter2d_varian
     kf::filter2d<float>(1, image_extent, image_extent, d.x.data(), image_extent, d.w.data(), taps, taps, d.y.data(),
                         image_extent, options);
   };
-  try {
-    run(nullptr);
-  } catch (const kf::error& e) {
-    state.SkipWithError(e.what());
-    return;
-  }
-  check(cudaDeviceSynchronize(), "kf::filter2d");
-  const double diff = checked_difference(std::string(kf::to_string(variant)) + "/" + filter_name(taps), d);
-  if (!(diff <= exact_check_tolerance)) {
-    state.SkipWithError(("result differs from cuDNN by " + std::to_string(diff) + " (relative to max |y|)").c_str());
-    return;
-  }
-  time_gpu(state, run);
-  set_bandwidth(state, image_bytes());
-  state.counters["diff_vs_cudnn"] = diff;
-  set_frac_cudnn(state, "filter2d/" + filter_name(taps));
+  time_filter(state, taps, kf::to_string(variant), run);
+}
+
+/// register_window's candidate `name` (window_configs.cuh), zero border, with
+/// the kernel launched directly (no kf::filter2d validation on the timed path).
+void bm_filter_window_candidate(benchmark::State& state, std::size_t taps, const std::string& name) {
+  KF_BENCH_REQUIRE_GPU(state);
+  problem_data& d = filter_data(taps);
+  const auto a =
+      kf::detail::make_filter2d_args<float>(1, image_extent, image_extent, d.x.data(), image_extent, d.w.data(), taps,
+                                            taps, d.y.data(), image_extent, kf::border::zero);
+  time_filter(state, taps, "register_window_cfg/" + name,
+              [&](cudaStream_t s) { kf::detail::launch_filter2d_window_candidate(name, a, s); });
 }
 
 // ---- registration, in the order the ratios need: baselines first -----------------
@@ -557,6 +582,11 @@ struct registrar {
         configure(benchmark::RegisterBenchmark(("filter2d/fp32/" + std::string(kf::to_string(v)) + suffix).c_str(),
                                                [taps, v](benchmark::State& s) { bm_filter_kf(s, taps, v); }));
       }
+      kf::detail::for_each_filter2d_window_candidate([&](const char* name, auto) {
+        configure(benchmark::RegisterBenchmark(
+            ("filter2d/fp32/register_window_cfg/" + std::string(name) + suffix).c_str(),
+            [taps, name = std::string(name)](benchmark::State& s) { bm_filter_window_candidate(s, taps, name); }));
+      });
     }
   }
 };

@@ -21,6 +21,13 @@
 //  * The filter is read from global memory (r*s __ldg per thread, L1
 //    broadcasts), as smem_tiled reads it: correct for every launch on any
 //    stream, no staging and no synchronization.
+// Tunable (issue 11): the strip height, the columns per thread (2: a float2,
+// 4: a float4, 8: two float4s) and the __launch_bounds__ minimum of resident
+// blocks per SM (which caps the registers) are the kernel's Config
+// (filter2d_window_config). The library ships filter2d_window_default;
+// window_configs.cuh lists the candidates bench_conv compares with it. Every
+// configuration adds the same products in the same order to each output, so
+// all of them give bit-identical results.
 // Requirements (checked by the launcher, which otherwise runs smem_tiled):
 // float, an instantiated filter size (3x3, 5x5), in and out 16-byte aligned
 // with pitches a multiple of 4 elements, so every row start is aligned.
@@ -44,12 +51,66 @@ constexpr int filter2d_window_cols = 4;
 /// Does register_window have an instantiation for an r x s filter?
 inline bool filter2d_window_has_size(int r, int s) { return (r == 3 && s == 3) || (r == 5 && s == 5); }
 
-/// Grid: x = float4 columns / filter2d_window_threads, y = row strips of
-/// filter2d_window_rows (grid-stride up to `strips`), z = channels (grid-stride).
-template <int R, int S, border Mode>
-KF_KERNEL void __launch_bounds__(filter2d_window_threads) filter2d_register_window(filter2d_args<float> a, int strips) {
-  constexpr int rows = filter2d_window_rows;
-  constexpr int cols = filter2d_window_cols;
+/// A register_window configuration: Rows output rows per thread (the strip),
+/// Cols adjacent output columns per thread (2, 4 or 8: one float2, one float4,
+/// two float4s per input row), and MinBlocks, the __launch_bounds__ minimum
+/// of resident blocks per SM (0: none; k asks ptxas to fit
+/// 65536 / (filter2d_window_threads * k) registers per thread).
+template <int Rows, int Cols, int MinBlocks>
+struct filter2d_window_config {
+  static_assert(Rows >= 1, "a strip holds at least one output row");
+  static_assert(Cols == 2 || Cols == 4 || Cols == 8, "columns per thread: 2 (float2), 4 or 8 (float4s)");
+  static_assert(MinBlocks >= 0 && MinBlocks * filter2d_window_threads <= 2048, "at most 2048 threads per SM");
+  static constexpr int rows = Rows;
+  static constexpr int cols = Cols;
+  static constexpr int min_blocks = MinBlocks;
+};
+
+/// What the library runs (filter2d.cu): 8 rows x one float4, no register cap.
+using filter2d_window_default = filter2d_window_config<filter2d_window_rows, filter2d_window_cols, 0>;
+
+/// Cols consecutive floats from p (aligned to min(Cols, 4) floats) into v[0, Cols).
+template <int Cols>
+__device__ __forceinline__ void filter2d_window_load(const float* p, float* v) {
+  if constexpr (Cols == 2) {
+    const float2 q = __ldg(reinterpret_cast<const float2*>(p));
+    v[0] = q.x;
+    v[1] = q.y;
+  } else {
+#pragma unroll
+    for (int e = 0; e < Cols; e += 4) {
+      const float4 q = __ldg(reinterpret_cast<const float4*>(p + e));
+      v[e + 0] = q.x;
+      v[e + 1] = q.y;
+      v[e + 2] = q.z;
+      v[e + 3] = q.w;
+    }
+  }
+}
+
+/// v[0, Cols) to p (aligned as for filter2d_window_load) in vector stores.
+template <int Cols>
+__device__ __forceinline__ void filter2d_window_store(float* p, const float* v) {
+  if constexpr (Cols == 2) {
+    *reinterpret_cast<float2*>(p) = make_float2(v[0], v[1]);
+  } else {
+#pragma unroll
+    for (int e = 0; e < Cols; e += 4) {
+      *reinterpret_cast<float4*>(p + e) = make_float4(v[e + 0], v[e + 1], v[e + 2], v[e + 3]);
+    }
+  }
+}
+
+/// Grid: x = groups of Config::cols columns / filter2d_window_threads, y = row
+/// strips of Config::rows (grid-stride up to `strips`), z = channels
+/// (grid-stride); window_launch.cuh computes it.
+/// MinBlocks 0 gives __launch_bounds__(threads, 0), which sets no minimum:
+/// the same code as __launch_bounds__(threads) (checked on the SASS).
+template <int R, int S, border Mode, class Config = filter2d_window_default>
+KF_KERNEL void __launch_bounds__(filter2d_window_threads, Config::min_blocks)
+    filter2d_register_window(filter2d_args<float> a, int strips) {
+  constexpr int rows = Config::rows;
+  constexpr int cols = Config::cols;
   constexpr int top = R / 2;            // input rows above an output row
   constexpr int left = S / 2;           // input columns left of an output column
   constexpr int right = S - 1 - S / 2;  // and right of it
@@ -90,11 +151,7 @@ KF_KERNEL void __launch_bounds__(filter2d_window_threads) filter2d_register_wind
         } else {
           const float* row = in_plane + sy * a.in_pitch;
           if (inside) {
-            const float4 v = __ldg(reinterpret_cast<const float4*>(row + x));
-            w[ir][left + 0] = v.x;
-            w[ir][left + 1] = v.y;
-            w[ir][left + 2] = v.z;
-            w[ir][left + 3] = v.w;
+            filter2d_window_load<cols>(row + x, &w[ir][left]);
 #pragma unroll
             for (int m = 1; m <= left; ++m) w[ir][left - m] = __ldg(row + x - m);
 #pragma unroll
@@ -128,7 +185,7 @@ KF_KERNEL void __launch_bounds__(filter2d_window_threads) filter2d_register_wind
         if (done >= 0 && y0 + done < height) {
           float* out = out_plane + (y0 + done) * a.out_pitch + x;
           if (full_store) {
-            *reinterpret_cast<float4*>(out) = make_float4(acc[done][0], acc[done][1], acc[done][2], acc[done][3]);
+            filter2d_window_store<cols>(out, acc[done]);
           } else {
 #pragma unroll
             for (int k = 0; k < cols; ++k) {

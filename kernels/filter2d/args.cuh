@@ -23,4 +23,26 @@ struct filter2d_args {
   border mode = border::zero;
 };
 
+/// The kernel arguments of a validated call (sizes as the launcher received them).
+template <class T>
+filter2d_args<T> make_filter2d_args(std::size_t channels, std::size_t height, std::size_t width, const T* in,
+                                    std::size_t in_pitch, const T* filter, std::size_t r, std::size_t s, T* out,
+                                    std::size_t out_pitch, border mode) {
+  filter2d_args<T> a;
+  a.channels = static_cast<int>(channels);
+  a.height = static_cast<int>(height);
+  a.width = static_cast<int>(width);
+  a.in = in;
+  a.in_pitch = static_cast<long long>(in_pitch);
+  a.in_plane = static_cast<long long>(in_pitch * height);
+  a.filter = filter;
+  a.r = static_cast<int>(r);
+  a.s = static_cast<int>(s);
+  a.out = out;
+  a.out_pitch = static_cast<long long>(out_pitch);
+  a.out_plane = static_cast<long long>(out_pitch * height);
+  a.mode = mode;
+  return a;
+}
+
 }  // namespace kf::detail

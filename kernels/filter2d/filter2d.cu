@@ -23,6 +23,7 @@
 #include "filter2d/tile.cuh"
 #include "filter2d/tma_launch.hpp"
 #include "filter2d/validate.hpp"
+#include "filter2d/window_launch.cuh"
 #include "kernelforge/conv.hpp"
 
 namespace kf {
@@ -56,27 +57,6 @@ namespace {
 /// separable-capable kernel under `best`: up to 5x5 the 2D loop is already
 /// bound by memory, beyond it the r*s multiply-adds start to dominate.
 constexpr std::size_t separable_min_taps = 26;
-
-template <class T>
-filter2d_args<T> make_args(std::size_t channels, std::size_t height, std::size_t width, const T* in,
-                           std::size_t in_pitch, const T* filter, std::size_t r, std::size_t s, T* out,
-                           std::size_t out_pitch, border mode) {
-  filter2d_args<T> a;
-  a.channels = static_cast<int>(channels);
-  a.height = static_cast<int>(height);
-  a.width = static_cast<int>(width);
-  a.in = in;
-  a.in_pitch = static_cast<long long>(in_pitch);
-  a.in_plane = static_cast<long long>(in_pitch * height);
-  a.filter = filter;
-  a.r = static_cast<int>(r);
-  a.s = static_cast<int>(s);
-  a.out = out;
-  a.out_pitch = static_cast<long long>(out_pitch);
-  a.out_plane = static_cast<long long>(out_pitch * height);
-  a.mode = mode;
-  return a;
-}
 
 // ---- naive and constant_memory: one pixel per thread ------------------------
 template <class T>
@@ -158,15 +138,6 @@ void launch_tiled_2d(const char* what, const filter2d_args<T>& a, cudaStream_t s
 }
 
 // ---- register_window and rolling_window ---------------------------------------
-/// Can the window kernels (register_window, rolling_window) run this call? An
-/// instantiated filter size, and every row start of in and out 16-byte aligned
-/// (the float4 loads and stores).
-bool window_kernels_apply(const filter2d_args<float>& a) {
-  constexpr int V = vector16<float>::size;
-  return filter2d_window_has_size(a.r, a.s) && misalignment(a.in) == 0 && misalignment(a.out) == 0 &&
-         a.in_pitch % V == 0 && a.out_pitch % V == 0;
-}
-
 /// The window kernel `best` runs for a float r x s filter whose rows are
 /// aligned: the launch table, one line per size (measurements in
 /// benchmarks/TUNING.md). Measured on the H200 (bench_conv, 8192^2, one run):
@@ -226,29 +197,6 @@ bool try_tma_pipeline_for_best(int device, const filter2d_args<float>& a, cudaSt
   return filter2d_tma_try_launch(device, a, stream);
 }
 
-/// Calls f(std::integral_constant<border, mode>) for the run-time mode.
-template <class F>
-void with_border(border mode, F&& f) {
-  switch (mode) {
-    case border::zero: return f(std::integral_constant<border, border::zero>{});
-    case border::clamp: return f(std::integral_constant<border, border::clamp>{});
-    case border::reflect: return f(std::integral_constant<border, border::reflect>{});
-  }
-}
-
-template <int R, int S>
-void launch_register_window(const char* what, const filter2d_args<float>& a, cudaStream_t stream) {
-  const std::size_t vectors = ceil_div(static_cast<std::size_t>(a.width), filter2d_window_cols);
-  const std::size_t blocks_x = ceil_div(vectors, filter2d_window_threads);
-  const std::size_t strips = ceil_div(static_cast<std::size_t>(a.height), filter2d_window_rows);
-  const dim3 grid(static_cast<std::uint32_t>(blocks_x), capped_grid_dim(strips), capped_grid_dim(a.channels));
-  with_border(a.mode, [&](auto mode) {
-    filter2d_register_window<R, S, decltype(mode)::value>
-        <<<grid, filter2d_window_threads, 0, stream>>>(a, static_cast<int>(strips));
-  });
-  check_launch(what);
-}
-
 template <int R, int S>
 void launch_rolling_window(const char* what, const filter2d_args<float>& a, cudaStream_t stream) {
   const std::size_t vectors = ceil_div(static_cast<std::size_t>(a.width), filter2d_rolling_cols);
@@ -267,11 +215,12 @@ void launch_rolling_window(const char* what, const filter2d_args<float>& a, cuda
 /// apply, else smem_tiled (same results up to rounding).
 void launch_window_or_tiled(const char* what, filter2d_variant variant, const filter2d_args<float>& a,
                             cudaStream_t stream) {
-  if (!window_kernels_apply(a)) return launch_tiled_2d(what, a, stream);
+  if (!filter2d_window_kernels_apply(a)) return launch_tiled_2d(what, a, stream);
   const bool rolling = variant == filter2d_variant::rolling_window;
   if (a.r == 3)
-    return rolling ? launch_rolling_window<3, 3>(what, a, stream) : launch_register_window<3, 3>(what, a, stream);
-  rolling ? launch_rolling_window<5, 5>(what, a, stream) : launch_register_window<5, 5>(what, a, stream);
+    return rolling ? launch_rolling_window<3, 3>(what, a, stream)
+                   : launch_filter2d_register_window<3, 3>(what, a, stream);
+  rolling ? launch_rolling_window<5, 5>(what, a, stream) : launch_filter2d_register_window<5, 5>(what, a, stream);
 }
 
 /// double is compiled for the naive kernel only; the window kernels for float only.
@@ -316,7 +265,7 @@ void dispatch(const char* what, int device, const filter2d_args<T>& a, filter2d_
     }
     if constexpr (std::is_same_v<T, float>) {
       if (try_tma_pipeline_for_best(device, a, stream)) return;
-      if (window_kernels_apply(a)) return launch_window_or_tiled(what, best_window_kernel(a.r), a, stream);
+      if (filter2d_window_kernels_apply(a)) return launch_window_or_tiled(what, best_window_kernel(a.r), a, stream);
     }
     const std::size_t taps = static_cast<std::size_t>(a.r) * a.s;
     if (a.r > 1 && a.s > 1 && taps >= separable_min_taps) return launch_tiled<T, 0, 0, true>(what, a, stream);
@@ -336,7 +285,7 @@ void filter2d_impl(std::size_t channels, std::size_t height, std::size_t width, 
   if (channels == 0 || height == 0 || width == 0) return;
   const int device = current_device(what);
   require_kernel_image_cached(device, what);
-  const auto a = make_args(channels, height, width, in, in_pitch, filter, r, s, out, out_pitch, options.mode);
+  const auto a = make_filter2d_args(channels, height, width, in, in_pitch, filter, r, s, out, out_pitch, options.mode);
   dispatch(what, device, a, options.variant, options.stream);
 }
 

@@ -40,6 +40,7 @@
 #include "kernelforge/reference/conv.hpp"
 #include "kernelforge/reference/elementwise.hpp"
 #include "test_support.hpp"
+#include "window_candidates.hpp"
 
 namespace {
 
@@ -122,9 +123,13 @@ bool is_poison(const void* p, std::size_t bytes) {
   return true;
 }
 
-template <class T, class Images = decltype(image_cases)>
-void run_case(kf::filter2d_variant variant, const filter_case& fc, const Images& images = image_cases,
-              std::initializer_list<kf::border> modes = {kf::border::zero, kf::border::clamp, kf::border::reflect}) {
+constexpr std::initializer_list<kf::border> all_borders = {kf::border::zero, kf::border::clamp, kf::border::reflect};
+
+/// Runs `launch(ic, mode, in, filter, out)` (in and out at their offsets)
+/// over every image and border, on a poisoned output, against the reference.
+template <class T, class Launch, class Images>
+void run_case_with(const Launch& launch, const filter_case& fc, const Images& images,
+                   std::initializer_list<kf::border> modes = all_borders) {
   const auto filter = make_filter<T>(fc, 1000 + fc.r * 37 + fc.s);
   const auto d_filter = kf::to_device(filter);
   for (const image_case& ic : images) {
@@ -141,11 +146,7 @@ void run_case(kf::filter2d_variant variant, const filter_case& fc, const Images&
       kf::reference::filter2d_exact(ic.channels, ic.height, ic.width, input.data() + ic.in_offset, ic.in_pitch,
                                     filter.data(), fc.r, fc.s, mode, expected.data(), ic.out_pitch, scale.data());
       kf::test::poison(d_out.data(), d_out.size_bytes());
-      kf::filter2d_options options;
-      options.variant = variant;
-      options.mode = mode;
-      kf::filter2d<T>(ic.channels, ic.height, ic.width, d_in.data() + ic.in_offset, ic.in_pitch, d_filter.data(), fc.r,
-                      fc.s, d_out.data() + ic.out_offset, ic.out_pitch, options);
+      launch(ic, mode, d_in.data() + ic.in_offset, d_filter.data(), d_out.data() + ic.out_offset);
       const auto got = kf::to_host(d_out);
       ASSERT_TRUE(is_poison(got.data(), ic.out_offset * sizeof(T))) << "bytes before the output were written";
       std::vector<T> values;
@@ -163,6 +164,19 @@ void run_case(kf::filter2d_variant variant, const filter_case& fc, const Images&
       ASSERT_TRUE(kf::test::all_close(values, want, tolerance_for<T>(fc), &want_scale));
     }
   }
+}
+
+/// run_case_with for kf::filter2d with `variant`.
+template <class T, class Images = decltype(image_cases)>
+void run_case(kf::filter2d_variant variant, const filter_case& fc, const Images& images = image_cases,
+              std::initializer_list<kf::border> modes = all_borders) {
+  const auto launch = [&](const image_case& ic, kf::border mode, const T* in, const T* filter, T* out) {
+    kf::filter2d_options options;
+    options.variant = variant;
+    options.mode = mode;
+    kf::filter2d<T>(ic.channels, ic.height, ic.width, in, ic.in_pitch, filter, fc.r, fc.s, out, ic.out_pitch, options);
+  };
+  run_case_with<T>(launch, fc, images, modes);
 }
 
 // Readable parameter values in test (and so ctest) names.
@@ -234,6 +248,109 @@ TEST(Filter2dRegisterWindow, MisalignedOrOddPitchFallsBack) {
     run_case<float>(v, filter_cases[1], fallback);  // 3x3
     run_case<float>(v, filter_cases[2], fallback);  // 5x5
   }
+}
+
+// ---- register_window's candidate configurations (window_configs.cuh) ---------
+// Every candidate bench_conv times (register_window_cfg rows) over the aligned
+// images, for 3x3 and 5x5 and every border, plus images for their geometry:
+// widths past one block of 128 threads x 8 columns (1031: the second block's
+// one thread is an edge thread; 2053), heights that are not multiples of 2 or
+// 3 rows (the 1-, 2-, 3- and 4-row strips), and 65600 rows, more strips than
+// gridDim.y holds for 1-row strips (the kernel's grid-stride loop over strips).
+const image_case candidate_extra_images[] = {
+    {1, 19, 1031, 1032, 1036, 4, 0},
+    {2, 11, 2053, 2056, 2060, 0, 4},
+    {1, 65600, 8, 8, 12, 0, 0},
+};
+
+/// Runs candidate `name` where run_case_with calls the library.
+template <class Images>
+void run_candidate(const std::string& name, const filter_case& fc, const Images& images) {
+  const auto launch = [&](const image_case& ic, kf::border mode, const float* in, const float* filter, float* out) {
+    kf::test::filter2d_window_candidate(name, ic.channels, ic.height, ic.width, in, ic.in_pitch, filter, fc.r, fc.s,
+                                        out, ic.out_pitch, mode);
+  };
+  run_case_with<float>(launch, fc, images);
+}
+
+/// Every configuration adds the same products in the same order, so candidate
+/// `name` must write exactly the bytes register_window (the library) writes,
+/// NaN poison where neither writes included.
+template <class Images>
+void expect_bits_of_register_window(const std::string& name, const filter_case& fc, const Images& images) {
+  const auto filter = make_filter<float>(fc, 2000 + fc.r);
+  const auto d_filter = kf::to_device(filter);
+  for (const image_case& ic : images) {
+    const auto input = kf::test::random_vector<float>(ic.in_offset + ic.channels * ic.height * ic.in_pitch, ic.width);
+    const auto d_in = kf::to_device(input);
+    const std::size_t out_n = ic.out_offset + ic.channels * ic.height * ic.out_pitch;
+    kf::device_buffer<float> d_library(out_n), d_candidate(out_n);
+    for (kf::border mode : all_borders) {
+      SCOPED_TRACE(std::string("image ") + std::to_string(ic.channels) + " x " + std::to_string(ic.height) + " x " +
+                   std::to_string(ic.width) + ", border " + kf::to_string(mode));
+      kf::test::poison(d_library.data(), d_library.size_bytes());
+      kf::test::poison(d_candidate.data(), d_candidate.size_bytes());
+      kf::filter2d_options options;
+      options.variant = kf::filter2d_variant::register_window;
+      options.mode = mode;
+      kf::filter2d<float>(ic.channels, ic.height, ic.width, d_in.data() + ic.in_offset, ic.in_pitch, d_filter.data(),
+                          fc.r, fc.s, d_library.data() + ic.out_offset, ic.out_pitch, options);
+      kf::test::filter2d_window_candidate(name, ic.channels, ic.height, ic.width, d_in.data() + ic.in_offset,
+                                          ic.in_pitch, d_filter.data(), fc.r, fc.s, d_candidate.data() + ic.out_offset,
+                                          ic.out_pitch, mode);
+      const auto want = kf::to_host(d_library), got = kf::to_host(d_candidate);
+      ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
+          << "candidate " << name << " differs from register_window in some bit";
+    }
+  }
+}
+
+using candidate_param = std::tuple<std::string, filter_case>;
+
+class Filter2dWindowCandidate : public ::testing::TestWithParam<candidate_param> {};
+TEST_P(Filter2dWindowCandidate, AlignedImagesMatchReference) {
+  KF_SKIP_WITHOUT_GPU();
+  const auto& [name, fc] = GetParam();
+  run_candidate(name, fc, window_image_cases);
+  run_candidate(name, fc, candidate_extra_images);
+}
+TEST_P(Filter2dWindowCandidate, SameBitsAsRegisterWindow) {
+  KF_SKIP_WITHOUT_GPU();
+  const auto& [name, fc] = GetParam();
+  expect_bits_of_register_window(name, fc, window_image_cases);
+  expect_bits_of_register_window(name, fc, candidate_extra_images);
+}
+INSTANTIATE_TEST_SUITE_P(Conv, Filter2dWindowCandidate,
+                         ::testing::Combine(::testing::ValuesIn(kf::test::filter2d_window_candidate_names()),
+                                            ::testing::Values(filter_case{"3x3", 3, 3, false},
+                                                              filter_case{"5x5", 5, 5, false})),
+                         [](const ::testing::TestParamInfo<candidate_param>& info) {
+                           return std::get<0>(info.param) + "_" + std::get<1>(info.param).name;
+                         });
+
+// What a candidate cannot run: errc::invalid_argument naming the condition or
+// the name, and nothing written.
+TEST(Filter2dWindowCandidate, RefusesUnknownNamesAndUnalignedRows) {
+  KF_SKIP_WITHOUT_GPU();
+  const std::size_t h = 9, w = 13;
+  const auto filter = kf::test::random_vector<float>(25, 8);
+  const auto input = kf::test::random_vector<float>(16 * h + 4, 9);
+  const auto d_filter = kf::to_device(filter);
+  const auto d_in = kf::to_device(input);
+  kf::device_buffer<float> d_out(16 * h + 4);
+  kf::test::poison(d_out.data(), d_out.size_bytes());
+  const std::string first = kf::test::filter2d_window_candidate_names().front();
+  const auto call = [&](const std::string& name, std::size_t in_offset, std::size_t in_pitch, std::size_t r) {
+    return [&, name, in_offset, in_pitch, r] {
+      kf::test::filter2d_window_candidate(name, 1, h, w, d_in.data() + in_offset, in_pitch, d_filter.data(), r, r,
+                                          d_out.data(), 16, kf::border::zero);
+    };
+  };
+  kf::test::expect_error(kf::errc::invalid_argument, "no register_window candidate", call("rows99_cols4", 0, 16, 5));
+  kf::test::expect_error(kf::errc::invalid_argument, "16-byte aligned", call(first, 1, 16, 5));  // in misaligned
+  kf::test::expect_error(kf::errc::invalid_argument, "16-byte aligned", call(first, 0, 15, 3));  // in_pitch % 4
+  kf::test::expect_error(kf::errc::invalid_argument, "3x3 and 5x5 filters only", call(first, 0, 16, 4));  // 4x4
+  ASSERT_TRUE(is_poison(kf::to_host(d_out).data(), d_out.size_bytes())) << "the output was written";
 }
 
 // ---- tma_pipeline (step 6, sm_90a) ----------------------------------------------
