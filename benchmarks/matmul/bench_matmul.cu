@@ -18,10 +18,6 @@
 //                                            (NN, 16-byte path), to choose tuning.hpp from data
 //   matmul/{fp16,bf16}/tensor_core_f16/<shape>  kf::matmul<__half / __nv_bfloat16>, mma.sync step
 //   matmul/{fp16,bf16}/wgmma_f16/<shape>        kf::matmul, wgmma step (mma.sync where wgmma cannot run)
-//   matmul/{fp16,bf16}/wgmma_slice512/<shape>   the wgmma kernel with split-k slices from 512 (the library's
-//                                               shortest 16-bit slice is 1024: tuning.hpp
-//                                               wgmma_split_k_min_slice) on 128 x 128 tiles (64 of them: 128 x 64
-//                                               tiles fill the GPU unsplit); 1024^3 only
 //   matmul/{fp16,bf16}/wgmma_f16_n128/<shape>   the wgmma kernel on 128 x 128 tiles (split-k by the library's
 //                                               rule), where the library runs 128 x 64 (1024^3, 128x8192x8192)
 //   matmul/{fp16,bf16}/cublas/<shape>           cublasGemmEx, CUDA_R_16F / CUDA_R_16BF, CUBLAS_COMPUTE_32F
@@ -513,12 +509,10 @@ const char* precision16() {
   return std::is_same_v<T, __half> ? "fp16" : "bf16";
 }
 
-/// kf variant, or cuBLAS (variant best marks the cuBLAS row), or (min_slice or
-/// block_n nonzero) the wgmma kernel with split-k slices from min_slice and
-/// block tiles 128 x block_n (0: the library's choice for either).
+/// kf variant, or cuBLAS (variant best marks the cuBLAS row), or (block_n
+/// nonzero) the wgmma kernel on block tiles 128 x block_n.
 template <class T>
-void run16(bool cublas_row, kf::matmul_variant variant, operands16<T>& p, cudaStream_t stream,
-           std::size_t min_slice = 0, int block_n = 0) {
+void run16(bool cublas_row, kf::matmul_variant variant, operands16<T>& p, cudaStream_t stream, int block_n = 0) {
   const float alpha = 1.f, beta = 0.f;
   const int m = static_cast<int>(p.s.m), n = static_cast<int>(p.s.n), k = static_cast<int>(p.s.k);
   if (cublas_row) {
@@ -529,10 +523,10 @@ void run16(bool cublas_row, kf::matmul_variant variant, operands16<T>& p, cudaSt
                  "cublasGemmEx (16-bit)");
     return;
   }
-  if (min_slice != 0 || block_n != 0) {
+  if (block_n != 0) {
     const auto g = kf::detail::make_gemm_args<T>(kf::op::none, kf::op::none, p.s.m, p.s.n, p.s.k, alpha, p.a.data(),
                                                  p.s.k, p.b.data(), p.s.n, beta, p.c.data(), p.s.n);
-    if (!kf::detail::wgmma_f16_try_launch(g, stream, kf::detail::wgmma_f16_default_cluster, min_slice, block_n)) {
+    if (!kf::detail::wgmma_f16_try_launch(g, stream, kf::detail::wgmma_f16_default_cluster, block_n)) {
       throw std::runtime_error("the wgmma kernel does not run here (compute capability 9.0 and 90 in the build)");
     }
     return;
@@ -547,10 +541,9 @@ void run16(bool cublas_row, kf::matmul_variant variant, operands16<T>& p, cudaSt
 /// 16 entries against a double dot product: |err| <= (4 sqrt(k) + k/16 + 4) 2^-23
 /// sum|a b| (fp32 accumulation) + 2 u_T |ref| (the rounding to T).
 template <class T>
-std::string spot_check16(bool cublas_row, kf::matmul_variant variant, operands16<T>& p, std::size_t min_slice,
-                         int block_n) {
+std::string spot_check16(bool cublas_row, kf::matmul_variant variant, operands16<T>& p, int block_n) {
   check(cudaMemset(p.c.data(), 0xFF, p.c.size_bytes()), "poison C");
-  run16<T>(cublas_row, variant, p, nullptr, min_slice, block_n);
+  run16<T>(cublas_row, variant, p, nullptr, block_n);
   check(cudaDeviceSynchronize(), "spot check run");
   const double kd = static_cast<double>(p.s.k);
   const double acc_rel = (4.0 * std::sqrt(kd) + kd / 16.0 + 4.0) * std::ldexp(1.0, -23);
@@ -580,8 +573,7 @@ std::string spot_check16(bool cublas_row, kf::matmul_variant variant, operands16
 }
 
 template <class T>
-void bm_matmul16(benchmark::State& state, bool cublas_row, kf::matmul_variant variant, shape s, std::size_t min_slice,
-                 int block_n) {
+void bm_matmul16(benchmark::State& state, bool cublas_row, kf::matmul_variant variant, shape s, int block_n) {
   KF_BENCH_REQUIRE_GPU(state);
   try {
     if (!cublas_row && device().cc_major < 8) {
@@ -590,13 +582,13 @@ void bm_matmul16(benchmark::State& state, bool cublas_row, kf::matmul_variant va
     }
     operands_for(shape{1, 1, 1});  // release the fp32 operands of the previous rows
     operands16<T>& p = operands16_for<T>(s);
-    const std::string wrong = spot_check16<T>(cublas_row, variant, p, min_slice, block_n);
+    const std::string wrong = spot_check16<T>(cublas_row, variant, p, block_n);
     if (!wrong.empty()) {
       state.SkipWithError(wrong.c_str());
       return;
     }
     time_gpu(
-        state, [&](cudaStream_t stream) { run16<T>(cublas_row, variant, p, stream, min_slice, block_n); }, nullptr, 3);
+        state, [&](cudaStream_t stream) { run16<T>(cublas_row, variant, p, stream, block_n); }, nullptr, 3);
     set_flops(state, s.flops(), 2.0 * tf32_peak_tflops());
     const std::string key = std::string(precision16<T>()) + "/" + s.name();
     const double t = state.counters["gpu_s"];
@@ -613,13 +605,12 @@ void bm_matmul16(benchmark::State& state, bool cublas_row, kf::matmul_variant va
 template <class T>
 void register_16bit(const shape& s) {
   using v = kf::matmul_variant;
-  const auto add = [&](const char* name, bool cublas_row, v variant, double expected_tflops, std::size_t min_slice = 0,
-                       int block_n = 0) {
+  const auto add = [&](const char* name, bool cublas_row, v variant, double expected_tflops, int block_n = 0) {
     const std::string full = std::string("matmul/") + precision16<T>() + "/" + name + "/" + s.name();
     const double seconds = s.flops() / (expected_tflops * 1e12);
     const auto iterations =
         std::clamp(static_cast<std::int64_t>(target_seconds / seconds), min_iterations, max_iterations);
-    benchmark::RegisterBenchmark(full.c_str(), bm_matmul16<T>, cublas_row, variant, s, min_slice, block_n)
+    benchmark::RegisterBenchmark(full.c_str(), bm_matmul16<T>, cublas_row, variant, s, block_n)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond)
         ->Iterations(iterations);
@@ -627,10 +618,9 @@ void register_16bit(const shape& s) {
   add("cublas", true, v::best, 600);
   add("tensor_core_f16", false, v::tensor_core_f16, 300);
   add("wgmma_f16", false, v::wgmma_f16, 500);
-  if (is_cube(s) && s.m == 1024) add("wgmma_slice512", false, v::wgmma_f16, 500, 512, 128);
   // The shapes whose tiles are 128 x 64 by shape, also at the 128 x 128 tiles
   // they ran before (split-k by the library's rule): the two widths in one run.
-  if (picks_narrowest_wgmma_tile(s)) add("wgmma_f16_n128", false, v::wgmma_f16, 500, 0, 128);
+  if (picks_narrowest_wgmma_tile(s)) add("wgmma_f16_n128", false, v::wgmma_f16, 500, 128);
 }
 
 // ---- the repack pass alone ---------------------------------------------------

@@ -88,7 +88,9 @@
 //     transform: the transformed inputs and products stay in shared memory and
 //     registers (workspace: 16 C round_up(K, 4) floats). It needs a device that
 //     grants a block 168 KB of shared memory (sm_90, sm_100; elsewhere
-//     errc::unsupported); `best` does not choose it yet.
+//     errc::unsupported). `best` runs it on winograd's layers where its blocks
+//     fill their waves on the device (kernels/conv2d/tuning.hpp), winograd
+//     elsewhere.
 //   - Precompiled for float.
 #pragma once
 
@@ -132,7 +134,8 @@ enum class filter2d_variant {
                     ///< TMA (Hopper), consumer warps compute from them; float, 3x3 or 5x5,
                     ///< border::zero, in and out 16-byte aligned with pitches a multiple of 4,
                     ///< compute capability 9.0: errc::unsupported naming the missing condition
-                    ///< otherwise (no fallback). Not yet chosen by `best`
+                    ///< otherwise (no fallback). Measured slower than register_window on the
+                    ///< H200, so `best` does not choose it
 };
 
 struct filter2d_options {
@@ -205,7 +208,7 @@ enum class conv2d_variant {
   /// Winograd F(2x2,3x3) in one kernel (input and output transforms fused
   /// around the 16 products; see the top of this header): the layers `winograd`
   /// computes, on devices granting 168 KB of shared memory per block (sm_90,
-  /// sm_100), else errc::unsupported. Not yet chosen by `best`.
+  /// sm_100), else errc::unsupported. `best` takes it where its blocks fill their waves.
   winograd_fused,
 };
 

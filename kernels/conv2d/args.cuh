@@ -11,7 +11,10 @@
 //   y[n][k][p][q] = C[m][k] (+ bias[k]).
 #pragma once
 
+#include <cstddef>
+
 #include "../common/fast_divmod.cuh"
+#include "kernelforge/conv.hpp"
 
 namespace kf::detail {
 
@@ -32,5 +35,41 @@ struct conv2d_args {
   const T* bias = nullptr;
   T* y = nullptr;
 };
+
+/// The kernels' arguments from validated parameters (P, Q from validate_conv2d):
+/// the launchers and the CPU emulation test of step 8 build them here.
+inline conv2d_args<float> make_conv2d_args(const conv2d_params& p, std::size_t P, std::size_t Q, const float* x,
+                                           const float* w, const float* bias, float* y) {
+  conv2d_args<float> a;
+  a.n = static_cast<int>(p.batch);
+  a.c = static_cast<int>(p.in_channels);
+  a.h = static_cast<int>(p.in_height);
+  a.w = static_cast<int>(p.in_width);
+  a.k = static_cast<int>(p.out_channels);
+  a.r = static_cast<int>(p.filter_height);
+  a.s = static_cast<int>(p.filter_width);
+  a.p = static_cast<int>(P);
+  a.q = static_cast<int>(Q);
+  a.stride_h = static_cast<int>(p.stride_h);
+  a.stride_w = static_cast<int>(p.stride_w);
+  a.pad_h = static_cast<int>(p.pad_h);
+  a.pad_w = static_cast<int>(p.pad_w);
+  a.dilation_h = static_cast<int>(p.dilation_h);
+  a.dilation_w = static_cast<int>(p.dilation_w);
+  a.m = static_cast<int>(p.batch * P * Q);
+  a.crs = static_cast<int>(p.in_channels * p.filter_height * p.filter_width);
+  a.rs = static_cast<int>(p.filter_height * p.filter_width);
+  a.hw = static_cast<int>(p.in_height * p.in_width);
+  a.pq = static_cast<int>(P * Q);
+  a.div_pq = fast_divmod(static_cast<unsigned>(a.pq));
+  a.div_q = fast_divmod(static_cast<unsigned>(a.q));
+  a.div_rs = fast_divmod(static_cast<unsigned>(a.rs));
+  a.div_s = fast_divmod(static_cast<unsigned>(a.s));
+  a.x = x;
+  a.wt = w;
+  a.bias = bias;
+  a.y = y;
+  return a;
+}
 
 }  // namespace kf::detail

@@ -42,41 +42,6 @@ bool conv2d_compiled_for_sm80(int device, const char* what) {
   return profile_of<Kernel>(device, what).ptx_version >= conv2d_tf32_min_cc;
 }
 
-/// The kernels' arguments from validated parameters (P, Q from validate_conv2d).
-inline conv2d_args<float> make_conv2d_args(const conv2d_params& p, std::size_t P, std::size_t Q, const float* x,
-                                           const float* w, const float* bias, float* y) {
-  conv2d_args<float> a;
-  a.n = static_cast<int>(p.batch);
-  a.c = static_cast<int>(p.in_channels);
-  a.h = static_cast<int>(p.in_height);
-  a.w = static_cast<int>(p.in_width);
-  a.k = static_cast<int>(p.out_channels);
-  a.r = static_cast<int>(p.filter_height);
-  a.s = static_cast<int>(p.filter_width);
-  a.p = static_cast<int>(P);
-  a.q = static_cast<int>(Q);
-  a.stride_h = static_cast<int>(p.stride_h);
-  a.stride_w = static_cast<int>(p.stride_w);
-  a.pad_h = static_cast<int>(p.pad_h);
-  a.pad_w = static_cast<int>(p.pad_w);
-  a.dilation_h = static_cast<int>(p.dilation_h);
-  a.dilation_w = static_cast<int>(p.dilation_w);
-  a.m = static_cast<int>(p.batch * P * Q);
-  a.crs = static_cast<int>(p.in_channels * p.filter_height * p.filter_width);
-  a.rs = static_cast<int>(p.filter_height * p.filter_width);
-  a.hw = static_cast<int>(p.in_height * p.in_width);
-  a.pq = static_cast<int>(P * Q);
-  a.div_pq = fast_divmod(static_cast<unsigned>(a.pq));
-  a.div_q = fast_divmod(static_cast<unsigned>(a.q));
-  a.div_rs = fast_divmod(static_cast<unsigned>(a.rs));
-  a.div_s = fast_divmod(static_cast<unsigned>(a.s));
-  a.x = x;
-  a.wt = w;
-  a.bias = bias;
-  a.y = y;
-  return a;
-}
-
 inline dim3 conv2d_gemm_grid(const char* what, const conv2d_args<float>& a, int bm, int bn, std::size_t split = 1) {
   const std::size_t gx = ceil_div(static_cast<std::size_t>(a.m), bm);
   const std::size_t gy = ceil_div(static_cast<std::size_t>(a.k), bn);
@@ -330,15 +295,7 @@ bool launch_conv2d_winograd_fused(const char* what, int device, const conv2d_arg
   pooled_workspace workspace(device, l.bytes(), stream);
   if (workspace.data<float>() == nullptr) return false;
 
-  conv2d_winograd_filter_args fa;
-  fa.w = a.wt;
-  fa.k = a.k;
-  fa.c = a.c;
-  fa.div_c = fast_divmod(static_cast<unsigned>(a.c));
-  fa.u = workspace.data<float>();
-  fa.k_stride = 1;  // U[b][c][k_ld]
-  fa.c_stride = static_cast<int>(l.k_ld);
-  fa.plane = static_cast<std::size_t>(a.c) * l.k_ld;
+  const conv2d_winograd_filter_args fa = make_conv2d_winograd_fused_filter_args(a, l, workspace.data<float>());
   conv2d_winograd_filter<>
       <<<conv2d_transform_grid(device, static_cast<std::size_t>(a.k) * a.c), winograd_transform_block, 0, stream>>>(fa);
   check_launch(what);

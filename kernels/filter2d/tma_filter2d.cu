@@ -45,8 +45,6 @@ void launch_kernel(int device, const CUtensorMap& map, filter2d_tma::params prm,
 
 bool filter2d_tma_try_launch(int device, const filter2d_args<float>& a, cudaStream_t stream) {
   if (!filter2d_tma_available(device)) return false;
-  const PFN_cuTensorMapEncodeTiled_v12000 encode = encode_tiled();
-  if (encode == nullptr) return false;
   using z = std::size_t;
   const z C = static_cast<z>(a.channels), H = static_cast<z>(a.height), W = static_cast<z>(a.width);
   const z in_pitch = static_cast<z>(a.in_pitch);
@@ -57,12 +55,8 @@ bool filter2d_tma_try_launch(int device, const filter2d_args<float>& a, cudaStre
   const cuuint64_t strides[2] = {in_pitch * sizeof(float), static_cast<z>(a.in_plane) * sizeof(float)};
   const cuuint32_t box[3] = {static_cast<cuuint32_t>(filter2d_tma::box_cols),
                              static_cast<cuuint32_t>(filter2d_tma::chunk_rows), 1};
-  const cuuint32_t ones[3] = {1, 1, 1};
-  if (encode(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, const_cast<float*>(a.in), dims, strides, box, ones,
-             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
-    return false;
-  }
+  // No swizzle: the consumers read plain rows of the box (no driver encoder or a rejected map: false).
+  if (!encode_tiled_map(map, a.in, 3, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_NONE)) return false;
   filter2d_tma::params prm;
   prm.out = a.out;
   prm.filter = a.filter;

@@ -21,16 +21,12 @@ namespace {
 constexpr const char* what = "kf::matmul (wgmma_f16)";
 }  // namespace
 
-bool wgmma_f16_try_launch(const gemm_args<__half>& args, cudaStream_t stream, int cluster_size,
-                          std::size_t split_k_min_slice, int block_n) {
-  return wgmma_try_launch(args, stream, cluster_size, epilogue::identity{}, what, wgmma_tf32_b_mode::by_shape,
-                          split_k_min_slice, block_n);
+bool wgmma_f16_try_launch(const gemm_args<__half>& args, cudaStream_t stream, int cluster_size, int block_n) {
+  return wgmma_try_launch(args, stream, cluster_size, epilogue::identity{}, what, wgmma_tf32_b_mode::by_shape, block_n);
 }
 
-bool wgmma_f16_try_launch(const gemm_args<__nv_bfloat16>& args, cudaStream_t stream, int cluster_size,
-                          std::size_t split_k_min_slice, int block_n) {
-  return wgmma_try_launch(args, stream, cluster_size, epilogue::identity{}, what, wgmma_tf32_b_mode::by_shape,
-                          split_k_min_slice, block_n);
+bool wgmma_f16_try_launch(const gemm_args<__nv_bfloat16>& args, cudaStream_t stream, int cluster_size, int block_n) {
+  return wgmma_try_launch(args, stream, cluster_size, epilogue::identity{}, what, wgmma_tf32_b_mode::by_shape, block_n);
 }
 
 bool wgmma_pack_k_major(const __half* src, std::size_t ld_src, bool source_k_contiguous, __half* dst,
@@ -51,9 +47,9 @@ bool wgmma_pack_k_major(const __nv_bfloat16* src, std::size_t ld_src, bool sourc
 
 namespace kf::detail {
 
-bool wgmma_f16_try_launch(const gemm_args<__half>&, cudaStream_t, int, std::size_t, int) { return false; }
+bool wgmma_f16_try_launch(const gemm_args<__half>&, cudaStream_t, int, int) { return false; }
 
-bool wgmma_f16_try_launch(const gemm_args<__nv_bfloat16>&, cudaStream_t, int, std::size_t, int) { return false; }
+bool wgmma_f16_try_launch(const gemm_args<__nv_bfloat16>&, cudaStream_t, int, int) { return false; }
 
 bool wgmma_pack_k_major(const __half*, std::size_t, bool, __half*, std::size_t, std::size_t, std::size_t,
                         cudaStream_t) {

@@ -39,17 +39,13 @@ inline constexpr int wgmma_f16_default_cluster = 2;
 /// Enqueues C = alpha * op(A) * op(B) + beta * C with the wgmma kernel on the
 /// current device and returns true; returns false, having enqueued nothing, when
 /// a condition above is not met. cluster_size: 1 or 2 (anything else: the default).
-/// split_k_min_slice: the shortest k-slice split-k may cut (0: the library's,
-/// tuning.hpp wgmma_split_k_min_slice; bench_matmul measures others with it).
 /// block_n: the block tile's width, 0 (by shape: tuning.hpp choose_wgmma_block_n)
 /// or one of wgmma_block_n_choices (256, 128, 64; tests run every width);
 /// anything else: errc::invalid_argument.
 bool wgmma_f16_try_launch(const gemm_args<__half>& args, cudaStream_t stream,
-                          int cluster_size = wgmma_f16_default_cluster, std::size_t split_k_min_slice = 0,
-                          int block_n = 0);
+                          int cluster_size = wgmma_f16_default_cluster, int block_n = 0);
 bool wgmma_f16_try_launch(const gemm_args<__nv_bfloat16>& args, cudaStream_t stream,
-                          int cluster_size = wgmma_f16_default_cluster, std::size_t split_k_min_slice = 0,
-                          int block_n = 0);
+                          int cluster_size = wgmma_f16_default_cluster, int block_n = 0);
 
 /// The repack pass alone for 16-bit elements: as wgmma_pack_k_major(const float*, ...)
 /// (wgmma_tf32_launch.cuh).

@@ -172,14 +172,13 @@ void with_instance(bool n_major, int cluster, int block_n, F&& f) {
 ///    cannot fill the GPU (choose_wgmma_block_n; forced_block_n, where nonzero,
 ///    forces one of wgmma_block_n_choices: tests run every width on one shape);
 ///  * split-k where the tiles fill less than half the GPU (plan_split_k with
-///    wgmma_split_k_min_slice, or split_k_min_slice where nonzero: benchmarks
-///    measure other slices with it), then the reduction;
+///    wgmma_split_k_min_slice), then the reduction;
 ///  * C stored through shared memory and TMA when beta == 0 and C's rows are
 ///    16-byte aligned (unsplit), else from registers.
 template <class T, class Epilogue>
 bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster_size, const Epilogue& fn,
                       const char* what, wgmma_tf32_b_mode tf32_b_mode = wgmma_tf32_b_mode::by_shape,
-                      std::size_t split_k_min_slice = 0, int forced_block_n = 0) {
+                      int forced_block_n = 0) {
   using namespace wgmma_host;
   using wgmma_tf32::block_m;
   using wgmma_tf32::max_cluster;
@@ -269,10 +268,9 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
   ep.cluster_rows = static_cast<int>(ceil_div(tiles_m, static_cast<std::size_t>(cluster)));
   ep.pairs = rows_aligned(args.C, args.ldc, sizeof(T), 2 * sizeof(T));
 
-  const split_k_workspace split(
-      plan_split_k(tiles_m * tiles_n, args.m, args.n, args.k, stage_k, resident * cluster,
-                   split_k_min_slice != 0 ? split_k_min_slice : wgmma_split_k_min_slice(sizeof(T))),
-      args.m, args.n, args.k, device, stream);
+  const split_k_workspace split(plan_split_k(tiles_m * tiles_n, args.m, args.n, args.k, stage_k, resident * cluster,
+                                             wgmma_split_k_min_slice(sizeof(T))),
+                                args.m, args.n, args.k, device, stream);
   ep.partial = split.partials();
   ep.splits = split.plan().split;
   ep.split_k_tiles = static_cast<int>(ceil_div(split.plan().k_slice, static_cast<std::size_t>(stage_k)));

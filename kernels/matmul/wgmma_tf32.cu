@@ -26,12 +26,12 @@ constexpr const char* what = "kf::matmul (wgmma_tf32)";
 
 bool wgmma_tf32_try_launch(const gemm_args<float>& args, cudaStream_t stream, int cluster_size,
                            wgmma_tf32_b_mode b_mode, int block_n) {
-  return wgmma_try_launch(args, stream, cluster_size, epilogue::identity{}, what, b_mode, 0, block_n);
+  return wgmma_try_launch(args, stream, cluster_size, epilogue::identity{}, what, b_mode, block_n);
 }
 
 bool wgmma_tf32_try_launch(const gemm_args<float>& args, const epilogue::bias_relu_threshold<float>& fused,
                            cudaStream_t stream, int cluster_size, wgmma_tf32_b_mode b_mode, int block_n) {
-  return wgmma_try_launch(args, stream, cluster_size, fused, what, b_mode, 0, block_n);
+  return wgmma_try_launch(args, stream, cluster_size, fused, what, b_mode, block_n);
 }
 
 bool wgmma_pack_k_major(const float* src, std::size_t ld_src, bool source_k_contiguous, float* dst, std::size_t ld_dst,

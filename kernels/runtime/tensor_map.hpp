@@ -2,8 +2,9 @@
 // The driver's TMA descriptor encoder (cuTensorMapEncodeTiled), reached through
 // the runtime's driver entry point so the library needs no libcuda link. Host
 // code; used by the Hopper launchers (matmul's wgmma_launch.cuh, conv2d's
-// wgmma_conv2d.cu), which build CUtensorMaps for their TMA copies: all of them
-// 128-byte swizzled and zero-filled outside the tensor (encode_sw128_tiled).
+// wgmma_conv2d.cu, filter2d's tma_filter2d.cu), which build CUtensorMaps for
+// their TMA copies, all zero-filled outside the tensor (encode_tiled_map): the
+// wgmma operands 128-byte swizzled (encode_sw128_tiled), filter2d's image not.
 #pragma once
 
 #include <cstddef>
@@ -47,17 +48,24 @@ constexpr CUtensorMapDataType tma_type() {
 
 /// A TMA map of a `rank`-dimensional tensor of T at `base` (dims[0] contiguous;
 /// byte_strides[i] is the stride of dimension i + 1), read in boxes of `box`
-/// elements, with the 128-byte swizzle and zeros for what lies outside the
-/// tensor. False where the driver lacks the encoder or rejects the map.
+/// elements with `swizzle`, and zeros for what lies outside the tensor. False
+/// where the driver lacks the encoder or rejects the map.
 template <class T>
-bool encode_sw128_tiled(CUtensorMap& map, const T* base, cuuint32_t rank, const cuuint64_t* dims,
-                        const cuuint64_t* byte_strides, const cuuint32_t* box) {
+bool encode_tiled_map(CUtensorMap& map, const T* base, cuuint32_t rank, const cuuint64_t* dims,
+                      const cuuint64_t* byte_strides, const cuuint32_t* box, CUtensorMapSwizzle swizzle) {
   const PFN_cuTensorMapEncodeTiled_v12000 encode = encode_tiled();
   if (encode == nullptr) return false;
   const cuuint32_t element_strides[5] = {1, 1, 1, 1, 1};
   return rank <= 5 && encode(&map, tma_type<T>(), rank, const_cast<T*>(base), dims, byte_strides, box, element_strides,
-                             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+                             CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+/// encode_tiled_map with the 128-byte swizzle wgmma's descriptors read.
+template <class T>
+bool encode_sw128_tiled(CUtensorMap& map, const T* base, cuuint32_t rank, const cuuint64_t* dims,
+                        const cuuint64_t* byte_strides, const cuuint32_t* box) {
+  return encode_tiled_map(map, base, rank, dims, byte_strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
 /// encode_sw128_tiled for a matrix of `outer` rows of `inner` contiguous

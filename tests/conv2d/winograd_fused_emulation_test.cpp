@@ -98,39 +98,12 @@ std::vector<float> run_emulated(const kf::conv2d_params& p, const std::vector<fl
                                 const float* bias, bool relu, float threshold) {
   const std::size_t P = kf::conv2d_output_height(p), Q = kf::conv2d_output_width(p);
   std::vector<float> y(p.batch * p.out_channels * P * Q + 1, std::nanf(""));
-  conv2d_args<float> a;
-  a.n = static_cast<int>(p.batch);
-  a.c = static_cast<int>(p.in_channels);
-  a.h = static_cast<int>(p.in_height);
-  a.w = static_cast<int>(p.in_width);
-  a.k = static_cast<int>(p.out_channels);
-  a.r = a.s = 3;
-  a.p = static_cast<int>(P);
-  a.q = static_cast<int>(Q);
-  a.pad_h = static_cast<int>(p.pad_h);
-  a.pad_w = static_cast<int>(p.pad_w);
-  a.hw = a.h * a.w;
-  a.pq = a.p * a.q;
-  a.m = a.n * a.pq;
-  a.crs = a.c * 9;
-  a.rs = 9;
-  a.x = x.data();
-  a.wt = w.data();
-  a.bias = bias;
-  a.y = y.data();
+  const conv2d_args<float> a = make_conv2d_args(p, P, Q, x.data(), w.data(), bias, y.data());
   const conv2d_winograd_fused_layout l =
       make_conv2d_winograd_fused_layout(p.batch, p.in_channels, p.out_channels, P, Q);
   std::vector<float> u(l.u_floats, std::nanf(""));  // the padding columns stay NaN: never read
 
-  conv2d_winograd_filter_args fa;  // as launch_conv2d_winograd_fused sets it up
-  fa.w = a.wt;
-  fa.k = a.k;
-  fa.c = a.c;
-  fa.div_c = fast_divmod(static_cast<unsigned>(a.c));
-  fa.u = u.data();
-  fa.k_stride = 1;
-  fa.c_stride = static_cast<int>(l.k_ld);
-  fa.plane = p.in_channels * l.k_ld;
+  const conv2d_winograd_filter_args fa = make_conv2d_winograd_fused_filter_args(a, l, u.data());
   wfused_emulation::grid_dim = {1, 1, 1};
   wfused_emulation::block_index = {0, 0, 0};
   for (unsigned t = 0; t < static_cast<unsigned>(winograd_transform_block); ++t) {  // grid-stride: no barrier

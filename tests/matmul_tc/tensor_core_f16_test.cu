@@ -101,7 +101,7 @@ void run_case(const matmul_shape& s, bool ta, bool tb, path p, int block_n, cons
     if (p == path::mma_sync) {
       kf::detail::launch_tensor_core_f16(g, nullptr);
     } else {
-      accepted = kf::detail::wgmma_f16_try_launch(g, nullptr, p == path::wgmma_cluster1 ? 1 : 2, 0, block_n);
+      accepted = kf::detail::wgmma_f16_try_launch(g, nullptr, p == path::wgmma_cluster1 ? 1 : 2, block_n);
     }
   };
   const ::testing::AssertionResult r =
@@ -201,7 +201,7 @@ TEST(MatmulWgmmaF16, UnknownBlockNIsAnError) {
   g.m = g.n = g.k = 1;
   for (int bad : {96, 32, 512, -64}) {
     try {
-      kf::detail::wgmma_f16_try_launch(g, nullptr, 2, 0, bad);
+      kf::detail::wgmma_f16_try_launch(g, nullptr, 2, bad);
       ADD_FAILURE() << "block_n = " << bad << " was accepted";
     } catch (const kf::error& e) {
       EXPECT_EQ(e.code(), kf::errc::invalid_argument) << bad;
