@@ -23,7 +23,12 @@
 //    operands per k, so feeding 132 SMs at the tensor-core rate takes ~9 TB/s from
 //    L2. A cluster of 2 CTAs (the same n-tile, adjacent m-tiles) loads each B tile
 //    once: each CTA fetches half and TMA multicasts it to both, cutting B's L2
-//    traffic in half (cluster_size 2, the default; 1 keeps single CTAs).
+//    traffic in half (cluster_size 2, the default; 1 keeps single CTAs). Where
+//    A's tile is the bigger one (128 x 64 tiles: 128 rows of A, 64 of B a
+//    stage) the cluster's CTAs take adjacent n-tiles of the same m-tile and
+//    share A instead (MulticastA: each CTA loads the 64 rows one consumer
+//    warpgroup reads and multicasts them): at 1024^3, 256 KiB a CTA from L2
+//    instead of 320 (tuning.hpp: wgmma_multicasts_a).
 //  * Grouped rasterization of the clusters for L2 reuse.
 //  * Persistent: as many CTAs as the device holds at once, each looping over
 //    tiles; the producer's stage ring runs on from one tile into the next, so a
@@ -42,7 +47,8 @@
 //    25 tiles of 128 x 64): work items are (tile, k-slice) pairs, each slice's fp32 sums
 //    go to a pooled workspace, and the reduction applies alpha, beta and the
 //    epilogue.
-//    A single tile row runs without clusters (the partner CTA would only idle).
+//    A single tile row sharing B, or a single tile column sharing A, runs
+//    without clusters (the partner CTA would only idle).
 //  * The kernel is a template over the element type (wgmma_element<T>): step 12
 //    runs the same pipeline on 16-bit operands.
 //  * Epilogue functor (kernelforge/epilogue.cuh) applied in registers to each
@@ -125,6 +131,14 @@ inline constexpr int barriers_per_stage = 3;  ///< full, empty, b_landed (B tran
 /// Shared memory a block may opt in to on sm_90 (227 KiB).
 inline constexpr int max_smem_bytes = 227 * 1024;
 static_assert(block_m == box_rows, "A: one TMA box per stage");
+/// A shared by a cluster (MulticastA): each CTA loads, for both, one box of
+/// block_m / max_cluster rows -- the 64 rows one consumer warpgroup reads.
+inline constexpr int multicast_a_box_rows = block_m / max_cluster;
+inline constexpr int multicast_a_box_bytes = multicast_a_box_rows * swizzle_row_bytes;  // 8 KiB
+/// A's TMA box rows (the host encodes map_a with them): half the tile where the cluster shares A.
+__host__ __device__ constexpr int a_box_rows(bool multicast_a) { return multicast_a ? multicast_a_box_rows : box_rows; }
+static_assert(multicast_a_box_rows == wgmma_m && multicast_a_box_bytes % swizzle_atom_bytes == 0,
+              "a shared A box is one consumer warpgroup's 64 rows and starts on a swizzle atom");
 static_assert(a_tile_bytes % swizzle_atom_bytes == 0, "every tile must start on a swizzle atom");
 /// The staged epilogue (store_tile_staged): each consumer warpgroup owns two C
 /// buffers of 64 rows x one 128-byte swizzled row (64 halves or 32 floats of C),
@@ -232,8 +246,9 @@ struct epilogue_params {
   long long ldc = 0;
   int m = 0, n = 0, k = 0;
   float alpha = 0, beta = 0;
-  int cluster_rows = 0;  ///< tile rows / cluster size, rounded up
-  int tiles_n = 0;
+  /// The grid of cluster tiles the work items walk: a cluster tile is Cluster
+  /// block tiles along m (B shared) or along n (A shared), the last one ragged.
+  int cluster_tiles_m = 0, cluster_tiles_n = 0;
   bool pairs = false;  ///< C rows allow one store of two adjacent elements (C so aligned, ldc even)
   /// beta == 0 and C's rows 16-byte aligned, unsplit: tiles go to C through
   /// shared memory and TMA stores (store_tile_staged, the kernel's map_c).
@@ -434,7 +449,9 @@ __device__ __forceinline__ void store_tile_staged(const float (&d)[Accumulators]
 /// next tile's first stages are already loading: no pipeline fill, no block
 /// launch and no barrier setup per tile.
 /// Each tile is 128 x BlockN of C (BlockN 256, 128 or 64: tile_config). map_a: A as
-/// m x k, k-contiguous, boxes of 128 rows x one swizzled row of k. map_b:
+/// m x k, k-contiguous, boxes of a_box_rows(MulticastA) rows (128; 64 where the
+/// cluster of 2 shares A: MulticastA, its CTAs on adjacent n-tiles, each loading
+/// one half of A's stage for both) x one swizzled row of k. map_b:
 /// op(B)^T as n x k, k-contiguous, boxes of BlockN / 2 rows x one swizzled row
 /// (BNMajor false), or op(B) as k x n, n-contiguous, boxes of one swizzled row
 /// of n x a stage's k rows (BNMajor true: 16-bit T read N-major, float
@@ -442,7 +459,8 @@ __device__ __forceinline__ void store_tile_staged(const float (&d)[Accumulators]
 /// of 64 rows x one swizzled row, for the staged epilogue (ep.staged; unused
 /// otherwise). fn: the epilogue functor applied to each stored value (identity
 /// by default).
-template <class T, int Cluster, bool BNMajor = false, class Epilogue = epilogue::identity, int BlockN = 256>
+template <class T, int Cluster, bool BNMajor = false, class Epilogue = epilogue::identity, int BlockN = 256,
+          bool MulticastA = false>
 KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
     wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                  const __grid_constant__ CUtensorMap map_c, const wgmma_tf32::epilogue_params<T> ep,
@@ -456,16 +474,20 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
   constexpr int block_n = tile::block_n, stages = tile::stages;
   constexpr int b_tile_bytes = tile::b_tile_bytes, stage_bytes = tile::stage_bytes;
   static_assert(Cluster == 1 || Cluster == max_cluster, "clusters of 1 or 2 CTAs");
+  static_assert(!MulticastA || Cluster == max_cluster, "A is shared by a cluster of 2 CTAs only");
+  // The CTAs that share B (load its stage between them) and those that share A.
+  constexpr int b_sharers = MulticastA ? 1 : Cluster;
+  constexpr int a_sharers = MulticastA ? Cluster : 1;
   constexpr int stage_k = element::stage_k;  // 32 floats, 64 halves: one swizzled row
   // N-major B: block_n / box_cols boxes of stage_k rows x box_cols (one swizzled row) per stage.
   constexpr int box_cols = stage_k;
   constexpr int n_major_box_bytes = stage_k * swizzle_row_bytes;
   constexpr int n_major_boxes = block_n / box_cols;
-  // In a cluster each CTA loads boxes_per_cta of them for both; a 64-wide
+  // In a cluster sharing B each CTA loads boxes_per_cta of them for both; a 64-wide
   // 16-bit tile has a single box (64 halves), which the cluster's first CTA loads.
-  constexpr int boxes_per_cta = (n_major_boxes + Cluster - 1) / Cluster;
+  constexpr int boxes_per_cta = (n_major_boxes + b_sharers - 1) / b_sharers;
   static_assert(!BNMajor || (n_major_boxes * n_major_box_bytes == b_tile_bytes &&
-                             (n_major_boxes % Cluster == 0 || n_major_boxes < Cluster)),
+                             (n_major_boxes % b_sharers == 0 || n_major_boxes < b_sharers)),
                 "N-major B: the same bytes per stage, whole boxes per CTA");
   // N-major B with 4-byte elements (TF32: no transpose bit): the producer
   // warpgroup transposes each box in place (transpose_box_round) and the
@@ -491,10 +513,10 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
   // The barriers of a stage, and why the pipeline cannot hang (every role walks
   // the same work items and k-steps, so each runs the same rounds of every stage):
   //  * full: the producer's arrive.expect_tx (A and B's bytes, or A's alone
-  //    with transpose_b) plus, with transpose_b, one arrival of each of the 96
-  //    transposing threads after their stores of the stage's B; the consumers
-  //    wait on it. Round r + 1's arrivals cannot mix into round r: the producer
-  //    arrives for r + 1 only after `empty` of round r, i.e. after every
+  //    with transpose_b: the whole stage's, also where half of it arrives by the
+  //    peer's multicast -- each CTA receives both halves of the shared operand) plus, with transpose_b, one arrival of
+  //    each of the 96 transposing threads after their stores of the stage's B; the consumers wait on it. Round r + 1's
+  //    arrivals cannot mix into round r: the producer arrives for r + 1 only after `empty` of round r, i.e. after every
   //    consumer warp saw `full` complete round r, and the transposers arrive
   //    for r + 1 only after `b_landed` round r + 1, which the producer opens.
   //  * b_landed (transpose_b only): the producer's arrive.expect_tx of B's
@@ -505,15 +527,19 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
   //    issues it after its `empty` of round r, which needs this CTA's consumers,
   //    which waited for this CTA's `full` round r, i.e. for its transposers,
   //    which had waited for `b_landed` round r.
+  //    With A shared, a peer's A multicast of round r + 1 meets this CTA's
+  //    `full` by the same argument (the peer issues it after its `empty` of
+  //    round r, which needs this CTA's consumers past `full` round r).
   //  * empty: one arrival of each consumer warp of every CTA whose products
-  //    read the stage (B is multicast); the producer waits on it before
-  //    refilling, so no copy overwrites a stage that a product or a transposer
-  //    still uses (the transposers are done before `full` completes).
+  //    read the stage (B or A is multicast: each CTA's copy writes into its
+  //    peer's stage too); the producer waits on it before refilling, so no copy
+  //    overwrites a stage that a product or a transposer still uses, here or in
+  //    the peer (the transposers are done before `full` completes).
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int s = 0; s < stages; ++s) {
       mbar_init(full_bar + s * barrier_bytes, 1 + (transpose_b ? transposer_threads : 0));
-      // Every consumer warp of every CTA whose products read this stage (B is shared).
+      // Every consumer warp of every CTA whose products read this stage (B or A is shared).
       mbar_init(empty_bar + s * barrier_bytes, consumer_warpgroups * warps_per_warpgroup * Cluster);
       mbar_init(b_landed_bar + s * barrier_bytes, 1);  // the producer's arrive.expect_tx of B (transpose_b)
     }
@@ -527,18 +553,22 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
   }
 
   const int k_tiles = (ep.k + stage_k - 1) / stage_k;
-  const int work_items = ep.cluster_rows * ep.tiles_n * ep.splits;
+  const int work_items = ep.cluster_tiles_m * ep.cluster_tiles_n * ep.splits;
   const int clusters = static_cast<int>(gridDim.x) / Cluster;
-  // A work item's tile (grouped rasterization over clusters; the CTAs of a
-  // cluster take adjacent m-tiles), k-slice and k-steps [kt_begin, kt_end).
+  // A work item's tile (grouped rasterization over cluster tiles; the CTAs of a
+  // cluster take adjacent m-tiles sharing B, or adjacent n-tiles sharing A; in
+  // the last, ragged cluster tile the second CTA's tile may lie wholly outside
+  // C: it still loads and multicasts its half for its peer, TMA fills its own
+  // half with zeros and its stores skip everything), k-slice and k-steps
+  // [kt_begin, kt_end).
   struct work {
     int tile_m, tile_n, slice, kt_begin, kt_end;
   };
   const auto work_of = [&](int item) {
-    const tile_coord t = grouped_tile(item / ep.splits, ep.cluster_rows, ep.tiles_n, raster_group);
+    const tile_coord t = grouped_tile(item / ep.splits, ep.cluster_tiles_m, ep.cluster_tiles_n, raster_group);
     work w;
-    w.tile_m = static_cast<int>(t.m) * Cluster + static_cast<int>(rank);
-    w.tile_n = static_cast<int>(t.n);
+    w.tile_m = static_cast<int>(t.m) * b_sharers + (MulticastA ? 0 : static_cast<int>(rank));
+    w.tile_n = static_cast<int>(t.n) * a_sharers + (MulticastA ? static_cast<int>(rank) : 0);
     w.slice = item % ep.splits;
     w.kt_begin = w.slice * ep.split_k_tiles;
     w.kt_end = min(k_tiles, w.kt_begin + ep.split_k_tiles);
@@ -569,24 +599,33 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
             mbar_arrive_expect_tx(full, stage_bytes);
           }
           const int k0 = kt * stage_k;
-          tma_load_2d(a_smem + stage * a_tile_bytes, &map_a, k0, tile_m * block_m, full);
-          const std::uint32_t b_stage = b_smem + stage * b_tile_bytes;
           constexpr std::uint16_t whole_cluster = (1u << Cluster) - 1;
+          if constexpr (MulticastA) {
+            // This CTA's 64 rows of A (those of consumer warpgroup `rank`) for both CTAs.
+            tma_load_2d_multicast(a_smem + stage * a_tile_bytes + rank * multicast_a_box_bytes, &map_a, k0,
+                                  tile_m * block_m + static_cast<int>(rank) * multicast_a_box_rows, full,
+                                  whole_cluster);
+          } else {
+            tma_load_2d(a_smem + stage * a_tile_bytes, &map_a, k0, tile_m * block_m, full);
+          }
+          const std::uint32_t b_stage = b_smem + stage * b_tile_bytes;
           if constexpr (BNMajor) {
             // Box j (columns box_cols * j ...) at b_stage + j * n_major_box_bytes; in a
-            // cluster each CTA loads its share of the boxes for both CTAs.
+            // cluster sharing B each CTA loads its share of the boxes for both CTAs
+            // (sharing A, each loads all of its own).
+            const int b_rank = b_sharers == 1 ? 0 : static_cast<int>(rank);
 #pragma unroll
             for (int i = 0; i < boxes_per_cta; ++i) {
-              const int j = static_cast<int>(rank) * boxes_per_cta + i;
+              const int j = b_rank * boxes_per_cta + i;
               if (j >= n_major_boxes) break;  // a single box: the cluster's first CTA loads it
               const int col = tile_n * block_n + j * box_cols;
-              if constexpr (Cluster == 1) {
+              if constexpr (b_sharers == 1) {
                 tma_load_2d(b_stage + j * n_major_box_bytes, &map_b, col, k0, b_bar);
               } else {
                 tma_load_2d_multicast(b_stage + j * n_major_box_bytes, &map_b, col, k0, b_bar, whole_cluster);
               }
             }
-          } else if constexpr (Cluster == 1) {
+          } else if constexpr (b_sharers == 1) {
             tma_load_2d(b_stage, &map_b, k0, tile_n * block_n, full);
             tma_load_2d(b_stage + tile::b_box_bytes, &map_b, k0, tile_n * block_n + tile::b_box_rows, full);
           } else {

@@ -214,6 +214,36 @@ inline int choose_wgmma_tile_width(std::size_t m, std::size_t n, std::size_t k, 
   return plan.split > 1 && plan.k_slice >= wgmma_tf32_wide_min_slice ? 128 : 64;
 }
 
+// ---- which operand a 2-CTA wgmma cluster shares (steps 10 and 12) ----------------
+/// The two CTAs of a wgmma cluster take adjacent tiles along m and share B (each
+/// loads half of B's stage and TMA multicasts it to both), or adjacent tiles
+/// along n and share A (each loads 64 of A's 128 rows). A stage holds 128 rows
+/// of A and block_n rows of B (one swizzled row of k each), so sharing A saves
+/// more L2 -> SM traffic where block_n < 128: at 1024^3 in 128 x 64 tiles a CTA
+/// reads 128 + 64 / 2 = 160 rows a stage sharing B, 128 / 2 + 64 = 128 sharing A.
+///  * by_shape: what the library runs (wgmma_multicasts_a);
+///  * b, a: forced (tests run both at every shape; bench_matmul's rows
+///    wgmma_mcast_a and wgmma_mcast_b compare them in one run).
+enum class wgmma_multicast { by_shape, b, a };
+
+/// True when a product of tiles_m x tiles_n tiles of 128 x block_n runs its
+/// clusters along n sharing A. By shape: where A's rows a stage outnumber B's
+/// (block_n < 128), or where a single tile row leaves B nobody to share with;
+/// never for a single tile column (the partner along n would only idle: B then,
+/// or single CTAs when there is also a single tile row). To be measured
+/// (benchmarks/TUNING.md: bench_matmul's wgmma_mcast_a / wgmma_mcast_b rows).
+KF_TUNING_FN bool wgmma_multicasts_a(wgmma_multicast mode, int block_n, std::size_t tiles_m, std::size_t tiles_n) {
+  if (mode != wgmma_multicast::by_shape) return mode == wgmma_multicast::a;
+  return tiles_n > 1 && (static_cast<std::size_t>(block_n) < wgmma_block_m || tiles_m == 1);
+}
+
+/// CTAs per cluster (1 or 2) for a cluster_size of 1 or 2 (anything else: 2):
+/// the tiles along the shared operand's axis (n when sharing A, m when sharing
+/// B) must number at least two, else single CTAs.
+KF_TUNING_FN int wgmma_cluster_ctas(int cluster_size, bool multicast_a, std::size_t tiles_m, std::size_t tiles_n) {
+  return cluster_size == 1 || (multicast_a ? tiles_n : tiles_m) < 2 ? 1 : 2;
+}
+
 // ---- large_tile (08_large_tile.cuh) ------------------------------------------
 /// Common shape: 8 warps of 64 x 64 warp tiles, 16 (m) x 8 (n) outputs per
 /// thread (128 accumulators; 128 FMAs per 6 LDS.128 per k-step), one block of

@@ -21,12 +21,16 @@ namespace {
 constexpr const char* what = "kf::matmul (wgmma_f16)";
 }  // namespace
 
-bool wgmma_f16_try_launch(const gemm_args<__half>& args, cudaStream_t stream, int cluster_size, int block_n) {
-  return wgmma_try_launch(args, stream, cluster_size, epilogue::identity{}, what, wgmma_tf32_b_mode::by_shape, block_n);
+bool wgmma_f16_try_launch(const gemm_args<__half>& args, cudaStream_t stream, int cluster_size, int block_n,
+                          wgmma_multicast multicast) {
+  return wgmma_try_launch(args, stream, cluster_size, epilogue::identity{}, what, wgmma_tf32_b_mode::by_shape, block_n,
+                          multicast);
 }
 
-bool wgmma_f16_try_launch(const gemm_args<__nv_bfloat16>& args, cudaStream_t stream, int cluster_size, int block_n) {
-  return wgmma_try_launch(args, stream, cluster_size, epilogue::identity{}, what, wgmma_tf32_b_mode::by_shape, block_n);
+bool wgmma_f16_try_launch(const gemm_args<__nv_bfloat16>& args, cudaStream_t stream, int cluster_size, int block_n,
+                          wgmma_multicast multicast) {
+  return wgmma_try_launch(args, stream, cluster_size, epilogue::identity{}, what, wgmma_tf32_b_mode::by_shape, block_n,
+                          multicast);
 }
 
 bool wgmma_pack_k_major(const __half* src, std::size_t ld_src, bool source_k_contiguous, __half* dst,
@@ -47,9 +51,9 @@ bool wgmma_pack_k_major(const __nv_bfloat16* src, std::size_t ld_src, bool sourc
 
 namespace kf::detail {
 
-bool wgmma_f16_try_launch(const gemm_args<__half>&, cudaStream_t, int, int) { return false; }
+bool wgmma_f16_try_launch(const gemm_args<__half>&, cudaStream_t, int, int, wgmma_multicast) { return false; }
 
-bool wgmma_f16_try_launch(const gemm_args<__nv_bfloat16>&, cudaStream_t, int, int) { return false; }
+bool wgmma_f16_try_launch(const gemm_args<__nv_bfloat16>&, cudaStream_t, int, int, wgmma_multicast) { return false; }
 
 bool wgmma_pack_k_major(const __half*, std::size_t, bool, __half*, std::size_t, std::size_t, std::size_t,
                         cudaStream_t) {

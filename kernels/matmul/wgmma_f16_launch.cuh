@@ -27,13 +27,14 @@
 #include <cstddef>
 
 #include "gemm_args.cuh"
+#include "tuning.hpp"  // wgmma_multicast
 #ifndef KF_WGMMA_F16_DECLARATIONS_ONLY
 #include "tensor_core_f16_launch.cuh"
 #endif
 
 namespace kf::detail {
 
-/// CTAs per cluster sharing one B tile (TMA multicast): 1 or 2.
+/// CTAs per cluster sharing one B or A tile (TMA multicast): 1 or 2.
 inline constexpr int wgmma_f16_default_cluster = 2;
 
 /// Enqueues C = alpha * op(A) * op(B) + beta * C with the wgmma kernel on the
@@ -41,11 +42,15 @@ inline constexpr int wgmma_f16_default_cluster = 2;
 /// a condition above is not met. cluster_size: 1 or 2 (anything else: the default).
 /// block_n: the block tile's width, 0 (by shape: tuning.hpp choose_wgmma_block_n)
 /// or one of wgmma_block_n_choices (256, 128, 64; tests run every width);
-/// anything else: errc::invalid_argument.
+/// anything else: errc::invalid_argument. multicast: which operand a cluster
+/// of 2 shares, by shape (tuning.hpp: wgmma_multicasts_a: A for 128 x 64
+/// tiles) or forced (tests and benchmarks compare both).
 bool wgmma_f16_try_launch(const gemm_args<__half>& args, cudaStream_t stream,
-                          int cluster_size = wgmma_f16_default_cluster, int block_n = 0);
+                          int cluster_size = wgmma_f16_default_cluster, int block_n = 0,
+                          wgmma_multicast multicast = wgmma_multicast::by_shape);
 bool wgmma_f16_try_launch(const gemm_args<__nv_bfloat16>& args, cudaStream_t stream,
-                          int cluster_size = wgmma_f16_default_cluster, int block_n = 0);
+                          int cluster_size = wgmma_f16_default_cluster, int block_n = 0,
+                          wgmma_multicast multicast = wgmma_multicast::by_shape);
 
 /// The repack pass alone for 16-bit elements: as wgmma_pack_k_major(const float*, ...)
 /// (wgmma_tf32_launch.cuh).

@@ -52,6 +52,15 @@ inline void require_wgmma_block_n(const char* what, int block_n) {
                                    " is not a wgmma tile width: pass 0 (chosen by shape), 256, 128 or 64");
 }
 
+/// errc::invalid_argument unless `multicast` is one of wgmma_multicast's values.
+inline void require_wgmma_multicast(const char* what, wgmma_multicast multicast) {
+  if (multicast == wgmma_multicast::by_shape || multicast == wgmma_multicast::a || multicast == wgmma_multicast::b) {
+    return;
+  }
+  throw_invalid_argument(what, "multicast = " + std::to_string(static_cast<int>(multicast)) +
+                                   " is not a wgmma_multicast: pass by_shape, a or b");
+}
+
 /// dst (rows x k, k-contiguous, row stride ld_dst; columns k up to k rounded up
 /// to 16 bytes zero) from src (pack_k_major_kernel): element (x, p) at
 /// src[x * ld_src + p] when source_k_contiguous, else src[p * ld_src + x].
@@ -113,12 +122,12 @@ bool pack_k_major(const T* src, std::size_t ld_src, bool source_k_contiguous, T*
   return true;
 }
 
-/// wgmma_kernel<T, Cluster, BNMajor, Epilogue, BlockN>: its shared memory, its
-/// clusters resident at once (and its shared-memory opt-in, once per device),
-/// and its launch.
-template <class T, int Cluster, bool BNMajor, class Epilogue, int BlockN>
+/// wgmma_kernel<T, Cluster, BNMajor, Epilogue, BlockN, MulticastA>: its shared
+/// memory, its clusters resident at once (and its shared-memory opt-in, once
+/// per device), and its launch.
+template <class T, int Cluster, bool BNMajor, class Epilogue, int BlockN, bool MulticastA = false>
 struct instance {
-  static constexpr auto kernel = &wgmma_kernel<T, Cluster, BNMajor, Epilogue, BlockN>;
+  static constexpr auto kernel = &wgmma_kernel<T, Cluster, BNMajor, Epilogue, BlockN, MulticastA>;
   static constexpr int block_n = BlockN;
   static constexpr int smem_bytes = wgmma_tf32::tile_config<BlockN>::smem_bytes;
   static int resident(int device, const char* what) {
@@ -126,31 +135,43 @@ struct instance {
   }
 };
 
-/// Calls f(instance<T, cluster, n_major, Epilogue, BlockN>{}) for the runtime
-/// choice (N-major B: 16-bit T read with the transpose bit, TF32 transposed in
-/// shared memory; BlockN one of tuning.hpp's wgmma_block_n_choices).
-template <class T, class Epilogue, int BlockN, class F>
-void with_instance_n(bool n_major, int cluster, F&& f) {
+/// Calls f(instance<T, cluster, n_major, Epilogue, BlockN, multicast_a>{}) for
+/// the runtime choice (N-major B: 16-bit T read with the transpose bit, TF32
+/// transposed in shared memory; a cluster of 2 shares B, or A where
+/// multicast_a; BlockN one of tuning.hpp's wgmma_block_n_choices).
+template <class T, class Epilogue, int BlockN, bool NMajor, class F>
+void with_instance_cluster(int cluster, bool multicast_a, F&& f) {
   constexpr int pair = wgmma_tf32::max_cluster;
-  if (n_major) {
-    cluster == 1 ? f(instance<T, 1, true, Epilogue, BlockN>{}) : f(instance<T, pair, true, Epilogue, BlockN>{});
+  if (cluster == 1) {
+    f(instance<T, 1, NMajor, Epilogue, BlockN>{});
+  } else if (multicast_a) {
+    f(instance<T, pair, NMajor, Epilogue, BlockN, true>{});
   } else {
-    cluster == 1 ? f(instance<T, 1, false, Epilogue, BlockN>{}) : f(instance<T, pair, false, Epilogue, BlockN>{});
+    f(instance<T, pair, NMajor, Epilogue, BlockN>{});
+  }
+}
+
+template <class T, class Epilogue, int BlockN, class F>
+void with_instance_n(bool n_major, int cluster, bool multicast_a, F&& f) {
+  if (n_major) {
+    with_instance_cluster<T, Epilogue, BlockN, true>(cluster, multicast_a, f);
+  } else {
+    with_instance_cluster<T, Epilogue, BlockN, false>(cluster, multicast_a, f);
   }
 }
 
 template <class T, class Epilogue, class F>
-void with_instance(bool n_major, int cluster, int block_n, F&& f) {
+void with_instance(bool n_major, int cluster, bool multicast_a, int block_n, F&& f) {
   static_assert(sizeof(wgmma_block_n_choices) / sizeof(wgmma_block_n_choices[0]) == 3 &&
                     wgmma_block_n_choices[0] == 256 && wgmma_block_n_choices[1] == 128 &&
                     wgmma_block_n_choices[2] == 64,
                 "with_instance instantiates the widths of wgmma_block_n_choices");
   if (block_n == 256) {
-    with_instance_n<T, Epilogue, 256>(n_major, cluster, f);
+    with_instance_n<T, Epilogue, 256>(n_major, cluster, multicast_a, f);
   } else if (block_n == 128) {
-    with_instance_n<T, Epilogue, 128>(n_major, cluster, f);
+    with_instance_n<T, Epilogue, 128>(n_major, cluster, multicast_a, f);
   } else {
-    with_instance_n<T, Epilogue, 64>(n_major, cluster, f);
+    with_instance_n<T, Epilogue, 64>(n_major, cluster, multicast_a, f);
   }
 }
 
@@ -166,8 +187,11 @@ void with_instance(bool n_major, int cluster, int block_n, F&& f) {
 ///    rows loaded N-major and transposed in shared memory where
 ///    wgmma_tf32_transposes_b(tf32_b_mode, m) says so; else repacked k-contiguous
 ///    (tuning.hpp: choose_wgmma_b_source);
-///  * clusters of 2 CTAs sharing B (cluster_size 1: single CTAs; one tile row:
-///    single CTAs, the partner would only idle), persistent over the tiles;
+///  * clusters of 2 CTAs sharing B (adjacent m-tiles) or A (adjacent n-tiles:
+///    wgmma_multicasts_a, by shape where B's tile is narrower than A's, or
+///    forced by `multicast`: tests run both at every shape), persistent over
+///    the tiles (cluster_size 1: single CTAs; a single tile row sharing B or a
+///    single tile column sharing A: single CTAs, the partner would only idle);
 ///  * block tiles 128 x 256, or 128 x 128 or 128 x 64 where the wider tiles
 ///    cannot fill the GPU (choose_wgmma_block_n; forced_block_n, where nonzero,
 ///    forces one of wgmma_block_n_choices: tests run every width on one shape);
@@ -178,13 +202,14 @@ void with_instance(bool n_major, int cluster, int block_n, F&& f) {
 template <class T, class Epilogue>
 bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster_size, const Epilogue& fn,
                       const char* what, wgmma_tf32_b_mode tf32_b_mode = wgmma_tf32_b_mode::by_shape,
-                      int forced_block_n = 0) {
+                      int forced_block_n = 0, wgmma_multicast multicast = wgmma_multicast::by_shape) {
   using namespace wgmma_host;
   using wgmma_tf32::block_m;
   using wgmma_tf32::max_cluster;
   constexpr int stage_k = wgmma_element<T>::stage_k;
 
   require_wgmma_block_n(what, forced_block_n);
+  require_wgmma_multicast(what, multicast);
   const int device = current_device(what);
   if (!wgmma_tf32_available(device)) return false;  // compute capability 9.0 with the sm_90a image
   // The library's own architecture list decides, as for every other kernel: a
@@ -194,7 +219,8 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
   if (args.m > max_extent || args.n > max_extent || args.k > max_extent) return false;
   const std::size_t tiles_m = ceil_div(args.m, block_m);
   if (encode_tiled() == nullptr) return false;
-  const int cluster = cluster_size == 1 || tiles_m == 1 ? 1 : max_cluster;
+  // The cluster size the tile width is chosen with: sharing B (as before A could be shared).
+  const int b_cluster = wgmma_cluster_ctas(cluster_size, false, tiles_m, 0);
 
   // Operands wgmma cannot read in place get a k-contiguous repacked copy (row
   // stride: k rounded up to 16 bytes) in the workspace.
@@ -212,13 +238,19 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
   int block_n = forced_block_n;
   if (block_n == 0) {
     int resident_wide = 0;
-    with_instance<T, Epilogue>(b_n_major, cluster, wgmma_block_n_choices[0],
+    with_instance<T, Epilogue>(b_n_major, b_cluster, false, wgmma_block_n_choices[0],
                                [&](auto i) { resident_wide = decltype(i)::resident(device, what); });
-    block_n = choose_wgmma_tile_width(args.m, args.n, args.k, sizeof(T), stage_k, resident_wide * cluster);
+    block_n = choose_wgmma_tile_width(args.m, args.n, args.k, sizeof(T), stage_k, resident_wide * b_cluster);
   }
   const std::size_t tiles_n = ceil_div(args.n, static_cast<std::size_t>(block_n));
+  // Which operand a cluster shares, and whether there is a cluster at all.
+  const bool share_a = wgmma_multicasts_a(multicast, block_n, tiles_m, tiles_n);
+  const int cluster = wgmma_cluster_ctas(cluster_size, share_a, tiles_m, tiles_n);
+  const bool multicast_a = share_a && cluster > 1;  // single CTAs share nothing
+  const std::size_t cluster_tiles_m = multicast_a ? tiles_m : ceil_div(tiles_m, static_cast<std::size_t>(cluster));
+  const std::size_t cluster_tiles_n = multicast_a ? ceil_div(tiles_n, static_cast<std::size_t>(cluster)) : tiles_n;
   // The persistent kernel walks cluster tiles with an int index.
-  if (ceil_div(tiles_m, max_cluster) * tiles_n > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+  if (cluster_tiles_m * cluster_tiles_n > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
     return false;
   }
 
@@ -236,11 +268,13 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
   const std::size_t lda = pack_a ? ld_packed : args.lda;
   const std::size_t ldb = pack_b ? ld_packed : args.ldb;
 
-  // A as m x k: boxes of 128 rows x one swizzled row of k; op(B)^T as n x k:
+  // A as m x k: boxes of 128 rows x one swizzled row of k (64 rows, one per
+  // CTA of the cluster, where it shares A); op(B)^T as n x k:
   // boxes of block_n / 2 rows x one swizzled row of k; N-major B as k x n: boxes
   // of one swizzled row of n x a stage's k rows.
   CUtensorMap map_a{}, map_b{};
-  if (!encode_sw128(map_a, a, args.k, args.m, lda, stage_k, wgmma_tf32::box_rows)) return false;
+  const auto a_box_rows = static_cast<cuuint32_t>(wgmma_tf32::a_box_rows(multicast_a));
+  if (!encode_sw128(map_a, a, args.k, args.m, lda, stage_k, a_box_rows)) return false;
   const auto b_box_rows = static_cast<cuuint32_t>(block_n / max_cluster);  // tile_config<block_n>::b_box_rows
   const bool b_encoded = b_n_major ? encode_sw128(map_b, b, args.n, args.k, ldb, stage_k, stage_k)
                                    : encode_sw128(map_b, b, args.k, args.n, ldb, stage_k, b_box_rows);
@@ -251,7 +285,7 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
 
   // The kernel for this layout and cluster size: how many clusters the device holds.
   int resident = 0, smem_bytes = 0;
-  with_instance<T, Epilogue>(b_n_major, cluster, block_n, [&](auto i) {
+  with_instance<T, Epilogue>(b_n_major, cluster, multicast_a, block_n, [&](auto i) {
     resident = decltype(i)::resident(device, what);
     smem_bytes = decltype(i)::smem_bytes;
   });
@@ -264,8 +298,8 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
   ep.k = static_cast<int>(args.k);
   ep.alpha = args.alpha;
   ep.beta = args.beta;
-  ep.tiles_n = static_cast<int>(tiles_n);
-  ep.cluster_rows = static_cast<int>(ceil_div(tiles_m, static_cast<std::size_t>(cluster)));
+  ep.cluster_tiles_m = static_cast<int>(cluster_tiles_m);
+  ep.cluster_tiles_n = static_cast<int>(cluster_tiles_n);
   ep.pairs = rows_aligned(args.C, args.ldc, sizeof(T), 2 * sizeof(T));
 
   const split_k_workspace split(plan_split_k(tiles_m * tiles_n, args.m, args.n, args.k, stage_k, resident * cluster,
@@ -289,13 +323,13 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
                            static_cast<cuuint32_t>(wgmma_tf32::c_box_rows));
 
   // Persistent: no more clusters than the device runs at once.
-  const std::size_t items = static_cast<std::size_t>(ep.cluster_rows) * ep.tiles_n * ep.splits;
+  const std::size_t items = cluster_tiles_m * cluster_tiles_n * static_cast<std::size_t>(ep.splits);
   const std::size_t clusters = items < static_cast<std::size_t>(resident) ? items : static_cast<std::size_t>(resident);
   cudaLaunchAttribute cluster_dims{};
   const cudaLaunchConfig_t config =
       cluster_launch_config(dim3(static_cast<unsigned>(clusters * cluster)), dim3(wgmma_tf32::threads), smem_bytes,
                             stream, cluster, cluster_dims);
-  with_instance<T, Epilogue>(b_n_major, cluster, block_n, [&](auto i) {
+  with_instance<T, Epilogue>(b_n_major, cluster, multicast_a, block_n, [&](auto i) {
     cuda_check(cudaLaunchKernelEx(&config, decltype(i)::kernel, map_a, map_b, map_c, ep, fn), what);
   });
   check_launch(what);

@@ -25,13 +25,14 @@ constexpr const char* what = "kf::matmul (wgmma_tf32)";
 }  // namespace
 
 bool wgmma_tf32_try_launch(const gemm_args<float>& args, cudaStream_t stream, int cluster_size,
-                           wgmma_tf32_b_mode b_mode, int block_n) {
-  return wgmma_try_launch(args, stream, cluster_size, epilogue::identity{}, what, b_mode, block_n);
+                           wgmma_tf32_b_mode b_mode, int block_n, wgmma_multicast multicast) {
+  return wgmma_try_launch(args, stream, cluster_size, epilogue::identity{}, what, b_mode, block_n, multicast);
 }
 
 bool wgmma_tf32_try_launch(const gemm_args<float>& args, const epilogue::bias_relu_threshold<float>& fused,
-                           cudaStream_t stream, int cluster_size, wgmma_tf32_b_mode b_mode, int block_n) {
-  return wgmma_try_launch(args, stream, cluster_size, fused, what, b_mode, block_n);
+                           cudaStream_t stream, int cluster_size, wgmma_tf32_b_mode b_mode, int block_n,
+                           wgmma_multicast multicast) {
+  return wgmma_try_launch(args, stream, cluster_size, fused, what, b_mode, block_n, multicast);
 }
 
 bool wgmma_pack_k_major(const float* src, std::size_t ld_src, bool source_k_contiguous, float* dst, std::size_t ld_dst,
@@ -48,10 +49,12 @@ namespace kf::detail {
 
 bool wgmma_tf32_available(int) { return false; }
 
-bool wgmma_tf32_try_launch(const gemm_args<float>&, cudaStream_t, int, wgmma_tf32_b_mode, int) { return false; }
+bool wgmma_tf32_try_launch(const gemm_args<float>&, cudaStream_t, int, wgmma_tf32_b_mode, int, wgmma_multicast) {
+  return false;
+}
 
 bool wgmma_tf32_try_launch(const gemm_args<float>&, const epilogue::bias_relu_threshold<float>&, cudaStream_t, int,
-                           wgmma_tf32_b_mode, int) {
+                           wgmma_tf32_b_mode, int, wgmma_multicast) {
   return false;
 }
 

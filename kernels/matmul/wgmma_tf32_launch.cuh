@@ -13,8 +13,9 @@
 //    128-byte swizzled layout that wgmma reads without bank conflicts.
 //  * mbarrier pipeline, warp-specialized: one producer warpgroup keeps 4 stages in
 //    flight while two consumer warpgroups (setmaxnreg: 40 vs 232 registers) run
-//    the products; a 2-CTA cluster shares each B tile through TMA multicast, which
-//    halves the L2 -> SM traffic that limits a TF32 kernel (4 bytes an element).
+//    the products; a 2-CTA cluster shares each B tile (or, for 128 x 64 tiles,
+//    each A tile) through TMA multicast, which halves that operand's L2 -> SM
+//    traffic, what limits a TF32 kernel (4 bytes an element).
 //
 // Conditions (else launch_wgmma_tf32 falls back to launch_tensor_core_tf32):
 //  * the library was built with 90 in CMAKE_CUDA_ARCHITECTURES and the device is
@@ -53,7 +54,7 @@
 
 namespace kf::detail {
 
-/// CTAs per cluster sharing one B tile (TMA multicast): 1 or 2.
+/// CTAs per cluster sharing one B or A tile (TMA multicast): 1 or 2.
 inline constexpr int wgmma_tf32_default_cluster = 2;
 
 /// True when the wgmma kernel is compiled into this library (90 in its
@@ -70,9 +71,12 @@ bool wgmma_tf32_available(int device);
 /// block_n: the block tile's width, 0 (by shape: tuning.hpp choose_wgmma_block_n)
 /// or one of wgmma_block_n_choices (256, 128, 64; tests run every width);
 /// anything else: errc::invalid_argument.
+/// multicast: which operand a cluster of 2 shares, by shape (tuning.hpp:
+/// wgmma_multicasts_a) or forced (tests and benchmarks compare both).
 bool wgmma_tf32_try_launch(const gemm_args<float>& args, cudaStream_t stream,
                            int cluster_size = wgmma_tf32_default_cluster,
-                           wgmma_tf32_b_mode b_mode = wgmma_tf32_b_mode::by_shape, int block_n = 0);
+                           wgmma_tf32_b_mode b_mode = wgmma_tf32_b_mode::by_shape, int block_n = 0,
+                           wgmma_multicast multicast = wgmma_multicast::by_shape);
 
 /// The same with the library's fused epilogue (options.bias / options.relu):
 /// C = fused(alpha * op(A) * op(B) + beta * C). The wgmma kernel is compiled into
@@ -80,7 +84,8 @@ bool wgmma_tf32_try_launch(const gemm_args<float>& args, cudaStream_t stream,
 /// functor (kernelforge/matmul.cuh) takes the mma.sync kernel.
 bool wgmma_tf32_try_launch(const gemm_args<float>& args, const epilogue::bias_relu_threshold<float>& fused,
                            cudaStream_t stream, int cluster_size = wgmma_tf32_default_cluster,
-                           wgmma_tf32_b_mode b_mode = wgmma_tf32_b_mode::by_shape, int block_n = 0);
+                           wgmma_tf32_b_mode b_mode = wgmma_tf32_b_mode::by_shape, int block_n = 0,
+                           wgmma_multicast multicast = wgmma_multicast::by_shape);
 
 /// The repack pass alone (pack_k_major.cuh), for tests and benchmarks: dst
 /// (rows x k, k-contiguous, row stride ld_dst; 16-byte aligned rows, as the
