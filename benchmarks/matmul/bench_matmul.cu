@@ -13,6 +13,10 @@
 //                                            (wgmma_tf32_b_mode::transpose_in_smem); tensor_core_tf32 takes
 //                                            one or the other by m (tuning.hpp: wgmma_tf32_transposes_b)
 //   matmul/tf32/wgmma_transpose_b_n128/<shape>  the same on 128 x 128 tiles, where the library runs 128 x 64
+//   matmul/tf32/wgmma_mcast_{a,b}/<shape>    the wgmma kernel as tensor_core_tf32 runs it (B's source and
+//                                            the tile width by shape), its clusters of 2 forced to share
+//                                            A (adjacent n-tiles) or B (adjacent m-tiles; tuning.hpp:
+//                                            wgmma_multicasts_a); 1024^3, 2048^3, 128x8192x8192, 8192x8192x1024
 //   matmul/tf32/cublas/<shape>               cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_TF32
 //   matmul/fp32/tuning/<config>/<shape>      warp_tiled with other tile configurations
 //                                            (NN, 16-byte path), to choose tuning.hpp from data
@@ -20,6 +24,8 @@
 //   matmul/{fp16,bf16}/wgmma_f16/<shape>        kf::matmul, wgmma step (mma.sync where wgmma cannot run)
 //   matmul/{fp16,bf16}/wgmma_f16_n128/<shape>   the wgmma kernel on 128 x 128 tiles (split-k by the library's
 //                                               rule), where the library runs 128 x 64 (1024^3, 128x8192x8192)
+//   matmul/{fp16,bf16}/wgmma_mcast_{a,b}/<shape>  the wgmma kernel at the library's tile width, its
+//                                               clusters forced to share A or B (as the tf32 rows)
 //   matmul/{fp16,bf16}/cublas/<shape>           cublasGemmEx, CUDA_R_16F / CUDA_R_16BF, CUBLAS_COMPUTE_32F
 //                                               (fp32 accumulation, alpha / beta float, C in the same type)
 //   matmul/<fp32|tf32>/fused_bias_relu/<shape>    kf::matmul with options.bias + options.relu
@@ -139,6 +145,13 @@ bool is_cube(const shape& s) { return s.m == s.n && s.n == s.k; }
 /// 128 x 128 before): rows at 128 x 128 compare the two widths in one run.
 bool picks_narrowest_wgmma_tile(const shape& s) {
   return (is_cube(s) && s.m == 1024) || (s.m == 128 && s.n == 8192 && s.k == 8192);
+}
+/// The shapes whose wgmma rows also run with the cluster forced to share A and
+/// to share B (wgmma_mcast_a / wgmma_mcast_b): the 128 x 64 tiles of 1024^3 and
+/// 128 x 8192 x 8192 (A shared by shape), and 2048^3 and 8192 x 8192 x 1024
+/// (wider tiles, B shared by shape).
+bool compares_wgmma_multicast(const shape& s) {
+  return picks_narrowest_wgmma_tile(s) || (is_cube(s) && s.m == 2048) || (s.m == 8192 && s.n == 8192 && s.k == 1024);
 }
 
 // ---- inputs ------------------------------------------------------------------
@@ -288,7 +301,7 @@ void launch_tuning(operands& p, cudaStream_t stream) {
   d::check_launch("bench tuning");
 }
 
-enum class impl { kf, cublas, mma_sync, wgmma_repack_b, wgmma_transpose_b, tuning, fused, unfused };
+enum class impl { kf, cublas, mma_sync, wgmma_repack_b, wgmma_transpose_b, wgmma_multicast, tuning, fused, unfused };
 
 struct row {
   std::string precision;  // "fp32" or "tf32"
@@ -299,6 +312,7 @@ struct row {
   double expected_tflops = 1;  // for iteration counts only
   int warmups = 3;
   int block_n = 0;  // wgmma_repack_b / wgmma_transpose_b: the tile width, 0 by shape
+  kf::detail::wgmma_multicast multicast = kf::detail::wgmma_multicast::by_shape;  // wgmma_multicast rows
 };
 
 /// Enqueues one call of `r` on `stream`.
@@ -314,6 +328,13 @@ void run(const row& r, operands& p, cudaStream_t stream) {
                                                  ? kf::detail::wgmma_tf32_b_mode::repack
                                                  : kf::detail::wgmma_tf32_b_mode::transpose_in_smem,
                                              r.block_n)) {
+        throw std::runtime_error(
+            "the wgmma TF32 kernel does not run here (compute capability 9.0 and 90 in the build)");
+      }
+      return;
+    case impl::wgmma_multicast:
+      if (!kf::detail::wgmma_tf32_try_launch(args_of(p), stream, kf::detail::wgmma_tf32_default_cluster,
+                                             kf::detail::wgmma_tf32_b_mode::by_shape, 0, r.multicast)) {
         throw std::runtime_error(
             "the wgmma TF32 kernel does not run here (compute capability 9.0 and 90 in the build)");
       }
@@ -510,9 +531,11 @@ const char* precision16() {
 }
 
 /// kf variant, or cuBLAS (variant best marks the cuBLAS row), or (block_n
-/// nonzero) the wgmma kernel on block tiles 128 x block_n.
+/// nonzero or multicast forced) the wgmma kernel on block tiles 128 x block_n
+/// (0: by shape) sharing the operand `multicast` says in its clusters.
 template <class T>
-void run16(bool cublas_row, kf::matmul_variant variant, operands16<T>& p, cudaStream_t stream, int block_n = 0) {
+void run16(bool cublas_row, kf::matmul_variant variant, operands16<T>& p, cudaStream_t stream, int block_n = 0,
+           kf::detail::wgmma_multicast multicast = kf::detail::wgmma_multicast::by_shape) {
   const float alpha = 1.f, beta = 0.f;
   const int m = static_cast<int>(p.s.m), n = static_cast<int>(p.s.n), k = static_cast<int>(p.s.k);
   if (cublas_row) {
@@ -523,10 +546,10 @@ void run16(bool cublas_row, kf::matmul_variant variant, operands16<T>& p, cudaSt
                  "cublasGemmEx (16-bit)");
     return;
   }
-  if (block_n != 0) {
+  if (block_n != 0 || multicast != kf::detail::wgmma_multicast::by_shape) {
     const auto g = kf::detail::make_gemm_args<T>(kf::op::none, kf::op::none, p.s.m, p.s.n, p.s.k, alpha, p.a.data(),
                                                  p.s.k, p.b.data(), p.s.n, beta, p.c.data(), p.s.n);
-    if (!kf::detail::wgmma_f16_try_launch(g, stream, kf::detail::wgmma_f16_default_cluster, block_n)) {
+    if (!kf::detail::wgmma_f16_try_launch(g, stream, kf::detail::wgmma_f16_default_cluster, block_n, multicast)) {
       throw std::runtime_error("the wgmma kernel does not run here (compute capability 9.0 and 90 in the build)");
     }
     return;
@@ -541,9 +564,10 @@ void run16(bool cublas_row, kf::matmul_variant variant, operands16<T>& p, cudaSt
 /// 16 entries against a double dot product: |err| <= (4 sqrt(k) + k/16 + 4) 2^-23
 /// sum|a b| (fp32 accumulation) + 2 u_T |ref| (the rounding to T).
 template <class T>
-std::string spot_check16(bool cublas_row, kf::matmul_variant variant, operands16<T>& p, int block_n) {
+std::string spot_check16(bool cublas_row, kf::matmul_variant variant, operands16<T>& p, int block_n,
+                         kf::detail::wgmma_multicast multicast) {
   check(cudaMemset(p.c.data(), 0xFF, p.c.size_bytes()), "poison C");
-  run16<T>(cublas_row, variant, p, nullptr, block_n);
+  run16<T>(cublas_row, variant, p, nullptr, block_n, multicast);
   check(cudaDeviceSynchronize(), "spot check run");
   const double kd = static_cast<double>(p.s.k);
   const double acc_rel = (4.0 * std::sqrt(kd) + kd / 16.0 + 4.0) * std::ldexp(1.0, -23);
@@ -573,7 +597,8 @@ std::string spot_check16(bool cublas_row, kf::matmul_variant variant, operands16
 }
 
 template <class T>
-void bm_matmul16(benchmark::State& state, bool cublas_row, kf::matmul_variant variant, shape s, int block_n) {
+void bm_matmul16(benchmark::State& state, bool cublas_row, kf::matmul_variant variant, shape s, int block_n,
+                 kf::detail::wgmma_multicast multicast) {
   KF_BENCH_REQUIRE_GPU(state);
   try {
     if (!cublas_row && device().cc_major < 8) {
@@ -582,13 +607,13 @@ void bm_matmul16(benchmark::State& state, bool cublas_row, kf::matmul_variant va
     }
     operands_for(shape{1, 1, 1});  // release the fp32 operands of the previous rows
     operands16<T>& p = operands16_for<T>(s);
-    const std::string wrong = spot_check16<T>(cublas_row, variant, p, block_n);
+    const std::string wrong = spot_check16<T>(cublas_row, variant, p, block_n, multicast);
     if (!wrong.empty()) {
       state.SkipWithError(wrong.c_str());
       return;
     }
     time_gpu(
-        state, [&](cudaStream_t stream) { run16<T>(cublas_row, variant, p, stream, block_n); }, nullptr, 3);
+        state, [&](cudaStream_t stream) { run16<T>(cublas_row, variant, p, stream, block_n, multicast); }, nullptr, 3);
     set_flops(state, s.flops(), 2.0 * tf32_peak_tflops());
     const std::string key = std::string(precision16<T>()) + "/" + s.name();
     const double t = state.counters["gpu_s"];
@@ -605,12 +630,14 @@ void bm_matmul16(benchmark::State& state, bool cublas_row, kf::matmul_variant va
 template <class T>
 void register_16bit(const shape& s) {
   using v = kf::matmul_variant;
-  const auto add = [&](const char* name, bool cublas_row, v variant, double expected_tflops, int block_n = 0) {
+  using kf::detail::wgmma_multicast;
+  const auto add = [&](const char* name, bool cublas_row, v variant, double expected_tflops, int block_n = 0,
+                       wgmma_multicast multicast = wgmma_multicast::by_shape) {
     const std::string full = std::string("matmul/") + precision16<T>() + "/" + name + "/" + s.name();
     const double seconds = s.flops() / (expected_tflops * 1e12);
     const auto iterations =
         std::clamp(static_cast<std::int64_t>(target_seconds / seconds), min_iterations, max_iterations);
-    benchmark::RegisterBenchmark(full.c_str(), bm_matmul16<T>, cublas_row, variant, s, block_n)
+    benchmark::RegisterBenchmark(full.c_str(), bm_matmul16<T>, cublas_row, variant, s, block_n, multicast)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond)
         ->Iterations(iterations);
@@ -621,6 +648,11 @@ void register_16bit(const shape& s) {
   // The shapes whose tiles are 128 x 64 by shape, also at the 128 x 128 tiles
   // they ran before (split-k by the library's rule): the two widths in one run.
   if (picks_narrowest_wgmma_tile(s)) add("wgmma_f16_n128", false, v::wgmma_f16, 500, 128);
+  // The cluster sharing A against sharing B, at the library's tile width.
+  if (compares_wgmma_multicast(s)) {
+    add("wgmma_mcast_a", false, v::wgmma_f16, 500, 0, wgmma_multicast::a);
+    add("wgmma_mcast_b", false, v::wgmma_f16, 500, 0, wgmma_multicast::b);
+  }
 }
 
 // ---- the repack pass alone ---------------------------------------------------
@@ -755,6 +787,11 @@ void register_all() {
   row transpose_b{"tf32", "wgmma_transpose_b", impl::wgmma_transpose_b, v::best, nullptr, 200};
   // Where 128 x 64 tiles run by shape: B transposed in shared memory at 128 x 128 tiles, as before.
   row transpose_b_n128{"tf32", "wgmma_transpose_b_n128", impl::wgmma_transpose_b, v::best, nullptr, 200, 3, 128};
+  // tensor_core_tf32's wgmma kernel with its clusters forced to share A, or B.
+  row mcast_a{
+      "tf32", "wgmma_mcast_a", impl::wgmma_multicast, v::best, nullptr, 250, 3, 0, kf::detail::wgmma_multicast::a};
+  row mcast_b{
+      "tf32", "wgmma_mcast_b", impl::wgmma_multicast, v::best, nullptr, 250, 3, 0, kf::detail::wgmma_multicast::b};
   const std::vector<row> slow = {kf_row(v::naive, 0.5), kf_row(v::coalesced, 2), kf_row(v::smem_tiled, 5),
                                  kf_row(v::blocktile_1d, 12)};
   const std::vector<row> fast = {kf_row(v::blocktile_2d, 20), kf_row(v::vectorized, 25), kf_row(v::warp_tiled, 45),
@@ -782,6 +819,10 @@ void register_all() {
     register_row(repack_b, s);
     register_row(transpose_b, s);
     if (picks_narrowest_wgmma_tile(s)) register_row(transpose_b_n128, s);
+    if (compares_wgmma_multicast(s)) {
+      register_row(mcast_a, s);
+      register_row(mcast_b, s);
+    }
     if ((is_cube(s) && s.m == 4096) || (s.m == 8192 && s.n == 8192 && s.k == 1024)) {
       for (const char* precision : {"fp32", "tf32"}) {
         const double tflops = precision[0] == 'f' ? 45 : 250;

@@ -244,7 +244,7 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
   }
   const std::size_t tiles_n = ceil_div(args.n, static_cast<std::size_t>(block_n));
   // Which operand a cluster shares, and whether there is a cluster at all.
-  const bool share_a = wgmma_multicasts_a(multicast, block_n, tiles_m, tiles_n);
+  const bool share_a = wgmma_multicasts_a(multicast, block_n, tiles_n);
   const int cluster = wgmma_cluster_ctas(cluster_size, share_a, tiles_m, tiles_n);
   const bool multicast_a = share_a && cluster > 1;  // single CTAs share nothing
   const std::size_t cluster_tiles_m = multicast_a ? tiles_m : ceil_div(tiles_m, static_cast<std::size_t>(cluster));

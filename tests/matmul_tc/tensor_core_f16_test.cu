@@ -2,8 +2,15 @@
 // The fp16 / bf16 tensor-core kernels called through their launch functions,
 // so that a silent fallback cannot pass for the kernel under test:
 //  * mma_sync: launch_tensor_core_f16 (11_tensor_core_f16.cuh), any sm_80+ GPU;
-//  * wgmma_cluster1 / wgmma_cluster2: wgmma_f16_try_launch (12_wgmma_f16.cuh),
-//    which must accept the call (compute capability 9.0 and a library built with 90).
+//  * wgmma_cluster1 / wgmma_cluster2 / wgmma_mcast_a: wgmma_f16_try_launch
+//    (12_wgmma_f16.cuh), which must accept the call (compute capability 9.0 and
+//    a library built with 90): single CTAs, clusters of 2 sharing B (forced) and
+//    clusters of 2 sharing A (forced: wgmma_multicast::a), at every shape and
+//    forced width. Sharing A, the cluster's CTAs take adjacent n-tiles: odd tile
+//    counts along n (129, 257, 300 and 520 at 64 wide; 4097 at 256 and 64) leave
+//    the last cluster's second CTA outside C; a single tile column (n = 1) runs
+//    single CTAs; 1 x 4096 x 512 (a single tile row) clusters only this way;
+//    130 x 300 x 2051 and 1 x 1 x 4096 split k.
 // Cases, checks and tolerance: tests/matmul/matmul_case.hpp (double reference,
 // NaN-poisoned C with beta 0, NaN in the padding, sentinels around C,
 // |err| <= (4 sqrt(k) + k/16 + 4) 2^-23 * sum|a b| + 2 u_T |ref|). Every shape
@@ -44,13 +51,14 @@ namespace {
 using kf::test::matmul_case;
 using kf::test::matmul_shape;
 
-enum class path { mma_sync, wgmma_cluster1, wgmma_cluster2 };
+enum class path { mma_sync, wgmma_cluster1, wgmma_cluster2, wgmma_mcast_a };
 
 const char* path_name(path p) {
   switch (p) {
     case path::mma_sync: return "mma_sync";
     case path::wgmma_cluster1: return "wgmma_cluster1";
     case path::wgmma_cluster2: return "wgmma_cluster2";
+    case path::wgmma_mcast_a: return "wgmma_mcast_a";
   }
   return "unknown";
 }
@@ -101,7 +109,9 @@ void run_case(const matmul_shape& s, bool ta, bool tb, path p, int block_n, cons
     if (p == path::mma_sync) {
       kf::detail::launch_tensor_core_f16(g, nullptr);
     } else {
-      accepted = kf::detail::wgmma_f16_try_launch(g, nullptr, p == path::wgmma_cluster1 ? 1 : 2, block_n);
+      using kf::detail::wgmma_multicast;
+      accepted = kf::detail::wgmma_f16_try_launch(g, nullptr, p == path::wgmma_cluster1 ? 1 : 2, block_n,
+                                                  p == path::wgmma_mcast_a ? wgmma_multicast::a : wgmma_multicast::b);
     }
   };
   const ::testing::AssertionResult r =
@@ -145,12 +155,12 @@ std::vector<tc_case> all_cases() {
                                             {300, 520, 64},   {130, 300, 2051}, {1090, 2904, 72}, {4095, 4097, 4093}};
   std::vector<tc_case> cases;
   for (bool bf16 : {false, true})
-    for (path p : {path::mma_sync, path::wgmma_cluster1, path::wgmma_cluster2})
+    for (path p : {path::mma_sync, path::wgmma_cluster1, path::wgmma_cluster2, path::wgmma_mcast_a})
       for (const matmul_shape& s : shapes)
         for (bool ta : {false, true})
           for (bool tb : {false, true}) cases.push_back({s, ta, tb, p, bf16});
   for (bool bf16 : {false, true})
-    for (path p : {path::wgmma_cluster1, path::wgmma_cluster2})
+    for (path p : {path::wgmma_cluster1, path::wgmma_cluster2, path::wgmma_mcast_a})
       for (const forced_width& f : forced_widths)
         for (bool ta : {false, true})
           for (bool tb : {false, true}) cases.push_back({f.s, ta, tb, p, bf16, f.block_n});

@@ -47,12 +47,17 @@ using kf::detail::gemm_args;
 
 /// mma_sync: launch_tensor_core_tf32 (8 warps a block); mma_sync_4warps: its
 /// 64x64-warp-tile layout (09_tensor_core_tf32.cuh: four_warps). wgmma_*: wgmma_tf32_try_launch, which must
-/// accept the call: wgmma_single / wgmma_cluster (clusters of 1 / 2 CTAs) with
-/// an n-contiguous B of 16-byte rows transposed in shared memory;
+/// accept the call: wgmma_single / wgmma_cluster (clusters of 1 / 2 CTAs, the 2
+/// sharing B, forced) with an n-contiguous B of 16-byte rows transposed in
+/// shared memory; wgmma_mcast_a the same with clusters of 2 sharing A (forced:
+/// wgmma_multicast::a; the CTAs on adjacent n-tiles, so odd tile counts along n
+/// -- 129, 257, 520, 4097 at 64 wide, 2904 at 128, 4097 at 256 -- leave the last cluster's second
+/// CTA outside C, n = 1 runs single CTAs, 1 x 4096 x 512 clusters only this way,
+/// 513 x 257 x 1031 and 1 x 1 x 4096 split k);
 /// wgmma_repack_b (clusters of 2) with such a B repacked in HBM first, the path
 /// before. dispatch: launch_wgmma_tf32, wgmma where it runs and the mma.sync
 /// fallback elsewhere (any sm_80+ GPU).
-enum class path { mma_sync, mma_sync_4warps, wgmma_single, wgmma_cluster, wgmma_repack_b, dispatch };
+enum class path { mma_sync, mma_sync_4warps, wgmma_single, wgmma_cluster, wgmma_mcast_a, wgmma_repack_b, dispatch };
 
 const char* path_name(path p) {
   switch (p) {
@@ -60,6 +65,7 @@ const char* path_name(path p) {
     case path::mma_sync_4warps: return "mma_sync_4warps";
     case path::wgmma_single: return "wgmma_cluster1";
     case path::wgmma_cluster: return "wgmma_cluster2";
+    case path::wgmma_mcast_a: return "wgmma_mcast_a";
     case path::wgmma_repack_b: return "wgmma_repack_b";
     case path::dispatch: return "launch_wgmma_tf32";
   }
@@ -238,7 +244,8 @@ void run_case(const shape& s, bool trans_a, bool trans_b, path p, int block_n, c
     // Forced either way, whatever the shape's rule (tuning.hpp: wgmma_tf32_transposes_b).
     const auto b_mode = p == path::wgmma_repack_b ? kf::detail::wgmma_tf32_b_mode::repack
                                                   : kf::detail::wgmma_tf32_b_mode::transpose_in_smem;
-    ASSERT_TRUE(kf::detail::wgmma_tf32_try_launch(args, stream, cluster, b_mode, block_n))
+    const auto multicast = p == path::wgmma_mcast_a ? kf::detail::wgmma_multicast::a : kf::detail::wgmma_multicast::b;
+    ASSERT_TRUE(kf::detail::wgmma_tf32_try_launch(args, stream, cluster, b_mode, block_n, multicast))
         << "the wgmma kernel declined a call it should run (it would have fallen back to mma.sync)";
   }
   ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
@@ -312,7 +319,7 @@ std::vector<tc_case> all_cases() {
   const std::vector<shape> shapes = {{1, 1, 1},      {33, 65, 17},   {127, 129, 255}, {513, 257, 1031}, {1, 1, 4096},
                                      {1, 4096, 512}, {4096, 1, 512}, {300, 520, 64},  {1090, 2904, 72}, big_shape};
   std::vector<tc_case> cases;
-  for (path p : {path::mma_sync, path::mma_sync_4warps, path::wgmma_single, path::wgmma_cluster})
+  for (path p : {path::mma_sync, path::mma_sync_4warps, path::wgmma_single, path::wgmma_cluster, path::wgmma_mcast_a})
     for (const shape& s : shapes)
       for (bool ta : {false, true})
         for (bool tb : {false, true}) cases.push_back({s, ta, tb, p});
@@ -327,7 +334,7 @@ std::vector<tc_case> all_cases() {
       {{513, 257, 1031}, 128}, {{300, 520, 64}, 128},   {{300, 520, 64}, 256}, {{1, 4096, 512}, 128},
       {{1090, 2904, 72}, 64},  {{1090, 2904, 72}, 128}, {big_shape, 64}};
   for (const auto& [s, block_n] : forced_widths)
-    for (path p : {path::wgmma_single, path::wgmma_cluster})
+    for (path p : {path::wgmma_single, path::wgmma_cluster, path::wgmma_mcast_a})
       for (bool ta : {false, true})
         for (bool tb : {false, true}) cases.push_back({s, ta, tb, p, block_n});
   for (const auto& [s, block_n] : forced_widths)
