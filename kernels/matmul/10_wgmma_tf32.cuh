@@ -513,15 +513,17 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
   // The barriers of a stage, and why the pipeline cannot hang (every role walks
   // the same work items and k-steps, so each runs the same rounds of every stage):
   //  * full: the producer's arrive.expect_tx (A and B's bytes, or A's alone
-  //    with transpose_b: the whole stage's, also where half of it arrives by the
-  //    peer's multicast -- each CTA receives both halves of the shared operand) plus, with transpose_b, one arrival of
-  //    each of the 96 transposing threads after their stores of the stage's B; the consumers wait on it. Round r + 1's
-  //    arrivals cannot mix into round r: the producer arrives for r + 1 only after `empty` of round r, i.e. after every
+  //    with transpose_b: the whole stage's, also where half of the shared
+  //    operand arrives by the peer's multicast -- each CTA receives both
+  //    halves) plus, with transpose_b, one arrival of each of the 96
+  //    transposing threads after their stores of the stage's B; the consumers
+  //    wait on it. Round r + 1's arrivals cannot mix into round r: the producer
+  //    arrives for r + 1 only after `empty` of round r, i.e. after every
   //    consumer warp saw `full` complete round r, and the transposers arrive
   //    for r + 1 only after `b_landed` round r + 1, which the producer opens.
   //  * b_landed (transpose_b only): the producer's arrive.expect_tx of B's
-  //    bytes; B's TMA boxes (in a cluster, both CTAs' multicasts) complete it;
-  //    the transposers wait on it. A peer's multicast of round r + 1 can land
+  //    bytes; B's TMA boxes (in a cluster sharing B, both CTAs' multicasts)
+  //    complete it; the transposers wait on it. A peer's multicast of round r + 1 can land
   //    before this CTA's expect_tx (the tx-count goes negative meanwhile, as
   //    the PTX ISA allows), never before round r completed here: the peer
   //    issues it after its `empty` of round r, which needs this CTA's consumers,
