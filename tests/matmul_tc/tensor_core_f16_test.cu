@@ -220,6 +220,23 @@ TEST(MatmulWgmmaF16, UnknownBlockNIsAnError) {
   }
 }
 
+// A multicast choice that is not a wgmma_multicast value is an error naming it.
+TEST(MatmulWgmmaF16, UnknownMulticastIsAnError) {
+  KF_SKIP_WITHOUT_GPU();
+  int device = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  if (!kf::detail::wgmma_tf32_available(device)) GTEST_SKIP() << "wgmma needs a compute capability 9.0 GPU";
+  kf::detail::gemm_args<__half> g;
+  g.m = g.n = g.k = 1;
+  try {
+    kf::detail::wgmma_f16_try_launch(g, nullptr, 2, 0, static_cast<kf::detail::wgmma_multicast>(7));
+    ADD_FAILURE() << "multicast = 7 was accepted";
+  } catch (const kf::error& e) {
+    EXPECT_EQ(e.code(), kf::errc::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("multicast = 7"), std::string::npos) << e.what();
+  }
+}
+
 // ---- CPU checks of the mma.sync kernel's shared-memory swizzle --------------
 
 /// Every ldmatrix phase reads 8 consecutive stored rows (from a multiple of 8)
