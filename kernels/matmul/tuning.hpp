@@ -226,16 +226,19 @@ inline int choose_wgmma_tile_width(std::size_t m, std::size_t n, std::size_t k, 
 ///    wgmma_mcast_a and wgmma_mcast_b compare them in one run).
 enum class wgmma_multicast { by_shape, b, a };
 
-/// True when a product with tiles_n tile columns of 128 x block_n runs its
+/// True when a product with tiles_m x tiles_n tiles of 128 x block_n runs its
 /// clusters along n sharing A. By shape: where A's rows a stage outnumber B's
-/// (block_n < 128), except for a single tile column (the partner along n would
-/// only idle: B is shared then). A single tile row of wider tiles (TF32 128 x
-/// 8192 x 8192 runs 128 x 128) keeps today's single CTAs: sharing A there is
-/// measured by bench_matmul's wgmma_mcast_a rows before it becomes the rule
-/// (benchmarks/TUNING.md).
-KF_TUNING_FN bool wgmma_multicasts_a(wgmma_multicast mode, int block_n, std::size_t tiles_n) {
+/// (block_n < 128) and there are two tile rows or more, except for a single
+/// tile column (the partner along n would only idle: B is shared then).
+/// Measured on the H200 (benchmarks/TUNING.md, one bench_matmul run): fp16
+/// 1024^3 (8 x 16 tiles of 128 x 64) 0.78 of cuBLAS sharing A against 0.72
+/// sharing B (bf16 0.79 / 0.73); 128 x 8192 x 8192 (1 x 128 tiles) 0.91
+/// sharing A against 0.94 in single CTAs (bf16 the same): with one tile row
+/// the product streams B from HBM once and A's 128 rows stay in L2, so the
+/// cluster only couples two CTAs' progress. A single tile row keeps single CTAs.
+KF_TUNING_FN bool wgmma_multicasts_a(wgmma_multicast mode, int block_n, std::size_t tiles_m, std::size_t tiles_n) {
   if (mode != wgmma_multicast::by_shape) return mode == wgmma_multicast::a;
-  return tiles_n > 1 && static_cast<std::size_t>(block_n) < wgmma_block_m;
+  return tiles_m > 1 && tiles_n > 1 && static_cast<std::size_t>(block_n) < wgmma_block_m;
 }
 
 /// CTAs per cluster (1 or 2) for a cluster_size of 1 or 2 (anything else: 2):

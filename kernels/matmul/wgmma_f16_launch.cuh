@@ -44,7 +44,7 @@ inline constexpr int wgmma_f16_default_cluster = 2;
 /// or one of wgmma_block_n_choices (256, 128, 64; tests run every width);
 /// anything else: errc::invalid_argument. multicast: which operand a cluster
 /// of 2 shares, by shape (tuning.hpp: wgmma_multicasts_a: A for 128 x 64
-/// tiles) or forced (tests and benchmarks compare both).
+/// tiles in two tile rows or more) or forced (tests and benchmarks compare both).
 bool wgmma_f16_try_launch(const gemm_args<__half>& args, cudaStream_t stream,
                           int cluster_size = wgmma_f16_default_cluster, int block_n = 0,
                           wgmma_multicast multicast = wgmma_multicast::by_shape);

@@ -188,7 +188,8 @@ void with_instance(bool n_major, int cluster, bool multicast_a, int block_n, F&&
 ///    wgmma_tf32_transposes_b(tf32_b_mode, m) says so; else repacked k-contiguous
 ///    (tuning.hpp: choose_wgmma_b_source);
 ///  * clusters of 2 CTAs sharing B (adjacent m-tiles) or A (adjacent n-tiles:
-///    wgmma_multicasts_a, by shape where B's tile is narrower than A's, or
+///    wgmma_multicasts_a, by shape where B's tile is narrower than A's and there
+///    are two tile rows or more, or
 ///    forced by `multicast`: tests run both at every shape), persistent over
 ///    the tiles (cluster_size 1: single CTAs; a single tile row sharing B or a
 ///    single tile column sharing A: single CTAs, the partner would only idle);
@@ -244,7 +245,7 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
   }
   const std::size_t tiles_n = ceil_div(args.n, static_cast<std::size_t>(block_n));
   // Which operand a cluster shares, and whether there is a cluster at all.
-  const bool share_a = wgmma_multicasts_a(multicast, block_n, tiles_n);
+  const bool share_a = wgmma_multicasts_a(multicast, block_n, tiles_m, tiles_n);
   const int cluster = wgmma_cluster_ctas(cluster_size, share_a, tiles_m, tiles_n);
   const bool multicast_a = share_a && cluster > 1;  // single CTAs share nothing
   const std::size_t cluster_tiles_m = multicast_a ? tiles_m : ceil_div(tiles_m, static_cast<std::size_t>(cluster));
