@@ -200,13 +200,19 @@ TEST_P(MatmulTensorCoreF16, MatchesDoubleReference) {
 INSTANTIATE_TEST_SUITE_P(Shapes, MatmulTensorCoreF16, ::testing::ValuesIn(all_cases()),
                          [](const ::testing::TestParamInfo<tc_case>& info) { return describe(info.param); });
 
+// The argument-check tests below need the wgmma instances (a cc 9.0 GPU).
+#define KF_SKIP_WITHOUT_WGMMA()                                                                                   \
+  do {                                                                                                            \
+    KF_SKIP_WITHOUT_GPU();                                                                                        \
+    int kf_device = 0;                                                                                            \
+    ASSERT_EQ(cudaGetDevice(&kf_device), cudaSuccess);                                                            \
+    if (!kf::detail::wgmma_tf32_available(kf_device)) GTEST_SKIP() << "wgmma needs a compute capability 9.0 GPU"; \
+  } while (0)
+
 // A tile width the kernel is not built for is an error naming block_n, thrown
 // before anything is enqueued (not a silent fallback to another width).
 TEST(MatmulWgmmaF16, UnknownBlockNIsAnError) {
-  KF_SKIP_WITHOUT_GPU();
-  int device = 0;
-  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
-  if (!kf::detail::wgmma_tf32_available(device)) GTEST_SKIP() << "wgmma needs a compute capability 9.0 GPU";
+  KF_SKIP_WITHOUT_WGMMA();
   kf::detail::gemm_args<__half> g;
   g.m = g.n = g.k = 1;
   for (int bad : {96, 32, 512, -64}) {
@@ -222,10 +228,7 @@ TEST(MatmulWgmmaF16, UnknownBlockNIsAnError) {
 
 // A multicast choice that is not a wgmma_multicast value is an error naming it.
 TEST(MatmulWgmmaF16, UnknownMulticastIsAnError) {
-  KF_SKIP_WITHOUT_GPU();
-  int device = 0;
-  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
-  if (!kf::detail::wgmma_tf32_available(device)) GTEST_SKIP() << "wgmma needs a compute capability 9.0 GPU";
+  KF_SKIP_WITHOUT_WGMMA();
   kf::detail::gemm_args<__half> g;
   g.m = g.n = g.k = 1;
   try {
