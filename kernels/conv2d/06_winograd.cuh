@@ -69,6 +69,23 @@ struct conv2d_winograd_filter_args {
   std::size_t plane = 0;  // floats per position b
 };
 
+/// The filter transform's arguments for layer `a`, writing U[b] at u + b *
+/// plane with element (k, c) at k * k_stride + c * c_stride: step 6 lays U out
+/// [b][k][c_ld], step 8 [b][c][k_ld] (make_conv2d_winograd_fused_filter_args).
+inline conv2d_winograd_filter_args make_conv2d_winograd_filter_args(const conv2d_args<float>& a, float* u, int k_stride,
+                                                                    int c_stride, std::size_t plane) {
+  conv2d_winograd_filter_args fa;
+  fa.w = a.wt;
+  fa.k = a.k;
+  fa.c = a.c;
+  fa.div_c = fast_divmod(static_cast<unsigned>(a.c));
+  fa.u = u;
+  fa.k_stride = k_stride;
+  fa.c_stride = c_stride;
+  fa.plane = plane;
+  return fa;
+}
+
 /// One thread per (k, c).
 // A template (instantiated with its default only) so that every translation unit
 // including this header, the library and a user's .cu through <kernelforge/conv.cuh>,

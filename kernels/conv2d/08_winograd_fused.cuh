@@ -111,16 +111,7 @@ struct conv2d_winograd_fused_args {
 inline conv2d_winograd_filter_args make_conv2d_winograd_fused_filter_args(const conv2d_args<float>& a,
                                                                           const conv2d_winograd_fused_layout& l,
                                                                           float* u) {
-  conv2d_winograd_filter_args fa;
-  fa.w = a.wt;
-  fa.k = a.k;
-  fa.c = a.c;
-  fa.div_c = fast_divmod(static_cast<unsigned>(a.c));
-  fa.u = u;
-  fa.k_stride = 1;
-  fa.c_stride = static_cast<int>(l.k_ld);
-  fa.plane = static_cast<std::size_t>(a.c) * l.k_ld;
-  return fa;
+  return make_conv2d_winograd_filter_args(a, u, 1, static_cast<int>(l.k_ld), static_cast<std::size_t>(a.c) * l.k_ld);
 }
 
 /// The kernel's arguments for layer `a` in layout `l` with transformed filters

@@ -243,15 +243,9 @@ bool launch_conv2d_winograd(const char* what, int device, const conv2d_args<floa
   wa.v = wa.u + l.u_floats;
   wa.mm = wa.v + l.v_floats;
 
-  conv2d_winograd_filter_args fa;
-  fa.w = a.wt;
-  fa.k = a.k;
-  fa.c = a.c;
-  fa.div_c = wa.div_c;
-  fa.u = wa.u;
-  fa.k_stride = wa.c_ld;  // U[b][k][c_ld]
-  fa.c_stride = 1;
-  fa.plane = static_cast<std::size_t>(a.k) * wa.c_ld;
+  // U[b][k][c_ld]
+  const conv2d_winograd_filter_args fa =
+      make_conv2d_winograd_filter_args(a, wa.u, wa.c_ld, 1, static_cast<std::size_t>(a.k) * wa.c_ld);
   conv2d_winograd_filter<>
       <<<conv2d_transform_grid(device, static_cast<std::size_t>(a.k) * a.c), winograd_transform_block, 0, stream>>>(fa);
   check_launch(what);

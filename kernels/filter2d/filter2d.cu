@@ -199,14 +199,10 @@ bool try_tma_pipeline_for_best(int device, const filter2d_args<float>& a, cudaSt
 
 template <int R, int S>
 void launch_rolling_window(const char* what, const filter2d_args<float>& a, cudaStream_t stream) {
-  const std::size_t vectors = ceil_div(static_cast<std::size_t>(a.width), filter2d_rolling_cols);
-  const std::size_t blocks_x = ceil_div(vectors, filter2d_rolling_threads);
-  const std::size_t strips =
-      ceil_div(static_cast<std::size_t>(a.height), static_cast<std::size_t>(filter2d_rolling_strip_rows<R>()));
-  const dim3 grid(static_cast<std::uint32_t>(blocks_x), capped_grid_dim(strips), capped_grid_dim(a.channels));
+  const filter2d_window_grid g = filter2d_strip_grid(a, filter2d_rolling_cols, filter2d_rolling_threads,
+                                                     static_cast<std::size_t>(filter2d_rolling_strip_rows<R>()));
   with_border(a.mode, [&](auto mode) {
-    filter2d_rolling_window<R, S, decltype(mode)::value>
-        <<<grid, filter2d_rolling_threads, 0, stream>>>(a, static_cast<int>(strips));
+    filter2d_rolling_window<R, S, decltype(mode)::value><<<g.grid, filter2d_rolling_threads, 0, stream>>>(a, g.strips);
   });
   check_launch(what);
 }

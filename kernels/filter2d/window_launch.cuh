@@ -39,19 +39,18 @@ inline bool filter2d_window_kernels_apply(const filter2d_args<float>& a) {
          a.in_pitch % V == 0 && a.out_pitch % V == 0;
 }
 
-/// register_window's grid for Config: x = groups of Config::cols columns per
-/// filter2d_window_threads, y = row strips of Config::rows (capped; the kernel
-/// strides over the rest), z = channels (likewise).
+/// The grid of a strip kernel (register_window, rolling_window): x = groups of
+/// `cols` columns per `threads`-thread block, y = strips of `rows` output rows
+/// (capped; the kernel strides over the rest), z = channels (likewise).
 struct filter2d_window_grid {
   dim3 grid;
   int strips = 0;
 };
 
-template <class Config>
-filter2d_window_grid filter2d_register_window_grid(const filter2d_args<float>& a) {
-  const std::size_t groups = ceil_div(static_cast<std::size_t>(a.width), Config::cols);
-  const std::size_t blocks_x = ceil_div(groups, filter2d_window_threads);
-  const std::size_t strips = ceil_div(static_cast<std::size_t>(a.height), Config::rows);
+inline filter2d_window_grid filter2d_strip_grid(const filter2d_args<float>& a, std::size_t cols, std::size_t threads,
+                                                std::size_t rows) {
+  const std::size_t blocks_x = ceil_div(ceil_div(static_cast<std::size_t>(a.width), cols), threads);
+  const std::size_t strips = ceil_div(static_cast<std::size_t>(a.height), rows);
   filter2d_window_grid g;
   g.grid = dim3(static_cast<std::uint32_t>(blocks_x), capped_grid_dim(strips), capped_grid_dim(a.channels));
   g.strips = static_cast<int>(strips);
@@ -62,7 +61,7 @@ filter2d_window_grid filter2d_register_window_grid(const filter2d_args<float>& a
 /// filter2d_window_kernels_apply holds (the caller checks), and checks the launch.
 template <int R, int S, class Config = filter2d_window_default>
 void launch_filter2d_register_window(const char* what, const filter2d_args<float>& a, cudaStream_t stream) {
-  const filter2d_window_grid g = filter2d_register_window_grid<Config>(a);
+  const filter2d_window_grid g = filter2d_strip_grid(a, Config::cols, filter2d_window_threads, Config::rows);
   with_border(a.mode, [&](auto mode) {
     filter2d_register_window<R, S, decltype(mode)::value, Config>
         <<<g.grid, filter2d_window_threads, 0, stream>>>(a, g.strips);
