@@ -26,16 +26,23 @@ a shared 2-core machine, fastest of interleaved runs; per call at n = 2^10):
     fallback: its wrapper code is `buf0 = torch.ops.kernelforge.relu_threshold.default(
     arg0_1, 0.5)` then `assert_tensor_metadata(buf0, ...)` (0.2 us), so the graph pays
     the dispatcher and the Autograd-key Python kernel on every call, grad mode or not.
-    While compiled code runs, dynamo's frame evaluator is installed and a Python
-    function call costs about twice what it does eagerly (43 -> 85 ns here): the
-    Autograd kernel therefore makes no Python call but the body.
+    While compiled code runs, a Python function call costs about twice what it does
+    eagerly (43 -> 85 ns here): tens of nanoseconds, not the in-graph gap below.
   - Whole compiled graphs (`act(x) + 1.0`, no_grad / grad): add alone 17.8 / 19.3 us,
     F.threshold fused in 23.9 / 25.8, the kernelforge registration 35.5 / 37.8, the
     body on the backend key alone 33.2 / 31.9, AutogradCPU 35.3 / 33.6, custom_op
     50.1 / 50.4. So an op with a Python kernel costs ~14-18 us in the graph against
-    ~4 us for the same call eagerly, whatever carries its autograd: the cost is in
-    calling a Python kernel from compiled code, not in the autograd kernel. Noisy
-    (2 shared cores, CPU inductor kernels); the GPU rows of this script decide.
+    ~4 us for the same call eagerly, whatever carries its autograd. Noisy (2 shared
+    cores, CPU inductor kernels).
+  - Later (profile_torch_op_cpu.py's docstring has the figures): not the Python frames.
+    An op whose Autograd kernel is a C callable (torch.neg) costs the graph as much as
+    one with Python kernels (~10-12 us vs ~2.5 us eager); callgrind counts 33.5k
+    instructions for the op in the graph against 30.2k eagerly; no system calls. The
+    same instructions run 2-4x slower inside the compiled call (cold caches).
+  - On the GPU, in_graph_rows below decide the same two questions: how much of the
+    in-graph time is inside the op's kernel body ("of which in the op's kernel body",
+    eager vs compiled), and whether a C-callable kernel (torch.neg) costs the
+    graph as much more over its eager call as ours does (the "neg op" rows).
 """
 
 import argparse
@@ -67,6 +74,78 @@ def per_call_us(fn, calls=3000, repeats=9):
         torch.cuda.synchronize()
         samples.append((time.perf_counter() - start) / calls * 1e6)
     return statistics.median(samples), min(samples)
+
+
+def in_graph_rows(x, make_model):
+    """Where the op's time inside a compiled graph goes, on the GPU (no_grad, as bench_python
+    measures the compiled models). Two probes, each against the add-only model in the same
+    run:
+      - the op's kernel body timed from inside (perf_counter around kernelforge.torch's
+        _relu_threshold_kernel, behind kernelforge.torch's own registration): the part of
+        the call that is our code, eager and in the graph; the rest is the dispatcher,
+        OpOverload.__call__ and inductor's assert_tensor_metadata;
+      - one op, kfprobe_neg::neg, compiled once into the model; then its Autograd kernel is
+        swapped between a C callable (torch.neg: no Python frame, torch's own launch) and
+        Python functions reaching torch.neg through 1 and 3 frames. The graph calls the op by
+        name, so it runs whichever kernel is registered. If Python frames were what costs in
+        a graph, the compiled rows would spread apart far more than the eager rows; if the C
+        callable costs as much more in the graph as our op does, the cost is the graph's, not
+        our kernel's."""
+    rows = {}
+    add_only = make_model(lambda t: t)
+
+    spent = [0.0, 0]
+
+    def timed_kernel(t, threshold=0.0):
+        start = time.perf_counter()
+        out = kft._relu_threshold_kernel(t, threshold)
+        spent[0] += time.perf_counter() - start
+        spent[1] += 1
+        return out
+
+    lib = torch.library.Library("kfprobe_timed", "DEF")
+    timed_op = kft._register("relu", "(Tensor x, float threshold=0.0) -> Tensor", timed_kernel, kft._same_shape_fake,
+                             kft._relu_backward, kft._relu_setup, lib=lib)
+    timed_model = make_model(lambda t: timed_op(t, 0.5))
+    with torch.no_grad():
+        for name, fn in (("eager op call", lambda: timed_op(x, 0.5)), ("compiled op + add", lambda: timed_model(x)),
+                         ("compiled add only", lambda: add_only(x))):
+            spent[:] = [0.0, 0]
+            median, best = per_call_us(fn, calls=1000)
+            inside = spent[0] / spent[1] * 1e6 if spent[1] else 0.0
+            rows[f"in-graph probe: {name} [no_grad]"] = (median, best)
+            if spent[1]:
+                rows[f"in-graph probe: {name}: of which in the op's kernel body (mean) [no_grad]"] = (inside, inside)
+
+    neg_lib = torch.library.Library("kfprobe_neg", "DEF")
+    neg_lib.define("neg(Tensor x) -> Tensor")
+    neg_lib.impl("neg", torch.neg, "CompositeExplicitAutograd")  # what the trace runs (FakeTensors)
+    torch.library.register_fake("kfprobe_neg::neg", lambda t: torch.empty_like(t), lib=neg_lib)
+    neg = torch.ops.kfprobe_neg.neg.default
+
+    def one(t):
+        return torch.neg(t)
+
+    def two(t):
+        return one(t)
+
+    def three(t):
+        return two(t)
+
+    neg_model = make_model(neg)
+    with torch.no_grad():
+        for name, kernel in (("C callable (torch.neg)", torch.neg), ("1 Python frame", one),
+                             ("3 Python frames", three)):
+            impl = torch.library.Library("kfprobe_neg", "IMPL")
+            impl.impl("neg", kernel, "Autograd")
+            rows[f"neg op, Autograd kernel = {name}: eager op call [no_grad]"] = per_call_us(lambda: neg(x))
+            rows[f"neg op, Autograd kernel = {name}: compiled op + add [no_grad]"] = per_call_us(
+                lambda: neg_model(x), calls=1000)
+            rows[f"neg op, Autograd kernel = {name}: compiled add only [no_grad]"] = per_call_us(
+                lambda: add_only(x), calls=1000)
+            impl._destroy()  # frees the Autograd key for the next kernel
+        rows["torch.neg (eager) [no_grad]"] = per_call_us(lambda: torch.neg(x))
+    return rows, (lib, neg_lib)
 
 
 def main():
@@ -184,6 +263,15 @@ def main():
         with torch.no_grad():
             rows[name + " [no_grad]"] = per_call_us(lambda: compiled(x), calls=1000)
         rows[name + " [grad, x no grad]"] = per_call_us(lambda: compiled(x), calls=1000)
+
+    def make_model(f):
+        model = torch.compile(Model(Act(f)), fullgraph=True)
+        with torch.no_grad():
+            model(x)
+        return model
+
+    graph_rows, _probe_libs = in_graph_rows(x, make_model)
+    rows.update(graph_rows)
 
     print(f"torch {torch.__version__}, kernelforge {kf.__version__}")
     for name, (median, best) in rows.items():

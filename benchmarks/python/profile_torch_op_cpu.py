@@ -20,7 +20,36 @@ Rows (per-call microseconds, the fastest of several repeats; n = 2^10 float32):
     F.threshold and against the model without the activation; inductor's wrapper
     code (--code) shows how the compiled graph calls the op;
   - the cost of one Python function call made inside an op's kernel, eager and while
-    a compiled graph runs.
+    a compiled graph runs;
+  - the frame hypothesis tested on the whole call (kernel_swap_rows): one op compiled
+    once, its Autograd kernel swapped between a C callable (torch.neg) and Python
+    functions reaching it through 1 and 3 frames, eager and in the compiled graph.
+Times are the calling thread's CPU time (time.thread_time), not wall time: see `clock`.
+
+Measured (torch 2.15 on a shared 2-core machine, 1 thread, no_grad, us per call):
+  - eager torch.ops.<ns>.relu.default with kernelforge.torch's registration: 3.3-4.4;
+    compiled `act(x) + 1.0`: add only 10.6-18.3, with the op 15.7-37.4, so the op costs
+    5-19 us in the graph, 2-4x its eager call; the spread is the machine's load.
+  - a Python call inside the kernel: 0.035-0.042 us eager, 0.063-0.085 us in the graph.
+    The op's kernel makes 2 Python calls of ours (the Autograd closure and the body): the
+    frames account for < 0.1 us of the gap.
+  - kernel swap: a C callable Autograd kernel costs the same in the graph as Python ones
+    (op + add - add only: 10.4 C callable, 11.6 one frame, 11.3 three frames; eager
+    2.5 / 2.6 / 2.8). So the frame hypothesis is refuted: no Python-free kernel would
+    close the gap.
+  - instructions (valgrind --tool=callgrind, 200 calls, deterministic): eager op call
+    30.2k; compiled add only 97.9k, with the op 131.4k: the op executes 33.5k in the
+    graph, +11% over eager (OpOverload.__call__ and inductor's assert_tensor_metadata).
+    Of the eager 30.2k, the Python kernel (closure + body) is ~17k, the dispatcher,
+    OpOverload and argument conversion ~13k. strace: no system call in 1000 compiled
+    calls. So in the graph the op runs the same instructions 2-4x slower: its code runs
+    cold there (the compiled call's other ~100k instructions evict it from the caches
+    and branch predictors between calls), where an eager loop keeps it hot.
+  What would cut it: fewer instructions on the op's path (a Python-free kernel would
+  remove ~1/3 of them, not the dispatcher's share), no dispatcher in the graph (an
+  inductor lowering that calls the kernel directly: private inductor API), or letting
+  inductor fuse the op (a decomposition: then the compiled graph does not run
+  kernelforge's kernel). profile_torch_op.py's in-graph rows measure the same on the GPU.
 
 Run: python benchmarks/python/profile_torch_op_cpu.py [--no-compile] [--code]
 (needs torch; kernelforge's _C need not be built: a stub module stands in for it).
@@ -65,6 +94,12 @@ import kernelforge.torch as kft  # noqa: E402
 _C = sys.modules["kernelforge._C"]
 
 
+# The calling thread's CPU time, not wall time: on a shared 2-core machine (other builds
+# running, load averages of 10-60 seen) wall-clock runs of a compiled graph varied 3-10x
+# from run to run, its CPU time far less (every row runs on one thread: set_num_threads(1)).
+clock = time.thread_time
+
+
 def per_call_us(rows, calls, rounds=15):
     """{name: us per call} for {name: fn}: the rows take turns, `rounds` runs of `calls`
     calls each, and each keeps its fastest run. On a shared machine the minimum of
@@ -75,10 +110,10 @@ def per_call_us(rows, calls, rounds=15):
             fn()
     for _ in range(rounds):
         for name, fn in rows.items():
-            start = time.perf_counter()
+            start = clock()
             for _ in range(calls):
                 fn()
-            best[name] = min(best.get(name, float("inf")), (time.perf_counter() - start) / calls * 1e6)
+            best[name] = min(best.get(name, float("inf")), (clock() - start) / calls * 1e6)
     return best
 
 
@@ -149,7 +184,7 @@ def model_of(act, name):
 def python_call_cost(lib, x, nested=20):
     """us per Python function call made inside an op's kernel, eager and in a compiled
     graph (where dynamo's frame evaluator is installed while the graph runs)."""
-    clock = time.perf_counter
+    clock = time.perf_counter  # a short interval: wall time is precise enough, and cheaper to read
     spent = [0.0, 0]
 
     def leaf(t):
@@ -180,6 +215,50 @@ def python_call_cost(lib, x, nested=20):
                 best = min(best, spent[0] / spent[1] / nested)
             rows[f"one Python call inside the op's kernel, {name}"] = best * 1e6
     return rows
+
+
+def kernel_swap_rows(x):
+    """The frame hypothesis, tested on the whole call: one op, kfprobe_neg::neg(Tensor x),
+    compiled once into `op(x) + 1.0`; then its Autograd kernel is swapped between a C
+    callable (torch.neg: no Python frame at all) and Python functions that reach torch.neg
+    through 1 and 3 frames. The compiled graph calls the op by name through the
+    dispatcher, so it runs whichever kernel is registered now, in the same graph. If a
+    Python frame cost microseconds inside a compiled graph, the compiled rows would spread
+    apart by far more than the eager rows do."""
+    lib = torch.library.Library("kfprobe_neg", "DEF")
+    lib.define("neg(Tensor x) -> Tensor")
+    lib.impl("neg", torch.neg, "CompositeExplicitAutograd")  # what the trace runs (FakeTensors)
+    torch.library.register_fake("kfprobe_neg::neg", lambda t: torch.empty_like(t), lib=lib)
+    op = torch.ops.kfprobe_neg.neg.default
+
+    def one(t):
+        return torch.neg(t)
+
+    def two(t):
+        return one(t)
+
+    def three(t):
+        return two(t)
+
+    compiled = torch.compile(model_of(op, "neg"), fullgraph=True)
+    add_only = torch.compile(model_of(lambda t: t, "neg_add_only"), fullgraph=True)
+    results = {}
+    with torch.no_grad():
+        compiled(x)
+        add_only(x)
+        for name, kernel in (("C callable (torch.neg)", torch.neg), ("1 Python frame", one),
+                             ("3 Python frames", three)):
+            impl = torch.library.Library("kfprobe_neg", "IMPL")
+            impl.impl("neg", kernel, "Autograd")
+            rows = per_call_us({"eager": lambda: op(x), "compiled": lambda: compiled(x),
+                                "add only": lambda: add_only(x)}, calls=1000)
+            impl._destroy()  # frees the Autograd key for the next kernel
+            results[f"neg op, Autograd kernel = {name}: eager op call"] = rows["eager"]
+            results[f"neg op, Autograd kernel = {name}: compiled op + add"] = rows["compiled"]
+            results[f"neg op, Autograd kernel = {name}: compiled op + add - compiled add only"] = (rows["compiled"] -
+                                                                                                 rows["add only"])
+    del lib
+    return results
 
 
 def main():
@@ -229,6 +308,7 @@ def main():
 
     if not args.no_compile:
         results.update(python_call_cost(lib, x))
+        results.update(kernel_swap_rows(x))
 
     print(f"torch {torch.__version__}, CPU tensors, _C stubbed, {torch.get_num_threads()} thread(s)")
     for name, us in results.items():
