@@ -47,6 +47,11 @@
 //                                                pack rows: GB/s = (bytes read + bytes written) / time,
 //                                                frac_peak of the device's DRAM bandwidth, frac_copy
 //
+// Shapes: the seven above (1024^3 ... 128 x 8192 x 8192), or those listed in the
+// environment variable KF_BENCH_MATMUL_SHAPES ("MxNxK,MxNxK,...", e.g. a k sweep
+// 1024x1024x64,1024x1024x256,1024x1024x1024 that separates a kernel's fixed cost
+// from its per-k cost).
+//
 // Row-major C = A B with A m x k, B k x n, C m x n, unpadded (lda = k, ldb = n,
 // ldc = n), alpha = 1, beta = 0. cuBLAS (column-major) computes the same
 // product as C^T = B^T A^T. For each shape cuBLAS runs first and its time is
@@ -71,6 +76,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <map>
@@ -131,9 +137,36 @@ struct shape {
   double flops() const { return 2.0 * double(m) * double(n) * double(k); }
 };
 
+/// The shapes KF_BENCH_MATMUL_SHAPES lists ("MxNxK,MxNxK,..."), e.g. to sweep k at
+/// one m x n and separate a kernel's fixed cost from its per-k cost; an entry
+/// that is not three positive integers joined by 'x' is an error.
+std::vector<shape> shapes_from(const char* list) {
+  std::vector<shape> out;
+  std::string rest(list);
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    const std::string item = rest.substr(0, comma);
+    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+    unsigned long long m = 0, n = 0, k = 0;
+    char tail = 0;
+    if (std::sscanf(item.c_str(), "%llux%llux%llu%c", &m, &n, &k, &tail) != 3 || m == 0 || n == 0 || k == 0) {
+      throw std::invalid_argument("KF_BENCH_MATMUL_SHAPES: '" + item +
+                                  "' is not MxNxK with positive integers; set it to e.g. 1024x1024x64,1024x1024x256");
+    }
+    out.push_back({m, n, k});
+  }
+  return out;
+}
+
+/// The benchmark's shapes: the issue's list, or KF_BENCH_MATMUL_SHAPES's.
 const std::vector<shape>& shapes() {
-  static const std::vector<shape> s = {{1024, 1024, 1024}, {2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192},
-                                       {4095, 4097, 4093}, {8192, 8192, 1024}, {128, 8192, 8192}};
+  static const std::vector<shape> s = [] {
+    if (const char* list = std::getenv("KF_BENCH_MATMUL_SHAPES"); list != nullptr && *list != '\0') {
+      return shapes_from(list);
+    }
+    return std::vector<shape>{{1024, 1024, 1024}, {2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192},
+                              {4095, 4097, 4093}, {8192, 8192, 1024}, {128, 8192, 8192}};
+  }();
   return s;
 }
 
@@ -852,7 +885,12 @@ int main(int argc, char** argv) {
   std::printf(
       "bench_matmul: the slow steps (naive, coalesced, smem_tiled, blocktile_1d) run only up to 4096^3 "
       "(cubes); naive at 4096^3 with 1 warm-up and 2 timed calls.\n");
-  ::kf::bench::matmul::register_all();      // without a GPU every row reports why (KF_BENCH_REQUIRE_GPU)
+  try {
+    ::kf::bench::matmul::register_all();  // without a GPU every row reports why (KF_BENCH_REQUIRE_GPU)
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "bench_matmul: %s\n", e.what());
+    return 2;
+  }
   ::kf::bench::run_with_progress(tabular);  // a progress line per case on stderr
   ::benchmark::Shutdown();
   return 0;

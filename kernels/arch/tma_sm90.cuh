@@ -17,6 +17,13 @@
 namespace kf::detail {
 
 #if KF_ARCH_SM90A
+/// Starts fetching `map` (a __grid_constant__ kernel parameter) into the TMA
+/// unit's descriptor cache, so the first copy that names it does not wait for
+/// the fetch; issue it once per CTA, early, from the thread that will copy.
+__device__ __forceinline__ void tma_prefetch_descriptor(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(map)) : "memory");
+}
+
 /// Box (x = k, y = row) of `map` -> shared offset `dst`; completion counted on `bar`.
 __device__ __forceinline__ void tma_load_2d(std::uint32_t dst, const CUtensorMap* map, int x, int y,
                                             std::uint32_t bar) {
@@ -84,9 +91,6 @@ template <int Pending>
 __device__ __forceinline__ void tma_store_wait_read() {
   asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(Pending) : "memory");
 }
-
-/// Waits until all of this thread's committed stores have completed (written global memory).
-__device__ __forceinline__ void tma_store_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
 
 /// Makes this thread's generic-proxy shared-memory writes visible to the async proxy (TMA).
 __device__ __forceinline__ void fence_proxy_async_shared() {

@@ -138,7 +138,9 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
   const int warpgroup = threadIdx.x / warpgroup_threads;
   const int tid_in_warpgroup = threadIdx.x % warpgroup_threads;
 
-  if (threadIdx.x == 0) {
+  if (threadIdx.x == 0) {  // the producer thread below
+    tma_prefetch_descriptor(&map_x);
+    tma_prefetch_descriptor(&map_w);
 #pragma unroll
     for (int st = 0; st < kStages; ++st) {
       mbar_init(full_bar + st * barrier_bytes, 1);  // the producer's arrive.expect_tx

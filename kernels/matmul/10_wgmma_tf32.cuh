@@ -539,6 +539,10 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
   //    overwrites a stage that a product or a transposer still uses, here or in
   //    the peer (the transposers are done before `full` completes).
   if (threadIdx.x == 0) {
+    // The producer thread's first copies, and the staged epilogue's stores, name these.
+    tma_prefetch_descriptor(&map_a);
+    tma_prefetch_descriptor(&map_b);
+    if (ep.staged) tma_prefetch_descriptor(&map_c);
 #pragma unroll
     for (int s = 0; s < stages; ++s) {
       mbar_init(full_bar + s * barrier_bytes, 1 + (transpose_b ? transposer_threads : 0));
@@ -749,8 +753,10 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
         store_tile<float>(d, slice, row0, col0, epilogue::identity{});
       }
     }
-    // The last C buffers are read (and C written) before the CTA's shared memory goes.
-    if (ep.staged && tid_in_warpgroup == 0) tma_store_wait_all();
+    // The last C buffers are read before the CTA's shared memory goes. Their
+    // writes to C need not have landed: a kernel's stores are all visible when it
+    // completes (waiting for them here cost every CTA a global write latency).
+    if (ep.staged && tid_in_warpgroup == 0) tma_store_wait_read<0>();
   }
 
   // No CTA may exit while its peer can still arrive on its barriers.
