@@ -44,7 +44,9 @@ Measured (torch 2.15 on a shared 2-core machine, 1 thread, no_grad, us per call)
     OpOverload and argument conversion ~13k. strace: no system call in 1000 compiled
     calls. So in the graph the op runs the same instructions 2-4x slower: its code runs
     cold there (the compiled call's other ~100k instructions evict it from the caches
-    and branch predictors between calls), where an eager loop keeps it hot.
+    and branch predictors between calls), where an eager loop keeps it hot. Callgrind's
+    cache and branch simulation agrees, per call of the op: D1 misses 907 in the graph
+    against 424 eagerly, branch mispredictions 1237 against 794 (I1 misses 1132 / 1191).
   What would cut it: fewer instructions on the op's path (a Python-free kernel would
   remove ~1/3 of them, not the dispatcher's share), no dispatcher in the graph (an
   inductor lowering that calls the kernel directly: private inductor API), or letting
