@@ -42,7 +42,9 @@ a shared 2-core machine, fastest of interleaved runs; per call at n = 2^10):
   - On the GPU, in_graph_rows below decide the same two questions: how much of the
     in-graph time is inside the op's kernel body ("of which in the op's kernel body",
     eager vs compiled), and whether a C-callable kernel (torch.neg) costs the
-    graph as much more over its eager call as ours does (the "neg op" rows).
+    graph as much more over its eager call as ours does (the "neg op" rows); and whether
+    the op called eagerly right after a compiled call costs what it costs in the graph
+    (the "cold" rows; on CPU it did, and F.threshold there cost ~4x its hot-loop time).
 """
 
 import argparse
@@ -90,7 +92,9 @@ def in_graph_rows(x, make_model):
         name, so it runs whichever kernel is registered. If Python frames were what costs in
         a graph, the compiled rows would spread apart far more than the eager rows; if the C
         callable costs as much more in the graph as our op does, the cost is the graph's, not
-        our kernel's."""
+        our kernel's;
+      - cold calls: the op and F.threshold called eagerly right after a compiled add-only
+        call, against the same calls in a hot loop."""
     rows = {}
     add_only = make_model(lambda t: t)
 
@@ -116,6 +120,19 @@ def in_graph_rows(x, make_model):
             rows[f"in-graph probe: {name} [no_grad]"] = (median, best)
             if spent[1]:
                 rows[f"in-graph probe: {name}: of which in the op's kernel body (mean) [no_grad]"] = (inside, inside)
+
+    # Cold calls: the eager op and F.threshold right after a compiled add-only call (outside
+    # any graph); subtract "compiled add only". On CPU the op cost as much there as in the
+    # graph, and F.threshold ~4x its hot-loop time: the fair baseline for the in-graph cost.
+    op = torch.ops.kernelforge.relu_threshold.default
+    with torch.no_grad():
+        rows["cold: compiled add only, then the op (dispatcher) [no_grad]"] = per_call_us(
+            lambda: (add_only(x), op(x, 0.5)), calls=1000)
+        rows["cold: compiled add only, then F.threshold [no_grad]"] = per_call_us(
+            lambda: (add_only(x), F.threshold(x, 0.5, 0.0)), calls=1000)
+        rows["cold: compiled add only [no_grad]"] = per_call_us(lambda: add_only(x), calls=1000)
+        rows["cold: the op (dispatcher), hot loop [no_grad]"] = per_call_us(lambda: op(x, 0.5))
+        rows["cold: F.threshold, hot loop [no_grad]"] = per_call_us(lambda: F.threshold(x, 0.5, 0.0))
 
     neg_lib = torch.library.Library("kfprobe_neg", "DEF")
     neg_lib.define("neg(Tensor x) -> Tensor")
