@@ -278,17 +278,29 @@ inline bool wgmma_cluster_split_k_fits(std::size_t m, std::size_t n, std::size_t
   return plan_split_k(tiles_64, m, n, k, stage_k, resident_ctas, wgmma_split_k_min_slice(element_bytes)).split == 1;
 }
 
-/// Whether variant best takes the cluster split-k where it fits. Off until
-/// measured. TODO(lead): run bench_matmul's rows
-/// matmul/{fp16,bf16,tf32}/wgmma_cluster_splitk/1024x1024x1024 (and with
-/// KF_BENCH_MATMUL_SHAPES=1024x1024x4096) against wgmma_f16 / tensor_core_tf32
-/// and cublas; set true where the split-k rows win, with the figures here.
-constexpr bool wgmma_cluster_split_k_by_shape = false;
+/// The k-steps each CTA of a split-k cluster must get for `best` to take it:
+/// the exchange and the pipeline stage it gives up are a fixed cost per tile
+/// (~1 us at 1024 x 1024 x 256), paid back only by a long enough main loop.
+/// Measured on the H200 (bench_matmul, one run, ours / cuBLAS, cluster split-k
+/// against the 128 x 64 tiles sharing A): TF32 1024^3 (16 steps of 32 a CTA)
+/// 0.795 against 0.742; TF32 1024 x 1024 x 4096 0.858 against 0.784; fp16
+/// 1024 x 1024 x 4096 (32 steps of 64) 0.841 against 0.745; but fp16 1024^3 (8
+/// steps) 0.782 against 0.831, bf16 0.793 against 0.835, and at k = 256 (2-4
+/// steps) 0.67-0.81 against 0.74-0.92.
+inline constexpr int wgmma_cluster_split_k_min_steps = 16;
 
-/// True when the wgmma launcher, with its multicast by shape, runs the cluster split-k.
+/// True when the wgmma launcher, with its multicast by shape, runs the cluster
+/// split-k: where it fits, each CTA's half of k has at least
+/// wgmma_cluster_split_k_min_steps k-steps of `stage_k`, and there are two
+/// tile rows or more (in a single tile row, e.g. 128 x 8192 x 8192, reading B
+/// from HBM bounds the time, which splitting k does not shorten: fp16 measured
+/// 0.941 of cuBLAS split against 0.951).
 inline bool wgmma_cluster_splits_k(std::size_t m, std::size_t n, std::size_t k, std::size_t element_bytes, int stage_k,
                                    int resident_ctas) {
-  return wgmma_cluster_split_k_by_shape && wgmma_cluster_split_k_fits(m, n, k, element_bytes, stage_k, resident_ctas);
+  if (stage_k <= 0 || m <= static_cast<std::size_t>(wgmma_block_m)) return false;
+  const std::size_t half_steps = ceil_div(ceil_div(k, static_cast<std::size_t>(stage_k)), std::size_t{2});
+  return half_steps >= static_cast<std::size_t>(wgmma_cluster_split_k_min_steps) &&
+         wgmma_cluster_split_k_fits(m, n, k, element_bytes, stage_k, resident_ctas);
 }
 
 // ---- large_tile (08_large_tile.cuh) ------------------------------------------

@@ -484,9 +484,23 @@ TEST(MatmulTuning, WgmmaClusterSplitKFitsWhereNarrowTilesRunOnePerCta) {
   // Nothing to run, or no occupancy figure.
   EXPECT_FALSE(wgmma_cluster_split_k_fits(0, 1024, 1024, 2, 64, resident));
   EXPECT_FALSE(wgmma_cluster_split_k_fits(1024, 1024, 1024, 2, 64, 0));
-  // By shape it stays off until measured (tuning.hpp: wgmma_cluster_split_k_by_shape).
-  EXPECT_EQ(kf::detail::wgmma_cluster_splits_k(1024, 1024, 1024, 2, 64, resident),
-            kf::detail::wgmma_cluster_split_k_by_shape);
+}
+
+TEST(MatmulTuning, WgmmaClusterSplitKByShapeNeedsLongHalves) {
+  using kf::detail::wgmma_cluster_splits_k;
+  const int resident = 132;
+  // TF32 1024^3: 32 k-steps of 32, 16 a CTA; fp16 1024 x 1024 x 4096: 64 of 64, 32 a CTA.
+  EXPECT_TRUE(wgmma_cluster_splits_k(1024, 1024, 1024, 4, 32, resident));
+  EXPECT_TRUE(wgmma_cluster_splits_k(1024, 1024, 4096, 2, 64, resident));
+  // fp16 1024^3: 8 a CTA (measured slower than 128 x 64 tiles); short k in either precision.
+  EXPECT_FALSE(wgmma_cluster_splits_k(1024, 1024, 1024, 2, 64, resident));
+  EXPECT_FALSE(wgmma_cluster_splits_k(1024, 1024, 256, 4, 32, resident));
+  EXPECT_FALSE(wgmma_cluster_splits_k(1024, 1024, 960, 4, 32, resident));  // 30 steps, 15 a CTA
+  EXPECT_TRUE(wgmma_cluster_splits_k(1024, 1024, 992, 4, 32, resident));   // 31 steps, 16 a CTA
+  // A single tile row (B's stream from HBM bounds it), or a shape that does not fit (wider tiles by shape).
+  EXPECT_FALSE(wgmma_cluster_splits_k(128, 8192, 8192, 2, 64, resident));
+  EXPECT_FALSE(wgmma_cluster_splits_k(2048, 1024, 4096, 2, 64, resident));
+  EXPECT_FALSE(wgmma_cluster_splits_k(1024, 1024, 1024, 4, 0, resident));
 }
 
 }  // namespace
