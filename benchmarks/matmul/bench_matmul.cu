@@ -17,6 +17,10 @@
 //                                            the tile width by shape), its clusters of 2 forced to share
 //                                            A (adjacent n-tiles) or B (adjacent m-tiles; tuning.hpp:
 //                                            wgmma_multicasts_a); 1024^3, 2048^3, 128x8192x8192, 8192x8192x1024
+//   matmul/tf32/wgmma_cluster_splitk/<shape> the wgmma kernel's cluster split-k (wgmma_multicast::split_k:
+//                                            a cluster of 2 CTAs on each 128 x 128 tile, each over half
+//                                            of k, the halves added in shared memory); 1024^3,
+//                                            128x8192x8192 and every KF_BENCH_MATMUL_SHAPES shape
 //   matmul/tf32/cublas/<shape>               cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_TF32
 //   matmul/fp32/tuning/<config>/<shape>      warp_tiled with other tile configurations
 //                                            (NN, 16-byte path), to choose tuning.hpp from data
@@ -26,6 +30,7 @@
 //                                               rule), where the library runs 128 x 64 (1024^3, 128x8192x8192)
 //   matmul/{fp16,bf16}/wgmma_mcast_{a,b}/<shape>  the wgmma kernel at the library's tile width, its
 //                                               clusters forced to share A or B (as the tf32 rows)
+//   matmul/{fp16,bf16}/wgmma_cluster_splitk/<shape>  the cluster split-k (as the tf32 row)
 //   matmul/{fp16,bf16}/cublas/<shape>           cublasGemmEx, CUDA_R_16F / CUDA_R_16BF, CUBLAS_COMPUTE_32F
 //                                               (fp32 accumulation, alpha / beta float, C in the same type)
 //   matmul/<fp32|tf32>/fused_bias_relu/<shape>    kf::matmul with options.bias + options.relu
@@ -158,12 +163,17 @@ std::vector<shape> shapes_from(const char* list) {
   return out;
 }
 
+/// True when KF_BENCH_MATMUL_SHAPES lists the shapes (a sweep: the rows that
+/// compare modes of one kernel run on all of them).
+bool shapes_from_environment() {
+  const char* list = std::getenv("KF_BENCH_MATMUL_SHAPES");
+  return list != nullptr && *list != '\0';
+}
+
 /// The benchmark's shapes: the issue's list, or KF_BENCH_MATMUL_SHAPES's.
 const std::vector<shape>& shapes() {
   static const std::vector<shape> s = [] {
-    if (const char* list = std::getenv("KF_BENCH_MATMUL_SHAPES"); list != nullptr && *list != '\0') {
-      return shapes_from(list);
-    }
+    if (shapes_from_environment()) return shapes_from(std::getenv("KF_BENCH_MATMUL_SHAPES"));
     return std::vector<shape>{{1024, 1024, 1024}, {2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192},
                               {4095, 4097, 4093}, {8192, 8192, 1024}, {128, 8192, 8192}};
   }();
@@ -185,6 +195,12 @@ bool picks_narrowest_wgmma_tile(const shape& s) {
 /// (wider tiles, B shared by shape).
 bool compares_wgmma_multicast(const shape& s) {
   return picks_narrowest_wgmma_tile(s) || (is_cube(s) && s.m == 2048) || (s.m == 8192 && s.n == 8192 && s.k == 1024);
+}
+/// The shapes whose wgmma rows also run the cluster split-k (wgmma_cluster_splitk):
+/// the 128 x 64 tiles by shape, where it would replace them
+/// (tuning.hpp: wgmma_cluster_split_k_fits), and every shape of a sweep.
+bool compares_wgmma_cluster_split_k(const shape& s) {
+  return picks_narrowest_wgmma_tile(s) || shapes_from_environment();
 }
 
 // ---- inputs ------------------------------------------------------------------
@@ -686,6 +702,9 @@ void register_16bit(const shape& s) {
     add("wgmma_mcast_a", false, v::wgmma_f16, 500, 0, wgmma_multicast::a);
     add("wgmma_mcast_b", false, v::wgmma_f16, 500, 0, wgmma_multicast::b);
   }
+  if (compares_wgmma_cluster_split_k(s)) {
+    add("wgmma_cluster_splitk", false, v::wgmma_f16, 500, 0, wgmma_multicast::split_k);
+  }
 }
 
 // ---- the repack pass alone ---------------------------------------------------
@@ -825,6 +844,16 @@ void register_all() {
       "tf32", "wgmma_mcast_a", impl::wgmma_multicast, v::best, nullptr, 250, 3, 0, kf::detail::wgmma_multicast::a};
   row mcast_b{
       "tf32", "wgmma_mcast_b", impl::wgmma_multicast, v::best, nullptr, 250, 3, 0, kf::detail::wgmma_multicast::b};
+  // ... and its cluster split-k (B's source by shape).
+  row cluster_split_k{"tf32",
+                      "wgmma_cluster_splitk",
+                      impl::wgmma_multicast,
+                      v::best,
+                      nullptr,
+                      250,
+                      3,
+                      0,
+                      kf::detail::wgmma_multicast::split_k};
   const std::vector<row> slow = {kf_row(v::naive, 0.5), kf_row(v::coalesced, 2), kf_row(v::smem_tiled, 5),
                                  kf_row(v::blocktile_1d, 12)};
   const std::vector<row> fast = {kf_row(v::blocktile_2d, 20), kf_row(v::vectorized, 25), kf_row(v::warp_tiled, 45),
@@ -856,6 +885,7 @@ void register_all() {
       register_row(mcast_a, s);
       register_row(mcast_b, s);
     }
+    if (compares_wgmma_cluster_split_k(s)) register_row(cluster_split_k, s);
     if ((is_cube(s) && s.m == 4096) || (s.m == 8192 && s.n == 8192 && s.k == 1024)) {
       for (const char* precision : {"fp32", "tf32"}) {
         const double tflops = precision[0] == 'f' ? 45 : 250;

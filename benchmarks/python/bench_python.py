@@ -5,7 +5,9 @@
    what is measured): kernelforge's DLPack API, the kernelforge.torch function and the registered operator,
    and torch's own op in the same run (F.threshold, torch.add), plus a
    torch.compile'd model using the op against the same model with F.threshold
-   and against the model without the activation (the op's own cost in a graph).
+   and against the model without the activation (the op's own cost in a graph),
+   and both models under torch.compile(mode="reduce-overhead") (CUDA graphs:
+   no op's host path runs per call).
    Wall time over many back-to-back calls, one synchronize at the end; the rows
    take turns over 15 rounds and each reports the median round (and the fastest).
    Goal: kernelforge <= 1.5x torch's F.threshold.
@@ -83,7 +85,26 @@ def overhead(n=1 << 10):
     }
     with torch.no_grad():
         result.update(per_call_us({name: (lambda m=m: m(x)) for name, m in compiled.items()}))
-    return [{"name": k, "n": n, "us_per_call": v[0], "us_per_call_min": v[1]} for k, v in result.items()]
+    rows = [{"name": k, "n": n, "us_per_call": v[0], "us_per_call_min": v[1]} for k, v in result.items()]
+    return rows + reduce_overhead_rows(Model, x)
+
+
+def reduce_overhead_rows(Model, x):
+    """The same two models under torch.compile(mode="reduce-overhead"): inductor
+    captures the graph in a CUDA graph and replays it, so no op's host path runs
+    per call (the kernelforge op must be capturable: it runs on torch's current
+    stream with outputs from its caching allocator). An error is recorded, not raised."""
+    models = {
+        "torch.compile reduce-overhead model (kernelforge op + add)": Model(kft.ThresholdReLU(0.5)),
+        "torch.compile reduce-overhead model (F.threshold + add)": Model(torch.nn.Threshold(0.5, 0.0)),
+    }
+    try:
+        compiled = {name: torch.compile(m, mode="reduce-overhead", fullgraph=True) for name, m in models.items()}
+        with torch.no_grad():
+            timed = per_call_us({name: (lambda m=m: m(x)) for name, m in compiled.items()})
+    except Exception as e:  # noqa: BLE001 -- a failing row must not lose the other rows
+        return [{"name": name, "n": x.numel(), "error": f"{type(e).__name__}: {e}"} for name in models]
+    return [{"name": k, "n": x.numel(), "us_per_call": v[0], "us_per_call_min": v[1]} for k, v in timed.items()]
 
 
 def gpu_ms(fn, samples=30):
@@ -147,7 +168,7 @@ def main():
     info = kf.device_info()
     over = overhead()
     bw = bandwidth(args.cpp_json)
-    threshold_us = {r["name"]: r["us_per_call"] for r in over}
+    threshold_us = {r["name"]: r["us_per_call"] for r in over if "us_per_call" in r}
     ratio = threshold_us["kf.relu_threshold"] / threshold_us["torch F.threshold"]
     torch_fn_ratio = threshold_us["kernelforge.torch.relu_threshold"] / threshold_us["torch F.threshold"]
     op_ratio = threshold_us["torch.ops.kernelforge.relu_threshold (dispatcher)"] / threshold_us["torch F.threshold"]
@@ -157,6 +178,8 @@ def main():
                       threshold_us["torch.compile model (F.threshold + add)"])
     compiled_marginal = (threshold_us["torch.compile model (kernelforge op + add)"] -
                          threshold_us["torch.compile model (add only)"]) / threshold_us["torch F.threshold"]
+    graphed = [threshold_us.get(f"torch.compile reduce-overhead model ({m} + add)") for m in ("kernelforge op",
+                                                                                              "F.threshold")]
     fractions = [r["fraction_of_cpp"] for r in bw if r.get("fraction_of_cpp")]
     goals = {
         "overhead_kf_over_torch_threshold": ratio,
@@ -165,6 +188,7 @@ def main():
         "compiled_model_kf_over_compiled_model_torch": compiled_ratio,
         "compiled_op_cost_over_torch_threshold_call": compiled_marginal,
         "overhead_goal_met (<= 1.5)": max(ratio, torch_fn_ratio, compiled_marginal) <= 1.5,
+        "reduce_overhead_model_kf_over_torch": graphed[0] / graphed[1] if all(graphed) else None,
         "bandwidth_min_fraction_of_cpp": min(fractions) if fractions else None,
         "bandwidth_goal_met (>= 0.97)": bool(fractions) and min(fractions) >= 0.97,
     }
@@ -172,7 +196,10 @@ def main():
     print(f"kernelforge {kf.__version__}, torch {torch.__version__}, {info['name']}")
     print("\nper-call host time at n = 2^10 (us):")
     for r in over:
-        print(f"  {r['name']:<48} {r['us_per_call']:8.2f}  (min {r['us_per_call_min']:.2f})")
+        if "error" in r:
+            print(f"  {r['name']:<48} error: {r['error']}")
+        else:
+            print(f"  {r['name']:<48} {r['us_per_call']:8.2f}  (min {r['us_per_call_min']:.2f})")
     print("\nbandwidth at n = 2^28 fp32:")
     for r in bw:
         cpp = f"  C++ {r['cpp_GB/s']:.0f} GB/s -> {r['fraction_of_cpp']:.3f}" if r.get("cpp_GB/s") else ""

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Thread-block clusters and register reallocation (sm_90a): a CTA's rank in its
-// cluster, the cluster-wide barrier, and setmaxnreg for warp-specialized kernels
-// (producers give registers back, consumers take them).
+// cluster, the cluster-wide barrier, distributed shared memory (a peer CTA's
+// shared memory: address mapping and 16-byte stores), and setmaxnreg for
+// warp-specialized kernels (producers give registers back, consumers take them).
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,24 @@ __device__ __forceinline__ std::uint32_t cluster_rank() {
 
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+
+/// The shared::cluster address of `smem` (a shared::cta address of this CTA's
+/// layout) in CTA `cta` of the cluster: the same offset in the peer's shared memory.
+__device__ __forceinline__ std::uint32_t map_shared_cluster(std::uint32_t smem, std::uint32_t cta) {
+  std::uint32_t remote = 0;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem), "r"(cta));
+  return remote;
+}
+
+/// A 16-byte store to distributed shared memory (`remote`: from map_shared_cluster,
+/// 16-byte aligned). Weak: the writer publishes it with a release at cluster scope
+/// (mbar_arrive_remote_release), the reader takes it with an acquire
+/// (mbar_wait_acquire_cluster).
+__device__ __forceinline__ void st_shared_cluster_v4(std::uint32_t remote, float4 v) {
+  asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(remote), "f"(v.x), "f"(v.y), "f"(v.z),
+               "f"(v.w)
+               : "memory");
 }
 
 template <int Registers>

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "cluster_sm90.cuh"  // map_shared_cluster
 #include "guards.cuh"
 
 namespace kf::detail {
@@ -43,14 +44,40 @@ __device__ __forceinline__ void mbar_arrive(std::uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 
+/// mbar_wait with acquire semantics at cluster scope: what a peer CTA wrote to
+/// this CTA's shared memory (st.shared::cluster) before its releasing arrive
+/// (mbar_arrive_remote_release) is visible once the phase completes. (mbar_wait's
+/// default acquire is CTA scope: enough for TMA's complete_tx and local arrivals.)
+__device__ __forceinline__ void mbar_wait_acquire_cluster(std::uint32_t bar, std::uint32_t parity) {
+  std::uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n"
+        " mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+        " selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
 /// Arrives on the barrier at the same shared-memory offset in CTA `cta` of the cluster.
 __device__ __forceinline__ void mbar_arrive_cluster(std::uint32_t bar, std::uint32_t cta) {
-  std::uint32_t remote = 0;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(cta));
+  const std::uint32_t remote = map_shared_cluster(bar, cta);
   // Default semantics (release, CTA scope), as CUTLASS's ClusterBarrier: the
   // stage's only readers were this warp's products, already complete; a
   // cluster-scope release would add a GPU-wide memory barrier to every release.
   asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+}
+
+/// Arrives on the barrier at the same shared-memory offset in CTA `cta` of the
+/// cluster with release semantics at cluster scope: this thread's earlier
+/// accesses -- its stores into the peer's shared memory (st_shared_cluster_v4),
+/// or its reads of a buffer the peer will overwrite -- are ordered before the
+/// arrival for a thread that waits with mbar_wait_acquire_cluster.
+__device__ __forceinline__ void mbar_arrive_remote_release(std::uint32_t bar, std::uint32_t cta) {
+  const std::uint32_t remote = map_shared_cluster(bar, cta);
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
 }
 #endif  // KF_ARCH_SM90A
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The 32-bit shared-memory address of a generic pointer: what every PTX
 // instruction with a .shared operand (cp.async, ldmatrix, mbarrier, TMA, wgmma
-// descriptors) takes.
+// descriptors) takes; and a 16-byte load by such an address.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,16 @@ namespace kf::detail {
 
 __device__ __forceinline__ std::uint32_t smem_address(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+
+/// 16 bytes from this CTA's shared memory (`address` 16-byte aligned).
+__device__ __forceinline__ float4 load_shared_v4(std::uint32_t address) {
+  float4 v;
+  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(address)
+               : "memory");
+  return v;
 }
 
 }  // namespace kf::detail

@@ -50,6 +50,25 @@
 //    epilogue.
 //    A single tile row sharing B, or a single tile column sharing A, runs
 //    without clusters (the partner CTA would only idle).
+//  * Cluster split-k (ClusterSplitK; tuning.hpp: wgmma_cluster_splits_k, by
+//    shape where each CTA gets >= 16 k-steps, e.g. TF32 1024^3: 0.795 of
+//    cuBLAS against 0.742): where 128 x 64 tiles run one per CTA (1024^3:
+//    128 tiles on 132 SMs, the products bound by shared-memory reads: a
+//    128 x 64 tile reads 8 KiB per k16 for 262 kFLOP, 128 x 128 12 KiB for
+//    524), a cluster of 2 computes one 128 x 128 tile instead, CTA r over the
+//    k-steps [r K/2, (r + 1) K/2) (no multicast: they read different k), and
+//    the partial tiles meet on chip: CTA r finishes the tile's column half r
+//    in both consumer warpgroups; each warpgroup stores the fp32 sums of the
+//    other half into its counterpart's shared memory in the peer
+//    (st.shared::cluster, 16 KiB, then one releasing remote mbarrier arrival
+//    a warp), adds the peer's sums of its own half and stores 64 x 64 with
+//    the normal epilogue: all four warpgroups exchange at once and each
+//    stores what a 128 x 64 tile's warpgroup does. (The first version sent
+//    one warpgroup's whole 64 x 128, 32 KiB, to a receiver that stored it
+//    all, with an arrival per thread: ~1 us more fixed cost a tile.) The
+//    receive buffers are dedicated (the producer may already fill the next
+//    tile's stages), so 5 stages of 32 KiB instead of 6. Against split_k.cuh:
+//    no fp32 workspace in HBM, no reduction kernel.
 //  * The kernel is a template over the element type (wgmma_element<T>): step 12
 //    runs the same pipeline on 16-bit operands.
 //  * Epilogue functor (kernelforge/epilogue.cuh) applied in registers to each
@@ -157,10 +176,14 @@ static_assert(c_buffer_bytes % swizzle_atom_bytes == 0, "every C buffer must sta
 /// stage is BlockN rows of one swizzled row of k, and the stages that fit. The
 /// host picks the width per product (tuning.hpp: choose_wgmma_block_n): 128 and
 /// 64 put two and four times as many tiles on the GPU where 256-wide ones
-/// cannot fill it.
-template <int BlockN>
+/// cannot fill it. ClusterSplitK (128 x 128 tiles only): the cluster of 2 splits
+/// k of one tile and each consumer warpgroup receives the peer's partial sums of
+/// the half of its 64 x 128 that it stores (64 x 64 fp32, 16 KiB) into a
+/// dedicated buffer (32 KiB for both), which costs a stage (5 instead of 6).
+template <int BlockN, bool ClusterSplitK = false>
 struct tile_config {
   static_assert(BlockN == 256 || BlockN == 128 || BlockN == 64, "wgmma block tiles 128 x 256, 128 x 128 or 128 x 64");
+  static_assert(!ClusterSplitK || BlockN == 128, "the cluster split-k mode runs 128 x 128 tiles");
   static constexpr int block_n = BlockN;
   static constexpr int wgmma_n = BlockN;  ///< one m64nBlockN product per consumer warpgroup and k-step
   static constexpr int accumulators = wgmma_m * wgmma_n / warpgroup_threads;  // 128, 64 or 32 per thread
@@ -170,23 +193,36 @@ struct tile_config {
   static constexpr int b_box_bytes = b_box_rows * swizzle_row_bytes;
   static constexpr int b_tile_bytes = block_n * swizzle_row_bytes;  // 32, 16 or 8 KiB
   static constexpr int stage_bytes = a_tile_bytes + b_tile_bytes;   // 48, 32 or 24 KiB, the expect-tx count
+  /// ClusterSplitK: per consumer warpgroup, the peer's partial sums of the
+  /// column half this CTA stores (fp32, 16-byte vectors in thread order:
+  /// vector i of thread t at (i * 128 + t) * 16), and two barriers per
+  /// warpgroup: recv_full (each warp of the peer's warpgroup arrives after its
+  /// stores) and peer_free (each warp of the peer's warpgroup arrives once it
+  /// has read the half this CTA sent it).
+  static constexpr int receive_warpgroup_bytes = ClusterSplitK ? wgmma_m * (block_n / 2) * 4 : 0;  // 16 KiB
+  static constexpr int receive_bytes = consumer_warpgroups * receive_warpgroup_bytes;              // 32 KiB
+  static constexpr int receive_barrier_bytes = ClusterSplitK ? 2 * consumer_warpgroups * barrier_bytes : 0;
   /// As many stages as fit beside the alignment slack, the staged epilogue's C
-  /// buffers and the barriers: 4 x 48 KiB, 6 x 32 KiB, 8 x 24 KiB -- the same
-  /// ~192 KiB, deeper in k for the narrower tiles.
+  /// buffers, the receive buffer and the barriers: 4 x 48 KiB, 6 x 32 KiB, 8 x
+  /// 24 KiB -- the same ~192 KiB, deeper in k for the narrower tiles; 5 x 32 KiB
+  /// with ClusterSplitK.
   static constexpr int stages =
-      (max_smem_bytes - swizzle_atom_bytes - c_smem_bytes) / (stage_bytes + barriers_per_stage * barrier_bytes);
+      (max_smem_bytes - swizzle_atom_bytes - c_smem_bytes - receive_bytes - receive_barrier_bytes) /
+      (stage_bytes + barriers_per_stage * barrier_bytes);
   /// Tiles start 1024-aligned (the swizzle is a function of the address bits), so
   /// the dynamic allocation carries one atom of slack. Layout: stages x A,
-  /// stages x B, the C buffers, the barriers (full, empty and, used only where B
-  /// is transposed in shared memory, b_landed: three per stage).
-  static constexpr int smem_bytes =
-      swizzle_atom_bytes + stages * stage_bytes + c_smem_bytes + barriers_per_stage * stages * barrier_bytes;
+  /// stages x B, the C buffers, the receive buffer (ClusterSplitK), the barriers
+  /// (full, empty and, used only where B is transposed in shared memory,
+  /// b_landed: three per stage; then recv_full and peer_free).
+  static constexpr int smem_bytes = swizzle_atom_bytes + stages * stage_bytes + c_smem_bytes + receive_bytes +
+                                    barriers_per_stage * stages * barrier_bytes + receive_barrier_bytes;
   static_assert(b_box_bytes % swizzle_atom_bytes == 0, "every B box must start on a swizzle atom");
   static_assert(smem_bytes <= max_smem_bytes, "the stages must fit the shared-memory opt-in");
   static_assert(stages >= 4, "a k pipeline at least 4 stages deep");
 };
-static_assert(tile_config<256>::stages == 4 && tile_config<128>::stages == 6 && tile_config<64>::stages == 8,
-              "4, 6 and 8 stages, as the comments and benchmarks/TUNING.md state");
+static_assert(tile_config<256>::stages == 4 && tile_config<128>::stages == 6 && tile_config<64>::stages == 8 &&
+                  tile_config<128, true>::stages == 5,
+              "4, 6 and 8 stages (5 for the cluster split-k), as the comments and benchmarks/TUNING.md state");
 
 /// Cluster rows a group of consecutive clusters covers before moving along n (L2 reuse).
 inline constexpr int raster_group = 8;
@@ -441,6 +477,17 @@ __device__ __forceinline__ void store_tile_staged(const float (&d)[Accumulators]
 
 }  // namespace wgmma_tf32
 
+/// The accumulators a consumer warpgroup stores: all of `d`, or with the
+/// cluster split-k the column half it finishes, summed into `half`.
+template <bool Half, class Full, class Part>
+__device__ __forceinline__ auto& stored_accumulators(Full& d, Part& half) {
+  if constexpr (Half) {
+    return half;
+  } else {
+    return d;
+  }
+}
+
 /// Split-k: a work item is a cluster tile and a k-slice (item = tile * splits +
 /// slice); a slice's tile goes unscaled, in fp32, to the partial workspace.
 /// Persistent: the grid holds as many CTAs as the device runs at once (the host
@@ -461,7 +508,7 @@ __device__ __forceinline__ void store_tile_staged(const float (&d)[Accumulators]
 /// otherwise). fn: the epilogue functor applied to each stored value (identity
 /// by default).
 template <class T, int Cluster, bool BNMajor = false, class Epilogue = epilogue::identity, int BlockN = 256,
-          bool MulticastA = false>
+          bool MulticastA = false, bool ClusterSplitK = false>
 KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
     wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                  const __grid_constant__ CUtensorMap map_c, const wgmma_tf32::epilogue_params<T> ep,
@@ -471,14 +518,19 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
 #elif KF_ARCH_SM90A
   using namespace wgmma_tf32;
   using element = wgmma_element<T>;
-  using tile = tile_config<BlockN>;
+  using tile = tile_config<BlockN, ClusterSplitK>;
   constexpr int block_n = tile::block_n, stages = tile::stages;
   constexpr int b_tile_bytes = tile::b_tile_bytes, stage_bytes = tile::stage_bytes;
   static_assert(Cluster == 1 || Cluster == max_cluster, "clusters of 1 or 2 CTAs");
   static_assert(!MulticastA || Cluster == max_cluster, "A is shared by a cluster of 2 CTAs only");
-  // The CTAs that share B (load its stage between them) and those that share A.
-  constexpr int b_sharers = MulticastA ? 1 : Cluster;
+  static_assert(!ClusterSplitK || (Cluster == max_cluster && !MulticastA),
+                "the cluster split-k mode: a cluster of 2 CTAs on one tile, sharing no operand");
+  // The CTAs that share B (load its stage between them) and those that share A;
+  // splitting k, the two CTAs read different k-steps and share neither.
+  constexpr int b_sharers = MulticastA || ClusterSplitK ? 1 : Cluster;
   constexpr int a_sharers = MulticastA ? Cluster : 1;
+  // The CTAs whose consumers read each stage a CTA fills (the arrivals its `empty` barrier counts).
+  constexpr int stage_readers = b_sharers * a_sharers;
   constexpr int stage_k = element::stage_k;  // 32 floats, 64 halves: one swizzled row
   // N-major B: block_n / box_cols boxes of stage_k rows x box_cols (one swizzled row) per stage.
   constexpr int box_cols = stage_k;
@@ -500,12 +552,15 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
   extern __shared__ unsigned char wgmma_smem[];
   const std::uint32_t raw = smem_address(wgmma_smem);
   const std::uint32_t base = (raw + swizzle_atom_bytes - 1) & ~std::uint32_t(swizzle_atom_bytes - 1);
-  const std::uint32_t a_smem = base;                                      // stages x A tile
-  const std::uint32_t b_smem = base + stages * a_tile_bytes;              // stages x B tile
-  const std::uint32_t c_smem = base + stages * stage_bytes;               // consumers x c_buffers x C buffer
-  const std::uint32_t full_bar = c_smem + c_smem_bytes;                   // stages x mbarrier
-  const std::uint32_t empty_bar = full_bar + stages * barrier_bytes;      // stages x mbarrier
-  const std::uint32_t b_landed_bar = empty_bar + stages * barrier_bytes;  // stages x mbarrier (transpose_b)
+  const std::uint32_t a_smem = base;                                          // stages x A tile
+  const std::uint32_t b_smem = base + stages * a_tile_bytes;                  // stages x B tile
+  const std::uint32_t c_smem = base + stages * stage_bytes;                   // consumers x c_buffers x C buffer
+  const std::uint32_t receive_smem = c_smem + c_smem_bytes;                   // the peer's partial (ClusterSplitK)
+  const std::uint32_t full_bar = receive_smem + tile::receive_bytes;          // stages x mbarrier
+  const std::uint32_t empty_bar = full_bar + stages * barrier_bytes;          // stages x mbarrier
+  const std::uint32_t b_landed_bar = empty_bar + stages * barrier_bytes;      // stages x mbarrier (transpose_b)
+  const std::uint32_t recv_full_bar = b_landed_bar + stages * barrier_bytes;  // ClusterSplitK: x 2
+  const std::uint32_t peer_free_bar = recv_full_bar + consumer_warpgroups * barrier_bytes;  // ClusterSplitK: x 2
 
   const int warpgroup = threadIdx.x / warpgroup_threads;
   const int tid_in_warpgroup = threadIdx.x % warpgroup_threads;
@@ -547,8 +602,15 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
     for (int s = 0; s < stages; ++s) {
       mbar_init(full_bar + s * barrier_bytes, 1 + (transpose_b ? transposer_threads : 0));
       // Every consumer warp of every CTA whose products read this stage (B or A is shared).
-      mbar_init(empty_bar + s * barrier_bytes, consumer_warpgroups * warps_per_warpgroup * Cluster);
+      mbar_init(empty_bar + s * barrier_bytes, consumer_warpgroups * warps_per_warpgroup * stage_readers);
       mbar_init(b_landed_bar + s * barrier_bytes, 1);  // the producer's arrive.expect_tx of B (transpose_b)
+    }
+    if constexpr (ClusterSplitK) {
+#pragma unroll
+      for (int c = 0; c < consumer_warpgroups; ++c) {  // each warp of the peer's warpgroup c
+        mbar_init(recv_full_bar + c * barrier_bytes, warps_per_warpgroup);
+        mbar_init(peer_free_bar + c * barrier_bytes, warps_per_warpgroup);
+      }
     }
     mbar_init_fence();
   }
@@ -574,6 +636,18 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
   const auto work_of = [&](int item) {
     const tile_coord t = grouped_tile(item / ep.splits, ep.cluster_tiles_m, ep.cluster_tiles_n, raster_group);
     work w;
+    if constexpr (ClusterSplitK) {
+      // Both CTAs take the cluster's tile; CTA r the k-steps [r * half, (r + 1) * half)
+      // (half rounded up: with an odd count CTA 1 has one step fewer, with a
+      // single step none, and then contributes zeros). ep.splits is 1.
+      const int half = (k_tiles + 1) / 2;
+      w.tile_m = static_cast<int>(t.m);
+      w.tile_n = static_cast<int>(t.n);
+      w.slice = 0;
+      w.kt_begin = min(k_tiles, static_cast<int>(rank) * half);
+      w.kt_end = min(k_tiles, w.kt_begin + half);
+      return w;
+    }
     w.tile_m = static_cast<int>(t.m) * b_sharers + (MulticastA ? 0 : static_cast<int>(rank));
     w.tile_n = static_cast<int>(t.n) * a_sharers + (MulticastA ? static_cast<int>(rank) : 0);
     w.slice = item % ep.splits;
@@ -681,7 +755,7 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
     const auto release = [&](int s) {
       if (lane != 0) return;
       const std::uint32_t empty = empty_bar + s * barrier_bytes;
-      if constexpr (Cluster == 1) {
+      if constexpr (stage_readers == 1) {
         mbar_arrive(empty);
       } else {
 #pragma unroll
@@ -691,7 +765,8 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
 
     int stage = 0;
     std::uint32_t phase = 0;
-    int c_buffer = 0;  // the staged epilogue's next C buffer
+    int c_buffer = 0;   // the staged epilogue's next C buffer
+    int exchanges = 0;  // ClusterSplitK: partial tiles sent or received so far (the barriers' phases)
     for (int item = static_cast<int>(blockIdx.x) / Cluster; item < work_items; item += clusters) {
       const work w = work_of(item);
       float d[tile::accumulators];
@@ -733,14 +808,78 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
       fence_operands(d);
       if (previous >= 0) release(previous);  // the tile's last stage, before the stores
 
+      // The accumulators this warpgroup stores, and the columns they start at:
+      // all of d, or with ClusterSplitK the column half `keep` of the tile.
+      constexpr int stored = ClusterSplitK ? tile::accumulators / 2 : tile::accumulators;
+      float half[ClusterSplitK ? stored : 1];
+      auto& out = stored_accumulators<ClusterSplitK>(d, half);
+      int col_half = 0;
+      if constexpr (ClusterSplitK) {
+        // The cluster's two CTAs hold partial sums of the same 128 x 128 tile. CTA
+        // r finishes the tile's column half r (columns 64 r .. 64 r + 63: the
+        // accumulators 32 r .. 32 r + 31 of every thread, wgmma's column order)
+        // in both warpgroups, so each warpgroup sends the other half to its
+        // counterpart in the peer (thread t holds the same elements of C there)
+        // and receives the peer's sums of its own half: 16 KiB each way, all four
+        // warpgroups at once, and each then stores 64 x 64, as a 128 x 64 tile's
+        // warpgroups do. The sender writes 16-byte vectors in thread order
+        // (vector i at (i * 128 + t) * 16: a warp's stores are 512 contiguous
+        // bytes, conflict-free) and the receiver reads them back the same way.
+        // Per warpgroup c two mbarriers, phases counted by `exchanges` (every CTA
+        // of the cluster walks the same tiles): recv_full[c], completed by one
+        // releasing remote arrival of each sending warp after its stores
+        // (__syncwarp orders the warp's stores before its lane 0's arrival, whose
+        // release is cumulative; the receiver's cluster-scope acquire then sees
+        // them); and peer_free[c], completed by each receiving warp after its
+        // loads: a sender waits for it before it rewrites the peer's buffer with
+        // the next tile. Barriers rather than a cluster barrier per tile, which
+        // would need the producer warpgroups too (they run ahead, filling the
+        // next tile's stages). The kernel's final cluster_sync keeps both CTAs
+        // alive until every remote store and arrival has been made.
+        const int keep = static_cast<int>(rank);
+        const std::uint32_t peer = rank ^ 1u;
+        const std::uint32_t recv_full = recv_full_bar + consumer * barrier_bytes;
+        const std::uint32_t peer_free = peer_free_bar + consumer * barrier_bytes;
+        const std::uint32_t buffer = receive_smem + consumer * tile::receive_warpgroup_bytes;
+        constexpr int vectors = stored / 4;
+        if (exchanges > 0) mbar_wait_acquire_cluster(peer_free, (exchanges - 1) & 1);
+        const std::uint32_t remote = map_shared_cluster(buffer, peer);
+        // Indices into d stay compile-time constants (a runtime index would put
+        // the accumulators in local memory): each value is a select between the halves.
+        const bool keeps_first = keep == 0;
+        const auto pick = [&](bool first, int j) { return first ? d[j] : d[stored + j]; };
+#pragma unroll
+        for (int i = 0; i < vectors; ++i) {
+          st_shared_cluster_v4(remote + (i * warpgroup_threads + tid_in_warpgroup) * 16,
+                               make_float4(pick(!keeps_first, 4 * i), pick(!keeps_first, 4 * i + 1),
+                                           pick(!keeps_first, 4 * i + 2), pick(!keeps_first, 4 * i + 3)));
+        }
+        __syncwarp();
+        if (lane == 0) mbar_arrive_remote_release(recv_full, peer);
+        mbar_wait_acquire_cluster(recv_full, exchanges & 1);
+#pragma unroll
+        for (int i = 0; i < vectors; ++i) {
+          const float4 v = load_shared_v4(buffer + (i * warpgroup_threads + tid_in_warpgroup) * 16);
+          half[4 * i] = pick(keeps_first, 4 * i) + v.x;
+          half[4 * i + 1] = pick(keeps_first, 4 * i + 1) + v.y;
+          half[4 * i + 2] = pick(keeps_first, 4 * i + 2) + v.z;
+          half[4 * i + 3] = pick(keeps_first, 4 * i + 3) + v.w;
+        }
+        __syncwarp();
+        if (lane == 0) mbar_arrive_remote_release(peer_free, peer);
+        ++exchanges;
+        col_half = keep * (block_n / 2);
+      }
+
       const long long row0 =
           static_cast<long long>(w.tile_m) * block_m + consumer * wgmma_m + warp_in_warpgroup * 16 + lane / 4;
-      const long long col0 = static_cast<long long>(w.tile_n) * block_n + 2 * (lane % 4);
+      const long long col0 = static_cast<long long>(w.tile_n) * block_n + col_half + 2 * (lane % 4);
       if (ep.staged) {
-        store_tile_staged<T>(d, ep, &map_c, c_smem + consumer * c_buffers * c_buffer_bytes,
-                             w.tile_m * block_m + consumer * wgmma_m, w.tile_n * block_n, 1 + consumer, c_buffer, fn);
+        store_tile_staged<T>(out, ep, &map_c, c_smem + consumer * c_buffers * c_buffer_bytes,
+                             w.tile_m * block_m + consumer * wgmma_m, w.tile_n * block_n + col_half, 1 + consumer,
+                             c_buffer, fn);
       } else if (ep.partial == nullptr) {
-        store_tile<T>(d, ep, row0, col0, fn);
+        store_tile<T>(out, ep, row0, col0, fn);
       } else {
         epilogue_params<float> slice;  // the raw fp32 sums of this k-slice
         slice.C = ep.partial + static_cast<long long>(w.slice) * ep.m * ep.n;
@@ -750,7 +889,7 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
         slice.alpha = 1.0f;
         slice.beta = 0.0f;
         slice.pairs = ep.n % 2 == 0;  // the workspace is 256-byte aligned
-        store_tile<float>(d, slice, row0, col0, epilogue::identity{});
+        store_tile<float>(out, slice, row0, col0, epilogue::identity{});
       }
     }
     // The last C buffers are read before the CTA's shared memory goes. Their

@@ -221,10 +221,15 @@ inline int choose_wgmma_tile_width(std::size_t m, std::size_t n, std::size_t k, 
 /// of A and block_n rows of B (one swizzled row of k each), so sharing A saves
 /// more L2 -> SM traffic where block_n < 128: at 1024^3 in 128 x 64 tiles a CTA
 /// reads 128 + 64 / 2 = 160 rows a stage sharing B, 128 / 2 + 64 = 128 sharing A.
-///  * by_shape: what the library runs (wgmma_multicasts_a);
+///  * by_shape: what the library runs (wgmma_multicasts_a, and
+///    wgmma_cluster_splits_k below);
 ///  * b, a: forced (tests run both at every shape; bench_matmul's rows
-///    wgmma_mcast_a and wgmma_mcast_b compare them in one run).
-enum class wgmma_multicast { by_shape, b, a };
+///    wgmma_mcast_a and wgmma_mcast_b compare them in one run);
+///  * split_k: forced cluster split-k: the cluster's two CTAs share no operand
+///    but compute one 128 x 128 tile, each over half of k, and add their partial
+///    tiles in shared memory (10_wgmma_tf32.cuh, ClusterSplitK; tests run it at
+///    every shape, bench_matmul's rows wgmma_cluster_splitk measure it).
+enum class wgmma_multicast { by_shape, b, a, split_k };
 
 /// True when a product with tiles_m x tiles_n tiles of 128 x block_n runs its
 /// clusters along n sharing A. By shape: where A's rows a stage outnumber B's
@@ -246,6 +251,56 @@ KF_TUNING_FN bool wgmma_multicasts_a(wgmma_multicast mode, int block_n, std::siz
 /// B) must number at least two, else single CTAs.
 KF_TUNING_FN int wgmma_cluster_ctas(int cluster_size, bool multicast_a, std::size_t tiles_m, std::size_t tiles_n) {
   return cluster_size == 1 || (multicast_a ? tiles_n : tiles_m) < 2 ? 1 : 2;
+}
+
+// ---- cluster split-k (steps 10 and 12) ---------------------------------------------
+/// Where 128 x 64 tiles run one per CTA with room to spare, a cluster of 2 can
+/// instead compute each 128 x 128 tile, each CTA over half of k, the partial
+/// tiles added on chip (distributed shared memory) instead of through a
+/// workspace: the same CTAs at work, but the wgmma products of a 128 x 128
+/// tile read 12 KiB of shared memory per k16 for 524 kFLOP where 128 x 64 reads
+/// 8 KiB for 262 kFLOP (with TMA's writes ~156 against ~220 B/clk at the tensor
+/// peak; shared memory delivers 128 B/clk), for one 32 KiB exchange per tile
+/// and a pipeline stage less (5 of 32 KiB). The shape condition: the tile width by
+/// shape is 64 (choose_wgmma_tile_width), its tiles fit in the resident CTAs
+/// and run unsplit (plan_split_k), and twice the 128 x 128 tiles fit too (at
+/// 1024^3 on 132 SMs: 128 tiles of 128 x 64, or 64 tiles of 128 x 128 x 2
+/// CTAs = 128).
+inline bool wgmma_cluster_split_k_fits(std::size_t m, std::size_t n, std::size_t k, std::size_t element_bytes,
+                                       int stage_k, int resident_ctas) {
+  if (resident_ctas <= 0 || m == 0 || n == 0 || k == 0) return false;
+  if (choose_wgmma_tile_width(m, n, k, element_bytes, stage_k, resident_ctas) != 64) return false;
+  const std::size_t tiles_m = ceil_div(m, wgmma_block_m);
+  const std::size_t tiles_64 = tiles_m * ceil_div(n, std::size_t{64});
+  const std::size_t tiles_128 = tiles_m * ceil_div(n, std::size_t{128});
+  const auto resident = static_cast<std::size_t>(resident_ctas);
+  if (tiles_64 > resident || 2 * tiles_128 > resident) return false;
+  return plan_split_k(tiles_64, m, n, k, stage_k, resident_ctas, wgmma_split_k_min_slice(element_bytes)).split == 1;
+}
+
+/// The k-steps each CTA of a split-k cluster must get for `best` to take it:
+/// the exchange and the pipeline stage it gives up are a fixed cost per tile
+/// (~1 us at 1024 x 1024 x 256), paid back only by a long enough main loop.
+/// Measured on the H200 (bench_matmul, one run, ours / cuBLAS, cluster split-k
+/// against the 128 x 64 tiles sharing A): TF32 1024^3 (16 steps of 32 a CTA)
+/// 0.795 against 0.742; TF32 1024 x 1024 x 4096 0.858 against 0.784; fp16
+/// 1024 x 1024 x 4096 (32 steps of 64) 0.841 against 0.745; but fp16 1024^3 (8
+/// steps) 0.782 against 0.831, bf16 0.793 against 0.835, and at k = 256 (2-4
+/// steps) 0.67-0.81 against 0.74-0.92.
+inline constexpr int wgmma_cluster_split_k_min_steps = 16;
+
+/// True when the wgmma launcher, with its multicast by shape, runs the cluster
+/// split-k: where it fits, each CTA's half of k has at least
+/// wgmma_cluster_split_k_min_steps k-steps of `stage_k`, and there are two
+/// tile rows or more (in a single tile row, e.g. 128 x 8192 x 8192, reading B
+/// from HBM bounds the time, which splitting k does not shorten: fp16 measured
+/// 0.941 of cuBLAS split against 0.951).
+inline bool wgmma_cluster_splits_k(std::size_t m, std::size_t n, std::size_t k, std::size_t element_bytes, int stage_k,
+                                   int resident_ctas) {
+  if (stage_k <= 0 || m <= static_cast<std::size_t>(wgmma_block_m)) return false;
+  const std::size_t half_steps = ceil_div(ceil_div(k, static_cast<std::size_t>(stage_k)), std::size_t{2});
+  return half_steps >= static_cast<std::size_t>(wgmma_cluster_split_k_min_steps) &&
+         wgmma_cluster_split_k_fits(m, n, k, element_bytes, stage_k, resident_ctas);
 }
 
 // ---- large_tile (08_large_tile.cuh) ------------------------------------------

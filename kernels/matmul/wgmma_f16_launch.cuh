@@ -44,7 +44,10 @@ inline constexpr int wgmma_f16_default_cluster = 2;
 /// or one of wgmma_block_n_choices (256, 128, 64; tests run every width);
 /// anything else: errc::invalid_argument. multicast: which operand a cluster
 /// of 2 shares, by shape (tuning.hpp: wgmma_multicasts_a: A for 128 x 64
-/// tiles in two tile rows or more) or forced (tests and benchmarks compare both).
+/// tiles in two tile rows or more) or forced (tests and benchmarks compare both);
+/// split_k: the cluster split-k instead (a cluster of 2 on each 128 x 128 tile,
+/// each CTA over half of k; block_n must be 0 or 128 and cluster_size not 1,
+/// else errc::invalid_argument).
 bool wgmma_f16_try_launch(const gemm_args<__half>& args, cudaStream_t stream,
                           int cluster_size = wgmma_f16_default_cluster, int block_n = 0,
                           wgmma_multicast multicast = wgmma_multicast::by_shape);

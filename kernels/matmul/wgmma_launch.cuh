@@ -54,11 +54,27 @@ inline void require_wgmma_block_n(const char* what, int block_n) {
 
 /// errc::invalid_argument unless `multicast` is one of wgmma_multicast's values.
 inline void require_wgmma_multicast(const char* what, wgmma_multicast multicast) {
-  if (multicast == wgmma_multicast::by_shape || multicast == wgmma_multicast::a || multicast == wgmma_multicast::b) {
+  if (multicast == wgmma_multicast::by_shape || multicast == wgmma_multicast::a || multicast == wgmma_multicast::b ||
+      multicast == wgmma_multicast::split_k) {
     return;
   }
   throw_invalid_argument(what, "multicast = " + std::to_string(static_cast<int>(multicast)) +
-                                   " is not a wgmma_multicast: pass by_shape, a or b");
+                                   " is not a wgmma_multicast: pass by_shape, a, b or split_k");
+}
+
+/// errc::invalid_argument unless the forced cluster split-k (multicast =
+/// split_k) meets its instance: 128 x 128 tiles, a cluster of 2.
+inline void require_wgmma_cluster_split_k(const char* what, int cluster_size, int block_n) {
+  if (block_n != 0 && block_n != 128) {
+    throw_invalid_argument(what, "block_n = " + std::to_string(block_n) +
+                                     " with multicast = split_k: the cluster split-k runs 128 x 128 tiles only; "
+                                     "pass block_n 0 or 128");
+  }
+  if (cluster_size == 1) {
+    throw_invalid_argument(what,
+                           "cluster_size = 1 with multicast = split_k: the cluster split-k needs a cluster of 2 "
+                           "CTAs; pass cluster_size 2");
+  }
 }
 
 /// dst (rows x k, k-contiguous, row stride ld_dst; columns k up to k rounded up
@@ -122,29 +138,42 @@ bool pack_k_major(const T* src, std::size_t ld_src, bool source_k_contiguous, T*
   return true;
 }
 
-/// wgmma_kernel<T, Cluster, BNMajor, Epilogue, BlockN, MulticastA>: its shared
-/// memory, its clusters resident at once (and its shared-memory opt-in, once
-/// per device), and its launch.
-template <class T, int Cluster, bool BNMajor, class Epilogue, int BlockN, bool MulticastA = false>
+/// wgmma_kernel<T, Cluster, BNMajor, Epilogue, BlockN, MulticastA, ClusterSplitK>:
+/// its shared memory, its clusters resident at once (and its shared-memory
+/// opt-in, once per device), and its launch.
+template <class T, int Cluster, bool BNMajor, class Epilogue, int BlockN, bool MulticastA = false,
+          bool ClusterSplitK = false>
 struct instance {
-  static constexpr auto kernel = &wgmma_kernel<T, Cluster, BNMajor, Epilogue, BlockN, MulticastA>;
+  static constexpr auto kernel = &wgmma_kernel<T, Cluster, BNMajor, Epilogue, BlockN, MulticastA, ClusterSplitK>;
   static constexpr int block_n = BlockN;
-  static constexpr int smem_bytes = wgmma_tf32::tile_config<BlockN>::smem_bytes;
+  static constexpr int smem_bytes = wgmma_tf32::tile_config<BlockN, ClusterSplitK>::smem_bytes;
   static int resident(int device, const char* what) {
     return resident_clusters<kernel>(device, wgmma_tf32::threads, smem_bytes, Cluster, what);
   }
 };
 
-/// Calls f(instance<T, cluster, n_major, Epilogue, BlockN, multicast_a>{}) for
-/// the runtime choice (N-major B: 16-bit T read with the transpose bit, TF32
+/// What a cluster does: single CTAs (cluster 1), a pair sharing B or A
+/// (multicast_a), or a pair splitting k of one 128 x 128 tile (split_k: the
+/// launcher forces block_n 128 and cluster 2 then).
+struct cluster_choice {
+  int cluster = 1;
+  bool multicast_a = false;
+  bool split_k = false;
+};
+
+/// Calls f(instance<T, cluster, n_major, Epilogue, BlockN, multicast_a, split_k>{})
+/// for the runtime choice (N-major B: 16-bit T read with the transpose bit, TF32
 /// transposed in shared memory; a cluster of 2 shares B, or A where
-/// multicast_a; BlockN one of tuning.hpp's wgmma_block_n_choices).
+/// multicast_a, or splits k; BlockN one of tuning.hpp's wgmma_block_n_choices).
+/// The cluster split-k is instantiated at BlockN 128 alone.
 template <class T, class Epilogue, int BlockN, bool NMajor, class F>
-void with_instance_cluster(int cluster, bool multicast_a, F&& f) {
+void with_instance_cluster(const cluster_choice& c, F&& f) {
   constexpr int pair = wgmma_tf32::max_cluster;
-  if (cluster == 1) {
+  if (c.cluster == 1) {
     f(instance<T, 1, NMajor, Epilogue, BlockN>{});
-  } else if (multicast_a) {
+  } else if (c.split_k) {
+    if constexpr (BlockN == 128) f(instance<T, pair, NMajor, Epilogue, BlockN, false, true>{});
+  } else if (c.multicast_a) {
     f(instance<T, pair, NMajor, Epilogue, BlockN, true>{});
   } else {
     f(instance<T, pair, NMajor, Epilogue, BlockN>{});
@@ -152,26 +181,29 @@ void with_instance_cluster(int cluster, bool multicast_a, F&& f) {
 }
 
 template <class T, class Epilogue, int BlockN, class F>
-void with_instance_n(bool n_major, int cluster, bool multicast_a, F&& f) {
+void with_instance_n(bool n_major, const cluster_choice& c, F&& f) {
   if (n_major) {
-    with_instance_cluster<T, Epilogue, BlockN, true>(cluster, multicast_a, f);
+    with_instance_cluster<T, Epilogue, BlockN, true>(c, f);
   } else {
-    with_instance_cluster<T, Epilogue, BlockN, false>(cluster, multicast_a, f);
+    with_instance_cluster<T, Epilogue, BlockN, false>(c, f);
   }
 }
 
 template <class T, class Epilogue, class F>
-void with_instance(bool n_major, int cluster, bool multicast_a, int block_n, F&& f) {
+void with_instance(bool n_major, const cluster_choice& c, int block_n, F&& f) {
   static_assert(sizeof(wgmma_block_n_choices) / sizeof(wgmma_block_n_choices[0]) == 3 &&
                     wgmma_block_n_choices[0] == 256 && wgmma_block_n_choices[1] == 128 &&
                     wgmma_block_n_choices[2] == 64,
                 "with_instance instantiates the widths of wgmma_block_n_choices");
+  if (c.split_k && block_n != 128) {
+    throw error(errc::unsupported, "wgmma_host::with_instance: the cluster split-k is built for 128 x 128 tiles only");
+  }
   if (block_n == 256) {
-    with_instance_n<T, Epilogue, 256>(n_major, cluster, multicast_a, f);
+    with_instance_n<T, Epilogue, 256>(n_major, c, f);
   } else if (block_n == 128) {
-    with_instance_n<T, Epilogue, 128>(n_major, cluster, multicast_a, f);
+    with_instance_n<T, Epilogue, 128>(n_major, c, f);
   } else {
-    with_instance_n<T, Epilogue, 64>(n_major, cluster, multicast_a, f);
+    with_instance_n<T, Epilogue, 64>(n_major, c, f);
   }
 }
 
@@ -187,7 +219,10 @@ void with_instance(bool n_major, int cluster, bool multicast_a, int block_n, F&&
 ///    rows loaded N-major and transposed in shared memory where
 ///    wgmma_tf32_transposes_b(tf32_b_mode, m) says so; else repacked k-contiguous
 ///    (tuning.hpp: choose_wgmma_b_source);
-///  * clusters of 2 CTAs sharing B (adjacent m-tiles) or A (adjacent n-tiles:
+///  * the cluster split-k (multicast split_k, or by shape where
+///    wgmma_cluster_splits_k says so): clusters of 2 CTAs on each 128 x 128
+///    tile, each over half of k, the halves added in shared memory;
+///  * else clusters of 2 CTAs sharing B (adjacent m-tiles) or A (adjacent n-tiles:
 ///    wgmma_multicasts_a, by shape where B's tile is narrower than A's and there
 ///    are two tile rows or more, or
 ///    forced by `multicast`: tests run both at every shape), persistent over
@@ -211,6 +246,7 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
 
   require_wgmma_block_n(what, forced_block_n);
   require_wgmma_multicast(what, multicast);
+  if (multicast == wgmma_multicast::split_k) require_wgmma_cluster_split_k(what, cluster_size, forced_block_n);
   const int device = current_device(what);
   if (!wgmma_tf32_available(device)) return false;  // compute capability 9.0 with the sm_90a image
   // The library's own architecture list decides, as for every other kernel: a
@@ -236,19 +272,29 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
   // The tile width: the widest whose tiles fill the GPU, TF32 keeping 128 where
   // it splits k into long slices (choose_wgmma_tile_width; every width runs one
   // CTA per SM, the widest instance's count stands for all of them), unless forced.
+  // The cluster split-k (a cluster of 2 on each 128 x 128 tile, k halved),
+  // forced or by shape (tuning.hpp: wgmma_cluster_splits_k).
+  bool split_k_cluster = multicast == wgmma_multicast::split_k;
   int block_n = forced_block_n;
-  if (block_n == 0) {
+  if (block_n == 0 && !split_k_cluster) {
     int resident_wide = 0;
-    with_instance<T, Epilogue>(b_n_major, b_cluster, false, wgmma_block_n_choices[0],
+    with_instance<T, Epilogue>(b_n_major, cluster_choice{b_cluster}, wgmma_block_n_choices[0],
                                [&](auto i) { resident_wide = decltype(i)::resident(device, what); });
     block_n = choose_wgmma_tile_width(args.m, args.n, args.k, sizeof(T), stage_k, resident_wide * b_cluster);
+    split_k_cluster = multicast == wgmma_multicast::by_shape && cluster_size != 1 &&
+                      wgmma_cluster_splits_k(args.m, args.n, args.k, sizeof(T), stage_k, resident_wide * b_cluster);
   }
+  if (split_k_cluster) block_n = 128;
   const std::size_t tiles_n = ceil_div(args.n, static_cast<std::size_t>(block_n));
   // Which operand a cluster shares, and whether there is a cluster at all.
-  const bool share_a = wgmma_multicasts_a(multicast, block_n, tiles_m, tiles_n);
-  const int cluster = wgmma_cluster_ctas(cluster_size, share_a, tiles_m, tiles_n);
+  const bool share_a = !split_k_cluster && wgmma_multicasts_a(multicast, block_n, tiles_m, tiles_n);
+  const int cluster = split_k_cluster ? max_cluster : wgmma_cluster_ctas(cluster_size, share_a, tiles_m, tiles_n);
   const bool multicast_a = share_a && cluster > 1;  // single CTAs share nothing
-  const std::size_t cluster_tiles_m = multicast_a ? tiles_m : ceil_div(tiles_m, static_cast<std::size_t>(cluster));
+  const cluster_choice choice{cluster, multicast_a, split_k_cluster};
+  // A cluster tile: `cluster` block tiles along m (sharing B) or n (sharing A),
+  // or one block tile (splitting k: both CTAs take it).
+  const std::size_t cluster_tiles_m =
+      multicast_a || split_k_cluster ? tiles_m : ceil_div(tiles_m, static_cast<std::size_t>(cluster));
   const std::size_t cluster_tiles_n = multicast_a ? ceil_div(tiles_n, static_cast<std::size_t>(cluster)) : tiles_n;
   // The persistent kernel walks cluster tiles with an int index.
   if (cluster_tiles_m * cluster_tiles_n > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
@@ -286,7 +332,7 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
 
   // The kernel for this layout and cluster size: how many clusters the device holds.
   int resident = 0, smem_bytes = 0;
-  with_instance<T, Epilogue>(b_n_major, cluster, multicast_a, block_n, [&](auto i) {
+  with_instance<T, Epilogue>(b_n_major, choice, block_n, [&](auto i) {
     resident = decltype(i)::resident(device, what);
     smem_bytes = decltype(i)::smem_bytes;
   });
@@ -303,8 +349,10 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
   ep.cluster_tiles_n = static_cast<int>(cluster_tiles_n);
   ep.pairs = rows_aligned(args.C, args.ldc, sizeof(T), 2 * sizeof(T));
 
-  const split_k_workspace split(plan_split_k(tiles_m * tiles_n, args.m, args.n, args.k, stage_k, resident * cluster,
-                                             wgmma_split_k_min_slice(sizeof(T))),
+  // The cluster split-k sums its two halves of k on chip: no workspace slices.
+  const split_k_workspace split(split_k_cluster ? split_k_plan{1, args.k}
+                                                : plan_split_k(tiles_m * tiles_n, args.m, args.n, args.k, stage_k,
+                                                               resident * cluster, wgmma_split_k_min_slice(sizeof(T))),
                                 args.m, args.n, args.k, device, stream);
   ep.partial = split.partials();
   ep.splits = split.plan().split;
@@ -330,7 +378,7 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
   const cudaLaunchConfig_t config =
       cluster_launch_config(dim3(static_cast<unsigned>(clusters * cluster)), dim3(wgmma_tf32::threads), smem_bytes,
                             stream, cluster, cluster_dims);
-  with_instance<T, Epilogue>(b_n_major, cluster, multicast_a, block_n, [&](auto i) {
+  with_instance<T, Epilogue>(b_n_major, choice, block_n, [&](auto i) {
     cuda_check(cudaLaunchKernelEx(&config, decltype(i)::kernel, map_a, map_b, map_c, ep, fn), what);
   });
   check_launch(what);

@@ -72,7 +72,10 @@ bool wgmma_tf32_available(int device);
 /// or one of wgmma_block_n_choices (256, 128, 64; tests run every width);
 /// anything else: errc::invalid_argument.
 /// multicast: which operand a cluster of 2 shares, by shape (tuning.hpp:
-/// wgmma_multicasts_a) or forced (tests and benchmarks compare both).
+/// wgmma_multicasts_a) or forced (tests and benchmarks compare both); split_k:
+/// the cluster split-k instead (a cluster of 2 on each 128 x 128 tile, each CTA
+/// over half of k; block_n must be 0 or 128 and cluster_size not 1, else
+/// errc::invalid_argument).
 bool wgmma_tf32_try_launch(const gemm_args<float>& args, cudaStream_t stream,
                            int cluster_size = wgmma_tf32_default_cluster,
                            wgmma_tf32_b_mode b_mode = wgmma_tf32_b_mode::by_shape, int block_n = 0,

@@ -466,4 +466,41 @@ TEST(MatmulTuning, WgmmaClusterSharesAForNarrowTiles) {
   EXPECT_EQ(wgmma_cluster_ctas(2, false, 0, 0), 1);  // nothing to pair
 }
 
+TEST(MatmulTuning, WgmmaClusterSplitKFitsWhereNarrowTilesRunOnePerCta) {
+  using kf::detail::wgmma_cluster_split_k_fits;
+  const int resident = 132;
+  // 1024^3: 128 tiles of 128 x 64, unsplit, or 64 of 128 x 128 in clusters of 2 (128 CTAs).
+  EXPECT_TRUE(wgmma_cluster_split_k_fits(1024, 1024, 1024, 2, 64, resident));
+  EXPECT_TRUE(wgmma_cluster_split_k_fits(1024, 1024, 1024, 4, 32, resident));
+  EXPECT_TRUE(wgmma_cluster_split_k_fits(1024, 1024, 4096, 2, 64, resident));
+  EXPECT_TRUE(wgmma_cluster_split_k_fits(128, 8192, 8192, 2, 64, resident));
+  // TF32 128 x 8192 x 8192 keeps 128 x 128 tiles split through the workspace (choose_wgmma_tile_width).
+  EXPECT_FALSE(wgmma_cluster_split_k_fits(128, 8192, 8192, 4, 32, resident));
+  // Wider tiles by shape (2048 x 1024: 128 tiles of 128 x 128), or too many tiles for 2 CTAs each.
+  EXPECT_FALSE(wgmma_cluster_split_k_fits(2048, 1024, 1024, 2, 64, resident));
+  EXPECT_FALSE(wgmma_cluster_split_k_fits(1024, 1024, 1024, 2, 64, 100));  // 128 tiles of 128 x 64 > 100 CTAs
+  // 128 x 64 tiles that split k through the workspace (TF32 513 x 257 x 1031: 25 tiles, 4 slices).
+  EXPECT_FALSE(wgmma_cluster_split_k_fits(513, 257, 1031, 4, 32, resident));
+  // Nothing to run, or no occupancy figure.
+  EXPECT_FALSE(wgmma_cluster_split_k_fits(0, 1024, 1024, 2, 64, resident));
+  EXPECT_FALSE(wgmma_cluster_split_k_fits(1024, 1024, 1024, 2, 64, 0));
+}
+
+TEST(MatmulTuning, WgmmaClusterSplitKByShapeNeedsLongHalves) {
+  using kf::detail::wgmma_cluster_splits_k;
+  const int resident = 132;
+  // TF32 1024^3: 32 k-steps of 32, 16 a CTA; fp16 1024 x 1024 x 4096: 64 of 64, 32 a CTA.
+  EXPECT_TRUE(wgmma_cluster_splits_k(1024, 1024, 1024, 4, 32, resident));
+  EXPECT_TRUE(wgmma_cluster_splits_k(1024, 1024, 4096, 2, 64, resident));
+  // fp16 1024^3: 8 a CTA (measured slower than 128 x 64 tiles); short k in either precision.
+  EXPECT_FALSE(wgmma_cluster_splits_k(1024, 1024, 1024, 2, 64, resident));
+  EXPECT_FALSE(wgmma_cluster_splits_k(1024, 1024, 256, 4, 32, resident));
+  EXPECT_FALSE(wgmma_cluster_splits_k(1024, 1024, 960, 4, 32, resident));  // 30 steps, 15 a CTA
+  EXPECT_TRUE(wgmma_cluster_splits_k(1024, 1024, 992, 4, 32, resident));   // 31 steps, 16 a CTA
+  // A single tile row (B's stream from HBM bounds it), or a shape that does not fit (wider tiles by shape).
+  EXPECT_FALSE(wgmma_cluster_splits_k(128, 8192, 8192, 2, 64, resident));
+  EXPECT_FALSE(wgmma_cluster_splits_k(2048, 1024, 4096, 2, 64, resident));
+  EXPECT_FALSE(wgmma_cluster_splits_k(1024, 1024, 1024, 4, 0, resident));
+}
+
 }  // namespace

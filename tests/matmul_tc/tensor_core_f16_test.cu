@@ -11,6 +11,14 @@
 //    the last cluster's second CTA outside C; a single tile column (n = 1) runs
 //    single CTAs; 1 x 4096 x 512 (a single tile row) clusters only this way;
 //    130 x 300 x 2051 and 1 x 1 x 4096 split k.
+//  * wgmma_cluster_splitk: the cluster split-k (forced: wgmma_multicast::split_k):
+//    128 x 128 tiles, a cluster of 2 on each, CTA r over half of the k-steps
+//    of 64, the halves added in shared memory. k-steps: 1 x 1 x 1, 33 x 65 x
+//    17 and 128 x 256 x 64 have one (CTA 1 adds zeros), 1090 x 2904 x 72 two,
+//    513 x 257 x 1031 and 130 x 300 x 2051 an odd count (17, 33); 1090 x 2904
+//    x 72 and 4095 x 4097 x 4093 have more tiles than the GPU holds clusters
+//    (each CTA's receive buffer is reused); B n-major in place, k-major or
+//    repacked as the layouts give.
 // Cases, checks and tolerance: tests/matmul/matmul_case.hpp (double reference,
 // NaN-poisoned C with beta 0, NaN in the padding, sentinels around C,
 // |err| <= (4 sqrt(k) + k/16 + 4) 2^-23 * sum|a b| + 2 u_T |ref|). Every shape
@@ -51,7 +59,7 @@ namespace {
 using kf::test::matmul_case;
 using kf::test::matmul_shape;
 
-enum class path { mma_sync, wgmma_cluster1, wgmma_cluster2, wgmma_mcast_a };
+enum class path { mma_sync, wgmma_cluster1, wgmma_cluster2, wgmma_mcast_a, wgmma_cluster_splitk };
 
 const char* path_name(path p) {
   switch (p) {
@@ -59,6 +67,7 @@ const char* path_name(path p) {
     case path::wgmma_cluster1: return "wgmma_cluster1";
     case path::wgmma_cluster2: return "wgmma_cluster2";
     case path::wgmma_mcast_a: return "wgmma_mcast_a";
+    case path::wgmma_cluster_splitk: return "wgmma_cluster_splitk";
   }
   return "unknown";
 }
@@ -110,8 +119,10 @@ void run_case(const matmul_shape& s, bool ta, bool tb, path p, int block_n, cons
       kf::detail::launch_tensor_core_f16(g, nullptr);
     } else {
       using kf::detail::wgmma_multicast;
-      accepted = kf::detail::wgmma_f16_try_launch(g, nullptr, p == path::wgmma_cluster1 ? 1 : 2, block_n,
-                                                  p == path::wgmma_mcast_a ? wgmma_multicast::a : wgmma_multicast::b);
+      const wgmma_multicast multicast = p == path::wgmma_mcast_a          ? wgmma_multicast::a
+                                        : p == path::wgmma_cluster_splitk ? wgmma_multicast::split_k
+                                                                          : wgmma_multicast::b;
+      accepted = kf::detail::wgmma_f16_try_launch(g, nullptr, p == path::wgmma_cluster1 ? 1 : 2, block_n, multicast);
     }
   };
   const ::testing::AssertionResult r =
@@ -155,7 +166,8 @@ std::vector<tc_case> all_cases() {
                                             {300, 520, 64},   {130, 300, 2051}, {1090, 2904, 72}, {4095, 4097, 4093}};
   std::vector<tc_case> cases;
   for (bool bf16 : {false, true})
-    for (path p : {path::mma_sync, path::wgmma_cluster1, path::wgmma_cluster2, path::wgmma_mcast_a})
+    for (path p :
+         {path::mma_sync, path::wgmma_cluster1, path::wgmma_cluster2, path::wgmma_mcast_a, path::wgmma_cluster_splitk})
       for (const matmul_shape& s : shapes)
         for (bool ta : {false, true})
           for (bool tb : {false, true}) cases.push_back({s, ta, tb, p, bf16});
@@ -238,6 +250,26 @@ TEST(MatmulWgmmaF16, UnknownMulticastIsAnError) {
     EXPECT_EQ(e.code(), kf::errc::invalid_argument);
     EXPECT_NE(std::string(e.what()).find("multicast = 7"), std::string::npos) << e.what();
   }
+}
+
+// The cluster split-k runs 128 x 128 tiles in clusters of 2 only: another width
+// or single CTAs is an error naming the argument (not a silent other mode).
+TEST(MatmulWgmmaF16, ClusterSplitKArgumentsAreChecked) {
+  KF_SKIP_WITHOUT_WGMMA();
+  kf::detail::gemm_args<__half> g;
+  g.m = g.n = g.k = 1;
+  const auto expect_error = [&](int cluster_size, int block_n, const std::string& named) {
+    try {
+      kf::detail::wgmma_f16_try_launch(g, nullptr, cluster_size, block_n, kf::detail::wgmma_multicast::split_k);
+      ADD_FAILURE() << "cluster_size " << cluster_size << ", block_n " << block_n << " was accepted";
+    } catch (const kf::error& e) {
+      EXPECT_EQ(e.code(), kf::errc::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find(named), std::string::npos) << e.what();
+    }
+  };
+  expect_error(2, 64, "block_n = 64");
+  expect_error(2, 256, "block_n = 256");
+  expect_error(1, 0, "cluster_size = 1");
 }
 
 // ---- CPU checks of the mma.sync kernel's shared-memory swizzle --------------

@@ -55,9 +55,25 @@ using kf::detail::gemm_args;
 /// CTA outside C, n = 1 runs single CTAs, 1 x 4096 x 512 clusters only this way,
 /// 513 x 257 x 1031 and 1 x 1 x 4096 split k);
 /// wgmma_repack_b (clusters of 2) with such a B repacked in HBM first, the path
-/// before. dispatch: launch_wgmma_tf32, wgmma where it runs and the mma.sync
+/// before. wgmma_cluster_splitk: the cluster split-k (forced:
+/// wgmma_multicast::split_k; 128 x 128 tiles, each cluster of 2 on one tile, CTA
+/// r over half of the k-steps of 32: 1 x 1 x 1 and 33 x 65 x 17 have one step,
+/// so CTA 1 adds zeros; 513 x 257 x 1031 and 1090 x 2904 x 72 an odd count (33,
+/// 3); 1090 x 2904 x 72 and the big shape more tiles than clusters, so each
+/// CTA's receive buffer is reused; B transposed in shared memory, k-major or
+/// repacked as on wgmma_cluster2; also with the fused bias / ReLU epilogue).
+/// dispatch: launch_wgmma_tf32, wgmma where it runs and the mma.sync
 /// fallback elsewhere (any sm_80+ GPU).
-enum class path { mma_sync, mma_sync_4warps, wgmma_single, wgmma_cluster, wgmma_mcast_a, wgmma_repack_b, dispatch };
+enum class path {
+  mma_sync,
+  mma_sync_4warps,
+  wgmma_single,
+  wgmma_cluster,
+  wgmma_mcast_a,
+  wgmma_cluster_splitk,
+  wgmma_repack_b,
+  dispatch
+};
 
 const char* path_name(path p) {
   switch (p) {
@@ -66,6 +82,7 @@ const char* path_name(path p) {
     case path::wgmma_single: return "wgmma_cluster1";
     case path::wgmma_cluster: return "wgmma_cluster2";
     case path::wgmma_mcast_a: return "wgmma_mcast_a";
+    case path::wgmma_cluster_splitk: return "wgmma_cluster_splitk";
     case path::wgmma_repack_b: return "wgmma_repack_b";
     case path::dispatch: return "launch_wgmma_tf32";
   }
@@ -193,8 +210,9 @@ int device_cc() {
 }
 
 /// Runs one (shape, transposes, path, storage) case and checks it; block_n: the
-/// wgmma tile width, 0 by shape (wgmma paths only).
-void run_case(const shape& s, bool trans_a, bool trans_b, path p, int block_n, const storage& st) {
+/// wgmma tile width, 0 by shape (wgmma paths only); fused: the wgmma kernel with
+/// the library's fused epilogue, a random bias (never zero) and ReLU at 0.
+void run_case(const shape& s, bool trans_a, bool trans_b, path p, int block_n, const storage& st, bool fused = false) {
   SCOPED_TRACE(std::string(path_name(p)) + ", storage " + st.name);
   const problem& pr = problem_for(s);
   const std::size_t m = s.m, n = s.n, k = s.k;
@@ -231,8 +249,17 @@ void run_case(const shape& s, bool trans_a, bool trans_b, path p, int block_n, c
   args.C = C.data;
   args.ldc = ldc;
 
+  // The fused epilogue's bias, one float past an aligned address.
+  const std::vector<float> bias_host = kf::test::random_vector<float>(n, m * 7 + n * 3 + k);
+  const device_matrix bias = upload(1, n, n, 1, [&](std::size_t, std::size_t c) { return bias_host[c]; });
+  kf::epilogue::bias_relu_threshold<float> epilogue;
+  epilogue.bias = bias.data;
+  epilogue.relu = true;
+  epilogue.threshold = 0.0f;
+
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  ASSERT_FALSE(fused && (is_mma_sync(p) || p == path::dispatch)) << "the fused cases run the wgmma paths";
   if (p == path::mma_sync) {
     kf::detail::launch_tensor_core_tf32(args, stream);
   } else if (p == path::mma_sync_4warps) {
@@ -244,9 +271,13 @@ void run_case(const shape& s, bool trans_a, bool trans_b, path p, int block_n, c
     // Forced either way, whatever the shape's rule (tuning.hpp: wgmma_tf32_transposes_b).
     const auto b_mode = p == path::wgmma_repack_b ? kf::detail::wgmma_tf32_b_mode::repack
                                                   : kf::detail::wgmma_tf32_b_mode::transpose_in_smem;
-    const auto multicast = p == path::wgmma_mcast_a ? kf::detail::wgmma_multicast::a : kf::detail::wgmma_multicast::b;
-    ASSERT_TRUE(kf::detail::wgmma_tf32_try_launch(args, stream, cluster, b_mode, block_n, multicast))
-        << "the wgmma kernel declined a call it should run (it would have fallen back to mma.sync)";
+    const auto multicast = p == path::wgmma_mcast_a          ? kf::detail::wgmma_multicast::a
+                           : p == path::wgmma_cluster_splitk ? kf::detail::wgmma_multicast::split_k
+                                                             : kf::detail::wgmma_multicast::b;
+    const bool accepted =
+        fused ? kf::detail::wgmma_tf32_try_launch(args, epilogue, stream, cluster, b_mode, block_n, multicast)
+              : kf::detail::wgmma_tf32_try_launch(args, stream, cluster, b_mode, block_n, multicast);
+    ASSERT_TRUE(accepted) << "the wgmma kernel declined a call it should run (it would have fallen back to mma.sync)";
   }
   ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
   ASSERT_EQ(cudaStreamDestroy(stream), cudaSuccess);
@@ -270,8 +301,13 @@ void run_case(const shape& s, bool trans_a, bool trans_b, path p, int block_n, c
   for (std::size_t q = 0; q < pr.rows.size(); ++q) {
     const std::size_t i = pr.rows[q], j = pr.cols[q];
     const double c0 = read_c ? c_values[i * n + j] : 0.0;
-    const double ref = st.alpha * pr.dot[q] + st.beta * c0;
-    const double scale = std::fabs(st.alpha) * pr.abs_dot[q] + std::fabs(st.beta * c0);
+    double ref = st.alpha * pr.dot[q] + st.beta * c0;
+    double scale = std::fabs(st.alpha) * pr.abs_dot[q] + std::fabs(st.beta * c0);
+    if (fused) {  // bias, then ReLU at 0 (1-Lipschitz: the bound holds)
+      ref += bias_host[j];
+      scale += std::fabs(bias_host[j]);
+      if (ref <= 0.0) ref = 0.0;
+    }
     const double got = out[st.offset + i * ldc + j];
     if (!(std::fabs(got - ref) <= tol * scale)) {
       if (bad++ < 8)
@@ -286,7 +322,8 @@ struct tc_case {
   shape s;
   bool trans_a, trans_b;
   path p;
-  int block_n = 0;  ///< wgmma tile width: 0 by shape, else forced (wgmma paths only)
+  int block_n = 0;     ///< wgmma tile width: 0 by shape, else forced (wgmma paths only)
+  bool fused = false;  ///< the fused bias / ReLU epilogue (wgmma paths only)
 };
 
 std::string describe(const tc_case& c) {
@@ -294,6 +331,7 @@ std::string describe(const tc_case& c) {
   name << path_name(c.p) << "_" << c.s.m << "x" << c.s.n << "x" << c.s.k << "_" << (c.trans_a ? "T" : "N")
        << (c.trans_b ? "T" : "N");
   if (c.block_n != 0) name << "_n" << c.block_n;
+  if (c.fused) name << "_bias_relu";
   return name.str();
 }
 
@@ -319,7 +357,8 @@ std::vector<tc_case> all_cases() {
   const std::vector<shape> shapes = {{1, 1, 1},      {33, 65, 17},   {127, 129, 255}, {513, 257, 1031}, {1, 1, 4096},
                                      {1, 4096, 512}, {4096, 1, 512}, {300, 520, 64},  {1090, 2904, 72}, big_shape};
   std::vector<tc_case> cases;
-  for (path p : {path::mma_sync, path::mma_sync_4warps, path::wgmma_single, path::wgmma_cluster, path::wgmma_mcast_a})
+  for (path p : {path::mma_sync, path::mma_sync_4warps, path::wgmma_single, path::wgmma_cluster, path::wgmma_mcast_a,
+                 path::wgmma_cluster_splitk})
     for (const shape& s : shapes)
       for (bool ta : {false, true})
         for (bool tb : {false, true}) cases.push_back({s, ta, tb, p});
@@ -339,6 +378,11 @@ std::vector<tc_case> all_cases() {
         for (bool tb : {false, true}) cases.push_back({s, ta, tb, p, block_n});
   for (const auto& [s, block_n] : forced_widths)
     for (bool ta : {false, true}) cases.push_back({s, ta, false, path::wgmma_repack_b, block_n});
+  // The cluster split-k with the fused bias / ReLU epilogue: ragged, an odd
+  // k-step count (33), a single k-step (CTA 1 adds zeros), persistent CTAs.
+  for (const shape& s : {shape{513, 257, 1031}, shape{33, 65, 17}, shape{1090, 2904, 72}})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) cases.push_back({s, ta, tb, path::wgmma_cluster_splitk, 0, true});
   return cases;
 }
 
@@ -372,7 +416,7 @@ TEST_P(MatmulTensorCoreTf32, MatchesDoubleReference) {
   for (const storage& st : layouts) {
     // The big shape: the fast layout (16-byte rows, beta 0) and a misaligned one.
     if (big && !(st.ld == storage::rows_16_bytes && st.offset == 0) && st.ld != storage::plus_37) continue;
-    run_case(c.s, c.trans_a, c.trans_b, c.p, c.block_n, st);
+    run_case(c.s, c.trans_a, c.trans_b, c.p, c.block_n, st, c.fused);
     if (HasFatalFailure()) return;
   }
 }
