@@ -119,11 +119,13 @@ def _autograd_kernel(op, kernel, backward, setup_context):
     positions = tuple(i for i, a in enumerate(arguments) if a.type.isSubtypeOf(optional_tensor))
 
     # A compiled graph calls the operator through the dispatcher, so this kernel runs on
-    # each of its calls. There the call costs 2-4x its eager time, but not for its Python
-    # frames (measured on CPU, benchmarks/python/profile_torch_op_cpu.py: a Python call
-    # costs ~0.04 us more in a graph; a C callable as the Autograd kernel costs the graph
-    # as much as this one): the op runs about the instructions of an eager call (+11%),
-    # cold, inside the larger compiled call. So what pays there is fewer instructions:
+    # each of its calls. There the call costs ~4x its eager time in a hot loop, but not for
+    # its Python frames (measured on CPU, benchmarks/python/profile_torch_op_cpu.py: a
+    # Python call costs ~0.04 us more in a graph; a C callable as the Autograd kernel costs
+    # the graph as much as this one): the op runs about the instructions of an eager call
+    # (+11%), with caches left cold by the compiled call's machinery (called eagerly right
+    # after a compiled call it costs as much; so does F.threshold, ~4x its hot time).
+    # So what pays there is fewer instructions:
     # the checks are _direct's, inline, on the Tensor arguments alone, with no Python
     # call but the kernel's; torch.compiler.is_compiling() is left out: while
     # torch.compile traces, this kernel sees FakeTensors or FunctionalTensors
