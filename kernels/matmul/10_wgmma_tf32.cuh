@@ -57,18 +57,14 @@
 //    128 x 64 tile reads 8 KiB per k16 for 262 kFLOP, 128 x 128 12 KiB for
 //    524), a cluster of 2 computes one 128 x 128 tile instead, CTA r over the
 //    k-steps [r K/2, (r + 1) K/2) (no multicast: they read different k), and
-//    the partial tiles meet on chip: CTA r finishes the tile's column half r
-//    in both consumer warpgroups; each warpgroup stores the fp32 sums of the
-//    other half into its counterpart's shared memory in the peer
-//    (st.shared::cluster, 16 KiB, then one releasing remote mbarrier arrival
-//    a warp), adds the peer's sums of its own half and stores 64 x 64 with
-//    the normal epilogue: all four warpgroups exchange at once and each
-//    stores what a 128 x 64 tile's warpgroup does. (The first version sent
-//    one warpgroup's whole 64 x 128, 32 KiB, to a receiver that stored it
-//    all, with an arrival per thread: ~1 us more fixed cost a tile.) The
-//    receive buffers are dedicated (the producer may already fill the next
-//    tile's stages), so 5 stages of 32 KiB instead of 6. Against split_k.cuh:
-//    no fp32 workspace in HBM, no reduction kernel.
+//    the partial tiles meet on chip: CTA 0 finishes the tile's rows 0-63 (its
+//    consumer warpgroup 0's), CTA 1 rows 64-127; the other warpgroup of each
+//    CTA stores its fp32 accumulators into the peer's shared memory
+//    (st.shared::cluster, 32 KiB, then a releasing remote mbarrier arrival),
+//    the receiver adds them to its own and runs the normal epilogue. The
+//    receive buffer is dedicated (the producer may already fill the next tile's
+//    stages), so 5 stages of 32 KiB instead of 6. Against split_k.cuh: no fp32
+//    workspace in HBM, no reduction kernel.
 //  * The kernel is a template over the element type (wgmma_element<T>): step 12
 //    runs the same pipeline on 16-bit operands.
 //  * Epilogue functor (kernelforge/epilogue.cuh) applied in registers to each
@@ -177,9 +173,9 @@ static_assert(c_buffer_bytes % swizzle_atom_bytes == 0, "every C buffer must sta
 /// host picks the width per product (tuning.hpp: choose_wgmma_block_n): 128 and
 /// 64 put two and four times as many tiles on the GPU where 256-wide ones
 /// cannot fill it. ClusterSplitK (128 x 128 tiles only): the cluster of 2 splits
-/// k of one tile and each consumer warpgroup receives the peer's partial sums of
-/// the half of its 64 x 128 that it stores (64 x 64 fp32, 16 KiB) into a
-/// dedicated buffer (32 KiB for both), which costs a stage (5 instead of 6).
+/// k of one tile and each CTA receives one consumer warpgroup's partial tile
+/// from its peer (64 x BlockN fp32, 32 KiB) into a dedicated buffer, which costs
+/// a stage (5 instead of 6).
 template <int BlockN, bool ClusterSplitK = false>
 struct tile_config {
   static_assert(BlockN == 256 || BlockN == 128 || BlockN == 64, "wgmma block tiles 128 x 256, 128 x 128 or 128 x 64");
@@ -193,15 +189,13 @@ struct tile_config {
   static constexpr int b_box_bytes = b_box_rows * swizzle_row_bytes;
   static constexpr int b_tile_bytes = block_n * swizzle_row_bytes;  // 32, 16 or 8 KiB
   static constexpr int stage_bytes = a_tile_bytes + b_tile_bytes;   // 48, 32 or 24 KiB, the expect-tx count
-  /// ClusterSplitK: per consumer warpgroup, the peer's partial sums of the
-  /// column half this CTA stores (fp32, 16-byte vectors in thread order:
-  /// vector i of thread t at (i * 128 + t) * 16), and two barriers per
-  /// warpgroup: recv_full (each warp of the peer's warpgroup arrives after its
-  /// stores) and peer_free (each warp of the peer's warpgroup arrives once it
-  /// has read the half this CTA sent it).
-  static constexpr int receive_warpgroup_bytes = ClusterSplitK ? wgmma_m * (block_n / 2) * 4 : 0;  // 16 KiB
-  static constexpr int receive_bytes = consumer_warpgroups * receive_warpgroup_bytes;              // 32 KiB
-  static constexpr int receive_barrier_bytes = ClusterSplitK ? 2 * consumer_warpgroups * barrier_bytes : 0;
+  /// ClusterSplitK: the peer's partial accumulators of one consumer warpgroup
+  /// (fp32, 16-byte vectors in thread order: vector i of thread t at (i * 128 +
+  /// t) * 16) and two barriers: recv_full (the peer's 128 sending threads
+  /// arrive) and peer_free (the peer's 128 receiving threads arrive once they
+  /// have read the partial this CTA sent them).
+  static constexpr int receive_bytes = ClusterSplitK ? wgmma_m * block_n * 4 : 0;  // 32 KiB
+  static constexpr int receive_barrier_bytes = ClusterSplitK ? 2 * barrier_bytes : 0;
   /// As many stages as fit beside the alignment slack, the staged epilogue's C
   /// buffers, the receive buffer and the barriers: 4 x 48 KiB, 6 x 32 KiB, 8 x
   /// 24 KiB -- the same ~192 KiB, deeper in k for the narrower tiles; 5 x 32 KiB
@@ -477,17 +471,6 @@ __device__ __forceinline__ void store_tile_staged(const float (&d)[Accumulators]
 
 }  // namespace wgmma_tf32
 
-/// The accumulators a consumer warpgroup stores: all of `d`, or with the
-/// cluster split-k the column half it finishes, summed into `half`.
-template <bool Half, class Full, class Part>
-__device__ __forceinline__ auto& stored_accumulators(Full& d, Part& half) {
-  if constexpr (Half) {
-    return half;
-  } else {
-    return d;
-  }
-}
-
 /// Split-k: a work item is a cluster tile and a k-slice (item = tile * splits +
 /// slice); a slice's tile goes unscaled, in fp32, to the partial workspace.
 /// Persistent: the grid holds as many CTAs as the device runs at once (the host
@@ -559,8 +542,8 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
   const std::uint32_t full_bar = receive_smem + tile::receive_bytes;          // stages x mbarrier
   const std::uint32_t empty_bar = full_bar + stages * barrier_bytes;          // stages x mbarrier
   const std::uint32_t b_landed_bar = empty_bar + stages * barrier_bytes;      // stages x mbarrier (transpose_b)
-  const std::uint32_t recv_full_bar = b_landed_bar + stages * barrier_bytes;  // ClusterSplitK: x 2
-  const std::uint32_t peer_free_bar = recv_full_bar + consumer_warpgroups * barrier_bytes;  // ClusterSplitK: x 2
+  const std::uint32_t recv_full_bar = b_landed_bar + stages * barrier_bytes;  // ClusterSplitK
+  const std::uint32_t peer_free_bar = recv_full_bar + barrier_bytes;          // ClusterSplitK
 
   const int warpgroup = threadIdx.x / warpgroup_threads;
   const int tid_in_warpgroup = threadIdx.x % warpgroup_threads;
@@ -606,11 +589,8 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
       mbar_init(b_landed_bar + s * barrier_bytes, 1);  // the producer's arrive.expect_tx of B (transpose_b)
     }
     if constexpr (ClusterSplitK) {
-#pragma unroll
-      for (int c = 0; c < consumer_warpgroups; ++c) {  // each warp of the peer's warpgroup c
-        mbar_init(recv_full_bar + c * barrier_bytes, warps_per_warpgroup);
-        mbar_init(peer_free_bar + c * barrier_bytes, warps_per_warpgroup);
-      }
+      mbar_init(recv_full_bar, warpgroup_threads);  // each thread of the peer's sending warpgroup
+      mbar_init(peer_free_bar, warpgroup_threads);  // each thread of the peer's receiving warpgroup
     }
     mbar_init_fence();
   }
@@ -808,78 +788,61 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
       fence_operands(d);
       if (previous >= 0) release(previous);  // the tile's last stage, before the stores
 
-      // The accumulators this warpgroup stores, and the columns they start at:
-      // all of d, or with ClusterSplitK the column half `keep` of the tile.
-      constexpr int stored = ClusterSplitK ? tile::accumulators / 2 : tile::accumulators;
-      float half[ClusterSplitK ? stored : 1];
-      auto& out = stored_accumulators<ClusterSplitK>(d, half);
-      int col_half = 0;
       if constexpr (ClusterSplitK) {
-        // The cluster's two CTAs hold partial sums of the same 128 x 128 tile. CTA
-        // r finishes the tile's column half r (columns 64 r .. 64 r + 63: the
-        // accumulators 32 r .. 32 r + 31 of every thread, wgmma's column order)
-        // in both warpgroups, so each warpgroup sends the other half to its
-        // counterpart in the peer (thread t holds the same elements of C there)
-        // and receives the peer's sums of its own half: 16 KiB each way, all four
-        // warpgroups at once, and each then stores 64 x 64, as a 128 x 64 tile's
-        // warpgroups do. The sender writes 16-byte vectors in thread order
+        // CTA r finishes rows 64 r .. 64 r + 63 of the tile (its consumer warpgroup
+        // r's): the other warpgroup sends its partial to the peer, whose warpgroup
+        // of the same index holds the other half of the same rows, and stores
+        // nothing. Thread t of either warpgroup holds the same elements of C, so
+        // the sender writes its accumulators as 16-byte vectors in thread order
         // (vector i at (i * 128 + t) * 16: a warp's stores are 512 contiguous
-        // bytes, conflict-free) and the receiver reads them back the same way.
-        // Per warpgroup c two mbarriers, phases counted by `exchanges` (every CTA
-        // of the cluster walks the same tiles): recv_full[c], completed by one
-        // releasing remote arrival of each sending warp after its stores
-        // (__syncwarp orders the warp's stores before its lane 0's arrival, whose
-        // release is cumulative; the receiver's cluster-scope acquire then sees
-        // them); and peer_free[c], completed by each receiving warp after its
-        // loads: a sender waits for it before it rewrites the peer's buffer with
-        // the next tile. Barriers rather than a cluster barrier per tile, which
-        // would need the producer warpgroups too (they run ahead, filling the
-        // next tile's stages). The kernel's final cluster_sync keeps both CTAs
-        // alive until every remote store and arrival has been made.
-        const int keep = static_cast<int>(rank);
+        // bytes, no bank conflicts) and the receiver reads them back the same way.
+        // Two mbarriers per CTA, phases counted by `exchanges` (every CTA of the
+        // cluster walks the same tiles): recv_full, completed by the 128 sending
+        // threads' releasing arrivals after their stores (the receiver's
+        // cluster-scope acquire then sees them); and peer_free, completed by the
+        // 128 receiving threads' releasing arrivals after their loads: a sender
+        // waits for it before it rewrites the peer's buffer with the next tile.
+        // Barriers rather than a cluster barrier per tile, which would need the
+        // producer warpgroups too (they run ahead, filling the next tile's
+        // stages) and would hold each warpgroup back for the slower CTA's
+        // epilogue; a sender only waits where the peer's receiver has not yet
+        // read the previous tile's partial. The kernel's final cluster_sync keeps
+        // both CTAs alive until every remote store and arrival has been made.
         const std::uint32_t peer = rank ^ 1u;
-        const std::uint32_t recv_full = recv_full_bar + consumer * barrier_bytes;
-        const std::uint32_t peer_free = peer_free_bar + consumer * barrier_bytes;
-        const std::uint32_t buffer = receive_smem + consumer * tile::receive_warpgroup_bytes;
-        constexpr int vectors = stored / 4;
-        if (exchanges > 0) mbar_wait_acquire_cluster(peer_free, (exchanges - 1) & 1);
-        const std::uint32_t remote = map_shared_cluster(buffer, peer);
-        // Indices into d stay compile-time constants (a runtime index would put
-        // the accumulators in local memory): each value is a select between the halves.
-        const bool keeps_first = keep == 0;
-        const auto pick = [&](bool first, int j) { return first ? d[j] : d[stored + j]; };
+        constexpr int vectors = tile::accumulators / 4;
+        if (consumer != static_cast<int>(rank)) {
+          if (exchanges > 0) mbar_wait_acquire_cluster(peer_free_bar, (exchanges - 1) & 1);
+          const std::uint32_t remote = map_shared_cluster(receive_smem, peer);
+#pragma unroll
+          for (int i = 0; i < vectors; ++i) {
+            st_shared_cluster_v4(remote + (i * warpgroup_threads + tid_in_warpgroup) * 16,
+                                 make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]));
+          }
+          mbar_arrive_remote_release(recv_full_bar, peer);
+          ++exchanges;
+          continue;  // the peer stores these rows
+        }
+        mbar_wait_acquire_cluster(recv_full_bar, exchanges & 1);
 #pragma unroll
         for (int i = 0; i < vectors; ++i) {
-          st_shared_cluster_v4(remote + (i * warpgroup_threads + tid_in_warpgroup) * 16,
-                               make_float4(pick(!keeps_first, 4 * i), pick(!keeps_first, 4 * i + 1),
-                                           pick(!keeps_first, 4 * i + 2), pick(!keeps_first, 4 * i + 3)));
+          const float4 v = load_shared_v4(receive_smem + (i * warpgroup_threads + tid_in_warpgroup) * 16);
+          d[4 * i] += v.x;
+          d[4 * i + 1] += v.y;
+          d[4 * i + 2] += v.z;
+          d[4 * i + 3] += v.w;
         }
-        __syncwarp();
-        if (lane == 0) mbar_arrive_remote_release(recv_full, peer);
-        mbar_wait_acquire_cluster(recv_full, exchanges & 1);
-#pragma unroll
-        for (int i = 0; i < vectors; ++i) {
-          const float4 v = load_shared_v4(buffer + (i * warpgroup_threads + tid_in_warpgroup) * 16);
-          half[4 * i] = pick(keeps_first, 4 * i) + v.x;
-          half[4 * i + 1] = pick(keeps_first, 4 * i + 1) + v.y;
-          half[4 * i + 2] = pick(keeps_first, 4 * i + 2) + v.z;
-          half[4 * i + 3] = pick(keeps_first, 4 * i + 3) + v.w;
-        }
-        __syncwarp();
-        if (lane == 0) mbar_arrive_remote_release(peer_free, peer);
+        mbar_arrive_remote_release(peer_free_bar, peer);
         ++exchanges;
-        col_half = keep * (block_n / 2);
       }
 
       const long long row0 =
           static_cast<long long>(w.tile_m) * block_m + consumer * wgmma_m + warp_in_warpgroup * 16 + lane / 4;
-      const long long col0 = static_cast<long long>(w.tile_n) * block_n + col_half + 2 * (lane % 4);
+      const long long col0 = static_cast<long long>(w.tile_n) * block_n + 2 * (lane % 4);
       if (ep.staged) {
-        store_tile_staged<T>(out, ep, &map_c, c_smem + consumer * c_buffers * c_buffer_bytes,
-                             w.tile_m * block_m + consumer * wgmma_m, w.tile_n * block_n + col_half, 1 + consumer,
-                             c_buffer, fn);
+        store_tile_staged<T>(d, ep, &map_c, c_smem + consumer * c_buffers * c_buffer_bytes,
+                             w.tile_m * block_m + consumer * wgmma_m, w.tile_n * block_n, 1 + consumer, c_buffer, fn);
       } else if (ep.partial == nullptr) {
-        store_tile<T>(out, ep, row0, col0, fn);
+        store_tile<T>(d, ep, row0, col0, fn);
       } else {
         epilogue_params<float> slice;  // the raw fp32 sums of this k-slice
         slice.C = ep.partial + static_cast<long long>(w.slice) * ep.m * ep.n;
@@ -889,7 +852,7 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
         slice.alpha = 1.0f;
         slice.beta = 0.0f;
         slice.pairs = ep.n % 2 == 0;  // the workspace is 256-byte aligned
-        store_tile<float>(out, slice, row0, col0, epilogue::identity{});
+        store_tile<float>(d, slice, row0, col0, epilogue::identity{});
       }
     }
     // The last C buffers are read before the CTA's shared memory goes. Their
