@@ -62,6 +62,7 @@ import torch.utils.dlpack
 import kernelforge as kf
 import kernelforge.torch as kft
 from kernelforge import _C
+from neg_probe import neg_probe  # this script's folder (run as a file: it is sys.path[0])
 
 
 def per_call_us(fn, calls=3000, repeats=9):
@@ -134,25 +135,11 @@ def in_graph_rows(x, make_model):
         rows["cold: the op (dispatcher), hot loop [no_grad]"] = per_call_us(lambda: op(x, 0.5))
         rows["cold: F.threshold, hot loop [no_grad]"] = per_call_us(lambda: F.threshold(x, 0.5, 0.0))
 
-    neg_lib = torch.library.Library("kfprobe_neg", "DEF")
-    neg_lib.define("neg(Tensor x) -> Tensor")
-    neg_lib.impl("neg", torch.neg, "CompositeExplicitAutograd")  # what the trace runs (FakeTensors)
-    torch.library.register_fake("kfprobe_neg::neg", lambda t: torch.empty_like(t), lib=neg_lib)
-    neg = torch.ops.kfprobe_neg.neg.default
-
-    def one(t):
-        return torch.neg(t)
-
-    def two(t):
-        return one(t)
-
-    def three(t):
-        return two(t)
+    neg_lib, neg, kernels = neg_probe()
 
     neg_model = make_model(neg)
     with torch.no_grad():
-        for name, kernel in (("C callable (torch.neg)", torch.neg), ("1 Python frame", one),
-                             ("3 Python frames", three)):
+        for name, kernel in kernels.items():
             impl = torch.library.Library("kfprobe_neg", "IMPL")
             impl.impl("neg", kernel, "Autograd")
             rows[f"neg op, Autograd kernel = {name}: eager op call [no_grad]"] = per_call_us(lambda: neg(x))
@@ -170,6 +157,13 @@ def main():
     parser.add_argument("--cprofile", action="store_true", help="also print a cProfile of the custom op call")
     parser.add_argument("--out", help="JSON output")
     args = parser.parse_args()
+
+    # This script compiles one Model class around a dozen activations, with and without
+    # grad: more recompilations of Model.forward than dynamo's default limit (8), which
+    # with fullgraph=True is a hard error (seen on the H200 with torch 2.11).
+    for limit in ("recompile_limit", "cache_size_limit"):
+        if hasattr(torch._dynamo.config, limit):
+            setattr(torch._dynamo.config, limit, 64)
 
     x = torch.randn(1 << 10, device="cuda")
     out = torch.empty_like(x)

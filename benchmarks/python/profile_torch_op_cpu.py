@@ -99,6 +99,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import kernelforge.torch as kft  # noqa: E402
+from neg_probe import neg_probe  # noqa: E402  (this script's folder: sys.path[0])
 
 _C = sys.modules["kernelforge._C"]
 
@@ -234,20 +235,7 @@ def kernel_swap_rows(x):
     dispatcher, so it runs whichever kernel is registered now, in the same graph. If a
     Python frame cost microseconds inside a compiled graph, the compiled rows would spread
     apart by far more than the eager rows do."""
-    lib = torch.library.Library("kfprobe_neg", "DEF")
-    lib.define("neg(Tensor x) -> Tensor")
-    lib.impl("neg", torch.neg, "CompositeExplicitAutograd")  # what the trace runs (FakeTensors)
-    torch.library.register_fake("kfprobe_neg::neg", lambda t: torch.empty_like(t), lib=lib)
-    op = torch.ops.kfprobe_neg.neg.default
-
-    def one(t):
-        return torch.neg(t)
-
-    def two(t):
-        return one(t)
-
-    def three(t):
-        return two(t)
+    lib, op, kernels = neg_probe()
 
     compiled = torch.compile(model_of(op, "neg"), fullgraph=True)
     add_only = torch.compile(model_of(lambda t: t, "neg_add_only"), fullgraph=True)
@@ -255,8 +243,7 @@ def kernel_swap_rows(x):
     with torch.no_grad():
         compiled(x)
         add_only(x)
-        for name, kernel in (("C callable (torch.neg)", torch.neg), ("1 Python frame", one),
-                             ("3 Python frames", three)):
+        for name, kernel in kernels.items():
             impl = torch.library.Library("kfprobe_neg", "IMPL")
             impl.impl("neg", kernel, "Autograd")
             rows = per_call_us({"eager": lambda: op(x), "compiled": lambda: compiled(x),
