@@ -163,17 +163,18 @@ std::vector<shape> shapes_from(const char* list) {
   return out;
 }
 
-/// True when KF_BENCH_MATMUL_SHAPES lists the shapes (a sweep: the rows that
-/// compare modes of one kernel run on all of them).
-bool shapes_from_environment() {
+/// KF_BENCH_MATMUL_SHAPES's list, or nullptr where it is unset or empty (where
+/// it lists the shapes, a sweep, the rows that compare modes of one kernel run
+/// on all of them).
+const char* environment_shapes() {
   const char* list = std::getenv("KF_BENCH_MATMUL_SHAPES");
-  return list != nullptr && *list != '\0';
+  return list != nullptr && *list != '\0' ? list : nullptr;
 }
 
 /// The benchmark's shapes: the issue's list, or KF_BENCH_MATMUL_SHAPES's.
 const std::vector<shape>& shapes() {
   static const std::vector<shape> s = [] {
-    if (shapes_from_environment()) return shapes_from(std::getenv("KF_BENCH_MATMUL_SHAPES"));
+    if (const char* list = environment_shapes()) return shapes_from(list);
     return std::vector<shape>{{1024, 1024, 1024}, {2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192},
                               {4095, 4097, 4093}, {8192, 8192, 1024}, {128, 8192, 8192}};
   }();
@@ -200,7 +201,7 @@ bool compares_wgmma_multicast(const shape& s) {
 /// the 128 x 64 tiles by shape, where it would replace them
 /// (tuning.hpp: wgmma_cluster_split_k_fits), and every shape of a sweep.
 bool compares_wgmma_cluster_split_k(const shape& s) {
-  return picks_narrowest_wgmma_tile(s) || shapes_from_environment();
+  return picks_narrowest_wgmma_tile(s) || environment_shapes() != nullptr;
 }
 
 // ---- inputs ------------------------------------------------------------------
@@ -839,21 +840,14 @@ void register_all() {
   row transpose_b{"tf32", "wgmma_transpose_b", impl::wgmma_transpose_b, v::best, nullptr, 200};
   // Where 128 x 64 tiles run by shape: B transposed in shared memory at 128 x 128 tiles, as before.
   row transpose_b_n128{"tf32", "wgmma_transpose_b_n128", impl::wgmma_transpose_b, v::best, nullptr, 200, 3, 128};
-  // tensor_core_tf32's wgmma kernel with its clusters forced to share A, or B.
-  row mcast_a{
-      "tf32", "wgmma_mcast_a", impl::wgmma_multicast, v::best, nullptr, 250, 3, 0, kf::detail::wgmma_multicast::a};
-  row mcast_b{
-      "tf32", "wgmma_mcast_b", impl::wgmma_multicast, v::best, nullptr, 250, 3, 0, kf::detail::wgmma_multicast::b};
-  // ... and its cluster split-k (B's source by shape).
-  row cluster_split_k{"tf32",
-                      "wgmma_cluster_splitk",
-                      impl::wgmma_multicast,
-                      v::best,
-                      nullptr,
-                      250,
-                      3,
-                      0,
-                      kf::detail::wgmma_multicast::split_k};
+  // tensor_core_tf32's wgmma kernel with its clusters forced to share A, or B,
+  // or to split k (B's source by shape).
+  const auto multicast_row = [](const char* name, kf::detail::wgmma_multicast m) {
+    return row{"tf32", name, impl::wgmma_multicast, v::best, nullptr, 250, 3, 0, m};
+  };
+  const row mcast_a = multicast_row("wgmma_mcast_a", kf::detail::wgmma_multicast::a);
+  const row mcast_b = multicast_row("wgmma_mcast_b", kf::detail::wgmma_multicast::b);
+  const row cluster_split_k = multicast_row("wgmma_cluster_splitk", kf::detail::wgmma_multicast::split_k);
   const std::vector<row> slow = {kf_row(v::naive, 0.5), kf_row(v::coalesced, 2), kf_row(v::smem_tiled, 5),
                                  kf_row(v::blocktile_1d, 12)};
   const std::vector<row> fast = {kf_row(v::blocktile_2d, 20), kf_row(v::vectorized, 25), kf_row(v::warp_tiled, 45),

@@ -27,9 +27,22 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(std::uint32_t bar, unsigne
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 }
 
-__device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parity) {
+/// One test of a phase-parity wait: true once the phase of `bar` with parity
+/// `parity` has completed. The acquire is at CTA scope (enough for TMA's
+/// complete_tx and local arrivals), or at cluster scope with ClusterAcquire (a
+/// peer CTA's stores before its releasing remote arrival become visible).
+template <bool ClusterAcquire>
+__device__ __forceinline__ bool mbar_try_wait(std::uint32_t bar, std::uint32_t parity) {
   std::uint32_t done = 0;
-  do {
+  if constexpr (ClusterAcquire) {
+    asm volatile(
+        "{\n .reg .pred p;\n"
+        " mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+        " selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } else {
     asm volatile(
         "{\n .reg .pred p;\n"
         " mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
@@ -37,7 +50,13 @@ __device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parit
         : "=r"(done)
         : "r"(bar), "r"(parity)
         : "memory");
-  } while (!done);
+  }
+  return done != 0;
+}
+
+__device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parity) {
+  while (!mbar_try_wait<false>(bar, parity)) {
+  }
 }
 
 __device__ __forceinline__ void mbar_arrive(std::uint32_t bar) {
@@ -46,19 +65,10 @@ __device__ __forceinline__ void mbar_arrive(std::uint32_t bar) {
 
 /// mbar_wait with acquire semantics at cluster scope: what a peer CTA wrote to
 /// this CTA's shared memory (st.shared::cluster) before its releasing arrive
-/// (mbar_arrive_remote_release) is visible once the phase completes. (mbar_wait's
-/// default acquire is CTA scope: enough for TMA's complete_tx and local arrivals.)
+/// (mbar_arrive_remote_release) is visible once the phase completes.
 __device__ __forceinline__ void mbar_wait_acquire_cluster(std::uint32_t bar, std::uint32_t parity) {
-  std::uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n .reg .pred p;\n"
-        " mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-        " selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (!done);
+  while (!mbar_try_wait<true>(bar, parity)) {
+  }
 }
 
 /// Arrives on the barrier at the same shared-memory offset in CTA `cta` of the cluster.

@@ -373,11 +373,7 @@ __device__ __forceinline__ void transpose_box_round(std::uint32_t box, int round
   float4 v[transpose_block];
 #pragma unroll
   for (int i = 0; i < transpose_block; ++i) {
-    const std::uint32_t a = box + transpose_slot_offset(kb, nb, i);
-    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=f"(v[i].x), "=f"(v[i].y), "=f"(v[i].z), "=f"(v[i].w)
-                 : "r"(a)
-                 : "memory");
+    v[i] = load_shared_v4(box + transpose_slot_offset(kb, nb, i));
   }
   __syncwarp();  // every slot of this round is read before any lane overwrites one
   const float4 out[transpose_block] = {{v[0].x, v[1].x, v[2].x, v[3].x},
@@ -386,10 +382,7 @@ __device__ __forceinline__ void transpose_box_round(std::uint32_t box, int round
                                        {v[0].w, v[1].w, v[2].w, v[3].w}};
 #pragma unroll
   for (int j = 0; j < transpose_block; ++j) {
-    const std::uint32_t a = box + transpose_slot_offset(nb, kb, j);
-    asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "f"(out[j].x), "f"(out[j].y), "f"(out[j].z),
-                 "f"(out[j].w)
-                 : "memory");
+    store_shared_v4(box + transpose_slot_offset(nb, kb, j), out[j]);
   }
 }
 
