@@ -5,13 +5,14 @@
 //   matmul/fp32/<variant>/<m>x<n>x<k>        kf::matmul, math_mode::exact (best: what the
 //                                            library picks, large_tile or warp_tiled: tuning.hpp)
 //   matmul/fp32/cublas/<m>x<n>x<k>           cublasSgemm, default math (no TF32)
-//   matmul/tf32/tensor_core_tf32/<shape>     kf::matmul, math_mode::tf32 (wgmma on sm_90a, else mma.sync)
+//   matmul/tf32/tensor_core_tf32/<shape>     kf::matmul, math_mode::tf32 (wgmma on sm_90a, else mma.sync;
+//                                            the row-major B read by the swapped product: tuning.hpp,
+//                                            wgmma_tf32_n_major_b_source)
 //   matmul/tf32/mma_sync/<shape>             the mma.sync kernel alone (launch_tensor_core_tf32)
 //   matmul/tf32/wgmma_repack_b/<shape>       the wgmma kernel with the row-major B repacked k-major in HBM
 //                                            first (wgmma_tf32_try_launch, wgmma_tf32_b_mode::repack)
 //   matmul/tf32/wgmma_transpose_b/<shape>    the same kernel with B transposed in shared memory
-//                                            (wgmma_tf32_b_mode::transpose_in_smem); tensor_core_tf32 takes
-//                                            one or the other by m (tuning.hpp: wgmma_tf32_transposes_b)
+//                                            (wgmma_tf32_b_mode::transpose_in_smem)
 //   matmul/tf32/wgmma_transpose_b_n128/<shape>  the same on 128 x 128 tiles, where the library runs 128 x 64
 //   matmul/tf32/wgmma_mcast_{a,b}/<shape>    the wgmma kernel as tensor_core_tf32 runs it (B's source and
 //                                            the tile width by shape), its clusters of 2 forced to share

@@ -55,6 +55,14 @@ __device__ __forceinline__ std::uint64_t smem_descriptor_sw128(std::uint32_t add
   return field(address) | (field(leading_byte_offset) << 16) | (field(stride_byte_offset) << 32) | (swizzle_128b << 62);
 }
 
+/// The descriptor of the tile `bytes` further on in shared memory: only the
+/// start-address field (bits 0-13, address >> 4) changes, and no shared-memory
+/// address (< 228 KiB) carries out of it. For a stage's or a product's
+/// descriptor from a base computed once.
+__device__ __forceinline__ std::uint64_t smem_descriptor_advance(std::uint64_t descriptor, std::uint32_t bytes) {
+  return descriptor + (bytes >> 4);
+}
+
 // ---- the products: wgmma.m64nNk8 (TF32) and m64nNk16 (f16 / bf16), N in {64, 128, 256}
 // A thread holds N / 2 fp32 accumulators; inline PTX needs one operand per
 // register, so the lists below are spelled out by N (32 operands per line).
@@ -100,6 +108,40 @@ __device__ __forceinline__ void wgmma_m64nNk8_tf32(float (&d)[wgmma_accumulators
   } else {
     KF_WGMMA_ASM("64", "8", "tf32", KF_WGMMA_REGS_0, "32", "33", "34", "", KF_WGMMA_D32(0)
                  : "l"(desc_a), "l"(desc_b), "n"(1));
+  }
+}
+
+/// d (64 x N, fp32) += A (64 x 8) * B (8 x N), TF32, A from registers (wgmma's
+/// register-sourced form): a[0..3] hold A's elements (row 16 * warp + lane / 4
+/// (+ 8 for a[1], a[3]), k lane % 4 (+ 4 for a[2], a[3])) of the warp's 16 rows;
+/// B is read from shared memory, k-major. A may then come from any layout the
+/// threads can load, e.g. M-major, which TF32 wgmma cannot read from shared memory.
+/// a[] must not change until the product completes (wgmma_wait).
+template <int N>
+__device__ __forceinline__ void wgmma_m64nNk8_tf32_rs(float (&d)[wgmma_accumulators<N>], const std::uint32_t (&a)[4],
+                                                      std::uint64_t desc_b) {
+  static_assert(N == 64 || N == 128 || N == 256, "wgmma TF32 here: N of 64, 128 or 256");
+  if constexpr (N == 256) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {" KF_WGMMA_REGS_0 KF_WGMMA_REGS_32 KF_WGMMA_REGS_64
+        "}, {%128, %129, %130, %131}, %132, p, 1, 1;\n}\n"
+        : KF_WGMMA_D32(0), KF_WGMMA_D32(32), KF_WGMMA_D32(64), KF_WGMMA_D32(96)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(1));
+  } else if constexpr (N == 128) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {" KF_WGMMA_REGS_0 KF_WGMMA_REGS_32
+        "}, {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
+        : KF_WGMMA_D32(0), KF_WGMMA_D32(32)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(1));
+  } else {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {" KF_WGMMA_REGS_0
+        "}, {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+        : KF_WGMMA_D32(0)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(1));
   }
 }
 

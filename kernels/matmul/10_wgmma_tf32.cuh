@@ -99,6 +99,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include <cuda.h>  // CUtensorMap (a type only: the driver entry point comes through the runtime)
 
@@ -183,6 +184,15 @@ struct tile_config {
   static constexpr int block_n = BlockN;
   static constexpr int wgmma_n = BlockN;  ///< one m64nBlockN product per consumer warpgroup and k-step
   static constexpr int accumulators = wgmma_m * wgmma_n / warpgroup_threads;  // 128, 64 or 32 per thread
+  /// The narrow tiles (64 and 128 wide) accumulate in two chains: a stage's
+  /// products alternate between two accumulator sets, added after the tile's
+  /// last stage. A product waits for the previous one's accumulators; an
+  /// m64n64 product is short beside that latency, so one chain held the
+  /// 128 x 64 tiles' main loop at ~60% of the tensor peak (k sweep at m = n =
+  /// 1024, fp16: 3.78 ns per unit of k against cuBLAS's 2.83, whose kernel of the
+  /// same shape, ncu: nvjet_sm90_hsh_128x64_64x8_1x2, alternates two accumulator
+  /// sets). 256-wide tiles have no registers for a second set (128 a thread).
+  static constexpr bool two_chains = BlockN <= 128;
   /// k-major B: two TMA boxes per stage (block_n / 2 rows each); in a cluster of
   /// two each CTA fetches one and multicasts it to both.
   static constexpr int b_box_rows = block_n / max_cluster;
@@ -267,6 +277,43 @@ __host__ __device__ constexpr int transpose_slot_offset(int kb, int nb, int row_
 __host__ __device__ constexpr int transpose_block_kb(int lane) { return lane % 8; }
 __host__ __device__ constexpr int transpose_block_nb(int lane, int round) {
   return (lane % 8 + static_cast<int>((transpose_groups(round) >> (4 * (lane / 8))) & 0xFu)) % 8;
+}
+
+// ---- TF32 with n-contiguous B: the product swapped, A from registers ---------
+// SwapAB: instead of transposing B (above), the kernel computes C^T = op(B)^T
+// op(A)^T. Its "A" is then op(B)^T (n x k), whose N-major TMA boxes (32 k rows x
+// 32 n, one swizzled row each: 4 boxes of 4 KiB for the tile's 128 rows) the
+// consumer warps read into registers, in the A-fragment layout of wgmma's
+// register-sourced form (wgmma_m64nNk8_tf32_rs), which has no layout
+// requirement; its "B" is op(A), k-contiguous as TMA loads it. Nothing is
+// transposed in shared memory or repacked in HBM (as cuBLAS's TF32 kernel for
+// this layout, sm90_xmma_gemm_..._nn_..._tilesize128x256x32: 128 rows of C^T,
+// 256 of C). The accumulators hold C^T; the epilogue (store_tile_swapped,
+// store_tile_staged_swapped) stores them transposed.
+// A warp's 16 fragment rows are permuted within its 32-row box so that a
+// fragment load is conflict-free: a0's 32 lanes read rows lane / 4 (8 rows) at k
+// = lane % 4 (4 rows of the box, 128 bytes apart), and the 128-byte swizzle puts
+// 16-byte slot (n / 4) ^ k; rows 0-3 -> n 0-3 and rows 4-7 -> n 16-19 take slots
+// {s, s ^ 4} ^ k: 8 distinct slots over k = 0..3 (checked by the CPU test
+// MatmulWgmmaTf32.SwapFragmentMapping). The epilogue undoes the permutation.
+inline constexpr int swap_box_rows = 32;                            ///< n of one N-major box (one swizzled row)
+inline constexpr int swap_box_bytes = block_k * swizzle_row_bytes;  // a stage's 32 k rows: 4 KiB
+/// The box-local row (n) of fragment row rr (0-15) of warp `warp` (0-3) of a warpgroup.
+__host__ __device__ constexpr int swap_row_in_box(int warp, int rr) {
+  return 8 * (warp % 2) + rr % 4 + 16 * ((rr / 4) % 2) + 4 * (rr / 8);
+}
+/// The warpgroup-local row (0-63) of fragment row rr of warp `warp`: warps 0, 1 in box 0, warps 2, 3 in box 1.
+__host__ __device__ constexpr int swap_row(int warp, int rr) {
+  return swap_box_rows * (warp / 2) + swap_row_in_box(warp, rr);
+}
+/// Byte offset, in a stage's A (its 128 rows: 4 boxes), of fragment register r
+/// (0-3: a0..a3) of lane `lane` of warp `warp` of consumer warpgroup `consumer`,
+/// for the first k-step (k-step kk: + kk * 8 rows of 128 bytes).
+__host__ __device__ constexpr int swap_fragment_offset(int consumer, int warp, int lane, int r) {
+  const int n = swap_row(warp, lane / 4 + 8 * (r % 2)) + 2 * swap_box_rows * consumer;
+  const int k = lane % 4 + 4 * (r / 2);
+  return (n / swap_box_rows) * swap_box_bytes + k * swizzle_row_bytes + (((n % swap_box_rows) / 4) ^ k) * 16 +
+         (n % 4) * 4;
 }
 
 /// What the kernel needs to walk its tiles and store C; T is C's element type
@@ -460,6 +507,79 @@ __device__ __forceinline__ void store_tile_staged(const float (&d)[Accumulators]
     }
   }
 }
+/// SwapAB: one consumer warpgroup's accumulators are a 64 x N tile of C^T: a
+/// thread's accumulator i is C's element (row m0 + 8 (i / 4) + 2 (lane % 4) +
+/// i % 2, column n0 + swap_row(warp, lane / 4 + 8 ((i % 4) / 2))), where m0 is
+/// the tile's first row of C and n0 the warpgroup's first column. ep describes
+/// the swapped product: C has ep.n rows and ep.m columns. Each value is stored
+/// alone (C's adjacent columns lie in other threads), through the epilogue
+/// functor with its row and column of C.
+template <class Epilogue, int Accumulators>
+__device__ __forceinline__ void store_tile_swapped(const float (&d)[Accumulators], const epilogue_params<float>& ep,
+                                                   long long m0, long long n0, const Epilogue& fn) {
+  const int tid = static_cast<int>(threadIdx.x) % warpgroup_threads;
+  const int warp = tid / 32, lane = tid % 32;
+  const bool read_c = ep.beta != 0.0f;  // beta == 0: C is not read (NaN in C must not leak)
+#pragma unroll
+  for (int i = 0; i < Accumulators; ++i) {
+    const long long row = m0 + 8 * (i / 4) + 2 * (lane % 4) + i % 2;
+    const long long col = n0 + swap_row(warp, lane / 4 + 8 * ((i % 4) / 2));
+    if (row < ep.n && col < ep.m) {
+      float* const c = ep.C + row * ep.ldc + col;
+      const float v = ep.alpha * d[i];
+      *c = fn(read_c ? fmaf(ep.beta, *c, v) : v, row, col);
+    }
+  }
+}
+
+/// SwapAB, beta == 0 and C's rows 16-byte aligned: the warpgroup's 64 columns
+/// of C (two C buffers of 32 columns: warps 0, 1 hold the first 32, warps 2, 3
+/// the others) go out in blocks of 64 rows: each thread writes its 32 values of
+/// a block into the 128-byte swizzled buffers (alpha, then the functor for
+/// values inside C; outside it TMA clips), then one thread stores both buffers
+/// with TMA; before the next block rewrites them, those stores have read them.
+/// m0: the tile's first row of C; n0: the warpgroup's first column.
+template <class Epilogue, int Accumulators>
+__device__ __forceinline__ void store_tile_staged_swapped(const float (&d)[Accumulators],
+                                                          const epilogue_params<float>& ep, const CUtensorMap* map_c,
+                                                          std::uint32_t c_smem, int m0, int n0, int barrier,
+                                                          const Epilogue& fn) {
+  constexpr int block_rows = 64;
+  constexpr int row_blocks = 2 * Accumulators / block_rows;  // the tile's N / 64
+  constexpr int per_block = Accumulators / row_blocks;       // 32 values a thread
+  constexpr bool checks = !std::is_same_v<Epilogue, epilogue::identity>;
+  const int tid = static_cast<int>(threadIdx.x) % warpgroup_threads;
+  const int warp = tid / 32, lane = tid % 32;
+  if (n0 >= ep.m) return;  // the warpgroup's columns lie right of C
+  const std::uint32_t buf = c_smem + (warp / 2) * c_buffer_bytes;
+  const int chunk_col = n0 + swap_box_rows * (warp / 2);  // the buffer's first column of C
+#pragma unroll
+  for (int rb = 0; rb < row_blocks; ++rb) {
+    const int row_block = m0 + rb * block_rows;
+    if (row_block >= ep.n) break;            // the same for the whole warpgroup
+    if (tid == 0) tma_store_wait_read<0>();  // the previous block's stores have read both buffers
+    named_barrier_sync(barrier, warpgroup_threads);
+#pragma unroll
+    for (int j = 0; j < per_block; ++j) {
+      const int i = rb * per_block + j;
+      const int r = 8 * (j / 4) + 2 * (lane % 4) + j % 2;                 // row in the block
+      const int c = swap_row_in_box(warp, lane / 4 + 8 * ((j % 4) / 2));  // column in the buffer
+      float v = ep.alpha * d[i];
+      if constexpr (checks) {
+        const long long row = row_block + r, col = chunk_col + c;
+        v = row < ep.n && col < ep.m ? fn(v, row, col) : 0.0f;
+      }
+      store_shared_f32(buf + r * swizzle_row_bytes + ((c / 4) ^ (r % 8)) * 16 + (c % 4) * 4, v);
+    }
+    fence_proxy_async_shared();  // the writes, visible to the TMA engine
+    named_barrier_sync(barrier, warpgroup_threads);
+    if (tid == 0) {
+      tma_store_2d(map_c, c_smem, n0, row_block);
+      if (n0 + swap_box_rows < ep.m) tma_store_2d(map_c, c_smem + c_buffer_bytes, n0 + swap_box_rows, row_block);
+      tma_store_commit();
+    }
+  }
+}
 #endif  // KF_ARCH_SM90A
 
 }  // namespace wgmma_tf32
@@ -483,8 +603,14 @@ __device__ __forceinline__ void store_tile_staged(const float (&d)[Accumulators]
 /// of 64 rows x one swizzled row, for the staged epilogue (ep.staged; unused
 /// otherwise). fn: the epilogue functor applied to each stored value (identity
 /// by default).
+/// SwapAB (TF32, n-contiguous B; see swap_row_in_box): the kernel computes C^T
+/// = op(B)^T op(A)^T: map_a is op(B) as k x n, n-contiguous, boxes of one
+/// swizzled row of n x a stage's k rows, read into registers; map_b is A as
+/// m x k (the k-major "B" of the swapped product, boxes of BlockN / 2 rows);
+/// ep.m and ep.n are n and m (tile_m walks C's columns, tile_n its rows), and
+/// the epilogue stores the accumulators transposed into C (ep.C, ep.ldc as C's).
 template <class T, int Cluster, bool BNMajor = false, class Epilogue = epilogue::identity, int BlockN = 256,
-          bool MulticastA = false, bool ClusterSplitK = false>
+          bool MulticastA = false, bool ClusterSplitK = false, bool SwapAB = false>
 KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
     wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                  const __grid_constant__ CUtensorMap map_c, const wgmma_tf32::epilogue_params<T> ep,
@@ -496,11 +622,14 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
   using element = wgmma_element<T>;
   using tile = tile_config<BlockN, ClusterSplitK>;
   constexpr int block_n = tile::block_n, stages = tile::stages;
+  constexpr bool two_chains = tile::two_chains;
   constexpr int b_tile_bytes = tile::b_tile_bytes, stage_bytes = tile::stage_bytes;
   static_assert(Cluster == 1 || Cluster == max_cluster, "clusters of 1 or 2 CTAs");
   static_assert(!MulticastA || Cluster == max_cluster, "A is shared by a cluster of 2 CTAs only");
   static_assert(!ClusterSplitK || (Cluster == max_cluster && !MulticastA),
                 "the cluster split-k mode: a cluster of 2 CTAs on one tile, sharing no operand");
+  static_assert(!SwapAB || (element::bytes == 4 && !BNMajor),
+                "the swapped product: TF32, its B (op(A)) k-major, its A (op(B)^T) from registers");
   // The CTAs that share B (load its stage between them) and those that share A;
   // splitting k, the two CTAs read different k-steps and share neither.
   constexpr int b_sharers = MulticastA || ClusterSplitK ? 1 : Cluster;
@@ -654,7 +783,23 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
           }
           const int k0 = kt * stage_k;
           constexpr std::uint16_t whole_cluster = (1u << Cluster) - 1;
-          if constexpr (MulticastA) {
+          if constexpr (SwapAB) {
+            // A = op(B)^T, M-major: 4 boxes of 32 rows (one swizzled row) x the stage's k;
+            // sharing A, each CTA loads the two of consumer warpgroup `rank` for both.
+            constexpr int a_boxes = block_m / swap_box_rows;
+            constexpr int a_boxes_per_cta = a_boxes / a_sharers;
+#pragma unroll
+            for (int i = 0; i < a_boxes_per_cta; ++i) {
+              const int j = (MulticastA ? static_cast<int>(rank) * a_boxes_per_cta : 0) + i;
+              const std::uint32_t dst = a_smem + stage * a_tile_bytes + j * swap_box_bytes;
+              const int col = tile_m * block_m + j * swap_box_rows;
+              if constexpr (MulticastA) {
+                tma_load_2d_multicast(dst, &map_a, col, k0, full, whole_cluster);
+              } else {
+                tma_load_2d(dst, &map_a, col, k0, full);
+              }
+            }
+          } else if constexpr (MulticastA) {
             // This CTA's 64 rows of A (those of consumer warpgroup `rank`) for both CTAs.
             tma_load_2d_multicast(a_smem + stage * a_tile_bytes + rank * multicast_a_box_bytes, &map_a, k0,
                                   tile_m * block_m + static_cast<int>(rank) * multicast_a_box_rows, full,
@@ -736,41 +881,99 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
       }
     };
 
+    // The stage-0 descriptors of this warpgroup's A rows and of B; a stage's and a
+    // product's are these advanced by constant byte offsets (no address
+    // arithmetic per product). N-major B (16-bit, wgmma's transpose bit): boxes of
+    // n_major_box_bytes along n, 8-row atoms along k.
+    // SwapAB: this thread's A-fragment offsets in a stage (a0..a3 of the first
+    // k-step); a stage's fragments are k-steps x a0..a3.
+    constexpr int frag_sets = SwapAB ? stage_k / element::wgmma_k : 1;
+    std::uint32_t a_fragment[4] = {};
+    if constexpr (SwapAB) {
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        a_fragment[r] = static_cast<std::uint32_t>(swap_fragment_offset(consumer, warp_in_warpgroup, lane, r));
+      }
+    }
+    constexpr int b_n_major_read = BNMajor && !transpose_b ? 1 : 0;
+    const std::uint64_t a_desc0 = smem_descriptor_sw128(a_smem + consumer * wgmma_m * swizzle_row_bytes);
+    const std::uint64_t b_desc0 = b_n_major_read ? smem_descriptor_sw128(b_smem, n_major_box_bytes, swizzle_atom_bytes)
+                                                 : smem_descriptor_sw128(b_smem);
     int stage = 0;
     std::uint32_t phase = 0;
     int c_buffer = 0;   // the staged epilogue's next C buffer
     int exchanges = 0;  // ClusterSplitK: partial tiles sent or received so far (the barriers' phases)
     for (int item = static_cast<int>(blockIdx.x) / Cluster; item < work_items; item += clusters) {
       const work w = work_of(item);
+      // Two accumulator chains on the narrow tiles: the products of a stage
+      // alternate between d and d_odd (added at the end), so consecutive products
+      // do not wait for each other's accumulators (see two_chains above).
       float d[tile::accumulators];
+      float d_odd[two_chains ? tile::accumulators : 1];
 #pragma unroll
       for (int i = 0; i < tile::accumulators; ++i) d[i] = 0.0f;
       fence_operands(d);
+      if constexpr (two_chains) {
+#pragma unroll
+        for (int i = 0; i < tile::accumulators; ++i) d_odd[i] = 0.0f;
+        fence_operands(d_odd);
+      }
 
+      // One k-step: wait for the stage, issue its products, keep them in flight
+      // and hand the previous stage back. SwapAB: first the stage's A fragments
+      // into registers, once every product issued so far has completed (no
+      // fragment is rewritten under a product that reads it; ptxas serializes
+      // the products of a loop that loads fragments while any is in flight). The
+      // other consumer warpgroup's products keep the tensor cores busy meanwhile.
       int previous = -1;
       for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
         mbar_wait(full_bar + stage * barrier_bytes, phase);
-        const std::uint32_t a_tile = a_smem + stage * a_tile_bytes + consumer * wgmma_m * swizzle_row_bytes;
-        const std::uint32_t b_tile = b_smem + stage * b_tile_bytes;
+        const std::uint64_t b_desc = smem_descriptor_advance(b_desc0, stage * b_tile_bytes);
+        std::uint32_t frag[frag_sets][4];
+        if constexpr (SwapAB) {
+          wgmma_wait<0>();
+          if (previous >= 0) release(previous);
+          previous = -1;
+          const std::uint32_t a_stage = a_smem + stage * a_tile_bytes;
+#pragma unroll
+          for (int kk = 0; kk < frag_sets; ++kk) {
+#pragma unroll
+            for (int r = 0; r < 4; ++r) {
+              frag[kk][r] = load_shared_b32(a_stage + a_fragment[r] + kk * element::wgmma_k * swizzle_row_bytes);
+            }
+          }
+        }
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < stage_k / element::wgmma_k; ++kk) {
           // A (and k-major B): along k inside a swizzled row, 32 bytes per product.
           // N-major B: wgmma_k rows of 128 bytes per product.
-          const std::uint32_t k_bytes = kk * element::wgmma_k * element::bytes;
-          if constexpr (BNMajor && !transpose_b) {
-            const std::uint32_t b_rows = kk * element::wgmma_k * swizzle_row_bytes;
-            element::template mma<1>(d, smem_descriptor_sw128(a_tile + k_bytes),
-                                     smem_descriptor_sw128(b_tile + b_rows, n_major_box_bytes, swizzle_atom_bytes));
-          } else {
-            element::template mma<0>(d, smem_descriptor_sw128(a_tile + k_bytes),
-                                     smem_descriptor_sw128(b_tile + k_bytes));
+          const std::uint64_t a =
+              smem_descriptor_advance(a_desc0, stage * a_tile_bytes + kk * element::wgmma_k * element::bytes);
+          const std::uint64_t b =
+              smem_descriptor_advance(b_desc, b_n_major_read ? kk * element::wgmma_k * swizzle_row_bytes
+                                                             : kk * element::wgmma_k * element::bytes);
+          const auto product = [&](auto& acc) {
+            if constexpr (SwapAB) {
+              wgmma_m64nNk8_tf32_rs<block_n>(acc, frag[kk], b);
+            } else {
+              element::template mma<b_n_major_read>(acc, a, b);
+            }
+          };
+          if constexpr (two_chains) {
+            if (kk % 2 == 1) {
+              product(d_odd);
+              continue;
+            }
           }
+          product(d);
         }
         wgmma_commit();
-        // Keep this stage's products in flight; the previous stage's have completed.
-        wgmma_wait<1>();
-        if (previous >= 0) release(previous);
+        if constexpr (!SwapAB) {
+          // Keep this stage's products in flight; the previous stage's have completed.
+          wgmma_wait<1>();
+          if (previous >= 0) release(previous);
+        }
         previous = stage;
         if (++stage == stages) {
           stage = 0;
@@ -779,6 +982,11 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
       }
       wgmma_wait<0>();
       fence_operands(d);
+      if constexpr (two_chains) {
+        fence_operands(d_odd);
+#pragma unroll
+        for (int i = 0; i < tile::accumulators; ++i) d[i] += d_odd[i];
+      }
       if (previous >= 0) release(previous);  // the tile's last stage, before the stores
 
       if constexpr (ClusterSplitK) {
@@ -828,6 +1036,26 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
         ++exchanges;
       }
 
+      if constexpr (SwapAB) {
+        // C^T's tile: its rows (C's columns) from tile_m, its columns (C's rows) from tile_n.
+        const int c_row0 = w.tile_n * block_n, c_col0 = w.tile_m * block_m + consumer * wgmma_m;
+        if (ep.staged) {
+          store_tile_staged_swapped(d, ep, &map_c, c_smem + consumer * c_buffers * c_buffer_bytes, c_row0, c_col0,
+                                    1 + consumer, fn);
+        } else if (ep.partial == nullptr) {
+          store_tile_swapped(d, ep, c_row0, c_col0, fn);
+        } else {
+          epilogue_params<float> slice;  // the raw fp32 sums of this k-slice, C's layout (ep.n rows of ep.m)
+          slice.C = ep.partial + static_cast<long long>(w.slice) * ep.m * ep.n;
+          slice.ldc = ep.m;
+          slice.m = ep.m;
+          slice.n = ep.n;
+          slice.alpha = 1.0f;
+          slice.beta = 0.0f;
+          store_tile_swapped(d, slice, c_row0, c_col0, epilogue::identity{});
+        }
+        continue;
+      }
       const long long row0 =
           static_cast<long long>(w.tile_m) * block_m + consumer * wgmma_m + warp_in_warpgroup * 16 + lane / 4;
       const long long col0 = static_cast<long long>(w.tile_n) * block_n + 2 * (lane % 4);

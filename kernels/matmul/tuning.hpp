@@ -121,44 +121,48 @@ constexpr std::size_t wgmma_split_k_min_slice(std::size_t element_bytes) { retur
 ///  * k_major: op(B)^T k-contiguous (trans_b), read in place;
 ///  * n_major: n-contiguous (B not transposed), read in place with wgmma's
 ///    transpose bit (16-bit types);
+///  * swapped: n-contiguous TF32 B (TF32 wgmma has no transpose bit), read in
+///    place by the swapped product C^T = op(B)^T op(A)^T, whose A operand
+///    (op(B)^T, M-major) the consumers load into registers (10_wgmma_tf32.cuh:
+///    SwapAB);
 ///  * transposed_in_smem: n-contiguous TF32 B, loaded N-major and transposed to
 ///    k-major in shared memory by the producer warpgroup (10_wgmma_tf32.cuh);
 ///  * repacked: a k-contiguous copy written to a workspace first (one read and
 ///    one write of B in HBM: at 128 x 8192 x 8192 TF32 ~120 us, more than
 ///    cuBLAS's whole product).
-enum class wgmma_b_source { k_major, n_major, transposed_in_smem, repacked };
+enum class wgmma_b_source { k_major, n_major, swapped, transposed_in_smem, repacked };
 
-/// TF32, n-contiguous B: transposed in shared memory or repacked in HBM first,
-/// by the product's height m. H200, one bench_matmul run (benchmarks/TUNING.md),
-/// ours / cuBLAS TF32, transpose vs repack: 128x8192x8192 0.90 vs 0.33,
-/// 1024^3 0.58 vs 0.57, 2048^3 0.61 vs 0.77, 4096^3 0.60 vs 0.83, 8192^3 0.57
-/// vs 0.92. The transpose holds the kernel near 0.6 of cuBLAS at every shape
-/// (the producer's three transposing warps pace the main loop), while the
-/// repack costs a read and a write of B (8 n k bytes), a share of the product's
-/// time that falls as 1/m (~4 x 380 TFLOP/s / (m x 4.8 TB/s) = 317 / m on the
-/// H200): it wins from m = 2048, the transpose up to m = 1024.
-constexpr std::size_t wgmma_tf32_transpose_b_max_m = 1024;
+/// How wgmma_tf32_try_launch reads an n-contiguous TF32 B: by shape (what the
+/// library runs), or forced (tests cover every path; bench_matmul's rows
+/// tf32/wgmma_swap_ab, wgmma_transpose_b and wgmma_repack_b measure each at
+/// every shape).
+enum class wgmma_tf32_b_mode { by_shape, swap_operands, transpose_in_smem, repack };
 
-/// How wgmma_tf32_try_launch reads an n-contiguous TF32 B: by the rule above
-/// (what the library runs), or forced either way (tests cover both paths;
-/// bench_matmul's row tf32/wgmma_repack_b measures the repack at every shape).
-enum class wgmma_tf32_b_mode { by_shape, transpose_in_smem, repack };
-
-/// True when an m-row product in `mode` transposes B in shared memory.
-KF_TUNING_FN bool wgmma_tf32_transposes_b(wgmma_tf32_b_mode mode, std::size_t m) {
-  if (mode == wgmma_tf32_b_mode::by_shape) return m <= wgmma_tf32_transpose_b_max_m;
-  return mode == wgmma_tf32_b_mode::transpose_in_smem;
+/// The source of an n-contiguous TF32 B with 16-byte aligned rows in `mode`.
+/// By shape: the swapped product. H200, one bench_matmul run before it existed
+/// (benchmarks/TUNING.md), ours / cuBLAS TF32, transpose in shared memory vs
+/// repack: 128x8192x8192 0.90 vs 0.33, 1024^3 0.58 vs 0.57, 4096^3 0.60 vs
+/// 0.83, 8192^3 0.57 vs 0.92: the transpose's shared-memory traffic (a read and
+/// a write of each B stage beside the products' reads) held the kernel near 0.6
+/// of cuBLAS, and the repack costs a read and a write of B in HBM; the swapped
+/// product does neither.
+KF_TUNING_FN wgmma_b_source wgmma_tf32_n_major_b_source(wgmma_tf32_b_mode mode) {
+  switch (mode) {
+    case wgmma_tf32_b_mode::transpose_in_smem: return wgmma_b_source::transposed_in_smem;
+    case wgmma_tf32_b_mode::repack: return wgmma_b_source::repacked;
+    default: return wgmma_b_source::swapped;
+  }
 }
 
 /// The source of B for an element of `element_bytes` (4: TF32, 2: f16 / bf16),
 /// op(B) transposed or not, and B's rows 16-byte aligned (TMA) or not.
-/// tf32_transpose_in_smem: wgmma_tf32_transposes_b's answer (TF32 only).
+/// tf32_n_major: wgmma_tf32_n_major_b_source's answer (TF32 only).
 KF_TUNING_FN wgmma_b_source choose_wgmma_b_source(std::size_t element_bytes, bool trans_b, bool b_rows_aligned,
-                                                  bool tf32_transpose_in_smem) {
+                                                  wgmma_b_source tf32_n_major) {
   if (!b_rows_aligned) return wgmma_b_source::repacked;
   if (trans_b) return wgmma_b_source::k_major;
   if (element_bytes == 2) return wgmma_b_source::n_major;
-  return tf32_transpose_in_smem ? wgmma_b_source::transposed_in_smem : wgmma_b_source::repacked;
+  return tf32_n_major;
 }
 
 // ---- wgmma block-tile width (steps 10 and 12) ----------------------------------

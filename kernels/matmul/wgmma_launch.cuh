@@ -138,13 +138,14 @@ bool pack_k_major(const T* src, std::size_t ld_src, bool source_k_contiguous, T*
   return true;
 }
 
-/// wgmma_kernel<T, Cluster, BNMajor, Epilogue, BlockN, MulticastA, ClusterSplitK>:
+/// wgmma_kernel<T, Cluster, BNMajor, Epilogue, BlockN, MulticastA, ClusterSplitK, SwapAB>:
 /// its shared memory, its clusters resident at once (and its shared-memory
 /// opt-in, once per device), and its launch.
 template <class T, int Cluster, bool BNMajor, class Epilogue, int BlockN, bool MulticastA = false,
-          bool ClusterSplitK = false>
+          bool ClusterSplitK = false, bool SwapAB = false>
 struct instance {
-  static constexpr auto kernel = &wgmma_kernel<T, Cluster, BNMajor, Epilogue, BlockN, MulticastA, ClusterSplitK>;
+  static constexpr auto kernel =
+      &wgmma_kernel<T, Cluster, BNMajor, Epilogue, BlockN, MulticastA, ClusterSplitK, SwapAB>;
   static constexpr int block_n = BlockN;
   static constexpr int smem_bytes = wgmma_tf32::tile_config<BlockN, ClusterSplitK>::smem_bytes;
   static int resident(int device, const char* what) {
@@ -161,36 +162,39 @@ struct cluster_choice {
   bool split_k = false;
 };
 
-/// Calls f(instance<T, cluster, n_major, Epilogue, BlockN, multicast_a, split_k>{})
+/// Calls f(instance<T, cluster, n_major, Epilogue, BlockN, multicast_a, split_k, swap>{})
 /// for the runtime choice (N-major B: 16-bit T read with the transpose bit, TF32
-/// transposed in shared memory; a cluster of 2 shares B, or A where
-/// multicast_a, or splits k; BlockN one of tuning.hpp's wgmma_block_n_choices).
-/// The cluster split-k is instantiated at BlockN 128 alone.
-template <class T, class Epilogue, int BlockN, bool NMajor, class F>
+/// transposed in shared memory; swap: the swapped TF32 product, B k-major; a
+/// cluster of 2 shares B, or A where multicast_a, or splits k; BlockN one of
+/// tuning.hpp's wgmma_block_n_choices). The cluster split-k is instantiated at
+/// BlockN 128 alone, the swapped product for TF32 alone.
+template <class T, class Epilogue, int BlockN, bool NMajor, bool Swap, class F>
 void with_instance_cluster(const cluster_choice& c, F&& f) {
   constexpr int pair = wgmma_tf32::max_cluster;
   if (c.cluster == 1) {
-    f(instance<T, 1, NMajor, Epilogue, BlockN>{});
+    f(instance<T, 1, NMajor, Epilogue, BlockN, false, false, Swap>{});
   } else if (c.split_k) {
-    if constexpr (BlockN == 128) f(instance<T, pair, NMajor, Epilogue, BlockN, false, true>{});
+    if constexpr (BlockN == 128) f(instance<T, pair, NMajor, Epilogue, BlockN, false, true, Swap>{});
   } else if (c.multicast_a) {
-    f(instance<T, pair, NMajor, Epilogue, BlockN, true>{});
+    f(instance<T, pair, NMajor, Epilogue, BlockN, true, false, Swap>{});
   } else {
-    f(instance<T, pair, NMajor, Epilogue, BlockN>{});
+    f(instance<T, pair, NMajor, Epilogue, BlockN, false, false, Swap>{});
   }
 }
 
 template <class T, class Epilogue, int BlockN, class F>
-void with_instance_n(bool n_major, const cluster_choice& c, F&& f) {
+void with_instance_n(bool n_major, bool swap, const cluster_choice& c, F&& f) {
   if (n_major) {
-    with_instance_cluster<T, Epilogue, BlockN, true>(c, f);
+    with_instance_cluster<T, Epilogue, BlockN, true, false>(c, f);
+  } else if (swap) {
+    if constexpr (sizeof(T) == 4) with_instance_cluster<T, Epilogue, BlockN, false, true>(c, f);
   } else {
-    with_instance_cluster<T, Epilogue, BlockN, false>(c, f);
+    with_instance_cluster<T, Epilogue, BlockN, false, false>(c, f);
   }
 }
 
 template <class T, class Epilogue, class F>
-void with_instance(bool n_major, const cluster_choice& c, int block_n, F&& f) {
+void with_instance(bool n_major, bool swap, const cluster_choice& c, int block_n, F&& f) {
   static_assert(sizeof(wgmma_block_n_choices) / sizeof(wgmma_block_n_choices[0]) == 3 &&
                     wgmma_block_n_choices[0] == 256 && wgmma_block_n_choices[1] == 128 &&
                     wgmma_block_n_choices[2] == 64,
@@ -199,11 +203,11 @@ void with_instance(bool n_major, const cluster_choice& c, int block_n, F&& f) {
     throw error(errc::unsupported, "wgmma_host::with_instance: the cluster split-k is built for 128 x 128 tiles only");
   }
   if (block_n == 256) {
-    with_instance_n<T, Epilogue, 256>(n_major, c, f);
+    with_instance_n<T, Epilogue, 256>(n_major, swap, c, f);
   } else if (block_n == 128) {
-    with_instance_n<T, Epilogue, 128>(n_major, c, f);
+    with_instance_n<T, Epilogue, 128>(n_major, swap, c, f);
   } else {
-    with_instance_n<T, Epilogue, 64>(n_major, c, f);
+    with_instance_n<T, Epilogue, 64>(n_major, swap, c, f);
   }
 }
 
@@ -216,8 +220,9 @@ void with_instance(bool n_major, const cluster_choice& c, int block_n, F&& f) {
 ///  * A read in place when k-contiguous with 16-byte aligned rows, else repacked;
 ///  * B read in place when k-contiguous, or (16-bit T: wgmma's transpose bit)
 ///    n-contiguous, with 16-byte aligned rows; TF32 n-contiguous B with such
-///    rows loaded N-major and transposed in shared memory where
-///    wgmma_tf32_transposes_b(tf32_b_mode, m) says so; else repacked k-contiguous
+///    rows read in place by the swapped product (C^T = op(B)^T op(A)^T, its A
+///    from registers), or transposed in shared memory, or repacked, as
+///    wgmma_tf32_n_major_b_source(tf32_b_mode) says; else repacked k-contiguous
 ///    (tuning.hpp: choose_wgmma_b_source);
 ///  * the cluster split-k (multicast split_k, or by shape where
 ///    wgmma_cluster_splits_k says so): clusters of 2 CTAs on each 128 x 128
@@ -254,20 +259,24 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
   require_kernel_image_cached(device, what);
   const std::size_t max_extent = wgmma_tf32::max_extent;
   if (args.m > max_extent || args.n > max_extent || args.k > max_extent) return false;
-  const std::size_t tiles_m = ceil_div(args.m, block_m);
   if (encode_tiled() == nullptr) return false;
-  // The cluster size the tile width is chosen with: sharing B (as before A could be shared).
-  const int b_cluster = wgmma_cluster_ctas(cluster_size, false, tiles_m, 0);
 
   // Operands wgmma cannot read in place get a k-contiguous repacked copy (row
   // stride: k rounded up to 16 bytes) in the workspace.
   const wgmma_b_source b_source =
       choose_wgmma_b_source(sizeof(T), args.trans_b, rows_aligned(args.B, args.ldb, sizeof(T), tma_alignment),
-                            wgmma_tf32_transposes_b(tf32_b_mode, args.m));
+                            wgmma_tf32_n_major_b_source(tf32_b_mode));
   // N-major TMA boxes of B: read so by the 16-bit products, transposed in shared memory for TF32.
   const bool b_n_major = b_source == wgmma_b_source::n_major || b_source == wgmma_b_source::transposed_in_smem;
+  // The swapped TF32 product: the kernel computes C^T = op(B)^T op(A)^T, so its
+  // m and n are the product's n and m (tiles of 128 columns x block_n rows of C).
+  const bool swap = b_source == wgmma_b_source::swapped;
+  const std::size_t km = swap ? args.n : args.m, kn = swap ? args.m : args.n;
   const bool pack_a = args.trans_a || !rows_aligned(args.A, args.lda, sizeof(T), tma_alignment);
   const bool pack_b = b_source == wgmma_b_source::repacked;
+  const std::size_t tiles_m = ceil_div(km, block_m);
+  // The cluster size the tile width is chosen with: sharing B (as before A could be shared).
+  const int b_cluster = wgmma_cluster_ctas(cluster_size, false, tiles_m, 0);
 
   // The tile width: the widest whose tiles fill the GPU, TF32 keeping 128 where
   // it splits k into long slices (choose_wgmma_tile_width; every width runs one
@@ -278,14 +287,14 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
   int block_n = forced_block_n;
   if (block_n == 0 && !split_k_cluster) {
     int resident_wide = 0;
-    with_instance<T, Epilogue>(b_n_major, cluster_choice{b_cluster}, wgmma_block_n_choices[0],
+    with_instance<T, Epilogue>(b_n_major, swap, cluster_choice{b_cluster}, wgmma_block_n_choices[0],
                                [&](auto i) { resident_wide = decltype(i)::resident(device, what); });
-    block_n = choose_wgmma_tile_width(args.m, args.n, args.k, sizeof(T), stage_k, resident_wide * b_cluster);
+    block_n = choose_wgmma_tile_width(km, kn, args.k, sizeof(T), stage_k, resident_wide * b_cluster);
     split_k_cluster = multicast == wgmma_multicast::by_shape && cluster_size != 1 &&
-                      wgmma_cluster_splits_k(args.m, args.n, args.k, sizeof(T), stage_k, resident_wide * b_cluster);
+                      wgmma_cluster_splits_k(km, kn, args.k, sizeof(T), stage_k, resident_wide * b_cluster);
   }
   if (split_k_cluster) block_n = 128;
-  const std::size_t tiles_n = ceil_div(args.n, static_cast<std::size_t>(block_n));
+  const std::size_t tiles_n = ceil_div(kn, static_cast<std::size_t>(block_n));
   // Which operand a cluster shares, and whether there is a cluster at all.
   const bool share_a = !split_k_cluster && wgmma_multicasts_a(multicast, block_n, tiles_m, tiles_n);
   const int cluster = split_k_cluster ? max_cluster : wgmma_cluster_ctas(cluster_size, share_a, tiles_m, tiles_n);
@@ -318,21 +327,28 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
   // A as m x k: boxes of 128 rows x one swizzled row of k (64 rows, one per
   // CTA of the cluster, where it shares A); op(B)^T as n x k:
   // boxes of block_n / 2 rows x one swizzled row of k; N-major B as k x n: boxes
-  // of one swizzled row of n x a stage's k rows.
+  // of one swizzled row of n x a stage's k rows. Swapped: the kernel's A is B
+  // N-major (those boxes), its B is A (boxes of block_n / 2 rows).
   CUtensorMap map_a{}, map_b{};
   const auto a_box_rows = static_cast<cuuint32_t>(wgmma_tf32::a_box_rows(multicast_a));
-  if (!encode_sw128(map_a, a, args.k, args.m, lda, stage_k, a_box_rows)) return false;
   const auto b_box_rows = static_cast<cuuint32_t>(block_n / max_cluster);  // tile_config<block_n>::b_box_rows
-  const bool b_encoded = b_n_major ? encode_sw128(map_b, b, args.n, args.k, ldb, stage_k, stage_k)
-                                   : encode_sw128(map_b, b, args.k, args.n, ldb, stage_k, b_box_rows);
-  if (!b_encoded) return false;
+  bool encoded = false;
+  if (swap) {
+    encoded = encode_sw128(map_a, b, args.n, args.k, ldb, stage_k, stage_k) &&
+              encode_sw128(map_b, a, args.k, args.m, lda, stage_k, b_box_rows);
+  } else {
+    encoded = encode_sw128(map_a, a, args.k, args.m, lda, stage_k, a_box_rows) &&
+              (b_n_major ? encode_sw128(map_b, b, args.n, args.k, ldb, stage_k, stage_k)
+                         : encode_sw128(map_b, b, args.k, args.n, ldb, stage_k, b_box_rows));
+  }
+  if (!encoded) return false;
 
   if (pack_a) launch_pack(args.A, args.lda, !args.trans_a, packed_a, ld_packed, args.m, args.k, stream, what);
   if (pack_b) launch_pack(args.B, args.ldb, args.trans_b, packed_b, ld_packed, args.n, args.k, stream, what);
 
   // The kernel for this layout and cluster size: how many clusters the device holds.
   int resident = 0, smem_bytes = 0;
-  with_instance<T, Epilogue>(b_n_major, choice, block_n, [&](auto i) {
+  with_instance<T, Epilogue>(b_n_major, swap, choice, block_n, [&](auto i) {
     resident = decltype(i)::resident(device, what);
     smem_bytes = decltype(i)::smem_bytes;
   });
@@ -340,8 +356,8 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
   wgmma_tf32::epilogue_params<T> ep;
   ep.C = args.C;
   ep.ldc = static_cast<long long>(args.ldc);
-  ep.m = static_cast<int>(args.m);
-  ep.n = static_cast<int>(args.n);
+  ep.m = static_cast<int>(km);  // swapped: C has km columns and kn rows
+  ep.n = static_cast<int>(kn);
   ep.k = static_cast<int>(args.k);
   ep.alpha = args.alpha;
   ep.beta = args.beta;
@@ -351,7 +367,7 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
 
   // The cluster split-k sums its two halves of k on chip: no workspace slices.
   const split_k_workspace split(split_k_cluster ? split_k_plan{1, args.k}
-                                                : plan_split_k(tiles_m * tiles_n, args.m, args.n, args.k, stage_k,
+                                                : plan_split_k(tiles_m * tiles_n, km, kn, args.k, stage_k,
                                                                resident * cluster, wgmma_split_k_min_slice(sizeof(T))),
                                 args.m, args.n, args.k, device, stream);
   ep.partial = split.partials();
@@ -378,7 +394,7 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
   const cudaLaunchConfig_t config =
       cluster_launch_config(dim3(static_cast<unsigned>(clusters * cluster)), dim3(wgmma_tf32::threads), smem_bytes,
                             stream, cluster, cluster_dims);
-  with_instance<T, Epilogue>(b_n_major, choice, block_n, [&](auto i) {
+  with_instance<T, Epilogue>(b_n_major, swap, choice, block_n, [&](auto i) {
     cuda_check(cudaLaunchKernelEx(&config, decltype(i)::kernel, map_a, map_b, map_c, ep, fn), what);
   });
   check_launch(what);

@@ -346,33 +346,31 @@ TEST(MatmulTuning, WgmmaSplitKByElementSize) {
   EXPECT_EQ(tf32_odd.k_slice, 288u);
 }
 
-TEST(MatmulTuning, WgmmaBSourceTransposesRowMajorTf32BInSharedMemory) {
+TEST(MatmulTuning, WgmmaBSourceSwapsTheRowMajorTf32Product) {
   using kf::detail::choose_wgmma_b_source;
   using src = kf::detail::wgmma_b_source;
   // op(B)^T k-contiguous with 16-byte rows: read in place, every type.
-  EXPECT_EQ(choose_wgmma_b_source(4, true, true, true), src::k_major);
-  EXPECT_EQ(choose_wgmma_b_source(2, true, true, false), src::k_major);
+  EXPECT_EQ(choose_wgmma_b_source(4, true, true, src::swapped), src::k_major);
+  EXPECT_EQ(choose_wgmma_b_source(2, true, true, src::repacked), src::k_major);
   // n-contiguous B (the row-major product): 16-bit types read it N-major
-  // (transpose bit); TF32 transposes it in shared memory or repacks it.
-  EXPECT_EQ(choose_wgmma_b_source(2, false, true, true), src::n_major);
-  EXPECT_EQ(choose_wgmma_b_source(2, false, true, false), src::n_major);
-  EXPECT_EQ(choose_wgmma_b_source(4, false, true, true), src::transposed_in_smem);
-  EXPECT_EQ(choose_wgmma_b_source(4, false, true, false), src::repacked);
-  // Which one, by the product's height (H200: the transpose wins up to m = 1024
-  // and loses from 2048), unless forced.
-  using kf::detail::wgmma_tf32_transposes_b;
+  // (transpose bit); TF32 takes the path its mode names.
+  EXPECT_EQ(choose_wgmma_b_source(2, false, true, src::swapped), src::n_major);
+  EXPECT_EQ(choose_wgmma_b_source(2, false, true, src::repacked), src::n_major);
+  EXPECT_EQ(choose_wgmma_b_source(4, false, true, src::swapped), src::swapped);
+  EXPECT_EQ(choose_wgmma_b_source(4, false, true, src::transposed_in_smem), src::transposed_in_smem);
+  EXPECT_EQ(choose_wgmma_b_source(4, false, true, src::repacked), src::repacked);
+  // By shape: the swapped product (no transpose in shared memory, no repack), unless forced.
+  using kf::detail::wgmma_tf32_n_major_b_source;
   using mode = kf::detail::wgmma_tf32_b_mode;
-  EXPECT_TRUE(wgmma_tf32_transposes_b(mode::by_shape, 128));   // 128 x 8192 x 8192
-  EXPECT_TRUE(wgmma_tf32_transposes_b(mode::by_shape, 1024));  // 1024^3
-  EXPECT_FALSE(wgmma_tf32_transposes_b(mode::by_shape, 1025));
-  EXPECT_FALSE(wgmma_tf32_transposes_b(mode::by_shape, 4096));
-  EXPECT_TRUE(wgmma_tf32_transposes_b(mode::transpose_in_smem, 8192));
-  EXPECT_FALSE(wgmma_tf32_transposes_b(mode::repack, 1));
+  EXPECT_EQ(wgmma_tf32_n_major_b_source(mode::by_shape), src::swapped);
+  EXPECT_EQ(wgmma_tf32_n_major_b_source(mode::swap_operands), src::swapped);
+  EXPECT_EQ(wgmma_tf32_n_major_b_source(mode::transpose_in_smem), src::transposed_in_smem);
+  EXPECT_EQ(wgmma_tf32_n_major_b_source(mode::repack), src::repacked);
   // Rows TMA cannot read (not 16-byte aligned): repacked, whatever the layout.
   for (std::size_t bytes : {2u, 4u}) {
     for (bool trans_b : {false, true}) {
-      for (bool in_smem : {false, true}) {
-        EXPECT_EQ(choose_wgmma_b_source(bytes, trans_b, false, in_smem), src::repacked);
+      for (src tf32 : {src::swapped, src::transposed_in_smem, src::repacked}) {
+        EXPECT_EQ(choose_wgmma_b_source(bytes, trans_b, false, tf32), src::repacked);
       }
     }
   }

@@ -48,19 +48,22 @@ using kf::detail::gemm_args;
 /// mma_sync: launch_tensor_core_tf32 (8 warps a block); mma_sync_4warps: its
 /// 64x64-warp-tile layout (09_tensor_core_tf32.cuh: four_warps). wgmma_*: wgmma_tf32_try_launch, which must
 /// accept the call: wgmma_single / wgmma_cluster (clusters of 1 / 2 CTAs, the 2
-/// sharing B, forced) with an n-contiguous B of 16-byte rows transposed in
-/// shared memory; wgmma_mcast_a the same with clusters of 2 sharing A (forced:
+/// sharing B, forced) with an n-contiguous B of 16-byte rows read by the
+/// swapped product (wgmma_tf32_b_mode::swap_operands: C^T = op(B)^T op(A)^T, its
+/// A from registers; its tiles run along C's columns, so "sharing B" shares
+/// the swapped product's B, i.e. A); wgmma_mcast_a the same with clusters of 2 sharing A (forced:
 /// wgmma_multicast::a; the CTAs on adjacent n-tiles, so odd tile counts along n
 /// -- 129, 257, 520, 4097 at 64 wide, 2904 at 128, 4097 at 256 -- leave the last cluster's second
 /// CTA outside C, n = 1 runs single CTAs, 1 x 4096 x 512 clusters only this way,
 /// 513 x 257 x 1031 and 1 x 1 x 4096 split k);
-/// wgmma_repack_b (clusters of 2) with such a B repacked in HBM first, the path
-/// before. wgmma_cluster_splitk: the cluster split-k (forced:
+/// wgmma_repack_b and wgmma_transpose_b (clusters of 2) with such a B repacked
+/// in HBM first, or transposed in shared memory, the paths before.
+/// wgmma_cluster_splitk: the cluster split-k (forced:
 /// wgmma_multicast::split_k; 128 x 128 tiles, each cluster of 2 on one tile, CTA
 /// r over half of the k-steps of 32: 1 x 1 x 1 and 33 x 65 x 17 have one step,
 /// so CTA 1 adds zeros; 513 x 257 x 1031 and 1090 x 2904 x 72 an odd count (33,
 /// 3); 1090 x 2904 x 72 and the big shape more tiles than clusters, so each
-/// CTA's receive buffer is reused; B transposed in shared memory, k-major or
+/// CTA's receive buffer is reused; B swapped, k-major or
 /// repacked as on wgmma_cluster2; also with the fused bias / ReLU epilogue).
 /// dispatch: launch_wgmma_tf32, wgmma where it runs and the mma.sync
 /// fallback elsewhere (any sm_80+ GPU).
@@ -72,6 +75,7 @@ enum class path {
   wgmma_mcast_a,
   wgmma_cluster_splitk,
   wgmma_repack_b,
+  wgmma_transpose_b,
   dispatch
 };
 
@@ -84,6 +88,7 @@ const char* path_name(path p) {
     case path::wgmma_mcast_a: return "wgmma_mcast_a";
     case path::wgmma_cluster_splitk: return "wgmma_cluster_splitk";
     case path::wgmma_repack_b: return "wgmma_repack_b";
+    case path::wgmma_transpose_b: return "wgmma_transpose_b";
     case path::dispatch: return "launch_wgmma_tf32";
   }
   return "unknown";
@@ -268,9 +273,10 @@ void run_case(const shape& s, bool trans_a, bool trans_b, path p, int block_n, c
     kf::detail::launch_wgmma_tf32(args, stream);
   } else {
     const int cluster = p == path::wgmma_single ? 1 : 2;
-    // Forced either way, whatever the shape's rule (tuning.hpp: wgmma_tf32_transposes_b).
-    const auto b_mode = p == path::wgmma_repack_b ? kf::detail::wgmma_tf32_b_mode::repack
-                                                  : kf::detail::wgmma_tf32_b_mode::transpose_in_smem;
+    // Forced, whatever the shape's rule (tuning.hpp: wgmma_tf32_n_major_b_source).
+    const auto b_mode = p == path::wgmma_repack_b      ? kf::detail::wgmma_tf32_b_mode::repack
+                        : p == path::wgmma_transpose_b ? kf::detail::wgmma_tf32_b_mode::transpose_in_smem
+                                                       : kf::detail::wgmma_tf32_b_mode::swap_operands;
     const auto multicast = p == path::wgmma_mcast_a          ? kf::detail::wgmma_multicast::a
                            : p == path::wgmma_cluster_splitk ? kf::detail::wgmma_multicast::split_k
                                                              : kf::detail::wgmma_multicast::b;
@@ -345,14 +351,16 @@ const shape big_shape{4095, 4097, 4093};
 // The wgmma tile width (tuning.hpp: choose_wgmma_block_n, pinned by the CPU test
 // MatmulTuning.WgmmaBlockNIsTheWidestThatFillsTheGpu): by shape, the small shapes
 // run 128 x 64 tiles (split-k included: 513 x 257 x 1031 in 4 slices, 1 x 1 x
-// 4096; B transposed in shared memory as two 32 x 32 boxes a stage, one per CTA
-// of a cluster); 1090 x 2904 (9 x 12 = 108 tiles, ragged in m, n and k) and the
+// 4096); 1090 x 2904 (9 x 12 = 108 tiles, ragged in m, n and k) and the
 // big shape run 128 x 256. forced_widths runs the other widths on some of the
 // same shapes (wgmma_tf32_try_launch's block_n; cases named ..._n128 etc.).
 // B not transposed (NN, TN) with 16-byte rows (the "16-byte rows" storage
-// always; "tight" where n % 4 == 0) runs wgmma's B transposed in shared memory
-// on wgmma_single / wgmma_cluster, and repacked on wgmma_repack_b (NN and TN
-// only: the other cases are the same kernel as wgmma_cluster2's).
+// always; "tight" where n % 4 == 0) runs the swapped product on wgmma_single /
+// wgmma_cluster / wgmma_mcast_a / wgmma_cluster_splitk (its epilogues: staged
+// where beta == 0 and C's rows are 16-byte aligned, from registers otherwise,
+// split-k partials), B transposed in shared memory on wgmma_transpose_b and
+// repacked on wgmma_repack_b (NN and TN only: the other cases are the same
+// kernel as wgmma_cluster2's).
 std::vector<tc_case> all_cases() {
   const std::vector<shape> shapes = {{1, 1, 1},      {33, 65, 17},   {127, 129, 255}, {513, 257, 1031}, {1, 1, 4096},
                                      {1, 4096, 512}, {4096, 1, 512}, {300, 520, 64},  {1090, 2904, 72}, big_shape};
@@ -363,7 +371,8 @@ std::vector<tc_case> all_cases() {
       for (bool ta : {false, true})
         for (bool tb : {false, true}) cases.push_back({s, ta, tb, p});
   for (const shape& s : shapes)
-    for (bool ta : {false, true}) cases.push_back({s, ta, false, path::wgmma_repack_b});
+    for (path p : {path::wgmma_repack_b, path::wgmma_transpose_b})
+      for (bool ta : {false, true}) cases.push_back({s, ta, false, p});
   for (const shape& s : {shape{33, 65, 17}, shape{513, 257, 1031}})
     for (bool ta : {false, true})
       for (bool tb : {false, true}) cases.push_back({s, ta, tb, path::dispatch});
@@ -377,7 +386,8 @@ std::vector<tc_case> all_cases() {
       for (bool ta : {false, true})
         for (bool tb : {false, true}) cases.push_back({s, ta, tb, p, block_n});
   for (const auto& [s, block_n] : forced_widths)
-    for (bool ta : {false, true}) cases.push_back({s, ta, false, path::wgmma_repack_b, block_n});
+    for (path p : {path::wgmma_repack_b, path::wgmma_transpose_b})
+      for (bool ta : {false, true}) cases.push_back({s, ta, false, p, block_n});
   // The cluster split-k with the fused bias / ReLU epilogue: ragged, an odd
   // k-step count (33), a single k-step (CTA 1 adds zeros), persistent CTAs.
   for (const shape& s : {shape{513, 257, 1031}, shape{33, 65, 17}, shape{1090, 2904, 72}})
@@ -408,8 +418,7 @@ TEST_P(MatmulTensorCoreTf32, MatchesDoubleReference) {
       {"ld+37, misaligned by 1 float, alpha 1, beta 1", storage::plus_37, 1, 1.0f, 1.0f},
       {"16-byte rows, alpha -0.5, beta 0", storage::rows_16_bytes, 0, -0.5f, 0.0f},
       // 16-byte aligned but not 256 (4 floats in), C read: TMA reads A and B in
-      // place (wgmma: B transposed in shared memory where not transposed),
-      // C stored from registers.
+      // place (wgmma: B swapped where not transposed), C stored from registers.
       {"16-byte rows, 4 floats in, alpha 1, beta 0.25", storage::rows_16_bytes, 4, 1.0f, 0.25f},
   };
   const bool big = c.s.m == big_shape.m && c.s.n == big_shape.n && c.s.k == big_shape.k;
@@ -525,6 +534,49 @@ TEST(MatmulWgmmaTf32, InPlaceTransposeMapping) {
   for (int k = 0; k < box; ++k)
     for (int n = 0; n < box; ++n) wrong += !(smem[k_major(k, n) / 4] == static_cast<float>(k * 1000 + n));
   EXPECT_EQ(wrong, 0u) << "elements not at their k-major place";
+}
+
+// ---- CPU check of the swapped product's A fragments (TF32, n-contiguous B) ----
+
+/// Each consumer warpgroup's threads load A's fragments (10_wgmma_tf32.cuh:
+/// swap_fragment_offset) from the stage's four N-major boxes, as TMA wrote
+/// them: element (k, row) of box row / 32 at k * 128 + (((row % 32) / 4) ^ (k %
+/// 8)) * 16 + (row % 4) * 4. Checked: every fragment register reads the element
+/// wgmma's register layout asks for -- row swap_row(warp, lane / 4 (+ 8 for a1,
+/// a3)) of the warpgroup's 64 and k lane % 4 (+ 4 for a2, a3) -- the 16 rows of
+/// each warp and the 64 of each warpgroup are distinct (the epilogue's
+/// swap_row is a permutation of the tile's rows), and each warp's load of a
+/// register is conflict-free (32 distinct banks).
+TEST(MatmulWgmmaTf32, SwapFragmentMapping) {
+  namespace w = kf::detail::wgmma_tf32;
+  const auto n_major = [](int k, int row) {
+    return (row / w::swap_box_rows) * w::swap_box_bytes + k * w::swizzle_row_bytes +
+           (((row % w::swap_box_rows) / 4) ^ (k % 8)) * 16 + (row % 4) * 4;
+  };
+  for (int consumer = 0; consumer < w::consumer_warpgroups; ++consumer) {
+    std::vector<int> rows;
+    for (int warp = 0; warp < w::warps_per_warpgroup; ++warp) {
+      for (int rr = 0; rr < 16; ++rr) rows.push_back(w::swap_row(warp, rr));
+      for (int r = 0; r < 4; ++r) {
+        std::vector<int> banks;
+        for (int lane = 0; lane < 32; ++lane) {
+          const int row = 2 * w::swap_box_rows * consumer + w::swap_row(warp, lane / 4 + 8 * (r % 2));
+          const int k = lane % 4 + 4 * (r / 2);
+          const int offset = w::swap_fragment_offset(consumer, warp, lane, r);
+          EXPECT_EQ(offset, n_major(k, row))
+              << "consumer " << consumer << " warp " << warp << " lane " << lane << " a" << r;
+          banks.push_back((offset / 4) % 32);
+        }
+        std::sort(banks.begin(), banks.end());
+        EXPECT_EQ(std::unique(banks.begin(), banks.end()) - banks.begin(), 32)
+            << "consumer " << consumer << " warp " << warp << " a" << r << ": bank conflict";
+      }
+    }
+    std::sort(rows.begin(), rows.end());
+    EXPECT_EQ(std::unique(rows.begin(), rows.end()) - rows.begin(), 64) << "warpgroup rows not a permutation";
+    EXPECT_EQ(rows.front(), 0);
+    EXPECT_EQ(rows.back(), 63);
+  }
 }
 
 TEST(MatmulWgmmaTf32, UnavailableForDevicesThatDoNotExist) {
