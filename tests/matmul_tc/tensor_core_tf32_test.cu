@@ -36,7 +36,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "kernelforge/kernels/matmul/10_wgmma_tf32.cuh"  // the in-place transpose's mapping (CPU check)
+#include "kernelforge/kernels/matmul/10_wgmma_tf32.cuh"  // the transpose and staged-store mappings (CPU checks)
 #include "kernelforge/kernels/matmul/tensor_core_tf32_launch.cuh"
 #include "kernelforge/kernels/matmul/wgmma_tf32_launch.cuh"
 #include "test_support.hpp"
