@@ -74,7 +74,9 @@
 //  * Staged stores (store_tile_staged) when beta == 0 and C's rows are 16-byte
 //    aligned: a consumer warpgroup writes its finished values into one of two
 //    dedicated 8 KiB shared buffers (64 rows x 128 bytes, 128-byte swizzle,
-//    conflict-free) and one thread stores each with TMA
+//    conflict-free; 16-bit values by stmatrix, four 8 x 8 matrices an
+//    instruction; per-thread addresses computed once; with the identity
+//    functor no bounds checks at all) and one thread stores each with TMA
 //    (cp.async.bulk.tensor ... global.shared::cta, bulk groups), which clips at
 //    C's edges: a few wide stores per tile instead of ~420 4-byte ones and their
 //    bounds branches. Otherwise (beta != 0, ragged alignment, split-k partials)
@@ -98,7 +100,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 
 #include <cuda.h>  // CUtensorMap (a type only: the driver entry point comes through the runtime)
@@ -107,6 +108,7 @@
 #include "../arch/guards.cuh"
 #include "../arch/mbarrier_sm90.cuh"
 #include "../arch/smem.cuh"
+#include "../arch/stmatrix_sm90.cuh"
 #include "../arch/tma_sm90.cuh"
 #include "../arch/wgmma_sm90.cuh"
 #include "../common/kernel.cuh"
@@ -167,6 +169,27 @@ inline constexpr int c_buffer_bytes = wgmma_m * swizzle_row_bytes;              
 inline constexpr int c_smem_bytes = consumer_warpgroups * c_buffers * c_buffer_bytes;  // 32 KiB
 inline constexpr int c_box_rows = wgmma_m;                                             ///< C's TMA box: 64 rows
 static_assert(c_buffer_bytes % swizzle_atom_bytes == 0, "every C buffer must start on a swizzle atom");
+/// Where byte `byte` (0-127) of row r (0-63) of a staged chunk lies in its C
+/// buffer: 16-byte slot (byte / 16) ^ (r % 8) of the row, the 128-byte swizzle
+/// C's TMA map is encoded with. Host and device (the CPU test
+/// MatmulWgmmaTf32.StagedEpilogueMapping checks store_tile_staged's stores).
+__host__ __device__ constexpr int staged_offset(int r, int byte) {
+  return r * swizzle_row_bytes + (((byte / 16) ^ (r % 8)) * 16) + byte % 16;
+}
+/// The XOR store_tile_staged applies to a thread's base offset for column
+/// group pair p (16-bit: stmatrix.x4 of groups 2p, 2p + 1) or group g (float):
+/// two 16-byte slots.
+inline constexpr int staged_group_xor = 32;
+/// float: the offset of a thread's h = 1 pair (8 rows further).
+inline constexpr int staged_half_rows_bytes = 8 * swizzle_row_bytes;
+/// Thread (warp, lane) of a consumer warpgroup: its base offset in a C buffer.
+/// 16-bit (stmatrix): lane t gives row t % 8 of matrix t / 8 = (group 2p + t /
+/// 16, h = (t / 8) % 2): row 16 warp + t % 16, group t / 16 (p = 0). float: its
+/// pair of row 16 warp + lane / 4 (h = 0), columns 2 (lane % 4), + 1 of group 0.
+__host__ __device__ constexpr int staged_lane_offset(int warp, int lane, int element_bytes) {
+  return element_bytes == 2 ? staged_offset(16 * warp + lane % 16, 16 * (lane / 16))
+                            : staged_offset(16 * warp + lane / 4, 8 * (lane % 4));
+}
 
 /// What the block tile's width BlockN (256, 128, 64) sets: each consumer
 /// warpgroup runs wgmma m64nBlockN (BlockN / 2 accumulators per thread), B's
@@ -433,78 +456,121 @@ __device__ __forceinline__ void transpose_box_round(std::uint32_t box, int round
   }
 }
 
-/// Two adjacent elements of C into a C buffer (4 bytes for 16-bit T, 8 for float).
-__device__ __forceinline__ void store_shared_pair(std::uint32_t address, float2 v) {
-  asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(address), "f"(v.x), "f"(v.y) : "memory");
-}
-template <class Pair>
-__device__ __forceinline__ void store_shared_pair(std::uint32_t address, Pair v) {
-  static_assert(sizeof(Pair) == 4, "a pair of 16-bit elements");
-  std::uint32_t bits;
-  memcpy(&bits, &v, sizeof(bits));
-  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(address), "r"(bits) : "memory");
-}
-
 /// One consumer warpgroup's 64 x N accumulator tile -> C through shared memory,
 /// for beta == 0 (C is not read) and 16-byte aligned rows of C. The tile goes in
 /// chunks of one 128-byte row (64 halves or 32 floats) x 64 rows: the warpgroup
-/// writes alpha * acc, through the epilogue functor (with each value's row and
-/// column; values outside C are not passed to it), rounded to T, into a C
-/// buffer in the 128-byte swizzle (conflict-free: a warp's 8 rows hit 8
-/// distinct 16-byte bank groups), then one thread stores the chunk with TMA,
-/// which skips what lies outside C. The two buffers alternate (`buffer`, kept
-/// across tiles): before a buffer is rewritten, its previous store (two commits
-/// back) has finished reading it. row_base, col_base: the warpgroup's first row
-/// and column of C; `barrier`: the warpgroup's named barrier.
+/// writes alpha * acc, through the epilogue functor, rounded once to T, into a C
+/// buffer in the 128-byte swizzle, then one thread stores the chunk with TMA,
+/// which skips what lies outside C (the map's extents are m x n, and the staged
+/// path runs only where n is whole 16-byte units). The two buffers alternate
+/// (`buffer`, kept across tiles): before a buffer is rewritten, its previous
+/// store (two commits back) has finished reading it. row_base, col_base: the
+/// warpgroup's first row and column of C; `barrier`: the warpgroup's named
+/// barrier. `d` is scaled in place (the caller does not read it again).
+/// What keeps it short (the tensor cores idle for this warpgroup meanwhile):
+///  * 16-bit T: accumulators 4c + 2h, 4c + 2h + 1 are row 16 warp + lane / 4 +
+///    8h, columns 8c + 2 (lane % 4), + 1 of the tile: lane `lane`'s part of
+///    the m8n8 matrix (c, h) in stmatrix's fragment layout. Each pair is one
+///    cvt to 16 bits, and one stmatrix.x4 writes the matrices (c, 0), (c, 1),
+///    (c + 1, 0), (c + 1, 1): 4 per chunk and thread instead of 16 32-bit
+///    stores. Each matrix's 8 rows land in 8 distinct 16-byte bank groups (the
+///    swizzle XORs the chunk with row % 8): conflict-free. float stays on 8-byte
+///    stores of the pairs (stmatrix moves 16-bit elements only).
+///  * Addresses: the swizzled 16-byte slot of column group g in row r is
+///    g ^ (r % 8); for a thread, r % 8 does not depend on the group, and the
+///    group's bits (g = 2p + the lane's matrix column with stmatrix) enter only
+///    through an XOR with 32 p (32 g for float), so a thread's offset in a
+///    buffer is computed once and each store XORs a constant into it (the
+///    buffers are 1024-aligned: the XOR commutes with adding the buffer).
+///  * The identity functor (compile time) stores every value of the chunk
+///    unchecked: TMA clips rows below C and columns past it. Any other functor
+///    sees only values inside C (e.g. a bias read per column would overrun);
+///    a chunk wholly inside C, the common case, is tested once for the whole
+///    chunk, and only edge chunks check each value.
+///  * alpha == 1 (exact: 1 * x == x) skips the 128 multiplies (a uniform branch).
 template <class T, class Epilogue, int Accumulators>
-__device__ __forceinline__ void store_tile_staged(const float (&d)[Accumulators], const epilogue_params<T>& ep,
+__device__ __forceinline__ void store_tile_staged(float (&d)[Accumulators], const epilogue_params<T>& ep,
                                                   const CUtensorMap* map_c, std::uint32_t c_smem, int row_base,
                                                   int col_base, int barrier, int& buffer, const Epilogue& fn) {
-  using pair = typename wgmma_element<T>::pair;
+  constexpr bool stmatrix = sizeof(T) == 2;
+  constexpr bool unchecked = std::is_same_v<Epilogue, epilogue::identity>;
   constexpr int chunk_cols = swizzle_row_bytes / static_cast<int>(sizeof(T));  // 64 halves, 32 floats
   constexpr int groups_per_chunk = chunk_cols / 8;  // accumulator column groups (8 columns each) per chunk
   constexpr int chunks = 2 * Accumulators / chunk_cols;
-  const int tid = static_cast<int>(threadIdx.x) % warpgroup_threads;
-  const int lane = tid % 32;
+  const int tid = static_cast<int>(threadIdx.x % warpgroup_threads);
+  const int lane = tid % 32, warp = tid / 32;
   const bool issuer = tid == 0;
   if (row_base >= ep.m) return;  // the whole warpgroup's rows lie below C
+  if (ep.alpha != 1.0f) {
+#pragma unroll
+    for (int i = 0; i < Accumulators; ++i) d[i] *= ep.alpha;
+  }
+  const std::uint32_t lane_offset = staged_lane_offset(warp, lane, static_cast<int>(sizeof(T)));
+  // The functor's coordinates: the thread's rows row_in_warpgroup + 8h, columns 8g + col_in_group (+1) of a chunk.
+  const int row_in_warpgroup = 16 * warp + lane / 4;
+  const int col_in_group = 2 * (lane % 4);
+  const int rows_in_c = ep.m - row_base;  // > 0
 #pragma unroll
   for (int j = 0; j < chunks; ++j) {
     const int col_chunk = col_base + j * chunk_cols;
-    if (col_chunk < ep.n) {  // the same for the whole warpgroup
-      const std::uint32_t buf = c_smem + buffer * c_buffer_bytes;
-      if (issuer) tma_store_wait_read<c_buffers - 1>();  // this buffer's previous store has read it
-      named_barrier_sync(barrier, warpgroup_threads);
+    if (col_chunk >= ep.n) break;  // the same for the whole warpgroup, and for every later chunk
+    if constexpr (!unchecked) {
+      // fn on the chunk's values inside C (in place), checking each only on an edge chunk.
+      const int cols_in_c = ep.n - col_chunk;
+      const auto apply = [&](auto checked) {
+#pragma unroll
+        for (int g = 0; g < groups_per_chunk; ++g) {
+          const int c = j * groups_per_chunk + g;  // accumulators 4c .. 4c + 3
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int r = row_in_warpgroup + 8 * h;
+            const long long row = static_cast<long long>(row_base) + r;
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              const int col = 8 * g + col_in_group + e;
+              if (!decltype(checked)::value || (r < rows_in_c && col < cols_in_c)) {
+                d[4 * c + 2 * h + e] = fn(d[4 * c + 2 * h + e], row, static_cast<long long>(col_chunk) + col);
+              }
+            }
+          }
+        }
+      };
+      if (rows_in_c >= wgmma_m && cols_in_c >= chunk_cols) {  // uniform: the chunk lies inside C
+        apply(std::false_type{});
+      } else {
+        apply(std::true_type{});
+      }
+    }
+    const std::uint32_t buf = c_smem + buffer * c_buffer_bytes;
+    if (issuer) tma_store_wait_read<c_buffers - 1>();  // this buffer's previous store has read it
+    named_barrier_sync(barrier, warpgroup_threads);
+    const std::uint32_t at = buf + lane_offset;
+    if constexpr (stmatrix) {
+#pragma unroll
+      for (int p = 0; p < groups_per_chunk / 2; ++p) {
+        const int i = 4 * (j * groups_per_chunk + 2 * p);  // 4c: matrices (c, 0), (c, 1), (c + 1, 0), (c + 1, 1)
+        stmatrix_x4(at ^ (p * staged_group_xor), from_compute_pair<T>(d[i], d[i + 1]),
+                    from_compute_pair<T>(d[i + 2], d[i + 3]), from_compute_pair<T>(d[i + 4], d[i + 5]),
+                    from_compute_pair<T>(d[i + 6], d[i + 7]));
+      }
+    } else {
 #pragma unroll
       for (int g = 0; g < groups_per_chunk; ++g) {
-        const int c = j * groups_per_chunk + g;  // accumulators 4c .. 4c + 3
+        const int c = j * groups_per_chunk + g;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const int r = 16 * (tid / 32) + lane / 4 + 8 * h;  // row in the warpgroup's 64
-          const int col_in_chunk = 8 * g + 2 * (lane % 4);
-          const long long row = static_cast<long long>(row_base) + r;
-          const long long col = static_cast<long long>(col_chunk) + col_in_chunk;
-          const bool in_row = row < ep.m;
-          float v0 = ep.alpha * d[4 * c + 2 * h];
-          float v1 = ep.alpha * d[4 * c + 2 * h + 1];
-          v0 = in_row && col < ep.n ? fn(v0, row, col) : 0.0f;
-          v1 = in_row && col + 1 < ep.n ? fn(v1, row, col + 1) : 0.0f;
-          pair out;
-          out.x = from_compute<T>(v0);
-          out.y = from_compute<T>(v1);
-          const std::uint32_t byte = static_cast<std::uint32_t>(col_in_chunk) * sizeof(T);
-          const std::uint32_t swizzled = (((byte / 16) ^ static_cast<std::uint32_t>(r % 8)) * 16) + byte % 16;
-          store_shared_pair(buf + r * swizzle_row_bytes + swizzled, out);
+          store_shared_v2((at ^ (g * staged_group_xor)) + h * staged_half_rows_bytes,
+                          make_float2(d[4 * c + 2 * h], d[4 * c + 2 * h + 1]));
         }
       }
-      fence_proxy_async_shared();  // the writes, visible to the TMA engine
-      named_barrier_sync(barrier, warpgroup_threads);
-      if (issuer) {
-        tma_store_2d(map_c, buf, col_chunk, row_base);
-        tma_store_commit();
-      }
-      buffer ^= 1;
     }
+    fence_proxy_async_shared();  // the writes, visible to the TMA engine
+    named_barrier_sync(barrier, warpgroup_threads);
+    if (issuer) {
+      tma_store_2d(map_c, buf, col_chunk, row_base);
+      tma_store_commit();
+    }
+    buffer ^= 1;
   }
 }
 /// SwapAB: one consumer warpgroup's accumulators are a 64 x N tile of C^T: a

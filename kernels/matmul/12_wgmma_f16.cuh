@@ -25,7 +25,10 @@
 //  * Epilogue: alpha * acc + beta * C in fp32, rounded once to T, two adjacent
 //    columns per 32-bit store when C allows; C not read when beta == 0, and
 //    then (16-byte aligned rows) staged through shared memory and stored by
-//    TMA in 64 x 64 boxes, as step 10.
+//    TMA in 64 x 64 boxes, as step 10: each pair of accumulators is one
+//    cvt.rn.f16x2.f32 (bf16x2), and they already lie in the m8n8 fragment
+//    layout, so stmatrix.x4 writes four 8 x 8 matrices at once (4 instructions
+//    per 64 x 64 chunk and thread instead of 16 32-bit stores).
 // A is read k-major (imm-trans-a = 0); an m-contiguous A, and any operand whose
 // rows are not 16-byte aligned, is repacked first by pack_k_major.cuh's
 // pack_k_major_kernel (instantiated for T).

@@ -19,6 +19,14 @@
 //    x 72 and 4095 x 4097 x 4093 have more tiles than the GPU holds clusters
 //    (each CTA's receive buffer is reused); B n-major in place, k-major or
 //    repacked as the layouts give.
+// The staged epilogue (beta 0, rows of C 16-byte aligned: the layouts "tight"
+// and "ld+8" where n is a multiple of 8; stmatrix into a swizzled C buffer, then
+// TMA stores of 64 x 64 that clip at C's edges; alpha 1 unscaled, -0.5 scaled):
+// 128 x 256 x 64 whole tiles; 300 x 520 x 64, 1090 x 2904 x 72 and 200 x 136 x
+// 72 ragged in m (a warpgroup's rows partly below C; 1090: the second warpgroup's
+// 64 rows hold 2 of C's) and in n (a chunk of 8 or 24 of its 64 columns inside
+// C, chunks wholly past C skipped); 1 x 8 x 16 and 1 x 4096 x 512 a single row
+// (the second warpgroup stores nothing).
 // Cases, checks and tolerance: tests/matmul/matmul_case.hpp (double reference,
 // NaN-poisoned C with beta 0, NaN in the padding, sentinels around C,
 // |err| <= (4 sqrt(k) + k/16 + 4) 2^-23 * sum|a b| + 2 u_T |ref|). Every shape
@@ -163,7 +171,8 @@ void PrintTo(const tc_case& c, std::ostream* os) { *os << describe(c); }
 std::vector<tc_case> all_cases() {
   const std::vector<matmul_shape> shapes = {{1, 1, 1},        {33, 65, 17},     {127, 129, 255},  {128, 256, 64},
                                             {513, 257, 1031}, {1, 1, 4096},     {1, 4096, 512},   {4096, 1, 512},
-                                            {300, 520, 64},   {130, 300, 2051}, {1090, 2904, 72}, {4095, 4097, 4093}};
+                                            {300, 520, 64},   {130, 300, 2051}, {1090, 2904, 72}, {4095, 4097, 4093},
+                                            {200, 136, 72},   {1, 8, 16}};
   std::vector<tc_case> cases;
   for (bool bf16 : {false, true})
     for (path p :

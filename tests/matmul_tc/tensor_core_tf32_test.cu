@@ -36,7 +36,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "kernelforge/kernels/matmul/10_wgmma_tf32.cuh"  // the in-place transpose's mapping (CPU check)
+#include "kernelforge/kernels/matmul/10_wgmma_tf32.cuh"  // the transpose and staged-store mappings (CPU checks)
 #include "kernelforge/kernels/matmul/tensor_core_tf32_launch.cuh"
 #include "kernelforge/kernels/matmul/wgmma_tf32_launch.cuh"
 #include "test_support.hpp"
@@ -576,6 +576,91 @@ TEST(MatmulWgmmaTf32, SwapFragmentMapping) {
     EXPECT_EQ(std::unique(rows.begin(), rows.end()) - rows.begin(), 64) << "warpgroup rows not a permutation";
     EXPECT_EQ(rows.front(), 0);
     EXPECT_EQ(rows.back(), 63);
+  }
+}
+
+// ---- CPU check of the staged epilogue's shared-memory stores ----------------
+
+/// store_tile_staged (10_wgmma_tf32.cuh) writes one 64-row x 128-byte chunk of a
+/// consumer warpgroup's tile into a C buffer that TMA stores with the 128-byte
+/// swizzle: element (r, byte) at r * 128 + ((byte / 16) ^ (r % 8)) * 16 + byte % 16.
+/// Simulated with the kernel's own offsets (staged_lane_offset, XORs of
+/// staged_group_xor, staged_half_rows_bytes), every accumulator of a chunk must
+/// land there, every byte of the buffer be written once, and the stores be free
+/// of bank conflicts:
+///  * 16-bit, stmatrix.x4 (column groups 2p, 2p + 1 of the chunk): lane t gives
+///    the address of row t % 8 of matrix i = t / 8; register i of lane s is row
+///    s / 4, elements 2 (s % 4), + 1 of matrix i, which holds the accumulators
+///    4c + 2h, 4c + 2h + 1 with c = 2p + i / 2, h = i % 2: tile row 16 warp +
+///    s / 4 + 8h, columns 8c + 2 (s % 4), + 1. A matrix's 8 rows: 8 distinct
+///    16-byte bank groups.
+///  * float, 8-byte stores of accumulators 4g + 2h, + 1 (group g of the chunk):
+///    a half-warp's 16 stores cover rows r .. r + 3, whose slots {2g, 2g + 1} ^ r
+///    pair up (rows 0 and 1 both use slots 0 and 1): at most 2 lanes on an 8-byte
+///    bank pair, two passes instead of one (as before stmatrix; choosing the
+///    group per row would need a select per register).
+TEST(MatmulWgmmaTf32, StagedEpilogueMapping) {
+  namespace w = kf::detail::wgmma_tf32;
+  constexpr int rows = w::wgmma_m, row_bytes = w::swizzle_row_bytes, warps = w::warps_per_warpgroup;
+  static_assert(rows * row_bytes == w::c_buffer_bytes, "a C buffer is one 64-row chunk");
+  const auto swizzled = [](int r, int byte) { return r * row_bytes + (((byte / 16) ^ (r % 8)) * 16) + byte % 16; };
+  for (int r = 0; r < rows; ++r)
+    for (int byte = 0; byte < row_bytes; ++byte) ASSERT_EQ(w::staged_offset(r, byte), swizzled(r, byte));
+  for (int bytes : {2, 4}) {
+    SCOPED_TRACE(bytes == 2 ? "16-bit elements (stmatrix)" : "float");
+    std::vector<int> written(w::c_buffer_bytes, 0);
+    std::size_t misplaced = 0;
+    // One element (tile row, column in the chunk) written at `address`.
+    const auto element = [&](int address, int row, int col) {
+      ASSERT_GE(address, 0);
+      ASSERT_LE(address + bytes, w::c_buffer_bytes);
+      ASSERT_EQ(address % bytes, 0);
+      misplaced += address != swizzled(row, col * bytes);
+      for (int b = 0; b < bytes; ++b) ++written[address + b];
+    };
+    for (int warp = 0; warp < warps; ++warp) {
+      if (bytes == 2) {
+        for (int p = 0; p < 4; ++p) {
+          int address[32];
+          for (int t = 0; t < 32; ++t) {
+            address[t] = w::staged_lane_offset(warp, t, 2) ^ (p * w::staged_group_xor);
+            ASSERT_EQ(address[t] % 16, 0) << "stmatrix rows are 16-byte aligned";
+          }
+          for (int i = 0; i < 4; ++i) {
+            std::vector<int> groups;
+            for (int q = 0; q < 8; ++q) groups.push_back((address[8 * i + q] / 16) % 8);
+            std::sort(groups.begin(), groups.end());
+            EXPECT_EQ(std::unique(groups.begin(), groups.end()) - groups.begin(), 8)
+                << "warp " << warp << " p " << p << " matrix " << i << ": bank conflict";
+            const int c = 2 * p + i / 2, h = i % 2;
+            for (int s = 0; s < 32; ++s)
+              for (int e = 0; e < 2; ++e)
+                element(address[8 * i + s / 4] + 2 * (2 * (s % 4) + e), 16 * warp + s / 4 + 8 * h,
+                        8 * c + 2 * (s % 4) + e);
+          }
+        }
+      } else {
+        for (int g = 0; g < 4; ++g) {
+          for (int h = 0; h < 2; ++h) {
+            int address[32];
+            for (int s = 0; s < 32; ++s) {
+              address[s] =
+                  (w::staged_lane_offset(warp, s, 4) ^ (g * w::staged_group_xor)) + h * w::staged_half_rows_bytes;
+              for (int e = 0; e < 2; ++e)
+                element(address[s] + 4 * e, 16 * warp + s / 4 + 8 * h, 8 * g + 2 * (s % 4) + e);
+            }
+            for (int half = 0; half < 2; ++half) {
+              std::vector<int> per_pair(16, 0);
+              for (int s = 16 * half; s < 16 * half + 16; ++s) ++per_pair[(address[s] / 8) % 16];
+              EXPECT_LE(*std::max_element(per_pair.begin(), per_pair.end()), 2)
+                  << "warp " << warp << " g " << g << " h " << h << " half-warp " << half << ": a 3-way conflict";
+            }
+          }
+        }
+      }
+    }
+    EXPECT_EQ(misplaced, 0u) << "elements not where the 128-byte swizzle puts them";
+    EXPECT_EQ(std::count(written.begin(), written.end(), 1), w::c_buffer_bytes) << "every byte written exactly once";
   }
 }
 
