@@ -11,9 +11,6 @@
 //   matmul/tf32/mma_sync/<shape>             the mma.sync kernel alone (launch_tensor_core_tf32)
 //   matmul/tf32/wgmma_repack_b/<shape>       the wgmma kernel with the row-major B repacked k-major in HBM
 //                                            first (wgmma_tf32_try_launch, wgmma_tf32_b_mode::repack)
-//   matmul/tf32/wgmma_transpose_b/<shape>    the same kernel with B transposed in shared memory
-//                                            (wgmma_tf32_b_mode::transpose_in_smem)
-//   matmul/tf32/wgmma_transpose_b_n128/<shape>  the same on 128 x 128 tiles, where the library runs 128 x 64
 //   matmul/tf32/wgmma_mcast_{a,b}/<shape>    the wgmma kernel as tensor_core_tf32 runs it (B's source and
 //                                            the tile width by shape), its clusters of 2 forced to share
 //                                            A (adjacent n-tiles) or B (adjacent m-tiles; tuning.hpp:
@@ -352,7 +349,7 @@ void launch_tuning(operands& p, cudaStream_t stream) {
   d::check_launch("bench tuning");
 }
 
-enum class impl { kf, cublas, mma_sync, wgmma_repack_b, wgmma_transpose_b, wgmma_multicast, tuning, fused, unfused };
+enum class impl { kf, cublas, mma_sync, wgmma_repack_b, wgmma_multicast, tuning, fused, unfused };
 
 struct row {
   std::string precision;  // "fp32" or "tf32"
@@ -362,7 +359,7 @@ struct row {
   void (*tuning)(operands&, cudaStream_t) = nullptr;
   double expected_tflops = 1;  // for iteration counts only
   int warmups = 3;
-  int block_n = 0;  // wgmma_repack_b / wgmma_transpose_b: the tile width, 0 by shape
+  int block_n = 0;  // wgmma_repack_b: the tile width, 0 by shape
   kf::detail::wgmma_multicast multicast = kf::detail::wgmma_multicast::by_shape;  // wgmma_multicast rows
 };
 
@@ -373,12 +370,8 @@ void run(const row& r, operands& p, cudaStream_t stream) {
     case impl::tuning: return r.tuning(p, stream);
     case impl::mma_sync: kf::detail::launch_tensor_core_tf32(args_of(p), stream); return;
     case impl::wgmma_repack_b:
-    case impl::wgmma_transpose_b:
       if (!kf::detail::wgmma_tf32_try_launch(args_of(p), stream, kf::detail::wgmma_tf32_default_cluster,
-                                             r.kind == impl::wgmma_repack_b
-                                                 ? kf::detail::wgmma_tf32_b_mode::repack
-                                                 : kf::detail::wgmma_tf32_b_mode::transpose_in_smem,
-                                             r.block_n)) {
+                                             kf::detail::wgmma_tf32_b_mode::repack, r.block_n)) {
         throw std::runtime_error(
             "the wgmma TF32 kernel does not run here (compute capability 9.0 and 90 in the build)");
       }
@@ -838,9 +831,6 @@ void register_all() {
   row cublas_tf32{"tf32", "cublas", impl::cublas, v::best, nullptr, 350};
   row mma{"tf32", "mma_sync", impl::mma_sync, v::best, nullptr, 150};
   row repack_b{"tf32", "wgmma_repack_b", impl::wgmma_repack_b, v::best, nullptr, 250};
-  row transpose_b{"tf32", "wgmma_transpose_b", impl::wgmma_transpose_b, v::best, nullptr, 200};
-  // Where 128 x 64 tiles run by shape: B transposed in shared memory at 128 x 128 tiles, as before.
-  row transpose_b_n128{"tf32", "wgmma_transpose_b_n128", impl::wgmma_transpose_b, v::best, nullptr, 200, 3, 128};
   // tensor_core_tf32's wgmma kernel with its clusters forced to share A, or B,
   // or to split k (B's source by shape).
   const auto multicast_row = [](const char* name, kf::detail::wgmma_multicast m) {
@@ -874,8 +864,6 @@ void register_all() {
     register_row(kf_row(v::tensor_core_tf32, 250, "tf32"), s);
     register_row(mma, s);
     register_row(repack_b, s);
-    register_row(transpose_b, s);
-    if (picks_narrowest_wgmma_tile(s)) register_row(transpose_b_n128, s);
     if (compares_wgmma_multicast(s)) {
       register_row(mcast_a, s);
       register_row(mcast_b, s);

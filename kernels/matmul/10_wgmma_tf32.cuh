@@ -82,17 +82,17 @@
 //    bounds branches. Otherwise (beta != 0, ragged alignment, split-k partials)
 //    each thread stores its fragment pairs from registers (store_tile).
 //  * B not transposed (n-contiguous, the row-major product) with 16-byte
-//    aligned rows: TF32 wgmma has no transpose bit, so instead of a repack
-//    pass in HBM (a read and a write of all of B: at 128 x 8192 x 8192 more
-//    than cuBLAS's whole product) TMA loads B's stage as N-major boxes of
-//    32 k x 32 n, and the producer warpgroup's three otherwise idle warps
-//    transpose each box in place to k-major (transpose_box_round, conflict-
-//    free 16-byte loads and stores), then arrive on the stage's full barrier
-//    (BNMajor with float; a barrier per stage, b_landed, tells them B has
-//    landed). The producer warpgroup runs at 56 registers (the consumers at
-//    224) to hold a block in flight without spills.
+//    aligned rows, TF32: wgmma has no transpose bit for TF32, so the kernel
+//    computes the swapped product C^T = op(B)^T op(A)^T (SwapAB), whose A
+//    operand, op(B)^T, the consumers load into registers from B's N-major TMA
+//    boxes (wgmma's register-sourced form reads any layout the threads can
+//    load), and whose B operand is op(A), k-major. Before, B was repacked in
+//    HBM (a read and a write of all of B: 0.83 of cuBLAS at 4096^3) or
+//    transposed in shared memory by the producer warpgroup's idle warps (a read
+//    and a write of every B stage beside the products' reads: ~0.6 of cuBLAS at
+//    every shape). Swapped, 4096^3 ran at 0.97 of cuBLAS (benchmarks/TUNING.md).
 // Operands that wgmma cannot read as they are (TF32 wgmma needs both k-contiguous,
-// apart from the in-place transpose above; TMA needs 16-byte aligned rows) are
+// apart from the swapped product above; TMA needs 16-byte aligned rows) are
 // repacked first by pack_k_major_kernel (pack_k_major.cuh) into a stream-ordered
 // workspace from a per-device memory pool.
 
@@ -134,11 +134,6 @@ inline constexpr int max_block_n = 256;
 /// Registers per thread after setmaxnreg: 128 x 40 + 256 x 232 <= 64K per SM.
 inline constexpr int producer_registers = 40;
 inline constexpr int consumer_registers = 232;
-/// Where the producer warpgroup also transposes B (TF32, n-contiguous B): its
-/// 16 floats of a block in flight and the loop state spill at 40; 128 x 56 +
-/// 256 x 224 = 64512 (the 168 registers a thread the kernel is built with, x 384).
-inline constexpr int transposing_producer_registers = 56;
-inline constexpr int transposing_consumer_registers = 224;
 
 // ---- shared memory ----------------------------------------------------------
 inline constexpr int swizzle_row_bytes = block_k * 4;             // 128
@@ -146,7 +141,7 @@ inline constexpr int swizzle_atom_bytes = 8 * swizzle_row_bytes;  // 1024: the X
 inline constexpr int box_rows = 128;                              // A's TMA box: 128 rows x 32 floats
 inline constexpr int a_tile_bytes = block_m * swizzle_row_bytes;  // 16 KiB
 inline constexpr int barrier_bytes = 8;
-inline constexpr int barriers_per_stage = 3;  ///< full, empty, b_landed (B transposed in shared memory)
+inline constexpr int barriers_per_stage = 2;  ///< full, empty
 /// Shared memory a block may opt in to on sm_90 (227 KiB).
 inline constexpr int max_smem_bytes = 227 * 1024;
 static_assert(block_m == box_rows, "A: one TMA box per stage");
@@ -207,15 +202,6 @@ struct tile_config {
   static constexpr int block_n = BlockN;
   static constexpr int wgmma_n = BlockN;  ///< one m64nBlockN product per consumer warpgroup and k-step
   static constexpr int accumulators = wgmma_m * wgmma_n / warpgroup_threads;  // 128, 64 or 32 per thread
-  /// The narrow tiles (64 and 128 wide) accumulate in two chains: a stage's
-  /// products alternate between two accumulator sets, added after the tile's
-  /// last stage. A product waits for the previous one's accumulators; an
-  /// m64n64 product is short beside that latency, so one chain held the
-  /// 128 x 64 tiles' main loop at ~60% of the tensor peak (k sweep at m = n =
-  /// 1024, fp16: 3.78 ns per unit of k against cuBLAS's 2.83, whose kernel of the
-  /// same shape, ncu: nvjet_sm90_hsh_128x64_64x8_1x2, alternates two accumulator
-  /// sets). 256-wide tiles have no registers for a second set (128 a thread).
-  static constexpr bool two_chains = BlockN <= 128;
   /// k-major B: two TMA boxes per stage (block_n / 2 rows each); in a cluster of
   /// two each CTA fetches one and multicasts it to both.
   static constexpr int b_box_rows = block_n / max_cluster;
@@ -239,8 +225,7 @@ struct tile_config {
   /// Tiles start 1024-aligned (the swizzle is a function of the address bits), so
   /// the dynamic allocation carries one atom of slack. Layout: stages x A,
   /// stages x B, the C buffers, the receive buffer (ClusterSplitK), the barriers
-  /// (full, empty and, used only where B is transposed in shared memory,
-  /// b_landed: three per stage; then recv_full and peer_free).
+  /// (full and empty: two per stage; then recv_full and peer_free).
   static constexpr int smem_bytes = swizzle_atom_bytes + stages * stage_bytes + c_smem_bytes + receive_bytes +
                                     barriers_per_stage * stages * barrier_bytes + receive_barrier_bytes;
   static_assert(b_box_bytes % swizzle_atom_bytes == 0, "every B box must start on a swizzle atom");
@@ -256,54 +241,9 @@ inline constexpr int raster_group = 8;
 /// TMA coordinates are signed 32-bit: keep the last tile's origin representable.
 inline constexpr std::size_t max_extent = (std::size_t{1} << 31) - 2 * max_block_n;
 
-// ---- TF32 B transposed in shared memory (n-contiguous B, no repack) ---------
-// TF32 wgmma has no transpose bit: B must be k-major in shared memory. An
-// n-contiguous B (the row-major product) arrives by TMA as N-major boxes of 32 k
-// rows x 32 n (one swizzled row each, 4 KiB, the boxes of step 12's 16-bit
-// N-major path), and the producer warpgroup's three warps that do not issue
-// copies transpose each box in place into the k-major layout the consumers
-// read: 32 n rows x 32 k. The two layouts of a box occupy the same 4 KiB: in the
-// 128-byte swizzle, element (k, n) of the N-major box lies at
-//   k * 128 + ((n / 4) ^ (k % 8)) * 16 + (n % 4) * 4
-// and in the k-major box at
-//   n * 128 + ((k / 4) ^ (n % 8)) * 16 + (k % 4) * 4,
-// so with 4 x 4 blocks (kb, nb) = (k / 4, n / 4), block (kb, nb) of the N-major
-// box fills exactly the 16-byte slots of block (nb, kb), transposed: row 4 kb + i,
-// slot nb ^ ((4 kb + i) % 8) -> row 4 nb + j, slot kb ^ ((4 nb + j) % 8), float
-// i of it from float j of the source row. The box is 8 x 8 blocks; a warp
-// moves it in two rounds of 32 blocks (one a lane: four 16-byte loads, then
-// four 16-byte stores of the transposed block). Each round's set of blocks is
-// its own transpose, so a round reads every slot it writes before any lane
-// writes (a __syncwarp between), and the other round's slots are untouched.
-// Lane l % 8 = b of quarter q takes block (b, (b + s) % 8) with s from
-// transpose_groups(): per quarter-warp (how 16-byte accesses are served), the 8
-// loads of row i hit slots ((b + s) % 8) ^ (4 (b % 2) + i) and the 8 stores of row
-// j slots b ^ (4 ((b + s) % 2) + j): 8 distinct 16-byte bank groups each, no
-// conflicts (checked by the CPU test MatmulWgmmaTf32.InPlaceTransposeMapping).
-inline constexpr int transposer_warps = warps_per_warpgroup - 1;  // warp 0 holds the TMA thread
-inline constexpr int transposer_threads = transposer_warps * 32;  // 96
-inline constexpr int transpose_box = 32;                          ///< 32 x 32 floats: one N-major TMA box
-inline constexpr int transpose_block = 4;                         ///< 4 x 4 floats: four 16-byte rows
-inline constexpr int transpose_rounds = 2;                        ///< 64 blocks a box, 32 a round
-/// Round r, quarter-warp q: the diagonal s of its blocks is nibble q of
-/// transpose_groups(r): round 0 takes s = 0, 4, 1, 7, round 1 s = 2, 6, 3, 5
-/// (s and 8 - s together: each round's blocks are their own transpose).
-__host__ __device__ constexpr unsigned transpose_groups(int round) { return round == 0 ? 0x7140u : 0x5362u; }
-/// Where block (kb, nb)'s row `row_in_block` lies in a swizzled 32 x 32 box:
-/// N-major source (row 4 kb + i, slot nb ^ ...) or, with kb and nb swapped, the
-/// k-major destination. Host and device (the CPU test checks the mapping).
-__host__ __device__ constexpr int transpose_slot_offset(int kb, int nb, int row_in_block) {
-  return (transpose_block * kb + row_in_block) * swizzle_row_bytes +
-         ((nb ^ ((transpose_block * kb + row_in_block) % 8)) * 16);
-}
-/// The block (kb, nb) lane `lane` moves in round `round`.
-__host__ __device__ constexpr int transpose_block_kb(int lane) { return lane % 8; }
-__host__ __device__ constexpr int transpose_block_nb(int lane, int round) {
-  return (lane % 8 + static_cast<int>((transpose_groups(round) >> (4 * (lane / 8))) & 0xFu)) % 8;
-}
-
 // ---- TF32 with n-contiguous B: the product swapped, A from registers ---------
-// SwapAB: instead of transposing B (above), the kernel computes C^T = op(B)^T
+// SwapAB: TF32 wgmma reads B k-major only; for an n-contiguous B the kernel
+// computes C^T = op(B)^T
 // op(A)^T. Its "A" is then op(B)^T (n x k), whose N-major TMA boxes (32 k rows x
 // 32 n, one swizzled row each: 4 boxes of 4 KiB for the tile's 128 rows) the
 // consumer warps read into registers, in the A-fragment layout of wgmma's
@@ -432,27 +372,6 @@ __device__ __forceinline__ void store_tile(const float (&d)[Accumulators], const
         }
       }
     }
-  }
-}
-
-/// One round (0 or 1) of the in-place transpose of a 32 x 32 float box at `box`
-/// (shared address, 1024-aligned) from N-major to k-major, by one whole warp
-/// (see transpose_groups above).
-__device__ __forceinline__ void transpose_box_round(std::uint32_t box, int round, int lane) {
-  const int kb = transpose_block_kb(lane), nb = transpose_block_nb(lane, round);
-  float4 v[transpose_block];
-#pragma unroll
-  for (int i = 0; i < transpose_block; ++i) {
-    v[i] = load_shared_v4(box + transpose_slot_offset(kb, nb, i));
-  }
-  __syncwarp();  // every slot of this round is read before any lane overwrites one
-  const float4 out[transpose_block] = {{v[0].x, v[1].x, v[2].x, v[3].x},
-                                       {v[0].y, v[1].y, v[2].y, v[3].y},
-                                       {v[0].z, v[1].z, v[2].z, v[3].z},
-                                       {v[0].w, v[1].w, v[2].w, v[3].w}};
-#pragma unroll
-  for (int j = 0; j < transpose_block; ++j) {
-    store_shared_v4(box + transpose_slot_offset(nb, kb, j), out[j]);
   }
 }
 
@@ -664,8 +583,7 @@ __device__ __forceinline__ void store_tile_staged_swapped(const float (&d)[Accum
 /// one half of A's stage for both) x one swizzled row of k. map_b:
 /// op(B)^T as n x k, k-contiguous, boxes of BlockN / 2 rows x one swizzled row
 /// (BNMajor false), or op(B) as k x n, n-contiguous, boxes of one swizzled row
-/// of n x a stage's k rows (BNMajor true: 16-bit T read N-major, float
-/// transposed to k-major in shared memory first). map_c: C as m x n, boxes
+/// of n x a stage's k rows (BNMajor true: 16-bit T, read N-major). map_c: C as m x n, boxes
 /// of 64 rows x one swizzled row, for the staged epilogue (ep.staged; unused
 /// otherwise). fn: the epilogue functor applied to each stored value (identity
 /// by default).
@@ -688,7 +606,6 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
   using element = wgmma_element<T>;
   using tile = tile_config<BlockN, ClusterSplitK>;
   constexpr int block_n = tile::block_n, stages = tile::stages;
-  constexpr bool two_chains = tile::two_chains;
   constexpr int b_tile_bytes = tile::b_tile_bytes, stage_bytes = tile::stage_bytes;
   static_assert(Cluster == 1 || Cluster == max_cluster, "clusters of 1 or 2 CTAs");
   static_assert(!MulticastA || Cluster == max_cluster, "A is shared by a cluster of 2 CTAs only");
@@ -713,25 +630,19 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
   static_assert(!BNMajor || (n_major_boxes * n_major_box_bytes == b_tile_bytes &&
                              (n_major_boxes % b_sharers == 0 || n_major_boxes < b_sharers)),
                 "N-major B: the same bytes per stage, whole boxes per CTA");
-  // N-major B with 4-byte elements (TF32: no transpose bit): the producer
-  // warpgroup transposes each box in place (transpose_box_round) and the
-  // consumers read B k-major; 16-bit elements: wgmma reads it N-major.
-  constexpr bool transpose_b = BNMajor && element::bytes == 4;
-  static_assert(!transpose_b || (box_cols == transpose_box && stage_k == transpose_box &&
-                                 n_major_box_bytes == transpose_box * swizzle_row_bytes),
-                "B transposed in place: 32 x 32 float boxes");
+  static_assert(!BNMajor || element::bytes == 2,
+                "N-major B: 16-bit elements (wgmma's transpose bit); TF32 swaps the product instead (SwapAB)");
   extern __shared__ unsigned char wgmma_smem[];
   const std::uint32_t raw = smem_address(wgmma_smem);
   const std::uint32_t base = (raw + swizzle_atom_bytes - 1) & ~std::uint32_t(swizzle_atom_bytes - 1);
-  const std::uint32_t a_smem = base;                                          // stages x A tile
-  const std::uint32_t b_smem = base + stages * a_tile_bytes;                  // stages x B tile
-  const std::uint32_t c_smem = base + stages * stage_bytes;                   // consumers x c_buffers x C buffer
-  const std::uint32_t receive_smem = c_smem + c_smem_bytes;                   // the peer's partial (ClusterSplitK)
-  const std::uint32_t full_bar = receive_smem + tile::receive_bytes;          // stages x mbarrier
-  const std::uint32_t empty_bar = full_bar + stages * barrier_bytes;          // stages x mbarrier
-  const std::uint32_t b_landed_bar = empty_bar + stages * barrier_bytes;      // stages x mbarrier (transpose_b)
-  const std::uint32_t recv_full_bar = b_landed_bar + stages * barrier_bytes;  // ClusterSplitK
-  const std::uint32_t peer_free_bar = recv_full_bar + barrier_bytes;          // ClusterSplitK
+  const std::uint32_t a_smem = base;                                       // stages x A tile
+  const std::uint32_t b_smem = base + stages * a_tile_bytes;               // stages x B tile
+  const std::uint32_t c_smem = base + stages * stage_bytes;                // consumers x c_buffers x C buffer
+  const std::uint32_t receive_smem = c_smem + c_smem_bytes;                // the peer's partial (ClusterSplitK)
+  const std::uint32_t full_bar = receive_smem + tile::receive_bytes;       // stages x mbarrier
+  const std::uint32_t empty_bar = full_bar + stages * barrier_bytes;       // stages x mbarrier
+  const std::uint32_t recv_full_bar = empty_bar + stages * barrier_bytes;  // ClusterSplitK
+  const std::uint32_t peer_free_bar = recv_full_bar + barrier_bytes;       // ClusterSplitK
 
   const int warpgroup = threadIdx.x / warpgroup_threads;
   const int tid_in_warpgroup = threadIdx.x % warpgroup_threads;
@@ -739,31 +650,20 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
 
   // The barriers of a stage, and why the pipeline cannot hang (every role walks
   // the same work items and k-steps, so each runs the same rounds of every stage):
-  //  * full: the producer's arrive.expect_tx (A and B's bytes, or A's alone
-  //    with transpose_b: the whole stage's, also where half of the shared
-  //    operand arrives by the peer's multicast -- each CTA receives both
-  //    halves) plus, with transpose_b, one arrival of each of the 96
-  //    transposing threads after their stores of the stage's B; the consumers
-  //    wait on it. Round r + 1's arrivals cannot mix into round r: the producer
-  //    arrives for r + 1 only after `empty` of round r, i.e. after every
-  //    consumer warp saw `full` complete round r, and the transposers arrive
-  //    for r + 1 only after `b_landed` round r + 1, which the producer opens.
-  //  * b_landed (transpose_b only): the producer's arrive.expect_tx of B's
-  //    bytes; B's TMA boxes (in a cluster sharing B, both CTAs' multicasts)
-  //    complete it; the transposers wait on it. A peer's multicast of round r + 1 can land
-  //    before this CTA's expect_tx (the tx-count goes negative meanwhile, as
-  //    the PTX ISA allows), never before round r completed here: the peer
-  //    issues it after its `empty` of round r, which needs this CTA's consumers,
-  //    which waited for this CTA's `full` round r, i.e. for its transposers,
-  //    which had waited for `b_landed` round r.
-  //    With A shared, a peer's A multicast of round r + 1 meets this CTA's
-  //    `full` by the same argument (the peer issues it after its `empty` of
-  //    round r, which needs this CTA's consumers past `full` round r).
+  //  * full: the producer's arrive.expect_tx of the whole stage's bytes (also
+  //    where half of the shared operand arrives by the peer's multicast: each
+  //    CTA receives both halves); the consumers wait on it. A peer's multicast
+  //    of round r + 1 can land before this CTA's expect_tx (the tx-count goes
+  //    negative meanwhile, as the PTX ISA allows), never before round r
+  //    completed here: the peer issues it after its `empty` of round r, which
+  //    needs this CTA's consumers past `full` round r. Round r + 1's arrival
+  //    cannot mix into round r: the producer arrives for r + 1 only after
+  //    `empty` of round r, i.e. after every consumer warp saw `full` complete
+  //    round r.
   //  * empty: one arrival of each consumer warp of every CTA whose products
   //    read the stage (B or A is multicast: each CTA's copy writes into its
   //    peer's stage too); the producer waits on it before refilling, so no copy
-  //    overwrites a stage that a product or a transposer still uses, here or in
-  //    the peer (the transposers are done before `full` completes).
+  //    overwrites a stage that a product still reads, here or in the peer.
   if (threadIdx.x == 0) {
     // The producer thread's first copies, and the staged epilogue's stores, name these.
     tma_prefetch_descriptor(&map_a);
@@ -771,10 +671,9 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
     if (ep.staged) tma_prefetch_descriptor(&map_c);
 #pragma unroll
     for (int s = 0; s < stages; ++s) {
-      mbar_init(full_bar + s * barrier_bytes, 1 + (transpose_b ? transposer_threads : 0));
+      mbar_init(full_bar + s * barrier_bytes, 1);  // the producer's arrive.expect_tx
       // Every consumer warp of every CTA whose products read this stage (B or A is shared).
       mbar_init(empty_bar + s * barrier_bytes, consumer_warpgroups * warps_per_warpgroup * stage_readers);
-      mbar_init(b_landed_bar + s * barrier_bytes, 1);  // the producer's arrive.expect_tx of B (transpose_b)
     }
     if constexpr (ClusterSplitK) {
       mbar_init(recv_full_bar, warpgroup_threads);  // each thread of the peer's sending warpgroup
@@ -826,7 +725,7 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
 
   if (warpgroup == 0) {
     // ---------------------------------------------------------------- producer
-    setmaxnreg_dec<transpose_b ? transposing_producer_registers : producer_registers>();
+    setmaxnreg_dec<producer_registers>();
     if (tid_in_warpgroup == 0) {
       int stage = 0;
       std::uint32_t phase = 0;
@@ -837,16 +736,9 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
         for (int kt = w.kt_begin; kt < w.kt_end; ++kt, ++issued) {
           // Round r of a stage waits for the consumers' release of round r - 1.
           if (issued >= stages) mbar_wait(empty_bar + stage * barrier_bytes, phase ^ 1);
+          // The copies complete `full`: A and all of B, wherever their parts come from.
           const std::uint32_t full = full_bar + stage * barrier_bytes;
-          // B's copies complete `full` (A + all of B, wherever B's parts come
-          // from), or with transpose_b `b_landed`, for the transposers.
-          const std::uint32_t b_bar = transpose_b ? b_landed_bar + stage * barrier_bytes : full;
-          if constexpr (transpose_b) {
-            mbar_arrive_expect_tx(full, a_tile_bytes);
-            mbar_arrive_expect_tx(b_bar, b_tile_bytes);
-          } else {
-            mbar_arrive_expect_tx(full, stage_bytes);
-          }
+          mbar_arrive_expect_tx(full, stage_bytes);
           const int k0 = kt * stage_k;
           constexpr std::uint16_t whole_cluster = (1u << Cluster) - 1;
           if constexpr (SwapAB) {
@@ -885,9 +777,9 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
               if (j >= n_major_boxes) break;  // a single box: the cluster's first CTA loads it
               const int col = tile_n * block_n + j * box_cols;
               if constexpr (b_sharers == 1) {
-                tma_load_2d(b_stage + j * n_major_box_bytes, &map_b, col, k0, b_bar);
+                tma_load_2d(b_stage + j * n_major_box_bytes, &map_b, col, k0, full);
               } else {
-                tma_load_2d_multicast(b_stage + j * n_major_box_bytes, &map_b, col, k0, b_bar, whole_cluster);
+                tma_load_2d_multicast(b_stage + j * n_major_box_bytes, &map_b, col, k0, full, whole_cluster);
               }
             }
           } else if constexpr (b_sharers == 1) {
@@ -903,35 +795,10 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
           }
         }
       }
-    } else if (transpose_b && tid_in_warpgroup >= 32) {
-      // Warps 1-3: each stage's B, N-major as TMA wrote it, to k-major in place;
-      // then each thread's stores go to the async proxy (wgmma reads through
-      // it) and the thread arrives on `full` (96 arrivals a round).
-      const int transposer_warp = tid_in_warpgroup / 32 - 1;
-      const int lane = tid_in_warpgroup % 32;
-      int stage = 0;
-      std::uint32_t phase = 0;
-      for (int item = static_cast<int>(blockIdx.x) / Cluster; item < work_items; item += clusters) {
-        const work w = work_of(item);
-        for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
-          mbar_wait(b_landed_bar + stage * barrier_bytes, phase);
-          const std::uint32_t b_stage = b_smem + stage * b_tile_bytes;
-          // (box, round) units, dealt round-robin to the three warps.
-          for (int u = transposer_warp; u < n_major_boxes * transpose_rounds; u += transposer_warps) {
-            transpose_box_round(b_stage + (u / transpose_rounds) * n_major_box_bytes, u % transpose_rounds, lane);
-          }
-          fence_proxy_async_shared();
-          mbar_arrive(full_bar + stage * barrier_bytes);
-          if (++stage == stages) {
-            stage = 0;
-            phase ^= 1;
-          }
-        }
-      }
     }
   } else {
     // ---------------------------------------------------------------- consumers
-    setmaxnreg_inc<transpose_b ? transposing_consumer_registers : consumer_registers>();
+    setmaxnreg_inc<consumer_registers>();
     const int consumer = warpgroup - 1;
     const int lane = tid_in_warpgroup % 32;
     const int warp_in_warpgroup = tid_in_warpgroup / 32;
@@ -961,7 +828,7 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
         a_fragment[r] = static_cast<std::uint32_t>(swap_fragment_offset(consumer, warp_in_warpgroup, lane, r));
       }
     }
-    constexpr int b_n_major_read = BNMajor && !transpose_b ? 1 : 0;
+    constexpr int b_n_major_read = BNMajor ? 1 : 0;
     const std::uint64_t a_desc0 = smem_descriptor_sw128(a_smem + consumer * wgmma_m * swizzle_row_bytes);
     const std::uint64_t b_desc0 = b_n_major_read ? smem_descriptor_sw128(b_smem, n_major_box_bytes, swizzle_atom_bytes)
                                                  : smem_descriptor_sw128(b_smem);
@@ -971,19 +838,10 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
     int exchanges = 0;  // ClusterSplitK: partial tiles sent or received so far (the barriers' phases)
     for (int item = static_cast<int>(blockIdx.x) / Cluster; item < work_items; item += clusters) {
       const work w = work_of(item);
-      // Two accumulator chains on the narrow tiles: the products of a stage
-      // alternate between d and d_odd (added at the end), so consecutive products
-      // do not wait for each other's accumulators (see two_chains above).
       float d[tile::accumulators];
-      float d_odd[two_chains ? tile::accumulators : 1];
 #pragma unroll
       for (int i = 0; i < tile::accumulators; ++i) d[i] = 0.0f;
       fence_operands(d);
-      if constexpr (two_chains) {
-#pragma unroll
-        for (int i = 0; i < tile::accumulators; ++i) d_odd[i] = 0.0f;
-        fence_operands(d_odd);
-      }
 
       // One k-step: wait for the stage, issue its products, keep them in flight
       // and hand the previous stage back. SwapAB: first the stage's A fragments
@@ -1019,20 +877,11 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
           const std::uint64_t b =
               smem_descriptor_advance(b_desc, b_n_major_read ? kk * element::wgmma_k * swizzle_row_bytes
                                                              : kk * element::wgmma_k * element::bytes);
-          const auto product = [&](auto& acc) {
-            if constexpr (SwapAB) {
-              wgmma_m64nNk8_tf32_rs<block_n>(acc, frag[kk], b);
-            } else {
-              element::template mma<b_n_major_read>(acc, a, b);
-            }
-          };
-          if constexpr (two_chains) {
-            if (kk % 2 == 1) {
-              product(d_odd);
-              continue;
-            }
+          if constexpr (SwapAB) {
+            wgmma_m64nNk8_tf32_rs<block_n>(d, frag[kk], b);
+          } else {
+            element::template mma<b_n_major_read>(d, a, b);
           }
-          product(d);
         }
         wgmma_commit();
         if constexpr (!SwapAB) {
@@ -1048,11 +897,6 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
       }
       wgmma_wait<0>();
       fence_operands(d);
-      if constexpr (two_chains) {
-        fence_operands(d_odd);
-#pragma unroll
-        for (int i = 0; i < tile::accumulators; ++i) d[i] += d_odd[i];
-      }
       if (previous >= 0) release(previous);  // the tile's last stage, before the stores
 
       if constexpr (ClusterSplitK) {

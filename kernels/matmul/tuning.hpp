@@ -125,44 +125,31 @@ constexpr std::size_t wgmma_split_k_min_slice(std::size_t element_bytes) { retur
 ///    place by the swapped product C^T = op(B)^T op(A)^T, whose A operand
 ///    (op(B)^T, M-major) the consumers load into registers (10_wgmma_tf32.cuh:
 ///    SwapAB);
-///  * transposed_in_smem: n-contiguous TF32 B, loaded N-major and transposed to
-///    k-major in shared memory by the producer warpgroup (10_wgmma_tf32.cuh);
 ///  * repacked: a k-contiguous copy written to a workspace first (one read and
 ///    one write of B in HBM: at 128 x 8192 x 8192 TF32 ~120 us, more than
 ///    cuBLAS's whole product).
-enum class wgmma_b_source { k_major, n_major, swapped, transposed_in_smem, repacked };
+enum class wgmma_b_source { k_major, n_major, swapped, repacked };
 
-/// How wgmma_tf32_try_launch reads an n-contiguous TF32 B: by shape (what the
-/// library runs), or forced (tests cover every path; bench_matmul's rows
-/// tf32/wgmma_swap_ab, wgmma_transpose_b and wgmma_repack_b measure each at
-/// every shape).
-enum class wgmma_tf32_b_mode { by_shape, swap_operands, transpose_in_smem, repack };
-
-/// The source of an n-contiguous TF32 B with 16-byte aligned rows in `mode`.
-/// By shape: the swapped product. H200, one bench_matmul run before it existed
-/// (benchmarks/TUNING.md), ours / cuBLAS TF32, transpose in shared memory vs
-/// repack: 128x8192x8192 0.90 vs 0.33, 1024^3 0.58 vs 0.57, 4096^3 0.60 vs
-/// 0.83, 8192^3 0.57 vs 0.92: the transpose's shared-memory traffic (a read and
-/// a write of each B stage beside the products' reads) held the kernel near 0.6
-/// of cuBLAS, and the repack costs a read and a write of B in HBM; the swapped
-/// product does neither.
-KF_TUNING_FN wgmma_b_source wgmma_tf32_n_major_b_source(wgmma_tf32_b_mode mode) {
-  switch (mode) {
-    case wgmma_tf32_b_mode::transpose_in_smem: return wgmma_b_source::transposed_in_smem;
-    case wgmma_tf32_b_mode::repack: return wgmma_b_source::repacked;
-    default: return wgmma_b_source::swapped;
-  }
-}
+/// How wgmma_tf32_try_launch reads an n-contiguous TF32 B with 16-byte aligned
+/// rows: by shape (what the library runs: the swapped product), or forced to
+/// the repack (tests cover both; bench_matmul's row tf32/wgmma_repack_b
+/// measures it at every shape). H200, one bench_matmul run
+/// (benchmarks/TUNING.md), ours / cuBLAS TF32, swapped vs repacked: 1024^3
+/// 1.02 vs 0.78, 4096^3 0.97 vs 0.83, 8192^3 0.96 vs 0.89, 128x8192x8192 0.97 vs
+/// 0.39. (Transposing B in shared memory instead, the path before the swapped
+/// product: 0.60 at 4096^3 and 8192^3, its shared-memory traffic -- a read and a
+/// write of each B stage beside the products' reads -- pacing the main loop.)
+enum class wgmma_tf32_b_mode { by_shape, repack };
 
 /// The source of B for an element of `element_bytes` (4: TF32, 2: f16 / bf16),
-/// op(B) transposed or not, and B's rows 16-byte aligned (TMA) or not.
-/// tf32_n_major: wgmma_tf32_n_major_b_source's answer (TF32 only).
+/// op(B) transposed or not, and B's rows 16-byte aligned (TMA) or not, in
+/// `tf32_mode` (TF32 only).
 KF_TUNING_FN wgmma_b_source choose_wgmma_b_source(std::size_t element_bytes, bool trans_b, bool b_rows_aligned,
-                                                  wgmma_b_source tf32_n_major) {
+                                                  wgmma_tf32_b_mode tf32_mode) {
   if (!b_rows_aligned) return wgmma_b_source::repacked;
   if (trans_b) return wgmma_b_source::k_major;
   if (element_bytes == 2) return wgmma_b_source::n_major;
-  return tf32_n_major;
+  return tf32_mode == wgmma_tf32_b_mode::repack ? wgmma_b_source::repacked : wgmma_b_source::swapped;
 }
 
 // ---- wgmma block-tile width (steps 10 and 12) ----------------------------------
@@ -182,6 +169,13 @@ constexpr int wgmma_fill_num = 3, wgmma_fill_den = 4;
 /// says so). On 132 SMs: 1024^3 has 32 tiles of 128 x 256, 64 of 128 x 128,
 /// 128 of 128 x 64 -> 64 (unsplit: 128 tiles fill more than half the GPU);
 /// 128 x 8192 likewise (32, 64, 128) -> 64; 2048^3 has 128 of 128 x 256 -> 256.
+/// H200, one bench_matmul run, ours / cuBLAS, 64-wide vs 128-wide: fp16 1024^3
+/// 0.80 vs 0.71 (bf16 0.73 vs 0.71), fp16 128x8192x8192 0.94 vs 0.81 (bf16 0.93
+/// vs 0.80), TF32 1024^3 0.78 vs 0.62. (TF32 took 128-wide tiles split in long
+/// k-slices while its row-major B was transposed in shared memory:
+/// 128x8192x8192 0.89 vs 0.76. Swapped, that shape's 64-wide tiles run as the
+/// cluster split-k, 1.09 of cuBLAS against 0.97 for 128-wide split through the
+/// workspace.)
 inline int choose_wgmma_block_n(std::size_t m, std::size_t n, int resident_ctas) {
   constexpr std::size_t count = sizeof(wgmma_block_n_choices) / sizeof(wgmma_block_n_choices[0]);
   const std::size_t tiles_m = ceil_div(m, wgmma_block_m);
@@ -192,30 +186,6 @@ inline int choose_wgmma_block_n(std::size_t m, std::size_t n, int resident_ctas)
     }
   }
   return wgmma_block_n_choices[count - 1];
-}
-
-/// TF32 (4-byte elements) keeps 128 x 128 tiles, split in k, over 128 x 64
-/// where the split's slices are at least this long. H200, one bench_matmul run,
-/// ours / cuBLAS, 64-wide vs 128-wide: fp16 1024^3 0.80 vs 0.71 (bf16 0.73 vs
-/// 0.71), fp16 128x8192x8192 0.94 vs 0.81 (bf16 0.93 vs 0.80); TF32 1024^3 0.78
-/// vs 0.62 (128 splits k into slices of 512), but TF32 128x8192x8192 0.76 vs
-/// 0.89 (slices of 4096). A 64-wide tile reads twice the A bytes per product
-/// from shared memory; with TF32's row-major B also transposed there, that
-/// costs more than a long split's reduction.
-constexpr std::size_t wgmma_tf32_wide_min_slice = 2048;
-
-/// The wgmma tile width for a product of `element_bytes` elements whose
-/// k-steps are `stage_k` long: choose_wgmma_block_n's, except that TF32 takes
-/// 128 over 64 where 128 x 128 tiles split k into slices of at least
-/// wgmma_tf32_wide_min_slice (plan_split_k as the launcher plans it).
-inline int choose_wgmma_tile_width(std::size_t m, std::size_t n, std::size_t k, std::size_t element_bytes, int stage_k,
-                                   int resident_ctas) {
-  const int width = choose_wgmma_block_n(m, n, resident_ctas);
-  if (width != 64 || element_bytes < 4) return width;
-  const std::size_t tiles_128 = ceil_div(m, wgmma_block_m) * ceil_div(n, std::size_t{128});
-  const split_k_plan plan =
-      plan_split_k(tiles_128, m, n, k, stage_k, resident_ctas, wgmma_split_k_min_slice(element_bytes));
-  return plan.split > 1 && plan.k_slice >= wgmma_tf32_wide_min_slice ? 128 : 64;
 }
 
 // ---- which operand a 2-CTA wgmma cluster shares (steps 10 and 12) ----------------
@@ -266,14 +236,14 @@ KF_TUNING_FN int wgmma_cluster_ctas(int cluster_size, bool multicast_a, std::siz
 /// 8 KiB for 262 kFLOP (with TMA's writes ~156 against ~220 B/clk at the tensor
 /// peak; shared memory delivers 128 B/clk), for one 32 KiB exchange per tile
 /// and a pipeline stage less (5 of 32 KiB). The shape condition: the tile width by
-/// shape is 64 (choose_wgmma_tile_width), its tiles fit in the resident CTAs
+/// shape is 64 (choose_wgmma_block_n), its tiles fit in the resident CTAs
 /// and run unsplit (plan_split_k), and twice the 128 x 128 tiles fit too (at
 /// 1024^3 on 132 SMs: 128 tiles of 128 x 64, or 64 tiles of 128 x 128 x 2
 /// CTAs = 128).
 inline bool wgmma_cluster_split_k_fits(std::size_t m, std::size_t n, std::size_t k, std::size_t element_bytes,
                                        int stage_k, int resident_ctas) {
   if (resident_ctas <= 0 || m == 0 || n == 0 || k == 0) return false;
-  if (choose_wgmma_tile_width(m, n, k, element_bytes, stage_k, resident_ctas) != 64) return false;
+  if (choose_wgmma_block_n(m, n, resident_ctas) != 64) return false;
   const std::size_t tiles_m = ceil_div(m, wgmma_block_m);
   const std::size_t tiles_64 = tiles_m * ceil_div(n, std::size_t{64});
   const std::size_t tiles_128 = tiles_m * ceil_div(n, std::size_t{128});

@@ -163,11 +163,11 @@ struct cluster_choice {
 };
 
 /// Calls f(instance<T, cluster, n_major, Epilogue, BlockN, multicast_a, split_k, swap>{})
-/// for the runtime choice (N-major B: 16-bit T read with the transpose bit, TF32
-/// transposed in shared memory; swap: the swapped TF32 product, B k-major; a
-/// cluster of 2 shares B, or A where multicast_a, or splits k; BlockN one of
-/// tuning.hpp's wgmma_block_n_choices). The cluster split-k is instantiated at
-/// BlockN 128 alone, the swapped product for TF32 alone.
+/// for the runtime choice (N-major B: 16-bit T read with the transpose bit;
+/// swap: the swapped TF32 product, its B k-major; a cluster of 2 shares B, or A
+/// where multicast_a, or splits k; BlockN one of tuning.hpp's
+/// wgmma_block_n_choices). The cluster split-k is instantiated at BlockN 128
+/// alone, N-major B for 16-bit T alone, the swapped product for TF32 alone.
 template <class T, class Epilogue, int BlockN, bool NMajor, bool Swap, class F>
 void with_instance_cluster(const cluster_choice& c, F&& f) {
   constexpr int pair = wgmma_tf32::max_cluster;
@@ -185,7 +185,7 @@ void with_instance_cluster(const cluster_choice& c, F&& f) {
 template <class T, class Epilogue, int BlockN, class F>
 void with_instance_n(bool n_major, bool swap, const cluster_choice& c, F&& f) {
   if (n_major) {
-    with_instance_cluster<T, Epilogue, BlockN, true, false>(c, f);
+    if constexpr (sizeof(T) == 2) with_instance_cluster<T, Epilogue, BlockN, true, false>(c, f);
   } else if (swap) {
     if constexpr (sizeof(T) == 4) with_instance_cluster<T, Epilogue, BlockN, false, true>(c, f);
   } else {
@@ -221,9 +221,8 @@ void with_instance(bool n_major, bool swap, const cluster_choice& c, int block_n
 ///  * B read in place when k-contiguous, or (16-bit T: wgmma's transpose bit)
 ///    n-contiguous, with 16-byte aligned rows; TF32 n-contiguous B with such
 ///    rows read in place by the swapped product (C^T = op(B)^T op(A)^T, its A
-///    from registers), or transposed in shared memory, or repacked, as
-///    wgmma_tf32_n_major_b_source(tf32_b_mode) says; else repacked k-contiguous
-///    (tuning.hpp: choose_wgmma_b_source);
+///    from registers) unless tf32_b_mode forces the repack; else repacked
+///    k-contiguous (tuning.hpp: choose_wgmma_b_source);
 ///  * the cluster split-k (multicast split_k, or by shape where
 ///    wgmma_cluster_splits_k says so): clusters of 2 CTAs on each 128 x 128
 ///    tile, each over half of k, the halves added in shared memory;
@@ -263,11 +262,10 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
 
   // Operands wgmma cannot read in place get a k-contiguous repacked copy (row
   // stride: k rounded up to 16 bytes) in the workspace.
-  const wgmma_b_source b_source =
-      choose_wgmma_b_source(sizeof(T), args.trans_b, rows_aligned(args.B, args.ldb, sizeof(T), tma_alignment),
-                            wgmma_tf32_n_major_b_source(tf32_b_mode));
-  // N-major TMA boxes of B: read so by the 16-bit products, transposed in shared memory for TF32.
-  const bool b_n_major = b_source == wgmma_b_source::n_major || b_source == wgmma_b_source::transposed_in_smem;
+  const wgmma_b_source b_source = choose_wgmma_b_source(
+      sizeof(T), args.trans_b, rows_aligned(args.B, args.ldb, sizeof(T), tma_alignment), tf32_b_mode);
+  // N-major TMA boxes of B, read so by the 16-bit products (wgmma's transpose bit).
+  const bool b_n_major = b_source == wgmma_b_source::n_major;
   // The swapped TF32 product: the kernel computes C^T = op(B)^T op(A)^T, so its
   // m and n are the product's n and m (tiles of 128 columns x block_n rows of C).
   const bool swap = b_source == wgmma_b_source::swapped;
@@ -278,9 +276,9 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
   // The cluster size the tile width is chosen with: sharing B (as before A could be shared).
   const int b_cluster = wgmma_cluster_ctas(cluster_size, false, tiles_m, 0);
 
-  // The tile width: the widest whose tiles fill the GPU, TF32 keeping 128 where
-  // it splits k into long slices (choose_wgmma_tile_width; every width runs one
-  // CTA per SM, the widest instance's count stands for all of them), unless forced.
+  // The tile width: the widest whose tiles fill the GPU (choose_wgmma_block_n;
+  // every width runs one CTA per SM, the widest instance's count stands for all
+  // of them), unless forced.
   // The cluster split-k (a cluster of 2 on each 128 x 128 tile, k halved),
   // forced or by shape (tuning.hpp: wgmma_cluster_splits_k).
   bool split_k_cluster = multicast == wgmma_multicast::split_k;
@@ -289,7 +287,7 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
     int resident_wide = 0;
     with_instance<T, Epilogue>(b_n_major, swap, cluster_choice{b_cluster}, wgmma_block_n_choices[0],
                                [&](auto i) { resident_wide = decltype(i)::resident(device, what); });
-    block_n = choose_wgmma_tile_width(km, kn, args.k, sizeof(T), stage_k, resident_wide * b_cluster);
+    block_n = choose_wgmma_block_n(km, kn, resident_wide * b_cluster);
     split_k_cluster = multicast == wgmma_multicast::by_shape && cluster_size != 1 &&
                       wgmma_cluster_splits_k(km, kn, args.k, sizeof(T), stage_k, resident_wide * b_cluster);
   }

@@ -23,12 +23,12 @@
 //  * m, n, k < 2^31 - 512 (TMA coordinates are 32-bit) and the tile count fits
 //    an int (the persistent kernel walks tiles with an int index);
 //  * the workspace can be allocated when a repack is needed.
-// TF32 wgmma reads both operands k-contiguous only (no transpose for TF32), with
-// 16-byte aligned rows (TMA). An n-contiguous B (not transposed: the plain
-// row-major product) with 16-byte aligned rows is loaded as it is and
-// transposed in shared memory by the kernel's producer warpgroup where the
-// product is short (m <= 1024; tuning.hpp: wgmma_tf32_transposes_b), repacked
-// below otherwise. Other operands that are not (A transposed,
+// TF32 wgmma reads operands from shared memory k-contiguous only (no transpose
+// for TF32), with 16-byte aligned rows (TMA). An n-contiguous B (not
+// transposed: the plain row-major product) with 16-byte aligned rows is read as
+// it is by the swapped product C^T = op(B)^T op(A)^T, whose A operand (op(B)^T)
+// the consumers load into registers (10_wgmma_tf32.cuh: SwapAB). Other operands
+// that are not k-contiguous (A transposed,
 // or a base / leading dimension not 16-byte aligned) are first repacked into a k-contiguous copy in a workspace
 // taken stream-ordered from a per-device memory pool (cudaMallocFromPoolAsync,
 // freed stream-ordered right after; the pool keeps its memory for the next
@@ -65,9 +65,9 @@ bool wgmma_tf32_available(int device);
 /// current device and returns true; returns false, having enqueued nothing, when
 /// a condition above is not met. cluster_size: 1 or 2 (tests and benchmarks
 /// compare both; anything else is treated as the default).
-/// b_mode: an n-contiguous B with 16-byte aligned rows is transposed in shared
-/// memory or repacked in HBM first, by shape (tuning.hpp:
-/// wgmma_tf32_transposes_b) or forced (tests and benchmarks compare both).
+/// b_mode: an n-contiguous B with 16-byte aligned rows is read by the swapped
+/// product (by_shape), or repacked in HBM first (repack: tests and benchmarks
+/// compare both; tuning.hpp: wgmma_tf32_b_mode).
 /// block_n: the block tile's width, 0 (by shape: tuning.hpp choose_wgmma_block_n)
 /// or one of wgmma_block_n_choices (256, 128, 64; tests run every width);
 /// anything else: errc::invalid_argument.

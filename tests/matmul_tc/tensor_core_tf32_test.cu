@@ -56,8 +56,8 @@ using kf::detail::gemm_args;
 /// -- 129, 257, 520, 4097 at 64 wide, 2904 at 128, 4097 at 256 -- leave the last cluster's second
 /// CTA outside C, n = 1 runs single CTAs, 1 x 4096 x 512 clusters only this way,
 /// 513 x 257 x 1031 and 1 x 1 x 4096 split k);
-/// wgmma_repack_b and wgmma_transpose_b (clusters of 2) with such a B repacked
-/// in HBM first, or transposed in shared memory, the paths before.
+/// wgmma_repack_b (clusters of 2) with such a B repacked in HBM first (forced:
+/// wgmma_tf32_b_mode::repack).
 /// wgmma_cluster_splitk: the cluster split-k (forced:
 /// wgmma_multicast::split_k; 128 x 128 tiles, each cluster of 2 on one tile, CTA
 /// r over half of the k-steps of 32: 1 x 1 x 1 and 33 x 65 x 17 have one step,
@@ -75,7 +75,6 @@ enum class path {
   wgmma_mcast_a,
   wgmma_cluster_splitk,
   wgmma_repack_b,
-  wgmma_transpose_b,
   dispatch
 };
 
@@ -88,7 +87,6 @@ const char* path_name(path p) {
     case path::wgmma_mcast_a: return "wgmma_mcast_a";
     case path::wgmma_cluster_splitk: return "wgmma_cluster_splitk";
     case path::wgmma_repack_b: return "wgmma_repack_b";
-    case path::wgmma_transpose_b: return "wgmma_transpose_b";
     case path::dispatch: return "launch_wgmma_tf32";
   }
   return "unknown";
@@ -274,9 +272,8 @@ void run_case(const shape& s, bool trans_a, bool trans_b, path p, int block_n, c
   } else {
     const int cluster = p == path::wgmma_single ? 1 : 2;
     // Forced, whatever the shape's rule (tuning.hpp: wgmma_tf32_n_major_b_source).
-    const auto b_mode = p == path::wgmma_repack_b      ? kf::detail::wgmma_tf32_b_mode::repack
-                        : p == path::wgmma_transpose_b ? kf::detail::wgmma_tf32_b_mode::transpose_in_smem
-                                                       : kf::detail::wgmma_tf32_b_mode::swap_operands;
+    const auto b_mode =
+        p == path::wgmma_repack_b ? kf::detail::wgmma_tf32_b_mode::repack : kf::detail::wgmma_tf32_b_mode::by_shape;
     const auto multicast = p == path::wgmma_mcast_a          ? kf::detail::wgmma_multicast::a
                            : p == path::wgmma_cluster_splitk ? kf::detail::wgmma_multicast::split_k
                                                              : kf::detail::wgmma_multicast::b;
@@ -358,8 +355,7 @@ const shape big_shape{4095, 4097, 4093};
 // always; "tight" where n % 4 == 0) runs the swapped product on wgmma_single /
 // wgmma_cluster / wgmma_mcast_a / wgmma_cluster_splitk (its epilogues: staged
 // where beta == 0 and C's rows are 16-byte aligned, from registers otherwise,
-// split-k partials), B transposed in shared memory on wgmma_transpose_b and
-// repacked on wgmma_repack_b (NN and TN only: the other cases are the same
+// split-k partials), and B repacked on wgmma_repack_b (NN and TN only: the other cases are the same
 // kernel as wgmma_cluster2's).
 std::vector<tc_case> all_cases() {
   const std::vector<shape> shapes = {{1, 1, 1},      {33, 65, 17},   {127, 129, 255}, {513, 257, 1031}, {1, 1, 4096},
@@ -371,8 +367,7 @@ std::vector<tc_case> all_cases() {
       for (bool ta : {false, true})
         for (bool tb : {false, true}) cases.push_back({s, ta, tb, p});
   for (const shape& s : shapes)
-    for (path p : {path::wgmma_repack_b, path::wgmma_transpose_b})
-      for (bool ta : {false, true}) cases.push_back({s, ta, false, p});
+    for (bool ta : {false, true}) cases.push_back({s, ta, false, path::wgmma_repack_b});
   for (const shape& s : {shape{33, 65, 17}, shape{513, 257, 1031}})
     for (bool ta : {false, true})
       for (bool tb : {false, true}) cases.push_back({s, ta, tb, path::dispatch});
@@ -386,8 +381,7 @@ std::vector<tc_case> all_cases() {
       for (bool ta : {false, true})
         for (bool tb : {false, true}) cases.push_back({s, ta, tb, p, block_n});
   for (const auto& [s, block_n] : forced_widths)
-    for (path p : {path::wgmma_repack_b, path::wgmma_transpose_b})
-      for (bool ta : {false, true}) cases.push_back({s, ta, false, p, block_n});
+    for (bool ta : {false, true}) cases.push_back({s, ta, false, path::wgmma_repack_b, block_n});
   // The cluster split-k with the fused bias / ReLU epilogue: ragged, an odd
   // k-step count (33), a single k-step (CTA 1 adds zeros), persistent CTAs.
   for (const shape& s : {shape{513, 257, 1031}, shape{33, 65, 17}, shape{1090, 2904, 72}})
@@ -464,76 +458,6 @@ TEST(MatmulTensorCoreTf32Layout, ThreeStagesFitTwoBlocksOnHopperAndOneOnAmpere) 
             hopper_smem_per_sm);
   EXPECT_LE(t::max_stages * t::max_stage_bytes, ampere_optin);
   EXPECT_LE(t::min_stages * t::max_stage_bytes, ada_optin);
-}
-
-// ---- CPU check of the wgmma kernel's in-place transpose of B (TF32) ---------
-
-/// The producer warpgroup's transpose of a 32 x 32 float box (10_wgmma_tf32.cuh:
-/// transpose_box_round), simulated on the host with the kernel's own mapping:
-/// every lane of a warp reads its 4 x 4 block, then writes it transposed. The
-/// box must end up k-major in the 128-byte swizzle (what wgmma's k-major
-/// descriptors read), every 16-byte slot written once, each round writing only
-/// the slots it read, and each quarter-warp's 8 loads or stores of a row on 8
-/// distinct 16-byte bank groups.
-TEST(MatmulWgmmaTf32, InPlaceTransposeMapping) {
-  namespace w = kf::detail::wgmma_tf32;
-  constexpr int box = w::transpose_box, row_bytes = w::swizzle_row_bytes, floats = box * box;
-  static_assert(box * 4 == row_bytes, "a box row is one swizzled row");
-  // N-major (what TMA writes): element (k, n) at k * 128 + ((n / 4) ^ (k % 8)) * 16 + (n % 4) * 4.
-  const auto n_major = [](int k, int n) { return k * row_bytes + ((n / 4) ^ (k % 8)) * 16 + (n % 4) * 4; };
-  // K-major (what the consumers read): element (k, n) at n * 128 + ((k / 4) ^ (n % 8)) * 16 + (k % 4) * 4.
-  const auto k_major = [](int k, int n) { return n * row_bytes + ((k / 4) ^ (n % 8)) * 16 + (k % 4) * 4; };
-  std::vector<float> smem(floats, nan_value);
-  for (int k = 0; k < box; ++k)
-    for (int n = 0; n < box; ++n) smem[n_major(k, n) / 4] = static_cast<float>(k * 1000 + n);
-  std::vector<int> writes(floats / 4, 0);  // per 16-byte slot
-  for (int round = 0; round < w::transpose_rounds; ++round) {
-    std::vector<std::vector<float>> held(32);
-    std::vector<int> read_slots, written_slots;
-    for (int lane = 0; lane < 32; ++lane) {
-      const int kb = w::transpose_block_kb(lane), nb = w::transpose_block_nb(lane, round);
-      for (int i = 0; i < w::transpose_block; ++i) {
-        const int offset = w::transpose_slot_offset(kb, nb, i);
-        ASSERT_EQ(offset % 16, 0);
-        read_slots.push_back(offset / 16);
-        for (int e = 0; e < 4; ++e) held[lane].push_back(smem[offset / 4 + e]);
-      }
-    }
-    for (int lane = 0; lane < 32; ++lane) {  // after the __syncwarp
-      const int kb = w::transpose_block_kb(lane), nb = w::transpose_block_nb(lane, round);
-      for (int j = 0; j < w::transpose_block; ++j) {
-        const int offset = w::transpose_slot_offset(nb, kb, j);
-        written_slots.push_back(offset / 16);
-        ++writes[offset / 16];
-        for (int i = 0; i < 4; ++i) smem[offset / 4 + i] = held[lane][4 * i + j];
-      }
-    }
-    std::sort(read_slots.begin(), read_slots.end());
-    std::sort(written_slots.begin(), written_slots.end());
-    EXPECT_EQ(read_slots, written_slots) << "round " << round << " writes slots it did not read";
-    // Bank groups: per instruction (row i of the block) and quarter-warp, 8 distinct slots mod 8.
-    for (int i = 0; i < w::transpose_block; ++i) {
-      for (int quarter = 0; quarter < 4; ++quarter) {
-        std::vector<int> load_group, store_group;
-        for (int lane = 8 * quarter; lane < 8 * quarter + 8; ++lane) {
-          const int kb = w::transpose_block_kb(lane), nb = w::transpose_block_nb(lane, round);
-          load_group.push_back((w::transpose_slot_offset(kb, nb, i) / 16) % 8);
-          store_group.push_back((w::transpose_slot_offset(nb, kb, i) / 16) % 8);
-        }
-        std::sort(load_group.begin(), load_group.end());
-        std::sort(store_group.begin(), store_group.end());
-        EXPECT_EQ(std::unique(load_group.begin(), load_group.end()) - load_group.begin(), 8)
-            << "round " << round << " row " << i << " quarter " << quarter << ": load bank conflict";
-        EXPECT_EQ(std::unique(store_group.begin(), store_group.end()) - store_group.begin(), 8)
-            << "round " << round << " row " << i << " quarter " << quarter << ": store bank conflict";
-      }
-    }
-  }
-  EXPECT_EQ(std::count(writes.begin(), writes.end(), 1), floats / 4) << "every 16-byte slot written exactly once";
-  std::size_t wrong = 0;
-  for (int k = 0; k < box; ++k)
-    for (int n = 0; n < box; ++n) wrong += !(smem[k_major(k, n) / 4] == static_cast<float>(k * 1000 + n));
-  EXPECT_EQ(wrong, 0u) << "elements not at their k-major place";
 }
 
 // ---- CPU check of the swapped product's A fragments (TF32, n-contiguous B) ----
