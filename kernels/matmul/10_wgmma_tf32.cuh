@@ -492,6 +492,23 @@ __device__ __forceinline__ void store_tile_staged(float (&d)[Accumulators], cons
     buffer ^= 1;
   }
 }
+/// Split-k: where k-slice `slice`'s raw fp32 sums go (unscaled, identity
+/// functor): a dense block of ep.m x ep.n floats in the workspace, rows `ldc`
+/// apart (256-byte aligned, so even rows allow pair stores).
+template <class T>
+__device__ __forceinline__ epilogue_params<float> partial_slice(const epilogue_params<T>& ep, int slice,
+                                                                long long ldc) {
+  epilogue_params<float> p;
+  p.C = ep.partial + static_cast<long long>(slice) * ep.m * ep.n;
+  p.ldc = ldc;
+  p.m = ep.m;
+  p.n = ep.n;
+  p.alpha = 1.0f;
+  p.beta = 0.0f;
+  p.pairs = ldc % 2 == 0;
+  return p;
+}
+
 /// SwapAB: one consumer warpgroup's accumulators are a 64 x N tile of C^T: a
 /// thread's accumulator i is C's element (row m0 + 8 (i / 4) + 2 (lane % 4) +
 /// i % 2, column n0 + swap_row(warp, lane / 4 + 8 ((i % 4) / 2))), where m0 is
@@ -955,14 +972,8 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
         } else if (ep.partial == nullptr) {
           store_tile_swapped(d, ep, c_row0, c_col0, fn);
         } else {
-          epilogue_params<float> slice;  // the raw fp32 sums of this k-slice, C's layout (ep.n rows of ep.m)
-          slice.C = ep.partial + static_cast<long long>(w.slice) * ep.m * ep.n;
-          slice.ldc = ep.m;
-          slice.m = ep.m;
-          slice.n = ep.n;
-          slice.alpha = 1.0f;
-          slice.beta = 0.0f;
-          store_tile_swapped(d, slice, c_row0, c_col0, epilogue::identity{});
+          // C's layout: ep.n rows of ep.m.
+          store_tile_swapped(d, partial_slice(ep, w.slice, ep.m), c_row0, c_col0, epilogue::identity{});
         }
         continue;
       }
@@ -975,15 +986,7 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
       } else if (ep.partial == nullptr) {
         store_tile<T>(d, ep, row0, col0, fn);
       } else {
-        epilogue_params<float> slice;  // the raw fp32 sums of this k-slice
-        slice.C = ep.partial + static_cast<long long>(w.slice) * ep.m * ep.n;
-        slice.ldc = ep.n;
-        slice.m = ep.m;
-        slice.n = ep.n;
-        slice.alpha = 1.0f;
-        slice.beta = 0.0f;
-        slice.pairs = ep.n % 2 == 0;  // the workspace is 256-byte aligned
-        store_tile<float>(d, slice, row0, col0, epilogue::identity{});
+        store_tile<float>(d, partial_slice(ep, w.slice, ep.n), row0, col0, epilogue::identity{});
       }
     }
     // The last C buffers are read before the CTA's shared memory goes. Their
