@@ -22,6 +22,15 @@ __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
 }
 
+/// cluster_sync in two halves, so that other work overlaps the barrier. The
+/// relaxed arrive orders none of this thread's memory accesses: for what is
+/// published by fence.mbarrier_init.release.cluster (mbarrier initialization),
+/// which the PTX ISA pairs with it, not for data.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed;\n" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory"); }
+
 /// The shared::cluster address of `smem` (a shared::cta address of this CTA's
 /// layout) in CTA `cta` of the cluster: the same offset in the peer's shared memory.
 __device__ __forceinline__ std::uint32_t map_shared_cluster(std::uint32_t smem, std::uint32_t cta) {

@@ -698,9 +698,12 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
     }
     mbar_init_fence();
   }
-  // Every CTA's barriers exist before any TMA or remote arrive touches them.
+  // Every CTA's barriers exist before any TMA or remote arrive touches them:
+  // with a cluster, the relaxed arrive here (mbar_init_fence published the
+  // initialization) and the wait below, before the roles start, so that the
+  // barrier's latency overlaps the set-up between them.
   if constexpr (Cluster > 1) {
-    cluster_sync();
+    cluster_arrive_relaxed();
   } else {
     __syncthreads();
   }
@@ -740,6 +743,7 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
     return w;
   };
 
+  if constexpr (Cluster > 1) cluster_wait();
   if (warpgroup == 0) {
     // ---------------------------------------------------------------- producer
     setmaxnreg_dec<producer_registers>();
