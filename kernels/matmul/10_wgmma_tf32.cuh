@@ -243,9 +243,9 @@ inline constexpr std::size_t max_extent = (std::size_t{1} << 31) - 2 * max_block
 
 // ---- TF32 with n-contiguous B: the product swapped, A from registers ---------
 // SwapAB: TF32 wgmma reads B k-major only; for an n-contiguous B the kernel
-// computes C^T = op(B)^T
-// op(A)^T. Its "A" is then op(B)^T (n x k), whose N-major TMA boxes (32 k rows x
-// 32 n, one swizzled row each: 4 boxes of 4 KiB for the tile's 128 rows) the
+// computes C^T = op(B)^T op(A)^T. Its "A" is then op(B)^T (n x k), whose N-major
+// TMA boxes (32 k rows x 32 n, one swizzled row each: 4 boxes of 4 KiB for the
+// tile's 128 rows) the
 // consumer warps read into registers, in the A-fragment layout of wgmma's
 // register-sourced form (wgmma_m64nNk8_tf32_rs), which has no layout
 // requirement; its "B" is op(A), k-contiguous as TMA loads it. Nothing is
@@ -492,6 +492,7 @@ __device__ __forceinline__ void store_tile_staged(float (&d)[Accumulators], cons
     buffer ^= 1;
   }
 }
+
 /// Split-k: where k-slice `slice`'s raw fp32 sums go (unscaled, identity
 /// functor): a dense block of ep.m x ep.n floats in the workspace, rows `ldc`
 /// apart (256-byte aligned, so even rows allow pair stores).
@@ -600,9 +601,9 @@ __device__ __forceinline__ void store_tile_staged_swapped(const float (&d)[Accum
 /// one half of A's stage for both) x one swizzled row of k. map_b:
 /// op(B)^T as n x k, k-contiguous, boxes of BlockN / 2 rows x one swizzled row
 /// (BNMajor false), or op(B) as k x n, n-contiguous, boxes of one swizzled row
-/// of n x a stage's k rows (BNMajor true: 16-bit T, read N-major). map_c: C as m x n, boxes
-/// of 64 rows x one swizzled row, for the staged epilogue (ep.staged; unused
-/// otherwise). fn: the epilogue functor applied to each stored value (identity
+/// of n x a stage's k rows (BNMajor true: 16-bit T, read N-major). map_c: C
+/// as m x n, boxes of 64 rows x one swizzled row, for the staged epilogue
+/// (ep.staged; unused otherwise). fn: the epilogue functor applied to each stored value (identity
 /// by default).
 /// SwapAB (TF32, n-contiguous B; see swap_row_in_box): the kernel computes C^T
 /// = op(B)^T op(A)^T: map_a is op(B) as k x n, n-contiguous, boxes of one
@@ -835,10 +836,6 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
       }
     };
 
-    // The stage-0 descriptors of this warpgroup's A rows and of B; a stage's and a
-    // product's are these advanced by constant byte offsets (no address
-    // arithmetic per product). N-major B (16-bit, wgmma's transpose bit): boxes of
-    // n_major_box_bytes along n, 8-row atoms along k.
     // SwapAB: this thread's A-fragment offsets in a stage (a0..a3 of the first
     // k-step); a stage's fragments are k-steps x a0..a3.
     constexpr int frag_sets = SwapAB ? stage_k / element::wgmma_k : 1;
@@ -849,6 +846,10 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
         a_fragment[r] = static_cast<std::uint32_t>(swap_fragment_offset(consumer, warp_in_warpgroup, lane, r));
       }
     }
+    // The stage-0 descriptors of this warpgroup's A rows and of B; a stage's and a
+    // product's are these advanced by constant byte offsets (no address
+    // arithmetic per product). N-major B (16-bit, wgmma's transpose bit): boxes of
+    // n_major_box_bytes along n, 8-row atoms along k.
     constexpr int b_n_major_read = BNMajor ? 1 : 0;
     const std::uint64_t a_desc0 = smem_descriptor_sw128(a_smem + consumer * wgmma_m * swizzle_row_bytes);
     const std::uint64_t b_desc0 = b_n_major_read ? smem_descriptor_sw128(b_smem, n_major_box_bytes, swizzle_atom_bytes)
