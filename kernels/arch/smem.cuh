@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The 32-bit shared-memory address of a generic pointer: what every PTX
 // instruction with a .shared operand (cp.async, ldmatrix, mbarrier, TMA, wgmma
-// descriptors) takes; and 4-, 8- and 16-byte loads and stores by such an address.
+// descriptors) takes; and 4- and 16-byte loads and 4- and 8-byte stores by such an address.
 #pragma once
 
 #include <cstdint>
@@ -32,12 +32,6 @@ __device__ __forceinline__ std::uint32_t load_shared_b32(std::uint32_t address) 
 /// 4 bytes into this CTA's shared memory (`address` 4-byte aligned).
 __device__ __forceinline__ void store_shared_f32(std::uint32_t address, float v) {
   asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(address), "f"(v) : "memory");
-}
-
-/// 16 bytes into this CTA's shared memory (`address` 16-byte aligned).
-__device__ __forceinline__ void store_shared_v4(std::uint32_t address, float4 v) {
-  asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(address), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w)
-               : "memory");
 }
 
 /// 8 bytes into this CTA's shared memory (`address` 8-byte aligned).

@@ -138,6 +138,14 @@ inline constexpr int consumer_registers = 232;
 // ---- shared memory ----------------------------------------------------------
 inline constexpr int swizzle_row_bytes = block_k * 4;             // 128
 inline constexpr int swizzle_atom_bytes = 8 * swizzle_row_bytes;  // 1024: the XOR pattern's period
+/// Where byte `byte` (0-127) of row r of a tile in the 128-byte swizzle lies
+/// (the tile 1024-aligned): 16-byte slot (byte / 16) ^ (r % 8) of the row, as
+/// TMA writes a box and reads a C buffer. Host and device (the CPU tests
+/// MatmulWgmmaTf32.StagedEpilogueMapping and SwapFragmentMapping check the
+/// stores and loads built on it).
+__host__ __device__ constexpr int swizzle_offset(int r, int byte) {
+  return r * swizzle_row_bytes + (((byte / 16) ^ (r % 8)) * 16) + byte % 16;
+}
 inline constexpr int box_rows = 128;                              // A's TMA box: 128 rows x 32 floats
 inline constexpr int a_tile_bytes = block_m * swizzle_row_bytes;  // 16 KiB
 inline constexpr int barrier_bytes = 8;
@@ -164,13 +172,6 @@ inline constexpr int c_buffer_bytes = wgmma_m * swizzle_row_bytes;              
 inline constexpr int c_smem_bytes = consumer_warpgroups * c_buffers * c_buffer_bytes;  // 32 KiB
 inline constexpr int c_box_rows = wgmma_m;                                             ///< C's TMA box: 64 rows
 static_assert(c_buffer_bytes % swizzle_atom_bytes == 0, "every C buffer must start on a swizzle atom");
-/// Where byte `byte` (0-127) of row r (0-63) of a staged chunk lies in its C
-/// buffer: 16-byte slot (byte / 16) ^ (r % 8) of the row, the 128-byte swizzle
-/// C's TMA map is encoded with. Host and device (the CPU test
-/// MatmulWgmmaTf32.StagedEpilogueMapping checks store_tile_staged's stores).
-__host__ __device__ constexpr int staged_offset(int r, int byte) {
-  return r * swizzle_row_bytes + (((byte / 16) ^ (r % 8)) * 16) + byte % 16;
-}
 /// The XOR store_tile_staged applies to a thread's base offset for column
 /// group pair p (16-bit: stmatrix.x4 of groups 2p, 2p + 1) or group g (float):
 /// two 16-byte slots.
@@ -182,8 +183,8 @@ inline constexpr int staged_half_rows_bytes = 8 * swizzle_row_bytes;
 /// 16, h = (t / 8) % 2): row 16 warp + t % 16, group t / 16 (p = 0). float: its
 /// pair of row 16 warp + lane / 4 (h = 0), columns 2 (lane % 4), + 1 of group 0.
 __host__ __device__ constexpr int staged_lane_offset(int warp, int lane, int element_bytes) {
-  return element_bytes == 2 ? staged_offset(16 * warp + lane % 16, 16 * (lane / 16))
-                            : staged_offset(16 * warp + lane / 4, 8 * (lane % 4));
+  return element_bytes == 2 ? swizzle_offset(16 * warp + lane % 16, 16 * (lane / 16))
+                            : swizzle_offset(16 * warp + lane / 4, 8 * (lane % 4));
 }
 
 /// What the block tile's width BlockN (256, 128, 64) sets: each consumer

@@ -184,13 +184,14 @@ void with_instance_cluster(const cluster_choice& c, F&& f) {
 
 template <class T, class Epilogue, int BlockN, class F>
 void with_instance_n(bool n_major, bool swap, const cluster_choice& c, F&& f) {
-  if (n_major) {
-    if constexpr (sizeof(T) == 2) with_instance_cluster<T, Epilogue, BlockN, true, false>(c, f);
-  } else if (swap) {
-    if constexpr (sizeof(T) == 4) with_instance_cluster<T, Epilogue, BlockN, false, true>(c, f);
+  if (!n_major && !swap) return with_instance_cluster<T, Epilogue, BlockN, false, false>(c, f);
+  if constexpr (sizeof(T) == 2) {
+    if (n_major && !swap) return with_instance_cluster<T, Epilogue, BlockN, true, false>(c, f);
   } else {
-    with_instance_cluster<T, Epilogue, BlockN, false, false>(c, f);
+    if (swap && !n_major) return with_instance_cluster<T, Epilogue, BlockN, false, true>(c, f);
   }
+  throw error(errc::unsupported,
+              "wgmma_host::with_instance: N-major B is built for 16-bit types, the swapped product for TF32");
 }
 
 template <class T, class Epilogue, class F>

@@ -529,7 +529,7 @@ TEST(MatmulWgmmaTf32, StagedEpilogueMapping) {
   static_assert(rows * row_bytes == w::c_buffer_bytes, "a C buffer is one 64-row chunk");
   const auto swizzled = [](int r, int byte) { return r * row_bytes + (((byte / 16) ^ (r % 8)) * 16) + byte % 16; };
   for (int r = 0; r < rows; ++r)
-    for (int byte = 0; byte < row_bytes; ++byte) ASSERT_EQ(w::staged_offset(r, byte), swizzled(r, byte));
+    for (int byte = 0; byte < row_bytes; ++byte) ASSERT_EQ(w::swizzle_offset(r, byte), swizzled(r, byte));
   for (int bytes : {2, 4}) {
     SCOPED_TRACE(bytes == 2 ? "16-bit elements (stmatrix)" : "float");
     std::vector<int> written(w::c_buffer_bytes, 0);
