@@ -58,9 +58,12 @@ __device__ __forceinline__ std::uint64_t smem_descriptor_sw128(std::uint32_t add
 /// The descriptor of the tile `bytes` further on in shared memory: only the
 /// start-address field (bits 0-13, address >> 4) changes, and no shared-memory
 /// address (< 228 KiB) carries out of it. For a stage's or a product's
-/// descriptor from a base computed once.
+/// descriptor from a base computed once. The add is on the low 32-bit word
+/// alone (as CUTLASS's descriptor iterator): a 64-bit add costs a carry chain
+/// and register-pair moves per product.
 __device__ __forceinline__ std::uint64_t smem_descriptor_advance(std::uint64_t descriptor, std::uint32_t bytes) {
-  return descriptor + (bytes >> 4);
+  const std::uint32_t low = static_cast<std::uint32_t>(descriptor) + (bytes >> 4);
+  return (descriptor & 0xFFFFFFFF00000000ull) | low;
 }
 
 // ---- the products: wgmma.m64nNk8 (TF32) and m64nNk16 (f16 / bf16), N in {64, 128, 256}

@@ -276,8 +276,7 @@ __host__ __device__ constexpr int swap_row(int warp, int rr) {
 __host__ __device__ constexpr int swap_fragment_offset(int consumer, int warp, int lane, int r) {
   const int n = swap_row(warp, lane / 4 + 8 * (r % 2)) + 2 * swap_box_rows * consumer;
   const int k = lane % 4 + 4 * (r / 2);
-  return (n / swap_box_rows) * swap_box_bytes + k * swizzle_row_bytes + (((n % swap_box_rows) / 4) ^ k) * 16 +
-         (n % 4) * 4;
+  return (n / swap_box_rows) * swap_box_bytes + swizzle_offset(k, 4 * (n % swap_box_rows));
 }
 
 /// What the kernel needs to walk its tiles and store C; T is C's element type
@@ -573,7 +572,7 @@ __device__ __forceinline__ void store_tile_staged_swapped(const float (&d)[Accum
         const long long row = row_block + r, col = chunk_col + c;
         v = row < ep.n && col < ep.m ? fn(v, row, col) : 0.0f;
       }
-      store_shared_f32(buf + r * swizzle_row_bytes + ((c / 4) ^ (r % 8)) * 16 + (c % 4) * 4, v);
+      store_shared_f32(buf + swizzle_offset(r, 4 * c), v);
     }
     fence_proxy_async_shared();  // the writes, visible to the TMA engine
     named_barrier_sync(barrier, warpgroup_threads);
@@ -663,7 +662,10 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
   const std::uint32_t recv_full_bar = empty_bar + stages * barrier_bytes;  // ClusterSplitK
   const std::uint32_t peer_free_bar = recv_full_bar + barrier_bytes;       // ClusterSplitK
 
-  const int warpgroup = threadIdx.x / warpgroup_threads;
+  // Broadcast from lane 0, so that the compiler knows it is warp-uniform and keeps
+  // what derives from it (the consumers' descriptors) in uniform registers, as
+  // the wgmma operands need, instead of moving them there (R2UR) per product.
+  const int warpgroup = __shfl_sync(0xFFFFFFFFu, static_cast<int>(threadIdx.x / warpgroup_threads), 0);
   const int tid_in_warpgroup = threadIdx.x % warpgroup_threads;
   const std::uint32_t rank = Cluster > 1 ? cluster_rank() : 0;
 
