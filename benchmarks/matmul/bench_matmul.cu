@@ -99,6 +99,7 @@
 
 #include "gpu_benchmark.hpp"
 #include "kernelforge/elementwise.hpp"
+#include "kernelforge/kernels/matmul/large_tile_launch.cuh"
 #include "kernelforge/kernels/matmul/warp_tiled_launch.cuh"
 #include "kernelforge/matmul.hpp"
 #include "kernelforge/transform.cuh"
@@ -125,6 +126,18 @@ struct tune_128x256x16 : warp_tiled_large_smem {
 };
 struct tune_128x128x16_2blocks : warp_tiled_large_smem {
   static constexpr int block_k = 16, min_blocks_per_sm = 2;
+};
+
+// Alternative large_tile configurations (the library's own is the large_tile
+// row): k-slices of 8 (one barrier per 1024 FMAs a thread, a main loop half
+// as long in instructions) with 3 or 4 stages.
+using kf::detail::large_tile_128x256;
+using kf::detail::warp_tiled_tuning_id;
+struct tune_large_k8_3stages : large_tile_128x256<warp_tiled_tuning_id::large_smem> {
+  static constexpr int block_k = 8, stages = 3;
+};
+struct tune_large_k8_4stages : large_tile_128x256<warp_tiled_tuning_id::large_smem> {
+  static constexpr int block_k = 8, stages = 4;
 };
 
 /// The unfused rows' bias add: c + bias (kf::transform over C and a broadcast bias matrix).
@@ -346,6 +359,29 @@ void launch_tuning(operands& p, cudaStream_t stream) {
     run(std::integral_constant<decltype(&d::matmul_warp_tiled<Config, false, false, false>),
                                &d::matmul_warp_tiled<Config, false, false, false>>{});
   }
+  d::check_launch("bench tuning");
+}
+
+/// Launches large_tile configuration Config on the untransposed product
+/// directly (no split-k: the tuning shapes fill the GPU; 16-byte copies: the
+/// bench's operands are aligned).
+template <class Config>
+void launch_large_tuning(operands& p, cudaStream_t stream) {
+  namespace d = kf::detail;
+  const d::gemm_args<float> g = args_of(p);
+  const int device = d::current_device("bench tuning");
+  d::large_tile_params x;
+  x.tiles_m = d::ceil_div(g.m, Config::block_m);
+  x.tiles_n = d::ceil_div(g.n, Config::block_n);
+  x.k_slice = g.k;
+  x.c_aligned = d::rows_16b_aligned(g.C, g.ldc);
+  if (!d::rows_16b_aligned(g.A, g.lda) || !d::rows_16b_aligned(g.B, g.ldb)) {
+    throw std::runtime_error("large_tile tuning rows: 16-byte aligned operands only");
+  }
+  d::large_tile_blocks_per_sm<Config, false, false, true, kf::epilogue::identity>(device);  // smem opt-in
+  d::matmul_large_tile<Config, false, false, true>
+      <<<static_cast<unsigned>(x.tiles_m * x.tiles_n), Config::threads, d::large_tile_layout<Config>::smem_bytes,
+         stream>>>(g, x, kf::epilogue::identity{});
   d::check_launch("bench tuning");
 }
 
@@ -847,7 +883,11 @@ void register_all() {
       {"fp32", "tuning/128x128x16", impl::tuning, v::best, &launch_tuning<tune_128x128x16>, 45},
       {"fp32", "tuning/128x128x32_4stages", impl::tuning, v::best, &launch_tuning<tune_128x128x32_4stages>, 45},
       {"fp32", "tuning/128x256x16_8x16", impl::tuning, v::best, &launch_tuning<tune_128x256x16>, 45},
-      {"fp32", "tuning/128x128x16_2blocks", impl::tuning, v::best, &launch_tuning<tune_128x128x16_2blocks>, 45}};
+      {"fp32", "tuning/128x128x16_2blocks", impl::tuning, v::best, &launch_tuning<tune_128x128x16_2blocks>, 45},
+      {"fp32", "tuning/large_128x256x8_3stages", impl::tuning, v::best, &launch_large_tuning<tune_large_k8_3stages>,
+       48},
+      {"fp32", "tuning/large_128x256x8_4stages", impl::tuning, v::best, &launch_large_tuning<tune_large_k8_4stages>,
+       48}};
   for (const shape& s : shapes()) {
     register_row(cublas_fp32, s);
     if (is_cube(s) && s.flops() <= slow_max_flops) {
