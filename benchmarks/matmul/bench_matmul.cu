@@ -883,11 +883,12 @@ void register_all() {
       {"fp32", "tuning/128x128x16", impl::tuning, v::best, &launch_tuning<tune_128x128x16>, 45},
       {"fp32", "tuning/128x128x32_4stages", impl::tuning, v::best, &launch_tuning<tune_128x128x32_4stages>, 45},
       {"fp32", "tuning/128x256x16_8x16", impl::tuning, v::best, &launch_tuning<tune_128x256x16>, 45},
-      {"fp32", "tuning/128x128x16_2blocks", impl::tuning, v::best, &launch_tuning<tune_128x128x16_2blocks>, 45},
-      {"fp32", "tuning/large_128x256x8_3stages", impl::tuning, v::best, &launch_large_tuning<tune_large_k8_3stages>,
-       48},
-      {"fp32", "tuning/large_128x256x8_4stages", impl::tuning, v::best, &launch_large_tuning<tune_large_k8_4stages>,
-       48}};
+      {"fp32", "tuning/128x128x16_2blocks", impl::tuning, v::best, &launch_tuning<tune_128x128x16_2blocks>, 45}};
+  // 16-byte copies only: on the aligned tuning shape.
+  const std::vector<row> large_tuning = {{"fp32", "tuning/large_128x256x8_3stages", impl::tuning, v::best,
+                                          &launch_large_tuning<tune_large_k8_3stages>, 48},
+                                         {"fp32", "tuning/large_128x256x8_4stages", impl::tuning, v::best,
+                                          &launch_large_tuning<tune_large_k8_4stages>, 48}};
   for (const shape& s : shapes()) {
     register_row(cublas_fp32, s);
     if (is_cube(s) && s.flops() <= slow_max_flops) {
@@ -899,6 +900,9 @@ void register_all() {
     for (const row& r : fast) register_row(r, s);
     if (s.m == 4096 || s.m == 4095) {
       for (const row& r : tuning) register_row(r, s);
+    }
+    if (s.m == 4096) {
+      for (const row& r : large_tuning) register_row(r, s);
     }
     register_row(cublas_tf32, s);
     register_row(kf_row(v::tensor_core_tf32, 250, "tf32"), s);
