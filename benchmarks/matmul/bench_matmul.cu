@@ -21,7 +21,8 @@
 //                                            128x8192x8192 and every KF_BENCH_MATMUL_SHAPES shape
 //   matmul/tf32/cublas/<shape>               cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_TF32
 //   matmul/fp32/tuning/<config>/<shape>      warp_tiled with other tile configurations
-//                                            (NN, 16-byte path), to choose tuning.hpp from data
+//                                            (NN, 16-byte path), to choose tuning.hpp from data;
+//                                            tuning/large_*: large_tile with k-slices of 8 (4096^3)
 //   matmul/{fp16,bf16}/tensor_core_f16/<shape>  kf::matmul<__half / __nv_bfloat16>, mma.sync step
 //   matmul/{fp16,bf16}/wgmma_f16/<shape>        kf::matmul, wgmma step (mma.sync where wgmma cannot run)
 //   matmul/{fp16,bf16}/wgmma_f16_n128/<shape>   the wgmma kernel on 128 x 128 tiles (split-k by the library's
