@@ -412,34 +412,35 @@ __device__ __forceinline__ void store_tile(const float (&d)[Accumulators], const
 ///    a chunk wholly inside C, the common case, is tested once for the whole
 ///    chunk, and only edge chunks check each value.
 ///  * alpha == 1 (exact: 1 * x == x) skips the 128 multiplies (a uniform branch).
+/// alpha and the epilogue functor on a consumer warpgroup's finished 64 x N
+/// tile, in place, before its staged stores (row_base, col_base: the
+/// warpgroup's first row and column of C). alpha == 1 (exact: 1 * x == x)
+/// skips the multiplies (a uniform branch); the identity functor (compile
+/// time) touches nothing else, since TMA clips what lies outside C. Any other
+/// functor sees only values inside C (e.g. a bias read per column would
+/// overrun): a chunk wholly inside C, the common case, is tested once for the
+/// whole chunk, and only edge chunks check each value.
 template <class T, class Epilogue, int Accumulators>
-__device__ __forceinline__ void store_tile_staged(float (&d)[Accumulators], const epilogue_params<T>& ep,
-                                                  const CUtensorMap* map_c, std::uint32_t c_smem, int row_base,
-                                                  int col_base, int barrier, int& buffer, const Epilogue& fn) {
-  constexpr bool stmatrix = sizeof(T) == 2;
-  constexpr bool unchecked = std::is_same_v<Epilogue, epilogue::identity>;
+__device__ __forceinline__ void finish_staged_values(float (&d)[Accumulators], const epilogue_params<T>& ep,
+                                                     int row_base, int col_base, const Epilogue& fn) {
   constexpr int chunk_cols = swizzle_row_bytes / static_cast<int>(sizeof(T));  // 64 halves, 32 floats
   constexpr int groups_per_chunk = chunk_cols / 8;  // accumulator column groups (8 columns each) per chunk
   constexpr int chunks = 2 * Accumulators / chunk_cols;
-  const int tid = static_cast<int>(threadIdx.x % warpgroup_threads);
-  const int lane = tid % 32, warp = tid / 32;
-  const bool issuer = tid == 0;
-  if (row_base >= ep.m) return;  // the whole warpgroup's rows lie below C
   if (ep.alpha != 1.0f) {
 #pragma unroll
     for (int i = 0; i < Accumulators; ++i) d[i] *= ep.alpha;
   }
-  const std::uint32_t lane_offset = staged_lane_offset(warp, lane, static_cast<int>(sizeof(T)));
-  // The functor's coordinates: the thread's rows row_in_warpgroup + 8h, columns 8g + col_in_group (+1) of a chunk.
-  const int row_in_warpgroup = 16 * warp + lane / 4;
-  const int col_in_group = 2 * (lane % 4);
-  const int rows_in_c = ep.m - row_base;  // > 0
+  if constexpr (!std::is_same_v<Epilogue, epilogue::identity>) {
+    const int tid = static_cast<int>(threadIdx.x % warpgroup_threads);
+    const int lane = tid % 32, warp = tid / 32;
+    // The functor's coordinates: the thread's rows row_in_warpgroup + 8h, columns 8g + col_in_group (+1) of a chunk.
+    const int row_in_warpgroup = 16 * warp + lane / 4;
+    const int col_in_group = 2 * (lane % 4);
+    const int rows_in_c = ep.m - row_base;
 #pragma unroll
-  for (int j = 0; j < chunks; ++j) {
-    const int col_chunk = col_base + j * chunk_cols;
-    if (col_chunk >= ep.n) break;  // the same for the whole warpgroup, and for every later chunk
-    if constexpr (!unchecked) {
-      // fn on the chunk's values inside C (in place), checking each only on an edge chunk.
+    for (int j = 0; j < chunks; ++j) {
+      const int col_chunk = col_base + j * chunk_cols;
+      if (col_chunk >= ep.n) break;  // the same for the whole warpgroup, and for every later chunk
       const int cols_in_c = ep.n - col_chunk;
       const auto apply = [&](auto checked) {
 #pragma unroll
@@ -465,38 +466,169 @@ __device__ __forceinline__ void store_tile_staged(float (&d)[Accumulators], cons
         apply(std::true_type{});
       }
     }
-    const std::uint32_t buf = c_smem + buffer * c_buffer_bytes;
-    if (issuer) tma_store_wait_read<c_buffers - 1>();  // this buffer's previous store has read it
-    named_barrier_sync(barrier, warpgroup_threads);
-    const std::uint32_t at = buf + lane_offset;
-    if constexpr (stmatrix) {
-#pragma unroll
-      for (int p = 0; p < groups_per_chunk / 2; ++p) {
-        const int i = 4 * (j * groups_per_chunk + 2 * p);  // 4c: matrices (c, 0), (c, 1), (c + 1, 0), (c + 1, 1)
-        stmatrix_x4(at ^ (p * staged_group_xor), from_compute_pair<T>(d[i], d[i + 1]),
-                    from_compute_pair<T>(d[i + 2], d[i + 3]), from_compute_pair<T>(d[i + 4], d[i + 5]),
-                    from_compute_pair<T>(d[i + 6], d[i + 7]));
-      }
-    } else {
-#pragma unroll
-      for (int g = 0; g < groups_per_chunk; ++g) {
-        const int c = j * groups_per_chunk + g;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          store_shared_v2((at ^ (g * staged_group_xor)) + h * staged_half_rows_bytes,
-                          make_float2(d[4 * c + 2 * h], d[4 * c + 2 * h + 1]));
-        }
-      }
-    }
-    fence_proxy_async_shared();  // the writes, visible to the TMA engine
-    named_barrier_sync(barrier, warpgroup_threads);
-    if (issuer) {
-      tma_store_2d(map_c, buf, col_chunk, row_base);
-      tma_store_commit();
-    }
-    buffer ^= 1;
   }
 }
+
+/// One chunk of the staged epilogue (64 rows x one 128-byte swizzled row of C)
+/// through C buffer `buffer` (kept across chunks and tiles; the two alternate):
+/// once that buffer's previous store (two commits back) has read it, write(buf)
+/// fills it, and one thread stores it with TMA at (col_chunk, row_base).
+/// `barrier`: the warpgroup's named barrier.
+template <class Write>
+__device__ __forceinline__ void store_staged_chunk(const CUtensorMap* map_c, std::uint32_t c_smem, int col_chunk,
+                                                   int row_base, int barrier, int& buffer, const Write& write) {
+  const bool issuer = threadIdx.x % warpgroup_threads == 0;
+  const std::uint32_t buf = c_smem + buffer * c_buffer_bytes;
+  if (issuer) tma_store_wait_read<c_buffers - 1>();  // this buffer's previous store has read it
+  named_barrier_sync(barrier, warpgroup_threads);
+  write(buf);
+  fence_proxy_async_shared();  // the writes, visible to the TMA engine
+  named_barrier_sync(barrier, warpgroup_threads);
+  if (issuer) {
+    tma_store_2d(map_c, buf, col_chunk, row_base);
+    tma_store_commit();
+  }
+  buffer ^= 1;
+}
+
+/// 16-bit chunk j's writes into a C buffer at `at` (the buffer plus the
+/// thread's staged_lane_offset): pair(i) is accumulators i, i + 1 rounded to T
+/// and packed; one stmatrix.x4 writes the m8n8 matrices (c, 0), (c, 1),
+/// (c + 1, 0), (c + 1, 1) for each pair of column groups c, c + 1 of the chunk.
+template <int GroupsPerChunk, class Pair>
+__device__ __forceinline__ void write_chunk_16(std::uint32_t at, int j, const Pair& pair) {
+#pragma unroll
+  for (int p = 0; p < GroupsPerChunk / 2; ++p) {
+    const int i = 4 * (j * GroupsPerChunk + 2 * p);  // 4c
+    stmatrix_x4(at ^ (p * staged_group_xor), pair(i), pair(i + 2), pair(i + 4), pair(i + 6));
+  }
+}
+
+/// One consumer warpgroup's 64 x N accumulator tile -> C through shared memory,
+/// for beta == 0 (C is not read) and 16-byte aligned rows of C. The tile goes in
+/// chunks of one 128-byte row (64 halves or 32 floats) x 64 rows: the warpgroup
+/// writes alpha * acc, through the epilogue functor, rounded once to T, into a C
+/// buffer in the 128-byte swizzle, then one thread stores the chunk with TMA,
+/// which skips what lies outside C (the map's extents are m x n, and the staged
+/// path runs only where n is whole 16-byte units). The two buffers alternate
+/// (`buffer`, kept across tiles): store_staged_chunk. row_base, col_base: the
+/// warpgroup's first row and column of C; `barrier`: the warpgroup's named
+/// barrier. `d` is scaled in place (the caller does not read it again).
+/// 16-bit tiles without the cluster split-k or the swapped product take the
+/// overlapped form instead (staged_tile_16, in the kernel's main loop).
+/// What keeps it short (the tensor cores idle for this warpgroup meanwhile):
+///  * 16-bit T: accumulators 4c + 2h, 4c + 2h + 1 are row 16 warp + lane / 4 +
+///    8h, columns 8c + 2 (lane % 4), + 1 of the tile: lane `lane`'s part of
+///    the m8n8 matrix (c, h) in stmatrix's fragment layout. Each pair is one
+///    cvt to 16 bits, and one stmatrix.x4 writes the matrices (c, 0), (c, 1),
+///    (c + 1, 0), (c + 1, 1): 4 per chunk and thread instead of 16 32-bit
+///    stores. Each matrix's 8 rows land in 8 distinct 16-byte bank groups (the
+///    swizzle XORs the chunk with row % 8): conflict-free. float stays on 8-byte
+///    stores of the pairs (stmatrix moves 16-bit elements only).
+///  * Addresses: the swizzled 16-byte slot of column group g in row r is
+///    g ^ (r % 8); for a thread, r % 8 does not depend on the group, and the
+///    group's bits (g = 2p + the lane's matrix column with stmatrix) enter only
+///    through an XOR with 32 p (32 g for float), so a thread's offset in a
+///    buffer is computed once and each store XORs a constant into it (the
+///    buffers are 1024-aligned: the XOR commutes with adding the buffer).
+///  * finish_staged_values: no bounds checks with the identity functor, no
+///    multiply where alpha == 1.
+template <class T, class Epilogue, int Accumulators>
+__device__ __forceinline__ void store_tile_staged(float (&d)[Accumulators], const epilogue_params<T>& ep,
+                                                  const CUtensorMap* map_c, std::uint32_t c_smem, int row_base,
+                                                  int col_base, int barrier, int& buffer, const Epilogue& fn) {
+  constexpr int chunk_cols = swizzle_row_bytes / static_cast<int>(sizeof(T));  // 64 halves, 32 floats
+  constexpr int groups_per_chunk = chunk_cols / 8;  // accumulator column groups (8 columns each) per chunk
+  constexpr int chunks = 2 * Accumulators / chunk_cols;
+  const int tid = static_cast<int>(threadIdx.x % warpgroup_threads);
+  const int lane = tid % 32, warp = tid / 32;
+  if (row_base >= ep.m) return;  // the whole warpgroup's rows lie below C
+  finish_staged_values(d, ep, row_base, col_base, fn);
+  const std::uint32_t lane_offset = staged_lane_offset(warp, lane, static_cast<int>(sizeof(T)));
+#pragma unroll
+  for (int j = 0; j < chunks; ++j) {
+    const int col_chunk = col_base + j * chunk_cols;
+    if (col_chunk >= ep.n) break;  // the same for the whole warpgroup, and for every later chunk
+    store_staged_chunk(map_c, c_smem, col_chunk, row_base, barrier, buffer, [&](std::uint32_t buf) {
+      const std::uint32_t at = buf + lane_offset;
+      if constexpr (sizeof(T) == 2) {
+        write_chunk_16<groups_per_chunk>(at, j, [&](int i) { return from_compute_pair<T>(d[i], d[i + 1]); });
+      } else {
+#pragma unroll
+        for (int g = 0; g < groups_per_chunk; ++g) {
+          const int c = j * groups_per_chunk + g;
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            store_shared_v2((at ^ (g * staged_group_xor)) + h * staged_half_rows_bytes,
+                            make_float2(d[4 * c + 2 * h], d[4 * c + 2 * h + 1]));
+          }
+        }
+      }
+    });
+  }
+}
+
+/// The 16-bit staged epilogue overlapped with the next tile's products: at the
+/// end of a tile's main loop the warpgroup finishes its values
+/// (finish_staged_values) and packs them to T in pairs (half the registers of
+/// the fp32 accumulators, which the next tile then zeroes and reuses), and
+/// stores one chunk (store_staged_chunk) after each of the next tile's k-steps
+/// is issued, while those products run; what a short tile leaves is stored
+/// before the next pack, and the last tile's after the loop. Before, the
+/// tensor cores idled for this warpgroup through all of a tile's chunks (ncu at
+/// fp16 4096^3: 2.1% more cycles than cuBLAS, the gap growing as k shrinks:
+/// benchmarks/TUNING.md).
+template <class T, int Accumulators>
+struct staged_tile_16 {
+  static constexpr int chunk_cols = swizzle_row_bytes / 2;  // 64 elements
+  static constexpr int groups_per_chunk = chunk_cols / 8;
+  static constexpr int chunks = 2 * Accumulators / chunk_cols;
+  std::uint32_t packed[Accumulators / 2];  ///< pair i / 2: accumulators i, i + 1
+  int row_base = 0, col_base = 0;
+  int next = chunks;  ///< the next chunk to store; `chunks`: none pending
+
+  /// Takes a finished tile (alpha, the functor) from `d`; nothing to store
+  /// where the warpgroup's rows lie below C.
+  template <class Epilogue>
+  __device__ __forceinline__ void take(float (&d)[Accumulators], const epilogue_params<T>& ep, int row0, int col0,
+                                       const Epilogue& fn) {
+    row_base = row0;
+    col_base = col0;
+    next = row0 < ep.m ? 0 : chunks;  // uniform across the warpgroup
+    if (next == chunks) return;
+    finish_staged_values(d, ep, row0, col0, fn);
+#pragma unroll
+    for (int i = 0; i < Accumulators; i += 2) packed[i / 2] = from_compute_pair<T>(d[i], d[i + 1]);
+  }
+
+  /// Stores the next pending chunk, if any (chunks past C's last column end the tile).
+  __device__ __forceinline__ void store_next(const epilogue_params<T>& ep, const CUtensorMap* map_c,
+                                             std::uint32_t c_smem, int barrier, int& buffer) {
+    if (next >= chunks) return;
+    const int j = next++;
+    const int col_chunk = col_base + j * chunk_cols;
+    if (col_chunk >= ep.n) {  // uniform: this chunk and every later one lie right of C
+      next = chunks;
+      return;
+    }
+    const int tid = static_cast<int>(threadIdx.x % warpgroup_threads);
+    const std::uint32_t lane_offset = staged_lane_offset(tid / 32, tid % 32, 2);
+    store_staged_chunk(map_c, c_smem, col_chunk, row_base, barrier, buffer, [&](std::uint32_t buf) {
+      // j is not a compile-time index here: select the chunk's pairs by a switch over the unrolled chunks.
+#pragma unroll
+      for (int jj = 0; jj < chunks; ++jj) {
+        if (jj == j) write_chunk_16<groups_per_chunk>(buf + lane_offset, jj, [&](int i) { return packed[i / 2]; });
+      }
+    });
+  }
+
+  /// Stores every pending chunk.
+  __device__ __forceinline__ void flush(const epilogue_params<T>& ep, const CUtensorMap* map_c, std::uint32_t c_smem,
+                                        int barrier, int& buffer) {
+#pragma unroll 1
+    while (next < chunks) store_next(ep, map_c, c_smem, barrier, buffer);
+  }
+};
 
 /// Split-k: where k-slice `slice`'s raw fp32 sums go (unscaled, identity
 /// functor): a dense block of ep.m x ep.n floats in the workspace, rows `ldc`
@@ -866,6 +998,11 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
     std::uint32_t phase = 0;
     int c_buffer = 0;   // the staged epilogue's next C buffer
     int exchanges = 0;  // ClusterSplitK: partial tiles sent or received so far (the barriers' phases)
+    // 16-bit staged tiles go out during the next tile's k-steps (staged_tile_16).
+    constexpr bool overlapped_stores = element::bytes == 2 && !ClusterSplitK && !SwapAB;
+    staged_tile_16<T, tile::accumulators> pending;
+    const std::uint32_t c_smem_mine = c_smem + consumer * c_buffers * c_buffer_bytes;
+    const int c_barrier = 1 + consumer;
     for (int item = static_cast<int>(blockIdx.x) / Cluster; item < work_items; item += clusters) {
       const work w = work_of(item);
       float d[tile::accumulators];
@@ -914,6 +1051,10 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
           }
         }
         wgmma_commit();
+        // While this k-step's products run: a chunk of the previous tile's stores.
+        if constexpr (overlapped_stores) {
+          if (ep.staged) pending.store_next(ep, &map_c, c_smem_mine, c_barrier, c_buffer);
+        }
         if constexpr (!SwapAB) {
           // Keep this stage's products in flight; the previous stage's have completed.
           wgmma_wait<1>();
@@ -980,8 +1121,7 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
         // C^T's tile: its rows (C's columns) from tile_m, its columns (C's rows) from tile_n.
         const int c_row0 = w.tile_n * block_n, c_col0 = w.tile_m * block_m + consumer * wgmma_m;
         if (ep.staged) {
-          store_tile_staged_swapped(d, ep, &map_c, c_smem + consumer * c_buffers * c_buffer_bytes, c_row0, c_col0,
-                                    1 + consumer, fn);
+          store_tile_staged_swapped(d, ep, &map_c, c_smem_mine, c_row0, c_col0, c_barrier, fn);
         } else if (ep.partial == nullptr) {
           store_tile_swapped(d, ep, c_row0, c_col0, fn);
         } else {
@@ -994,13 +1134,21 @@ KF_KERNEL void __launch_bounds__(wgmma_tf32::threads, 1)
           static_cast<long long>(w.tile_m) * block_m + consumer * wgmma_m + warp_in_warpgroup * 16 + lane / 4;
       const long long col0 = static_cast<long long>(w.tile_n) * block_n + 2 * (lane % 4);
       if (ep.staged) {
-        store_tile_staged<T>(d, ep, &map_c, c_smem + consumer * c_buffers * c_buffer_bytes,
-                             w.tile_m * block_m + consumer * wgmma_m, w.tile_n * block_n, 1 + consumer, c_buffer, fn);
+        const int row_base = w.tile_m * block_m + consumer * wgmma_m, col_base = w.tile_n * block_n;
+        if constexpr (overlapped_stores) {
+          pending.flush(ep, &map_c, c_smem_mine, c_barrier, c_buffer);  // what a short tile left
+          pending.take(d, ep, row_base, col_base, fn);
+        } else {
+          store_tile_staged<T>(d, ep, &map_c, c_smem_mine, row_base, col_base, c_barrier, c_buffer, fn);
+        }
       } else if (ep.partial == nullptr) {
         store_tile<T>(d, ep, row0, col0, fn);
       } else {
         store_tile<float>(d, partial_slice(ep, w.slice, ep.n), row0, col0, epilogue::identity{});
       }
+    }
+    if constexpr (overlapped_stores) {
+      if (ep.staged) pending.flush(ep, &map_c, c_smem_mine, c_barrier, c_buffer);  // the last tile's
     }
     // The last C buffers are read before the CTA's shared memory goes. Their
     // writes to C need not have landed: a kernel's stores are all visible when it
