@@ -619,8 +619,9 @@ struct staged_tile_16 {
     }
     const int tid = static_cast<int>(threadIdx.x % warpgroup_threads);
     const std::uint32_t lane_offset = staged_lane_offset(tid / 32, tid % 32, 2);
+    // j is not a compile-time index here: the chunk's pairs are selected by a
+    // test against each chunk of an unrolled loop (constant register indices).
     store_staged_chunk(map_c, c_smem, col_chunk, row_base, barrier, buffer, [&](std::uint32_t buf) {
-      // j is not a compile-time index here: select the chunk's pairs by a switch over the unrolled chunks.
 #pragma unroll
       for (int jj = 0; jj < chunks; ++jj) {
         if (jj == j) write_chunk_16<groups_per_chunk>(buf + lane_offset, jj, [&](int i) { return packed[i / 2]; });
