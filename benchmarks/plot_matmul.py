@@ -9,7 +9,9 @@ Prints (markdown):
   * the progression table at --shape: every step of the progression with its
     TFLOP/s, the speed-up over naive and the fraction of cuBLAS (same run);
   * every shape x every row (TFLOP/s, % of cuBLAS of the same precision);
-  * the tuning rows (alternative warp_tiled configurations), when present.
+  * the tuning rows (alternative warp_tiled configurations), when present;
+  * the paired rows (best_vs_cublas: the library's pick and cuBLAS timed in
+    turn, sample by sample), the ratios issue 10's goals are read from.
 Writes a PNG: TFLOP/s per variant (bars) at each shape, cuBLAS fp32 and TF32 as
 reference markers. matplotlib is needed only for the PNG; without it the
 tables are still printed and the script says what it skipped.
@@ -21,6 +23,8 @@ import sys
 
 # The steps in the order a learner reads them (kernels/matmul/).
 PROGRESSION = ["naive", "coalesced", "smem_tiled", "blocktile_1d", "blocktile_2d", "vectorized", "warp_tiled", "large_tile"]
+PAIRED = "best_vs_cublas"  # ours and cuBLAS timed in turn (bench_matmul: time_gpu_paired)
+MODES = "mcast_a_vs_b"  # the wgmma clusters sharing A against sharing B, timed in turn
 NAME = re.compile(r"^matmul/(?P<prec>fp32|tf32|fp16|bf16)/(?P<row>.+)/(?P<shape>\d+x\d+x\d+)(?:/.*)?$")
 
 
@@ -84,7 +88,8 @@ def progression_table(rows, shape):
 
 def all_shapes_table(rows):
     shapes = sorted({s for _, _, s in rows}, key=shape_key)
-    names = [(p, r) for p, r in dict.fromkeys((p, r) for p, r, _ in rows) if not r.startswith("tuning/")]
+    names = [(p, r) for p, r in dict.fromkeys((p, r) for p, r, _ in rows)
+             if not r.startswith("tuning/") and r not in (PAIRED, MODES)]
     order = {n: i for i, n in enumerate(PROGRESSION + ["best", "cublas", "tensor_core_tf32", "mma_sync",
                                                        "tensor_core_f16", "wgmma_f16"])}
     precisions = {"fp32": 0, "tf32": 1, "fp16": 2, "bf16": 3}
@@ -103,6 +108,38 @@ def all_shapes_table(rows):
             else:
                 cells.append(f"{r['TFLOP/s']:.1f}")
         out.append(f"| {prec} {row} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def paired_table(rows):
+    shapes = sorted({s for p, r, s in rows if r == PAIRED}, key=shape_key)
+    if not shapes:
+        return ""
+    out = ["What the library runs by shape against cuBLAS of the same precision, the two timed in turn "
+           "sample by sample (ours / cuBLAS; TFLOP/s of each in brackets):", "",
+           "| precision | " + " | ".join(shapes) + " |", "|---|" + "---|" * len(shapes)]
+    for prec, label in (("fp32", "fp32 (best)"), ("tf32", "TF32 (tensor_core_tf32)"), ("fp16", "fp16 (best)"),
+                        ("bf16", "bf16 (best)")):
+        cells = []
+        for s in shapes:
+            r = rows.get((prec, PAIRED, s))
+            cells.append("-" if not r else f"{r['frac_cublas']:.3f} ({r['TFLOP/s']:.1f} / {r['cublas_TFLOP/s']:.1f})")
+        if any(c != "-" for c in cells):
+            out.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def modes_table(rows):
+    shapes = sorted({s for p, r, s in rows if r == MODES}, key=shape_key)
+    if not shapes:
+        return ""
+    out = ["The wgmma clusters sharing A against sharing B (tuning.hpp: wgmma_multicasts_a), timed in turn: "
+           "B's time / A's (above 1: sharing A is faster):", "",
+           "| precision | " + " | ".join(shapes) + " |", "|---|" + "---|" * len(shapes)]
+    for prec in ("tf32", "fp16", "bf16"):
+        cells = [f"{rows[(prec, MODES, s)]['a_over_b']:.3f}" if (prec, MODES, s) in rows else "-" for s in shapes]
+        if any(c != "-" for c in cells):
+            out.append(f"| {prec} | " + " | ".join(cells) + " |")
     return "\n".join(out)
 
 
@@ -177,7 +214,15 @@ def main():
               f"FP32 peak {float(context.get('gpu_peak_fp32_tflops', 0)):.1f} TFLOP/s\n")
     print(progression_table(rows, args.shape))
     print()
+    p = paired_table(rows)
+    if p:
+        print(p)
+        print()
     print(all_shapes_table(rows))
+    m = modes_table(rows)
+    if m:
+        print()
+        print(m)
     t = tuning_table(rows)
     if t:
         print()

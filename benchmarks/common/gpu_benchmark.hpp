@@ -94,6 +94,37 @@ class l2_flusher {
   unsigned pass_ = 0;
 };
 
+/// CUDA events around one sample: L2 flushed (outside the events), `work`
+/// enqueued between them, the elapsed GPU time in seconds.
+class sample_timer {
+ public:
+  sample_timer() {
+    check(cudaEventCreate(&start_), "cudaEventCreate");
+    check(cudaEventCreate(&stop_), "cudaEventCreate");
+  }
+  ~sample_timer() {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+  }
+  sample_timer(const sample_timer&) = delete;
+  sample_timer& operator=(const sample_timer&) = delete;
+
+  template <class Work>
+  double seconds(Work& work, cudaStream_t stream) {
+    l2_flusher::instance().flush(stream);
+    check(cudaEventRecord(start_, stream), "cudaEventRecord");
+    work(stream);
+    check(cudaEventRecord(stop_, stream), "cudaEventRecord");
+    check(cudaEventSynchronize(stop_), "cudaEventSynchronize");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
+    return ms * 1e-3;
+  }
+
+ private:
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+};
+
 /// Times `work(stream)` per benchmark iteration with CUDA events (manual time),
 /// flushing L2 before each sample (outside the events). A few untimed warm-up
 /// calls first keep module loading and first-touch costs out. The mean GPU time
@@ -102,27 +133,56 @@ template <class Work>
 void time_gpu(benchmark::State& state, Work&& work, cudaStream_t stream = nullptr, int warmups = 3) {
   for (int i = 0; i < warmups; ++i) work(stream);
   check(cudaStreamSynchronize(stream), "warm-up");
-  cudaEvent_t start, stop;
-  check(cudaEventCreate(&start), "cudaEventCreate");
-  check(cudaEventCreate(&stop), "cudaEventCreate");
+  sample_timer timer;
   double total_s = 0;
   std::size_t calls = 0;
   for (auto _ : state) {
-    l2_flusher::instance().flush(stream);
-    check(cudaEventRecord(start, stream), "cudaEventRecord");
-    work(stream);
-    check(cudaEventRecord(stop, stream), "cudaEventRecord");
-    check(cudaEventSynchronize(stop), "cudaEventSynchronize");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-    state.SetIterationTime(ms * 1e-3);
-    total_s += ms * 1e-3;
+    const double s = timer.seconds(work, stream);
+    state.SetIterationTime(s);
+    total_s += s;
     ++calls;
   }
   check(cudaGetLastError(), "benchmarked work");
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
   state.counters["gpu_s"] = calls ? total_s / static_cast<double>(calls) : 0.0;
+}
+
+/// Times `work` and `baseline` alternately, one sample of each per iteration
+/// (the order swapped every iteration), each after an L2 flush; the manual time
+/// is work's. Rows timed one after the other can rank two kernels differently
+/// when the GPU runs at its power cap, since its clock then follows the energy
+/// of the last seconds (the H200 at 4096^3 fp16: up to 7% between the first and
+/// the last row of one run); samples taken in turn see the same clocks. Sets
+/// gpu_s and baseline_s (mean seconds per call) and frac_baseline =
+/// baseline_s / gpu_s (above 1: work is faster).
+template <class Work, class Baseline>
+void time_gpu_paired(benchmark::State& state, Work&& work, Baseline&& baseline, cudaStream_t stream = nullptr,
+                     int warmups = 3) {
+  for (int i = 0; i < warmups; ++i) {
+    work(stream);
+    baseline(stream);
+  }
+  check(cudaStreamSynchronize(stream), "warm-up");
+  sample_timer timer;
+  double work_s = 0, baseline_s = 0;
+  std::size_t calls = 0;
+  for (auto _ : state) {
+    double w = 0;
+    if (calls % 2 == 0) {
+      w = timer.seconds(work, stream);
+      baseline_s += timer.seconds(baseline, stream);
+    } else {
+      baseline_s += timer.seconds(baseline, stream);
+      w = timer.seconds(work, stream);
+    }
+    state.SetIterationTime(w);
+    work_s += w;
+    ++calls;
+  }
+  check(cudaGetLastError(), "benchmarked work");
+  const double n = calls ? static_cast<double>(calls) : 1.0;
+  state.counters["gpu_s"] = work_s / n;
+  state.counters["baseline_s"] = baseline_s / n;
+  state.counters["frac_baseline"] = work_s > 0 ? baseline_s / work_s : 0.0;
 }
 
 /// The device-to-device copy rate measured in this run (GB/s, read + write),

@@ -32,6 +32,17 @@
 //   matmul/{fp16,bf16}/wgmma_cluster_splitk/<shape>  the cluster split-k (as the tf32 row)
 //   matmul/{fp16,bf16}/cublas/<shape>           cublasGemmEx, CUDA_R_16F / CUDA_R_16BF, CUBLAS_COMPUTE_32F
 //                                               (fp32 accumulation, alpha / beta float, C in the same type)
+//   matmul/<precision>/best_vs_cublas/<shape>  what the library runs by shape (fp32: best; tf32:
+//                                               tensor_core_tf32; fp16 / bf16: best) and the cuBLAS row of
+//                                               its precision, timed in turn sample by sample
+//                                               (time_gpu_paired): frac_cublas from the same pairs,
+//                                               cublas_TFLOP/s beside ours. The issue's ratios are read
+//                                               here: under the power cap a row's figure moves with its
+//                                               place in the run, a pair's ratio much less
+//   matmul/<tf32|fp16|bf16>/mcast_a_vs_b/<shape>  the wgmma kernel at the library's tile width, its
+//                                               clusters forced to share A and forced to share B, timed
+//                                               in turn: a_over_b = B's time / A's (tuning.hpp's
+//                                               wgmma_multicasts_a is read from these)
 //   matmul/<fp32|tf32>/fused_bias_relu/<shape>    kf::matmul with options.bias + options.relu
 //                                                 (the epilogue in the GEMM's registers)
 //   matmul/<fp32|tf32>/unfused_bias_relu/<shape>  kf::matmul, then the bias added by kf::transform
@@ -542,6 +553,91 @@ void register_row(const row& r, const shape& s) {
       ->Iterations(iterations);
 }
 
+/// A paired row's counters (time_gpu_paired): TFLOP/s and frac_peak of ours,
+/// cublas_TFLOP/s, and frac_cublas = cuBLAS's time / ours from the same pairs.
+void set_paired_counters(benchmark::State& state, const shape& s, double peak_tflops) {
+  set_flops(state, s.flops(), peak_tflops);
+  const double baseline_s = state.counters["baseline_s"];
+  state.counters["cublas_TFLOP/s"] = baseline_s > 0 ? s.flops() / baseline_s / 1e12 : 0.0;
+  state.counters["frac_cublas"] = state.counters["frac_baseline"];
+  state.counters.erase("frac_baseline");
+}
+
+/// A mode pair's counters: TFLOP/s of the first (sharing A), b_TFLOP/s, and
+/// a_over_b = the second's time / the first's from the same pairs.
+void set_mode_counters(benchmark::State& state, const shape& s, double peak_tflops) {
+  set_flops(state, s.flops(), peak_tflops);
+  const double baseline_s = state.counters["baseline_s"];
+  state.counters["b_TFLOP/s"] = baseline_s > 0 ? s.flops() / baseline_s / 1e12 : 0.0;
+  state.counters["a_over_b"] = state.counters["frac_baseline"];
+  state.counters.erase("frac_baseline");
+}
+
+/// Iterations of a paired row: each runs both products; at least 10 pairs.
+std::int64_t paired_iterations(const shape& s, double expected_tflops) {
+  const double seconds = 2 * s.flops() / (expected_tflops * 1e12);
+  return std::clamp(static_cast<std::int64_t>(target_seconds / seconds), std::int64_t{10}, max_iterations);
+}
+
+/// matmul/<fp32|tf32>/best_vs_cublas/<shape>: `ours` (the library's pick) and
+/// cuBLAS of its precision timed in turn, sample by sample.
+void bm_paired(benchmark::State& state, row ours, shape s) {
+  KF_BENCH_REQUIRE_GPU(state);
+  try {
+    if (ours.precision == "tf32" && device().cc_major < 8) {
+      state.SkipWithError("TF32 tensor cores need compute capability 8.0");
+      return;
+    }
+    operands& p = operands_for(s);
+    const row vendor{ours.precision, "cublas", impl::cublas};
+    for (const row* r : {static_cast<const row*>(&ours), &vendor}) {
+      const std::string wrong = spot_check(*r, p);
+      if (!wrong.empty()) {
+        state.SkipWithError(wrong.c_str());
+        return;
+      }
+    }
+    time_gpu_paired(
+        state, [&](cudaStream_t stream) { run(ours, p, stream); },
+        [&](cudaStream_t stream) { run(vendor, p, stream); });
+    set_paired_counters(state, s, ours.precision == "tf32" ? tf32_peak_tflops() : 0.0);
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
+/// matmul/tf32/mcast_a_vs_b/<shape>: the rows wgmma_mcast_a and wgmma_mcast_b timed in turn.
+void bm_modes_tf32(benchmark::State& state, row a, row b, shape s) {
+  KF_BENCH_REQUIRE_GPU(state);
+  try {
+    if (device().cc_major < 8) {
+      state.SkipWithError("TF32 tensor cores need compute capability 8.0");
+      return;
+    }
+    operands& p = operands_for(s);
+    for (const row* r : {&a, &b}) {
+      const std::string wrong = spot_check(*r, p);
+      if (!wrong.empty()) {
+        state.SkipWithError(wrong.c_str());
+        return;
+      }
+    }
+    time_gpu_paired(
+        state, [&](cudaStream_t stream) { run(a, p, stream); }, [&](cudaStream_t stream) { run(b, p, stream); });
+    set_mode_counters(state, s, tf32_peak_tflops());
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
+void register_paired(const row& ours, const shape& s) {
+  const std::string name = "matmul/" + ours.precision + "/best_vs_cublas/" + s.name();
+  benchmark::RegisterBenchmark(name.c_str(), bm_paired, ours, s)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond)
+      ->Iterations(paired_iterations(s, ours.expected_tflops));
+}
+
 row kf_row(kf::matmul_variant v, double tflops, const char* precision = "fp32") {
   row r;
   r.precision = precision;
@@ -708,6 +804,62 @@ void bm_matmul16(benchmark::State& state, bool cublas_row, kf::matmul_variant va
   }
 }
 
+/// matmul/{fp16,bf16}/best_vs_cublas/<shape>: kf::matmul<T> (variant best) and
+/// cublasGemmEx timed in turn, sample by sample.
+template <class T>
+void bm_paired16(benchmark::State& state, shape s) {
+  KF_BENCH_REQUIRE_GPU(state);
+  try {
+    if (device().cc_major < 8) {
+      state.SkipWithError("fp16 / bf16 tensor cores need compute capability 8.0");
+      return;
+    }
+    using kf::detail::wgmma_multicast;
+    operands_for(shape{1, 1, 1});  // release the fp32 operands of the previous rows
+    operands16<T>& p = operands16_for<T>(s);
+    for (const bool cublas_row : {false, true}) {
+      const std::string wrong = spot_check16<T>(cublas_row, kf::matmul_variant::best, p, 0, wgmma_multicast::by_shape);
+      if (!wrong.empty()) {
+        state.SkipWithError(wrong.c_str());
+        return;
+      }
+    }
+    time_gpu_paired(
+        state, [&](cudaStream_t stream) { run16<T>(false, kf::matmul_variant::best, p, stream); },
+        [&](cudaStream_t stream) { run16<T>(true, kf::matmul_variant::best, p, stream); });
+    set_paired_counters(state, s, 2.0 * tf32_peak_tflops());
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
+/// matmul/{fp16,bf16}/mcast_a_vs_b/<shape>: the wgmma kernel at the library's
+/// tile width with its clusters forced to share A, and forced to share B, timed
+/// in turn: TFLOP/s (sharing A), b_TFLOP/s, a_over_b = B's time / A's (above 1:
+/// sharing A is faster) -- the data of tuning.hpp's wgmma_multicasts_a.
+template <class T>
+void bm_modes16(benchmark::State& state, shape s) {
+  KF_BENCH_REQUIRE_GPU(state);
+  try {
+    using kf::detail::wgmma_multicast;
+    operands_for(shape{1, 1, 1});  // release the fp32 operands of the previous rows
+    operands16<T>& p = operands16_for<T>(s);
+    for (const wgmma_multicast m : {wgmma_multicast::a, wgmma_multicast::b}) {
+      const std::string wrong = spot_check16<T>(false, kf::matmul_variant::wgmma_f16, p, 0, m);
+      if (!wrong.empty()) {
+        state.SkipWithError(wrong.c_str());
+        return;
+      }
+    }
+    time_gpu_paired(
+        state, [&](cudaStream_t st) { run16<T>(false, kf::matmul_variant::wgmma_f16, p, st, 0, wgmma_multicast::a); },
+        [&](cudaStream_t st) { run16<T>(false, kf::matmul_variant::wgmma_f16, p, st, 0, wgmma_multicast::b); });
+    set_mode_counters(state, s, 2.0 * tf32_peak_tflops());
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
 template <class T>
 void register_16bit(const shape& s) {
   using v = kf::matmul_variant;
@@ -737,6 +889,16 @@ void register_16bit(const shape& s) {
   if (compares_wgmma_cluster_split_k(s)) {
     add("wgmma_cluster_splitk", false, v::wgmma_f16, 500, 0, wgmma_multicast::split_k);
   }
+  const std::string modes = std::string("matmul/") + precision16<T>() + "/mcast_a_vs_b/" + s.name();
+  benchmark::RegisterBenchmark(modes.c_str(), bm_modes16<T>, s)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond)
+      ->Iterations(paired_iterations(s, 600));
+  const std::string paired = std::string("matmul/") + precision16<T>() + "/best_vs_cublas/" + s.name();
+  benchmark::RegisterBenchmark(paired.c_str(), bm_paired16<T>, s)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond)
+      ->Iterations(paired_iterations(s, 600));
 }
 
 // ---- the repack pass alone ---------------------------------------------------
@@ -914,6 +1076,12 @@ void register_all() {
       register_row(mcast_b, s);
     }
     if (compares_wgmma_cluster_split_k(s)) register_row(cluster_split_k, s);
+    benchmark::RegisterBenchmark(("matmul/tf32/mcast_a_vs_b/" + s.name()).c_str(), bm_modes_tf32, mcast_a, mcast_b, s)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(paired_iterations(s, 250));
+    register_paired(kf_row(v::best, 48), s);
+    register_paired(kf_row(v::tensor_core_tf32, 250, "tf32"), s);
     if ((is_cube(s) && s.m == 4096) || (s.m == 8192 && s.n == 8192 && s.k == 1024)) {
       for (const char* precision : {"fp32", "tf32"}) {
         const double tflops = precision[0] == 'f' ? 45 : 250;
