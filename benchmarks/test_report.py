@@ -17,6 +17,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import plot_matmul  # noqa: E402
 import report  # noqa: E402
 import report_plots  # noqa: E402
 
@@ -80,6 +81,42 @@ class Report(unittest.TestCase):
         row2 = {"implicit_gemm": rec(**{"TFLOP/s": 30.0}), "cudnn": rec(**{"TFLOP/s": 40.0})}
         self.assertEqual(report_plots.fraction_note("implicit_gemm", row2["implicit_gemm"], row2, ["cudnn"], rc),
                          "0.75x cudnn")
+
+
+class MatmulTables(unittest.TestCase):
+    """plot_matmul's tables of the rows timed in turn (bench_matmul: time_gpu_paired)."""
+
+    def setUp(self):
+        _, self.rows = plot_matmul.load(os.path.join(H200, "bench_matmul.json"))
+
+    def cells(self, table, label):
+        line = next(l for l in table.splitlines() if l.startswith(f"| {label} "))
+        return [c.strip() for c in line.strip("|").split("|")[1:]]
+
+    def test_paired_table_has_every_precision_and_shape(self):
+        table = plot_matmul.paired_table(self.rows)
+        self.assertIn("timed in turn", table)
+        for label in ("fp32 (best)", "TF32 (tensor_core_tf32)", "fp16 (best)", "bf16 (best)"):
+            cells = self.cells(table, label)
+            self.assertEqual(len(cells), 7)
+            for c in cells:
+                ratio, rates = c.split(" ", 1)
+                self.assertTrue(0.1 < float(ratio) < 10, c)  # ours / cuBLAS from the same pairs
+                ours, theirs = (float(x) for x in rates.strip("()").split(" / "))
+                self.assertAlmostEqual(float(ratio), ours / theirs, delta=0.01)
+
+    def test_modes_table_and_the_separate_rows_table_keep_apart(self):
+        modes = plot_matmul.modes_table(self.rows)
+        for prec in ("tf32", "fp16", "bf16"):
+            self.assertTrue(all(0.5 < float(c) < 2 for c in self.cells(modes, prec)))
+        every = plot_matmul.all_shapes_table(self.rows)
+        self.assertNotIn(plot_matmul.PAIRED, every)
+        self.assertNotIn(plot_matmul.MODES, every)
+
+    def test_no_paired_rows_no_table(self):
+        rows = {k: v for k, v in self.rows.items() if k[1] not in (plot_matmul.PAIRED, plot_matmul.MODES)}
+        self.assertEqual(plot_matmul.paired_table(rows), "")
+        self.assertEqual(plot_matmul.modes_table(rows), "")
 
 
 if __name__ == "__main__":
