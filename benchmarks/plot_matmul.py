@@ -111,36 +111,31 @@ def all_shapes_table(rows):
     return "\n".join(out)
 
 
-def paired_table(rows):
-    shapes = sorted({s for p, r, s in rows if r == PAIRED}, key=shape_key)
+def pair_table(rows, row_name, intro, labels, cell):
+    """A precision x shape table of one kind of pair row; labels: (precision, label) pairs."""
+    shapes = sorted({s for _, r, s in rows if r == row_name}, key=shape_key)
     if not shapes:
         return ""
-    out = ["What the library runs by shape against cuBLAS of the same precision, the two timed in turn "
-           "sample by sample (ours / cuBLAS; TFLOP/s of each in brackets):", "",
-           "| precision | " + " | ".join(shapes) + " |", "|---|" + "---|" * len(shapes)]
-    for prec, label in (("fp32", "fp32 (best)"), ("tf32", "TF32 (tensor_core_tf32)"), ("fp16", "fp16 (best)"),
-                        ("bf16", "bf16 (best)")):
-        cells = []
-        for s in shapes:
-            r = rows.get((prec, PAIRED, s))
-            cells.append("-" if not r else f"{r['frac_cublas']:.3f} ({r['TFLOP/s']:.1f} / {r['cublas_TFLOP/s']:.1f})")
+    out = [intro, "", "| precision | " + " | ".join(shapes) + " |", "|---|" + "---|" * len(shapes)]
+    for prec, label in labels:
+        cells = [cell(rows[(prec, row_name, s)]) if (prec, row_name, s) in rows else "-" for s in shapes]
         if any(c != "-" for c in cells):
             out.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(out)
 
 
+def paired_table(rows):
+    return pair_table(rows, PAIRED, "What the library runs by shape against cuBLAS of the same precision, the two "
+                      "timed in turn sample by sample (ours / cuBLAS; TFLOP/s of each in brackets):",
+                      (("fp32", "fp32 (best)"), ("tf32", "TF32 (tensor_core_tf32)"), ("fp16", "fp16 (best)"),
+                       ("bf16", "bf16 (best)")),
+                      lambda r: f"{r['frac_cublas']:.3f} ({r['TFLOP/s']:.1f} / {r['cublas_TFLOP/s']:.1f})")
+
+
 def modes_table(rows):
-    shapes = sorted({s for p, r, s in rows if r == MODES}, key=shape_key)
-    if not shapes:
-        return ""
-    out = ["The wgmma clusters sharing A against sharing B (tuning.hpp: wgmma_multicasts_a), timed in turn: "
-           "B's time / A's (above 1: sharing A is faster):", "",
-           "| precision | " + " | ".join(shapes) + " |", "|---|" + "---|" * len(shapes)]
-    for prec in ("tf32", "fp16", "bf16"):
-        cells = [f"{rows[(prec, MODES, s)]['a_over_b']:.3f}" if (prec, MODES, s) in rows else "-" for s in shapes]
-        if any(c != "-" for c in cells):
-            out.append(f"| {prec} | " + " | ".join(cells) + " |")
-    return "\n".join(out)
+    return pair_table(rows, MODES, "The wgmma clusters sharing A against sharing B (tuning.hpp: wgmma_multicasts_a), "
+                      "timed in turn: B's time / A's (above 1: sharing A is faster):",
+                      (("tf32", "tf32"), ("fp16", "fp16"), ("bf16", "bf16")), lambda r: f"{r['a_over_b']:.3f}")
 
 
 def tuning_table(rows):

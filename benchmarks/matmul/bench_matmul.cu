@@ -553,89 +553,70 @@ void register_row(const row& r, const shape& s) {
       ->Iterations(iterations);
 }
 
-/// A paired row's counters (time_gpu_paired): TFLOP/s and frac_peak of ours,
-/// cublas_TFLOP/s, and frac_cublas = cuBLAS's time / ours from the same pairs.
-void set_paired_counters(benchmark::State& state, const shape& s, double peak_tflops) {
-  set_flops(state, s.flops(), peak_tflops);
-  const double baseline_s = state.counters["baseline_s"];
-  state.counters["cublas_TFLOP/s"] = baseline_s > 0 ? s.flops() / baseline_s / 1e12 : 0.0;
-  state.counters["frac_cublas"] = state.counters["frac_baseline"];
-  state.counters.erase("frac_baseline");
-}
+/// What a pair row reports beside its first side's TFLOP/s: the second side's
+/// rate and the ratio (the second's time / the first's, from the same pairs).
+struct pair_names {
+  const char* rate;
+  const char* ratio;
+};
+/// best_vs_cublas rows: the library's pick first, cuBLAS second.
+constexpr pair_names vs_cublas{"cublas_TFLOP/s", "frac_cublas"};
+/// mcast_a_vs_b rows: the wgmma clusters sharing A first, sharing B second.
+constexpr pair_names a_vs_b{"b_TFLOP/s", "a_over_b"};
 
-/// A mode pair's counters: TFLOP/s of the first (sharing A), b_TFLOP/s, and
-/// a_over_b = the second's time / the first's from the same pairs.
-void set_mode_counters(benchmark::State& state, const shape& s, double peak_tflops) {
-  set_flops(state, s.flops(), peak_tflops);
-  const double baseline_s = state.counters["baseline_s"];
-  state.counters["b_TFLOP/s"] = baseline_s > 0 ? s.flops() / baseline_s / 1e12 : 0.0;
-  state.counters["a_over_b"] = state.counters["frac_baseline"];
-  state.counters.erase("frac_baseline");
-}
-
-/// Iterations of a paired row: each runs both products; at least 10 pairs.
+/// Iterations of a pair row: each runs both products; at least 10 pairs.
 std::int64_t paired_iterations(const shape& s, double expected_tflops) {
   const double seconds = 2 * s.flops() / (expected_tflops * 1e12);
   return std::clamp(static_cast<std::int64_t>(target_seconds / seconds), std::int64_t{10}, max_iterations);
 }
 
-/// matmul/<fp32|tf32>/best_vs_cublas/<shape>: `ours` (the library's pick) and
-/// cuBLAS of its precision timed in turn, sample by sample.
-void bm_paired(benchmark::State& state, row ours, shape s) {
+/// One pair row: check(0) and check(1) spot-check the two sides ("" or what is
+/// wrong: then nothing is timed), then `first` and `second` run in turn
+/// (time_gpu_paired) and the counters get `names`.
+template <class Check, class First, class Second>
+void time_pair(benchmark::State& state, const shape& s, double peak_tflops, pair_names names, Check&& check,
+               First&& first, Second&& second) {
+  for (int side = 0; side < 2; ++side) {
+    const std::string wrong = check(side);
+    if (!wrong.empty()) {
+      state.SkipWithError(wrong.c_str());
+      return;
+    }
+  }
+  time_gpu_paired(state, first, second);
+  set_flops(state, s.flops(), peak_tflops);
+  const double second_s = state.counters["baseline_s"];
+  state.counters[names.rate] = second_s > 0 ? s.flops() / second_s / 1e12 : 0.0;
+  state.counters[names.ratio] = state.counters["frac_baseline"];
+  state.counters.erase("frac_baseline");
+}
+
+/// matmul/<fp32|tf32>/<what>/<shape>: rows `first` and `second` timed in turn
+/// (best_vs_cublas: the library's pick and cuBLAS of its precision;
+/// mcast_a_vs_b: the TF32 wgmma rows sharing A and sharing B).
+void bm_pair(benchmark::State& state, row first, row second, pair_names names, shape s) {
   KF_BENCH_REQUIRE_GPU(state);
   try {
-    if (ours.precision == "tf32" && device().cc_major < 8) {
+    if (first.precision == "tf32" && device().cc_major < 8) {
       state.SkipWithError("TF32 tensor cores need compute capability 8.0");
       return;
     }
     operands& p = operands_for(s);
-    const row vendor{ours.precision, "cublas", impl::cublas};
-    for (const row* r : {static_cast<const row*>(&ours), &vendor}) {
-      const std::string wrong = spot_check(*r, p);
-      if (!wrong.empty()) {
-        state.SkipWithError(wrong.c_str());
-        return;
-      }
-    }
-    time_gpu_paired(
-        state, [&](cudaStream_t stream) { run(ours, p, stream); },
-        [&](cudaStream_t stream) { run(vendor, p, stream); });
-    set_paired_counters(state, s, ours.precision == "tf32" ? tf32_peak_tflops() : 0.0);
+    time_pair(
+        state, s, first.precision == "tf32" ? tf32_peak_tflops() : 0.0, names,
+        [&](int side) { return spot_check(side == 0 ? first : second, p); },
+        [&](cudaStream_t stream) { run(first, p, stream); }, [&](cudaStream_t stream) { run(second, p, stream); });
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
   }
 }
 
-/// matmul/tf32/mcast_a_vs_b/<shape>: the rows wgmma_mcast_a and wgmma_mcast_b timed in turn.
-void bm_modes_tf32(benchmark::State& state, row a, row b, shape s) {
-  KF_BENCH_REQUIRE_GPU(state);
-  try {
-    if (device().cc_major < 8) {
-      state.SkipWithError("TF32 tensor cores need compute capability 8.0");
-      return;
-    }
-    operands& p = operands_for(s);
-    for (const row* r : {&a, &b}) {
-      const std::string wrong = spot_check(*r, p);
-      if (!wrong.empty()) {
-        state.SkipWithError(wrong.c_str());
-        return;
-      }
-    }
-    time_gpu_paired(
-        state, [&](cudaStream_t stream) { run(a, p, stream); }, [&](cudaStream_t stream) { run(b, p, stream); });
-    set_mode_counters(state, s, tf32_peak_tflops());
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-  }
-}
-
-void register_paired(const row& ours, const shape& s) {
-  const std::string name = "matmul/" + ours.precision + "/best_vs_cublas/" + s.name();
-  benchmark::RegisterBenchmark(name.c_str(), bm_paired, ours, s)
+void register_pair(const char* what, const row& first, const row& second, pair_names names, const shape& s) {
+  const std::string name = "matmul/" + first.precision + "/" + what + "/" + s.name();
+  benchmark::RegisterBenchmark(name.c_str(), bm_pair, first, second, names, s)
       ->UseManualTime()
       ->Unit(benchmark::kMillisecond)
-      ->Iterations(paired_iterations(s, ours.expected_tflops));
+      ->Iterations(paired_iterations(s, first.expected_tflops));
 }
 
 row kf_row(kf::matmul_variant v, double tflops, const char* precision = "fp32") {
@@ -804,57 +785,37 @@ void bm_matmul16(benchmark::State& state, bool cublas_row, kf::matmul_variant va
   }
 }
 
-/// matmul/{fp16,bf16}/best_vs_cublas/<shape>: kf::matmul<T> (variant best) and
-/// cublasGemmEx timed in turn, sample by sample.
+/// One side of a 16-bit pair row, as run16 takes it.
+struct side16 {
+  bool cublas_row;
+  kf::matmul_variant variant;
+  kf::detail::wgmma_multicast multicast;
+};
+
+/// matmul/{fp16,bf16}/<what>/<shape>: two sides timed in turn (best_vs_cublas:
+/// kf::matmul<T> with variant best and cublasGemmEx; mcast_a_vs_b: the wgmma
+/// kernel at the library's tile width, its clusters forced to share A and to
+/// share B -- the data of tuning.hpp's wgmma_multicasts_a).
 template <class T>
-void bm_paired16(benchmark::State& state, shape s) {
+void bm_pair16(benchmark::State& state, side16 first, side16 second, pair_names names, shape s) {
   KF_BENCH_REQUIRE_GPU(state);
   try {
     if (device().cc_major < 8) {
       state.SkipWithError("fp16 / bf16 tensor cores need compute capability 8.0");
       return;
     }
-    using kf::detail::wgmma_multicast;
     operands_for(shape{1, 1, 1});  // release the fp32 operands of the previous rows
     operands16<T>& p = operands16_for<T>(s);
-    for (const bool cublas_row : {false, true}) {
-      const std::string wrong = spot_check16<T>(cublas_row, kf::matmul_variant::best, p, 0, wgmma_multicast::by_shape);
-      if (!wrong.empty()) {
-        state.SkipWithError(wrong.c_str());
-        return;
-      }
-    }
-    time_gpu_paired(
-        state, [&](cudaStream_t stream) { run16<T>(false, kf::matmul_variant::best, p, stream); },
-        [&](cudaStream_t stream) { run16<T>(true, kf::matmul_variant::best, p, stream); });
-    set_paired_counters(state, s, 2.0 * tf32_peak_tflops());
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-  }
-}
-
-/// matmul/{fp16,bf16}/mcast_a_vs_b/<shape>: the wgmma kernel at the library's
-/// tile width with its clusters forced to share A, and forced to share B, timed
-/// in turn: TFLOP/s (sharing A), b_TFLOP/s, a_over_b = B's time / A's (above 1:
-/// sharing A is faster) -- the data of tuning.hpp's wgmma_multicasts_a.
-template <class T>
-void bm_modes16(benchmark::State& state, shape s) {
-  KF_BENCH_REQUIRE_GPU(state);
-  try {
-    using kf::detail::wgmma_multicast;
-    operands_for(shape{1, 1, 1});  // release the fp32 operands of the previous rows
-    operands16<T>& p = operands16_for<T>(s);
-    for (const wgmma_multicast m : {wgmma_multicast::a, wgmma_multicast::b}) {
-      const std::string wrong = spot_check16<T>(false, kf::matmul_variant::wgmma_f16, p, 0, m);
-      if (!wrong.empty()) {
-        state.SkipWithError(wrong.c_str());
-        return;
-      }
-    }
-    time_gpu_paired(
-        state, [&](cudaStream_t st) { run16<T>(false, kf::matmul_variant::wgmma_f16, p, st, 0, wgmma_multicast::a); },
-        [&](cudaStream_t st) { run16<T>(false, kf::matmul_variant::wgmma_f16, p, st, 0, wgmma_multicast::b); });
-    set_mode_counters(state, s, 2.0 * tf32_peak_tflops());
+    const auto go = [&](const side16& x, cudaStream_t stream) {
+      run16<T>(x.cublas_row, x.variant, p, stream, 0, x.multicast);
+    };
+    time_pair(
+        state, s, 2.0 * tf32_peak_tflops(), names,
+        [&](int side) {
+          const side16& x = side == 0 ? first : second;
+          return spot_check16<T>(x.cublas_row, x.variant, p, 0, x.multicast);
+        },
+        [&](cudaStream_t stream) { go(first, stream); }, [&](cudaStream_t stream) { go(second, stream); });
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
   }
@@ -889,16 +850,16 @@ void register_16bit(const shape& s) {
   if (compares_wgmma_cluster_split_k(s)) {
     add("wgmma_cluster_splitk", false, v::wgmma_f16, 500, 0, wgmma_multicast::split_k);
   }
-  const std::string modes = std::string("matmul/") + precision16<T>() + "/mcast_a_vs_b/" + s.name();
-  benchmark::RegisterBenchmark(modes.c_str(), bm_modes16<T>, s)
-      ->UseManualTime()
-      ->Unit(benchmark::kMillisecond)
-      ->Iterations(paired_iterations(s, 600));
-  const std::string paired = std::string("matmul/") + precision16<T>() + "/best_vs_cublas/" + s.name();
-  benchmark::RegisterBenchmark(paired.c_str(), bm_paired16<T>, s)
-      ->UseManualTime()
-      ->Unit(benchmark::kMillisecond)
-      ->Iterations(paired_iterations(s, 600));
+  const auto pair = [&](const char* what, side16 first, side16 second, pair_names names) {
+    const std::string full = std::string("matmul/") + precision16<T>() + "/" + what + "/" + s.name();
+    benchmark::RegisterBenchmark(full.c_str(), bm_pair16<T>, first, second, names, s)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(paired_iterations(s, 600));
+  };
+  pair("mcast_a_vs_b", {false, v::wgmma_f16, wgmma_multicast::a}, {false, v::wgmma_f16, wgmma_multicast::b}, a_vs_b);
+  pair("best_vs_cublas", {false, v::best, wgmma_multicast::by_shape}, {true, v::best, wgmma_multicast::by_shape},
+       vs_cublas);
 }
 
 // ---- the repack pass alone ---------------------------------------------------
@@ -1076,12 +1037,9 @@ void register_all() {
       register_row(mcast_b, s);
     }
     if (compares_wgmma_cluster_split_k(s)) register_row(cluster_split_k, s);
-    benchmark::RegisterBenchmark(("matmul/tf32/mcast_a_vs_b/" + s.name()).c_str(), bm_modes_tf32, mcast_a, mcast_b, s)
-        ->UseManualTime()
-        ->Unit(benchmark::kMillisecond)
-        ->Iterations(paired_iterations(s, 250));
-    register_paired(kf_row(v::best, 48), s);
-    register_paired(kf_row(v::tensor_core_tf32, 250, "tf32"), s);
+    register_pair("mcast_a_vs_b", mcast_a, mcast_b, a_vs_b, s);
+    register_pair("best_vs_cublas", kf_row(v::best, 48), cublas_fp32, vs_cublas, s);
+    register_pair("best_vs_cublas", kf_row(v::tensor_core_tf32, 250, "tf32"), cublas_tf32, vs_cublas, s);
     if ((is_cube(s) && s.m == 4096) || (s.m == 8192 && s.n == 8192 && s.k == 1024)) {
       for (const char* precision : {"fp32", "tf32"}) {
         const double tflops = precision[0] == 'f' ? 45 : 250;
