@@ -51,7 +51,8 @@ def start_sampler(period_ms):
 def rows_matching(bench, pattern):
     out = subprocess.run([bench, "--benchmark_list_tests", f"--benchmark_filter={pattern}"], capture_output=True,
                          text=True, check=True)
-    return [line.strip() for line in out.stdout.splitlines() if line.strip().startswith(("matmul/", "conv", "saxpy"))]
+    # Benchmark names hold no blanks; the binary's own banner lines do.
+    return [line.strip() for line in out.stdout.splitlines() if line.strip() and " " not in line.strip()]
 
 
 def summarize(samples, t0, t1, skip_s):
@@ -102,12 +103,12 @@ def main():
                 r = {"row": name, "round": rnd, "seconds": t1 - t0, "median_TFLOP/s": tflops}
                 r.update(summarize(samples, t0, t1, args.skip_s))
                 results.append(r)
-                clock = r.get("sm_clock_mhz")
+                if r["samples"] == 0:
+                    print(f"{name} (round {rnd}): {tflops} TFLOP/s, no nvidia-smi sample inside its run", flush=True)
+                    continue
                 print(f"{name} (round {rnd}): {tflops if tflops is None else round(tflops, 1)} TFLOP/s, "
-                      f"SM clock {clock and round(clock)} MHz, {r.get('power_w') and round(r['power_w'])} W, "
-                      f"{r.get('temperature_c') and round(r['temperature_c'])} C, "
-                      f"power-capped {r.get('power_capped') is not None and round(100 * r['power_capped'])}% "
-                      f"of {r['samples']} samples", flush=True)
+                      f"SM clock {r['sm_clock_mhz']:.0f} MHz, {r['power_w']:.0f} W, {r['temperature_c']:.0f} C, "
+                      f"power-capped {100 * r['power_capped']:.0f}% of {r['samples']} samples", flush=True)
     finally:
         proc.terminate()
     if args.json:

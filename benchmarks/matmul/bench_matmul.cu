@@ -585,10 +585,9 @@ void time_pair(benchmark::State& state, const shape& s, double peak_tflops, pair
   }
   time_gpu_paired(state, first, second);
   set_flops(state, s.flops(), peak_tflops);
-  const double second_s = state.counters["baseline_s"];
+  const double first_s = state.counters["gpu_s"], second_s = state.counters["baseline_s"];
   state.counters[names.rate] = second_s > 0 ? s.flops() / second_s / 1e12 : 0.0;
-  state.counters[names.ratio] = state.counters["frac_baseline"];
-  state.counters.erase("frac_baseline");
+  state.counters[names.ratio] = first_s > 0 ? second_s / first_s : 0.0;
 }
 
 /// matmul/<fp32|tf32>/<what>/<shape>: rows `first` and `second` timed in turn
