@@ -133,7 +133,7 @@ def paired_table(rows):
 
 
 def modes_table(rows):
-    return pair_table(rows, MODES, "The wgmma clusters sharing A against sharing B (tuning.hpp: wgmma_multicasts_a), "
+    return pair_table(rows, MODES, "The wgmma clusters sharing A against sharing B (wgmma/policy.hpp: wgmma_cluster_shares_a), "
                       "timed in turn: B's time / A's (above 1: sharing A is faster):",
                       (("tf32", "tf32"), ("fp16", "fp16"), ("bf16", "bf16")), lambda r: f"{r['a_over_b']:.3f}")
 

@@ -12,10 +12,13 @@ set(KERNELFORGE_SOURCES
     kernels/runtime/architectures.cu)
 list(TRANSFORM KERNELFORGE_SOURCES PREPEND "${CMAKE_CURRENT_LIST_DIR}/../")
 # Each further family lists its launcher sources in kernels/<family>/sources.cmake
-# (absolute paths appended to KERNELFORGE_SOURCES).
+# (absolute paths appended to KERNELFORGE_SOURCES), its sm_90a-only sources
+# through kernelforge_add_sm90a_sources (kernelforge_sm90a.cmake).
+include("${CMAKE_CURRENT_LIST_DIR}/kernelforge_sm90a.cmake")
 foreach(family IN ITEMS elementwise matmul filter2d conv2d)
   include("${CMAKE_CURRENT_LIST_DIR}/../kernels/${family}/sources.cmake")
 endforeach()
+kernelforge_finish_sm90a_sources()
 
 set(KERNELFORGE_GENERATED_INCLUDE_DIR "${CMAKE_BINARY_DIR}/generated-include")
 configure_file("${CMAKE_CURRENT_LIST_DIR}/version.hpp.in" "${KERNELFORGE_GENERATED_INCLUDE_DIR}/kernelforge/version.hpp" @ONLY)

@@ -8,6 +8,9 @@
 #                                      (scripts/run_gpu_binaries.py): a fraction of the time
 #   scripts/h200_check.sh sanitize     compute-sanitizer memcheck + racecheck on the families' GPU tests
 #   scripts/h200_check.sh bench        the three family benchmarks (JSON)
+#   scripts/h200_check.sh sm90a_sanitize  memcheck, racecheck and synccheck on the sm_90a kernels
+#                                      (wgmma matmul, wgmma conv2d, TMA filter2d), small cases
+#   scripts/h200_check.sh pairs        bench_matmul's paired rows alone (best_vs_cublas, mcast_a_vs_b)
 # Steps can be chained: scripts/h200_check.sh build tests sanitize
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
@@ -69,6 +72,36 @@ step_bench() {
     echo "$b: $(grep -c '"name"' "$OUT/$(basename $b).json" 2>/dev/null) rows"
   done
   return $r
+}
+
+step_sm90a_sanitize() {
+  # memcheck on every wgmma case but the big shapes; racecheck and synccheck on
+  # two ragged shapes of every wgmma path (their kernels run every role, split-k,
+  # cluster exchange and epilogue form), the wgmma conv2d and the TMA filter2d.
+  local r=0 tool wide=${SM90A_WIDE:-*wgmma*:-*4095*:*4096*:*8192*:*2048*} small=${SM90A_SMALL:-*wgmma*127x129x255_NN*:*wgmma*33x65x17_TN*}
+  sanitize_one memcheck tests/matmul_tc/test_matmul_tensor_core "$wide" || r=1
+  sanitize_one memcheck tests/matmul_tc/test_matmul_tensor_core_f16 "$wide" || r=1
+  for tool in racecheck synccheck; do
+    sanitize_one $tool tests/matmul_tc/test_matmul_tensor_core "$small" || r=1
+    sanitize_one $tool tests/matmul_tc/test_matmul_tensor_core_f16 "$small" || r=1
+  done
+  for tool in memcheck racecheck synccheck; do
+    sanitize_one $tool tests/conv2d/test_conv2d_gpu "*implicit_gemm_wgmma*" || r=1
+    sanitize_one $tool tests/filter2d/test_filter2d_gpu "*TmaPipeline*" || r=1
+  done
+  return $r
+}
+
+step_pairs() {
+  "$build/benchmarks/matmul/bench_matmul" --benchmark_filter="${PAIRS_FILTER:-best_vs_cublas|mcast_a_vs_b}" \
+    --benchmark_out="$OUT/bench_matmul_pairs.json" --benchmark_out_format=json --benchmark_counters_tabular=true \
+    >"$OUT/bench_matmul_pairs.log" 2>&1 || { tail -n 20 "$OUT/bench_matmul_pairs.log"; return 1; }
+  python3 - "$OUT/bench_matmul_pairs.json" <<'PY'
+import json, sys
+for b in json.load(open(sys.argv[1]))["benchmarks"]:
+    ratios = {k: round(v, 4) for k, v in b.items() if k.startswith("frac_") and k != "frac_peak"}
+    print(b["name"].split("/iterations")[0], ratios)
+PY
 }
 
 step_doctor() {  # issue 9's GPU checks (tools/doctor/run_gpu_checks.sh), outputs packed into one tarball

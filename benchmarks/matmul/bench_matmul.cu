@@ -7,15 +7,15 @@
 //   matmul/fp32/cublas/<m>x<n>x<k>           cublasSgemm, default math (no TF32)
 //   matmul/tf32/tensor_core_tf32/<shape>     kf::matmul, math_mode::tf32 (wgmma on sm_90a, else mma.sync;
 //                                            the row-major B read by the swapped product: tuning.hpp,
-//                                            wgmma_tf32_n_major_b_source)
+//                                            choose_wgmma_b_source)
 //   matmul/tf32/mma_sync/<shape>             the mma.sync kernel alone (launch_tensor_core_tf32)
 //   matmul/tf32/wgmma_repack_b/<shape>       the wgmma kernel with the row-major B repacked k-major in HBM
-//                                            first (wgmma_tf32_try_launch, wgmma_tf32_b_mode::repack)
+//                                            first (wgmma_try_launch, wgmma_tf32_b_mode::repack)
 //   matmul/tf32/wgmma_mcast_{a,b}/<shape>    the wgmma kernel as tensor_core_tf32 runs it (B's source and
 //                                            the tile width by shape), its clusters of 2 forced to share
 //                                            A (adjacent n-tiles) or B (adjacent m-tiles; tuning.hpp:
-//                                            wgmma_multicasts_a); 1024^3, 2048^3, 128x8192x8192, 8192x8192x1024
-//   matmul/tf32/wgmma_cluster_splitk/<shape> the wgmma kernel's cluster split-k (wgmma_multicast::split_k:
+//                                            wgmma_cluster_shares_a); 1024^3, 2048^3, 128x8192x8192, 8192x8192x1024
+//   matmul/tf32/wgmma_cluster_splitk/<shape> the wgmma kernel's cluster split-k (wgmma_cluster_mode::split_k:
 //                                            a cluster of 2 CTAs on each 128 x 128 tile, each over half
 //                                            of k, the halves added in shared memory); 1024^3,
 //                                            128x8192x8192 and every KF_BENCH_MATMUL_SHAPES shape
@@ -42,7 +42,7 @@
 //   matmul/<tf32|fp16|bf16>/mcast_a_vs_b/<shape>  the wgmma kernel at the library's tile width, its
 //                                               clusters forced to share A and forced to share B, timed
 //                                               in turn: a_over_b = B's time / A's (tuning.hpp's
-//                                               wgmma_multicasts_a is read from these)
+//                                               wgmma_cluster_shares_a is read from these)
 //   matmul/<fp32|tf32>/fused_bias_relu/<shape>    kf::matmul with options.bias + options.relu
 //                                                 (the epilogue in the GEMM's registers)
 //   matmul/<fp32|tf32>/unfused_bias_relu/<shape>  kf::matmul, then the bias added by kf::transform
@@ -117,8 +117,7 @@
 #include "kernelforge/transform.cuh"
 
 #include "kernelforge/kernels/matmul/tensor_core_tf32_launch.cuh"
-#include "kernelforge/kernels/matmul/wgmma_f16_launch.cuh"
-#include "kernelforge/kernels/matmul/wgmma_tf32_launch.cuh"
+#include "kernelforge/kernels/matmul/wgmma_sm90a.hpp"
 
 namespace kf::bench::matmul {
 
@@ -397,7 +396,7 @@ void launch_large_tuning(operands& p, cudaStream_t stream) {
   d::check_launch("bench tuning");
 }
 
-enum class impl { kf, cublas, mma_sync, wgmma_repack_b, wgmma_multicast, tuning, fused, unfused };
+enum class impl { kf, cublas, mma_sync, wgmma_repack_b, wgmma_cluster_mode, tuning, fused, unfused };
 
 struct row {
   std::string precision;  // "fp32" or "tf32"
@@ -408,7 +407,7 @@ struct row {
   double expected_tflops = 1;  // for iteration counts only
   int warmups = 3;
   int block_n = 0;  // wgmma_repack_b: the tile width, 0 by shape
-  kf::detail::wgmma_multicast multicast = kf::detail::wgmma_multicast::by_shape;  // wgmma_multicast rows
+  kf::detail::wgmma_cluster_mode multicast = kf::detail::wgmma_cluster_mode::by_shape;  // wgmma_cluster_mode rows
 };
 
 /// Enqueues one call of `r` on `stream`.
@@ -418,15 +417,15 @@ void run(const row& r, operands& p, cudaStream_t stream) {
     case impl::tuning: return r.tuning(p, stream);
     case impl::mma_sync: kf::detail::launch_tensor_core_tf32(args_of(p), stream); return;
     case impl::wgmma_repack_b:
-      if (!kf::detail::wgmma_tf32_try_launch(args_of(p), stream, kf::detail::wgmma_tf32_default_cluster,
-                                             kf::detail::wgmma_tf32_b_mode::repack, r.block_n)) {
+      if (!kf::detail::wgmma_try_launch(
+              args_of(p), stream,
+              {2, r.block_n, kf::detail::wgmma_cluster_mode::by_shape, kf::detail::wgmma_tf32_b_mode::repack})) {
         throw std::runtime_error(
             "the wgmma TF32 kernel does not run here (compute capability 9.0 and 90 in the build)");
       }
       return;
-    case impl::wgmma_multicast:
-      if (!kf::detail::wgmma_tf32_try_launch(args_of(p), stream, kf::detail::wgmma_tf32_default_cluster,
-                                             kf::detail::wgmma_tf32_b_mode::by_shape, 0, r.multicast)) {
+    case impl::wgmma_cluster_mode:
+      if (!kf::detail::wgmma_try_launch(args_of(p), stream, {2, 0, r.multicast})) {
         throw std::runtime_error(
             "the wgmma TF32 kernel does not run here (compute capability 9.0 and 90 in the build)");
       }
@@ -692,7 +691,7 @@ const char* precision16() {
 /// (0: by shape) sharing the operand `multicast` says in its clusters.
 template <class T>
 void run16(bool cublas_row, kf::matmul_variant variant, operands16<T>& p, cudaStream_t stream, int block_n = 0,
-           kf::detail::wgmma_multicast multicast = kf::detail::wgmma_multicast::by_shape) {
+           kf::detail::wgmma_cluster_mode multicast = kf::detail::wgmma_cluster_mode::by_shape) {
   const float alpha = 1.f, beta = 0.f;
   const int m = static_cast<int>(p.s.m), n = static_cast<int>(p.s.n), k = static_cast<int>(p.s.k);
   if (cublas_row) {
@@ -703,10 +702,10 @@ void run16(bool cublas_row, kf::matmul_variant variant, operands16<T>& p, cudaSt
                  "cublasGemmEx (16-bit)");
     return;
   }
-  if (block_n != 0 || multicast != kf::detail::wgmma_multicast::by_shape) {
+  if (block_n != 0 || multicast != kf::detail::wgmma_cluster_mode::by_shape) {
     const auto g = kf::detail::make_gemm_args<T>(kf::op::none, kf::op::none, p.s.m, p.s.n, p.s.k, alpha, p.a.data(),
                                                  p.s.k, p.b.data(), p.s.n, beta, p.c.data(), p.s.n);
-    if (!kf::detail::wgmma_f16_try_launch(g, stream, kf::detail::wgmma_f16_default_cluster, block_n, multicast)) {
+    if (!kf::detail::wgmma_try_launch(g, stream, {2, block_n, multicast})) {
       throw std::runtime_error("the wgmma kernel does not run here (compute capability 9.0 and 90 in the build)");
     }
     return;
@@ -722,7 +721,7 @@ void run16(bool cublas_row, kf::matmul_variant variant, operands16<T>& p, cudaSt
 /// sum|a b| (fp32 accumulation) + 2 u_T |ref| (the rounding to T).
 template <class T>
 std::string spot_check16(bool cublas_row, kf::matmul_variant variant, operands16<T>& p, int block_n,
-                         kf::detail::wgmma_multicast multicast) {
+                         kf::detail::wgmma_cluster_mode multicast) {
   check(cudaMemset(p.c.data(), 0xFF, p.c.size_bytes()), "poison C");
   run16<T>(cublas_row, variant, p, nullptr, block_n, multicast);
   check(cudaDeviceSynchronize(), "spot check run");
@@ -755,7 +754,7 @@ std::string spot_check16(bool cublas_row, kf::matmul_variant variant, operands16
 
 template <class T>
 void bm_matmul16(benchmark::State& state, bool cublas_row, kf::matmul_variant variant, shape s, int block_n,
-                 kf::detail::wgmma_multicast multicast) {
+                 kf::detail::wgmma_cluster_mode multicast) {
   KF_BENCH_REQUIRE_GPU(state);
   try {
     if (!cublas_row && device().cc_major < 8) {
@@ -788,13 +787,13 @@ void bm_matmul16(benchmark::State& state, bool cublas_row, kf::matmul_variant va
 struct side16 {
   bool cublas_row;
   kf::matmul_variant variant;
-  kf::detail::wgmma_multicast multicast;
+  kf::detail::wgmma_cluster_mode multicast;
 };
 
 /// matmul/{fp16,bf16}/<what>/<shape>: two sides timed in turn (best_vs_cublas:
 /// kf::matmul<T> with variant best and cublasGemmEx; mcast_a_vs_b: the wgmma
 /// kernel at the library's tile width, its clusters forced to share A and to
-/// share B -- the data of tuning.hpp's wgmma_multicasts_a).
+/// share B -- the data of tuning.hpp's wgmma_cluster_shares_a).
 template <class T>
 void bm_pair16(benchmark::State& state, side16 first, side16 second, pair_names names, shape s) {
   KF_BENCH_REQUIRE_GPU(state);
@@ -823,9 +822,9 @@ void bm_pair16(benchmark::State& state, side16 first, side16 second, pair_names 
 template <class T>
 void register_16bit(const shape& s) {
   using v = kf::matmul_variant;
-  using kf::detail::wgmma_multicast;
+  using kf::detail::wgmma_cluster_mode;
   const auto add = [&](const char* name, bool cublas_row, v variant, double expected_tflops, int block_n = 0,
-                       wgmma_multicast multicast = wgmma_multicast::by_shape) {
+                       wgmma_cluster_mode multicast = wgmma_cluster_mode::by_shape) {
     const std::string full = std::string("matmul/") + precision16<T>() + "/" + name + "/" + s.name();
     const double seconds = s.flops() / (expected_tflops * 1e12);
     const auto iterations =
@@ -843,11 +842,11 @@ void register_16bit(const shape& s) {
   if (picks_narrowest_wgmma_tile(s)) add("wgmma_f16_n128", false, v::wgmma_f16, 500, 128);
   // The cluster sharing A against sharing B, at the library's tile width.
   if (compares_wgmma_multicast(s)) {
-    add("wgmma_mcast_a", false, v::wgmma_f16, 500, 0, wgmma_multicast::a);
-    add("wgmma_mcast_b", false, v::wgmma_f16, 500, 0, wgmma_multicast::b);
+    add("wgmma_mcast_a", false, v::wgmma_f16, 500, 0, wgmma_cluster_mode::share_a);
+    add("wgmma_mcast_b", false, v::wgmma_f16, 500, 0, wgmma_cluster_mode::share_b);
   }
   if (compares_wgmma_cluster_split_k(s)) {
-    add("wgmma_cluster_splitk", false, v::wgmma_f16, 500, 0, wgmma_multicast::split_k);
+    add("wgmma_cluster_splitk", false, v::wgmma_f16, 500, 0, wgmma_cluster_mode::split_k);
   }
   const auto pair = [&](const char* what, side16 first, side16 second, pair_names names) {
     const std::string full = std::string("matmul/") + precision16<T>() + "/" + what + "/" + s.name();
@@ -856,8 +855,9 @@ void register_16bit(const shape& s) {
         ->Unit(benchmark::kMillisecond)
         ->Iterations(paired_iterations(s, 600));
   };
-  pair("mcast_a_vs_b", {false, v::wgmma_f16, wgmma_multicast::a}, {false, v::wgmma_f16, wgmma_multicast::b}, a_vs_b);
-  pair("best_vs_cublas", {false, v::best, wgmma_multicast::by_shape}, {true, v::best, wgmma_multicast::by_shape},
+  pair("mcast_a_vs_b", {false, v::wgmma_f16, wgmma_cluster_mode::share_a},
+       {false, v::wgmma_f16, wgmma_cluster_mode::share_b}, a_vs_b);
+  pair("best_vs_cublas", {false, v::best, wgmma_cluster_mode::by_shape}, {true, v::best, wgmma_cluster_mode::by_shape},
        vs_cublas);
 }
 
@@ -992,12 +992,12 @@ void register_all() {
   row repack_b{"tf32", "wgmma_repack_b", impl::wgmma_repack_b, v::best, nullptr, 250};
   // tensor_core_tf32's wgmma kernel with its clusters forced to share A, or B,
   // or to split k (B's source by shape).
-  const auto multicast_row = [](const char* name, kf::detail::wgmma_multicast m) {
-    return row{"tf32", name, impl::wgmma_multicast, v::best, nullptr, 250, 3, 0, m};
+  const auto multicast_row = [](const char* name, kf::detail::wgmma_cluster_mode m) {
+    return row{"tf32", name, impl::wgmma_cluster_mode, v::best, nullptr, 250, 3, 0, m};
   };
-  const row mcast_a = multicast_row("wgmma_mcast_a", kf::detail::wgmma_multicast::a);
-  const row mcast_b = multicast_row("wgmma_mcast_b", kf::detail::wgmma_multicast::b);
-  const row cluster_split_k = multicast_row("wgmma_cluster_splitk", kf::detail::wgmma_multicast::split_k);
+  const row mcast_a = multicast_row("wgmma_mcast_a", kf::detail::wgmma_cluster_mode::share_a);
+  const row mcast_b = multicast_row("wgmma_mcast_b", kf::detail::wgmma_cluster_mode::share_b);
+  const row cluster_split_k = multicast_row("wgmma_cluster_splitk", kf::detail::wgmma_cluster_mode::split_k);
   const std::vector<row> slow = {kf_row(v::naive, 0.5), kf_row(v::coalesced, 2), kf_row(v::smem_tiled, 5),
                                  kf_row(v::blocktile_1d, 12)};
   const std::vector<row> fast = {kf_row(v::blocktile_2d, 20), kf_row(v::vectorized, 25), kf_row(v::warp_tiled, 45),

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Thread-block clusters and register reallocation (sm_90a): a CTA's rank in its
-// cluster, the cluster-wide barrier, distributed shared memory (a peer CTA's
-// shared memory: address mapping and 16-byte stores), and setmaxnreg for
-// warp-specialized kernels (producers give registers back, consumers take them).
+// Thread-block clusters (sm_90a): a CTA's rank in its cluster, the cluster-wide
+// barrier, and distributed shared memory (a peer CTA's shared memory: address
+// mapping and 16-byte stores). Warpgroup roles: warpgroup_sm90.cuh.
 #pragma once
 
 #include <cstdint>
@@ -49,20 +48,6 @@ __device__ __forceinline__ void st_shared_cluster_v4(std::uint32_t remote, float
                : "memory");
 }
 
-template <int Registers>
-__device__ __forceinline__ void setmaxnreg_dec() {
-  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Registers));
-}
-
-template <int Registers>
-__device__ __forceinline__ void setmaxnreg_inc() {
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Registers));
-}
-
-/// Barrier `id` (1-15; 0 is __syncthreads) over `threads` threads (a multiple of 32).
-__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
 #endif  // KF_ARCH_SM90A
 
 }  // namespace kf::detail

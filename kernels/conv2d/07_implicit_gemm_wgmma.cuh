@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Step 7 -- implicit_gemm_wgmma: the TF32 implicit GEMM on Hopper's warpgroup
 // tensor-core products (wgmma, sm_90a), fed by TMA. Device code; compiled for
-// sm_90a only (wgmma_sources.cmake). Host side: wgmma_conv2d.cu; host
-// interface: wgmma_launch.hpp; tile planning: wgmma_plan.hpp.
+// sm_90a only (kernels/conv2d/sources.cmake). Host side: wgmma_sm90a.cu; host
+// interface: wgmma_sm90a.hpp; tile planning: wgmma_plan.hpp.
 //
 // What changes from implicit_gemm_tf32 (step 4, mma.sync) and the pipelined
 // step 5, and why it is faster on Hopper:
@@ -41,8 +41,10 @@
 #include "../arch/guards.cuh"
 #include "../arch/mbarrier_sm90.cuh"
 #include "../arch/mma_sm80.cuh"
+#include "../arch/pipeline_sm90.cuh"
 #include "../arch/smem.cuh"
 #include "../arch/tma_sm90.cuh"
+#include "../arch/warpgroup_sm90.cuh"
 #include "../arch/wgmma_sm90.cuh"
 #include "../common/kernel.cuh"
 #include "kernelforge/epilogue.cuh"
@@ -50,8 +52,6 @@
 namespace kf::detail {
 namespace conv2d_wgmma {
 
-inline constexpr int warpgroup_threads = 128;
-inline constexpr int warps_per_warpgroup = 4;
 inline constexpr int consumer_warpgroups = 2;
 inline constexpr int threads = (1 + consumer_warpgroups) * warpgroup_threads;  // producer + consumers
 inline constexpr int wgmma_m = 64, wgmma_k = 8;
@@ -60,7 +60,6 @@ inline constexpr int block_c = 32;                             // channels per s
 inline constexpr int row_bytes = block_c * 4;                  // 128
 inline constexpr int swizzle_atom_bytes = 8 * row_bytes;       // 1024: the XOR pattern's period
 inline constexpr int a_tile_bytes = block_m * row_bytes;       // 16 KiB (a box may fill fewer rows)
-inline constexpr int barrier_bytes = 8;
 
 /// Stages of BN: 8 x 24 KiB for BN = 64, 6 x 32 KiB for BN = 128 (192 KiB either way).
 template <int BN>
@@ -70,16 +69,17 @@ inline constexpr int b_tile_bytes = BN* row_bytes;
 template <int BN>
 inline constexpr int stage_bytes = a_tile_bytes + b_tile_bytes<BN>;
 /// Tiles start 1024-aligned (the swizzle is a function of the address bits):
-/// one atom of slack, then the stages, then 2 mbarriers per stage.
+/// one atom of slack, then the stages, then the ring's barriers (pipeline_sm90.cuh).
 template <int BN>
-inline constexpr int smem_bytes = swizzle_atom_bytes + stages<BN>* stage_bytes<BN> + 2 * stages<BN>* barrier_bytes;
+inline constexpr int smem_bytes = swizzle_atom_bytes + stages<BN>* stage_bytes<BN> +
+                                  stage_ring_barrier_bytes(stages<BN>);
 
 /// NCHW -> NHWC copy: 32 x 32 tiles of (channel, pixel) through shared memory.
 inline constexpr int transpose_tile = 32;
 inline constexpr int transpose_rows_per_pass = 8;
 inline constexpr int filter_block = 256;
 
-/// What the kernel needs besides the two tensor maps (filled by wgmma_conv2d.cu).
+/// What the kernel needs besides the two tensor maps (filled by wgmma_sm90a.cu).
 struct params {
   float* y = nullptr;
   const float* bias = nullptr;
@@ -130,10 +130,9 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
   extern __shared__ unsigned char conv2d_wgmma_smem[];
   const std::uint32_t raw = smem_address(conv2d_wgmma_smem);
   const std::uint32_t base = (raw + swizzle_atom_bytes - 1) & ~std::uint32_t(swizzle_atom_bytes - 1);
-  const std::uint32_t a_smem = base;                                   // stages x A tile
-  const std::uint32_t b_smem = base + kStages * a_tile_bytes;          // stages x B tile
-  const std::uint32_t full_bar = base + kStages * stage_bytes<BN>;     // stages x mbarrier
-  const std::uint32_t empty_bar = full_bar + kStages * barrier_bytes;  // stages x mbarrier
+  const std::uint32_t a_smem = base;                           // stages x A tile
+  const std::uint32_t b_smem = base + kStages * a_tile_bytes;  // stages x B tile
+  const stage_ring<kStages> ring(base + kStages * stage_bytes<BN>);
 
   const int warpgroup = threadIdx.x / warpgroup_threads;
   const int tid_in_warpgroup = threadIdx.x % warpgroup_threads;
@@ -141,11 +140,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
   if (threadIdx.x == 0) {  // the producer thread below
     tma_prefetch_descriptor(&map_x);
     tma_prefetch_descriptor(&map_w);
-#pragma unroll
-    for (int st = 0; st < kStages; ++st) {
-      mbar_init(full_bar + st * barrier_bytes, 1);  // the producer's arrive.expect_tx
-      mbar_init(empty_bar + st * barrier_bytes, consumer_warpgroups * warps_per_warpgroup);
-    }
+    ring.init(consumer_warpgroups * warps_per_warpgroup);  // every consumer warp releases a stage
     mbar_init_fence();
   }
   __syncthreads();
@@ -168,31 +163,23 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
   if (warpgroup == 0) {
     // ---------------------------------------------------------------- producer
     if (tid_in_warpgroup == 0) {
-      int stage = 0;
-      std::uint32_t phase = 0;
-      int issued = 0;  // stages filled so far, over every tile
+      ring_position<kStages> at;  // runs on across tiles
       const unsigned stage_tx = static_cast<unsigned>(prm.a_box_bytes + kBTile);
       for (int t = blockIdx.x; t < prm.tiles; t += gridDim.x) {
         const tile w = tile_of(t);
         int tap = 0, chunk = 0;  // k-step = tap * c_chunks + chunk; tap = r * S + s
-        for (int kt = 0; kt < prm.k_steps; ++kt, ++issued) {
-          // Round j of a stage waits for the consumers' release of round j - 1.
-          if (issued >= kStages) mbar_wait(empty_bar + stage * barrier_bytes, phase ^ 1);
-          const std::uint32_t full = full_bar + stage * barrier_bytes;
-          mbar_arrive_expect_tx(full, stage_tx);
+        for (int kt = 0; kt < prm.k_steps; ++kt) {
+          const std::uint32_t full = ring.producer_acquire(at, stage_tx);
           const int r = tap / prm.s, s = tap - r * prm.s;
           const int c0 = chunk * block_c;
-          tma_load_4d(a_smem + stage * a_tile_bytes, &map_x, c0, w.q0 - prm.pad_w + s * prm.dilation_w,
+          tma_load_4d(a_smem + at.stage * a_tile_bytes, &map_x, c0, w.q0 - prm.pad_w + s * prm.dilation_w,
                       w.p0 - prm.pad_h + r * prm.dilation_h, w.n0, full);
-          tma_load_2d(b_smem + stage * kBTile, &map_w, tap * prm.c_padded + c0, w.k0, full);
+          tma_load_2d(b_smem + at.stage * kBTile, &map_w, tap * prm.c_padded + c0, w.k0, full);
           if (++chunk == prm.c_chunks) {
             chunk = 0;
             ++tap;
           }
-          if (++stage == kStages) {
-            stage = 0;
-            phase ^= 1;
-          }
+          at.advance();
         }
       }
     }
@@ -202,10 +189,9 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
     const int lane = tid_in_warpgroup % 32;
     const int warp_in_warpgroup = tid_in_warpgroup / 32;
     const auto release = [&](int st) {
-      if (lane == 0) mbar_arrive(empty_bar + st * barrier_bytes);
+      if (lane == 0) ring.release(st);
     };
-    int stage = 0;
-    std::uint32_t phase = 0;
+    ring_position<kStages> at;
     for (int t = blockIdx.x; t < prm.tiles; t += gridDim.x) {
       const tile w = tile_of(t);
       float d[kAcc];
@@ -215,9 +201,9 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
 
       int previous = -1;
       for (int kt = 0; kt < prm.k_steps; ++kt) {
-        mbar_wait(full_bar + stage * barrier_bytes, phase);
-        const std::uint32_t a_tile = a_smem + stage * a_tile_bytes + consumer * wgmma_m * row_bytes;
-        const std::uint32_t b_tile = b_smem + stage * kBTile;
+        ring.consumer_wait(at);
+        const std::uint32_t a_tile = a_smem + at.stage * a_tile_bytes + consumer * wgmma_m * row_bytes;
+        const std::uint32_t b_tile = b_smem + at.stage * kBTile;
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < block_c / wgmma_k; ++kk) {
@@ -228,11 +214,8 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
         // Keep this stage's products in flight; the previous stage's have completed.
         wgmma_wait<1>();
         if (previous >= 0) release(previous);
-        previous = stage;
-        if (++stage == kStages) {
-          stage = 0;
-          phase ^= 1;
-        }
+        previous = at.stage;
+        at.advance();
       }
       wgmma_wait<0>();
       fence_operands(d);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Host side of the GEMM-shaped conv2d kernels (03_implicit_gemm, 04_implicit_gemm_tf32,
 // 05_implicit_gemm_pipelined, 06_winograd, 08_winograd_fused, splitk_reduce; 07_implicit_gemm_wgmma
-// through wgmma_launch.hpp, its sm_90a object's interface), templated on the epilogue:
+// through wgmma_sm90a.hpp, its sm_90a object's interface), templated on the epilogue:
 // plan -> split-K or Winograd workspace -> launches.
 // One home for both users of it: the library's launcher (kernels/conv2d/conv2d.cu,
 // precompiled for identity and the options' bias_relu_threshold) and the public
@@ -27,7 +27,7 @@
 #include "kernelforge/epilogue.cuh"
 #include "splitk_reduce.cuh"
 #include "tuning.hpp"
-#include "wgmma_launch.hpp"
+#include "wgmma_sm90a.hpp"
 
 namespace kf::detail {
 
@@ -321,7 +321,7 @@ void launch_conv2d_winograd_fused_by_name(const char* what, int device, const co
 }
 
 // ---- wgmma (step 7, sm_90a) -------------------------------------------------------
-/// The epilogues the library's sm_90a object is compiled for (wgmma_conv2d.cu):
+/// The epilogues the library's sm_90a object is compiled for (wgmma_sm90a.cu):
 /// identity and the options' bias / threshold ReLU. A user's own functor
 /// (<kernelforge/conv.cuh>) never reaches the wgmma kernel.
 template <class Epilogue>
@@ -360,7 +360,7 @@ void launch_conv2d_wgmma_by_name(const char* what, int device, const conv2d_args
     if (!conv2d_wgmma_available(device)) {
       throw_unsupported(what,
                         "this build of kernelforge holds no sm_90a code, so implicit_gemm_wgmma is unavailable; add "
-                        "90 to CMAKE_CUDA_ARCHITECTURES (and keep KERNELFORGE_ENABLE_WGMMA on)");
+                        "90 to CMAKE_CUDA_ARCHITECTURES (and keep KERNELFORGE_ENABLE_SM90A on)");
     }
     if (!launch_conv2d_implicit_gemm_wgmma(device, a, ep, stream)) {
       throw_unsupported(what,

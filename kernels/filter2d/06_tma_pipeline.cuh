@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Step 6 -- tma_pipeline: a producer warp streams the image through a ring of
 // shared-memory stages with TMA; consumer warps compute from shared memory.
-// Device code; compiled for sm_90a only (tma_sources.cmake). Host side:
-// tma_filter2d.cu; host interface: tma_launch.hpp.
+// Device code; compiled for sm_90a only (kernels/filter2d/sources.cmake). Host side:
+// tma_sm90a.cu; host interface: tma_sm90a.hpp.
 //
 // What changes from register_window (step 4) and rolling_window (step 5), and
 // why it should be faster at 5x5:
@@ -33,7 +33,7 @@
 //  * Every consumer thread arrives on the stage's empty mbarrier once it is
 //    done with it (stage j after chunk j; the last stage of a range after the
 //    last chunk): the producer refills a slot only after all consumers left it.
-// Requirements (tma_launch.hpp, checked by the launcher, errc::unsupported by
+// Requirements (tma_sm90a.hpp, checked by the launcher, errc::unsupported by
 // name otherwise): float, 3x3 or 5x5, border::zero, in and out 16-byte aligned
 // with pitches a multiple of 4 elements (TMA strides are multiples of 16 bytes;
 // float4 stores), compute capability 9.0 and a build with sm_90a.
@@ -46,6 +46,7 @@
 
 #include "../arch/guards.cuh"
 #include "../arch/mbarrier_sm90.cuh"
+#include "../arch/pipeline_sm90.cuh"
 #include "../arch/smem.cuh"
 #include "../arch/tma_sm90.cuh"
 #include "../common/kernel.cuh"
@@ -86,15 +87,11 @@ KF_KERNEL void __launch_bounds__(filter2d_tma::threads, filter2d_tma::min_blocks
   const std::uint32_t raw = smem_address(filter2d_tma_smem);
   const std::uint32_t base = (raw + smem_alignment - 1) & ~std::uint32_t(smem_alignment - 1);
   unsigned char* const base_ptr = filter2d_tma_smem + (base - raw);
-  const std::uint32_t full_bar = base + stages * stage_bytes;
-  const std::uint32_t empty_bar = full_bar + stages * barrier_bytes;
+  static_assert(stage_ring_barrier_bytes(stages) == 2 * stages * barrier_bytes, "tma_plan.hpp's barrier space");
+  const stage_ring<stages> ring(base + stages * stage_bytes);
 
   if (threadIdx.x == 0) {
-#pragma unroll
-    for (int st = 0; st < stages; ++st) {
-      mbar_init(full_bar + st * barrier_bytes, 1);                  // the producer's arrive.expect_tx
-      mbar_init(empty_bar + st * barrier_bytes, consumer_threads);  // every consumer thread
-    }
+    ring.init(consumer_threads);  // every consumer thread releases a stage
     mbar_init_fence();
   }
   __syncthreads();  // the only block-wide barrier: the roles split below
@@ -108,15 +105,13 @@ KF_KERNEL void __launch_bounds__(filter2d_tma::threads, filter2d_tma::min_blocks
   if (threadIdx.x >= consumer_threads) {
     // ------------------------------------------------------------------ producer
     if (threadIdx.x == consumer_threads) {
-      int issued = 0;  // stages filled so far, over every (channel, range)
+      ring_position<stages> at;  // runs on across every (channel, range)
       for (int c = blockIdx.z; c < prm.channels; c += gridDim.z) {
-        for (int s = 0; s <= range; ++s, ++issued) {
-          const int slot = issued % stages;
-          // Round k of a slot waits for the consumers' release of round k - 1.
-          if (issued >= stages) mbar_wait(empty_bar + slot * barrier_bytes, ((issued / stages) & 1) ^ 1);
-          const std::uint32_t full = full_bar + slot * barrier_bytes;
-          mbar_arrive_expect_tx(full, stage_bytes);  // out-of-bounds zeros count too: always the whole box
-          tma_load_3d(base + slot * stage_bytes, &map, x0 - lead_cols, (begin + s) * chunk_rows - top, c, full);
+        for (int s = 0; s <= range; ++s) {
+          // Out-of-bounds zeros count too: always the whole box.
+          const std::uint32_t full = ring.producer_acquire(at, stage_bytes);
+          tma_load_3d(base + at.stage * stage_bytes, &map, x0 - lead_cols, (begin + s) * chunk_rows - top, c, full);
+          at.advance();
         }
       }
     }
@@ -132,16 +127,17 @@ KF_KERNEL void __launch_bounds__(filter2d_tma::threads, filter2d_tma::min_blocks
 #pragma unroll
   for (int t = 0; t < R * S; ++t) f[t] = __ldg(prm.filter + t);
 
-  int consumed = 0;  // stage sequence number of the range's first stage
+  ring_position<stages> at;  // this chunk's stage
   for (int c = blockIdx.z; c < prm.channels; c += gridDim.z) {
     float* const out_plane = prm.out + c * prm.out_plane;
     for (int j = 0; j < range; ++j) {
-      const int s0 = consumed + j, s1 = s0 + 1;  // this chunk's stage and the next (its halo)
-      const int slot0 = s0 % stages, slot1 = s1 % stages;
+      ring_position<stages> next = at;  // the next stage: this chunk's halo
+      next.advance();
+      const int slot0 = at.stage, slot1 = next.stage;
       // Every consumer waits on every stage in order, so no wait can be two
       // rounds ahead of its barrier's parity (stages >= 2).
-      mbar_wait(full_bar + slot0 * barrier_bytes, (s0 / stages) & 1);
-      mbar_wait(full_bar + slot1 * barrier_bytes, (s1 / stages) & 1);
+      ring.consumer_wait(at);
+      ring.consumer_wait(next);
       const unsigned char* const stage0 = base_ptr + slot0 * stage_bytes + lane * cols_per_thread * 4;
       const unsigned char* const stage1 = base_ptr + slot1 * stage_bytes + lane * cols_per_thread * 4;
       const int y_first = (begin + j) * chunk_rows + warp * rows_per_warp;  // this warp's first output row
@@ -192,12 +188,13 @@ KF_KERNEL void __launch_bounds__(filter2d_tma::threads, filter2d_tma::min_blocks
           }
         }
       }
-      // Chunk j was stage s0's last reader; the range's last chunk is also the
-      // last reader of the range's extra stage s1.
-      mbar_arrive(empty_bar + slot0 * barrier_bytes);
-      if (j == range - 1) mbar_arrive(empty_bar + slot1 * barrier_bytes);
+      // Chunk j was stage slot0's last reader; the range's last chunk is also the
+      // last reader of the range's extra stage slot1.
+      ring.release(slot0);
+      if (j == range - 1) ring.release(slot1);
+      at = next;
     }
-    consumed += range + 1;
+    at.advance();  // past the range's extra stage
   }
 #endif
 }

@@ -3,7 +3,7 @@
 // explicit instantiations shipped in the fatbin (float and __half: every
 // variant but register_window and rolling_window, which are float only;
 // double: naive). tma_pipeline (float) lives in its own sm_90a object,
-// reached through tma_launch.hpp.
+// reached through tma_sm90a.hpp.
 #include <array>
 #include <cstdint>
 #include <mutex>
@@ -21,7 +21,7 @@
 #include "filter2d/05_rolling_window.cuh"
 #include "filter2d/03_smem_tiled.cuh"
 #include "filter2d/tile.cuh"
-#include "filter2d/tma_launch.hpp"
+#include "filter2d/tma_sm90a.hpp"
 #include "filter2d/validate.hpp"
 #include "filter2d/window_launch.cuh"
 #include "kernelforge/conv.hpp"
@@ -177,7 +177,7 @@ void launch_tma_pipeline_by_name(const char* what, int device, const filter2d_ar
   if (!filter2d_tma_available(device)) {
     throw_unsupported(what,
                       "this build of kernelforge holds no sm_90a code, so filter2d_variant::tma_pipeline is "
-                      "unavailable; add 90 to CMAKE_CUDA_ARCHITECTURES (and keep KERNELFORGE_ENABLE_WGMMA on)");
+                      "unavailable; add 90 to CMAKE_CUDA_ARCHITECTURES (and keep KERNELFORGE_ENABLE_SM90A on)");
   }
   if (!filter2d_tma_try_launch(device, a, stream)) {
     throw_unsupported(what,

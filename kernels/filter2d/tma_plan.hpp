@@ -55,7 +55,7 @@ static_assert(box_cols <= 256 && chunk_rows <= 256, "TMA box extents are at most
 static_assert(max_halo <= chunk_rows, "a chunk's halo lies within the next stage");
 static_assert(stages >= 2, "the consumers' parity waits need at least two stages");
 
-/// What the kernel needs besides the tensor map (filled by tma_filter2d.cu).
+/// What the kernel needs besides the tensor map (filled by tma_sm90a.cu).
 struct params {
   float* out = nullptr;
   const float* filter = nullptr;

@@ -2,7 +2,9 @@
 // The matrix-product launcher: validate -> early returns -> dispatch by variant
 // and device architecture, and the explicit instantiations shipped in the
 // fatbin (float: every fp32 variant; double: naive, smem_tiled, blocktile_2d;
-// __half and __nv_bfloat16: naive, tensor_core_f16, wgmma_f16).
+// __half and __nv_bfloat16: naive, tensor_core_f16, wgmma_f16). The wgmma step
+// lives in the sm_90a objects (wgmma_sm90a.hpp); this file alone decides when
+// the mma.sync steps run instead.
 #include <string>
 #include <type_traits>
 
@@ -20,12 +22,10 @@
 #include "matmul/warp_tiled_launch.cuh"
 #include "matmul/large_tile_launch.cuh"
 
-// The tensor-core kernels live in their own files; the library builds (and
-// reports errc::unsupported for tensor_core_tf32) without them.
-#include "matmul/tensor_core_tf32_launch.cuh"
-#include "matmul/wgmma_tf32_launch.cuh"
+// The tensor-core steps: mma.sync (09, 10) instantiated here, wgmma (11) declared.
 #include "matmul/tensor_core_f16_launch.cuh"
-#include "matmul/wgmma_f16_launch.cuh"
+#include "matmul/tensor_core_tf32_launch.cuh"
+#include "matmul/wgmma_sm90a.hpp"
 
 namespace kf {
 
@@ -223,9 +223,12 @@ void require_tensor_cores(int device) {
 template <class Epilogue = epilogue::identity>
 void launch_tensor_core(const gemm_args<float>& g, cudaStream_t stream, int device, const Epilogue& ep = {}) {
   require_tensor_cores(device);
-  if (wgmma_tf32_available(device)) {
-    launch_wgmma_tf32(g, stream, ep);
-    return;
+  if constexpr (std::is_same_v<Epilogue, epilogue::identity>) {
+    if (wgmma_try_launch(g, stream)) return;
+  } else {
+    static_assert(std::is_same_v<Epilogue, epilogue::bias_relu_threshold<float>>,
+                  "the wgmma kernel ships identity and bias_relu_threshold<float> epilogues only");
+    if (wgmma_try_launch(g, ep, stream)) return;
   }
   launch_tensor_core_tf32(g, stream, ep);
 }
@@ -242,11 +245,8 @@ void launch_tensor_core_16bit(matmul_variant variant, const gemm_args<T>& g, cud
                                        std::to_string(device) + " is " + std::to_string(cc / 10) + "." +
                                        std::to_string(cc % 10) + "; use variant naive (or best)");
   }
-  if (variant == matmul_variant::wgmma_f16) {
-    launch_wgmma_f16(g, stream);
-  } else {
-    launch_tensor_core_f16(g, stream);
-  }
+  if (variant == matmul_variant::wgmma_f16 && wgmma_try_launch(g, stream)) return;
+  launch_tensor_core_f16(g, stream);
 }
 
 /// The variant that runs: `best` resolved for this type, math mode, device and

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The repacking pass of the wgmma steps (10 and 12): a k-contiguous copy of an
+// The repacking pass of the wgmma step (11): a k-contiguous copy of an
 // operand wgmma cannot read in place (TF32 B not transposed where the shape
 // repacks it, A transposed, rows not 16-byte aligned), written into the
-// stream-ordered workspace that wgmma_launch.cuh's TMA descriptors then read.
-// Compiled in the sm_90a objects only (wgmma_tf32.cu, wgmma_f16.cu), like the
+// stream-ordered workspace that wgmma/launch.cuh's TMA descriptors then read.
+// Compiled in the sm_90a objects only (wgmma_sm90a_tf32.cu, wgmma_sm90a_f16.cu), like the
 // kernels it feeds.
 //
 // What changes from the pass before (32 x 32 tiles of single elements, 32 x 8

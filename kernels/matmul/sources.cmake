@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-# The matrix-product family: its launcher (the kernels are headers it includes),
-# and the tensor-core steps, which bring their own rules (an sm_90a-only object).
+# The matrix-product family: its launcher (the kernels of steps 01-10 are
+# headers it includes), and step 11 (wgmma), compiled for sm_90a alone.
 list(APPEND KERNELFORGE_SOURCES "${CMAKE_CURRENT_LIST_DIR}/matmul.cu")
-include("${CMAKE_CURRENT_LIST_DIR}/tensor_core_sources.cmake")
+kernelforge_add_sm90a_sources("wgmma matmul (TF32, fp16, bf16)"
+  "${CMAKE_CURRENT_LIST_DIR}/wgmma_sm90a_tf32.cu"
+  "${CMAKE_CURRENT_LIST_DIR}/wgmma_sm90a_f16.cu")

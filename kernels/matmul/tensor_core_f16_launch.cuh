@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Host side of step 11 (11_tensor_core_f16.cuh): the 16-byte or the register
+// Host side of step 10 (10_tensor_core_f16.cuh): the 16-byte or the register
 // copy path, and one instantiation per transpose combination, for __half and
 // __nv_bfloat16.
 #pragma once
@@ -12,7 +12,7 @@
 #include "../common/alignment.hpp"
 #include "../common/grid.hpp"
 #include "../runtime/launcher.hpp"
-#include "11_tensor_core_f16.cuh"
+#include "10_tensor_core_f16.cuh"
 #include "operand.cuh"
 
 namespace kf::detail {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The driver's TMA descriptor encoder (cuTensorMapEncodeTiled), reached through
 // the runtime's driver entry point so the library needs no libcuda link. Host
-// code; used by the Hopper launchers (matmul's wgmma_launch.cuh, conv2d's
-// wgmma_conv2d.cu, filter2d's tma_filter2d.cu), which build CUtensorMaps for
+// code; used by the Hopper launchers (matmul's wgmma/launch.cuh, conv2d's
+// wgmma_sm90a.cu, filter2d's tma_sm90a.cu), which build CUtensorMaps for
 // their TMA copies, all zero-filled outside the tensor (encode_tiled_map): the
 // wgmma operands 128-byte swizzled (encode_sw128_tiled), filter2d's image not.
 #pragma once

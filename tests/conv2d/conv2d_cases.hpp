@@ -27,7 +27,7 @@
 
 #include "kernelforge/conv.hpp"
 #include "kernelforge/kernels/conv2d/tuning.hpp"
-#include "kernelforge/kernels/conv2d/wgmma_launch.hpp"
+#include "kernelforge/kernels/conv2d/wgmma_sm90a.hpp"
 #include "test_support.hpp"
 
 namespace kf::test::conv2d {

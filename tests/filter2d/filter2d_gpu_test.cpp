@@ -36,7 +36,7 @@
 
 #include "kernelforge/conv.hpp"
 #include "kernelforge/device.hpp"
-#include "kernelforge/kernels/filter2d/tma_launch.hpp"
+#include "kernelforge/kernels/filter2d/tma_sm90a.hpp"
 #include "kernelforge/reference/conv.hpp"
 #include "kernelforge/reference/elementwise.hpp"
 #include "test_support.hpp"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // CPU tests of the matrix-product family: argument validation (every error is
 // thrown before any CUDA call, so these run without a GPU or driver), the CPU
-// reference itself, and the split-k and tuning rules of kernels/matmul/tuning.hpp.
+// reference itself, and the split-k and tuning rules of kernels/matmul/tuning.hpp and wgmma/policy.hpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernelforge/kernels/matmul/tuning.hpp"
+#include "kernelforge/kernels/matmul/wgmma/policy.hpp"
 #include "kernelforge/matmul.hpp"
 #include "kernelforge/reference/matmul.hpp"
 #include "test_support.hpp"
@@ -409,26 +410,26 @@ TEST(MatmulTuning, WgmmaBlockNIsTheWidestThatFillsTheGpu) {
 
 TEST(MatmulTuning, WgmmaClusterSharesAForNarrowTiles) {
   using kf::detail::wgmma_cluster_ctas;
-  using kf::detail::wgmma_multicast;
-  using kf::detail::wgmma_multicasts_a;
-  constexpr auto by_shape = wgmma_multicast::by_shape;
+  using kf::detail::wgmma_cluster_mode;
+  using kf::detail::wgmma_cluster_shares_a;
+  constexpr auto by_shape = wgmma_cluster_mode::by_shape;
   // 128 x 64 tiles in several tile rows (1024^3: 8 x 16): A's 128 rows a
   // stage outnumber B's 64, so the cluster shares A.
-  EXPECT_TRUE(wgmma_multicasts_a(by_shape, 64, 8, 16));
-  EXPECT_TRUE(wgmma_multicasts_a(by_shape, 64, 2, 128));
-  EXPECT_TRUE(wgmma_multicasts_a(by_shape, 64, 8, 3));  // odd tile columns: the last cluster's partner idles
+  EXPECT_TRUE(wgmma_cluster_shares_a(by_shape, 64, 8, 16));
+  EXPECT_TRUE(wgmma_cluster_shares_a(by_shape, 64, 2, 128));
+  EXPECT_TRUE(wgmma_cluster_shares_a(by_shape, 64, 8, 3));  // odd tile columns: the last cluster's partner idles
   // A single tile row (128 x 8192 x 8192: 1 x 128) streams B from HBM once and
   // keeps A in L2: single CTAs measured faster than sharing A (0.94 vs 0.91).
-  EXPECT_FALSE(wgmma_multicasts_a(by_shape, 64, 1, 128));
+  EXPECT_FALSE(wgmma_cluster_shares_a(by_shape, 64, 1, 128));
   // Wider tiles share B (equal rows at 128, B's more at 256), even in a single
   // tile row (TF32 128 x 8192 x 8192 at 128 x 128: single CTAs, as before).
-  EXPECT_FALSE(wgmma_multicasts_a(by_shape, 128, 8, 64));
-  EXPECT_FALSE(wgmma_multicasts_a(by_shape, 256, 16, 8));
+  EXPECT_FALSE(wgmma_cluster_shares_a(by_shape, 128, 8, 64));
+  EXPECT_FALSE(wgmma_cluster_shares_a(by_shape, 256, 16, 8));
   // A single tile column has no partner along n: B (the partner along m).
-  EXPECT_FALSE(wgmma_multicasts_a(by_shape, 64, 16, 1));
+  EXPECT_FALSE(wgmma_cluster_shares_a(by_shape, 64, 16, 1));
   // Forced either way, whatever the shape (tests and bench_matmul's rows).
-  EXPECT_TRUE(wgmma_multicasts_a(wgmma_multicast::a, 256, 1, 1));
-  EXPECT_FALSE(wgmma_multicasts_a(wgmma_multicast::b, 64, 8, 16));
+  EXPECT_TRUE(wgmma_cluster_shares_a(wgmma_cluster_mode::share_a, 256, 1, 1));
+  EXPECT_FALSE(wgmma_cluster_shares_a(wgmma_cluster_mode::share_b, 64, 8, 16));
   // Cluster size: 2 where the shared operand's axis has two tiles or more.
   EXPECT_EQ(wgmma_cluster_ctas(2, true, 8, 16), 2);
   EXPECT_EQ(wgmma_cluster_ctas(2, true, 1, 128), 2);   // a single tile row shares A

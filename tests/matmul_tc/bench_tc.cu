@@ -7,7 +7,7 @@
 // Rows, per size: cuBLAS (cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_TF32) for the
 // row-major products C = A B ("NN", B k x n) and C = A B^T ("NT", B stored n x k),
 // then launch_tensor_core_tf32 (mma.sync; the default 8-warp layout and the
-// 4-warp 64x64 one) and wgmma_tf32_try_launch (clusters of 1 and 2 CTAs) on the
+// 4-warp 64x64 one) and wgmma_try_launch (clusters of 1 and 2 CTAs) on the
 // same two products. NN through wgmma includes the pass
 // that repacks B k-contiguous (wgmma reads TF32 only k-major); NT needs none, so
 // its row is the kernel alone. Each row: median of `reps` calls timed with CUDA
@@ -28,7 +28,7 @@
 #include <cuda_runtime_api.h>
 
 #include "kernelforge/kernels/matmul/tensor_core_tf32_launch.cuh"
-#include "kernelforge/kernels/matmul/wgmma_tf32_launch.cuh"
+#include "kernelforge/kernels/matmul/wgmma_sm90a.hpp"
 
 namespace {
 
@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
   check(cudaGetDevice(&device), "cudaGetDevice");
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
-  const bool wgmma = kf::detail::wgmma_tf32_available(device);
+  const bool wgmma = kf::detail::wgmma_available(device);
   std::printf("device: %s (sm_%d%d, %d SMs); wgmma kernel %s\n", prop.name, prop.major, prop.minor,
               prop.multiProcessorCount, wgmma ? "available" : "NOT available (needs sm_90 and 90 in the build's list)");
   if (prop.major < 8) {
@@ -201,9 +201,9 @@ int main(int argc, char** argv) {
       });
       if (wgmma) {
         row(std::string("wgmma cluster 2 ") + tag + (trans_b ? "" : " (+ B repack)"),
-            [&] { return kf::detail::wgmma_tf32_try_launch(args, nullptr, 2); });
+            [&] { return kf::detail::wgmma_try_launch(args, nullptr, {2}); });
         row(std::string("wgmma cluster 1 ") + tag + (trans_b ? "" : " (+ B repack)"),
-            [&] { return kf::detail::wgmma_tf32_try_launch(args, nullptr, 1); });
+            [&] { return kf::detail::wgmma_try_launch(args, nullptr, {1}); });
       }
     }
     check(cudaFree(A), "cudaFree");

@@ -25,8 +25,7 @@
 
 #include "kernelforge/error.hpp"
 #include "kernelforge/kernels/matmul/pack_k_major.cuh"
-#include "kernelforge/kernels/matmul/wgmma_f16_launch.cuh"
-#include "kernelforge/kernels/matmul/wgmma_tf32_launch.cuh"
+#include "kernelforge/kernels/matmul/wgmma_sm90a.hpp"
 #include "test_support.hpp"
 
 namespace {

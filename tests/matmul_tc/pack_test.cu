@@ -33,8 +33,7 @@
 #include <cuda_runtime_api.h>
 
 #include "kernelforge/kernels/matmul/pack_k_major.cuh"  // pack_layout: the tile extents
-#include "kernelforge/kernels/matmul/wgmma_f16_launch.cuh"
-#include "kernelforge/kernels/matmul/wgmma_tf32_launch.cuh"
+#include "kernelforge/kernels/matmul/wgmma_sm90a.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -135,7 +134,7 @@ void run_pack(std::size_t rows, std::size_t k, bool copy, source_layout layout, 
 
 bool pack_runs_here() {
   int device = 0;
-  return cudaGetDevice(&device) == cudaSuccess && kf::detail::wgmma_tf32_available(device);
+  return cudaGetDevice(&device) == cudaSuccess && kf::detail::wgmma_available(device);
 }
 
 struct extent {

@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // The fp16 / bf16 tensor-core kernels called through their launch functions,
 // so that a silent fallback cannot pass for the kernel under test:
-//  * mma_sync: launch_tensor_core_f16 (11_tensor_core_f16.cuh), any sm_80+ GPU;
-//  * wgmma_cluster1 / wgmma_cluster2 / wgmma_mcast_a: wgmma_f16_try_launch
-//    (12_wgmma_f16.cuh), which must accept the call (compute capability 9.0 and
+//  * mma_sync: launch_tensor_core_f16 (10_tensor_core_f16.cuh), any sm_80+ GPU;
+//  * wgmma_cluster1 / wgmma_cluster2 / wgmma_mcast_a: wgmma_try_launch
+//    (11_wgmma.cuh), which must accept the call (compute capability 9.0 and
 //    a library built with 90): single CTAs, clusters of 2 sharing B (forced) and
-//    clusters of 2 sharing A (forced: wgmma_multicast::a), at every shape and
+//    clusters of 2 sharing A (forced: wgmma_cluster_mode::share_a), at every shape and
 //    forced width. Sharing A, the cluster's CTAs take adjacent n-tiles: odd tile
 //    counts along n (129, 257, 300 and 520 at 64 wide; 4097 at 256 and 64) leave
 //    the last cluster's second CTA outside C; a single tile column (n = 1) runs
 //    single CTAs; 1 x 4096 x 512 (a single tile row) clusters only this way;
 //    130 x 300 x 2051 and 1 x 1 x 4096 split k.
-//  * wgmma_cluster_splitk: the cluster split-k (forced: wgmma_multicast::split_k):
+//  * wgmma_cluster_splitk: the cluster split-k (forced: wgmma_cluster_mode::split_k):
 //    128 x 128 tiles, a cluster of 2 on each, CTA r over half of the k-steps
 //    of 64, the halves added in shared memory. k-steps: 1 x 1 x 1, 33 x 65 x
 //    17 and 128 x 256 x 64 have one (CTA 1 adds zeros), 1090 x 2904 x 72 two,
@@ -42,7 +42,7 @@
 // box a stage the cluster's first CTA multicasts); 1090 x 2904 x 72 (9 x 12 =
 // 108 tiles; rows of 16-byte multiples, so B n-major is read in place at ld+0
 // and ld+8) and 4095 x 4097 x 4093 run 128 x 256. forced_widths() runs the
-// other widths on some of the same shapes (wgmma_f16_try_launch's block_n;
+// other widths on some of the same shapes (wgmma_try_launch's block_n;
 // cases named ..._n128 etc.): 128 x 128 and 128 x 256 on small shapes, 128 x 64
 // on the two large ones (many tiles per persistent CTA).
 #include <gtest/gtest.h>
@@ -59,8 +59,7 @@
 #include "../matmul/matmul_case.hpp"
 #include "kernelforge/error.hpp"
 #include "kernelforge/kernels/matmul/tensor_core_f16_launch.cuh"
-#include "kernelforge/kernels/matmul/wgmma_f16_launch.cuh"
-#include "kernelforge/kernels/matmul/wgmma_tf32_launch.cuh"
+#include "kernelforge/kernels/matmul/wgmma_sm90a.hpp"
 
 namespace {
 
@@ -126,11 +125,11 @@ void run_case(const matmul_shape& s, bool ta, bool tb, path p, int block_n, cons
     if (p == path::mma_sync) {
       kf::detail::launch_tensor_core_f16(g, nullptr);
     } else {
-      using kf::detail::wgmma_multicast;
-      const wgmma_multicast multicast = p == path::wgmma_mcast_a          ? wgmma_multicast::a
-                                        : p == path::wgmma_cluster_splitk ? wgmma_multicast::split_k
-                                                                          : wgmma_multicast::b;
-      accepted = kf::detail::wgmma_f16_try_launch(g, nullptr, p == path::wgmma_cluster1 ? 1 : 2, block_n, multicast);
+      using kf::detail::wgmma_cluster_mode;
+      const wgmma_cluster_mode multicast = p == path::wgmma_mcast_a          ? wgmma_cluster_mode::share_a
+                                           : p == path::wgmma_cluster_splitk ? wgmma_cluster_mode::split_k
+                                                                             : wgmma_cluster_mode::share_b;
+      accepted = kf::detail::wgmma_try_launch(g, nullptr, {p == path::wgmma_cluster1 ? 1 : 2, block_n, multicast});
     }
   };
   const ::testing::AssertionResult r =
@@ -198,7 +197,7 @@ TEST_P(MatmulTensorCoreF16, MatchesDoubleReference) {
   } else {
     int device = 0;
     ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
-    if (!kf::detail::wgmma_tf32_available(device)) {
+    if (!kf::detail::wgmma_available(device)) {
       GTEST_SKIP() << "wgmma needs a compute capability 9.0 GPU and a library built with 90 in "
                       "CMAKE_CUDA_ARCHITECTURES (this GPU is sm_"
                    << device_cc() << ")";
@@ -222,12 +221,12 @@ INSTANTIATE_TEST_SUITE_P(Shapes, MatmulTensorCoreF16, ::testing::ValuesIn(all_ca
                          [](const ::testing::TestParamInfo<tc_case>& info) { return describe(info.param); });
 
 // The argument-check tests below need the wgmma instances (a cc 9.0 GPU).
-#define KF_SKIP_WITHOUT_WGMMA()                                                                                   \
-  do {                                                                                                            \
-    KF_SKIP_WITHOUT_GPU();                                                                                        \
-    int kf_device = 0;                                                                                            \
-    ASSERT_EQ(cudaGetDevice(&kf_device), cudaSuccess);                                                            \
-    if (!kf::detail::wgmma_tf32_available(kf_device)) GTEST_SKIP() << "wgmma needs a compute capability 9.0 GPU"; \
+#define KF_SKIP_WITHOUT_WGMMA()                                                                              \
+  do {                                                                                                       \
+    KF_SKIP_WITHOUT_GPU();                                                                                   \
+    int kf_device = 0;                                                                                       \
+    ASSERT_EQ(cudaGetDevice(&kf_device), cudaSuccess);                                                       \
+    if (!kf::detail::wgmma_available(kf_device)) GTEST_SKIP() << "wgmma needs a compute capability 9.0 GPU"; \
   } while (0)
 
 // A tile width the kernel is not built for is an error naming block_n, thrown
@@ -238,7 +237,7 @@ TEST(MatmulWgmmaF16, UnknownBlockNIsAnError) {
   g.m = g.n = g.k = 1;
   for (int bad : {96, 32, 512, -64}) {
     try {
-      kf::detail::wgmma_f16_try_launch(g, nullptr, 2, bad);
+      kf::detail::wgmma_try_launch(g, nullptr, {2, bad});
       ADD_FAILURE() << "block_n = " << bad << " was accepted";
     } catch (const kf::error& e) {
       EXPECT_EQ(e.code(), kf::errc::invalid_argument) << bad;
@@ -247,17 +246,17 @@ TEST(MatmulWgmmaF16, UnknownBlockNIsAnError) {
   }
 }
 
-// A multicast choice that is not a wgmma_multicast value is an error naming it.
-TEST(MatmulWgmmaF16, UnknownMulticastIsAnError) {
+// A cluster mode that is not a wgmma_cluster_mode value is an error naming it.
+TEST(MatmulWgmmaF16, UnknownClusterModeIsAnError) {
   KF_SKIP_WITHOUT_WGMMA();
   kf::detail::gemm_args<__half> g;
   g.m = g.n = g.k = 1;
   try {
-    kf::detail::wgmma_f16_try_launch(g, nullptr, 2, 0, static_cast<kf::detail::wgmma_multicast>(7));
-    ADD_FAILURE() << "multicast = 7 was accepted";
+    kf::detail::wgmma_try_launch(g, nullptr, {2, 0, static_cast<kf::detail::wgmma_cluster_mode>(7)});
+    ADD_FAILURE() << "cluster_mode = 7 was accepted";
   } catch (const kf::error& e) {
     EXPECT_EQ(e.code(), kf::errc::invalid_argument);
-    EXPECT_NE(std::string(e.what()).find("multicast = 7"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cluster_mode = 7"), std::string::npos) << e.what();
   }
 }
 
@@ -269,7 +268,7 @@ TEST(MatmulWgmmaF16, ClusterSplitKArgumentsAreChecked) {
   g.m = g.n = g.k = 1;
   const auto expect_error = [&](int cluster_size, int block_n, const std::string& named) {
     try {
-      kf::detail::wgmma_f16_try_launch(g, nullptr, cluster_size, block_n, kf::detail::wgmma_multicast::split_k);
+      kf::detail::wgmma_try_launch(g, nullptr, {cluster_size, block_n, kf::detail::wgmma_cluster_mode::split_k});
       ADD_FAILURE() << "cluster_size " << cluster_size << ", block_n " << block_n << " was accepted";
     } catch (const kf::error& e) {
       EXPECT_EQ(e.code(), kf::errc::invalid_argument);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The tensor-core matmul kernels, called through their launch functions
-// (kernels/matmul/09_tensor_core_tf32.cuh: mma.sync; 10_wgmma_tf32.cuh: wgmma + TMA in
+// (kernels/matmul/09_tensor_core_tf32.cuh: mma.sync; 11_wgmma.cuh: wgmma + TMA in
 // clusters of 1 and 2 CTAs), against a CPU reference accumulated in double.
 //
 // Every shape runs all four transpose combinations and several storage layouts:
@@ -36,9 +36,9 @@
 
 #include <cuda_runtime_api.h>
 
-#include "kernelforge/kernels/matmul/10_wgmma_tf32.cuh"  // the transpose and staged-store mappings (CPU checks)
+#include "kernelforge/kernels/matmul/wgmma/swap_ab.cuh"  // the transpose and staged-store mappings (CPU checks)
 #include "kernelforge/kernels/matmul/tensor_core_tf32_launch.cuh"
-#include "kernelforge/kernels/matmul/wgmma_tf32_launch.cuh"
+#include "kernelforge/kernels/matmul/wgmma_sm90a.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -46,26 +46,26 @@ namespace {
 using kf::detail::gemm_args;
 
 /// mma_sync: launch_tensor_core_tf32 (8 warps a block); mma_sync_4warps: its
-/// 64x64-warp-tile layout (09_tensor_core_tf32.cuh: four_warps). wgmma_*: wgmma_tf32_try_launch, which must
+/// 64x64-warp-tile layout (09_tensor_core_tf32.cuh: four_warps). wgmma_*: wgmma_try_launch, which must
 /// accept the call: wgmma_single / wgmma_cluster (clusters of 1 / 2 CTAs, the 2
 /// sharing B, forced) with an n-contiguous B of 16-byte rows read by the
-/// swapped product (wgmma_tf32_b_mode::swap_operands: C^T = op(B)^T op(A)^T, its
+/// swapped product (the default, by_shape: C^T = op(B)^T op(A)^T, its
 /// A from registers; its tiles run along C's columns, so "sharing B" shares
 /// the swapped product's B, i.e. A); wgmma_mcast_a the same with clusters of 2 sharing A (forced:
-/// wgmma_multicast::a; the CTAs on adjacent n-tiles, so odd tile counts along n
+/// wgmma_cluster_mode::share_a; the CTAs on adjacent n-tiles, so odd tile counts along n
 /// -- 129, 257, 520, 4097 at 64 wide, 2904 at 128, 4097 at 256 -- leave the last cluster's second
 /// CTA outside C, n = 1 runs single CTAs, 1 x 4096 x 512 clusters only this way,
 /// 513 x 257 x 1031 and 1 x 1 x 4096 split k);
 /// wgmma_repack_b (clusters of 2) with such a B repacked in HBM first (forced:
 /// wgmma_tf32_b_mode::repack).
 /// wgmma_cluster_splitk: the cluster split-k (forced:
-/// wgmma_multicast::split_k; 128 x 128 tiles, each cluster of 2 on one tile, CTA
+/// wgmma_cluster_mode::split_k; 128 x 128 tiles, each cluster of 2 on one tile, CTA
 /// r over half of the k-steps of 32: 1 x 1 x 1 and 33 x 65 x 17 have one step,
 /// so CTA 1 adds zeros; 513 x 257 x 1031 and 1090 x 2904 x 72 an odd count (33,
 /// 3); 1090 x 2904 x 72 and the big shape more tiles than clusters, so each
 /// CTA's receive buffer is reused; B swapped, k-major or
 /// repacked as on wgmma_cluster2; also with the fused bias / ReLU epilogue).
-/// dispatch: launch_wgmma_tf32, wgmma where it runs and the mma.sync
+/// dispatch: wgmma_try_launch, else launch_tensor_core_tf32: wgmma where it runs and the mma.sync
 /// fallback elsewhere (any sm_80+ GPU).
 enum class path {
   mma_sync,
@@ -87,7 +87,7 @@ const char* path_name(path p) {
     case path::wgmma_mcast_a: return "wgmma_mcast_a";
     case path::wgmma_cluster_splitk: return "wgmma_cluster_splitk";
     case path::wgmma_repack_b: return "wgmma_repack_b";
-    case path::dispatch: return "launch_wgmma_tf32";
+    case path::dispatch: return "dispatch";
   }
   return "unknown";
 }
@@ -268,18 +268,18 @@ void run_case(const shape& s, bool trans_a, bool trans_b, path p, int block_n, c
   } else if (p == path::mma_sync_4warps) {
     kf::detail::launch_tensor_core_tf32_with<kf::detail::tf32_mma::four_warps>(args, stream);
   } else if (p == path::dispatch) {
-    kf::detail::launch_wgmma_tf32(args, stream);
+    if (!kf::detail::wgmma_try_launch(args, stream)) kf::detail::launch_tensor_core_tf32(args, stream);
   } else {
     const int cluster = p == path::wgmma_single ? 1 : 2;
-    // Forced, whatever the shape's rule (tuning.hpp: wgmma_tf32_n_major_b_source).
+    // Forced, whatever the shape's rule (wgmma/policy.hpp: choose_wgmma_b_source).
     const auto b_mode =
         p == path::wgmma_repack_b ? kf::detail::wgmma_tf32_b_mode::repack : kf::detail::wgmma_tf32_b_mode::by_shape;
-    const auto multicast = p == path::wgmma_mcast_a          ? kf::detail::wgmma_multicast::a
-                           : p == path::wgmma_cluster_splitk ? kf::detail::wgmma_multicast::split_k
-                                                             : kf::detail::wgmma_multicast::b;
-    const bool accepted =
-        fused ? kf::detail::wgmma_tf32_try_launch(args, epilogue, stream, cluster, b_mode, block_n, multicast)
-              : kf::detail::wgmma_tf32_try_launch(args, stream, cluster, b_mode, block_n, multicast);
+    const auto multicast = p == path::wgmma_mcast_a          ? kf::detail::wgmma_cluster_mode::share_a
+                           : p == path::wgmma_cluster_splitk ? kf::detail::wgmma_cluster_mode::split_k
+                                                             : kf::detail::wgmma_cluster_mode::share_b;
+    const kf::detail::wgmma_overrides forced{cluster, block_n, multicast, b_mode};
+    const bool accepted = fused ? kf::detail::wgmma_try_launch(args, epilogue, stream, forced)
+                                : kf::detail::wgmma_try_launch(args, stream, forced);
     ASSERT_TRUE(accepted) << "the wgmma kernel declined a call it should run (it would have fallen back to mma.sync)";
   }
   ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
@@ -350,7 +350,7 @@ const shape big_shape{4095, 4097, 4093};
 // run 128 x 64 tiles (split-k included: 513 x 257 x 1031 in 4 slices, 1 x 1 x
 // 4096); 1090 x 2904 (9 x 12 = 108 tiles, ragged in m, n and k) and the
 // big shape run 128 x 256. forced_widths runs the other widths on some of the
-// same shapes (wgmma_tf32_try_launch's block_n; cases named ..._n128 etc.).
+// same shapes (wgmma_try_launch's block_n; cases named ..._n128 etc.).
 // B not transposed (NN, TN) with 16-byte rows (the "16-byte rows" storage
 // always; "tight" where n % 4 == 0) runs the swapped product on wgmma_single /
 // wgmma_cluster / wgmma_mcast_a / wgmma_cluster_splitk (its epilogues: staged
@@ -400,7 +400,7 @@ TEST_P(MatmulTensorCoreTf32, MatchesDoubleReference) {
   } else {
     int device = 0;
     ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
-    if (!kf::detail::wgmma_tf32_available(device)) {
+    if (!kf::detail::wgmma_available(device)) {
       GTEST_SKIP() << "wgmma TF32 needs a compute capability 9.0 GPU and a library built with 90 in "
                       "CMAKE_CUDA_ARCHITECTURES (this GPU is sm_"
                    << device_cc() << ")";
@@ -462,7 +462,7 @@ TEST(MatmulTensorCoreTf32Layout, ThreeStagesFitTwoBlocksOnHopperAndOneOnAmpere) 
 
 // ---- CPU check of the swapped product's A fragments (TF32, n-contiguous B) ----
 
-/// Each consumer warpgroup's threads load A's fragments (10_wgmma_tf32.cuh:
+/// Each consumer warpgroup's threads load A's fragments (11_wgmma.cuh:
 /// swap_fragment_offset) from the stage's four N-major boxes, as TMA wrote
 /// them: element (k, row) of box row / 32 at k * 128 + (((row % 32) / 4) ^ (k %
 /// 8)) * 16 + (row % 4) * 4. Checked: every fragment register reads the element
@@ -472,14 +472,14 @@ TEST(MatmulTensorCoreTf32Layout, ThreeStagesFitTwoBlocksOnHopperAndOneOnAmpere) 
 /// swap_row is a permutation of the tile's rows), and each warp's load of a
 /// register is conflict-free (32 distinct banks).
 TEST(MatmulWgmmaTf32, SwapFragmentMapping) {
-  namespace w = kf::detail::wgmma_tf32;
+  namespace w = kf::detail::wgmma;
   const auto n_major = [](int k, int row) {
     return (row / w::swap_box_rows) * w::swap_box_bytes + k * w::swizzle_row_bytes +
            (((row % w::swap_box_rows) / 4) ^ (k % 8)) * 16 + (row % 4) * 4;
   };
   for (int consumer = 0; consumer < w::consumer_warpgroups; ++consumer) {
     std::vector<int> rows;
-    for (int warp = 0; warp < w::warps_per_warpgroup; ++warp) {
+    for (int warp = 0; warp < kf::detail::warps_per_warpgroup; ++warp) {
       for (int rr = 0; rr < 16; ++rr) rows.push_back(w::swap_row(warp, rr));
       for (int r = 0; r < 4; ++r) {
         std::vector<int> banks;
@@ -505,7 +505,7 @@ TEST(MatmulWgmmaTf32, SwapFragmentMapping) {
 
 // ---- CPU check of the staged epilogue's shared-memory stores ----------------
 
-/// store_tile_staged (10_wgmma_tf32.cuh) writes one 64-row x 128-byte chunk of a
+/// store_tile_staged (11_wgmma.cuh) writes one 64-row x 128-byte chunk of a
 /// consumer warpgroup's tile into a C buffer that TMA stores with the 128-byte
 /// swizzle: element (r, byte) at r * 128 + ((byte / 16) ^ (r % 8)) * 16 + byte % 16.
 /// Simulated with the kernel's own offsets (staged_lane_offset, XORs of
@@ -524,8 +524,8 @@ TEST(MatmulWgmmaTf32, SwapFragmentMapping) {
 ///    bank pair, two passes instead of one (as before stmatrix; choosing the
 ///    group per row would need a select per register).
 TEST(MatmulWgmmaTf32, StagedEpilogueMapping) {
-  namespace w = kf::detail::wgmma_tf32;
-  constexpr int rows = w::wgmma_m, row_bytes = w::swizzle_row_bytes, warps = w::warps_per_warpgroup;
+  namespace w = kf::detail::wgmma;
+  constexpr int rows = w::wgmma_m, row_bytes = w::swizzle_row_bytes, warps = kf::detail::warps_per_warpgroup;
   static_assert(rows * row_bytes == w::c_buffer_bytes, "a C buffer is one 64-row chunk");
   const auto swizzled = [](int r, int byte) { return r * row_bytes + (((byte / 16) ^ (r % 8)) * 16) + byte % 16; };
   for (int r = 0; r < rows; ++r)
@@ -589,8 +589,8 @@ TEST(MatmulWgmmaTf32, StagedEpilogueMapping) {
 }
 
 TEST(MatmulWgmmaTf32, UnavailableForDevicesThatDoNotExist) {
-  EXPECT_FALSE(kf::detail::wgmma_tf32_available(-1));
-  EXPECT_FALSE(kf::detail::wgmma_tf32_available(kf::detail::max_cached_devices));
+  EXPECT_FALSE(kf::detail::wgmma_available(-1));
+  EXPECT_FALSE(kf::detail::wgmma_available(kf::detail::max_cached_devices));
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Step 6 -- tma_pipeline, host interface: what the filter2d launcher
 // (filter2d.cu) calls. The kernel (06_tma_pipeline.cuh) and its launch
-// (tma_filter2d.cu) are compiled for sm_90a only (tma_sources.cmake); without
-// 90 in CMAKE_CUDA_ARCHITECTURES, tma_filter2d.cu compiles to stubs that return
+// (tma_sm90a.cu) are compiled for sm_90a only (kernels/filter2d/sources.cmake); without
+// 90 in CMAKE_CUDA_ARCHITECTURES, tma_sm90a.cu compiles to stubs that return
 // false. Applicability and the grid: tma_plan.hpp.
 #pragma once
 

@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // Step 7, host side -- the wgmma conv2d launch (kernel: 07_implicit_gemm_wgmma.cuh;
-// interface: wgmma_launch.hpp): the pooled workspace (the input in NHWC and the
+// interface: wgmma_sm90a.hpp): the pooled workspace (the input in NHWC and the
 // filter as K x RS x C padded to 32, both rounded to TF32), the two tensor maps,
 // the two repacking passes and the persistent launch.
 //
-// This translation unit is built for sm_90a only (wgmma_sources.cmake). It must
+// This translation unit is built for sm_90a only (kernels/conv2d/sources.cmake). It must
 // instantiate no kernel that other translation units instantiate too (their
 // weak copies could be the ones the program registers, and other GPUs would
 // then find no image): so it includes neither gemm_launch.cuh nor any other
 // step, only the step-7 kernels, which nothing else instantiates.
-#include "conv2d/wgmma_launch.hpp"
+#include "conv2d/wgmma_sm90a.hpp"
 
-#if defined(KERNELFORGE_CONV2D_WGMMA)
+#if defined(KERNELFORGE_HAS_SM90A)
 
 #include <climits>
 #include <cstddef>
@@ -150,7 +150,7 @@ bool conv2d_wgmma_try_launch(int device, const conv2d_args<float>& a, const epil
 
 }  // namespace kf::detail
 
-#else  // !KERNELFORGE_CONV2D_WGMMA: the library's list has no 90; nothing to run.
+#else  // !KERNELFORGE_HAS_SM90A: the library's list has no 90; nothing to run.
 
 namespace kf::detail {
 

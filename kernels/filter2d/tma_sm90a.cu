@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // Step 6, host side -- the tma_pipeline launch (kernel: 06_tma_pipeline.cuh;
-// interface: tma_launch.hpp): the input's 3-D tensor map (width, height,
+// interface: tma_sm90a.hpp): the input's 3-D tensor map (width, height,
 // channels; boxes of box_cols x chunk_rows x 1, zero fill outside) and a grid
 // of one wave.
 //
-// This translation unit is built for sm_90a only (tma_sources.cmake). It must
+// This translation unit is built for sm_90a only (kernels/filter2d/sources.cmake). It must
 // instantiate no kernel that other translation units instantiate too (their
 // weak copies could be the ones the program registers, and other GPUs would
 // then find no image): so it includes only the step-6 kernel, which nothing
 // else instantiates.
-#include "filter2d/tma_launch.hpp"
+#include "filter2d/tma_sm90a.hpp"
 
-#if defined(KERNELFORGE_FILTER2D_TMA)
+#if defined(KERNELFORGE_HAS_SM90A)
 
 #include <cuda.h>
 
@@ -76,7 +76,7 @@ bool filter2d_tma_try_launch(int device, const filter2d_args<float>& a, cudaStre
 
 }  // namespace kf::detail
 
-#else  // !KERNELFORGE_FILTER2D_TMA: the library's list has no 90; nothing to run.
+#else  // !KERNELFORGE_HAS_SM90A: the library's list has no 90; nothing to run.
 
 namespace kf::detail {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Step 11 -- tensor_core_f16: __half and __nv_bfloat16 products on the tensor
+// Step 10 -- tensor_core_f16: __half and __nv_bfloat16 products on the tensor
 // cores with mma.sync.m16n8k16 (fp32 accumulation), for sm_80 and newer.
 //
 // What changes from tensor_core_tf32 (step 9), and why it is faster:
@@ -30,7 +30,7 @@
 //    allows.
 // Device code for sm_80 and newer; below that the kernel body is a trap (the
 // launcher never selects it there: naive is the fallback). On Hopper the wgmma
-// step (12_wgmma_f16.cuh) is the fast path.
+// step (11_wgmma.cuh) is the fast path.
 // Its measured speed: the README's generated tables and benchmarks/TUNING.md (bench_matmul).
 #pragma once
 

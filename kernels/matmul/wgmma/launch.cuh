@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// Host side of the wgmma kernel (10_wgmma_tf32.cuh: wgmma_kernel), shared by
-// steps 10 (wgmma_tf32.cu, float) and 12 (wgmma_f16.cu, __half and
-// __nv_bfloat16; wgmma_element<T> in 12_wgmma_f16.cuh): the TMA descriptors,
-// the repack of operands wgmma cannot read in place (into the runtime's pooled
-// workspace), the split-k plan and its fp32 partials, the persistent grid, the
-// cluster launch and the split-k reduction (split_k.cuh), which applies alpha,
-// beta and the epilogue functor once the k-slices are summed.
-// Included only by those two translation units, which are built for sm_90a.
+// The host side of the Hopper GEMM (11_wgmma.cuh), for the sm_90a translation
+// units only (wgmma_sm90a_tf32.cu, wgmma_sm90a_f16.cu): the TMA descriptors,
+// the repack of operands wgmma cannot read in place (pack_k_major.cuh, into the
+// runtime's pooled workspace), the choices of policy.hpp, the split-k plan and
+// its fp32 partials, the persistent grid, the cluster launch, and the split-k
+// reduction (split_k.cuh), which applies alpha, beta and the epilogue functor
+// once the k-slices are summed.
 #pragma once
 
 #include <cstddef>
@@ -19,21 +18,18 @@
 #include <cudaTypedefs.h>
 #include <cuda_runtime_api.h>
 
-#include "10_wgmma_tf32.cuh"
-#include "../common/alignment.hpp"
-#include "../common/grid.hpp"
-#include "../common/vector_access.cuh"
-#include "../runtime/launcher.hpp"
-#include "../runtime/tensor_map.hpp"  // encode_tiled, encode_sw128
-#include "../runtime/validate.hpp"
-#include "gemm_args.cuh"
-#include "split_k.cuh"
-#include "tuning.hpp"
-// wgmma_tf32_available, declared without the mma.sync fallback (see wgmma_tf32.cu).
-#ifndef KF_WGMMA_TF32_DECLARATIONS_ONLY
-#error "wgmma_launch.cuh belongs to the sm_90a translation units: define KF_WGMMA_TF32_DECLARATIONS_ONLY first"
-#endif
-#include "wgmma_tf32_launch.cuh"
+#include "../../common/alignment.hpp"
+#include "../../common/grid.hpp"
+#include "../../common/vector_access.cuh"
+#include "../../runtime/launcher.hpp"
+#include "../../runtime/tensor_map.hpp"  // encode_tiled, encode_sw128
+#include "../../runtime/validate.hpp"
+#include "../11_wgmma.cuh"
+#include "../gemm_args.cuh"
+#include "../pack_k_major.cuh"
+#include "../split_k.cuh"
+#include "../wgmma_sm90a.hpp"
+#include "policy.hpp"
 
 namespace kf::detail {
 
@@ -52,27 +48,27 @@ inline void require_wgmma_block_n(const char* what, int block_n) {
                                    " is not a wgmma tile width: pass 0 (chosen by shape), 256, 128 or 64");
 }
 
-/// errc::invalid_argument unless `multicast` is one of wgmma_multicast's values.
-inline void require_wgmma_multicast(const char* what, wgmma_multicast multicast) {
-  if (multicast == wgmma_multicast::by_shape || multicast == wgmma_multicast::a || multicast == wgmma_multicast::b ||
-      multicast == wgmma_multicast::split_k) {
+/// errc::invalid_argument unless `mode` is one of wgmma_cluster_mode's values.
+inline void require_wgmma_cluster_mode(const char* what, wgmma_cluster_mode mode) {
+  if (mode == wgmma_cluster_mode::by_shape || mode == wgmma_cluster_mode::share_a ||
+      mode == wgmma_cluster_mode::share_b || mode == wgmma_cluster_mode::split_k) {
     return;
   }
-  throw_invalid_argument(what, "multicast = " + std::to_string(static_cast<int>(multicast)) +
-                                   " is not a wgmma_multicast: pass by_shape, a, b or split_k");
+  throw_invalid_argument(what, "cluster_mode = " + std::to_string(static_cast<int>(mode)) +
+                                   " is not a wgmma_cluster_mode: pass by_shape, share_b, share_a or split_k");
 }
 
-/// errc::invalid_argument unless the forced cluster split-k (multicast =
+/// errc::invalid_argument unless the forced cluster split-k (cluster_mode =
 /// split_k) meets its instance: 128 x 128 tiles, a cluster of 2.
 inline void require_wgmma_cluster_split_k(const char* what, int cluster_size, int block_n) {
   if (block_n != 0 && block_n != 128) {
     throw_invalid_argument(what, "block_n = " + std::to_string(block_n) +
-                                     " with multicast = split_k: the cluster split-k runs 128 x 128 tiles only; "
+                                     " with cluster_mode = split_k: the cluster split-k runs 128 x 128 tiles only; "
                                      "pass block_n 0 or 128");
   }
   if (cluster_size == 1) {
     throw_invalid_argument(what,
-                           "cluster_size = 1 with multicast = split_k: the cluster split-k needs a cluster of 2 "
+                           "cluster_size = 1 with cluster_mode = split_k: the cluster split-k needs a cluster of 2 "
                            "CTAs; pass cluster_size 2");
   }
 }
@@ -132,7 +128,7 @@ bool pack_k_major(const T* src, std::size_t ld_src, bool source_k_contiguous, T*
     throw_invalid_argument(what, "src and dst overlap: the repack writes a separate copy (pass a disjoint dst)");
   }
   const int device = current_device(what);
-  if (!wgmma_tf32_available(device)) return false;
+  if (!wgmma_available(device)) return false;
   require_kernel_image_cached(device, what);
   launch_pack(src, ld_src, source_k_contiguous, dst, ld_dst, rows, k, stream, what);
   return true;
@@ -147,9 +143,9 @@ struct instance {
   static constexpr auto kernel =
       &wgmma_kernel<T, Cluster, BNMajor, Epilogue, BlockN, MulticastA, ClusterSplitK, SwapAB>;
   static constexpr int block_n = BlockN;
-  static constexpr int smem_bytes = wgmma_tf32::tile_config<BlockN, ClusterSplitK>::smem_bytes;
+  static constexpr int smem_bytes = wgmma::tile_config<BlockN, ClusterSplitK>::smem_bytes;
   static int resident(int device, const char* what) {
-    return resident_clusters<kernel>(device, wgmma_tf32::threads, smem_bytes, Cluster, what);
+    return resident_clusters<kernel>(device, wgmma::threads, smem_bytes, Cluster, what);
   }
 };
 
@@ -165,12 +161,12 @@ struct cluster_choice {
 /// Calls f(instance<T, cluster, n_major, Epilogue, BlockN, multicast_a, split_k, swap>{})
 /// for the runtime choice (N-major B: 16-bit T read with the transpose bit;
 /// swap: the swapped TF32 product, its B k-major; a cluster of 2 shares B, or A
-/// where multicast_a, or splits k; BlockN one of tuning.hpp's
+/// where multicast_a, or splits k; BlockN one of policy.hpp's
 /// wgmma_block_n_choices). The cluster split-k is instantiated at BlockN 128
 /// alone, N-major B for 16-bit T alone, the swapped product for TF32 alone.
 template <class T, class Epilogue, int BlockN, bool NMajor, bool Swap, class F>
 void with_instance_cluster(const cluster_choice& c, F&& f) {
-  constexpr int pair = wgmma_tf32::max_cluster;
+  constexpr int pair = wgmma::max_cluster;
   if (c.cluster == 1) {
     f(instance<T, 1, NMajor, Epilogue, BlockN, false, false, Swap>{});
   } else if (c.split_k) {
@@ -212,8 +208,6 @@ void with_instance(bool n_major, bool swap, const cluster_choice& c, int block_n
   }
 }
 
-}  // namespace wgmma_host
-
 /// Enqueues C = fn(alpha * op(A) op(B) + beta * C) with the wgmma kernel on the
 /// current device and returns true, or returns false having enqueued nothing
 /// (no sm_90a image for this device, extents past TMA's 32-bit coordinates, no
@@ -222,49 +216,49 @@ void with_instance(bool n_major, bool swap, const cluster_choice& c, int block_n
 ///  * B read in place when k-contiguous, or (16-bit T: wgmma's transpose bit)
 ///    n-contiguous, with 16-byte aligned rows; TF32 n-contiguous B with such
 ///    rows read in place by the swapped product (C^T = op(B)^T op(A)^T, its A
-///    from registers) unless tf32_b_mode forces the repack; else repacked
-///    k-contiguous (tuning.hpp: choose_wgmma_b_source);
-///  * the cluster split-k (multicast split_k, or by shape where
+///    from registers) unless overrides.tf32_b_mode forces the repack; else
+///    repacked k-contiguous (policy.hpp: choose_wgmma_b_source);
+///  * the cluster split-k (cluster_mode split_k, or by shape where
 ///    wgmma_cluster_splits_k says so): clusters of 2 CTAs on each 128 x 128
 ///    tile, each over half of k, the halves added in shared memory;
 ///  * else clusters of 2 CTAs sharing B (adjacent m-tiles) or A (adjacent n-tiles:
-///    wgmma_multicasts_a, by shape where B's tile is narrower than A's and there
+///    wgmma_cluster_shares_a, by shape where B's tile is narrower than A's and there
 ///    are two tile rows or more, or
-///    forced by `multicast`: tests run both at every shape), persistent over
+///    forced by overrides.cluster_mode: tests run both at every shape), persistent over
 ///    the tiles (cluster_size 1: single CTAs; a single tile row sharing B or a
 ///    single tile column sharing A: single CTAs, the partner would only idle);
 ///  * block tiles 128 x 256, or 128 x 128 or 128 x 64 where the wider tiles
-///    cannot fill the GPU (choose_wgmma_block_n; forced_block_n, where nonzero,
+///    cannot fill the GPU (choose_wgmma_block_n; overrides.block_n, where nonzero,
 ///    forces one of wgmma_block_n_choices: tests run every width on one shape);
 ///  * split-k where the tiles fill less than half the GPU (plan_split_k with
 ///    wgmma_split_k_min_slice), then the reduction;
 ///  * C stored through shared memory and TMA when beta == 0 and C's rows are
 ///    16-byte aligned (unsplit), else from registers.
 template <class T, class Epilogue>
-bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster_size, const Epilogue& fn,
-                      const char* what, wgmma_tf32_b_mode tf32_b_mode = wgmma_tf32_b_mode::by_shape,
-                      int forced_block_n = 0, wgmma_multicast multicast = wgmma_multicast::by_shape) {
-  using namespace wgmma_host;
-  using wgmma_tf32::block_m;
-  using wgmma_tf32::max_cluster;
-  constexpr int stage_k = wgmma_element<T>::stage_k;
+bool try_launch(const gemm_args<T>& args, cudaStream_t stream, const Epilogue& fn, const wgmma_overrides& overrides,
+                const char* what) {
+  using wgmma::block_m;
+  using wgmma::max_cluster;
+  constexpr int stage_k = wgmma::element<T>::stage_k;
 
+  const int cluster_size = overrides.cluster_size, forced_block_n = overrides.block_n;
+  const wgmma_cluster_mode multicast = overrides.cluster_mode;
   require_wgmma_block_n(what, forced_block_n);
-  require_wgmma_multicast(what, multicast);
-  if (multicast == wgmma_multicast::split_k) require_wgmma_cluster_split_k(what, cluster_size, forced_block_n);
+  require_wgmma_cluster_mode(what, multicast);
+  if (multicast == wgmma_cluster_mode::split_k) require_wgmma_cluster_split_k(what, cluster_size, forced_block_n);
   const int device = current_device(what);
-  if (!wgmma_tf32_available(device)) return false;  // compute capability 9.0 with the sm_90a image
+  if (!wgmma_available(device)) return false;  // compute capability 9.0 with the sm_90a image
   // The library's own architecture list decides, as for every other kernel: a
   // copy built without this device's architecture raises no_kernel_image here.
   require_kernel_image_cached(device, what);
-  const std::size_t max_extent = wgmma_tf32::max_extent;
+  const std::size_t max_extent = wgmma::max_extent;
   if (args.m > max_extent || args.n > max_extent || args.k > max_extent) return false;
   if (encode_tiled() == nullptr) return false;
 
   // Operands wgmma cannot read in place get a k-contiguous repacked copy (row
   // stride: k rounded up to 16 bytes) in the workspace.
   const wgmma_b_source b_source = choose_wgmma_b_source(
-      sizeof(T), args.trans_b, rows_aligned(args.B, args.ldb, sizeof(T), tma_alignment), tf32_b_mode);
+      sizeof(T), args.trans_b, rows_aligned(args.B, args.ldb, sizeof(T), tma_alignment), overrides.tf32_b_mode);
   // N-major TMA boxes of B, read so by the 16-bit products (wgmma's transpose bit).
   const bool b_n_major = b_source == wgmma_b_source::n_major;
   // The swapped TF32 product: the kernel computes C^T = op(B)^T op(A)^T, so its
@@ -281,21 +275,21 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
   // every width runs one CTA per SM, the widest instance's count stands for all
   // of them), unless forced.
   // The cluster split-k (a cluster of 2 on each 128 x 128 tile, k halved),
-  // forced or by shape (tuning.hpp: wgmma_cluster_splits_k).
-  bool split_k_cluster = multicast == wgmma_multicast::split_k;
+  // forced or by shape (policy.hpp: wgmma_cluster_splits_k).
+  bool split_k_cluster = multicast == wgmma_cluster_mode::split_k;
   int block_n = forced_block_n;
   if (block_n == 0 && !split_k_cluster) {
     int resident_wide = 0;
     with_instance<T, Epilogue>(b_n_major, swap, cluster_choice{b_cluster}, wgmma_block_n_choices[0],
                                [&](auto i) { resident_wide = decltype(i)::resident(device, what); });
     block_n = choose_wgmma_block_n(km, kn, resident_wide * b_cluster);
-    split_k_cluster = multicast == wgmma_multicast::by_shape && cluster_size != 1 &&
+    split_k_cluster = multicast == wgmma_cluster_mode::by_shape && cluster_size != 1 &&
                       wgmma_cluster_splits_k(km, kn, args.k, sizeof(T), stage_k, resident_wide * b_cluster);
   }
   if (split_k_cluster) block_n = 128;
   const std::size_t tiles_n = ceil_div(kn, static_cast<std::size_t>(block_n));
   // Which operand a cluster shares, and whether there is a cluster at all.
-  const bool share_a = !split_k_cluster && wgmma_multicasts_a(multicast, block_n, tiles_m, tiles_n);
+  const bool share_a = !split_k_cluster && wgmma_cluster_shares_a(multicast, block_n, tiles_m, tiles_n);
   const int cluster = split_k_cluster ? max_cluster : wgmma_cluster_ctas(cluster_size, share_a, tiles_m, tiles_n);
   const bool multicast_a = share_a && cluster > 1;  // single CTAs share nothing
   const cluster_choice choice{cluster, multicast_a, split_k_cluster};
@@ -329,7 +323,7 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
   // of one swizzled row of n x a stage's k rows. Swapped: the kernel's A is B
   // N-major (those boxes), its B is A (boxes of block_n / 2 rows).
   CUtensorMap map_a{}, map_b{};
-  const auto a_box_rows = static_cast<cuuint32_t>(wgmma_tf32::a_box_rows(multicast_a));
+  const auto a_box_rows = static_cast<cuuint32_t>(wgmma::a_box_rows(multicast_a));
   const auto b_box_rows = static_cast<cuuint32_t>(block_n / max_cluster);  // tile_config<block_n>::b_box_rows
   bool encoded = false;
   if (swap) {
@@ -352,7 +346,7 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
     smem_bytes = decltype(i)::smem_bytes;
   });
 
-  wgmma_tf32::epilogue_params<T> ep;
+  wgmma::params<T> ep;
   ep.C = args.C;
   ep.ldc = static_cast<long long>(args.ldc);
   ep.m = static_cast<int>(km);  // swapped: C has km columns and kn rows
@@ -384,15 +378,14 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
   ep.staged = args.beta == 0.0f && ep.partial == nullptr && rows_aligned(args.C, args.ldc, sizeof(T), tma_alignment) &&
               (args.n * sizeof(T)) % tma_alignment == 0 &&
               encode_sw128(map_c, static_cast<const T*>(args.C), args.n, args.m, args.ldc, stage_k,
-                           static_cast<cuuint32_t>(wgmma_tf32::c_box_rows));
+                           static_cast<cuuint32_t>(wgmma::c_box_rows));
 
   // Persistent: no more clusters than the device runs at once.
   const std::size_t items = cluster_tiles_m * cluster_tiles_n * static_cast<std::size_t>(ep.splits);
   const std::size_t clusters = items < static_cast<std::size_t>(resident) ? items : static_cast<std::size_t>(resident);
   cudaLaunchAttribute cluster_dims{};
-  const cudaLaunchConfig_t config =
-      cluster_launch_config(dim3(static_cast<unsigned>(clusters * cluster)), dim3(wgmma_tf32::threads), smem_bytes,
-                            stream, cluster, cluster_dims);
+  const cudaLaunchConfig_t config = cluster_launch_config(
+      dim3(static_cast<unsigned>(clusters * cluster)), dim3(wgmma::threads), smem_bytes, stream, cluster, cluster_dims);
   with_instance<T, Epilogue>(b_n_major, swap, choice, block_n, [&](auto i) {
     cuda_check(cudaLaunchKernelEx(&config, decltype(i)::kernel, map_a, map_b, map_c, ep, fn), what);
   });
@@ -400,5 +393,7 @@ bool wgmma_try_launch(const gemm_args<T>& args, cudaStream_t stream, int cluster
   split.reduce(args, fn, stream);
   return true;
 }
+
+}  // namespace wgmma_host
 
 }  // namespace kf::detail
