@@ -3,9 +3,8 @@
 # One device session on the H200, in steps, each writing logs and JSON under
 # $OUT (the device tool brings them back):
 #   scripts/h200_check.sh build        configure + build for sm_90 in build-gpu/
-#   scripts/h200_check.sh tests        every GPU test (ctest -L gpu: one process per case)
-#   scripts/h200_check.sh fast_tests   the same tests, one process per binary, 8 at a time
-#                                      (scripts/run_gpu_binaries.py): a fraction of the time
+#   scripts/h200_check.sh tests        every GPU test (ctest -L gpu, 8 entries at a time: one
+#                                      process per test binary or shard of one)
 #   scripts/h200_check.sh sanitize     compute-sanitizer memcheck + racecheck on the families' GPU tests
 #   scripts/h200_check.sh bench        the three family benchmarks (JSON)
 #   scripts/h200_check.sh sm90a_sanitize  memcheck, racecheck and synccheck on the sm_90a kernels
@@ -26,15 +25,11 @@ step_build() {
 }
 
 step_tests() {
-  ctest --test-dir $build -L gpu -j ${CTEST_JOBS:-6} --output-on-failure --timeout 900 >"$OUT/ctest_gpu.log" 2>&1
+  ctest --test-dir $build -L gpu -j ${CTEST_JOBS:-8} --output-on-failure >"$OUT/ctest_gpu.log" 2>&1
   local r=$?
   grep -E "tests passed|tests failed|Total Test time|\(Failed\)|Not Run|\*\*\*" "$OUT/ctest_gpu.log" | tail -n 40
   grep -c "Skipped" "$OUT/ctest_gpu.log" | sed 's/^/skipped lines: /'
   return $r
-}
-
-step_fast_tests() {
-  python3 scripts/run_gpu_binaries.py --build $build --jobs ${TEST_JOBS:-8} --out "$OUT"
 }
 
 sanitize_one() {  # tool binary filter

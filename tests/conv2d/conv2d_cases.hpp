@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The conv2d_forward cases and variants the GPU suites share
-// (conv2d_gpu_test.cpp: every variant against the reference;
-// conv2d_epilogue_gpu_test.cu: the same cases through the fused ReLU and the
-// epilogue functors), so a case added for one covers both.
+// (conv2d_gpu_test.cpp: every variant x every case against the reference;
+// conv2d_epilogue_gpu_test.cu: the fused ReLU and the epilogue functors on the
+// cases that take every store path the list takes).
 //
 // The cases: pointwise, 3x3, 5x5, 7x7 (the ResNet stem), strides, dilation,
 // padding 0-3, odd shapes and channel counts, single output rows and columns,
@@ -90,6 +90,15 @@ inline const conv_case conv_cases[] = {
 /// How many conv_cases are named splitk_*.
 constexpr int splitk_case_count = 6;
 
+/// The conv_cases entry named `name` (a test's failure if there is none).
+inline const conv_case& case_named(const char* name) {
+  for (const conv_case& cc : conv_cases) {
+    if (std::strcmp(cc.name, name) == 0) return cc;
+  }
+  ADD_FAILURE() << "no conv_case named " << name;
+  return conv_cases[0];
+}
+
 struct variant_case {
   const char* name;
   kf::conv2d_variant variant;
@@ -142,17 +151,21 @@ inline bool is_winograd(kf::conv2d_variant v) {
   return v == kf::conv2d_variant::winograd || v == kf::conv2d_variant::winograd_fused;
 }
 
-/// Whether conv2d_variant::winograd_fused runs `p` here: a layer Winograd
-/// computes, on a device that grants its block's shared memory (sm_90, sm_100).
-/// Elsewhere it must raise errc::unsupported.
-inline bool winograd_fused_runs(const kf::conv2d_params& p) {
+/// Whether this device grants conv2d_variant::winograd_fused's block its shared
+/// memory (sm_90, sm_100).
+inline bool winograd_fused_fits() {
   int optin = 0;
   if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, kf::get_device_info().device) !=
       cudaSuccess) {
     return false;
   }
-  return winograd_applies(p) && static_cast<std::size_t>(optin) >= kf::detail::conv2d_winograd_fused_layout::smem_bytes;
+  return static_cast<std::size_t>(optin) >= kf::detail::conv2d_winograd_fused_layout::smem_bytes;
 }
+
+/// Whether conv2d_variant::winograd_fused runs `p` here: a layer Winograd
+/// computes, on a device that grants its block's shared memory (sm_90, sm_100).
+/// Elsewhere it must raise errc::unsupported.
+inline bool winograd_fused_runs(const kf::conv2d_params& p) { return winograd_applies(p) && winograd_fused_fits(); }
 
 /// Whether `variant` runs `p` (as far as Winograd's conditions go; the other
 /// variants' own conditions are checked where they are tested).
@@ -170,9 +183,17 @@ inline kf::device_buffer<float> to_device_at(const std::vector<float>& host, std
   return kf::to_device(shifted);
 }
 
-// Readable parameter values in test (and so ctest) names.
+// Readable parameter values in test names.
 inline void PrintTo(const conv_case& c, std::ostream* os) { *os << c.name; }
 inline void PrintTo(const variant_case& v, std::ostream* os) { *os << v.name; }
+
+/// The implicit-GEMM plan (tile, split-K) the launcher makes for `p` on a
+/// device of `sm_count` SMs (tuning.hpp, from the same inputs).
+inline kf::detail::conv2d_gemm_plan gemm_plan(const kf::conv2d_params& p, int sm_count) {
+  const std::size_t m = p.batch * kf::conv2d_output_height(p) * kf::conv2d_output_width(p);
+  return kf::detail::choose_conv2d_gemm_plan(m, p.out_channels, p.in_channels * p.filter_height * p.filter_width,
+                                             sm_count);
+}
 
 /// The splitk_* cases must take the split-K path on this device (else the
 /// suites would not cover it): the launcher's plan, from the same inputs.
@@ -181,11 +202,7 @@ inline void expect_splitk_cases_split() {
   int checked = 0;
   for (const conv_case& cc : conv_cases) {
     if (std::strncmp(cc.name, "splitk_", 7) != 0) continue;
-    const kf::conv2d_params& p = cc.p;
-    const std::size_t m = p.batch * kf::conv2d_output_height(p) * kf::conv2d_output_width(p);
-    const auto plan = kf::detail::choose_conv2d_gemm_plan(m, p.out_channels,
-                                                          p.in_channels * p.filter_height * p.filter_width, sm_count);
-    EXPECT_GT(plan.split, 1u) << cc.name << " does not split on " << sm_count << " SMs";
+    EXPECT_GT(gemm_plan(cc.p, sm_count).split, 1u) << cc.name << " does not split on " << sm_count << " SMs";
     ++checked;
   }
   EXPECT_EQ(checked, splitk_case_count);

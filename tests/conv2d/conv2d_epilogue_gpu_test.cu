@@ -1,19 +1,34 @@
 // SPDX-License-Identifier: Apache-2.0
 // conv2d_forward with an epilogue, against the double reference, outputs
-// poisoned first (NaN never passes):
-//  - Conv2dFusedRelu: conv2d_options.relu (thresholds -0.5, 0, 0.5) on every
-//    variant, precompiled in the library;
+// poisoned first (NaN never passes). The epilogue is tested on the store paths
+// its output goes through, not on every geometry (conv2d_gpu_test.cpp covers
+// those): epilogue_layers, eight of conv2d_cases.hpp's cases (two without
+// bias), take every store path the whole case list takes, for every variant
+// (`best` included) and both kinds of epilogue -- the implicit-GEMM kernels'
+// own stores (float4 where P*Q % 4 == 0 and y is 16-byte aligned, else scalar)
+// after each block tile, split-K's reduction (splitk_reduce.cuh; float4 or
+// scalar) after each tile it is planned with, Winograd's output transform
+// (steps 6 and 8), the wgmma kernel's stores, naive's and smem_tiled's. Their
+// classes: direct stores, split-K, misaligned y, Winograd's layers (3x3,
+// stride 1), wgmma's (stride 1), strided ones.
+//  - Conv2dEpilogueStorePaths: that claim, checked against the launcher's plan
+//    (tuning.hpp) for the H200's 132 SMs (no GPU needed) and for this device;
+//  - Conv2dFusedRelu: conv2d_options.relu on every variant x every layer, the
+//    threshold (-0.5, 0, 0.5) cycling with the layer's index; precompiled in the
+//    library;
 //  - Conv2dEpilogueFunctor: <kernelforge/conv.cuh> instantiated here with clamp,
 //    a residual add (a functor with state that reads a tensor shaped like y by
 //    row and column), an extended lambda that depends on row and column (a
 //    swapped or wrong index fails), and compose<bias_add, relu_threshold> with
-//    a second bias;
+//    a second bias, on every variant that takes a functor x every layer;
+//  - Conv2dEpilogueUnsupported.UnsupportedCombinations: each (variant, kind of
+//    epilogue, class of layer) that must raise errc::unsupported, once (the two
+//    suites above leave them out): Winograd by name on a layer it does not
+//    compute, implicit_gemm_wgmma on a strided layer or with this file's
+//    functors (the library's sm_90a object holds its own epilogues only); the
+//    message names the variant and y stays unwritten;
 //  - Conv2dEpilogueErrors: what the functor overload rejects, with the same
 //    validation and messages as the plain overload (no GPU needed).
-// Cases: conv2d_cases.hpp, shared with conv2d_gpu_test.cpp (strides, dilation,
-// padding, odd channel counts, misaligned y, misaligned x, weight and bias, N = 1
-// and small layers that take the split-K path, checked on this device), with and
-// without bias.
 //
 // Tolerance, relative to the error scale of each output (sum |x| |w| + |bias|,
 // times what the epilogue multiplies it by, plus |what it adds|): exact fp32
@@ -22,21 +37,23 @@
 // threshold: an output whose reference lies within the tolerance of it may be
 // either 0 or the value; every other output below it must be exactly 0.
 // implicit_gemm_wgmma (sm_90a) takes the fused ReLU at the TF32 tolerance where it
-// runs; with this file's functors (or a strided layer, or another device) it
-// must raise errc::unsupported.
-// Winograd (winograd and winograd_fused by name, and `best` where tuning.hpp picks
-// either) is held to its own
-// bound, 4 sqrt(C + 12) 2^-24 of its error scale (winograd_bound.hpp, justified
-// at the top of conv2d_gpu_test.cpp); asked for by name on a layer it does not
-// compute, it must raise errc::unsupported.
+// runs. Winograd (winograd and winograd_fused by name, and `best` where tuning.hpp
+// picks either) is held to its own bound, 4 sqrt(C + 12) 2^-24 of its error scale
+// (winograd_bound.hpp, justified at the top of conv2d_gpu_test.cpp). Where this
+// device cannot run a variant (no TF32, too little shared memory for
+// winograd_fused, no sm_90a code for wgmma), it must raise errc::unsupported.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "conv2d_cases.hpp"
@@ -192,19 +209,25 @@ bound bound_for(const variant_case& vc, const problem& pr, const conv_case& cc) 
           false};
 }
 
-/// implicit_gemm_tf32 on a device without TF32, winograd or winograd_fused on a
-/// layer it does not compute (winograd_fused also on a device without 168 KB of
-/// shared memory per block), implicit_gemm_wgmma where it does not run (wgmma_runs) or with
-/// a functor of this translation unit (`own_functor`; the library's sm_90a
-/// object holds its own epilogues only): errc::unsupported, and the test ends.
-bool variant_unavailable(const variant_case& vc, const conv_case& cc, const std::function<void()>& call,
-                         bool own_functor = false) {
-  if (vc.variant == kf::conv2d_variant::implicit_gemm_wgmma && (own_functor || !wgmma_runs(cc.p))) {
+/// y all NaN still: nothing was stored.
+void expect_unwritten(const kf::device_buffer<float>& y) {
+  std::size_t written = 0;
+  for (float v : kf::to_host(y)) written += std::isnan(v) ? 0 : 1;
+  EXPECT_EQ(written, 0u) << "y was written";
+}
+
+/// Where this device cannot run the variant -- implicit_gemm_tf32 without TF32,
+/// winograd_fused without 168 KB of shared memory per block, implicit_gemm_wgmma
+/// without the library's sm_90a code for it (wgmma_runs) -- `call` must raise
+/// errc::unsupported naming it, and the test ends. (What no device runs, a layer
+/// or an epilogue the variant does not take, is left out of the suites:
+/// UnsupportedCombinations checks it.)
+bool variant_unavailable(const variant_case& vc, const conv_case& cc, const std::function<void()>& call) {
+  if (vc.variant == kf::conv2d_variant::implicit_gemm_wgmma && !wgmma_runs(cc.p)) {
     kf::test::expect_error(kf::errc::unsupported, "implicit_gemm_wgmma", call);
     return true;
   }
   if (is_winograd(vc.variant) && !winograd_variant_runs(vc.variant, cc.p)) {
-    // A layer Winograd does not compute; winograd_fused on a device without its shared memory.
     kf::test::expect_error(kf::errc::unsupported, kf::to_string(vc.variant), call);
     return true;
   }
@@ -213,46 +236,38 @@ bool variant_unavailable(const variant_case& vc, const conv_case& cc, const std:
   return true;
 }
 
-// ---- the options' fused threshold ReLU, every variant --------------------------------
-using relu_param = std::tuple<variant_case, conv_case, float>;
-class Conv2dFusedRelu : public ::testing::TestWithParam<relu_param> {};
-
-TEST_P(Conv2dFusedRelu, MatchesReference) {
-  KF_SKIP_WITHOUT_GPU();
-  const variant_case& vc = std::get<0>(GetParam());
-  const conv_case& cc = std::get<1>(GetParam());
-  const float threshold = std::get<2>(GetParam());
+/// Poisons y, runs `call(pr, y)` (the variant's call with epilogue `e`) and
+/// checks every output against the reference (or, where this device cannot run
+/// the variant, the refusal, y unwritten).
+void expect_matches(const variant_case& vc, const conv_case& cc, epi e, float threshold,
+                    const std::function<void(const problem&, float*)>& call) {
   const problem& pr = problem_for(cc);
   kf::device_buffer<float> d_y(cc.y_offset + pr.y_n);
   kf::test::poison(d_y.data(), d_y.size_bytes());
-  kf::conv2d_options options;
-  options.variant = vc.variant;
-  options.math = vc.math;
-  options.relu = true;
-  options.relu_threshold = threshold;
-  const auto run = [&] {
-    kf::conv2d_forward<float>(cc.p, pr.x_at(), pr.w_at(), pr.bias_for(cc), d_y.data() + cc.y_offset, options);
-  };
-  if (variant_unavailable(vc, cc, run)) return;
+  const auto run = [&] { call(pr, d_y.data() + cc.y_offset); };
+  if (variant_unavailable(vc, cc, run)) {
+    expect_unwritten(d_y);
+    return;
+  }
   run();
   const auto got = kf::to_host(d_y);
   if (cc.y_offset) ASSERT_TRUE(std::isnan(got[0])) << "the element before y was written";
-  EXPECT_TRUE(check(got, cc.y_offset, epi::relu, threshold, pr, cc, bound_for(vc, pr, cc)));
+  EXPECT_TRUE(check(got, cc.y_offset, e, threshold, pr, cc, bound_for(vc, pr, cc)));
 }
 
-std::string threshold_name(float t) { return t < 0 ? "m0_5" : t > 0 ? "p0_5" : "0"; }
+kf::conv2d_options options_for(const variant_case& vc) {
+  kf::conv2d_options options;
+  options.variant = vc.variant;
+  options.math = vc.math;
+  return options;
+}
 
-INSTANTIATE_TEST_SUITE_P(Conv, Conv2dFusedRelu,
-                         ::testing::Combine(::testing::ValuesIn(all_variants), ::testing::ValuesIn(conv_cases),
-                                            ::testing::Values(-0.5f, 0.0f, 0.5f)),
-                         [](const ::testing::TestParamInfo<relu_param>& info) {
-                           return std::string(std::get<0>(info.param).name) + "_" + std::get<1>(info.param).name +
-                                  "_t" + threshold_name(std::get<2>(info.param));
-                         });
-
-// ---- functors instantiated in this translation unit ------------------------------------
-using functor_param = std::tuple<variant_case, conv_case, epi>;
-class Conv2dEpilogueFunctor : public ::testing::TestWithParam<functor_param> {};
+/// kf::conv2d_forward with the options' fused threshold ReLU.
+void run_fused_relu(const conv_case& cc, const problem& pr, float* y, kf::conv2d_options options, float threshold) {
+  options.relu = true;
+  options.relu_threshold = threshold;
+  kf::conv2d_forward<float>(cc.p, pr.x_at(), pr.w_at(), pr.bias_for(cc), y, options);
+}
 
 /// kf::conv2d_forward with the functor `e` stands for.
 void run_functor(epi e, const conv_case& cc, const problem& pr, float* y, const kf::conv2d_options& options) {
@@ -285,28 +300,6 @@ void run_functor(epi e, const conv_case& cc, const problem& pr, float* y, const 
   FAIL() << "no functor for this epilogue";
 }
 
-TEST_P(Conv2dEpilogueFunctor, MatchesReference) {
-  KF_SKIP_WITHOUT_GPU();
-  const variant_case& vc = std::get<0>(GetParam());
-  const conv_case& cc = std::get<1>(GetParam());
-  const epi e = std::get<2>(GetParam());
-  const problem& pr = problem_for(cc);
-  kf::device_buffer<float> d_y(cc.y_offset + pr.y_n);
-  kf::test::poison(d_y.data(), d_y.size_bytes());
-  kf::conv2d_options options;
-  options.variant = vc.variant;
-  options.math = vc.math;
-  const auto run = [&] { run_functor(e, cc, pr, d_y.data() + cc.y_offset, options); };
-  if (variant_unavailable(vc, cc, run, true)) {
-    for (float v : kf::to_host(d_y)) ASSERT_TRUE(std::isnan(v)) << "y was written";
-    return;
-  }
-  run();
-  const auto got = kf::to_host(d_y);
-  if (cc.y_offset) ASSERT_TRUE(std::isnan(got[0])) << "the element before y was written";
-  EXPECT_TRUE(check(got, cc.y_offset, e, compose_threshold, pr, cc, bound_for(vc, pr, cc)));
-}
-
 const char* epi_name(epi e) {
   switch (e) {
     case epi::relu: return "relu";
@@ -318,22 +311,309 @@ const char* epi_name(epi e) {
   return "unknown";
 }
 
-INSTANTIATE_TEST_SUITE_P(Conv, Conv2dEpilogueFunctor,
-                         ::testing::Combine(::testing::ValuesIn(variants_except({kf::conv2d_variant::naive,
-                                                                                 kf::conv2d_variant::smem_tiled})),
-                                            ::testing::ValuesIn(conv_cases),
-                                            ::testing::Values(epi::clamp, epi::residual, epi::lambda,
-                                                              epi::compose_bias_relu)),
+// ---- the layers, and the combinations no device runs ---------------------------------
+/// What decides whether winograd, winograd_fused and implicit_gemm_wgmma take a
+/// layer: Winograd F(2x2,3x3) computes 3x3 filters at stride 1 and dilation 1,
+/// the wgmma kernel stride-1 layers.
+enum class layer_class { winograd, not_3x3, dilated, strided };
+
+layer_class class_of(const kf::conv2d_params& p) {
+  if (p.stride_h != 1 || p.stride_w != 1) return layer_class::strided;
+  if (p.filter_height != 3 || p.filter_width != 3) return layer_class::not_3x3;
+  if (p.dilation_h != 1 || p.dilation_w != 1) return layer_class::dilated;
+  return layer_class::winograd;
+}
+
+const char* class_name(layer_class c) {
+  switch (c) {
+    case layer_class::winograd: return "3x3 stride 1 (Winograd's)";
+    case layer_class::not_3x3: return "stride 1, not 3x3";
+    case layer_class::dilated: return "3x3 stride 1, dilated";
+    case layer_class::strided: return "strided";
+  }
+  return "unknown";
+}
+
+/// The layers, from conv_cases, and the store path each takes in the
+/// implicit-GEMM variants on the H200 (Conv2dEpilogueStorePaths checks that
+/// together they take every path the whole list takes). Two have no bias, so
+/// that every kind of store (the kernels', split-K's, Winograd's, wgmma's) also
+/// runs without one. Conv2dFusedRelu's threshold cycles with the index: each
+/// class of layer meets every threshold.
+const char* const epilogue_layer_names[] = {
+    "boxes_span_images_n9_c40_5x6_k70",       // split-K after 128x128, scalar (P*Q = 30)
+    "pointwise_1x1_c67",                      // 64x64, scalar stores (P*Q = 99); not 3x3
+    "dilated_3x3_d2_c67",                     // split-K after 128x64, scalar (P*Q = 483); dilated; no bias
+    "stride2_pad2_5x5_c19",                   // strided: split-K after 128x64, float4
+    "splitk_c128_14x14_k256",                 // split-K after 128x128, float4; best exact: Winograd
+    "gemm_tile_128x64_misaligned_y_no_bias",  // 128x64, scalar stores (y misaligned); no bias
+    "resnet_stem_7x7_s2_p3",                  // strided: 64x64, float4 stores
+    "gemm_tile_128x128",                      // 128x128, float4 stores
+};
+
+const std::vector<conv_case>& epilogue_layers() {
+  static const std::vector<conv_case> layers = [] {
+    std::vector<conv_case> v;
+    for (const char* name : epilogue_layer_names) v.push_back(case_named(name));
+    return v;
+  }();
+  return layers;
+}
+
+constexpr float relu_thresholds[] = {-0.5f, 0.0f, 0.5f};
+
+/// One combination that must raise errc::unsupported whatever the device.
+struct unsupported_combination {
+  kf::conv2d_variant variant;
+  epi epilogue;  // epi::relu: the options' fused ReLU; else a functor (it stands for all four)
+  layer_class layers;
+};
+
+const unsupported_combination unsupported_combinations[] = {
+    // Winograd F(2x2,3x3) by name (validation): 3x3 filters at stride 1 and dilation 1 only.
+    {kf::conv2d_variant::winograd, epi::relu, layer_class::not_3x3},
+    {kf::conv2d_variant::winograd, epi::relu, layer_class::dilated},
+    {kf::conv2d_variant::winograd, epi::relu, layer_class::strided},
+    {kf::conv2d_variant::winograd, epi::clamp, layer_class::not_3x3},
+    {kf::conv2d_variant::winograd, epi::residual, layer_class::dilated},
+    {kf::conv2d_variant::winograd, epi::lambda, layer_class::strided},
+    {kf::conv2d_variant::winograd_fused, epi::relu, layer_class::not_3x3},
+    {kf::conv2d_variant::winograd_fused, epi::relu, layer_class::dilated},
+    {kf::conv2d_variant::winograd_fused, epi::relu, layer_class::strided},
+    {kf::conv2d_variant::winograd_fused, epi::compose_bias_relu, layer_class::not_3x3},
+    {kf::conv2d_variant::winograd_fused, epi::clamp, layer_class::dilated},
+    {kf::conv2d_variant::winograd_fused, epi::residual, layer_class::strided},
+    // implicit_gemm_wgmma: stride-1 layers only (validation), and the library's
+    // own epilogues only (a functor of this translation unit, on any layer).
+    {kf::conv2d_variant::implicit_gemm_wgmma, epi::relu, layer_class::strided},
+    {kf::conv2d_variant::implicit_gemm_wgmma, epi::clamp, layer_class::winograd},
+    {kf::conv2d_variant::implicit_gemm_wgmma, epi::residual, layer_class::not_3x3},
+    {kf::conv2d_variant::implicit_gemm_wgmma, epi::lambda, layer_class::dilated},
+    {kf::conv2d_variant::implicit_gemm_wgmma, epi::compose_bias_relu, layer_class::strided},
+};
+
+/// Whether `variant` with the fused ReLU or a functor (`functor`) must refuse
+/// `cc` whatever the device (a row of unsupported_combinations).
+bool refused(kf::conv2d_variant variant, bool functor, const conv_case& cc) {
+  for (const unsupported_combination& u : unsupported_combinations) {
+    if (u.variant == variant && (u.epilogue != epi::relu) == functor && u.layers == class_of(cc.p)) return true;
+  }
+  return false;
+}
+
+// ---- the options' fused threshold ReLU, every variant --------------------------------
+using relu_param = std::tuple<variant_case, conv_case, float>;
+class Conv2dFusedRelu : public ::testing::TestWithParam<relu_param> {};
+
+TEST_P(Conv2dFusedRelu, MatchesReference) {
+  KF_SKIP_WITHOUT_GPU();
+  const variant_case& vc = std::get<0>(GetParam());
+  const conv_case& cc = std::get<1>(GetParam());
+  const float threshold = std::get<2>(GetParam());
+  const kf::conv2d_options options = options_for(vc);
+  expect_matches(vc, cc, epi::relu, threshold,
+                 [&](const problem& pr, float* y) { run_fused_relu(cc, pr, y, options, threshold); });
+}
+
+/// Every variant x every layer it takes, the threshold cycling with the layer.
+std::vector<relu_param> relu_params() {
+  std::vector<relu_param> params;
+  for (const variant_case& vc : all_variants) {
+    for (std::size_t i = 0; i < epilogue_layers().size(); ++i) {
+      const conv_case& cc = epilogue_layers()[i];
+      if (!refused(vc.variant, false, cc)) params.emplace_back(vc, cc, relu_thresholds[i % std::size(relu_thresholds)]);
+    }
+  }
+  return params;
+}
+
+std::string threshold_name(float t) { return t < 0 ? "m0_5" : t > 0 ? "p0_5" : "0"; }
+
+INSTANTIATE_TEST_SUITE_P(Conv, Conv2dFusedRelu, ::testing::ValuesIn(relu_params()),
+                         [](const ::testing::TestParamInfo<relu_param>& info) {
+                           return std::string(std::get<0>(info.param).name) + "_" + std::get<1>(info.param).name +
+                                  "_t" + threshold_name(std::get<2>(info.param));
+                         });
+
+// ---- functors instantiated in this translation unit ------------------------------------
+using functor_param = std::tuple<variant_case, conv_case, epi>;
+class Conv2dEpilogueFunctor : public ::testing::TestWithParam<functor_param> {};
+
+TEST_P(Conv2dEpilogueFunctor, MatchesReference) {
+  KF_SKIP_WITHOUT_GPU();
+  const variant_case& vc = std::get<0>(GetParam());
+  const conv_case& cc = std::get<1>(GetParam());
+  const epi e = std::get<2>(GetParam());
+  const kf::conv2d_options options = options_for(vc);
+  expect_matches(vc, cc, e, compose_threshold,
+                 [&](const problem& pr, float* y) { run_functor(e, cc, pr, y, options); });
+}
+
+/// The variants that take a functor (naive and smem_tiled refuse it:
+/// Conv2dEpilogueErrors.VariantsWithoutEpilogueAreUnsupported).
+std::vector<variant_case> functor_variants() {
+  return variants_except({kf::conv2d_variant::naive, kf::conv2d_variant::smem_tiled});
+}
+
+/// Every variant that takes a functor x every layer it takes x every functor.
+std::vector<functor_param> functor_params() {
+  std::vector<functor_param> params;
+  for (const variant_case& vc : functor_variants()) {
+    for (const conv_case& cc : epilogue_layers()) {
+      if (refused(vc.variant, true, cc)) continue;
+      for (epi e : {epi::clamp, epi::residual, epi::lambda, epi::compose_bias_relu}) params.emplace_back(vc, cc, e);
+    }
+  }
+  return params;
+}
+
+INSTANTIATE_TEST_SUITE_P(Conv, Conv2dEpilogueFunctor, ::testing::ValuesIn(functor_params()),
                          [](const ::testing::TestParamInfo<functor_param>& info) {
                            return std::string(std::get<0>(info.param).name) + "_" + std::get<1>(info.param).name + "_" +
                                   epi_name(std::get<2>(info.param));
                          });
 
-// The splitk_* cases must take the split-K path on this device (else the
-// epilogue-after-reduction path would be untested): the launcher's plan.
-TEST(Conv2dEpilogueSplitK, CasesSplitOnThisDevice) {
+// ---- the combinations no device runs ---------------------------------------------------
+// Each once, on the first layer of its class: errc::unsupported with a message
+// that names the variant ("conv2d_variant::<name> "), and y unwritten.
+TEST(Conv2dEpilogueUnsupported, UnsupportedCombinations) {
   KF_SKIP_WITHOUT_GPU();
-  expect_splitk_cases_split();
+  std::set<std::tuple<kf::conv2d_variant, bool, layer_class>> seen;
+  for (const unsupported_combination& u : unsupported_combinations) {
+    const bool functor = u.epilogue != epi::relu;
+    const std::string row = std::string(kf::to_string(u.variant)) + " with " + epi_name(u.epilogue) + " on a " +
+                            class_name(u.layers) + " layer";
+    SCOPED_TRACE(row);
+    EXPECT_TRUE(seen.emplace(u.variant, functor, u.layers).second) << "listed twice";
+    const conv_case* layer = nullptr;
+    for (const conv_case& cc : epilogue_layers()) {
+      if (layer == nullptr && class_of(cc.p) == u.layers) layer = &cc;
+    }
+    ASSERT_NE(layer, nullptr) << "no layer of this class in epilogue_layers";
+    const conv_case& cc = *layer;
+    const problem& pr = problem_for(cc);
+    kf::device_buffer<float> d_y(cc.y_offset + pr.y_n);
+    kf::test::poison(d_y.data(), d_y.size_bytes());
+    const variant_case& vc = *std::find_if(std::begin(all_variants), std::end(all_variants),
+                                           [&](const variant_case& v) { return v.variant == u.variant; });
+    const kf::conv2d_options options = options_for(vc);
+    float* const y = d_y.data() + cc.y_offset;
+    const std::string names_variant = "conv2d_variant::" + std::string(kf::to_string(u.variant)) + " ";
+    kf::test::expect_error(kf::errc::unsupported, names_variant, [&] {
+      if (functor) {
+        run_functor(u.epilogue, cc, pr, y, options);
+      } else {
+        run_fused_relu(cc, pr, y, options, 0.0f);
+      }
+    });
+    expect_unwritten(d_y);
+  }
+}
+
+// ---- the store paths --------------------------------------------------------------------
+/// A device as the launcher sees it when it picks a kernel and a plan.
+struct device_facts {
+  std::string name;
+  int sm_count = 0;
+  bool tf32 = false;            ///< TF32 tensor cores (compute capability 8.0+)
+  bool winograd_fused = false;  ///< grants winograd_fused's 168 KB block (sm_90, sm_100)
+  bool wgmma = false;           ///< runs the library's sm_90a wgmma kernel
+};
+
+device_facts h200() { return {"the H200 (132 SMs)", 132, true, true, true}; }
+
+device_facts this_device() {
+  const kf::device_info info = kf::get_device_info();
+  return {"this device (" + info.name + ", " + std::to_string(info.sm_count) + " SMs)", info.sm_count,
+          device_has_tf32(), winograd_fused_fits(), kf::detail::conv2d_wgmma_available(info.device)};
+}
+
+/// Where the implicit-GEMM kernel `kernel` leaves `cc`'s output: its own stores
+/// (float4 where it has them and P*Q % 4 == 0 and y is 16-byte aligned, else
+/// scalar) or, split-K, conv2d_splitk_reduce's (float4 or scalar, the same rule),
+/// after the block tile of the plan.
+std::string gemm_store_path(const char* kernel, bool float4_stores, const conv_case& cc, int sm_count) {
+  const kf::conv2d_params& p = cc.p;
+  const kf::detail::conv2d_gemm_plan plan = gemm_plan(p, sm_count);
+  const bool float4 = kf::conv2d_output_height(p) * kf::conv2d_output_width(p) % 4 == 0 && cc.y_offset % 4 == 0;
+  const std::string tile = plan.tile == kf::detail::conv2d_gemm_tile::m128_n128  ? "128x128"
+                           : plan.tile == kf::detail::conv2d_gemm_tile::m128_n64 ? "128x64"
+                                                                                 : "64x64";
+  if (plan.split > 1) {
+    return std::string("split-K reduction (") + (float4 ? "float4" : "scalar") + ") after " + kernel + " " + tile;
+  }
+  return std::string(kernel) + " " + tile + ((float4 && float4_stores) ? ", float4 stores" : ", scalar stores");
+}
+
+/// The kernel that stores `vc`'s output for `cc` with the fused ReLU or a functor
+/// on device `d`, and how (gemm_launch.cuh's dispatch); empty where `d` cannot
+/// run the variant.
+std::string store_path(const variant_case& vc, bool functor, const conv_case& cc, const device_facts& d) {
+  using v = kf::conv2d_variant;
+  const kf::conv2d_params& p = cc.p;
+  switch (vc.variant) {
+    case v::naive: return "naive";
+    case v::smem_tiled: return "smem_tiled";
+    case v::implicit_gemm: return gemm_store_path("implicit_gemm", true, cc, d.sm_count);
+    case v::implicit_gemm_pipelined: return gemm_store_path("implicit_gemm_pipelined", true, cc, d.sm_count);
+    case v::implicit_gemm_tf32: return d.tf32 ? gemm_store_path("implicit_gemm_tf32", false, cc, d.sm_count) : "";
+    case v::winograd: return "winograd's output transform";
+    case v::winograd_fused: return d.winograd_fused ? "winograd_fused" : "";
+    case v::implicit_gemm_wgmma: return d.wgmma ? "implicit_gemm_wgmma" : "";
+    case v::best: break;
+  }
+  if (vc.math == kf::math_mode::tf32) {
+    // The sm_90a object holds the library's own epilogues: a functor takes mma.sync.
+    if (!functor && d.wgmma && kf::detail::conv2d_wgmma_preferred(p.in_channels, p.stride_h, p.stride_w)) {
+      return "implicit_gemm_wgmma";
+    }
+    if (d.tf32) return gemm_store_path("implicit_gemm_tf32", false, cc, d.sm_count);
+  }
+  switch (kf::detail::choose_conv2d_exact_kernel(p.in_channels, p.out_channels, p.filter_height, p.filter_width,
+                                                 p.stride_h, p.stride_w, p.dilation_h, p.dilation_w)) {
+    case kf::detail::conv2d_exact_kernel::winograd_fused: {
+      const auto l = kf::detail::make_conv2d_winograd_fused_layout(
+          p.batch, p.in_channels, p.out_channels, kf::conv2d_output_height(p), kf::conv2d_output_width(p));
+      // One 168 KB block per SM at a time.
+      const auto sms = static_cast<std::size_t>(d.sm_count);
+      if (d.winograd_fused && l.launchable() &&
+          kf::detail::conv2d_winograd_fused_fills_waves(l.grid_x * l.grid_y, sms)) {
+        return "winograd_fused";
+      }
+      return "winograd's output transform";
+    }
+    case kf::detail::conv2d_exact_kernel::winograd: return "winograd's output transform";
+    case kf::detail::conv2d_exact_kernel::implicit_gemm_pipelined:
+      return gemm_store_path("implicit_gemm_pipelined", true, cc, d.sm_count);
+    case kf::detail::conv2d_exact_kernel::implicit_gemm: break;
+  }
+  return gemm_store_path("implicit_gemm", true, cc, d.sm_count);
+}
+
+// The layers take every store path the whole case list takes, for every variant
+// and both kinds of epilogue (leaving out what unsupported_combinations refuses):
+// on the H200 (no GPU needed: the launcher's plan for 132 SMs) and on this device.
+TEST(Conv2dEpilogueStorePaths, LayersTakeEveryPathOfTheCaseList) {
+  std::vector<device_facts> devices{h200()};
+  if (kf::test::gpu_unavailable_reason().empty()) devices.push_back(this_device());
+  for (const device_facts& d : devices) {
+    for (const bool functor : {false, true}) {
+      for (const variant_case& vc : functor ? functor_variants() : variants_except({})) {
+        const auto paths = [&](const auto& cases) {
+          std::set<std::string> found;
+          for (const conv_case& cc : cases) {
+            if (!refused(vc.variant, functor, cc)) found.insert(store_path(vc, functor, cc, d));
+          }
+          return found;
+        };
+        const std::set<std::string> tested = paths(epilogue_layers());
+        for (const std::string& path : paths(conv_cases)) {
+          EXPECT_EQ(tested.count(path), 1u) << vc.name << (functor ? " with a functor" : " with the fused ReLU")
+                                            << " on " << d.name << ": no layer takes " << path;
+        }
+      }
+    }
+  }
 }
 
 // ---- errors (validation only: no GPU needed) --------------------------------------------

@@ -81,8 +81,8 @@ template <class T>
 class Validation : public ::testing::Test {};
 
 using shipped_types = ::testing::Types<float, double, __half, __nv_bfloat16>;
-// No name generator: ctest then lists e.g. "Validation.NullPointerNamesTheArgument<float>"
-// (CMake's gtest_discover_tests prettifies numbered typed suites only).
+// No name generator: GoogleTest numbers the typed suites, e.g.
+// "Validation/0.NullPointerNamesTheArgument" (float).
 TYPED_TEST_SUITE(Validation, shipped_types);
 
 TYPED_TEST(Validation, NullPointerNamesTheArgument) {

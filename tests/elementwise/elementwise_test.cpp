@@ -2,7 +2,7 @@
 // Elementwise family on the GPU: every op x type x variant against the CPU
 // reference at awkward sizes and pointer offsets, in place, with NaN and
 // infinities, with explicit block sizes and on a non-default stream. Each
-// (type, op, aspect) is one ctest entry, e.g. "Elementwise.SaxpyNaive<float>".
+// (type, op, aspect) is one test case, e.g. "Elementwise/0.SaxpyNaive" (float).
 // Tolerances and the checks made on every case: elementwise_case.hpp.
 #include <gtest/gtest.h>
 
@@ -152,12 +152,12 @@ void check_stream(elementwise_op op) {
   }
 }
 
-// ---- one ctest entry per type x op x aspect ----------------------------------
+// ---- one test case per type x op x aspect -----------------------------------
 
 template <class T>
 class Elementwise : public ::testing::Test {};
 
-// No name generator: ctest lists numbered typed suites as "Suite.Test<float>".
+// No name generator: GoogleTest numbers the typed suites, "Suite/0.Test" (float).
 using shipped_types = ::testing::Types<float, double, __half, __nv_bfloat16>;
 TYPED_TEST_SUITE(Elementwise, shipped_types);
 

@@ -2,8 +2,8 @@
 // n = 2^31 + 17 floats: past every 32-bit index (int and unsigned), for every
 // op, naive and vectorized on the same inputs. ~26 GB of GPU memory and up to
 // ~26 GB of host memory per test; skipped (with the numbers) where either is
-// short. Registered as its own executable with a 600 s ctest timeout; every
-// test is named ElementwiseHuge.* (exclude with `ctest -E Huge`).
+// short. Its own executable and ctest entry, test_elementwise_huge, with a 600 s
+// timeout (exclude it with `ctest -E huge`); every test is named ElementwiseHuge.*.
 //
 // Tolerance: as in elementwise_case.hpp, 2u (|a*x| + |y|) for saxpy, 2u (|a| + |b|)
 // for vector add, exact for ReLU. The comparison runs on all host threads

@@ -179,7 +179,7 @@ void run_case(kf::filter2d_variant variant, const filter_case& fc, const Images&
   run_case_with<T>(launch, fc, images, modes);
 }
 
-// Readable parameter values in test (and so ctest) names.
+// Readable parameter values in test names.
 void PrintTo(const filter_case& c, std::ostream* os) { *os << c.name; }
 
 using filter2d_param = std::tuple<kf::filter2d_variant, filter_case>;

@@ -4,7 +4,7 @@
 // the reason where there is no GPU.
 //
 // Covering design (the full product of variants x shapes x transposes x alpha
-// x beta x 3 paddings x alignment would be ~10^4 cases): one ctest entry per
+// x beta x 3 paddings x alignment would be ~10^4 cases): one test case per
 // variant x shape runs all four transpose combinations, each with alpha, beta,
 // paddings and pointer offset drawn from a seeded generator (reproducible:
 // the seed is the variant, shape and transposes). Two of the four cases use an
@@ -28,7 +28,7 @@
 #include "kernelforge/reference/matmul.hpp"
 
 namespace kf {
-// Readable parameters in test output and ctest's list (instead of raw bytes).
+// Readable parameters in test output and test names (instead of raw bytes).
 inline void PrintTo(matmul_variant v, std::ostream* os) { *os << to_string(v); }
 }  // namespace kf
 

@@ -3,7 +3,7 @@
 # The GPU checks of issue 9, from the repository root on a GPU machine, after a
 # build in build-bench (cmake --preset bench && cmake --build --preset bench):
 #   - kernelforge-doctor: text, --json, --bandwidth, --self-test (and --all --json)
-#   - ctest: the doctor's whole run, pinned_buffer/copy_async GPU tests, examples 04 and 05
+#   - ctest: the doctor's whole run, the core tests (pinned_buffer/copy_async among them), examples 04 and 05
 #   - example 04 (timeline.png, timeline.csv) and example 05
 # Everything goes to $OUT (default: gpu-checks/). Then, on any machine:
 #   python3 tools/doctor/update_readme.py $OUT/doctor.txt      # README "Something is wrong?" output
@@ -32,7 +32,7 @@ step doctor_bandwidth "$doctor" --bandwidth
 step doctor_self_test "$doctor" --self-test
 "$doctor" --all --json >"$out/doctor_all.json" 2>>"$out/doctor_json.stderr" || failed+=("doctor --all --json (exit $?)")
 step ctest_gpu ctest --test-dir "$build" --output-on-failure \
-  -R 'doctor_|PinnedBuffer|CopyAsync|HostCompilerOnly|example_04|example_05'
+  -R 'doctor_|test_core|example_04|example_05'
 step example_04 "$build/examples/04_streams_overlap/example_04_streams_overlap" --out "$out"
 mkdir -p "$out/8_streams"
 step example_04_8_streams "$build/examples/04_streams_overlap/example_04_streams_overlap" --streams 8 --chunks 32 --out "$out/8_streams"
