@@ -63,12 +63,15 @@ def progression_table(rows, shape):
         over = t / naive["TFLOP/s"] if r and naive else None
         frac = 100 * t / cublas["TFLOP/s"] if r and cublas else None
         out.append(f"| {i} | {step} | {fmt(t)} | {fmt(over)} | {fmt(frac)} |")
-    # The tensor-core steps (kernels/matmul/09_... to 12_...), each against cuBLAS of its precision.
-    for step, prec, row, label in (("9-10", "tf32", "tensor_core_tf32", "tensor_core_tf32 (TF32; wgmma on sm_90)"),
+    # The tensor-core steps (kernels/matmul/09_... to 14_...), each against cuBLAS of its precision.
+    for step, prec, row, label in (("9, 14", "tf32", "tensor_core_tf32", "tensor_core_tf32 (TF32; wgmma on sm_90)"),
                                    ("9", "tf32", "mma_sync", "mma.sync alone (TF32)"),
-                                   ("11", "fp16", "tensor_core_f16", "tensor_core_f16 (fp16, mma.sync)"),
-                                   ("12", "fp16", "wgmma_f16", "wgmma_f16 (fp16)"),
-                                   ("12", "bf16", "wgmma_f16", "wgmma_f16 (bf16)")):
+                                   ("10", "fp16", "tensor_core_f16", "tensor_core_f16 (fp16, mma.sync)"),
+                                   ("11", "fp16", "wgmma_step11", "wgmma + TMA, one warpgroup (fp16)"),
+                                   ("12", "fp16", "wgmma_step12", "warp-specialized (fp16)"),
+                                   ("13", "fp16", "wgmma_step13", "clusters sharing B (fp16)"),
+                                   ("14", "fp16", "wgmma_f16", "wgmma_f16, persistent (fp16)"),
+                                   ("14", "bf16", "wgmma_f16", "wgmma_f16, persistent (bf16)")):
         r = rows.get((prec, row, shape))
         ref = rows.get((prec, "cublas", shape))
         if r:
@@ -91,7 +94,8 @@ def all_shapes_table(rows):
     names = [(p, r) for p, r in dict.fromkeys((p, r) for p, r, _ in rows)
              if not r.startswith("tuning/") and r not in (PAIRED, MODES)]
     order = {n: i for i, n in enumerate(PROGRESSION + ["best", "cublas", "tensor_core_tf32", "mma_sync",
-                                                       "tensor_core_f16", "wgmma_f16"])}
+                                                       "tensor_core_f16", "wgmma_step11", "wgmma_step12",
+                                                       "wgmma_step13", "wgmma_f16"])}
     precisions = {"fp32": 0, "tf32": 1, "fp16": 2, "bf16": 3}
     names.sort(key=lambda pr: (precisions.get(pr[0], 9), order.get(pr[1], 99)))
     out = ["TFLOP/s (% of cuBLAS of the same precision) at every shape:", "",

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-# kernelforge_add_library(<name> [ARCHITECTURES <list>])
+# kernelforge_add_library(<name> [ARCHITECTURES <list>] [SOURCES <files...>])
 # The library target from kernels/: one definition, used for the shipped
 # library and for test builds with a deliberately narrow architecture list
-# (tests/no_kernel_image).
+# (tests/no_kernel_image, which also takes a narrower set of SOURCES).
 set(KERNELFORGE_SOURCES
     kernels/runtime/error.cpp
     kernels/runtime/launch_plan.cpp
@@ -11,6 +11,7 @@ set(KERNELFORGE_SOURCES
     kernels/runtime/pinned_buffer.cpp
     kernels/runtime/architectures.cu)
 list(TRANSFORM KERNELFORGE_SOURCES PREPEND "${CMAKE_CURRENT_LIST_DIR}/../")
+set(KERNELFORGE_RUNTIME_SOURCES ${KERNELFORGE_SOURCES})  # the runtime alone (tests/no_kernel_image)
 # Each further family lists its launcher sources in kernels/<family>/sources.cmake
 # (absolute paths appended to KERNELFORGE_SOURCES), its sm_90a-only sources
 # through kernelforge_add_sm90a_sources (kernelforge_sm90a.cmake).
@@ -30,8 +31,11 @@ if(NOT KERNELFORGE_CUDART_TARGET)
 endif()
 
 function(kernelforge_add_library name)
-  cmake_parse_arguments(arg "" "" "ARCHITECTURES" ${ARGN})
-  add_library(${name} STATIC ${KERNELFORGE_SOURCES})
+  cmake_parse_arguments(arg "" "" "ARCHITECTURES;SOURCES" ${ARGN})
+  if(NOT arg_SOURCES)
+    set(arg_SOURCES ${KERNELFORGE_SOURCES})
+  endif()
+  add_library(${name} STATIC ${arg_SOURCES})
   target_compile_features(${name} PUBLIC cxx_std_17)
   target_include_directories(${name}
     PUBLIC

@@ -24,7 +24,9 @@
 //                                            (NN, 16-byte path), to choose tuning.hpp from data;
 //                                            tuning/large_*: large_tile with k-slices of 8 (4096^3)
 //   matmul/{fp16,bf16}/tensor_core_f16/<shape>  kf::matmul<__half / __nv_bfloat16>, mma.sync step
-//   matmul/{fp16,bf16}/wgmma_f16/<shape>        kf::matmul, wgmma step (mma.sync where wgmma cannot run)
+//   matmul/{fp16,bf16}/wgmma_step{11,12,13}/<shape>  the Hopper learning steps (wgmma_step_try_launch):
+//                                               11 wgmma + TMA, 12 warp-specialized, 13 clusters sharing B
+//   matmul/{fp16,bf16}/wgmma_f16/<shape>        kf::matmul, wgmma step 14 (mma.sync where wgmma cannot run)
 //   matmul/{fp16,bf16}/wgmma_f16_n128/<shape>   the wgmma kernel on 128 x 128 tiles (split-k by the library's
 //                                               rule), where the library runs 128 x 64 (1024^3, 128x8192x8192)
 //   matmul/{fp16,bf16}/wgmma_mcast_{a,b}/<shape>  the wgmma kernel at the library's tile width, its
@@ -688,10 +690,11 @@ const char* precision16() {
 
 /// kf variant, or cuBLAS (variant best marks the cuBLAS row), or (block_n
 /// nonzero or multicast forced) the wgmma kernel on block tiles 128 x block_n
-/// (0: by shape) sharing the operand `multicast` says in its clusters.
+/// (0: by shape) sharing the operand `multicast` says in its clusters, or (step
+/// nonzero) Hopper learning step 11, 12 or 13.
 template <class T>
 void run16(bool cublas_row, kf::matmul_variant variant, operands16<T>& p, cudaStream_t stream, int block_n = 0,
-           kf::detail::wgmma_cluster_mode multicast = kf::detail::wgmma_cluster_mode::by_shape) {
+           kf::detail::wgmma_cluster_mode multicast = kf::detail::wgmma_cluster_mode::by_shape, int step = 0) {
   const float alpha = 1.f, beta = 0.f;
   const int m = static_cast<int>(p.s.m), n = static_cast<int>(p.s.n), k = static_cast<int>(p.s.k);
   if (cublas_row) {
@@ -702,10 +705,12 @@ void run16(bool cublas_row, kf::matmul_variant variant, operands16<T>& p, cudaSt
                  "cublasGemmEx (16-bit)");
     return;
   }
-  if (block_n != 0 || multicast != kf::detail::wgmma_cluster_mode::by_shape) {
+  if (step != 0 || block_n != 0 || multicast != kf::detail::wgmma_cluster_mode::by_shape) {
     const auto g = kf::detail::make_gemm_args<T>(kf::op::none, kf::op::none, p.s.m, p.s.n, p.s.k, alpha, p.a.data(),
                                                  p.s.k, p.b.data(), p.s.n, beta, p.c.data(), p.s.n);
-    if (!kf::detail::wgmma_try_launch(g, stream, {2, block_n, multicast})) {
+    const bool ran = step != 0 ? kf::detail::wgmma_step_try_launch(static_cast<kf::detail::wgmma_step>(step), g, stream)
+                               : kf::detail::wgmma_try_launch(g, stream, {2, block_n, multicast});
+    if (!ran) {
       throw std::runtime_error("the wgmma kernel does not run here (compute capability 9.0 and 90 in the build)");
     }
     return;
@@ -721,9 +726,9 @@ void run16(bool cublas_row, kf::matmul_variant variant, operands16<T>& p, cudaSt
 /// sum|a b| (fp32 accumulation) + 2 u_T |ref| (the rounding to T).
 template <class T>
 std::string spot_check16(bool cublas_row, kf::matmul_variant variant, operands16<T>& p, int block_n,
-                         kf::detail::wgmma_cluster_mode multicast) {
+                         kf::detail::wgmma_cluster_mode multicast, int step = 0) {
   check(cudaMemset(p.c.data(), 0xFF, p.c.size_bytes()), "poison C");
-  run16<T>(cublas_row, variant, p, nullptr, block_n, multicast);
+  run16<T>(cublas_row, variant, p, nullptr, block_n, multicast, step);
   check(cudaDeviceSynchronize(), "spot check run");
   const double kd = static_cast<double>(p.s.k);
   const double acc_rel = (4.0 * std::sqrt(kd) + kd / 16.0 + 4.0) * std::ldexp(1.0, -23);
@@ -754,7 +759,7 @@ std::string spot_check16(bool cublas_row, kf::matmul_variant variant, operands16
 
 template <class T>
 void bm_matmul16(benchmark::State& state, bool cublas_row, kf::matmul_variant variant, shape s, int block_n,
-                 kf::detail::wgmma_cluster_mode multicast) {
+                 kf::detail::wgmma_cluster_mode multicast, int step) {
   KF_BENCH_REQUIRE_GPU(state);
   try {
     if (!cublas_row && device().cc_major < 8) {
@@ -763,13 +768,14 @@ void bm_matmul16(benchmark::State& state, bool cublas_row, kf::matmul_variant va
     }
     operands_for(shape{1, 1, 1});  // release the fp32 operands of the previous rows
     operands16<T>& p = operands16_for<T>(s);
-    const std::string wrong = spot_check16<T>(cublas_row, variant, p, block_n, multicast);
+    const std::string wrong = spot_check16<T>(cublas_row, variant, p, block_n, multicast, step);
     if (!wrong.empty()) {
       state.SkipWithError(wrong.c_str());
       return;
     }
     time_gpu(
-        state, [&](cudaStream_t stream) { run16<T>(cublas_row, variant, p, stream, block_n, multicast); }, nullptr, 3);
+        state, [&](cudaStream_t stream) { run16<T>(cublas_row, variant, p, stream, block_n, multicast, step); },
+        nullptr, 3);
     set_flops(state, s.flops(), 2.0 * tf32_peak_tflops());
     const std::string key = std::string(precision16<T>()) + "/" + s.name();
     const double t = state.counters["gpu_s"];
@@ -824,18 +830,22 @@ void register_16bit(const shape& s) {
   using v = kf::matmul_variant;
   using kf::detail::wgmma_cluster_mode;
   const auto add = [&](const char* name, bool cublas_row, v variant, double expected_tflops, int block_n = 0,
-                       wgmma_cluster_mode multicast = wgmma_cluster_mode::by_shape) {
+                       wgmma_cluster_mode multicast = wgmma_cluster_mode::by_shape, int step = 0) {
     const std::string full = std::string("matmul/") + precision16<T>() + "/" + name + "/" + s.name();
     const double seconds = s.flops() / (expected_tflops * 1e12);
     const auto iterations =
         std::clamp(static_cast<std::int64_t>(target_seconds / seconds), min_iterations, max_iterations);
-    benchmark::RegisterBenchmark(full.c_str(), bm_matmul16<T>, cublas_row, variant, s, block_n, multicast)
+    benchmark::RegisterBenchmark(full.c_str(), bm_matmul16<T>, cublas_row, variant, s, block_n, multicast, step)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond)
         ->Iterations(iterations);
   };
   add("cublas", true, v::best, 600);
   add("tensor_core_f16", false, v::tensor_core_f16, 300);
+  // The Hopper learning steps (11 wgmma + TMA, 12 warp-specialized, 13 clusters) before step 14, wgmma_f16.
+  add("wgmma_step11", false, v::wgmma_f16, 300, 0, wgmma_cluster_mode::by_shape, 11);
+  add("wgmma_step12", false, v::wgmma_f16, 400, 0, wgmma_cluster_mode::by_shape, 12);
+  add("wgmma_step13", false, v::wgmma_f16, 400, 0, wgmma_cluster_mode::by_shape, 13);
   add("wgmma_f16", false, v::wgmma_f16, 500);
   // The shapes whose tiles are 128 x 64 by shape, also at the 128 x 128 tiles
   // they ran before (split-k by the library's rule): the two widths in one run.

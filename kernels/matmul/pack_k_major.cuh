@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The repacking pass of the wgmma step (11): a k-contiguous copy of an
+// The repacking pass of the wgmma step (14): a k-contiguous copy of an
 // operand wgmma cannot read in place (TF32 B not transposed where the shape
 // repacks it, A transposed, rows not 16-byte aligned), written into the
 // stream-ordered workspace that wgmma/launch.cuh's TMA descriptors then read.

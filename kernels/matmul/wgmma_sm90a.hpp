@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Step 11 -- wgmma, declarations: what the matmul launcher (matmul.cu), the
-// tests and the benchmarks call. The kernel (11_wgmma.cuh) and its host side
-// (wgmma/launch.cuh) are compiled for sm_90a only, in wgmma_sm90a_tf32.cu and
-// wgmma_sm90a_f16.cu; without 90 in CMAKE_CUDA_ARCHITECTURES those files
+// Steps 11-14 -- wgmma, declarations: what the matmul launcher (matmul.cu), the
+// tests and the benchmarks call. The kernels (11_wgmma_tma.cuh ...
+// 14_wgmma.cuh) and their host side (wgmma/launch.cuh, wgmma_steps_sm90a.cu)
+// are compiled for sm_90a only, in wgmma_sm90a_tf32.cu, wgmma_sm90a_f16.cu and
+// wgmma_steps_sm90a.cu; without 90 in CMAKE_CUDA_ARCHITECTURES those files
 // compile to stubs that return false. Declarations only: the fallback to
 // mma.sync is matmul.cu's choice, never made in the sm_90a objects (their copy
 // of a shared mma.sync kernel could be the one the program registers, and other
@@ -62,6 +63,22 @@ bool wgmma_try_launch(const gemm_args<__nv_bfloat16>& args, cudaStream_t stream,
 /// takes the mma.sync kernel.
 bool wgmma_try_launch(const gemm_args<float>& args, const epilogue::bias_relu_threshold<float>& fused,
                       cudaStream_t stream, const wgmma_overrides& overrides = {});
+
+/// The Hopper learning steps, which lead up to step 14 one idea at a time:
+/// 11 wgmma + TMA in one warpgroup, 12 warp specialization, 13 clusters
+/// sharing B (11_wgmma_tma.cuh, 12_wgmma_warp_specialized.cuh, 13_wgmma_clusters.cuh).
+enum class wgmma_step { tma = 11, warp_specialized = 12, clusters = 13 };
+
+/// Enqueues C = alpha * A * B + beta * C with learning step `step` on the
+/// current device and returns true; returns false, having enqueued nothing,
+/// where the sm_90a kernels do not run (wgmma_available) or m, n, k reach
+/// 2^31 - 512. The steps take the row-major product only: trans_a and trans_b
+/// none, A's and B's rows 16-byte aligned (pointers and leading dimensions
+/// multiples of 8 elements); other layouts are errc::unsupported (step 14,
+/// wgmma_try_launch, takes every layout). A step that is not one of
+/// wgmma_step's values is errc::invalid_argument.
+bool wgmma_step_try_launch(wgmma_step step, const gemm_args<__half>& args, cudaStream_t stream);
+bool wgmma_step_try_launch(wgmma_step step, const gemm_args<__nv_bfloat16>& args, cudaStream_t stream);
 
 /// The repack pass alone (pack_k_major.cuh), for tests and benchmarks: dst
 /// (rows x k, k-contiguous, row stride ld_dst; 16-byte aligned rows, as the

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Step 11, the __half and __nv_bfloat16 instances of the wgmma GEMM: compiled
+// Step 14, the __half and __nv_bfloat16 instances of the wgmma GEMM: compiled
 // for sm_90a alone (kernels/matmul/sources.cmake), or as stubs where the
 // library has no 90. Declarations and what they promise: wgmma_sm90a.hpp.
 #include "matmul/wgmma_sm90a.hpp"

@@ -3,7 +3,7 @@
 // so that a silent fallback cannot pass for the kernel under test:
 //  * mma_sync: launch_tensor_core_f16 (10_tensor_core_f16.cuh), any sm_80+ GPU;
 //  * wgmma_cluster1 / wgmma_cluster2 / wgmma_mcast_a: wgmma_try_launch
-//    (11_wgmma.cuh), which must accept the call (compute capability 9.0 and
+//    (14_wgmma.cuh), which must accept the call (compute capability 9.0 and
 //    a library built with 90): single CTAs, clusters of 2 sharing B (forced) and
 //    clusters of 2 sharing A (forced: wgmma_cluster_mode::share_a), at every shape and
 //    forced width. Sharing A, the cluster's CTAs take adjacent n-tiles: odd tile
@@ -11,6 +11,8 @@
 //    the last cluster's second CTA outside C; a single tile column (n = 1) runs
 //    single CTAs; 1 x 4096 x 512 (a single tile row) clusters only this way;
 //    130 x 300 x 2051 and 1 x 1 x 4096 split k.
+//  * MatmulWgmmaSteps: the Hopper learning steps 11-13 (wgmma_step_try_launch), the
+//    row-major product at shapes derived from their tile constants (below).
 //  * wgmma_cluster_splitk: the cluster split-k (forced: wgmma_cluster_mode::split_k):
 //    128 x 128 tiles, a cluster of 2 on each, CTA r over half of the k-steps
 //    of 64, the halves added in shared memory. k-steps: 1 x 1 x 1, 33 x 65 x
@@ -57,6 +59,7 @@
 #include <cuda_runtime_api.h>
 
 #include "../matmul/matmul_case.hpp"
+#include "kernelforge/device_buffer.hpp"
 #include "kernelforge/error.hpp"
 #include "kernelforge/kernels/matmul/tensor_core_f16_launch.cuh"
 #include "kernelforge/kernels/matmul/wgmma_sm90a.hpp"
@@ -327,6 +330,119 @@ TEST(MatmulTensorCoreF16Layout, FourStagesFitTwoBlocksOnHopperAndOneOnAda) {
   constexpr int hopper_smem_per_sm = 228 * 1024, reserved_per_block = 1024, ada_optin = 99 * 1024;
   EXPECT_LE(f::min_blocks_per_sm * (f::smem_bytes + reserved_per_block), hopper_smem_per_sm);
   EXPECT_LE(f::smem_bytes, ada_optin);
+}
+
+// ---- the Hopper learning steps 11-13 (wgmma_step_try_launch) -----------------
+// The row-major product (A k-contiguous, B n-contiguous, rows 16-byte aligned),
+// at boundary shapes derived from each step's own tile constants (as CUTLASS's
+// TestAll does): m around the CTA tile (64 rows for step 11, 128 for 12 and
+// 13) and step 13's cluster tile (2 CTA tiles: an odd tile count leaves the
+// last cluster's second CTA outside C), n around the 256-wide tile, k around
+// one stage (64) and past the ring's depth (stages + 1 stages, less 8). Each
+// shape runs twice: alpha 1, beta 0 (C NaN-poisoned) with tight rows, and
+// alpha -0.5, beta 0.25 with every leading dimension padded by 8 (and C's by 3).
+
+struct step_info {
+  kf::detail::wgmma_step step;
+  std::size_t block_m;
+  std::size_t stages;
+};
+
+std::vector<matmul_shape> step_shapes(const step_info& s) {
+  const std::size_t bm = s.block_m, bn = 256, sk = 64, deep = sk * (s.stages + 1) - 8;
+  return {{1, 8, 1},
+          {bm - 1, bn - 8, sk},
+          {bm + 1, bn + 8, sk + 8},
+          {2 * bm + 1, 2 * bn + 8, deep},
+          {3 * bm, 3 * bn, 16},
+          {2 * bm - 1, 8, sk * s.stages + 8},
+          {bm, 24, 2 * deep}};
+}
+
+template <class T>
+void run_steps(const step_info& info) {
+  int device = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  if (!kf::detail::wgmma_available(device)) GTEST_SKIP() << "wgmma needs a compute capability 9.0 GPU";
+  std::uint64_t seed = 100 * static_cast<int>(info.step);
+  for (const matmul_shape& s : step_shapes(info)) {
+    for (int variant = 0; variant < 2; ++variant) {
+      matmul_case<T> c;
+      c.shape = s;
+      c.alpha = variant == 0 ? 1.0f : -0.5f;
+      c.beta = variant == 0 ? 0.0f : 0.25f;
+      // TMA reads A's and B's rows in place: leading dimensions a multiple of 8 elements.
+      c.pad_a = (8 - s.k % 8) % 8 + (variant == 0 ? 0 : 8);
+      c.pad_b = (8 - s.n % 8) % 8 + (variant == 0 ? 0 : 8);
+      c.pad_c = variant == 0 ? 0 : 3;
+      SCOPED_TRACE("step " + std::to_string(static_cast<int>(info.step)) + ": " + c.describe());
+      bool accepted = true;
+      const auto run = [&](const T* a, std::size_t lda, const T* b, std::size_t ldb, T* cc, std::size_t ldc) {
+        const auto g = kf::detail::make_gemm_args<T>(kf::op::none, kf::op::none, s.m, s.n, s.k, c.alpha, a, lda, b, ldb,
+                                                     c.beta, cc, ldc);
+        accepted = kf::detail::wgmma_step_try_launch(info.step, g, nullptr);
+      };
+      const ::testing::AssertionResult r =
+          kf::test::check_matmul_with(c, run, nullptr, kf::test::precision::fp32_accumulate, ++seed);
+      ASSERT_TRUE(accepted) << "the learning step declined a call it should run";
+      EXPECT_TRUE(r);
+    }
+  }
+}
+
+constexpr step_info step11{kf::detail::wgmma_step::tma, 64, 2};
+constexpr step_info step12{kf::detail::wgmma_step::warp_specialized, 128, 4};
+constexpr step_info step13{kf::detail::wgmma_step::clusters, 128, 4};
+
+TEST(MatmulWgmmaSteps, Step11TmaMatchesDoubleReference) {
+  KF_SKIP_WITHOUT_GPU();
+  run_steps<__half>(step11);
+  run_steps<__nv_bfloat16>(step11);
+}
+
+TEST(MatmulWgmmaSteps, Step12WarpSpecializedMatchesDoubleReference) {
+  KF_SKIP_WITHOUT_GPU();
+  run_steps<__half>(step12);
+  run_steps<__nv_bfloat16>(step12);
+}
+
+TEST(MatmulWgmmaSteps, Step13ClustersMatchesDoubleReference) {
+  KF_SKIP_WITHOUT_GPU();
+  run_steps<__half>(step13);
+  run_steps<__nv_bfloat16>(step13);
+}
+
+// What the learning steps do not take is an error naming it, thrown before
+// anything is enqueued: another layout or misaligned rows (errc::unsupported,
+// pointing at step 14) and a step that does not exist (errc::invalid_argument).
+TEST(MatmulWgmmaSteps, OtherLayoutsAndStepsAreErrors) {
+  KF_SKIP_WITHOUT_WGMMA();
+  kf::device_buffer<__half> a(64 * 64), b(64 * 64), c(64 * 64);
+  const auto args = [&](kf::op ta, kf::op tb, std::size_t lda) {
+    return kf::detail::make_gemm_args<__half>(ta, tb, 8, 8, 8, 1.0f, a.data(), lda, b.data(), 8, 0.0f, c.data(), 8);
+  };
+  const auto expect = [](kf::errc code, const std::string& named, auto&& call) {
+    try {
+      call();
+      ADD_FAILURE() << "accepted; expected an error naming " << named;
+    } catch (const kf::error& e) {
+      EXPECT_EQ(e.code(), code) << e.what();
+      EXPECT_NE(std::string(e.what()).find(named), std::string::npos) << e.what();
+    }
+  };
+  using kf::detail::wgmma_step;
+  expect(kf::errc::unsupported, "row-major product", [&] {
+    kf::detail::wgmma_step_try_launch(wgmma_step::tma, args(kf::op::transpose, kf::op::none, 8), nullptr);
+  });
+  expect(kf::errc::unsupported, "row-major product", [&] {
+    kf::detail::wgmma_step_try_launch(wgmma_step::clusters, args(kf::op::none, kf::op::transpose, 8), nullptr);
+  });
+  expect(kf::errc::unsupported, "16-byte", [&] {
+    kf::detail::wgmma_step_try_launch(wgmma_step::warp_specialized, args(kf::op::none, kf::op::none, 9), nullptr);
+  });
+  expect(kf::errc::invalid_argument, "step = 10", [&] {
+    kf::detail::wgmma_step_try_launch(static_cast<wgmma_step>(10), args(kf::op::none, kf::op::none, 8), nullptr);
+  });
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The tensor-core matmul kernels, called through their launch functions
-// (kernels/matmul/09_tensor_core_tf32.cuh: mma.sync; 11_wgmma.cuh: wgmma + TMA in
+// (kernels/matmul/09_tensor_core_tf32.cuh: mma.sync; 14_wgmma.cuh: wgmma + TMA in
 // clusters of 1 and 2 CTAs), against a CPU reference accumulated in double.
 //
 // Every shape runs all four transpose combinations and several storage layouts:
@@ -462,7 +462,7 @@ TEST(MatmulTensorCoreTf32Layout, ThreeStagesFitTwoBlocksOnHopperAndOneOnAmpere) 
 
 // ---- CPU check of the swapped product's A fragments (TF32, n-contiguous B) ----
 
-/// Each consumer warpgroup's threads load A's fragments (11_wgmma.cuh:
+/// Each consumer warpgroup's threads load A's fragments (14_wgmma.cuh:
 /// swap_fragment_offset) from the stage's four N-major boxes, as TMA wrote
 /// them: element (k, row) of box row / 32 at k * 128 + (((row % 32) / 4) ^ (k %
 /// 8)) * 16 + (row % 4) * 4. Checked: every fragment register reads the element
@@ -505,7 +505,7 @@ TEST(MatmulWgmmaTf32, SwapFragmentMapping) {
 
 // ---- CPU check of the staged epilogue's shared-memory stores ----------------
 
-/// store_tile_staged (11_wgmma.cuh) writes one 64-row x 128-byte chunk of a
+/// store_tile_staged (14_wgmma.cuh) writes one 64-row x 128-byte chunk of a
 /// consumer warpgroup's tile into a C buffer that TMA stores with the 128-byte
 /// swizzle: element (r, byte) at r * 128 + ((byte / 16) ^ (r % 8)) * 16 + byte % 16.
 /// Simulated with the kernel's own offsets (staged_lane_offset, XORs of

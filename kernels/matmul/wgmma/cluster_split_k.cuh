@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The cluster split-k of the Hopper GEMM (11_wgmma.cuh, ClusterSplitK): where
+// The cluster split-k of the Hopper GEMM (14_wgmma.cuh, ClusterSplitK): where
 // 128 x 64 tiles would run one per CTA, a cluster of 2 computes one 128 x 128
 // tile instead, CTA r over half of its k-steps (scheduler.cuh), and the partial
 // tiles meet on chip: CTA r finishes the tile's rows 64 r .. 64 r + 63 (its

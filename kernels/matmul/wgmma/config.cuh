@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The Hopper GEMM's shape (11_wgmma.cuh): the warpgroup roles, the block tile
+// The Hopper GEMM's shape (14_wgmma.cuh): the warpgroup roles, the block tile
 // and its stages, the 128-byte swizzle every shared tile is stored in, the
 // shared-memory layout, and the parameters the kernel receives. Host and device
 // code read it (the launcher sizes TMA boxes and shared memory from it).

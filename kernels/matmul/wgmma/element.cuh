@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// What the element type changes in the Hopper GEMM (11_wgmma.cuh): bytes per
+// What the element type changes in the Hopper GEMM (14_wgmma.cuh): bytes per
 // element (a stage's k is one 128-byte swizzled row: 32 floats, 64 halves), the
 // k of one product, the pair type of the two-element stores, and the product
 // itself. float runs TF32 (wgmma.m64nNk8: B k-major only; an n-contiguous B

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The Hopper GEMM's epilogue (11_wgmma.cuh): a consumer warpgroup's finished
+// The Hopper GEMM's epilogue (14_wgmma.cuh): a consumer warpgroup's finished
 // 64 x N accumulator tile -> C, in fp32 until one rounding to T, with the
 // epilogue functor (kernelforge/epilogue.cuh) applied to each value in registers.
 //  * store_tile: from registers, two adjacent columns per store where C allows;

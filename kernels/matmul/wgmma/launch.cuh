@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The host side of the Hopper GEMM (11_wgmma.cuh), for the sm_90a translation
+// The host side of the Hopper GEMM (14_wgmma.cuh), for the sm_90a translation
 // units only (wgmma_sm90a_tf32.cu, wgmma_sm90a_f16.cu): the TMA descriptors,
 // the repack of operands wgmma cannot read in place (pack_k_major.cuh, into the
 // runtime's pooled workspace), the choices of policy.hpp, the split-k plan and
@@ -24,7 +24,7 @@
 #include "../../runtime/launcher.hpp"
 #include "../../runtime/tensor_map.hpp"  // encode_tiled, encode_sw128
 #include "../../runtime/validate.hpp"
-#include "../11_wgmma.cuh"
+#include "../14_wgmma.cuh"
 #include "../gemm_args.cuh"
 #include "../pack_k_major.cuh"
 #include "../split_k.cuh"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The Hopper GEMM's main loop (11_wgmma.cuh), one k-step at a time:
+// The Hopper GEMM's main loop (14_wgmma.cuh), one k-step at a time:
 //  * load_stage (the producer thread): TMA copies of A's and B's tiles for one
 //    k-step into a stage of the ring, each completing the stage's full barrier.
 //    In a cluster the CTAs that share an operand each load a part of it and

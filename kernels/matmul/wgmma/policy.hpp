@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// What the Hopper GEMM (11_wgmma.cuh) runs for a product: where B comes from
+// What the Hopper GEMM (14_wgmma.cuh) runs for a product: where B comes from
 // (read in place, the swapped product, or repacked), the block tile's width,
 // what a cluster of 2 CTAs does (share B, share A, or split k of one tile),
 // and the shortest split-k slice. Pure functions of the shape and the device's
@@ -35,7 +35,7 @@ constexpr std::size_t wgmma_split_k_min_slice(std::size_t element_bytes) { retur
 ///    transpose bit (16-bit types);
 ///  * swapped: n-contiguous TF32 B (TF32 wgmma has no transpose bit), read in
 ///    place by the swapped product C^T = op(B)^T op(A)^T, whose A operand
-///    (op(B)^T, M-major) the consumers load into registers (11_wgmma.cuh:
+///    (op(B)^T, M-major) the consumers load into registers (14_wgmma.cuh:
 ///    SwapAB);
 ///  * repacked: a k-contiguous copy written to a workspace first (one read and
 ///    one write of B in HBM: at 128 x 8192 x 8192 TF32 ~120 us, more than
@@ -65,7 +65,7 @@ KF_TUNING_FN wgmma_b_source choose_wgmma_b_source(std::size_t element_bytes, boo
 }
 
 // ---- wgmma block-tile width ------------------------------------------------------
-/// The widths the wgmma kernel is built for (11_wgmma.cuh: tile_config),
+/// The widths the wgmma kernel is built for (14_wgmma.cuh: tile_config),
 /// widest first; the block tile is always 128 rows.
 constexpr int wgmma_block_n_choices[] = {256, 128, 64};
 constexpr std::size_t wgmma_block_m = 128;
@@ -113,7 +113,7 @@ inline int choose_wgmma_block_n(std::size_t m, std::size_t n, int resident_ctas)
 ///    wgmma_mcast_a and wgmma_mcast_b compare them in one run);
 ///  * split_k: forced cluster split-k: the cluster's two CTAs share no operand
 ///    but compute one 128 x 128 tile, each over half of k, and add their partial
-///    tiles in shared memory (11_wgmma.cuh, ClusterSplitK; tests run it at
+///    tiles in shared memory (14_wgmma.cuh, ClusterSplitK; tests run it at
 ///    every shape, bench_matmul's rows wgmma_cluster_splitk measure it).
 enum class wgmma_cluster_mode { by_shape, share_b, share_a, split_k };
 

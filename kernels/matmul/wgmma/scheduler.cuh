@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The persistent tile scheduler of the Hopper GEMM (11_wgmma.cuh): the grid
+// The persistent tile scheduler of the Hopper GEMM (14_wgmma.cuh): the grid
 // holds as many CTAs as the device runs at once, and cluster g walks the work
 // items g, g + G, g + 2G, ... (G clusters in the grid). A work item is a cluster
 // tile and a k-slice (item = tile * splits + slice); cluster tiles are visited

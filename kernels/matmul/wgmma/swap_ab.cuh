@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The swapped TF32 product (11_wgmma.cuh, SwapAB): TF32 wgmma reads B k-major
+// The swapped TF32 product (14_wgmma.cuh, SwapAB): TF32 wgmma reads B k-major
 // only, so for an n-contiguous B (the plain row-major product) the kernel
 // computes C^T = op(B)^T op(A)^T. Its "A" is op(B)^T (n x k): N-major TMA boxes
 // (32 k rows x 32 n, one swizzled row each: 4 boxes of 4 KiB for the tile's 128

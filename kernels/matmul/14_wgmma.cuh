@@ -1,30 +1,25 @@
 // SPDX-License-Identifier: Apache-2.0
-// Step 11 -- wgmma: the Hopper (sm_90a) GEMM, for TF32 (float), __half and
+// Step 14 -- wgmma: the Hopper (sm_90a) GEMM, for TF32 (float), __half and
 // __nv_bfloat16, fp32 accumulation. Compiled for sm_90a only; host side
 // wgmma/launch.cuh, declarations wgmma_sm90a.hpp.
 //
-// What changes from the mma.sync steps (09, 10), and why it is faster:
-//  * wgmma: a warpgroup (4 warps) issues one asynchronous m64nNk product that
-//    reads both operands from shared memory through descriptors; mma.sync
-//    moves every fragment through registers and runs Hopper's tensor cores at
-//    a fraction of their rate.
-//  * TMA: one thread copies a whole tile, zero-fills what overhangs the matrix
-//    (ragged m, n, k need no guards) and writes the 128-byte swizzle wgmma reads
-//    without bank conflicts.
-//  * Warp specialization: a producer warpgroup (setmaxnreg down to 40
-//    registers) keeps a ring of stages full while two consumer warpgroups (232
-//    registers: up to 128 accumulators each) run the products; stages change
-//    hands through full/empty mbarriers (arch/pipeline_sm90.cuh).
-//  * Clusters of 2 CTAs share one operand's tile through TMA multicast (B, or
-//    A for narrow tiles), halving its L2 traffic; or split k of one tile and
-//    add the halves on chip (wgmma/cluster_split_k.cuh).
-//  * Persistent CTAs walk the tiles in grouped order (wgmma/scheduler.cuh); the
-//    ring runs on across tiles, so a tile's stages are loading while the
-//    previous tile is stored.
-//  * Staged epilogue: through swizzled shared buffers and TMA stores, 16-bit
+// What changes from step 13 (clusters, one tile per cluster), and why it is
+// faster; steps 11-13 introduce wgmma + TMA, warp specialization with the
+// stage ring (arch/pipeline_sm90.cuh) and clusters sharing B:
+//  * Persistent CTAs: as many as the device holds at once, each walking the
+//    tiles in grouped order (wgmma/scheduler.cuh). The producer's ring runs on
+//    across tiles, so a tile's stages are loading while the previous tile is
+//    stored: no launch, pipeline fill or barrier set-up per tile.
+//  * The tile width by shape (256, 128 or 64: wgmma/policy.hpp), and what a
+//    cluster does by shape: share B, share A (narrow tiles), or split k of
+//    one tile and add the halves on chip (wgmma/cluster_split_k.cuh); split-k
+//    through a workspace where even the narrowest tiles cannot fill the GPU.
+//  * Staged epilogue: C through swizzled shared buffers and TMA stores, 16-bit
 //    tiles overlapped with the next tile's products (wgmma/epilogue.cuh).
-//  * TF32 has no transpose bit: a row-major B takes the swapped product
-//    C^T = op(B)^T op(A)^T, its A from registers (wgmma/swap_ab.cuh).
+//  * Every layout and type: TF32 (a row-major B takes the swapped product
+//    C^T = op(B)^T op(A)^T, its A from registers: wgmma/swap_ab.cuh),
+//    fp16 / bf16, operands repacked where TMA cannot read them in place, and
+//    the fused bias / ReLU epilogue.
 // Read the parts in this order: wgmma/config.cuh, element.cuh, scheduler.cuh,
 // mainloop.cuh, epilogue.cuh, swap_ab.cuh, cluster_split_k.cuh. Which tile
 // width, cluster mode and B source run a product: wgmma/policy.hpp. Measured
