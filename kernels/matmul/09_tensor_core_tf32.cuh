@@ -34,7 +34,7 @@
 // Device code for sm_80 and newer; for older architectures the kernel body is a
 // trap (the launcher never selects it there).
 // mma.sync on Hopper runs well below wgmma (the Hopper path is 11_wgmma.cuh).
-// Its measured speed: the README's generated tables and benchmarks/TUNING.md (bench_matmul).
+// Its measured speed: the README's tables and benchmarks/tuning/matmul.md (bench_matmul).
 #pragma once
 
 #include <cstddef>
