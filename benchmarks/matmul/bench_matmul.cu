@@ -36,7 +36,7 @@
 //                                               tensor_core_tf32; fp16 / bf16: best) and the cuBLAS row of
 //                                               its precision, timed in turn sample by sample
 //                                               (time_gpu_paired): frac_cublas from the same pairs,
-//                                               cublas_TFLOP/s beside ours. The issue's ratios are read
+//                                               cublas_TFLOP/s beside ours. The ratios to cuBLAS are read
 //                                               here: under the power cap a row's figure moves with its
 //                                               place in the run, a pair's ratio much less
 //   matmul/<tf32|fp16|bf16>/mcast_a_vs_b/<shape>  the wgmma kernel at the library's tile width, its
@@ -193,7 +193,7 @@ const char* environment_shapes() {
   return list != nullptr && *list != '\0' ? list : nullptr;
 }
 
-/// The benchmark's shapes: the issue's list, or KF_BENCH_MATMUL_SHAPES's.
+/// The benchmark's shapes: the fixed list below, or KF_BENCH_MATMUL_SHAPES's.
 const std::vector<shape>& shapes() {
   static const std::vector<shape> s = [] {
     if (const char* list = environment_shapes()) return shapes_from(list);

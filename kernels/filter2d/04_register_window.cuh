@@ -21,7 +21,7 @@
 //  * The filter is read from global memory (r*s __ldg per thread, L1
 //    broadcasts), as smem_tiled reads it: correct for every launch on any
 //    stream, no staging and no synchronization.
-// Tunable (issue 11): the strip height, the columns per thread (2: a float2,
+// Tunable: the strip height, the columns per thread (2: a float2,
 // 4: a float4, 8: two float4s) and the __launch_bounds__ minimum of resident
 // blocks per SM (which caps the registers) are the kernel's Config
 // (filter2d_window_config). The library ships filter2d_window_default;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Candidate configurations of register_window (step 4) for issue 11, so that
+// Candidate configurations of register_window (step 4), so that
 // one bench_conv run can rank them (rows filter2d/fp32/register_window_cfg/
 // <name>/8192x8192_<r>x<s>, beside register_window and copy) and the GPU tests
 // can check each on the awkward images. Not compiled into the library, which
