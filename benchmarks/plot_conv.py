@@ -14,7 +14,7 @@ Names follow bench_conv: conv2d/<fp32|tf32>/<impl>/<layer> and
 filter2d/fp32/<impl>/<image>; the fields Google Benchmark appends
 (min_time:X, iterations:N, manual_time, ...) are ignored, and so are the
 tuning rows (filter2d/fp32/register_window_cfg/<config>/<image>: candidate
-configurations of one kernel, compared in benchmarks/TUNING.md, not the README).
+configurations of one kernel, compared in benchmarks/tuning/filter2d.md, not the README).
 """
 
 import argparse

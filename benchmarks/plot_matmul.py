@@ -11,7 +11,7 @@ Prints (markdown):
   * every shape x every row (TFLOP/s, % of cuBLAS of the same precision);
   * the tuning rows (alternative warp_tiled configurations), when present;
   * the paired rows (best_vs_cublas: the library's pick and cuBLAS timed in
-    turn, sample by sample), the ratios issue 10's goals are read from.
+    turn, sample by sample), where the ratios to cuBLAS are read from.
 Writes a PNG: TFLOP/s per variant (bars) at each shape, cuBLAS fp32 and TF32 as
 reference markers. matplotlib is needed only for the PNG; without it the
 tables are still printed and the script says what it skipped.

@@ -99,7 +99,7 @@ for b in json.load(open(sys.argv[1]))["benchmarks"]:
 PY
 }
 
-step_doctor() {  # issue 9's GPU checks (tools/doctor/run_gpu_checks.sh), outputs packed into one tarball
+step_doctor() {  # the doctor's GPU checks (tools/doctor/run_gpu_checks.sh), outputs packed into one tarball
   local r=0
   BUILD_DIR=$build OUT=/tmp/doctor-checks bash tools/doctor/run_gpu_checks.sh >"$OUT/doctor_checks.log" 2>&1 || r=1
   tar -C /tmp -czf "$OUT/doctor_checks.tgz" doctor-checks
@@ -107,7 +107,7 @@ step_doctor() {  # issue 9's GPU checks (tools/doctor/run_gpu_checks.sh), output
   return $r
 }
 
-step_python() {  # issue 8's GPU checks (python/run_gpu_checks.sh)
+step_python() {  # the Python package's GPU checks (python/run_gpu_checks.sh)
   local r=0
   bash python/run_gpu_checks.sh >"$OUT/python_checks.log" 2>&1 || r=1
   tail -n 25 "$OUT/python_checks.log"

@@ -5,7 +5,7 @@
 A loop is a backward branch; a main loop is one whose body holds at least one
 instruction of --op (HGMMA for the wgmma kernels, FFMA for the SIMT ones). The
 count per k-step is what the descriptor and copier changes in
-benchmarks/TUNING.md were judged by before the GPU ran them.
+benchmarks/tuning/matmul.md were judged by before the GPU ran them.
 
     nvcc ... -gencode=arch=compute_90a,code=sm_90a -cubin -o k.cubin kernels/matmul/wgmma_f16.cu
     cuobjdump -sass k.cubin > k.sass

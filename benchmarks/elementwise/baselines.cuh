@@ -41,7 +41,7 @@ struct cub_relu_backward_fn {  // dx = x <= t ? 0 : dy
   __device__ T operator()(T dy, T x) const { return static_cast<float>(x) <= threshold ? static_cast<T>(0.0f) : dy; }
 };
 
-/// The user-op row (issue: kf::transform against CUB): a 3-input fused op,
+/// The user-op row (kf::transform against CUB): a 3-input fused op,
 /// out = clamp(a*x + b*y + z, lo, hi), the same functor for both sides.
 struct fused3_fn {
   float a, b, lo, hi;

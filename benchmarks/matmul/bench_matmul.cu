@@ -38,7 +38,7 @@
 //                                               tensor_core_tf32; fp16 / bf16: best) and the cuBLAS row of
 //                                               its precision, timed in turn sample by sample
 //                                               (time_gpu_paired): frac_cublas from the same pairs,
-//                                               cublas_TFLOP/s beside ours. The issue's ratios are read
+//                                               cublas_TFLOP/s beside ours. The ratios to cuBLAS are read
 //                                               here: under the power cap a row's figure moves with its
 //                                               place in the run, a pair's ratio much less
 //   matmul/<tf32|fp16|bf16>/mcast_a_vs_b/<shape>  the wgmma kernel at the library's tile width, its
@@ -195,7 +195,7 @@ const char* environment_shapes() {
   return list != nullptr && *list != '\0' ? list : nullptr;
 }
 
-/// The benchmark's shapes: the issue's list, or KF_BENCH_MATMUL_SHAPES's.
+/// The benchmark's shapes: the fixed list below, or KF_BENCH_MATMUL_SHAPES's.
 const std::vector<shape>& shapes() {
   static const std::vector<shape> s = [] {
     if (const char* list = environment_shapes()) return shapes_from(list);
@@ -842,10 +842,13 @@ void register_16bit(const shape& s) {
   };
   add("cublas", true, v::best, 600);
   add("tensor_core_f16", false, v::tensor_core_f16, 300);
-  // The Hopper learning steps (11 wgmma + TMA, 12 warp-specialized, 13 clusters) before step 14, wgmma_f16.
-  add("wgmma_step11", false, v::wgmma_f16, 300, 0, wgmma_cluster_mode::by_shape, 11);
-  add("wgmma_step12", false, v::wgmma_f16, 400, 0, wgmma_cluster_mode::by_shape, 12);
-  add("wgmma_step13", false, v::wgmma_f16, 400, 0, wgmma_cluster_mode::by_shape, 13);
+  // The Hopper learning steps (11 wgmma + TMA, 12 warp-specialized, 13 clusters) before step 14, wgmma_f16;
+  // they read A and B in place, so only where both have rows of whole 16-byte units.
+  if (s.k % 8 == 0 && s.n % 8 == 0) {
+    add("wgmma_step11", false, v::wgmma_f16, 300, 0, wgmma_cluster_mode::by_shape, 11);
+    add("wgmma_step12", false, v::wgmma_f16, 400, 0, wgmma_cluster_mode::by_shape, 12);
+    add("wgmma_step13", false, v::wgmma_f16, 400, 0, wgmma_cluster_mode::by_shape, 13);
+  }
   add("wgmma_f16", false, v::wgmma_f16, 500);
   // The shapes whose tiles are 128 x 64 by shape, also at the 128 x 128 tiles
   // they ran before (split-k by the library's rule): the two widths in one run.

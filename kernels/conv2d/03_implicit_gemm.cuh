@@ -32,7 +32,7 @@
 //    ep(sum + bias[k], m, k), in registers, right before the store; the
 //    default, identity, stores the sum plus bias. Split-K partials are launched
 //    with identity and no bias: the reduction applies both, once.
-// Its measured speed: the README's generated tables and benchmarks/TUNING.md (bench_conv).
+// Its measured speed: the README's tables and benchmarks/tuning/conv2d.md#choose_conv2d_gemm_plan (bench_conv).
 #pragma once
 
 #include <cstddef>

@@ -31,7 +31,7 @@
 //  * Epilogue: sum + bias[k], the functor, and a masked store straight into
 //    NCHW y (for a fixed k, a tile's consecutive rows are consecutive q).
 // Stride 1 only (wgmma_plan.hpp); dilation and any padding are free (TMA).
-// Its measured speed: the README's generated tables and benchmarks/TUNING.md (bench_conv).
+// Its measured speed: the README's tables and benchmarks/tuning/conv2d.md#conv2d_wgmma_best_min_channels (bench_conv).
 #pragma once
 
 #include <cstdint>

@@ -41,7 +41,7 @@
 // Accuracy: the same transforms and the same C-long fp32 sums as step 6 (only
 // the order of the channel sum within a chunk differs), so step 6's bound holds:
 // about (C + 16) 2^-24 E at worst, E the Winograd error scale (tests/conv2d).
-// Its measured speed: benchmarks/TUNING.md and the README (bench_conv).
+// Its measured speed: benchmarks/tuning/conv2d.md#conv2d_winograd_fused_fills_waves and the README (bench_conv).
 #pragma once
 
 #include <cstddef>

@@ -166,7 +166,7 @@ inline conv2d_winograd_layout make_conv2d_winograd_layout(std::size_t n, std::si
 /// Where `best` (exact fp32) runs Winograd: stride-1 3x3 layers with at least
 /// this many input and output channels. Below, its transforms (V and M are 4x
 /// the input and output, through HBM) outweigh the GEMMs' 2.25x saving.
-/// The H200 measurement behind these constants: benchmarks/TUNING.md.
+/// The H200 measurement behind these constants: benchmarks/tuning/conv2d.md#conv2d_best_uses_winograd.
 constexpr std::size_t conv2d_winograd_min_channels = 64;
 constexpr std::size_t conv2d_winograd_min_filters = 64;
 /// Whether `best` runs Winograd on the layers conv2d_winograd_expected_to_win
@@ -176,7 +176,7 @@ constexpr bool conv2d_best_uses_winograd = true;
 /// 6's four passes on the layers conv2d_winograd_expected_to_win lists, where
 /// its blocks fill their waves (conv2d_winograd_fused_fills_waves, below) and
 /// the device grants its shared memory: on, it won on the two layers whose
-/// waves it fills (benchmarks/TUNING.md).
+/// waves it fills (benchmarks/tuning/conv2d.md#conv2d_winograd_fused_fills_waves).
 constexpr bool conv2d_best_uses_winograd_fused = true;
 /// Whether `best` runs implicit_gemm_pipelined rather than implicit_gemm for
 /// exact layers Winograd does not take: off, it lost on every layer measured.

@@ -59,7 +59,7 @@ inline std::size_t conv2d_wgmma_bn(std::size_t k) { return k <= 64 ? 64 : 128; }
 /// it lies outside the image or past the box): every wt <= min(q, 128), every
 /// ht <= min(p, 128 / wt), nt as large as fits. Ties go to the widest box
 /// (stores along q stay contiguous), then the tallest. Boxes may span images:
-/// the ResNet layers at N = 32 get 8 x 8 x 2 (56x56), 4 x 4 x 8 (28x28)
+/// bench_conv's ResNet layers at N = 32 get 8 x 8 x 2 (56x56), 4 x 4 x 8 (28x28)
 /// and 2 x 2 x 32 (14x14) -- every tile full -- where boxes within one image
 /// would leave 12.5% (56 x 2, 28 x 4) and 23% (14 x 9) of each tile's rows
 /// idle. The price: y's stores run along q in pieces of wt floats (8, 4, 2).

@@ -21,7 +21,7 @@
 //  * The filter is read from global memory (r*s __ldg per thread, L1
 //    broadcasts), as smem_tiled reads it: correct for every launch on any
 //    stream, no staging and no synchronization.
-// Tunable (issue 11): the strip height, the columns per thread (2: a float2,
+// Tunable: the strip height, the columns per thread (2: a float2,
 // 4: a float4, 8: two float4s) and the __launch_bounds__ minimum of resident
 // blocks per SM (which caps the registers) are the kernel's Config
 // (filter2d_window_config). The library ships filter2d_window_default;
@@ -31,7 +31,7 @@
 // Requirements (checked by the launcher, which otherwise runs smem_tiled):
 // float, an instantiated filter size (3x3, 5x5), in and out 16-byte aligned
 // with pitches a multiple of 4 elements, so every row start is aligned.
-// Its measured speed: the README's generated tables and benchmarks/TUNING.md (bench_conv).
+// Its measured speed: the README's tables and benchmarks/tuning/filter2d.md#filter2d_register_window (bench_conv).
 #pragma once
 
 #include "../common/kernel.cuh"

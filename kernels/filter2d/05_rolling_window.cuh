@@ -38,7 +38,7 @@
 // Measured on the H200 (bench_conv, 8192^2): the bet lost. 0.78 of the copy
 // rate at 5x5 and 0.83 at 3x3, against register_window's 0.83 and 0.97, so
 // `best` does not run it; it stays selectable by name as the measured
-// experiment (benchmarks/TUNING.md: the knobs not yet swept).
+// experiment (benchmarks/tuning/filter2d.md#filter2d_rolling_depth: the knobs not yet swept).
 #pragma once
 
 #include "../common/kernel.cuh"

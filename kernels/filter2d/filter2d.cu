@@ -140,7 +140,7 @@ void launch_tiled_2d(const char* what, const filter2d_args<T>& a, cudaStream_t s
 // ---- register_window and rolling_window ---------------------------------------
 /// The window kernel `best` runs for a float r x s filter whose rows are
 /// aligned: the launch table, one line per size (measurements in
-/// benchmarks/TUNING.md). Measured on the H200 (bench_conv, 8192^2, one run):
+/// benchmarks/tuning/filter2d.md#best_window_kernel). Measured on the H200 (bench_conv, 8192^2, one run):
 /// rolling_window reached 0.78 of the copy rate at 5x5 and 0.83 at 3x3, against
 /// register_window's 0.83 and 0.97, so register_window stays for both.
 filter2d_variant best_window_kernel(int r) {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Candidate configurations of register_window (step 4) for issue 11, so that
+// Candidate configurations of register_window (step 4), so that
 // one bench_conv run can rank them (rows filter2d/fp32/register_window_cfg/
 // <name>/8192x8192_<r>x<s>, beside register_window and copy) and the GPU tests
 // can check each on the awkward images. Not compiled into the library, which
@@ -8,10 +8,10 @@
 // Why these: at 5x5 the default (8 rows x one float4, all 12 input rows
 // loaded before the first FMA) holds 128 registers, so 4 blocks of 4 warps
 // per SM, and ncu showed neither DRAM nor issue saturated -- too few warps to
-// hide the loads (benchmarks/TUNING.md). Each candidate trades loads per
+// hide the loads (benchmarks/tuning/filter2d.md#filter2d_register_window). Each candidate trades loads per
 // output for registers (blocks per SM at 5x5 in the comment, from
 // 65536 / (128 threads x registers); registers per configuration and border:
-// TUNING.md). None spills at 5x5; MinBlocks is set where it pins the count.
+// benchmarks/tuning/filter2d.md#filter2d_window_default). None spills at 5x5; MinBlocks is set where it pins the count.
 // Names: rows<strip height>_cols<columns per thread>[_min<blocks per SM>].
 #pragma once
 

@@ -33,8 +33,8 @@
 //    finished alpha * acc + beta * C, once, just before the store.
 // Device code for sm_80 and newer; for older architectures the kernel body is a
 // trap (the launcher never selects it there).
-// mma.sync on Hopper runs well below wgmma (the Hopper path is 14_wgmma.cuh).
-// Its measured speed: the README's generated tables and benchmarks/TUNING.md (bench_matmul).
+// mma.sync on Hopper runs well below wgmma (the Hopper path is steps 11-14).
+// Its measured speed: the README's tables and benchmarks/tuning/matmul.md (bench_matmul).
 #pragma once
 
 #include <cstddef>

@@ -30,8 +30,8 @@
 //    allows.
 // Device code for sm_80 and newer; below that the kernel body is a trap (the
 // launcher never selects it there: naive is the fallback). On Hopper the wgmma
-// step (14_wgmma.cuh) is the fast path.
-// Its measured speed: the README's generated tables and benchmarks/TUNING.md (bench_matmul).
+// steps (11-14) are the fast path.
+// Its measured speed: the README's tables and benchmarks/tuning/matmul.md (bench_matmul).
 #pragma once
 
 #include <cstddef>

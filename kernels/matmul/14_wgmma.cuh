@@ -23,7 +23,7 @@
 // Read the parts in this order: wgmma/config.cuh, element.cuh, scheduler.cuh,
 // mainloop.cuh, epilogue.cuh, swap_ab.cuh, cluster_split_k.cuh. Which tile
 // width, cluster mode and B source run a product: wgmma/policy.hpp. Measured
-// speed: the README's tables; the evidence for each choice: benchmarks/TUNING.md.
+// speed: the README's tables; the evidence for each choice: benchmarks/tuning/matmul.md, a section each.
 #pragma once
 
 #include <cstdint>

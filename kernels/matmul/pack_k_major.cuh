@@ -31,7 +31,7 @@
 // The pad between k and the row stride is zero up to k rounded up to 16 bytes
 // (all of it at the GEMM's ld_packed), so the packed copy holds no stale bytes;
 // the GEMM itself never reads it (its TMA maps end at k).
-// Its measured rate: bench_matmul's matmul/pack/ rows (benchmarks/TUNING.md).
+// Its measured rate: bench_matmul's matmul/pack/ rows (benchmarks/tuning/matmul.md#pack_k_major).
 #pragma once
 
 #include "../arch/guards.cuh"

@@ -76,7 +76,7 @@ inline const conv_case conv_cases[] = {
     // offset keeps the pipelined kernel off its 16-byte filter copies).
     {"misaligned_inputs_c20_15x13_k33", make(3, 20, 15, 13, 33, 3, 3, 1, 1, 1), true, 1, 1},
     // implicit_gemm_wgmma's pixel boxes (wgmma_plan.hpp): 8 x 8 x 2 boxes with
-    // 64-channel tiles (the first ResNet layer at N = 2); boxes of 4
+    // 64-channel tiles (bench_conv's first ResNet layer at N = 2); boxes of 4
     // whole 5 x 6 images (the last one overhangs N = 9), C = 40 (a half-empty
     // second 32-channel stage), K = 70 (one 128-channel tile, mostly past K);
     // 14 x 3 x 3 boxes (the last overhangs P) with two 128-channel tiles (the

@@ -370,7 +370,7 @@ TEST(Conv2dWinograd, FusedLayout) {
   EXPECT_EQ(l.grid_x, 2u);
   EXPECT_EQ(l.grid_y, 1u);
   EXPECT_TRUE(l.launchable());
-  // The layers: N32 C64 56x56 K64 -> 25088 tiles, 784 x 1 blocks;
+  // bench_conv's ResNet layers: N32 C64 56x56 K64 -> 25088 tiles, 784 x 1 blocks;
   // N32 C256 14x14 K256 -> 1568 tiles, 49 x 4 blocks.
   const auto first = make_conv2d_winograd_fused_layout(32, 64, 64, 56, 56);
   EXPECT_EQ(first.tiles, 25088u);
@@ -535,7 +535,7 @@ void expect_valid_minimal_wgmma_plan(std::size_t n, std::size_t p, std::size_t q
 
 TEST(Conv2dWgmma, PixelBoxPlan) {
   using kf::detail::choose_conv2d_wgmma_tile;
-  // The ResNet layers (N 32, 3x3, pad 1: P = H): boxes that span images
+  // bench_conv's ResNet layers (N 32, 3x3, pad 1: P = H): boxes that span images
   // fill every tile (N P Q is a multiple of 128 in all three).
   const auto l1 = choose_conv2d_wgmma_tile(32, 56, 56, 64);
   EXPECT_EQ(std::vector<std::size_t>({l1.wt, l1.ht, l1.nt, l1.bn, l1.tiles()}),

@@ -69,7 +69,7 @@ inline std::string to_string(const matmul_shape& s) {
   return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
 }
 
-/// The shapes of issue 3: every variant runs every one of them.
+/// The test shapes (tiny, ragged, single row or column): every variant runs every one of them.
 inline const std::vector<matmul_shape>& matmul_shapes() {
   static const std::vector<matmul_shape> shapes = {{1, 1, 1},       {1, 1, 4096},    {33, 65, 17},    {127, 129, 255},
                                                    {1, 4096, 4096}, {4096, 1, 4096}, {513, 257, 1031}};

@@ -373,7 +373,7 @@ TEST(MatmulTuning, WgmmaBSourceSwapsTheRowMajorTf32Product) {
 TEST(MatmulTuning, WgmmaBlockNIsTheWidestThatFillsTheGpu) {
   using kf::detail::choose_wgmma_block_n;
   const int resident = 132;  // H200: 132 SMs x 1 CTA; the threshold is 3/4 of it: 99 tiles
-  // The shapes: 128 x 256 tiles where they fill the GPU, else 128 x 128,
+  // bench_matmul's shapes: 128 x 256 tiles where they fill the GPU, else 128 x 128,
   // else 128 x 64.
   EXPECT_EQ(choose_wgmma_block_n(4096, 4096, resident), 256);  // 512 tiles
   EXPECT_EQ(choose_wgmma_block_n(8192, 8192, resident), 256);  // 2048 (8192 x 8192 x 1024 too)

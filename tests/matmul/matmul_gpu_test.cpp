@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// GPU tests of kf::matmul: every variant on every shape of issue 3, against the
+// GPU tests of kf::matmul: every variant on every shape of matmul_shapes(), against the
 // double-precision CPU reference (tolerances: matmul_case.hpp). Skipped with
 // the reason where there is no GPU.
 //
@@ -12,7 +12,7 @@
 // paths of vectorized, warp_tiled and large_tile), two a random one (paddings 0, 1 or 37
 // elements, offset 0 or 1 element: the scalar fallbacks); which two alternates
 // with the shape, so every transpose meets both. The Scalars tests then run
-// every alpha x beta x padding value of the issue for every variant.
+// every alpha x beta x padding value (alpha 1, -0.5; beta 0, 1, 0.25; padding 0, 1, 37) for every variant.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -235,7 +235,7 @@ TEST_P(MatmulBfloat16, AllTransposes) {
 }
 INSTANTIATE_TEST_SUITE_P(Shapes, MatmulBfloat16, ::testing::ValuesIn(product(half_variants(), true)), param_name);
 
-// ---- every alpha x beta x padding value of the issue, per variant ------------
+// ---- every alpha x beta x padding value, per variant -------------------------
 /// 127 x 129 x 255 crosses a block-tile edge in m, n and k for every tile size;
 /// the 18 alpha x beta x padding combinations cycle through the transposes.
 template <class T>

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The GPU checks of issue 9, from the repository root on a GPU machine, after a
+# The doctor's GPU checks, from the repository root on a GPU machine, after a
 # build in build-bench (cmake --preset bench && cmake --build --preset bench):
 #   - kernelforge-doctor: text, --json, --bandwidth, --self-test (and --all --json)
 #   - ctest: the doctor's whole run, the core tests (pinned_buffer/copy_async among them), examples 04 and 05

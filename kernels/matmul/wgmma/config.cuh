@@ -114,7 +114,7 @@ struct tile_config {
 };
 static_assert(tile_config<256>::stages == 4 && tile_config<128>::stages == 6 && tile_config<64>::stages == 8 &&
                   tile_config<128, true>::stages == 5,
-              "4, 6 and 8 stages (5 for the cluster split-k), as benchmarks/TUNING.md states");
+              "4, 6 and 8 stages (5 for the cluster split-k), as benchmarks/tuning/matmul.md#tile_config states");
 
 /// The shared-memory carve of one CTA (base: the allocation rounded up to a
 /// swizzle atom): stages x A, stages x B, the C buffers, the receive buffer

@@ -240,7 +240,7 @@ __device__ __forceinline__ void store_tile_staged(float (&d)[Accumulators], cons
 /// is issued, while those products run; what a short tile leaves is stored
 /// before the next pack, and the last tile's after the loop. So the tensor
 /// cores do not idle for this warpgroup through a tile's stores
-/// (benchmarks/TUNING.md: the overlapped 16-bit epilogue).
+/// (benchmarks/tuning/matmul.md#staged_tile_16).
 template <class T, int Accumulators>
 struct staged_tile_16 {
   static constexpr int chunk_cols = swizzle_row_bytes / 2;  // 64 elements

@@ -4,7 +4,7 @@
 // what a cluster of 2 CTAs does (share B, share A, or split k of one tile),
 // and the shortest split-k slice. Pure functions of the shape and the device's
 // resident CTAs, tested on the CPU (tests/matmul/matmul_cpu_test.cpp); the
-// measurements behind each constant: benchmarks/TUNING.md.
+// measurements behind each constant: benchmarks/tuning/matmul.md, one section per function below.
 #pragma once
 
 #include <cstddef>
@@ -22,7 +22,7 @@ namespace kf::detail {
 
 /// The shortest k-slice the wgmma kernels split into : a slice
 /// must outlast the reduction of its fp32 partial tile. H200, one run
-/// (benchmarks/TUNING.md): TF32 at 1024^3 gained from slices of 256 (0.47 ->
+/// (benchmarks/tuning/matmul.md#wgmma_split_k_min_slice): TF32 at 1024^3 gained from slices of 256 (0.47 ->
 /// 0.52 of cuBLAS), fp16 lost (0.42 -> 0.38: the tensor cores run the slice in
 /// half the time), while 128 x 8192 x 8192 gained in both (slices of 2048).
 /// 16-bit types keep 1024, the shortest slice measured to pay.
@@ -46,7 +46,7 @@ enum class wgmma_b_source { k_major, n_major, swapped, repacked };
 /// rows: by shape (what the library runs: the swapped product), or forced to
 /// the repack (tests cover both; bench_matmul's row tf32/wgmma_repack_b
 /// measures it at every shape). H200, one bench_matmul run
-/// (benchmarks/TUNING.md), ours / cuBLAS TF32, swapped vs repacked: 1024^3
+/// (benchmarks/tuning/matmul.md#choose_wgmma_b_source), ours / cuBLAS TF32, swapped vs repacked: 1024^3
 /// 1.02 vs 0.78, 4096^3 0.97 vs 0.83, 8192^3 0.96 vs 0.89, 128x8192x8192 0.97 vs
 /// 0.39. (Transposing B in shared memory instead, the path before the swapped
 /// product: 0.60 at 4096^3 and 8192^3, its shared-memory traffic -- a read and a
@@ -72,7 +72,7 @@ constexpr std::size_t wgmma_block_m = 128;
 /// A width fills the GPU when its tiles number at least this fraction of the
 /// CTAs resident at once (3/4 of a wave: a wave that full loses no more to the
 /// idle SMs than the narrower tile loses to its per-tile overheads). To be
-/// measured (benchmarks/TUNING.md).
+/// measured (benchmarks/tuning/matmul.md#choose_wgmma_block_n).
 constexpr int wgmma_fill_num = 3, wgmma_fill_den = 4;
 
 /// The wgmma block tile's width for an m x n product when `resident_ctas` CTAs
@@ -121,7 +121,7 @@ enum class wgmma_cluster_mode { by_shape, share_b, share_a, split_k };
 /// clusters along n sharing A. By shape: where A's rows a stage outnumber B's
 /// (block_n < 128) and there are two tile rows or more, except for a single
 /// tile column (the partner along n would only idle: B is shared then).
-/// Measured on the H200 (benchmarks/TUNING.md, one bench_matmul run): fp16
+/// Measured on the H200 (benchmarks/tuning/matmul.md#wgmma_cluster_shares_a, one bench_matmul run): fp16
 /// 1024^3 (8 x 16 tiles of 128 x 64) 0.78 of cuBLAS sharing A against 0.72
 /// sharing B (bf16 0.79 / 0.73); 128 x 8192 x 8192 (1 x 128 tiles) 0.91
 /// sharing A against 0.94 in single CTAs (bf16 the same): with one tile row
