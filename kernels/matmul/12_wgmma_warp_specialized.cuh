@@ -20,6 +20,8 @@
 //    through full/empty mbarriers (arch/pipeline_sm90.cuh).
 // What it leaves for step 13: each CTA loads its own A and B tiles, though the
 // CTA next to it reads the same B tile, and tiles run in launch order.
+// H200, bench_matmul 2026-12-02 (one run; rows timed separately, ratio to cuBLAS of the same type):
+// fp16 4096^3 641 TFLOP/s (0.83), 8192^3 605 (0.88); bf16 682 (0.92), 644 (0.89).
 #pragma once
 
 #include <cstdint>

@@ -21,6 +21,10 @@
 // What it leaves for step 14: one tile per cluster (a launch, a pipeline fill
 // and a barrier set-up per tile; the last wave idles SMs), one tile width,
 // stores from registers, and the row-major layout only.
+// H200, bench_matmul 2026-12-02 (one run; rows timed separately, ratio to cuBLAS of the same type):
+// fp16 8192^3 647 TFLOP/s (0.94, step 12: 0.88), bf16 673 (0.93, step 12: 0.89); but at 4096^3
+// slower than step 12: fp16 614 (0.79 against 0.83), bf16 664 (0.89 against 0.92) -- not yet
+// profiled (benchmarks/tuning/matmul.md#hopper-learning-steps-11-13).
 #pragma once
 
 #include <cstdint>
