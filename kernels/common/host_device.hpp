@@ -8,3 +8,6 @@
 #else
 #define KF_HOST_DEVICE
 #endif
+
+/// A pure selection rule (tuning.hpp, policy.hpp): constexpr, on host and device.
+#define KF_TUNING_FN KF_HOST_DEVICE constexpr

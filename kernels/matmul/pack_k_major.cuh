@@ -2,7 +2,8 @@
 // The repacking pass of the wgmma step (14): a k-contiguous copy of an
 // operand wgmma cannot read in place (TF32 B not transposed where the shape
 // repacks it, A transposed, rows not 16-byte aligned), written into the
-// stream-ordered workspace that wgmma/launch.cuh's TMA descriptors then read.
+// stream-ordered workspace that wgmma/launch.cuh's TMA descriptors then read;
+// the host side below launches it (launch_pack) and checks the repack alone.
 // Compiled in the sm_90a objects only (wgmma_sm90a_tf32.cu, wgmma_sm90a_f16.cu), like the
 // kernels it feeds.
 //
@@ -34,10 +35,18 @@
 // Its measured rate: bench_matmul's matmul/pack/ rows (benchmarks/tuning/matmul.md#pack_k_major).
 #pragma once
 
+#include <cstddef>
+#include <string>
+
 #include "../arch/guards.cuh"
+#include "../common/alignment.hpp"
+#include "../common/grid.hpp"
 #include "../common/host_device.hpp"
 #include "../common/kernel.cuh"
 #include "../common/vector_access.cuh"
+#include "../runtime/launcher.hpp"
+#include "../runtime/validate.hpp"
+#include "wgmma_sm90a.hpp"  // wgmma_available
 
 namespace kf::detail {
 
@@ -193,5 +202,73 @@ KF_KERNEL void __launch_bounds__(pack::threads, pack::min_blocks_per_sm)
   }
 #endif
 }
+
+#if defined(__CUDACC__)
+// ---- host side: the launch, and the repack alone (wgmma_pack_k_major) --------
+namespace wgmma_host {
+
+/// dst (rows x k, k-contiguous, row stride ld_dst; columns k up to k rounded up
+/// to 16 bytes zero) from src (pack_k_major_kernel): element (x, p) at
+/// src[x * ld_src + p] when source_k_contiguous, else src[p * ld_src + x].
+/// dst's rows must be 16-byte aligned (the workspace: 256-byte aligned base,
+/// ld_packed a multiple of 16 bytes); src's decide between 16-byte and
+/// element-wise loads. Size 0: nothing to do.
+template <class T>
+void launch_pack(const T* src, std::size_t ld_src, bool source_k_contiguous, T* dst, std::size_t ld_dst,
+                 std::size_t rows, std::size_t k, cudaStream_t stream, const char* what) {
+  if (rows == 0 || k == 0) return;
+  using layout = pack_layout<T>;
+  const std::size_t k_out = round_up(k, static_cast<std::size_t>(layout::vec));
+  const dim3 grid(static_cast<unsigned>(ceil_div(rows, pack::tile_rows)),
+                  capped_grid_dim(ceil_div(k_out, static_cast<std::size_t>(layout::tile_k))));
+  const dim3 block(pack::threads);
+  const auto ll = [](std::size_t v) { return static_cast<long long>(v); };
+  const auto launch = [&](auto kernel) {
+    kernel<<<grid, block, 0, stream>>>(src, ll(ld_src), dst, ll(ld_dst), ll(rows), ll(k));
+  };
+  const bool aligned = rows_aligned(src, ld_src, sizeof(T), vector_bytes);
+  if (source_k_contiguous) {
+    aligned ? launch(pack_k_major_kernel<true, true, T>) : launch(pack_k_major_kernel<true, false, T>);
+  } else {
+    aligned ? launch(pack_k_major_kernel<false, true, T>) : launch(pack_k_major_kernel<false, false, T>);
+  }
+  check_launch(what);
+}
+
+/// The repack alone, validated first (wgmma_pack_k_major: tests and benchmarks);
+/// false where the sm_90a kernels do not run.
+template <class T>
+bool pack_k_major(const T* src, std::size_t ld_src, bool source_k_contiguous, T* dst, std::size_t ld_dst,
+                  std::size_t rows, std::size_t k, cudaStream_t stream, const char* what) {
+  const std::size_t src_rows = source_k_contiguous ? rows : k, src_cols = source_k_contiguous ? k : rows;
+  require_pointer(what, "src", src, src_rows * src_cols);
+  require_pointer(what, "dst", dst, rows * k);
+  require_aligned(what, "src", src, alignof(T));
+  if (ld_src < src_cols) {
+    throw_invalid_argument(what, "ld_src = " + std::to_string(ld_src) + " is less than a source row's " +
+                                     std::to_string(src_cols) + " elements (" + (source_k_contiguous ? "k" : "rows") +
+                                     "): pass ld_src >= " + std::to_string(src_cols));
+  }
+  const std::size_t vec = static_cast<std::size_t>(pack_layout<T>::vec);
+  if (!rows_aligned(dst, ld_dst, sizeof(T), vector_bytes) || ld_dst < k) {
+    throw_invalid_argument(what, "dst must be 16-byte aligned with ld_dst a multiple of " + std::to_string(vec) +
+                                     " elements and at least k = " + std::to_string(k) + " (got ld_dst = " +
+                                     std::to_string(ld_dst) + "): pass the layout the GEMM's workspace has");
+  }
+  if (rows == 0 || k == 0) return true;
+  const std::size_t src_bytes = ((src_rows - 1) * ld_src + src_cols) * sizeof(T);
+  const std::size_t dst_bytes = ((rows - 1) * ld_dst + round_up(k, vec)) * sizeof(T);
+  if (ranges_overlap(src, src_bytes, dst, dst_bytes)) {
+    throw_invalid_argument(what, "src and dst overlap: the repack writes a separate copy (pass a disjoint dst)");
+  }
+  const int device = current_device(what);
+  if (!wgmma_available(device)) return false;
+  require_kernel_image_cached(device, what);
+  launch_pack(src, ld_src, source_k_contiguous, dst, ld_dst, rows, k, stream, what);
+  return true;
+}
+
+}  // namespace wgmma_host
+#endif
 
 }  // namespace kf::detail

@@ -10,12 +10,6 @@
 
 #include "../common/grid.hpp"
 
-#if defined(__CUDACC__)
-#define KF_TUNING_FN __host__ __device__ constexpr
-#else
-#define KF_TUNING_FN constexpr
-#endif
-
 namespace kf::detail {
 
 /// Which warp_tiled configuration an architecture uses.
@@ -168,5 +162,3 @@ KF_TUNING_FN bool best_is_large_tile(warp_tiled_tuning_id arch, std::size_t m, s
 }
 
 }  // namespace kf::detail
-
-#undef KF_TUNING_FN

@@ -67,17 +67,7 @@ bool step_try_launch(wgmma_step step, const gemm_args<T>& args, cudaStream_t str
       !encode_sw128(map_b, args.B, args.n, args.k, args.ldb, stage_k, stage_k)) {
     return false;
   }
-  wgmma::params<T> p;
-  p.C = args.C;
-  p.ldc = static_cast<long long>(args.ldc);
-  p.m = static_cast<int>(args.m);
-  p.n = static_cast<int>(args.n);
-  p.k = static_cast<int>(args.k);
-  p.alpha = args.alpha;
-  p.beta = args.beta;
-  p.cluster_tiles_m = static_cast<int>(cluster_tiles_m);
-  p.cluster_tiles_n = static_cast<int>(tiles_n);
-  p.pairs = rows_aligned(args.C, args.ldc, sizeof(T), 2 * sizeof(T));
+  const wgmma::params<T> p = wgmma::params_of(args, args.m, args.n, cluster_tiles_m, tiles_n);
   const auto blocks = static_cast<unsigned>(cluster_tiles_m * tiles_n * cluster);
 
   if (step11) {

@@ -4,7 +4,7 @@
 // whether the library holds an image for it.
 #pragma once
 
-#include "kernelforge/detail/launch_plan.hpp"
+#include "launch_plan.hpp"
 #include "per_device.hpp"  // max_cached_devices
 
 namespace kf::detail {

@@ -8,7 +8,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "kernelforge/detail/launch_plan.hpp"
+#include "launch_plan.hpp"
 #include "per_device.hpp"
 
 namespace kf::detail {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Pure launch planning (see kernelforge/detail/launch_plan.hpp). Unit-tested on the CPU.
-#include "kernelforge/detail/launch_plan.hpp"
+// Pure launch planning (see launch_plan.hpp). Unit-tested on the CPU.
+#include "launch_plan.hpp"
 
 #include <algorithm>
 #include <cstdlib>

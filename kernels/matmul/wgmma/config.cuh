@@ -10,6 +10,8 @@
 
 #include "../../arch/pipeline_sm90.cuh"
 #include "../../arch/warpgroup_sm90.cuh"
+#include "../../common/alignment.hpp"
+#include "../gemm_args.cuh"
 
 namespace kf::detail::wgmma {
 
@@ -158,5 +160,26 @@ struct params {
   int split_k_tiles = 0;
   float* partial = nullptr;
 };
+
+/// The parameters of a call: C, the extents and the scalars from `args`, the
+/// grid of cluster tiles from the launcher; unsplit, stored from registers
+/// (the launcher sets the split and the staged stores where it uses them). m
+/// and n are the kernel's: the swapped product passes args.n and args.m.
+template <class T>
+params<T> params_of(const gemm_args<T>& args, std::size_t m, std::size_t n, std::size_t cluster_tiles_m,
+                    std::size_t cluster_tiles_n) {
+  params<T> p;
+  p.C = args.C;
+  p.ldc = static_cast<long long>(args.ldc);
+  p.m = static_cast<int>(m);
+  p.n = static_cast<int>(n);
+  p.k = static_cast<int>(args.k);
+  p.alpha = args.alpha;
+  p.beta = args.beta;
+  p.cluster_tiles_m = static_cast<int>(cluster_tiles_m);
+  p.cluster_tiles_n = static_cast<int>(cluster_tiles_n);
+  p.pairs = rows_aligned(args.C, args.ldc, sizeof(T), 2 * sizeof(T));
+  return p;
+}
 
 }  // namespace kf::detail::wgmma

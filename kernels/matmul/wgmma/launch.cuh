@@ -3,9 +3,9 @@
 // units only (wgmma_sm90a_tf32.cu, wgmma_sm90a_f16.cu): the TMA descriptors,
 // the repack of operands wgmma cannot read in place (pack_k_major.cuh, into the
 // runtime's pooled workspace), the choices of policy.hpp, the split-k plan and
-// its fp32 partials, the persistent grid, the cluster launch, and the split-k
-// reduction (split_k.cuh), which applies alpha, beta and the epilogue functor
-// once the k-slices are summed.
+// its fp32 partials, the persistent grid, the cluster launch of the instance
+// the choices name (instances.cuh), and the split-k reduction (split_k.cuh),
+// which applies alpha, beta and the epilogue functor once the k-slices are summed.
 #pragma once
 
 #include <cstddef>
@@ -26,9 +26,10 @@
 #include "../../runtime/validate.hpp"
 #include "../14_wgmma.cuh"
 #include "../gemm_args.cuh"
-#include "../pack_k_major.cuh"
+#include "../pack_k_major.cuh"  // the repack, and its launch
 #include "../split_k.cuh"
 #include "../wgmma_sm90a.hpp"
+#include "instances.cuh"
 #include "policy.hpp"
 
 namespace kf::detail {
@@ -70,141 +71,6 @@ inline void require_wgmma_cluster_split_k(const char* what, int cluster_size, in
     throw_invalid_argument(what,
                            "cluster_size = 1 with cluster_mode = split_k: the cluster split-k needs a cluster of 2 "
                            "CTAs; pass cluster_size 2");
-  }
-}
-
-/// dst (rows x k, k-contiguous, row stride ld_dst; columns k up to k rounded up
-/// to 16 bytes zero) from src (pack_k_major_kernel): element (x, p) at
-/// src[x * ld_src + p] when source_k_contiguous, else src[p * ld_src + x].
-/// dst's rows must be 16-byte aligned (the workspace: 256-byte aligned base,
-/// ld_packed a multiple of 16 bytes); src's decide between 16-byte and
-/// element-wise loads. Size 0: nothing to do.
-template <class T>
-void launch_pack(const T* src, std::size_t ld_src, bool source_k_contiguous, T* dst, std::size_t ld_dst,
-                 std::size_t rows, std::size_t k, cudaStream_t stream, const char* what) {
-  if (rows == 0 || k == 0) return;
-  using layout = pack_layout<T>;
-  const std::size_t k_out = round_up(k, static_cast<std::size_t>(layout::vec));
-  const dim3 grid(static_cast<unsigned>(ceil_div(rows, pack::tile_rows)),
-                  capped_grid_dim(ceil_div(k_out, static_cast<std::size_t>(layout::tile_k))));
-  const dim3 block(pack::threads);
-  const auto ll = [](std::size_t v) { return static_cast<long long>(v); };
-  const auto launch = [&](auto kernel) {
-    kernel<<<grid, block, 0, stream>>>(src, ll(ld_src), dst, ll(ld_dst), ll(rows), ll(k));
-  };
-  const bool aligned = rows_aligned(src, ld_src, sizeof(T), vector_bytes);
-  if (source_k_contiguous) {
-    aligned ? launch(pack_k_major_kernel<true, true, T>) : launch(pack_k_major_kernel<true, false, T>);
-  } else {
-    aligned ? launch(pack_k_major_kernel<false, true, T>) : launch(pack_k_major_kernel<false, false, T>);
-  }
-  check_launch(what);
-}
-
-/// The repack alone, validated first (wgmma_pack_k_major: tests and benchmarks);
-/// false where the sm_90a kernels do not run.
-template <class T>
-bool pack_k_major(const T* src, std::size_t ld_src, bool source_k_contiguous, T* dst, std::size_t ld_dst,
-                  std::size_t rows, std::size_t k, cudaStream_t stream, const char* what) {
-  const std::size_t src_rows = source_k_contiguous ? rows : k, src_cols = source_k_contiguous ? k : rows;
-  require_pointer(what, "src", src, src_rows * src_cols);
-  require_pointer(what, "dst", dst, rows * k);
-  require_aligned(what, "src", src, alignof(T));
-  if (ld_src < src_cols) {
-    throw_invalid_argument(what, "ld_src = " + std::to_string(ld_src) + " is less than a source row's " +
-                                     std::to_string(src_cols) + " elements (" + (source_k_contiguous ? "k" : "rows") +
-                                     "): pass ld_src >= " + std::to_string(src_cols));
-  }
-  const std::size_t vec = static_cast<std::size_t>(pack_layout<T>::vec);
-  if (!rows_aligned(dst, ld_dst, sizeof(T), vector_bytes) || ld_dst < k) {
-    throw_invalid_argument(what, "dst must be 16-byte aligned with ld_dst a multiple of " + std::to_string(vec) +
-                                     " elements and at least k = " + std::to_string(k) + " (got ld_dst = " +
-                                     std::to_string(ld_dst) + "): pass the layout the GEMM's workspace has");
-  }
-  if (rows == 0 || k == 0) return true;
-  const std::size_t src_bytes = ((src_rows - 1) * ld_src + src_cols) * sizeof(T);
-  const std::size_t dst_bytes = ((rows - 1) * ld_dst + round_up(k, vec)) * sizeof(T);
-  if (ranges_overlap(src, src_bytes, dst, dst_bytes)) {
-    throw_invalid_argument(what, "src and dst overlap: the repack writes a separate copy (pass a disjoint dst)");
-  }
-  const int device = current_device(what);
-  if (!wgmma_available(device)) return false;
-  require_kernel_image_cached(device, what);
-  launch_pack(src, ld_src, source_k_contiguous, dst, ld_dst, rows, k, stream, what);
-  return true;
-}
-
-/// wgmma_kernel<T, Cluster, BNMajor, Epilogue, BlockN, MulticastA, ClusterSplitK, SwapAB>:
-/// its shared memory, its clusters resident at once (and its shared-memory
-/// opt-in, once per device), and its launch.
-template <class T, int Cluster, bool BNMajor, class Epilogue, int BlockN, bool MulticastA = false,
-          bool ClusterSplitK = false, bool SwapAB = false>
-struct instance {
-  static constexpr auto kernel =
-      &wgmma_kernel<T, Cluster, BNMajor, Epilogue, BlockN, MulticastA, ClusterSplitK, SwapAB>;
-  static constexpr int block_n = BlockN;
-  static constexpr int smem_bytes = wgmma::tile_config<BlockN, ClusterSplitK>::smem_bytes;
-  static int resident(int device, const char* what) {
-    return resident_clusters<kernel>(device, wgmma::threads, smem_bytes, Cluster, what);
-  }
-};
-
-/// What a cluster does: single CTAs (cluster 1), a pair sharing B or A
-/// (multicast_a), or a pair splitting k of one 128 x 128 tile (split_k: the
-/// launcher forces block_n 128 and cluster 2 then).
-struct cluster_choice {
-  int cluster = 1;
-  bool multicast_a = false;
-  bool split_k = false;
-};
-
-/// Calls f(instance<T, cluster, n_major, Epilogue, BlockN, multicast_a, split_k, swap>{})
-/// for the runtime choice (N-major B: 16-bit T read with the transpose bit;
-/// swap: the swapped TF32 product, its B k-major; a cluster of 2 shares B, or A
-/// where multicast_a, or splits k; BlockN one of policy.hpp's
-/// wgmma_block_n_choices). The cluster split-k is instantiated at BlockN 128
-/// alone, N-major B for 16-bit T alone, the swapped product for TF32 alone.
-template <class T, class Epilogue, int BlockN, bool NMajor, bool Swap, class F>
-void with_instance_cluster(const cluster_choice& c, F&& f) {
-  constexpr int pair = wgmma::max_cluster;
-  if (c.cluster == 1) {
-    f(instance<T, 1, NMajor, Epilogue, BlockN, false, false, Swap>{});
-  } else if (c.split_k) {
-    if constexpr (BlockN == 128) f(instance<T, pair, NMajor, Epilogue, BlockN, false, true, Swap>{});
-  } else if (c.multicast_a) {
-    f(instance<T, pair, NMajor, Epilogue, BlockN, true, false, Swap>{});
-  } else {
-    f(instance<T, pair, NMajor, Epilogue, BlockN, false, false, Swap>{});
-  }
-}
-
-template <class T, class Epilogue, int BlockN, class F>
-void with_instance_n(bool n_major, bool swap, const cluster_choice& c, F&& f) {
-  if (!n_major && !swap) return with_instance_cluster<T, Epilogue, BlockN, false, false>(c, f);
-  if constexpr (sizeof(T) == 2) {
-    if (n_major && !swap) return with_instance_cluster<T, Epilogue, BlockN, true, false>(c, f);
-  } else {
-    if (swap && !n_major) return with_instance_cluster<T, Epilogue, BlockN, false, true>(c, f);
-  }
-  throw error(errc::unsupported,
-              "wgmma_host::with_instance: N-major B is built for 16-bit types, the swapped product for TF32");
-}
-
-template <class T, class Epilogue, class F>
-void with_instance(bool n_major, bool swap, const cluster_choice& c, int block_n, F&& f) {
-  static_assert(sizeof(wgmma_block_n_choices) / sizeof(wgmma_block_n_choices[0]) == 3 &&
-                    wgmma_block_n_choices[0] == 256 && wgmma_block_n_choices[1] == 128 &&
-                    wgmma_block_n_choices[2] == 64,
-                "with_instance instantiates the widths of wgmma_block_n_choices");
-  if (c.split_k && block_n != 128) {
-    throw error(errc::unsupported, "wgmma_host::with_instance: the cluster split-k is built for 128 x 128 tiles only");
-  }
-  if (block_n == 256) {
-    with_instance_n<T, Epilogue, 256>(n_major, swap, c, f);
-  } else if (block_n == 128) {
-    with_instance_n<T, Epilogue, 128>(n_major, swap, c, f);
-  } else {
-    with_instance_n<T, Epilogue, 64>(n_major, swap, c, f);
   }
 }
 
@@ -346,17 +212,8 @@ bool try_launch(const gemm_args<T>& args, cudaStream_t stream, const Epilogue& f
     smem_bytes = decltype(i)::smem_bytes;
   });
 
-  wgmma::params<T> ep;
-  ep.C = args.C;
-  ep.ldc = static_cast<long long>(args.ldc);
-  ep.m = static_cast<int>(km);  // swapped: C has km columns and kn rows
-  ep.n = static_cast<int>(kn);
-  ep.k = static_cast<int>(args.k);
-  ep.alpha = args.alpha;
-  ep.beta = args.beta;
-  ep.cluster_tiles_m = static_cast<int>(cluster_tiles_m);
-  ep.cluster_tiles_n = static_cast<int>(cluster_tiles_n);
-  ep.pairs = rows_aligned(args.C, args.ldc, sizeof(T), 2 * sizeof(T));
+  // Swapped: C has km columns and kn rows.
+  wgmma::params<T> ep = wgmma::params_of(args, km, kn, cluster_tiles_m, cluster_tiles_n);
 
   // The cluster split-k sums its two halves of k on chip: no workspace slices.
   const split_k_workspace split(split_k_cluster ? split_k_plan{1, args.k}

@@ -12,12 +12,6 @@
 #include "../../common/grid.hpp"
 #include "../tuning.hpp"  // plan_split_k
 
-#if defined(__CUDACC__)
-#define KF_TUNING_FN __host__ __device__ constexpr
-#else
-#define KF_TUNING_FN constexpr
-#endif
-
 namespace kf::detail {
 
 /// The shortest k-slice the wgmma kernels split into : a slice
@@ -195,5 +189,3 @@ inline bool wgmma_cluster_splits_k(std::size_t m, std::size_t n, std::size_t k, 
 }
 
 }  // namespace kf::detail
-
-#undef KF_TUNING_FN
