@@ -19,11 +19,11 @@
 //    p0 - pad_h + r dil_h, n0). TMA zero-fills what lies outside the image (the
 //    padding) and past C, and writes each pixel's 32 channels as one 128-byte
 //    row in the 128-byte swizzle: wgmma's K-major layout, as in the matmul's
-//    step 10. The filter (KCRS -> K x R x S x C padded to 32 with zeros,
+//    step 14. The filter (KCRS -> K x R x S x C padded to 32 with zeros,
 //    conv2d_kcrs_to_krsc_tf32) is a 2-D map read in boxes of 32 x BN.
 //  * Both copies round to TF32 (cvt.rna) as they write, so the products see
 //    rounded inputs as in step 4 (wgmma itself would truncate the fp32 bits).
-//  * Warp specialization and a persistent grid, as the matmul's step 10: one
+//  * Warp specialization and a persistent grid, as the matmul's step 14: one
 //    producer warp issues the TMA copies into a ring of stages (full / empty
 //    mbarriers), two consumer warpgroups issue the products and keep one stage's
 //    products in flight; the ring runs on into the next tile while the

@@ -123,7 +123,7 @@ struct pack_layout {
 /// or src[p * ld_src + x]; columns k up to k rounded up to 16 bytes are zero.
 /// SourceAligned: src's base and row stride are 16-byte aligned (16-byte
 /// loads), else elements are loaded singly. Grid: (row tiles, k tiles, capped
-/// at 65535 and strided). T: float (TF32 step) or the 16-bit types (step 12).
+/// at 65535 and strided). T: float (TF32 step) or the 16-bit types (step 14).
 template <bool SourceKContiguous, bool SourceAligned, class T>
 KF_KERNEL void __launch_bounds__(pack::threads, pack::min_blocks_per_sm)
     pack_k_major_kernel(const T* __restrict__ src, long long ld_src, T* __restrict__ dst, long long ld_dst,
