@@ -27,7 +27,6 @@ namespace kf::detail {
 namespace {
 
 constexpr const char* what = "kf::detail::wgmma_step_try_launch";
-constexpr std::size_t tma_alignment = 16;
 
 template <class T>
 bool step_try_launch(wgmma_step step, const gemm_args<T>& args, cudaStream_t stream) {
@@ -40,8 +39,8 @@ bool step_try_launch(wgmma_step step, const gemm_args<T>& args, cudaStream_t str
                                        ": the learning steps take the row-major product only (trans_a and "
                                        "trans_b none); step 14 (wgmma_try_launch) takes every layout");
   }
-  if (!rows_aligned(args.A, args.lda, sizeof(T), tma_alignment) ||
-      !rows_aligned(args.B, args.ldb, sizeof(T), tma_alignment)) {
+  if (!rows_aligned(args.A, args.lda, sizeof(T), wgmma::tma_alignment) ||
+      !rows_aligned(args.B, args.ldb, sizeof(T), wgmma::tma_alignment)) {
     throw error(errc::unsupported, std::string(what) +
                                        ": the learning steps read A and B in place with TMA, which needs 16-byte "
                                        "aligned rows: pass pointers and lda, ldb that are multiples of 8 elements");

@@ -134,6 +134,20 @@ struct smem_layout {
         peer_free(recv_full + 8) {}
 };
 
+/// What the CTAs of a cluster share: adjacent m-tiles share B (the default),
+/// adjacent n-tiles share A (MulticastA), and CTAs splitting k of one tile
+/// (ClusterSplitK) read different k-steps and share neither. stage_readers: the
+/// CTAs whose consumers read each stage a CTA fills (its `empty` arrivals).
+template <int Cluster, bool MulticastA, bool ClusterSplitK>
+struct cluster_sharing {
+  static constexpr int b_sharers = MulticastA || ClusterSplitK ? 1 : Cluster;
+  static constexpr int a_sharers = MulticastA ? Cluster : 1;
+  static constexpr int stage_readers = b_sharers * a_sharers;
+};
+
+/// TMA reads and writes rows in place when the base and every row start are 16-byte aligned.
+inline constexpr std::size_t tma_alignment = 16;
+
 /// Cluster rows a group of consecutive clusters covers before moving along n (L2 reuse).
 inline constexpr int raster_group = 8;
 /// TMA coordinates are signed 32-bit: keep the last tile's origin representable.

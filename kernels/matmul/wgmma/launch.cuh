@@ -36,8 +36,7 @@ namespace kf::detail {
 
 namespace wgmma_host {
 
-/// TMA reads rows in place when the base and every row start are 16-byte aligned.
-inline constexpr std::size_t tma_alignment = 16;
+using wgmma::tma_alignment;
 
 /// errc::invalid_argument unless block_n is 0 (by shape) or one of wgmma_block_n_choices.
 inline void require_wgmma_block_n(const char* what, int block_n) {

@@ -32,10 +32,9 @@ template <class T, class Tile, int Cluster, bool BNMajor, bool MulticastA, bool 
 struct mainloop {
   using elem = element<T>;
   static constexpr int block_n = Tile::block_n;
-  static constexpr int b_sharers = MulticastA || ClusterSplitK ? 1 : Cluster;
-  static constexpr int a_sharers = MulticastA ? Cluster : 1;
-  /// The CTAs whose consumers read each stage a CTA fills (the arrivals its `empty` barrier counts).
-  static constexpr int stage_readers = b_sharers * a_sharers;
+  using sharing = cluster_sharing<Cluster, MulticastA, ClusterSplitK>;
+  static constexpr int b_sharers = sharing::b_sharers, a_sharers = sharing::a_sharers;
+  static constexpr int stage_readers = sharing::stage_readers;
   static constexpr int stage_k = elem::stage_k;  // 32 floats, 64 halves: one swizzled row
   static constexpr int products = stage_k / elem::wgmma_k;
   // N-major B: block_n / box_cols boxes of stage_k rows x box_cols (one swizzled row) per stage.

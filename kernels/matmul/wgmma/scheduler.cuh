@@ -27,8 +27,8 @@ struct work_item {
 /// everything.
 template <class T, int Cluster, bool MulticastA, bool ClusterSplitK>
 struct tile_scheduler {
-  static constexpr int b_sharers = MulticastA || ClusterSplitK ? 1 : Cluster;  ///< CTAs sharing B's stage
-  static constexpr int a_sharers = MulticastA ? Cluster : 1;                   ///< CTAs sharing A's stage
+  static constexpr int b_sharers = cluster_sharing<Cluster, MulticastA, ClusterSplitK>::b_sharers;
+  static constexpr int a_sharers = cluster_sharing<Cluster, MulticastA, ClusterSplitK>::a_sharers;
 
   const params<T>& p;
   int k_tiles;  ///< k-steps of the whole product
