@@ -21,7 +21,7 @@ import json
 import re
 import sys
 
-# The steps in the order a learner reads them (kernels/matmul/).
+# The steps in the order a learner reads them (include/kernelforge/kernels/matmul/).
 PROGRESSION = ["naive", "coalesced", "smem_tiled", "blocktile_1d", "blocktile_2d", "vectorized", "warp_tiled", "large_tile"]
 PAIRED = "best_vs_cublas"  # ours and cuBLAS timed in turn (bench_matmul: time_gpu_paired)
 MODES = "mcast_a_vs_b"  # the wgmma clusters sharing A against sharing B, timed in turn
@@ -63,7 +63,7 @@ def progression_table(rows, shape):
         over = t / naive["TFLOP/s"] if r and naive else None
         frac = 100 * t / cublas["TFLOP/s"] if r and cublas else None
         out.append(f"| {i} | {step} | {fmt(t)} | {fmt(over)} | {fmt(frac)} |")
-    # The tensor-core steps (kernels/matmul/09_... to 14_...), each against cuBLAS of its precision.
+    # The tensor-core steps (include/kernelforge/kernels/matmul/09_... to 14_...), each against cuBLAS of its precision.
     for step, prec, row, label in (("9, 14", "tf32", "tensor_core_tf32", "tensor_core_tf32 (TF32; wgmma on sm_90)"),
                                    ("9", "tf32", "mma_sync", "mma.sync alone (TF32)"),
                                    ("10", "fp16", "tensor_core_f16", "tensor_core_f16 (fp16, mma.sync)"),
@@ -146,7 +146,7 @@ def tuning_table(rows):
     tuning = sorted({(r, s) for p, r, s in rows if r.startswith("tuning/")}, key=lambda x: (x[0], shape_key(x[1])))
     if not tuning:
         return ""
-    out = ["warp_tiled tile configurations (kernels/matmul/tuning.hpp; the library's own is the warp_tiled row):", "",
+    out = ["warp_tiled tile configurations (include/kernelforge/kernels/matmul/tuning.hpp; the library's own is the warp_tiled row):", "",
            "| configuration | shape | TFLOP/s | % of cuBLAS |", "|---|---|---|---|"]
     for r, s in tuning:
         b = rows[("fp32", r, s)]

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-# install(): headers, kernels/ device templates (as include/kernelforge/kernels/),
+# install(): headers (include/: the API and, under kernelforge/kernels/, the device templates),
 # the library, and a relocatable CMake package (kernelforgeConfig + version file).
 include(CMakePackageConfigHelpers)
 
@@ -11,8 +11,6 @@ install(TARGETS kernelforge EXPORT kernelforgeTargets
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY "${KERNELFORGE_GENERATED_INCLUDE_DIR}/" DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(DIRECTORY kernels/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kernelforge/kernels
-        FILES_MATCHING PATTERN "*.cuh" PATTERN "*.hpp")
 install(EXPORT kernelforgeTargets NAMESPACE kernelforge:: DESTINATION ${KERNELFORGE_CMAKE_DIR})
 
 configure_package_config_file(cmake/kernelforgeConfig.cmake.in

@@ -1,23 +1,23 @@
 # SPDX-License-Identifier: Apache-2.0
 # kernelforge_add_library(<name> [ARCHITECTURES <list>] [SOURCES <files...>])
-# The library target from kernels/: one definition, used for the shipped
+# The library target from src/: one definition, used for the shipped
 # library and for test builds with a deliberately narrow architecture list
 # (tests/no_kernel_image, which also takes a narrower set of SOURCES).
 set(KERNELFORGE_SOURCES
-    kernels/runtime/error.cpp
-    kernels/runtime/launch_plan.cpp
-    kernels/runtime/device.cpp
-    kernels/runtime/device_buffer.cpp
-    kernels/runtime/pinned_buffer.cpp
-    kernels/runtime/architectures.cu)
+    src/runtime/error.cpp
+    src/runtime/launch_plan.cpp
+    src/runtime/device.cpp
+    src/runtime/device_buffer.cpp
+    src/runtime/pinned_buffer.cpp
+    src/runtime/architectures.cu)
 list(TRANSFORM KERNELFORGE_SOURCES PREPEND "${CMAKE_CURRENT_LIST_DIR}/../")
 set(KERNELFORGE_RUNTIME_SOURCES ${KERNELFORGE_SOURCES})  # the runtime alone (tests/no_kernel_image)
-# Each further family lists its launcher sources in kernels/<family>/sources.cmake
+# Each further family lists its launcher sources in src/<family>/sources.cmake
 # (absolute paths appended to KERNELFORGE_SOURCES), its sm_90a-only sources
 # through kernelforge_add_sm90a_sources (kernelforge_sm90a.cmake).
 include("${CMAKE_CURRENT_LIST_DIR}/kernelforge_sm90a.cmake")
 foreach(family IN ITEMS elementwise matmul filter2d conv2d)
-  include("${CMAKE_CURRENT_LIST_DIR}/../kernels/${family}/sources.cmake")
+  include("${CMAKE_CURRENT_LIST_DIR}/../src/${family}/sources.cmake")
 endforeach()
 kernelforge_finish_sm90a_sources()
 
@@ -41,9 +41,7 @@ function(kernelforge_add_library name)
     PUBLIC
       $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
       $<BUILD_INTERFACE:${KERNELFORGE_GENERATED_INCLUDE_DIR}>
-      $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
-    PRIVATE
-      ${PROJECT_SOURCE_DIR}/kernels)
+      $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   target_link_libraries(${name} PUBLIC ${KERNELFORGE_CUDART_TARGET})
   set_target_properties(${name} PROPERTIES
     POSITION_INDEPENDENT_CODE ON

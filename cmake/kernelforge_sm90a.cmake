@@ -66,8 +66,7 @@ macro(kernelforge_finish_sm90a_sources)
   if(KERNELFORGE_SM90A_BUILT AND KERNELFORGE_SM90A_SOURCES AND NOT TARGET kernelforge_sm90a)
     add_library(kernelforge_sm90a OBJECT ${KERNELFORGE_SM90A_SOURCES})
     target_include_directories(kernelforge_sm90a PRIVATE
-      "${CMAKE_CURRENT_LIST_DIR}/../include"
-      "${CMAKE_CURRENT_LIST_DIR}/../kernels")
+      "${CMAKE_CURRENT_LIST_DIR}/../include")
     target_compile_definitions(kernelforge_sm90a PRIVATE KERNELFORGE_HAS_SM90A=1)
     set_target_properties(kernelforge_sm90a PROPERTIES
       CUDA_ARCHITECTURES OFF

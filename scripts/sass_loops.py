@@ -7,7 +7,7 @@ instruction of --op (HGMMA for the wgmma kernels, FFMA for the SIMT ones). The
 count per k-step is what the descriptor and copier changes in
 benchmarks/tuning/matmul.md were judged by before the GPU ran them.
 
-    nvcc ... -gencode=arch=compute_90a,code=sm_90a -cubin -o k.cubin kernels/matmul/wgmma_sm90a_f16.cu
+    nvcc ... -gencode=arch=compute_90a,code=sm_90a -cubin -o k.cubin src/matmul/wgmma_sm90a_f16.cu
     cuobjdump -sass k.cubin > k.sass
     scripts/sass_loops.py k.sass --kernel 'I6__halfLi1ELb1' --op HGMMA
 

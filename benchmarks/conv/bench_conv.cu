@@ -13,7 +13,7 @@
 //                                  naive, constant_memory, smem_tiled, register_window,
 //                                  rolling_window, tma_pipeline (sm_90 only: skipped elsewhere)
 //   filter2d/fp32/register_window_cfg/<name>/8192x8192_<r>x<s>   register_window's candidate
-//                                  configurations (kernels/filter2d/window_configs.cuh; the
+//                                  configurations (include/kernelforge/kernels/filter2d/window_configs.cuh; the
 //                                  first, rows8_cols4, is the library's), launched directly
 //   conv2d_bias_relu/<fp32|tf32>/<impl>/<layer>   conv + bias + ReLU (threshold 0, cuDNN's):
 //                                  impl: cudnn_fused (cudnnConvolutionBiasActivationForward,

@@ -2,7 +2,7 @@
 // The vendor baselines the elementwise kernels are measured against:
 // cub::DeviceTransform (CCCL) for every op and type, cublasSaxpy for fp32 saxpy.
 // The CUB functors compute in fp32 and round once to T, exactly as kernelforge
-// does (kernels/elementwise/ops.cuh), so both sides do the same arithmetic.
+// does (include/kernelforge/kernels/elementwise/ops.cuh), so both sides do the same arithmetic.
 #pragma once
 
 #include <climits>

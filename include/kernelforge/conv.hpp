@@ -82,14 +82,14 @@
 //     magnitudes of the transformed terms (tests/conv2d states the bound), in
 //     practice near direct summation's. Other layers are errc::unsupported.
 //     `best` runs it in exact fp32 on such layers with C >= 64 and K >= 64, where
-//     it beat the implicit GEMM on the H200 (kernels/conv2d/tuning.hpp).
+//     it beat the implicit GEMM on the H200 (include/kernelforge/kernels/conv2d/tuning.hpp).
 //   - conv2d_variant::winograd_fused computes the same layers with the same
 //     arithmetic and error bound as winograd, in one kernel after a small filter
 //     transform: the transformed inputs and products stay in shared memory and
 //     registers (workspace: 16 C round_up(K, 4) floats). It needs a device that
 //     grants a block 168 KB of shared memory (sm_90, sm_100; elsewhere
 //     errc::unsupported). `best` runs it on winograd's layers where its blocks
-//     fill their waves on the device (kernels/conv2d/tuning.hpp), winograd
+//     fill their waves on the device (include/kernelforge/kernels/conv2d/tuning.hpp), winograd
 //     elsewhere.
 //   - Precompiled for float.
 #pragma once
@@ -155,7 +155,7 @@ template <class T>
 inline constexpr bool is_conv2d_type_v = is_one_of_v<T, float>;
 
 namespace detail {
-// Defined and instantiated for the shipped types in kernels/filter2d/ and kernels/conv2d/.
+// Defined and instantiated for the shipped types in src/filter2d/ and src/conv2d/.
 template <class T>
 void filter2d_impl(std::size_t channels, std::size_t height, std::size_t width, const T* in, std::size_t in_pitch,
                    const T* filter, std::size_t r, std::size_t s, T* out, std::size_t out_pitch,

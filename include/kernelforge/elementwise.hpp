@@ -33,7 +33,7 @@ struct elementwise_options {
 };
 
 namespace detail {
-// Defined and instantiated for the shipped types in kernels/elementwise/elementwise.cu.
+// Defined and instantiated for the shipped types in src/elementwise/elementwise.cu.
 template <class T>
 void saxpy_impl(std::size_t n, compute_t<T> a, const T* x, T* y, const elementwise_options& options);
 template <class T>

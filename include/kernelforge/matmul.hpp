@@ -21,7 +21,7 @@ namespace kf {
 /// How an operand is read: as stored (none) or transposed.
 enum class op { none, transpose };
 
-/// The steps of the progression (kernels/matmul/, one file each, in this order);
+/// The steps of the progression (include/kernelforge/kernels/matmul/, one file each, in this order);
 /// `best` picks the fastest one this device runs for these arguments.
 enum class matmul_variant {
   best,
@@ -55,7 +55,7 @@ struct matmul_options {
 };
 
 namespace detail {
-// Defined and instantiated for the shipped types in kernels/matmul/matmul.cu.
+// Defined and instantiated for the shipped types in src/matmul/matmul.cu.
 template <class T>
 void matmul_impl(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k, compute_t<T> alpha, const T* A,
                  std::size_t lda, const T* B, std::size_t ldb, compute_t<T> beta, T* C, std::size_t ldc,

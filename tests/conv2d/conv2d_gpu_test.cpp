@@ -35,7 +35,7 @@
 // its error is measured against its own error scale, per output:
 //   E = |A^T| ( sum over c of (|G| |g_kc| |G^T|) (.) (|B^T| |d_nc| |B|) ) |A| + |bias|,
 // the sum of the magnitudes of every term the algorithm adds (winograd_scale
-// below; the transforms are in kernels/conv2d/winograd_transforms.hpp). The
+// below; the transforms are in include/kernelforge/kernels/conv2d/winograd_transforms.hpp). The
 // rounding steps each term goes through: the filter transform (2 additions per
 // stage, 2 stages; halving is exact), the input transform (1 per stage), the
 // product, the C-long fp32 sum, and the output transform (2 per stage): at

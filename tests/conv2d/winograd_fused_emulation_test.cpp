@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Step 8 (kernels/conv2d/08_winograd_fused.cuh) run on the CPU: the kernel's own
+// Step 8 (include/kernelforge/kernels/conv2d/08_winograd_fused.cuh) run on the CPU: the kernel's own
 // source, compiled by the host compiler, one std::thread per CUDA thread of a
 // block (blocks one after another), __syncthreads as a barrier of the block's
 // threads, cp.async as its plain-copy fallback (arch/cp_async.cuh below sm_80).

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Launch planning (kernels/runtime/launch_plan.hpp): pure functions, so every
+// Launch planning (include/kernelforge/kernels/runtime/launch_plan.hpp): pure functions, so every
 // rule is checked here on the CPU with made-up device limits.
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The large_tile kernel's Epilogue parameter (kernels/matmul/08_large_tile.cuh),
+// The large_tile kernel's Epilogue parameter (include/kernelforge/kernels/matmul/08_large_tile.cuh),
 // called through its launch function: C = ep(alpha * op(A) op(B) + beta * C, i, j)
 // with a per-column bias and a threshold ReLU, against a double-precision CPU
 // reference. The public API passes the identity (matmul_gpu_test.cpp) or the fused

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // CPU tests of the matrix-product family: argument validation (every error is
 // thrown before any CUDA call, so these run without a GPU or driver), the CPU
-// reference itself, and the split-k and tuning rules of kernels/matmul/tuning.hpp and wgmma/policy.hpp.
+// reference itself, and the split-k and tuning rules of include/kernelforge/kernels/matmul/tuning.hpp and
+// wgmma/policy.hpp.
 #include <gtest/gtest.h>
 
 #include <cmath>

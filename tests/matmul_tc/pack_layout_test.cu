@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// CPU checks of the wgmma steps' repacking pass (kernels/matmul/pack_k_major.cuh),
+// CPU checks of the wgmma steps' repacking pass (include/kernelforge/kernels/matmul/pack_k_major.cuh),
 // for 4-byte and 2-byte elements, with the kernel's own index functions:
 //  * the shared-memory tile is a permutation of the tile's elements, a chunk of
 //    the destination (vec values of k at one row) stays whole and 16-byte

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The wgmma steps' repacking pass (kernels/matmul/pack_k_major.cuh) on the GPU,
+// The wgmma steps' repacking pass (include/kernelforge/kernels/matmul/pack_k_major.cuh) on the GPU,
 // through wgmma_pack_k_major, against a CPU transpose / copy. The GEMM tests
 // (tensor_core_tf32_test.cu, tensor_core_f16_test.cu) run it inside products;
 // this one reaches every instance directly -- float, __half, __nv_bfloat16 x

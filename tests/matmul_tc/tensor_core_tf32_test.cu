@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The tensor-core matmul kernels, called through their launch functions
-// (kernels/matmul/09_tensor_core_tf32.cuh: mma.sync; 14_wgmma.cuh: wgmma + TMA in
+// (include/kernelforge/kernels/matmul/09_tensor_core_tf32.cuh: mma.sync; 14_wgmma.cuh: wgmma + TMA in
 // clusters of 1 and 2 CTAs), against a CPU reference accumulated in double.
 //
 // Every shape runs all four transpose combinations and several storage layouts:

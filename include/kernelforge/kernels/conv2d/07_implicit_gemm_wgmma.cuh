@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: Apache-2.0
+// Step 7 -- implicit_gemm_wgmma: the TF32 implicit GEMM on Hopper's warpgroup
+// tensor-core products (wgmma, sm_90a), fed by TMA. Device code; compiled for
+// sm_90a only (src/conv2d/sources.cmake). Host side: wgmma_sm90a.cu; host
+// interface: wgmma_sm90a.hpp; tile planning: wgmma_plan.hpp.
+//
+// What changes from implicit_gemm_tf32 (step 4, mma.sync) and the pipelined
+// step 5, and why it is faster on Hopper:
+//  * mma.sync runs Hopper's tensor cores at a fraction of their rate, and every
+//    operand passes through registers (fragment loads, TF32 conversion). A
+//    warpgroup's wgmma.m64nNk8 reads both operands from shared memory itself:
+//    two consumer warpgroups compute a 128 x BN tile (BN = 64 or 128).
+//  * No im2col address arithmetic per element: the input is first copied to
+//    NHWC (one pass, conv2d_nchw_to_nhwc_tf32, into a pooled workspace; TF32
+//    wgmma reads both operands k-contiguous, and k here is the channel), and
+//    the A tile of one filter tap (r, s) and 32 channels is then ONE 4-D TMA
+//    box of the NHWC tensor: 32 channels x wt columns x ht rows x nt images
+//    (<= 128 pixels, planned by wgmma_plan.hpp), at (c0, q0 - pad_w + s dil_w,
+//    p0 - pad_h + r dil_h, n0). TMA zero-fills what lies outside the image (the
+//    padding) and past C, and writes each pixel's 32 channels as one 128-byte
+//    row in the 128-byte swizzle: wgmma's K-major layout, as in the matmul's
+//    step 14. The filter (KCRS -> K x R x S x C padded to 32 with zeros,
+//    conv2d_kcrs_to_krsc_tf32) is a 2-D map read in boxes of 32 x BN.
+//  * Both copies round to TF32 (cvt.rna) as they write, so the products see
+//    rounded inputs as in step 4 (wgmma itself would truncate the fp32 bits).
+//  * Warp specialization and a persistent grid, as the matmul's step 14: one
+//    producer warp issues the TMA copies into a ring of stages (full / empty
+//    mbarriers), two consumer warpgroups issue the products and keep one stage's
+//    products in flight; the ring runs on into the next tile while the
+//    consumers store the last one.
+//  * Epilogue: sum + bias[k], the functor, and a masked store straight into
+//    NCHW y (for a fixed k, a tile's consecutive rows are consecutive q).
+// Stride 1 only (wgmma_plan.hpp); dilation and any padding are free (TMA).
+// Its measured speed: the README's tables and benchmarks/tuning/conv2d.md#conv2d_wgmma_best_min_channels (bench_conv).
+#pragma once
+
+#include <cstdint>
+
+#include <cuda.h>  // CUtensorMap (a type only)
+
+#include "../arch/guards.cuh"
+#include "../arch/mbarrier_sm90.cuh"
+#include "../arch/mma_sm80.cuh"
+#include "../arch/pipeline_sm90.cuh"
+#include "../arch/smem.cuh"
+#include "../arch/tma_sm90.cuh"
+#include "../arch/warpgroup_sm90.cuh"
+#include "../arch/wgmma_sm90.cuh"
+#include "../common/kernel.cuh"
+#include "kernelforge/epilogue.cuh"
+
+namespace kf::detail {
+namespace conv2d_wgmma {
+
+inline constexpr int consumer_warpgroups = 2;
+inline constexpr int threads = (1 + consumer_warpgroups) * warpgroup_threads;  // producer + consumers
+inline constexpr int wgmma_m = 64, wgmma_k = 8;
+inline constexpr int block_m = consumer_warpgroups * wgmma_m;  // 128 output pixels
+inline constexpr int block_c = 32;                             // channels per stage: one 128-byte row
+inline constexpr int row_bytes = block_c * 4;                  // 128
+inline constexpr int swizzle_atom_bytes = 8 * row_bytes;       // 1024: the XOR pattern's period
+inline constexpr int a_tile_bytes = block_m * row_bytes;       // 16 KiB (a box may fill fewer rows)
+
+/// Stages of BN: 8 x 24 KiB for BN = 64, 6 x 32 KiB for BN = 128 (192 KiB either way).
+template <int BN>
+inline constexpr int stages = BN == 64 ? 8 : 6;
+template <int BN>
+inline constexpr int b_tile_bytes = BN* row_bytes;
+template <int BN>
+inline constexpr int stage_bytes = a_tile_bytes + b_tile_bytes<BN>;
+/// Tiles start 1024-aligned (the swizzle is a function of the address bits):
+/// one atom of slack, then the stages, then the ring's barriers (pipeline_sm90.cuh).
+template <int BN>
+inline constexpr int smem_bytes = swizzle_atom_bytes + stages<BN>* stage_bytes<BN> +
+                                  stage_ring_barrier_bytes(stages<BN>);
+
+/// NCHW -> NHWC copy: 32 x 32 tiles of (channel, pixel) through shared memory.
+inline constexpr int transpose_tile = 32;
+inline constexpr int transpose_rows_per_pass = 8;
+inline constexpr int filter_block = 256;
+
+/// What the kernel needs besides the two tensor maps (filled by wgmma_sm90a.cu).
+struct params {
+  float* y = nullptr;
+  const float* bias = nullptr;
+  int k = 0, p = 0, q = 0, pq = 0, n = 0;
+  int pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
+  int s = 1;         ///< filter width (taps along w)
+  int c_chunks = 0;  ///< ceil(C / 32)
+  int c_padded = 0;  ///< c_chunks * 32: the filter map's channels per tap
+  int k_steps = 0;   ///< R * S * c_chunks
+  int wt = 1, ht = 1, nt = 1;
+  int box_pixels = 0;  ///< wt * ht * nt
+  int tiles_q = 0, tiles_p = 0, tiles_k = 0;
+  int tiles = 0;        ///< every (pixel box, channel tile)
+  int a_box_bytes = 0;  ///< box_pixels * 128: what one A box lands
+};
+
+/// Accumulators per consumer thread of m64nBNk8: BN / 2.
+template <int BN>
+inline constexpr int accumulators = wgmma_accumulators<BN>;
+
+#if KF_ARCH_SM90A
+template <int BN>
+__device__ __forceinline__ void mma(float (&d)[accumulators<BN>], std::uint64_t a, std::uint64_t b) {
+  static_assert(BN == 64 || BN == 128, "m64n64k8 or m64n128k8");
+  wgmma_m64nNk8_tf32<BN>(d, a, b);
+}
+#endif
+
+}  // namespace conv2d_wgmma
+
+/// y = ep(conv(x, w) + bias) for stride-1 layers, TF32. Persistent: each CTA
+/// walks tiles blockIdx.x, + gridDim.x, ...; tile t is channel tile t %
+/// tiles_k of pixel box t / tiles_k (q fastest, then p, then n), so the CTAs
+/// that run at once share their boxes' input rows and halos in L2.
+/// map_x: the NHWC input (dims c, w, h, n; box 32 x wt x ht x nt).
+/// map_w: the K x (R S c_padded) filter (box 32 x BN).
+template <int BN, class Epilogue>
+KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
+    conv2d_implicit_gemm_wgmma(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w,
+                               const conv2d_wgmma::params prm, const Epilogue ep) {
+#if defined(__CUDA_ARCH__) && !KF_ARCH_SM90A
+  __trap();  // wgmma needs sm_90a; this file is compiled for nothing else
+#elif KF_ARCH_SM90A
+  using namespace conv2d_wgmma;
+  constexpr int kStages = stages<BN>;
+  constexpr int kBTile = b_tile_bytes<BN>;
+  constexpr int kAcc = accumulators<BN>;
+  extern __shared__ unsigned char conv2d_wgmma_smem[];
+  const std::uint32_t raw = smem_address(conv2d_wgmma_smem);
+  const std::uint32_t base = (raw + swizzle_atom_bytes - 1) & ~std::uint32_t(swizzle_atom_bytes - 1);
+  const std::uint32_t a_smem = base;                           // stages x A tile
+  const std::uint32_t b_smem = base + kStages * a_tile_bytes;  // stages x B tile
+  const stage_ring<kStages> ring(base + kStages * stage_bytes<BN>);
+
+  const int warpgroup = threadIdx.x / warpgroup_threads;
+  const int tid_in_warpgroup = threadIdx.x % warpgroup_threads;
+
+  if (threadIdx.x == 0) {  // the producer thread below
+    tma_prefetch_descriptor(&map_x);
+    tma_prefetch_descriptor(&map_w);
+    ring.init(consumer_warpgroups * warps_per_warpgroup);  // every consumer warp releases a stage
+    mbar_init_fence();
+  }
+  __syncthreads();
+
+  // Tile t -> channel tile and the box origin (n0, p0, q0).
+  struct tile {
+    int k0, n0, p0, q0;
+  };
+  const auto tile_of = [&](int t) {
+    tile w;
+    w.k0 = (t % prm.tiles_k) * BN;
+    int m = t / prm.tiles_k;
+    w.q0 = (m % prm.tiles_q) * prm.wt;
+    m /= prm.tiles_q;
+    w.p0 = (m % prm.tiles_p) * prm.ht;
+    w.n0 = (m / prm.tiles_p) * prm.nt;
+    return w;
+  };
+
+  if (warpgroup == 0) {
+    // ---------------------------------------------------------------- producer
+    if (tid_in_warpgroup == 0) {
+      ring_position<kStages> at;  // runs on across tiles
+      const unsigned stage_tx = static_cast<unsigned>(prm.a_box_bytes + kBTile);
+      for (int t = blockIdx.x; t < prm.tiles; t += gridDim.x) {
+        const tile w = tile_of(t);
+        int tap = 0, chunk = 0;  // k-step = tap * c_chunks + chunk; tap = r * S + s
+        for (int kt = 0; kt < prm.k_steps; ++kt) {
+          const std::uint32_t full = ring.producer_acquire(at, stage_tx);
+          const int r = tap / prm.s, s = tap - r * prm.s;
+          const int c0 = chunk * block_c;
+          tma_load_4d(a_smem + at.stage * a_tile_bytes, &map_x, c0, w.q0 - prm.pad_w + s * prm.dilation_w,
+                      w.p0 - prm.pad_h + r * prm.dilation_h, w.n0, full);
+          tma_load_2d(b_smem + at.stage * kBTile, &map_w, tap * prm.c_padded + c0, w.k0, full);
+          if (++chunk == prm.c_chunks) {
+            chunk = 0;
+            ++tap;
+          }
+          at.advance();
+        }
+      }
+    }
+  } else {
+    // ---------------------------------------------------------------- consumers
+    const int consumer = warpgroup - 1;
+    const int lane = tid_in_warpgroup % 32;
+    const int warp_in_warpgroup = tid_in_warpgroup / 32;
+    const auto release = [&](int st) {
+      if (lane == 0) ring.release(st);
+    };
+    ring_position<kStages> at;
+    for (int t = blockIdx.x; t < prm.tiles; t += gridDim.x) {
+      const tile w = tile_of(t);
+      float d[kAcc];
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i) d[i] = 0.0f;
+      fence_operands(d);
+
+      int previous = -1;
+      for (int kt = 0; kt < prm.k_steps; ++kt) {
+        ring.consumer_wait(at);
+        const std::uint32_t a_tile = a_smem + at.stage * a_tile_bytes + consumer * wgmma_m * row_bytes;
+        const std::uint32_t b_tile = b_smem + at.stage * kBTile;
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < block_c / wgmma_k; ++kk) {
+          const std::uint32_t k_bytes = kk * wgmma_k * 4;  // along the swizzled row: 32 bytes per product
+          mma<BN>(d, smem_descriptor_sw128(a_tile + k_bytes), smem_descriptor_sw128(b_tile + k_bytes));
+        }
+        wgmma_commit();
+        // Keep this stage's products in flight; the previous stage's have completed.
+        wgmma_wait<1>();
+        if (previous >= 0) release(previous);
+        previous = at.stage;
+        at.advance();
+      }
+      wgmma_wait<0>();
+      fence_operands(d);
+      if (previous >= 0) release(previous);  // the tile's last stage, before the stores
+
+        // Accumulator i of a thread: row 16 * warp + lane / 4 + 8 * ((i % 4) / 2),
+        // column 8 * (i / 4) + 2 * (lane % 4) + i % 2. Row -> pixel of the box.
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = consumer * wgmma_m + warp_in_warpgroup * 16 + lane / 4 + 8 * h;
+        if (row >= prm.box_pixels) continue;  // past the box: stale shared memory, never stored
+        const int bq = row % prm.wt;
+        const int bp = (row / prm.wt) % prm.ht;
+        const int bn = row / (prm.wt * prm.ht);
+        const int n = w.n0 + bn, p = w.p0 + bp, q = w.q0 + bq;
+        if (n >= prm.n || p >= prm.p || q >= prm.q) continue;  // the box overhangs the output
+        const int pixel = p * prm.q + q;
+        float* const y_pixel = prm.y + static_cast<long long>(n) * prm.k * prm.pq + pixel;
+        const long long gemm_row = static_cast<long long>(n) * prm.pq + pixel;
+#pragma unroll
+        for (int c = 0; c < kAcc / 4; ++c) {
+#pragma unroll
+          for (int j = 0; j < 2; ++j) {
+            const int k = w.k0 + 8 * c + 2 * (lane % 4) + j;
+            if (k < prm.k) {
+              float v = d[4 * c + 2 * h + j];
+              if (prm.bias != nullptr) v += prm.bias[k];
+              y_pixel[static_cast<long long>(k) * prm.pq] = ep(v, gemm_row, k);
+            }
+          }
+        }
+      }
+    }
+  }
+#endif
+}
+
+/// dst[(n * H W + pixel) * c_stride + c] = tf32(x[(n * C + c) * H W + pixel]):
+/// NCHW -> NHWC, rounded to TF32. 32 x 32 (channel, pixel) tiles through shared
+/// memory, so both the reads (along pixels) and the writes (along channels)
+/// are coalesced. Grid: x over pixel tiles, y and z stride over channel tiles
+/// and images. Channels c_stride > C are not written (TMA never reads them).
+KF_KERNEL void __launch_bounds__(conv2d_wgmma::transpose_tile* conv2d_wgmma::transpose_rows_per_pass)
+    conv2d_nchw_to_nhwc_tf32(const float* __restrict__ x, float* __restrict__ dst, int n_images, int c, int hw,
+                             int c_stride) {
+#if defined(__CUDA_ARCH__) && !KF_ARCH_SM90A
+  __trap();
+#elif KF_ARCH_SM90A
+  using namespace conv2d_wgmma;
+  __shared__ float tile[transpose_tile][transpose_tile + 1];  // +1: the transposed read is conflict-free
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const long long pixel0 = static_cast<long long>(blockIdx.x) * transpose_tile;
+  const int c_tiles = (c + transpose_tile - 1) / transpose_tile;
+  for (int n = blockIdx.z; n < n_images; n += gridDim.z) {
+    for (int ct = blockIdx.y; ct < c_tiles; ct += gridDim.y) {
+      const int c0 = ct * transpose_tile;
+#pragma unroll
+      for (int i = 0; i < transpose_tile; i += transpose_rows_per_pass) {
+        const int ch = c0 + ty + i;
+        const long long pixel = pixel0 + tx;
+        tile[ty + i][tx] =
+            (ch < c && pixel < hw) ? round_to_tf32(x[(static_cast<long long>(n) * c + ch) * hw + pixel]) : 0.0f;
+      }
+      __syncthreads();
+#pragma unroll
+      for (int i = 0; i < transpose_tile; i += transpose_rows_per_pass) {
+        const long long pixel = pixel0 + ty + i;
+        const int ch = c0 + tx;
+        if (ch < c && pixel < hw) dst[(static_cast<long long>(n) * hw + pixel) * c_stride + ch] = tile[tx][ty + i];
+      }
+      __syncthreads();  // the tile is rewritten by the next (image, channel tile)
+    }
+  }
+#endif
+}
+
+/// dst[(k * R S + tap) * c_padded + c] = tf32(w[(k * C + c) * R S + tap]) for
+/// c < C, 0 for C <= c < c_padded: KCRS -> K x RS x C, channels padded to a
+/// whole number of 32-channel stages with zeros. Grid-stride.
+KF_KERNEL void __launch_bounds__(conv2d_wgmma::filter_block)
+    conv2d_kcrs_to_krsc_tf32(const float* __restrict__ w, float* __restrict__ dst, int k, int c, int rs, int c_padded) {
+#if defined(__CUDA_ARCH__) && !KF_ARCH_SM90A
+  __trap();
+#elif KF_ARCH_SM90A
+  const long long total = static_cast<long long>(k) * rs * c_padded;
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const int ch = static_cast<int>(i % c_padded);
+    const long long k_tap = i / c_padded;  // k * RS + tap
+    const int tap = static_cast<int>(k_tap % rs);
+    const long long kk = k_tap / rs;
+    dst[i] = ch < c ? round_to_tf32(w[(kk * c + ch) * rs + tap]) : 0.0f;
+  }
+#endif
+}
+
+}  // namespace kf::detail

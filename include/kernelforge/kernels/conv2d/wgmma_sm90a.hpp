@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+// Step 7 -- implicit_gemm_wgmma, host interface: what the conv2d launcher
+// (gemm_launch.cuh) calls. The kernel (07_implicit_gemm_wgmma.cuh) and its
+// launch (wgmma_sm90a.cu) are compiled for sm_90a only (src/conv2d/sources.cmake),
+// for the library's own epilogues: identity and the options' bias /
+// threshold ReLU. Without 90 in CMAKE_CUDA_ARCHITECTURES, wgmma_sm90a.cu
+// compiles to stubs that return false.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "args.cuh"
+#include "kernelforge/epilogue.cuh"
+#include "wgmma_plan.hpp"
+
+namespace kf::detail {
+
+/// True when the wgmma conv2d kernel is compiled into this library and
+/// `device` is compute capability 9.0 (sm_90a code runs there only).
+bool conv2d_wgmma_available(int device);
+
+/// Enqueues the layer `a` (stride 1: conv2d_wgmma_unsupported_reason == nullptr)
+/// with the wgmma kernel on `device` (the current device) and returns true; returns false,
+/// having enqueued nothing, when the kernel is not available on it, the driver
+/// has no cuTensorMapEncodeTiled, a tensor map cannot be encoded, or the
+/// workspace (the NHWC input and the padded filter) cannot be allocated.
+bool conv2d_wgmma_try_launch(int device, const conv2d_args<float>& a, const epilogue::identity& ep,
+                             cudaStream_t stream);
+bool conv2d_wgmma_try_launch(int device, const conv2d_args<float>& a, const epilogue::bias_relu_threshold<float>& ep,
+                             cudaStream_t stream);
+
+}  // namespace kf::detail
