@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Puts kernelforge-doctor's text output (from the H200, written by
-tools/doctor/run_gpu_checks.sh as $OUT/doctor.txt) into README.md between the
-markers <!-- doctor:begin --> and <!-- doctor:end -->.
+scripts/gpu_check.sh's doctor step as $OUT/doctor/doctor.txt) into README.md
+between the markers <!-- doctor:begin --> and <!-- doctor:end -->.
 
-    python3 tools/doctor/update_readme.py gpu-checks/doctor.txt [README.md]
+    python3 tools/doctor/update_readme.py out/doctor/doctor.txt [README.md]
 """
 import os
 import sys
