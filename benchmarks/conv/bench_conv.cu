@@ -51,7 +51,7 @@
 #include "gpu_benchmark.hpp"
 #include "kernelforge/conv.hpp"
 #include "kernelforge/elementwise.hpp"
-#include "kernelforge/kernels/conv2d/tuning.hpp"
+#include "kernelforge/kernels/conv2d/plan.hpp"
 #include "kernelforge/kernels/conv2d/wgmma_plan.hpp"
 #include "kernelforge/kernels/filter2d/window_configs.cuh"
 

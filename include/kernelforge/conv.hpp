@@ -89,7 +89,7 @@
 //     registers (workspace: 16 C round_up(K, 4) floats). It needs a device that
 //     grants a block 168 KB of shared memory (sm_90, sm_100; elsewhere
 //     errc::unsupported). `best` runs it on winograd's layers where its blocks
-//     fill their waves on the device (include/kernelforge/kernels/conv2d/tuning.hpp), winograd
+//     fill their waves on the device (include/kernelforge/kernels/conv2d/plan.hpp), winograd
 //     elsewhere.
 //   - Precompiled for float.
 #pragma once

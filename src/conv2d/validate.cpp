@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "kernelforge/kernels/conv2d/tuning.hpp"
+#include "kernelforge/kernels/conv2d/plan.hpp"
 #include "kernelforge/kernels/conv2d/wgmma_plan.hpp"
 #include "kernelforge/kernels/runtime/validate.hpp"
 

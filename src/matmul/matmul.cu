@@ -262,7 +262,7 @@ matmul_variant resolve(matmul_variant requested, math_mode math, int device, std
     if (math == math_mode::tf32 && compute_capability(device) >= tensor_core_min_cc) {
       return matmul_variant::tensor_core_tf32;
     }
-    // The fastest exact-fp32 step for this image and shape (tuning.hpp: best_is_large_tile).
+    // The fastest exact-fp32 step for this image and shape (plan.hpp: best_is_large_tile).
     if (!custom_epilogue && best_is_large_tile(warp_tiled_tuning_of(device), m, n)) return matmul_variant::large_tile;
     return matmul_variant::warp_tiled;
   } else if constexpr (is_16bit<T>) {

@@ -9,7 +9,7 @@
 // N = 1, every implicit-GEMM tile (64 x 64, 128 x 64, 128 x 128 on 132 SMs),
 // with and without bias, misaligned y (scalar stores), misaligned x, weight and
 // bias (4-byte filter copies), implicit_gemm_wgmma's pixel boxes (resnet_*,
-// boxes_span_images_*), and layers small enough that tuning.hpp splits
+// boxes_span_images_*), and layers small enough that plan.hpp splits
 // C*R*S (splitk_*; expect_splitk_cases_split checks that they do on the device
 // the tests run on).
 #pragma once
@@ -26,7 +26,7 @@
 #include <cuda_runtime_api.h>
 
 #include "kernelforge/conv.hpp"
-#include "kernelforge/kernels/conv2d/tuning.hpp"
+#include "kernelforge/kernels/conv2d/plan.hpp"
 #include "kernelforge/kernels/conv2d/wgmma_sm90a.hpp"
 #include "test_support.hpp"
 
@@ -188,7 +188,7 @@ inline void PrintTo(const conv_case& c, std::ostream* os) { *os << c.name; }
 inline void PrintTo(const variant_case& v, std::ostream* os) { *os << v.name; }
 
 /// The implicit-GEMM plan (tile, split-K) the launcher makes for `p` on a
-/// device of `sm_count` SMs (tuning.hpp, from the same inputs).
+/// device of `sm_count` SMs (plan.hpp, from the same inputs).
 inline kf::detail::conv2d_gemm_plan gemm_plan(const kf::conv2d_params& p, int sm_count) {
   const std::size_t m = p.batch * kf::conv2d_output_height(p) * kf::conv2d_output_width(p);
   return kf::detail::choose_conv2d_gemm_plan(m, p.out_channels, p.in_channels * p.filter_height * p.filter_width,

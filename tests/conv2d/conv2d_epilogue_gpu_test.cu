@@ -6,13 +6,13 @@
 // bias), take every store path the whole case list takes, for every variant
 // (`best` included) and both kinds of epilogue -- the implicit-GEMM kernels'
 // own stores (float4 where P*Q % 4 == 0 and y is 16-byte aligned, else scalar)
-// after each block tile, split-K's reduction (splitk_reduce.cuh; float4 or
+// after each block tile, split-K's reduction (common/split_k_reduce.cuh; float4 or
 // scalar) after each tile it is planned with, Winograd's output transform
 // (steps 6 and 8), the wgmma kernel's stores, naive's and smem_tiled's. Their
 // classes: direct stores, split-K, misaligned y, Winograd's layers (3x3,
 // stride 1), wgmma's (stride 1), strided ones.
 //  - Conv2dEpilogueStorePaths: that claim, checked against the launcher's plan
-//    (tuning.hpp) for the H200's 132 SMs (no GPU needed) and for this device;
+//    (plan.hpp) for the H200's 132 SMs (no GPU needed) and for this device;
 //  - Conv2dFusedRelu: conv2d_options.relu on every variant x every layer, the
 //    threshold (-0.5, 0, 0.5) cycling with the layer's index; precompiled in the
 //    library;
@@ -37,7 +37,7 @@
 // threshold: an output whose reference lies within the tolerance of it may be
 // either 0 or the value; every other output below it must be exactly 0.
 // implicit_gemm_wgmma (sm_90a) takes the fused ReLU at the TF32 tolerance where it
-// runs. Winograd (winograd and winograd_fused by name, and `best` where tuning.hpp
+// runs. Winograd (winograd and winograd_fused by name, and `best` where plan.hpp
 // picks either) is held to its own bound, 4 sqrt(C + 12) 2^-24 of its error scale
 // (winograd_bound.hpp, justified at the top of conv2d_gpu_test.cpp). Where this
 // device cannot run a variant (no TF32, too little shared memory for
@@ -58,7 +58,7 @@
 
 #include "conv2d_cases.hpp"
 #include "kernelforge/conv.cuh"
-#include "kernelforge/kernels/conv2d/tuning.hpp"
+#include "kernelforge/kernels/conv2d/plan.hpp"
 #include "kernelforge/reference/conv.hpp"
 #include "test_support.hpp"
 #include "winograd_bound.hpp"
@@ -530,7 +530,7 @@ device_facts this_device() {
 
 /// Where the implicit-GEMM kernel `kernel` leaves `cc`'s output: its own stores
 /// (float4 where it has them and P*Q % 4 == 0 and y is 16-byte aligned, else
-/// scalar) or, split-K, conv2d_splitk_reduce's (float4 or scalar, the same rule),
+/// scalar) or, split-K, the shared split-k reduction's (float4 or scalar, the same rule),
 /// after the block tile of the plan.
 std::string gemm_store_path(const char* kernel, bool float4_stores, const conv_case& cc, int sm_count) {
   const kf::conv2d_params& p = cc.p;

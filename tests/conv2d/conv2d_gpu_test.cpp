@@ -16,8 +16,8 @@
 //     inputs to TF32's 10-bit mantissa.
 // A wrong tap, channel or filter changes an output by about |x| |w| ~
 // scale / (C*R*S), well above both for every case up to C*R*S = 603. The
-// splitk_* cases (C*R*S up to 1179, small N*P*Q: tuning.hpp splits C*R*S
-// over grid z and sums the slices with conv2d_splitk_reduce) reach further:
+// splitk_* cases (C*R*S up to 1179, small N*P*Q: plan.hpp splits C*R*S
+// over grid z and sums the slices with the shared split-k reduction) reach further:
 // there the exact tolerance still catches one wrong tap, and the tf32 one
 // catches a lost or repeated BK slice (8 taps, >= 8/1179 of the scale) or
 // split -- the errors split-K could make.
@@ -30,7 +30,7 @@
 // copies instead of 16-byte ones).
 //
 // Winograd F(2x2,3x3) (conv2d_variant::winograd, winograd_fused -- step 8, the
-// same transforms and C-long fp32 sums in one kernel -- and best where tuning.hpp's
+// same transforms and C-long fp32 sums in one kernel -- and best where plan.hpp's
 // table picks either) does not sum the same products as direct convolution, so
 // its error is measured against its own error scale, per output:
 //   E = |A^T| ( sum over c of (|G| |g_kc| |G^T|) (.) (|B^T| |d_nc| |B|) ) |A| + |bias|,
@@ -54,7 +54,7 @@
 
 #include "conv2d_cases.hpp"
 #include "kernelforge/conv.hpp"
-#include "kernelforge/kernels/conv2d/tuning.hpp"
+#include "kernelforge/kernels/conv2d/plan.hpp"
 #include "kernelforge/reference/conv.hpp"
 #include "test_support.hpp"
 #include "winograd_bound.hpp"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "kernelforge/conv.hpp"
-#include "kernelforge/kernels/conv2d/tuning.hpp"
+#include "kernelforge/kernels/conv2d/plan.hpp"
 
 namespace kf::test {
 
@@ -87,7 +87,7 @@ inline std::vector<double> winograd_scale(const kf::conv2d_params& p, const std:
 }
 
 /// Whether `best` with exact math runs Winograd (step 6 or step 8) on this layer
-/// (tuning.hpp's table).
+/// (plan.hpp's choose_conv2d_exact_kernel).
 inline bool best_runs_winograd(const kf::conv2d_params& p) {
   const kf::detail::conv2d_exact_kernel kernel =
       kf::detail::choose_conv2d_exact_kernel(p.in_channels, p.out_channels, p.filter_height, p.filter_width, p.stride_h,

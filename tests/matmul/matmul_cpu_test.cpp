@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // CPU tests of the matrix-product family: argument validation (every error is
 // thrown before any CUDA call, so these run without a GPU or driver), the CPU
-// reference itself, and the split-k and tuning rules of include/kernelforge/kernels/matmul/tuning.hpp and
-// wgmma/policy.hpp.
+// reference itself, and the selection rules of include/kernelforge/kernels/matmul/plan.hpp (split-k
+// included: the shared planner with the matmul's limits) and wgmma/policy.hpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "kernelforge/kernels/matmul/tuning.hpp"
+#include "kernelforge/kernels/matmul/plan.hpp"
 #include "kernelforge/kernels/matmul/wgmma/policy.hpp"
 #include "kernelforge/matmul.hpp"
 #include "kernelforge/reference/matmul.hpp"
@@ -264,21 +264,90 @@ TEST(MatmulTuning, BestPicksLargeTileWhereTuned) {
 }
 
 TEST(MatmulTuning, SplitKOnlyWhenTilesCannotFillTheGpu) {
-  using kf::detail::choose_split_k;
-  const int resident = 132;                                        // H200: 132 SMs x 1 block
-  EXPECT_EQ(choose_split_k(1024, 4096, 4096, 4096, resident), 1);  // 4096^3: 1024 tiles
-  EXPECT_EQ(choose_split_k(67, 1024, 1088, 4096, resident), 1);    // more than half a wave
-  EXPECT_EQ(choose_split_k(64, 128, 8192, 8192, resident), 2);     // 128 x 8192 x 8192: 64 tiles -> 128 blocks
-  EXPECT_EQ(choose_split_k(1, 1, 1, 4096, resident), 16);          // capped at split_k_max
-  EXPECT_EQ(choose_split_k(1, 1, 1, 1000, resident), 3);           // slices of >= 256
-  EXPECT_EQ(choose_split_k(1, 1, 1, 300, resident), 1);            // too short to split
-  EXPECT_EQ(choose_split_k(0, 0, 0, 4096, resident), 1);
+  const auto split = [](std::size_t tiles, std::size_t m, std::size_t n, std::size_t k, int resident) {
+    return kf::detail::plan_matmul_split_k(tiles, m, n, k, 32, resident).split;
+  };
+  const int resident = 132;                               // H200: 132 SMs x 1 block
+  EXPECT_EQ(split(1024, 4096, 4096, 4096, resident), 1);  // 4096^3: 1024 tiles
+  EXPECT_EQ(split(67, 1024, 1088, 4096, resident), 1);    // more than half a wave
+  EXPECT_EQ(split(64, 128, 8192, 8192, resident), 2);     // 128 x 8192 x 8192: 64 tiles -> 128 blocks
+  EXPECT_EQ(split(1, 1, 1, 4096, resident), 16);          // capped at split_k_max
+  EXPECT_EQ(split(1, 1, 1, 1000, resident), 3);           // slices of >= 256
+  EXPECT_EQ(split(1, 1, 1, 300, resident), 1);            // too short to split
+  EXPECT_EQ(split(0, 0, 0, 4096, resident), 1);
+  EXPECT_EQ(split(1, 1, 1, 4096, 0), 1);  // no resident blocks known
   // The workspace cap: split x m x n x 4 bytes <= 64 MiB.
-  EXPECT_EQ(choose_split_k(16, 2048, 2048, 1 << 20, 8 * resident), 4);
+  EXPECT_EQ(split(16, 2048, 2048, 1 << 20, 8 * resident), 4);
+}
+
+// The split-k planner before it moved to common/split_k_plan.hpp (matmul's
+// choose_split_k and plan_split_k as they were, on tuning.hpp's constants):
+// plan_matmul_split_k must make exactly its decisions.
+namespace previous {
+int choose_split_k(std::size_t tiles, std::size_t m, std::size_t n, std::size_t k, int resident_blocks,
+                   std::size_t min_slice) {
+  using namespace kf::detail;
+  if (tiles == 0 || resident_blocks <= 0 || tiles * split_k_wave_fraction_den > std::size_t(resident_blocks)) return 1;
+  std::size_t split = std::size_t(resident_blocks) / tiles;
+  if (split > std::size_t(split_k_max)) split = split_k_max;
+  if (split > k / min_slice) split = k / min_slice;
+  const std::size_t bytes_per_slice = m * n * sizeof(float);
+  if (bytes_per_slice > 0 && split > split_k_max_workspace_bytes / bytes_per_slice) {
+    split = split_k_max_workspace_bytes / bytes_per_slice;
+  }
+  return split < 2 ? 1 : static_cast<int>(split);
+}
+
+kf::detail::split_k_plan plan_split_k(std::size_t tiles, std::size_t m, std::size_t n, std::size_t k, int block_k,
+                                      int resident_blocks, std::size_t min_slice) {
+  using kf::detail::ceil_div;
+  kf::detail::split_k_plan plan;
+  plan.split = choose_split_k(tiles, m, n, k, resident_blocks, min_slice);
+  plan.k_slice = k;
+  if (plan.split > 1) {
+    plan.k_slice = ceil_div(ceil_div(k, plan.split), block_k) * block_k;
+    plan.split = static_cast<int>(ceil_div(k, plan.k_slice));
+  }
+  return plan;
+}
+}  // namespace previous
+
+TEST(MatmulTuning, SplitKPlanMakesThePreviousPlannersDecisions) {
+  const std::size_t shapes[][2] = {{1, 1}, {1, 4096}, {128, 8192}, {130, 300}, {513, 257}, {2048, 2048}, {4096, 4096}};
+  const std::size_t ks[] = {0,   1,    31,   255,  256,  257,  300,  511,  512,   513,
+                            767, 1000, 1024, 1031, 2051, 4096, 4100, 8192, 65537, 1 << 20};
+  const int residents[] = {-1, 0, 1, 2, 3, 7, 16, 33, 66, 99, 100, 108, 114, 132, 133, 144, 170, 264, 396, 1056};
+  long checked = 0, split = 0;
+  for (const auto& mn : shapes) {
+    for (int resident : residents) {
+      for (std::size_t tiles = 0; tiles <= std::size_t(resident > 0 ? resident : 0) + 2; ++tiles) {
+        for (std::size_t k : ks) {
+          for (int block_k : {8, 16, 32, 64}) {
+            for (std::size_t min_slice : {std::size_t{256}, std::size_t{1024}}) {
+              const auto want = previous::plan_split_k(tiles, mn[0], mn[1], k, block_k, resident, min_slice);
+              const auto got = kf::detail::plan_matmul_split_k(tiles, mn[0], mn[1], k, block_k, resident, min_slice);
+              ASSERT_EQ(got.split, want.split) << mn[0] << " x " << mn[1] << " x " << k << ", " << tiles << " tiles, "
+                                               << resident << " resident, block_k " << block_k << ", min " << min_slice;
+              ASSERT_EQ(got.k_slice, want.k_slice) << mn[0] << " x " << mn[1] << " x " << k << ", " << tiles
+                                                   << " tiles, " << resident << " resident, block_k " << block_k;
+              ++checked;
+              split += want.split > 1;
+            }
+          }
+        }
+      }
+    }
+  }
+  // The grid exercises both outcomes.
+  EXPECT_GT(checked, 100000);
+  EXPECT_GT(split, 10000);
 }
 
 TEST(MatmulTuning, SplitKPlanRoundsSlicesToTheKernelsKStep) {
-  using kf::detail::plan_split_k;
+  const auto plan_split_k = [](std::size_t tiles, std::size_t m, std::size_t n, std::size_t k, int block_k,
+                               int resident) {
+    return kf::detail::plan_matmul_split_k(tiles, m, n, k, block_k, resident);
+  };
   const int resident = 132;
   // Unsplit: one slice of all of k, no workspace.
   auto plan = plan_split_k(1024, 4096, 4096, 4096, 32, resident);
@@ -315,35 +384,35 @@ TEST(MatmulTuning, SplitKPlanRoundsSlicesToTheKernelsKStep) {
 }
 
 TEST(MatmulTuning, WgmmaSplitKByElementSize) {
-  using kf::detail::plan_split_k;
+  using kf::detail::plan_matmul_split_k;
   using kf::detail::wgmma_split_k_min_slice;
   const int resident = 132;
   const std::size_t tf32 = wgmma_split_k_min_slice(4), f16 = wgmma_split_k_min_slice(2);
   // 1024^3 in 128 x 64 tiles (128, choose_wgmma_block_n): neither type splits
   // (128 tiles fill more than half of 132).
-  EXPECT_EQ(plan_split_k(128, 1024, 1024, 1024, 32, resident, tf32).split, 1);
-  EXPECT_EQ(plan_split_k(128, 1024, 1024, 1024, 64, resident, f16).split, 1);
+  EXPECT_EQ(plan_matmul_split_k(128, 1024, 1024, 1024, 32, resident, tf32).split, 1);
+  EXPECT_EQ(plan_matmul_split_k(128, 1024, 1024, 1024, 64, resident, f16).split, 1);
   // 128 x 8192 x 8192 (128 tiles of 128 x 64): unsplit too.
-  EXPECT_EQ(plan_split_k(128, 128, 8192, 8192, 32, resident, tf32).split, 1);
-  EXPECT_EQ(plan_split_k(128, 128, 8192, 8192, 64, resident, f16).split, 1);
+  EXPECT_EQ(plan_matmul_split_k(128, 128, 8192, 8192, 32, resident, tf32).split, 1);
+  EXPECT_EQ(plan_matmul_split_k(128, 128, 8192, 8192, 64, resident, f16).split, 1);
   // Where 128 x 128 tiles are forced (64 of them), both split in 2, slices of 4096.
-  EXPECT_EQ(plan_split_k(64, 128, 8192, 8192, 32, resident, tf32).split, 2);
-  const auto plan = plan_split_k(64, 128, 8192, 8192, 64, resident, f16);
+  EXPECT_EQ(plan_matmul_split_k(64, 128, 8192, 8192, 32, resident, tf32).split, 2);
+  const auto plan = plan_matmul_split_k(64, 128, 8192, 8192, 64, resident, f16);
   EXPECT_EQ(plan.split, 2);
   EXPECT_EQ(plan.k_slice, 4096u);
   // Half a wave of 128 x 64 tiles (66) still splits; 67 do not.
-  EXPECT_EQ(plan_split_k(66, 128, 66 * 64, 1024, 32, resident, tf32).split, 2);
-  EXPECT_EQ(plan_split_k(67, 128, 67 * 64, 1024, 32, resident, tf32).split, 1);
+  EXPECT_EQ(plan_matmul_split_k(66, 128, 66 * 64, 1024, 32, resident, tf32).split, 2);
+  EXPECT_EQ(plan_matmul_split_k(67, 128, 67 * 64, 1024, 32, resident, tf32).split, 1);
   // The 16-bit GPU tests' split shape (tensor_core_f16_test.cu: 130 x 300 x 2051,
   // 10 tiles of 128 x 64, 6 of 128 x 128): 2 slices of 1088 (1026 rounded up to 64).
   for (std::size_t tiles : {10u, 6u}) {
-    const auto odd = plan_split_k(tiles, 130, 300, 2051, 64, resident, f16);
+    const auto odd = plan_matmul_split_k(tiles, 130, 300, 2051, 64, resident, f16);
     EXPECT_EQ(odd.split, 2) << tiles;
     EXPECT_EQ(odd.k_slice, 1088u) << tiles;
   }
   // The TF32 GPU tests' split shape at 128 x 64 (513 x 257 x 1031: 5 x 5 = 25
   // tiles): 4 slices of 288 (258 rounded up to 32).
-  const auto tf32_odd = plan_split_k(25, 513, 257, 1031, 32, resident, tf32);
+  const auto tf32_odd = plan_matmul_split_k(25, 513, 257, 1031, 32, resident, tf32);
   EXPECT_EQ(tf32_odd.split, 4);
   EXPECT_EQ(tf32_odd.k_slice, 288u);
 }

@@ -400,7 +400,7 @@ TEST(MatmulGpu, OperandsMayAlias) {
 
 /// large_tile's 256 x 128 orientation on a fully checked product: on a 132-SM
 /// H200, 3329 x 1025 is 126 tiles of 256 x 128 (one wave) against 135 of
-/// 128 x 256 (tuning.hpp: large_tile_prefers_256x128); k = 37 leaves a partial
+/// 128 x 256 (plan.hpp: large_tile_prefers_256x128); k = 37 leaves a partial
 /// k-slice. All four transposes, aligned and misaligned layouts.
 TEST(MatmulGpu, LargeTileTallOrientation) {
   KF_SKIP_WITHOUT_GPU();

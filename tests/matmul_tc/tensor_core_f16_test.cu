@@ -34,7 +34,7 @@
 // |err| <= (4 sqrt(k) + k/16 + 4) 2^-23 * sum|a b| + 2 u_T |ref|). Every shape
 // runs the four transposes, each with a tight, a padded (+1, +37) and a
 // misaligned (one element in) layout and alpha / beta in {1, -0.5} x {0, 0.25, 1}.
-// Split-k (wgmma, tuning.hpp's plan_split_k with 16-bit slices of at least 1024):
+// Split-k (wgmma, plan.hpp's plan_matmul_split_k with 16-bit slices of at least 1024):
 // 1 x 1 x 4096 (4 slices) and 130 x 300 x 2051 (2 slices, ragged tiles); the
 // CPU test MatmulTuning.WgmmaSplitKByElementSize pins those plans.
 // The wgmma tile width (tuning.hpp: choose_wgmma_block_n, pinned by the CPU test

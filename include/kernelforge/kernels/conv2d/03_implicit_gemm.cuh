@@ -10,7 +10,7 @@
 //    loads) and does 64 multiply-adds: 16 FMAs per shared load, against about
 //    3 in smem_tiled. The SM's FMA units, not its load path, set the pace.
 //  * Block tiles of 128 x 128, 128 x 64 or 64 x 64 (chosen per problem by
-//    tuning.hpp so the grid fills the GPU): every A value loaded is used
+//    plan.hpp so the grid fills the GPU): every A value loaded is used
 //    BN times and every B value BM times.
 //  * Double buffering: while the block computes on one BK = 8 slice in shared
 //    memory, the next slice's global loads are already in flight into
@@ -22,11 +22,11 @@
 //  * The thread's 8 rows are two runs of 4 consecutive m; with P*Q a multiple
 //    of 4 they are 4 consecutive output pixels of one image and one channel,
 //    written with one 16-byte store.
-//  * Split-K (grid z > 1, planned by tuning.hpp when the output tiles
+//  * Split-K (grid z > 1, planned by plan.hpp when the output tiles
 //    alone cannot fill the GPU): block z reduces only BK slices [z * spp,
 //    (z + 1) * spp) of C*R*S and writes its partial sums, without bias, to
 //    slice z of a workspace laid out like y (the launcher points a.y there and
-//    clears a.bias); splitk_reduce.cuh sums the slices. With grid z = 1
+//    clears a.bias); common/split_k_reduce.cuh sums the slices. With grid z = 1
 //    and spp = all slices, block 0 runs exactly the unsplit loop.
 //  * Epilogue (kernelforge/epilogue.cuh): each stored value is
 //    ep(sum + bias[k], m, k), in registers, right before the store; the

@@ -17,7 +17,7 @@
 //    as float4 of 4 kk: the same loads per FMA as step 3 (gemm_pipeline.cuh).
 //  * An epilogue functor (include/kernelforge/epilogue.cuh) applied to every
 //    output after the bias, before the store.
-// Tiles, split-K and the float4 output stores are step 3's (tuning.hpp's plan).
+// Tiles, split-K and the float4 output stores are step 3's (plan.hpp's plan).
 // Its measured speed: the README's tables and benchmarks/tuning/conv2d.md#conv2d_best_uses_pipelined (bench_conv).
 #pragma once
 

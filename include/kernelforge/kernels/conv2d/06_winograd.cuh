@@ -17,7 +17,7 @@
 // U, V and M live in one pooled workspace (include/kernelforge/kernels/runtime/workspace.hpp):
 // 16 (K*C4 + C*T4 + K*T4) floats, T4 = round_up(tiles, 4), C4 = round_up(C, 4).
 // The transforms cost memory traffic (V and M are 4x the input and output), so
-// Winograd wins where the GEMMs are long (many channels); tuning.hpp decides.
+// Winograd wins where the GEMMs are long (many channels); plan.hpp decides.
 //
 // Accuracy: the transforms add and halve (G's 1/2 is exact), so each V and U
 // entry carries a few roundings, and the C-long sums are fp32 like step 5's.
@@ -34,7 +34,7 @@
 #include "05_implicit_gemm_pipelined.cuh"
 #include "args.cuh"
 #include "gemm_pipeline.cuh"
-#include "tuning.hpp"
+#include "plan.hpp"
 #include "winograd_transforms.hpp"
 #include "kernelforge/epilogue.cuh"
 

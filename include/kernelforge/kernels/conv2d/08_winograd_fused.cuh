@@ -19,7 +19,7 @@
 // positions = 32768 accumulators on 512 threads (64 each, under the 128
 // registers a 512-thread block may use at one block per SM).
 //
-// The block (conv2d_winograd_fused_layout in tuning.hpp: 64 filters x 32 tiles):
+// The block (conv2d_winograd_fused_layout in plan.hpp: 64 filters x 32 tiles):
 //  * warp b (16 warps) computes position b's 64 x 32 product M[b] = U[b] V[b]
 //    with 8 x 8 outputs per lane (4 tile groups x 8 filter groups of lanes);
 //    per channel a lane reads 2 float4 of V and 2 float4 of U for 64 FMAs
@@ -53,7 +53,7 @@
 #include "06_winograd.cuh"
 #include "args.cuh"
 #include "gemm_pipeline.cuh"
-#include "tuning.hpp"
+#include "plan.hpp"
 #include "winograd_transforms.hpp"
 #include "kernelforge/epilogue.cuh"
 
@@ -94,7 +94,7 @@ static_assert(wfused_m_floats <= wfused_pipe_floats, "the accumulators' staging 
 /// Dynamic shared memory of conv2d_winograd_fused (172032 bytes).
 constexpr int wfused_smem_bytes = wfused_pipe_floats * static_cast<int>(sizeof(float));
 static_assert(wfused_smem_bytes == static_cast<int>(conv2d_winograd_fused_layout::smem_bytes),
-              "tuning.hpp states the shared memory the host side and the tests check devices against");
+              "plan.hpp states the shared memory the host side and the tests check devices against");
 
 /// The launcher's view of one fused Winograd call.
 struct conv2d_winograd_fused_args {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Host side of the GEMM-shaped conv2d kernels (03_implicit_gemm, 04_implicit_gemm_tf32,
-// 05_implicit_gemm_pipelined, 06_winograd, 08_winograd_fused, splitk_reduce; 07_implicit_gemm_wgmma
-// through wgmma_sm90a.hpp, its sm_90a object's interface), templated on the epilogue:
+// 05_implicit_gemm_pipelined, 06_winograd, 08_winograd_fused, and split-K's reduction
+// (common/split_k_reduce.cuh); 07_implicit_gemm_wgmma through wgmma_sm90a.hpp, its sm_90a
+// object's interface), templated on the epilogue:
 // plan -> split-K or Winograd workspace -> launches.
 // One home for both users of it: the library's launcher (src/conv2d/conv2d.cu,
 // precompiled for identity and the options' bias_relu_threshold) and the public
@@ -15,6 +16,7 @@
 #include <type_traits>
 
 #include "../common/grid.hpp"
+#include "../common/split_k_reduce.cuh"
 #include "../common/vector_access.cuh"
 #include "../runtime/launcher.hpp"
 #include "03_implicit_gemm.cuh"
@@ -25,7 +27,7 @@
 #include "args.cuh"
 #include "kernelforge/conv.hpp"
 #include "kernelforge/epilogue.cuh"
-#include "splitk_reduce.cuh"
+#include "plan.hpp"
 #include "tuning.hpp"
 #include "wgmma_sm90a.hpp"
 
@@ -68,18 +70,60 @@ inline std::uint32_t conv2d_grid_stride_blocks(int device, std::size_t items, st
   return static_cast<std::uint32_t>(needed < cap ? needed : cap);
 }
 
+/// Split-K's store for y: y = ep(sum + bias[k], row, k), the bias and the
+/// epilogue applied once, to the full sum. The reduction's slabs are laid out
+/// like y (rows N*K x columns P*Q), so a slab row is nk = n * K + k and a
+/// column pq; the epilogue's row is n * P*Q + pq, its column k. Four sums of a
+/// row (one n and k, so one bias value) with one 16-byte store where y is
+/// 16-byte aligned (y_vector; P*Q % 4 == 0 whenever the reduction passes four).
+template <class Epilogue>
+struct conv2d_split_k_store {
+  conv2d_args<float> a;
+  Epilogue ep;
+  bool y_vector = false;
+
+  __device__ void locate(int nk, int pq, std::int64_t& row, std::int64_t& k) const {
+    const int n = nk / a.k;
+    k = nk - n * a.k;
+    row = static_cast<std::int64_t>(n) * a.pq + pq;
+  }
+  __device__ void operator()(int i, int nk, int pq, float s) const {
+    std::int64_t row, k;
+    locate(nk, pq, row, k);
+    if (a.bias) s += __ldg(a.bias + k);
+    a.y[i] = ep(s, row, k);
+  }
+  __device__ void operator()(int i, int nk, int pq, float4 s) const {
+    std::int64_t row, k;
+    locate(nk, pq, row, k);
+    if (a.bias) {
+      const float b = __ldg(a.bias + k);
+      s.x += b;
+      s.y += b;
+      s.z += b;
+      s.w += b;
+    }
+    const float4 out = make_float4(ep(s.x, row, k), ep(s.y, row + 1, k), ep(s.z, row + 2, k), ep(s.w, row + 3, k));
+    if (y_vector) {
+      *reinterpret_cast<float4*>(a.y + i) = out;
+    } else {
+      a.y[i] = out.x;
+      a.y[i + 1] = out.y;
+      a.y[i + 2] = out.z;
+      a.y[i + 3] = out.w;
+    }
+  }
+};
+
 /// Sums the split-K slices into a.y, adds a.bias and applies `ep`.
 template <class Epilogue>
-void launch_conv2d_splitk_reduce(const char* what, int device, const conv2d_args<float>& a, const float* workspace,
-                                 int split, Epilogue ep, cudaStream_t stream) {
-  constexpr auto kernel = &conv2d_splitk_reduce<Epilogue>;
-  (void)profile_of<kernel>(device, what);  // no_kernel_image before the launch (cached)
-  const bool vector = a.pq % 4 == 0 && misalignment(a.y) == 0;
-  const std::size_t items = static_cast<std::size_t>(a.m) * a.k / (vector ? 4 : 1);
-  const std::uint32_t grid =
-      conv2d_grid_stride_blocks(device, items, conv2d_splitk_reduce_block, conv2d_splitk_reduce_blocks_per_sm);
-  kernel<<<grid, conv2d_splitk_reduce_block, 0, stream>>>(a, workspace, split, vector, ep);
-  check_launch(what);
+void launch_conv2d_split_k_reduce(const char* what, int device, const conv2d_args<float>& a, const float* workspace,
+                                  int split, Epilogue ep, cudaStream_t stream) {
+  using store = conv2d_split_k_store<Epilogue>;
+  (void)profile_of<&split_k_reduce<store>>(device, what);  // no_kernel_image before the launch (cached)
+  const store st{a, ep, misalignment(a.y) == 0};
+  launch_split_k_reduce(device, workspace, static_cast<std::size_t>(a.n) * a.k, static_cast<std::size_t>(a.pq), split,
+                        st, stream, what);
 }
 
 /// Runs `launch(args, epilogue, vector_store, slices_per_split, split)` split as
@@ -90,8 +134,8 @@ template <class Epilogue, class Launch>
 void run_conv2d_gemm_plan(const char* what, int device, const conv2d_args<float>& a, const conv2d_gemm_plan& plan,
                           Epilogue ep, cudaStream_t stream, Launch launch) {
   if (plan.split > 1) {
-    const std::size_t y_n = static_cast<std::size_t>(a.m) * a.k;
-    pooled_workspace workspace(device, plan.split * y_n * sizeof(float), stream);
+    const split_k_plan split{static_cast<int>(plan.split), plan.slices_per_split};
+    pooled_workspace workspace(device, split.workspace_bytes(static_cast<std::size_t>(a.m), a.k), stream);
     if (workspace.data<float>() != nullptr) {
       conv2d_args<float> partial = a;
       partial.y = workspace.data<float>();
@@ -100,7 +144,7 @@ void run_conv2d_gemm_plan(const char* what, int device, const conv2d_args<float>
       // aligned base (the pool's allocations are) every slice is aligned too.
       launch(partial, epilogue::identity{}, a.pq % 4 == 0 && misalignment(partial.y) == 0,
              static_cast<int>(plan.slices_per_split), plan.split);
-      launch_conv2d_splitk_reduce(what, device, a, workspace.data<float>(), static_cast<int>(plan.split), ep, stream);
+      launch_conv2d_split_k_reduce(what, device, a, workspace.data<float>(), split.split, ep, stream);
       return;
     }
   }
@@ -216,7 +260,7 @@ void launch_winograd_gemm(const char* what, int device, const conv2d_winograd_ar
 /// Runs the four Winograd passes with epilogue `ep` in the output transform;
 /// false (nothing launched) when the workspace cannot be had or indexed. The
 /// layer must qualify (validate.cpp checks it for conv2d_variant::winograd,
-/// tuning.hpp for best).
+/// plan.hpp for best).
 template <class Epilogue>
 bool launch_conv2d_winograd(const char* what, int device, const conv2d_args<float>& a, Epilogue ep,
                             cudaStream_t stream) {
@@ -270,7 +314,7 @@ inline bool conv2d_winograd_fused_fits(int device) {
 /// (nothing launched) when the device lacks the shared memory, the layout
 /// cannot be indexed, or the workspace for U cannot be had, and (only_where_waves_fill,
 /// `best`) where its blocks would leave their waves partly idle
-/// (tuning.hpp: conv2d_winograd_fused_fills_waves). The layer must qualify
+/// (plan.hpp: conv2d_winograd_fused_fills_waves). The layer must qualify
 /// (validate.cpp checks it for conv2d_variant::winograd_fused).
 template <class Epilogue>
 bool launch_conv2d_winograd_fused(const char* what, int device, const conv2d_args<float>& a, Epilogue ep,
@@ -373,7 +417,7 @@ void launch_conv2d_wgmma_by_name(const char* what, int device, const conv2d_args
 
 /// The GEMM-shaped variants and `best` with epilogue `ep`: TF32 when options.math
 /// is tf32 (wgmma on sm_90 for the layers conv2d_wgmma_preferred names, else mma.sync on sm_80+), else the exact kernel
-/// tuning.hpp chooses for the layer (Winograd fused or not, the pipelined or the plain implicit GEMM). Other variants:
+/// plan.hpp chooses for the layer (Winograd fused or not, the pipelined or the plain implicit GEMM). Other variants:
 /// not here.
 template <class Epilogue>
 void dispatch_conv2d_gemm(const char* what, int device, const conv2d_args<float>& a, const conv2d_options& options,

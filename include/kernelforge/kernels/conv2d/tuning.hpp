@@ -1,53 +1,41 @@
 // SPDX-License-Identifier: Apache-2.0
-// Host-side planning for conv2d, as pure functions the CPU tests cover: which
-// implicit-GEMM block tile to use (and the one table from a tile to the
-// kernels' template arguments), and whether to split the C*R*S reduction
-// across blocks (split-K). No CUDA calls here.
+// conv2d's tuning data, each constant with the evidence behind it
+// (benchmarks/tuning/conv2d.md, a section per decision): the implicit GEMM's
+// occupancy goal, its block tiles and the table from a tile to the kernels'
+// template arguments, the split-K limits, and which kernel `best` runs in
+// exact fp32 (Winograd, fused or not, or the implicit GEMM). The rules that
+// read them are in plan.hpp (the wgmma step's: wgmma_plan.hpp).
 #pragma once
 
 #include <cstddef>
-
-#include "../common/grid.hpp"
 
 namespace kf::detail {
 
 /// Block tiles of the implicit-GEMM kernels (rows of M = N*P*Q x columns of K).
 enum class conv2d_gemm_tile { m128_n128, m128_n64, m64_n64 };
 
-/// Resident blocks per SM the choice aims for: with two, one block's loads
+/// Resident blocks per SM the tile choice aims for: with two, one block's loads
 /// overlap the other's math.
+/// Evidence: H200 2026-11-29, N32 C64 56x56 K64 128x64 at 2 blocks/SM 34.8 TFLOP/s, 33.2 at 4
+/// (conv2d.md#with_conv2d_gemm_tile).
 constexpr std::size_t conv2d_gemm_blocks_per_sm_goal = 2;
 
-/// C*R*S per pipeline stage of the implicit-GEMM kernels (conv2d_gemm_bk).
-constexpr std::size_t conv2d_plan_bk = 8;
-/// Split-K: the most splits (the reduction reads split x |y| floats, and the
-/// H200 probe found no gain past 4), the fewest BK slices each split keeps
-/// (shorter runs spend their time filling the double-buffered pipeline), and
-/// the most blocks a split grid may reach, in waves of sm_count x
+// ---- split-K: layers whose output tiles cannot fill the GPU -------------------
+// The limits plan.hpp's choose_conv2d_gemm_plan gives the shared planner
+// (common/split_k_plan.hpp); benchmarks/tuning/conv2d.md#choose_conv2d_gemm_plan.
+/// The most splits: the reduction reads split x |y| floats.
+/// Evidence: H200 2026-11-29, N32 C256 14x14 K256 split 4 with 128x128 tiles 33.0 TFLOP/s exact, 24.7 unsplit; no gain
+/// past 4.
+constexpr std::size_t conv2d_split_max = 4;
+/// The fewest BK slices each split keeps (shorter runs spend their time
+/// filling the double-buffered pipeline).
+/// Evidence: none measured (no sweep recorded); 16 slices of 8 = 128 of C*R*S per split.
+constexpr std::size_t conv2d_split_min_slices = 16;
+/// The most blocks a split grid may reach, in waves of sm_count x
 /// conv2d_gemm_blocks_per_sm_goal (past two, more splits only add workspace
 /// traffic: the SMs are already busy).
-constexpr std::size_t conv2d_split_max = 4;
-constexpr std::size_t conv2d_split_min_slices = 16;
+/// Evidence: H200 2026-11-29, N32 C128 28x28 K128 (tiles already fill the GPU): split-K did not help.
 constexpr std::size_t conv2d_split_max_waves = 2;
-
-inline std::size_t conv2d_gemm_blocks(std::size_t m, std::size_t k, std::size_t bm, std::size_t bn) {
-  return ceil_div(m, bm) * ceil_div(k, bn);
-}
-
-/// One wave: the blocks the GPU runs at once at the goal occupancy.
-inline std::size_t conv2d_gemm_wave(int sm_count) {
-  return conv2d_gemm_blocks_per_sm_goal * static_cast<std::size_t>(sm_count > 0 ? sm_count : 1);
-}
-
-/// The largest tile that still gives every SM about two blocks: large tiles
-/// reuse each loaded value more, but a grid smaller than the GPU leaves SMs
-/// idle. 128 x 128 only when K > 64 (else half of each tile would be padding).
-inline conv2d_gemm_tile choose_conv2d_gemm_tile(std::size_t m, std::size_t k, int sm_count) {
-  const std::size_t goal = conv2d_gemm_wave(sm_count);
-  if (k > 64 && conv2d_gemm_blocks(m, k, 128, 128) >= goal) return conv2d_gemm_tile::m128_n128;
-  if (conv2d_gemm_blocks(m, k, 128, 64) >= goal) return conv2d_gemm_tile::m128_n64;
-  return conv2d_gemm_tile::m64_n64;
-}
 
 /// The kernels' template arguments for one conv2d_gemm_tile: the block tile
 /// (bm x bn), the minimum resident blocks per SM of the exact fp32 kernels'
@@ -75,195 +63,39 @@ decltype(auto) with_conv2d_gemm_tile(conv2d_gemm_tile tile, Launch&& launch) {
   return launch(conv2d_gemm_tile_config<64, 64, 1, 2, 2>{});
 }
 
-/// Tile and split-K for one implicit-GEMM launch. split == 1: one block per
-/// output tile over all of C*R*S (the kernels as before). split > 1: grid z =
-/// split, block z reduces BK slices [z * slices_per_split, (z + 1) *
-/// slices_per_split) of C*R*S into a workspace, and a reduction sums them.
-struct conv2d_gemm_plan {
-  conv2d_gemm_tile tile = conv2d_gemm_tile::m64_n64;
-  std::size_t split = 1;
-  std::size_t slices_per_split = 0;  // BK slices per split; all of them when split == 1
-};
-
-/// m = N*P*Q, k = K (filters), crs = C*R*S.
-/// Where the tile chooser fills a wave with a 128-row tile, that is the plan
-/// (ResNet N32 C64 56x56 and C128 28x28: 128 x 64, no split). Otherwise (it
-/// would fall back to 64 x 64) the grid is too small for the GPU: keep the
-/// large tile (128 x 128 when K > 64, else 128 x 64) and cut C*R*S into the
-/// most splits, up to 4, that each keep >= 16 BK slices (the last one too) and keep the grid
-/// within two waves. N32 C256 14x14 K256 3x3 (M = 6272, 98 blocks of 128 x 128
-/// on 132 SMs): split 4, 392 blocks -- 32.9 TFLOP/s exact and 58.6 tf32 on the
-/// H200, against 24.7 and 42.7 for 64 x 64 without split. When C*R*S is too
-/// short for two splits of 16 slices, 64 x 64 without split, as before.
-inline conv2d_gemm_plan choose_conv2d_gemm_plan(std::size_t m, std::size_t k, std::size_t crs, int sm_count) {
-  conv2d_gemm_plan plan;
-  const std::size_t slices = ceil_div(crs, conv2d_plan_bk);
-  plan.slices_per_split = slices;
-  plan.tile = choose_conv2d_gemm_tile(m, k, sm_count);
-  if (plan.tile != conv2d_gemm_tile::m64_n64) return plan;
-  const conv2d_gemm_tile large = k > 64 ? conv2d_gemm_tile::m128_n128 : conv2d_gemm_tile::m128_n64;
-  const std::size_t blocks = conv2d_gemm_blocks(m, k, 128, large == conv2d_gemm_tile::m128_n128 ? 128 : 64);
-  const std::size_t max_blocks = conv2d_split_max_waves * conv2d_gemm_wave(sm_count);
-  for (std::size_t split = conv2d_split_max; split >= 2; --split) {
-    const std::size_t per_split = ceil_div(slices, split);
-    const std::size_t used = ceil_div(slices, per_split);      // <= split: no empty split
-    const std::size_t last = slices - (used - 1) * per_split;  // the shortest split
-    if (used < 2 || last < conv2d_split_min_slices || blocks * used > max_blocks) continue;
-    plan.tile = large;
-    plan.slices_per_split = per_split;
-    plan.split = used;
-    return plan;
-  }
-  return plan;
-}
-
-// ---- Winograd F(2x2,3x3) (step 6) and what `best` runs in exact fp32 ---------
-
-/// nullptr when Winograd F(2x2,3x3) computes this layer; else what rules it out.
-inline const char* conv2d_winograd_unsupported_reason(std::size_t r, std::size_t s, std::size_t stride_h,
-                                                      std::size_t stride_w, std::size_t dilation_h,
-                                                      std::size_t dilation_w) {
-  if (r != 3 || s != 3) return "the filter is not 3x3";
-  if (stride_h != 1 || stride_w != 1) return "the stride is not 1";
-  if (dilation_h != 1 || dilation_w != 1) return "the dilation is not 1";
-  return nullptr;
-}
-
-/// The workspace of one Winograd call: U [16][K][c_ld], V [16][C][tiles_ld] and
-/// M [16][K][tiles_ld], rows padded to 4 floats (16-byte copies), one tile per
-/// 2 x 2 block of outputs.
-struct conv2d_winograd_layout {
-  static constexpr std::size_t positions = 16;                      // 4 x 4 transformed positions
-  static constexpr std::size_t tile = 2;                            // outputs per tile side
-  static constexpr std::size_t row_align = 4;                       // floats
-  static constexpr std::size_t index_limit = std::size_t{1} << 31;  // the kernels index U, V and M with int
-  std::size_t tiles_h = 0, tiles_w = 0, tiles = 0, tiles_ld = 0, c_ld = 0;
-  std::size_t u_floats = 0, v_floats = 0, m_floats = 0;
-
-  /// Whether the kernels' int indexing reaches every element.
-  [[nodiscard]] bool indexable() const {
-    return u_floats < index_limit && v_floats < index_limit && m_floats < index_limit;
-  }
-  [[nodiscard]] std::size_t bytes() const { return (u_floats + v_floats + m_floats) * sizeof(float); }
-};
-
-/// n, c, k: batch, channels, filters; p, q: the output's height and width.
-inline conv2d_winograd_layout make_conv2d_winograd_layout(std::size_t n, std::size_t c, std::size_t k, std::size_t p,
-                                                          std::size_t q) {
-  using L = conv2d_winograd_layout;
-  L l;
-  l.tiles_h = ceil_div(p, L::tile);
-  l.tiles_w = ceil_div(q, L::tile);
-  l.tiles = n * l.tiles_h * l.tiles_w;
-  l.tiles_ld = ceil_div(l.tiles, L::row_align) * L::row_align;
-  l.c_ld = ceil_div(c, L::row_align) * L::row_align;
-  l.u_floats = L::positions * k * l.c_ld;
-  l.v_floats = L::positions * c * l.tiles_ld;
-  l.m_floats = L::positions * k * l.tiles_ld;
-  return l;
-}
+// ---- what `best` runs in exact fp32: Winograd F(2x2,3x3) (steps 6, 8) ---------
 
 /// Where `best` (exact fp32) runs Winograd: stride-1 3x3 layers with at least
 /// this many input and output channels. Below, its transforms (V and M are 4x
 /// the input and output, through HBM) outweigh the GEMMs' 2.25x saving.
-/// The H200 measurement behind these constants: benchmarks/tuning/conv2d.md#conv2d_best_uses_winograd.
+/// Evidence: H200 2026-11-30, Winograd / implicit GEMM 1.18 at C64 K64 56x56, 1.33-1.36 at C128, C256
+/// (conv2d.md#conv2d_best_uses_winograd).
 constexpr std::size_t conv2d_winograd_min_channels = 64;
+/// Evidence: as conv2d_winograd_min_channels (no layer with K below 64 measured).
 constexpr std::size_t conv2d_winograd_min_filters = 64;
 /// Whether `best` runs Winograd on the layers conv2d_winograd_expected_to_win
-/// lists: on, it beat the implicit GEMM on every such layer measured.
+/// (plan.hpp) lists: on, it beat the implicit GEMM on every such layer measured.
+/// Evidence: as conv2d_winograd_min_channels: 1.18-1.36x on the three ResNet layers.
 constexpr bool conv2d_best_uses_winograd = true;
 /// Whether `best` runs step 8's fused Winograd (winograd_fused) rather than step
 /// 6's four passes on the layers conv2d_winograd_expected_to_win lists, where
-/// its blocks fill their waves (conv2d_winograd_fused_fills_waves, below) and
+/// its blocks fill their waves (conv2d_winograd_fused_fills_waves, plan.hpp) and
 /// the device grants its shared memory: on, it won on the two layers whose
-/// waves it fills (benchmarks/tuning/conv2d.md#conv2d_winograd_fused_fills_waves).
+/// waves it fills.
+/// Evidence: H200, ours / cuDNN fp32, fused vs four passes: C64 56x56 1.05 vs 0.89, C128 28x28 0.81 vs 0.77
+/// (conv2d.md#conv2d_winograd_fused_fills_waves).
 constexpr bool conv2d_best_uses_winograd_fused = true;
 /// Whether `best` runs implicit_gemm_pipelined rather than implicit_gemm for
 /// exact layers Winograd does not take: off, it lost on every layer measured.
+/// Evidence: H200 2026-11-30, pipelined 12-19% slower on all four layers (conv2d.md#conv2d_best_uses_pipelined).
 constexpr bool conv2d_best_uses_pipelined = false;
 
-/// The layers where Winograd is expected to beat the implicit GEMM (see above).
-inline bool conv2d_winograd_expected_to_win(std::size_t c, std::size_t k, std::size_t r, std::size_t s,
-                                            std::size_t stride_h, std::size_t stride_w, std::size_t dilation_h,
-                                            std::size_t dilation_w) {
-  return conv2d_winograd_unsupported_reason(r, s, stride_h, stride_w, dilation_h, dilation_w) == nullptr &&
-         c >= conv2d_winograd_min_channels && k >= conv2d_winograd_min_filters;
-}
-
-/// The exact-fp32 kernels `best` chooses from.
-enum class conv2d_exact_kernel { implicit_gemm, implicit_gemm_pipelined, winograd, winograd_fused };
-
-inline conv2d_exact_kernel choose_conv2d_exact_kernel(std::size_t c, std::size_t k, std::size_t r, std::size_t s,
-                                                      std::size_t stride_h, std::size_t stride_w,
-                                                      std::size_t dilation_h, std::size_t dilation_w) {
-  if (conv2d_winograd_expected_to_win(c, k, r, s, stride_h, stride_w, dilation_h, dilation_w)) {
-    if (conv2d_best_uses_winograd_fused) return conv2d_exact_kernel::winograd_fused;
-    if (conv2d_best_uses_winograd) return conv2d_exact_kernel::winograd;
-  }
-  return conv2d_best_uses_pipelined ? conv2d_exact_kernel::implicit_gemm_pipelined : conv2d_exact_kernel::implicit_gemm;
-}
-
-/// Block tile of Winograd's 16 batched GEMMs (M = tiles, N = K, z = 16): the
-/// largest whose 16 x blocks still fill a wave (as choose_conv2d_gemm_tile).
-inline conv2d_gemm_tile choose_conv2d_winograd_tile(std::size_t tiles, std::size_t k, int sm_count) {
-  constexpr std::size_t batches = 16;
-  const std::size_t goal = conv2d_gemm_wave(sm_count);
-  if (k > 64 && batches * conv2d_gemm_blocks(tiles, k, 128, 128) >= goal) return conv2d_gemm_tile::m128_n128;
-  if (batches * conv2d_gemm_blocks(tiles, k, 128, 64) >= goal) return conv2d_gemm_tile::m128_n64;
-  return conv2d_gemm_tile::m64_n64;
-}
-
-// ---- fused Winograd F(2x2,3x3) (step 8, 08_winograd_fused.cuh) -----------------
-
-/// The shape of step 8's work: one block computes all 16 positions of
-/// `filters` output channels x `tiles` tiles (2 x 2 outputs each), reading the
-/// input channels `channels` at a time; its only workspace is the transformed
-/// filters U [16][C][k_ld] (k_ld = round_up(K, 4): 16-byte rows).
-struct conv2d_winograd_fused_layout {
-  static constexpr std::size_t filters = 64;                        // K per block (grid y)
-  static constexpr std::size_t tiles_per_block = 32;                // tiles per block (grid x)
-  static constexpr std::size_t max_grid_y = 65535;                  // gridDim.y limit
-  static constexpr std::size_t index_limit = std::size_t{1} << 31;  // the kernels index U with int
-  /// The block's shared memory (08_winograd_fused.cuh checks it): devices that
-  /// grant less per block (sm_80, sm_86, sm_89, sm_120) cannot run the variant.
-  static constexpr std::size_t smem_bytes = 172032;
-  std::size_t tiles_h = 0, tiles_w = 0, tiles = 0, k_ld = 0;
-  std::size_t u_floats = 0;
-  std::size_t grid_x = 0, grid_y = 0;
-
-  /// Whether the kernels' int indexing reaches all of U and the grid fits.
-  [[nodiscard]] bool launchable() const { return u_floats < index_limit && grid_y <= max_grid_y; }
-  [[nodiscard]] std::size_t bytes() const { return u_floats * sizeof(float); }
-};
-
 /// Step 8 runs one 168 KiB block per SM, so a layer of few blocks leaves much
-/// of its last wave idle, where step 6's small blocks fill the GPU. H200, one
-/// bench_conv run, ours / cuDNN fp32, fused vs four passes: N32 C64 56x56 (784
+/// of its last wave idle, where step 6's small blocks fill the GPU. `best`
+/// takes step 8 where its blocks keep at least 9/10 of their waves busy.
+/// Evidence: H200, one bench_conv run, ours / cuDNN fp32, fused vs four passes: N32 C64 56x56 (784
 /// blocks, 5.94 waves of 132) 1.05 vs 0.89; C128 28x28 (392, 2.97 waves) 0.81
 /// vs 0.77; C256 14x14 (196, 1.48 waves: 74% of two waves busy) 0.61 vs 0.71.
-/// `best` takes step 8 where its blocks keep at least 9/10 of their waves busy.
 constexpr std::size_t conv2d_winograd_fused_fill_num = 9, conv2d_winograd_fused_fill_den = 10;
-
-/// Whether `blocks` blocks, `resident` at a time, keep 9/10 of their waves busy.
-inline bool conv2d_winograd_fused_fills_waves(std::size_t blocks, std::size_t resident) {
-  if (blocks == 0 || resident == 0) return false;
-  const std::size_t slots = ceil_div(blocks, resident) * resident;
-  return blocks * conv2d_winograd_fused_fill_den >= slots * conv2d_winograd_fused_fill_num;
-}
-
-/// n, c, k: batch, channels, filters; p, q: the output's height and width.
-inline conv2d_winograd_fused_layout make_conv2d_winograd_fused_layout(std::size_t n, std::size_t c, std::size_t k,
-                                                                      std::size_t p, std::size_t q) {
-  using L = conv2d_winograd_fused_layout;
-  L l;
-  l.tiles_h = ceil_div(p, conv2d_winograd_layout::tile);
-  l.tiles_w = ceil_div(q, conv2d_winograd_layout::tile);
-  l.tiles = n * l.tiles_h * l.tiles_w;
-  l.k_ld = ceil_div(k, conv2d_winograd_layout::row_align) * conv2d_winograd_layout::row_align;
-  l.u_floats = conv2d_winograd_layout::positions * c * l.k_ld;
-  l.grid_x = ceil_div(l.tiles, L::tiles_per_block);
-  l.grid_y = ceil_div(k, L::filters);
-  return l;
-}
 
 }  // namespace kf::detail

@@ -59,7 +59,7 @@
 #include "gemm_args.cuh"
 #include "operand.cuh"
 #include "split_k.cuh"
-#include "tuning.hpp"
+#include "plan.hpp"
 
 namespace kf::detail {
 
@@ -330,7 +330,7 @@ __device__ __forceinline__ void warp_tiled_body(const gemm_args<float>& g, const
   }
 }
 
-/// The kernel. Only the configuration this architecture uses (tuning.hpp) is
+/// The kernel. Only the configuration this architecture uses (plan.hpp: warp_tiled_tuning_for) is
 /// compiled; the others are empty and never launched (the launcher asks the
 /// image that runs which architecture it was compiled for).
 template <class Config, bool TransA, bool TransB, bool Vec, class Epilogue = epilogue::identity>

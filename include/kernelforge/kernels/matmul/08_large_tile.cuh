@@ -2,7 +2,7 @@
 // Step 8 -- large_tile: 128 outputs per thread, register double-buffered
 // fragments, both operands k-major in shared memory.
 //
-// Block tile 128 x 256 (or 256 x 128, chosen per shape: tuning.hpp), 8 warps
+// Block tile 128 x 256 (or 256 x 128, chosen per shape: plan.hpp), 8 warps
 // of 64 x 64, each thread 16 x 8 outputs. What changed from warp_tiled, and why
 // it is faster:
 //  * Twice the work per thread. warp_tiled's 64 accumulators per thread make
@@ -61,7 +61,7 @@
 #include "07_warp_tiled.cuh"  // tile_copier
 #include "gemm_args.cuh"
 #include "operand.cuh"
-#include "tuning.hpp"
+#include "plan.hpp"
 
 namespace kf::detail {
 
@@ -270,7 +270,7 @@ __device__ __forceinline__ void large_tile_body(const gemm_args<float>& g, const
 }
 
 /// The kernel. Only the configurations of the architecture class this image
-/// is compiled for (tuning.hpp) have a body; the launcher picks the same class
+/// is compiled for (plan.hpp: warp_tiled_tuning_for) have a body; the launcher picks the same class
 /// from the image that runs.
 template <class Config, bool TransA, bool TransB, bool Vec, class Epilogue = kf::epilogue::identity>
 KF_KERNEL void __launch_bounds__(Config::threads, 1)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Host side of step 8 (08_large_tile.cuh): picks the architecture class of the
-// image that runs and the tile orientation for the shape (tuning.hpp), splits
+// image that runs and the tile orientation for the shape (plan.hpp), splits
 // k where the tiles cannot fill the GPU (split_k.cuh, workspace from the
 // runtime's pool), and launches one instantiation per transpose combination
 // and alignment.
@@ -63,7 +63,7 @@ void launch_large_tile_with(const gemm_args<float>& g, cudaStream_t stream, int 
   });
 }
 
-/// Picks the orientation (tuning.hpp: large_tile_prefers_256x128) and launches.
+/// Picks the orientation (plan.hpp: large_tile_prefers_256x128) and launches.
 template <warp_tiled_tuning_id Id, class Epilogue>
 void launch_large_tile_for(const gemm_args<float>& g, cudaStream_t stream, int device, const Epilogue& ep) {
   using wide = large_tile_128x256<Id>;

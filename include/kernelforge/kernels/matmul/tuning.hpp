@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tile sizes of the warp_tiled and large_tile kernels per GPU architecture,
-// which of them variant best runs, and the split-k rule (the wgmma step's
-// choices: wgmma/policy.hpp). Host and device code both read
-// this file (the device code compiles only the configuration its architecture uses; the launcher picks the same one
-// from the architecture of the image that runs).
+// The matrix product's tuning data: tile sizes of the warp_tiled and large_tile
+// kernels per GPU architecture, the switch that lets variant best run
+// large_tile, and the split-k limits, each with the evidence behind it
+// (benchmarks/tuning/matmul.md). The rules that read them are in plan.hpp;
+// the wgmma step's choices are in wgmma/policy.hpp. Host and device code both
+// read this file.
 #pragma once
 
 #include <cstddef>
-
-#include "../common/grid.hpp"
 
 namespace kf::detail {
 
@@ -44,64 +43,22 @@ struct warp_tiled_small_smem : warp_tiled_base {
   static constexpr int block_k = 16, stages = 3;
 };
 
-/// cc: major * 10 + minor of the code that runs (see the launcher).
-KF_TUNING_FN warp_tiled_tuning_id warp_tiled_tuning_for(int cc) {
-  return cc == 80 || cc == 87 || (cc >= 90 && cc < 120) ? warp_tiled_tuning_id::large_smem
-                                                        : warp_tiled_tuning_id::small_smem;
-}
-
 // ---- split-k: products whose m x n tiles cannot fill the GPU --------------
-/// Split only when the tiles fill less than this fraction of one wave (1/2).
+// The limits plan.hpp's plan_matmul_split_k gives the shared planner
+// (common/split_k_plan.hpp); benchmarks/tuning/matmul.md#plan_matmul_split_k.
+/// Split only when the tiles fill at most this fraction of one wave (1/2).
+/// Evidence: wgmma, H200 2026-11-30: 128x8192x8192 0.52 -> 0.80, TF32 1024^3 0.47 -> 0.52 of cuBLAS.
 constexpr int split_k_wave_fraction_den = 2;
-/// Each k-slice is at least this long, so a slice amortizes its prologue,
-/// epilogue and its share of the reduction (16 k-steps of 16).
+/// Each k-slice is at least this long on average, so a slice amortizes its
+/// prologue, epilogue and its share of the reduction (16 k-steps of 16).
+/// Evidence: none measured for the SIMT kernels (no sweep recorded); the wgmma kernel's: wgmma/policy.hpp.
 constexpr std::size_t split_k_min_slice = 256;
+/// The most slices.
+/// Evidence: none measured (no sweep recorded); bounds the reduction's reads at 16 partial tiles.
 constexpr int split_k_max = 16;
 /// The split-k workspace (split x m x n floats) is capped at this many bytes.
+/// Evidence: none measured; a memory bound (64 MiB per concurrent call from the runtime's pool).
 constexpr std::size_t split_k_max_workspace_bytes = std::size_t(64) << 20;
-
-/// How many k-slices to split a product with `tiles` block tiles into, when
-/// `resident_blocks` blocks fit on the GPU at once: 1 when the tiles already
-/// fill half a wave; else enough slices to fill about one wave, each at least
-/// split_k_min_slice long, the workspace within its cap.
-inline int choose_split_k(std::size_t tiles, std::size_t m, std::size_t n, std::size_t k, int resident_blocks,
-                          std::size_t min_slice = split_k_min_slice) {
-  if (tiles == 0 || resident_blocks <= 0 || tiles * split_k_wave_fraction_den > std::size_t(resident_blocks)) return 1;
-  std::size_t split = std::size_t(resident_blocks) / tiles;
-  if (split > std::size_t(split_k_max)) split = split_k_max;
-  if (split > k / min_slice) split = k / min_slice;
-  const std::size_t bytes_per_slice = m * n * sizeof(float);
-  if (bytes_per_slice > 0 && split > split_k_max_workspace_bytes / bytes_per_slice) {
-    split = split_k_max_workspace_bytes / bytes_per_slice;
-  }
-  return split < 2 ? 1 : static_cast<int>(split);
-}
-
-/// How one launch cuts k: `split` slices of k_slice (a multiple of the kernel's
-/// block_k, so every slice but the last is whole k-steps), the last one shorter;
-/// split 1 and k_slice = k when it does not split.
-struct split_k_plan {
-  int split = 1;
-  std::size_t k_slice = 0;
-  /// The partial tiles' workspace: split x m x n floats, none unsplit.
-  [[nodiscard]] std::size_t workspace_bytes(std::size_t m, std::size_t n) const {
-    return split > 1 ? std::size_t(split) * m * n * sizeof(float) : 0;
-  }
-};
-
-/// choose_split_k's split, with the slice rounded up to `block_k`; the
-/// rounding can leave fewer slices (k = 4100 in 16: slices of 288, 15 of them).
-inline split_k_plan plan_split_k(std::size_t tiles, std::size_t m, std::size_t n, std::size_t k, int block_k,
-                                 int resident_blocks, std::size_t min_slice = split_k_min_slice) {
-  split_k_plan plan;
-  plan.split = choose_split_k(tiles, m, n, k, resident_blocks, min_slice);
-  plan.k_slice = k;
-  if (plan.split > 1) {
-    plan.k_slice = ceil_div(ceil_div(k, plan.split), block_k) * block_k;
-    plan.split = static_cast<int>(ceil_div(k, plan.k_slice));
-  }
-  return plan;
-}
 
 // ---- large_tile (08_large_tile.cuh) ------------------------------------------
 /// Common shape: 8 warps of 64 x 64 warp tiles, 16 (m) x 8 (n) outputs per
@@ -136,29 +93,12 @@ struct large_tile_256x128 : large_tile_base {
   static constexpr int stages = 3;
 };
 
-/// Which large_tile orientation runs a product: the one whose tiles fill the
-/// GPU in fewer waves of `resident_blocks` (ties: 128 x 256). Products that
-/// split k fill their waves by splitting, so they keep 128 x 256.
-inline bool large_tile_prefers_256x128(std::size_t m, std::size_t n, int resident_blocks) {
-  if (resident_blocks <= 0) return false;
-  const auto waves = [&](std::size_t bm, std::size_t bn) {
-    const std::size_t tiles = ((m + bm - 1) / bm) * ((n + bn - 1) / bn);
-    return (tiles + std::size_t(resident_blocks) - 1) / std::size_t(resident_blocks);
-  };
-  const std::size_t wide = waves(128, 256), tall = waves(256, 128);
-  return tall < wide &&
-         ((m + 127) / 128) * ((n + 255) / 256) * split_k_wave_fraction_den > std::size_t(resident_blocks);
-}
-
-/// Whether variant best runs large_tile (else warp_tiled) for an exact fp32
-/// product, by the architecture class of the code that runs and the shape.
-/// large_tile where it was tuned (the large_smem class: sm_80, sm_90, sm_100)
-/// and a 128 x 256 tile is at least a quarter used; warp_tiled elsewhere.
-/// Set to false to make best run warp_tiled everywhere (the comparison switch;
-/// variant warp_tiled and large_tile select either directly).
+/// Whether variant best may run large_tile for an exact fp32 product (the rule:
+/// plan.hpp's best_is_large_tile). Set to false to make best run warp_tiled
+/// everywhere (the comparison switch; variant warp_tiled and large_tile select
+/// either directly).
+/// Evidence: H200 2026-11-30, large_tile 0.91-1.05 of cuBLAS SGEMM, warp_tiled 0.82-0.91
+/// (matmul.md#best_is_large_tile).
 constexpr bool best_uses_large_tile = true;
-KF_TUNING_FN bool best_is_large_tile(warp_tiled_tuning_id arch, std::size_t m, std::size_t n) {
-  return best_uses_large_tile && arch == warp_tiled_tuning_id::large_smem && m >= 64 && n >= 64;
-}
 
 }  // namespace kf::detail

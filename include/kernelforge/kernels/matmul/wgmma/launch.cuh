@@ -95,7 +95,7 @@ inline void require_wgmma_cluster_split_k(const char* what, int cluster_size, in
 ///  * block tiles 128 x 256, or 128 x 128 or 128 x 64 where the wider tiles
 ///    cannot fill the GPU (choose_wgmma_block_n; overrides.block_n, where nonzero,
 ///    forces one of wgmma_block_n_choices: tests run every width on one shape);
-///  * split-k where the tiles fill less than half the GPU (plan_split_k with
+///  * split-k where the tiles fill less than half the GPU (plan_matmul_split_k with
 ///    wgmma_split_k_min_slice), then the reduction;
 ///  * C stored through shared memory and TMA when beta == 0 and C's rows are
 ///    16-byte aligned (unsplit), else from registers.
@@ -215,9 +215,10 @@ bool try_launch(const gemm_args<T>& args, cudaStream_t stream, const Epilogue& f
   wgmma::params<T> ep = wgmma::params_of(args, km, kn, cluster_tiles_m, cluster_tiles_n);
 
   // The cluster split-k sums its two halves of k on chip: no workspace slices.
-  const split_k_workspace split(split_k_cluster ? split_k_plan{1, args.k}
-                                                : plan_split_k(tiles_m * tiles_n, km, kn, args.k, stage_k,
-                                                               resident * cluster, wgmma_split_k_min_slice(sizeof(T))),
+  const split_k_workspace split(split_k_cluster
+                                    ? split_k_plan{1, args.k}
+                                    : plan_matmul_split_k(tiles_m * tiles_n, km, kn, args.k, stage_k,
+                                                          resident * cluster, wgmma_split_k_min_slice(sizeof(T))),
                                 args.m, args.n, args.k, device, stream);
   ep.partial = split.partials();
   ep.splits = split.plan().split;

@@ -10,7 +10,7 @@
 #include <cstddef>
 
 #include "../../common/grid.hpp"
-#include "../tuning.hpp"  // plan_split_k
+#include "../plan.hpp"  // plan_matmul_split_k
 
 namespace kf::detail {
 
@@ -71,7 +71,7 @@ constexpr int wgmma_fill_num = 3, wgmma_fill_den = 4;
 
 /// The wgmma block tile's width for an m x n product when `resident_ctas` CTAs
 /// run at once: the widest of wgmma_block_n_choices whose 128 x width tiles
-/// fill the GPU, else the narrowest (which then splits k where plan_split_k
+/// fill the GPU, else the narrowest (which then splits k where plan_matmul_split_k
 /// says so). On 132 SMs: 1024^3 has 32 tiles of 128 x 256, 64 of 128 x 128,
 /// 128 of 128 x 64 -> 64 (unsplit: 128 tiles fill more than half the GPU);
 /// 128 x 8192 likewise (32, 64, 128) -> 64; 2048^3 has 128 of 128 x 256 -> 256.
@@ -148,7 +148,7 @@ KF_TUNING_FN int wgmma_cluster_ctas(int cluster_size, bool multicast_a, std::siz
 /// peak; shared memory delivers 128 B/clk), for one 32 KiB exchange per tile
 /// and a pipeline stage less (5 of 32 KiB). The shape condition: the tile width by
 /// shape is 64 (choose_wgmma_block_n), its tiles fit in the resident CTAs
-/// and run unsplit (plan_split_k), and twice the 128 x 128 tiles fit too (at
+/// and run unsplit (plan_matmul_split_k), and twice the 128 x 128 tiles fit too (at
 /// 1024^3 on 132 SMs: 128 tiles of 128 x 64, or 64 tiles of 128 x 128 x 2
 /// CTAs = 128).
 inline bool wgmma_cluster_split_k_fits(std::size_t m, std::size_t n, std::size_t k, std::size_t element_bytes,
@@ -160,7 +160,8 @@ inline bool wgmma_cluster_split_k_fits(std::size_t m, std::size_t n, std::size_t
   const std::size_t tiles_128 = tiles_m * ceil_div(n, std::size_t{128});
   const auto resident = static_cast<std::size_t>(resident_ctas);
   if (tiles_64 > resident || 2 * tiles_128 > resident) return false;
-  return plan_split_k(tiles_64, m, n, k, stage_k, resident_ctas, wgmma_split_k_min_slice(element_bytes)).split == 1;
+  return plan_matmul_split_k(tiles_64, m, n, k, stage_k, resident_ctas, wgmma_split_k_min_slice(element_bytes)).split ==
+         1;
 }
 
 /// The k-steps each CTA of a split-k cluster must get for `best` to take it:
