@@ -46,12 +46,12 @@ step_sanitize() {
   for tool in memcheck racecheck; do
     sanitize_one $tool tests/elementwise/test_elementwise '*:-*Huge*:*huge*' || r=1
     sanitize_one $tool tests/matmul/test_matmul_gpu '*:-*4095*:*Large*' || r=1
-    sanitize_one $tool tests/matmul_tc/test_matmul_tensor_core '*:-*4095*:*Large*' || r=1
-    sanitize_one $tool tests/matmul_tc/test_matmul_tensor_core_f16 '*:-*4095*:*Large*' || r=1
-    sanitize_one $tool tests/matmul_epilogue/test_matmul_epilogue '*' || r=1
+    sanitize_one $tool tests/matmul/test_matmul_tensor_core '*:-*4095*:*Large*' || r=1
+    sanitize_one $tool tests/matmul/test_matmul_tensor_core_f16 '*:-*4095*:*Large*' || r=1
+    sanitize_one $tool tests/matmul/test_matmul_epilogue '*' || r=1
     sanitize_one $tool tests/matmul/test_matmul_large_tile '*' || r=1
     sanitize_one $tool tests/conv2d/test_conv2d_epilogue '*' || r=1
-    sanitize_one $tool tests/transform/test_transform '*:-*2To31*' || r=1
+    sanitize_one $tool tests/elementwise/test_transform '*:-*2To31*' || r=1
     sanitize_one $tool tests/filter2d/test_filter2d_gpu '*' || r=1
     sanitize_one $tool tests/conv2d/test_conv2d_gpu '*' || r=1
     sanitize_one $tool tests/core/test_core_gpu '*' || r=1
@@ -72,13 +72,14 @@ step_bench() {
 step_sm90a_sanitize() {
   # memcheck on every wgmma case but the big shapes; racecheck and synccheck on
   # two ragged shapes of every wgmma path (their kernels run every role, split-k,
-  # cluster exchange and epilogue form), the wgmma conv2d and the TMA filter2d.
-  local r=0 tool wide=${SM90A_WIDE:-*wgmma*:-*4095*:*4096*:*8192*:*2048*} small=${SM90A_SMALL:-*wgmma*127x129x255_NN*:*wgmma*33x65x17_TN*}
-  sanitize_one memcheck tests/matmul_tc/test_matmul_tensor_core "$wide" || r=1
-  sanitize_one memcheck tests/matmul_tc/test_matmul_tensor_core_f16 "$wide" || r=1
+  # cluster exchange and epilogue form: boundary shapes of the 128 x 64 tile and of
+  # the cluster split-k's 128 x 128, tile_shapes.hpp), the wgmma conv2d and the TMA filter2d.
+  local r=0 tool wide=${SM90A_WIDE:-*wgmma*:-*4095*:*4096*:*8192*:*2048*} small=${SM90A_SMALL:-*wgmma*127x135x*_NN*:*wgmma*129x65x*_TN*:*wgmma_cluster_splitk_127x263x*_NN*:*wgmma_cluster_splitk_129x129x*_TN*}
+  sanitize_one memcheck tests/matmul/test_matmul_tensor_core "$wide" || r=1
+  sanitize_one memcheck tests/matmul/test_matmul_tensor_core_f16 "$wide" || r=1
   for tool in racecheck synccheck; do
-    sanitize_one $tool tests/matmul_tc/test_matmul_tensor_core "$small" || r=1
-    sanitize_one $tool tests/matmul_tc/test_matmul_tensor_core_f16 "$small" || r=1
+    sanitize_one $tool tests/matmul/test_matmul_tensor_core "$small" || r=1
+    sanitize_one $tool tests/matmul/test_matmul_tensor_core_f16 "$small" || r=1
   done
   for tool in memcheck racecheck synccheck; do
     sanitize_one $tool tests/conv2d/test_conv2d_gpu "*implicit_gemm_wgmma*" || r=1
@@ -130,12 +131,12 @@ step_pyprofile() {  # build the Python package once into /tmp/kf-site, then take
 step_racecheck() {  # racecheck on shared-memory kernels, small cases (racecheck is slow)
   local r=0
   sanitize_one racecheck tests/matmul/test_matmul_gpu "MatmulGpu.*" || r=1
-  sanitize_one racecheck tests/matmul_tc/test_matmul_tensor_core "*mma_sync_*NN*:-*4095*" || r=1
+  sanitize_one racecheck tests/matmul/test_matmul_tensor_core "*mma_sync_*NN*:-*4095*" || r=1
   sanitize_one racecheck tests/conv2d/test_conv2d_gpu "*" || r=1
-  sanitize_one racecheck tests/matmul/test_matmul_gpu "*large_tile*:-*4095*:*Large*" || r=1
-  sanitize_one racecheck tests/matmul_tc/test_matmul_tensor_core_f16 "*tensor_core_f16*:-*4095*:*Large*" || r=1
+  (export KF_MATMUL_VARIANTS=large_tile; sanitize_one racecheck tests/matmul/test_matmul_gpu "Matmul/float.AllTransposes:Matmul/float.AlphaBetaPadding") || r=1
+  sanitize_one racecheck tests/matmul/test_matmul_tensor_core_f16 "*fp16_mma_sync*NN*:-*4095*:*4096*" || r=1
   sanitize_one racecheck tests/filter2d/test_filter2d_gpu "*Filter2dFloat*best_3x3*:*Filter2dFloat*smem_tiled_5x5*" || r=1
-  sanitize_one memcheck tests/matmul_tc/test_matmul_tensor_core "*:-*4095*" || r=1
+  sanitize_one memcheck tests/matmul/test_matmul_tensor_core "*:-*4095*" || r=1
   return $r
 }
 

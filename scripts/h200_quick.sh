@@ -4,7 +4,7 @@
 # build), or one that builds only the named targets first; then the named test
 # binaries (with optional gtest filters) and benchmark filters, each logged
 # under $OUT.
-#   scripts/h200_quick.sh 'build:test_matmul_gpu,bench_matmul' 'tests/matmul/test_matmul_gpu:*Half*' \
+#   scripts/h200_quick.sh 'build:test_matmul_gpu,bench_matmul' 'tests/matmul/test_matmul_gpu:Matmul/half.*' \
 #     'bench:matmul/bench_matmul:fp16/.*/4096'
 set -uo pipefail
 OUT=${OUT:-$PWD/out}

@@ -3,7 +3,7 @@
 // called through its launch function: C = ep(alpha * op(A) op(B) + beta * C, i, j)
 // with a per-column bias and a threshold ReLU, against a double-precision CPU
 // reference. The public API passes the identity (matmul_gpu_test.cpp) or the fused
-// options (tests/matmul_epilogue).
+// options (epilogue_test.cu).
 //
 // Shapes: 127 x 300 x 45 (edges in m, n and k; several tiles) and 64 x 256 x 4096
 // (one tile: split along k, so the split-k reduction applies alpha, beta and the

@@ -390,7 +390,7 @@ TEST(MatmulTuning, WgmmaBlockNIsTheWidestThatFillsTheGpu) {
   EXPECT_EQ(choose_wgmma_block_n(14 * 128, 7 * 128, resident), 64);               // 14 x 4 = 56; 98; 196 of 128 x 64
   EXPECT_EQ(choose_wgmma_block_n(14 * 128, 7 * 128 - 63, resident), 64);          // ragged n: 7 tile columns of 128
   EXPECT_EQ(choose_wgmma_block_n(11 * 128 - 127, 9 * 128 - 127, resident), 128);  // ragged m and n: 11 x 9
-  // The GPU tests' shapes (tests/matmul_tc, tests/matmul_epilogue): what each runs
+  // The GPU tests' shapes (tests/matmul: tensor_core_*_test.cu, epilogue_test.cu): what each runs
   // by shape (the tests also force the other widths).
   EXPECT_EQ(choose_wgmma_block_n(4095, 4097, resident), 256);  // 32 x 17 = 544 tiles
   EXPECT_EQ(choose_wgmma_block_n(1090, 2904, resident), 256);  // 9 x 12 = 108 (and 1090 x 2900)
