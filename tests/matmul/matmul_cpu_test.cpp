@@ -401,6 +401,9 @@ TEST(MatmulTuning, WgmmaBlockNIsTheWidestThatFillsTheGpu) {
   EXPECT_EQ(choose_wgmma_block_n(200, 136, resident), 64);
   EXPECT_EQ(choose_wgmma_block_n(1, 4096, resident), 64);
   EXPECT_EQ(choose_wgmma_block_n(1, 1, resident), 64);
+  // The largest boundary shape of the 128 x 64 tile (tile_shapes.hpp: 2 x 128 + 7
+  // by 2 x 64 + 7), which the tensor-core tests run by shape as 128 x 64 tiles.
+  EXPECT_EQ(choose_wgmma_block_n(263, 135, resident), 64);
   // Clusters of two on a GPU whose pairs hold fewer than 132 CTAs (e.g. 60 x 2):
   // the same thresholds against that count (3/4 of 120 = 90 tiles).
   EXPECT_EQ(choose_wgmma_block_n(1024, 1024, 120), 64);
