@@ -21,7 +21,7 @@
 #                                          (KF_CUDA_ARCHITECTURES, default 90), pytest, examples, bench
 #   scripts/gpu_check.sh pyprofile         the torch op's host time taken apart (package built once)
 # For example, a full session: scripts/gpu_check.sh build tests sm90a_sanitize pairs bench
-# and a focused one: scripts/gpu_check.sh build:test_matmul_gpu 'test:tests/matmul/test_matmul_gpu:*Half*'
+# and a focused one: scripts/gpu_check.sh build:test_matmul_gpu 'test:tests/matmul/test_matmul_gpu:Matmul/half.*'
 # After `doctor`: python3 tools/doctor/update_readme.py $OUT/doctor/doctor.txt refreshes the
 # README's doctor output, and $OUT/doctor/timeline.png is example 04's figure.
 set -uo pipefail
@@ -36,12 +36,12 @@ rc=0
 
 # The test binaries the sanitizer steps run (paths under $build).
 t_elementwise=tests/elementwise/test_elementwise
-t_transform=tests/transform/test_transform
+t_transform=tests/elementwise/test_transform
 t_matmul=tests/matmul/test_matmul_gpu
 t_large_tile=tests/matmul/test_matmul_large_tile
-t_tc_tf32=tests/matmul_tc/test_matmul_tensor_core
-t_tc_f16=tests/matmul_tc/test_matmul_tensor_core_f16
-t_matmul_epilogue=tests/matmul_epilogue/test_matmul_epilogue
+t_tc_tf32=tests/matmul/test_matmul_tensor_core
+t_tc_f16=tests/matmul/test_matmul_tensor_core_f16
+t_matmul_epilogue=tests/matmul/test_matmul_epilogue
 t_conv2d=tests/conv2d/test_conv2d_gpu
 t_conv2d_epilogue=tests/conv2d/test_conv2d_epilogue
 t_filter2d=tests/filter2d/test_filter2d_gpu
@@ -132,8 +132,11 @@ step_sanitize() {
 step_sm90a_sanitize() {
   # memcheck on every wgmma case but the big shapes; racecheck and synccheck on
   # two ragged shapes of every wgmma path (their kernels run every role, split-k,
-  # cluster exchange and epilogue form), the wgmma conv2d and the TMA filter2d.
-  local r=0 tool wide=${SM90A_WIDE:-*wgmma*:-*4095*:*4096*:*8192*:*2048*} small=${SM90A_SMALL:-*wgmma*127x129x255_NN*:*wgmma*33x65x17_TN*}
+  # cluster exchange and epilogue form: boundary shapes of the 128 x 64 tile and of
+  # the cluster split-k's 128 x 128, tests/matmul/tile_shapes.hpp), the wgmma conv2d
+  # and the TMA filter2d.
+  local r=0 tool wide=${SM90A_WIDE:-*wgmma*:-*4095*:*4096*:*8192*:*2048*}
+  local small=${SM90A_SMALL:-*wgmma*127x135x*_NN*:*wgmma*129x65x*_TN*:*wgmma_cluster_splitk_127x263x*_NN*:*wgmma_cluster_splitk_129x129x*_TN*}
   sanitize_one memcheck $t_tc_tf32 "$wide" || r=1
   sanitize_one memcheck $t_tc_f16 "$wide" || r=1
   for tool in racecheck synccheck; do
@@ -152,8 +155,10 @@ step_racecheck() {  # racecheck on shared-memory kernels, small cases (racecheck
   sanitize_one racecheck $t_matmul "MatmulGpu.*" || r=1
   sanitize_one racecheck $t_tc_tf32 "*mma_sync_*NN*:-*4095*" || r=1
   sanitize_one racecheck $t_conv2d "*" || r=1
-  sanitize_one racecheck $t_matmul "*large_tile*:-*4095*:*Large*" || r=1
-  sanitize_one racecheck $t_tc_f16 "*tensor_core_f16*:-*4095*:*Large*" || r=1
+  # The typed sweeps take their variants from KF_MATMUL_VARIANTS (tests/matmul/matmul_gpu_test.cpp).
+  (export KF_MATMUL_VARIANTS=large_tile
+   sanitize_one racecheck $t_matmul "Matmul/float.AllTransposes:Matmul/float.AlphaBetaPadding") || r=1
+  sanitize_one racecheck $t_tc_f16 "*fp16_mma_sync*NN*:-*4095*:*4096*" || r=1
   sanitize_one racecheck $t_filter2d "*Filter2dFloat*best_3x3*:*Filter2dFloat*smem_tiled_5x5*" || r=1
   sanitize_one memcheck $t_tc_tf32 "*:-*4095*" || r=1
   return $r

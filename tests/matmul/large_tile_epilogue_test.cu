@@ -3,11 +3,11 @@
 // called through its launch function: C = ep(alpha * op(A) op(B) + beta * C, i, j)
 // with a per-column bias and a threshold ReLU, against a double-precision CPU
 // reference. The public API passes the identity (matmul_gpu_test.cpp) or the fused
-// options (tests/matmul_epilogue).
+// options (epilogue_test.cu).
 //
-// Shapes: 127 x 300 x 45 (edges in m, n and k; several tiles) and 64 x 256 x 4096
-// (one tile: split along k, so the split-k reduction applies alpha, beta and the
-// functor, once per element).
+// Shapes, from the 128 x 256 tile's constants: 127 x 300 x 45 (edges in m, n
+// and k; several tiles) and 64 x 256 x 4096 (one tile: split along k, so the
+// split-k reduction applies alpha, beta and the functor, once per element).
 // All four transposes; aligned and misaligned (one element off) operands; C
 // NaN-poisoned with beta = 0, random with beta = 0.5.
 // Tolerance: |got - ref| <= 4 sqrt(k) 2^-24 (|alpha| sum |a||b| + |beta c|) + 1e-30,
@@ -100,7 +100,14 @@ struct epilogue_case {
 TEST(MatmulLargeTile, EpilogueAfterAlphaBeta) {
   KF_SKIP_WITHOUT_GPU();
   std::uint64_t seed = 1000;
-  for (const auto& [m, n, k] : {std::tuple<std::size_t, std::size_t, std::size_t>{127, 300, 45}, {64, 256, 4096}}) {
+  // From the tile the shapes below run (tuning.hpp: 128 x 256, k-slices of 16 on sm_80+):
+  // one partial tile row, a second tile column 44 wide and a third k-slice 13 deep
+  // (127 x 300 x 45); half a tile row by one whole tile column, k long enough to
+  // split (64 x 256 x 4096).
+  using tile = kf::detail::large_tile_128x256<kf::detail::warp_tiled_tuning_id::large_smem>;
+  constexpr std::size_t bm = tile::block_m, bn = tile::block_n, bk = tile::block_k;
+  for (const auto& [m, n, k] :
+       {std::tuple<std::size_t, std::size_t, std::size_t>{bm - 1, bn + 44, 2 * bk + 13}, {bm / 2, bn, 4096}}) {
     for (int t = 0; t < 4; ++t) {
       for (bool misaligned : {false, true}) {
         for (float beta : {0.f, 0.5f}) {

@@ -459,7 +459,7 @@ TEST(MatmulTuning, WgmmaBlockNIsTheWidestThatFillsTheGpu) {
   EXPECT_EQ(choose_wgmma_block_n(14 * 128, 7 * 128, resident), 64);               // 14 x 4 = 56; 98; 196 of 128 x 64
   EXPECT_EQ(choose_wgmma_block_n(14 * 128, 7 * 128 - 63, resident), 64);          // ragged n: 7 tile columns of 128
   EXPECT_EQ(choose_wgmma_block_n(11 * 128 - 127, 9 * 128 - 127, resident), 128);  // ragged m and n: 11 x 9
-  // The GPU tests' shapes (tests/matmul_tc, tests/matmul_epilogue): what each runs
+  // The GPU tests' shapes (tests/matmul: tensor_core_*_test.cu, epilogue_test.cu): what each runs
   // by shape (the tests also force the other widths).
   EXPECT_EQ(choose_wgmma_block_n(4095, 4097, resident), 256);  // 32 x 17 = 544 tiles
   EXPECT_EQ(choose_wgmma_block_n(1090, 2904, resident), 256);  // 9 x 12 = 108 (and 1090 x 2900)
@@ -470,6 +470,9 @@ TEST(MatmulTuning, WgmmaBlockNIsTheWidestThatFillsTheGpu) {
   EXPECT_EQ(choose_wgmma_block_n(200, 136, resident), 64);
   EXPECT_EQ(choose_wgmma_block_n(1, 4096, resident), 64);
   EXPECT_EQ(choose_wgmma_block_n(1, 1, resident), 64);
+  // The largest boundary shape of the 128 x 64 tile (tile_shapes.hpp: 2 x 128 + 7
+  // by 2 x 64 + 7), which the tensor-core tests run by shape as 128 x 64 tiles.
+  EXPECT_EQ(choose_wgmma_block_n(263, 135, resident), 64);
   // Clusters of two on a GPU whose pairs hold fewer than 132 CTAs (e.g. 60 x 2):
   // the same thresholds against that count (3/4 of 120 = 90 tiles).
   EXPECT_EQ(choose_wgmma_block_n(1024, 1024, 120), 64);

@@ -4,33 +4,29 @@
 // the reason where there is no GPU.
 //
 // Covering design (the full product of variants x shapes x transposes x alpha
-// x beta x 3 paddings x alignment would be ~10^4 cases): one test case per
-// variant x shape runs all four transpose combinations, each with alpha, beta,
+// x beta x 3 paddings x alignment would be ~10^4 checks): one typed suite over
+// float, double, __half and __nv_bfloat16 (matmul_traits: each type's
+// variants and tolerance), whose sweeps run, for every variant x shape, all
+// four transpose combinations, each with alpha, beta,
 // paddings and pointer offset drawn from a seeded generator (reproducible:
 // the seed is the variant, shape and transposes). Two of the four cases use an
 // "aligned" layout (offset 0, leading dimensions multiples of 4: the 16-byte
 // paths of vectorized, warp_tiled and large_tile), two a random one (paddings 0, 1 or 37
 // elements, offset 0 or 1 element: the scalar fallbacks); which two alternates
-// with the shape, so every transpose meets both. The Scalars tests then run
+// with the shape, so every transpose meets both. AlphaBetaPadding then runs
 // every alpha x beta x padding value (alpha 1, -0.5; beta 0, 1, 0.25; padding 0, 1, 37) for every variant.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <ostream>
+#include <cstdlib>
 #include <string>
-#include <tuple>
 #include <type_traits>
 #include <vector>
 
 #include "matmul_case.hpp"
 #include "kernelforge/reference/matmul.hpp"
-
-namespace kf {
-// Readable parameters in test output and test names (instead of raw bytes).
-inline void PrintTo(matmul_variant v, std::ostream* os) { *os << to_string(v); }
-}  // namespace kf
 
 namespace {
 
@@ -47,30 +43,61 @@ int device_cc() {
   return cc;
 }
 
-const std::vector<matmul_variant>& float_variants() {
-  static const std::vector<matmul_variant> v = {
-      matmul_variant::naive,        matmul_variant::coalesced,    matmul_variant::smem_tiled,
-      matmul_variant::blocktile_1d, matmul_variant::blocktile_2d, matmul_variant::vectorized,
-      matmul_variant::warp_tiled,   matmul_variant::large_tile,   matmul_variant::tensor_core_tf32,
-      matmul_variant::best};
-  return v;
-}
-
-const std::vector<matmul_variant>& double_variants() {
-  static const std::vector<matmul_variant> v = {matmul_variant::naive, matmul_variant::smem_tiled,
-                                                matmul_variant::blocktile_2d, matmul_variant::best};
-  return v;
-}
-
-/// The variants compiled for __half and __nv_bfloat16.
-const std::vector<matmul_variant>& half_variants() {
-  static const std::vector<matmul_variant> v = {matmul_variant::naive, matmul_variant::tensor_core_f16,
-                                                matmul_variant::wgmma_f16, matmul_variant::best};
-  return v;
-}
-
+/// What the typed suite needs to know of each element type: the variants
+/// compiled for it, the tolerance each runs under (matmul_case.hpp:
+/// matmul_tolerance) and the compute capability it needs, and a seed salt
+/// (__half and __nv_bfloat16 have the same size, so the salt is not sizeof).
 template <class T>
-constexpr bool is_16bit = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
+struct matmul_traits;
+
+template <>
+struct matmul_traits<float> {
+  static const std::vector<matmul_variant>& variants() {
+    static const std::vector<matmul_variant> v = {
+        matmul_variant::naive,        matmul_variant::coalesced,    matmul_variant::smem_tiled,
+        matmul_variant::blocktile_1d, matmul_variant::blocktile_2d, matmul_variant::vectorized,
+        matmul_variant::warp_tiled,   matmul_variant::large_tile,   matmul_variant::tensor_core_tf32,
+        matmul_variant::best};
+    return v;
+  }
+  static bool tensor_cores(matmul_variant v) { return v == matmul_variant::tensor_core_tf32; }
+  static precision precision_of(matmul_variant v) { return tensor_cores(v) ? precision::tf32 : precision::exact; }
+  static constexpr const char* tensor_core_name = "TF32";
+  static constexpr std::uint64_t salt = 4;
+};
+
+template <>
+struct matmul_traits<double> {
+  static const std::vector<matmul_variant>& variants() {
+    static const std::vector<matmul_variant> v = {matmul_variant::naive, matmul_variant::smem_tiled,
+                                                  matmul_variant::blocktile_2d, matmul_variant::best};
+    return v;
+  }
+  static bool tensor_cores(matmul_variant) { return false; }
+  static precision precision_of(matmul_variant) { return precision::exact; }
+  static constexpr const char* tensor_core_name = "";
+  static constexpr std::uint64_t salt = 8;
+};
+
+/// __half and __nv_bfloat16: fp32 accumulation, one rounding to T (tolerance: matmul_case.hpp).
+template <std::uint64_t Salt>
+struct matmul_traits_16bit {
+  static const std::vector<matmul_variant>& variants() {
+    static const std::vector<matmul_variant> v = {matmul_variant::naive, matmul_variant::tensor_core_f16,
+                                                  matmul_variant::wgmma_f16, matmul_variant::best};
+    return v;
+  }
+  static bool tensor_cores(matmul_variant v) {
+    return v == matmul_variant::tensor_core_f16 || v == matmul_variant::wgmma_f16;
+  }
+  static precision precision_of(matmul_variant) { return precision::fp32_accumulate; }
+  static constexpr const char* tensor_core_name = "fp16 / bf16";
+  static constexpr std::uint64_t salt = Salt;
+};
+template <>
+struct matmul_traits<__half> : matmul_traits_16bit<2> {};
+template <>
+struct matmul_traits<__nv_bfloat16> : matmul_traits_16bit<18> {};
 
 /// How a variant runs on this machine: its options and precision, or the error it must raise.
 struct variant_plan {
@@ -82,31 +109,17 @@ struct variant_plan {
 
 template <class T>
 variant_plan plan_for(matmul_variant v) {
+  using traits = matmul_traits<T>;
   variant_plan p;
   p.options.variant = v;
-  if constexpr (is_16bit<T>) {
-    p.prec = precision::fp32_accumulate;
-    if ((v == matmul_variant::tensor_core_f16 || v == matmul_variant::wgmma_f16) && device_cc() < 80) {
-      p.expect_unsupported = true;
-      p.why = "fp16 / bf16 tensor cores need compute capability 8.0; this GPU is " + std::to_string(device_cc());
-    }
-    return p;
-  }
-  if (v == matmul_variant::tensor_core_tf32) {
-    p.options.math = kf::math_mode::tf32;
-    p.prec = precision::tf32;
-    if (device_cc() < 80) {
-      p.expect_unsupported = true;
-      p.why = "TF32 tensor cores need compute capability 8.0; this GPU is " + std::to_string(device_cc());
-    }
+  p.prec = traits::precision_of(v);
+  if (p.prec == precision::tf32) p.options.math = kf::math_mode::tf32;
+  if (traits::tensor_cores(v) && device_cc() < 80) {
+    p.expect_unsupported = true;
+    p.why = std::string(traits::tensor_core_name) + " tensor cores need compute capability 8.0; this GPU is " +
+            std::to_string(device_cc());
   }
   return p;
-}
-
-/// Distinct seeds per element type (__half and __nv_bfloat16 have the same size).
-template <class T>
-constexpr std::uint64_t type_salt() {
-  return sizeof(T) + (std::is_same_v<T, __nv_bfloat16> ? 16 : 0);
 }
 
 std::uint64_t seed_of(matmul_variant v, std::size_t shape_index, int transposes, std::uint64_t salt) {
@@ -150,13 +163,31 @@ matmul_case<T> random_case(const matmul_shape& s, int transposes, bool aligned, 
   return c;
 }
 
-/// Runs the four transpose combinations of one variant x shape.
+/// The variants a sweep runs: the type's list, or those of it named in the
+/// environment variable KF_MATMUL_VARIANTS (comma-separated, e.g.
+/// "large_tile,best": how scripts/h200_check.sh runs one variant under a
+/// sanitizer). A sweep left with none skips (it cannot pass by running nothing).
+template <class T>
+std::vector<matmul_variant> selected_variants() {
+  const std::vector<matmul_variant>& all = matmul_traits<T>::variants();
+  const char* env = std::getenv("KF_MATMUL_VARIANTS");
+  if (env == nullptr || *env == '\0') return all;
+  const std::string wanted = "," + std::string(env) + ",";
+  std::vector<matmul_variant> out;
+  for (matmul_variant v : all) {
+    if (wanted.find("," + std::string(kf::to_string(v)) + ",") != std::string::npos) out.push_back(v);
+  }
+  return out;
+}
+
+/// Runs the four transpose combinations of one variant x shape; `shape_index`
+/// seeds the data (matmul_shapes().size(): the huge shape).
 template <class T>
 void run_all_transposes(matmul_variant v, std::size_t shape_index, const matmul_shape& s, bool sampled) {
   const variant_plan p = plan_for<T>(v);
   for (int t = 0; t < 4; ++t) {
     const bool aligned = ((t + shape_index) % 2) == 0;
-    const std::uint64_t seed = seed_of(v, shape_index, t, type_salt<T>());
+    const std::uint64_t seed = seed_of(v, shape_index, t, matmul_traits<T>::salt);
     matmul_case<T> c = random_case<T>(s, t, aligned, seed);
     c.sampled = sampled;
     SCOPED_TRACE(std::string(kf::to_string(v)) + " " + c.describe());
@@ -173,75 +204,13 @@ void run_all_transposes(matmul_variant v, std::size_t shape_index, const matmul_
   }
 }
 
-std::string shape_name(std::size_t index) {
-  const matmul_shape s =
-      index < kf::test::matmul_shapes().size() ? kf::test::matmul_shapes()[index] : kf::test::huge_shape();
-  return kf::test::to_string(s);
-}
-
-using variant_shape = std::tuple<matmul_variant, std::size_t>;  // shape index; matmul_shapes().size() = huge
-
-std::string param_name(const ::testing::TestParamInfo<variant_shape>& info) {
-  return std::string(kf::to_string(std::get<0>(info.param))) + "_" + shape_name(std::get<1>(info.param));
-}
-
-std::vector<variant_shape> product(const std::vector<matmul_variant>& variants, bool with_huge) {
-  std::vector<variant_shape> out;
-  for (matmul_variant v : variants) {
-    for (std::size_t i = 0; i < kf::test::matmul_shapes().size(); ++i) out.emplace_back(v, i);
-  }
-  if (with_huge) {
-    // Every variant, the tutorial steps too: at under 1 s each (naive: ~0.3 s
-    // per product on an H200) the 4095 x 4097 x 4093 case is affordable.
-    for (matmul_variant v : variants) out.emplace_back(v, kf::test::matmul_shapes().size());
-  }
-  return out;
-}
-
-template <class T>
-void run_param(const variant_shape& param) {
-  const auto [v, index] = param;
-  const bool huge = index == kf::test::matmul_shapes().size();
-  run_all_transposes<T>(v, index, huge ? kf::test::huge_shape() : kf::test::matmul_shapes()[index], huge);
-}
-
-// ---- every variant x every shape, all four transposes ------------------------
-class MatmulFloat : public ::testing::TestWithParam<variant_shape> {};
-TEST_P(MatmulFloat, AllTransposes) {
-  KF_SKIP_WITHOUT_GPU();
-  run_param<float>(GetParam());
-}
-INSTANTIATE_TEST_SUITE_P(Shapes, MatmulFloat, ::testing::ValuesIn(product(float_variants(), true)), param_name);
-
-class MatmulDouble : public ::testing::TestWithParam<variant_shape> {};
-TEST_P(MatmulDouble, AllTransposes) {
-  KF_SKIP_WITHOUT_GPU();
-  run_param<double>(GetParam());
-}
-INSTANTIATE_TEST_SUITE_P(Shapes, MatmulDouble, ::testing::ValuesIn(product(double_variants(), true)), param_name);
-
-// __half and __nv_bfloat16: fp32 accumulation, one rounding to T (tolerance: matmul_case.hpp).
-class MatmulHalf : public ::testing::TestWithParam<variant_shape> {};
-TEST_P(MatmulHalf, AllTransposes) {
-  KF_SKIP_WITHOUT_GPU();
-  run_param<__half>(GetParam());
-}
-INSTANTIATE_TEST_SUITE_P(Shapes, MatmulHalf, ::testing::ValuesIn(product(half_variants(), true)), param_name);
-
-class MatmulBfloat16 : public ::testing::TestWithParam<variant_shape> {};
-TEST_P(MatmulBfloat16, AllTransposes) {
-  KF_SKIP_WITHOUT_GPU();
-  run_param<__nv_bfloat16>(GetParam());
-}
-INSTANTIATE_TEST_SUITE_P(Shapes, MatmulBfloat16, ::testing::ValuesIn(product(half_variants(), true)), param_name);
-
-// ---- every alpha x beta x padding value, per variant -------------------------
-/// 127 x 129 x 255 crosses a block-tile edge in m, n and k for every tile size;
-/// the 18 alpha x beta x padding combinations cycle through the transposes.
+/// Every alpha x beta x padding value on 127 x 129 x 255, which crosses a
+/// block-tile edge in m, n and k for every tile size; the 18 combinations
+/// cycle through the transposes.
 template <class T>
 void run_scalars(matmul_variant v) {
   const variant_plan p = plan_for<T>(v);
-  if (p.expect_unsupported) GTEST_SKIP() << p.why << " (covered by the AllTransposes tests)";
+  if (p.expect_unsupported) return;  // covered by AllTransposes
   const matmul_shape s{127, 129, 255};
   int index = 0;
   for (double alpha : {1.0, -0.5}) {
@@ -254,45 +223,65 @@ void run_scalars(matmul_variant v) {
         c.alpha = static_cast<kf::compute_t<T>>(alpha);
         c.beta = static_cast<kf::compute_t<T>>(beta);
         c.pad_a = c.pad_b = c.pad_c = pad;
-        const std::uint64_t seed = seed_of(v, 100 + index, index % 4, type_salt<T>());
-        EXPECT_TRUE(kf::test::check_matmul(c, p.options, p.prec, seed)) << kf::to_string(v);
+        const std::uint64_t seed = seed_of(v, 100 + index, index % 4, matmul_traits<T>::salt);
+        EXPECT_TRUE(kf::test::check_matmul(c, p.options, p.prec, seed)) << kf::to_string(v) << " " << c.describe();
         ++index;
       }
     }
   }
 }
 
-class MatmulFloatScalars : public ::testing::TestWithParam<matmul_variant> {};
-TEST_P(MatmulFloatScalars, AlphaBetaPadding) {
-  KF_SKIP_WITHOUT_GPU();
-  run_scalars<float>(GetParam());
-}
-INSTANTIATE_TEST_SUITE_P(Variants, MatmulFloatScalars, ::testing::ValuesIn(float_variants()),
-                         [](const auto& info) { return std::string(kf::to_string(info.param)); });
+// ---- the typed suite: float, double, __half, __nv_bfloat16 --------------------
+// Each case sweeps every variant of its type (matmul_traits) and reports every
+// failing variant x shape x transposes (the SCOPED_TRACE of each check).
+template <class T>
+class Matmul : public ::testing::Test {};
 
-class MatmulDoubleScalars : public ::testing::TestWithParam<matmul_variant> {};
-TEST_P(MatmulDoubleScalars, AlphaBetaPadding) {
-  KF_SKIP_WITHOUT_GPU();
-  run_scalars<double>(GetParam());
-}
-INSTANTIATE_TEST_SUITE_P(Variants, MatmulDoubleScalars, ::testing::ValuesIn(double_variants()),
-                         [](const auto& info) { return std::string(kf::to_string(info.param)); });
+struct type_names {
+  template <class T>
+  static std::string GetName(int) {
+    if (std::is_same_v<T, float>) return "float";
+    if (std::is_same_v<T, double>) return "double";
+    if (std::is_same_v<T, __half>) return "half";
+    return "bfloat16";
+  }
+};
 
-class MatmulHalfScalars : public ::testing::TestWithParam<matmul_variant> {};
-TEST_P(MatmulHalfScalars, AlphaBetaPadding) {
-  KF_SKIP_WITHOUT_GPU();
-  run_scalars<__half>(GetParam());
-}
-INSTANTIATE_TEST_SUITE_P(Variants, MatmulHalfScalars, ::testing::ValuesIn(half_variants()),
-                         [](const auto& info) { return std::string(kf::to_string(info.param)); });
+using element_types = ::testing::Types<float, double, __half, __nv_bfloat16>;
+TYPED_TEST_SUITE(Matmul, element_types, type_names);
 
-class MatmulBfloat16Scalars : public ::testing::TestWithParam<matmul_variant> {};
-TEST_P(MatmulBfloat16Scalars, AlphaBetaPadding) {
+/// Every variant x every shape of matmul_shapes(), all four transposes.
+TYPED_TEST(Matmul, AllTransposes) {
   KF_SKIP_WITHOUT_GPU();
-  run_scalars<__nv_bfloat16>(GetParam());
+  const std::vector<matmul_variant> variants = selected_variants<TypeParam>();
+  if (variants.empty()) GTEST_SKIP() << "KF_MATMUL_VARIANTS names none of this type's variants";
+  for (matmul_variant v : variants) {
+    for (std::size_t i = 0; i < kf::test::matmul_shapes().size(); ++i) {
+      run_all_transposes<TypeParam>(v, i, kf::test::matmul_shapes()[i], false);
+    }
+  }
 }
-INSTANTIATE_TEST_SUITE_P(Variants, MatmulBfloat16Scalars, ::testing::ValuesIn(half_variants()),
-                         [](const auto& info) { return std::string(kf::to_string(info.param)); });
+
+/// Every variant, the tutorial steps too, on huge_shape() (checked on a sample of
+/// entries): at under 1 s each (naive: ~0.3 s per product on an H200) the
+/// 4095 x 4097 x 4093 case is affordable. (The name carries the shape, so that
+/// a gtest filter such as -*4095* leaves it out.)
+TYPED_TEST(Matmul, AllTransposes4095x4097x4093) {
+  KF_SKIP_WITHOUT_GPU();
+  const std::vector<matmul_variant> variants = selected_variants<TypeParam>();
+  if (variants.empty()) GTEST_SKIP() << "KF_MATMUL_VARIANTS names none of this type's variants";
+  for (matmul_variant v : variants) {
+    run_all_transposes<TypeParam>(v, kf::test::matmul_shapes().size(), kf::test::huge_shape(), true);
+  }
+}
+
+/// Every alpha x beta x padding value, per variant.
+TYPED_TEST(Matmul, AlphaBetaPadding) {
+  KF_SKIP_WITHOUT_GPU();
+  const std::vector<matmul_variant> variants = selected_variants<TypeParam>();
+  if (variants.empty()) GTEST_SKIP() << "KF_MATMUL_VARIANTS names none of this type's variants";
+  for (matmul_variant v : variants) run_scalars<TypeParam>(v);
+}
 
 // ---- edge cases -----------------------------------------------------------
 /// k == 0: C = beta * C; beta == 0 writes zeros without reading C (NaN-poisoned here).
@@ -366,7 +355,7 @@ TEST(MatmulGpu, EmptyProductIsANoOp) {
   KF_SKIP_WITHOUT_GPU();
   std::vector<float> c0 = kf::test::random_vector<float>(16, 9);
   kf::device_buffer<float> dc = kf::to_device(c0);
-  for (matmul_variant v : float_variants()) {
+  for (matmul_variant v : matmul_traits<float>::variants()) {
     kf::matmul_options o;
     o.variant = v;
     o.math = kf::math_mode::tf32;
@@ -435,7 +424,7 @@ TEST(MatmulGpu, RunsOnTheGivenStream) {
 
 /// best with math_mode::tf32 may use tensor cores on sm_80+ (TF32 tolerance);
 /// with math_mode::exact it never does (exact tolerance, checked by every
-/// MatmulFloat.AllTransposes/best_* test).
+/// Matmul/float.AllTransposes sweep).
 TEST(MatmulGpu, BestWithTf32) {
   KF_SKIP_WITHOUT_GPU();
   matmul_case<float> c;

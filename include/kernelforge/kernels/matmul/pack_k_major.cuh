@@ -24,7 +24,7 @@
 //    chunk column in the source (pack_layout::offset). A thread scatters its
 //    source chunk's elements to one word-column of 8 distinct chunks-mod-8, and
 //    reads back whole destination chunks, 8 distinct bank groups a quarter-warp
-//    (tests/matmul_tc/pack_test.cu checks both on the CPU).
+//    (tests/matmul/pack_test.cu checks both on the CPU).
 //  * The copy case (source already k-contiguous, misaligned rows) needs no
 //    shared memory at all: loads to registers, then 16-byte stores.
 //  * One tile per block, as many blocks as tiles (4096 at 4096 x 4096 floats):

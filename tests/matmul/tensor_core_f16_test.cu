@@ -7,7 +7,7 @@
 //    a library built with 90): single CTAs, clusters of 2 sharing B (forced) and
 //    clusters of 2 sharing A (forced: wgmma_cluster_mode::share_a), at every shape and
 //    forced width. Sharing A, the cluster's CTAs take adjacent n-tiles: odd tile
-//    counts along n (129, 257, 300 and 520 at 64 wide; 4097 at 256 and 64) leave
+//    counts along n (2 x 64 + 7, 257, 300 and 520 at 64 wide; 4097 at 256 and 64) leave
 //    the last cluster's second CTA outside C; a single tile column (n = 1) runs
 //    single CTAs; 1 x 4096 x 512 (a single tile row) clusters only this way;
 //    130 x 300 x 2051 and 1 x 1 x 4096 split k.
@@ -15,8 +15,8 @@
 //    row-major product at shapes derived from their tile constants (below).
 //  * wgmma_cluster_splitk: the cluster split-k (forced: wgmma_cluster_mode::split_k):
 //    128 x 128 tiles, a cluster of 2 on each, CTA r over half of the k-steps
-//    of 64, the halves added in shared memory. k-steps: 1 x 1 x 1, 33 x 65 x
-//    17 and 128 x 256 x 64 have one (CTA 1 adds zeros), 1090 x 2904 x 72 two,
+//    of 64, the halves added in shared memory. k-steps: the boundary shapes
+//    with k <= 64 and 128 x 256 x 64 have one (CTA 1 adds zeros), 1090 x 2904 x 72 two,
 //    513 x 257 x 1031 and 130 x 300 x 2051 an odd count (17, 33); 1090 x 2904
 //    x 72 and 4095 x 4097 x 4093 have more tiles than the GPU holds clusters
 //    (each CTA's receive buffer is reused); B n-major in place, k-major or
@@ -29,6 +29,10 @@
 // 64 rows hold 2 of C's) and in n (a chunk of 8 or 24 of its 64 columns inside
 // C, chunks wholly past C skipped); 1 x 8 x 16 and 1 x 4096 x 512 a single row
 // (the second warpgroup stores nothing).
+// Shapes: the boundary shapes of each path's tile, derived from the kernel's
+// own constants (tile_shapes.hpp, tile_of), and odd_shapes(), picked for a
+// property of their own; MatmulTensorCoreF16Shapes checks on the CPU that they
+// cover every case this suite listed by hand before.
 // Cases, checks and tolerance: tests/matmul/matmul_case.hpp (double reference,
 // NaN-poisoned C with beta 0, NaN in the padding, sentinels around C,
 // |err| <= (4 sqrt(k) + k/16 + 4) 2^-23 * sum|a b| + 2 u_T |ref|). Every shape
@@ -58,11 +62,12 @@
 
 #include <cuda_runtime_api.h>
 
-#include "../matmul/matmul_case.hpp"
+#include "matmul_case.hpp"
 #include "kernelforge/device_buffer.hpp"
 #include "kernelforge/error.hpp"
 #include "kernelforge/kernels/matmul/tensor_core_f16_launch.cuh"
 #include "kernelforge/kernels/matmul/wgmma_sm90a.hpp"
+#include "wgmma_tile_shapes.cuh"
 
 namespace {
 
@@ -157,37 +162,102 @@ std::string describe(const tc_case& c) {
   return o.str();
 }
 
+void PrintTo(const tc_case& c, std::ostream* os) { *os << describe(c); }
+
+namespace f16_mma = kf::detail::f16_mma;
+
+/// The tile a path runs at width block_n, from the kernel's own constants
+/// (10_tensor_core_f16.cuh; the wgmma paths: wgmma_tile_shapes.cuh, the same for
+/// __half and __nv_bfloat16).
+kf::test::tile_shape tile_of(path p, int block_n) {
+  if (p == path::mma_sync) return {f16_mma::block_m, f16_mma::block_n, f16_mma::block_k, f16_mma::stages};
+  return kf::test::wgmma_tile<__half>(block_n, p == path::wgmma_cluster_splitk);
+}
+
+/// Shapes picked for a property of their own, beside the boundary shapes (see
+/// the top of this file): whole tiles and the staged epilogue's chunks
+/// (128 x 256 x 64, 200 x 136 x 72, 1 x 8 x 16), split-k (513 x 257 x 1031,
+/// 1 x 1 x 4096, 130 x 300 x 2051), one tile row or column (1 x 4096 x 512,
+/// 4096 x 1 x 512), one N-major box a stage (300 x 520 x 64), 108 tiles of
+/// 128 x 256 (1090 x 2904 x 72) and more tiles than the GPU holds CTAs.
+const std::vector<matmul_shape>& odd_shapes() {
+  static const std::vector<matmul_shape> s = {{128, 256, 64}, {513, 257, 1031}, {1, 1, 4096},      {1, 4096, 512},
+                                              {4096, 1, 512}, {300, 520, 64},   {130, 300, 2051},  {1090, 2904, 72},
+                                              {200, 136, 72}, {1, 8, 16},       {4095, 4097, 4093}};
+  return s;
+}
+
 /// Shapes the wgmma paths also run at a forced tile width (by shape they run
 /// another): 128 x 128 and 128 x 256 on small, ragged shapes (split-k at 128 on
-/// 130 x 300 x 2051), 128 x 64 on shapes that pick 128 x 256.
+/// 130 x 300 x 2051), 128 x 64 on shapes that pick 128 x 256; and 128 and 256
+/// on the last boundary shape of their own tile (three tiles each way, the
+/// last partial, and the stage ring wrapped by a partial step).
 struct forced_width {
   matmul_shape s;
   int block_n;
 };
-const forced_width forced_widths[] = {{{513, 257, 1031}, 128}, {{130, 300, 2051}, 128}, {{300, 520, 64}, 128},
-                                      {{300, 520, 64}, 256},   {{1, 4096, 512}, 128},   {{1090, 2904, 72}, 64},
-                                      {{1090, 2904, 72}, 128}, {{4095, 4097, 4093}, 64}};
+std::vector<forced_width> forced_widths() {
+  std::vector<forced_width> out = {{{513, 257, 1031}, 128}, {{130, 300, 2051}, 128}, {{300, 520, 64}, 128},
+                                   {{300, 520, 64}, 256},   {{1, 4096, 512}, 128},   {{1090, 2904, 72}, 64},
+                                   {{1090, 2904, 72}, 128}, {{4095, 4097, 4093}, 64}};
+  for (int block_n : {128, 256}) {
+    out.push_back({kf::test::boundary_shapes<matmul_shape>(tile_of(path::wgmma_cluster2, block_n)).back(), block_n});
+  }
+  return out;
+}
 
-void PrintTo(const tc_case& c, std::ostream* os) { *os << describe(c); }
+const path all_paths[] = {path::mma_sync, path::wgmma_cluster1, path::wgmma_cluster2, path::wgmma_mcast_a,
+                          path::wgmma_cluster_splitk};
 
 std::vector<tc_case> all_cases() {
+  std::vector<tc_case> cases;
+  for (bool bf16 : {false, true})
+    for (path p : all_paths) {
+      std::vector<matmul_shape> shapes = kf::test::boundary_shapes<matmul_shape>(tile_of(p, 0));
+      shapes.insert(shapes.end(), odd_shapes().begin(), odd_shapes().end());
+      for (const matmul_shape& s : shapes)
+        for (bool ta : {false, true})
+          for (bool tb : {false, true}) cases.push_back({s, ta, tb, p, bf16});
+    }
+  for (bool bf16 : {false, true})
+    for (path p : {path::wgmma_cluster1, path::wgmma_cluster2, path::wgmma_mcast_a})
+      for (const forced_width& f : forced_widths())
+        for (bool ta : {false, true})
+          for (bool tb : {false, true}) cases.push_back({f.s, ta, tb, p, bf16, f.block_n});
+  return cases;
+}
+
+/// The cases this suite listed by hand before its boundary shapes came from
+/// the tile constants: each must still run, or a case of the same type, path,
+/// transposes and width on a shape that meets the tile's edges wherever it
+/// does (tile_shapes.hpp: covers).
+std::vector<tc_case> hand_listed_cases() {
   const std::vector<matmul_shape> shapes = {{1, 1, 1},        {33, 65, 17},     {127, 129, 255},  {128, 256, 64},
                                             {513, 257, 1031}, {1, 1, 4096},     {1, 4096, 512},   {4096, 1, 512},
                                             {300, 520, 64},   {130, 300, 2051}, {1090, 2904, 72}, {4095, 4097, 4093},
                                             {200, 136, 72},   {1, 8, 16}};
+  const forced_width widths[] = {{{513, 257, 1031}, 128}, {{130, 300, 2051}, 128}, {{300, 520, 64}, 128},
+                                 {{300, 520, 64}, 256},   {{1, 4096, 512}, 128},   {{1090, 2904, 72}, 64},
+                                 {{1090, 2904, 72}, 128}, {{4095, 4097, 4093}, 64}};
   std::vector<tc_case> cases;
-  for (bool bf16 : {false, true})
-    for (path p :
-         {path::mma_sync, path::wgmma_cluster1, path::wgmma_cluster2, path::wgmma_mcast_a, path::wgmma_cluster_splitk})
+  for (bool bf16 : {false, true}) {
+    for (path p : all_paths)
       for (const matmul_shape& s : shapes)
-        for (bool ta : {false, true})
-          for (bool tb : {false, true}) cases.push_back({s, ta, tb, p, bf16});
-  for (bool bf16 : {false, true})
+        for (int t = 0; t < 4; ++t) cases.push_back({s, (t & 1) != 0, (t & 2) != 0, p, bf16});
     for (path p : {path::wgmma_cluster1, path::wgmma_cluster2, path::wgmma_mcast_a})
-      for (const forced_width& f : forced_widths)
-        for (bool ta : {false, true})
-          for (bool tb : {false, true}) cases.push_back({f.s, ta, tb, p, bf16, f.block_n});
+      for (const forced_width& f : widths)
+        for (int t = 0; t < 4; ++t) cases.push_back({f.s, (t & 1) != 0, (t & 2) != 0, p, bf16, f.block_n});
+  }
   return cases;
+}
+
+TEST(MatmulTensorCoreF16Shapes, CoverTheHandListedCases) {
+  kf::test::expect_cases_covered(
+      all_cases(), hand_listed_cases(),
+      [](const tc_case& a, const tc_case& b) {
+        return a.p == b.p && a.ta == b.ta && a.tb == b.tb && a.bf16 == b.bf16 && a.block_n == b.block_n;
+      },
+      [](const tc_case& c) { return tile_of(c.p, c.block_n); }, describe);
 }
 
 class MatmulTensorCoreF16 : public ::testing::TestWithParam<tc_case> {};

@@ -3,6 +3,11 @@
 // (include/kernelforge/kernels/matmul/09_tensor_core_tf32.cuh: mma.sync; 14_wgmma.cuh: wgmma + TMA in
 // clusters of 1 and 2 CTAs), against a CPU reference accumulated in double.
 //
+// Shapes: the boundary shapes of each path's tile, derived from the kernel's
+// own constants (tile_shapes.hpp, tile_of), and odd_shapes(), picked for a
+// property of their own. MatmulTensorCoreTf32Shapes checks on the CPU that
+// they cover every case this suite listed by hand before.
+//
 // Every shape runs all four transpose combinations and several storage layouts:
 // tight and padded leading dimensions (+1, +37, rows rounded to 16 bytes),
 // pointers one float past an aligned address or four floats (16-byte aligned,
@@ -40,6 +45,7 @@
 #include "kernelforge/kernels/matmul/tensor_core_tf32_launch.cuh"
 #include "kernelforge/kernels/matmul/wgmma_sm90a.hpp"
 #include "test_support.hpp"
+#include "wgmma_tile_shapes.cuh"
 
 namespace {
 
@@ -53,15 +59,15 @@ using kf::detail::gemm_args;
 /// A from registers; its tiles run along C's columns, so "sharing B" shares
 /// the swapped product's B, i.e. A); wgmma_mcast_a the same with clusters of 2 sharing A (forced:
 /// wgmma_cluster_mode::share_a; the CTAs on adjacent n-tiles, so odd tile counts along n
-/// -- 129, 257, 520, 4097 at 64 wide, 2904 at 128, 4097 at 256 -- leave the last cluster's second
+/// -- 2 x 64 + 7, 257, 520, 4097 at 64 wide, 2904 at 128, 4097 at 256 -- leave the last cluster's second
 /// CTA outside C, n = 1 runs single CTAs, 1 x 4096 x 512 clusters only this way,
 /// 513 x 257 x 1031 and 1 x 1 x 4096 split k);
 /// wgmma_repack_b (clusters of 2) with such a B repacked in HBM first (forced:
 /// wgmma_tf32_b_mode::repack).
 /// wgmma_cluster_splitk: the cluster split-k (forced:
 /// wgmma_cluster_mode::split_k; 128 x 128 tiles, each cluster of 2 on one tile, CTA
-/// r over half of the k-steps of 32: 1 x 1 x 1 and 33 x 65 x 17 have one step,
-/// so CTA 1 adds zeros; 513 x 257 x 1031 and 1090 x 2904 x 72 an odd count (33,
+/// r over half of the k-steps of 32: the boundary shapes with k <= 32 have one
+/// step, so CTA 1 adds zeros; 513 x 257 x 1031 and 1090 x 2904 x 72 an odd count (33,
 /// 3); 1090 x 2904 x 72 and the big shape more tiles than clusters, so each
 /// CTA's receive buffer is reused; B swapped, k-major or
 /// repacked as on wgmma_cluster2; also with the fused bias / ReLU epilogue).
@@ -345,49 +351,127 @@ void PrintTo(const tc_case& c, std::ostream* os) { *os << describe(c); }
 
 const shape big_shape{4095, 4097, 4093};
 
+namespace tf32_mma = kf::detail::tf32_mma;
+
+/// The tile a path runs at width block_n, from the kernel's own constants
+/// (09_tensor_core_tf32.cuh; the wgmma paths: wgmma_tile_shapes.cuh).
+kf::test::tile_shape tile_of(path p, int block_n) {
+  if (is_mma_sync(p)) return {tf32_mma::block_m, tf32_mma::block_n, tf32_mma::block_k, tf32_mma::max_stages};
+  return kf::test::wgmma_tile<float>(block_n, p == path::wgmma_cluster_splitk);
+}
+
+/// Shapes picked for a property of their own, beside the boundary shapes:
+/// 513 x 257 x 1031 (primes: split-k in 4 slices at 128 x 64, an odd k-step
+/// count on the cluster split-k), 1 x 1 x 4096 (split-k of a single element),
+/// 1 x 4096 x 512 and 4096 x 1 x 512 (one tile row / column: a cluster sharing
+/// A, resp. B, only), 300 x 520 x 64 (one N-major box a stage, multicast by the
+/// cluster's first CTA), 1090 x 2904 x 72 (9 x 12 = 108 tiles of 128 x 256,
+/// ragged in m, n and k) and the big shape (more tiles than the GPU holds CTAs).
+const std::vector<shape>& odd_shapes() {
+  static const std::vector<shape> s = {{513, 257, 1031}, {1, 1, 4096},     {1, 4096, 512}, {4096, 1, 512},
+                                       {300, 520, 64},   {1090, 2904, 72}, big_shape};
+  return s;
+}
+
+/// A path's shapes: the boundary shapes of its tile, then odd_shapes().
+std::vector<shape> shapes_of(path p) {
+  std::vector<shape> out = kf::test::boundary_shapes<shape>(tile_of(p, 0));
+  out.insert(out.end(), odd_shapes().begin(), odd_shapes().end());
+  return out;
+}
+
 // The wgmma tile width (tuning.hpp: choose_wgmma_block_n, pinned by the CPU test
 // MatmulTuning.WgmmaBlockNIsTheWidestThatFillsTheGpu): by shape, the small shapes
 // run 128 x 64 tiles (split-k included: 513 x 257 x 1031 in 4 slices, 1 x 1 x
 // 4096); 1090 x 2904 (9 x 12 = 108 tiles, ragged in m, n and k) and the
 // big shape run 128 x 256. forced_widths runs the other widths on some of the
-// same shapes (wgmma_try_launch's block_n; cases named ..._n128 etc.).
+// same shapes, and 128 and 256 on the last boundary shape of their own tile
+// (three tiles each way, the last partial, the stage ring wrapped by a partial
+// step) (wgmma_try_launch's block_n; cases named ..._n128 etc.).
 // B not transposed (NN, TN) with 16-byte rows (the "16-byte rows" storage
 // always; "tight" where n % 4 == 0) runs the swapped product on wgmma_single /
 // wgmma_cluster / wgmma_mcast_a / wgmma_cluster_splitk (its epilogues: staged
 // where beta == 0 and C's rows are 16-byte aligned, from registers otherwise,
 // split-k partials), and B repacked on wgmma_repack_b (NN and TN only: the other cases are the same
 // kernel as wgmma_cluster2's).
+std::vector<std::pair<shape, int>> forced_widths() {
+  std::vector<std::pair<shape, int>> out = {{{513, 257, 1031}, 128}, {{300, 520, 64}, 128},  {{300, 520, 64}, 256},
+                                            {{1, 4096, 512}, 128},   {{1090, 2904, 72}, 64}, {{1090, 2904, 72}, 128},
+                                            {big_shape, 64}};
+  for (int block_n : {128, 256}) {
+    out.push_back({kf::test::boundary_shapes<shape>(tile_of(path::wgmma_cluster, block_n)).back(), block_n});
+  }
+  return out;
+}
+
 std::vector<tc_case> all_cases() {
+  std::vector<tc_case> cases;
+  for (path p : {path::mma_sync, path::mma_sync_4warps, path::wgmma_single, path::wgmma_cluster, path::wgmma_mcast_a,
+                 path::wgmma_cluster_splitk})
+    for (const shape& s : shapes_of(p))
+      for (bool ta : {false, true})
+        for (bool tb : {false, true}) cases.push_back({s, ta, tb, p});
+  for (const shape& s : shapes_of(path::wgmma_repack_b))
+    for (bool ta : {false, true}) cases.push_back({s, ta, false, path::wgmma_repack_b});
+  // dispatch: a ragged boundary shape of the wgmma tile and a split-k one.
+  for (const shape& s : {kf::test::boundary_shapes<shape>(tile_of(path::dispatch, 0))[2], shape{513, 257, 1031}})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) cases.push_back({s, ta, tb, path::dispatch});
+  for (const auto& [s, block_n] : forced_widths())
+    for (path p : {path::wgmma_single, path::wgmma_cluster, path::wgmma_mcast_a})
+      for (bool ta : {false, true})
+        for (bool tb : {false, true}) cases.push_back({s, ta, tb, p, block_n});
+  for (const auto& [s, block_n] : forced_widths())
+    for (bool ta : {false, true}) cases.push_back({s, ta, false, path::wgmma_repack_b, block_n});
+  // The cluster split-k with the fused bias / ReLU epilogue: its boundary
+  // shapes (one k-step: CTA 1 adds zeros), an odd k-step count (33),
+  // persistent CTAs (1090 x 2904 x 72).
+  std::vector<shape> fused = kf::test::boundary_shapes<shape>(tile_of(path::wgmma_cluster_splitk, 0));
+  fused.push_back({513, 257, 1031});
+  fused.push_back({1090, 2904, 72});
+  for (const shape& s : fused)
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) cases.push_back({s, ta, tb, path::wgmma_cluster_splitk, 0, true});
+  return cases;
+}
+
+/// The cases this suite listed by hand before its boundary shapes came from
+/// the tile constants: each must still run, or a case of the same path,
+/// transposes, width and epilogue on a shape that meets the tile's edges
+/// wherever it does (tile_shapes.hpp: covers).
+std::vector<tc_case> hand_listed_cases() {
   const std::vector<shape> shapes = {{1, 1, 1},      {33, 65, 17},   {127, 129, 255}, {513, 257, 1031}, {1, 1, 4096},
                                      {1, 4096, 512}, {4096, 1, 512}, {300, 520, 64},  {1090, 2904, 72}, big_shape};
   std::vector<tc_case> cases;
   for (path p : {path::mma_sync, path::mma_sync_4warps, path::wgmma_single, path::wgmma_cluster, path::wgmma_mcast_a,
                  path::wgmma_cluster_splitk})
     for (const shape& s : shapes)
-      for (bool ta : {false, true})
-        for (bool tb : {false, true}) cases.push_back({s, ta, tb, p});
+      for (int t = 0; t < 4; ++t) cases.push_back({s, (t & 1) != 0, (t & 2) != 0, p});
   for (const shape& s : shapes)
     for (bool ta : {false, true}) cases.push_back({s, ta, false, path::wgmma_repack_b});
   for (const shape& s : {shape{33, 65, 17}, shape{513, 257, 1031}})
-    for (bool ta : {false, true})
-      for (bool tb : {false, true}) cases.push_back({s, ta, tb, path::dispatch});
-  // 128 x 128 and 128 x 256 on small, ragged shapes (split-k at 128 on 513 x
-  // 257 x 1031: 15 tiles, 4 slices), 128 x 64 on shapes that pick 128 x 256.
-  const std::pair<shape, int> forced_widths[] = {
-      {{513, 257, 1031}, 128}, {{300, 520, 64}, 128},   {{300, 520, 64}, 256}, {{1, 4096, 512}, 128},
-      {{1090, 2904, 72}, 64},  {{1090, 2904, 72}, 128}, {big_shape, 64}};
-  for (const auto& [s, block_n] : forced_widths)
+    for (int t = 0; t < 4; ++t) cases.push_back({s, (t & 1) != 0, (t & 2) != 0, path::dispatch});
+  const std::pair<shape, int> widths[] = {{{513, 257, 1031}, 128}, {{300, 520, 64}, 128},  {{300, 520, 64}, 256},
+                                          {{1, 4096, 512}, 128},   {{1090, 2904, 72}, 64}, {{1090, 2904, 72}, 128},
+                                          {big_shape, 64}};
+  for (const auto& [s, block_n] : widths) {
     for (path p : {path::wgmma_single, path::wgmma_cluster, path::wgmma_mcast_a})
-      for (bool ta : {false, true})
-        for (bool tb : {false, true}) cases.push_back({s, ta, tb, p, block_n});
-  for (const auto& [s, block_n] : forced_widths)
+      for (int t = 0; t < 4; ++t) cases.push_back({s, (t & 1) != 0, (t & 2) != 0, p, block_n});
     for (bool ta : {false, true}) cases.push_back({s, ta, false, path::wgmma_repack_b, block_n});
-  // The cluster split-k with the fused bias / ReLU epilogue: ragged, an odd
-  // k-step count (33), a single k-step (CTA 1 adds zeros), persistent CTAs.
+  }
   for (const shape& s : {shape{513, 257, 1031}, shape{33, 65, 17}, shape{1090, 2904, 72}})
-    for (bool ta : {false, true})
-      for (bool tb : {false, true}) cases.push_back({s, ta, tb, path::wgmma_cluster_splitk, 0, true});
+    for (int t = 0; t < 4; ++t) cases.push_back({s, (t & 1) != 0, (t & 2) != 0, path::wgmma_cluster_splitk, 0, true});
   return cases;
+}
+
+TEST(MatmulTensorCoreTf32Shapes, CoverTheHandListedCases) {
+  kf::test::expect_cases_covered(
+      all_cases(), hand_listed_cases(),
+      [](const tc_case& a, const tc_case& b) {
+        return a.p == b.p && a.trans_a == b.trans_a && a.trans_b == b.trans_b && a.block_n == b.block_n &&
+               a.fused == b.fused;
+      },
+      [](const tc_case& c) { return tile_of(c.p, c.block_n); }, describe);
 }
 
 class MatmulTensorCoreTf32 : public ::testing::TestWithParam<tc_case> {};
