@@ -12,6 +12,7 @@
 
 #include "../common/alignment.hpp"
 #include "../common/grid.hpp"
+#include "../common/vector_access.cuh"  // vector_bytes
 #include "kernelforge/error.hpp"
 
 namespace kf::detail {
