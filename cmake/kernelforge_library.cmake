@@ -54,7 +54,7 @@ function(kernelforge_add_library name)
   target_compile_options(${name} PRIVATE
     $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra>
     $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra --Werror=all-warnings>
-    # One nvcc thread per architecture of the fatbin: a big launcher (matmul.cu)
-    # otherwise compiles its ~10 architectures one after another.
+    # One nvcc thread per architecture of the fatbin: a big translation unit
+    # (matmul's large_tile.cu) otherwise compiles its ~10 architectures one after another.
     $<$<COMPILE_LANGUAGE:CUDA>:--threads=0>)
 endfunction()

@@ -13,7 +13,7 @@
 //                                  naive, constant_memory, smem_tiled, register_window,
 //                                  rolling_window, tma_pipeline (sm_90 only: skipped elsewhere)
 //   filter2d/fp32/register_window_cfg/<name>/8192x8192_<r>x<s>   register_window's candidate
-//                                  configurations (include/kernelforge/kernels/filter2d/window_configs.cuh; the
+//                                  configurations (include/kernelforge/kernels/filter2d/tuning.hpp; the
 //                                  first, rows8_cols4, is the library's), launched directly
 //   conv2d_bias_relu/<fp32|tf32>/<impl>/<layer>   conv + bias + ReLU (threshold 0, cuDNN's):
 //                                  impl: cudnn_fused (cudnnConvolutionBiasActivationForward,
@@ -53,7 +53,7 @@
 #include "kernelforge/elementwise.hpp"
 #include "kernelforge/kernels/conv2d/plan.hpp"
 #include "kernelforge/kernels/conv2d/wgmma_plan.hpp"
-#include "kernelforge/kernels/filter2d/window_configs.cuh"
+#include "kernelforge/kernels/filter2d/window_launch.cuh"
 
 namespace kf::bench::conv {
 namespace {
@@ -493,7 +493,7 @@ void bm_filter_kf(benchmark::State& state, std::size_t taps, kf::filter2d_varian
   time_filter(state, taps, kf::to_string(variant), run);
 }
 
-/// register_window's candidate `name` (window_configs.cuh), zero border, with
+/// register_window's candidate `name` (tuning.hpp), zero border, with
 /// the kernel launched directly (no kf::filter2d validation on the timed path).
 void bm_filter_window_candidate(benchmark::State& state, std::size_t taps, const std::string& name) {
   KF_BENCH_REQUIRE_GPU(state);

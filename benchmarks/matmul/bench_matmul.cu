@@ -353,11 +353,8 @@ void launch_tuning(operands& p, cudaStream_t stream) {
   namespace d = kf::detail;
   const d::gemm_args<float> g = args_of(p);
   const int device = d::current_device("bench tuning");
-  d::warp_tiled_params x;
-  x.tiles_m = d::ceil_div(g.m, Config::block_m);
-  x.tiles_n = d::ceil_div(g.n, Config::block_n);
+  d::tile_params x = d::make_tile_params<Config>(g);
   x.k_slice = g.k;
-  x.c_aligned = d::rows_16b_aligned(g.C, g.ldc);
   const dim3 grid(static_cast<unsigned>(x.tiles_m * x.tiles_n));
   constexpr int threads = Config::warps_m * Config::warps_n * 32;
   constexpr std::size_t smem = d::warp_tiled_layout<Config, false, false>::smem_bytes;
@@ -383,11 +380,8 @@ void launch_large_tuning(operands& p, cudaStream_t stream) {
   namespace d = kf::detail;
   const d::gemm_args<float> g = args_of(p);
   const int device = d::current_device("bench tuning");
-  d::large_tile_params x;
-  x.tiles_m = d::ceil_div(g.m, Config::block_m);
-  x.tiles_n = d::ceil_div(g.n, Config::block_n);
+  d::tile_params x = d::make_tile_params<Config>(g);
   x.k_slice = g.k;
-  x.c_aligned = d::rows_16b_aligned(g.C, g.ldc);
   if (!d::rows_16b_aligned(g.A, g.lda) || !d::rows_16b_aligned(g.B, g.ldb)) {
     throw std::runtime_error("large_tile tuning rows: 16-byte aligned operands only");
   }

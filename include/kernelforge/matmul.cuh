@@ -41,7 +41,7 @@
 #include "kernelforge/epilogue.cuh"
 #include "kernelforge/error.hpp"
 #include "kernelforge/matmul.hpp"
-#include "kernelforge/kernels/matmul/epilogue_call.hpp"
+#include "kernelforge/kernels/matmul/validate.hpp"
 #include "kernelforge/kernels/matmul/gemm_args.cuh"
 #include "kernelforge/kernels/matmul/scale.cuh"
 #include "kernelforge/kernels/matmul/tensor_core_tf32_launch.cuh"

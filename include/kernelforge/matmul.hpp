@@ -55,7 +55,8 @@ struct matmul_options {
 };
 
 namespace detail {
-// Defined and instantiated for the shipped types in src/matmul/matmul.cu.
+// Defined and instantiated for the shipped types in src/matmul/matmul.cu (the kernels of
+// steps 07-10 in the translation units beside it: src/matmul/instances.cuh).
 template <class T>
 void matmul_impl(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k, compute_t<T> alpha, const T* A,
                  std::size_t lda, const T* B, std::size_t ldb, compute_t<T> beta, T* C, std::size_t ldc,

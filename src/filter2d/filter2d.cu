@@ -20,8 +20,10 @@
 #include "kernelforge/kernels/filter2d/04_register_window.cuh"
 #include "kernelforge/kernels/filter2d/05_rolling_window.cuh"
 #include "kernelforge/kernels/filter2d/03_smem_tiled.cuh"
+#include "kernelforge/kernels/filter2d/plan.hpp"
 #include "kernelforge/kernels/filter2d/tile.cuh"
 #include "kernelforge/kernels/filter2d/tma_sm90a.hpp"
+#include "kernelforge/kernels/filter2d/tuning.hpp"
 #include "kernelforge/kernels/filter2d/validate.hpp"
 #include "kernelforge/kernels/filter2d/window_launch.cuh"
 #include "kernelforge/conv.hpp"
@@ -52,11 +54,6 @@ const char* to_string(filter2d_variant variant) noexcept {
 
 namespace detail {
 namespace {
-
-/// Filters of more taps than this (and more than one row and column) go to the
-/// separable-capable kernel under `best`: up to 5x5 the 2D loop is already
-/// bound by memory, beyond it the r*s multiply-adds start to dominate.
-constexpr std::size_t separable_min_taps = 26;
 
 // ---- naive and constant_memory: one pixel per thread ------------------------
 template <class T>
@@ -137,26 +134,6 @@ void launch_tiled_2d(const char* what, const filter2d_args<T>& a, cudaStream_t s
   launch_tiled<T, 0, 0, false>(what, a, stream);
 }
 
-// ---- register_window and rolling_window ---------------------------------------
-/// The window kernel `best` runs for a float r x s filter whose rows are
-/// aligned: the launch table, one line per size (measurements in
-/// benchmarks/tuning/filter2d.md#best_window_kernel). Measured on the H200 (bench_conv, 8192^2, one run):
-/// rolling_window reached 0.78 of the copy rate at 5x5 and 0.83 at 3x3, against
-/// register_window's 0.83 and 0.97, so register_window stays for both.
-filter2d_variant best_window_kernel(int r) {
-  // Step 6 (tma_pipeline) is tried before this table when best_uses_tma_pipeline is on (off: measured slower).
-  switch (r) {
-    case 3: return filter2d_variant::register_window;  // 0.97 of the copy rate; rolling_window 0.83
-    case 5: return filter2d_variant::register_window;  // 0.83; rolling_window 0.78
-  }
-  return filter2d_variant::register_window;
-}
-
-/// The one-line switch: does `best` run tma_pipeline (step 6) where it applies?
-/// Off: on the H200 (bench_conv, 8192^2, one run) it reached 0.81 of the copy
-/// rate at 3x3 and 0.80 at 5x5, against register_window's 0.97 and 0.83.
-constexpr bool best_uses_tma_pipeline = false;
-
 // ---- tma_pipeline (step 6, sm_90a) ----------------------------------------------
 /// filter2d_variant::tma_pipeline by name: runs, or errc::unsupported saying why not.
 void launch_tma_pipeline_by_name(const char* what, int device, const filter2d_args<float>& a, cudaStream_t stream) {
@@ -197,6 +174,7 @@ bool try_tma_pipeline_for_best(int device, const filter2d_args<float>& a, cudaSt
   return filter2d_tma_try_launch(device, a, stream);
 }
 
+// ---- register_window and rolling_window ---------------------------------------
 template <int R, int S>
 void launch_rolling_window(const char* what, const filter2d_args<float>& a, cudaStream_t stream) {
   const filter2d_window_grid g = filter2d_strip_grid(a, filter2d_rolling_cols, filter2d_rolling_threads,
@@ -264,7 +242,7 @@ void dispatch(const char* what, int device, const filter2d_args<T>& a, filter2d_
       if (filter2d_window_kernels_apply(a)) return launch_window_or_tiled(what, best_window_kernel(a.r), a, stream);
     }
     const std::size_t taps = static_cast<std::size_t>(a.r) * a.s;
-    if (a.r > 1 && a.s > 1 && taps >= separable_min_taps) return launch_tiled<T, 0, 0, true>(what, a, stream);
+    if (a.r > 1 && a.s > 1 && taps >= filter2d_separable_min_taps) return launch_tiled<T, 0, 0, true>(what, a, stream);
     launch_tiled_2d(what, a, stream);
   }
 }

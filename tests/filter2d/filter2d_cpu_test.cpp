@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // CPU tests of filter2d (no GPU needed): the reference on hand-computed cases,
-// the border rule of the kernels against the reference's definition, and
-// argument validation (thrown before any CUDA call).
+// the border rule of the kernels against the reference's definition, `best`'s
+// selection (plan.hpp), and argument validation (thrown before any CUDA call).
 #include <gtest/gtest.h>
 
 #include <climits>
@@ -14,6 +14,7 @@
 #include "kernelforge/conv.hpp"
 #include "kernelforge/error.hpp"
 #include "kernelforge/kernels/filter2d/border.cuh"
+#include "kernelforge/kernels/filter2d/plan.hpp"
 #include "kernelforge/kernels/filter2d/tma_plan.hpp"
 #include "kernelforge/reference/conv.hpp"
 #include "test_support.hpp"
@@ -24,6 +25,16 @@ namespace ref = kf::reference;
 
 using kf::test::expect_error;
 using kf::test::fake;
+
+// ---- best's selection (plan.hpp) ----------------------------------------------
+
+TEST(Filter2dPlan, BestWindowKernelIsRegisterWindowForEverySize) {
+  // benchmarks/tuning/filter2d.md#best_window_kernel: register_window beat rolling_window at 3x3 and 5x5.
+  static_assert(kf::detail::best_window_kernel(3) == kf::filter2d_variant::register_window);
+  EXPECT_EQ(kf::detail::best_window_kernel(3), kf::filter2d_variant::register_window);
+  EXPECT_EQ(kf::detail::best_window_kernel(5), kf::filter2d_variant::register_window);
+  EXPECT_EQ(kf::detail::best_window_kernel(7), kf::filter2d_variant::register_window);
+}
 
 // ---- border rules -------------------------------------------------------------
 

@@ -250,7 +250,7 @@ TEST(Filter2dRegisterWindow, MisalignedOrOddPitchFallsBack) {
   }
 }
 
-// ---- register_window's candidate configurations (window_configs.cuh) ---------
+// ---- register_window's candidate configurations (tuning.hpp) -----------------
 // Every candidate bench_conv times (register_window_cfg rows) over the aligned
 // images, for 3x3 and 5x5 and every border, plus images for their geometry:
 // widths past one block of 128 threads x 8 columns (1031: the second block's

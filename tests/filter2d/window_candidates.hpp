@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The test hook of register_window's candidate configurations
-// (include/kernelforge/kernels/filter2d/window_configs.cuh), for filter2d_gpu_test.cpp: plain C++
+// (include/kernelforge/kernels/filter2d/tuning.hpp), for filter2d_gpu_test.cpp: plain C++
 // declarations, defined by window_candidates.cu, which instantiates the kernels.
 #pragma once
 

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernelforge/kernels/matmul/epilogue_call.hpp"
+#include "kernelforge/kernels/matmul/validate.hpp"
 #include "kernelforge/matmul.hpp"
 #include "test_support.hpp"
 

@@ -25,7 +25,7 @@
 // 4: a float4, 8: two float4s) and the __launch_bounds__ minimum of resident
 // blocks per SM (which caps the registers) are the kernel's Config
 // (filter2d_window_config). The library ships filter2d_window_default;
-// window_configs.cuh lists the candidates bench_conv compares with it. Every
+// tuning.hpp holds both and lists the candidates bench_conv compares with it. Every
 // configuration adds the same products in the same order to each output, so
 // all of them give bit-identical results.
 // Requirements (checked by the launcher, which otherwise runs smem_tiled):
@@ -37,37 +37,12 @@
 #include "../common/kernel.cuh"
 #include "border.cuh"
 #include "args.cuh"
+#include "tuning.hpp"
 
 namespace kf::detail {
 
-/// Output rows per thread: 8 measured best on the H200 (16 and 32 hold more
-/// accumulators and leave fewer blocks to hide latency with).
-constexpr int filter2d_window_rows = 8;
-/// Threads per block (one row of float4s): 128 measured best (64 and 256 slower).
-constexpr int filter2d_window_threads = 128;
-/// Output columns per thread: one float4.
-constexpr int filter2d_window_cols = 4;
-
 /// Does register_window have an instantiation for an r x s filter?
 inline bool filter2d_window_has_size(int r, int s) { return (r == 3 && s == 3) || (r == 5 && s == 5); }
-
-/// A register_window configuration: Rows output rows per thread (the strip),
-/// Cols adjacent output columns per thread (2, 4 or 8: one float2, one float4,
-/// two float4s per input row), and MinBlocks, the __launch_bounds__ minimum
-/// of resident blocks per SM (0: none; k asks ptxas to fit
-/// 65536 / (filter2d_window_threads * k) registers per thread).
-template <int Rows, int Cols, int MinBlocks>
-struct filter2d_window_config {
-  static_assert(Rows >= 1, "a strip holds at least one output row");
-  static_assert(Cols == 2 || Cols == 4 || Cols == 8, "columns per thread: 2 (float2), 4 or 8 (float4s)");
-  static_assert(MinBlocks >= 0 && MinBlocks * filter2d_window_threads <= 2048, "at most 2048 threads per SM");
-  static constexpr int rows = Rows;
-  static constexpr int cols = Cols;
-  static constexpr int min_blocks = MinBlocks;
-};
-
-/// What the library runs (filter2d.cu): 8 rows x one float4, no register cap.
-using filter2d_window_default = filter2d_window_config<filter2d_window_rows, filter2d_window_cols, 0>;
 
 /// Cols consecutive floats from p (aligned to min(Cols, 4) floats) into v[0, Cols).
 template <int Cols>

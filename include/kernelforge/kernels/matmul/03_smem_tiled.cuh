@@ -29,6 +29,7 @@
 #include "../common/kernel.cuh"
 #include "../runtime/launcher.hpp"
 #include "gemm_args.cuh"
+#include "launch_util.hpp"
 #include "operand.cuh"
 
 namespace kf::detail {

@@ -31,6 +31,7 @@
 #include "../runtime/launcher.hpp"
 #include "../common/vector_access.cuh"
 #include "gemm_args.cuh"
+#include "launch_util.hpp"
 #include "operand.cuh"
 
 namespace kf::detail {

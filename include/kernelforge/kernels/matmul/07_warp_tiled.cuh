@@ -60,16 +60,9 @@
 #include "operand.cuh"
 #include "split_k.cuh"
 #include "plan.hpp"
+#include "tile_params.cuh"
 
 namespace kf::detail {
-
-/// Per-launch values the kernel needs beyond the GEMM arguments.
-struct warp_tiled_params {
-  std::size_t tiles_m = 0, tiles_n = 0;  ///< block tiles along m and n
-  std::size_t k_slice = 0;               ///< k-range per blockIdx.z (a multiple of block_k)
-  float* workspace = nullptr;            ///< split-k: partial tiles [blockIdx.z][m][n]; else nullptr
-  bool c_aligned = false;                ///< C 16-byte aligned with ldc % 4 == 0: 16-byte epilogue
-};
 
 /// Shared-memory layout of one pipeline stage for a configuration and a
 /// transpose combination (see the table at the top of the file).
@@ -186,8 +179,7 @@ struct tile_copier {
 };
 
 template <class Config, bool TransA, bool TransB, bool Vec, class Epilogue>
-__device__ __forceinline__ void warp_tiled_body(const gemm_args<float>& g, const warp_tiled_params& x,
-                                                const Epilogue& ep) {
+__device__ __forceinline__ void warp_tiled_body(const gemm_args<float>& g, const tile_params& x, const Epilogue& ep) {
   using L = warp_tiled_layout<Config, TransA, TransB>;
   constexpr int BM = Config::block_m, BN = Config::block_n, BK = Config::block_k, STAGES = Config::stages;
   constexpr int TM = Config::thread_m, TN = Config::thread_n;
@@ -335,7 +327,7 @@ __device__ __forceinline__ void warp_tiled_body(const gemm_args<float>& g, const
 /// image that runs which architecture it was compiled for).
 template <class Config, bool TransA, bool TransB, bool Vec, class Epilogue = epilogue::identity>
 KF_KERNEL void __launch_bounds__(Config::warps_m* Config::warps_n * 32, Config::min_blocks_per_sm)
-    matmul_warp_tiled(gemm_args<float> g, warp_tiled_params x, Epilogue ep) {
+    matmul_warp_tiled(gemm_args<float> g, tile_params x, Epilogue ep) {
 #if defined(__CUDA_ARCH__)
   if constexpr (warp_tiled_tuning_for(__CUDA_ARCH__ / 10) == Config::id) {
     warp_tiled_body<Config, TransA, TransB, Vec>(g, x, ep);

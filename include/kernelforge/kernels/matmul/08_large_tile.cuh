@@ -62,16 +62,9 @@
 #include "gemm_args.cuh"
 #include "operand.cuh"
 #include "plan.hpp"
+#include "tile_params.cuh"
 
 namespace kf::detail {
-
-/// Per-launch values the kernel needs beyond the GEMM arguments.
-struct large_tile_params {
-  std::size_t tiles_m = 0, tiles_n = 0;  ///< block tiles along m and n
-  std::size_t k_slice = 0;               ///< k-range per blockIdx.z (a multiple of block_k)
-  float* workspace = nullptr;            ///< split-k: partial tiles [blockIdx.z][m][n]; else nullptr
-  bool c_aligned = false;                ///< C 16-byte aligned with ldc % 4 == 0: 16-byte epilogue
-};
 
 /// Shared-memory layout of one stage: As[BK][BM + pad], then Bs[BK][BN + pad].
 template <class Config>
@@ -153,8 +146,7 @@ struct k_inner_copier {
 };
 
 template <class Config, bool TransA, bool TransB, bool Vec, class Epilogue>
-__device__ __forceinline__ void large_tile_body(const gemm_args<float>& g, const large_tile_params& x,
-                                                const Epilogue& ep) {
+__device__ __forceinline__ void large_tile_body(const gemm_args<float>& g, const tile_params& x, const Epilogue& ep) {
   using L = large_tile_layout<Config>;
   constexpr int BM = Config::block_m, BN = Config::block_n, BK = Config::block_k, STAGES = Config::stages;
   constexpr int WM = Config::warp_m, WN = Config::warp_n, THREADS = Config::threads;
@@ -273,8 +265,7 @@ __device__ __forceinline__ void large_tile_body(const gemm_args<float>& g, const
 /// is compiled for (plan.hpp: warp_tiled_tuning_for) have a body; the launcher picks the same class
 /// from the image that runs.
 template <class Config, bool TransA, bool TransB, bool Vec, class Epilogue = kf::epilogue::identity>
-KF_KERNEL void __launch_bounds__(Config::threads, 1)
-    matmul_large_tile(gemm_args<float> g, large_tile_params x, Epilogue ep) {
+KF_KERNEL void __launch_bounds__(Config::threads, 1) matmul_large_tile(gemm_args<float> g, tile_params x, Epilogue ep) {
 #if defined(__CUDA_ARCH__)
   if constexpr (warp_tiled_tuning_for(__CUDA_ARCH__ / 10) == Config::id) {
     large_tile_body<Config, TransA, TransB, Vec>(g, x, ep);

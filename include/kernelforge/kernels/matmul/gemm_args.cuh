@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The arguments every matrix-product kernel takes, already validated by the
-// launcher (src/matmul/matmul.cu). Row-major:
+// launcher (src/matmul/validate.cpp, called by src/matmul/matmul.cu). Row-major:
 //   C (m x n) = alpha * op(A) (m x k) * op(B) (k x n) + beta * C
 // op(A)(i, p) = trans_a ? A[p * lda + i] : A[i * lda + p]
 // op(B)(p, j) = trans_b ? B[j * ldb + p] : B[p * ldb + j]

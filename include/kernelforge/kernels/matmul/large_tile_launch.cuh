@@ -14,7 +14,9 @@
 #include "../runtime/launcher.hpp"
 #include "08_large_tile.cuh"
 #include "kernelforge/epilogue.cuh"
+#include "launch_util.hpp"
 #include "split_k.cuh"
+#include "tile_params.cuh"
 #include "warp_tiled_launch.cuh"  // warp_tiled_tuning_of: the same architecture classes
 
 namespace kf::detail {
@@ -33,11 +35,8 @@ int large_tile_blocks_per_sm(int device) {
 /// Launches configuration Config (split-k: the reduction applies alpha, beta and `ep`).
 template <class Config, class Epilogue>
 void launch_large_tile_with(const gemm_args<float>& g, cudaStream_t stream, int device, const Epilogue& ep) {
-  large_tile_params x;
-  x.tiles_m = ceil_div(g.m, Config::block_m);
-  x.tiles_n = ceil_div(g.n, Config::block_n);
+  tile_params x = make_tile_params<Config>(g);
   const std::size_t tiles = grid_block_tiles(x.tiles_m, x.tiles_n, large_tile_what);
-  x.c_aligned = rows_16b_aligned(g.C, g.ldc);
   // 16-byte copies concern only the operands stored k-outer (A transposed, B
   // untransposed); the k-inner ones are always copied 4 bytes at a time.
   const bool vec = (!g.trans_a || rows_16b_aligned(g.A, g.lda)) && (g.trans_b || rows_16b_aligned(g.B, g.ldb));

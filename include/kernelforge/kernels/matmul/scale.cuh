@@ -12,6 +12,7 @@
 
 #include "../common/kernel.cuh"
 #include "../runtime/launcher.hpp"
+#include "launch_util.hpp"
 #include "operand.cuh"
 
 namespace kf::detail {

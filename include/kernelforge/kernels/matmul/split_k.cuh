@@ -84,19 +84,24 @@ class split_k_workspace {
   /// The partial tiles (split x m x n floats), nullptr unsplit.
   [[nodiscard]] float* partials() const noexcept { return memory_.data<float>(); }
   /// Enqueues the reduction (alpha, beta and `ep` on the summed slices) when split.
+  /// Defined below, out of line (not inline), so that an `extern template`
+  /// declaration keeps a translation unit from compiling the reduction's kernel.
   template <class T, class Epilogue>
-  void reduce(const gemm_args<T>& g, const Epilogue& ep, cudaStream_t stream) const {
-    if (partials() == nullptr) return;
-    const matmul_split_k_store<T, Epilogue> store{g, ep,
-                                                  std::is_same_v<T, float> && rows_aligned(g.C, g.ldc, sizeof(T), 16)};
-    launch_split_k_reduce(device_, partials(), g.m, g.n, plan_.split, store, stream, "kf::matmul (split-k reduction)");
-  }
+  void reduce(const gemm_args<T>& g, const Epilogue& ep, cudaStream_t stream) const;
 
  private:
   split_k_plan plan_;
   int device_;
   pooled_workspace memory_;
 };
+
+template <class T, class Epilogue>
+void split_k_workspace::reduce(const gemm_args<T>& g, const Epilogue& ep, cudaStream_t stream) const {
+  if (partials() == nullptr) return;
+  const matmul_split_k_store<T, Epilogue> store{g, ep,
+                                                std::is_same_v<T, float> && rows_aligned(g.C, g.ldc, sizeof(T), 16)};
+  launch_split_k_reduce(device_, partials(), g.m, g.n, plan_.split, store, stream, "kf::matmul (split-k reduction)");
+}
 
 /// tiles_m x tiles_n block tiles: the x extent of a tiled launcher's 1D grid;
 /// errc::unsupported, naming `what`, past the hardware's 2^31-1 blocks.
@@ -115,7 +120,7 @@ inline std::size_t grid_block_tiles(std::size_t tiles_m, std::size_t tiles_n, co
 /// runtime's pool; nullptr unsplit), calls launch(grid) with grid (tiles, 1,
 /// split) to enqueue the kernel on `stream`, then the reduction, which applies
 /// alpha, beta and `ep`. Without pool memory it runs unsplit. Params: the
-/// kernel's parameter block (warp_tiled_params, large_tile_params).
+/// kernel's parameter block (tile_params).
 template <class Params, class Epilogue, class Launch>
 void launch_split_k(const gemm_args<float>& g, Params& x, std::size_t tiles, int block_k, int resident_blocks,
                     int device, const Epilogue& ep, cudaStream_t stream, Launch&& launch) {

@@ -13,6 +13,7 @@
 #include "../common/grid.hpp"
 #include "../runtime/launcher.hpp"
 #include "10_tensor_core_f16.cuh"
+#include "launch_util.hpp"
 #include "operand.cuh"
 
 namespace kf::detail {

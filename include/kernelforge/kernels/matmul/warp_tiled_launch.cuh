@@ -10,7 +10,9 @@
 
 #include "../runtime/launcher.hpp"
 #include "07_warp_tiled.cuh"
+#include "launch_util.hpp"
 #include "split_k.cuh"
+#include "tile_params.cuh"
 
 namespace kf::detail {
 
@@ -29,11 +31,8 @@ warp_tiled_tuning_id warp_tiled_tuning_of(int device, const char* what = "kf::ma
 template <class Config, class Epilogue = epilogue::identity>
 void launch_warp_tiled_with(const gemm_args<float>& g, cudaStream_t stream, int device, const Epilogue& ep = {}) {
   const char* what = "kf::matmul (warp_tiled)";
-  warp_tiled_params x;
-  x.tiles_m = ceil_div(g.m, Config::block_m);
-  x.tiles_n = ceil_div(g.n, Config::block_n);
+  tile_params x = make_tile_params<Config>(g);
   const std::size_t tiles = grid_block_tiles(x.tiles_m, x.tiles_n, what);
-  x.c_aligned = rows_16b_aligned(g.C, g.ldc);
   const bool vec = rows_16b_aligned(g.A, g.lda) && rows_16b_aligned(g.B, g.ldb);
   constexpr int threads = Config::warps_m * Config::warps_n * 32;
   dispatch_transposes(g.trans_a, g.trans_b, [&](auto ta, auto tb) {
