@@ -26,25 +26,16 @@ namespace kf::detail {
 using fused_epilogue = epilogue::bias_relu_threshold<float>;
 
 // warp_tiled.cu: step 7, the tuning probe, and the split-k reduction that steps 7 and 8 share.
-extern template warp_tiled_tuning_id warp_tiled_tuning_of<epilogue::identity>(int, const char*);
-extern template void launch_warp_tiled<float, epilogue::identity>(const gemm_args<float>&, cudaStream_t,
-                                                                  const epilogue::identity&, const char*);
+extern template warp_tiled_tuning_id warp_tiled_tuning_of<fused_epilogue>(int, const char*);
 extern template void launch_warp_tiled<float, fused_epilogue>(const gemm_args<float>&, cudaStream_t,
                                                               const fused_epilogue&, const char*);
-extern template void split_k_workspace::reduce<float, epilogue::identity>(const gemm_args<float>&,
-                                                                          const epilogue::identity&,
-                                                                          cudaStream_t) const;
 extern template void split_k_workspace::reduce<float, fused_epilogue>(const gemm_args<float>&, const fused_epilogue&,
                                                                       cudaStream_t) const;
 
-// large_tile.cu and large_tile_fused.cu: step 8, half of the family's kernels, one epilogue each.
-extern template void launch_large_tile<epilogue::identity>(const gemm_args<float>&, cudaStream_t,
-                                                           const epilogue::identity&);
+// large_tile.cu: step 8, the most kernels of the family.
 extern template void launch_large_tile<fused_epilogue>(const gemm_args<float>&, cudaStream_t, const fused_epilogue&);
 
 // tensor_core_tf32.cu: step 9 (mma.sync TF32).
-extern template void launch_tensor_core_tf32<epilogue::identity>(const gemm_args<float>&, cudaStream_t,
-                                                                 const epilogue::identity&, const char*);
 extern template void launch_tensor_core_tf32<fused_epilogue>(const gemm_args<float>&, cudaStream_t,
                                                              const fused_epilogue&, const char*);
 

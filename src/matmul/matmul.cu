@@ -49,17 +49,13 @@ namespace {
 
 /// Launches the TF32 tensor-core product: wgmma (sm_90a image on a cc 9.0
 /// device) where available, else mma.sync. errc::unsupported where neither can run.
-/// Epilogue: identity or the fused bias_relu_threshold<float> (what wgmma ships).
-template <class Epilogue = epilogue::identity>
-void launch_tensor_core(const gemm_args<float>& g, cudaStream_t stream, int device, const Epilogue& ep = {}) {
+/// wgmma ships the identity and the fused epilogue and runs identity's kernel
+/// when `ep` does nothing; mma.sync runs the fused kernel either way (the library
+/// compiles its fp32 steps with the fused epilogue only: see dispatch).
+void launch_tensor_core(const gemm_args<float>& g, cudaStream_t stream, int device, const fused_epilogue& ep) {
   require_tensor_cores(device);
-  if constexpr (std::is_same_v<Epilogue, epilogue::identity>) {
-    if (wgmma_try_launch(g, stream)) return;
-  } else {
-    static_assert(std::is_same_v<Epilogue, fused_epilogue>,
-                  "the wgmma kernel ships identity and bias_relu_threshold<float> epilogues only");
-    if (wgmma_try_launch(g, ep, stream)) return;
-  }
+  const bool plain = ep.bias == nullptr && !ep.relu;
+  if (plain ? wgmma_try_launch(g, stream) : wgmma_try_launch(g, ep, stream)) return;
   launch_tensor_core_tf32(g, stream, ep);
 }
 
@@ -92,8 +88,9 @@ matmul_variant resolve(matmul_variant requested, math_mode math, int device, std
     if (math == math_mode::tf32 && compute_capability(device) >= tensor_core_min_cc) {
       return matmul_variant::tensor_core_tf32;
     }
-    // The fastest exact-fp32 step for this image and shape (tuning.hpp: best_is_large_tile).
-    if (!custom_epilogue && best_is_large_tile(warp_tiled_tuning_of(device), m, n)) return matmul_variant::large_tile;
+    // The fastest exact-fp32 step for this image and shape (plan.hpp: best_is_large_tile).
+    if (!custom_epilogue && best_is_large_tile(warp_tiled_tuning_of<fused_epilogue>(device), m, n))
+      return matmul_variant::large_tile;
     return matmul_variant::warp_tiled;
   } else if constexpr (is_16bit<T>) {
     // wgmma where it runs (it falls back to mma.sync itself); naive below 8.0.
@@ -108,13 +105,16 @@ fused_epilogue fused_epilogue_of(const matmul_options& o) {
   return {static_cast<const float*>(o.bias), o.relu, o.relu_threshold};
 }
 
-/// The fused epilogue of a validated call with options.bias / options.relu:
-/// float, variant warp_tiled, large_tile or tensor_core_tf32.
-void dispatch_fused(matmul_variant variant, const gemm_args<float>& g, const matmul_options& o, int device) {
-  const auto ep = fused_epilogue_of(o);
-  if (variant == matmul_variant::tensor_core_tf32) return launch_tensor_core(g, o.stream, device, ep);
-  if (variant == matmul_variant::warp_tiled) return launch_warp_tiled(g, o.stream, ep);
-  if (variant == matmul_variant::large_tile) return launch_large_tile(g, o.stream, ep);
+/// float's steps 7-9 (warp_tiled, large_tile, the mma.sync TF32 kernel) are
+/// compiled with the fused bias / ReLU epilogue alone: a plain call passes it
+/// with no bias and no ReLU, where it returns each value unchanged (two uniform
+/// branches per stored element, off the k loop), and the library carries half
+/// the kernels (benchmarks/tuning/matmul.md#fused_epilogue).
+void dispatch_epilogue_steps(matmul_variant variant, const gemm_args<float>& g, const fused_epilogue& ep,
+                             cudaStream_t stream, int device) {
+  if (variant == matmul_variant::tensor_core_tf32) return launch_tensor_core(g, stream, device, ep);
+  if (variant == matmul_variant::warp_tiled) return launch_warp_tiled(g, stream, ep);
+  if (variant == matmul_variant::large_tile) return launch_large_tile(g, stream, ep);
   throw error(errc::unsupported, std::string(matmul_what) + ": variant " + to_string(variant) +
                                      " has no epilogue support; use " + epilogue_variants(false));
 }
@@ -140,9 +140,10 @@ void dispatch(matmul_variant variant, const gemm_args<T>& g, cudaStream_t stream
       case matmul_variant::coalesced: return launch_coalesced(g, stream);
       case matmul_variant::blocktile_1d: return launch_blocktile_1d(g, stream);
       case matmul_variant::vectorized: return launch_vectorized(g, stream);
-      case matmul_variant::warp_tiled: return launch_warp_tiled(g, stream);
-      case matmul_variant::large_tile: return launch_large_tile(g, stream);
-      case matmul_variant::tensor_core_tf32: return launch_tensor_core(g, stream, device);
+      case matmul_variant::warp_tiled:
+      case matmul_variant::large_tile:
+      case matmul_variant::tensor_core_tf32:
+        return dispatch_epilogue_steps(variant, g, fused_epilogue{}, stream, device);
       default: break;
     }
   }
@@ -175,7 +176,8 @@ void matmul_impl(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size
   const auto g = detail::make_gemm_args<T>(trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   const matmul_variant variant = detail::resolve<T>(options.variant, options.math, device, m, n);
   if constexpr (std::is_same_v<T, float>) {
-    if (fused) return detail::dispatch_fused(variant, g, options, device);
+    if (fused)
+      return detail::dispatch_epilogue_steps(variant, g, detail::fused_epilogue_of(options), options.stream, device);
   }
   detail::dispatch(variant, g, options.stream, device);
 }

@@ -81,7 +81,7 @@ void launch_large_tile_for(const gemm_args<float>& g, cudaStream_t stream, int d
 template <class Epilogue = kf::epilogue::identity>
 void launch_large_tile(const gemm_args<float>& g, cudaStream_t stream, const Epilogue& ep = {}) {
   const int device = current_device(large_tile_what);
-  if (warp_tiled_tuning_of(device) == warp_tiled_tuning_id::large_smem) {
+  if (warp_tiled_tuning_of<Epilogue>(device) == warp_tiled_tuning_id::large_smem) {
     launch_large_tile_for<warp_tiled_tuning_id::large_smem>(g, stream, device, ep);
   } else {
     launch_large_tile_for<warp_tiled_tuning_id::small_smem>(g, stream, device, ep);
