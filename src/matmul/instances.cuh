@@ -32,7 +32,9 @@ extern template void launch_warp_tiled<float, fused_epilogue>(const gemm_args<fl
 extern template void split_k_workspace::reduce<float, fused_epilogue>(const gemm_args<float>&, const fused_epilogue&,
                                                                       cudaStream_t) const;
 
-// large_tile.cu: step 8, the most kernels of the family.
+// large_tile.cu and large_tile_fused.cu: step 8, half of the family's kernels, one epilogue each.
+extern template void launch_large_tile<epilogue::identity>(const gemm_args<float>&, cudaStream_t,
+                                                           const epilogue::identity&);
 extern template void launch_large_tile<fused_epilogue>(const gemm_args<float>&, cudaStream_t, const fused_epilogue&);
 
 // tensor_core_tf32.cu: step 9 (mma.sync TF32).

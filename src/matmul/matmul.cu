@@ -105,11 +105,13 @@ fused_epilogue fused_epilogue_of(const matmul_options& o) {
   return {static_cast<const float*>(o.bias), o.relu, o.relu_threshold};
 }
 
-/// float's steps 7-9 (warp_tiled, large_tile, the mma.sync TF32 kernel) are
-/// compiled with the fused bias / ReLU epilogue alone: a plain call passes it
-/// with no bias and no ReLU, where it returns each value unchanged (two uniform
-/// branches per stored element, off the k loop), and the library carries half
-/// the kernels (benchmarks/tuning/matmul.md#fused_epilogue).
+/// The fp32 steps with epilogues (warp_tiled, large_tile, tensor_core_tf32).
+/// warp_tiled and the mma.sync TF32 kernel are compiled with the fused bias /
+/// ReLU epilogue alone: a plain call passes it with no bias and no ReLU, where
+/// it returns each value unchanged, and the library carries half their kernels.
+/// large_tile keeps its identity kernels for plain calls: its fused ones run
+/// 9-11% slower at some shapes even with nothing enabled
+/// (benchmarks/tuning/matmul.md#fused_epilogue_alone).
 void dispatch_epilogue_steps(matmul_variant variant, const gemm_args<float>& g, const fused_epilogue& ep,
                              cudaStream_t stream, int device) {
   if (variant == matmul_variant::tensor_core_tf32) return launch_tensor_core(g, stream, device, ep);
@@ -140,8 +142,8 @@ void dispatch(matmul_variant variant, const gemm_args<T>& g, cudaStream_t stream
       case matmul_variant::coalesced: return launch_coalesced(g, stream);
       case matmul_variant::blocktile_1d: return launch_blocktile_1d(g, stream);
       case matmul_variant::vectorized: return launch_vectorized(g, stream);
+      case matmul_variant::large_tile: return launch_large_tile(g, stream);  // identity: see dispatch_epilogue_steps
       case matmul_variant::warp_tiled:
-      case matmul_variant::large_tile:
       case matmul_variant::tensor_core_tf32:
         return dispatch_epilogue_steps(variant, g, fused_epilogue{}, stream, device);
       default: break;

@@ -8,6 +8,7 @@ list(APPEND KERNELFORGE_SOURCES
   "${CMAKE_CURRENT_LIST_DIR}/validate.cpp"
   "${CMAKE_CURRENT_LIST_DIR}/warp_tiled.cu"
   "${CMAKE_CURRENT_LIST_DIR}/large_tile.cu"
+  "${CMAKE_CURRENT_LIST_DIR}/large_tile_fused.cu"
   "${CMAKE_CURRENT_LIST_DIR}/tensor_core_tf32.cu"
   "${CMAKE_CURRENT_LIST_DIR}/tensor_core_f16.cu")
 kernelforge_add_sm90a_sources("wgmma matmul (TF32, fp16, bf16)"

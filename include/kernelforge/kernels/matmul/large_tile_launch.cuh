@@ -81,7 +81,9 @@ void launch_large_tile_for(const gemm_args<float>& g, cudaStream_t stream, int d
 template <class Epilogue = kf::epilogue::identity>
 void launch_large_tile(const gemm_args<float>& g, cudaStream_t stream, const Epilogue& ep = {}) {
   const int device = current_device(large_tile_what);
-  if (warp_tiled_tuning_of<Epilogue>(device) == warp_tiled_tuning_id::large_smem) {
+  // The image's tuning, probed on warp_tiled's fused instantiation: the one the
+  // library compiles (src/matmul/warp_tiled.cu), whatever large_tile's epilogue.
+  if (warp_tiled_tuning_of<epilogue::bias_relu_threshold<float>>(device) == warp_tiled_tuning_id::large_smem) {
     launch_large_tile_for<warp_tiled_tuning_id::large_smem>(g, stream, device, ep);
   } else {
     launch_large_tile_for<warp_tiled_tuning_id::small_smem>(g, stream, device, ep);
