@@ -165,7 +165,7 @@ matmul_case<T> random_case(const matmul_shape& s, int transposes, bool aligned, 
 
 /// The variants a sweep runs: the type's list, or those of it named in the
 /// environment variable KF_MATMUL_VARIANTS (comma-separated, e.g.
-/// "large_tile,best": how scripts/h200_check.sh runs one variant under a
+/// "large_tile,best": how scripts/gpu_check.sh runs one variant under a
 /// sanitizer). A sweep left with none skips (it cannot pass by running nothing).
 template <class T>
 std::vector<matmul_variant> selected_variants() {
