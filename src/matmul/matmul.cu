@@ -51,7 +51,7 @@ namespace {
 /// device) where available, else mma.sync. errc::unsupported where neither can run.
 /// wgmma ships the identity and the fused epilogue and runs identity's kernel
 /// when `ep` does nothing; mma.sync runs the fused kernel either way (the library
-/// compiles its fp32 steps with the fused epilogue only: see dispatch).
+/// compiles it with the fused epilogue only: see dispatch_epilogue_steps).
 void launch_tensor_core(const gemm_args<float>& g, cudaStream_t stream, int device, const fused_epilogue& ep) {
   require_tensor_cores(device);
   const bool plain = ep.bias == nullptr && !ep.relu;
