@@ -78,7 +78,8 @@ macro(kernelforge_finish_sm90a_sources)
     # The -gencode form: "-arch=sm_90a" would also run a plain sm_90 pass, which rejects wgmma.
     target_compile_options(kernelforge_sm90a PRIVATE
       "-gencode=arch=compute_90a,code=sm_90a"
-      -Xcompiler=-Wall,-Wextra --Werror=all-warnings)
+      -Xcompiler=-Wall,-Wextra --Werror=all-warnings
+      ${KERNELFORGE_FATBIN_COMPRESSION})  # kernelforge_library.cmake
   endif()
   if(TARGET kernelforge_sm90a)
     list(APPEND KERNELFORGE_SOURCES "$<TARGET_OBJECTS:kernelforge_sm90a>")
