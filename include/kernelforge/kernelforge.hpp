@@ -13,5 +13,6 @@
 #include "kernelforge/math_mode.hpp"
 #include "kernelforge/pinned_buffer.hpp"
 #include "kernelforge/matmul.hpp"
+#include "kernelforge/scaled_matmul.hpp"
 #include "kernelforge/types.hpp"
 #include "kernelforge/version.hpp"

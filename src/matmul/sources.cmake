@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-# The matrix-product family: its launcher and argument checks, the heavy steps
+# The matrix-product family: its launchers (kf::matmul, the FP8 kf::scaled_matmul)
+# and argument checks, the heavy steps
 # 07-10 in translation units of their own so that they compile in parallel
 # (instances.cuh; the kernels are headers they include), and the Hopper steps
 # 11-14 (wgmma), compiled for sm_90a alone.
@@ -10,7 +11,9 @@ list(APPEND KERNELFORGE_SOURCES
   "${CMAKE_CURRENT_LIST_DIR}/large_tile.cu"
   "${CMAKE_CURRENT_LIST_DIR}/large_tile_fused.cu"
   "${CMAKE_CURRENT_LIST_DIR}/tensor_core_tf32.cu"
-  "${CMAKE_CURRENT_LIST_DIR}/tensor_core_f16.cu")
+  "${CMAKE_CURRENT_LIST_DIR}/tensor_core_f16.cu"
+  "${CMAKE_CURRENT_LIST_DIR}/scaled_matmul.cu"
+  "${CMAKE_CURRENT_LIST_DIR}/scaled_validate.cpp")
 kernelforge_add_sm90a_sources("wgmma matmul (TF32, fp16, bf16)"
   "${CMAKE_CURRENT_LIST_DIR}/wgmma_sm90a_tf32.cu"
   "${CMAKE_CURRENT_LIST_DIR}/wgmma_sm90a_f16.cu"

@@ -38,31 +38,6 @@ constexpr const char* variants_of() {
   return "naive, tensor_core_f16 and wgmma_f16 (or best)";
 }
 
-void require_op(const char* name, op o) {
-  if (o == op::none || o == op::transpose) return;
-  throw_invalid_argument(matmul_what, std::string(name) + " = " + std::to_string(static_cast<int>(o)) +
-                                          " is not an op; pass op::none or op::transpose");
-}
-
-/// A matrix with rows x cols > 0 elements needs a pointer.
-void require_operand(const char* name, const void* p, const char* dims, std::size_t rows, std::size_t cols) {
-  if (p != nullptr || rows == 0 || cols == 0) return;
-  throw error(errc::invalid_argument, std::string(matmul_what) + ": argument '" + name + "' is null but holds " + dims +
-                                          " = " + std::to_string(rows) + " x " + std::to_string(cols) +
-                                          " elements; pass a device pointer (null is allowed only when that is 0)");
-}
-
-/// A leading dimension must cover the row it describes: ld >= row length.
-/// symbol: "k", "m" or "n"; layout: which matrix and how it is stored.
-void require_leading_dimension(const char* name, std::size_t ld, const char* symbol, std::size_t row_length,
-                               const char* layout) {
-  if (ld >= row_length) return;
-  throw error(errc::invalid_argument,
-              std::string(matmul_what) + ": " + name + " = " + std::to_string(ld) + " is smaller than " + symbol +
-                  " = " + std::to_string(row_length) + ", the length of a stored row (" + layout + "); pass " + name +
-                  " >= " + std::to_string(row_length) + " (the distance between consecutive rows, in elements)");
-}
-
 /// The variants whose kernels apply an epilogue (options.bias / options.relu, or a functor).
 /// custom: a functor of the caller's (kernelforge/matmul.cuh instantiates warp_tiled
 /// and tensor_core_tf32 only); else the precompiled fused options, which large_tile runs too.
@@ -108,35 +83,64 @@ void validate_epilogue(std::size_t m, std::size_t n, const T* C, std::size_t ldc
   }
 }
 
+void require_op(const char* what, const char* name, op o) {
+  if (o == op::none || o == op::transpose) return;
+  throw_invalid_argument(what, std::string(name) + " = " + std::to_string(static_cast<int>(o)) +
+                                   " is not an op; pass op::none or op::transpose");
+}
+
+void require_operand(const char* what, const char* name, const void* p, const char* dims, std::size_t rows,
+                     std::size_t cols) {
+  if (p != nullptr || rows == 0 || cols == 0) return;
+  throw error(errc::invalid_argument, std::string(what) + ": argument '" + name + "' is null but holds " + dims +
+                                          " = " + std::to_string(rows) + " x " + std::to_string(cols) +
+                                          " elements; pass a device pointer (null is allowed only when that is 0)");
+}
+
+void require_leading_dimension(const char* what, const char* name, std::size_t ld, const char* symbol,
+                               std::size_t row_length, const char* layout) {
+  if (ld >= row_length) return;
+  throw error(errc::invalid_argument,
+              std::string(what) + ": " + name + " = " + std::to_string(ld) + " is smaller than " + symbol + " = " +
+                  std::to_string(row_length) + ", the length of a stored row (" + layout + "); pass " + name +
+                  " >= " + std::to_string(row_length) + " (the distance between consecutive rows, in elements)");
+}
+
 }  // namespace
+
+void require_gemm_layout(const char* what, op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k,
+                         const void* A, std::size_t lda, const void* B, std::size_t ldb, const void* C, std::size_t ldc,
+                         const char* c_name) {
+  require_op(what, "trans_a", trans_a);
+  require_op(what, "trans_b", trans_b);
+  // BLAS quick return: when m or n is 0 the product is empty and neither A nor
+  // B is read, whatever k is, so they may be null.
+  if (m != 0 && n != 0) {
+    require_operand(what, "A", A, "m x k", m, k);
+    require_operand(what, "B", B, "k x n", k, n);
+  }
+  require_operand(what, c_name, C, "m x n", m, n);
+  const bool ta = trans_a == op::transpose, tb = trans_b == op::transpose;
+  require_leading_dimension(
+      what, "lda", lda, ta ? "m" : "k", ta ? m : k,
+      ta ? "trans_a = op::transpose: A is stored k x m" : "trans_a = op::none: A is stored m x k");
+  require_leading_dimension(
+      what, "ldb", ldb, tb ? "k" : "n", tb ? k : n,
+      tb ? "trans_b = op::transpose: B is stored n x k" : "trans_b = op::none: B is stored k x n");
+  const std::string ld_name = std::string("ld") + static_cast<char>(c_name[0] - 'A' + 'a');
+  require_leading_dimension(what, ld_name.c_str(), ldc, "n", n, (std::string(c_name) + " is stored m x n").c_str());
+}
 
 template <class T>
 void validate_matmul(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k, const T* A, std::size_t lda,
                      const T* B, std::size_t ldb, const T* C, std::size_t ldc, const matmul_options& options,
                      bool custom_epilogue) {
-  require_op("trans_a", trans_a);
-  require_op("trans_b", trans_b);
   using v = matmul_variant;
   require_one_of(matmul_what, "options.variant", options.variant,
                  {v::best, v::naive, v::coalesced, v::smem_tiled, v::blocktile_1d, v::blocktile_2d, v::vectorized,
                   v::warp_tiled, v::large_tile, v::tensor_core_tf32, v::tensor_core_f16, v::wgmma_f16});
   require_one_of(matmul_what, "options.math", options.math, {math_mode::exact, math_mode::tf32});
-  // BLAS quick return: when m or n is 0 the product is empty and neither A nor
-  // B is read, whatever k is, so they may be null.
-  const bool empty_product = m == 0 || n == 0;
-  if (!empty_product) {
-    require_operand("A", A, "m x k", m, k);
-    require_operand("B", B, "k x n", k, n);
-  }
-  require_operand("C", C, "m x n", m, n);
-  const bool ta = trans_a == op::transpose, tb = trans_b == op::transpose;
-  require_leading_dimension(
-      "lda", lda, ta ? "m" : "k", ta ? m : k,
-      ta ? "trans_a = op::transpose: A is stored k x m" : "trans_a = op::none: A is stored m x k");
-  require_leading_dimension(
-      "ldb", ldb, tb ? "k" : "n", tb ? k : n,
-      tb ? "trans_b = op::transpose: B is stored n x k" : "trans_b = op::none: B is stored k x n");
-  require_leading_dimension("ldc", ldc, "n", n, "C is stored m x n");
+  require_gemm_layout(matmul_what, trans_a, trans_b, m, n, k, A, lda, B, ldb, C, ldc, "C");
   if (!has_variant<T>(options.variant)) {
     throw error(errc::unsupported, std::string(matmul_what) + ": variant " + to_string(options.variant) +
                                        " is not compiled for " + matmul_type_name<T>() + "; " + matmul_type_name<T>() +

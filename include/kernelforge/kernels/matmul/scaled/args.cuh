@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+// What every FP8 step receives, and the one home of the scaling rules: which
+// scale multiplies a 128-long partial sum (blockwise) and which multiplies the
+// finished fp32 sum (per-tensor, rowwise), and the epilogue that stores D and
+// folds its amax. Host and device code read it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_fp8.h>
+
+#include "../../common/host_device.hpp"
+#include "../../common/numeric.cuh"
+#include "kernelforge/scaled_matmul.hpp"
+
+namespace kf::detail {
+
+/// FP8 tensor cores promote partial sums into fp32 at this k granularity (the
+/// blockwise scales' block, and 4 k-groups of wgmma.m64nNk32).
+inline constexpr std::size_t fp8_promotion_k = 128;
+
+template <class TA, class TB, class TD>
+struct scaled_gemm_args {
+  std::size_t m = 0, n = 0, k = 0;
+  const TA* A = nullptr;
+  const TB* B = nullptr;
+  TD* D = nullptr;
+  // op(A)(i, p) = A[i * a_row + p * a_col]; op(B)(p, j) = B[p * b_row + j * b_col].
+  std::size_t a_row = 0, a_col = 0, b_row = 0, b_col = 0, ldd = 0;
+  fp8_scaling mode = fp8_scaling::per_tensor;
+  const float* scale_a = nullptr;
+  const float* scale_b = nullptr;
+  std::size_t k_blocks = 0;  ///< ceil(k / 128): a row of blockwise scales
+  float alpha = 1, beta = 0;
+  const TD* bias = nullptr;
+  bool relu = false;
+  float relu_threshold = 0;
+  unsigned* amax_bits = nullptr;  ///< the caller's float, as bits: |v| of non-negative floats order as integers
+};
+
+/// The scale of the partial sum over k block `kb` of D(i, j): sA * sB blockwise, else 1.
+template <class TA, class TB, class TD>
+KF_HOST_DEVICE inline float block_scale(const scaled_gemm_args<TA, TB, TD>& g, std::size_t i, std::size_t j,
+                                        std::size_t kb) {
+  if (g.mode != fp8_scaling::blockwise) return 1.0f;
+  return g.scale_a[i * g.k_blocks + kb] * g.scale_b[(j / fp8_promotion_k) * g.k_blocks + kb];
+}
+
+/// The scale of the finished sum of D(i, j): sA * sB per tensor or per row / column, else 1.
+template <class TA, class TB, class TD>
+KF_HOST_DEVICE inline float outer_scale(const scaled_gemm_args<TA, TB, TD>& g, std::size_t i, std::size_t j) {
+  if (g.mode == fp8_scaling::per_tensor) return g.scale_a[0] * g.scale_b[0];
+  if (g.mode == fp8_scaling::rowwise) return g.scale_a[i] * g.scale_b[j];
+  return 1.0f;
+}
+
+/// D(i, j) from its scaled fp32 sum: alpha * acc + beta * D + bias[j], the
+/// threshold ReLU (NaN propagates), rounded once to TD and stored. Returns
+/// |stored value|'s bits for the amax (NaN's bits exceed every number's).
+template <class TA, class TB, class TD>
+__device__ __forceinline__ unsigned store_scaled(const scaled_gemm_args<TA, TB, TD>& g, std::size_t i, std::size_t j,
+                                                 float acc) {
+  TD* d = g.D + i * g.ldd + j;
+  float v = g.alpha * acc;
+  if (g.beta != 0.0f) v += g.beta * to_compute(*d);  // BLAS: beta == 0 does not read D
+  if (g.bias != nullptr) v += to_compute(g.bias[j]);
+  if (g.relu && v <= g.relu_threshold) v = 0.0f;
+  const TD out = from_compute<TD>(v);
+  *d = out;
+  return __float_as_uint(fabsf(to_compute(out)));
+}
+
+}  // namespace kf::detail

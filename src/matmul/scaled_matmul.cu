@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: Apache-2.0
+// kf::scaled_matmul: validate -> plan -> dispatch for the FP8 product, and its
+// explicit instantiations (3 operand pairs x 3 output types). The steps are
+// headers under include/kernelforge/kernels/matmul/scaled/.
+#include <string>
+
+#include "kernelforge/kernels/matmul/scaled/01_naive.cuh"
+#include "kernelforge/kernels/matmul/scaled/validate.hpp"
+#include "kernelforge/kernels/runtime/launcher.hpp"
+#include "kernelforge/scaled_matmul.hpp"
+
+namespace kf {
+
+const char* to_string(fp8_scaling mode) noexcept {
+  switch (mode) {
+    case fp8_scaling::per_tensor: return "per_tensor";
+    case fp8_scaling::rowwise: return "rowwise";
+    case fp8_scaling::blockwise: return "blockwise";
+  }
+  return "unknown";
+}
+
+const char* to_string(scaled_matmul_variant variant) noexcept {
+  switch (variant) {
+    case scaled_matmul_variant::best: return "best";
+    case scaled_matmul_variant::naive: return "naive";
+  }
+  return "unknown";
+}
+
+namespace detail {
+namespace {
+
+template <class TA, class TB, class TD>
+scaled_gemm_args<TA, TB, TD> make_scaled_args(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k,
+                                              float alpha, const TA* A, std::size_t lda, const TB* B, std::size_t ldb,
+                                              const fp8_scales& scales, float beta, TD* D, std::size_t ldd,
+                                              const scaled_matmul_options& options) {
+  scaled_gemm_args<TA, TB, TD> g;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.A = A;
+  g.B = B;
+  g.D = D;
+  const bool ta = trans_a == op::transpose, tb = trans_b == op::transpose;
+  g.a_row = ta ? 1 : lda;  // op(A)(i, p) = A[i * a_row + p * a_col]
+  g.a_col = ta ? lda : 1;
+  g.b_row = tb ? 1 : ldb;  // op(B)(p, j) = B[p * b_row + j * b_col]
+  g.b_col = tb ? ldb : 1;
+  g.ldd = ldd;
+  g.mode = scales.mode;
+  g.scale_a = scales.a;
+  g.scale_b = scales.b;
+  g.k_blocks = ceil_div(k, fp8_promotion_k);
+  g.alpha = alpha;
+  g.beta = beta;
+  g.bias = static_cast<const TD*>(options.bias);
+  g.relu = options.relu;
+  g.relu_threshold = options.relu_threshold;
+  g.amax_bits = reinterpret_cast<unsigned*>(options.amax);
+  return g;
+}
+
+}  // namespace
+
+template <class TA, class TB, class TD>
+void scaled_matmul_impl(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha, const TA* A,
+                        std::size_t lda, const TB* B, std::size_t ldb, const fp8_scales& scales, float beta, TD* D,
+                        std::size_t ldd, const scaled_matmul_options& options) {
+  validate_scaled_matmul(trans_a, trans_b, m, n, k, A, lda, B, ldb, scales, D, ldd, sizeof(TD), options);
+  if (options.amax != nullptr) {  // the kernel folds |D| into it with atomicMax from 0
+    cuda_check(cudaMemsetAsync(options.amax, 0, sizeof(float), options.stream), "kf::scaled_matmul (amax reset)");
+  }
+  if (m == 0 || n == 0) return;
+  const int device = current_device(scaled_matmul_what);
+  require_fp8_device(device);
+  require_kernel_image_cached(device, scaled_matmul_what);
+  const auto g = make_scaled_args(trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, scales, beta, D, ldd, options);
+  // The FP8 progression has one step so far: best is naive.
+  launch_scaled_naive(g, options.stream);
+}
+
+#define KF_INSTANTIATE_SCALED_MATMUL(TA, TB, TD)                                                                   \
+  template void scaled_matmul_impl<TA, TB, TD>(op, op, std::size_t, std::size_t, std::size_t, float, const TA*,    \
+                                               std::size_t, const TB*, std::size_t, const fp8_scales&, float, TD*, \
+                                               std::size_t, const scaled_matmul_options&);
+#define KF_INSTANTIATE_SCALED_MATMUL_OUTPUTS(TA, TB)  \
+  KF_INSTANTIATE_SCALED_MATMUL(TA, TB, __nv_bfloat16) \
+  KF_INSTANTIATE_SCALED_MATMUL(TA, TB, __half)        \
+  KF_INSTANTIATE_SCALED_MATMUL(TA, TB, float)
+
+KF_INSTANTIATE_SCALED_MATMUL_OUTPUTS(__nv_fp8_e4m3, __nv_fp8_e4m3)
+KF_INSTANTIATE_SCALED_MATMUL_OUTPUTS(__nv_fp8_e4m3, __nv_fp8_e5m2)
+KF_INSTANTIATE_SCALED_MATMUL_OUTPUTS(__nv_fp8_e5m2, __nv_fp8_e4m3)
+
+}  // namespace detail
+}  // namespace kf

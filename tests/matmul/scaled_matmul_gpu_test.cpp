@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: Apache-2.0
+// kf::scaled_matmul on the GPU (skips without one, or below compute capability
+// 8.9): every operand pair x output type x scaling mode against the double
+// reference of the dequantized operands (scaled_matmul_case.hpp), at shapes that
+// cross the 128-long promotion / scale blocks of k and of n (k = 127, 129, 255,
+// 385, 1031; n = 129, 257), with every transpose, padded and misaligned
+// storage, the epilogue (beta, bias, ReLU), the amax, NaN inputs and saturated
+// inputs; empty shapes (m, n or k = 0).
+#include <gtest/gtest.h>
+
+#include <tuple>
+
+#include "kernelforge/kernelforge.hpp"
+#include "scaled_matmul_case.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using kf::fp8_scaling;
+using kf::op;
+using kf::scaled_matmul_variant;
+using kf::test::scaled_case;
+
+bool fp8_device() {
+  int device = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return false;
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+  return major * 10 + minor >= 89;
+}
+
+#define KF_SKIP_WITHOUT_FP8()                                                       \
+  do {                                                                              \
+    KF_SKIP_WITHOUT_GPU();                                                          \
+    if (!fp8_device()) GTEST_SKIP() << "FP8 needs compute capability 8.9 or newer"; \
+  } while (0)
+
+template <class T>
+class ScaledMatmul : public ::testing::Test {};
+
+using Combos =
+    ::testing::Types<std::tuple<__nv_fp8_e4m3, __nv_fp8_e4m3, __nv_bfloat16>,
+                     std::tuple<__nv_fp8_e4m3, __nv_fp8_e4m3, __half>, std::tuple<__nv_fp8_e4m3, __nv_fp8_e4m3, float>,
+                     std::tuple<__nv_fp8_e4m3, __nv_fp8_e5m2, __nv_bfloat16>,
+                     std::tuple<__nv_fp8_e4m3, __nv_fp8_e5m2, __half>, std::tuple<__nv_fp8_e4m3, __nv_fp8_e5m2, float>,
+                     std::tuple<__nv_fp8_e5m2, __nv_fp8_e4m3, __nv_bfloat16>,
+                     std::tuple<__nv_fp8_e5m2, __nv_fp8_e4m3, __half>, std::tuple<__nv_fp8_e5m2, __nv_fp8_e4m3, float>>;
+
+struct ComboNames {
+  template <class T>
+  static std::string GetName(int) {
+    using TD = std::tuple_element_t<2, T>;
+    const char* d = std::is_same_v<TD, float> ? "f32" : std::is_same_v<TD, __half> ? "f16" : "bf16";
+    return std::string(kf::test::fp8_name<std::tuple_element_t<0, T>>()) + "_" +
+           kf::test::fp8_name<std::tuple_element_t<1, T>>() + "_" + d;
+  }
+};
+TYPED_TEST_SUITE(ScaledMatmul, Combos, ComboNames);
+
+template <class Combo>
+::testing::AssertionResult run(const scaled_case& c, std::uint64_t seed,
+                               scaled_matmul_variant v = scaled_matmul_variant::best) {
+  using TA = std::tuple_element_t<0, Combo>;
+  using TB = std::tuple_element_t<1, Combo>;
+  using TD = std::tuple_element_t<2, Combo>;
+  return kf::test::check_scaled_matmul<TA, TB, TD>(c, v, seed);
+}
+
+constexpr fp8_scaling modes[] = {fp8_scaling::per_tensor, fp8_scaling::rowwise, fp8_scaling::blockwise};
+
+// Shapes that cross the 128-long blocks of k (promotion, blockwise scales) and of n (B's 128 x 128 scale blocks).
+TYPED_TEST(ScaledMatmul, EveryModeAcrossBlocks) {
+  KF_SKIP_WITHOUT_FP8();
+  struct shape {
+    std::size_t m, n, k;
+  };
+  const shape shapes[] = {{1, 1, 1}, {1, 1, 129}, {33, 65, 17}, {127, 129, 255}, {64, 257, 385}, {5, 130, 1031}};
+  std::uint64_t seed = 1;
+  for (fp8_scaling mode : modes) {
+    for (const shape& s : shapes) {
+      scaled_case c;
+      c.m = s.m;
+      c.n = s.n;
+      c.k = s.k;
+      c.mode = mode;
+      EXPECT_TRUE(run<TypeParam>(c, seed++));
+      c.trans_a = op::transpose;  // and the layout FP8 tensor cores do not read directly
+      c.trans_b = op::none;
+      EXPECT_TRUE(run<TypeParam>(c, seed++, scaled_matmul_variant::naive));
+    }
+  }
+}
+
+// The epilogue: alpha, beta (D read), bias, ReLU, amax; padded and misaligned storage.
+TYPED_TEST(ScaledMatmul, EpilogueAndStorage) {
+  KF_SKIP_WITHOUT_FP8();
+  std::uint64_t seed = 100;
+  for (fp8_scaling mode : modes) {
+    scaled_case c;
+    c.m = 67;
+    c.n = 131;
+    c.k = 200;
+    c.mode = mode;
+    c.alpha = 0.75f;
+    c.beta = -0.5f;
+    c.bias = c.relu = c.amax = true;
+    c.pad = 3;
+    c.offset = 1;
+    EXPECT_TRUE(run<TypeParam>(c, seed++));
+    c.beta = 0.0f;  // D poisoned: NaN must not leak through
+    c.trans_a = op::transpose;
+    EXPECT_TRUE(run<TypeParam>(c, seed++));
+  }
+}
+
+// Every transpose combination, rowwise scales.
+TYPED_TEST(ScaledMatmul, EveryTranspose) {
+  KF_SKIP_WITHOUT_FP8();
+  std::uint64_t seed = 200;
+  for (op ta : {op::none, op::transpose}) {
+    for (op tb : {op::none, op::transpose}) {
+      scaled_case c;
+      c.m = 45;
+      c.n = 77;
+      c.k = 300;
+      c.trans_a = ta;
+      c.trans_b = tb;
+      c.mode = fp8_scaling::rowwise;
+      c.amax = true;
+      EXPECT_TRUE(run<TypeParam>(c, seed++));
+    }
+  }
+}
+
+// A NaN in op(A)'s row 3 makes that row of D NaN (and the amax NaN); inputs at
+// the type's largest finite value (saturated conversions) accumulate in fp32
+// without overflow (a __half D overflows to inf, as the reference does).
+TYPED_TEST(ScaledMatmul, NanAndSaturatedInputs) {
+  KF_SKIP_WITHOUT_FP8();
+  scaled_case c;
+  c.m = 9;
+  c.n = 40;
+  c.k = 130;
+  c.mode = fp8_scaling::blockwise;
+  c.amax = true;
+  c.nan_row = 3;
+  EXPECT_TRUE(run<TypeParam>(c, 300));
+  c.nan_row = static_cast<std::size_t>(-1);
+  c.saturating = true;
+  EXPECT_TRUE(run<TypeParam>(c, 301));
+}
+
+// Empty products: k == 0 gives D = beta * D + bias (scales may be null); m or n == 0 writes amax = 0 only.
+TYPED_TEST(ScaledMatmul, EmptyShapes) {
+  KF_SKIP_WITHOUT_FP8();
+  scaled_case c;
+  c.m = 7;
+  c.n = 9;
+  c.k = 0;
+  c.beta = 2.0f;
+  c.bias = c.amax = true;
+  EXPECT_TRUE(run<TypeParam>(c, 400));
+  for (auto [m, n] : {std::pair<std::size_t, std::size_t>{0, 5}, {5, 0}}) {
+    c.m = m;
+    c.n = n;
+    c.k = 3;
+    EXPECT_TRUE(run<TypeParam>(c, 401));
+  }
+}
+
+}  // namespace
