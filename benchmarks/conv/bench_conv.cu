@@ -48,6 +48,8 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
+#include "conv_problem.hpp"
+#include "cudnn_baseline.hpp"
 #include "gpu_benchmark.hpp"
 #include "kernelforge/conv.hpp"
 #include "kernelforge/elementwise.hpp"
@@ -70,195 +72,10 @@ constexpr int naive_iterations = 10;
 constexpr double exact_check_tolerance = 1e-4;
 constexpr double tf32_check_tolerance = 2e-2;
 
-void cudnn_check(cudnnStatus_t status, const char* what) {
-  if (status != CUDNN_STATUS_SUCCESS) {
-    std::fprintf(stderr, "%s failed: %s\n", what, cudnnGetErrorString(status));
-    std::exit(1);
-  }
-}
-
-cudnnHandle_t cudnn() {
-  static cudnnHandle_t handle = [] {
-    cudnnHandle_t h = nullptr;
-    cudnn_check(cudnnCreate(&h), "cudnnCreate");
-    return h;
-  }();
-  return handle;
-}
-
-struct layer {
-  std::string name;
-  kf::conv2d_params p;
-};
-
-kf::conv2d_params params(std::size_t n, std::size_t c, std::size_t hw, std::size_t k, std::size_t rs,
-                         std::size_t stride, std::size_t pad) {
-  kf::conv2d_params p{n, c, hw, hw, k, rs, rs};
-  p.stride_h = p.stride_w = stride;
-  p.pad_h = p.pad_w = pad;
-  return p;
-}
-
-const std::vector<layer>& layers() {
-  static const std::vector<layer> list = {
-      {"n32_c64_56x56_k64_3x3_p1", params(32, 64, 56, 64, 3, 1, 1)},
-      {"n32_c128_28x28_k128_3x3_p1", params(32, 128, 28, 128, 3, 1, 1)},
-      {"n32_c256_14x14_k256_3x3_p1", params(32, 256, 14, 256, 3, 1, 1)},
-      {"n16_c3_224x224_k64_7x7_s2_p3", params(16, 3, 224, 64, 7, 2, 3)},
-  };
-  return list;
-}
-
-/// The conv2d_bias_relu rows' layers: the ones above, plus ResNet-50's first 1x1
-/// bottleneck convolution, where y's extra pass is a large share of the time.
-const std::vector<layer>& bias_relu_layers() {
-  static const std::vector<layer> list = [] {
-    std::vector<layer> l = layers();
-    l.push_back({"n32_c64_56x56_k64_1x1", params(32, 64, 56, 64, 1, 1, 0)});
-    return l;
-  }();
-  return list;
-}
-
-constexpr std::size_t image_extent = 8192;
-
-/// Random values of magnitude in [0.5, 1) with random signs: never zero.
-std::vector<float> random_values(std::size_t n, std::uint64_t seed) {
-  std::vector<float> v(n);
-  std::uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (auto& x : v) {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    const float m = 0.5f + static_cast<float>((s >> 40) & 0xFFFFFF) / 33554432.0f;
-    x = (s >> 39) & 1 ? -m : m;
-  }
-  return v;
-}
-
-/// The tensors of one problem, created once, and cuDNN's output kept for checks.
-struct problem_data {
-  kf::conv2d_params p{};
-  std::size_t P = 0, Q = 0;
-  kf::device_buffer<float> x, w, bias, y, y_cudnn, y_cudnn_fused;
-  bool have_cudnn_result = false, have_cudnn_fused_result = false;
-  double flops() const {
-    return 2.0 * p.batch * p.out_channels * p.in_channels * p.filter_height * p.filter_width * P * Q;
-  }
-  std::size_t y_size() const { return p.batch * p.out_channels * P * Q; }
-};
-
-problem_data& data_for(const std::string& key, const kf::conv2d_params& p) {
-  static std::map<std::string, std::unique_ptr<problem_data>> cache;
-  auto& slot = cache[key];
-  if (!slot) {
-    slot = std::make_unique<problem_data>();
-    problem_data& d = *slot;
-    d.p = p;
-    d.P = kf::conv2d_output_height(p);
-    d.Q = kf::conv2d_output_width(p);
-    d.x = kf::to_device(random_values(p.batch * p.in_channels * p.in_height * p.in_width, 1));
-    d.w = kf::to_device(random_values(p.out_channels * p.in_channels * p.filter_height * p.filter_width, 2));
-    d.bias = kf::to_device(random_values(p.out_channels, 3));
-    d.y = kf::device_buffer<float>(d.y_size());
-    d.y_cudnn = kf::device_buffer<float>(d.y_size());
-    d.y_cudnn_fused = kf::device_buffer<float>(d.y_size());
-  }
-  return *slot;
-}
-
-/// cuDNN descriptors, the algorithm cudnnFind picked, and its workspace.
-struct cudnn_plan {
-  cudnnTensorDescriptor_t x_desc = nullptr, y_desc = nullptr;
-  cudnnFilterDescriptor_t w_desc = nullptr;
-  cudnnConvolutionDescriptor_t conv_desc = nullptr;
-  cudnnConvolutionFwdAlgo_t algo{};
-  kf::device_buffer<unsigned char> workspace;
-  std::size_t workspace_bytes = 0;
-};
-
-cudnn_plan& cudnn_plan_for(const std::string& key, const problem_data& d, bool tf32) {
-  static std::map<std::string, std::unique_ptr<cudnn_plan>> cache;
-  auto& slot = cache[key];
-  if (slot) return *slot;
-  slot = std::make_unique<cudnn_plan>();
-  cudnn_plan& c = *slot;
-  const kf::conv2d_params& p = d.p;
-  const auto i = [](std::size_t v) { return static_cast<int>(v); };
-  cudnn_check(cudnnCreateTensorDescriptor(&c.x_desc), "cudnnCreateTensorDescriptor");
-  cudnn_check(cudnnCreateTensorDescriptor(&c.y_desc), "cudnnCreateTensorDescriptor");
-  cudnn_check(cudnnCreateFilterDescriptor(&c.w_desc), "cudnnCreateFilterDescriptor");
-  cudnn_check(cudnnCreateConvolutionDescriptor(&c.conv_desc), "cudnnCreateConvolutionDescriptor");
-  cudnn_check(cudnnSetTensor4dDescriptor(c.x_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(p.batch), i(p.in_channels),
-                                         i(p.in_height), i(p.in_width)),
-              "cudnnSetTensor4dDescriptor(x)");
-  cudnn_check(cudnnSetFilter4dDescriptor(c.w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, i(p.out_channels),
-                                         i(p.in_channels), i(p.filter_height), i(p.filter_width)),
-              "cudnnSetFilter4dDescriptor");
-  cudnn_check(
-      cudnnSetConvolution2dDescriptor(c.conv_desc, i(p.pad_h), i(p.pad_w), i(p.stride_h), i(p.stride_w),
-                                      i(p.dilation_h), i(p.dilation_w), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
-      "cudnnSetConvolution2dDescriptor");
-  // FMA math forbids TF32 (CUDNN_DEFAULT_MATH would allow it for fp32 on sm_80+).
-  cudnn_check(cudnnSetConvolutionMathType(c.conv_desc, tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
-              "cudnnSetConvolutionMathType");
-  cudnn_check(cudnnSetTensor4dDescriptor(c.y_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(p.batch), i(p.out_channels),
-                                         i(d.P), i(d.Q)),
-              "cudnnSetTensor4dDescriptor(y)");
-  constexpr int requested = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
-  cudnnConvolutionFwdAlgoPerf_t perf[requested];
-  int returned = 0;
-  cudnn_check(cudnnFindConvolutionForwardAlgorithm(cudnn(), c.x_desc, c.w_desc, c.conv_desc, c.y_desc, requested,
-                                                   &returned, perf),
-              "cudnnFindConvolutionForwardAlgorithm");
-  int chosen = -1;
-  for (int k = 0; k < returned; ++k) {
-    if (perf[k].status == CUDNN_STATUS_SUCCESS && (tf32 || perf[k].mathType != CUDNN_TENSOR_OP_MATH)) {
-      chosen = k;
-      break;
-    }
-  }
-  if (chosen < 0) {
-    std::fprintf(stderr, "cudnnFindConvolutionForwardAlgorithm found no usable algorithm for %s\n", key.c_str());
-    std::exit(1);
-  }
-  c.algo = perf[chosen].algo;
-  cudnn_check(cudnnSetConvolutionMathType(c.conv_desc, perf[chosen].mathType), "cudnnSetConvolutionMathType");
-  cudnn_check(cudnnGetConvolutionForwardWorkspaceSize(cudnn(), c.x_desc, c.w_desc, c.conv_desc, c.y_desc, c.algo,
-                                                      &c.workspace_bytes),
-              "cudnnGetConvolutionForwardWorkspaceSize");
-  c.workspace = kf::device_buffer<unsigned char>(c.workspace_bytes);
-  return c;
-}
-
-void run_cudnn(cudnn_plan& c, const problem_data& d, float* y, cudaStream_t stream) {
-  cudnn_check(cudnnSetStream(cudnn(), stream), "cudnnSetStream");
-  const float one = 1.0f, zero = 0.0f;
-  cudnn_check(cudnnConvolutionForward(cudnn(), &one, c.x_desc, d.x.data(), c.w_desc, d.w.data(), c.conv_desc, c.algo,
-                                      c.workspace.data(), c.workspace_bytes, &zero, c.y_desc, y),
-              "cudnnConvolutionForward");
-}
-
 /// cuDNN's time per problem key, stored by its benchmark for frac_cudnn.
 std::map<std::string, double>& cudnn_seconds() {
   static std::map<std::string, double> times;
   return times;
-}
-
-/// max |got - want| / max |want| over the output (0 when there is no cuDNN result yet);
-/// want: cuDNN's plain output, or `want_device` when given.
-double relative_difference(const problem_data& d, const float* got_device, const float* want_device = nullptr) {
-  if (!want_device && !d.have_cudnn_result) return 0;
-  std::vector<float> got(d.y_size()), want(d.y_size());
-  check(cudaMemcpy(got.data(), got_device, got.size() * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
-  check(cudaMemcpy(want.data(), want_device ? want_device : d.y_cudnn.data(), want.size() * sizeof(float),
-                   cudaMemcpyDeviceToHost),
-        "cudaMemcpy");
-  double max_diff = 0, max_ref = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double diff = std::fabs(static_cast<double>(got[i]) - want[i]);
-    max_diff = std::isnan(diff) ? INFINITY : std::max(max_diff, diff);
-    max_ref = std::max(max_ref, std::fabs(static_cast<double>(want[i])));
-  }
-  return max_ref > 0 ? max_diff / max_ref : max_diff;
 }
 
 /// relative_difference of d.y, computed once per benchmark (Google Benchmark
@@ -323,27 +140,6 @@ void bm_conv_kf(benchmark::State& state, const layer& L, kf::conv2d_variant vari
 }
 
 // ---- conv2d + bias + ReLU: fused against unfused and cuDNN's fused call -------------------
-/// cuDNN's bias (1 x K x 1 x 1) and ReLU descriptors for one problem.
-struct cudnn_bias_relu {
-  cudnnTensorDescriptor_t bias_desc = nullptr;
-  cudnnActivationDescriptor_t relu = nullptr;
-};
-
-cudnn_bias_relu& cudnn_bias_relu_for(const std::string& key, const problem_data& d) {
-  static std::map<std::string, std::unique_ptr<cudnn_bias_relu>> cache;
-  auto& slot = cache[key];
-  if (slot) return *slot;
-  slot = std::make_unique<cudnn_bias_relu>();
-  cudnn_check(cudnnCreateTensorDescriptor(&slot->bias_desc), "cudnnCreateTensorDescriptor");
-  cudnn_check(cudnnSetTensor4dDescriptor(slot->bias_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
-                                         static_cast<int>(d.p.out_channels), 1, 1),
-              "cudnnSetTensor4dDescriptor(bias)");
-  cudnn_check(cudnnCreateActivationDescriptor(&slot->relu), "cudnnCreateActivationDescriptor");
-  cudnn_check(cudnnSetActivationDescriptor(slot->relu, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0),
-              "cudnnSetActivationDescriptor");
-  return *slot;
-}
-
 std::string bias_relu_key(bool tf32, const layer& L) { return std::string(tf32 ? "tf32/" : "fp32/") + L.name; }
 
 /// Unfused time per key, stored by its benchmark for the fused row's speedup.

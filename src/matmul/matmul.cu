@@ -63,13 +63,11 @@ void launch_tensor_core(const gemm_args<float>& g, cudaStream_t stream, int devi
 /// variant wgmma_f16) where available, else mma.sync. errc::unsupported below 8.0.
 template <class T>
 void launch_tensor_core_16bit(matmul_variant variant, const gemm_args<T>& g, cudaStream_t stream, int device) {
-  const int cc = compute_capability(device);
-  if (cc < tensor_core_min_cc) {
-    throw error(errc::unsupported, std::string(matmul_what) + ": variant " + to_string(variant) +
-                                       " needs compute capability 8.0 or newer (fp16 / bf16 tensor cores with "
-                                       "fp32 accumulation); device " +
-                                       std::to_string(device) + " is " + std::to_string(cc / 10) + "." +
-                                       std::to_string(cc % 10) + "; use variant naive (or best)");
+  if (compute_capability(device) < tensor_core_min_cc) {
+    throw_needs_compute_capability(
+        matmul_what, device, tensor_core_min_cc,
+        std::string("variant ") + to_string(variant) + " (fp16 / bf16 tensor cores with fp32 accumulation)",
+        "use variant naive (or best)");
   }
   if (variant == matmul_variant::wgmma_f16 && wgmma_try_launch(g, stream)) return;
   launch_tensor_core_f16(g, stream);

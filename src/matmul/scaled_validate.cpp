@@ -38,7 +38,8 @@ void require_scale(const char* name, const float* p, fp8_scaling mode, bool of_a
 void validate_scaled_matmul(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k, const void* A,
                             std::size_t lda, const void* B, std::size_t ldb, const fp8_scales& scales, const void* D,
                             std::size_t ldd, std::size_t d_bytes, const scaled_matmul_options& options) {
-  require_gemm_layout(scaled_matmul_what, trans_a, trans_b, m, n, k, A, lda, B, ldb, D, ldd, "D");
+  require_gemm_layout(scaled_matmul_what, trans_a, trans_b, m, n, k, A, lda, B, ldb, D, ldd,
+                      gemm_output_names{"D", "ldd", "D is stored m x n"});
   require_one_of(scaled_matmul_what, "scales.mode", scales.mode,
                  {fp8_scaling::per_tensor, fp8_scaling::rowwise, fp8_scaling::blockwise});
   require_one_of(scaled_matmul_what, "options.variant", options.variant,
@@ -67,15 +68,9 @@ void validate_scaled_matmul(op trans_a, op trans_b, std::size_t m, std::size_t n
 }
 
 void require_fp8_device(int device) {
-  const int cc = compute_capability(device);
-  if (cc >= fp8_min_cc) return;
-  throw error(errc::unsupported, std::string(scaled_matmul_what) +
-                                     ": FP8 needs compute capability 8.9 (sm_89) or "
-                                     "newer, the first with FP8 tensor cores; device " +
-                                     std::to_string(device) + " is " + std::to_string(cc / 10) + "." +
-                                     std::to_string(cc % 10) +
-                                     "; convert the operands to __nv_bfloat16 or __half "
-                                     "and call kf::matmul");
+  if (compute_capability(device) >= fp8_min_cc) return;
+  throw_needs_compute_capability(scaled_matmul_what, device, fp8_min_cc, "FP8 (FP8 tensor cores)",
+                                 "convert the operands to __nv_bfloat16 or __half and call kf::matmul");
 }
 
 }  // namespace kf::detail

@@ -110,7 +110,7 @@ void require_leading_dimension(const char* what, const char* name, std::size_t l
 
 void require_gemm_layout(const char* what, op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k,
                          const void* A, std::size_t lda, const void* B, std::size_t ldb, const void* C, std::size_t ldc,
-                         const char* c_name) {
+                         const gemm_output_names& output) {
   require_op(what, "trans_a", trans_a);
   require_op(what, "trans_b", trans_b);
   // BLAS quick return: when m or n is 0 the product is empty and neither A nor
@@ -119,7 +119,7 @@ void require_gemm_layout(const char* what, op trans_a, op trans_b, std::size_t m
     require_operand(what, "A", A, "m x k", m, k);
     require_operand(what, "B", B, "k x n", k, n);
   }
-  require_operand(what, c_name, C, "m x n", m, n);
+  require_operand(what, output.matrix, C, "m x n", m, n);
   const bool ta = trans_a == op::transpose, tb = trans_b == op::transpose;
   require_leading_dimension(
       what, "lda", lda, ta ? "m" : "k", ta ? m : k,
@@ -127,8 +127,7 @@ void require_gemm_layout(const char* what, op trans_a, op trans_b, std::size_t m
   require_leading_dimension(
       what, "ldb", ldb, tb ? "k" : "n", tb ? k : n,
       tb ? "trans_b = op::transpose: B is stored n x k" : "trans_b = op::none: B is stored k x n");
-  const std::string ld_name = std::string("ld") + static_cast<char>(c_name[0] - 'A' + 'a');
-  require_leading_dimension(what, ld_name.c_str(), ldc, "n", n, (std::string(c_name) + " is stored m x n").c_str());
+  require_leading_dimension(what, output.leading_dimension, ldc, "n", n, output.layout);
 }
 
 template <class T>
@@ -140,7 +139,7 @@ void validate_matmul(op trans_a, op trans_b, std::size_t m, std::size_t n, std::
                  {v::best, v::naive, v::coalesced, v::smem_tiled, v::blocktile_1d, v::blocktile_2d, v::vectorized,
                   v::warp_tiled, v::large_tile, v::tensor_core_tf32, v::tensor_core_f16, v::wgmma_f16});
   require_one_of(matmul_what, "options.math", options.math, {math_mode::exact, math_mode::tf32});
-  require_gemm_layout(matmul_what, trans_a, trans_b, m, n, k, A, lda, B, ldb, C, ldc, "C");
+  require_gemm_layout(matmul_what, trans_a, trans_b, m, n, k, A, lda, B, ldb, C, ldc, matmul_output);
   if (!has_variant<T>(options.variant)) {
     throw error(errc::unsupported, std::string(matmul_what) + ": variant " + to_string(options.variant) +
                                        " is not compiled for " + matmul_type_name<T>() + "; " + matmul_type_name<T>() +
@@ -156,13 +155,10 @@ void validate_matmul(op trans_a, op trans_b, std::size_t m, std::size_t n, std::
 }
 
 void require_tensor_cores(int device) {
-  const int cc = compute_capability(device);
-  if (cc >= tensor_core_min_cc) return;
-  throw error(errc::unsupported, std::string(matmul_what) +
-                                     ": variant tensor_core_tf32 needs compute capability "
-                                     "8.0 or newer (TF32 tensor cores); device " +
-                                     std::to_string(device) + " is " + std::to_string(cc / 10) + "." +
-                                     std::to_string(cc % 10) + "; use variant best with math_mode::exact");
+  if (compute_capability(device) >= tensor_core_min_cc) return;
+  throw_needs_compute_capability(matmul_what, device, tensor_core_min_cc,
+                                 "variant tensor_core_tf32 (TF32 tensor cores)",
+                                 "use variant best with math_mode::exact");
 }
 
 void matmul_validate_custom_epilogue(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k,

@@ -145,6 +145,15 @@ void throw_no_kernel_image(int device, const char* what) {
                   "architecture your CUDA toolkit supports).");
 }
 
+void throw_needs_compute_capability(const char* what, int device, int min_cc, const std::string& feature,
+                                    const char* fix) {
+  const int cc = compute_capability(device);
+  throw error(errc::unsupported, std::string(what) + ": " + feature + " needs compute capability " +
+                                     std::to_string(min_cc / 10) + "." + std::to_string(min_cc % 10) + " (sm_" +
+                                     std::to_string(min_cc) + ") or newer; device " + std::to_string(device) + " is " +
+                                     std::to_string(cc / 10) + "." + std::to_string(cc % 10) + "; " + fix);
+}
+
 void query_kernel_profile(kernel_profile& p, const void* kernel, int device, const char* what) {
   cudaFuncAttributes attrs{};
   const cudaError_t status = cudaFuncGetAttributes(&attrs, kernel);

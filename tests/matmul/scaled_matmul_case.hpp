@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // One kf::scaled_matmul GPU test case, described as data and checked completely
 // (the FP8 counterpart of matmul_case.hpp):
-//  * A and B are random FP8 values (never zero: magnitudes in [0.25, 8) or, with
-//    `saturating`, up to the type's largest finite value), stored `pad` columns
+//  * A and B are random FP8 values (kf::test::random_vector, never zero:
+//    magnitudes in [0.25, 8] or, with `saturating`, up to the type's largest
+//    finite value), stored `pad` columns
 //    wide with NaN in the pad (a kernel that reads it fails) and `offset`
 //    elements into their allocations; the scales are random in [2^-4, 2^2].
 //  * D sits `offset` elements into its allocation (offset 1: rows misaligned for
@@ -49,26 +50,10 @@ constexpr const char* fp8_name() {
   return std::is_same_v<T, __nv_fp8_e4m3> ? "e4m3" : "e5m2";
 }
 
-/// n random FP8 values, never zero: magnitudes log-uniform in [lo, hi) with random signs.
-template <class T>
-std::vector<T> random_fp8(std::size_t n, std::uint64_t seed, double lo = 0.25, double hi = 8.0) {
-  std::vector<T> v(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint64_t r = mix64(seed * 0x100000001B3ull + i);
-    const double u = static_cast<double>(r >> 11) * (1.0 / 9007199254740992.0);
-    const double magnitude = lo * std::pow(hi / lo, u);
-    v[i] = T(static_cast<float>((r & 1) ? -magnitude : magnitude));
-  }
-  return v;
-}
-
-/// n scales in [2^-4, 2^2], powers of two apart by a random fraction (never zero).
+/// n scales in [2^-4, 2^2] (never zero, positive).
 inline std::vector<float> random_scales(std::size_t n, std::uint64_t seed) {
-  std::vector<float> v(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const double u = static_cast<double>(mix64(seed * 7919 + i) >> 11) * (1.0 / 9007199254740992.0);
-    v[i] = static_cast<float>(std::ldexp(1.0, -4) * std::pow(64.0, u));
-  }
+  std::vector<float> v = random_vector<float>(n, seed, 1.0 / 16, 4.0);
+  for (float& x : v) x = std::fabs(x);
   return v;
 }
 
@@ -112,8 +97,8 @@ template <class TA, class TB, class TD>
   const std::size_t lda = a_cols + c.pad, ldb = b_cols + c.pad, ldd = n + c.pad;
 
   const double hi_a = c.saturating ? fp8_max_finite<TA>() : 8.0, hi_b = c.saturating ? fp8_max_finite<TB>() : 8.0;
-  std::vector<TA> a = random_fp8<TA>(c.offset + a_rows * lda, seed * 5 + 1, 0.25, hi_a);
-  std::vector<TB> b = random_fp8<TB>(c.offset + b_rows * ldb, seed * 5 + 2, 0.25, hi_b);
+  std::vector<TA> a = random_vector<TA>(c.offset + a_rows * lda, seed * 5 + 1, 0.25, hi_a);
+  std::vector<TB> b = random_vector<TB>(c.offset + b_rows * ldb, seed * 5 + 2, 0.25, hi_b);
   const TA nan_a(std::numeric_limits<float>::quiet_NaN());
   const TB nan_b(std::numeric_limits<float>::quiet_NaN());
   for (std::size_t r = 0; r < a_rows; ++r)

@@ -12,19 +12,11 @@
 #include <cstddef>
 #include <vector>
 
-#include <cuda_fp8.h>
-
 #include "kernelforge/reference/elementwise.hpp"
 #include "kernelforge/reference/parallel.hpp"
 #include "kernelforge/scaled_matmul.hpp"
 
 namespace kf::reference {
-
-/// An FP8 value in double, exactly.
-template <class T>
-double fp8_to_double(T v) {
-  return static_cast<double>(static_cast<float>(v));
-}
 
 /// The scale of op(A)(i, p) or op(B)(p, j) under `mode` (host copies of the
 /// scale arrays; kb = ceil(k / 128)).
@@ -55,11 +47,11 @@ double scaled_matmul(op trans_a, op trans_b, std::size_t m, std::size_t n, std::
   for (std::size_t i = 0; i < m; ++i)
     for (std::size_t p = 0; p < k; ++p)
       a[i * k + p] =
-          scale_of_a(scales, scale_a, i, p, kb) * fp8_to_double(trans_a == op::none ? A[i * lda + p] : A[p * lda + i]);
+          scale_of_a(scales, scale_a, i, p, kb) * to_double(trans_a == op::none ? A[i * lda + p] : A[p * lda + i]);
   for (std::size_t j = 0; j < n; ++j)
     for (std::size_t p = 0; p < k; ++p)
       bt[j * k + p] =
-          scale_of_b(scales, scale_b, p, j, kb) * fp8_to_double(trans_b == op::none ? B[p * ldb + j] : B[j * ldb + p]);
+          scale_of_b(scales, scale_b, p, j, kb) * to_double(trans_b == op::none ? B[p * ldb + j] : B[j * ldb + p]);
   const double da = alpha, db = beta;
   std::vector<double> row_amax(m, 0.0);
   parallel_rows(m, static_cast<double>(m) * n * (k + 1), [&](std::size_t row_begin, std::size_t row_end) {

@@ -43,13 +43,22 @@ constexpr const char* epilogue_variants(bool custom) {
 /// Does the call ask for the precompiled fused epilogue (options.bias / options.relu)?
 inline bool has_fused_epilogue(const matmul_options& o) { return o.bias != nullptr || o.relu; }
 
+/// How a GEMM entry point names its output in messages: the matrix ("C"), its
+/// leading dimension ("ldc") and how it is stored.
+struct gemm_output_names {
+  const char* matrix;
+  const char* leading_dimension;
+  const char* layout;
+};
+inline constexpr gemm_output_names matmul_output{"C", "ldc", "C is stored m x n"};
+
 /// The layout checks every GEMM entry point shares (kf::matmul, kf::scaled_matmul),
 /// each error starting with `what`: trans_a / trans_b are ops; A, B (unless m or
-/// n is 0) and the output `c_name` ("C" or "D", its leading dimension "ld" + c_name)
-/// are not null while holding elements; every leading dimension covers its row.
+/// n is 0) and the output are not null while holding elements; every leading
+/// dimension covers its row.
 void require_gemm_layout(const char* what, op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k,
                          const void* A, std::size_t lda, const void* B, std::size_t ldb, const void* C, std::size_t ldc,
-                         const char* c_name);
+                         const gemm_output_names& output);
 
 /// Every check of a kf::matmul<T> call, before anything is enqueued: ops,
 /// options, null pointers, leading dimensions (with the numbers), the variants

@@ -4,6 +4,8 @@
 // whether the library holds an image for it.
 #pragma once
 
+#include <string>
+
 #include "launch_plan.hpp"
 #include "per_device.hpp"  // max_cached_devices
 
@@ -26,6 +28,13 @@ inline int compute_capability(int device) {
 inline bool sm90a_code_runs_on(int device) {
   return device >= 0 && device < max_cached_devices && compute_capability(device) == 90;
 }
+
+/// errc::unsupported: "<what>: <feature> needs compute capability M.m (sm_Mm) or
+/// newer; device <device> is a.b; <fix>". For a variant or type whose hardware
+/// (tensor cores, FP8) `device` lacks; callers test compute_capability first, so
+/// the message is built only when it is thrown.
+[[noreturn]] void throw_needs_compute_capability(const char* what, int device, int min_cc, const std::string& feature,
+                                                 const char* fix);
 
 /// kf::require_kernel_image for `device`, checked once per device and then
 /// cached: for launchers whose kernels need no occupancy profile (fixed tiles).

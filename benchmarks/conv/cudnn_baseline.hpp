@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: Apache-2.0
+// bench_conv's baseline: cuDNN's handle, and per problem the descriptors, the
+// algorithm cudnnFindConvolutionForwardAlgorithm picks (FMA math for the exact
+// rows, tensor-op math for TF32), its workspace, and the bias + ReLU
+// descriptors of the fused call.
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include "conv_problem.hpp"
+
+namespace kf::bench::conv {
+
+inline void cudnn_check(cudnnStatus_t status, const char* what) {
+  if (status != CUDNN_STATUS_SUCCESS) {
+    std::fprintf(stderr, "%s failed: %s\n", what, cudnnGetErrorString(status));
+    std::exit(1);
+  }
+}
+
+inline cudnnHandle_t cudnn() {
+  static cudnnHandle_t handle = [] {
+    cudnnHandle_t h = nullptr;
+    cudnn_check(cudnnCreate(&h), "cudnnCreate");
+    return h;
+  }();
+  return handle;
+}
+
+/// cuDNN descriptors, the algorithm cudnnFind picked, and its workspace.
+struct cudnn_plan {
+  cudnnTensorDescriptor_t x_desc = nullptr, y_desc = nullptr;
+  cudnnFilterDescriptor_t w_desc = nullptr;
+  cudnnConvolutionDescriptor_t conv_desc = nullptr;
+  cudnnConvolutionFwdAlgo_t algo{};
+  kf::device_buffer<unsigned char> workspace;
+  std::size_t workspace_bytes = 0;
+};
+
+inline cudnn_plan& cudnn_plan_for(const std::string& key, const problem_data& d, bool tf32) {
+  static std::map<std::string, std::unique_ptr<cudnn_plan>> cache;
+  auto& slot = cache[key];
+  if (slot) return *slot;
+  slot = std::make_unique<cudnn_plan>();
+  cudnn_plan& c = *slot;
+  const kf::conv2d_params& p = d.p;
+  const auto i = [](std::size_t v) { return static_cast<int>(v); };
+  cudnn_check(cudnnCreateTensorDescriptor(&c.x_desc), "cudnnCreateTensorDescriptor");
+  cudnn_check(cudnnCreateTensorDescriptor(&c.y_desc), "cudnnCreateTensorDescriptor");
+  cudnn_check(cudnnCreateFilterDescriptor(&c.w_desc), "cudnnCreateFilterDescriptor");
+  cudnn_check(cudnnCreateConvolutionDescriptor(&c.conv_desc), "cudnnCreateConvolutionDescriptor");
+  cudnn_check(cudnnSetTensor4dDescriptor(c.x_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(p.batch), i(p.in_channels),
+                                         i(p.in_height), i(p.in_width)),
+              "cudnnSetTensor4dDescriptor(x)");
+  cudnn_check(cudnnSetFilter4dDescriptor(c.w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, i(p.out_channels),
+                                         i(p.in_channels), i(p.filter_height), i(p.filter_width)),
+              "cudnnSetFilter4dDescriptor");
+  cudnn_check(
+      cudnnSetConvolution2dDescriptor(c.conv_desc, i(p.pad_h), i(p.pad_w), i(p.stride_h), i(p.stride_w),
+                                      i(p.dilation_h), i(p.dilation_w), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+      "cudnnSetConvolution2dDescriptor");
+  // FMA math forbids TF32 (CUDNN_DEFAULT_MATH would allow it for fp32 on sm_80+).
+  cudnn_check(cudnnSetConvolutionMathType(c.conv_desc, tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
+              "cudnnSetConvolutionMathType");
+  cudnn_check(cudnnSetTensor4dDescriptor(c.y_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(p.batch), i(p.out_channels),
+                                         i(d.P), i(d.Q)),
+              "cudnnSetTensor4dDescriptor(y)");
+  constexpr int requested = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+  cudnnConvolutionFwdAlgoPerf_t perf[requested];
+  int returned = 0;
+  cudnn_check(cudnnFindConvolutionForwardAlgorithm(cudnn(), c.x_desc, c.w_desc, c.conv_desc, c.y_desc, requested,
+                                                   &returned, perf),
+              "cudnnFindConvolutionForwardAlgorithm");
+  int chosen = -1;
+  for (int k = 0; k < returned; ++k) {
+    if (perf[k].status == CUDNN_STATUS_SUCCESS && (tf32 || perf[k].mathType != CUDNN_TENSOR_OP_MATH)) {
+      chosen = k;
+      break;
+    }
+  }
+  if (chosen < 0) {
+    std::fprintf(stderr, "cudnnFindConvolutionForwardAlgorithm found no usable algorithm for %s\n", key.c_str());
+    std::exit(1);
+  }
+  c.algo = perf[chosen].algo;
+  cudnn_check(cudnnSetConvolutionMathType(c.conv_desc, perf[chosen].mathType), "cudnnSetConvolutionMathType");
+  cudnn_check(cudnnGetConvolutionForwardWorkspaceSize(cudnn(), c.x_desc, c.w_desc, c.conv_desc, c.y_desc, c.algo,
+                                                      &c.workspace_bytes),
+              "cudnnGetConvolutionForwardWorkspaceSize");
+  c.workspace = kf::device_buffer<unsigned char>(c.workspace_bytes);
+  return c;
+}
+
+inline void run_cudnn(cudnn_plan& c, const problem_data& d, float* y, cudaStream_t stream) {
+  cudnn_check(cudnnSetStream(cudnn(), stream), "cudnnSetStream");
+  const float one = 1.0f, zero = 0.0f;
+  cudnn_check(cudnnConvolutionForward(cudnn(), &one, c.x_desc, d.x.data(), c.w_desc, d.w.data(), c.conv_desc, c.algo,
+                                      c.workspace.data(), c.workspace_bytes, &zero, c.y_desc, y),
+              "cudnnConvolutionForward");
+}
+
+/// cuDNN's bias (1 x K x 1 x 1) and ReLU descriptors for one problem.
+struct cudnn_bias_relu {
+  cudnnTensorDescriptor_t bias_desc = nullptr;
+  cudnnActivationDescriptor_t relu = nullptr;
+};
+
+inline cudnn_bias_relu& cudnn_bias_relu_for(const std::string& key, const problem_data& d) {
+  static std::map<std::string, std::unique_ptr<cudnn_bias_relu>> cache;
+  auto& slot = cache[key];
+  if (slot) return *slot;
+  slot = std::make_unique<cudnn_bias_relu>();
+  cudnn_check(cudnnCreateTensorDescriptor(&slot->bias_desc), "cudnnCreateTensorDescriptor");
+  cudnn_check(cudnnSetTensor4dDescriptor(slot->bias_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
+                                         static_cast<int>(d.p.out_channels), 1, 1),
+              "cudnnSetTensor4dDescriptor(bias)");
+  cudnn_check(cudnnCreateActivationDescriptor(&slot->relu), "cudnnCreateActivationDescriptor");
+  cudnn_check(cudnnSetActivationDescriptor(slot->relu, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0),
+              "cudnnSetActivationDescriptor");
+  return *slot;
+}
+
+}  // namespace kf::bench::conv

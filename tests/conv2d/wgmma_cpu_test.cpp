@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: Apache-2.0
+// CPU tests of conv2d's implicit_gemm_wgmma (step 7): which layers it applies
+// to, its refusals before any launch, and the pixel-box plan. Part of test_conv2d.
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kernelforge/conv.hpp"
+#include "kernelforge/error.hpp"
+#include "kernelforge/kernels/common/fast_divmod.cuh"
+#include "kernelforge/kernels/conv2d/plan.hpp"
+#include "kernelforge/kernels/conv2d/wgmma_plan.hpp"
+#include "kernelforge/kernels/conv2d/winograd_transforms.hpp"
+#include "kernelforge/reference/conv.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+namespace ref = kf::reference;
+
+using kf::test::expect_error;
+using kf::test::fake;
+
+// ---- implicit_gemm_wgmma (step 7): applicability and the pixel-box plan ----------
+
+TEST(Conv2dWgmma, AppliesToStride1Only) {
+  EXPECT_STREQ(kf::to_string(kf::conv2d_variant::implicit_gemm_wgmma), "implicit_gemm_wgmma");
+  using kf::detail::conv2d_wgmma_preferred;
+  using kf::detail::conv2d_wgmma_unsupported_reason;
+  EXPECT_EQ(conv2d_wgmma_unsupported_reason(1, 1), nullptr);
+  EXPECT_STREQ(conv2d_wgmma_unsupported_reason(2, 1), "the stride is not 1");
+  EXPECT_STREQ(conv2d_wgmma_unsupported_reason(1, 2), "the stride is not 1");
+  // best: stride 1 and at least 32 channels (a stage at least half real data).
+  EXPECT_TRUE(conv2d_wgmma_preferred(64, 1, 1));
+  EXPECT_TRUE(conv2d_wgmma_preferred(32, 1, 1));
+  EXPECT_FALSE(conv2d_wgmma_preferred(31, 1, 1));
+  EXPECT_FALSE(conv2d_wgmma_preferred(3, 1, 1));
+  EXPECT_FALSE(conv2d_wgmma_preferred(256, 2, 2));
+}
+
+TEST(Conv2dWgmma, RefusedBeforeAnyLaunch) {
+  float* x = fake(0x1000000);
+  float* w = fake(0x2000000);
+  float* y = fake(0x3000000);
+  kf::conv2d_options o;
+  o.variant = kf::conv2d_variant::implicit_gemm_wgmma;
+  const kf::conv2d_params p{2, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1};
+  // TF32 products need math_mode::tf32.
+  expect_error(kf::errc::invalid_argument, "math_mode::tf32",
+               [&] { kf::conv2d_forward<float>(p, x, w, nullptr, y, o); });
+  o.math = kf::math_mode::tf32;
+  kf::conv2d_params stride2{2, 3, 9, 9, 4, 3, 3, 2, 2, 1, 1};
+  expect_error(kf::errc::unsupported, "stride 2 x 2", [&] { kf::conv2d_forward<float>(stride2, x, w, nullptr, y, o); });
+  kf::conv2d_params stride_w{2, 3, 9, 9, 4, 3, 3, 1, 2, 1, 1};
+  expect_error(kf::errc::unsupported, "use implicit_gemm_tf32 or best",
+               [&] { kf::conv2d_forward<float>(stride_w, x, w, nullptr, y, o); });
+}
+
+/// Checks one plan: boxes within TMA's limits and the 128-row tile, tiles that
+/// cover the output, and no box shape (any wt, ht, nt) with fewer tiles.
+void expect_valid_minimal_wgmma_plan(std::size_t n, std::size_t p, std::size_t q, std::size_t k) {
+  using kf::detail::ceil_div;
+  const kf::detail::conv2d_wgmma_tile t = kf::detail::choose_conv2d_wgmma_tile(n, p, q, k);
+  SCOPED_TRACE("n " + std::to_string(n) + " p " + std::to_string(p) + " q " + std::to_string(q) + " k " +
+               std::to_string(k));
+  EXPECT_GE(t.wt, 1u);
+  EXPECT_GE(t.ht, 1u);
+  EXPECT_GE(t.nt, 1u);
+  EXPECT_LE(t.box_pixels(), kf::detail::conv2d_wgmma_block_m);
+  EXPECT_LE(t.wt, q);
+  EXPECT_LE(t.ht, p);
+  EXPECT_LE(t.nt, n);
+  EXPECT_EQ(t.bn, k <= 64 ? 64u : 128u);
+  EXPECT_EQ(t.tiles_q, ceil_div(q, t.wt));
+  EXPECT_EQ(t.tiles_p, ceil_div(p, t.ht));
+  EXPECT_EQ(t.tiles_n, ceil_div(n, t.nt));
+  EXPECT_EQ(t.tiles_k, ceil_div(k, t.bn));
+  EXPECT_EQ(t.tiles(), t.tiles_q * t.tiles_p * t.tiles_n * t.tiles_k);
+  std::size_t fewest = SIZE_MAX;
+  for (std::size_t wt = 1; wt <= 128; ++wt) {
+    for (std::size_t ht = 1; wt * ht <= 128; ++ht) {
+      for (std::size_t nt = 1; wt * ht * nt <= 128; ++nt) {
+        const std::size_t tiles = ceil_div(n, nt) * ceil_div(p, ht) * ceil_div(q, wt);
+        if (tiles < fewest) fewest = tiles;
+      }
+    }
+  }
+  EXPECT_EQ(t.tiles_m(), fewest);
+}
+
+TEST(Conv2dWgmma, PixelBoxPlan) {
+  using kf::detail::choose_conv2d_wgmma_tile;
+  // bench_conv's ResNet layers (N 32, 3x3, pad 1: P = H): boxes that span images
+  // fill every tile (N P Q is a multiple of 128 in all three).
+  const auto l1 = choose_conv2d_wgmma_tile(32, 56, 56, 64);
+  EXPECT_EQ(std::vector<std::size_t>({l1.wt, l1.ht, l1.nt, l1.bn, l1.tiles()}),
+            (std::vector<std::size_t>{8, 8, 2, 64, 32 * 56 * 56 / 128}));
+  const auto l2 = choose_conv2d_wgmma_tile(32, 28, 28, 128);
+  EXPECT_EQ(std::vector<std::size_t>({l2.wt, l2.ht, l2.nt, l2.bn, l2.tiles()}),
+            (std::vector<std::size_t>{4, 4, 8, 128, 32 * 28 * 28 / 128}));
+  const auto l3 = choose_conv2d_wgmma_tile(32, 14, 14, 256);
+  EXPECT_EQ(std::vector<std::size_t>({l3.wt, l3.ht, l3.nt, l3.bn, l3.tiles()}),
+            (std::vector<std::size_t>{2, 2, 32, 128, 32 * 14 * 14 / 128 * 2}));
+  // Ties go to the widest box: 3 x 200 -> 42 x 3 (5 boxes, the last past Q).
+  const auto wide = choose_conv2d_wgmma_tile(1, 3, 200, 20);
+  EXPECT_EQ(std::vector<std::size_t>({wide.wt, wide.ht, wide.nt, wide.tiles()}),
+            (std::vector<std::size_t>{42, 3, 1, 5}));
+  // Single pixels batch up along n; one row of 300 splits into 128-wide boxes.
+  const auto pixels = choose_conv2d_wgmma_tile(300, 1, 1, 13);
+  EXPECT_EQ(std::vector<std::size_t>({pixels.wt, pixels.ht, pixels.nt, pixels.tiles()}),
+            (std::vector<std::size_t>{1, 1, 128, 3}));
+  const auto row = choose_conv2d_wgmma_tile(1, 1, 300, 200);
+  EXPECT_EQ(std::vector<std::size_t>({row.wt, row.ht, row.nt, row.tiles_q, row.tiles_k}),
+            (std::vector<std::size_t>{128, 1, 1, 3, 2}));
+  // Awkward sizes: primes, 1, non-multiples of every box and tile.
+  for (std::size_t n : {1u, 2u, 5u, 32u}) {
+    for (std::size_t pq : {1u, 3u, 7u, 13u, 14u, 17u, 28u, 56u, 129u}) {
+      expect_valid_minimal_wgmma_plan(n, pq, pq, 67);
+      expect_valid_minimal_wgmma_plan(n, pq, 2 * pq + 1, 1);
+    }
+  }
+}
+
+}  // namespace
