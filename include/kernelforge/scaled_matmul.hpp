@@ -39,6 +39,10 @@ struct fp8_scales {
 enum class scaled_matmul_variant {
   best,
   naive,  ///< one thread per element of D, fp32 partial sums promoted and scaled every 128 of k
+  /// Hopper (sm_90a) tensor cores: TMA, warp specialization, the partial sums
+  /// promoted into fp32 registers every 128 of k; errc::unsupported elsewhere
+  /// (and for k == 0, which only the naive step computes)
+  wgmma,
 };
 
 struct scaled_matmul_options {

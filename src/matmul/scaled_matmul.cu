@@ -6,6 +6,7 @@
 
 #include "kernelforge/kernels/matmul/scaled/01_naive.cuh"
 #include "kernelforge/kernels/matmul/scaled/validate.hpp"
+#include "kernelforge/kernels/matmul/scaled/wgmma_sm90a.hpp"
 #include "kernelforge/kernels/runtime/launcher.hpp"
 #include "kernelforge/scaled_matmul.hpp"
 
@@ -24,6 +25,7 @@ const char* to_string(scaled_matmul_variant variant) noexcept {
   switch (variant) {
     case scaled_matmul_variant::best: return "best";
     case scaled_matmul_variant::naive: return "naive";
+    case scaled_matmul_variant::wgmma: return "wgmma";
   }
   return "unknown";
 }
@@ -77,7 +79,13 @@ void scaled_matmul_impl(op trans_a, op trans_b, std::size_t m, std::size_t n, st
   require_fp8_device(device);
   require_kernel_image_cached(device, scaled_matmul_what);
   const auto g = make_scaled_args(trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, scales, beta, D, ldd, options);
-  // The FP8 progression has one step so far: best is naive.
+  // best: the wgmma step where it runs (Hopper with the sm_90a image, k > 0), else naive.
+  if (options.variant != scaled_matmul_variant::naive && scaled_wgmma_try_launch(g, options.stream)) return;
+  if (options.variant == scaled_matmul_variant::wgmma) {
+    throw error(errc::unsupported, std::string(scaled_matmul_what) +
+                                       ": variant wgmma needs a compute capability 9.0 GPU, a library built with 90 "
+                                       "in CMAKE_CUDA_ARCHITECTURES, and k > 0; pass variant best or naive");
+  }
   launch_scaled_naive(g, options.stream);
 }
 

@@ -3,7 +3,7 @@
 # and argument checks, the heavy steps
 # 07-10 in translation units of their own so that they compile in parallel
 # (instances.cuh; the kernels are headers they include), and the Hopper steps
-# 11-14 (wgmma), compiled for sm_90a alone.
+# 11-14 (wgmma) and the FP8 wgmma step, compiled for sm_90a alone.
 list(APPEND KERNELFORGE_SOURCES
   "${CMAKE_CURRENT_LIST_DIR}/matmul.cu"
   "${CMAKE_CURRENT_LIST_DIR}/validate.cpp"
@@ -14,7 +14,8 @@ list(APPEND KERNELFORGE_SOURCES
   "${CMAKE_CURRENT_LIST_DIR}/tensor_core_f16.cu"
   "${CMAKE_CURRENT_LIST_DIR}/scaled_matmul.cu"
   "${CMAKE_CURRENT_LIST_DIR}/scaled_validate.cpp")
-kernelforge_add_sm90a_sources("wgmma matmul (TF32, fp16, bf16)"
+kernelforge_add_sm90a_sources("wgmma matmul (TF32, fp16, bf16, FP8)"
   "${CMAKE_CURRENT_LIST_DIR}/wgmma_sm90a_tf32.cu"
   "${CMAKE_CURRENT_LIST_DIR}/wgmma_sm90a_f16.cu"
-  "${CMAKE_CURRENT_LIST_DIR}/wgmma_steps_sm90a.cu")
+  "${CMAKE_CURRENT_LIST_DIR}/wgmma_steps_sm90a.cu"
+  "${CMAKE_CURRENT_LIST_DIR}/scaled_wgmma_sm90a.cu")

@@ -449,7 +449,10 @@ TEST(MatmulTuning, WgmmaBlockNIsTheWidestThatFillsTheGpu) {
   EXPECT_EQ(choose_wgmma_block_n(8192, 8192, resident), 256);  // 2048 (8192 x 8192 x 1024 too)
   EXPECT_EQ(choose_wgmma_block_n(2048, 2048, resident), 256);  // 16 x 8 = 128
   EXPECT_EQ(choose_wgmma_block_n(1024, 1024, resident), 64);   // 32 tiles; 64 of 128 x 128; 128 of 128 x 64
-  EXPECT_EQ(choose_wgmma_block_n(128, 8192, resident), 64);    // 32; 64; 128
+  // The FP8 kernel's widest tile is 128 x 128: 4096^3 takes it, 1024^3 still 64.
+  EXPECT_EQ(choose_wgmma_block_n(4096, 4096, resident, 128), 128);
+  EXPECT_EQ(choose_wgmma_block_n(1024, 1024, resident, 128), 64);
+  EXPECT_EQ(choose_wgmma_block_n(128, 8192, resident), 64);  // 32; 64; 128
   // The thresholds: 99 tiles of 128 x 256 fill 3/4 of 132, 98 do not; then
   // 99 of 128 x 128 (11 tile rows x 9) do, 98 (14 x 7) do not.
   EXPECT_EQ(choose_wgmma_block_n(99 * 128, 256, resident), 256);

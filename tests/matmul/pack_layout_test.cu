@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // CPU checks of the wgmma steps' repacking pass (include/kernelforge/kernels/matmul/pack_k_major.cuh),
-// for 4-byte and 2-byte elements, with the kernel's own index functions:
+// for 4-byte, 2-byte and 1-byte elements, with the kernel's own index functions:
 //  * the shared-memory tile is a permutation of the tile's elements, a chunk of
 //    the destination (vec values of k at one row) stays whole and 16-byte
 //    aligned, and a source chunk's elements are one tile row apart;
@@ -22,6 +22,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include "kernelforge/error.hpp"
 #include "kernelforge/kernels/matmul/pack_k_major.cuh"
@@ -34,14 +35,14 @@ namespace pk = kf::detail::pack;
 
 template <class T>
 class MatmulPackLayout : public ::testing::Test {};
-using element_types = ::testing::Types<float, __half>;
+using element_types = ::testing::Types<float, __half, __nv_fp8_e4m3>;
 TYPED_TEST_SUITE(MatmulPackLayout, element_types);
 
 TYPED_TEST(MatmulPackLayout, TileIsAPermutationWithWholeChunks) {
   using L = kf::detail::pack_layout<TypeParam>;
   static_assert(L::vec * sizeof(TypeParam) == 16 && L::tile_k * sizeof(TypeParam) == 256, "16-byte chunks, 256 bytes");
   std::vector<int> hits(L::tile_elements, 0);
-  for (int x = 0; x < pk::tile_rows; ++x) {
+  for (int x = 0; x < L::tile_rows; ++x) {
     for (int p = 0; p < L::tile_k; ++p) {
       const int offset = L::offset(x, p);
       ASSERT_GE(offset, 0);
@@ -90,8 +91,8 @@ void expect_sweep_covers(int rows, int chunks, int accesses) {
 
 TYPED_TEST(MatmulPackLayout, SweepsCoverEveryChunkOnceInWholeLines) {
   using L = kf::detail::pack_layout<TypeParam>;
-  expect_sweep_covers(pk::tile_rows, L::dst_chunks, L::dst_accesses);  // destination rows (both cases)
-  expect_sweep_covers(L::tile_k, L::src_chunks, L::src_accesses);      // source rows (transposing)
+  expect_sweep_covers(L::tile_rows, L::dst_chunks, L::dst_accesses);  // destination rows (both cases)
+  expect_sweep_covers(L::tile_k, L::src_chunks, L::src_accesses);     // source rows (transposing)
 }
 
 TYPED_TEST(MatmulPackLayout, SharedMemoryAccessesAreBankConflictFree) {

@@ -16,7 +16,10 @@
 //    fp32 summation (random-sign roundings grow like sqrt(k)), a few roundings
 //    for the scales, alpha, beta and the bias (8 x 2^-23), and the one rounding
 //    of the result to D (u_D = 2^-8 bf16, 2^-11 fp16, 2^-24 float), doubled
-//    because the reference itself is rounded to D.
+//    because the reference itself is rounded to D. The tensor-core steps
+//    (variant wgmma, and best, which runs it on Hopper) add a term for their
+//    partial sums over each 128 of k, which keep only about 14 bits before the
+//    promotion into fp32: 2^-11 * scale (four additions a block at 2^-13 each).
 //  * With options.amax set, the amax must equal max |D| over the stored m x n
 //    values, bit for bit (NaN when any is NaN).
 #pragma once
@@ -171,13 +174,14 @@ template <class TA, class TB, class TD>
     }
   }
   const double kd = static_cast<double>(std::max<std::size_t>(k, 1));
+  const double partial_sums = variant == scaled_matmul_variant::naive ? 0.0 : std::ldexp(1.0, -11);
   std::vector<double> bound(scale.size());
   for (std::size_t i = 0; i < scale.size(); ++i) {
-    bound[i] = (4.0 * std::sqrt(kd) + 8.0) * std::ldexp(1.0, -23) * scale[i] +
+    bound[i] = ((4.0 * std::sqrt(kd) + 8.0) * std::ldexp(1.0, -23) + partial_sums) * scale[i] +
                2.0 * unit_roundoff<TD>() * std::fabs(reference::to_double(ref_area[i]));
   }
   auto close = all_close(got_area, ref_area, tolerance{1.0, 0.0}, &bound);
-  if (!close) return close << " [" << c.describe() << "]";
+  if (!close) return close << " [" << c.describe() << " " << to_string(variant) << "]";
 
   if (c.amax) {
     float want = 0.0f;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // kf::scaled_matmul on the GPU (skips without one, or below compute capability
-// 8.9): every operand pair x output type x scaling mode against the double
+// 8.9), best (the wgmma step on Hopper) and naive: every operand pair x output
+// type x scaling mode against the double
 // reference of the dequantized operands (scaled_matmul_case.hpp), at shapes that
 // cross the 128-long promotion / scale blocks of k and of n (k = 127, 129, 255,
 // 385, 1031; n = 129, 257), with every transpose, padded and misaligned
@@ -27,6 +28,15 @@ bool fp8_device() {
   cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
   cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
   return major * 10 + minor >= 89;
+}
+
+/// The variant the wgmma tests force: wgmma on compute capability 9.0 (it throws
+/// rather than fall back, so a silent fallback cannot pass), else best.
+scaled_matmul_variant wgmma_or_best() {
+  int device = 0, major = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return scaled_matmul_variant::best;
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  return major == 9 ? scaled_matmul_variant::wgmma : scaled_matmul_variant::best;
 }
 
 #define KF_SKIP_WITHOUT_FP8()                                                       \
@@ -84,11 +94,60 @@ TYPED_TEST(ScaledMatmul, EveryModeAcrossBlocks) {
       c.k = s.k;
       c.mode = mode;
       EXPECT_TRUE(run<TypeParam>(c, seed++));
-      c.trans_a = op::transpose;  // and the layout FP8 tensor cores do not read directly
+      c.trans_a = op::transpose;  // and the layout FP8 tensor cores do not read directly (repacked)
       c.trans_b = op::none;
       EXPECT_TRUE(run<TypeParam>(c, seed++, scaled_matmul_variant::naive));
+      EXPECT_TRUE(run<TypeParam>(c, seed++, wgmma_or_best()));
     }
   }
+}
+
+// The wgmma step's tiles (wgmma_sm90a only): several tile rows in clusters of 2
+// sharing B with a ragged last cluster (300 rows: 3 tile rows), 64- and 128-wide
+// tiles (by shape), ragged n and k, D through the staged (TMA) epilogue (n a
+// multiple of 16 bytes, beta 0) and from registers (beta != 0), blockwise
+// scales across tiles of 64 columns (two tiles share a B scale block).
+TYPED_TEST(ScaledMatmul, WgmmaTiles) {
+  KF_SKIP_WITHOUT_FP8();
+  struct shape {
+    std::size_t m, n, k;
+  };
+  const shape shapes[] = {{300, 264, 1000}, {129, 96, 384}, {257, 200, 130}};
+  std::uint64_t seed = 500;
+  for (fp8_scaling mode : modes) {
+    for (const shape& s : shapes) {
+      scaled_case c;
+      c.m = s.m;
+      c.n = s.n;
+      c.k = s.k;
+      c.mode = mode;
+      c.bias = c.relu = c.amax = true;
+      EXPECT_TRUE(run<TypeParam>(c, seed++, wgmma_or_best()));
+      c.beta = 0.5f;
+      c.alpha = 2.0f;
+      EXPECT_TRUE(run<TypeParam>(c, seed++, wgmma_or_best()));
+    }
+  }
+}
+
+// The persistent walk (more cluster tiles than the GPU holds at once: 1536^2 in
+// 128 x 128 tiles is 72 clusters of 2) and one tile row of 128 x 128 tiles (cluster of 1).
+TEST(ScaledMatmulWgmma, PersistentAndSingleRow) {
+  KF_SKIP_WITHOUT_FP8();
+  scaled_case c;
+  c.m = 1536;
+  c.n = 1536;
+  c.k = 256;
+  c.mode = fp8_scaling::blockwise;
+  c.amax = true;
+  EXPECT_TRUE((kf::test::check_scaled_matmul<__nv_fp8_e4m3, __nv_fp8_e4m3, __nv_bfloat16>(c, wgmma_or_best(), 600)));
+  c.mode = fp8_scaling::rowwise;
+  EXPECT_TRUE((kf::test::check_scaled_matmul<__nv_fp8_e5m2, __nv_fp8_e4m3, float>(c, wgmma_or_best(), 601)));
+  c.m = 128;
+  c.n = 128 * 110;
+  c.k = 200;
+  c.mode = fp8_scaling::per_tensor;
+  EXPECT_TRUE((kf::test::check_scaled_matmul<__nv_fp8_e4m3, __nv_fp8_e5m2, __half>(c, wgmma_or_best(), 602)));
 }
 
 // The epilogue: alpha, beta (D read), bias, ReLU, amax; padded and misaligned storage.

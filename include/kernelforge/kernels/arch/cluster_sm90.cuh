@@ -30,6 +30,23 @@ __device__ __forceinline__ void cluster_arrive_relaxed() {
 }
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory"); }
 
+/// After one thread initialized a kernel's mbarriers (and mbar_init_fence):
+/// every CTA's barriers exist before any TMA copy or remote arrive touches them.
+/// Arrive, set up what needs no barrier, then wait; a single CTA (Cluster 1)
+/// takes a block barrier at the arrive.
+template <int Cluster>
+__device__ __forceinline__ void barriers_ready_arrive() {
+  if constexpr (Cluster > 1) {
+    cluster_arrive_relaxed();
+  } else {
+    __syncthreads();
+  }
+}
+template <int Cluster>
+__device__ __forceinline__ void barriers_ready_wait() {
+  if constexpr (Cluster > 1) cluster_wait();
+}
+
 /// The shared::cluster address of `smem` (a shared::cta address of this CTA's
 /// layout) in CTA `cta` of the cluster: the same offset in the peer's shared memory.
 __device__ __forceinline__ std::uint32_t map_shared_cluster(std::uint32_t smem, std::uint32_t cta) {

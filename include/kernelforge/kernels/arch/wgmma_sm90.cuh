@@ -12,6 +12,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include "guards.cuh"
 
@@ -66,7 +67,7 @@ __device__ __forceinline__ std::uint64_t smem_descriptor_advance(std::uint64_t d
   return (descriptor & 0xFFFFFFFF00000000ull) | low;
 }
 
-// ---- the products: wgmma.m64nNk8 (TF32) and m64nNk16 (f16 / bf16), N in {64, 128, 256}
+// ---- the products: wgmma.m64nNk8 (TF32), m64nNk16 (f16 / bf16), N in {64, 128, 256}; m64nNk32 (FP8)
 // A thread holds N / 2 fp32 accumulators; inline PTX needs one operand per
 // register, so the lists below are spelled out by N (32 operands per line).
 #define KF_WGMMA_REGS_0                                                    \
@@ -84,13 +85,13 @@ __device__ __forceinline__ std::uint64_t smem_descriptor_advance(std::uint64_t d
 #define KF_WGMMA_D16(i) KF_WGMMA_D4(i), KF_WGMMA_D4(i + 4), KF_WGMMA_D4(i + 8), KF_WGMMA_D4(i + 12)
 #define KF_WGMMA_D32(i) KF_WGMMA_D16(i), KF_WGMMA_D16(i + 16)
 // n: the shape's N; regs: its accumulator list; a, b, p: the operand numbers of
-// the descriptors and the scale-d flag after it; ab: the element type (tf32, f16,
-// bf16); k: 8 or 16; tail: ", imm-trans-a, imm-trans-b" (16-bit only); ...: the
-// output operands then the inputs.
-#define KF_WGMMA_ASM(n, k, ab, regs, a, b, p, tail, ...)                                                \
+// the descriptors and the scale-d flag after it; ta, tb: the element types of A
+// and B (tf32, f16, bf16, e4m3, e5m2); k: 8, 16 or 32; tail: ", imm-trans-a,
+// imm-trans-b" (16-bit only); ...: the output operands then the inputs.
+#define KF_WGMMA_ASM(n, k, ta, tb, regs, a, b, p, tail, ...)                                            \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" p                                                   \
                ", 0;\n"                                                                                 \
-               "wgmma.mma_async.sync.aligned.m64n" n "k" k ".f32." ab "." ab " {" regs "}, %" a ", %" b \
+               "wgmma.mma_async.sync.aligned.m64n" n "k" k ".f32." ta "." tb " {" regs "}, %" a ", %" b \
                ", p, 1, 1" tail ";\n}\n"                                                                \
                : __VA_ARGS__)
 
@@ -101,15 +102,15 @@ __device__ __forceinline__ void wgmma_m64nNk8_tf32(float (&d)[wgmma_accumulators
                                                    std::uint64_t desc_b) {
   static_assert(N == 64 || N == 128 || N == 256, "wgmma TF32 here: N of 64, 128 or 256");
   if constexpr (N == 256) {
-    KF_WGMMA_ASM("256", "8", "tf32", KF_WGMMA_REGS_0 KF_WGMMA_REGS_32 KF_WGMMA_REGS_64, "128", "129", "130", "",
+    KF_WGMMA_ASM("256", "8", "tf32", "tf32", KF_WGMMA_REGS_0 KF_WGMMA_REGS_32 KF_WGMMA_REGS_64, "128", "129", "130", "",
                  KF_WGMMA_D32(0), KF_WGMMA_D32(32), KF_WGMMA_D32(64), KF_WGMMA_D32(96)
                  : "l"(desc_a), "l"(desc_b), "n"(1));
   } else if constexpr (N == 128) {
-    KF_WGMMA_ASM("128", "8", "tf32", KF_WGMMA_REGS_0 KF_WGMMA_REGS_32, "64", "65", "66", "", KF_WGMMA_D32(0),
+    KF_WGMMA_ASM("128", "8", "tf32", "tf32", KF_WGMMA_REGS_0 KF_WGMMA_REGS_32, "64", "65", "66", "", KF_WGMMA_D32(0),
                  KF_WGMMA_D32(32)
                  : "l"(desc_a), "l"(desc_b), "n"(1));
   } else {
-    KF_WGMMA_ASM("64", "8", "tf32", KF_WGMMA_REGS_0, "32", "33", "34", "", KF_WGMMA_D32(0)
+    KF_WGMMA_ASM("64", "8", "tf32", "tf32", KF_WGMMA_REGS_0, "32", "33", "34", "", KF_WGMMA_D32(0)
                  : "l"(desc_a), "l"(desc_b), "n"(1));
   }
 }
@@ -159,30 +160,67 @@ __device__ __forceinline__ void wgmma_m64nNk16(float (&d)[wgmma_accumulators<N>]
   static_assert(N == 64 || N == 128 || N == 256, "wgmma 16-bit here: N of 64, 128 or 256");
   constexpr bool f16 = std::is_same_v<T, __half>;
   if constexpr (N == 256 && f16) {
-    KF_WGMMA_ASM("256", "16", "f16", KF_WGMMA_REGS_0 KF_WGMMA_REGS_32 KF_WGMMA_REGS_64, "128", "129", "130",
+    KF_WGMMA_ASM("256", "16", "f16", "f16", KF_WGMMA_REGS_0 KF_WGMMA_REGS_32 KF_WGMMA_REGS_64, "128", "129", "130",
                  ", 0, %131", KF_WGMMA_D32(0), KF_WGMMA_D32(32), KF_WGMMA_D32(64), KF_WGMMA_D32(96)
                  : "l"(desc_a), "l"(desc_b), "n"(1), "n"(TransB));
   } else if constexpr (N == 256) {
-    KF_WGMMA_ASM("256", "16", "bf16", KF_WGMMA_REGS_0 KF_WGMMA_REGS_32 KF_WGMMA_REGS_64, "128", "129", "130",
+    KF_WGMMA_ASM("256", "16", "bf16", "bf16", KF_WGMMA_REGS_0 KF_WGMMA_REGS_32 KF_WGMMA_REGS_64, "128", "129", "130",
                  ", 0, %131", KF_WGMMA_D32(0), KF_WGMMA_D32(32), KF_WGMMA_D32(64), KF_WGMMA_D32(96)
                  : "l"(desc_a), "l"(desc_b), "n"(1), "n"(TransB));
   } else if constexpr (N == 128 && f16) {
-    KF_WGMMA_ASM("128", "16", "f16", KF_WGMMA_REGS_0 KF_WGMMA_REGS_32, "64", "65", "66", ", 0, %67", KF_WGMMA_D32(0),
-                 KF_WGMMA_D32(32)
+    KF_WGMMA_ASM("128", "16", "f16", "f16", KF_WGMMA_REGS_0 KF_WGMMA_REGS_32, "64", "65", "66", ", 0, %67",
+                 KF_WGMMA_D32(0), KF_WGMMA_D32(32)
                  : "l"(desc_a), "l"(desc_b), "n"(1), "n"(TransB));
   } else if constexpr (N == 128) {
-    KF_WGMMA_ASM("128", "16", "bf16", KF_WGMMA_REGS_0 KF_WGMMA_REGS_32, "64", "65", "66", ", 0, %67", KF_WGMMA_D32(0),
-                 KF_WGMMA_D32(32)
+    KF_WGMMA_ASM("128", "16", "bf16", "bf16", KF_WGMMA_REGS_0 KF_WGMMA_REGS_32, "64", "65", "66", ", 0, %67",
+                 KF_WGMMA_D32(0), KF_WGMMA_D32(32)
                  : "l"(desc_a), "l"(desc_b), "n"(1), "n"(TransB));
   } else if constexpr (f16) {
-    KF_WGMMA_ASM("64", "16", "f16", KF_WGMMA_REGS_0, "32", "33", "34", ", 0, %35", KF_WGMMA_D32(0)
+    KF_WGMMA_ASM("64", "16", "f16", "f16", KF_WGMMA_REGS_0, "32", "33", "34", ", 0, %35", KF_WGMMA_D32(0)
                  : "l"(desc_a), "l"(desc_b), "n"(1), "n"(TransB));
   } else {
-    KF_WGMMA_ASM("64", "16", "bf16", KF_WGMMA_REGS_0, "32", "33", "34", ", 0, %35", KF_WGMMA_D32(0)
+    KF_WGMMA_ASM("64", "16", "bf16", "bf16", KF_WGMMA_REGS_0, "32", "33", "34", ", 0, %35", KF_WGMMA_D32(0)
                  : "l"(desc_a), "l"(desc_b), "n"(1), "n"(TransB));
   }
 }
 
+/// FP8 operand pairs of wgmma.m64nNk32 (e5m2 x e5m2 exists in PTX, but the library ships the three below).
+template <class TA, class TB>
+inline constexpr bool is_wgmma_fp8_pair_v =
+    (std::is_same_v<TA, __nv_fp8_e4m3> && (std::is_same_v<TB, __nv_fp8_e4m3> || std::is_same_v<TB, __nv_fp8_e5m2>)) ||
+    (std::is_same_v<TA, __nv_fp8_e5m2> && std::is_same_v<TB, __nv_fp8_e4m3>);
+
+// The type pair of an FP8 product as PTX names it: one asm per pair (the types are part of the opcode).
+#define KF_WGMMA_FP8_ASM(n, regs, a, b, p, ...)                            \
+  if constexpr (a_e4m3 && b_e4m3) {                                        \
+    KF_WGMMA_ASM(n, "32", "e4m3", "e4m3", regs, a, b, p, "", __VA_ARGS__); \
+  } else if constexpr (a_e4m3) {                                           \
+    KF_WGMMA_ASM(n, "32", "e4m3", "e5m2", regs, a, b, p, "", __VA_ARGS__); \
+  } else {                                                                 \
+    KF_WGMMA_ASM(n, "32", "e5m2", "e4m3", regs, a, b, p, "", __VA_ARGS__); \
+  }
+
+/// d (64 x N, fp32) = A (64 x 32) * B (32 x N) + (scale_d ? d : 0), TA / TB FP8
+/// (e4m3 / e5m2), both read from shared memory k-major (FP8 wgmma has no
+/// transpose bits). scale_d == 0 starts a fresh sum (the first product of a
+/// promotion block) without zeroing the registers first. The tensor cores keep
+/// only about 14 bits of these sums: callers promote them into fp32 registers
+/// every 128 of k (kernels/matmul/scaled/02_wgmma.cuh). N: 64 or 128.
+template <class TA, class TB, int N>
+__device__ __forceinline__ void wgmma_m64nNk32_fp8(float (&d)[wgmma_accumulators<N>], std::uint64_t desc_a,
+                                                   std::uint64_t desc_b, std::uint32_t scale_d) {
+  static_assert(is_wgmma_fp8_pair_v<TA, TB>, "wgmma FP8 here: e4m3 x e4m3, e4m3 x e5m2, e5m2 x e4m3");
+  static_assert(N == 64 || N == 128, "wgmma FP8 here: N of 64 or 128");
+  constexpr bool a_e4m3 = std::is_same_v<TA, __nv_fp8_e4m3>, b_e4m3 = std::is_same_v<TB, __nv_fp8_e4m3>;
+  if constexpr (N == 128) {
+    KF_WGMMA_FP8_ASM("128", KF_WGMMA_REGS_0 KF_WGMMA_REGS_32, "64", "65", "66", KF_WGMMA_D32(0), KF_WGMMA_D32(32)
+                     : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+  } else {
+    KF_WGMMA_FP8_ASM("64", KF_WGMMA_REGS_0, "32", "33", "34", KF_WGMMA_D32(0) : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+  }
+}
+
+#undef KF_WGMMA_FP8_ASM
 #undef KF_WGMMA_ASM
 #undef KF_WGMMA_D32
 #undef KF_WGMMA_D16

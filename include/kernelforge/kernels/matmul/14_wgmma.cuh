@@ -23,7 +23,7 @@
 // H200, bench_matmul 2026-12-02, what best runs and cuBLAS timed in turn (paired): fp16 4096^3
 // 0.998 of cuBLAS, 8192^3 1.026; bf16 1.001 and 1.031; TF32 1.016 and 1.008.
 // Read the parts in this order: wgmma/config.cuh, element.cuh, scheduler.cuh,
-// mainloop.cuh, epilogue.cuh, swap_ab.cuh, cluster_split_k.cuh. Which tile
+// mainloop.cuh, producer.cuh, epilogue.cuh, swap_ab.cuh, cluster_split_k.cuh. Which tile
 // width, cluster mode and B source run a product: wgmma/policy.hpp. Measured
 // speed: the README's tables; the evidence for each choice: benchmarks/tuning/matmul.md, a section each.
 #pragma once
@@ -45,6 +45,7 @@
 #include "wgmma/element.cuh"
 #include "wgmma/epilogue.cuh"
 #include "wgmma/mainloop.cuh"
+#include "wgmma/producer.cuh"
 #include "wgmma/scheduler.cuh"
 #include "wgmma/swap_ab.cuh"
 
@@ -97,33 +98,17 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
     }
     mbar_init_fence();
   }
-  // Every CTA's barriers exist before any TMA or remote arrive touches them; the
-  // cluster barrier's two halves straddle the set-up below.
-  if constexpr (Cluster > 1) {
-    cluster_arrive_relaxed();
-  } else {
-    __syncthreads();
-  }
+  // The cluster barrier's two halves straddle the set-up below.
+  barriers_ready_arrive<Cluster>();
   const tile_scheduler<T, Cluster, MulticastA, ClusterSplitK> schedule{p, (p.k + loop::stage_k - 1) / loop::stage_k,
                                                                        static_cast<int>(rank)};
   const int items = schedule.items();
-  if constexpr (Cluster > 1) cluster_wait();
+  barriers_ready_wait<Cluster>();
 
   if (warpgroup == 0) {
     // ---------------------------------------------------------------- producer
     setmaxnreg_dec<producer_registers>();
-    if (tid_in_warpgroup == 0) {
-      ring_position<tile::stages> at;  // runs on across tiles
-      for (int item = schedule.first(); item < items; item += schedule.stride()) {
-        const work_item w = schedule(item);
-        for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
-          const std::uint32_t full = ring.producer_acquire(at, tile::stage_bytes);
-          loop::load_stage(&map_a, &map_b, smem.a + at.stage * a_tile_bytes, smem.b + at.stage * tile::b_tile_bytes,
-                           full, w.tile_m, w.tile_n, kt, rank);
-          at.advance();
-        }
-      }
-    }
+    if (tid_in_warpgroup == 0) produce<loop, tile>(schedule, ring, smem, &map_a, &map_b, rank);
   } else {
     // ---------------------------------------------------------------- consumers
     setmaxnreg_inc<consumer_registers>();
@@ -132,12 +117,7 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
     const int warp_in_warpgroup = tid_in_warpgroup / 32;
     // Hands a stage back to the producer(s) once its products have completed.
     const auto release = [&](int s) {
-      if (lane != 0) return;
-      if constexpr (loop::stage_readers == 1) {
-        ring.release(s);
-      } else {
-        ring.template release_cluster<Cluster>(s);
-      }
+      if (lane == 0) loop::release(ring, s);
     };
     const auto operands = loop::consumer_operands(smem.a, smem.b, consumer, warp_in_warpgroup, lane);
     ring_position<tile::stages> at;

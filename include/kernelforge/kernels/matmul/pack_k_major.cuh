@@ -64,8 +64,9 @@ inline constexpr int chunks_per_line = 8;
 inline constexpr int rows_per_instruction = warp_size / chunks_per_line;  // 4
 /// The XOR swizzle's period in chunks: 8 x 16 bytes = the 32 banks.
 inline constexpr int swizzle_chunks = 8;
-/// A tile: 64 rows of the packed operand (m of A, n of B) x 256 bytes of k.
-inline constexpr int tile_rows = 64;
+/// A tile: 64 rows of the packed operand (m of A, n of B; 128 for 1-byte
+/// elements, so that a source row of the transposing case still spans whole
+/// 128-byte lines) x 256 bytes of k.
 inline constexpr int tile_k_bytes = 256;
 inline constexpr int tile_chunks = tile_k_bytes / chunk_bytes;  // 16 a row
 
@@ -88,23 +89,24 @@ KF_HOST_DEVICE constexpr int column(int t, int chunks) {
 /// The tile of one element type: sizes, sweeps and the shared-memory layout.
 template <class T>
 struct pack_layout {
-  static constexpr int vec = pack::chunk_bytes / static_cast<int>(sizeof(T));      ///< elements a chunk: 4 or 8
-  static constexpr int tile_k = pack::tile_k_bytes / static_cast<int>(sizeof(T));  ///< 64 or 128
-  static constexpr int tile_elements = pack::tile_rows * tile_k;                   // 16 KiB
+  static constexpr int vec = pack::chunk_bytes / static_cast<int>(sizeof(T));      ///< elements a chunk: 4, 8 or 16
+  static constexpr int tile_k = pack::tile_k_bytes / static_cast<int>(sizeof(T));  ///< 64, 128 or 256
+  static constexpr int tile_rows = sizeof(T) == 1 ? 128 : 64;                      ///< rows of the packed operand
+  static constexpr int tile_elements = tile_rows * tile_k;                         // 16 KiB (FP8: 32 KiB)
   /// Destination side (both cases): 64 rows x 16 chunks.
   static constexpr int dst_chunks = pack::tile_chunks;
-  static constexpr int dst_accesses = pack::tile_rows * dst_chunks / pack::threads;  // 4
+  static constexpr int dst_accesses = tile_rows * dst_chunks / pack::threads;  // 4 (FP8: 8)
   /// Transposing source side: tile_k source rows (one per k) x 64 elements.
-  static constexpr int src_chunks = pack::tile_rows / vec;                  // 16 or 8
-  static constexpr int src_accesses = tile_k * src_chunks / pack::threads;  // 4
+  static constexpr int src_chunks = tile_rows / vec;                        // 16, 8 or 8
+  static constexpr int src_accesses = tile_k * src_chunks / pack::threads;  // 4 (FP8: 8)
   static_assert(dst_chunks % pack::chunks_per_line == 0 && src_chunks % pack::chunks_per_line == 0,
                 "a warp instruction covers whole 128-byte lines");
   static_assert(pack::warps % pack::line_groups(dst_chunks) == 0 && pack::warps % pack::line_groups(src_chunks) == 0,
                 "the warps split evenly between a row's line groups");
-  static_assert(dst_accesses * pack::threads == pack::tile_rows * dst_chunks &&
+  static_assert(dst_accesses * pack::threads == tile_rows * dst_chunks &&
                     src_accesses * pack::threads == tile_k * src_chunks,
                 "every thread makes the same number of accesses");
-  static_assert(pack::tile_rows % vec == 0, "source chunks tile the rows");
+  static_assert(tile_rows % vec == 0, "source chunks tile the rows");
 
   /// Element (x, p) of the tile (x: packed row, p: k), k-contiguous, its 16-byte
   /// chunks XOR-swizzled by x / vec (the source chunk x lies in): the vec
@@ -123,7 +125,8 @@ struct pack_layout {
 /// or src[p * ld_src + x]; columns k up to k rounded up to 16 bytes are zero.
 /// SourceAligned: src's base and row stride are 16-byte aligned (16-byte
 /// loads), else elements are loaded singly. Grid: (row tiles, k tiles, capped
-/// at 65535 and strided). T: float (TF32 step) or the 16-bit types (step 14).
+/// at 65535 and strided). T: float (TF32 step), the 16-bit types (step 14) or
+/// the FP8 types (the scaled GEMM, scaled/02_wgmma.cuh).
 template <bool SourceKContiguous, bool SourceAligned, class T>
 KF_KERNEL void __launch_bounds__(pack::threads, pack::min_blocks_per_sm)
     pack_k_major_kernel(const T* __restrict__ src, long long ld_src, T* __restrict__ dst, long long ld_dst,
@@ -144,7 +147,7 @@ KF_KERNEL void __launch_bounds__(pack::threads, pack::min_blocks_per_sm)
     return c;
   };
   const long long k_out = (k + vec - 1) / vec * vec;  // written: k, then zeros to a whole chunk
-  const long long x0 = static_cast<long long>(blockIdx.x) * pack::tile_rows;
+  const long long x0 = static_cast<long long>(blockIdx.x) * L::tile_rows;
   const long long k_tiles = (k_out + L::tile_k - 1) / L::tile_k;
   // The destination side, the same in both cases: rows x, chunks of p.
   constexpr int dst_step = pack::row_step(L::dst_chunks);
@@ -219,7 +222,7 @@ void launch_pack(const T* src, std::size_t ld_src, bool source_k_contiguous, T* 
   if (rows == 0 || k == 0) return;
   using layout = pack_layout<T>;
   const std::size_t k_out = round_up(k, static_cast<std::size_t>(layout::vec));
-  const dim3 grid(static_cast<unsigned>(ceil_div(rows, pack::tile_rows)),
+  const dim3 grid(static_cast<unsigned>(ceil_div(rows, static_cast<std::size_t>(layout::tile_rows))),
                   capped_grid_dim(ceil_div(k_out, static_cast<std::size_t>(layout::tile_k))));
   const dim3 block(pack::threads);
   const auto ll = [](std::size_t v) { return static_cast<long long>(v); };

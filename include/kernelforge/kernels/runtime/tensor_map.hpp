@@ -13,6 +13,7 @@
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime_api.h>
 
@@ -36,13 +37,17 @@ inline PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
   return fn;
 }
 
-/// The TMA element type of T (float, __half, __nv_bfloat16).
+/// The TMA element type of T (float, __half, __nv_bfloat16; the FP8 types as
+/// bytes: TMA only moves them, and fills what lies outside with zero bytes,
+/// which are +0 in e4m3 and e5m2).
 template <class T>
 constexpr CUtensorMapDataType tma_type() {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>,
-                "TMA maps here: float, __half, __nv_bfloat16");
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16> ||
+                    std::is_same_v<T, __nv_fp8_e4m3> || std::is_same_v<T, __nv_fp8_e5m2>,
+                "TMA maps here: float, __half, __nv_bfloat16, __nv_fp8_e4m3, __nv_fp8_e5m2");
   if constexpr (std::is_same_v<T, float>) return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
   if constexpr (std::is_same_v<T, __half>) return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  if constexpr (sizeof(T) == 1) return CU_TENSOR_MAP_DATA_TYPE_UINT8;
   return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
 }
 

@@ -55,6 +55,14 @@ KF_HOST_DEVICE inline float outer_scale(const scaled_gemm_args<TA, TB, TD>& g, s
   return 1.0f;
 }
 
+/// |v| as stored in TD (rounded once), as bits: non-negative floats order as
+/// their bits, and NaN's bits exceed every number's, so an unsigned max of
+/// these is the amax, NaN when any value is NaN.
+template <class TD>
+__device__ __forceinline__ unsigned stored_abs_bits(float v) {
+  return __float_as_uint(fabsf(to_compute(from_compute<TD>(v))));
+}
+
 /// D(i, j) from its scaled fp32 sum: alpha * acc + beta * D + bias[j], the
 /// threshold ReLU (NaN propagates), rounded once to TD and stored. Returns
 /// |stored value|'s bits for the amax (NaN's bits exceed every number's).
@@ -66,9 +74,8 @@ __device__ __forceinline__ unsigned store_scaled(const scaled_gemm_args<TA, TB, 
   if (g.beta != 0.0f) v += g.beta * to_compute(*d);  // BLAS: beta == 0 does not read D
   if (g.bias != nullptr) v += to_compute(g.bias[j]);
   if (g.relu && v <= g.relu_threshold) v = 0.0f;
-  const TD out = from_compute<TD>(v);
-  *d = out;
-  return __float_as_uint(fabsf(to_compute(out)));
+  *d = from_compute<TD>(v);
+  return stored_abs_bits<TD>(v);
 }
 
 }  // namespace kf::detail

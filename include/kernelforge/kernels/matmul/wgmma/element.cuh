@@ -4,7 +4,9 @@
 // k of one product, the pair type of the two-element stores, and the product
 // itself. float runs TF32 (wgmma.m64nNk8: B k-major only; an n-contiguous B
 // takes the swapped product, swap_ab.cuh); __half and __nv_bfloat16 run
-// wgmma.m64nNk16, whose transpose bit (TransB = 1) reads an N-major B in place.
+// wgmma.m64nNk16, whose transpose bit (TransB = 1) reads an N-major B in place;
+// the FP8 pairs (fp8_operands<TA, TB>, the scaled GEMM: scaled/02_wgmma.cuh) run
+// wgmma.m64nNk32, k-major only, a stage's k (128) being one promotion block.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +14,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include "../../arch/guards.cuh"
 #include "../../arch/wgmma_sm90.cuh"
@@ -58,5 +61,29 @@ template <>
 struct element<__half> : element_16bit<__half> {};
 template <>
 struct element<__nv_bfloat16> : element_16bit<__nv_bfloat16> {};
+
+/// The operands of an FP8 product: A's and B's types may differ (e4m3 x e5m2), so
+/// the mainloop's element names the pair.
+template <class TA, class TB>
+struct fp8_operands {};
+
+/// FP8: wgmma.m64nNk32, A and B k-major. A stage's k, 128, is the span over
+/// which the tensor cores' partial sums are trusted before their promotion
+/// into fp32 (scaled/args.cuh: fp8_promotion_k).
+template <class TA, class TB>
+struct element<fp8_operands<TA, TB>> {
+  static constexpr int bytes = 1;
+  static constexpr int stage_k = swizzle_row_bytes / bytes;  ///< 128: one swizzled row, one promotion block
+  static constexpr int wgmma_k = 32;                         ///< wgmma.m64nNk32 (e4m3 / e5m2)
+#if KF_ARCH_SM90A
+  /// One m64nNk32 product, added to d (scale_d = 1) or replacing it (0); N = 2 * Accumulators.
+  template <int TransB, int Accumulators>
+  __device__ static __forceinline__ void mma(float (&d)[Accumulators], std::uint64_t a, std::uint64_t b,
+                                             std::uint32_t scale_d = 1) {
+    static_assert(TransB == 0, "FP8 wgmma reads B k-major only");
+    wgmma_m64nNk32_fp8<TA, TB, 2 * Accumulators>(d, a, b, scale_d);
+  }
+#endif
+};
 
 }  // namespace kf::detail::wgmma

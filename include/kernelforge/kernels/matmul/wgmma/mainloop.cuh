@@ -110,6 +110,18 @@ struct mainloop {
     }
   }
 
+  /// Consumer (one thread a warp): hands stage s back to the producer(s) once
+  /// this warp's products over it have completed; in a cluster sharing an
+  /// operand, to every CTA whose copies fill part of it.
+  template <class Ring>
+  __device__ static __forceinline__ void release(const Ring& ring, int s) {
+    if constexpr (stage_readers == 1) {
+      ring.release(s);
+    } else {
+      ring.template release_cluster<Cluster>(s);
+    }
+  }
+
   /// A consumer warpgroup's view of the stages: the stage-0 descriptors of its
   /// A rows and of B (a stage's and a product's are these advanced by constant
   /// byte offsets: no address arithmetic per product), and with SwapAB its
@@ -136,10 +148,12 @@ struct mainloop {
   }
 
   /// Consumer: issues the warpgroup's products over `stage` and commits them
-  /// (still in flight on return). SwapAB loads the stage's A fragments first:
+  /// (still in flight on return). Fresh: the first product starts a new sum
+  /// (d's values are not read: FP8's partial sums, scaled/02_wgmma.cuh). SwapAB loads the stage's A fragments first:
   /// the caller has waited for every earlier product (wgmma_wait<0>), since
   /// ptxas serializes the products of a loop that rewrites fragment registers
   /// while any product may still read them.
+  template <bool Fresh = false>
   __device__ static __forceinline__ void mma_stage(float (&d)[Tile::accumulators], const operands& o,
                                                    std::uint32_t a_smem, int stage) {
     const std::uint64_t b_desc = smem_descriptor_advance(o.b_desc0, stage * Tile::b_tile_bytes);
@@ -164,6 +178,8 @@ struct mainloop {
           b_desc, BNMajor ? kk * elem::wgmma_k * swizzle_row_bytes : kk * elem::wgmma_k * elem::bytes);
       if constexpr (SwapAB) {
         wgmma_m64nNk8_tf32_rs<block_n>(d, frag[kk], b);
+      } else if constexpr (Fresh) {
+        elem::template mma<0>(d, a, b, kk == 0 ? 0u : 1u);
       } else {
         elem::template mma<BNMajor ? 1 : 0>(d, a, b);
       }

@@ -82,10 +82,14 @@ constexpr int wgmma_fill_num = 3, wgmma_fill_den = 4;
 /// 128x8192x8192 0.89 vs 0.76. Swapped, that shape's 64-wide tiles run as the
 /// cluster split-k, 1.09 of cuBLAS against 0.97 for 128-wide split through the
 /// workspace.)
-inline int choose_wgmma_block_n(std::size_t m, std::size_t n, int resident_ctas) {
+/// `widest`: the widest tile the kernel has (the FP8 GEMM's is 128: its two
+/// accumulator sets of a 64 x 256 tile would not fit a thread's registers).
+inline int choose_wgmma_block_n(std::size_t m, std::size_t n, int resident_ctas,
+                                int widest = wgmma_block_n_choices[0]) {
   constexpr std::size_t count = sizeof(wgmma_block_n_choices) / sizeof(wgmma_block_n_choices[0]);
   const std::size_t tiles_m = ceil_div(m, wgmma_block_m);
   for (std::size_t i = 0; i + 1 < count; ++i) {
+    if (wgmma_block_n_choices[i] > widest) continue;
     const std::size_t tiles = tiles_m * ceil_div(n, static_cast<std::size_t>(wgmma_block_n_choices[i]));
     if (tiles * wgmma_fill_den >= static_cast<std::size_t>(resident_ctas > 0 ? resident_ctas : 0) * wgmma_fill_num) {
       return wgmma_block_n_choices[i];

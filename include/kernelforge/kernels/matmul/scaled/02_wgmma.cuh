@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: Apache-2.0
+// FP8 step 2 -- wgmma: the Hopper (sm_90a) FP8 GEMM, e4m3 / e5m2 operands, fp32
+// accumulation promoted every 128 of k, D in bf16, fp16 or float. Compiled for
+// sm_90a only; host side scaled/wgmma_launch.cuh, declarations
+// scaled/wgmma_sm90a.hpp.
+//
+// What changes from step 1 (naive: one thread per element of D, every operand
+// converted and multiplied on the CUDA cores), and why it is faster:
+//  * The Hopper GEMM's machinery, reused rather than copied (matmul step 14):
+//    TMA copies into a ring of shared-memory stages (arch/pipeline_sm90.cuh), a
+//    producer warpgroup and two consumer warpgroups (wgmma/producer.cuh), the
+//    persistent tile scheduler (wgmma/scheduler.cuh), clusters of 2 CTAs that
+//    multicast B (wgmma/mainloop.cuh), and the staged or register epilogue
+//    (wgmma/epilogue.cuh). FP8 brings only its element (wgmma/element.cuh: one
+//    byte, wgmma.m64nNk32, a stage's k = 128 = one 128-byte swizzled row).
+//  * The promotion: FP8 wgmma keeps only about 14 bits of its sums, so each
+//    stage's products go into a fresh partial accumulator (the first product
+//    with scale-d = 0), and once they complete the consumer adds the partial
+//    into an fp32 total on the CUDA cores (times the stage's block scales,
+//    blockwise) -- every 128 of k, as DeepSeek-V3 and CUTLASS do. The two
+//    consumer warpgroups take turns: while one promotes, the other's products
+//    keep the tensor cores busy. The stage is released as soon as its products
+//    complete. (Two partial sets, the next k-step's products issued before the
+//    last ones are promoted, spilled at 168 + 64 registers and ran at 0.67-0.75
+//    of this on the H200; each k-step's products in two halves of 64 columns,
+//    one promoted while the other's run, 0.89-0.96: benchmarks/tuning/matmul.md#fp8.)
+//  * Tiles of 128 x 128: the partial and the total need 2 x 64 registers a
+//    thread (a 128 x 256 tile would need 256, more than a thread has).
+//  * Scales: blockwise ones multiply each stage's partial (one A scale per row,
+//    one B scale per 128 columns: the whole tile's); per-tensor and rowwise ones
+//    multiply the finished total once, before alpha / beta, the bias, the ReLU
+//    and the amax (amax_epilogue).
+//  * 16-bit D is stored during the next tile's k-steps (staged_tile_16, as step 14).
+// H200, bench_scaled_matmul 2026-12-02, paired with cuBLASLt's FP8 matmul (e4m3,
+// bf16 out, per-tensor scales): 4096^3 0.735 of cuBLASLt, 8192^3 0.717,
+// 128x8192x8192 0.953 (ncu: the tensor cores idle while both consumers promote);
+// every mode and shape: benchmarks/tuning/matmul.md#fp8 and the README's FP8 table.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda.h>  // CUtensorMap (a type only)
+
+#include "../../arch/cluster_sm90.cuh"
+#include "../../arch/guards.cuh"
+#include "../../arch/pipeline_sm90.cuh"
+#include "../../arch/smem.cuh"
+#include "../../arch/warpgroup_sm90.cuh"
+#include "../../arch/wgmma_sm90.cuh"
+#include "../../common/kernel.cuh"
+#include "../wgmma/config.cuh"
+#include "../wgmma/element.cuh"
+#include "../wgmma/epilogue.cuh"
+#include "../wgmma/mainloop.cuh"
+#include "../wgmma/producer.cuh"
+#include "../wgmma/scheduler.cuh"
+#include "args.cuh"
+#include "kernelforge/epilogue.cuh"
+
+namespace kf::detail {
+
+/// The scales as the kernel reads them (scaled_gemm_args' fields).
+struct fp8_scale_view {
+  fp8_scaling mode = fp8_scaling::per_tensor;
+  const float* a = nullptr;
+  const float* b = nullptr;
+  int k_blocks = 0;  ///< ceil(k / 128): a row of blockwise scales
+};
+
+/// The epilogue functor of the FP8 GEMM: the library's bias and threshold ReLU
+/// (epilogue::bias_relu_threshold), and the running max of |D| as it will be
+/// stored (rounded to TD), which the consumer folds into options.amax at the end.
+template <class TD>
+struct amax_epilogue {
+  epilogue::bias_relu_threshold<TD> fused;
+  mutable unsigned amax_bits = 0;  ///< this thread's max |D| so far, as bits (scaled/args.cuh: stored_abs_bits)
+  __device__ __forceinline__ float operator()(float v, long long row, long long col) const {
+    v = fused(v, row, col);
+    amax_bits = max(amax_bits, stored_abs_bits<TD>(v));
+    return v;
+  }
+};
+
+namespace wgmma {
+
+/// The thread's rows of a consumer warpgroup's accumulators: row0 and row0 + 8
+/// (h = 0, 1), and its first column (accumulator layout: epilogue.cuh, store_tile).
+struct fragment_origin {
+  long long row0, col0;
+};
+
+#if KF_ARCH_SM90A
+/// total += partial x the stage's block scale of each of the thread's two rows.
+template <int Accumulators>
+__device__ __forceinline__ void promote(float (&total)[Accumulators], const float (&partial)[Accumulators], float s0,
+                                        float s1) {
+#pragma unroll
+  for (int c = 0; c < Accumulators / 4; ++c) {
+    total[4 * c + 0] = fmaf(s0, partial[4 * c + 0], total[4 * c + 0]);
+    total[4 * c + 1] = fmaf(s0, partial[4 * c + 1], total[4 * c + 1]);
+    total[4 * c + 2] = fmaf(s1, partial[4 * c + 2], total[4 * c + 2]);
+    total[4 * c + 3] = fmaf(s1, partial[4 * c + 3], total[4 * c + 3]);
+  }
+}
+
+/// Per-tensor and rowwise scales on a finished total (blockwise ones were
+/// applied per stage). Outside D a rowwise scale is not read (its value: 0).
+template <int Accumulators>
+__device__ __forceinline__ void apply_outer_scales(float (&total)[Accumulators], const fp8_scale_view& s,
+                                                   const fragment_origin& at, int m, int n) {
+  if (s.mode == fp8_scaling::per_tensor) {
+    const float scale = s.a[0] * s.b[0];
+#pragma unroll
+    for (int i = 0; i < Accumulators; ++i) total[i] *= scale;
+  } else if (s.mode == fp8_scaling::rowwise) {
+    float row_scale[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) row_scale[h] = at.row0 + 8 * h < m ? s.a[at.row0 + 8 * h] : 0.0f;
+#pragma unroll
+    for (int c = 0; c < Accumulators / 4; ++c) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const long long col = at.col0 + 8 * c + e;
+        const float col_scale = col < n ? s.b[col] : 0.0f;
+        total[4 * c + e] *= row_scale[0] * col_scale;
+        total[4 * c + 2 + e] *= row_scale[1] * col_scale;
+      }
+    }
+  }
+}
+#endif  // KF_ARCH_SM90A
+
+}  // namespace wgmma
+
+/// D = act(alpha * scales * (A B) + beta * D + bias), tiles of 128 x BlockN.
+/// map_a: A as m x k, k-contiguous (boxes of 128 rows x 128 bytes of k); map_b:
+/// op(B)^T as n x k, k-contiguous (boxes of BlockN / 2 rows); map_c: D in boxes
+/// of 64 rows x 128 bytes, for the staged epilogue (p.staged). amax: the
+/// caller's float as bits, or nullptr.
+template <class TA, class TB, class TD, int Cluster, int BlockN>
+KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
+    scaled_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+                        const __grid_constant__ CUtensorMap map_c, const wgmma::params<TD> p,
+                        const fp8_scale_view scales, const epilogue::bias_relu_threshold<TD> fused,
+                        unsigned* const amax) {
+#if defined(__CUDA_ARCH__) && !KF_ARCH_SM90A
+  __trap();  // wgmma needs sm_90a; this file is compiled for nothing else
+#elif KF_ARCH_SM90A
+  using namespace wgmma;
+  using tile = tile_config<BlockN>;
+  using loop = mainloop<fp8_operands<TA, TB>, tile, Cluster, false, false, false, false>;
+  static_assert(Cluster == 1 || Cluster == max_cluster, "clusters of 1 or 2 CTAs (sharing B)");
+  static_assert(BlockN <= 128, "the partial and the total of a 64 x BlockN tile must fit a thread's registers");
+  extern __shared__ unsigned char wgmma_smem[];
+  const std::uint32_t raw = smem_address(wgmma_smem);
+  const smem_layout<tile> smem((raw + swizzle_atom_bytes - 1) & ~std::uint32_t(swizzle_atom_bytes - 1));
+  const stage_ring<tile::stages> ring(smem.ring);
+  const int warpgroup = warpgroup_index();
+  const int tid_in_warpgroup = threadIdx.x % warpgroup_threads;
+  const std::uint32_t rank = Cluster > 1 ? cluster_rank() : 0;
+
+  if (threadIdx.x == 0) {
+    tma_prefetch_descriptor(&map_a);
+    tma_prefetch_descriptor(&map_b);
+    if (p.staged) tma_prefetch_descriptor(&map_c);
+    // Every consumer warp of every CTA whose products read a stage (B is multicast) releases it.
+    ring.init(consumer_warpgroups * warps_per_warpgroup * loop::stage_readers);
+    mbar_init_fence();
+  }
+  barriers_ready_arrive<Cluster>();
+  const tile_scheduler<TD, Cluster, false, false> schedule{p, (p.k + loop::stage_k - 1) / loop::stage_k,
+                                                           static_cast<int>(rank)};
+  const int items = schedule.items();
+  barriers_ready_wait<Cluster>();
+
+  if (warpgroup == 0) {
+    // ---------------------------------------------------------------- producer
+    setmaxnreg_dec<producer_registers>();
+    if (tid_in_warpgroup == 0) produce<loop, tile>(schedule, ring, smem, &map_a, &map_b, rank);
+  } else {
+    // ---------------------------------------------------------------- consumers
+    setmaxnreg_inc<consumer_registers>();
+    const int consumer = warpgroup - 1;
+    const int lane = tid_in_warpgroup % 32;
+    const int warp_in_warpgroup = tid_in_warpgroup / 32;
+    const auto operands = loop::consumer_operands(smem.a, smem.b, consumer, warp_in_warpgroup, lane);
+    const amax_epilogue<TD> fn{fused};
+    ring_position<tile::stages> at;
+    int c_buffer = 0;  // the staged epilogue's next C buffer
+    const std::uint32_t c_smem = smem.c + consumer * c_buffers * c_buffer_bytes;
+    const int c_barrier = 1 + consumer;
+    const bool blockwise = scales.mode == fp8_scaling::blockwise;
+    // 16-bit D in staged tiles goes out during the next tile's k-steps (staged_tile_16, as in step 14).
+    constexpr bool overlapped_stores = sizeof(TD) == 2;
+    staged_tile_16<TD, tile::accumulators> pending;
+    float total[tile::accumulators], partial[tile::accumulators];
+#pragma unroll
+    for (int i = 0; i < tile::accumulators; ++i) partial[i] = 0.0f;  // never read: each k-step's products start fresh
+    for (int item = schedule.first(); item < items; item += schedule.stride()) {
+      const work_item w = schedule(item);
+      const int row_base = w.tile_m * block_m + consumer * wgmma_m, col_base = w.tile_n * BlockN;
+      const fragment_origin origin{row_base + warp_in_warpgroup * 16 + lane / 4,
+                                   static_cast<long long>(col_base) + 2 * (lane % 4)};
+      // Blockwise: the thread's rows' A scales (0 outside A) and the tile's B scale row, per k-step.
+      const float* const a_scales0 = scales.a + origin.row0 * scales.k_blocks;
+      const float* const a_scales1 = a_scales0 + 8 * static_cast<long long>(scales.k_blocks);
+      const float* const b_scales = scales.b + static_cast<long long>(col_base / 128) * scales.k_blocks;
+      const bool row0_in = origin.row0 < p.m, row1_in = origin.row0 + 8 < p.m;
+#pragma unroll
+      for (int i = 0; i < tile::accumulators; ++i) total[i] = 0.0f;
+      for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+        ring.consumer_wait(at);
+        loop::template mma_stage<true>(partial, operands, smem.a, at.stage);
+        // While the products run: a chunk of the previous tile's stores, and this k-step's block scales.
+        if constexpr (overlapped_stores) {
+          if (p.staged) pending.store_next(p, &map_c, c_smem, c_barrier, c_buffer);
+        }
+        float s0 = 1.0f, s1 = 1.0f;
+        if (blockwise) {
+          const float sb = b_scales[kt];
+          s0 = row0_in ? a_scales0[kt] * sb : 0.0f;
+          s1 = row1_in ? a_scales1[kt] * sb : 0.0f;
+        }
+        wgmma_wait<0>();
+        fence_operands(partial);
+        if (lane == 0) loop::release(ring, at.stage);  // its products have completed: hand it back
+        promote(total, partial, s0, s1);
+        at.advance();
+      }
+      apply_outer_scales(total, scales, origin, p.m, p.n);
+      if (p.staged) {
+        if constexpr (overlapped_stores) {
+          pending.flush(p, &map_c, c_smem, c_barrier, c_buffer);  // what a short tile left
+          pending.take(total, p, row_base, col_base, fn);
+        } else {
+          store_tile_staged<TD>(total, p, &map_c, c_smem, row_base, col_base, c_barrier, c_buffer, fn);
+        }
+      } else {
+        store_tile<TD>(total, p, origin.row0, origin.col0, fn);
+      }
+    }
+    if constexpr (overlapped_stores) {
+      if (p.staged) pending.flush(p, &map_c, c_smem, c_barrier, c_buffer);  // the last tile's
+    }
+    // The last C buffers are read before the CTA's shared memory goes.
+    if (p.staged && tid_in_warpgroup == 0) tma_store_wait_read<0>();
+    if (amax != nullptr) {
+      unsigned bits = fn.amax_bits;
+      for (int offset = 16; offset > 0; offset /= 2) bits = max(bits, __shfl_xor_sync(0xFFFFFFFFu, bits, offset));
+      if (lane == 0 && bits != 0) atomicMax(amax, bits);
+    }
+  }
+
+  // No CTA may exit while its peer can still arrive on its barriers.
+  if constexpr (Cluster > 1) cluster_sync();
+#endif
+}
+
+}  // namespace kf::detail

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+// FP8 step 2, the wgmma GEMM's instances (3 operand pairs x 3 output types):
+// compiled for sm_90a alone (src/matmul/sources.cmake), or as stubs where the
+// library has no 90. Declarations and what they promise: scaled/wgmma_sm90a.hpp.
+#include "kernelforge/kernels/matmul/scaled/wgmma_sm90a.hpp"
+
+#if defined(KERNELFORGE_HAS_SM90A)
+
+#include "kernelforge/kernels/matmul/scaled/wgmma_launch.cuh"
+
+namespace kf::detail {
+
+template <class TA, class TB, class TD>
+bool scaled_wgmma_try_launch(const scaled_gemm_args<TA, TB, TD>& g, cudaStream_t stream) {
+  return scaled_wgmma_host::try_launch(g, stream, "kf::scaled_matmul (wgmma)");
+}
+
+}  // namespace kf::detail
+
+#else  // no 90 in the library's architecture list: nothing runs here.
+
+namespace kf::detail {
+
+template <class TA, class TB, class TD>
+bool scaled_wgmma_try_launch(const scaled_gemm_args<TA, TB, TD>&, cudaStream_t) {
+  return false;
+}
+
+}  // namespace kf::detail
+
+#endif
+
+namespace kf::detail {
+
+#define KF_INSTANTIATE_SCALED_WGMMA(TA, TB, TD) \
+  template bool scaled_wgmma_try_launch<TA, TB, TD>(const scaled_gemm_args<TA, TB, TD>&, cudaStream_t);
+#define KF_INSTANTIATE_SCALED_WGMMA_OUTPUTS(TA, TB)  \
+  KF_INSTANTIATE_SCALED_WGMMA(TA, TB, __nv_bfloat16) \
+  KF_INSTANTIATE_SCALED_WGMMA(TA, TB, __half)        \
+  KF_INSTANTIATE_SCALED_WGMMA(TA, TB, float)
+
+KF_INSTANTIATE_SCALED_WGMMA_OUTPUTS(__nv_fp8_e4m3, __nv_fp8_e4m3)
+KF_INSTANTIATE_SCALED_WGMMA_OUTPUTS(__nv_fp8_e4m3, __nv_fp8_e5m2)
+KF_INSTANTIATE_SCALED_WGMMA_OUTPUTS(__nv_fp8_e5m2, __nv_fp8_e4m3)
+
+}  // namespace kf::detail
