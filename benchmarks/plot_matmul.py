@@ -3,7 +3,7 @@
 """Turns bench_matmul's JSON into the README progression table and a plot.
 
 Usage:
-  python3 benchmarks/plot_matmul.py RESULTS.json [--out matmul.png] [--shape 4096x4096x4096]
+  python3 benchmarks/plot_matmul.py RESULTS.json [--out matmul.png] [--shape 4096x4096x4096] [--fp8 FP8.json]
 
 Prints (markdown):
   * the progression table at --shape: every step of the progression with its
@@ -11,7 +11,8 @@ Prints (markdown):
   * every shape x every row (TFLOP/s, % of cuBLAS of the same precision);
   * the tuning rows (alternative warp_tiled configurations), when present;
   * the paired rows (best_vs_cublas: the library's pick and cuBLAS timed in
-    turn, sample by sample), where the ratios to cuBLAS are read from.
+    turn, sample by sample), where the ratios to cuBLAS are read from;
+  * with --fp8 bench_scaled_matmul.json: the FP8 pairs against cuBLASLt, per scaling mode.
 Writes a PNG: TFLOP/s per variant (bars) at each shape, cuBLAS fp32 and TF32 as
 reference markers. matplotlib is needed only for the PNG; without it the
 tables are still printed and the script says what it skipped.
@@ -25,7 +26,9 @@ import sys
 PROGRESSION = ["naive", "coalesced", "smem_tiled", "blocktile_1d", "blocktile_2d", "vectorized", "warp_tiled", "large_tile"]
 PAIRED = "best_vs_cublas"  # ours and cuBLAS timed in turn (bench_matmul: time_gpu_paired)
 MODES = "mcast_a_vs_b"  # the wgmma clusters sharing A against sharing B, timed in turn
-NAME = re.compile(r"^matmul/(?P<prec>fp32|tf32|fp16|bf16)/(?P<row>.+)/(?P<shape>\d+x\d+x\d+)(?:/.*)?$")
+FP8_PAIRED = "best_vs_cublaslt"  # bench_scaled_matmul: kf::scaled_matmul and cuBLASLt's FP8 matmul in turn
+NAME = re.compile(r"^matmul/(?P<prec>fp32|tf32|fp16|bf16|fp8_per_tensor|fp8_rowwise|fp8_blockwise)/(?P<row>.+)/"
+                  r"(?P<shape>\d+x\d+x\d+)(?:/.*)?$")
 
 
 def load(path):
@@ -136,6 +139,16 @@ def paired_table(rows):
                       lambda r: f"{r['frac_cublas']:.3f} ({r['TFLOP/s']:.1f} / {r['cublas_TFLOP/s']:.1f})")
 
 
+def fp8_table(rows):
+    return pair_table(rows, FP8_PAIRED, "FP8 (e4m3 x e4m3, bf16 out; kf::scaled_matmul, best) against cuBLASLt's FP8 "
+                      "matmul with the same scales and output, promotion on (no fast accumulation), the two timed in "
+                      "turn (ours / cuBLASLt; TFLOP/s of each in brackets):",
+                      (("fp8_per_tensor", "per-tensor scales"), ("fp8_rowwise", "row-wise scales"),
+                       ("fp8_blockwise", "block-wise (1x128 A, 128x128 B)")),
+                      lambda r: f"{r['frac_cublas']:.3f} ({r['TFLOP/s']:.0f} / {r['cublas_TFLOP/s']:.0f})"
+                      if r.get("cublas_TFLOP/s") else f"- ({r['TFLOP/s']:.0f} / -)")
+
+
 def modes_table(rows):
     return pair_table(rows, MODES, "The wgmma clusters sharing A against sharing B (wgmma/policy.hpp: wgmma_cluster_shares_a), "
                       "timed in turn: B's time / A's (above 1: sharing A is faster):",
@@ -204,6 +217,7 @@ def main():
     ap.add_argument("json", help="bench_matmul JSON (--benchmark_out)")
     ap.add_argument("--out", default="bench_matmul.png", help="PNG to write (default: bench_matmul.png)")
     ap.add_argument("--shape", default="4096x4096x4096", help="shape of the progression table")
+    ap.add_argument("--fp8", help="bench_scaled_matmul JSON: the FP8 table (kf::scaled_matmul against cuBLASLt)")
     args = ap.parse_args()
     context, rows = load(args.json)
     if not rows:
@@ -217,6 +231,11 @@ def main():
     if p:
         print(p)
         print()
+    if args.fp8:
+        f = fp8_table(load(args.fp8)[1])
+        if f:
+            print(f)
+            print()
     print(all_shapes_table(rows))
     m = modes_table(rows)
     if m:

@@ -45,7 +45,8 @@ def main():
     rel = res.relative_to(args.readme.parent) if res.is_absolute() else res
 
     elementwise = section_text(run(HERE / "report.py", res / "bench_elementwise.json"))
-    matmul = section_text(run(HERE / "plot_matmul.py", res / "bench_matmul.json", "--out", res / "matmul.png"))
+    fp8 = ["--fp8", res / "bench_scaled_matmul.json"] if (res / "bench_scaled_matmul.json").exists() else []
+    matmul = section_text(run(HERE / "plot_matmul.py", res / "bench_matmul.json", "--out", res / "matmul.png", *fp8))
     conv = section_text(run(HERE / "plot_conv.py", res / "bench_conv.json", "--png", res / "conv.png"))
 
     section = f"""<!-- results:begin -->

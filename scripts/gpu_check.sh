@@ -42,6 +42,7 @@ t_large_tile=tests/matmul/test_matmul_large_tile
 t_tc_tf32=tests/matmul/test_matmul_tensor_core
 t_tc_f16=tests/matmul/test_matmul_tensor_core_f16
 t_matmul_epilogue=tests/matmul/test_matmul_epilogue
+t_scaled=tests/matmul/test_scaled_matmul_gpu
 t_conv2d=tests/conv2d/test_conv2d_gpu
 t_conv2d_epilogue=tests/conv2d/test_conv2d_epilogue
 t_filter2d=tests/filter2d/test_filter2d_gpu
@@ -86,7 +87,7 @@ step_bench() {  # [BIN:FILTER]
     return
   fi
   local r=0 b
-  for b in elementwise/bench_elementwise matmul/bench_matmul conv/bench_conv; do
+  for b in elementwise/bench_elementwise matmul/bench_matmul matmul/bench_scaled_matmul conv/bench_conv; do
     run_bench "$b" . "$(basename $b)" || r=1
   done
   return $r
@@ -133,8 +134,8 @@ step_sm90a_sanitize() {
   # memcheck on every wgmma case but the big shapes; racecheck and synccheck on
   # two ragged shapes of every wgmma path (their kernels run every role, split-k,
   # cluster exchange and epilogue form: boundary shapes of the 128 x 64 tile and of
-  # the cluster split-k's 128 x 128, tests/matmul/tile_shapes.hpp), the wgmma conv2d
-  # and the TMA filter2d.
+  # the cluster split-k's 128 x 128, tests/matmul/tile_shapes.hpp), the FP8 wgmma
+  # GEMM (its tile tests, 16-bit and float D), the wgmma conv2d and the TMA filter2d.
   local r=0 tool wide=${SM90A_WIDE:-*wgmma*:-*4095*:*4096*:*8192*:*2048*}
   local small=${SM90A_SMALL:-*wgmma*127x135x*_NN*:*wgmma*129x65x*_TN*:*wgmma_cluster_splitk_127x263x*_NN*:*wgmma_cluster_splitk_129x129x*_TN*}
   sanitize_one memcheck $t_tc_tf32 "$wide" || r=1
@@ -144,6 +145,7 @@ step_sm90a_sanitize() {
     sanitize_one $tool $t_tc_f16 "$small" || r=1
   done
   for tool in memcheck racecheck synccheck; do
+    sanitize_one $tool $t_scaled "ScaledMatmul/e4m3_e4m3_bf16.WgmmaTiles:ScaledMatmul/e4m3_e5m2_f32.WgmmaTiles" || r=1
     sanitize_one $tool $t_conv2d "*implicit_gemm_wgmma*" || r=1
     sanitize_one $tool $t_filter2d "*TmaPipeline*" || r=1
   done

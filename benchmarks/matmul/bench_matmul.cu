@@ -111,6 +111,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
+#include "gemm_shapes.hpp"
 #include "gpu_benchmark.hpp"
 #include "kernelforge/elementwise.hpp"
 #include "kernelforge/kernels/matmul/large_tile_launch.cuh"
@@ -160,45 +161,20 @@ struct add_op {
 
 namespace {
 
-struct shape {
-  std::size_t m, n, k;
-  std::string name() const { return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k); }
-  double flops() const { return 2.0 * double(m) * double(n) * double(k); }
-};
+using shape = kf::bench::gemm_shape;
 
-/// The shapes KF_BENCH_MATMUL_SHAPES lists ("MxNxK,MxNxK,..."), e.g. to sweep k at
-/// one m x n and separate a kernel's fixed cost from its per-k cost; an entry
-/// that is not three positive integers joined by 'x' is an error.
-std::vector<shape> shapes_from(const char* list) {
-  std::vector<shape> out;
-  std::string rest(list);
-  while (!rest.empty()) {
-    const std::size_t comma = rest.find(',');
-    const std::string item = rest.substr(0, comma);
-    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
-    unsigned long long m = 0, n = 0, k = 0;
-    char tail = 0;
-    if (std::sscanf(item.c_str(), "%llux%llux%llu%c", &m, &n, &k, &tail) != 3 || m == 0 || n == 0 || k == 0) {
-      throw std::invalid_argument("KF_BENCH_MATMUL_SHAPES: '" + item +
-                                  "' is not MxNxK with positive integers; set it to e.g. 1024x1024x64,1024x1024x256");
-    }
-    out.push_back({m, n, k});
-  }
-  return out;
-}
-
-/// KF_BENCH_MATMUL_SHAPES's list, or nullptr where it is unset or empty (where
-/// it lists the shapes, a sweep, the rows that compare modes of one kernel run
-/// on all of them).
-const char* environment_shapes() {
-  const char* list = std::getenv("KF_BENCH_MATMUL_SHAPES");
-  return list != nullptr && *list != '\0' ? list : nullptr;
-}
+/// KF_BENCH_MATMUL_SHAPES's list ("MxNxK,MxNxK,...", e.g. a k sweep at one m x n
+/// that separates a kernel's fixed cost from its per-k cost), or nullptr where it
+/// is unset or empty (where it lists the shapes, a sweep, the rows that compare
+/// modes of one kernel run on all of them).
+const char* environment_shapes() { return kf::bench::environment_gemm_shapes("KF_BENCH_MATMUL_SHAPES"); }
 
 /// The benchmark's shapes: the fixed list below, or KF_BENCH_MATMUL_SHAPES's.
 const std::vector<shape>& shapes() {
   static const std::vector<shape> s = [] {
-    if (const char* list = environment_shapes()) return shapes_from(list);
+    if (const char* list = environment_shapes()) {
+      return kf::bench::parse_gemm_shapes(list, "KF_BENCH_MATMUL_SHAPES", "1024x1024x64,1024x1024x256");
+    }
     return std::vector<shape>{{1024, 1024, 1024}, {2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192},
                               {4095, 4097, 4093}, {8192, 8192, 1024}, {128, 8192, 8192}};
   }();

@@ -1,0 +1,508 @@
+// SPDX-License-Identifier: Apache-2.0
+// bench_scaled_matmul: the FP8 product kf::scaled_matmul against cuBLASLt's FP8 matmul on the same
+// operands and scales, for each scaling mode.
+//
+//   matmul/fp8_<mode>/best_vs_cublaslt/<m>x<n>x<k>  kf::scaled_matmul (variant best) and cublasLtMatmul
+//                     timed in turn, sample by sample (time_gpu_paired): TFLOP/s and frac_peak of
+//                     ours, cublas_TFLOP/s, frac_cublas = t_cuBLASLt / t_ours from the same pairs.
+//                     Where cuBLASLt cannot run the mode (no algorithm from the heuristic,
+//                     CUBLAS_STATUS_NOT_SUPPORTED, cuBLAS older than 12.9, ...) the row times ours
+//                     alone and carries cublaslt_unsupported = 1, the reason in its label
+//   matmul/fp8_<mode>/naive/<m>x<n>x<k>             kf::scaled_matmul, variant naive, alone (time_gpu):
+//                     only on shapes of at most 1024^3 multiply-adds (1024^3 in the default list),
+//                     since it runs on the CUDA cores
+//   <mode>: per_tensor, rowwise, blockwise (kf::fp8_scaling)
+//
+// Shapes (m x n x k): 1024^3, 4096^3, 8192^3, 8192x8192x1024, 4096x7168x16384, 128x8192x8192, or
+// those the environment variable KF_BENCH_FP8_SHAPES lists ("MxNxK,MxNxK,...").
+//
+// Operands, the "TN" layout cuBLASLt's FP8 path needs: A e4m3 m x k row-major (lda = k), B e4m3
+// stored n x k row-major (ldb = k; ours runs with trans_a = op::none, trans_b = op::transpose), D
+// bf16 m x n row-major (ldd = n), alpha 1, beta 0. Values N(0, 1) x 8 by Box-Muller from a counter
+// hash, clipped to +-448 and kept off zero, converted to e4m3 on the GPU; scales uniform in [0.5, 2)
+// (per_tensor: one per operand; rowwise: m for A, n for B; blockwise: ours a[i * kb + p / 128] and
+// b[(j / 128) * kb + p / 128], kb = ceil(k / 128)). Both sides accumulate in fp32 and promote their
+// partial sums into an fp32 total: ours every 128 of k, cuBLASLt with CUBLASLT_MATMUL_DESC_FAST_ACCUM = 0.
+//
+// cuBLASLt is column-major: it sees row-major D as its n x m D' = D^T = op(B)^T op(A)^T. Its A' is
+// our B read as the k x n column-major matrix it is in memory (ld k) with transa = CUBLAS_OP_T, its
+// B' our A read as k x m column-major (ld k) with transb = CUBLAS_OP_N, D' n x m (ld n); m' = n,
+// n' = m, k' = k. So its A scales are our B's and its B scales our A's:
+//   per_tensor  A' and B' CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F
+//   rowwise     A' and B' OUTER_VEC_32F (A' n values by column of D, B' m by row: ours as they are)
+//   blockwise   A' BLK128x128_32F: s[(j / 128) * kb4 + p / 128], kb4 = kb rounded up to 4 (ours
+//               when kb % 4 == 0, else re-laid with padding); B' VEC128_32F: s[(p / 128) * m + i],
+//               the outer (m) index contiguous: ours transposed (m % 4 != 0: reported unsupported)
+// Sources for the blockwise layouts: cublasLt.h (cublasLtMatmulMatrixScale_t), NVIDIA's
+// CUDALibrarySamples cuBLASLt/Common/helpers.h, getScaleTensorSize (VEC128: ceil(inner / 128) x
+// outer values; BLK128x128: roundoff(ceil(inner / 128), 4) x ceil(outer / 128)), and PyTorch's
+// _scaled_mm, which hands cuBLASLt 1 x 128 scales outer-dim-major. The spot check verifies them.
+//
+// Counters: TFLOP/s (2 m n k per call); frac_peak of the FP8 dense peak taken as 4 x the TF32
+// estimate of bench_matmul.cu (8 x the FP32 peak on compute capability 9.x and 10.x, 1 x on 8.9
+// and 12.x): on the H200 4 x 535 = 2141 TFLOP/s at the 1.98 GHz boost clock (datasheet: 1979 at
+// 1.83 GHz).
+//
+// Time: each row samples until ours has 0.1 s of GPU time (Google Benchmark's min time on the
+// manual time; a call slower than that is timed once), not a count from an expected rate: best is
+// the naive step for now (seconds a call at 8192^3), and a faster step resizes the rows by itself.
+// Before a row is timed, a spot check compares 16 entries of ours and of cuBLASLt's D with a
+// double-precision sum over the e4m3 values and the scales: more than 2e-2 x max |reference| of
+// the 16 apart is an error, never timed.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime_api.h>
+
+#include "gemm_shapes.hpp"
+#include "gpu_benchmark.hpp"
+#include "kernelforge/scaled_matmul.hpp"
+
+namespace kf::bench::scaled_matmul {
+namespace {
+
+using fp8 = __nv_fp8_e4m3;
+using bf16 = __nv_bfloat16;
+using kf::fp8_scaling;
+
+constexpr std::size_t block_k = 128;  // the promotion interval and the scale block along k
+constexpr double min_time_s = 0.1;    // of ours' GPU time per row
+constexpr double tolerance = 2e-2;    // relative to max |reference| of the checked entries
+constexpr double slow_call_s = 0.02;  // ours slower than this a call: no extra warm-ups
+constexpr double naive_max_fma = 1024.0 * 1024.0 * 1024.0;
+constexpr fp8_scaling modes[] = {fp8_scaling::per_tensor, fp8_scaling::rowwise, fp8_scaling::blockwise};
+
+std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+
+using shape = kf::bench::gemm_shape;
+
+const std::vector<shape>& shapes() {
+  static const std::vector<shape> s = [] {
+    if (const char* list = kf::bench::environment_gemm_shapes("KF_BENCH_FP8_SHAPES")) {
+      return kf::bench::parse_gemm_shapes(list, "KF_BENCH_FP8_SHAPES", "1024x1024x1024,128x8192x8192");
+    }
+    return std::vector<shape>{{1024, 1024, 1024}, {4096, 4096, 4096},  {8192, 8192, 8192},
+                              {8192, 8192, 1024}, {4096, 7168, 16384}, {128, 8192, 8192}};
+  }();
+  return s;
+}
+
+/// FP8 dense peak (TFLOP/s): 4 x bench_matmul.cu's TF32 estimate.
+double fp8_peak_tflops() {
+  const kf::device_info& d = device();
+  const int cc = d.cc_major * 10 + d.cc_minor;
+  const bool datacenter = cc == 80 || (cc >= 90 && cc < 120);  // TF32 dense at 8 x FP32
+  return 4.0 * d.peak_fp32_tflops * (datacenter ? 8.0 : 1.0);
+}
+
+// ---- inputs --------------------------------------------------------------------
+__host__ __device__ inline std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+/// N(0, 1) x 8 (Box-Muller on two 24-bit uniforms in (0, 1) from a hash of i),
+/// clipped to +-448 (e4m3's largest finite value) and at least 2^-6 (its smallest
+/// normal) in magnitude, so no entry is zero.
+__global__ void fill_e4m3_kernel(fp8* data, std::size_t n, std::uint64_t seed) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const std::uint64_t h = mix64(seed ^ mix64(i));
+    const float u1 = (static_cast<float>(h >> 40) + 0.5f) * (1.0f / (1u << 24));
+    const float u2 = static_cast<float>((h >> 8) & 0xFFFFFFu) * (1.0f / (1u << 24));
+    float v = 8.0f * sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);
+    v = fminf(fmaxf(v, -448.0f), 448.0f);
+    if (fabsf(v) < 0.015625f) v = v < 0.0f ? -0.015625f : 0.015625f;
+    data[i] = fp8(v);
+  }
+}
+
+void fill_e4m3(fp8* data, std::size_t n, std::uint64_t seed) {
+  const std::size_t blocks = std::clamp<std::size_t>(ceil_div(n, 256), 1, 4096);
+  fill_e4m3_kernel<<<static_cast<unsigned>(blocks), 256>>>(data, n, seed);
+  check(cudaGetLastError(), "fill_e4m3");
+}
+
+/// n scales uniform in [0.5, 2), on the host (the reference reads them there).
+std::vector<float> random_scales(std::size_t n, std::uint64_t seed) {
+  std::vector<float> s(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    s[i] = 0.5f + 1.5f * static_cast<float>(mix64(seed ^ mix64(i)) >> 40) * (1.0f / (1u << 24));
+  }
+  return s;
+}
+
+/// One mode's scales: ours (host copies and device arrays), and cuBLASLt's A' (our
+/// B's) and B' (our A's) where their layout differs from ours.
+struct scale_set {
+  fp8_scaling mode;
+  std::vector<float> a, b;
+  kf::device_buffer<float> a_dev, b_dev, lt_a_dev, lt_b_dev;
+  const float* lt_a = nullptr;
+  const float* lt_b = nullptr;
+
+  scale_set(fp8_scaling mode_, const shape& s) : mode(mode_) {
+    const std::size_t kb = ceil_div(s.k, block_k), nb = ceil_div(s.n, block_k);
+    const std::size_t count_a = mode == fp8_scaling::per_tensor ? 1 : mode == fp8_scaling::rowwise ? s.m : s.m * kb;
+    const std::size_t count_b = mode == fp8_scaling::per_tensor ? 1 : mode == fp8_scaling::rowwise ? s.n : nb * kb;
+    a = random_scales(count_a, 11 + static_cast<int>(mode));
+    b = random_scales(count_b, 21 + static_cast<int>(mode));
+    a_dev = kf::to_device(a);
+    b_dev = kf::to_device(b);
+    lt_a = b_dev.data();
+    lt_b = a_dev.data();
+    if (mode != fp8_scaling::blockwise) return;
+    const std::size_t kb4 = ceil_div(kb, 4) * 4;
+    if (kb4 != kb) {  // BLK128x128: the k blocks of each 128 columns, padded to a multiple of 4
+      std::vector<float> padded(nb * kb4, 1.0f);
+      for (std::size_t jb = 0; jb < nb; ++jb) std::copy_n(&b[jb * kb], kb, &padded[jb * kb4]);
+      lt_a_dev = kf::to_device(padded);
+      lt_a = lt_a_dev.data();
+    }
+    std::vector<float> transposed(kb * s.m);  // VEC128: the m rows of each k block contiguous
+    for (std::size_t i = 0; i < s.m; ++i) {
+      for (std::size_t pb = 0; pb < kb; ++pb) transposed[pb * s.m + i] = a[i * kb + pb];
+    }
+    lt_b_dev = kf::to_device(transposed);
+    lt_b = lt_b_dev.data();
+  }
+
+  /// The scale of the products of A(i, p) and B(p, j) for p in k block pb.
+  double of(std::size_t i, std::size_t j, std::size_t pb, std::size_t kb) const {
+    switch (mode) {
+      case fp8_scaling::per_tensor: return double(a[0]) * double(b[0]);
+      case fp8_scaling::rowwise: return double(a[i]) * double(b[j]);
+      case fp8_scaling::blockwise: return double(a[i * kb + pb]) * double(b[(j / block_k) * kb + pb]);
+    }
+    return 0;
+  }
+};
+
+// ---- cuBLASLt ------------------------------------------------------------------
+cublasLtHandle_t lt_handle() {
+  static cublasLtHandle_t handle = [] {
+    cublasLtHandle_t h = nullptr;
+    if (cublasLtCreate(&h) != CUBLAS_STATUS_SUCCESS) {
+      std::fprintf(stderr, "cublasLtCreate failed\n");
+      std::exit(1);
+    }
+    return h;
+  }();
+  return handle;
+}
+
+kf::device_buffer<unsigned char>& lt_workspace() {
+  static kf::device_buffer<unsigned char> w(32u << 20);
+  return w;
+}
+
+/// One mode's cuBLASLt call on one shape: descriptors and the heuristic's best
+/// algorithm, or why cuBLASLt cannot run it (`unsupported`).
+struct lt_plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  std::string unsupported;
+
+  lt_plan(const shape& s, const scale_set& sc) {
+    if (sc.mode == fp8_scaling::blockwise && s.m % 4 != 0) {
+      unsupported = "the VEC128_32F scales of B' (our A) are laid out here for m a multiple of 4 only";
+      return;
+    }
+#if CUBLAS_VERSION >= 120900
+    std::int32_t scale_mode_a = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, scale_mode_b = scale_mode_a;
+    if (sc.mode == fp8_scaling::rowwise) scale_mode_a = scale_mode_b = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+    if (sc.mode == fp8_scaling::blockwise) {
+      scale_mode_a = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+      scale_mode_b = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    }
+#else
+    if (sc.mode != fp8_scaling::per_tensor) {
+      unsupported = "cuBLAS older than 12.9 has no rowwise or blockwise FP8 scales";
+      return;
+    }
+#endif
+    cublasStatus_t st = cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+    const auto set = [&](cublasLtMatmulDescAttributes_t attribute, const auto& value) {
+      if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatmulDescSetAttribute(desc, attribute, &value, sizeof(value));
+    };
+    const cublasOperation_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
+    const std::int8_t fast_accum = 0;
+    const void* scale_a = sc.lt_a;
+    const void* scale_b = sc.lt_b;
+    set(CUBLASLT_MATMUL_DESC_TRANSA, transa);
+    set(CUBLASLT_MATMUL_DESC_TRANSB, transb);
+    set(CUBLASLT_MATMUL_DESC_FAST_ACCUM, fast_accum);
+#if CUBLAS_VERSION >= 120900
+    set(CUBLASLT_MATMUL_DESC_A_SCALE_MODE, scale_mode_a);
+    set(CUBLASLT_MATMUL_DESC_B_SCALE_MODE, scale_mode_b);
+#endif
+    set(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, scale_a);
+    set(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, scale_b);
+    if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatrixLayoutCreate(&a, CUDA_R_8F_E4M3, s.k, s.n, s.k);
+    if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatrixLayoutCreate(&b, CUDA_R_8F_E4M3, s.k, s.m, s.k);
+    if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatrixLayoutCreate(&d, CUDA_R_16BF, s.n, s.m, s.n);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+      unsupported = std::string("descriptor setup: ") + cublasGetStatusName(st);
+      return;
+    }
+    cublasLtMatmulPreference_t preference = nullptr;
+    const std::uint64_t workspace_bytes = lt_workspace().size_bytes();
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    st = cublasLtMatmulPreferenceCreate(&preference);
+    if (st == CUBLAS_STATUS_SUCCESS) {
+      st = cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
+                                                sizeof(workspace_bytes));
+    }
+    if (st == CUBLAS_STATUS_SUCCESS) {
+      st = cublasLtMatmulAlgoGetHeuristic(lt_handle(), desc, a, b, d, d, preference, 1, &result, &found);
+    }
+    if (preference != nullptr) cublasLtMatmulPreferenceDestroy(preference);
+    if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
+      unsupported = std::string("cublasLtMatmulAlgoGetHeuristic: ") +
+                    (st != CUBLAS_STATUS_SUCCESS ? cublasGetStatusName(st) : "no algorithm") + " for e4m3 TN, " +
+                    kf::to_string(sc.mode) + " scales";
+      return;
+    }
+    algo = result.algo;
+  }
+  ~lt_plan() {
+    if (d != nullptr) cublasLtMatrixLayoutDestroy(d);
+    if (b != nullptr) cublasLtMatrixLayoutDestroy(b);
+    if (a != nullptr) cublasLtMatrixLayoutDestroy(a);
+    if (desc != nullptr) cublasLtMatmulDescDestroy(desc);
+  }
+  lt_plan(const lt_plan&) = delete;
+  lt_plan& operator=(const lt_plan&) = delete;
+};
+
+/// A, B and D of one shape with each mode's scales and cuBLASLt plan (made on first
+/// use), kept while consecutive rows use that shape.
+struct operands {
+  shape s;
+  kf::device_buffer<fp8> a, b;
+  kf::device_buffer<bf16> d;
+  std::unique_ptr<scale_set> scales[3];
+  std::unique_ptr<lt_plan> plans[3];
+
+  explicit operands(const shape& s_) : s(s_), a(s_.m * s_.k), b(s_.n * s_.k), d(s_.m * s_.n) {
+    fill_e4m3(a.data(), a.size(), 1);
+    fill_e4m3(b.data(), b.size(), 2);
+    check(cudaDeviceSynchronize(), "fill");
+  }
+  scale_set& scales_for(fp8_scaling mode) {
+    auto& p = scales[static_cast<int>(mode)];
+    if (!p) p = std::make_unique<scale_set>(mode, s);
+    return *p;
+  }
+  lt_plan& plan_for(fp8_scaling mode) {
+    auto& p = plans[static_cast<int>(mode)];
+    if (!p) p = std::make_unique<lt_plan>(s, scales_for(mode));
+    return *p;
+  }
+};
+
+operands& operands_for(const shape& s) {
+  static std::unique_ptr<operands> current;
+  if (!current || current->s.m != s.m || current->s.n != s.n || current->s.k != s.k) {
+    current.reset();  // free the previous shape's buffers first
+    current = std::make_unique<operands>(s);
+  }
+  return *current;
+}
+
+// ---- the two sides ---------------------------------------------------------------
+void run_ours(operands& p, fp8_scaling mode, kf::scaled_matmul_variant variant, cudaStream_t stream) {
+  const scale_set& sc = p.scales_for(mode);
+  kf::scaled_matmul_options o;
+  o.stream = stream;
+  o.variant = variant;
+  kf::scaled_matmul(kf::op::none, kf::op::transpose, p.s.m, p.s.n, p.s.k, 1.0f, p.a.data(), p.s.k, p.b.data(), p.s.k,
+                    kf::fp8_scales{mode, sc.a_dev.data(), sc.b_dev.data()}, 0.0f, p.d.data(), p.s.n, o);
+}
+
+/// D' = op(A') op(B') with A' our B and B' our A (the header comment's mapping).
+cublasStatus_t run_cublaslt(operands& p, lt_plan& plan, cudaStream_t stream) {
+  const float alpha = 1.0f, beta = 0.0f;
+  return cublasLtMatmul(lt_handle(), plan.desc, &alpha, p.b.data(), plan.a, p.a.data(), plan.b, &beta, p.d.data(),
+                        plan.d, p.d.data(), plan.d, &plan.algo, lt_workspace().data(), lt_workspace().size_bytes(),
+                        stream);
+}
+
+/// Compares 16 entries of D (just written by `who`) with a double-precision sum over
+/// the e4m3 values and the scales: "" or what is wrong.
+std::string compare_d(const char* who, operands& p, fp8_scaling mode) {
+  const scale_set& sc = p.scales_for(mode);
+  const std::size_t k = p.s.k, kb = ceil_div(k, block_k);
+  std::vector<fp8> arow(k), brow(k);
+  double got[16], ref[16], max_ref = 0;
+  std::size_t rows[16], cols[16];
+  for (int t = 0; t < 16; ++t) {
+    const std::size_t i = rows[t] = mix64(100 + t) % p.s.m, j = cols[t] = mix64(200 + t) % p.s.n;
+    bf16 d{};
+    check(cudaMemcpy(arow.data(), p.a.data() + i * k, k, cudaMemcpyDeviceToHost), "copy A row");
+    check(cudaMemcpy(brow.data(), p.b.data() + j * k, k, cudaMemcpyDeviceToHost), "copy B row");
+    check(cudaMemcpy(&d, p.d.data() + i * p.s.n + j, sizeof(bf16), cudaMemcpyDeviceToHost), "copy D entry");
+    double sum = 0;
+    for (std::size_t pb = 0; pb < kb; ++pb) {
+      double partial = 0;
+      for (std::size_t q = pb * block_k; q < std::min(k, (pb + 1) * block_k); ++q) {
+        partial += double(static_cast<float>(arow[q])) * double(static_cast<float>(brow[q]));
+      }
+      sum += sc.of(i, j, pb, kb) * partial;
+    }
+    got[t] = double(__bfloat162float(d));
+    ref[t] = sum;
+    max_ref = std::max(max_ref, std::fabs(sum));
+  }
+  for (int t = 0; t < 16; ++t) {
+    if (!(std::fabs(got[t] - ref[t]) <= tolerance * max_ref)) {
+      return std::string(who) + " is wrong at (" + std::to_string(rows[t]) + ", " + std::to_string(cols[t]) +
+             "): got " + std::to_string(got[t]) + ", expected " + std::to_string(ref[t]) + " (max |expected| " +
+             std::to_string(max_ref) + ")";
+    }
+  }
+  return {};
+}
+
+/// Runs ours once on D poisoned with NaN and checks it; sets `call_s` to that call's
+/// host-measured time (module loading included), which sizes the warm-ups.
+std::string check_ours(operands& p, fp8_scaling mode, kf::scaled_matmul_variant variant, double& call_s) {
+  check(cudaMemset(p.d.data(), 0xFF, p.d.size_bytes()), "poison D");
+  check(cudaDeviceSynchronize(), "poison D");
+  const auto start = std::chrono::steady_clock::now();
+  run_ours(p, mode, variant, nullptr);
+  check(cudaDeviceSynchronize(), "spot check run");
+  call_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return compare_d(variant == kf::scaled_matmul_variant::naive ? "ours (naive)" : "ours (best)", p, mode);
+}
+
+/// The same for cuBLASLt; a failing status marks the plan unsupported instead.
+std::string check_cublaslt(operands& p, fp8_scaling mode, lt_plan& plan) {
+  check(cudaMemset(p.d.data(), 0xFF, p.d.size_bytes()), "poison D");
+  const cublasStatus_t st = run_cublaslt(p, plan, nullptr);
+  if (st != CUBLAS_STATUS_SUCCESS) {
+    plan.unsupported = std::string("cublasLtMatmul: ") + cublasGetStatusName(st);
+    return {};
+  }
+  check(cudaDeviceSynchronize(), "spot check run");
+  return compare_d("cuBLASLt", p, mode);
+}
+
+// ---- rows --------------------------------------------------------------------------
+/// matmul/fp8_<mode>/best_vs_cublaslt/<shape>: ours (best) and cuBLASLt in turn, or ours
+/// alone where cuBLASLt cannot run the mode.
+void bm_best_vs_cublaslt(benchmark::State& state, fp8_scaling mode, shape s) {
+  KF_BENCH_REQUIRE_GPU(state);
+  try {
+    operands& p = operands_for(s);
+    lt_plan& plan = p.plan_for(mode);
+    double call_s = 0;
+    std::string wrong = check_ours(p, mode, kf::scaled_matmul_variant::best, call_s);
+    if (wrong.empty() && plan.unsupported.empty()) wrong = check_cublaslt(p, mode, plan);
+    if (!wrong.empty()) {
+      state.SkipWithError(wrong.c_str());
+      return;
+    }
+    const auto ours = [&](cudaStream_t stream) { run_ours(p, mode, kf::scaled_matmul_variant::best, stream); };
+    const int ours_warmups = call_s > slow_call_s ? 0 : 3;  // the checked call warmed a slow kernel up
+    if (!plan.unsupported.empty()) {
+      time_gpu(state, ours, nullptr, ours_warmups);
+      set_flops(state, s.flops(), fp8_peak_tflops());
+      state.counters["cublaslt_unsupported"] = 1;
+      state.SetLabel("cuBLASLt: " + plan.unsupported);
+      return;
+    }
+    const auto theirs = [&](cudaStream_t stream) {
+      const cublasStatus_t st = run_cublaslt(p, plan, stream);
+      if (st != CUBLAS_STATUS_SUCCESS)
+        throw std::runtime_error(std::string("cublasLtMatmul: ") + cublasGetStatusName(st));
+    };
+    for (int i = 0; i < ours_warmups; ++i) ours(nullptr);
+    for (int i = 0; i < 3; ++i) theirs(nullptr);
+    time_gpu_paired(state, ours, theirs, nullptr, 0);
+    set_flops(state, s.flops(), fp8_peak_tflops());
+    const double ours_s = state.counters["gpu_s"], theirs_s = state.counters["baseline_s"];
+    state.counters["cublas_TFLOP/s"] = theirs_s > 0 ? s.flops() / theirs_s / 1e12 : 0.0;
+    state.counters["frac_cublas"] = ours_s > 0 ? theirs_s / ours_s : 0.0;
+  } catch (const std::exception& e) {  // kf::error too: errc::unsupported where the GPU has no FP8
+    state.SkipWithError(e.what());
+  }
+}
+
+/// matmul/fp8_<mode>/naive/<shape>: ours with variant naive, alone.
+void bm_naive(benchmark::State& state, fp8_scaling mode, shape s) {
+  KF_BENCH_REQUIRE_GPU(state);
+  try {
+    operands& p = operands_for(s);
+    double call_s = 0;
+    const std::string wrong = check_ours(p, mode, kf::scaled_matmul_variant::naive, call_s);
+    if (!wrong.empty()) {
+      state.SkipWithError(wrong.c_str());
+      return;
+    }
+    time_gpu(
+        state, [&](cudaStream_t stream) { run_ours(p, mode, kf::scaled_matmul_variant::naive, stream); }, nullptr,
+        call_s > slow_call_s ? 0 : 3);
+    set_flops(state, s.flops(), fp8_peak_tflops());
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
+void register_all() {
+  for (const shape& s : shapes()) {
+    for (const fp8_scaling mode : modes) {
+      const std::string prefix = std::string("matmul/fp8_") + kf::to_string(mode) + "/";
+      if (double(s.m) * double(s.n) * double(s.k) <= naive_max_fma) {
+        benchmark::RegisterBenchmark((prefix + "naive/" + s.name()).c_str(), bm_naive, mode, s)
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond)
+            ->MinTime(min_time_s);
+      }
+      benchmark::RegisterBenchmark((prefix + "best_vs_cublaslt/" + s.name()).c_str(), bm_best_vs_cublaslt, mode, s)
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond)
+          ->MinTime(min_time_s);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kf::bench::scaled_matmul
+
+int main(int argc, char** argv) {
+  const bool tabular = ::kf::bench::wants_tabular(argc, argv);
+  ::benchmark::Initialize(&argc, argv);
+  if (::benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  ::kf::bench::add_device_context();
+  ::benchmark::AddCustomContext("scaled_matmul_note",
+                                "e4m3 x e4m3 -> bf16, TN; frac_peak of 4 x the TF32 estimate (32 x the FP32 peak on "
+                                "cc 9.x/10.x); naive rows only up to 1024^3; 0.1 s of ours per row");
+  try {
+    ::kf::bench::scaled_matmul::register_all();  // without a GPU every row reports why (KF_BENCH_REQUIRE_GPU)
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "bench_scaled_matmul: %s\n", e.what());
+    return 2;
+  }
+  ::kf::bench::run_with_progress(tabular);  // a progress line per case on stderr
+  ::benchmark::Shutdown();
+  return 0;
+}
