@@ -111,7 +111,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
-#include "gemm_shapes.hpp"
+#include "bench_matmul.hpp"
+#include "gemm_bench.hpp"
 #include "gpu_benchmark.hpp"
 #include "kernelforge/elementwise.hpp"
 #include "kernelforge/kernels/matmul/large_tile_launch.cuh"
@@ -159,6 +160,26 @@ struct add_op {
   __device__ float operator()(float c, float bias) const { return c + bias; }
 };
 
+// ---- inputs (bench_matmul.hpp: the pack rows' file uses them too) --------------
+/// Magnitudes in [0.5, 1) with a random sign: never zero, never denormal.
+__global__ void fill_random_kernel(float* data, std::size_t n, std::uint64_t seed) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const std::uint64_t h = mix64(seed ^ mix64(i));
+    const float magnitude = 0.5f + 0.5f * static_cast<float>(h >> 40) * (1.0f / (1u << 24));
+    data[i] = (h & 1u) ? -magnitude : magnitude;
+  }
+}
+
+constexpr int fill_block = 256;
+constexpr unsigned fill_max_blocks = 4096;
+
+void fill_random(float* data, std::size_t n, std::uint64_t seed) {
+  const std::size_t blocks = std::min<std::size_t>((n + fill_block - 1) / fill_block, fill_max_blocks);
+  fill_random_kernel<<<static_cast<unsigned>(std::max<std::size_t>(blocks, 1)), fill_block>>>(data, n, seed);
+  check(cudaGetLastError(), "fill_random");
+}
+
 namespace {
 
 using shape = kf::bench::gemm_shape;
@@ -202,33 +223,6 @@ bool compares_wgmma_multicast(const shape& s) {
 /// (tuning.hpp: wgmma_cluster_split_k_fits), and every shape of a sweep.
 bool compares_wgmma_cluster_split_k(const shape& s) {
   return picks_narrowest_wgmma_tile(s) || environment_shapes() != nullptr;
-}
-
-// ---- inputs ------------------------------------------------------------------
-__host__ __device__ inline std::uint64_t mix64(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-/// Magnitudes in [0.5, 1) with a random sign: never zero, never denormal.
-__global__ void fill_random_kernel(float* data, std::size_t n, std::uint64_t seed) {
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const std::uint64_t h = mix64(seed ^ mix64(i));
-    const float magnitude = 0.5f + 0.5f * static_cast<float>(h >> 40) * (1.0f / (1u << 24));
-    data[i] = (h & 1u) ? -magnitude : magnitude;
-  }
-}
-
-constexpr int fill_block = 256;
-constexpr unsigned fill_max_blocks = 4096;
-
-void fill_random(float* data, std::size_t n, std::uint64_t seed) {
-  const std::size_t blocks = std::min<std::size_t>((n + fill_block - 1) / fill_block, fill_max_blocks);
-  fill_random_kernel<<<static_cast<unsigned>(std::max<std::size_t>(blocks, 1)), fill_block>>>(data, n, seed);
-  check(cudaGetLastError(), "fill_random");
 }
 
 /// A, B and C of one shape, kept while consecutive benchmarks use that shape.
@@ -469,13 +463,6 @@ std::map<std::string, double>& cublas_times() {
   return t;
 }
 
-double tf32_peak_tflops() {
-  const kf::device_info& d = device();
-  const int cc = d.cc_major * 10 + d.cc_minor;
-  const bool datacenter = cc == 80 || (cc >= 90 && cc < 120);  // A100, H100/H200, B200: 8 x FP32 dense
-  return d.peak_fp32_tflops * (datacenter ? 8.0 : 1.0);
-}
-
 // Iteration counts: ~target_seconds of GPU time per row, from a rough expected rate.
 constexpr double target_seconds = 0.25;
 constexpr std::int64_t min_iterations = 2, max_iterations = 500;
@@ -524,14 +511,6 @@ void register_row(const row& r, const shape& s) {
       ->Iterations(iterations);
 }
 
-/// What a pair row reports beside its first side's TFLOP/s: the second side's
-/// rate and the ratio (the second's time / the first's, from the same pairs).
-struct pair_names {
-  const char* rate;
-  const char* ratio;
-};
-/// best_vs_cublas rows: the library's pick first, cuBLAS second.
-constexpr pair_names vs_cublas{"cublas_TFLOP/s", "frac_cublas"};
 /// mcast_a_vs_b rows: the wgmma clusters sharing A first, sharing B second.
 constexpr pair_names a_vs_b{"b_TFLOP/s", "a_over_b"};
 
@@ -555,10 +534,7 @@ void time_pair(benchmark::State& state, const shape& s, double peak_tflops, pair
     }
   }
   time_gpu_paired(state, first, second);
-  set_flops(state, s.flops(), peak_tflops);
-  const double first_s = state.counters["gpu_s"], second_s = state.counters["baseline_s"];
-  state.counters[names.rate] = second_s > 0 ? s.flops() / second_s / 1e12 : 0.0;
-  state.counters[names.ratio] = first_s > 0 ? second_s / first_s : 0.0;
+  set_pair_counters(state, s.flops(), peak_tflops, names);
 }
 
 /// matmul/<fp32|tf32>/<what>/<shape>: rows `first` and `second` timed in turn
@@ -842,129 +818,6 @@ void register_16bit(const shape& s) {
        {false, v::wgmma_f16, wgmma_cluster_mode::share_b}, a_vs_b);
   pair("best_vs_cublas", {false, v::best, wgmma_cluster_mode::by_shape}, {true, v::best, wgmma_cluster_mode::by_shape},
        vs_cublas);
-}
-
-// ---- the repack pass alone ---------------------------------------------------
-struct pack_shape {
-  std::size_t rows, k;
-  std::string name() const { return std::to_string(rows) + "x" + std::to_string(k); }
-};
-
-/// A rows x k operand's source (one element of slack for the misaligned rows) and
-/// its packed copy, as raw bytes: the f32 and f16 rows read them as their type.
-struct pack_buffers {
-  pack_shape s;
-  kf::device_buffer<float> src, dst;
-  explicit pack_buffers(const pack_shape& s_) : s(s_), src(s_.rows * s_.k + 4), dst(s_.rows * s_.k + 4) {
-    fill_random(src.data(), src.size(), 5);
-    check(cudaDeviceSynchronize(), "fill");
-  }
-};
-
-pack_buffers& pack_buffers_for(const pack_shape& s) {
-  static std::unique_ptr<pack_buffers> current;
-  if (!current || current->s.rows != s.rows || current->s.k != s.k) {
-    current.reset();
-    current = std::make_unique<pack_buffers>(s);
-  }
-  return *current;
-}
-
-/// memcpy rates (GB/s) of this run by bytes moved (read + written).
-std::map<double, double>& pack_copy_rates() {
-  static std::map<double, double> r;
-  return r;
-}
-
-void bm_pack_memcpy(benchmark::State& state, pack_shape s, std::size_t element_bytes) {
-  KF_BENCH_REQUIRE_GPU(state);
-  pack_buffers& b = pack_buffers_for(s);
-  const std::size_t bytes = s.rows * s.k * element_bytes;
-  time_gpu(state, [&](cudaStream_t stream) {
-    check(cudaMemcpyAsync(b.dst.data(), b.src.data(), bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync");
-  });
-  copy_rate_gbs() = 0;  // set_bandwidth must not divide the copy by itself
-  set_bandwidth(state, 2.0 * static_cast<double>(bytes));
-  pack_copy_rates()[2.0 * static_cast<double>(bytes)] = state.counters["GB/s"];
-  state.counters["frac_copy"] = 1.0;
-}
-
-/// One call of the repack: T's operand, transposing (stored rows-contiguous) or
-/// copying (k-contiguous), from an aligned base or one element in.
-template <class T>
-void run_pack(pack_buffers& b, bool copy, bool misaligned, cudaStream_t stream) {
-  const T* src = reinterpret_cast<const T*>(b.src.data()) + (misaligned ? 1 : 0);
-  T* dst = reinterpret_cast<T*>(b.dst.data());
-  const std::size_t ld_src = copy ? b.s.k : b.s.rows;
-  if (!kf::detail::wgmma_pack_k_major(src, ld_src, copy, dst, b.s.k, b.s.rows, b.s.k, stream)) {
-    throw std::runtime_error("the repack runs with the wgmma kernels (compute capability 9.0 and 90 in the build)");
-  }
-}
-
-/// 16 elements of the packed copy against their source elements, bit for bit.
-template <class T>
-std::string spot_check_pack(pack_buffers& b, bool copy, bool misaligned) {
-  check(cudaMemset(b.dst.data(), 0xFF, b.dst.size_bytes()), "poison dst");
-  run_pack<T>(b, copy, misaligned, nullptr);
-  check(cudaDeviceSynchronize(), "spot check run");
-  const T* src = reinterpret_cast<const T*>(b.src.data()) + (misaligned ? 1 : 0);
-  const T* dst = reinterpret_cast<const T*>(b.dst.data());
-  for (int t = 0; t < 16; ++t) {
-    const std::size_t x = mix64(300 + t) % b.s.rows, p = mix64(400 + t) % b.s.k;
-    T got{}, expected{};
-    check(cudaMemcpy(&got, dst + x * b.s.k + p, sizeof(T), cudaMemcpyDeviceToHost), "copy dst element");
-    check(cudaMemcpy(&expected, src + (copy ? x * b.s.k + p : p * b.s.rows + x), sizeof(T), cudaMemcpyDeviceToHost),
-          "copy src element");
-    if (std::memcmp(&got, &expected, sizeof(T)) != 0) {
-      return "the repack is wrong at (" + std::to_string(x) + ", " + std::to_string(p) + ")";
-    }
-  }
-  return {};
-}
-
-template <class T>
-void bm_pack(benchmark::State& state, pack_shape s, bool copy, bool misaligned) {
-  KF_BENCH_REQUIRE_GPU(state);
-  try {
-    pack_buffers& b = pack_buffers_for(s);
-    const std::string wrong = spot_check_pack<T>(b, copy, misaligned);
-    if (!wrong.empty()) {
-      state.SkipWithError(wrong.c_str());
-      return;
-    }
-    time_gpu(state, [&](cudaStream_t stream) { run_pack<T>(b, copy, misaligned, stream); });
-    const double bytes = 2.0 * static_cast<double>(s.rows * s.k * sizeof(T));  // k a multiple of 16 bytes
-    const auto rate = pack_copy_rates().find(bytes);
-    copy_rate_gbs() = rate == pack_copy_rates().end() ? 0.0 : rate->second;
-    set_bandwidth(state, bytes);
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-  }
-}
-
-void register_pack() {
-  constexpr std::int64_t pack_iterations = 200;
-  for (const pack_shape s : {pack_shape{4096, 4096}, pack_shape{8192, 8192}}) {
-    for (const std::size_t element_bytes : {std::size_t{4}, std::size_t{2}}) {
-      const std::string type = element_bytes == 4 ? "f32" : "f16";
-      benchmark::RegisterBenchmark(("matmul/pack/memcpy_" + type + "/" + s.name()).c_str(), bm_pack_memcpy, s,
-                                   element_bytes)
-          ->UseManualTime()
-          ->Unit(benchmark::kMicrosecond)
-          ->Iterations(pack_iterations);
-      for (const bool misaligned : {false, true}) {
-        if (misaligned && s.rows != 4096) continue;
-        for (const bool copy : {false, true}) {
-          const std::string name =
-              "matmul/pack/" + type + (copy ? "_copy" : "_transpose") + (misaligned ? "_misaligned/" : "/") + s.name();
-          auto* b = element_bytes == 4
-                        ? benchmark::RegisterBenchmark(name.c_str(), bm_pack<float>, s, copy, misaligned)
-                        : benchmark::RegisterBenchmark(name.c_str(), bm_pack<__half>, s, copy, misaligned);
-          b->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(pack_iterations);
-        }
-      }
-    }
-  }
 }
 
 void register_all() {

@@ -80,7 +80,7 @@ void scaled_matmul_impl(op trans_a, op trans_b, std::size_t m, std::size_t n, st
   require_kernel_image_cached(device, scaled_matmul_what);
   const auto g = make_scaled_args(trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, scales, beta, D, ldd, options);
   // best: the wgmma step where it runs (Hopper with the sm_90a image, k > 0), else naive.
-  if (options.variant != scaled_matmul_variant::naive && scaled_wgmma_try_launch(g, options.stream)) return;
+  if (options.variant != scaled_matmul_variant::naive && scaled_wgmma_try_launch(g, device, options.stream)) return;
   if (options.variant == scaled_matmul_variant::wgmma) {
     throw error(errc::unsupported, std::string(scaled_matmul_what) +
                                        ": variant wgmma needs a compute capability 9.0 GPU, a library built with 90 "
@@ -93,14 +93,8 @@ void scaled_matmul_impl(op trans_a, op trans_b, std::size_t m, std::size_t n, st
   template void scaled_matmul_impl<TA, TB, TD>(op, op, std::size_t, std::size_t, std::size_t, float, const TA*,    \
                                                std::size_t, const TB*, std::size_t, const fp8_scales&, float, TD*, \
                                                std::size_t, const scaled_matmul_options&);
-#define KF_INSTANTIATE_SCALED_MATMUL_OUTPUTS(TA, TB)  \
-  KF_INSTANTIATE_SCALED_MATMUL(TA, TB, __nv_bfloat16) \
-  KF_INSTANTIATE_SCALED_MATMUL(TA, TB, __half)        \
-  KF_INSTANTIATE_SCALED_MATMUL(TA, TB, float)
-
-KF_INSTANTIATE_SCALED_MATMUL_OUTPUTS(__nv_fp8_e4m3, __nv_fp8_e4m3)
-KF_INSTANTIATE_SCALED_MATMUL_OUTPUTS(__nv_fp8_e4m3, __nv_fp8_e5m2)
-KF_INSTANTIATE_SCALED_MATMUL_OUTPUTS(__nv_fp8_e5m2, __nv_fp8_e4m3)
+KF_FOR_EACH_SCALED_MATMUL_TYPES(KF_INSTANTIATE_SCALED_MATMUL)
+#undef KF_INSTANTIATE_SCALED_MATMUL
 
 }  // namespace detail
 }  // namespace kf

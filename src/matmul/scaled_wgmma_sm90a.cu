@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// FP8 step 2, the wgmma GEMM's instances (3 operand pairs x 3 output types):
+// FP8 step 2, the wgmma GEMM's instances (KF_FOR_EACH_SCALED_MATMUL_TYPES):
 // compiled for sm_90a alone (src/matmul/sources.cmake), or as stubs where the
 // library has no 90. Declarations and what they promise: scaled/wgmma_sm90a.hpp.
 #include "kernelforge/kernels/matmul/scaled/wgmma_sm90a.hpp"
@@ -11,8 +11,8 @@
 namespace kf::detail {
 
 template <class TA, class TB, class TD>
-bool scaled_wgmma_try_launch(const scaled_gemm_args<TA, TB, TD>& g, cudaStream_t stream) {
-  return scaled_wgmma_host::try_launch(g, stream, "kf::scaled_matmul (wgmma)");
+bool scaled_wgmma_try_launch(const scaled_gemm_args<TA, TB, TD>& g, int device, cudaStream_t stream) {
+  return scaled_wgmma_host::try_launch(g, device, stream, "kf::scaled_matmul (wgmma)");
 }
 
 }  // namespace kf::detail
@@ -22,7 +22,7 @@ bool scaled_wgmma_try_launch(const scaled_gemm_args<TA, TB, TD>& g, cudaStream_t
 namespace kf::detail {
 
 template <class TA, class TB, class TD>
-bool scaled_wgmma_try_launch(const scaled_gemm_args<TA, TB, TD>&, cudaStream_t) {
+bool scaled_wgmma_try_launch(const scaled_gemm_args<TA, TB, TD>&, int, cudaStream_t) {
   return false;
 }
 
@@ -33,14 +33,8 @@ bool scaled_wgmma_try_launch(const scaled_gemm_args<TA, TB, TD>&, cudaStream_t) 
 namespace kf::detail {
 
 #define KF_INSTANTIATE_SCALED_WGMMA(TA, TB, TD) \
-  template bool scaled_wgmma_try_launch<TA, TB, TD>(const scaled_gemm_args<TA, TB, TD>&, cudaStream_t);
-#define KF_INSTANTIATE_SCALED_WGMMA_OUTPUTS(TA, TB)  \
-  KF_INSTANTIATE_SCALED_WGMMA(TA, TB, __nv_bfloat16) \
-  KF_INSTANTIATE_SCALED_WGMMA(TA, TB, __half)        \
-  KF_INSTANTIATE_SCALED_WGMMA(TA, TB, float)
-
-KF_INSTANTIATE_SCALED_WGMMA_OUTPUTS(__nv_fp8_e4m3, __nv_fp8_e4m3)
-KF_INSTANTIATE_SCALED_WGMMA_OUTPUTS(__nv_fp8_e4m3, __nv_fp8_e5m2)
-KF_INSTANTIATE_SCALED_WGMMA_OUTPUTS(__nv_fp8_e5m2, __nv_fp8_e4m3)
+  template bool scaled_wgmma_try_launch<TA, TB, TD>(const scaled_gemm_args<TA, TB, TD>&, int, cudaStream_t);
+KF_FOR_EACH_SCALED_MATMUL_TYPES(KF_INSTANTIATE_SCALED_WGMMA)
+#undef KF_INSTANTIATE_SCALED_WGMMA
 
 }  // namespace kf::detail

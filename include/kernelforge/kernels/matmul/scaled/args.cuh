@@ -16,6 +16,22 @@
 
 namespace kf::detail {
 
+/// The operand pairs x output types kf::scaled_matmul ships (is_fp8_operand_pair_v,
+/// is_scaled_matmul_output_v): X(TA, TB, TD) for each, for the explicit
+/// instantiations of every translation unit that compiles a step.
+// clang-format off
+#define KF_FOR_EACH_SCALED_MATMUL_TYPES(X)                                          \
+  X(__nv_fp8_e4m3, __nv_fp8_e4m3, __nv_bfloat16)                                    \
+  X(__nv_fp8_e4m3, __nv_fp8_e4m3, __half)                                           \
+  X(__nv_fp8_e4m3, __nv_fp8_e4m3, float)                                            \
+  X(__nv_fp8_e4m3, __nv_fp8_e5m2, __nv_bfloat16)                                    \
+  X(__nv_fp8_e4m3, __nv_fp8_e5m2, __half)                                           \
+  X(__nv_fp8_e4m3, __nv_fp8_e5m2, float)                                            \
+  X(__nv_fp8_e5m2, __nv_fp8_e4m3, __nv_bfloat16)                                    \
+  X(__nv_fp8_e5m2, __nv_fp8_e4m3, __half)                                           \
+  X(__nv_fp8_e5m2, __nv_fp8_e4m3, float)
+// clang-format on
+
 /// FP8 tensor cores promote partial sums into fp32 at this k granularity (the
 /// blockwise scales' block, and 4 k-groups of wgmma.m64nNk32).
 inline constexpr std::size_t fp8_promotion_k = 128;

@@ -79,14 +79,12 @@ k_major_operand<T> k_major_source(const T* x, std::size_t row, std::size_t col) 
 
 /// See scaled_wgmma_try_launch (scaled/wgmma_sm90a.hpp).
 template <class TA, class TB, class TD>
-bool try_launch(const scaled_gemm_args<TA, TB, TD>& g, cudaStream_t stream, const char* what) {
+bool try_launch(const scaled_gemm_args<TA, TB, TD>& g, int device, cudaStream_t stream, const char* what) {
   using wgmma::block_m;
   using wgmma::max_cluster;
   constexpr int stage_k = wgmma::element<wgmma::fp8_operands<TA, TB>>::stage_k;
-  const int device = current_device(what);
+  if (g.k == 0) return false;                  // D = beta D + epilogue: the naive step's
   if (!wgmma_available(device)) return false;  // compute capability 9.0 with the sm_90a image
-  require_kernel_image_cached(device, what);
-  if (g.k == 0) return false;  // D = beta D + epilogue: the naive step's
   const std::size_t max_extent = wgmma::max_extent;
   if (g.m > max_extent || g.n > max_extent || g.k > max_extent) return false;
   if (encode_tiled() == nullptr) return false;
@@ -130,17 +128,7 @@ bool try_launch(const scaled_gemm_args<TA, TB, TD>& g, cudaStream_t stream, cons
     return false;
   }
 
-  wgmma::params<TD> p;
-  p.C = g.D;
-  p.ldc = static_cast<long long>(g.ldd);
-  p.m = static_cast<int>(g.m);
-  p.n = static_cast<int>(g.n);
-  p.k = static_cast<int>(g.k);
-  p.alpha = g.alpha;
-  p.beta = g.beta;
-  p.cluster_tiles_m = static_cast<int>(cluster_tiles_m);
-  p.cluster_tiles_n = static_cast<int>(tiles_n);
-  p.pairs = rows_aligned(g.D, g.ldd, sizeof(TD), 2 * sizeof(TD));
+  wgmma::params<TD> p = wgmma::params_of(g.D, g.ldd, g.m, g.n, g.k, g.alpha, g.beta, cluster_tiles_m, tiles_n);
   p.split_k_tiles = static_cast<int>(ceil_div(g.k, static_cast<std::size_t>(stage_k)));  // one slice: all of k
   // D through shared memory and TMA stores where D is not read and its rows are whole 16-byte units.
   p.staged = g.beta == 0.0f && rows_aligned(g.D, g.ldd, sizeof(TD), tma_alignment) &&

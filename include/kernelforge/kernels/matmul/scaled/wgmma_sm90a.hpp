@@ -15,16 +15,14 @@
 
 namespace kf::detail {
 
-/// Enqueues the scaled product `g` with the FP8 wgmma kernel on the current
-/// device and returns true; returns false, having enqueued nothing, where the
-/// sm_90a kernels do not run (wgmma_available), k == 0, m, n or k reach 2^31 -
-/// 512 (TMA coordinates), or no workspace can be had for a repack. The tile
-/// width is chosen by shape (128 or 64: choose_wgmma_block_n), and clusters of
-/// 2 CTAs share B where there are two tile rows or more. Operands
-/// FP8 wgmma cannot read in place (A transposed, B not transposed, rows not
-/// 16-byte aligned) are first repacked k-contiguous (pack_k_major.cuh).
-/// Shipped for the operand pairs and output types of kf::scaled_matmul.
+/// Enqueues the scaled product `g` with the FP8 wgmma kernel on `device` (the
+/// current one, whose kernel image the caller has checked) and returns true; returns false, having enqueued nothing,
+/// where the sm_90a kernels do not run (wgmma_available), k == 0, m, n or k reach 2^31 - 512 (TMA coordinates), or no
+/// workspace can be had for a repack. The tile width is chosen by shape (128 or 64: choose_wgmma_block_n), and clusters
+/// of 2 CTAs share B where there are two tile rows or more. Operands FP8 wgmma cannot read in place (A transposed, B
+/// not transposed, rows not 16-byte aligned) are first repacked k-contiguous (pack_k_major.cuh). Shipped for the
+/// operand pairs and output types of kf::scaled_matmul.
 template <class TA, class TB, class TD>
-bool scaled_wgmma_try_launch(const scaled_gemm_args<TA, TB, TD>& g, cudaStream_t stream);
+bool scaled_wgmma_try_launch(const scaled_gemm_args<TA, TB, TD>& g, int device, cudaStream_t stream);
 
 }  // namespace kf::detail

@@ -180,20 +180,25 @@ struct params {
 /// (the launcher sets the split and the staged stores where it uses them). m
 /// and n are the kernel's: the swapped product passes args.n and args.m.
 template <class T>
-params<T> params_of(const gemm_args<T>& args, std::size_t m, std::size_t n, std::size_t cluster_tiles_m,
-                    std::size_t cluster_tiles_n) {
+params<T> params_of(T* C, std::size_t ldc, std::size_t m, std::size_t n, std::size_t k, float alpha, float beta,
+                    std::size_t cluster_tiles_m, std::size_t cluster_tiles_n) {
   params<T> p;
-  p.C = args.C;
-  p.ldc = static_cast<long long>(args.ldc);
+  p.C = C;
+  p.ldc = static_cast<long long>(ldc);
   p.m = static_cast<int>(m);
   p.n = static_cast<int>(n);
-  p.k = static_cast<int>(args.k);
-  p.alpha = args.alpha;
-  p.beta = args.beta;
+  p.k = static_cast<int>(k);
+  p.alpha = alpha;
+  p.beta = beta;
   p.cluster_tiles_m = static_cast<int>(cluster_tiles_m);
   p.cluster_tiles_n = static_cast<int>(cluster_tiles_n);
-  p.pairs = rows_aligned(args.C, args.ldc, sizeof(T), 2 * sizeof(T));
+  p.pairs = rows_aligned(C, ldc, sizeof(T), 2 * sizeof(T));
   return p;
+}
+template <class T>
+params<T> params_of(const gemm_args<T>& args, std::size_t m, std::size_t n, std::size_t cluster_tiles_m,
+                    std::size_t cluster_tiles_n) {
+  return params_of(args.C, args.ldc, m, n, args.k, args.alpha, args.beta, cluster_tiles_m, cluster_tiles_n);
 }
 
 }  // namespace kf::detail::wgmma
