@@ -2,7 +2,7 @@
 // CPU tests of the split-k planner matmul and conv2d share
 // (include/kernelforge/kernels/common/split_k_plan.hpp): each limit of
 // split_k_policy on its own, and the cut's rounding. The families' limits and
-// their named shapes are tested with each family (matmul_cpu_test.cpp,
+// their named shapes are tested with each family (matmul_tuning_test.cpp,
 // conv2d_cpu_test.cpp).
 #include <gtest/gtest.h>
 
