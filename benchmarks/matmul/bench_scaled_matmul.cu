@@ -11,6 +11,11 @@
 //   matmul/fp8_<mode>/naive/<m>x<n>x<k>             kf::scaled_matmul, variant naive, alone (time_gpu):
 //                     only on shapes of at most 1024^3 multiply-adds (1024^3 in the default list),
 //                     since it runs on the CUDA cores
+//   matmul/fp8_per_tensor/{nn,tt}_vs_tn/<m>x<n>x<k>  ours (best) on the same product with B stored
+//                     k x n row-major (nn: trans_b = op::none) or A stored k x m (tt: trans_a =
+//                     op::transpose), which FP8 wgmma cannot read in place (the launcher repacks it
+//                     k-major first), timed in turn with ours on the TN layout: TFLOP/s of the
+//                     layout, tn_TFLOP/s, frac_tn = t_TN / t_layout; 4096^3 and 8192^3 only
 //   <mode>: per_tensor, rowwise, blockwise (kf::fp8_scaling)
 //
 // Shapes (m x n x k): 1024^3, 4096^3, 8192^3, 8192x8192x1024, 4096x7168x16384, 128x8192x8192, or
@@ -157,14 +162,39 @@ operands& operands_for(const shape& s) {
   return *current;
 }
 
+/// dst (cols x rows, row-major) = src (rows x cols, row-major)^T, bytewise: the other layouts' copies.
+__global__ void transpose_bytes(const fp8* src, fp8* dst, std::size_t rows, std::size_t cols) {
+  for (std::size_t e = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; e < rows * cols;
+       e += std::size_t(gridDim.x) * blockDim.x) {
+    const std::size_t r = e / cols, c = e % cols;
+    dst[c * rows + r] = src[e];
+  }
+}
+
+/// The storage of a layout other than TN: "nn" B as k x n row-major, "tt" A as k x m;
+/// the same logical operands (transposed copies), so D and its check are the TN ones.
+struct layout_copy {
+  kf::device_buffer<fp8> data;
+  layout_copy(const fp8* src, std::size_t rows, std::size_t cols) : data(rows * cols) {
+    transpose_bytes<<<1024, 256>>>(src, data.data(), rows, cols);
+    check(cudaDeviceSynchronize(), "transpose for a layout row");
+  }
+};
+
 // ---- the two sides ---------------------------------------------------------------
-void run_ours(operands& p, fp8_scaling mode, kf::scaled_matmul_variant variant, cudaStream_t stream) {
+/// Ours on TN, or with `a_km` (A stored k x m) or `b_kn` (B stored k x n) where given.
+void run_ours(operands& p, fp8_scaling mode, kf::scaled_matmul_variant variant, cudaStream_t stream,
+              const fp8* a_km = nullptr, const fp8* b_kn = nullptr) {
   const scale_set& sc = p.scales_for(mode);
   kf::scaled_matmul_options o;
   o.stream = stream;
   o.variant = variant;
-  kf::scaled_matmul(kf::op::none, kf::op::transpose, p.s.m, p.s.n, p.s.k, 1.0f, p.a.data(), p.s.k, p.b.data(), p.s.k,
-                    kf::fp8_scales{mode, sc.a_dev.data(), sc.b_dev.data()}, 0.0f, p.d.data(), p.s.n, o);
+  const kf::op ta = a_km != nullptr ? kf::op::transpose : kf::op::none;
+  const kf::op tb = b_kn != nullptr ? kf::op::none : kf::op::transpose;
+  kf::scaled_matmul(ta, tb, p.s.m, p.s.n, p.s.k, 1.0f, a_km != nullptr ? a_km : p.a.data(),
+                    a_km != nullptr ? p.s.m : p.s.k, b_kn != nullptr ? b_kn : p.b.data(),
+                    b_kn != nullptr ? p.s.n : p.s.k, kf::fp8_scales{mode, sc.a_dev.data(), sc.b_dev.data()}, 0.0f,
+                    p.d.data(), p.s.n, o);
 }
 
 /// D' = op(A') op(B') with A' our B and B' our A (the header comment's mapping).
@@ -293,6 +323,37 @@ void bm_naive(benchmark::State& state, fp8_scaling mode, shape s) {
   }
 }
 
+/// matmul/fp8_per_tensor/<nn|tt>_vs_tn/<shape>: ours on another layout and on TN, in turn.
+void bm_layout_vs_tn(benchmark::State& state, bool nn, shape s) {
+  KF_BENCH_REQUIRE_GPU(state);
+  try {
+    constexpr fp8_scaling mode = fp8_scaling::per_tensor;
+    constexpr auto best = kf::scaled_matmul_variant::best;
+    operands& p = operands_for(s);
+    // nn: B (stored n x k) as k x n; tt: A (stored m x k) as k x m.
+    const layout_copy copy = nn ? layout_copy(p.b.data(), s.n, s.k) : layout_copy(p.a.data(), s.m, s.k);
+    const fp8* a_km = nn ? nullptr : copy.data.data();
+    const fp8* b_kn = nn ? copy.data.data() : nullptr;
+    check(cudaMemset(p.d.data(), 0xFF, p.d.size_bytes()), "poison D");
+    run_ours(p, mode, best, nullptr, a_km, b_kn);
+    check(cudaDeviceSynchronize(), "spot check run");
+    const std::string wrong = compare_d(nn ? "ours (NN)" : "ours (TT)", p, mode);
+    if (!wrong.empty()) {
+      state.SkipWithError(wrong.c_str());
+      return;
+    }
+    time_gpu_paired(
+        state, [&](cudaStream_t stream) { run_ours(p, mode, best, stream, a_km, b_kn); },
+        [&](cudaStream_t stream) { run_ours(p, mode, best, stream); });
+    set_flops(state, s.flops(), fp8_peak_tflops());
+    const double layout_s = state.counters["gpu_s"], tn_s = state.counters["baseline_s"];
+    state.counters["tn_TFLOP/s"] = tn_s > 0 ? s.flops() / tn_s / 1e12 : 0.0;
+    state.counters["frac_tn"] = layout_s > 0 ? tn_s / layout_s : 0.0;
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
 void register_all() {
   for (const shape& s : shapes()) {
     for (const fp8_scaling mode : modes) {
@@ -307,6 +368,15 @@ void register_all() {
           ->UseManualTime()
           ->Unit(benchmark::kMillisecond)
           ->MinTime(min_time_s);
+    }
+    if (s.m == s.n && s.n == s.k && (s.m == 4096 || s.m == 8192)) {
+      for (const bool nn : {true, false}) {
+        const std::string name = std::string("matmul/fp8_per_tensor/") + (nn ? "nn" : "tt") + "_vs_tn/" + s.name();
+        benchmark::RegisterBenchmark(name.c_str(), bm_layout_vs_tn, nn, s)
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond)
+            ->MinTime(min_time_s);
+      }
     }
   }
 }
