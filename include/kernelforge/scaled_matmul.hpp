@@ -39,6 +39,9 @@ struct fp8_scales {
 enum class scaled_matmul_variant {
   best,
   naive,  ///< one thread per element of D, fp32 partial sums promoted and scaled every 128 of k
+  /// mma.sync FP8 tensor cores (compute capability 8.9+), both operands k-major
+  /// with 16-byte aligned rows (trans_a none, trans_b transpose); errc::unsupported otherwise
+  mma_sync,
   /// Hopper (sm_90a) tensor cores: TMA, warp specialization, the partial sums
   /// promoted into fp32 registers every 128 of k; errc::unsupported elsewhere
   /// (and for k == 0, which only the naive step computes)

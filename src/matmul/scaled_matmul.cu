@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernelforge/kernels/matmul/scaled/01_naive.cuh"
+#include "kernelforge/kernels/matmul/scaled/02_mma_sync.cuh"
 #include "kernelforge/kernels/matmul/scaled/validate.hpp"
 #include "kernelforge/kernels/matmul/scaled/wgmma_sm90a.hpp"
 #include "kernelforge/kernels/runtime/launcher.hpp"
@@ -25,6 +26,7 @@ const char* to_string(scaled_matmul_variant variant) noexcept {
   switch (variant) {
     case scaled_matmul_variant::best: return "best";
     case scaled_matmul_variant::naive: return "naive";
+    case scaled_matmul_variant::mma_sync: return "mma_sync";
     case scaled_matmul_variant::wgmma: return "wgmma";
   }
   return "unknown";
@@ -79,12 +81,27 @@ void scaled_matmul_impl(op trans_a, op trans_b, std::size_t m, std::size_t n, st
   require_fp8_device(device);
   require_kernel_image_cached(device, scaled_matmul_what);
   const auto g = make_scaled_args(trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, scales, beta, D, ldd, options);
-  // best: the wgmma step where it runs (Hopper with the sm_90a image, k > 0), else naive.
-  if (options.variant != scaled_matmul_variant::naive && scaled_wgmma_try_launch(g, device, options.stream)) return;
-  if (options.variant == scaled_matmul_variant::wgmma) {
+  // best: the wgmma step where it runs (Hopper with the sm_90a image, k > 0),
+  // else mma_sync where it takes the layout, else naive.
+  const scaled_matmul_variant v = options.variant;
+  if ((v == scaled_matmul_variant::best || v == scaled_matmul_variant::wgmma) &&
+      scaled_wgmma_try_launch(g, device, options.stream)) {
+    return;
+  }
+  if (v == scaled_matmul_variant::wgmma) {
     throw error(errc::unsupported, std::string(scaled_matmul_what) +
                                        ": variant wgmma needs a compute capability 9.0 GPU, a library built with 90 "
                                        "in CMAKE_CUDA_ARCHITECTURES, and k > 0; pass variant best or naive");
+  }
+  if ((v == scaled_matmul_variant::best || v == scaled_matmul_variant::mma_sync) && scaled_mma_sync_takes(g)) {
+    launch_scaled_mma_sync(g, options.stream);  // require_fp8_device above: compute capability 8.9+
+    return;
+  }
+  if (v == scaled_matmul_variant::mma_sync) {
+    throw error(errc::unsupported, std::string(scaled_matmul_what) +
+                                       ": variant mma_sync reads A and B k-major with 16-byte aligned rows (trans_a "
+                                       "none, trans_b transpose, lda and ldb multiples of 16, 16-byte aligned "
+                                       "pointers) and k > 0; pass variant best or naive for other layouts");
   }
   launch_scaled_naive(g, options.stream);
 }

@@ -43,7 +43,8 @@ void validate_scaled_matmul(op trans_a, op trans_b, std::size_t m, std::size_t n
   require_one_of(scaled_matmul_what, "scales.mode", scales.mode,
                  {fp8_scaling::per_tensor, fp8_scaling::rowwise, fp8_scaling::blockwise});
   require_one_of(scaled_matmul_what, "options.variant", options.variant,
-                 {scaled_matmul_variant::best, scaled_matmul_variant::naive, scaled_matmul_variant::wgmma});
+                 {scaled_matmul_variant::best, scaled_matmul_variant::naive, scaled_matmul_variant::mma_sync,
+                  scaled_matmul_variant::wgmma});
   if (m != 0 && n != 0 && k != 0) {  // else the product is empty and no scale is read
     require_scale("scales.a", scales.a, scales.mode, true);
     require_scale("scales.b", scales.b, scales.mode, false);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// FP8 step 2, the wgmma GEMM's instances (KF_FOR_EACH_SCALED_MATMUL_TYPES):
+// FP8 step 3, the wgmma GEMM's instances (KF_FOR_EACH_SCALED_MATMUL_TYPES):
 // compiled for sm_90a alone (src/matmul/sources.cmake), or as stubs where the
 // library has no 90. Declarations and what they promise: scaled/wgmma_sm90a.hpp.
 #include "kernelforge/kernels/matmul/scaled/wgmma_sm90a.hpp"

@@ -78,7 +78,7 @@ TEST(ScaledMatmulValidation, ScalesAndOptions) {
                          [] { call([](auto& a) { a.scales.a = kf::test::fake(0x10002); }); });  // misaligned
   kf::test::expect_error(errc::invalid_argument, "scales.mode = 9 is not one of: per_tensor, rowwise, blockwise",
                          [] { call([](auto& a) { a.scales.mode = static_cast<fp8_scaling>(9); }); });
-  kf::test::expect_error(errc::invalid_argument, "options.variant = 5 is not one of: best, naive, wgmma",
+  kf::test::expect_error(errc::invalid_argument, "options.variant = 5 is not one of: best, naive, mma_sync, wgmma",
                          [] { call([](auto& a) { a.options.variant = static_cast<kf::scaled_matmul_variant>(5); }); });
   kf::test::expect_error(errc::invalid_argument, "options.bias (n = 16 elements) overlaps D",
                          [] { call([](auto& a) { a.options.bias = fake_d(0x100000 + 2 * 16); }); });
@@ -105,6 +105,7 @@ TEST(ScaledMatmulNames, ModesAndVariants) {
   EXPECT_STREQ(kf::to_string(fp8_scaling::blockwise), "blockwise");
   EXPECT_STREQ(kf::to_string(kf::scaled_matmul_variant::best), "best");
   EXPECT_STREQ(kf::to_string(kf::scaled_matmul_variant::naive), "naive");
+  EXPECT_STREQ(kf::to_string(kf::scaled_matmul_variant::mma_sync), "mma_sync");
   EXPECT_STREQ(kf::to_string(kf::scaled_matmul_variant::wgmma), "wgmma");
 }
 

@@ -130,6 +130,33 @@ TYPED_TEST(ScaledMatmul, WgmmaTiles) {
   }
 }
 
+// The mma.sync step (compute capability 8.9+; forced, so it throws rather than
+// fall back): TN with 16-byte aligned rows (pad makes k + pad a multiple of 16),
+// tiles crossing m, n and k (k cut inside a 16-byte chunk: 130, 1000), several
+// promotion blocks, every mode, the epilogue.
+TYPED_TEST(ScaledMatmul, MmaSyncTiles) {
+  KF_SKIP_WITHOUT_FP8();
+  struct shape {
+    std::size_t m, n, k, pad;
+  };
+  const shape shapes[] = {{300, 264, 1000, 8}, {129, 96, 384, 0}, {257, 200, 130, 14}, {1, 1, 16, 0}};
+  std::uint64_t seed = 700;
+  for (fp8_scaling mode : modes) {
+    for (const shape& s : shapes) {
+      scaled_case c;
+      c.m = s.m;
+      c.n = s.n;
+      c.k = s.k;
+      c.pad = s.pad;
+      c.mode = mode;
+      c.bias = c.relu = c.amax = true;
+      EXPECT_TRUE(run<TypeParam>(c, seed++, scaled_matmul_variant::mma_sync));
+      c.beta = 0.5f;
+      EXPECT_TRUE(run<TypeParam>(c, seed++, scaled_matmul_variant::mma_sync));
+    }
+  }
+}
+
 // The persistent walk (more cluster tiles than the GPU holds at once: 1536^2 in
 // 128 x 128 tiles is 72 clusters of 2) and one tile row of 128 x 128 tiles (cluster of 1).
 TEST(ScaledMatmulWgmma, PersistentAndSingleRow) {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Warp-level tensor-core products (mma.sync, sm_80+), the fp32 -> TF32
+// Warp-level tensor-core products (mma.sync, sm_80+; FP8 sm_89+), the fp32 -> TF32
 // rounding their operands need, and ldmatrix (shared memory -> fragments). Below sm_80 the bodies are empty: kernels
 // that use them trap there, and the launchers never select them.
 #pragma once
@@ -10,6 +10,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include "guards.cuh"
 
@@ -63,6 +64,38 @@ __device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const std::uint32_t 
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
   }
+#endif
+}
+
+/// d (16 x 8, fp32) += a (16 x 32, row-major) * b (32 x 8, column-major), TA / TB
+/// FP8 (e4m3 / e5m2; sm_89+), four per 32-bit register. The fragments hold the
+/// same bytes as mma.m16n8k16's (a 16 x 32-byte block of A, a 32-byte x 8 block
+/// of B), so the f16 step's ldmatrix addressing loads them: a[0..3] = (row g, k
+/// 4t..4t+3), (g+8, 4t), (g, 4t+16), (g+8, 4t+16); b[0..1] = (k 4t..4t+3,
+/// column g), (k 4t+16.., g). The products accumulate in fp32 at the
+/// tensor cores' own precision: callers promote every 128 of k (scaled/).
+template <class TA, class TB>
+__device__ __forceinline__ void mma_m16n8k32_fp8(float (&d)[4], const std::uint32_t (&a)[4],
+                                                 const std::uint32_t (&b)[2]) {
+  constexpr bool a_e4m3 = std::is_same_v<TA, __nv_fp8_e4m3>, b_e4m3 = std::is_same_v<TB, __nv_fp8_e4m3>;
+  static_assert((a_e4m3 || std::is_same_v<TA, __nv_fp8_e5m2>)&&(b_e4m3 || std::is_same_v<TB, __nv_fp8_e5m2>),
+                "mma.m16n8k32: e4m3 or e5m2 operands");
+#if KF_ARCH_SM89
+#define KF_MMA_FP8(ta, tb)                                                              \
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32." ta "." tb                       \
+               ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n" \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                         \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]))
+  if constexpr (a_e4m3 && b_e4m3) {
+    KF_MMA_FP8("e4m3", "e4m3");
+  } else if constexpr (a_e4m3) {
+    KF_MMA_FP8("e4m3", "e5m2");
+  } else if constexpr (b_e4m3) {
+    KF_MMA_FP8("e5m2", "e4m3");
+  } else {
+    KF_MMA_FP8("e5m2", "e5m2");
+  }
+#undef KF_MMA_FP8
 #endif
 }
 

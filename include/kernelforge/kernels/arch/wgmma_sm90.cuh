@@ -205,7 +205,7 @@ inline constexpr bool is_wgmma_fp8_pair_v =
 /// transpose bits). scale_d == 0 starts a fresh sum (the first product of a
 /// promotion block) without zeroing the registers first. The tensor cores keep
 /// only about 14 bits of these sums: callers promote them into fp32 registers
-/// every 128 of k (kernels/matmul/scaled/02_wgmma.cuh). N: 64 or 128.
+/// every 128 of k (kernels/matmul/scaled/03_wgmma.cuh). N: 64 or 128.
 template <class TA, class TB, int N>
 __device__ __forceinline__ void wgmma_m64nNk32_fp8(float (&d)[wgmma_accumulators<N>], std::uint64_t desc_a,
                                                    std::uint64_t desc_b, std::uint32_t scale_d) {

@@ -126,7 +126,7 @@ struct pack_layout {
 /// SourceAligned: src's base and row stride are 16-byte aligned (16-byte
 /// loads), else elements are loaded singly. Grid: (row tiles, k tiles, capped
 /// at 65535 and strided). T: float (TF32 step), the 16-bit types (step 14) or
-/// the FP8 types (the scaled GEMM, scaled/02_wgmma.cuh).
+/// the FP8 types (the scaled GEMM, scaled/03_wgmma.cuh).
 template <bool SourceKContiguous, bool SourceAligned, class T>
 KF_KERNEL void __launch_bounds__(pack::threads, pack::min_blocks_per_sm)
     pack_k_major_kernel(const T* __restrict__ src, long long ld_src, T* __restrict__ dst, long long ld_dst,

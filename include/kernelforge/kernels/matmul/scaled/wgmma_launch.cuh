@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The host side of the FP8 wgmma GEMM (scaled/02_wgmma.cuh), for its sm_90a
+// The host side of the FP8 wgmma GEMM (scaled/03_wgmma.cuh), for its sm_90a
 // translation unit alone (src/matmul/scaled_wgmma_sm90a.cu): the repack of
 // operands FP8 wgmma cannot read in place, the TMA maps, the tile width and
 // cluster by shape, the persistent grid and the cluster launch.
@@ -23,14 +23,14 @@
 #include "../wgmma/config.cuh"
 #include "../wgmma/policy.hpp"
 #include "../wgmma_sm90a.hpp"  // wgmma_available
-#include "02_wgmma.cuh"
+#include "03_wgmma.cuh"
 #include "wgmma_sm90a.hpp"
 
 namespace kf::detail::scaled_wgmma_host {
 
 using wgmma::tma_alignment;
 
-/// The widest FP8 tile (scaled/02_wgmma.cuh: two accumulator sets a thread).
+/// The widest FP8 tile (scaled/03_wgmma.cuh: two accumulator sets a thread).
 inline constexpr int widest_block_n = 128;
 
 /// scaled_wgmma_kernel<TA, TB, TD, Cluster, BlockN>: its shared memory, its

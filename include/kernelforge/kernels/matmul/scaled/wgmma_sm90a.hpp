@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// FP8 step 2 -- wgmma, declarations: what kf::scaled_matmul (scaled_matmul.cu)
-// calls. The kernel (scaled/02_wgmma.cuh) and its host side
+// FP8 step 3 -- wgmma, declarations: what kf::scaled_matmul (scaled_matmul.cu)
+// calls. The kernel (scaled/03_wgmma.cuh) and its host side
 // (scaled/wgmma_launch.cuh) are compiled for sm_90a only, in
 // src/matmul/scaled_wgmma_sm90a.cu; without 90 in CMAKE_CUDA_ARCHITECTURES that
 // file compiles to stubs that return false (as matmul's wgmma_sm90a.hpp).

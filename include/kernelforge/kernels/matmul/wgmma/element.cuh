@@ -5,7 +5,7 @@
 // itself. float runs TF32 (wgmma.m64nNk8: B k-major only; an n-contiguous B
 // takes the swapped product, swap_ab.cuh); __half and __nv_bfloat16 run
 // wgmma.m64nNk16, whose transpose bit (TransB = 1) reads an N-major B in place;
-// the FP8 pairs (fp8_operands<TA, TB>, the scaled GEMM: scaled/02_wgmma.cuh) run
+// the FP8 pairs (fp8_operands<TA, TB>, the scaled GEMM: scaled/03_wgmma.cuh) run
 // wgmma.m64nNk32, k-major only, a stage's k (128) being one promotion block.
 #pragma once
 

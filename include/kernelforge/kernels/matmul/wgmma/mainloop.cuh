@@ -149,7 +149,7 @@ struct mainloop {
 
   /// Consumer: issues the warpgroup's products over `stage` and commits them
   /// (still in flight on return). Fresh: the first product starts a new sum
-  /// (d's values are not read: FP8's partial sums, scaled/02_wgmma.cuh). SwapAB loads the stage's A fragments first:
+  /// (d's values are not read: FP8's partial sums, scaled/03_wgmma.cuh). SwapAB loads the stage's A fragments first:
   /// the caller has waited for every earlier product (wgmma_wait<0>), since
   /// ptxas serializes the products of a loop that rewrites fragment registers
   /// while any product may still read them.

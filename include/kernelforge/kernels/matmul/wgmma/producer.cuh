@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The producer role of the Hopper GEMMs (14_wgmma.cuh, scaled/02_wgmma.cuh):
+// The producer role of the Hopper GEMMs (14_wgmma.cuh, scaled/03_wgmma.cuh):
 // one thread of warpgroup 0 walks the same work items as the consumers and,
 // for each k-step, waits for a free stage of the ring, arms its full barrier
 // with the stage's bytes and issues the TMA copies (mainloop::load_stage). The

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// FP8 step 2 -- wgmma: the Hopper (sm_90a) FP8 GEMM, e4m3 / e5m2 operands, fp32
+// FP8 step 3 -- wgmma: the Hopper (sm_90a) FP8 GEMM, e4m3 / e5m2 operands, fp32
 // accumulation promoted every 128 of k, D in bf16, fp16 or float. Compiled for
 // sm_90a only; host side scaled/wgmma_launch.cuh, declarations
 // scaled/wgmma_sm90a.hpp.
 //
-// What changes from step 1 (naive: one thread per element of D, every operand
-// converted and multiplied on the CUDA cores), and why it is faster:
+// What changes from step 2 (mma_sync: each warp loads its fragments from shared
+// memory and issues 16 x 8 x 32 products; one block a tile, no overlap of its
+// loads, products and stores beyond cp.async's stages), and why it is faster:
 //  * The Hopper GEMM's machinery, reused rather than copied (matmul step 14):
 //    TMA copies into a ring of shared-memory stages (arch/pipeline_sm90.cuh), a
 //    producer warpgroup and two consumer warpgroups (wgmma/producer.cuh), the
