@@ -160,8 +160,9 @@ void scaled_matmul_raw(std::uintptr_t a, const std::string& a_dtype, bool trans_
   scales.b = reinterpret_cast<const float*>(scale_b);
   kf::scaled_matmul_options o;
   o.stream = to_stream(stream);
-  o.variant =
-      enum_by_name(what, "variant", variant, {kf::scaled_matmul_variant::best, kf::scaled_matmul_variant::naive});
+  o.variant = enum_by_name(
+      what, "variant", variant,
+      {kf::scaled_matmul_variant::best, kf::scaled_matmul_variant::naive, kf::scaled_matmul_variant::wgmma});
   o.bias = reinterpret_cast<const void*>(bias);
   o.relu = relu;
   o.relu_threshold = static_cast<float>(relu_threshold);
