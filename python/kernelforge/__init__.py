@@ -5,7 +5,8 @@ Arrays come in through DLPack (torch.Tensor, cupy.ndarray, ...): one build serve
 every framework. Outputs are allocated by the input's framework on the input's
 device; work runs on the framework's current stream (or `stream=`) and the host is
 never synchronized. PyTorch operators (torch.library, torch.compile, autograd) are
-in `kernelforge.torch`, imported on first use.
+in `kernelforge.torch`, imported on first use. The FP8 product (scaled_matmul) takes
+torch tensors only (float8 dtypes: no DLPack export in older torch, none in CuPy).
 
     import kernelforge as kf
     y = kf.relu_threshold(x, 0.5)        # x: a CUDA torch.Tensor or cupy.ndarray
@@ -13,7 +14,7 @@ in `kernelforge.torch`, imported on first use.
 
 from . import _C
 from ._api import (conv2d, conv2d_output_shape, filter2d, matmul, relu_threshold, relu_threshold_backward, saxpy,
-                   vector_add)
+                   scaled_matmul, vector_add)
 from ._errors import (CudaRuntimeError, Error, InvalidArgumentError, NoDeviceError, NoKernelImageError,
                       OutOfMemoryError, UnsupportedError)
 from ._errors import ALL as _ALL_ERRORS
@@ -55,6 +56,7 @@ def __getattr__(name):
 
 
 __all__ = ["__version__", "compiled_architectures", "device_count", "device_info", "saxpy", "vector_add",
-           "relu_threshold", "relu_threshold_backward", "matmul", "filter2d", "conv2d", "conv2d_output_shape",
+           "relu_threshold", "relu_threshold_backward", "matmul", "scaled_matmul", "filter2d", "conv2d",
+           "conv2d_output_shape",
            "Error", "InvalidArgumentError", "NoDeviceError", "NoKernelImageError", "OutOfMemoryError",
            "UnsupportedError", "CudaRuntimeError"]

@@ -21,6 +21,7 @@
 #include "kernelforge/elementwise.hpp"
 #include "kernelforge/error.hpp"
 #include "kernelforge/matmul.hpp"
+#include "kernelforge/scaled_matmul.hpp"
 
 namespace kfpy {
 

@@ -251,6 +251,14 @@ NB_MODULE(_C, m) {
         "Compute capabilities (major*10+minor) the library's fatbin holds code for.");
   m.def("device_info", &kfpy::device_info, nb::arg("device") = -1);
   m.def("device_count", &kfpy::device_count, "CUDA devices visible (0 without a GPU or driver).");
+  m.def(
+      "require_cuda_device",
+      [](const std::string& what, const std::string& name, int device) {
+        kfpy::require_cuda_device_index(what.c_str(), name.c_str(), device);
+      },
+      nb::arg("what"), nb::arg("name"), nb::arg("device"),
+      "Raises what the raw entries raise for a device index (torch's Tensor.get_device()): NoDeviceError "
+      "without a GPU, InvalidArgumentError for host memory (-1) or an index past the devices visible.");
   {
     nb::dict codes;  // the raw entries' dtype codes, by dtype name
     for (auto t : kfpy::shipped_dtypes) {

@@ -45,6 +45,18 @@ def test_matmul_with_transposed_views():
     cp.testing.assert_allclose(out, a.T @ b.T, rtol=1e-4, atol=1e-4)
 
 
+def test_matmul_float16():
+    # float16 through DLPack; CuPy has no bfloat16 dtype (torch's bfloat16 is tested in test_torch.py).
+    a = cp.random.standard_normal((65, 33)).astype(cp.float16)
+    b = cp.random.standard_normal((17, 65)).astype(cp.float16)
+    out = kf.matmul(a.T, b.T)
+    assert out.dtype == cp.float16 and out.shape == (33, 17)
+    ref = a.T.astype(cp.float64) @ b.T.astype(cp.float64)
+    bound = (4 * 65 ** 0.5 + 8) * 2.0**-23 * (cp.abs(a.T.astype(cp.float64)) @ cp.abs(b.T.astype(cp.float64))) + \
+        2 * 2.0**-11 * cp.abs(ref)
+    assert bool((cp.abs(out.astype(cp.float64) - ref) <= bound).all())
+
+
 def test_ordering_on_a_cupy_stream():
     n = 1 << 22
     x = cp.zeros(n, dtype=cp.float32)

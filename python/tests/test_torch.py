@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """GPU tests with PyTorch: kernelforge's results against torch's own ops (F.threshold,
-threshold_backward, mm, conv2d) at awkward sizes and every shipped dtype, transposed
+threshold_backward, mm, conv2d) and float64 (the 16-bit matmuls) at awkward sizes and
+every shipped dtype, transposed
 views, streams, devices, the torch.library ops (opcheck, gradcheck, torch.compile,
 CUDA graphs) and the nn.Modules. Skipped without torch or a GPU."""
 
@@ -139,6 +140,62 @@ def test_matmul_matches_mm(dtype, m, n, k, ta, tb):
     torch.testing.assert_close(out, torch.mm(a, b), **MM_TOL[dtype])
 
 
+HALF_DTYPES = [torch.float16, torch.bfloat16]
+UNIT_ROUNDOFF = {torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8}
+
+
+def assert_half_matmul_close(out, a, b, alpha=1.0, beta=0.0, c=None):
+    # Against float64: the products of 16-bit values are exact in fp32, so the error is the
+    # fp32 summation (random-sign roundings grow like sqrt(k)) plus one rounding to the
+    # output type (u = 2^-11 float16, 2^-8 bfloat16), doubled for margin (the bound of
+    # tests/matmul/matmul_case.hpp's 16-bit cases).
+    k = a.shape[1]
+    value = alpha * (a.double() @ b.double())
+    scale = abs(alpha) * (a.double().abs() @ b.double().abs())
+    if beta != 0:
+        value, scale = value + beta * c.double(), scale + abs(beta) * c.double().abs()
+    bound = (4 * max(k, 1) ** 0.5 + 8) * 2.0**-23 * scale + 2 * UNIT_ROUNDOFF[out.dtype] * value.abs()
+    err = (out.double() - value).abs()
+    assert bool((err <= bound).all()), f"max error / bound {float((err / bound).max())}"
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+@pytest.mark.parametrize("variant", ["best", "naive", "tensor_core_f16", "wgmma_f16"])
+@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (17, 33, 65), (129, 67, 255), (256, 128, 512)])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_matmul_half_types_match_float64(dtype, variant, m, n, k, ta, tb):
+    if variant != "naive" and torch.cuda.get_device_capability() < (8, 0):
+        pytest.skip("16-bit tensor cores need compute capability 8.0+")
+    a = rand(k, m, dtype=dtype).t() if ta else rand(m, k, dtype=dtype)
+    b = rand(n, k, dtype=dtype).t() if tb else rand(k, n, dtype=dtype)
+    out = kf.matmul(a, b, variant=variant)
+    assert out.shape == (m, n) and out.dtype == dtype and out.is_contiguous()
+    assert_half_matmul_close(out, a, b)
+    torch.testing.assert_close(out.float(), torch.matmul(a.float(), b.float()), rtol=4 * UNIT_ROUNDOFF[dtype],
+                               atol=1e-2 * k ** 0.5)
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+def test_matmul_half_types_alpha_beta_and_torch_op(dtype):
+    a, b, c = rand(64, 48, dtype=dtype), rand(48, 80, dtype=dtype), rand(64, 80, dtype=dtype)
+    c0 = c.clone()
+    assert kf.matmul(a, b, c, alpha=0.5, beta=2.0) is c
+    assert_half_matmul_close(c, a, b, 0.5, 2.0, c0)
+    with pytest.raises(kf.UnsupportedError, match="smem_tiled"):
+        kf.matmul(a, b, variant="smem_tiled")  # the 16-bit types ship naive, tensor_core_f16, wgmma_f16
+    with pytest.raises(TypeError, match="'b' has dtype float32 but 'a' has"):
+        kf.matmul(a, b.float())
+    # kernelforge.torch's matmul: forward and the registered backward (two kernelforge matmuls).
+    x, w = rand(33, 70, dtype=dtype, requires_grad=True), rand(70, 20, dtype=dtype, requires_grad=True)
+    y = kft.matmul(x, w)
+    assert y.dtype == dtype and y.grad_fn is not None
+    assert_half_matmul_close(y.detach(), x.detach(), w.detach())
+    g = rand(33, 20, dtype=dtype)
+    y.backward(g)
+    assert_half_matmul_close(x.grad, g, w.detach().t())
+    assert_half_matmul_close(w.grad, x.detach().t(), g)
+
+
 def test_matmul_alpha_beta_out_and_tf32():
     a, b, c = rand(64, 48), rand(48, 80), rand(64, 80)
     expected = 0.5 * torch.mm(a, b) + 2.0 * c
@@ -247,6 +304,9 @@ def test_opcheck_every_op():
     torch.library.opcheck(ops.relu_threshold_backward.default, (rand(3, 37), rand(3, 37), 0.1))
     torch.library.opcheck(ops.matmul.default, (rand(17, 9, requires_grad=True), rand(9, 5, requires_grad=True)))
     torch.library.opcheck(ops.matmul.default, (rand(9, 17).t(), rand(5, 9, requires_grad=True).t()))
+    for dtype in (torch.float16, torch.bfloat16):
+        torch.library.opcheck(ops.matmul.default, (rand(17, 9, dtype=dtype, requires_grad=True),
+                                                   rand(5, 9, dtype=dtype, requires_grad=True).t()))
     torch.library.opcheck(ops.conv2d.default, (rand(2, 3, 9, 10, requires_grad=True),
                                                rand(4, 3, 3, 3, requires_grad=True), rand(4, requires_grad=True),
                                                [1, 1], [1, 1], [1, 1]))
