@@ -33,8 +33,9 @@ extern template void split_k_workspace::reduce<float, fused_epilogue>(const gemm
                                                                       cudaStream_t) const;
 
 // large_tile.cu and large_tile_fused.cu: step 8, half of the family's kernels, one epilogue each.
-extern template void launch_large_tile<epilogue::identity>(const gemm_args<float>&, cudaStream_t,
-                                                           const epilogue::identity&);
+// The identity kernels are the 16-byte ones alone (matmul.cu gives misaligned plain calls the fused ones).
+extern template void launch_large_tile<epilogue::identity, true>(const gemm_args<float>&, cudaStream_t,
+                                                                 const epilogue::identity&);
 extern template void launch_large_tile<fused_epilogue>(const gemm_args<float>&, cudaStream_t, const fused_epilogue&);
 
 // tensor_core_tf32.cu: step 9 (mma.sync TF32).

@@ -140,7 +140,9 @@ void dispatch(matmul_variant variant, const gemm_args<T>& g, cudaStream_t stream
       case matmul_variant::coalesced: return launch_coalesced(g, stream);
       case matmul_variant::blocktile_1d: return launch_blocktile_1d(g, stream);
       case matmul_variant::vectorized: return launch_vectorized(g, stream);
-      case matmul_variant::large_tile: return launch_large_tile(g, stream);  // identity: see dispatch_epilogue_steps
+      case matmul_variant::large_tile:  // identity, 16-byte copies; else the fused kernels, nothing enabled
+        if (large_tile_vec(g)) return launch_large_tile<epilogue::identity, true>(g, stream);
+        return launch_large_tile(g, stream, fused_epilogue{});
       case matmul_variant::warp_tiled:
       case matmul_variant::tensor_core_tf32:
         return dispatch_epilogue_steps(variant, g, fused_epilogue{}, stream, device);

@@ -33,13 +33,21 @@ int large_tile_blocks_per_sm(int device) {
 }
 
 /// Launches configuration Config (split-k: the reduction applies alpha, beta and `ep`).
-template <class Config, class Epilogue>
+/// Whether large_tile copies `g`'s operands 16 bytes at a time: those stored
+/// k-outer (A transposed, B untransposed) have 16-byte aligned rows; the
+/// k-inner ones are always copied 4 bytes at a time.
+inline bool large_tile_vec(const gemm_args<float>& g) {
+  return (!g.trans_a || rows_16b_aligned(g.A, g.lda)) && (g.trans_b || rows_16b_aligned(g.B, g.ldb));
+}
+
+/// AlignedOnly: only the 16-byte kernels are built (the library's identity
+/// instantiation: matmul.cu hands misaligned plain calls to the fused kernels),
+/// and a misaligned `g` is errc::unsupported.
+template <class Config, bool AlignedOnly, class Epilogue>
 void launch_large_tile_with(const gemm_args<float>& g, cudaStream_t stream, int device, const Epilogue& ep) {
   tile_params x = make_tile_params<Config>(g);
   const std::size_t tiles = grid_block_tiles(x.tiles_m, x.tiles_n, large_tile_what);
-  // 16-byte copies concern only the operands stored k-outer (A transposed, B
-  // untransposed); the k-inner ones are always copied 4 bytes at a time.
-  const bool vec = (!g.trans_a || rows_16b_aligned(g.A, g.lda)) && (g.trans_b || rows_16b_aligned(g.B, g.ldb));
+  const bool vec = large_tile_vec(g);
   dispatch_transposes(g.trans_a, g.trans_b, [&](auto ta, auto tb) {
     constexpr bool TA = decltype(ta)::value, TB = decltype(tb)::value;
     auto run = [&](auto vec_constant) {
@@ -55,15 +63,20 @@ void launch_large_tile_with(const gemm_args<float>& g, cudaStream_t stream, int 
     };
     // Without a k-outer operand both instantiations are the same code: build one.
     constexpr bool has_k_outer = TA || !TB;
-    if constexpr (has_k_outer) {
+    if constexpr (has_k_outer && !AlignedOnly) {
       if (!vec) return run(bool_constant<false>{});
+    } else if constexpr (has_k_outer) {
+      if (!vec) {
+        throw error(errc::unsupported, std::string(large_tile_what) +
+                                           ": this instantiation has the 16-byte kernels only (large_tile_vec)");
+      }
     }
     run(bool_constant<true>{});
   });
 }
 
 /// Picks the orientation (plan.hpp: large_tile_prefers_256x128) and launches.
-template <warp_tiled_tuning_id Id, class Epilogue>
+template <warp_tiled_tuning_id Id, bool AlignedOnly, class Epilogue>
 void launch_large_tile_for(const gemm_args<float>& g, cudaStream_t stream, int device, const Epilogue& ep) {
   using wide = large_tile_128x256<Id>;
   using tall = large_tile_256x128<Id>;
@@ -71,22 +84,23 @@ void launch_large_tile_for(const gemm_args<float>& g, cudaStream_t stream, int d
   const int resident =
       large_tile_blocks_per_sm<wide, false, false, true, Epilogue>(device) * limits_for(device).sm_count;
   if (large_tile_prefers_256x128(g.m, g.n, resident)) {
-    launch_large_tile_with<tall>(g, stream, device, ep);
+    launch_large_tile_with<tall, AlignedOnly>(g, stream, device, ep);
   } else {
-    launch_large_tile_with<wide>(g, stream, device, ep);
+    launch_large_tile_with<wide, AlignedOnly>(g, stream, device, ep);
   }
 }
 
-/// C = ep(alpha * op(A) op(B) + beta * C) with the large_tile kernel.
-template <class Epilogue = kf::epilogue::identity>
+/// C = ep(alpha * op(A) op(B) + beta * C) with the large_tile kernel
+/// (AlignedOnly: launch_large_tile_with's).
+template <class Epilogue = kf::epilogue::identity, bool AlignedOnly = false>
 void launch_large_tile(const gemm_args<float>& g, cudaStream_t stream, const Epilogue& ep = {}) {
   const int device = current_device(large_tile_what);
   // The image's tuning, probed on warp_tiled's fused instantiation: the one the
   // library compiles (src/matmul/warp_tiled.cu), whatever large_tile's epilogue.
   if (warp_tiled_tuning_of<epilogue::bias_relu_threshold<float>>(device) == warp_tiled_tuning_id::large_smem) {
-    launch_large_tile_for<warp_tiled_tuning_id::large_smem>(g, stream, device, ep);
+    launch_large_tile_for<warp_tiled_tuning_id::large_smem, AlignedOnly>(g, stream, device, ep);
   } else {
-    launch_large_tile_for<warp_tiled_tuning_id::small_smem>(g, stream, device, ep);
+    launch_large_tile_for<warp_tiled_tuning_id::small_smem, AlignedOnly>(g, stream, device, ep);
   }
 }
 
