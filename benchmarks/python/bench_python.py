@@ -16,6 +16,11 @@
 2. Bandwidth at n = 2^28 float32: CUDA events around one call, L2 flushed before
    every sample, median of the samples, against the C++ benchmark's GB/s for the
    same op (the "vectorized" row of bench_elementwise.json). Goal: within 3%.
+3. Matrix products through Python at 4096^3 and 8192^3, timed the same way (CUDA
+   events, L2 flushed, median), each beside torch's product on the same randn
+   operands: kf.matmul in float16 and bfloat16 against torch.mm (cuBLAS), and
+   kf.scaled_matmul (e4m3 x e4m3 -> bf16, per-tensor and row-wise scales) against
+   torch._scaled_mm (cuBLASLt), b as the .t() of a row-major (n, k) weight.
 
 Run: python benchmarks/python/bench_python.py --out bench_python.json
 """
@@ -168,6 +173,38 @@ def bandwidth(cpp_json, n=1 << 28):
     return rows
 
 
+def matmul_rows(shapes=(4096, 8192)):
+    """TFLOP/s of kf's matrix products through Python and of torch's on the same data."""
+    rows = []
+    for size in shapes:
+        m = n = k = size
+        flops = 2.0 * m * n * k
+        for dtype in (torch.float16, torch.bfloat16):
+            a = torch.randn(m, k, device="cuda", dtype=dtype)
+            b = torch.randn(k, n, device="cuda", dtype=dtype)
+            out = torch.empty(m, n, device="cuda", dtype=dtype)
+            ours = gpu_ms(lambda: kf.matmul(a, b, out))
+            theirs = gpu_ms(lambda: torch.mm(a, b, out=out))
+            rows.append({"name": f"matmul/{str(dtype).split('.')[-1]}/{m}x{n}x{k}", "kf_TFLOP/s": flops / ours / 1e9,
+                         "torch_TFLOP/s": flops / theirs / 1e9, "kf_over_torch": theirs / ours,
+                         "baseline": "torch.mm (cuBLAS)"})
+        if not hasattr(torch, "float8_e4m3fn") or torch.cuda.get_device_capability() < (8, 9):
+            continue
+        a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
+        w = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn)  # a row-major weight; b = w.t()
+        scales = {
+            "per_tensor": (torch.tensor(0.75, device="cuda"), torch.tensor(1.25, device="cuda")),
+            "rowwise": (torch.rand(m, 1, device="cuda") + 0.5, torch.rand(1, n, device="cuda") + 0.5),
+        }
+        for mode, (sa, sb) in scales.items():
+            ours = gpu_ms(lambda: kf.scaled_matmul(a, w.t(), sa, sb, out_dtype=torch.bfloat16))
+            theirs = gpu_ms(lambda: torch._scaled_mm(a, w.t(), sa, sb, out_dtype=torch.bfloat16))
+            rows.append({"name": f"scaled_matmul/fp8_{mode}/{m}x{n}x{k}", "kf_TFLOP/s": flops / ours / 1e9,
+                         "torch_TFLOP/s": flops / theirs / 1e9, "kf_over_torch": theirs / ours,
+                         "baseline": "torch._scaled_mm (cuBLASLt)"})
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", help="write the results as JSON here")
@@ -180,6 +217,7 @@ def main():
     info = kf.device_info()
     over = overhead()
     bw = bandwidth(args.cpp_json)
+    mm = matmul_rows()
     threshold_us = {r["name"]: r["us_per_call"] for r in over if "us_per_call" in r}
     ratio = threshold_us["kf.relu_threshold"] / threshold_us["torch F.threshold"]
     torch_fn_ratio = threshold_us["kernelforge.torch.relu_threshold"] / threshold_us["torch F.threshold"]
@@ -223,6 +261,10 @@ def main():
     for r in bw:
         cpp = f"  C++ {r['cpp_GB/s']:.0f} GB/s -> {r['fraction_of_cpp']:.3f}" if r.get("cpp_GB/s") else ""
         print(f"  {r['name']:<36} {r['ms']:7.3f} ms {r['GB/s']:7.0f} GB/s{cpp}")
+    print("\nmatrix products (TFLOP/s, same data, kf / torch):")
+    for r in mm:
+        print(f"  {r['name']:<40} kf {r['kf_TFLOP/s']:7.1f}  {r['baseline']} {r['torch_TFLOP/s']:7.1f}"
+              f"  -> {r['kf_over_torch']:.3f}")
     print("\ngoals:", json.dumps(goals, indent=2))
 
     if args.out:
@@ -230,7 +272,7 @@ def main():
             "context": {"date": datetime.datetime.now().isoformat(timespec="seconds"), "device": info,
                         "kernelforge": kf.__version__, "torch": torch.__version__,
                         "python": sys.version.split()[0], "cpp_reference": os.path.relpath(args.cpp_json)},
-            "overhead": over, "bandwidth": bw, "goals": goals,
+            "overhead": over, "bandwidth": bw, "matmul": mm, "goals": goals,
         }
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
         with open(args.out, "w") as f:

@@ -177,6 +177,26 @@ TEST(ScaledMatmulWgmma, PersistentAndSingleRow) {
   EXPECT_TRUE((kf::test::check_scaled_matmul<__nv_fp8_e4m3, __nv_fp8_e5m2, __half>(c, wgmma_or_best(), 602)));
 }
 
+// The 128 x 192 tiles (choose_scaled_block_n takes them for 2900 x 4466 on 132 SMs:
+// 23 x 24 tiles, pinned by the CPU tuning test): a ragged last cluster (23 tile
+// rows), ragged last tile column (4466 = 23 x 192 + 50) and k (130: two
+// promotion blocks, the second of 2 columns); 16-bit D through the staged
+// epilogue after the tile, float D from registers with beta; per-tensor and rowwise.
+TEST(ScaledMatmulWgmma, WideTiles) {
+  KF_SKIP_WITHOUT_FP8();
+  scaled_case c;
+  c.m = 2900;
+  c.n = 4466;
+  c.k = 130;
+  c.pad = 14;  // rows of 144 bytes: 16-byte aligned, read in place
+  c.bias = c.relu = c.amax = true;
+  EXPECT_TRUE((kf::test::check_scaled_matmul<__nv_fp8_e4m3, __nv_fp8_e4m3, __nv_bfloat16>(c, wgmma_or_best(), 610)));
+  c.mode = fp8_scaling::rowwise;
+  c.beta = 0.5f;
+  c.alpha = 1.5f;
+  EXPECT_TRUE((kf::test::check_scaled_matmul<__nv_fp8_e4m3, __nv_fp8_e5m2, float>(c, wgmma_or_best(), 611)));
+}
+
 // The epilogue: alpha, beta (D read), bias, ReLU, amax; padded and misaligned storage.
 TYPED_TEST(ScaledMatmul, EpilogueAndStorage) {
   KF_SKIP_WITHOUT_FP8();

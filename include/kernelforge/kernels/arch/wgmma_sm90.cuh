@@ -76,6 +76,9 @@ __device__ __forceinline__ std::uint64_t smem_descriptor_advance(std::uint64_t d
 #define KF_WGMMA_REGS_32                                                               \
   ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
   "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define KF_WGMMA_REGS_64_95                                                              \
+  ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
 #define KF_WGMMA_REGS_64                                                                         \
   ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "           \
   "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "             \
@@ -210,9 +213,13 @@ template <class TA, class TB, int N>
 __device__ __forceinline__ void wgmma_m64nNk32_fp8(float (&d)[wgmma_accumulators<N>], std::uint64_t desc_a,
                                                    std::uint64_t desc_b, std::uint32_t scale_d) {
   static_assert(is_wgmma_fp8_pair_v<TA, TB>, "wgmma FP8 here: e4m3 x e4m3, e4m3 x e5m2, e5m2 x e4m3");
-  static_assert(N == 64 || N == 128, "wgmma FP8 here: N of 64 or 128");
+  static_assert(N == 64 || N == 128 || N == 192, "wgmma FP8 here: N of 64, 128 or 192");
   constexpr bool a_e4m3 = std::is_same_v<TA, __nv_fp8_e4m3>, b_e4m3 = std::is_same_v<TB, __nv_fp8_e4m3>;
-  if constexpr (N == 128) {
+  if constexpr (N == 192) {
+    KF_WGMMA_FP8_ASM("192", KF_WGMMA_REGS_0 KF_WGMMA_REGS_32 KF_WGMMA_REGS_64_95, "96", "97", "98", KF_WGMMA_D32(0),
+                     KF_WGMMA_D32(32), KF_WGMMA_D32(64)
+                     : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+  } else if constexpr (N == 128) {
     KF_WGMMA_FP8_ASM("128", KF_WGMMA_REGS_0 KF_WGMMA_REGS_32, "64", "65", "66", KF_WGMMA_D32(0), KF_WGMMA_D32(32)
                      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
   } else {
@@ -226,6 +233,7 @@ __device__ __forceinline__ void wgmma_m64nNk32_fp8(float (&d)[wgmma_accumulators
 #undef KF_WGMMA_D16
 #undef KF_WGMMA_D4
 #undef KF_WGMMA_REGS_64
+#undef KF_WGMMA_REGS_64_95
 #undef KF_WGMMA_REGS_32
 #undef KF_WGMMA_REGS_0
 #endif  // KF_ARCH_SM90A

@@ -25,16 +25,22 @@
 //    last ones are promoted, spilled at 168 + 64 registers and ran at 0.67-0.75
 //    of this on the H200; each k-step's products in two halves of 64 columns,
 //    one promoted while the other's run, 0.89-0.96: benchmarks/tuning/matmul.md#fp8.)
-//  * Tiles of 128 x 128: the partial and the total need 2 x 64 registers a
-//    thread (a 128 x 256 tile would need 256, more than a thread has).
+//  * Tiles of 128 x 192 where they are many (wgmma/policy.hpp:
+//    choose_scaled_block_n), else 128 x 128 or 128 x 64: the partial and the
+//    total need 2 x 96 registers a thread at 192 (a 128 x 256 tile would need
+//    256, more than a thread has). The wider tile does 1.5x the products per
+//    promotion, per stage barrier and per byte of A: 8192^3 0.68 -> 0.82 of
+//    cuBLASLt. Its 16-bit D is stored after the tile (the packed pending tile
+//    would not fit beside the two sets), and blockwise scales keep 128-wide
+//    tiles (one B scale block a tile).
 //  * Scales: blockwise ones multiply each stage's partial (one A scale per row,
 //    one B scale per 128 columns: the whole tile's); per-tensor and rowwise ones
 //    multiply the finished total once, before alpha / beta, the bias, the ReLU
 //    and the amax (amax_epilogue).
 //  * 16-bit D is stored during the next tile's k-steps (staged_tile_16, as step 14).
 // H200, bench_scaled_matmul 2026-12-02, paired with cuBLASLt's FP8 matmul (e4m3,
-// bf16 out, per-tensor scales): 4096^3 0.735 of cuBLASLt, 8192^3 0.717,
-// 128x8192x8192 0.953 (ncu: the tensor cores idle while both consumers promote);
+// bf16 out, per-tensor scales), 128 x 192 tiles: 4096^3 0.75 of cuBLASLt, 8192^3
+// 0.82, 128x8192x8192 0.94 (ncu at 8192^3: SM throughput 71%, cuBLASLt's 92%);
 // every mode and shape: benchmarks/tuning/matmul.md#fp8 and the README's FP8 table.
 #pragma once
 
@@ -151,7 +157,8 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
   using tile = tile_config<BlockN>;
   using loop = mainloop<fp8_operands<TA, TB>, tile, Cluster, false, false, false, false>;
   static_assert(Cluster == 1 || Cluster == max_cluster, "clusters of 1 or 2 CTAs (sharing B)");
-  static_assert(BlockN <= 128, "the partial and the total of a 64 x BlockN tile must fit a thread's registers");
+  static_assert(BlockN == 64 || BlockN == 128 || BlockN == 192,
+                "the partial and the total of a 64 x BlockN tile must fit a thread's registers");
   extern __shared__ unsigned char wgmma_smem[];
   const std::uint32_t raw = smem_address(wgmma_smem);
   const smem_layout<tile> smem((raw + swizzle_atom_bytes - 1) & ~std::uint32_t(swizzle_atom_bytes - 1));
@@ -192,7 +199,8 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
     const int c_barrier = 1 + consumer;
     const bool blockwise = scales.mode == fp8_scaling::blockwise;
     // 16-bit D in staged tiles goes out during the next tile's k-steps (staged_tile_16, as in step 14).
-    constexpr bool overlapped_stores = sizeof(TD) == 2;
+    // (Not at 128 x 192: the packed tile's 48 registers beside the partial and the total's 192 would spill.)
+    constexpr bool overlapped_stores = sizeof(TD) == 2 && BlockN <= 128;
     staged_tile_16<TD, tile::accumulators> pending;
     float total[tile::accumulators], partial[tile::accumulators];
 #pragma unroll

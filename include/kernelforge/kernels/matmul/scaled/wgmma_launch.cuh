@@ -30,9 +30,6 @@ namespace kf::detail::scaled_wgmma_host {
 
 using wgmma::tma_alignment;
 
-/// The widest FP8 tile (scaled/03_wgmma.cuh: two accumulator sets a thread).
-inline constexpr int widest_block_n = 128;
-
 /// scaled_wgmma_kernel<TA, TB, TD, Cluster, BlockN>: its shared memory, its
 /// clusters resident at once (and its shared-memory opt-in, once per device).
 template <class TA, class TB, class TD, int Cluster, int BlockN>
@@ -44,10 +41,13 @@ struct scaled_instance {
   }
 };
 
-/// Calls f(scaled_instance<...>{}) for the cluster size (1, 2) and tile width (128, 64) chosen at run time.
+/// Calls f(scaled_instance<...>{}) for the cluster size (1, 2) and tile width
+/// (192 in clusters of 2 only, 128, 64) chosen at run time.
 template <class TA, class TB, class TD, class F>
 void with_scaled_instance(int cluster, int block_n, F&& f) {
-  if (block_n == 128) {
+  if (block_n == scaled_wide_block_n) {
+    f(scaled_instance<TA, TB, TD, 2, scaled_wide_block_n>{});
+  } else if (block_n == 128) {
     if (cluster == 1) {
       f(scaled_instance<TA, TB, TD, 1, 128>{});
     } else {
@@ -113,10 +113,10 @@ bool try_launch(const scaled_gemm_args<TA, TB, TD>& g, int device, cudaStream_t 
     b = {packed, ld_packed, true};
   }
 
-  // The tile width by shape (at most 128), and clusters of 2 sharing B where there are two tile rows.
+  // The tile width by shape, and clusters of 2 sharing B where there are two tile rows (always at 192).
   const std::size_t tiles_m = ceil_div(g.m, block_m);
-  const int block_n =
-      choose_wgmma_block_n(g.m, g.n, scaled_instance<TA, TB, TD, 1, 128>::resident(device, what), widest_block_n);
+  const int block_n = choose_scaled_block_n(g.m, g.n, scaled_instance<TA, TB, TD, 1, 128>::resident(device, what),
+                                            g.mode == fp8_scaling::blockwise);
   const int cluster = tiles_m < 2 ? 1 : max_cluster;
   const std::size_t tiles_n = ceil_div(g.n, static_cast<std::size_t>(block_n));
   const std::size_t cluster_tiles_m = ceil_div(tiles_m, static_cast<std::size_t>(cluster));

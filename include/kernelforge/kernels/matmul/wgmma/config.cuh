@@ -86,7 +86,8 @@ inline constexpr int max_smem_bytes = 227 * 1024;
 /// peer (64 x BlockN fp32, 32 KiB) into a dedicated buffer, which costs a stage.
 template <int BlockN, bool ClusterSplitK = false>
 struct tile_config {
-  static_assert(BlockN == 256 || BlockN == 128 || BlockN == 64, "wgmma block tiles 128 x 256, 128 x 128 or 128 x 64");
+  static_assert(BlockN == 256 || BlockN == 192 || BlockN == 128 || BlockN == 64,
+                "wgmma block tiles 128 x 256, 128 x 192 (FP8), 128 x 128 or 128 x 64");
   static_assert(!ClusterSplitK || BlockN == 128, "the cluster split-k mode runs 128 x 128 tiles");
   static constexpr int block_n = BlockN;
   static constexpr int accumulators = wgmma_m * block_n / warpgroup_threads;  // 128, 64 or 32 per thread
