@@ -39,8 +39,8 @@
 //    and the amax (amax_epilogue).
 //  * 16-bit D is stored during the next tile's k-steps (staged_tile_16, as step 14).
 // H200, bench_scaled_matmul 2026-12-02, paired with cuBLASLt's FP8 matmul (e4m3,
-// bf16 out, per-tensor scales), 128 x 192 tiles: 4096^3 0.75 of cuBLASLt, 8192^3
-// 0.82, 128x8192x8192 0.94 (ncu at 8192^3: SM throughput 71%, cuBLASLt's 92%);
+// bf16 out, per-tensor scales), 128 x 192 tiles: 4096^3 0.758 of cuBLASLt, 8192^3
+// 0.827, 128x8192x8192 0.962 (ncu at 8192^3: SM throughput 71%, cuBLASLt's 92%);
 // every mode and shape: benchmarks/tuning/matmul.md#fp8 and the README's FP8 table.
 #pragma once
 
