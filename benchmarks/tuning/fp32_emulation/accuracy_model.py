@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""A CPU model of fp32 emulation on TF32 tensor cores (issue 29): which schedule of
+"""A CPU model of fp32 emulation on TF32 tensor cores: which schedule of
 the split products keeps SGEMM's accuracy, before any kernel is written.
 
 Each fp32 operand x is split into a TF32 high part xh = tf32(x) (cvt.rna: 10
 explicit mantissa bits, round to nearest) and a TF32 remainder xl = tf32(x - xh);
 a b ~ ah bh + ah bl + al bh (al bl, below 2^-22 |a b|, is dropped). The tensor
-cores are modelled as the literature and the issue describe them: a k = 8 product
+cores are modelled as published measurements describe them: a k = 8 product
 group's sum is exact and is added to the fp32 accumulator rounded toward zero
 (RZ). Promotion: a partial sum in the tensor cores is added into an fp32 total
 on the CUDA cores with round to nearest (RN), as the FP8 kernel does every 128 of k.
