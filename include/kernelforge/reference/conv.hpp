@@ -139,7 +139,7 @@ void conv2d_forward_exact(const conv2d_params& p, const T* x, const T* weight, c
   if (p.layout != conv2d_layout::nchw && p.layout != conv2d_layout::nhwc) {
     throw error(errc::invalid_argument, "kf::reference::conv2d_forward_exact: params.layout is not nchw or nhwc");
   }
-  const conv2d_indexer ix{p.layout,       p.in_channels,  p.in_height, p.in_width, p.out_channels,
+  const conv2d_indexer ix{p.layout,        p.in_channels,  p.in_height, p.in_width, p.out_channels,
                           p.filter_height, p.filter_width, P,           Q};
   const long long H = static_cast<long long>(p.in_height), W = static_cast<long long>(p.in_width);
   const double work =
@@ -169,8 +169,7 @@ void conv2d_forward_exact(const conv2d_params& p, const T* x, const T* weight, c
                 const long long iw =
                     static_cast<long long>(ow * p.stride_w + j * p.dilation_w) - static_cast<long long>(p.pad_w);
                 if (iw < 0 || iw >= W) continue;
-                const double xv =
-                    to_double(x[ix.x(n, c, static_cast<std::size_t>(ih), static_cast<std::size_t>(iw))]);
+                const double xv = to_double(x[ix.x(n, c, static_cast<std::size_t>(ih), static_cast<std::size_t>(iw))]);
                 const double prod = wk[(c * p.filter_height + i) * p.filter_width + j] * xv;
                 sum += prod;
                 abs_sum += std::fabs(prod);
