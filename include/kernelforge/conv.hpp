@@ -48,6 +48,9 @@
 // conv2d_forward: y[n][k][p][q] = bias[k] + sum over (c, r, s) of
 //   weight[k][c][r][s] * x[n][c][p * stride_h - pad_h + r * dilation_h][q * stride_w - pad_w + s * dilation_w]
 //   (zero outside the input), NCHW input, KCRS filter, NKPQ output, all dense.
+//   - params.layout = conv2d_layout::nhwc (NHWC input, KRSC filter, NPQK output)
+//     is groundwork for issue 27: only the CPU reference computes it so far, and
+//     conv2d_forward throws errc::unsupported for it before touching the device.
 //   - P = (H + 2 pad_h - dilation_h (R - 1) - 1) / stride_h + 1, Q likewise;
 //     geometry that gives P or Q < 1, a stride or dilation of 0, or C, H, W, R or
 //     S of 0 is errc::invalid_argument with the numbers. N = 0 or K = 0 is a no-op.
@@ -173,10 +176,21 @@ void filter2d(std::size_t channels, std::size_t height, std::size_t width, const
   detail::filter2d_impl<T>(channels, height, width, in, in_pitch, filter, r, s, out, out_pitch, options);
 }
 
+/// The memory order of conv2d_forward's tensors (all dense, outermost first).
+enum class conv2d_layout {
+  nchw,  ///< x N x C x H x W, weight K x C x R x S, y N x K x P x Q (the default)
+  /// x N x H x W x C, weight K x R x S x C, y N x P x Q x K: PyTorch's
+  /// channels_last memory order for activations. Groundwork for issue 27: the
+  /// CPU reference (<kernelforge/reference/conv.hpp>) computes it, but no kernel
+  /// does yet, so conv2d_forward rejects it with errc::unsupported.
+  nhwc,
+};
+
 /// The shape of a conv2d_forward call: input x is batch x in_channels x
-/// in_height x in_width (NCHW), weight is out_channels x in_channels x
-/// filter_height x filter_width (KCRS). Every field starts at a valid value or
-/// 0, so a forgotten extent is an error with its name, never garbage.
+/// in_height x in_width, weight is out_channels x in_channels x filter_height x
+/// filter_width, stored in the order `layout` names (NCHW and KCRS by default).
+/// Every field starts at a valid value or 0, so a forgotten extent is an error
+/// with its name, never garbage.
 struct conv2d_params {
   std::size_t batch = 0;          ///< N
   std::size_t in_channels = 0;    ///< C
@@ -188,6 +202,9 @@ struct conv2d_params {
   std::size_t stride_h = 1, stride_w = 1;
   std::size_t pad_h = 0, pad_w = 0;
   std::size_t dilation_h = 1, dilation_w = 1;
+  /// The memory order of x, weight and y; nhwc is not computed on the GPU yet
+  /// (errc::unsupported), only by the CPU reference.
+  conv2d_layout layout = conv2d_layout::nchw;
 };
 
 /// The steps of the conv2d progression; `best` picks the fastest one this device runs.
@@ -250,5 +267,6 @@ void conv2d_forward(const conv2d_params& params, const T* x, const T* weight, co
 [[nodiscard]] const char* to_string(border mode) noexcept;
 [[nodiscard]] const char* to_string(filter2d_variant variant) noexcept;
 [[nodiscard]] const char* to_string(conv2d_variant variant) noexcept;
+[[nodiscard]] const char* to_string(conv2d_layout layout) noexcept;
 
 }  // namespace kf

@@ -35,6 +35,14 @@ const char* to_string(conv2d_variant variant) noexcept {
   return "unknown";
 }
 
+const char* to_string(conv2d_layout layout) noexcept {
+  switch (layout) {
+    case conv2d_layout::nchw: return "nchw";
+    case conv2d_layout::nhwc: return "nhwc";
+  }
+  return "unknown";
+}
+
 namespace detail {
 namespace {
 

@@ -138,6 +138,16 @@ conv2d_geometry validate_conv2d(const char* what, const conv2d_params& p, const 
                                 const void* bias, const void* y, std::size_t element_bytes,
                                 const conv2d_options& options) {
   validate_conv2d_options(what, options);
+  // Issue 27 groundwork: the layout is part of the API and the CPU reference
+  // computes NHWC, but no kernel reads it yet. Reject it here, before the
+  // device is touched, rather than read NHWC memory as NCHW.
+  require_one_of(what, "params.layout", p.layout, {conv2d_layout::nchw, conv2d_layout::nhwc});
+  if (p.layout == conv2d_layout::nhwc) {
+    throw_unsupported(what,
+                      "params.layout = nhwc (x NHWC, weight KRSC, y NPQK): NHWC kernels are not built yet (issue 27; "
+                      "this is groundwork: the layout and its CPU reference exist, no GPU kernel does); use "
+                      "params.layout = kf::conv2d_layout::nchw with NCHW x, KCRS weight and NKPQ y");
+  }
   const std::size_t P = output_height(what, p);
   const std::size_t Q = output_width(what, p);
   if (p.in_channels == 0) throw_invalid_argument(what, "params.in_channels = 0: the input needs at least one channel");

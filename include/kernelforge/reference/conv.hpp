@@ -105,8 +105,29 @@ inline std::size_t conv2d_extent(std::size_t in, std::size_t pad, std::size_t fi
   return static_cast<std::size_t>((padded - reach) / static_cast<double>(stride)) + 1;
 }
 
-/// conv2d_forward in double; y is N x K x P x Q, scale (optional) gets
-/// sum |w| |x| + |bias| for every output.
+/// Where element (n, c, h, w) of x, (k, c, r, s) of weight and (n, k, p, q) of
+/// y live for p.layout: NCHW / KCRS / NKPQ, or NHWC / KRSC / NPQK. Extents are
+/// N C H W K R S P Q of the call.
+struct conv2d_indexer {
+  conv2d_layout layout;
+  std::size_t C, H, W, K, R, S, P, Q;
+  std::size_t x(std::size_t n, std::size_t c, std::size_t h, std::size_t w) const {
+    return layout == conv2d_layout::nhwc ? ((n * H + h) * W + w) * C + c : ((n * C + c) * H + h) * W + w;
+  }
+  std::size_t weight(std::size_t k, std::size_t c, std::size_t r, std::size_t s) const {
+    return layout == conv2d_layout::nhwc ? ((k * R + r) * S + s) * C + c : ((k * C + c) * R + r) * S + s;
+  }
+  std::size_t y(std::size_t n, std::size_t k, std::size_t p, std::size_t q) const {
+    return layout == conv2d_layout::nhwc ? ((n * P + p) * Q + q) * K + k : ((n * K + k) * P + p) * Q + q;
+  }
+};
+
+/// conv2d_forward in double for p.layout: y is N x K x P x Q (NCHW) or
+/// N x P x Q x K (NHWC), scale (optional, y's layout) gets sum |w| |x| + |bias|
+/// for every output. T is float, __half, __nv_bfloat16 or double: every element
+/// is converted to double exactly and the products are exact for the first
+/// three. The sum runs over (c, r, s) in that order whatever the layout, so the
+/// NHWC result is bit-for-bit the NCHW one of the transposed data.
 template <class T>
 void conv2d_forward_exact(const conv2d_params& p, const T* x, const T* weight, const nondeduced_t<T>* bias, double* y,
                           double* scale = nullptr) {
@@ -115,20 +136,31 @@ void conv2d_forward_exact(const conv2d_params& p, const T* x, const T* weight, c
   if (P == 0 || Q == 0) {
     throw error(errc::invalid_argument, "kf::reference::conv2d_forward_exact: no output for this geometry");
   }
+  if (p.layout != conv2d_layout::nchw && p.layout != conv2d_layout::nhwc) {
+    throw error(errc::invalid_argument, "kf::reference::conv2d_forward_exact: params.layout is not nchw or nhwc");
+  }
+  const conv2d_indexer ix{p.layout,        p.in_channels,  p.in_height, p.in_width, p.out_channels,
+                          p.filter_height, p.filter_width, P,           Q};
   const long long H = static_cast<long long>(p.in_height), W = static_cast<long long>(p.in_width);
   const double work =
       static_cast<double>(p.batch) * p.out_channels * P * Q * p.in_channels * p.filter_height * p.filter_width;
   parallel_rows(p.batch * p.out_channels, work, [&](std::size_t begin, std::size_t end) {
+    // This (n, k)'s filter in double, (c, r, s) order whatever the layout.
     std::vector<double> wk(p.in_channels * p.filter_height * p.filter_width);
     for (std::size_t nk = begin; nk < end; ++nk) {
       const std::size_t n = nk / p.out_channels, k = nk % p.out_channels;
-      for (std::size_t i = 0; i < wk.size(); ++i) wk[i] = to_double(weight[k * wk.size() + i]);
+      for (std::size_t c = 0; c < p.in_channels; ++c) {
+        for (std::size_t i = 0; i < p.filter_height; ++i) {
+          for (std::size_t j = 0; j < p.filter_width; ++j) {
+            wk[(c * p.filter_height + i) * p.filter_width + j] = to_double(weight[ix.weight(k, c, i, j)]);
+          }
+        }
+      }
       const double b = bias ? to_double(bias[k]) : 0.0;
       for (std::size_t oh = 0; oh < P; ++oh) {
         for (std::size_t ow = 0; ow < Q; ++ow) {
           double sum = b, abs_sum = std::fabs(b);
           for (std::size_t c = 0; c < p.in_channels; ++c) {
-            const T* plane = x + (n * p.in_channels + c) * p.in_height * p.in_width;
             for (std::size_t i = 0; i < p.filter_height; ++i) {
               const long long ih =
                   static_cast<long long>(oh * p.stride_h + i * p.dilation_h) - static_cast<long long>(p.pad_h);
@@ -137,13 +169,14 @@ void conv2d_forward_exact(const conv2d_params& p, const T* x, const T* weight, c
                 const long long iw =
                     static_cast<long long>(ow * p.stride_w + j * p.dilation_w) - static_cast<long long>(p.pad_w);
                 if (iw < 0 || iw >= W) continue;
-                const double prod = wk[(c * p.filter_height + i) * p.filter_width + j] * to_double(plane[ih * W + iw]);
+                const double xv = to_double(x[ix.x(n, c, static_cast<std::size_t>(ih), static_cast<std::size_t>(iw))]);
+                const double prod = wk[(c * p.filter_height + i) * p.filter_width + j] * xv;
                 sum += prod;
                 abs_sum += std::fabs(prod);
               }
             }
           }
-          const std::size_t o = (nk * P + oh) * Q + ow;
+          const std::size_t o = ix.y(n, k, oh, ow);
           y[o] = sum;
           if (scale) scale[o] = abs_sum;
         }
@@ -152,7 +185,8 @@ void conv2d_forward_exact(const conv2d_params& p, const T* x, const T* weight, c
   });
 }
 
-/// conv2d_forward rounded once to T.
+/// conv2d_forward rounded once to T (float, __half, __nv_bfloat16 or double),
+/// in p.layout: the double sum of conv2d_forward_exact converted once.
 template <class T>
 void conv2d_forward(const conv2d_params& p, const T* x, const T* weight, const nondeduced_t<T>* bias, T* y) {
   const std::size_t P = conv2d_extent(p.in_height, p.pad_h, p.filter_height, p.stride_h, p.dilation_h);

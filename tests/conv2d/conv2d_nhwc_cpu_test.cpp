@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: Apache-2.0
+// CPU tests of conv2d_layout (issue 27 groundwork; no GPU needed): the NHWC
+// reference against the NCHW one on the same data transposed, the reference
+// for __half and __nv_bfloat16 against float, conv2d_forward's rejection of
+// NHWC (errc::unsupported, before any CUDA call) and to_string(conv2d_layout).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "kernelforge/conv.hpp"
+#include "kernelforge/error.hpp"
+#include "kernelforge/reference/conv.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+namespace ref = kf::reference;
+
+using kf::test::expect_error;
+using kf::test::fake;
+using kf::test::random_vector;
+
+/// a (d0 x d1 x d2 x d3, row-major) -> d0 x d2 x d3 x d1: NCHW -> NHWC, KCRS -> KRSC, NKPQ -> NPQK.
+template <class T>
+std::vector<T> channels_last(const std::vector<T>& a, std::size_t d0, std::size_t d1, std::size_t d2, std::size_t d3) {
+  std::vector<T> b(a.size());
+  for (std::size_t i0 = 0; i0 < d0; ++i0)
+    for (std::size_t i1 = 0; i1 < d1; ++i1)
+      for (std::size_t i2 = 0; i2 < d2; ++i2)
+        for (std::size_t i3 = 0; i3 < d3; ++i3)
+          b[((i0 * d2 + i2) * d3 + i3) * d1 + i1] = a[((i0 * d1 + i1) * d2 + i2) * d3 + i3];
+  return b;
+}
+
+kf::conv2d_params make(std::size_t n, std::size_t c, std::size_t h, std::size_t w, std::size_t k, std::size_t r,
+                       std::size_t s, std::size_t stride_h, std::size_t stride_w, std::size_t pad_h, std::size_t pad_w,
+                       std::size_t dilation_h, std::size_t dilation_w) {
+  kf::conv2d_params p;
+  p.batch = n;
+  p.in_channels = c;
+  p.in_height = h;
+  p.in_width = w;
+  p.out_channels = k;
+  p.filter_height = r;
+  p.filter_width = s;
+  p.stride_h = stride_h;
+  p.stride_w = stride_w;
+  p.pad_h = pad_h;
+  p.pad_w = pad_w;
+  p.dilation_h = dilation_h;
+  p.dilation_w = dilation_w;
+  return p;
+}
+
+/// Awkward layers: C = 3, prime extents, stride 2, padding, dilation 2, 1x1 and 7x7 filters, asymmetric geometry.
+std::vector<kf::conv2d_params> layout_cases() {
+  return {
+      make(2, 3, 11, 13, 5, 3, 3, 1, 1, 1, 1, 1, 1),   // C = 3, 3x3 same
+      make(1, 3, 17, 19, 7, 7, 7, 2, 2, 3, 3, 1, 1),   // 7x7 stem-like, stride 2
+      make(3, 5, 13, 11, 2, 1, 1, 1, 1, 0, 0, 1, 1),   // 1x1
+      make(2, 7, 13, 17, 3, 1, 1, 2, 2, 0, 0, 1, 1),   // 1x1, stride 2
+      make(2, 7, 23, 17, 3, 3, 3, 2, 2, 2, 2, 2, 2),   // dilation 2, stride 2, padding
+      make(1, 3, 29, 31, 11, 3, 5, 2, 1, 1, 2, 1, 2),  // asymmetric stride, padding, dilation
+      make(2, 1, 7, 7, 1, 7, 7, 1, 1, 3, 3, 1, 1),     // one channel in and out
+      make(1, 13, 5, 3, 17, 5, 3, 1, 1, 2, 0, 1, 1),   // more channels than pixels
+  };
+}
+
+std::string describe(const kf::conv2d_params& p) {
+  return "N C H W K R S = " + std::to_string(p.batch) + " " + std::to_string(p.in_channels) + " " +
+         std::to_string(p.in_height) + " " + std::to_string(p.in_width) + " " + std::to_string(p.out_channels) + " " +
+         std::to_string(p.filter_height) + " " + std::to_string(p.filter_width) + ", stride " +
+         std::to_string(p.stride_h) + "x" + std::to_string(p.stride_w) + ", pad " + std::to_string(p.pad_h) + "x" +
+         std::to_string(p.pad_w) + ", dilation " + std::to_string(p.dilation_h) + "x" + std::to_string(p.dilation_w);
+}
+
+// ---- (a) NHWC reference == NCHW reference on transposed data -------------------
+
+TEST(Conv2dLayoutReference, NhwcEqualsNchwOnTransposedDataBitForBit) {
+  std::uint64_t seed = 2700;
+  for (kf::conv2d_params p : layout_cases()) {
+    SCOPED_TRACE(describe(p));
+    const std::size_t N = p.batch, C = p.in_channels, H = p.in_height, W = p.in_width, K = p.out_channels,
+                      R = p.filter_height, S = p.filter_width;
+    const std::size_t P = kf::conv2d_output_height(p), Q = kf::conv2d_output_width(p);
+    const auto x = random_vector<float>(N * C * H * W, ++seed);
+    const auto w = random_vector<float>(K * C * R * S, ++seed);
+    const auto bias = random_vector<float>(K, ++seed);
+
+    p.layout = kf::conv2d_layout::nchw;
+    std::vector<double> y_nchw(N * K * P * Q), scale_nchw(y_nchw.size());
+    ref::conv2d_forward_exact(p, x.data(), w.data(), bias.data(), y_nchw.data(), scale_nchw.data());
+    std::vector<float> yf_nchw(y_nchw.size());
+    ref::conv2d_forward(p, x.data(), w.data(), bias.data(), yf_nchw.data());
+
+    p.layout = kf::conv2d_layout::nhwc;
+    const auto x_nhwc = channels_last(x, N, C, H, W);
+    const auto w_krsc = channels_last(w, K, C, R, S);
+    std::vector<double> y_nhwc(y_nchw.size()), scale_nhwc(y_nchw.size());
+    ref::conv2d_forward_exact(p, x_nhwc.data(), w_krsc.data(), bias.data(), y_nhwc.data(), scale_nhwc.data());
+    std::vector<float> yf_nhwc(y_nchw.size());
+    ref::conv2d_forward(p, x_nhwc.data(), w_krsc.data(), bias.data(), yf_nhwc.data());
+
+    // The same products summed in the same (c, r, s) order: identical doubles, not merely close.
+    EXPECT_EQ(y_nhwc, channels_last(y_nchw, N, K, P, Q));
+    EXPECT_EQ(scale_nhwc, channels_last(scale_nchw, N, K, P, Q));
+    EXPECT_EQ(yf_nhwc, channels_last(yf_nchw, N, K, P, Q));
+    // Random non-zero inputs: the outputs are not trivially zero.
+    std::size_t nonzero = 0;
+    for (double v : y_nchw) nonzero += v != 0.0;
+    EXPECT_GT(nonzero, y_nchw.size() / 2);
+  }
+}
+
+TEST(Conv2dLayoutReference, NhwcHandComputed) {
+  // x: 1 x 2 x 2 x 2 (H x W x C: pixel (h, w) holds channels {c0, c1}), one 1x2 filter, no padding.
+  kf::conv2d_params p = make(1, 2, 2, 2, 1, 1, 2, 1, 1, 0, 0, 1, 1);
+  p.layout = kf::conv2d_layout::nhwc;
+  // NHWC: (h0 w0) = {1, 10}, (h0 w1) = {2, 20}, (h1 w0) = {3, 30}, (h1 w1) = {4, 40}.
+  const std::vector<double> x = {1, 10, 2, 20, 3, 30, 4, 40};
+  // KRSC: (s0) = {c0: 1, c1: 0}, (s1) = {c0: 0, c1: 1}: y[p][0] = x[p][0][c0] + x[p][1][c1].
+  const std::vector<double> w = {1, 0, 0, 1};
+  std::vector<double> y(2);
+  ref::conv2d_forward_exact<double>(p, x.data(), w.data(), nullptr, y.data());
+  EXPECT_EQ(y, (std::vector<double>{1 + 20, 3 + 40}));
+}
+
+// ---- (b) __half and __nv_bfloat16 against float ---------------------------------
+
+/// The reference for T against the float reference of the same values converted
+/// to float (exactly): the double sums must be identical (every T is a float and
+/// every product exact in double), and T's one rounding of that sum within
+/// u_T |y| + (the float reference's own rounding) u_f |y| + min_subnormal_T / 2
+/// (y the exact sum),
+/// u_T = 2^-11 for __half and 2^-8 for __nv_bfloat16, u_f = 2^-24.
+template <class T>
+void check_narrow_type_against_float(double unit_roundoff, double half_min_subnormal) {
+  std::uint64_t seed = 2750;
+  for (kf::conv2d_layout layout : {kf::conv2d_layout::nchw, kf::conv2d_layout::nhwc}) {
+    for (kf::conv2d_params p : layout_cases()) {
+      p.layout = layout;
+      SCOPED_TRACE(describe(p) + ", layout " + kf::to_string(layout));
+      const std::size_t P = kf::conv2d_output_height(p), Q = kf::conv2d_output_width(p);
+      const auto x = random_vector<T>(p.batch * p.in_channels * p.in_height * p.in_width, ++seed);
+      const auto w = random_vector<T>(p.out_channels * p.in_channels * p.filter_height * p.filter_width, ++seed);
+      const auto bias = random_vector<T>(p.out_channels, ++seed);
+      const auto as_float = [](const std::vector<T>& v) {
+        std::vector<float> f(v.size());
+        for (std::size_t i = 0; i < v.size(); ++i) f[i] = static_cast<float>(ref::to_double(v[i]));
+        return f;
+      };
+      const auto xf = as_float(x), wf = as_float(w), bf = as_float(bias);
+      const std::size_t count = p.batch * p.out_channels * P * Q;
+
+      std::vector<double> exact_t(count), exact_f(count);
+      ref::conv2d_forward_exact(p, x.data(), w.data(), bias.data(), exact_t.data());
+      ref::conv2d_forward_exact(p, xf.data(), wf.data(), bf.data(), exact_f.data());
+      EXPECT_EQ(exact_t, exact_f);
+
+      std::vector<T> y_t(count);
+      std::vector<float> y_f(count);
+      ref::conv2d_forward(p, x.data(), w.data(), bias.data(), y_t.data());
+      ref::conv2d_forward(p, xf.data(), wf.data(), bf.data(), y_f.data());
+      for (std::size_t i = 0; i < count; ++i) {
+        const double got = ref::to_double(y_t[i]), want = static_cast<double>(y_f[i]);
+        const double tol = (unit_roundoff + 0x1p-24) * std::fabs(exact_f[i]) + half_min_subnormal;
+        ASSERT_LE(std::fabs(got - want), tol) << "output " << i << ": " << got << " vs " << want;
+      }
+    }
+  }
+}
+
+TEST(Conv2dLayoutReference, HalfMatchesFloatWithinOneRounding) {
+  check_narrow_type_against_float<__half>(0x1p-11, 0x1p-25);
+}
+
+TEST(Conv2dLayoutReference, Bfloat16MatchesFloatWithinOneRounding) {
+  check_narrow_type_against_float<__nv_bfloat16>(0x1p-8, 0x1p-134);
+}
+
+// ---- (c) conv2d_forward rejects NHWC before any CUDA call -----------------------
+
+TEST(Conv2dLayoutValidation, NhwcIsUnsupportedNamingTheField) {
+  float* x = fake(0x1000000);
+  float* w = fake(0x2000000);
+  float* y = fake(0x3000000);
+  kf::conv2d_params p = make(2, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1);
+  EXPECT_EQ(p.layout, kf::conv2d_layout::nchw);  // the default keeps existing callers NCHW
+  p.layout = kf::conv2d_layout::nhwc;
+  expect_error(kf::errc::unsupported, "params.layout", [&] { kf::conv2d_forward<float>(p, x, w, nullptr, y); });
+  expect_error(kf::errc::unsupported, "NHWC kernels are not built yet",
+               [&] { kf::conv2d_forward<float>(p, x, w, nullptr, y); });
+  expect_error(kf::errc::unsupported, "groundwork", [&] { kf::conv2d_forward<float>(p, x, w, nullptr, y); });
+  // Before everything else: with every variant, and even when the call would be a no-op or has null pointers.
+  kf::conv2d_options wgmma;
+  wgmma.variant = kf::conv2d_variant::implicit_gemm_wgmma;
+  wgmma.math = kf::math_mode::tf32;
+  expect_error(kf::errc::unsupported, "params.layout", [&] { kf::conv2d_forward<float>(p, x, w, nullptr, y, wgmma); });
+  kf::conv2d_params empty = p;
+  empty.batch = 0;
+  expect_error(kf::errc::unsupported, "params.layout",
+               [&] { kf::conv2d_forward<float>(empty, nullptr, w, nullptr, nullptr); });
+  expect_error(kf::errc::unsupported, "params.layout",
+               [&] { kf::conv2d_forward<float>(p, nullptr, nullptr, nullptr, nullptr); });
+  // A layout that is not an enumerator: invalid_argument with the number.
+  kf::conv2d_params bad = p;
+  bad.layout = static_cast<kf::conv2d_layout>(7);
+  expect_error(kf::errc::invalid_argument, "params.layout = 7",
+               [&] { kf::conv2d_forward<float>(bad, x, w, nullptr, y); });
+  // The geometry helpers do not depend on the layout.
+  EXPECT_EQ(kf::conv2d_output_height(p), 8u);
+  EXPECT_EQ(kf::conv2d_output_width(p), 8u);
+}
+
+TEST(Conv2dLayoutValidation, ExplicitNchwBehavesAsTheDefault) {
+  kf::conv2d_params p = make(0, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1);
+  p.layout = kf::conv2d_layout::nchw;
+  EXPECT_NO_THROW(kf::conv2d_forward<float>(p, nullptr, fake(0x2000000), nullptr, nullptr));
+  p.batch = 2;
+  expect_error(kf::errc::invalid_argument, "'x'",
+               [&] { kf::conv2d_forward<float>(p, nullptr, fake(0x2000000), nullptr, fake(0x3000000)); });
+}
+
+// ---- (d) names -------------------------------------------------------------------
+
+TEST(Conv2dLayoutNames, ToString) {
+  EXPECT_STREQ(kf::to_string(kf::conv2d_layout::nchw), "nchw");
+  EXPECT_STREQ(kf::to_string(kf::conv2d_layout::nhwc), "nhwc");
+  EXPECT_STREQ(kf::to_string(static_cast<kf::conv2d_layout>(7)), "unknown");
+}
+
+}  // namespace
