@@ -48,9 +48,8 @@
 // conv2d_forward: y[n][k][p][q] = bias[k] + sum over (c, r, s) of
 //   weight[k][c][r][s] * x[n][c][p * stride_h - pad_h + r * dilation_h][q * stride_w - pad_w + s * dilation_w]
 //   (zero outside the input), NCHW input, KCRS filter, NKPQ output, all dense.
-//   - params.layout = conv2d_layout::nhwc (NHWC input, KRSC filter, NPQK output)
-//     is groundwork for issue 27: only the CPU reference computes it so far, and
-//     conv2d_forward throws errc::unsupported for it before touching the device.
+//   - params.layout = conv2d_layout::nhwc: NHWC input, KRSC filter, NPQK output
+//     (PyTorch's channels_last memory order): see "channels_last" below.
 //   - P = (H + 2 pad_h - dilation_h (R - 1) - 1) / stride_h + 1, Q likewise;
 //     geometry that gives P or Q < 1, a stride or dilation of 0, or C, H, W, R or
 //     S of 0 is errc::invalid_argument with the numbers. N = 0 or K = 0 is a no-op.
@@ -95,10 +94,29 @@
 //     fill their waves on the device (include/kernelforge/kernels/conv2d/plan.hpp), winograd
 //     elsewhere.
 //   - Precompiled for float.
+//
+// channels_last (params.layout = conv2d_layout::nhwc): x[n][h][w][c],
+//   weight[k][r][s][c], y[n][p][q][k], for float, __half and __nv_bfloat16
+//   (16-bit types: fp32 accumulation and one rounding at the end; NHWC only, an
+//   NCHW call with them is errc::unsupported). The variants that read it:
+//   - naive: any device, any geometry, exact fp32 sums (every type).
+//   - implicit_gemm_wgmma (sm_90, a library built with 90): stride 1 (any
+//     padding and dilation), C * sizeof(T) a multiple of 16 bytes and x and
+//     weight 16-byte aligned; float needs options.math = tf32 (the products
+//     read TF32: the low 13 mantissa bits of each input are dropped), __half
+//     and __nv_bfloat16 take either math mode. No workspace: the kernel's TMA
+//     copies read x and weight where they are. Else errc::unsupported saying
+//     which condition failed.
+//   - best: implicit_gemm_wgmma where it applies (for float only under
+//     math_mode::tf32), else naive.
+//   The other variants read NCHW only (errc::unsupported naming the layout).
+//   bias, options.relu and your own epilogue functor (<kernelforge/conv.cuh>,
+//   naive only so far) work as in NCHW; the functor's row is (n*P + p)*Q + q.
 #pragma once
 
 #include <cstddef>
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
@@ -153,9 +171,10 @@ constexpr std::size_t filter2d_max_extent = 31;
 /// The element types filter2d is precompiled for (double: the naive variant only).
 template <class T>
 inline constexpr bool is_filter2d_type_v = is_one_of_v<T, float, __half, double>;
-/// The element types conv2d_forward is precompiled for.
+/// The element types conv2d_forward is precompiled for (the 16-bit ones in
+/// the NHWC layout only).
 template <class T>
-inline constexpr bool is_conv2d_type_v = is_one_of_v<T, float>;
+inline constexpr bool is_conv2d_type_v = is_one_of_v<T, float, __half, __nv_bfloat16>;
 
 namespace detail {
 // Defined and instantiated for the shipped types in src/filter2d/ and src/conv2d/.
@@ -180,9 +199,7 @@ void filter2d(std::size_t channels, std::size_t height, std::size_t width, const
 enum class conv2d_layout {
   nchw,  ///< x N x C x H x W, weight K x C x R x S, y N x K x P x Q (the default)
   /// x N x H x W x C, weight K x R x S x C, y N x P x Q x K: PyTorch's
-  /// channels_last memory order for activations. Groundwork for issue 27: the
-  /// CPU reference (<kernelforge/reference/conv.hpp>) computes it, but no kernel
-  /// does yet, so conv2d_forward rejects it with errc::unsupported.
+  /// channels_last memory order (see "channels_last" at the top of this header).
   nhwc,
 };
 
@@ -202,8 +219,7 @@ struct conv2d_params {
   std::size_t stride_h = 1, stride_w = 1;
   std::size_t pad_h = 0, pad_w = 0;
   std::size_t dilation_h = 1, dilation_w = 1;
-  /// The memory order of x, weight and y; nhwc is not computed on the GPU yet
-  /// (errc::unsupported), only by the CPU reference.
+  /// The memory order of x, weight and y.
   conv2d_layout layout = conv2d_layout::nchw;
 };
 
@@ -259,7 +275,9 @@ void conv2d_forward_impl(const conv2d_params& params, const T* x, const T* weigh
 template <class T>
 void conv2d_forward(const conv2d_params& params, const T* x, const T* weight, const nondeduced_t<T>* bias, T* y,
                     const conv2d_options& options = {}) {
-  static_assert(is_conv2d_type_v<T>, "kf::conv2d_forward: unsupported element type; conv2d ships float");
+  static_assert(is_conv2d_type_v<T>,
+                "kf::conv2d_forward: unsupported element type; conv2d ships float, and __half and "
+                "__nv_bfloat16 in the NHWC layout");
   detail::conv2d_forward_impl<T>(params, x, weight, bias, y, options);
 }
 

@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // The conv2d launcher: validate -> plan -> dispatch by variant, math mode and
-// device architecture, and the explicit instantiation shipped in the fatbin (float):
-// every variant without an epilogue and with conv2d_options' fused threshold ReLU
-// (epilogue::bias_relu_threshold). The implicit-GEMM host side is gemm_launch.cuh,
-// shared with <kernelforge/conv.cuh>.
+// device architecture, and the explicit instantiations shipped in the fatbin:
+// float (NCHW and NHWC), __half and __nv_bfloat16 (NHWC), every variant without
+// an epilogue and with conv2d_options' fused threshold ReLU
+// (epilogue::bias_relu_threshold). The implicit-GEMM host side is gemm_launch.cuh
+// and the NHWC one nhwc_launch.cuh, both shared with <kernelforge/conv.cuh>.
 #include <cstdint>
 #include <string>
+#include <type_traits>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include "kernelforge/kernels/common/grid.hpp"
 #include "kernelforge/kernels/runtime/launcher.hpp"
@@ -14,6 +19,7 @@
 #include "kernelforge/kernels/conv2d/01_naive.cuh"
 #include "kernelforge/kernels/conv2d/02_smem_tiled.cuh"
 #include "kernelforge/kernels/conv2d/gemm_launch.cuh"
+#include "kernelforge/kernels/conv2d/nhwc_launch.cuh"
 #include "kernelforge/kernels/conv2d/validate.hpp"
 #include "kernelforge/conv.hpp"
 #include "kernelforge/epilogue.cuh"
@@ -116,17 +122,30 @@ void conv2d_forward_impl(const conv2d_params& p, const T* x, const T* w, const T
   if (geometry.y_elements == 0) return;  // N = 0 or K = 0
   const int device = current_device(what);
   require_kernel_image_cached(device, what);
-  const conv2d_args<float> args = make_conv2d_args(p, geometry.p, geometry.q, x, w, bias, y);
-  if (options.relu) {
-    // The bias stays with the kernels (a.bias): the epilogue only thresholds.
-    dispatch(what, device, args, options, epilogue::bias_relu_threshold<float>{nullptr, true, options.relu_threshold});
-  } else {
-    dispatch(what, device, args, options, epilogue::identity{});
+  const conv2d_args<T> args = make_conv2d_args(p, geometry.p, geometry.q, x, w, bias, y);
+  // The bias stays with the kernels (a.bias): the epilogue only thresholds.
+  const epilogue::bias_relu_threshold<float> relu{nullptr, true, options.relu_threshold};
+  if (p.layout == conv2d_layout::nhwc) {
+    if (options.relu) {
+      dispatch_conv2d_nhwc(what, device, args, options, relu);
+    } else {
+      dispatch_conv2d_nhwc(what, device, args, options, epilogue::identity{});
+    }
+  } else if constexpr (std::is_same_v<T, float>) {  // validate_conv2d: NCHW is float only
+    if (options.relu) {
+      dispatch(what, device, args, options, relu);
+    } else {
+      dispatch(what, device, args, options, epilogue::identity{});
+    }
   }
 }
 
 template void conv2d_forward_impl<float>(const conv2d_params&, const float*, const float*, const float*, float*,
                                          const conv2d_options&);
+template void conv2d_forward_impl<__half>(const conv2d_params&, const __half*, const __half*, const __half*, __half*,
+                                          const conv2d_options&);
+template void conv2d_forward_impl<__nv_bfloat16>(const conv2d_params&, const __nv_bfloat16*, const __nv_bfloat16*,
+                                                 const __nv_bfloat16*, __nv_bfloat16*, const conv2d_options&);
 
 }  // namespace detail
 

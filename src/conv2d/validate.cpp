@@ -112,9 +112,29 @@ void validate_conv2d_winograd(const char* what, const conv2d_params& p, std::siz
   }
 }
 
+/// The layout's rules: 16-bit types are NHWC only; NHWC runs naive,
+/// implicit_gemm_wgmma and best only.
+void validate_conv2d_layout(const char* what, const conv2d_params& p, std::size_t element_bytes,
+                            const conv2d_options& options) {
+  if (p.layout == conv2d_layout::nchw) {
+    if (element_bytes != sizeof(float)) {
+      throw_unsupported(what, "__half and __nv_bfloat16 convolutions read the NHWC layout only (params.layout = "
+                              "nchw); store x as NHWC and weight as KRSC and set params.layout = "
+                              "kf::conv2d_layout::nhwc (PyTorch: channels_last tensors), or convert to float");
+    }
+    return;
+  }
+  using v = conv2d_variant;
+  if (options.variant != v::best && options.variant != v::naive && options.variant != v::implicit_gemm_wgmma) {
+    throw_unsupported(what, std::string("conv2d_variant::") + to_string(options.variant) +
+                                " reads NCHW only (params.layout = nhwc); the NHWC variants are best, naive and "
+                                "implicit_gemm_wgmma");
+  }
+}
+
 }  // namespace
 
-void validate_conv2d_options(const char* what, const conv2d_options& options) {
+void validate_conv2d_options(const char* what, const conv2d_options& options, std::size_t element_bytes) {
   using v = conv2d_variant;
   require_one_of(what, "options.variant", options.variant,
                  {v::best, v::naive, v::smem_tiled, v::implicit_gemm, v::implicit_gemm_tf32, v::implicit_gemm_pipelined,
@@ -126,7 +146,9 @@ void validate_conv2d_options(const char* what, const conv2d_options& options) {
         "conv2d_variant::implicit_gemm_tf32 rounds inputs to TF32 (about 1e-3 relative error), which "
         "options.math = exact forbids; set options.math = kf::math_mode::tf32, or use implicit_gemm");
   }
-  if (options.variant == conv2d_variant::implicit_gemm_wgmma && options.math != math_mode::tf32) {
+  // 16-bit inputs are what the tensor cores multiply: no rounding for math to forbid.
+  if (options.variant == conv2d_variant::implicit_gemm_wgmma && options.math != math_mode::tf32 &&
+      element_bytes == sizeof(float)) {
     throw_invalid_argument(
         what,
         "conv2d_variant::implicit_gemm_wgmma multiplies TF32 inputs (about 1e-3 relative error), which "
@@ -137,17 +159,9 @@ void validate_conv2d_options(const char* what, const conv2d_options& options) {
 conv2d_geometry validate_conv2d(const char* what, const conv2d_params& p, const void* x, const void* weight,
                                 const void* bias, const void* y, std::size_t element_bytes,
                                 const conv2d_options& options) {
-  validate_conv2d_options(what, options);
-  // Issue 27 groundwork: the layout is part of the API and the CPU reference
-  // computes NHWC, but no kernel reads it yet. Reject it here, before the
-  // device is touched, rather than read NHWC memory as NCHW.
+  validate_conv2d_options(what, options, element_bytes);
   require_one_of(what, "params.layout", p.layout, {conv2d_layout::nchw, conv2d_layout::nhwc});
-  if (p.layout == conv2d_layout::nhwc) {
-    throw_unsupported(what,
-                      "params.layout = nhwc (x NHWC, weight KRSC, y NPQK): NHWC kernels are not built yet (issue 27; "
-                      "this is groundwork: the layout and its CPU reference exist, no GPU kernel does); use "
-                      "params.layout = kf::conv2d_layout::nchw with NCHW x, KCRS weight and NKPQ y");
-  }
+  validate_conv2d_layout(what, p, element_bytes, options);
   const std::size_t P = output_height(what, p);
   const std::size_t Q = output_width(what, p);
   if (p.in_channels == 0) throw_invalid_argument(what, "params.in_channels = 0: the input needs at least one channel");
@@ -166,7 +180,17 @@ conv2d_geometry validate_conv2d(const char* what, const conv2d_params& p, const 
   if (options.variant == conv2d_variant::winograd || options.variant == conv2d_variant::winograd_fused) {
     validate_conv2d_winograd(what, p, P, Q, options.variant);
   }
-  if (options.variant == conv2d_variant::implicit_gemm_wgmma) {
+  if (options.variant == conv2d_variant::implicit_gemm_wgmma && p.layout == conv2d_layout::nhwc) {
+    const char* reason = conv2d_nhwc_wgmma_unsupported_reason(p.stride_h, p.stride_w, p.in_channels, element_bytes, x,
+                                                              weight);
+    if (reason != nullptr) {
+      throw_unsupported(what, std::string("conv2d_variant::implicit_gemm_wgmma in the NHWC layout needs stride 1, ") +
+                                  "C * sizeof(T) a multiple of 16 bytes and 16-byte aligned x and weight, and " +
+                                  reason + " (stride " + num(p.stride_h) + " x " + num(p.stride_w) +
+                                  ", in_channels " + num(p.in_channels) + ", " + num(element_bytes) +
+                                  "-byte elements); use best, which falls back to naive");
+    }
+  } else if (options.variant == conv2d_variant::implicit_gemm_wgmma) {
     const char* reason = conv2d_wgmma_unsupported_reason(p.stride_h, p.stride_w);
     if (reason != nullptr) {
       throw_unsupported(what, std::string("conv2d_variant::implicit_gemm_wgmma computes stride-1 layers only, and ") +

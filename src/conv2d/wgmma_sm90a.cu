@@ -17,6 +17,8 @@
 #include <cstddef>
 
 #include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include "kernelforge/kernels/common/grid.hpp"
 #include "kernelforge/kernels/conv2d/07_implicit_gemm_wgmma.cuh"
@@ -148,6 +150,20 @@ bool conv2d_wgmma_try_launch(int device, const conv2d_args<float>& a, const epil
   return try_launch(device, a, ep, stream);
 }
 
+template <class T, class Epilogue>
+bool conv2d_nhwc_wgmma_try_launch(int, const conv2d_args<T>&, const Epilogue&, cudaStream_t) {
+  return false;  // NHWC_PLACEHOLDER
+}
+
+#define KF_CONV2D_NHWC_WGMMA_INSTANCE(T)                                                                              \
+  template bool conv2d_nhwc_wgmma_try_launch(int, const conv2d_args<T>&, const epilogue::identity&, cudaStream_t);    \
+  template bool conv2d_nhwc_wgmma_try_launch(int, const conv2d_args<T>&, const epilogue::bias_relu_threshold<float>&, \
+                                             cudaStream_t);
+KF_CONV2D_NHWC_WGMMA_INSTANCE(float)
+KF_CONV2D_NHWC_WGMMA_INSTANCE(__half)
+KF_CONV2D_NHWC_WGMMA_INSTANCE(__nv_bfloat16)
+#undef KF_CONV2D_NHWC_WGMMA_INSTANCE
+
 }  // namespace kf::detail
 
 #else  // !KERNELFORGE_HAS_SM90A: the library's list has no 90; nothing to run.
@@ -162,6 +178,20 @@ bool conv2d_wgmma_try_launch(int, const conv2d_args<float>&, const epilogue::bia
                              cudaStream_t) {
   return false;
 }
+
+template <class T, class Epilogue>
+bool conv2d_nhwc_wgmma_try_launch(int, const conv2d_args<T>&, const Epilogue&, cudaStream_t) {
+  return false;  // NHWC_PLACEHOLDER
+}
+
+#define KF_CONV2D_NHWC_WGMMA_INSTANCE(T)                                                                              \
+  template bool conv2d_nhwc_wgmma_try_launch(int, const conv2d_args<T>&, const epilogue::identity&, cudaStream_t);    \
+  template bool conv2d_nhwc_wgmma_try_launch(int, const conv2d_args<T>&, const epilogue::bias_relu_threshold<float>&, \
+                                             cudaStream_t);
+KF_CONV2D_NHWC_WGMMA_INSTANCE(float)
+KF_CONV2D_NHWC_WGMMA_INSTANCE(__half)
+KF_CONV2D_NHWC_WGMMA_INSTANCE(__nv_bfloat16)
+#undef KF_CONV2D_NHWC_WGMMA_INSTANCE
 
 }  // namespace kf::detail
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// CPU tests of conv2d_layout (issue 27 groundwork; no GPU needed): the NHWC
-// reference against the NCHW one on the same data transposed, the reference
-// for __half and __nv_bfloat16 against float, conv2d_forward's rejection of
-// NHWC (errc::unsupported, before any CUDA call) and to_string(conv2d_layout).
+// CPU tests of conv2d_layout (no GPU needed): the NHWC reference against the
+// NCHW one on the same data transposed, the reference for __half and
+// __nv_bfloat16 against float, conv2d_forward's layout rules (the variants and
+// types NHWC and NCHW take, errc::unsupported before any CUDA call) and
+// to_string(conv2d_layout). The GPU results: conv2d_nhwc_gpu_test.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -185,30 +186,31 @@ TEST(Conv2dLayoutReference, Bfloat16MatchesFloatWithinOneRounding) {
   check_narrow_type_against_float<__nv_bfloat16>(0x1p-8, 0x1p-134);
 }
 
-// ---- (c) conv2d_forward rejects NHWC before any CUDA call -----------------------
+// ---- (c) conv2d_forward's layout rules, checked before any CUDA call --------------
 
-TEST(Conv2dLayoutValidation, NhwcIsUnsupportedNamingTheField) {
+TEST(Conv2dLayoutValidation, NhwcTakesBestNaiveAndWgmmaOnly) {
   float* x = fake(0x1000000);
   float* w = fake(0x2000000);
   float* y = fake(0x3000000);
   kf::conv2d_params p = make(2, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1);
   EXPECT_EQ(p.layout, kf::conv2d_layout::nchw);  // the default keeps existing callers NCHW
   p.layout = kf::conv2d_layout::nhwc;
-  expect_error(kf::errc::unsupported, "params.layout", [&] { kf::conv2d_forward<float>(p, x, w, nullptr, y); });
-  expect_error(kf::errc::unsupported, "NHWC kernels are not built yet",
-               [&] { kf::conv2d_forward<float>(p, x, w, nullptr, y); });
-  expect_error(kf::errc::unsupported, "groundwork", [&] { kf::conv2d_forward<float>(p, x, w, nullptr, y); });
-  // Before everything else: with every variant, and even when the call would be a no-op or has null pointers.
-  kf::conv2d_options wgmma;
-  wgmma.variant = kf::conv2d_variant::implicit_gemm_wgmma;
-  wgmma.math = kf::math_mode::tf32;
-  expect_error(kf::errc::unsupported, "params.layout", [&] { kf::conv2d_forward<float>(p, x, w, nullptr, y, wgmma); });
-  kf::conv2d_params empty = p;
-  empty.batch = 0;
-  expect_error(kf::errc::unsupported, "params.layout",
-               [&] { kf::conv2d_forward<float>(empty, nullptr, w, nullptr, nullptr); });
-  expect_error(kf::errc::unsupported, "params.layout",
-               [&] { kf::conv2d_forward<float>(p, nullptr, nullptr, nullptr, nullptr); });
+  using v = kf::conv2d_variant;
+  for (v variant : {v::smem_tiled, v::implicit_gemm, v::implicit_gemm_tf32, v::implicit_gemm_pipelined, v::winograd,
+                    v::winograd_fused}) {
+    kf::conv2d_options o;
+    o.variant = variant;
+    if (variant == v::implicit_gemm_tf32) o.math = kf::math_mode::tf32;
+    SCOPED_TRACE(kf::to_string(variant));
+    expect_error(kf::errc::unsupported, "reads NCHW only", [&] { kf::conv2d_forward<float>(p, x, w, nullptr, y, o); });
+    expect_error(kf::errc::unsupported, "best, naive and implicit_gemm_wgmma",
+                 [&] { kf::conv2d_forward<float>(p, x, w, nullptr, y, o); });
+    // Before the pointers and the no-op check.
+    kf::conv2d_params empty = p;
+    empty.batch = 0;
+    expect_error(kf::errc::unsupported, "reads NCHW only",
+                 [&] { kf::conv2d_forward<float>(empty, nullptr, w, nullptr, nullptr, o); });
+  }
   // A layout that is not an enumerator: invalid_argument with the number.
   kf::conv2d_params bad = p;
   bad.layout = static_cast<kf::conv2d_layout>(7);
@@ -217,6 +219,56 @@ TEST(Conv2dLayoutValidation, NhwcIsUnsupportedNamingTheField) {
   // The geometry helpers do not depend on the layout.
   EXPECT_EQ(kf::conv2d_output_height(p), 8u);
   EXPECT_EQ(kf::conv2d_output_width(p), 8u);
+  // N = 0 is a no-op in NHWC as in NCHW (no CUDA call: this machine may have no GPU).
+  kf::conv2d_params empty = p;
+  empty.batch = 0;
+  EXPECT_NO_THROW(kf::conv2d_forward<float>(empty, nullptr, w, nullptr, nullptr));
+}
+
+TEST(Conv2dLayoutValidation, SixteenBitTypesAreNhwcOnly) {
+  auto* x = reinterpret_cast<__half*>(fake(0x1000000));
+  auto* w = reinterpret_cast<__half*>(fake(0x2000000));
+  auto* y = reinterpret_cast<__half*>(fake(0x3000000));
+  kf::conv2d_params p = make(2, 8, 8, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1);
+  expect_error(kf::errc::unsupported, "read the NHWC layout only",
+               [&] { kf::conv2d_forward<__half>(p, x, w, nullptr, y); });
+  auto* xb = reinterpret_cast<__nv_bfloat16*>(x);
+  auto* wb = reinterpret_cast<__nv_bfloat16*>(w);
+  auto* yb = reinterpret_cast<__nv_bfloat16*>(y);
+  expect_error(kf::errc::unsupported, "params.layout = kf::conv2d_layout::nhwc",
+               [&] { kf::conv2d_forward<__nv_bfloat16>(p, xb, wb, nullptr, yb); });
+  // NHWC: the wgmma variant by name takes either math mode for 16-bit data
+  // (nothing to round), but float needs tf32.
+  p.layout = kf::conv2d_layout::nhwc;
+  p.batch = 0;
+  kf::conv2d_options wgmma;
+  wgmma.variant = kf::conv2d_variant::implicit_gemm_wgmma;
+  EXPECT_NO_THROW(kf::conv2d_forward<__half>(p, nullptr, w, nullptr, nullptr, wgmma));
+  expect_error(kf::errc::invalid_argument, "options.math = exact forbids",
+               [&] { kf::conv2d_forward<float>(p, nullptr, fake(0x2000000), nullptr, nullptr, wgmma); });
+}
+
+TEST(Conv2dLayoutValidation, NhwcWgmmaByNameNamesTheUnmetCondition) {
+  kf::conv2d_params p = make(1, 8, 8, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1);
+  p.layout = kf::conv2d_layout::nhwc;
+  kf::conv2d_options o;
+  o.variant = kf::conv2d_variant::implicit_gemm_wgmma;
+  o.math = kf::math_mode::tf32;
+  float* x = fake(0x1000000);
+  float* w = fake(0x2000000);
+  float* y = fake(0x3000000);
+  kf::conv2d_params strided = p;
+  strided.stride_h = 2;
+  expect_error(kf::errc::unsupported, "the stride is not 1",
+               [&] { kf::conv2d_forward<float>(strided, x, w, nullptr, y, o); });
+  kf::conv2d_params odd = p;
+  odd.in_channels = 6;  // 24 bytes per pixel
+  expect_error(kf::errc::unsupported, "multiple of 16 bytes",
+               [&] { kf::conv2d_forward<float>(odd, x, w, nullptr, y, o); });
+  expect_error(kf::errc::unsupported, "x is not 16-byte aligned",
+               [&] { kf::conv2d_forward<float>(p, x + 1, w, nullptr, y, o); });
+  expect_error(kf::errc::unsupported, "weight is not 16-byte aligned",
+               [&] { kf::conv2d_forward<float>(p, x, w + 2, nullptr, y, o); });
 }
 
 TEST(Conv2dLayoutValidation, ExplicitNchwBehavesAsTheDefault) {

@@ -56,4 +56,37 @@ KF_KERNEL void __launch_bounds__(conv2d_naive_block) conv2d_naive(conv2d_args<T>
   }
 }
 
+/// The same definition in the NHWC layout (x[n][h][w][c], w[k][r][s][c],
+/// y[n][p][q][k]): consecutive threads take consecutive output channels k, so
+/// the stores of a warp are contiguous and its x loads one broadcast; the
+/// channel loop runs innermost, along the contiguous c of both x and w. Any
+/// device, any geometry, sums in compute_t<T> (fp32 for the 16-bit types),
+/// rounded once. The portable fallback of every NHWC call.
+template <class T, class Epilogue = epilogue::identity>
+KF_KERNEL void __launch_bounds__(conv2d_naive_block) conv2d_naive_nhwc(conv2d_args<T> a, Epilogue ep) {
+  const long long total = static_cast<long long>(a.m) * a.k;
+  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long idx = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; idx < total; idx += step) {
+    const int i = static_cast<int>(idx);  // total < 2^31
+    const int k = i % a.k;
+    const int row = i / a.k;  // (n P + p) Q + q
+    const int ow = row % a.q;
+    const int oh = (row / a.q) % a.p;
+    const int n = row / a.pq;
+    compute_t<T> sum = a.bias ? to_compute(a.bias[k]) : compute_t<T>(0);
+    for (int r = 0; r < a.r; ++r) {
+      const int ih = oh * a.stride_h - a.pad_h + r * a.dilation_h;
+      if (ih < 0 || ih >= a.h) continue;
+      for (int s = 0; s < a.s; ++s) {
+        const int iw = ow * a.stride_w - a.pad_w + s * a.dilation_w;
+        if (iw < 0 || iw >= a.w) continue;
+        const T* pixel = a.x + ((n * a.h + ih) * a.w + iw) * a.c;
+        const T* filter = a.wt + ((k * a.r + r) * a.s + s) * a.c;
+        for (int c = 0; c < a.c; ++c) sum += to_compute(filter[c]) * to_compute(pixel[c]);
+      }
+    }
+    a.y[i] = from_compute<T>(ep(sum, std::int64_t{row}, std::int64_t{k}));
+  }
+}
+
 }  // namespace kf::detail

@@ -2,7 +2,9 @@
 // The arguments every conv2d kernel takes, already validated by the launcher
 // (src/conv2d/conv2d.cu): every size >= 1, P and Q >= 1, and every tensor
 // (x: N*C*H*W, w: K*C*R*S, y: N*K*P*Q) below 2^31 elements, so int indexing
-// is exact. bias may be null.
+// is exact. bias may be null. The layout (NCHW or NHWC) is the kernel's, not
+// the arguments': the NHWC kernels index x[n][h][w][c], w[k][r][s][c] and
+// y[n][p][q][k] with the same extents.
 //
 // The GEMM view used by the implicit-GEMM kernels:
 //   M = N*P*Q rows (m = (n*P + p)*Q + q), N_gemm = K columns, K_gemm = C*R*S
@@ -38,9 +40,10 @@ struct conv2d_args {
 
 /// The kernels' arguments from validated parameters (P, Q from validate_conv2d):
 /// the launchers and the CPU emulation test of step 8 build them here.
-inline conv2d_args<float> make_conv2d_args(const conv2d_params& p, std::size_t P, std::size_t Q, const float* x,
-                                           const float* w, const float* bias, float* y) {
-  conv2d_args<float> a;
+template <class T>
+conv2d_args<T> make_conv2d_args(const conv2d_params& p, std::size_t P, std::size_t Q, const T* x, const T* w,
+                                const nondeduced_t<T>* bias, T* y) {
+  conv2d_args<T> a;
   a.n = static_cast<int>(p.batch);
   a.c = static_cast<int>(p.in_channels);
   a.h = static_cast<int>(p.in_height);

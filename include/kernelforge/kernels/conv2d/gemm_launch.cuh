@@ -283,13 +283,6 @@ void launch_conv2d_winograd_fused_by_name(const char* what, int device, const co
 }
 
 // ---- wgmma (step 7, sm_90a) -------------------------------------------------------
-/// The epilogues the library's sm_90a object is compiled for (wgmma_sm90a.cu):
-/// identity and the options' bias / threshold ReLU. A user's own functor
-/// (<kernelforge/conv.cuh>) never reaches the wgmma kernel.
-template <class Epilogue>
-inline constexpr bool conv2d_wgmma_epilogue_v =
-    std::is_same_v<Epilogue, epilogue::identity> || std::is_same_v<Epilogue, epilogue::bias_relu_threshold<float>>;
-
 /// The wgmma kernel with epilogue `ep`; false (nothing enqueued) where it does
 /// not run (see conv2d_wgmma_try_launch) or was not compiled for `ep`.
 template <class Epilogue>

@@ -15,11 +15,13 @@ struct conv2d_geometry {
   std::size_t y_elements = 0;  ///< N * K * P * Q (0: nothing to do)
 };
 
-/// errc::invalid_argument for bad options (variant, math, tf32 variant with exact math).
-void validate_conv2d_options(const char* what, const conv2d_options& options);
+/// errc::invalid_argument for bad options (variant, math, a TF32 variant with
+/// exact math on float data: element_bytes 4).
+void validate_conv2d_options(const char* what, const conv2d_options& options, std::size_t element_bytes);
 
 /// Every check of a conv2d_forward call, before anything is enqueued: options,
-/// geometry (with the numbers), 32-bit indexing limits, null pointers, overlaps.
+/// layout and element type, geometry (with the numbers), 32-bit indexing
+/// limits, null pointers, overlaps.
 conv2d_geometry validate_conv2d(const char* what, const conv2d_params& p, const void* x, const void* weight,
                                 const void* bias, const void* y, std::size_t element_bytes,
                                 const conv2d_options& options);

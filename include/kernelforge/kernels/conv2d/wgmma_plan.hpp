@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 
 #include "../common/grid.hpp"
@@ -29,6 +30,21 @@ constexpr std::size_t conv2d_wgmma_best_min_channels = 32;
 /// layers run on the mma.sync kernel, implicit_gemm_tf32).
 inline const char* conv2d_wgmma_unsupported_reason(std::size_t stride_h, std::size_t stride_w) {
   if (stride_h != 1 || stride_w != 1) return "the stride is not 1";
+  return nullptr;
+}
+
+/// nullptr when the wgmma kernel computes this NHWC layer (x NHWC, weight KRSC,
+/// read in place by TMA); else what rules it out. TMA needs its global
+/// addresses 16-byte aligned and each pixel's (and filter tap's) channels a
+/// whole number of 16 bytes; the A tile shifted by a filter tap is the output
+/// tile only at stride 1.
+inline const char* conv2d_nhwc_wgmma_unsupported_reason(std::size_t stride_h, std::size_t stride_w, std::size_t c,
+                                                        std::size_t element_bytes, const void* x, const void* w) {
+  constexpr std::size_t tma_alignment = 16;
+  if (stride_h != 1 || stride_w != 1) return "the stride is not 1";
+  if (c * element_bytes % tma_alignment != 0) return "C * sizeof(T) is not a multiple of 16 bytes";
+  if (reinterpret_cast<std::uintptr_t>(x) % tma_alignment != 0) return "x is not 16-byte aligned";
+  if (reinterpret_cast<std::uintptr_t>(w) % tma_alignment != 0) return "weight is not 16-byte aligned";
   return nullptr;
 }
 

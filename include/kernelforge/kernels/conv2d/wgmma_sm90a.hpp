@@ -7,6 +7,8 @@
 // compiles to stubs that return false.
 #pragma once
 
+#include <type_traits>
+
 #include <cuda_runtime_api.h>
 
 #include "args.cuh"
@@ -14,6 +16,13 @@
 #include "wgmma_plan.hpp"
 
 namespace kf::detail {
+
+/// The epilogues the library's sm_90a object is compiled for (wgmma_sm90a.cu):
+/// identity and the options' bias / threshold ReLU. A user's own functor
+/// (<kernelforge/conv.cuh>) never reaches the wgmma kernel.
+template <class Epilogue>
+inline constexpr bool conv2d_wgmma_epilogue_v =
+    std::is_same_v<Epilogue, epilogue::identity> || std::is_same_v<Epilogue, epilogue::bias_relu_threshold<float>>;
 
 /// True when the wgmma conv2d kernel is compiled into this library and
 /// `device` is compute capability 9.0 (sm_90a code runs there only).
@@ -28,5 +37,14 @@ bool conv2d_wgmma_try_launch(int device, const conv2d_args<float>& a, const epil
                              cudaStream_t stream);
 bool conv2d_wgmma_try_launch(int device, const conv2d_args<float>& a, const epilogue::bias_relu_threshold<float>& ep,
                              cudaStream_t stream);
+
+/// The NHWC layer `a` (x NHWC, weight KRSC, y NPQK; T float (TF32 products),
+/// __half or __nv_bfloat16; conv2d_nhwc_wgmma_unsupported_reason == nullptr),
+/// read in place by TMA, no workspace: enqueues it and returns true; returns
+/// false, having enqueued nothing, when the kernel is not available on
+/// `device`, the driver has no cuTensorMapEncodeTiled or a map cannot be
+/// encoded. Defined for the epilogues of conv2d_wgmma_epilogue_v.
+template <class T, class Epilogue>
+bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& a, const Epilogue& ep, cudaStream_t stream);
 
 }  // namespace kf::detail
