@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Step 7, host side -- the wgmma conv2d launch (kernel: 07_implicit_gemm_wgmma.cuh;
-// interface: wgmma_sm90a.hpp): the pooled workspace (the input in NHWC and the
-// filter as K x RS x C padded to 32, both rounded to TF32), the two tensor maps,
-// the two repacking passes and the persistent launch.
+// interface: wgmma_sm90a.hpp): the two tensor maps and the persistent launch.
+// NCHW float first goes through a pooled workspace (the input in NHWC and the
+// filter as K x RS x C padded to 32, both rounded to TF32) and two repacking
+// passes; NHWC (float, __half, __nv_bfloat16) is read where it is.
 //
 // This translation unit is built for sm_90a only (src/conv2d/sources.cmake). It must
 // instantiate no kernel that other translation units instantiate too (their
@@ -15,6 +16,7 @@
 
 #include <climits>
 #include <cstddef>
+#include <cstdint>
 
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -37,10 +39,10 @@ constexpr std::size_t tma_stride_floats = 4;
 /// Grid-stride blocks per SM of the filter repack.
 constexpr std::size_t filter_blocks_per_sm = 8;
 
-template <int BN, class Epilogue>
-void launch_kernel(int device, const CUtensorMap& map_x, const CUtensorMap& map_w, const conv2d_wgmma::params& prm,
+template <class T, conv2d_layout Layout, int BN, class Epilogue>
+void launch_kernel(int device, const CUtensorMap& map_x, const CUtensorMap& map_w, const conv2d_wgmma::params<T>& prm,
                    const Epilogue& ep, cudaStream_t stream) {
-  constexpr auto kernel = &conv2d_implicit_gemm_wgmma<BN, Epilogue>;
+  constexpr auto kernel = &conv2d_implicit_gemm_wgmma<T, Layout, BN, Epilogue>;
   constexpr int smem = conv2d_wgmma::smem_bytes<BN>;
   const int resident = resident_clusters<kernel>(device, conv2d_wgmma::threads, smem, 1, what);
   const int grid = prm.tiles < resident ? prm.tiles : resident;  // persistent
@@ -48,47 +50,25 @@ void launch_kernel(int device, const CUtensorMap& map_x, const CUtensorMap& map_
   check_launch(what);
 }
 
-template <class Epilogue>
-bool try_launch(int device, const conv2d_args<float>& a, const Epilogue& ep, cudaStream_t stream) {
-  if (!conv2d_wgmma_available(device)) return false;
-  if (conv2d_wgmma_unsupported_reason(static_cast<std::size_t>(a.stride_h), static_cast<std::size_t>(a.stride_w)) !=
-      nullptr) {
-    return false;
+template <class T, conv2d_layout Layout, class Epilogue>
+void launch_planned(int device, const CUtensorMap& map_x, const CUtensorMap& map_w, const conv2d_wgmma::params<T>& prm,
+                    std::size_t bn, const Epilogue& ep, cudaStream_t stream) {
+  if (bn == 64) {
+    launch_kernel<T, Layout, 64>(device, map_x, map_w, prm, ep, stream);
+  } else {
+    launch_kernel<T, Layout, 128>(device, map_x, map_w, prm, ep, stream);
   }
+}
+
+/// The kernel's parameters for layer `a` and tile plan `plan`; false when a
+/// count overflows the kernel's ints.
+template <class T>
+bool make_params(const conv2d_args<T>& a, const conv2d_wgmma_tile& plan, conv2d_wgmma::params<T>& prm) {
   using z = std::size_t;
-  const z N = static_cast<z>(a.n), C = static_cast<z>(a.c), H = static_cast<z>(a.h), W = static_cast<z>(a.w);
-  const z K = static_cast<z>(a.k), RS = static_cast<z>(a.rs);
-  const conv2d_wgmma_tile plan = choose_conv2d_wgmma_tile(N, static_cast<z>(a.p), static_cast<z>(a.q), K);
-  if (plan.tiles() > static_cast<z>(INT_MAX)) return false;  // the kernel walks tiles with an int
-
-  const z c_stride = round_up(C, tma_stride_floats);
-  const z c_chunks = ceil_div(C, conv2d_wgmma_block_c);
-  const z c_padded = c_chunks * conv2d_wgmma_block_c;
-  const z x_bytes = round_up(N * H * W * c_stride * sizeof(float), workspace_alignment);
-  const z w_bytes = K * RS * c_padded * sizeof(float);
-  if (K * RS * c_padded > static_cast<z>(INT_MAX) || RS * c_chunks > static_cast<z>(INT_MAX)) return false;
-  // Returned to the pool on `stream` when this function returns or throws.
-  const pooled_workspace scratch(device, x_bytes + w_bytes, stream);
-  if (scratch.data() == nullptr) return false;  // no pool or no memory: the mma.sync kernel instead
-  float* const x_nhwc = scratch.data<float>();
-  float* const w_krsc = reinterpret_cast<float*>(scratch.data<char>() + x_bytes);
-
-  // The input: dims (c, w, h, n), boxes of 32 channels x wt x ht x nt pixels.
-  // The filter: K rows of RS * c_padded, boxes of 32 x BN. 128-byte swizzle,
-  // zero fill outside (padding, past C, past K).
-  CUtensorMap map_x{}, map_w{};
-  const cuuint64_t x_dims[4] = {C, W, H, N};
-  const cuuint64_t x_strides[3] = {c_stride * sizeof(float), W * c_stride * sizeof(float),
-                                   H * W * c_stride * sizeof(float)};
-  const cuuint32_t x_box[4] = {static_cast<cuuint32_t>(conv2d_wgmma_block_c), static_cast<cuuint32_t>(plan.wt),
-                               static_cast<cuuint32_t>(plan.ht), static_cast<cuuint32_t>(plan.nt)};
-  if (!encode_sw128_tiled(map_x, x_nhwc, 4, x_dims, x_strides, x_box) ||
-      !encode_sw128(map_w, w_krsc, RS * c_padded, K, RS * c_padded, static_cast<cuuint32_t>(conv2d_wgmma_block_c),
-                    static_cast<cuuint32_t>(plan.bn))) {
-    return false;
+  const z c_chunks = ceil_div(static_cast<z>(a.c), static_cast<z>(conv2d_wgmma::block_c<T>));
+  if (plan.tiles() > static_cast<z>(INT_MAX) || static_cast<z>(a.rs) * c_chunks > static_cast<z>(INT_MAX)) {
+    return false;  // the kernel walks tiles and k-steps with ints
   }
-
-  conv2d_wgmma::params prm;
   prm.y = a.y;
   prm.bias = a.bias;
   prm.k = a.k;
@@ -102,8 +82,7 @@ bool try_launch(int device, const conv2d_args<float>& a, const Epilogue& ep, cud
   prm.dilation_w = a.dilation_w;
   prm.s = a.s;
   prm.c_chunks = static_cast<int>(c_chunks);
-  prm.c_padded = static_cast<int>(c_padded);
-  prm.k_steps = static_cast<int>(RS * c_chunks);
+  prm.k_steps = static_cast<int>(static_cast<z>(a.rs) * c_chunks);
   prm.wt = static_cast<int>(plan.wt);
   prm.ht = static_cast<int>(plan.ht);
   prm.nt = static_cast<int>(plan.nt);
@@ -113,6 +92,60 @@ bool try_launch(int device, const conv2d_args<float>& a, const Epilogue& ep, cud
   prm.tiles_k = static_cast<int>(plan.tiles_k);
   prm.tiles = static_cast<int>(plan.tiles());
   prm.a_box_bytes = prm.box_pixels * conv2d_wgmma::row_bytes;
+  prm.pair_stores = a.k % 2 == 0 && reinterpret_cast<std::uintptr_t>(a.y) % (2 * sizeof(T)) == 0;
+  return true;
+}
+
+/// The two maps of an NHWC input (c_stride elements per pixel) and a K x RS x
+/// C filter (c_filter elements per tap) of T: boxes of block_c channels x the
+/// plan's pixel box, and block_c x 1 tap x bn output channels. 128-byte swizzle,
+/// zero fill outside (padding, past C, past K).
+template <class T>
+bool encode_maps(CUtensorMap& map_x, CUtensorMap& map_w, const T* x, const T* w, const conv2d_args<T>& a,
+                 std::size_t c_stride, std::size_t c_filter, const conv2d_wgmma_tile& plan) {
+  using z = std::size_t;
+  const z C = static_cast<z>(a.c), H = static_cast<z>(a.h), W = static_cast<z>(a.w), N = static_cast<z>(a.n);
+  const z K = static_cast<z>(a.k), RS = static_cast<z>(a.rs);
+  const auto block_c = static_cast<cuuint32_t>(conv2d_wgmma::block_c<T>);
+  const cuuint64_t x_dims[4] = {C, W, H, N};
+  const cuuint64_t x_strides[3] = {c_stride * sizeof(T), W * c_stride * sizeof(T), H * W * c_stride * sizeof(T)};
+  const cuuint32_t x_box[4] = {block_c, static_cast<cuuint32_t>(plan.wt), static_cast<cuuint32_t>(plan.ht),
+                               static_cast<cuuint32_t>(plan.nt)};
+  const cuuint64_t w_dims[3] = {c_filter, RS, K};
+  const cuuint64_t w_strides[2] = {c_filter * sizeof(T), RS * c_filter * sizeof(T)};
+  const cuuint32_t w_box[3] = {block_c, 1, static_cast<cuuint32_t>(plan.bn)};
+  return encode_sw128_tiled(map_x, x, 4, x_dims, x_strides, x_box) &&
+         encode_sw128_tiled(map_w, w, 3, w_dims, w_strides, w_box);
+}
+
+/// NCHW float: x and the filter copied to NHWC / K x RS x C (TF32-rounded) in a
+/// pooled workspace, then the kernel.
+template <class Epilogue>
+bool try_launch(int device, const conv2d_args<float>& a, const Epilogue& ep, cudaStream_t stream) {
+  if (!conv2d_wgmma_available(device)) return false;
+  if (conv2d_wgmma_unsupported_reason(static_cast<std::size_t>(a.stride_h), static_cast<std::size_t>(a.stride_w)) !=
+      nullptr) {
+    return false;
+  }
+  using z = std::size_t;
+  const z N = static_cast<z>(a.n), C = static_cast<z>(a.c), H = static_cast<z>(a.h), W = static_cast<z>(a.w);
+  const z K = static_cast<z>(a.k), RS = static_cast<z>(a.rs);
+  const conv2d_wgmma_tile plan = choose_conv2d_wgmma_tile(N, static_cast<z>(a.p), static_cast<z>(a.q), K);
+  conv2d_wgmma::params<float> prm;
+  if (!make_params(a, plan, prm)) return false;
+
+  const z c_stride = round_up(C, tma_stride_floats);
+  const z c_padded = static_cast<z>(prm.c_chunks) * conv2d_wgmma_block_c;
+  const z x_bytes = round_up(N * H * W * c_stride * sizeof(float), workspace_alignment);
+  const z w_bytes = K * RS * c_padded * sizeof(float);
+  if (K * RS * c_padded > static_cast<z>(INT_MAX)) return false;
+  // Returned to the pool on `stream` when this function returns or throws.
+  const pooled_workspace scratch(device, x_bytes + w_bytes, stream);
+  if (scratch.data() == nullptr) return false;  // no pool or no memory: the mma.sync kernel instead
+  float* const x_nhwc = scratch.data<float>();
+  float* const w_krsc = reinterpret_cast<float*>(scratch.data<char>() + x_bytes);
+  CUtensorMap map_x{}, map_w{};
+  if (!encode_maps(map_x, map_w, x_nhwc, w_krsc, a, c_stride, c_padded, plan)) return false;
 
   // Nothing is enqueued above: from here on the call runs to the end (or throws).
   using conv2d_wgmma::transpose_rows_per_pass;
@@ -130,11 +163,7 @@ bool try_launch(int device, const conv2d_args<float>& a, const Epilogue& ep, cud
                              conv2d_wgmma::filter_block, 0, stream>>>(a.wt, w_krsc, a.k, a.c, a.rs,
                                                                       static_cast<int>(c_padded));
   check_launch(what);
-  if (plan.bn == 64) {
-    launch_kernel<64>(device, map_x, map_w, prm, ep, stream);
-  } else {
-    launch_kernel<128>(device, map_x, map_w, prm, ep, stream);
-  }
+  launch_planned<float, conv2d_layout::nchw>(device, map_x, map_w, prm, plan.bn, ep, stream);
   return true;
 }
 
@@ -150,9 +179,23 @@ bool conv2d_wgmma_try_launch(int device, const conv2d_args<float>& a, const epil
   return try_launch(device, a, ep, stream);
 }
 
+/// NHWC (any T): the kernel reads x and the filter in place.
 template <class T, class Epilogue>
-bool conv2d_nhwc_wgmma_try_launch(int, const conv2d_args<T>&, const Epilogue&, cudaStream_t) {
-  return false;  // NHWC_PLACEHOLDER
+bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& a, const Epilogue& ep, cudaStream_t stream) {
+  if (!conv2d_wgmma_available(device)) return false;
+  using z = std::size_t;
+  if (conv2d_nhwc_wgmma_unsupported_reason(static_cast<z>(a.stride_h), static_cast<z>(a.stride_w), static_cast<z>(a.c),
+                                           sizeof(T), a.x, a.wt) != nullptr) {
+    return false;
+  }
+  const conv2d_wgmma_tile plan =
+      choose_conv2d_wgmma_tile(static_cast<z>(a.n), static_cast<z>(a.p), static_cast<z>(a.q), static_cast<z>(a.k));
+  conv2d_wgmma::params<T> prm;
+  if (!make_params(a, plan, prm)) return false;
+  CUtensorMap map_x{}, map_w{};
+  if (!encode_maps(map_x, map_w, a.x, a.wt, a, static_cast<z>(a.c), static_cast<z>(a.c), plan)) return false;
+  launch_planned<T, conv2d_layout::nhwc>(device, map_x, map_w, prm, plan.bn, ep, stream);
+  return true;
 }
 
 #define KF_CONV2D_NHWC_WGMMA_INSTANCE(T)                                                                              \
@@ -181,7 +224,7 @@ bool conv2d_wgmma_try_launch(int, const conv2d_args<float>&, const epilogue::bia
 
 template <class T, class Epilogue>
 bool conv2d_nhwc_wgmma_try_launch(int, const conv2d_args<T>&, const Epilogue&, cudaStream_t) {
-  return false;  // NHWC_PLACEHOLDER
+  return false;
 }
 
 #define KF_CONV2D_NHWC_WGMMA_INSTANCE(T)                                                                              \

@@ -47,6 +47,9 @@
 #include "../arch/warpgroup_sm90.cuh"
 #include "../arch/wgmma_sm90.cuh"
 #include "../common/kernel.cuh"
+#include "../common/numeric.cuh"
+#include "../matmul/wgmma/element.cuh"
+#include "kernelforge/conv.hpp"
 #include "kernelforge/epilogue.cuh"
 
 namespace kf::detail {
@@ -54,12 +57,17 @@ namespace conv2d_wgmma {
 
 inline constexpr int consumer_warpgroups = 2;
 inline constexpr int threads = (1 + consumer_warpgroups) * warpgroup_threads;  // producer + consumers
-inline constexpr int wgmma_m = 64, wgmma_k = 8;
+inline constexpr int wgmma_m = 64;
 inline constexpr int block_m = consumer_warpgroups * wgmma_m;  // 128 output pixels
-inline constexpr int block_c = 32;                             // channels per stage: one 128-byte row
-inline constexpr int row_bytes = block_c * 4;                  // 128
-inline constexpr int swizzle_atom_bytes = 8 * row_bytes;       // 1024: the XOR pattern's period
-inline constexpr int a_tile_bytes = block_m * row_bytes;       // 16 KiB (a box may fill fewer rows)
+inline constexpr int row_bytes = 128;                          // a stage's channels of one pixel: one swizzled row
+/// Channels per stage: 32 floats (TF32, wgmma k8) or 64 halves (f16 / bf16, wgmma k16).
+template <class T>
+inline constexpr int block_c = row_bytes / static_cast<int>(sizeof(T));
+/// Bytes of k one product advances along a swizzled row: 8 TF32 or 16 16-bit values, 32 bytes either way.
+template <class T>
+inline constexpr int product_bytes = wgmma::element<T>::wgmma_k* static_cast<int>(sizeof(T));
+inline constexpr int swizzle_atom_bytes = 8 * row_bytes;  // 1024: the XOR pattern's period
+inline constexpr int a_tile_bytes = block_m * row_bytes;  // 16 KiB (a box may fill fewer rows)
 
 /// Stages of BN: 8 x 24 KiB for BN = 64, 6 x 32 KiB for BN = 128 (192 KiB either way).
 template <int BN>
@@ -80,46 +88,41 @@ inline constexpr int transpose_rows_per_pass = 8;
 inline constexpr int filter_block = 256;
 
 /// What the kernel needs besides the two tensor maps (filled by wgmma_sm90a.cu).
+template <class T>
 struct params {
-  float* y = nullptr;
-  const float* bias = nullptr;
+  T* y = nullptr;
+  const T* bias = nullptr;
   int k = 0, p = 0, q = 0, pq = 0, n = 0;
   int pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
   int s = 1;         ///< filter width (taps along w)
-  int c_chunks = 0;  ///< ceil(C / 32)
-  int c_padded = 0;  ///< c_chunks * 32: the filter map's channels per tap
+  int c_chunks = 0;  ///< ceil(C / block_c)
   int k_steps = 0;   ///< R * S * c_chunks
   int wt = 1, ht = 1, nt = 1;
   int box_pixels = 0;  ///< wt * ht * nt
   int tiles_q = 0, tiles_p = 0, tiles_k = 0;
-  int tiles = 0;        ///< every (pixel box, channel tile)
-  int a_box_bytes = 0;  ///< box_pixels * 128: what one A box lands
+  int tiles = 0;             ///< every (pixel box, channel tile)
+  int a_box_bytes = 0;       ///< box_pixels * 128: what one A box lands
+  bool pair_stores = false;  ///< NHWC: K even and y aligned to two elements (stores of element pairs)
 };
 
 /// Accumulators per consumer thread of m64nBNk8: BN / 2.
 template <int BN>
 inline constexpr int accumulators = wgmma_accumulators<BN>;
 
-#if KF_ARCH_SM90A
-template <int BN>
-__device__ __forceinline__ void mma(float (&d)[accumulators<BN>], std::uint64_t a, std::uint64_t b) {
-  static_assert(BN == 64 || BN == 128, "m64n64k8 or m64n128k8");
-  wgmma_m64nNk8_tf32<BN>(d, a, b);
-}
-#endif
-
 }  // namespace conv2d_wgmma
 
-/// y = ep(conv(x, w) + bias) for stride-1 layers, TF32. Persistent: each CTA
-/// walks tiles blockIdx.x, + gridDim.x, ...; tile t is channel tile t %
+/// y = ep(conv(x, w) + bias) for stride-1 layers: T = float (TF32 products),
+/// __half or __nv_bfloat16 (fp32 sums, rounded once at the store). Persistent:
+/// each CTA walks tiles blockIdx.x, + gridDim.x, ...; tile t is channel tile t %
 /// tiles_k of pixel box t / tiles_k (q fastest, then p, then n), so the CTAs
 /// that run at once share their boxes' input rows and halos in L2.
-/// map_x: the NHWC input (dims c, w, h, n; box 32 x wt x ht x nt).
-/// map_w: the K x (R S c_padded) filter (box 32 x BN).
-template <int BN, class Epilogue>
+/// map_x: the NHWC input (dims c, w, h, n; box block_c x wt x ht x nt).
+/// map_w: the filter as K x RS x C (dims c, tap, k; box block_c x 1 x BN).
+/// Layout: where y goes -- NCHW (NKPQ) or NHWC (NPQK); the inputs are NHWC either way.
+template <class T, conv2d_layout Layout, int BN, class Epilogue>
 KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
     conv2d_implicit_gemm_wgmma(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w,
-                               const conv2d_wgmma::params prm, const Epilogue ep) {
+                               const conv2d_wgmma::params<T> prm, const Epilogue ep) {
 #if defined(__CUDA_ARCH__) && !KF_ARCH_SM90A
   __trap();  // wgmma needs sm_90a; this file is compiled for nothing else
 #elif KF_ARCH_SM90A
@@ -171,10 +174,10 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
         for (int kt = 0; kt < prm.k_steps; ++kt) {
           const std::uint32_t full = ring.producer_acquire(at, stage_tx);
           const int r = tap / prm.s, s = tap - r * prm.s;
-          const int c0 = chunk * block_c;
+          const int c0 = chunk * block_c<T>;
           tma_load_4d(a_smem + at.stage * a_tile_bytes, &map_x, c0, w.q0 - prm.pad_w + s * prm.dilation_w,
                       w.p0 - prm.pad_h + r * prm.dilation_h, w.n0, full);
-          tma_load_2d(b_smem + at.stage * kBTile, &map_w, tap * prm.c_padded + c0, w.k0, full);
+          tma_load_3d(b_smem + at.stage * kBTile, &map_w, c0, tap, w.k0, full);
           if (++chunk == prm.c_chunks) {
             chunk = 0;
             ++tap;
@@ -206,9 +209,10 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
         const std::uint32_t b_tile = b_smem + at.stage * kBTile;
         wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < block_c / wgmma_k; ++kk) {
-          const std::uint32_t k_bytes = kk * wgmma_k * 4;  // along the swizzled row: 32 bytes per product
-          mma<BN>(d, smem_descriptor_sw128(a_tile + k_bytes), smem_descriptor_sw128(b_tile + k_bytes));
+        for (int kk = 0; kk < row_bytes / product_bytes<T>; ++kk) {
+          const std::uint32_t k_bytes = kk * product_bytes<T>;  // along the swizzled row
+          wgmma::element<T>::template mma<0, kAcc>(d, smem_descriptor_sw128(a_tile + k_bytes),
+                                                   smem_descriptor_sw128(b_tile + k_bytes));
         }
         wgmma_commit();
         // Keep this stage's products in flight; the previous stage's have completed.
@@ -233,17 +237,38 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
         const int n = w.n0 + bn, p = w.p0 + bp, q = w.q0 + bq;
         if (n >= prm.n || p >= prm.p || q >= prm.q) continue;  // the box overhangs the output
         const int pixel = p * prm.q + q;
-        float* const y_pixel = prm.y + static_cast<long long>(n) * prm.k * prm.pq + pixel;
         const long long gemm_row = static_cast<long long>(n) * prm.pq + pixel;
+        // Accumulator i at output channel k: + bias, the functor (fp32), the one rounding to T.
+        const auto out = [&](int i, int k) {
+          float v = d[i];
+          if (prm.bias != nullptr) v += to_compute(prm.bias[k]);
+          return static_cast<float>(ep(v, gemm_row, k));
+        };
+        if constexpr (Layout == conv2d_layout::nchw) {
+          T* const y_pixel = prm.y + static_cast<long long>(n) * prm.k * prm.pq + pixel;
 #pragma unroll
-        for (int c = 0; c < kAcc / 4; ++c) {
+          for (int c = 0; c < kAcc / 4; ++c) {
 #pragma unroll
-          for (int j = 0; j < 2; ++j) {
-            const int k = w.k0 + 8 * c + 2 * (lane % 4) + j;
-            if (k < prm.k) {
-              float v = d[4 * c + 2 * h + j];
-              if (prm.bias != nullptr) v += prm.bias[k];
-              y_pixel[static_cast<long long>(k) * prm.pq] = ep(v, gemm_row, k);
+            for (int j = 0; j < 2; ++j) {
+              const int k = w.k0 + 8 * c + 2 * (lane % 4) + j;
+              if (k < prm.k) y_pixel[static_cast<long long>(k) * prm.pq] = from_compute<T>(out(4 * c + 2 * h + j, k));
+            }
+          }
+        } else {  // NPQK: a thread's two neighbouring channels are neighbours in y
+          T* const y_row = prm.y + gemm_row * prm.k;
+#pragma unroll
+          for (int c = 0; c < kAcc / 4; ++c) {
+            const int k = w.k0 + 8 * c + 2 * (lane % 4);
+            const int i = 4 * c + 2 * h;
+            if (prm.pair_stores && k < prm.k) {  // K even: k + 1 < K too
+              if constexpr (sizeof(T) == 4) {
+                *reinterpret_cast<float2*>(y_row + k) = make_float2(out(i, k), out(i + 1, k + 1));
+              } else {
+                *reinterpret_cast<std::uint32_t*>(y_row + k) = from_compute_pair<T>(out(i, k), out(i + 1, k + 1));
+              }
+            } else {
+              if (k < prm.k) y_row[k] = from_compute<T>(out(i, k));
+              if (k + 1 < prm.k) y_row[k + 1] = from_compute<T>(out(i + 1, k + 1));
             }
           }
         }
