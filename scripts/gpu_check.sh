@@ -13,7 +13,7 @@
 #   scripts/gpu_check.sh pairs             bench_matmul's paired rows (best_vs_cublas, mcast_a_vs_b), ratios printed
 #   scripts/gpu_check.sh sanitize          compute-sanitizer memcheck + racecheck on the families' GPU tests
 #   scripts/gpu_check.sh sm90a_sanitize    memcheck, racecheck, synccheck on the sm_90a kernels (wgmma
-#                                          matmul and conv2d, TMA filter2d), small cases
+#                                          matmul and conv2d, NCHW and NHWC, TMA filter2d), small cases
 #   scripts/gpu_check.sh racecheck         racecheck on the shared-memory kernels, small cases
 #   scripts/gpu_check.sh doctor            kernelforge-doctor (text, --json, --bandwidth, --self-test),
 #                                          the core tests, examples 04 and 05; outputs in $OUT/doctor/
@@ -45,6 +45,7 @@ t_matmul_epilogue=tests/matmul/test_matmul_epilogue
 t_scaled=tests/matmul/test_scaled_matmul_gpu
 t_conv2d=tests/conv2d/test_conv2d_gpu
 t_conv2d_epilogue=tests/conv2d/test_conv2d_epilogue
+t_conv2d_nhwc=tests/conv2d/test_conv2d_nhwc_gpu
 t_filter2d=tests/filter2d/test_filter2d_gpu
 t_core=tests/core/test_core_gpu
 
@@ -125,6 +126,7 @@ step_sanitize() {
     sanitize_one $tool $t_transform '*:-*2To31*' || r=1
     sanitize_one $tool $t_filter2d '*' || r=1
     sanitize_one $tool $t_conv2d '*' || r=1
+    sanitize_one $tool $t_conv2d_nhwc '*' || r=1
     sanitize_one $tool $t_core '*' || r=1
   done
   return $r
@@ -148,6 +150,12 @@ step_sm90a_sanitize() {
     sanitize_one $tool $t_scaled "ScaledMatmul/e4m3_e4m3_bf16.WgmmaTiles:ScaledMatmul/e4m3_e5m2_f32.WgmmaTiles" || r=1
     sanitize_one $tool $t_conv2d "*implicit_gemm_wgmma*" || r=1
     sanitize_one $tool $t_filter2d "*TmaPipeline*" || r=1
+  done
+  # The NHWC wgmma conv2d (every type): memcheck on every case, racecheck and
+  # synccheck on its ragged ones (boxes spanning images, a misaligned y).
+  sanitize_one memcheck $t_conv2d_nhwc "*implicit_gemm_wgmma*" || r=1
+  for tool in racecheck synccheck; do
+    sanitize_one $tool $t_conv2d_nhwc "*implicit_gemm_wgmma_boxes*:*implicit_gemm_wgmma_misaligned_y*" || r=1
   done
   return $r
 }

@@ -22,18 +22,38 @@
 //                                  kf::relu_threshold_forward in place), fused (conv2d_options.relu);
 //                                  speedup_vs_unfused on the fused row (goal: >= 1.2);
 //                                  layers: those below plus n32_c64_56x56_k64_1x1
+//   conv2d_nhwc/<fp16|bf16|tf32>/<impl>/<layer>   channels_last (params.layout = nhwc: x NHWC,
+//                                  weight KRSC, y NPQK; tf32 = float under math_mode::tf32):
+//                                  impl: cudnn (CUDNN_TENSOR_NHWC x, w and y, tensor-op math, fp32
+//                                  accumulation), best, cudnn_fused
+//                                  (cudnnConvolutionBiasActivationForward, ReLU, in NHWC) and
+//                                  best_fused (bias + conv2d_options.relu); the tf32 cudnn row
+//                                  carries speedup_vs_nchw (cuDNN's NCHW TF32 time over its NHWC
+//                                  time), and conv2d_nhwc/tf32/cudnn_nchw/<layer> times cuDNN's NCHW
+//                                  TF32 on the layers conv2d/tf32/cudnn lacks. No naive rows (ms per
+//                                  call on these layers). Layers: the first four below plus
+//                                  n32_c256_56x56_k64_1x1 (nhwc_layers).
 // Layers: the ResNet-50 layers of shared/perf/ANCHORS.md.
 //
 // cuDNN runs first in each group; its algorithm comes from
 // cudnnFindConvolutionForwardAlgorithm, run once per layer and math mode before
 // timing, with its workspace allocated once. Every kernelforge result is
 // checked against cuDNN's output before it is timed (the run stops with an
-// error otherwise). Counters: TFLOP/s (2 N K C R S P Q) or GB/s (image read +
+// error otherwise). The conv2d_nhwc rows check every output of a NaN-poisoned
+// y against cuDNN's at twice the per-output bound that
+// tests/conv2d/conv2d_nhwc_gpu_test.cpp proves for one result (each of the two
+// within it of the exact value), from the error scale sum |w| |x| (+ |bias|)
+// that cuDNN computes on the magnitudes of x and w; tf32 also within
+// tf32_check_tolerance of max |y|, as the NCHW rows. Both read the same
+// tensors (random_values: magnitudes uniform in [0.5, 1), random signs).
+// Counters: TFLOP/s (2 N K C R S P Q) or GB/s (image read +
 // written), frac_peak (of the FP32 CUDA-core peak, or of the datasheet
 // bandwidth), frac_cudnn (cuDNN time / this time: > 1 is faster than cuDNN),
 // frac_copy (of the copy rate measured in this run). Time from CUDA events
 // around the call alone, L2 flushed before each sample (gpu_benchmark.hpp).
-// benchmarks/plot_conv.py turns the JSON into the README table and a plot.
+// benchmarks/plot_conv.py turns the JSON into the README table and a plot (the
+// conv2d, conv2d_bias_relu and filter2d rows; benchmarks/report.py tabulates
+// every family, conv2d_nhwc included).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -42,9 +62,12 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <benchmark/benchmark.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
@@ -56,6 +79,7 @@
 #include "kernelforge/kernels/conv2d/plan.hpp"
 #include "kernelforge/kernels/conv2d/wgmma_plan.hpp"
 #include "kernelforge/kernels/filter2d/window_launch.cuh"
+#include "kernelforge/reference/elementwise.hpp"
 
 namespace kf::bench::conv {
 namespace {
@@ -94,19 +118,63 @@ void set_frac_cudnn(benchmark::State& state, const std::string& key) {
   }
 }
 
+// ---- cuDNN ------------------------------------------------------------------------
+/// cuDNN's call on problem d with plan `key`: cudnnConvolutionForward into
+/// d.y_cudnn, or (fused) cudnnConvolutionBiasActivationForward (bias, ReLU) into
+/// d.y_cudnn_fused. The plan and descriptors are looked up here, not per call.
+template <class T>
+struct cudnn_call {
+  problem_data_t<T>& d;
+  cudnn_plan& c;
+  cudnn_bias_relu* br;  // nullptr: the plain convolution
+  cudnnStatus_t operator()(cudaStream_t s) const {
+    if (!br) {
+      run_cudnn(c, d, d.y_cudnn.data(), s);
+      return CUDNN_STATUS_SUCCESS;
+    }
+    cudnn_check(cudnnSetStream(cudnn(), s), "cudnnSetStream");
+    const float one = 1.0f, zero = 0.0f;  // alpha2 = 0: z (= y) is not read
+    return cudnnConvolutionBiasActivationForward(cudnn(), &one, c.x_desc, d.x.data(), c.w_desc, d.w.data(), c.conv_desc,
+                                                 c.algo, c.workspace.data(), c.workspace_bytes, &zero, c.y_desc,
+                                                 d.y_cudnn_fused.data(), br->bias_desc, d.bias.data(), br->relu,
+                                                 c.y_desc, d.y_cudnn_fused.data());
+  }
+};
+
+template <class T>
+cudnn_call<T> make_cudnn_call(problem_data_t<T>& d, const std::string& key, bool tensor_ops, bool fused) {
+  return {d, cudnn_plan_for(key, d, tensor_ops), fused ? &cudnn_bias_relu_for(key, d) : nullptr};
+}
+
+/// Times cuDNN's call (make_cudnn_call) after one untimed call whose failure
+/// skips the row; keeps its output for the checks and its time in
+/// cudnn_seconds()[seconds_key] for frac_cudnn.
+template <class T>
+void time_cudnn(benchmark::State& state, problem_data_t<T>& d, const std::string& key, bool tensor_ops, bool fused,
+                const std::string& seconds_key) {
+  const cudnn_call<T> call = make_cudnn_call(d, key, tensor_ops, fused);
+  cudnnStatus_t status = call(nullptr);
+  if (status != CUDNN_STATUS_SUCCESS) {
+    state.SkipWithError((std::string(fused ? "cudnnConvolutionBiasActivationForward: " : "cudnnConvolutionForward: ") +
+                         cudnnGetErrorString(status))
+                            .c_str());
+    return;
+  }
+  time_gpu(state, [&](cudaStream_t s) { status = call(s); });
+  check(cudaDeviceSynchronize(), "cuDNN");
+  // The tf32 rows, registered after all fp32 rows, check against cuDNN's TF32 output.
+  (fused ? d.have_cudnn_fused_result : d.have_cudnn_result) = true;
+  cudnn_seconds()[seconds_key] = state.counters["gpu_s"];
+  set_flops(state, d.flops());
+  state.SetLabel(std::string("algo ") + std::to_string(static_cast<int>(call.c.algo)));
+}
+
 // ---- conv2d -------------------------------------------------------------------
 void bm_conv_cudnn(benchmark::State& state, const layer& L, bool tf32) {
   KF_BENCH_REQUIRE_GPU(state);
   const std::string key = (tf32 ? "tf32/" : "fp32/") + L.name;
-  problem_data& d = data_for(L.name, L.p);
-  cudnn_plan& c = cudnn_plan_for(key, d, tf32);
   // No bias in the comparison: cuDNN's forward has none, so the kernelforge rows pass null too.
-  time_gpu(state, [&](cudaStream_t s) { run_cudnn(c, d, d.y_cudnn.data(), s); });
-  check(cudaDeviceSynchronize(), "cuDNN");
-  d.have_cudnn_result = true;  // the tf32 rows, registered after all fp32 rows, check against cuDNN's TF32 output
-  cudnn_seconds()[key] = state.counters["gpu_s"];
-  set_flops(state, d.flops());
-  state.SetLabel(std::string("algo ") + std::to_string(static_cast<int>(c.algo)));
+  time_cudnn(state, data_for(L.name, L.p), key, tf32, false, key);
 }
 
 void bm_conv_kf(benchmark::State& state, const layer& L, kf::conv2d_variant variant, kf::math_mode math) {
@@ -151,29 +219,8 @@ std::map<std::string, double>& unfused_seconds() {
 void bm_bias_relu_cudnn(benchmark::State& state, const layer& L, bool tf32) {
   KF_BENCH_REQUIRE_GPU(state);
   const std::string key = bias_relu_key(tf32, L);
-  problem_data& d = data_for(L.name, L.p);
-  cudnn_plan& c = cudnn_plan_for(key, d, tf32);  // the conv2d/<type>/cudnn row's algorithm
-  cudnn_bias_relu& br = cudnn_bias_relu_for(key, d);
-  cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
-  auto run = [&](cudaStream_t s) {
-    cudnn_check(cudnnSetStream(cudnn(), s), "cudnnSetStream");
-    const float one = 1.0f, zero = 0.0f;  // alpha2 = 0: z (= y) is not read
-    status = cudnnConvolutionBiasActivationForward(cudnn(), &one, c.x_desc, d.x.data(), c.w_desc, d.w.data(),
-                                                   c.conv_desc, c.algo, c.workspace.data(), c.workspace_bytes, &zero,
-                                                   c.y_desc, d.y_cudnn_fused.data(), br.bias_desc, d.bias.data(),
-                                                   br.relu, c.y_desc, d.y_cudnn_fused.data());
-  };
-  run(nullptr);
-  if (status != CUDNN_STATUS_SUCCESS) {
-    state.SkipWithError((std::string("cudnnConvolutionBiasActivationForward: ") + cudnnGetErrorString(status)).c_str());
-    return;
-  }
-  time_gpu(state, run);
-  check(cudaDeviceSynchronize(), "cuDNN");
-  d.have_cudnn_fused_result = true;
-  cudnn_seconds()["bias_relu/" + key] = state.counters["gpu_s"];
-  set_flops(state, d.flops());
-  state.SetLabel(std::string("algo ") + std::to_string(static_cast<int>(c.algo)));
+  // The conv2d/<type>/cudnn row's plan (same key): its algorithm.
+  time_cudnn(state, data_for(L.name, L.p), key, tf32, true, "bias_relu/" + key);
 }
 
 /// fused: conv2d_options.relu; else conv2d_forward then relu_threshold_forward in place.
@@ -211,6 +258,174 @@ void bm_bias_relu_kf(benchmark::State& state, const layer& L, bool tf32, bool fu
   } else if (unfused_seconds().count(key) && state.counters["gpu_s"] > 0) {
     state.counters["speedup_vs_unfused"] = unfused_seconds()[key] / state.counters["gpu_s"];
   }
+}
+
+// ---- conv2d in the NHWC layout: fp16, bf16, TF32 -------------------------------------
+/// The dtype field of a conv2d_nhwc row: float runs under math_mode::tf32.
+template <class T>
+const char* nhwc_type_name() {
+  if constexpr (std::is_same_v<T, __half>) {
+    return "fp16";
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return "bf16";
+  } else {
+    return "tf32";
+  }
+}
+
+/// The key of layer L's NHWC problem in T: its data, cuDNN plan and cuDNN time.
+template <class T>
+std::string nhwc_key(const layer& L) {
+  return std::string("nhwc/") + nhwc_type_name<T>() + "/" + L.name;
+}
+
+template <class T>
+problem_data_t<T>& nhwc_data(const layer& L) {
+  return data_for<T>("nhwc/" + L.name, L.p);
+}
+
+/// One result's bound per output, |y - exact| <= rel_ref |y| + rel_scale S + abs
+/// (S = sum |w| |x| + |bias|), as tests/conv2d/conv2d_nhwc_gpu_test.cpp derives
+/// it: fp32 sums of n = C*R*S + 1 terms (2 n 2^-24, round-toward-zero
+/// included), the tensor core's k-group alignment (2^-18), TF32 inputs for
+/// float (2 * 2^-10 + 2^-20), one rounding to T for the 16-bit types (u_T |y|,
+/// half's underflow 2^-25).
+struct nhwc_bound {
+  double rel_ref, rel_scale, abs;
+};
+
+template <class T>
+nhwc_bound nhwc_bound_for(const kf::conv2d_params& p) {
+  const double n = static_cast<double>(p.in_channels * p.filter_height * p.filter_width + 1);
+  const double sums = 2 * n * 0x1p-24 + 0x1p-18;
+  if constexpr (std::is_same_v<T, __half>) {
+    return {0x1p-11, (1 + 0x1p-11) * sums, 0x1p-25};
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return {0x1p-8, (1 + 0x1p-8) * sums, 0};
+  } else {
+    return {0, 2 * 0x1p-10 + 0x1p-20 + sums, 0};
+  }
+}
+
+/// Every output's error scale sum |w| |x| (bias left out), computed by cuDNN
+/// with the problem's own plan on the magnitudes of x and w; once per key.
+template <class T>
+const std::vector<double>& nhwc_error_scale(const std::string& key, problem_data_t<T>& d) {
+  static std::map<std::string, std::vector<double>> cache;
+  std::vector<double>& scale = cache[key];
+  if (!scale.empty()) return scale;
+  const auto abs_x = kf::to_device(random_values<T>(d.x_size(), x_seed, true));
+  const auto abs_w = kf::to_device(random_values<T>(d.w_size(), w_seed, true));
+  kf::device_buffer<T> out(d.y_size());
+  run_cudnn(cudnn_plan_for(key, d, true), abs_x.data(), abs_w.data(), out.data(), nullptr);
+  check(cudaDeviceSynchronize(), "cuDNN (error scale)");
+  for (const T& v : copy_to_host(out.data(), d.y_size())) scale.push_back(kf::reference::to_double(v));
+  return scale;
+}
+
+/// The outcome of one row's check: empty `failure` when it passed.
+struct nhwc_check {
+  std::string failure;
+  double diff = 0;  // max |ours - cuDNN| / max |cuDNN|
+};
+
+/// Runs `run` once into a NaN-poisoned d.y and compares every output with
+/// cuDNN's (computed here when no cuDNN row has run): within twice nhwc_bound
+/// (ours and cuDNN's each within it of the exact value; the ReLU moves no two
+/// values further apart), NaN never; tf32 also within tf32_check_tolerance of
+/// max |y|. Once per row (Google Benchmark may call a row several times).
+template <class T, class Run>
+const nhwc_check& check_nhwc(const std::string& row, problem_data_t<T>& d, const std::string& key, bool fused,
+                             const Run& run) {
+  static std::map<std::string, nhwc_check> done;
+  const auto it = done.find(row);
+  if (it != done.end()) return it->second;
+  nhwc_check& result = done[row];
+  bool& have = fused ? d.have_cudnn_fused_result : d.have_cudnn_result;
+  if (!have) {
+    const cudnnStatus_t status = make_cudnn_call(d, key, true, fused)(nullptr);
+    if (status != CUDNN_STATUS_SUCCESS) {
+      result.failure = std::string("no cuDNN result to check against: ") + cudnnGetErrorString(status);
+      return result;
+    }
+    check(cudaDeviceSynchronize(), "cuDNN");
+    have = true;
+  }
+  check(cudaMemset(d.y.data(), 0xFF, d.y_size() * sizeof(T)), "cudaMemset");
+  try {
+    run(nullptr);
+  } catch (const kf::error& e) {
+    result.failure = e.what();
+    return result;
+  }
+  check(cudaDeviceSynchronize(), "kf::conv2d_forward (NHWC)");
+  const T* want_device = fused ? d.y_cudnn_fused.data() : d.y_cudnn.data();
+  const std::vector<T> got = copy_to_host(d.y.data(), d.y_size());
+  const std::vector<T> want = copy_to_host(want_device, d.y_size());
+  const std::vector<double>& scale = nhwc_error_scale(key, d);
+  const nhwc_bound b = nhwc_bound_for<T>(d.p);
+  const double bias_magnitude = fused ? 1.0 : 0.0;  // random_values: |bias| < 1
+  std::size_t bad = 0, first = 0;
+  double first_got = 0, first_want = 0, first_tol = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double g = kf::reference::to_double(got[i]), w = kf::reference::to_double(want[i]);
+    const double tol = 2 * (b.rel_ref * std::fabs(w) + b.rel_scale * (scale[i] + bias_magnitude) + b.abs);
+    if (std::fabs(g - w) <= tol) continue;  // false for NaN
+    if (bad++ == 0) {
+      first = i;
+      first_got = g;
+      first_want = w;
+      first_tol = tol;
+    }
+  }
+  result.diff = relative_difference(d, d.y.data(), want_device);
+  if (bad != 0) {
+    result.failure = std::to_string(bad) + " of " + std::to_string(got.size()) + " outputs differ from cuDNN's; [" +
+                     std::to_string(first) + "]: " + std::to_string(first_got) + " vs " + std::to_string(first_want) +
+                     " (bound " + std::to_string(first_tol) + ")";
+  } else if (std::is_same_v<T, float> && !(result.diff <= tf32_check_tolerance)) {
+    result.failure = "result differs from cuDNN by " + std::to_string(result.diff) + " (relative to max |y|)";
+  }
+  return result;
+}
+
+/// cuDNN in NHWC: the plain convolution, or (fused) with bias and ReLU.
+template <class T>
+void bm_nhwc_cudnn(benchmark::State& state, const layer& L, bool fused) {
+  KF_BENCH_REQUIRE_GPU(state);
+  const std::string key = nhwc_key<T>(L);
+  time_cudnn(state, nhwc_data<T>(L), key, true, fused, (fused ? "bias_relu/" : "") + key);
+  // cuDNN's NHWC rate over its NCHW one (conv2d/tf32/cudnn or conv2d_nhwc/tf32/cudnn_nchw, run before).
+  const auto nchw = cudnn_seconds().find("tf32/" + L.name);
+  if (std::is_same_v<T, float> && !fused && nchw != cudnn_seconds().end() && state.counters["gpu_s"] > 0) {
+    state.counters["speedup_vs_nchw"] = nchw->second / state.counters["gpu_s"];
+  }
+}
+
+/// kernelforge's best in NHWC (float under math_mode::tf32), checked against
+/// cuDNN (check_nhwc) before it is timed; fused: bias + conv2d_options.relu.
+template <class T>
+void bm_nhwc_kf(benchmark::State& state, const layer& L, bool fused) {
+  KF_BENCH_REQUIRE_GPU(state);
+  const std::string key = nhwc_key<T>(L);
+  problem_data_t<T>& d = nhwc_data<T>(L);
+  kf::conv2d_options options;
+  options.math = kf::math_mode::tf32;  // float: TF32 products; __half, __nv_bfloat16: no effect
+  options.relu = fused;
+  options.relu_threshold = 0.0f;  // cuDNN's ReLU
+  auto run = [&](cudaStream_t s) {
+    options.stream = s;
+    kf::conv2d_forward<T>(d.p, d.x.data(), d.w.data(), fused ? d.bias.data() : nullptr, d.y.data(), options);
+  };
+  const nhwc_check& result = check_nhwc(key + (fused ? "/best_fused" : "/best"), d, key, fused, run);
+  if (!result.failure.empty()) {
+    state.SkipWithError(result.failure.c_str());
+    return;
+  }
+  time_gpu(state, run);
+  set_flops(state, d.flops());
+  state.counters["diff_vs_cudnn"] = result.diff;
+  set_frac_cudnn(state, (fused ? "bias_relu/" : "") + key);
 }
 
 // ---- filter2d -----------------------------------------------------------------
@@ -310,6 +525,31 @@ benchmark::internal::Benchmark* configure(benchmark::internal::Benchmark* b, int
   return iterations > 0 ? b->Iterations(iterations) : b->MinTime(min_time_s);
 }
 
+/// The conv2d_nhwc/<type>/ rows of T: cudnn, best, cudnn_fused, best_fused per
+/// layer; for float first cuDNN's NCHW TF32 on the layers conv2d/tf32/cudnn lacks.
+template <class T>
+void register_nhwc() {
+  const std::string type = std::string("conv2d_nhwc/") + nhwc_type_name<T>() + "/";
+  for (const layer& L : nhwc_layers()) {
+    const bool has_nchw_row =
+        std::any_of(layers().begin(), layers().end(), [&L](const layer& nchw) { return nchw.name == L.name; });
+    if (std::is_same_v<T, float> && !has_nchw_row) {
+      layer nchw = L;
+      nchw.p.layout = kf::conv2d_layout::nchw;
+      configure(benchmark::RegisterBenchmark((type + "cudnn_nchw/" + L.name).c_str(),
+                                             [nchw](benchmark::State& s) { bm_conv_cudnn(s, nchw, true); }));
+    }
+    configure(benchmark::RegisterBenchmark((type + "cudnn/" + L.name).c_str(),
+                                           [&L](benchmark::State& s) { bm_nhwc_cudnn<T>(s, L, false); }));
+    configure(benchmark::RegisterBenchmark((type + "best/" + L.name).c_str(),
+                                           [&L](benchmark::State& s) { bm_nhwc_kf<T>(s, L, false); }));
+    configure(benchmark::RegisterBenchmark((type + "cudnn_fused/" + L.name).c_str(),
+                                           [&L](benchmark::State& s) { bm_nhwc_cudnn<T>(s, L, true); }));
+    configure(benchmark::RegisterBenchmark((type + "best_fused/" + L.name).c_str(),
+                                           [&L](benchmark::State& s) { bm_nhwc_kf<T>(s, L, true); }));
+  }
+}
+
 struct registrar {
   registrar() {
     const std::pair<const char*, kf::conv2d_variant> exact_variants[] = {
@@ -367,6 +607,9 @@ struct registrar {
                                                [&L, tf32](benchmark::State& s) { bm_bias_relu_kf(s, L, tf32, true); }));
       }
     }
+    register_nhwc<__half>();
+    register_nhwc<__nv_bfloat16>();
+    register_nhwc<float>();
     for (std::size_t taps : {std::size_t{3}, std::size_t{5}}) {
       const std::string suffix = "/" + filter_name(taps);
       configure(benchmark::RegisterBenchmark(("filter2d/fp32/copy" + suffix).c_str(),

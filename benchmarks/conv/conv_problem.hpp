@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// bench_conv's problems: the ResNet-50 layers (shared/perf/ANCHORS.md) and the
-// 8192 x 8192 filter image, their tensors (random, never zero) created once per
+// bench_conv's problems: the ResNet-50 layers (shared/perf/ANCHORS.md), the
+// channels_last layers and the 8192 x 8192 filter image, their
+// tensors (random, never zero; float, __half or __nv_bfloat16) created once per
 // key, and the check of a result against cuDNN's (relative_difference).
 #pragma once
 
@@ -12,10 +13,13 @@
 #include <string>
 #include <vector>
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
 #include "gpu_benchmark.hpp"
 #include "kernelforge/conv.hpp"
+#include "kernelforge/reference/elementwise.hpp"
 
 namespace kf::bench::conv {
 
@@ -53,65 +57,95 @@ inline const std::vector<layer>& bias_relu_layers() {
   return list;
 }
 
+/// The conv2d_nhwc rows' layers, read in the NHWC layout: the first four of
+/// layers() and ResNet-50's 1x1 reduction of a 256-channel stage (C256 56x56 K64).
+inline const std::vector<layer>& nhwc_layers() {
+  static const std::vector<layer> list = [] {
+    std::vector<layer> l = layers();
+    l.push_back({"n32_c256_56x56_k64_1x1", params(32, 256, 56, 64, 1, 1, 0)});
+    for (layer& each : l) each.p.layout = kf::conv2d_layout::nhwc;
+    return l;
+  }();
+  return list;
+}
+
 constexpr std::size_t image_extent = 8192;
 
-/// Random values of magnitude in [0.5, 1) with random signs: never zero.
-inline std::vector<float> random_values(std::size_t n, std::uint64_t seed) {
-  std::vector<float> v(n);
+/// Random values of magnitude in [0.5, 1) with random signs (never zero),
+/// rounded to T; `magnitudes`: their absolute values.
+template <class T = float>
+std::vector<T> random_values(std::size_t n, std::uint64_t seed, bool magnitudes = false) {
+  std::vector<T> v(n);
   std::uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
   for (auto& x : v) {
     s = s * 6364136223846793005ull + 1442695040888963407ull;
     const float m = 0.5f + static_cast<float>((s >> 40) & 0xFFFFFF) / 33554432.0f;
-    x = (s >> 39) & 1 ? -m : m;
+    x = kf::reference::from_double<T>(((s >> 39) & 1) && !magnitudes ? -m : m);
   }
   return v;
 }
 
-/// The tensors of one problem, created once, and cuDNN's output kept for checks.
-struct problem_data {
+/// Seeds of the tensors of every problem.
+constexpr std::uint64_t x_seed = 1, w_seed = 2, bias_seed = 3;
+
+/// The tensors of one problem in T, created once, and cuDNN's output kept for checks.
+template <class T>
+struct problem_data_t {
   kf::conv2d_params p{};
   std::size_t P = 0, Q = 0;
-  kf::device_buffer<float> x, w, bias, y, y_cudnn, y_cudnn_fused;
+  kf::device_buffer<T> x, w, bias, y, y_cudnn, y_cudnn_fused;
   bool have_cudnn_result = false, have_cudnn_fused_result = false;
   double flops() const {
     return 2.0 * p.batch * p.out_channels * p.in_channels * p.filter_height * p.filter_width * P * Q;
   }
+  std::size_t x_size() const { return p.batch * p.in_channels * p.in_height * p.in_width; }
+  std::size_t w_size() const { return p.out_channels * p.in_channels * p.filter_height * p.filter_width; }
   std::size_t y_size() const { return p.batch * p.out_channels * P * Q; }
 };
+using problem_data = problem_data_t<float>;
 
-inline problem_data& data_for(const std::string& key, const kf::conv2d_params& p) {
-  static std::map<std::string, std::unique_ptr<problem_data>> cache;
+/// The tensors of problem `key` (layer p), in T; created on the first call.
+template <class T = float>
+problem_data_t<T>& data_for(const std::string& key, const kf::conv2d_params& p) {
+  static std::map<std::string, std::unique_ptr<problem_data_t<T>>> cache;
   auto& slot = cache[key];
   if (!slot) {
-    slot = std::make_unique<problem_data>();
-    problem_data& d = *slot;
+    slot = std::make_unique<problem_data_t<T>>();
+    problem_data_t<T>& d = *slot;
     d.p = p;
     d.P = kf::conv2d_output_height(p);
     d.Q = kf::conv2d_output_width(p);
-    d.x = kf::to_device(random_values(p.batch * p.in_channels * p.in_height * p.in_width, 1));
-    d.w = kf::to_device(random_values(p.out_channels * p.in_channels * p.filter_height * p.filter_width, 2));
-    d.bias = kf::to_device(random_values(p.out_channels, 3));
-    d.y = kf::device_buffer<float>(d.y_size());
-    d.y_cudnn = kf::device_buffer<float>(d.y_size());
-    d.y_cudnn_fused = kf::device_buffer<float>(d.y_size());
+    d.x = kf::to_device(random_values<T>(d.x_size(), x_seed));
+    d.w = kf::to_device(random_values<T>(d.w_size(), w_seed));
+    d.bias = kf::to_device(random_values<T>(p.out_channels, bias_seed));
+    d.y = kf::device_buffer<T>(d.y_size());
+    d.y_cudnn = kf::device_buffer<T>(d.y_size());
+    d.y_cudnn_fused = kf::device_buffer<T>(d.y_size());
   }
   return *slot;
 }
 
+/// n elements of T from the device.
+template <class T>
+std::vector<T> copy_to_host(const T* device, std::size_t n) {
+  std::vector<T> host(n);
+  check(cudaMemcpy(host.data(), device, n * sizeof(T), cudaMemcpyDeviceToHost), "cudaMemcpy");
+  return host;
+}
+
 /// max |got - want| / max |want| over the output (0 when there is no cuDNN result yet);
 /// want: cuDNN's plain output, or `want_device` when given.
-inline double relative_difference(const problem_data& d, const float* got_device, const float* want_device = nullptr) {
+template <class T>
+double relative_difference(const problem_data_t<T>& d, const T* got_device, const T* want_device = nullptr) {
   if (!want_device && !d.have_cudnn_result) return 0;
-  std::vector<float> got(d.y_size()), want(d.y_size());
-  check(cudaMemcpy(got.data(), got_device, got.size() * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
-  check(cudaMemcpy(want.data(), want_device ? want_device : d.y_cudnn.data(), want.size() * sizeof(float),
-                   cudaMemcpyDeviceToHost),
-        "cudaMemcpy");
+  const std::vector<T> got = copy_to_host(got_device, d.y_size());
+  const std::vector<T> want = copy_to_host(want_device ? want_device : d.y_cudnn.data(), d.y_size());
   double max_diff = 0, max_ref = 0;
   for (std::size_t i = 0; i < got.size(); ++i) {
-    const double diff = std::fabs(static_cast<double>(got[i]) - want[i]);
+    const double g = kf::reference::to_double(got[i]), r = kf::reference::to_double(want[i]);
+    const double diff = std::fabs(g - r);
     max_diff = std::isnan(diff) ? INFINITY : std::max(max_diff, diff);
-    max_ref = std::max(max_ref, std::fabs(static_cast<double>(want[i])));
+    max_ref = std::max(max_ref, std::fabs(r));
   }
   return max_ref > 0 ? max_diff / max_ref : max_diff;
 }

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// bench_conv's baseline: cuDNN's handle, and per problem the descriptors, the
-// algorithm cudnnFindConvolutionForwardAlgorithm picks (FMA math for the exact
-// rows, tensor-op math for TF32), its workspace, and the bias + ReLU
-// descriptors of the fused call.
+// bench_conv's baseline: cuDNN's handle, and per problem the descriptors (in
+// the problem's layout, NCHW or NHWC, and element type: float, or __half and
+// __nv_bfloat16 with fp32 accumulation), the algorithm
+// cudnnFindConvolutionForwardAlgorithm picks (FMA math for the exact rows,
+// tensor-op math for TF32 and the 16-bit types), its workspace, and the
+// bias + ReLU descriptors of the fused call.
 #pragma once
 
 #include <cstdio>
@@ -11,6 +13,10 @@
 #include <memory>
 #include <string>
 
+#include <type_traits>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
@@ -34,6 +40,23 @@ inline cudnnHandle_t cudnn() {
   return handle;
 }
 
+/// cuDNN's name for the element type T.
+template <class T>
+constexpr cudnnDataType_t cudnn_type() {
+  if constexpr (std::is_same_v<T, __half>) {
+    return CUDNN_DATA_HALF;
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return CUDNN_DATA_BFLOAT16;
+  } else {
+    return CUDNN_DATA_FLOAT;
+  }
+}
+
+/// cuDNN's name for the memory order of x and y (and, for the filter, KCRS or KRSC).
+inline cudnnTensorFormat_t cudnn_format(kf::conv2d_layout layout) {
+  return layout == kf::conv2d_layout::nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+}
+
 /// cuDNN descriptors, the algorithm cudnnFind picked, and its workspace.
 struct cudnn_plan {
   cudnnTensorDescriptor_t x_desc = nullptr, y_desc = nullptr;
@@ -44,7 +67,11 @@ struct cudnn_plan {
   std::size_t workspace_bytes = 0;
 };
 
-inline cudnn_plan& cudnn_plan_for(const std::string& key, const problem_data& d, bool tf32) {
+/// The plan for problem `key`: d's layout and element type, fp32 accumulation;
+/// tensor_ops: tensor-op math allowed (TF32 for float; the 16-bit types always
+/// pass true), else FMA math only.
+template <class T>
+cudnn_plan& cudnn_plan_for(const std::string& key, const problem_data_t<T>& d, bool tensor_ops) {
   static std::map<std::string, std::unique_ptr<cudnn_plan>> cache;
   auto& slot = cache[key];
   if (slot) return *slot;
@@ -56,22 +83,25 @@ inline cudnn_plan& cudnn_plan_for(const std::string& key, const problem_data& d,
   cudnn_check(cudnnCreateTensorDescriptor(&c.y_desc), "cudnnCreateTensorDescriptor");
   cudnn_check(cudnnCreateFilterDescriptor(&c.w_desc), "cudnnCreateFilterDescriptor");
   cudnn_check(cudnnCreateConvolutionDescriptor(&c.conv_desc), "cudnnCreateConvolutionDescriptor");
-  cudnn_check(cudnnSetTensor4dDescriptor(c.x_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(p.batch), i(p.in_channels),
+  const cudnnTensorFormat_t format = cudnn_format(p.layout);
+  cudnn_check(cudnnSetTensor4dDescriptor(c.x_desc, format, cudnn_type<T>(), i(p.batch), i(p.in_channels),
                                          i(p.in_height), i(p.in_width)),
               "cudnnSetTensor4dDescriptor(x)");
-  cudnn_check(cudnnSetFilter4dDescriptor(c.w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, i(p.out_channels),
-                                         i(p.in_channels), i(p.filter_height), i(p.filter_width)),
+  cudnn_check(cudnnSetFilter4dDescriptor(c.w_desc, cudnn_type<T>(), format, i(p.out_channels), i(p.in_channels),
+                                         i(p.filter_height), i(p.filter_width)),
               "cudnnSetFilter4dDescriptor");
+  // Compute type float for every element type: fp32 accumulation (cuDNN's
+  // PSEUDO_HALF_CONFIG and PSEUDO_BFLOAT16_CONFIG for the 16-bit types), as kernelforge's.
   cudnn_check(
       cudnnSetConvolution2dDescriptor(c.conv_desc, i(p.pad_h), i(p.pad_w), i(p.stride_h), i(p.stride_w),
                                       i(p.dilation_h), i(p.dilation_w), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
       "cudnnSetConvolution2dDescriptor");
   // FMA math forbids TF32 (CUDNN_DEFAULT_MATH would allow it for fp32 on sm_80+).
-  cudnn_check(cudnnSetConvolutionMathType(c.conv_desc, tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
+  cudnn_check(cudnnSetConvolutionMathType(c.conv_desc, tensor_ops ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
               "cudnnSetConvolutionMathType");
-  cudnn_check(cudnnSetTensor4dDescriptor(c.y_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(p.batch), i(p.out_channels),
-                                         i(d.P), i(d.Q)),
-              "cudnnSetTensor4dDescriptor(y)");
+  cudnn_check(
+      cudnnSetTensor4dDescriptor(c.y_desc, format, cudnn_type<T>(), i(p.batch), i(p.out_channels), i(d.P), i(d.Q)),
+      "cudnnSetTensor4dDescriptor(y)");
   constexpr int requested = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
   cudnnConvolutionFwdAlgoPerf_t perf[requested];
   int returned = 0;
@@ -80,7 +110,7 @@ inline cudnn_plan& cudnn_plan_for(const std::string& key, const problem_data& d,
               "cudnnFindConvolutionForwardAlgorithm");
   int chosen = -1;
   for (int k = 0; k < returned; ++k) {
-    if (perf[k].status == CUDNN_STATUS_SUCCESS && (tf32 || perf[k].mathType != CUDNN_TENSOR_OP_MATH)) {
+    if (perf[k].status == CUDNN_STATUS_SUCCESS && (tensor_ops || perf[k].mathType != CUDNN_TENSOR_OP_MATH)) {
       chosen = k;
       break;
     }
@@ -98,12 +128,19 @@ inline cudnn_plan& cudnn_plan_for(const std::string& key, const problem_data& d,
   return c;
 }
 
-inline void run_cudnn(cudnn_plan& c, const problem_data& d, float* y, cudaStream_t stream) {
+/// y = conv(x, w) with plan c (alpha and beta are float for every element type).
+template <class T>
+void run_cudnn(cudnn_plan& c, const T* x, const T* w, T* y, cudaStream_t stream) {
   cudnn_check(cudnnSetStream(cudnn(), stream), "cudnnSetStream");
   const float one = 1.0f, zero = 0.0f;
-  cudnn_check(cudnnConvolutionForward(cudnn(), &one, c.x_desc, d.x.data(), c.w_desc, d.w.data(), c.conv_desc, c.algo,
-                                      c.workspace.data(), c.workspace_bytes, &zero, c.y_desc, y),
+  cudnn_check(cudnnConvolutionForward(cudnn(), &one, c.x_desc, x, c.w_desc, w, c.conv_desc, c.algo, c.workspace.data(),
+                                      c.workspace_bytes, &zero, c.y_desc, y),
               "cudnnConvolutionForward");
+}
+
+template <class T>
+void run_cudnn(cudnn_plan& c, const problem_data_t<T>& d, T* y, cudaStream_t stream) {
+  run_cudnn(c, d.x.data(), d.w.data(), y, stream);
 }
 
 /// cuDNN's bias (1 x K x 1 x 1) and ReLU descriptors for one problem.
@@ -112,13 +149,15 @@ struct cudnn_bias_relu {
   cudnnActivationDescriptor_t relu = nullptr;
 };
 
-inline cudnn_bias_relu& cudnn_bias_relu_for(const std::string& key, const problem_data& d) {
+/// The bias (d's element type, as cuDNN wants it for y's) and ReLU descriptors of problem `key`.
+template <class T>
+cudnn_bias_relu& cudnn_bias_relu_for(const std::string& key, const problem_data_t<T>& d) {
   static std::map<std::string, std::unique_ptr<cudnn_bias_relu>> cache;
   auto& slot = cache[key];
   if (slot) return *slot;
   slot = std::make_unique<cudnn_bias_relu>();
   cudnn_check(cudnnCreateTensorDescriptor(&slot->bias_desc), "cudnnCreateTensorDescriptor");
-  cudnn_check(cudnnSetTensor4dDescriptor(slot->bias_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
+  cudnn_check(cudnnSetTensor4dDescriptor(slot->bias_desc, CUDNN_TENSOR_NCHW, cudnn_type<T>(), 1,
                                          static_cast<int>(d.p.out_channels), 1, 1),
               "cudnnSetTensor4dDescriptor(bias)");
   cudnn_check(cudnnCreateActivationDescriptor(&slot->relu), "cudnnCreateActivationDescriptor");

@@ -28,6 +28,7 @@
 #include "kernelforge/conv.hpp"
 #include "kernelforge/kernels/conv2d/plan.hpp"
 #include "kernelforge/kernels/conv2d/wgmma_sm90a.hpp"
+#include "kernelforge/reference/elementwise.hpp"
 #include "test_support.hpp"
 
 namespace kf::test::conv2d {
@@ -176,9 +177,10 @@ inline bool winograd_variant_runs(kf::conv2d_variant variant, const kf::conv2d_p
 }
 
 /// `host` on the device, starting `offset` elements into its buffer (the
-/// elements before it: NaN, never read).
-inline kf::device_buffer<float> to_device_at(const std::vector<float>& host, std::size_t offset) {
-  std::vector<float> shifted(offset, std::nanf(""));
+/// elements before it: NaN, never read). T: float, __half or __nv_bfloat16.
+template <class T>
+kf::device_buffer<T> to_device_at(const std::vector<T>& host, std::size_t offset) {
+  std::vector<T> shifted(offset, kf::reference::from_double<T>(std::nan("")));
   shifted.insert(shifted.end(), host.begin(), host.end());
   return kf::to_device(shifted);
 }

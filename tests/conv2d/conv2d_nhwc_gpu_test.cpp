@@ -1,0 +1,501 @@
+// SPDX-License-Identifier: Apache-2.0
+// conv2d_forward in the channels_last layout (params.layout = nhwc: x NHWC,
+// weight KRSC, y NPQK) on the GPU, for float, __half and __nv_bfloat16, against
+// the double reference (kernelforge/reference/conv.hpp), every output poisoned
+// with NaN first (an element no kernel writes can never pass), plus one element
+// past y that must stay NaN. Inputs: random_vector (magnitudes uniform in
+// [1/8, 2], random signs, never zero, fixed seeds), rounded once to T.
+//
+// Variants: naive, best and implicit_gemm_wgmma for every type; float runs best
+// twice, under math_mode::exact (naive) and tf32 (the wgmma kernel where it
+// applies), and implicit_gemm_wgmma under tf32 (it refuses exact float math).
+// implicit_gemm_wgmma by name:
+//  - on a layer it does not compute (stride != 1, C * sizeof(T) not a multiple
+//    of 16 bytes, x or weight not 16-byte aligned) raises errc::unsupported
+//    naming the unmet condition, on every device, and writes nothing;
+//  - on a device other than sm_90, or from a library without sm_90a code
+//    (conv2d_wgmma_available), raises errc::unsupported naming the variant and
+//    writes nothing; the numeric check is then skipped with that reason;
+//  - elsewhere runs and is checked like the others.
+// best falls back to naive where the wgmma kernel does not apply (misaligned x
+// or weight, strides, channel counts off 16 bytes, float under exact math), so
+// it must give the right result on every case. A y one element off alignment
+// must work on every variant (the wgmma kernel's stores included).
+//
+// Tolerance, per output, with S = sum |w| |x| + |bias| (the reference's error
+// scale), n = C*R*S + 1 rounding steps (one per product-sum, one for the bias)
+// and u = 2^-24 (fp32's unit roundoff):
+//   fp32 sums (float under exact math: naive):
+//     |y - ref| <= 2 n u S.
+//     Recursive summation in fp32 is within gamma_n S ~ n u S of the exact sum
+//     whatever the order (Higham, Accuracy and Stability, 4.2); 2x covers
+//     round-toward-zero accumulation (a tensor core's, up to 1 ulp an add).
+//   TF32 (float under math_mode::tf32 where the wgmma kernel may run):
+//     |y - ref| <= (2 * 2^-10 + 2^-20 + 2^-18 + 2 n u) S.
+//     The kernel keeps the top 10 mantissa bits of each input (TF32), a
+//     relative error below 2^-10 per input, so below 2 * 2^-10 + 2^-20 per
+//     product; the products of TF32 values are exact in fp32 and summed as
+//     above. 2^-18 S: the tensor core aligns the products of each k-group
+//     (8 TF32, 16 f16/bf16) to the largest before adding, truncating each at
+//     2^-23 of it: at most 16 * 2^-23 of the group's largest term.
+//   __half and __nv_bfloat16 (fp32 accumulation, one rounding at the end):
+//     |y - ref| <= u_T |ref| + (1 + u_T) (2 n u + tc) S + a_T,
+//     u_T = 2^-11 (half) or 2^-8 (bf16), tc = 2^-18 where tensor cores may run
+//     (as above) and 0 on naive, a_T = 2^-25 (half's underflow: half its
+//     smallest subnormal) or 0 (bf16 has float's range). The inputs are T
+//     exactly, their products exact in fp32 (11 x 11 or 8 x 8 significant bits),
+//     the fp32 sum within (2 n u + tc) S, and the one rounding to T within
+//     u_T of the fp32 sum.
+// These bounds are proven worst cases, not random-sign estimates, so they
+// cannot flake; they still catch wrong indexing: a wrong, lost or repeated
+// tap, channel or filter moves an output by about |w| |x| ~ S / (n - 1), and
+// every case keeps the fp32 bound below half that (2 n^2 u <= 1/2 for n <= 2048;
+// Conv2dNhwcCases.BoundsCanFail checks it). Under TF32 the 2^-9 S term exceeds
+// one term once C*R*S > 512 (seven cases): there a single wrong tap may pass, but
+// not a wrong filter, pixel or image, which moves every term.
+//
+// The fused threshold ReLU (options.relu; y = v <= threshold ? 0 : v after the
+// bias): an output whose reference lies within the tolerance of the threshold
+// may be 0 or the value; every other one below it must be exactly 0, above it
+// within the tolerance; at most half the outputs may lie in that band.
+//
+// Geometry (nhwc_cases below): odd and prime H and W; C = 3, 5, 12, 24, not
+// multiples of 8 (C * sizeof(T) a multiple of 16 bytes, as the wgmma kernel
+// needs, for float at 12 and 24, for the 16-bit types at 24 only), and 8, 16,
+// 32, 64, 72, 136, 256; K = 1 (y a single column), 3, 63, 65, 130, 257
+// (around 64- and 128-wide tiles); stride 2 and an asymmetric stride; dilation
+// 2; pad_h != pad_w; 1x1, 3x3, 3x5, 5x5, 7x7 (the ResNet stem: C = 3, stride
+// 2, pad 3); N = 1, 2, 3, 9; bias and none; the ReLU at thresholds -0.5, 0 and
+// 0.5; two ResNet-50 layers at N = 2; pixel boxes of the wgmma kernel's
+// 128-row tiles that span images and overhang the batch (7x7 at N = 3, 5x6 at
+// N = 9: checked against the plan by Conv2dNhwcCases.BoxesSpanImages); x,
+// weight and y each one element off alignment. The reference's cost is
+// N P Q K C R S multiply-adds in double per case and type, cached across the
+// variants: 4.2e8 for the three types (about 2 s on 2 cores at -O2).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <map>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "conv2d_cases.hpp"
+#include "kernelforge/conv.hpp"
+#include "kernelforge/kernels/conv2d/wgmma_plan.hpp"
+#include "kernelforge/kernels/conv2d/wgmma_sm90a.hpp"
+#include "kernelforge/reference/conv.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using kf::test::conv2d::to_device_at;
+
+/// fp32's unit roundoff.
+constexpr double fp32_u = 0x1p-24;
+/// The tensor core's alignment of each k-group's products (top of file).
+constexpr double tensor_core_alignment = 0x1p-18;
+/// Truncating both inputs of a product to TF32 (10 mantissa bits).
+constexpr double tf32_product = 2 * 0x1p-10 + 0x1p-20;
+
+struct nhwc_case {
+  const char* name;
+  kf::conv2d_params p;
+  bool bias;
+  bool relu = false;
+  float threshold = 0.0f;
+  std::size_t x_offset = 0, w_offset = 0, y_offset = 0;  // elements: a misaligned tensor
+};
+
+/// An NHWC layer: N C H W K R S, strides, paddings, dilation (both directions).
+kf::conv2d_params nhwc(std::size_t n, std::size_t c, std::size_t h, std::size_t w, std::size_t k, std::size_t r,
+                       std::size_t s, std::size_t stride_h, std::size_t stride_w, std::size_t pad_h, std::size_t pad_w,
+                       std::size_t dilation = 1) {
+  kf::conv2d_params p{n, c, h, w, k, r, s};
+  p.stride_h = stride_h;
+  p.stride_w = stride_w;
+  p.pad_h = pad_h;
+  p.pad_w = pad_w;
+  p.dilation_h = p.dilation_w = dilation;
+  p.layout = kf::conv2d_layout::nhwc;
+  return p;
+}
+
+nhwc_case with_relu(nhwc_case c, float threshold) {
+  c.relu = true;
+  c.threshold = threshold;
+  return c;
+}
+
+nhwc_case misaligned(nhwc_case c, std::size_t x_offset, std::size_t w_offset, std::size_t y_offset) {
+  c.x_offset = x_offset;
+  c.w_offset = w_offset;
+  c.y_offset = y_offset;
+  return c;
+}
+
+const std::vector<nhwc_case>& nhwc_cases() {
+  static const std::vector<nhwc_case> cases = {
+      // Odd and prime extents, C off 16 bytes for every type, K off every tile.
+      {"c3_13x29_k63_3x3_p1_n3", nhwc(3, 3, 13, 29, 63, 3, 3, 1, 1, 1, 1), true},
+      {"c5_29x13_k65_5x5_p2_n1", nhwc(1, 5, 29, 13, 65, 5, 5, 1, 1, 2, 2), false},
+      // 48 bytes per float pixel (the wgmma kernel's), 24 per 16-bit one (naive's).
+      with_relu({"c12_13x13_k130_3x3_p1_relu", nhwc(2, 12, 13, 13, 130, 3, 3, 1, 1, 1, 1), true}, 0.5f),
+      {"c24_11x13_k257_1x1_n3", nhwc(3, 24, 11, 13, 257, 1, 1, 1, 1, 0, 0), true},
+      // K = 1: y is a single column of N*P*Q rows.
+      {"c8_17x19_k1_3x3_p1", nhwc(2, 8, 17, 19, 1, 3, 3, 1, 1, 1, 1), true},
+      {"c16_23x21_k3_3x3_d2_p2", nhwc(2, 16, 23, 21, 3, 3, 3, 1, 1, 2, 2, 2), false},
+      {"c32_13x11_k40_3x5_p1x2", nhwc(2, 32, 13, 11, 40, 3, 5, 1, 1, 1, 2), true},
+      {"c72_9x9_k130_3x3_p1_n1", nhwc(1, 72, 9, 9, 130, 3, 3, 1, 1, 1, 1), true},
+      with_relu({"c136_9x11_k65_3x3_p1_n1_relu", nhwc(1, 136, 9, 11, 65, 3, 3, 1, 1, 1, 1), true}, -0.5f),
+      {"c24_7x9_k64_7x7_p3_n1", nhwc(1, 24, 7, 9, 64, 7, 7, 1, 1, 3, 3), false},
+      {"c128_8x8_k257_1x1_n1", nhwc(1, 128, 8, 8, 257, 1, 1, 1, 1, 0, 0), true},
+      {"c64_1x1_k7_3x3_p1_one_pixel", nhwc(2, 64, 1, 1, 7, 3, 3, 1, 1, 1, 1), true},
+      // Strides: naive under best, errc::unsupported by name.
+      {"stem_c3_29x29_k64_7x7_s2_p3_n3", nhwc(3, 3, 29, 29, 64, 7, 7, 2, 2, 3, 3), true},
+      {"c16_17x15_k33_3x3_s2_p1", nhwc(3, 16, 17, 15, 33, 3, 3, 2, 2, 1, 1), true},
+      {"c8_13x11_k20_3x5_s1x2_p1x2", nhwc(2, 8, 13, 11, 20, 3, 5, 1, 2, 1, 2), false},
+      // ResNet-50 layers at N = 2.
+      with_relu({"resnet_c64_28x28_k64_3x3_p1_n2_relu", nhwc(2, 64, 28, 28, 64, 3, 3, 1, 1, 1, 1), true}, 0.0f),
+      {"resnet_c256_14x14_k64_1x1_n2", nhwc(2, 256, 14, 14, 64, 1, 1, 1, 1, 0, 0), true},
+      // Pixel boxes that span images and overhang the batch (BoxesSpanImages).
+      with_relu({"boxes_c64_7x7_k130_3x3_p1_n3_relu", nhwc(3, 64, 7, 7, 130, 3, 3, 1, 1, 1, 1), false}, 0.0f),
+      {"boxes_c16_5x6_k70_3x3_p1_n9", nhwc(9, 16, 5, 6, 70, 3, 3, 1, 1, 1, 1), true},
+      // One element off alignment: x, weight (best falls back to naive; wgmma by
+      // name refuses), y (every variant stores it).
+      misaligned({"misaligned_x_c32_13x13_k65_n1", nhwc(1, 32, 13, 13, 65, 3, 3, 1, 1, 1, 1), true}, 1, 0, 0),
+      misaligned({"misaligned_w_c32_13x13_k65_n1", nhwc(1, 32, 13, 13, 65, 3, 3, 1, 1, 1, 1), true}, 0, 1, 0),
+      misaligned({"misaligned_y_c64_15x15_k63_n1", nhwc(1, 64, 15, 15, 63, 3, 3, 1, 1, 1, 1), true}, 0, 0, 1),
+      misaligned(with_relu({"misaligned_y_c16_9x7_k130_relu", nhwc(1, 16, 9, 7, 130, 3, 3, 1, 1, 1, 1), false}, 0.5f),
+                 0, 0, 1),
+  };
+  return cases;
+}
+
+enum class dtype { f32, f16, bf16 };
+
+const char* dtype_name(dtype t) {
+  switch (t) {
+    case dtype::f32: return "f32";
+    case dtype::f16: return "f16";
+    case dtype::bf16: return "bf16";
+  }
+  return "unknown";
+}
+
+struct nhwc_variant {
+  const char* name;
+  kf::conv2d_variant variant;
+  kf::math_mode math;
+};
+
+const nhwc_variant float_variants[] = {
+    {"naive", kf::conv2d_variant::naive, kf::math_mode::exact},
+    {"best_exact", kf::conv2d_variant::best, kf::math_mode::exact},
+    {"best_tf32", kf::conv2d_variant::best, kf::math_mode::tf32},
+    {"implicit_gemm_wgmma", kf::conv2d_variant::implicit_gemm_wgmma, kf::math_mode::tf32},
+};
+// 16-bit inputs are what the tensor cores multiply: the math mode does not matter.
+const nhwc_variant half_variants[] = {
+    {"naive", kf::conv2d_variant::naive, kf::math_mode::exact},
+    {"best", kf::conv2d_variant::best, kf::math_mode::exact},
+    {"implicit_gemm_wgmma", kf::conv2d_variant::implicit_gemm_wgmma, kf::math_mode::exact},
+};
+
+template <class T>
+constexpr dtype dtype_of() {
+  if constexpr (std::is_same_v<T, __half>) {
+    return dtype::f16;
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return dtype::bf16;
+  } else {
+    return dtype::f32;
+  }
+}
+
+/// Whether the wgmma kernel is in this library and this device runs it.
+bool wgmma_available() { return kf::detail::conv2d_wgmma_available(kf::get_device_info().device); }
+
+/// The inputs of one case in T, on the host and the device (each at its case's
+/// offset), and the reference: built once per type and case.
+template <class T>
+struct problem {
+  std::size_t y_n = 0, crs = 0;
+  std::vector<double> expected, scale;  // conv + bias (before any ReLU), and its error scale
+  kf::device_buffer<T> x, w, bias;
+  const nhwc_case* c = nullptr;
+  [[nodiscard]] const T* x_at() const { return x.data() + c->x_offset; }
+  [[nodiscard]] const T* w_at() const { return w.data() + c->w_offset; }
+  [[nodiscard]] const T* bias_at() const { return c->bias ? bias.data() : nullptr; }
+};
+
+template <class T>
+const problem<T>& problem_for(const nhwc_case& c) {
+  static std::map<std::string, problem<T>> cache;
+  problem<T>& pr = cache[c.name];
+  if (pr.c != nullptr) return pr;
+  const kf::conv2d_params& p = c.p;
+  const std::size_t P = kf::conv2d_output_height(p), Q = kf::conv2d_output_width(p);
+  pr.crs = p.in_channels * p.filter_height * p.filter_width;
+  pr.y_n = p.batch * P * Q * p.out_channels;
+  const std::uint64_t seed = 2700 + 10 * static_cast<std::uint64_t>(dtype_of<T>());
+  const auto x = kf::test::random_vector<T>(p.batch * p.in_height * p.in_width * p.in_channels, seed + 1);
+  const auto w = kf::test::random_vector<T>(p.out_channels * pr.crs, seed + 2);
+  const auto bias = kf::test::random_vector<T>(p.out_channels, seed + 3);
+  pr.expected.resize(pr.y_n);
+  pr.scale.resize(pr.y_n);
+  kf::reference::conv2d_forward_exact(p, x.data(), w.data(), c.bias ? bias.data() : nullptr, pr.expected.data(),
+                                      pr.scale.data());
+  pr.x = to_device_at(x, c.x_offset);
+  pr.w = to_device_at(w, c.w_offset);
+  pr.bias = kf::to_device(bias);
+  pr.c = &c;
+  return pr;
+}
+
+/// |y - ref| <= rel_ref |ref| + rel_scale S + abs (top of file).
+struct bound {
+  double rel_ref = 0, rel_scale = 0, abs = 0;
+};
+
+/// Whether tensor cores may compute the call (then the TF32 and alignment
+/// terms apply): the wgmma kernel by name where it runs, or best where the
+/// layer, the pointers, the math mode and the device allow it.
+template <class T>
+bool tensor_cores_may_run(const nhwc_variant& v, const problem<T>& pr) {
+  if (v.variant == kf::conv2d_variant::implicit_gemm_wgmma) return true;
+  if (v.variant != kf::conv2d_variant::best) return false;
+  if (std::is_same_v<T, float> && v.math != kf::math_mode::tf32) return false;
+  const kf::conv2d_params& p = pr.c->p;
+  return kf::detail::conv2d_nhwc_wgmma_unsupported_reason(p.stride_h, p.stride_w, p.in_channels, sizeof(T), pr.x_at(),
+                                                          pr.w_at()) == nullptr &&
+         wgmma_available();
+}
+
+template <class T>
+bound bound_for(const nhwc_variant& v, const problem<T>& pr) {
+  const double sums = 2 * static_cast<double>(pr.crs + 1) * fp32_u;
+  const bool tensor_cores = tensor_cores_may_run(v, pr);
+  if constexpr (std::is_same_v<T, float>) {
+    return {0, sums + (tensor_cores ? tf32_product + tensor_core_alignment : 0.0), 0};
+  } else {
+    const double u_t = kf::test::unit_roundoff<T>();
+    const double a_t = std::is_same_v<T, __half> ? 0x1p-25 : 0.0;
+    return {u_t, (1 + u_t) * (sums + (tensor_cores ? tensor_core_alignment : 0.0)), a_t};
+  }
+}
+
+/// Every output of `got` (y starting at `offset`) against the reference, with
+/// the case's ReLU (top of file).
+template <class T>
+::testing::AssertionResult check(const std::vector<T>& got, std::size_t offset, const problem<T>& pr, bound b) {
+  const nhwc_case& c = *pr.c;
+  std::size_t bad = 0, near_threshold = 0;
+  std::ostringstream report;
+  for (std::size_t i = 0; i < pr.y_n; ++i) {
+    const double g = kf::reference::to_double(got[offset + i]);
+    const double pre = pr.expected[i];
+    const double tol = b.rel_ref * std::fabs(pre) + b.rel_scale * pr.scale[i] + b.abs;
+    bool ok;
+    if (std::isnan(g)) {
+      ok = false;  // the reference is never NaN: a NaN is an unwritten or broken output
+    } else if (!c.relu) {
+      ok = std::fabs(g - pre) <= tol;
+    } else if (std::fabs(pre - c.threshold) <= tol) {
+      ok = g == 0 || std::fabs(g - pre) <= tol;  // either side of the jump
+      ++near_threshold;
+    } else if (pre <= c.threshold) {
+      ok = g == 0;  // the ReLU stores an exact 0
+    } else {
+      ok = std::fabs(g - pre) <= tol;
+    }
+    if (!ok && bad++ < 8) {
+      report << "\n  [" << i << "] got " << g << ", expected " << (c.relu && pre <= c.threshold ? 0.0 : pre)
+             << " (tolerance " << tol << ")";
+    }
+  }
+  if (bad == 0 && near_threshold * 2 <= pr.y_n) return ::testing::AssertionSuccess();
+  if (bad == 0) {
+    return ::testing::AssertionFailure() << near_threshold << " of " << pr.y_n
+                                         << " outputs lie within the tolerance of the threshold: the test is too loose";
+  }
+  return ::testing::AssertionFailure() << bad << " of " << pr.y_n << " outputs differ (|ref| x " << b.rel_ref
+                                       << " + scale x " << b.rel_scale << " + " << b.abs << "):" << report.str();
+}
+
+/// Elements of `y` that are not NaN (written by someone).
+template <class T>
+std::size_t written(const kf::device_buffer<T>& y) {
+  std::size_t n = 0;
+  for (const T& v : kf::to_host(y)) n += std::isnan(kf::reference::to_double(v)) ? 0 : 1;
+  return n;
+}
+
+template <class T>
+void run_case(const nhwc_variant& v, const nhwc_case& c) {
+  const problem<T>& pr = problem_for<T>(c);
+  const kf::conv2d_params& p = c.p;
+  kf::device_buffer<T> d_y(c.y_offset + pr.y_n + 1);  // one element past y: must stay NaN
+  kf::test::poison(d_y.data(), d_y.size_bytes());
+  kf::conv2d_options options;
+  options.variant = v.variant;
+  options.math = v.math;
+  options.relu = c.relu;
+  options.relu_threshold = c.threshold;
+  const auto call = [&] {
+    kf::conv2d_forward<T>(p, pr.x_at(), pr.w_at(), pr.bias_at(), d_y.data() + c.y_offset, options);
+  };
+  if (v.variant == kf::conv2d_variant::implicit_gemm_wgmma) {
+    const char* reason = kf::detail::conv2d_nhwc_wgmma_unsupported_reason(p.stride_h, p.stride_w, p.in_channels,
+                                                                          sizeof(T), pr.x_at(), pr.w_at());
+    if (reason != nullptr) {  // the layer or the pointers: refused on every device
+      kf::test::expect_error(kf::errc::unsupported, reason, call);
+      EXPECT_EQ(written(d_y), 0u) << "y was written";
+      return;
+    }
+    if (!wgmma_available()) {
+      kf::test::expect_error(kf::errc::unsupported, "implicit_gemm_wgmma", call);
+      EXPECT_EQ(written(d_y), 0u) << "y was written";
+      const kf::device_info dev = kf::get_device_info();
+      GTEST_SKIP() << "implicit_gemm_wgmma needs compute capability 9.0 and a library built with 90 in "
+                      "CMAKE_CUDA_ARCHITECTURES (this device: sm_"
+                   << dev.cc_major << dev.cc_minor << "); checked that it refuses with errc::unsupported";
+    }
+  }
+  call();
+  const auto got = kf::to_host(d_y);
+  if (c.y_offset) {
+    ASSERT_TRUE(std::isnan(kf::reference::to_double(got[0]))) << "the element before y was written";
+  }
+  ASSERT_TRUE(std::isnan(kf::reference::to_double(got[c.y_offset + pr.y_n]))) << "the element after y was written";
+  EXPECT_TRUE(check(got, c.y_offset, pr, bound_for<T>(v, pr)));
+}
+
+struct nhwc_param {
+  dtype type;
+  nhwc_variant variant;
+  std::size_t case_index;
+};
+
+void PrintTo(const nhwc_param& p, std::ostream* os) {
+  *os << dtype_name(p.type) << "/" << p.variant.name << "/" << nhwc_cases()[p.case_index].name;
+}
+
+/// Every type x its variants x every case: each case is a geometry or pointer
+/// condition the variants' dispatch or indexing branches on.
+std::vector<nhwc_param> nhwc_params() {
+  std::vector<nhwc_param> params;
+  for (dtype t : {dtype::f32, dtype::f16, dtype::bf16}) {
+    const nhwc_variant* begin = t == dtype::f32 ? std::begin(float_variants) : std::begin(half_variants);
+    const nhwc_variant* end = t == dtype::f32 ? std::end(float_variants) : std::end(half_variants);
+    for (const nhwc_variant* v = begin; v != end; ++v) {
+      for (std::size_t i = 0; i < nhwc_cases().size(); ++i) params.push_back({t, *v, i});
+    }
+  }
+  return params;
+}
+
+class Conv2dNhwc : public ::testing::TestWithParam<nhwc_param> {};
+
+TEST_P(Conv2dNhwc, MatchesReference) {
+  KF_SKIP_WITHOUT_GPU();
+  const nhwc_param& param = GetParam();
+  const nhwc_case& c = nhwc_cases()[param.case_index];
+  switch (param.type) {
+    case dtype::f32: return run_case<float>(param.variant, c);
+    case dtype::f16: return run_case<__half>(param.variant, c);
+    case dtype::bf16: return run_case<__nv_bfloat16>(param.variant, c);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Conv, Conv2dNhwc, ::testing::ValuesIn(nhwc_params()),
+                         [](const ::testing::TestParamInfo<nhwc_param>& info) {
+                           return std::string(dtype_name(info.param.type)) + "_" + info.param.variant.name + "_" +
+                                  nhwc_cases()[info.param.case_index].name;
+                         });
+
+// N = 0 and K = 0 are no-ops on every variant and type (before any device
+// check: implicit_gemm_wgmma by name too): nothing thrown, nothing written.
+template <class T>
+void expect_empty_calls_are_no_ops(const nhwc_variant* begin, const nhwc_variant* end) {
+  const kf::conv2d_params full = nhwc(2, 16, 9, 9, 8, 3, 3, 1, 1, 1, 1);
+  kf::device_buffer<T> x(2 * 9 * 9 * 16), w(8 * 9 * 16), y(2 * 9 * 9 * 8);
+  kf::test::poison(y.data(), y.size_bytes());
+  for (const nhwc_variant* v = begin; v != end; ++v) {
+    for (bool empty_batch : {true, false}) {
+      SCOPED_TRACE(std::string(dtype_name(dtype_of<T>())) + " " + v->name + (empty_batch ? ", N = 0" : ", K = 0"));
+      kf::conv2d_params p = full;
+      (empty_batch ? p.batch : p.out_channels) = 0;
+      kf::conv2d_options options;
+      options.variant = v->variant;
+      options.math = v->math;
+      EXPECT_NO_THROW(kf::conv2d_forward<T>(p, x.data(), w.data(), nullptr, y.data(), options));
+    }
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(written(y), 0u) << "an empty call wrote y";
+}
+
+TEST(Conv2dNhwcEmpty, BatchOrOutputChannelsZeroIsANoOp) {
+  KF_SKIP_WITHOUT_GPU();
+  expect_empty_calls_are_no_ops<float>(std::begin(float_variants), std::end(float_variants));
+  expect_empty_calls_are_no_ops<__half>(std::begin(half_variants), std::end(half_variants));
+  expect_empty_calls_are_no_ops<__nv_bfloat16>(std::begin(half_variants), std::end(half_variants));
+}
+
+// ---- the cases cover what they claim (no GPU needed) ----------------------------------
+
+/// The boxes_* cases: the wgmma kernel's pixel box (wgmma_plan.hpp's
+/// choose_conv2d_wgmma_tile) spans more than one image, and the last box
+/// overhangs the batch (rows past N*P*Q that the kernel must neither read as
+/// real pixels nor store).
+TEST(Conv2dNhwcCases, BoxesSpanImages) {
+  int boxes = 0;
+  for (const nhwc_case& c : nhwc_cases()) {
+    if (std::string(c.name).rfind("boxes_", 0) != 0) continue;
+    const std::size_t P = kf::conv2d_output_height(c.p), Q = kf::conv2d_output_width(c.p);
+    const kf::detail::conv2d_wgmma_tile t = kf::detail::choose_conv2d_wgmma_tile(c.p.batch, P, Q, c.p.out_channels);
+    EXPECT_GT(t.nt, 1u) << c.name << ": the box holds one image";
+    EXPECT_GT(t.nt * t.tiles_n, c.p.batch) << c.name << ": the last box does not overhang the batch";
+    ++boxes;
+  }
+  EXPECT_EQ(boxes, 2);
+}
+
+/// Every case's fp32 bound stays below half of one term's typical size
+/// |w| |x| ~ S / (C*R*S), so a wrong tap, channel or filter fails (top of file).
+TEST(Conv2dNhwcCases, BoundsCanFail) {
+  for (const nhwc_case& c : nhwc_cases()) {
+    const double crs = static_cast<double>(c.p.in_channels * c.p.filter_height * c.p.filter_width);
+    EXPECT_LE(2 * (crs + 1) * fp32_u, 0.5 / crs) << c.name;
+  }
+}
+
+/// The misaligned_* cases are refused by implicit_gemm_wgmma for their
+/// alignment, and only for it, whatever the type (so best's fallback is what
+/// they test); the other layers the wgmma kernel computes are found too.
+TEST(Conv2dNhwcCases, MisalignedCasesMissOnlyAlignment) {
+  alignas(16) static const unsigned char base[64] = {};
+  int checked = 0;
+  for (const nhwc_case& c : nhwc_cases()) {
+    if (c.x_offset == 0 && c.w_offset == 0) continue;
+    for (std::size_t bytes : {sizeof(float), sizeof(__half)}) {
+      const char* reason = kf::detail::conv2d_nhwc_wgmma_unsupported_reason(
+          c.p.stride_h, c.p.stride_w, c.p.in_channels, bytes, base + c.x_offset * bytes, base + c.w_offset * bytes);
+      ASSERT_NE(reason, nullptr) << c.name;
+      EXPECT_NE(std::string(reason).find("16-byte aligned"), std::string::npos) << c.name << ": " << reason;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 4);
+}
+
+}  // namespace
