@@ -21,6 +21,12 @@
    operands: kf.matmul in float16 and bfloat16 against torch.mm (cuBLAS), and
    kf.scaled_matmul (e4m3 x e4m3 -> bf16, per-tensor and row-wise scales) against
    torch._scaled_mm (cuBLASLt), b as the .t() of a row-major (n, k) weight.
+4. Convolutions through Python in channels_last memory, timed the same way, each beside
+   torch.nn.functional.conv2d (cuDNN, torch.backends.cudnn.benchmark = True) on the same
+   randn tensors: five ResNet-shaped layers (CONV_LAYERS) in float16, bfloat16 and
+   float32 with TF32 allowed (kf.conv2d(tf32=True); cudnn.allow_tf32 on for torch),
+   and bias + ReLU fused into our store against torch's F.relu(F.conv2d(x, w, b))
+   eager and under torch.compile (inductor's best: cuDNN, then one fused pointwise pass).
 
 Run: python benchmarks/python/bench_python.py --out bench_python.json
 """
@@ -205,6 +211,66 @@ def matmul_rows(shapes=(4096, 8192)):
     return rows
 
 
+# (name, N, C, H, W, K, R, S, stride, padding): ResNet-50's 3x3 layers at three widths, its
+# 7x7 stride-2 RGB stem (C = 3) and a 1x1 reduction.
+CONV_LAYERS = [
+    ("N32_C64_56x56_K64_3x3_p1", 32, 64, 56, 56, 64, 3, 3, 1, 1),
+    ("N32_C128_28x28_K128_3x3_p1", 32, 128, 28, 28, 128, 3, 3, 1, 1),
+    ("N32_C256_14x14_K256_3x3_p1", 32, 256, 14, 14, 256, 3, 3, 1, 1),
+    ("N16_C3_224x224_K64_7x7_s2_p3", 16, 3, 224, 224, 64, 7, 7, 2, 3),
+    ("N32_C256_56x56_K64_1x1", 32, 256, 56, 56, 64, 1, 1, 1, 0),
+]
+CONV_DTYPES = [("fp16", torch.float16, False), ("bf16", torch.bfloat16, False), ("tf32", torch.float32, True)]
+
+
+def conv_rows(layers=CONV_LAYERS, fused_layers=1):
+    """TFLOP/s of kf.conv2d on channels_last tensors and of F.conv2d (cuDNN, autotuned) on
+    the same ones; the first `fused_layers` layers also with bias + ReLU. Each row also
+    gives max |ours - torch's| / max |torch's|. An error is recorded in its row, not raised."""
+    rows = []
+    saved = torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.benchmark = True
+    try:
+        for index, (name, n, c, h, w, k, r, s, stride, pad) in enumerate(layers):
+            p, q = (h + 2 * pad - r) // stride + 1, (w + 2 * pad - s) // stride + 1
+            flops = 2.0 * n * k * p * q * c * r * s
+            for label, dtype, tf32 in CONV_DTYPES:
+                torch.backends.cudnn.allow_tf32 = tf32
+                x = torch.randn(n, c, h, w, device="cuda").to(dtype).to(memory_format=torch.channels_last)
+                wt = torch.randn(k, c, r, s, device="cuda").to(dtype).to(memory_format=torch.channels_last)
+                b = torch.randn(k, device="cuda").to(dtype)
+                out = torch.empty(n, k, p, q, device="cuda", dtype=dtype, memory_format=torch.channels_last)
+                cases = [("conv2d", lambda: kf.conv2d(x, wt, stride=stride, padding=pad, tf32=tf32, out=out),
+                          lambda: F.conv2d(x, wt, stride=stride, padding=pad), None)]
+                if index < fused_layers:
+                    def fused(t, u, v):
+                        return F.relu(F.conv2d(t, u, v, stride=stride, padding=pad))
+                    cases.append(("conv2d_bias_relu",
+                                  lambda: kf.conv2d(x, wt, b, stride=stride, padding=pad, tf32=tf32, relu=True,
+                                                    out=out),
+                                  lambda: fused(x, wt, b), torch.compile(fused, fullgraph=True)))
+                for op, ours, theirs, compiled in cases:
+                    row = {"name": f"{op}/{label}/channels_last/{name}", "flops": flops,
+                           "baseline": "F.conv2d (cuDNN, benchmark=True)" if op == "conv2d"
+                           else "F.relu(F.conv2d(x, w, b)) (cuDNN, benchmark=True)"}
+                    try:
+                        ours_ms, theirs_ms = gpu_ms(ours), gpu_ms(theirs)
+                        row.update({"kf_ms": ours_ms, "torch_ms": theirs_ms, "kf_TFLOP/s": flops / ours_ms / 1e9,
+                                    "torch_TFLOP/s": flops / theirs_ms / 1e9, "kf_over_torch": theirs_ms / ours_ms})
+                        got, want = ours().float(), theirs().float()  # a broken kernel shows here, not as speed
+                        row["max_diff_over_max_abs"] = float((got - want).abs().max() / want.abs().max())
+                        if compiled is not None:
+                            compiled_ms = gpu_ms(lambda: compiled(x, wt, b))
+                            row.update({"torch_compile_TFLOP/s": flops / compiled_ms / 1e9,
+                                        "kf_over_torch_compile": compiled_ms / ours_ms})
+                    except Exception as e:  # noqa: BLE001 -- a failing row must not lose the other rows
+                        row["error"] = f"{type(e).__name__}: {e}"
+                    rows.append(row)
+    finally:
+        torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32 = saved
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", help="write the results as JSON here")
@@ -218,6 +284,7 @@ def main():
     over = overhead()
     bw = bandwidth(args.cpp_json)
     mm = matmul_rows()
+    conv = conv_rows()
     threshold_us = {r["name"]: r["us_per_call"] for r in over if "us_per_call" in r}
     ratio = threshold_us["kf.relu_threshold"] / threshold_us["torch F.threshold"]
     torch_fn_ratio = threshold_us["kernelforge.torch.relu_threshold"] / threshold_us["torch F.threshold"]
@@ -265,6 +332,15 @@ def main():
     for r in mm:
         print(f"  {r['name']:<40} kf {r['kf_TFLOP/s']:7.1f}  {r['baseline']} {r['torch_TFLOP/s']:7.1f}"
               f"  -> {r['kf_over_torch']:.3f}")
+    print("\nconvolutions, channels_last (TFLOP/s, same data, kf / torch):")
+    for r in conv:
+        if "error" in r:
+            print(f"  {r['name']:<58} error: {r['error']}")
+            continue
+        compiled = (f"  torch.compile {r['torch_compile_TFLOP/s']:7.1f} -> {r['kf_over_torch_compile']:.3f}"
+                    if "torch_compile_TFLOP/s" in r else "")
+        print(f"  {r['name']:<58} kf {r['kf_TFLOP/s']:7.1f}  torch {r['torch_TFLOP/s']:7.1f}"
+              f"  -> {r['kf_over_torch']:.3f}{compiled}")
     print("\ngoals:", json.dumps(goals, indent=2))
 
     if args.out:
@@ -272,7 +348,7 @@ def main():
             "context": {"date": datetime.datetime.now().isoformat(timespec="seconds"), "device": info,
                         "kernelforge": kf.__version__, "torch": torch.__version__,
                         "python": sys.version.split()[0], "cpp_reference": os.path.relpath(args.cpp_json)},
-            "overhead": over, "bandwidth": bw, "matmul": mm, "goals": goals,
+            "overhead": over, "bandwidth": bw, "matmul": mm, "conv2d": conv, "goals": goals,
         }
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
         with open(args.out, "w") as f:

@@ -4,7 +4,7 @@
 profile_torch_op.py times the real op on a GPU; this script times what is around the
 kernel call with no GPU at all: CPU tensors, and a stub in place of _C (every _C
 function a no-op), so what it measures is the layers of Python and PyTorch a call goes
-through, not the launch. The op body is the raw path's Python (x.contiguous(),
+through, not the launch. The op body is the raw path's Python (the x.is_contiguous() test,
 torch.empty_like, the dtype-code look-up, data_ptr/numel/get_device, one _C call).
 
 Rows (per-call microseconds, the fastest of several repeats; n = 2^10 float32):
@@ -129,7 +129,8 @@ def per_call_us(rows, calls, rounds=15):
 
 def body(x, threshold=0.0):
     """kernelforge.torch._relu_threshold_kernel's raw path, on any device (the stub ignores it)."""
-    x = x.contiguous()
+    if not x.is_contiguous():
+        x = x if x.is_contiguous(memory_format=torch.channels_last) else x.contiguous()
     out = torch.empty_like(x)
     code = kft._dtype_codes.get(x.dtype)
     device = x.get_device()

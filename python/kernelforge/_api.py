@@ -174,20 +174,64 @@ def conv_padding(padding, stride, dilation, kernel_size):
     return _pair("padding", padding)
 
 
-def conv2d_output_shape(x_shape, weight_shape, stride=1, padding=0, dilation=1):
-    """(N, K, P, Q) of conv2d; InvalidArgumentError for impossible geometry (no GPU needed)."""
+_CONV_LAYOUTS = ("nchw", "nhwc")
+
+
+def _require_layout(layout, allowed):
+    if layout not in allowed:
+        from ._errors import InvalidArgumentError
+        raise InvalidArgumentError(f"kernelforge.conv2d: layout {layout!r} is not one of: {', '.join(allowed)}")
+
+
+def conv2d_output_shape(x_shape, weight_shape, stride=1, padding=0, dilation=1, *, layout="nchw"):
+    """The output shape of conv2d; InvalidArgumentError for impossible geometry (no GPU needed).
+
+    layout names the order of the shapes: "nchw" (default; also torch tensors in any memory
+    format): x (N, C, H, W), weight (K, C, R, S) -> (N, K, P, Q); "nhwc": x (N, H, W, C),
+    weight (K, R, S, C) -> (N, P, Q, K), the shapes of channels_last arrays of frameworks
+    without memory formats (CuPy).
+    """
+    _require_layout(layout, _CONV_LAYOUTS)
     stride, dilation = _pair("stride", stride), _pair("dilation", dilation)
-    n, c, h, w = x_shape
-    k, _, r, s = weight_shape
+    if layout == "nhwc":
+        n, h, w, c = x_shape
+        k, r, s, _ = weight_shape
+    else:
+        n, c, h, w = x_shape
+        k, _, r, s = weight_shape
     pad = conv_padding(padding, stride, dilation, (r, s))
     p, q = _C.conv2d_output_shape(n, c, h, w, k, r, s, *stride, *pad, *dilation)
-    return n, k, p, q
+    return (n, p, q, k) if layout == "nhwc" else (n, k, p, q)
 
 
-def conv2d(x, weight, bias=None, *, stride=1, padding=0, dilation=1, tf32=False, out=None, variant="best",
-           stream=None):
-    """out = conv2d(x (N, C, H, W), weight (K, C, R, S)) + bias (K,); float32, cross-correlation
-    like torch.nn.functional.conv2d (groups=1). tf32=True allows TF32 tensor cores."""
+def conv2d(x, weight, bias=None, *, stride=1, padding=0, dilation=1, tf32=False, relu=False, relu_threshold=0.0,
+           layout="auto", out=None, variant="best", stream=None):
+    """out = act(conv2d(x, weight) + bias): cross-correlation like torch.nn.functional.conv2d
+    (groups=1), float32 in NCHW or channels_last (NHWC) memory, float16 and bfloat16 in
+    channels_last memory, with fp32 sums (the 16-bit types round once, at the end).
+
+    torch tensors take torch's shapes whatever their memory format: x (N, C, H, W), weight
+    (K, C, R, S), out (N, K, P, Q). layout="auto" (default) picks from x: "nhwc" for float16
+    and bfloat16, and for float32 when torch reads x's strides as channels_last (as
+    Tensor.suggest_memory_format() does; so does F.conv2d to pick its output's format: a
+    dense channels_last x with C > 1 and H * W > 1 always is; where C == 1 or H == W == 1,
+    .to(memory_format=torch.channels_last) makes one); else "nchw". Or name it: "nchw" or
+    "nhwc". In "nhwc" x must be dense in channels_last memory
+    (x.contiguous(memory_format=torch.channels_last)) and is read in place, never copied;
+    a weight in the other memory format is copied into the layout's on each call (a filter
+    is small: convert it once, e.g. module.to(memory_format=torch.channels_last)); the
+    output is allocated channels_last (out= must be channels_last too). In "nchw" x,
+    weight and out are contiguous, as before.
+
+    Arrays of other frameworks (CuPy) have no memory format: their shapes are their memory
+    order. layout="auto" is "nchw": x (N, C, H, W), weight (K, C, R, S), out (N, K, P, Q);
+    layout="nhwc": x (N, H, W, C), weight (K, R, S, C), out (N, P, Q, K). All row-major.
+
+    bias (K,): x's dtype. relu=True: then v <= relu_threshold ? 0 : v, fused into the store.
+    tf32=True allows TF32 tensor cores for float32 (inputs rounded to TF32; the 16-bit
+    types multiply on tensor cores whatever tf32 is). variant: a step of the progression
+    (kf::conv2d_variant names; channels_last runs best, naive and implicit_gemm_wgmma).
+    """
     require_array("x", x)
     require_array("weight", weight)
     if bias is not None:
@@ -195,12 +239,22 @@ def conv2d(x, weight, bias=None, *, stride=1, padding=0, dilation=1, tf32=False,
     fw = framework(x)
     if len(x.shape) != 4 or len(weight.shape) != 4:
         from ._errors import InvalidArgumentError
-        raise InvalidArgumentError(f"kernelforge.conv2d: x and weight must be 4-D (NCHW, KCRS); got shapes "
+        raise InvalidArgumentError(f"kernelforge.conv2d: x and weight must be 4-D; got shapes "
                                    f"{tuple(x.shape)} and {tuple(weight.shape)}")
+    _require_layout(layout, ("auto",) + _CONV_LAYOUTS)
     stride, dilation = _pair("stride", stride), _pair("dilation", dilation)
-    pad = conv_padding(padding, stride, dilation, tuple(weight.shape[2:]))
+    handle = stream_handle(stream, x, fw)
+    if fw == "torch":
+        from . import _torch_conv
+        return _torch_conv.run(x, weight, bias, stride, padding, dilation, layout, tf32, relu, relu_threshold, out,
+                               variant, handle, stream is not None)
+    if layout == "auto":
+        layout = "nchw"
+    kernel_size = tuple(weight.shape[1:3]) if layout == "nhwc" else tuple(weight.shape[2:])
+    pad = conv_padding(padding, stride, dilation, kernel_size)
     if out is None:
-        out = empty(x, fw, conv2d_output_shape(tuple(x.shape), tuple(weight.shape), stride, pad, dilation))
+        out = empty(x, fw, conv2d_output_shape(tuple(x.shape), tuple(weight.shape), stride, pad, dilation,
+                                               layout=layout))
     _C.conv2d(plain(x, fw), plain(weight, fw), None if bias is None else plain(bias, fw), plain(out, fw),
-              *stride, *pad, *dilation, bool(tf32), variant, stream_handle(stream, x, fw))
+              *stride, *pad, *dilation, layout, bool(tf32), bool(relu), float(relu_threshold), variant, handle)
     return out

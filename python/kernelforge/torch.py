@@ -3,7 +3,8 @@
 
 Six operators are registered with torch.library under the namespace "kernelforge":
 torch.ops.kernelforge.relu_threshold, relu_threshold_backward, matmul (float32, float64,
-float16, bfloat16), scaled_matmul (FP8, see kernelforge.scaled_matmul), conv2d and
+float16, bfloat16), scaled_matmul (FP8, see kernelforge.scaled_matmul), conv2d (float32;
+float16 and bfloat16 in channels_last memory; channels_last in, channels_last out) and
 filter2d, each with a fake implementation whose shapes and strides match the real op
 (torch.compile traces it without a graph break) and, for relu_threshold, matmul and
 conv2d, an autograd formula (relu_threshold_backward; two kernelforge matmuls on
@@ -33,6 +34,7 @@ from torch import nn
 
 from . import _C
 from . import _scaled_matmul as _scaled
+from . import _torch_conv as _conv
 from ._api import conv_padding
 from ._torch_support import DTYPE_CODES as _dtype_codes
 from ._torch_support import current_stream as _stream
@@ -161,14 +163,28 @@ def _autograd_kernel(op, kernel, backward, setup_context):
 # shipped dtype, and for the backward, grad of x's dtype, shape and device. Anything
 # else goes to the DLPack entry, whose checks name the problem (a CPU tensor, int32, a
 # shape mismatch) as kernelforge.relu_threshold would.
+#
+# Elementwise, the kernels read dense memory in any order as a flat array: a channels_last
+# x is taken as it is, out comes in x's memory format (empty_like) and grad is brought to
+# it, so a channels_last network takes no layout copy here; other strides are copied to
+# contiguous first.
+
+_CHANNELS_LAST = torch.channels_last
+
+
+def _row_major(t):
+    """t, or for a dense channels_last t its (N, H, W, C) view: what the DLPack entries take."""
+    return t if t.is_contiguous() else t.permute(0, 2, 3, 1)
+
 
 def _relu_threshold_kernel(x, threshold=0.0):
-    x = x.contiguous()
-    out = torch.empty_like(x)  # x is contiguous, so out is (and empty_like is the cheap allocation)
+    if not x.is_contiguous():
+        x = x if x.is_contiguous(memory_format=_CHANNELS_LAST) else x.contiguous()
+    out = torch.empty_like(x)  # x is dense, so out has its strides (and empty_like is the cheap allocation)
     code = _dtype_codes.get(x.dtype)
     device = x.get_device()
     if code is None or device < 0:
-        _C.relu_threshold(_dl(x), _dl(out), threshold, "best", _stream(x))
+        _C.relu_threshold(_dl(_row_major(x)), _dl(_row_major(out)), threshold, "best", _stream(x))
     else:
         _C.relu_threshold_raw(x.data_ptr(), out.data_ptr(), x.numel(), code, device, threshold,
                               _device_stream(device))
@@ -176,12 +192,18 @@ def _relu_threshold_kernel(x, threshold=0.0):
 
 
 def _relu_threshold_backward_kernel(grad, x, threshold=0.0):
-    grad, x = grad.contiguous(), x.contiguous()
+    if x.is_contiguous():
+        grad = grad.contiguous()
+    elif x.is_contiguous(memory_format=_CHANNELS_LAST) and grad.dim() == 4:
+        grad = grad.contiguous(memory_format=_CHANNELS_LAST)
+    else:
+        grad, x = grad.contiguous(), x.contiguous()
     out = torch.empty_like(x)
     code = _dtype_codes.get(x.dtype)
     device = x.get_device()
     if code is None or device < 0 or grad.dtype != x.dtype or grad.shape != x.shape or grad.get_device() != device:
-        _C.relu_threshold_backward(_dl(grad), _dl(x), _dl(out), threshold, "best", _stream(x))
+        _C.relu_threshold_backward(_dl(_row_major(grad)), _dl(_row_major(x)), _dl(_row_major(out)), threshold, "best",
+                                   _stream(x))
     else:
         _C.relu_threshold_backward_raw(grad.data_ptr(), x.data_ptr(), out.data_ptr(), x.numel(), code, device,
                                        threshold, _device_stream(device))
@@ -192,9 +214,16 @@ def _same_shape_fake(x, *args, **kwargs):
     return x.new_empty(x.shape)
 
 
+def _relu_fake(x, threshold=0.0):
+    # The kernels' output: x's strides where x is dense (contiguous or channels_last), else contiguous.
+    if x.is_contiguous() or x.is_contiguous(memory_format=_CHANNELS_LAST):
+        return torch.empty_like(x)
+    return x.new_empty(x.shape)
+
+
 def _relu_bw_fake(grad, x, threshold=0.0):
     torch._check(grad.shape == x.shape, lambda: "relu_threshold_backward: grad and x shapes differ")
-    return x.new_empty(x.shape)
+    return _relu_fake(x)
 
 
 def _relu_setup(ctx, inputs, output):  # inputs: (x, threshold) or (grad, x, threshold)
@@ -214,7 +243,7 @@ def _relu_bw_backward(ctx, grad_grad):
 
 
 _relu_op = _register("relu_threshold", "(Tensor x, float threshold=0.0) -> Tensor", _relu_threshold_kernel,
-                     _same_shape_fake, _relu_backward, _relu_setup)
+                     _relu_fake, _relu_backward, _relu_setup)
 _relu_bw_op = _register("relu_threshold_backward", "(Tensor grad, Tensor x, float threshold=0.0) -> Tensor",
                         _relu_threshold_backward_kernel, _relu_bw_fake, _relu_bw_backward, _relu_setup)
 
@@ -334,56 +363,28 @@ def scaled_matmul(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale
 
 # ---- convolution ---------------------------------------------------------------------
 
-def _conv_kernel(x, weight, bias, stride, padding, dilation, tf32=False):
-    x, weight = x.contiguous(), weight.contiguous()
-    bias = None if bias is None else bias.contiguous()
-    n, _, h, w = x.shape
-    k, _, r, s = weight.shape
-    p, q = _C.conv2d_output_shape(n, x.shape[1], h, w, k, r, s, stride[0], stride[1], padding[0], padding[1],
-                                  dilation[0], dilation[1])
-    out = torch.empty((n, k, p, q), dtype=x.dtype, device=x.device)
-    _C.conv2d(_dl(x), _dl(weight), None if bias is None else _dl(bias), _dl(out), stride[0], stride[1], padding[0],
-              padding[1], dilation[0], dilation[1], tf32, "best", _stream(x))
-    return out
-
-
-def _conv_extent(size, kernel, stride, pad, dilation):
-    return (size + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1
-
-
-def _conv_fake(x, weight, bias, stride, padding, dilation, tf32=False):
-    torch._check(x.dim() == 4 and weight.dim() == 4, lambda: "kernelforge::conv2d takes NCHW x and KCRS weight")
-    p = _conv_extent(x.shape[2], weight.shape[2], stride[0], padding[0], dilation[0])
-    q = _conv_extent(x.shape[3], weight.shape[3], stride[1], padding[1], dilation[1])
-    return x.new_empty((x.shape[0], weight.shape[0], p, q))
-
-
-def _conv_setup(ctx, inputs, output):
-    x, weight, bias, stride, padding, dilation, _ = inputs
-    ctx.save_for_backward(x, weight)
-    ctx.bias_sizes = None if bias is None else list(bias.shape)
-    ctx.geometry = (list(stride), list(padding), list(dilation))
-
-
-def _conv_backward(ctx, grad):
-    x, weight = ctx.saved_tensors
-    stride, padding, dilation = ctx.geometry
-    mask = [ctx.needs_input_grad[0], ctx.needs_input_grad[1], ctx.bias_sizes is not None and ctx.needs_input_grad[2]]
-    grad_x, grad_w, grad_b = torch.ops.aten.convolution_backward(
-        grad, x, weight, ctx.bias_sizes, stride, padding, dilation, False, [0, 0], 1, mask)
-    return grad_x, grad_w, grad_b, None, None, None, None
-
+# The body, fake kernel and autograd formula are in _torch_conv.py, with the layout rule:
+# float16 and bfloat16 run channels_last, float32 runs channels_last where torch reads x's
+# strides so (else NCHW), and the output comes in that memory format.
 
 _conv_op = _register("conv2d", "(Tensor x, Tensor weight, Tensor? bias, int[] stride, int[] padding, "
-                     "int[] dilation, bool tf32=False) -> Tensor", _conv_kernel, _conv_fake, _conv_backward,
-                     _conv_setup)
+                     "int[] dilation, bool tf32=False) -> Tensor", _conv.conv_kernel, _conv.conv_fake,
+                     _conv.conv_backward, _conv.conv_setup)
 
 
 def conv2d(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], stride: List[int],
            padding: List[int], dilation: List[int], tf32: bool = False) -> torch.Tensor:
-    """NCHW x KCRS cross-correlation + bias (torch.nn.functional.conv2d, groups=1), float32."""
+    """x (N, C, H, W) cross-correlated with weight (K, C, R, S), + bias (K,)
+    (torch.nn.functional.conv2d, groups=1): float32, and float16 and bfloat16.
+
+    The layout (kernelforge.conv2d's layout="auto"): float16 and bfloat16 in channels_last
+    memory, float32 in channels_last where torch reads x's strides as channels_last (a
+    channels_last tensor), else NCHW; the output is channels_last or contiguous to match.
+    An x or weight not dense in that memory format is copied into it first (16-bit NCHW
+    inputs too: their output is channels_last). tf32=True allows TF32 tensor cores for
+    float32. Backward: PyTorch's convolution_backward (gradients in the inputs' dtypes)."""
     if _direct(x, weight, bias):
-        return _conv_kernel(x, weight, bias, list(stride), list(padding), list(dilation), bool(tf32))
+        return _conv.conv_kernel(x, weight, bias, list(stride), list(padding), list(dilation), bool(tf32))
     return _conv_op(x, weight, bias, stride, padding, dilation, tf32)
 
 
@@ -433,7 +434,12 @@ class Conv2d(nn.Conv2d):
 
     Same constructor, parameters and state_dict as torch.nn.Conv2d (groups=1 and
     padding_mode="zeros" only), plus tf32=False: allow TF32 tensor cores in the
-    forward. Inputs other than CUDA float32 fall back to torch's convolution.
+    forward (float32). kernelforge runs CUDA float32 inputs (channels_last ones in
+    channels_last, others in NCHW) and CUDA float16 and bfloat16 inputs in channels_last
+    memory, and returns the output in the input's memory format; other inputs (CPU,
+    float64, 16-bit NCHW) fall back to torch's convolution. For channels_last inputs
+    convert the module too (.to(memory_format=torch.channels_last)): a weight in the
+    other memory format is copied on each call.
     """
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
@@ -449,6 +455,6 @@ class Conv2d(nn.Conv2d):
                                              tuple(self.kernel_size)))
 
     def _conv_forward(self, input, weight, bias):
-        if not input.is_cuda or input.dtype != torch.float32:
+        if not _conv.module_runs(input):
             return super()._conv_forward(input, weight, bias)
         return conv2d(input, weight, bias, list(self.stride), self._kf_padding, list(self.dilation), self.tf32)

@@ -52,6 +52,8 @@ void require_same_dtype(const char* what, const char* name, const nb::dlpack::dt
 
 /// kf::error(invalid_argument), which Python sees as kernelforge.InvalidArgumentError.
 [[noreturn]] void invalid(const char* what, const std::string& message);
+/// kf::error(unsupported), which Python sees as kernelforge.UnsupportedError.
+[[noreturn]] void unsupported(const char* what, const std::string& message);
 
 /// The CUDA device of the arrays (they must all be on one CUDA device). An array in
 /// host memory on a machine with no GPU raises NoDeviceError (the C++ message);

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // Bindings of the convolution family (kernelforge/conv.hpp): filter2d on (H, W) or
-// (C, H, W) images (float32, float16) and conv2d_forward on NCHW input with a KCRS
-// filter (float32), plus conv2d_output_shape, which the Python wrapper uses to
-// allocate the output (pure host arithmetic: it works without a GPU).
+// (C, H, W) images (float32, float16); conv2d_forward in either layout, each array
+// given in its memory order, dense: layout "nchw" takes x (N, C, H, W), weight
+// (K, C, R, S), out (N, K, P, Q) (float32); layout "nhwc" takes x (N, H, W, C),
+// weight (K, R, S, C), out (N, P, Q, K) (float32, float16, bfloat16: the channels_last
+// memory of torch tensors, which the Python wrappers pass as .permute(0, 2, 3, 1)
+// views); plus conv2d_output_shape, which the Python wrappers use to allocate the
+// output (pure host arithmetic: it works without a GPU).
 #include <optional>
 
 #include <nanobind/stl/optional.h>
@@ -91,39 +95,97 @@ std::pair<std::size_t, std::size_t> conv2d_output_shape(std::size_t n, std::size
   return {kf::conv2d_output_height(p), kf::conv2d_output_width(p)};
 }
 
+/// The axes of a conv2d operand in its layout's memory order: NCHW / KCRS / NKPQ, or
+/// NHWC / KRSC / NPQK. `batch` is N or K; `channels` is C or K; `rows`, `cols` are
+/// (H, W), (R, S) or (P, Q).
+struct axes {
+  std::size_t batch, channels, rows, cols;
+  const char* x_order;  // "(N, C, H, W)"
+  const char* w_order;  // "(K, C, R, S)"
+  const char* y_order;  // "(N, K, P, Q)"
+};
+constexpr axes nchw_axes{0, 1, 2, 3, "(N, C, H, W)", "(K, C, R, S)", "(N, K, P, Q)"};
+constexpr axes nhwc_axes{0, 3, 1, 2, "(N, H, W, C)", "(K, R, S, C)", "(N, P, Q, K)"};
+
+/// InvalidArgumentError unless `a` is dense in the order its shape lists (in NHWC:
+/// channels_last memory, which torch tensors pass as x.permute(0, 2, 3, 1)).
+template <class A>
+void require_dense(const char* what, const char* name, const A& a, bool nhwc, const char* order) {
+  if (!nhwc) require_contiguous(what, name, a);
+  if (is_c_contiguous(a)) return;
+  invalid(what, std::string("'") + name + "' is not dense in " + order +
+                    " order; torch tensors: .contiguous(memory_format=torch.channels_last); CuPy: "
+                    "cupy.ascontiguousarray() of the " +
+                    order + " array");
+}
+
 void conv2d(const in_array& x, const in_array& weight, std::optional<in_array> bias, const out_array& out,
             std::size_t stride_h, std::size_t stride_w, std::size_t pad_h, std::size_t pad_w, std::size_t dilation_h,
-            std::size_t dilation_w, bool tf32, const std::string& variant, std::uintptr_t stream) {
+            std::size_t dilation_w, const std::string& layout, bool tf32, bool relu, double relu_threshold,
+            const std::string& variant, std::uintptr_t stream) {
   const char* what = "kernelforge.conv2d";
-  require_dtype(what, "x", x.dtype(), {dtype::f32});
+  const kf::conv2d_layout order =
+      enum_by_name(what, "layout", layout, {kf::conv2d_layout::nchw, kf::conv2d_layout::nhwc});
+  const bool nhwc = order == kf::conv2d_layout::nhwc;
+  const axes& l = nhwc ? nhwc_axes : nchw_axes;
+  const dtype t = require_dtype(what, "x", x.dtype(), {dtype::f32, dtype::f16, dtype::bf16});
   require_same_dtype(what, "weight", weight.dtype(), x.dtype(), "x");
   require_same_dtype(what, "out", out.dtype(), x.dtype(), "x");
   if (bias) require_same_dtype(what, "bias", bias->dtype(), x.dtype(), "x");
-  if (x.ndim() != 4) invalid(what, "'x' must be 4-D (N, C, H, W); got shape " + shape_string(x));
-  if (weight.ndim() != 4) invalid(what, "'weight' must be 4-D (K, C, R, S); got shape " + shape_string(weight));
-  if (weight.shape(1) != x.shape(1)) {
-    invalid(what, "'weight' " + shape_string(weight) + " has " + std::to_string(weight.shape(1)) +
-                      " input channels but 'x' " + shape_string(x) + " has " + std::to_string(x.shape(1)) +
+  if (t != dtype::f32 && !nhwc) {
+    unsupported(what, "'x' has dtype " + dtype_name(x.dtype()) +
+                          ", which convolves in the channels_last layout only (layout 'nhwc'): pass "
+                          "channels_last torch tensors (x.contiguous(memory_format=torch.channels_last)) or "
+                          "(N, H, W, C) arrays with layout='nhwc', or convert to float32");
+  }
+  if (x.ndim() != 4) invalid(what, std::string("'x' must be 4-D ") + l.x_order + "; got shape " + shape_string(x));
+  if (weight.ndim() != 4) {
+    invalid(what, std::string("'weight' must be 4-D ") + l.w_order + "; got shape " + shape_string(weight));
+  }
+  if (weight.shape(l.channels) != x.shape(l.channels)) {
+    invalid(what, "'weight' " + shape_string(weight) + " has " + std::to_string(weight.shape(l.channels)) +
+                      " input channels but 'x' " + shape_string(x) + " has " + std::to_string(x.shape(l.channels)) +
                       " (groups are not supported)");
   }
-  const geometry g{x.shape(0), x.shape(1), x.shape(2), x.shape(3), weight.shape(0), weight.shape(2), weight.shape(3),
-                   stride_h,   stride_w,   pad_h,      pad_w,      dilation_h,      dilation_w};
+  const geometry g{x.shape(l.batch),
+                   x.shape(l.channels),
+                   x.shape(l.rows),
+                   x.shape(l.cols),
+                   weight.shape(l.batch),
+                   weight.shape(l.rows),
+                   weight.shape(l.cols),
+                   stride_h,
+                   stride_w,
+                   pad_h,
+                   pad_w,
+                   dilation_h,
+                   dilation_w};
   if (bias && (bias->ndim() != 1 || bias->shape(0) != g.k)) {
     invalid(what, "'bias' must have shape (" + std::to_string(g.k) + ",); got " + shape_string(*bias));
   }
-  const kf::conv2d_params p = params_of(g);
+  kf::conv2d_params p = params_of(g);
+  p.layout = order;
   const std::size_t out_h = kf::conv2d_output_height(p), out_w = kf::conv2d_output_width(p);
-  if (out.ndim() != 4 || out.shape(0) != g.n || out.shape(1) != g.k || out.shape(2) != out_h || out.shape(3) != out_w) {
-    invalid(what, "'out' has shape " + shape_string(out) + "; this convolution gives (" + std::to_string(g.n) + ", " +
-                      std::to_string(g.k) + ", " + std::to_string(out_h) + ", " + std::to_string(out_w) + ")");
+  if (out.ndim() != 4 || out.shape(l.batch) != g.n || out.shape(l.channels) != g.k || out.shape(l.rows) != out_h ||
+      out.shape(l.cols) != out_w) {
+    std::size_t expected[4];
+    expected[l.batch] = g.n;
+    expected[l.channels] = g.k;
+    expected[l.rows] = out_h;
+    expected[l.cols] = out_w;
+    invalid(what, "'out' has shape " + shape_string(out) + "; this convolution gives " + l.y_order + " = (" +
+                      std::to_string(expected[0]) + ", " + std::to_string(expected[1]) + ", " +
+                      std::to_string(expected[2]) + ", " + std::to_string(expected[3]) + ")");
   }
-  require_contiguous(what, "x", x);
-  require_contiguous(what, "weight", weight);
+  require_dense(what, "x", x, nhwc, l.x_order);
+  require_dense(what, "weight", weight, nhwc, l.w_order);
   if (bias) require_contiguous(what, "bias", *bias);
-  require_contiguous(what, "out", out);
+  require_dense(what, "out", out, nhwc, l.y_order);
   kf::conv2d_options o;
   o.stream = to_stream(stream);
   o.math = tf32 ? kf::math_mode::tf32 : kf::math_mode::exact;
+  o.relu = relu;
+  o.relu_threshold = static_cast<float>(relu_threshold);
   o.variant = enum_by_name(what, "variant", variant,
                            {kf::conv2d_variant::best, kf::conv2d_variant::naive, kf::conv2d_variant::smem_tiled,
                             kf::conv2d_variant::implicit_gemm, kf::conv2d_variant::implicit_gemm_tf32,
@@ -132,11 +194,21 @@ void conv2d(const in_array& x, const in_array& weight, std::optional<in_array> b
   const int device =
       bias ? require_one_cuda_device(what, {ref("x", x), ref("weight", weight), ref("bias", *bias), ref("out", out)})
            : require_one_cuda_device(what, {ref("x", x), ref("weight", weight), ref("out", out)});
-  const float* bias_data = bias ? static_cast<const float*>(bias->data()) : nullptr;
+  const void* bias_data = bias ? bias->data() : nullptr;
   nb::gil_scoped_release nogil;
   device_guard guard(device);
-  kf::conv2d_forward<float>(p, static_cast<const float*>(x.data()), static_cast<const float*>(weight.data()), bias_data,
-                            static_cast<float*>(out.data()), o);
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    kf::conv2d_forward<T>(p, static_cast<const T*>(x.data()), static_cast<const T*>(weight.data()),
+                          static_cast<const T*>(bias_data), static_cast<T*>(out.data()), o);
+  };
+  if (t == dtype::f32) {
+    run(float{});
+  } else if (t == dtype::f16) {
+    run(__half{});
+  } else {
+    run(__nv_bfloat16{});
+  }
 }
 
 }  // namespace
@@ -147,7 +219,8 @@ void bind_conv(nb::module_& m) {
   m.def("conv2d_output_shape", &conv2d_output_shape, arg("n"), arg("c"), arg("h"), arg("w"), arg("k"), arg("r"),
         arg("s"), arg("stride_h"), arg("stride_w"), arg("pad_h"), arg("pad_w"), arg("dilation_h"), arg("dilation_w"));
   m.def("conv2d", &conv2d, arg("x"), arg("weight"), arg("bias").none(), arg("out"), arg("stride_h"), arg("stride_w"),
-        arg("pad_h"), arg("pad_w"), arg("dilation_h"), arg("dilation_w"), arg("tf32"), arg("variant"), arg("stream"));
+        arg("pad_h"), arg("pad_w"), arg("dilation_h"), arg("dilation_w"), arg("layout"), arg("tf32"), arg("relu"),
+        arg("relu_threshold"), arg("variant"), arg("stream"));
 }
 
 }  // namespace kfpy

@@ -144,6 +144,10 @@ void invalid(const char* what, const std::string& message) {
   throw kf::error(kf::errc::invalid_argument, std::string(what) + ": " + message);
 }
 
+void unsupported(const char* what, const std::string& message) {
+  throw kf::error(kf::errc::unsupported, std::string(what) + ": " + message);
+}
+
 namespace {
 // 0 without a GPU or driver; counted once (the devices a process sees do not change).
 int visible_devices() {

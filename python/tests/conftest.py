@@ -31,3 +31,13 @@ def cupy_cuda():
     if gpu_count() == 0:
         pytest.skip("no CUDA GPU")
     return cupy
+
+
+@pytest.fixture
+def exact_torch():
+    """torch's reference ops in full fp32 (no TF32) for the test, whatever the global default is."""
+    torch = pytest.importorskip("torch")
+    old = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    yield
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old

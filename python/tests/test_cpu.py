@@ -50,7 +50,7 @@ def test_wrong_dtype_is_type_error():
         kf.matmul(np.ones((2, 2), np.int32), np.ones((2, 2), np.int32))
     with pytest.raises(TypeError, match="supported dtypes: float32, float16"):
         kf.filter2d(np.ones((4, 4)), np.ones((3, 3)))
-    with pytest.raises(TypeError, match="supported dtypes: float32$"):
+    with pytest.raises(TypeError, match="supported dtypes: float32, float16, bfloat16$"):
         kf.conv2d(np.ones((1, 1, 4, 4)), np.ones((1, 1, 3, 3)))
 
 
@@ -116,6 +116,43 @@ def test_conv2d_output_shape():
         kf.conv2d_output_shape((1, 1, 2, 2), (1, 1, 5, 5))
     with pytest.raises(kf.InvalidArgumentError, match="same"):
         kf.conv2d_output_shape((1, 1, 8, 8), (1, 1, 2, 2), padding="same")
+
+
+def test_conv2d_layouts():
+    # Arrays without memory formats give their shapes in memory order: "nhwc" takes x (N, H, W, C),
+    # weight (K, R, S, C) and gives (N, P, Q, K); float16 convolves in "nhwc" only.
+    assert kf.conv2d_output_shape((2, 10, 9, 3), (4, 3, 3, 3), stride=2, padding=1, layout="nhwc") == (2, 5, 5, 4)
+    assert kf.conv2d_output_shape((1, 9, 8, 1), (1, 3, 5, 1), padding="same", layout="nhwc") == (1, 9, 8, 1)
+    h16 = np.float16
+    with pytest.raises(kf.InvalidArgumentError, match="layout 'NHWC' is not one of: nchw, nhwc"):
+        kf.conv2d_output_shape((2, 10, 9, 3), (4, 3, 3, 3), layout="NHWC")
+    with pytest.raises(kf.InvalidArgumentError, match="layout 'cl' is not one of: auto, nchw, nhwc"):
+        kf.conv2d(np.ones((1, 4, 4, 2), f32), np.ones((1, 3, 3, 2), f32), layout="cl")
+    with pytest.raises(kf.UnsupportedError, match="'x' has dtype float16, which convolves in the channels_last "
+                                                  "layout only"):
+        kf.conv2d(np.ones((1, 2, 4, 4), h16), np.ones((1, 2, 3, 3), h16))
+    with pytest.raises(kf.InvalidArgumentError, match=r"'weight' \(1, 3, 3, 3\) has 3 input channels but 'x' "
+                                                      r"\(1, 4, 4, 2\) has 2"):
+        kf.conv2d(np.ones((1, 4, 4, 2), f32), np.ones((1, 3, 3, 3), f32), layout="nhwc")
+    with pytest.raises(kf.InvalidArgumentError, match=r"'out' has shape \(1, 1, 2, 2\); this convolution gives "
+                                                      r"\(N, P, Q, K\) = \(1, 2, 2, 1\)"):
+        kf.conv2d(np.ones((1, 4, 4, 2), h16), np.ones((1, 3, 3, 2), h16), out=np.empty((1, 1, 2, 2), h16),
+                  layout="nhwc")
+    with pytest.raises(kf.InvalidArgumentError, match=r"'x' is not dense in \(N, H, W, C\) order"):
+        kf.conv2d(np.ones((1, 4, 8, 2), h16)[:, :, ::2], np.ones((1, 3, 3, 2), h16), layout="nhwc")
+    with pytest.raises(kf.InvalidArgumentError, match="'x' is not contiguous"):
+        kf.conv2d(np.ones((1, 2, 4, 8), f32)[..., ::2], np.ones((1, 2, 3, 3), f32))
+    with pytest.raises(kf.InvalidArgumentError, match="variant 'im2col' is not one of: best, naive"):
+        kf.conv2d(np.ones((1, 4, 4, 2), h16), np.ones((1, 3, 3, 2), h16), layout="nhwc", variant="im2col")
+    # float16 and bfloat16 (NHWC) pass every check before the device's.
+    if gpu_count() == 0:
+        with pytest.raises(kf.NoDeviceError, match="kernelforge.conv2d: .*no usable CUDA device"):
+            kf.conv2d(np.ones((2, 5, 6, 8), h16), np.ones((4, 3, 3, 8), h16), np.zeros(4, h16), layout="nhwc",
+                      relu=True)
+    else:
+        with pytest.raises(kf.InvalidArgumentError, match="not in GPU memory"):
+            kf.conv2d(np.ones((2, 5, 6, 8), h16), np.ones((4, 3, 3, 8), h16), np.zeros(4, h16), layout="nhwc",
+                      relu=True)
 
 
 def test_torch_is_lazy():

@@ -57,6 +57,53 @@ def test_matmul_float16():
     assert bool((cp.abs(out.astype(cp.float64) - ref) <= bound).all())
 
 
+def conv_reference(x, w, b, stride, padding, dilation):
+    """(value, scale) of conv2d + bias of NCHW x and KCRS w in float64: a sum over the R x S
+    taps of strided slices of the padded input (scale: the same of |x|, |w| and |b|)."""
+    def conv(x, w, b):
+        x = cp.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+        (n, _, h, wd), (k, _, r, s) = x.shape, w.shape
+        p, q = (h - dilation * (r - 1) - 1) // stride + 1, (wd - dilation * (s - 1) - 1) // stride + 1
+        y = cp.broadcast_to(b[None, :, None, None], (n, k, p, q)).copy()
+        for i in range(r):
+            for j in range(s):
+                patch = x[:, :, i * dilation:i * dilation + stride * (p - 1) + 1:stride,
+                          j * dilation:j * dilation + stride * (q - 1) + 1:stride]
+                y += cp.einsum("nchw,kc->nkhw", patch, w[:, :, i, j])
+        return y
+    x, w, b = x.astype(cp.float64), w.astype(cp.float64), b.astype(cp.float64)
+    return conv(x, w, b), conv(cp.abs(x), cp.abs(w), cp.abs(b))
+
+
+def test_conv2d_nchw_float32():
+    x = cp.random.standard_normal((2, 5, 13, 12), dtype=cp.float32)
+    w = cp.random.standard_normal((7, 5, 3, 3), dtype=cp.float32)
+    b = cp.random.standard_normal(7, dtype=cp.float32)
+    value, _ = conv_reference(x, w, b, 2, 1, 1)
+    out = kf.conv2d(x, w, b, stride=2, padding=1)
+    assert isinstance(out, cp.ndarray) and out.shape == value.shape == (2, 7, 7, 6) and out.flags.c_contiguous
+    cp.testing.assert_allclose(out, value, rtol=1e-4, atol=1e-4)
+    cp.testing.assert_allclose(kf.conv2d(x, w, b, stride=2, padding=1, relu=True), cp.maximum(value, 0), rtol=1e-4,
+                               atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [cp.float32, cp.float16])
+def test_conv2d_nhwc_arrays(dtype):
+    # layout="nhwc": CuPy arrays in memory order, x (N, H, W, C), weight (K, R, S, C), out (N, P, Q, K).
+    x = cp.random.standard_normal((2, 11, 10, 16)).astype(dtype)
+    w = cp.random.standard_normal((24, 3, 3, 16)).astype(dtype)
+    b = cp.random.standard_normal(24).astype(dtype)
+    value, scale = conv_reference(x.transpose(0, 3, 1, 2), w.transpose(0, 3, 1, 2), b, 1, 2, 2)
+    value, scale = value.transpose(0, 2, 3, 1), scale.transpose(0, 2, 3, 1)
+    out = kf.conv2d(x, w, b, padding=2, dilation=2, layout="nhwc")
+    assert out.dtype == dtype and out.shape == value.shape == kf.conv2d_output_shape(
+        x.shape, w.shape, padding=2, dilation=2, layout="nhwc") == (2, 11, 10, 24)
+    # fp32 sums of 144 products (exact for float16 inputs), one rounding to the output type.
+    unit = 2.0**-11 if dtype == cp.float16 else 2.0**-24
+    bound = (4 * 144 ** 0.5 + 8) * 2.0**-23 * scale + 2 * unit * cp.abs(value)
+    assert bool((cp.abs(out.astype(cp.float64) - value) <= bound).all())
+
+
 def test_ordering_on_a_cupy_stream():
     n = 1 << 22
     x = cp.zeros(n, dtype=cp.float32)

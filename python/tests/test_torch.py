@@ -26,13 +26,7 @@ MM_TOL = {torch.float32: dict(rtol=1e-4, atol=1e-4), torch.float64: dict(rtol=1e
 TF32_TOL = dict(rtol=1e-2, atol=1e-1)  # TF32 rounds inputs to 10 mantissa bits
 
 
-@pytest.fixture(autouse=True)
-def _exact_torch():
-    # torch's reference ops in full fp32 (no TF32), whatever the global default is.
-    old = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
-    yield
-    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
+pytestmark = pytest.mark.usefixtures("exact_torch")  # torch's reference ops in full fp32 (conftest.py)
 
 
 def rand(*shape, dtype=torch.float32, device=DEV, requires_grad=False):

@@ -37,6 +37,8 @@ def test_cpu_tensors_are_reported_by_the_ops(requires_grad):
         kft.relu_threshold_backward(g, x.detach(), 0.5)
     with pytest.raises(cls, match="kernelforge.relu_threshold: .*" + message):
         kf.relu_threshold(x, 0.5)  # the DLPack API (kernelforge._torch_support.plain detaches x)
+    with pytest.raises(cls, match="kernelforge.relu_threshold: .*" + message):
+        kft.relu_threshold(torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last))  # as its (N, H, W, C) view
 
 
 def test_cpu_argument_errors_name_the_problem():
@@ -109,6 +111,28 @@ def test_torch_compile_with_a_cpu_stand_in(cpu_stand_in):
     torch.testing.assert_close(x.grad, 2.0 * (x * 2.0 > 0.25).to(x.dtype), rtol=0, atol=0)
     with torch.no_grad():
         torch.testing.assert_close(compiled(x), model(x), rtol=0, atol=0)
+
+
+def test_relu_keeps_channels_last_with_a_cpu_stand_in(cpu_stand_in):
+    # The ReLU ops take dense channels_last memory as it is: out (and the fake kernel's) in x's
+    # memory format, grad brought to it; other strides are copied to contiguous.
+    ops, cl = torch.ops.kernelforge, torch.channels_last
+    x = torch.randn(2, 5, 4, 3, dtype=torch.float64).to(memory_format=cl)
+    x = (x + 0.2 * torch.sign(x - 0.1)).detach().requires_grad_()  # away from the threshold's kink
+    y = kft.relu_threshold(x, 0.1)
+    assert y.is_contiguous(memory_format=cl) and not y.is_contiguous()
+    torch.testing.assert_close(y, torch.nn.functional.threshold(x, 0.1, 0.0), rtol=0, atol=0)
+    grad = torch.randn(2, 5, 4, 3, dtype=torch.float64)  # contiguous: brought to x's format
+    dx = kft.relu_threshold_backward(grad, x.detach(), 0.1)
+    assert dx.is_contiguous(memory_format=cl)
+    torch.testing.assert_close(dx, torch.ops.aten.threshold_backward(grad, x.detach(), 0.1), rtol=0, atol=0)
+    y.backward(grad)
+    assert x.grad.is_contiguous(memory_format=cl)
+    torch.library.opcheck(ops.relu_threshold.default, (x, 0.1))
+    torch.library.opcheck(ops.relu_threshold_backward.default, (grad, x.detach(), 0.1))
+    strided = torch.randn(2, 5, 8, 3, dtype=torch.float64).to(memory_format=cl)[:, :, ::2]
+    assert kft.relu_threshold(strided, 0.1).is_contiguous()
+    torch.library.opcheck(ops.relu_threshold.default, (strided, 0.1))
 
 
 # ---- matmul's 16-bit types and the FP8 product with CPU tensors --------------------------

@@ -1,0 +1,279 @@
+# SPDX-License-Identifier: Apache-2.0
+"""conv2d's torch side with CPU tensors: the layout rule (which memory order a tensor
+convolves in, and the output's memory format), the (N, H, W, C) views handed to _C,
+the operator's registration (opcheck, torch.compile fullgraph, autograd through
+PyTorch's convolution_backward in channels_last and 16-bit), and the argument errors
+raised before the device's. _C.conv2d is stood in for by torch (F.conv2d in float64 on
+the arrays it receives, held to the binding's contract): what is tested is the Python
+code, not the CUDA kernels (test_torch_conv.py does those on a GPU). Skipped without torch."""
+
+import pytest
+
+import kernelforge as kf
+from conftest import gpu_count
+
+torch = pytest.importorskip("torch")
+
+import torch.nn.functional as F  # noqa: E402
+
+import kernelforge.torch as kft  # noqa: E402
+from kernelforge import _torch_conv  # noqa: E402
+
+CL = torch.channels_last
+NOT_ON_GPU = (kf.NoDeviceError, "no usable CUDA device") if gpu_count() == 0 else (kf.InvalidArgumentError,
+                                                                                     "not in GPU memory")
+
+
+def channels_last(*shape, dtype=torch.float32, requires_grad=False):
+    t = torch.randn(*shape).to(dtype).to(memory_format=CL)
+    return t.requires_grad_() if requires_grad else t
+
+
+def test_layout_rule_follows_torchs_reading_of_the_strides():
+    cases = [  # (tensor, its layout)
+        (torch.randn(2, 3, 5, 5), "nchw"),
+        (channels_last(2, 3, 5, 5), "nhwc"),
+        (torch.randn(2, 1, 5, 5), "nchw"),  # C == 1: both orders, the size-1 stride decides
+        (channels_last(2, 1, 5, 5), "nhwc"),
+        (torch.randn(2, 8, 1, 1), "nchw"),  # H == W == 1
+        (torch.empty(2, 8, 1, 1, memory_format=CL), "nhwc"),
+        (channels_last(2, 3, 6, 5)[:, :, 1:], "nhwc"),  # strided like channels_last: the operator copies
+        (torch.randn(2, 4, 6, 6).transpose(2, 3), "nchw"),
+        (torch.randn(2, 3, 5, 5).half(), "nhwc"),  # 16-bit: always channels_last
+        (torch.randn(2, 3, 5, 5).bfloat16(), "nhwc"),
+    ]
+    suggest = getattr(getattr(torch, "_prims_common", None), "suggest_memory_format", None)
+    for t, layout in cases:
+        assert _torch_conv.layout_of(t) == layout, (t.shape, t.stride())
+        if suggest is not None and t.dtype == torch.float32:
+            assert _torch_conv.strides_like_channels_last(t) == (suggest(t) == CL), (t.shape, t.stride())
+
+
+class _ConvStandIn:
+    """_C's conv2d computed by torch (F.conv2d in float64) on CPU tensors, DLPack capsules
+    in like _C, holding them to the binding's contract: shapes in the layout's memory order
+    ((N, H, W, C), (K, R, S, C), (N, P, Q, K) for "nhwc") and dense in it; 16-bit in "nhwc"
+    only. Records the layout of each call."""
+
+    layouts = []
+
+    @staticmethod
+    def conv2d_output_shape(*args):
+        return kf._C.conv2d_output_shape(*args)
+
+    @classmethod
+    def conv2d(cls, x, weight, bias, out, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, layout, tf32,
+               relu, relu_threshold, variant, stream):
+        x, weight, out = (torch.utils.dlpack.from_dlpack(a) for a in (x, weight, out))
+        bias = None if bias is None else torch.utils.dlpack.from_dlpack(bias)
+        for name, a in (("x", x), ("weight", weight), ("out", out)):
+            assert a.is_contiguous(), f"'{name}' {tuple(a.shape)} is not dense in {layout} order: {a.stride()}"
+        assert layout == "nhwc" or x.dtype == torch.float32, "16-bit NCHW reached _C"
+        if layout == "nhwc":
+            x, weight, out = (a.permute(0, 3, 1, 2) for a in (x, weight, out))
+        y = F.conv2d(x.double(), weight.double(), None if bias is None else bias.double(), (stride_h, stride_w),
+                     (pad_h, pad_w), (dilation_h, dilation_w))
+        if relu:
+            y = torch.where(y <= relu_threshold, torch.zeros_like(y), y)
+        out.copy_(y)
+        cls.layouts.append(layout)
+
+
+@pytest.fixture
+def conv_stand_in(monkeypatch):
+    """_torch_conv's _C.conv2d computed by torch; CPU tensors count as the kernel's device
+    for kernelforge.torch's direct path and Conv2d."""
+    import operator
+    _ConvStandIn.layouts = []
+    monkeypatch.setattr(_torch_conv, "_C", _ConvStandIn)
+    monkeypatch.setattr(kft, "_on_device", operator.attrgetter("is_cpu"))
+    monkeypatch.setattr(_torch_conv, "module_runs", lambda x: x.dtype in (torch.float32,) + _torch_conv.HALF_DTYPES
+                        and (x.dtype == torch.float32 or x.is_contiguous(memory_format=CL)))
+    return _ConvStandIn
+
+
+def reference(x, weight, bias, relu=False, **geometry):
+    """F.conv2d in float64, rounded once to x's dtype (the stand-in's arithmetic)."""
+    y = F.conv2d(x.double(), weight.double(), None if bias is None else bias.double(), **geometry)
+    return (torch.where(y <= 0, torch.zeros_like(y), y) if relu else y).to(x.dtype)
+
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+GEOMETRIES = [  # (N, C, H, W, K, R, S, stride, padding, dilation)
+    (2, 3, 11, 13, 8, 7, 7, 2, 3, 1),  # an RGB stem
+    (1, 16, 9, 8, 24, 3, 3, 1, 2, 2),
+    (3, 32, 5, 7, 16, 1, 1, 1, 0, 1),
+    (2, 1, 6, 7, 4, 3, 3, 1, 1, 1),  # C == 1: memory that reads both ways
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("geometry", GEOMETRIES)
+def test_channels_last_in_channels_last_out(conv_stand_in, dtype, geometry):
+    n, c, h, w, k, r, s, stride, padding, dilation = geometry
+    x, weight, bias = channels_last(n, c, h, w, dtype=dtype), channels_last(k, c, r, s, dtype=dtype), \
+        torch.randn(k).to(dtype)
+    g = dict(stride=stride, padding=padding, dilation=dilation)
+    want = reference(x, weight, bias, relu=True, **g)
+    calls = {
+        "kf.conv2d": lambda: kf.conv2d(x, weight, bias, relu=True, **g),
+        "kf.conv2d(out=)": lambda: kf.conv2d(x, weight, bias, relu=True, out=torch.full_like(want, float("nan")),
+                                             **g),
+        "kernelforge.torch.conv2d": lambda: F.relu(kft.conv2d(x, weight, bias, [stride] * 2, [padding] * 2,
+                                                              [dilation] * 2)),
+        "torch.ops.kernelforge.conv2d": lambda: F.relu(torch.ops.kernelforge.conv2d(
+            x, weight, bias, [stride] * 2, [padding] * 2, [dilation] * 2)),
+    }
+    for name, call in calls.items():
+        y = call()
+        assert y.dtype == dtype and y.shape == want.shape, name
+        assert y.is_contiguous(memory_format=CL) and y.stride() == want.stride(), (name, y.stride(), want.stride())
+        torch.testing.assert_close(y, want, rtol=0, atol=0, msg=lambda m: f"{name}: {m}")
+    assert conv_stand_in.layouts == ["nhwc"] * len(calls)
+
+
+def test_weight_in_the_other_memory_format_is_converted(conv_stand_in):
+    x = channels_last(2, 8, 9, 9, dtype=torch.bfloat16)
+    weight = torch.randn(4, 8, 3, 3).bfloat16()  # contiguous KCRS: copied to KRSC
+    y = kf.conv2d(x, weight, padding="same")
+    assert y.is_contiguous(memory_format=CL)
+    torch.testing.assert_close(y, reference(x, weight, None, padding=1), rtol=0, atol=0)
+    x32 = torch.randn(2, 8, 9, 9)  # NCHW float32 with a channels_last weight: the weight is copied to KCRS
+    y = kf.conv2d(x32, weight.float().to(memory_format=CL), stride=2)
+    assert y.is_contiguous() and not y.is_contiguous(memory_format=CL)
+    torch.testing.assert_close(y, reference(x32, weight.float(), None, stride=2), rtol=0, atol=0)
+    assert conv_stand_in.layouts == ["nhwc", "nchw"]
+
+
+def test_float32_nchw_keeps_nchw(conv_stand_in):
+    x, weight = torch.randn(2, 3, 10, 9), torch.randn(5, 3, 3, 3)
+    for y in (kf.conv2d(x, weight, padding=1), kft.conv2d(x, weight, None, [1, 1], [1, 1], [1, 1])):
+        assert y.is_contiguous()
+        torch.testing.assert_close(y, reference(x, weight, None, padding=1), rtol=0, atol=0)
+    # An explicit layout: a C == 1 tensor's memory is NCHW and NHWC both.
+    x1 = torch.randn(2, 1, 6, 6)
+    y = kf.conv2d(x1, torch.randn(3, 1, 3, 3), layout="nhwc")
+    assert y.is_contiguous(memory_format=CL)
+    assert conv_stand_in.layouts == ["nchw", "nchw", "nhwc"]
+
+
+def test_operator_copies_what_is_not_dense(conv_stand_in):
+    # The operator (not kf.conv2d) copies: a 16-bit NCHW x to channels_last, a strided x to its layout.
+    weight = torch.randn(6, 4, 3, 3).half()
+    x = torch.randn(2, 4, 8, 8).half()
+    y = kft.conv2d(x, weight, None, [1, 1], [0, 0], [1, 1])
+    assert y.is_contiguous(memory_format=CL)
+    torch.testing.assert_close(y, reference(x, weight, None), rtol=0, atol=0)
+    x = channels_last(2, 4, 9, 8)[:, :, 1:]
+    y = kft.conv2d(x, weight.float(), None, [1, 1], [0, 0], [1, 1])
+    assert y.is_contiguous(memory_format=CL)
+    torch.testing.assert_close(y, reference(x, weight.float(), None), rtol=0, atol=0)
+
+
+def test_opcheck_with_a_cpu_stand_in(conv_stand_in):
+    op = torch.ops.kernelforge.conv2d.default
+    for dtype in DTYPES:
+        torch.library.opcheck(op, (channels_last(2, 3, 9, 10, dtype=dtype, requires_grad=True),
+                                   channels_last(4, 3, 3, 3, dtype=dtype, requires_grad=True),
+                                   torch.randn(4, dtype=dtype, requires_grad=True), [1, 1], [1, 1], [1, 1]))
+        torch.library.opcheck(op, (channels_last(1, 8, 9, 9, dtype=dtype), torch.randn(3, 8, 3, 3).to(dtype), None,
+                                   [2, 2], [0, 0], [2, 2]))
+    torch.library.opcheck(op, (torch.randn(2, 4, 7, 7).half(), torch.randn(3, 4, 1, 1).half(), None, [1, 1], [0, 0],
+                               [1, 1]))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_autograd_in_channels_last(conv_stand_in, dtype):
+    # Backward is PyTorch's convolution_backward: gradients in the inputs' dtype and memory format.
+    x = channels_last(2, 8, 9, 9, dtype=dtype, requires_grad=True)
+    weight = channels_last(6, 8, 3, 3, dtype=dtype, requires_grad=True)
+    bias = torch.randn(6).to(dtype).requires_grad_()
+    y = kft.conv2d(x, weight, bias, [2, 2], [1, 1], [1, 1])
+    assert y.grad_fn is not None and y.is_contiguous(memory_format=CL)
+    grad = channels_last(*y.shape, dtype=dtype)
+    y.backward(grad)
+    x2, w2, b2 = (t.detach().clone().requires_grad_() for t in (x, weight, bias))
+    F.conv2d(x2, w2, b2, stride=2, padding=1).backward(grad)
+    for ours, theirs in ((x.grad, x2.grad), (weight.grad, w2.grad), (bias.grad, b2.grad)):
+        assert ours.dtype == dtype and ours.stride() == theirs.stride()
+        torch.testing.assert_close(ours, theirs)
+    assert x.grad.is_contiguous(memory_format=CL)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_torch_compile_fullgraph_with_a_cpu_stand_in(conv_stand_in, dtype):
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(kft.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(), kft.Conv2d(8, 4, 1, stride=2))
+    net = net.to(dtype=dtype, memory_format=CL)
+    x = channels_last(2, 3, 10, 10, dtype=dtype, requires_grad=True)
+    eager = net(x)
+    compiled = torch.compile(net, fullgraph=True)
+    out = compiled(x)
+    assert out.is_contiguous(memory_format=CL) and out.dtype == dtype
+    torch.testing.assert_close(out, eager, rtol=0, atol=0)
+    assert "nhwc" in conv_stand_in.layouts and "nchw" not in conv_stand_in.layouts
+    out.float().sum().backward()
+    assert x.grad is not None and x.grad.dtype == dtype and net[0].weight.grad is not None
+
+
+def test_module_falls_back_to_torch_for_16_bit_nchw(conv_stand_in):
+    conv = kft.Conv2d(4, 6, 3, padding=1).half()
+    x = torch.randn(2, 4, 7, 7).half()  # contiguous NCHW: torch's convolution, NCHW out, no copy
+    y = conv(x)
+    assert y.is_contiguous() and conv_stand_in.layouts == []
+    torch.testing.assert_close(y, torch.nn.functional.conv2d(x, conv.weight, conv.bias, padding=1))
+    y = conv(x.to(memory_format=CL))
+    assert y.is_contiguous(memory_format=CL) and conv_stand_in.layouts == ["nhwc"]
+
+
+# ---- argument errors, before the device's (the GPU machine's errors too) ------------------
+
+def test_argument_errors():
+    x = channels_last(1, 4, 6, 6, dtype=torch.float16)
+    w = channels_last(2, 4, 3, 3, dtype=torch.float16)
+    with pytest.raises(kf.InvalidArgumentError, match=r"torch.float16 convolves in channels_last memory only.*"
+                                                      r"memory_format=torch.channels_last"):
+        kf.conv2d(torch.randn(1, 4, 6, 6).half(), w)
+    with pytest.raises(kf.InvalidArgumentError, match="layout is 'nhwc', but 'x'"):
+        kf.conv2d(torch.randn(1, 4, 6, 6), w.float(), layout="nhwc")
+    with pytest.raises(kf.InvalidArgumentError, match="layout 'nwhc' is not one of: auto, nchw, nhwc"):
+        kf.conv2d(x, w, layout="nwhc")
+    with pytest.raises(kf.InvalidArgumentError, match=r"'weight' \(2, 3, 3, 3\) has 3 input channels but 'x' "
+                                                      r"\(1, 4, 6, 6\) has 4"):
+        kf.conv2d(x, channels_last(2, 3, 3, 3, dtype=torch.float16))
+    with pytest.raises(kf.InvalidArgumentError, match=r"'out' has shape \(1, 2, 6, 6\); this convolution gives "
+                                                      r"\(N, K, P, Q\) = \(1, 2, 4, 4\)"):
+        kf.conv2d(x, w, out=torch.empty(1, 2, 6, 6, dtype=torch.float16, memory_format=CL))
+    with pytest.raises(kf.InvalidArgumentError, match="writes 'out' in channels_last memory"):
+        kf.conv2d(x, w, out=torch.empty(1, 2, 4, 4, dtype=torch.float16))
+    with pytest.raises(kf.UnsupportedError, match="float16, which convolves in the channels_last layout only"):
+        kf.conv2d(x, w, layout="nchw")
+    with pytest.raises(TypeError, match="'weight' has dtype float32 but 'x' has float16"):
+        kf.conv2d(x, w.float())
+    with pytest.raises(TypeError, match="'x' has dtype float64; supported dtypes: float32, float16, bfloat16"):
+        kf.conv2d(x.double(), w.double())
+    with pytest.raises(kf.InvalidArgumentError, match="no output"):
+        kf.conv2d(x, channels_last(2, 4, 9, 9, dtype=torch.float16))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cpu_tensors_reach_the_device_check(dtype):
+    cls, message = NOT_ON_GPU
+    x, w, b = channels_last(1, 4, 6, 6, dtype=dtype), channels_last(2, 4, 3, 3, dtype=dtype), torch.zeros(2).to(dtype)
+    with pytest.raises(cls, match="kernelforge.conv2d: .*" + message):
+        kf.conv2d(x, w, b, relu=True, relu_threshold=0.5)
+    with pytest.raises(cls, match="kernelforge.conv2d: .*" + message):
+        torch.ops.kernelforge.conv2d(x, w, b, [1, 1], [0, 0], [1, 1])
+
+
+def test_fake_kernel_strides():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode() as mode:
+        for x, contiguous in ((torch.randn(2, 3, 9, 9), True), (channels_last(2, 3, 9, 9), False),
+                              (torch.randn(2, 3, 9, 9).bfloat16(), False)):
+            out = kft.conv2d(mode.from_tensor(x), mode.from_tensor(torch.randn(5, 3, 3, 3).to(x.dtype)), None,
+                             [2, 2], [1, 1], [1, 1])
+            assert out.shape == (2, 5, 5, 5) and out.dtype == x.dtype
+            assert out.is_contiguous() == contiguous and out.is_contiguous(memory_format=CL) != contiguous
