@@ -127,8 +127,12 @@ def test_conv2d_matches_torch(geometry, dtype, memory_format, tf32):
     out = torch.full_like(theirs, float("nan"))  # theirs' shape and memory format
     assert kf.conv2d(x, weight, bias, relu=relu, tf32=tf32, out=out, **g) is out
     assert_within("kf.conv2d vs float64", out, value, bound)
-    # torch's own result (cuDNN sums in fp32 too, but may pick FFT or Winograd algorithms): twice the bound.
-    assert_within("kf.conv2d vs F.conv2d", out, theirs.double(), 3 * bound)
+    # torch's own result: cuDNN sums in fp32 too, but may pick FFT or Winograd algorithms, and its 16-bit
+    # strided kernels were seen 7x our bound away from float64 (bf16 stride 2 on the H200, cuDNN 9.19): ours
+    # is held to `bound` against float64 above; against torch, 3 bounds plus 8 of torch's own output
+    # roundings of the scale.
+    torch_slack = 0.0 if dtype == torch.float32 else 8 * UNIT_ROUNDOFF[dtype] * scale
+    assert_within("kf.conv2d vs F.conv2d", out, theirs.double(), 3 * bound + torch_slack)
     ours = kf.conv2d(x, weight, bias, relu=relu, tf32=tf32, **g)  # allocated: channels_last in, channels_last out
     assert ours.dtype == dtype and ours.shape == theirs.shape and ours.stride() == theirs.stride()
     assert ours.is_contiguous(memory_format=memory_format)

@@ -39,25 +39,33 @@ constexpr std::size_t tma_stride_floats = 4;
 /// Grid-stride blocks per SM of the filter repack.
 constexpr std::size_t filter_blocks_per_sm = 8;
 
-template <class T, conv2d_layout Layout, int BN, class Epilogue>
+template <class T, conv2d_layout Layout, int BN, class Epilogue, int Stages = conv2d_wgmma::stages<BN>,
+          bool PingPong = false>
 void launch_kernel(int device, const CUtensorMap& map_x, const CUtensorMap& map_w, const conv2d_wgmma::params<T>& prm,
                    const Epilogue& ep, cudaStream_t stream) {
-  constexpr auto kernel = &conv2d_implicit_gemm_wgmma<T, Layout, BN, Epilogue>;
-  constexpr int smem = conv2d_wgmma::smem_bytes<BN>;
+  constexpr auto kernel = &conv2d_implicit_gemm_wgmma<T, Layout, BN, Stages, PingPong, Epilogue>;
+  constexpr int smem = conv2d_wgmma::smem_bytes<BN, Stages>;
   const int resident = resident_clusters<kernel>(device, conv2d_wgmma::threads, smem, 1, what);
   const int grid = prm.tiles < resident ? prm.tiles : resident;  // persistent
   kernel<<<grid, conv2d_wgmma::threads, smem, stream>>>(map_x, map_w, prm, ep);
   check_launch(what);
 }
 
+/// The kernel for the plan's tile width and schedule (wgmma_plan.hpp).
 template <class T, conv2d_layout Layout, class Epilogue>
 void launch_planned(int device, const CUtensorMap& map_x, const CUtensorMap& map_w, const conv2d_wgmma::params<T>& prm,
-                    std::size_t bn, const Epilogue& ep, cudaStream_t stream) {
-  if (bn == 64) {
-    launch_kernel<T, Layout, 64>(device, map_x, map_w, prm, ep, stream);
-  } else {
-    launch_kernel<T, Layout, 128>(device, map_x, map_w, prm, ep, stream);
+                    std::size_t bn, bool pingpong, const Epilogue& ep, cudaStream_t stream) {
+  using conv2d_wgmma::stages;
+  if constexpr (Layout == conv2d_layout::nhwc) {  // NCHW: cooperative only (ping-pong unmeasured there)
+    if (pingpong && bn == 64) {
+      return launch_kernel<T, Layout, 64, Epilogue, stages<64>, true>(device, map_x, map_w, prm, ep, stream);
+    }
+    if (pingpong) {
+      return launch_kernel<T, Layout, 128, Epilogue, stages<128>, true>(device, map_x, map_w, prm, ep, stream);
+    }
   }
+  if (bn == 64) return launch_kernel<T, Layout, 64, Epilogue>(device, map_x, map_w, prm, ep, stream);
+  launch_kernel<T, Layout, 128, Epilogue>(device, map_x, map_w, prm, ep, stream);
 }
 
 /// The kernel's parameters for layer `a` and tile plan `plan`; false when a
@@ -163,7 +171,7 @@ bool try_launch(int device, const conv2d_args<float>& a, const Epilogue& ep, cud
                              conv2d_wgmma::filter_block, 0, stream>>>(a.wt, w_krsc, a.k, a.c, a.rs,
                                                                       static_cast<int>(c_padded));
   check_launch(what);
-  launch_planned<float, conv2d_layout::nchw>(device, map_x, map_w, prm, plan.bn, ep, stream);
+  launch_planned<float, conv2d_layout::nchw>(device, map_x, map_w, prm, plan.bn, false, ep, stream);
   return true;
 }
 
@@ -194,7 +202,8 @@ bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& a, const Epi
   if (!make_params(a, plan, prm)) return false;
   CUtensorMap map_x{}, map_w{};
   if (!encode_maps(map_x, map_w, a.x, a.wt, a, static_cast<z>(a.c), static_cast<z>(a.c), plan)) return false;
-  launch_planned<T, conv2d_layout::nhwc>(device, map_x, map_w, prm, plan.bn, ep, stream);
+  launch_planned<T, conv2d_layout::nhwc>(device, map_x, map_w, prm, plan.bn,
+                                         conv2d_wgmma_pingpong(static_cast<z>(prm.k_steps)), ep, stream);
   return true;
 }
 

@@ -169,6 +169,9 @@ const std::vector<nhwc_case>& nhwc_cases() {
       // Pixel boxes that span images and overhang the batch (BoxesSpanImages).
       with_relu({"boxes_c64_7x7_k130_3x3_p1_n3_relu", nhwc(3, 64, 7, 7, 130, 3, 3, 1, 1, 1, 1), false}, 0.0f),
       {"boxes_c16_5x6_k70_3x3_p1_n9", nhwc(9, 16, 5, 6, 70, 3, 3, 1, 1, 1, 1), true},
+      // More tiles than two per CTA of a full H200 (196 pixel boxes x 2 channel tiles = 392 >
+      // 2 x 132): each ping-pong warpgroup takes several tiles in turn, skipping the other's stages.
+      {"many_tiles_c16_56x56_k130_3x3_p1_n8", nhwc(8, 16, 56, 56, 130, 3, 3, 1, 1, 1, 1), true},
       // One element off alignment: x, weight (best falls back to naive; wgmma by
       // name refuses), y (every variant stores it).
       misaligned({"misaligned_x_c32_13x13_k65_n1", nhwc(1, 32, 13, 13, 65, 3, 3, 1, 1, 1, 1), true}, 1, 0, 0),

@@ -43,6 +43,30 @@ TEST(Conv2dWgmma, AppliesToStride1Only) {
   EXPECT_FALSE(conv2d_wgmma_preferred(256, 2, 2));
 }
 
+TEST(Conv2dWgmma, NhwcConditionsAndSchedule) {
+  using kf::detail::conv2d_nhwc_wgmma_unsupported_reason;
+  using kf::detail::conv2d_wgmma_pingpong;
+  alignas(16) static unsigned char buffer[64];
+  const void* aligned = buffer;
+  const void* off = buffer + 2;
+  EXPECT_EQ(conv2d_nhwc_wgmma_unsupported_reason(1, 1, 8, 2, aligned, aligned), nullptr);  // 8 halves: 16 bytes
+  EXPECT_EQ(conv2d_nhwc_wgmma_unsupported_reason(1, 1, 4, 4, aligned, aligned), nullptr);  // 4 floats: 16 bytes
+  EXPECT_STREQ(conv2d_nhwc_wgmma_unsupported_reason(2, 1, 8, 2, aligned, aligned), "the stride is not 1");
+  EXPECT_STREQ(conv2d_nhwc_wgmma_unsupported_reason(1, 1, 3, 2, aligned, aligned),
+               "C * sizeof(T) is not a multiple of 16 bytes");
+  EXPECT_STREQ(conv2d_nhwc_wgmma_unsupported_reason(1, 1, 6, 4, aligned, aligned),
+               "C * sizeof(T) is not a multiple of 16 bytes");
+  EXPECT_STREQ(conv2d_nhwc_wgmma_unsupported_reason(1, 1, 8, 2, off, aligned), "x is not 16-byte aligned");
+  EXPECT_STREQ(conv2d_nhwc_wgmma_unsupported_reason(1, 1, 8, 2, aligned, off), "weight is not 16-byte aligned");
+  // Ping-pong from 9 k-steps (tuning/conv2d.md#conv2d_nhwc_pingpong): a 3x3 layer with one
+  // channel block runs it, the 1x1 C256 layer (4 k-steps in 16-bit, 8 in TF32) does not.
+  EXPECT_TRUE(conv2d_wgmma_pingpong(9));
+  EXPECT_TRUE(conv2d_wgmma_pingpong(72));
+  EXPECT_FALSE(conv2d_wgmma_pingpong(8));
+  EXPECT_FALSE(conv2d_wgmma_pingpong(4));
+  EXPECT_FALSE(conv2d_wgmma_pingpong(1));
+}
+
 TEST(Conv2dWgmma, RefusedBeforeAnyLaunch) {
   float* x = fake(0x1000000);
   float* w = fake(0x2000000);

@@ -40,6 +40,12 @@ struct ring_position {
       phase ^= 1;
     }
   }
+  /// n steps at once: a reader that skips the stages other readers take.
+  __device__ __forceinline__ void advance(int n) {
+    const int to = stage + n;
+    phase ^= static_cast<std::uint32_t>((to / Stages) & 1);
+    stage = to % Stages;
+  }
 };
 
 /// The ring's barriers, at shared-memory address `barriers` (stage_ring_barrier_bytes(Stages) bytes, 8-aligned).

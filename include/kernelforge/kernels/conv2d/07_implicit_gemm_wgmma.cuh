@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Step 7 -- implicit_gemm_wgmma: the TF32 implicit GEMM on Hopper's warpgroup
-// tensor-core products (wgmma, sm_90a), fed by TMA. Device code; compiled for
+// Step 7 -- implicit_gemm_wgmma: the implicit GEMM on Hopper's warpgroup
+// tensor-core products (wgmma, sm_90a), fed by TMA: TF32 for float NCHW and
+// NHWC, f16 / bf16 for NHWC (channels_last). Device code; compiled for
 // sm_90a only (src/conv2d/sources.cmake). Host side: wgmma_sm90a.cu; host
 // interface: wgmma_sm90a.hpp; tile planning: wgmma_plan.hpp.
 //
@@ -20,7 +21,8 @@
 //    padding) and past C, and writes each pixel's 32 channels as one 128-byte
 //    row in the 128-byte swizzle: wgmma's K-major layout, as in the matmul's
 //    step 14. The filter (KCRS -> K x R x S x C padded to 32 with zeros,
-//    conv2d_kcrs_to_krsc_tf32) is a 2-D map read in boxes of 32 x BN.
+//    conv2d_kcrs_to_krsc_tf32) is a 3-D map (c, tap, k) read in boxes of
+//    32 x 1 x BN: TMA zero-fills past C there too.
 //  * Both copies round to TF32 (cvt.rna) as they write, so the products see
 //    rounded inputs as in step 4 (wgmma itself would truncate the fp32 bits).
 //  * Warp specialization and a persistent grid, as the matmul's step 14: one
@@ -30,6 +32,24 @@
 //    consumers store the last one.
 //  * Epilogue: sum + bias[k], the functor, and a masked store straight into
 //    NCHW y (for a fixed k, a tile's consecutive rows are consecutive q).
+//
+// channels_last (NHWC x, KRSC filter, NPQK y; T = float, __half, __nv_bfloat16):
+//  * No copies at all: the two maps read the caller's x and filter where they
+//    are (C * sizeof(T) a multiple of 16 bytes, 16-byte aligned), a stage's
+//    128-byte row being 32 floats or 64 16-bit channels; wgmma::element<T>
+//    (the matmul's) picks m64nNk8 TF32 or m64nNk16 f16 / bf16. TF32 here reads
+//    the float bits as they are (the tensor cores drop the low 13), so float
+//    NHWC errs up to 2^-10 per input where NCHW's rounding copy errs 2^-11.
+//  * y[pixel][k]: a thread's two neighbouring accumulators are neighbouring
+//    channels, stored as one pair (float2, or two 16-bit values rounded at
+//    once) when K is even and y aligned to a pair.
+//  * Ping-pong (wgmma_plan.hpp: layers of 9 or more k-steps): each consumer
+//    warpgroup takes its own tile, all 128 rows (two m64 products per k slice),
+//    the two in turn, so that one stores its tile while the other multiplies;
+//    cooperative (both on one tile, 64 rows each) stores with the tensor cores
+//    idle. The turns are two mbarriers (mainloop_done), as CUTLASS's ping-pong
+//    kernel orders its math warpgroups. Measured on the H200: up to 10% on 3x3
+//    layers, 1-7% slower on a 4-k-step 1x1 layer (benchmarks/tuning/conv2d.md).
 // Stride 1 only (wgmma_plan.hpp); dilation and any padding are free (TMA).
 // Its measured speed: the README's tables and benchmarks/tuning/conv2d.md#conv2d_wgmma_best_min_channels (bench_conv).
 #pragma once
@@ -69,6 +89,9 @@ inline constexpr int product_bytes = wgmma::element<T>::wgmma_k* static_cast<int
 inline constexpr int swizzle_atom_bytes = 8 * row_bytes;  // 1024: the XOR pattern's period
 inline constexpr int a_tile_bytes = block_m * row_bytes;  // 16 KiB (a box may fill fewer rows)
 
+/// Ping-pong's two turn barriers (mainloop done, one per consumer warpgroup), after the ring's.
+inline constexpr int order_barrier_bytes = 2 * 8;
+
 /// Stages of BN: 8 x 24 KiB for BN = 64, 6 x 32 KiB for BN = 128 (192 KiB either way).
 template <int BN>
 inline constexpr int stages = BN == 64 ? 8 : 6;
@@ -78,9 +101,9 @@ template <int BN>
 inline constexpr int stage_bytes = a_tile_bytes + b_tile_bytes<BN>;
 /// Tiles start 1024-aligned (the swizzle is a function of the address bits):
 /// one atom of slack, then the stages, then the ring's barriers (pipeline_sm90.cuh).
-template <int BN>
-inline constexpr int smem_bytes = swizzle_atom_bytes + stages<BN>* stage_bytes<BN> +
-                                  stage_ring_barrier_bytes(stages<BN>);
+template <int BN, int Stages = stages<BN>>
+inline constexpr int smem_bytes = swizzle_atom_bytes + Stages* stage_bytes<BN> +
+                                  stage_ring_barrier_bytes(Stages) + order_barrier_bytes;
 
 /// NCHW -> NHWC copy: 32 x 32 tiles of (channel, pixel) through shared memory.
 inline constexpr int transpose_tile = 32;
@@ -119,7 +142,7 @@ inline constexpr int accumulators = wgmma_accumulators<BN>;
 /// map_x: the NHWC input (dims c, w, h, n; box block_c x wt x ht x nt).
 /// map_w: the filter as K x RS x C (dims c, tap, k; box block_c x 1 x BN).
 /// Layout: where y goes -- NCHW (NKPQ) or NHWC (NPQK); the inputs are NHWC either way.
-template <class T, conv2d_layout Layout, int BN, class Epilogue>
+template <class T, conv2d_layout Layout, int BN, int Stages, bool PingPong, class Epilogue>
 KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
     conv2d_implicit_gemm_wgmma(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w,
                                const conv2d_wgmma::params<T> prm, const Epilogue ep) {
@@ -127,7 +150,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
   __trap();  // wgmma needs sm_90a; this file is compiled for nothing else
 #elif KF_ARCH_SM90A
   using namespace conv2d_wgmma;
-  constexpr int kStages = stages<BN>;
+  constexpr int kStages = Stages;
   constexpr int kBTile = b_tile_bytes<BN>;
   constexpr int kAcc = accumulators<BN>;
   extern __shared__ unsigned char conv2d_wgmma_smem[];
@@ -136,6 +159,8 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
   const std::uint32_t a_smem = base;                           // stages x A tile
   const std::uint32_t b_smem = base + kStages * a_tile_bytes;  // stages x B tile
   const stage_ring<kStages> ring(base + kStages * stage_bytes<BN>);
+  // Ping-pong: mainloop_done[c] completes a phase each time consumer c has issued a tile's products.
+  const std::uint32_t mainloop_done = base + kStages * stage_bytes<BN> + stage_ring_barrier_bytes(kStages);
 
   const int warpgroup = threadIdx.x / warpgroup_threads;
   const int tid_in_warpgroup = threadIdx.x % warpgroup_threads;
@@ -143,7 +168,12 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
   if (threadIdx.x == 0) {  // the producer thread below
     tma_prefetch_descriptor(&map_x);
     tma_prefetch_descriptor(&map_w);
-    ring.init(consumer_warpgroups * warps_per_warpgroup);  // every consumer warp releases a stage
+    // Every consumer warp that reads a stage releases it: both warpgroups, or (ping-pong) the one whose tile it holds.
+    ring.init((PingPong ? 1 : consumer_warpgroups) * warps_per_warpgroup);
+    if constexpr (PingPong) {
+      mbar_init(mainloop_done, warpgroup_threads);
+      mbar_init(mainloop_done + 8, warpgroup_threads);
+    }
     mbar_init_fence();
   }
   __syncthreads();
@@ -194,25 +224,54 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
     const auto release = [&](int st) {
       if (lane == 0) ring.release(st);
     };
+    // Cooperative: both warpgroups take every tile of the CTA, rows 64 c .. 64 c + 63 each.
+    // Ping-pong: warpgroup c takes every other tile of the CTA (the c-th, (c + 2)-th, ...),
+    // all 128 rows (two m64 products per k slice), so that one warpgroup's stores
+    // overlap the other's products; it skips the other's stages in the ring.
+    // The two take turns at their mainloops (consumer 0's tile j after consumer
+    // 1's tile j - 1, consumer 1's tile j after consumer 0's tile j), as the
+    // ring delivers them. The turns also keep a warpgroup that skips ahead from
+    // waiting on a stage more than one round beyond the producer: a parity wait
+    // cannot tell that round from the one before it.
+    constexpr int kBlocks = PingPong ? 2 : 1;  // m64 row blocks per warpgroup
     ring_position<kStages> at;
-    for (int t = blockIdx.x; t < prm.tiles; t += gridDim.x) {
+    int first = blockIdx.x, step = gridDim.x;
+    if constexpr (PingPong) {
+      first += consumer * gridDim.x;
+      step *= 2;
+      if (consumer == 1) at.advance(prm.k_steps);
+    }
+    int own_tiles = 0;  // tiles this warpgroup has taken so far
+    for (int t = first; t < prm.tiles; t += step, ++own_tiles) {
       const tile w = tile_of(t);
-      float d[kAcc];
+      if constexpr (PingPong) {
+        if (consumer == 1) mbar_wait(mainloop_done, static_cast<std::uint32_t>(own_tiles & 1));
+        if (consumer == 0 && own_tiles > 0)
+          mbar_wait(mainloop_done + 8, static_cast<std::uint32_t>((own_tiles - 1) & 1));
+      }
+      float d[kBlocks][kAcc];
 #pragma unroll
-      for (int i = 0; i < kAcc; ++i) d[i] = 0.0f;
-      fence_operands(d);
+      for (int m = 0; m < kBlocks; ++m) {
+#pragma unroll
+        for (int i = 0; i < kAcc; ++i) d[m][i] = 0.0f;
+        fence_operands(d[m]);
+      }
 
       int previous = -1;
       for (int kt = 0; kt < prm.k_steps; ++kt) {
         ring.consumer_wait(at);
-        const std::uint32_t a_tile = a_smem + at.stage * a_tile_bytes + consumer * wgmma_m * row_bytes;
         const std::uint32_t b_tile = b_smem + at.stage * kBTile;
         wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < row_bytes / product_bytes<T>; ++kk) {
-          const std::uint32_t k_bytes = kk * product_bytes<T>;  // along the swizzled row
-          wgmma::element<T>::template mma<0, kAcc>(d, smem_descriptor_sw128(a_tile + k_bytes),
-                                                   smem_descriptor_sw128(b_tile + k_bytes));
+        for (int m = 0; m < kBlocks; ++m) {
+          const int block = PingPong ? m : consumer;
+          const std::uint32_t a_tile = a_smem + at.stage * a_tile_bytes + block * wgmma_m * row_bytes;
+#pragma unroll
+          for (int kk = 0; kk < row_bytes / product_bytes<T>; ++kk) {
+            const std::uint32_t k_bytes = kk * product_bytes<T>;  // along the swizzled row
+            wgmma::element<T>::template mma<0, kAcc>(d[m], smem_descriptor_sw128(a_tile + k_bytes),
+                                                     smem_descriptor_sw128(b_tile + k_bytes));
+          }
         }
         wgmma_commit();
         // Keep this stage's products in flight; the previous stage's have completed.
@@ -221,54 +280,61 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
         previous = at.stage;
         at.advance();
       }
+      if constexpr (PingPong) mbar_arrive(mainloop_done + 8 * consumer);  // the other's turn
       wgmma_wait<0>();
-      fence_operands(d);
-      if (previous >= 0) release(previous);  // the tile's last stage, before the stores
+#pragma unroll
+      for (int m = 0; m < kBlocks; ++m) fence_operands(d[m]);
+      if (previous >= 0) release(previous);             // the tile's last stage, before the stores
+      if constexpr (PingPong) at.advance(prm.k_steps);  // the other warpgroup's next tile
 
+#pragma unroll
+      for (int m = 0; m < kBlocks; ++m) {
+        const int block = PingPong ? m : consumer;
         // Accumulator i of a thread: row 16 * warp + lane / 4 + 8 * ((i % 4) / 2),
         // column 8 * (i / 4) + 2 * (lane % 4) + i % 2. Row -> pixel of the box.
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = consumer * wgmma_m + warp_in_warpgroup * 16 + lane / 4 + 8 * h;
-        if (row >= prm.box_pixels) continue;  // past the box: stale shared memory, never stored
-        const int bq = row % prm.wt;
-        const int bp = (row / prm.wt) % prm.ht;
-        const int bn = row / (prm.wt * prm.ht);
-        const int n = w.n0 + bn, p = w.p0 + bp, q = w.q0 + bq;
-        if (n >= prm.n || p >= prm.p || q >= prm.q) continue;  // the box overhangs the output
-        const int pixel = p * prm.q + q;
-        const long long gemm_row = static_cast<long long>(n) * prm.pq + pixel;
-        // Accumulator i at output channel k: + bias, the functor (fp32), the one rounding to T.
-        const auto out = [&](int i, int k) {
-          float v = d[i];
-          if (prm.bias != nullptr) v += to_compute(prm.bias[k]);
-          return static_cast<float>(ep(v, gemm_row, k));
-        };
-        if constexpr (Layout == conv2d_layout::nchw) {
-          T* const y_pixel = prm.y + static_cast<long long>(n) * prm.k * prm.pq + pixel;
+        for (int h = 0; h < 2; ++h) {
+          const int row = block * wgmma_m + warp_in_warpgroup * 16 + lane / 4 + 8 * h;
+          if (row >= prm.box_pixels) continue;  // past the box: stale shared memory, never stored
+          const int bq = row % prm.wt;
+          const int bp = (row / prm.wt) % prm.ht;
+          const int bn = row / (prm.wt * prm.ht);
+          const int n = w.n0 + bn, p = w.p0 + bp, q = w.q0 + bq;
+          if (n >= prm.n || p >= prm.p || q >= prm.q) continue;  // the box overhangs the output
+          const int pixel = p * prm.q + q;
+          const long long gemm_row = static_cast<long long>(n) * prm.pq + pixel;
+          // Accumulator i at output channel k: + bias, the functor (fp32), the one rounding to T.
+          const auto out = [&](int i, int k) {
+            float v = d[m][i];
+            if (prm.bias != nullptr) v += to_compute(prm.bias[k]);
+            return static_cast<float>(ep(v, gemm_row, k));
+          };
+          if constexpr (Layout == conv2d_layout::nchw) {
+            T* const y_pixel = prm.y + static_cast<long long>(n) * prm.k * prm.pq + pixel;
 #pragma unroll
-          for (int c = 0; c < kAcc / 4; ++c) {
+            for (int c = 0; c < kAcc / 4; ++c) {
 #pragma unroll
-            for (int j = 0; j < 2; ++j) {
-              const int k = w.k0 + 8 * c + 2 * (lane % 4) + j;
-              if (k < prm.k) y_pixel[static_cast<long long>(k) * prm.pq] = from_compute<T>(out(4 * c + 2 * h + j, k));
-            }
-          }
-        } else {  // NPQK: a thread's two neighbouring channels are neighbours in y
-          T* const y_row = prm.y + gemm_row * prm.k;
-#pragma unroll
-          for (int c = 0; c < kAcc / 4; ++c) {
-            const int k = w.k0 + 8 * c + 2 * (lane % 4);
-            const int i = 4 * c + 2 * h;
-            if (prm.pair_stores && k < prm.k) {  // K even: k + 1 < K too
-              if constexpr (sizeof(T) == 4) {
-                *reinterpret_cast<float2*>(y_row + k) = make_float2(out(i, k), out(i + 1, k + 1));
-              } else {
-                *reinterpret_cast<std::uint32_t*>(y_row + k) = from_compute_pair<T>(out(i, k), out(i + 1, k + 1));
+              for (int j = 0; j < 2; ++j) {
+                const int k = w.k0 + 8 * c + 2 * (lane % 4) + j;
+                if (k < prm.k) y_pixel[static_cast<long long>(k) * prm.pq] = from_compute<T>(out(4 * c + 2 * h + j, k));
               }
-            } else {
-              if (k < prm.k) y_row[k] = from_compute<T>(out(i, k));
-              if (k + 1 < prm.k) y_row[k + 1] = from_compute<T>(out(i + 1, k + 1));
+            }
+          } else {  // NPQK: a thread's two neighbouring channels are neighbours in y
+            T* const y_row = prm.y + gemm_row * prm.k;
+#pragma unroll
+            for (int c = 0; c < kAcc / 4; ++c) {
+              const int k = w.k0 + 8 * c + 2 * (lane % 4);
+              const int i = 4 * c + 2 * h;
+              if (prm.pair_stores && k < prm.k) {  // K even: k + 1 < K too
+                if constexpr (sizeof(T) == 4) {
+                  *reinterpret_cast<float2*>(y_row + k) = make_float2(out(i, k), out(i + 1, k + 1));
+                } else {
+                  *reinterpret_cast<std::uint32_t*>(y_row + k) = from_compute_pair<T>(out(i, k), out(i + 1, k + 1));
+                }
+              } else {
+                if (k < prm.k) y_row[k] = from_compute<T>(out(i, k));
+                if (k + 1 < prm.k) y_row[k + 1] = from_compute<T>(out(i + 1, k + 1));
+              }
             }
           }
         }

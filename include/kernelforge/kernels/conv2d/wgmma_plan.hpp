@@ -53,6 +53,18 @@ inline bool conv2d_wgmma_preferred(std::size_t c, std::size_t stride_h, std::siz
   return conv2d_wgmma_unsupported_reason(stride_h, stride_w) == nullptr && c >= conv2d_wgmma_best_min_channels;
 }
 
+/// Where the NHWC kernel runs its two consumer warpgroups in ping-pong (each on
+/// its own 128-row tile, the stores of one overlapping the products of the
+/// other) rather than cooperatively (both on one tile): from this many k-steps
+/// per tile (R * S * ceil(C / block_c)). Measured on the H200 (bench_conv's
+/// layers, benchmarks/tuning/conv2d.md#conv2d_nhwc_pingpong): ping-pong gained
+/// up to 10% on the 3x3 layers (9 to 36 k-steps) and lost 1-7% on the 1x1 C256
+/// layer (4 k-steps in 16-bit, 8 in TF32), where a tile's products are too few
+/// to hide the other's stores behind and one warpgroup's issue rate shows.
+constexpr std::size_t conv2d_wgmma_pingpong_min_k_steps = 9;
+
+inline bool conv2d_wgmma_pingpong(std::size_t k_steps) { return k_steps >= conv2d_wgmma_pingpong_min_k_steps; }
+
 /// One block tile: a box of nt images x ht output rows x wt output columns
 /// (wt * ht * nt <= 128 pixels; GEMM row i of the tile is pixel (i / (wt ht),
 /// i / wt % ht, i % wt) of the box) by bn output channels.
