@@ -12,6 +12,9 @@
 // step, only the step-7 kernels, which nothing else instantiates.
 #include "kernelforge/kernels/conv2d/wgmma_sm90a.hpp"
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #if defined(KERNELFORGE_HAS_SM90A)
 
 #include <climits>
@@ -19,8 +22,6 @@
 #include <cstdint>
 
 #include <cuda.h>
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 
 #include "kernelforge/kernels/common/grid.hpp"
 #include "kernelforge/kernels/conv2d/07_implicit_gemm_wgmma.cuh"
@@ -207,15 +208,6 @@ bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& a, const Epi
   return true;
 }
 
-#define KF_CONV2D_NHWC_WGMMA_INSTANCE(T)                                                                              \
-  template bool conv2d_nhwc_wgmma_try_launch(int, const conv2d_args<T>&, const epilogue::identity&, cudaStream_t);    \
-  template bool conv2d_nhwc_wgmma_try_launch(int, const conv2d_args<T>&, const epilogue::bias_relu_threshold<float>&, \
-                                             cudaStream_t);
-KF_CONV2D_NHWC_WGMMA_INSTANCE(float)
-KF_CONV2D_NHWC_WGMMA_INSTANCE(__half)
-KF_CONV2D_NHWC_WGMMA_INSTANCE(__nv_bfloat16)
-#undef KF_CONV2D_NHWC_WGMMA_INSTANCE
-
 }  // namespace kf::detail
 
 #else  // !KERNELFORGE_HAS_SM90A: the library's list has no 90; nothing to run.
@@ -236,6 +228,13 @@ bool conv2d_nhwc_wgmma_try_launch(int, const conv2d_args<T>&, const Epilogue&, c
   return false;
 }
 
+}  // namespace kf::detail
+
+#endif
+
+// The instances the NHWC launcher (nhwc_launch.cuh) calls, of either definition above.
+namespace kf::detail {
+
 #define KF_CONV2D_NHWC_WGMMA_INSTANCE(T)                                                                              \
   template bool conv2d_nhwc_wgmma_try_launch(int, const conv2d_args<T>&, const epilogue::identity&, cudaStream_t);    \
   template bool conv2d_nhwc_wgmma_try_launch(int, const conv2d_args<T>&, const epilogue::bias_relu_threshold<float>&, \
@@ -246,5 +245,3 @@ KF_CONV2D_NHWC_WGMMA_INSTANCE(__nv_bfloat16)
 #undef KF_CONV2D_NHWC_WGMMA_INSTANCE
 
 }  // namespace kf::detail
-
-#endif
