@@ -100,8 +100,8 @@
 //   (16-bit types: fp32 accumulation and one rounding at the end; NHWC only, an
 //   NCHW call with them is errc::unsupported). The variants that read it:
 //   - naive: any device, any geometry, exact fp32 sums (every type).
-//   - implicit_gemm_wgmma (sm_90, a library built with 90): stride 1 (any
-//     padding and dilation), C * sizeof(T) a multiple of 16 bytes and x and
+//   - implicit_gemm_wgmma (sm_90, a library built with 90): strides up to 8
+//     (any padding and dilation), C * sizeof(T) a multiple of 16 bytes and x and
 //     weight 16-byte aligned; float needs options.math = tf32 (the products
 //     read TF32: the low 13 mantissa bits of each input are dropped), __half
 //     and __nv_bfloat16 take either math mode. No workspace: the kernel's TMA

@@ -89,6 +89,8 @@ bool make_params(const conv2d_args<T>& a, const conv2d_wgmma_tile& plan, conv2d_
   prm.pad_w = a.pad_w;
   prm.dilation_h = a.dilation_h;
   prm.dilation_w = a.dilation_w;
+  prm.stride_h = a.stride_h;
+  prm.stride_w = a.stride_w;
   prm.s = a.s;
   prm.c_chunks = static_cast<int>(c_chunks);
   prm.k_steps = static_cast<int>(static_cast<z>(a.rs) * c_chunks);
@@ -118,12 +120,16 @@ bool encode_maps(CUtensorMap& map_x, CUtensorMap& map_w, const T* x, const T* w,
   const auto block_c = static_cast<cuuint32_t>(conv2d_wgmma::block_c<T>);
   const cuuint64_t x_dims[4] = {C, W, H, N};
   const cuuint64_t x_strides[3] = {c_stride * sizeof(T), W * c_stride * sizeof(T), H * W * c_stride * sizeof(T)};
-  const cuuint32_t x_box[4] = {block_c, static_cast<cuuint32_t>(plan.wt), static_cast<cuuint32_t>(plan.ht),
+  // A box of wt x ht output pixels visits every stride-th input pixel under it: box extents
+  // of stride x pixels, element strides of stride (TMA loads extent / stride elements).
+  const auto sw = static_cast<cuuint32_t>(a.stride_w), sh = static_cast<cuuint32_t>(a.stride_h);
+  const cuuint32_t x_box[4] = {block_c, static_cast<cuuint32_t>(plan.wt) * sw, static_cast<cuuint32_t>(plan.ht) * sh,
                                static_cast<cuuint32_t>(plan.nt)};
+  const cuuint32_t x_steps[4] = {1, sw, sh, 1};
   const cuuint64_t w_dims[3] = {c_filter, RS, K};
   const cuuint64_t w_strides[2] = {c_filter * sizeof(T), RS * c_filter * sizeof(T)};
   const cuuint32_t w_box[3] = {block_c, 1, static_cast<cuuint32_t>(plan.bn)};
-  return encode_sw128_tiled(map_x, x, 4, x_dims, x_strides, x_box) &&
+  return encode_sw128_tiled(map_x, x, 4, x_dims, x_strides, x_box, x_steps) &&
          encode_sw128_tiled(map_w, w, 3, w_dims, w_strides, w_box);
 }
 
@@ -198,7 +204,8 @@ bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& a, const Epi
     return false;
   }
   const conv2d_wgmma_tile plan =
-      choose_conv2d_wgmma_tile(static_cast<z>(a.n), static_cast<z>(a.p), static_cast<z>(a.q), static_cast<z>(a.k));
+      choose_conv2d_wgmma_tile(static_cast<z>(a.n), static_cast<z>(a.p), static_cast<z>(a.q), static_cast<z>(a.k),
+                               static_cast<z>(a.stride_h), static_cast<z>(a.stride_w));
   conv2d_wgmma::params<T> prm;
   if (!make_params(a, plan, prm)) return false;
   CUtensorMap map_x{}, map_w{};

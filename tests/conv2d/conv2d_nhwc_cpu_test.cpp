@@ -258,8 +258,9 @@ TEST(Conv2dLayoutValidation, NhwcWgmmaByNameNamesTheUnmetCondition) {
   float* w = fake(0x2000000);
   float* y = fake(0x3000000);
   kf::conv2d_params strided = p;
-  strided.stride_h = 2;
-  expect_error(kf::errc::unsupported, "the stride is not 1",
+  strided.in_height = 40;  // room for a stride of 9
+  strided.stride_h = 9;
+  expect_error(kf::errc::unsupported, "the stride is above 8",
                [&] { kf::conv2d_forward<float>(strided, x, w, nullptr, y, o); });
   kf::conv2d_params odd = p;
   odd.in_channels = 6;  // 24 bytes per pixel

@@ -51,7 +51,12 @@ TEST(Conv2dWgmma, NhwcConditionsAndSchedule) {
   const void* off = buffer + 2;
   EXPECT_EQ(conv2d_nhwc_wgmma_unsupported_reason(1, 1, 8, 2, aligned, aligned), nullptr);  // 8 halves: 16 bytes
   EXPECT_EQ(conv2d_nhwc_wgmma_unsupported_reason(1, 1, 4, 4, aligned, aligned), nullptr);  // 4 floats: 16 bytes
-  EXPECT_STREQ(conv2d_nhwc_wgmma_unsupported_reason(2, 1, 8, 2, aligned, aligned), "the stride is not 1");
+  EXPECT_EQ(conv2d_nhwc_wgmma_unsupported_reason(2, 1, 8, 2, aligned, aligned), nullptr);  // TMA element strides
+  EXPECT_EQ(conv2d_nhwc_wgmma_unsupported_reason(8, 8, 8, 2, aligned, aligned), nullptr);
+  EXPECT_STREQ(conv2d_nhwc_wgmma_unsupported_reason(9, 1, 8, 2, aligned, aligned),
+               "the stride is above 8 (TMA's largest element stride)");
+  EXPECT_STREQ(conv2d_nhwc_wgmma_unsupported_reason(1, 9, 8, 2, aligned, aligned),
+               "the stride is above 8 (TMA's largest element stride)");
   EXPECT_STREQ(conv2d_nhwc_wgmma_unsupported_reason(1, 1, 3, 2, aligned, aligned),
                "C * sizeof(T) is not a multiple of 16 bytes");
   EXPECT_STREQ(conv2d_nhwc_wgmma_unsupported_reason(1, 1, 6, 4, aligned, aligned),
@@ -141,6 +146,24 @@ TEST(Conv2dWgmma, PixelBoxPlan) {
   const auto row = choose_conv2d_wgmma_tile(1, 1, 300, 200);
   EXPECT_EQ(std::vector<std::size_t>({row.wt, row.ht, row.nt, row.tiles_q, row.tiles_k}),
             (std::vector<std::size_t>{128, 1, 1, 3, 2}));
+  // Strided (NHWC): a box spans stride x its pixels of input, at most 256 along w and h.
+  const auto s2 = choose_conv2d_wgmma_tile(1, 1, 300, 64, 2, 2);
+  EXPECT_EQ(std::vector<std::size_t>({s2.wt, s2.ht, s2.tiles_q}), (std::vector<std::size_t>{128, 1, 3}));
+  const auto s4 = choose_conv2d_wgmma_tile(1, 1, 300, 64, 4, 4);
+  EXPECT_EQ(std::vector<std::size_t>({s4.wt, s4.ht, s4.tiles_q}), (std::vector<std::size_t>{64, 1, 5}));
+  const auto tall = choose_conv2d_wgmma_tile(1, 300, 1, 64, 8, 1);  // ht * 8 <= 256
+  EXPECT_EQ(std::vector<std::size_t>({tall.wt, tall.ht, tall.tiles_p}), (std::vector<std::size_t>{1, 32, 10}));
+  for (std::size_t sh : {1u, 2u, 3u, 8u}) {
+    for (std::size_t sw : {1u, 2u, 5u, 8u}) {
+      const auto t = choose_conv2d_wgmma_tile(3, 57, 113, 70, sh, sw);
+      EXPECT_LE(t.wt * sw, 256u);
+      EXPECT_LE(t.ht * sh, 256u);
+      EXPECT_LE(t.box_pixels(), 128u);
+      EXPECT_GE(t.tiles_q * t.wt, 113u);
+      EXPECT_GE(t.tiles_p * t.ht, 57u);
+      EXPECT_GE(t.tiles_n * t.nt, 3u);
+    }
+  }
   // Awkward sizes: primes, 1, non-multiples of every box and tile.
   for (std::size_t n : {1u, 2u, 5u, 32u}) {
     for (std::size_t pq : {1u, 3u, 7u, 13u, 14u, 17u, 28u, 56u, 129u}) {

@@ -34,6 +34,9 @@
 //    NCHW y (for a fixed k, a tile's consecutive rows are consecutive q).
 //
 // channels_last (NHWC x, KRSC filter, NPQK y; T = float, __half, __nv_bfloat16):
+//  * Strides up to 8: the A map steps through the input at the layer's stride
+//    (TMA element strides), so a box of wt x ht output pixels is one copy of
+//    the stride-th input pixels under them, for each filter tap.
 //  * No copies at all: the two maps read the caller's x and filter where they
 //    are (C * sizeof(T) a multiple of 16 bytes, 16-byte aligned), a stage's
 //    128-byte row being 32 floats or 64 16-bit channels; wgmma::element<T>
@@ -117,9 +120,10 @@ struct params {
   const T* bias = nullptr;
   int k = 0, p = 0, q = 0, pq = 0, n = 0;
   int pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
-  int s = 1;         ///< filter width (taps along w)
-  int c_chunks = 0;  ///< ceil(C / block_c)
-  int k_steps = 0;   ///< R * S * c_chunks
+  int stride_h = 1, stride_w = 1;  ///< NHWC: the A box's element strides (the map's); NCHW: 1
+  int s = 1;                       ///< filter width (taps along w)
+  int c_chunks = 0;                ///< ceil(C / block_c)
+  int k_steps = 0;                 ///< R * S * c_chunks
   int wt = 1, ht = 1, nt = 1;
   int box_pixels = 0;  ///< wt * ht * nt
   int tiles_q = 0, tiles_p = 0, tiles_k = 0;
@@ -205,8 +209,9 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
           const std::uint32_t full = ring.producer_acquire(at, stage_tx);
           const int r = tap / prm.s, s = tap - r * prm.s;
           const int c0 = chunk * block_c<T>;
-          tma_load_4d(a_smem + at.stage * a_tile_bytes, &map_x, c0, w.q0 - prm.pad_w + s * prm.dilation_w,
-                      w.p0 - prm.pad_h + r * prm.dilation_h, w.n0, full);
+          tma_load_4d(a_smem + at.stage * a_tile_bytes, &map_x, c0,
+                      w.q0 * prm.stride_w - prm.pad_w + s * prm.dilation_w,
+                      w.p0 * prm.stride_h - prm.pad_h + r * prm.dilation_h, w.n0, full);
           tma_load_3d(b_smem + at.stage * kBTile, &map_w, c0, tap, w.k0, full);
           if (++chunk == prm.c_chunks) {
             chunk = 0;

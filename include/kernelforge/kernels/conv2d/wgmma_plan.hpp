@@ -33,15 +33,21 @@ inline const char* conv2d_wgmma_unsupported_reason(std::size_t stride_h, std::si
   return nullptr;
 }
 
+/// TMA's largest element stride: the NHWC kernel's A box steps through the
+/// input at the layer's stride.
+constexpr std::size_t conv2d_nhwc_wgmma_max_stride = 8;
+
 /// nullptr when the wgmma kernel computes this NHWC layer (x NHWC, weight KRSC,
 /// read in place by TMA); else what rules it out. TMA needs its global
 /// addresses 16-byte aligned and each pixel's (and filter tap's) channels a
-/// whole number of 16 bytes; the A tile shifted by a filter tap is the output
-/// tile only at stride 1.
+/// whole number of 16 bytes; the A box of a filter tap visits every
+/// stride-th input pixel (TMA element strides), at most 8 apart.
 inline const char* conv2d_nhwc_wgmma_unsupported_reason(std::size_t stride_h, std::size_t stride_w, std::size_t c,
                                                         std::size_t element_bytes, const void* x, const void* w) {
   constexpr std::size_t tma_alignment = 16;
-  if (stride_h != 1 || stride_w != 1) return "the stride is not 1";
+  if (stride_h > conv2d_nhwc_wgmma_max_stride || stride_w > conv2d_nhwc_wgmma_max_stride) {
+    return "the stride is above 8 (TMA's largest element stride)";
+  }
   if (c * element_bytes % tma_alignment != 0) return "C * sizeof(T) is not a multiple of 16 bytes";
   if (reinterpret_cast<std::uintptr_t>(x) % tma_alignment != 0) return "x is not 16-byte aligned";
   if (reinterpret_cast<std::uintptr_t>(w) % tma_alignment != 0) return "weight is not 16-byte aligned";
@@ -92,14 +98,20 @@ inline std::size_t conv2d_wgmma_bn(std::size_t k) { return k <= 64 ? 64 : 128; }
 /// would leave 12.5% (56 x 2, 28 x 4) and 23% (14 x 9) of each tile's rows
 /// idle. The price: y's stores run along q in pieces of wt floats (8, 4, 2).
 /// k: the output channels (K); the tile's bn from conv2d_wgmma_bn.
-inline conv2d_wgmma_tile choose_conv2d_wgmma_tile(std::size_t n, std::size_t p, std::size_t q, std::size_t k) {
+/// stride_h, stride_w (NHWC): a box of wt x ht output pixels spans stride_w wt
+/// x stride_h ht input pixels, at most 256 (TMA's box limit) along each.
+inline conv2d_wgmma_tile choose_conv2d_wgmma_tile(std::size_t n, std::size_t p, std::size_t q, std::size_t k,
+                                                  std::size_t stride_h = 1, std::size_t stride_w = 1) {
   conv2d_wgmma_tile best;
   best.bn = conv2d_wgmma_bn(k);
   best.tiles_k = ceil_div(k, best.bn);
   std::size_t best_tiles = std::numeric_limits<std::size_t>::max();
-  const std::size_t max_w = q < conv2d_wgmma_block_m ? q : conv2d_wgmma_block_m;
+  const std::size_t w_fit =
+      conv2d_wgmma_max_box / stride_w < conv2d_wgmma_block_m ? conv2d_wgmma_max_box / stride_w : conv2d_wgmma_block_m;
+  const std::size_t h_limit = conv2d_wgmma_max_box / stride_h;
+  const std::size_t max_w = q < w_fit ? q : w_fit;
   for (std::size_t wt = max_w; wt >= 1; --wt) {
-    const std::size_t rows_fit = conv2d_wgmma_block_m / wt;
+    const std::size_t rows_fit = conv2d_wgmma_block_m / wt < h_limit ? conv2d_wgmma_block_m / wt : h_limit;
     const std::size_t max_h = p < rows_fit ? p : rows_fit;
     for (std::size_t ht = max_h; ht >= 1; --ht) {
       const std::size_t images_fit = conv2d_wgmma_block_m / (wt * ht);

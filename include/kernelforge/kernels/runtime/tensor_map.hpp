@@ -55,12 +55,17 @@ constexpr CUtensorMapDataType tma_type() {
 /// byte_strides[i] is the stride of dimension i + 1), read in boxes of `box`
 /// elements with `swizzle`, and zeros for what lies outside the tensor. False
 /// where the driver lacks the encoder or rejects the map.
+/// element_strides (nullptr: all 1) steps through each dimension: box[i] /
+/// element_strides[i] elements are loaded along dimension i (dimension 0 has
+/// no step: TMA ignores its entry).
 template <class T>
 bool encode_tiled_map(CUtensorMap& map, const T* base, cuuint32_t rank, const cuuint64_t* dims,
-                      const cuuint64_t* byte_strides, const cuuint32_t* box, CUtensorMapSwizzle swizzle) {
+                      const cuuint64_t* byte_strides, const cuuint32_t* box, CUtensorMapSwizzle swizzle,
+                      const cuuint32_t* element_strides = nullptr) {
   const PFN_cuTensorMapEncodeTiled_v12000 encode = encode_tiled();
   if (encode == nullptr) return false;
-  const cuuint32_t element_strides[5] = {1, 1, 1, 1, 1};
+  const cuuint32_t unit_strides[5] = {1, 1, 1, 1, 1};
+  if (element_strides == nullptr) element_strides = unit_strides;
   return rank <= 5 && encode(&map, tma_type<T>(), rank, const_cast<T*>(base), dims, byte_strides, box, element_strides,
                              CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
@@ -69,8 +74,9 @@ bool encode_tiled_map(CUtensorMap& map, const T* base, cuuint32_t rank, const cu
 /// encode_tiled_map with the 128-byte swizzle wgmma's descriptors read.
 template <class T>
 bool encode_sw128_tiled(CUtensorMap& map, const T* base, cuuint32_t rank, const cuuint64_t* dims,
-                        const cuuint64_t* byte_strides, const cuuint32_t* box) {
-  return encode_tiled_map(map, base, rank, dims, byte_strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
+                        const cuuint64_t* byte_strides, const cuuint32_t* box,
+                        const cuuint32_t* element_strides = nullptr) {
+  return encode_tiled_map(map, base, rank, dims, byte_strides, box, CU_TENSOR_MAP_SWIZZLE_128B, element_strides);
 }
 
 /// encode_sw128_tiled for a matrix of `outer` rows of `inner` contiguous
