@@ -25,6 +25,8 @@
 //    epilogues only: with a functor it is errc::unsupported, and best takes the
 //    mma.sync TF32 kernel instead.
 //    naive and smem_tiled: errc::unsupported.
+//  - NCHW float only: params.layout = nhwc is errc::unsupported (the plain
+//    overload in <kernelforge/conv.hpp> computes NHWC with bias and ReLU).
 //  - options.relu must be off (errc::invalid_argument): compose the ReLU into the
 //    functor (epilogue::compose<yours, epilogue::relu_threshold>).
 //  - The same validation and messages as the plain overload in <kernelforge/conv.hpp>;
@@ -62,6 +64,11 @@ void conv2d_forward_epilogue(const conv2d_params& params, const T* x, const T* w
       translation_unit_arch_list + ")";
   const char* what = what_text.c_str();
   const conv2d_geometry geometry = validate_conv2d(what, params, x, weight, bias, y, sizeof(T), options);
+  if (params.layout == conv2d_layout::nhwc) {  // before the variant checks: none of them reads NHWC here
+    throw_unsupported(what,
+                      "params.layout = nhwc with an epilogue functor: the functor overload computes NCHW float only "
+                      "so far; for NHWC use the plain overload (<kernelforge/conv.hpp>) with bias and options.relu");
+  }
   if (options.variant == conv2d_variant::naive || options.variant == conv2d_variant::smem_tiled) {
     throw_unsupported(what, std::string("conv2d_variant::") + to_string(options.variant) +
                                 " takes no epilogue functor; the variants that do are implicit_gemm, "
@@ -85,7 +92,9 @@ void conv2d_forward_epilogue(const conv2d_params& params, const T* x, const T* w
 template <class T, class Epilogue, class = std::enable_if_t<!std::is_same_v<std::decay_t<Epilogue>, conv2d_options>>>
 void conv2d_forward(const conv2d_params& params, const T* x, const T* weight, const nondeduced_t<T>* bias, T* y,
                     Epilogue ep, const conv2d_options& options = {}) {
-  static_assert(is_conv2d_type_v<T>, "kf::conv2d_forward: unsupported element type; conv2d ships float");
+  static_assert(std::is_same_v<T, float>,
+                "kf::conv2d_forward with an epilogue functor: float only (the 16-bit types run NHWC, which the "
+                "functor overload does not compute yet)");
   detail::conv2d_forward_epilogue<T>(params, x, weight, bias, y, ep, options);
 }
 

@@ -510,6 +510,21 @@ TEST(Conv2dEpilogueUnsupported, UnsupportedCombinations) {
   }
 }
 
+// The functor overload computes NCHW only: an NHWC call is refused before anything runs
+// (it would otherwise read NHWC memory as NCHW).
+TEST(Conv2dEpilogueUnsupported, NhwcLayout) {
+  KF_SKIP_WITHOUT_GPU();
+  kf::conv2d_params p{1, 8, 9, 9, 4, 3, 3};
+  p.pad_h = p.pad_w = 1;
+  p.layout = kf::conv2d_layout::nhwc;
+  kf::device_buffer<float> x(1 * 9 * 9 * 8), w(4 * 3 * 3 * 8), y(1 * 9 * 9 * 4);
+  kf::test::poison(y.data(), y.size_bytes());
+  kf::test::expect_error(kf::errc::unsupported, "params.layout = nhwc with an epilogue functor", [&] {
+    kf::conv2d_forward(p, x.data(), w.data(), nullptr, y.data(), kf::epilogue::clamp{-1.0f, 1.0f});
+  });
+  expect_unwritten(y);
+}
+
 // ---- the store paths --------------------------------------------------------------------
 /// A device as the launcher sees it when it picks a kernel and a plan.
 struct device_facts {
