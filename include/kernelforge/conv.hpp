@@ -101,12 +101,14 @@
 //   NCHW call with them is errc::unsupported). The variants that read it:
 //   - naive: any device, any geometry, exact fp32 sums (every type).
 //   - implicit_gemm_wgmma (sm_90, a library built with 90): strides up to 8
-//     (any padding and dilation), C * sizeof(T) a multiple of 16 bytes and x and
-//     weight 16-byte aligned; float needs options.math = tf32 (the products
+//     (any padding and dilation); x and weight are read in place where C *
+//     sizeof(T) is a multiple of 16 bytes and both are 16-byte aligned, else
+//     the filter's columns are first folded into channels in a pooled
+//     workspace (N*H*Q*C' + K*R*C' elements, C' = S*C rounded up to 16 bytes:
+//     the RGB stem's 7 x 3 become 24); float needs options.math = tf32 (the products
 //     read TF32: the low 13 mantissa bits of each input are dropped), __half
-//     and __nv_bfloat16 take either math mode. No workspace: the kernel's TMA
-//     copies read x and weight where they are. Else errc::unsupported saying
-//     which condition failed.
+//     and __nv_bfloat16 take either math mode. A stride above 8 is
+//     errc::unsupported.
 //   - best: implicit_gemm_wgmma where it applies (for float only under
 //     math_mode::tf32), else naive.
 //   The other variants read NCHW only (errc::unsupported naming the layout).

@@ -143,9 +143,9 @@ VARIANT_GEOMETRIES = [GEOMETRIES[0], GEOMETRIES[1], GEOMETRIES[4], GEOMETRIES[6]
 
 
 def wgmma_runs(x, g):
-    """implicit_gemm_wgmma's channels_last conditions (kernelforge/conv.hpp): strides <= 8, C * sizeof(T) % 16 == 0."""
+    """implicit_gemm_wgmma's channels_last condition (kernelforge/conv.hpp): strides <= 8 (other layers: the fold)."""
     strides = g["stride"] if isinstance(g["stride"], tuple) else (g["stride"],)
-    return max(strides) <= 8 and x.shape[1] * x.element_size() % 16 == 0
+    return max(strides) <= 8
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])

@@ -182,14 +182,12 @@ conv2d_geometry validate_conv2d(const char* what, const conv2d_params& p, const 
     validate_conv2d_winograd(what, p, P, Q, options.variant);
   }
   if (options.variant == conv2d_variant::implicit_gemm_wgmma && p.layout == conv2d_layout::nhwc) {
-    const char* reason =
-        conv2d_nhwc_wgmma_unsupported_reason(p.stride_h, p.stride_w, p.in_channels, element_bytes, x, weight);
+    const char* reason = conv2d_nhwc_wgmma_unsupported_reason(p.stride_h, p.stride_w);
     if (reason != nullptr) {
-      throw_unsupported(
-          what, std::string("conv2d_variant::implicit_gemm_wgmma in the NHWC layout needs strides of at most 8, ") +
-                    "C * sizeof(T) a multiple of 16 bytes and 16-byte aligned x and weight, and " + reason +
-                    " (stride " + num(p.stride_h) + " x " + num(p.stride_w) + ", in_channels " + num(p.in_channels) +
-                    ", " + num(element_bytes) + "-byte elements); use best, which falls back to naive");
+      throw_unsupported(what, std::string("conv2d_variant::implicit_gemm_wgmma in the NHWC layout needs strides of at "
+                                          "most 8, and ") +
+                                  reason + " (stride " + num(p.stride_h) + " x " + num(p.stride_w) +
+                                  "); use best, which falls back to naive");
     }
   } else if (options.variant == conv2d_variant::implicit_gemm_wgmma) {
     const char* reason = conv2d_wgmma_unsupported_reason(p.stride_h, p.stride_w);

@@ -133,6 +133,15 @@ bool encode_maps(CUtensorMap& map_x, CUtensorMap& map_w, const T* x, const T* w,
          encode_sw128_tiled(map_w, w, 3, w_dims, w_strides, w_box);
 }
 
+/// Blocks of a grid-stride repacking pass over `items` elements: enough to
+/// cover them, at most filter_blocks_per_sm per SM.
+unsigned repack_blocks(int device, std::size_t items) {
+  const int sms = limits_for(device).sm_count;
+  const std::size_t cap = static_cast<std::size_t>(sms > 0 ? sms : 1) * filter_blocks_per_sm;
+  const std::size_t needed = ceil_div(items, static_cast<std::size_t>(conv2d_wgmma::filter_block));
+  return static_cast<unsigned>(needed < cap ? needed : cap);
+}
+
 /// NCHW float: x and the filter copied to NHWC / K x RS x C (TF32-rounded) in a
 /// pooled workspace, then the kernel.
 template <class Epilogue>
@@ -170,13 +179,8 @@ bool try_launch(int device, const conv2d_args<float>& a, const Epilogue& ep, cud
   conv2d_nchw_to_nhwc_tf32<<<t_grid, dim3(transpose_tile, transpose_rows_per_pass), 0, stream>>>(
       a.x, x_nhwc, a.n, a.c, a.hw, static_cast<int>(c_stride));
   check_launch(what);
-  const z filter_items = K * RS * c_padded;
-  const int sms = limits_for(device).sm_count;
-  const z filter_cap = static_cast<z>(sms > 0 ? sms : 1) * filter_blocks_per_sm;
-  const z filter_needed = ceil_div(filter_items, conv2d_wgmma::filter_block);
-  conv2d_kcrs_to_krsc_tf32<<<static_cast<unsigned>(filter_needed < filter_cap ? filter_needed : filter_cap),
-                             conv2d_wgmma::filter_block, 0, stream>>>(a.wt, w_krsc, a.k, a.c, a.rs,
-                                                                      static_cast<int>(c_padded));
+  conv2d_kcrs_to_krsc_tf32<<<repack_blocks(device, K * RS * c_padded), conv2d_wgmma::filter_block, 0, stream>>>(
+      a.wt, w_krsc, a.k, a.c, a.rs, static_cast<int>(c_padded));
   check_launch(what);
   launch_planned<float, conv2d_layout::nchw>(device, map_x, map_w, prm, plan.bn, false, ep, stream);
   return true;
@@ -194,22 +198,60 @@ bool conv2d_wgmma_try_launch(int device, const conv2d_args<float>& a, const epil
   return try_launch(device, a, ep, stream);
 }
 
-/// NHWC (any T): the kernel reads x and the filter in place.
+/// NHWC (any T): the kernel reads x and the filter in place where TMA can
+/// (conv2d_nhwc_wgmma_reads_in_place), else from their column fold (the
+/// filter's S columns folded into channels, in a pooled workspace: an R x 1
+/// layer over round_up(S C, 16 bytes) channels; 07_implicit_gemm_wgmma.cuh).
 template <class T, class Epilogue>
 bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& a, const Epilogue& ep, cudaStream_t stream) {
   if (!conv2d_wgmma_available(device)) return false;
   using z = std::size_t;
-  if (conv2d_nhwc_wgmma_unsupported_reason(static_cast<z>(a.stride_h), static_cast<z>(a.stride_w), static_cast<z>(a.c),
-                                           sizeof(T), a.x, a.wt) != nullptr) {
+  if (conv2d_nhwc_wgmma_unsupported_reason(static_cast<z>(a.stride_h), static_cast<z>(a.stride_w)) != nullptr) {
     return false;
   }
+  const bool in_place = conv2d_nhwc_wgmma_reads_in_place(static_cast<z>(a.c), sizeof(T), a.x, a.wt);
+  conv2d_args<T> f = a;  // the layer the kernel computes: `a`, or its column fold
+  const z c_folded = conv2d_nhwc_folded_channels(static_cast<z>(a.s), static_cast<z>(a.c), sizeof(T));
+  const z x_items = static_cast<z>(a.n) * static_cast<z>(a.h) * static_cast<z>(a.q) * c_folded;
+  const z w_items = static_cast<z>(a.k) * static_cast<z>(a.r) * c_folded;
+  if (!in_place) {
+    if (x_items > static_cast<z>(INT_MAX) || w_items > static_cast<z>(INT_MAX)) return false;
+    f.c = static_cast<int>(c_folded);
+    f.w = a.q;
+    f.s = 1;
+    f.stride_w = 1;
+    f.pad_w = 0;
+    f.dilation_w = 1;
+    f.rs = a.r;
+    f.crs = f.c * f.rs;
+    f.hw = a.h * a.q;
+  }
   const conv2d_wgmma_tile plan =
-      choose_conv2d_wgmma_tile(static_cast<z>(a.n), static_cast<z>(a.p), static_cast<z>(a.q), static_cast<z>(a.k),
-                               static_cast<z>(a.stride_h), static_cast<z>(a.stride_w));
+      choose_conv2d_wgmma_tile(static_cast<z>(f.n), static_cast<z>(f.p), static_cast<z>(f.q), static_cast<z>(f.k),
+                               static_cast<z>(f.stride_h), static_cast<z>(f.stride_w));
   conv2d_wgmma::params<T> prm;
-  if (!make_params(a, plan, prm)) return false;
+  if (!make_params(f, plan, prm)) return false;
   CUtensorMap map_x{}, map_w{};
-  if (!encode_maps(map_x, map_w, a.x, a.wt, a, static_cast<z>(a.c), static_cast<z>(a.c), plan)) return false;
+  if (in_place) {
+    if (!encode_maps(map_x, map_w, a.x, a.wt, a, static_cast<z>(a.c), static_cast<z>(a.c), plan)) return false;
+    launch_planned<T, conv2d_layout::nhwc>(device, map_x, map_w, prm, plan.bn,
+                                           conv2d_wgmma_pingpong(static_cast<z>(prm.k_steps)), ep, stream);
+    return true;
+  }
+  const z x_bytes = round_up(x_items * sizeof(T), workspace_alignment);
+  // Returned to the pool on `stream` when this function returns or throws.
+  const pooled_workspace scratch(device, x_bytes + w_items * sizeof(T), stream);
+  if (scratch.data() == nullptr) return false;  // no pool or no memory: best takes the naive kernel
+  T* const x_folded = scratch.data<T>();
+  T* const w_folded = reinterpret_cast<T*>(scratch.data<char>() + x_bytes);
+  if (!encode_maps(map_x, map_w, x_folded, w_folded, f, c_folded, c_folded, plan)) return false;
+  // Nothing is enqueued above: from here on the call runs to the end (or throws).
+  conv2d_nhwc_fold_columns<T><<<repack_blocks(device, x_items), conv2d_wgmma::filter_block, 0, stream>>>(
+      a.x, x_folded, a.n, a.h, a.w, a.c, a.q, a.s, a.stride_w, a.pad_w, a.dilation_w, f.c);
+  check_launch(what);
+  conv2d_krsc_fold_columns<T><<<repack_blocks(device, w_items), conv2d_wgmma::filter_block, 0, stream>>>(
+      a.wt, w_folded, a.k, a.r, a.s * a.c, f.c);
+  check_launch(what);
   launch_planned<T, conv2d_layout::nhwc>(device, map_x, map_w, prm, plan.bn,
                                          conv2d_wgmma_pingpong(static_cast<z>(prm.k_steps)), ep, stream);
   return true;

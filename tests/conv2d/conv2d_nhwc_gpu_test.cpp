@@ -278,9 +278,7 @@ bool tensor_cores_may_run(const nhwc_variant& v, const problem<T>& pr) {
   if (v.variant != kf::conv2d_variant::best) return false;
   if (std::is_same_v<T, float> && v.math != kf::math_mode::tf32) return false;
   const kf::conv2d_params& p = pr.c->p;
-  return kf::detail::conv2d_nhwc_wgmma_unsupported_reason(p.stride_h, p.stride_w, p.in_channels, sizeof(T), pr.x_at(),
-                                                          pr.w_at()) == nullptr &&
-         wgmma_available();
+  return kf::detail::conv2d_nhwc_wgmma_unsupported_reason(p.stride_h, p.stride_w) == nullptr && wgmma_available();
 }
 
 template <class T>
@@ -357,9 +355,8 @@ void run_case(const nhwc_variant& v, const nhwc_case& c) {
     kf::conv2d_forward<T>(p, pr.x_at(), pr.w_at(), pr.bias_at(), d_y.data() + c.y_offset, options);
   };
   if (v.variant == kf::conv2d_variant::implicit_gemm_wgmma) {
-    const char* reason = kf::detail::conv2d_nhwc_wgmma_unsupported_reason(p.stride_h, p.stride_w, p.in_channels,
-                                                                          sizeof(T), pr.x_at(), pr.w_at());
-    if (reason != nullptr) {  // the layer or the pointers: refused on every device
+    const char* reason = kf::detail::conv2d_nhwc_wgmma_unsupported_reason(p.stride_h, p.stride_w);
+    if (reason != nullptr) {  // the layer: refused on every device
       kf::test::expect_error(kf::errc::unsupported, reason, call);
       EXPECT_EQ(written(d_y), 0u) << "y was written";
       return;
@@ -482,23 +479,25 @@ TEST(Conv2dNhwcCases, BoundsCanFail) {
   }
 }
 
-/// The misaligned_* cases are refused by implicit_gemm_wgmma for their
-/// alignment, and only for it, whatever the type (so best's fallback is what
-/// they test); the other layers the wgmma kernel computes are found too.
-TEST(Conv2dNhwcCases, MisalignedCasesMissOnlyAlignment) {
+/// The misaligned_* cases and the layers whose pixels are not a whole number
+/// of 16 bytes are the ones the wgmma kernel does not read in place (it reads
+/// their column fold); the others it reads in place, whatever the type.
+TEST(Conv2dNhwcCases, FoldedCasesAreTheMisalignedAndOddChannelOnes) {
   alignas(16) static const unsigned char base[64] = {};
-  int checked = 0;
+  int misaligned = 0, odd = 0;
   for (const nhwc_case& c : nhwc_cases()) {
-    if (c.x_offset == 0 && c.w_offset == 0) continue;
     for (std::size_t bytes : {sizeof(float), sizeof(__half)}) {
-      const char* reason = kf::detail::conv2d_nhwc_wgmma_unsupported_reason(
-          c.p.stride_h, c.p.stride_w, c.p.in_channels, bytes, base + c.x_offset * bytes, base + c.w_offset * bytes);
-      ASSERT_NE(reason, nullptr) << c.name;
-      EXPECT_NE(std::string(reason).find("16-byte aligned"), std::string::npos) << c.name << ": " << reason;
-      ++checked;
+      const bool in_place = kf::detail::conv2d_nhwc_wgmma_reads_in_place(
+          c.p.in_channels, bytes, base + c.x_offset * bytes, base + c.w_offset * bytes);
+      const bool aligned = c.x_offset == 0 && c.w_offset == 0;
+      const bool whole = c.p.in_channels * bytes % 16 == 0;
+      EXPECT_EQ(in_place, aligned && whole) << c.name << " (" << bytes << "-byte elements)";
+      misaligned += aligned ? 0 : 1;
+      odd += whole ? 0 : 1;
     }
   }
-  EXPECT_EQ(checked, 4);
+  EXPECT_EQ(misaligned, 4);  // two cases, two element sizes
+  EXPECT_GT(odd, 4);         // the stem (C = 3) among them
 }
 
 }  // namespace

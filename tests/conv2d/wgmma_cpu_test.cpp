@@ -44,25 +44,31 @@ TEST(Conv2dWgmma, AppliesToStride1Only) {
 }
 
 TEST(Conv2dWgmma, NhwcConditionsAndSchedule) {
+  using kf::detail::conv2d_nhwc_folded_channels;
+  using kf::detail::conv2d_nhwc_wgmma_reads_in_place;
   using kf::detail::conv2d_nhwc_wgmma_unsupported_reason;
   using kf::detail::conv2d_wgmma_pingpong;
   alignas(16) static unsigned char buffer[64];
   const void* aligned = buffer;
   const void* off = buffer + 2;
-  EXPECT_EQ(conv2d_nhwc_wgmma_unsupported_reason(1, 1, 8, 2, aligned, aligned), nullptr);  // 8 halves: 16 bytes
-  EXPECT_EQ(conv2d_nhwc_wgmma_unsupported_reason(1, 1, 4, 4, aligned, aligned), nullptr);  // 4 floats: 16 bytes
-  EXPECT_EQ(conv2d_nhwc_wgmma_unsupported_reason(2, 1, 8, 2, aligned, aligned), nullptr);  // TMA element strides
-  EXPECT_EQ(conv2d_nhwc_wgmma_unsupported_reason(8, 8, 8, 2, aligned, aligned), nullptr);
-  EXPECT_STREQ(conv2d_nhwc_wgmma_unsupported_reason(9, 1, 8, 2, aligned, aligned),
-               "the stride is above 8 (TMA's largest element stride)");
-  EXPECT_STREQ(conv2d_nhwc_wgmma_unsupported_reason(1, 9, 8, 2, aligned, aligned),
-               "the stride is above 8 (TMA's largest element stride)");
-  EXPECT_STREQ(conv2d_nhwc_wgmma_unsupported_reason(1, 1, 3, 2, aligned, aligned),
-               "C * sizeof(T) is not a multiple of 16 bytes");
-  EXPECT_STREQ(conv2d_nhwc_wgmma_unsupported_reason(1, 1, 6, 4, aligned, aligned),
-               "C * sizeof(T) is not a multiple of 16 bytes");
-  EXPECT_STREQ(conv2d_nhwc_wgmma_unsupported_reason(1, 1, 8, 2, off, aligned), "x is not 16-byte aligned");
-  EXPECT_STREQ(conv2d_nhwc_wgmma_unsupported_reason(1, 1, 8, 2, aligned, off), "weight is not 16-byte aligned");
+  // Strides up to 8 (TMA element strides); nothing else rules a layer out.
+  EXPECT_EQ(conv2d_nhwc_wgmma_unsupported_reason(1, 1), nullptr);
+  EXPECT_EQ(conv2d_nhwc_wgmma_unsupported_reason(2, 1), nullptr);
+  EXPECT_EQ(conv2d_nhwc_wgmma_unsupported_reason(8, 8), nullptr);
+  EXPECT_STREQ(conv2d_nhwc_wgmma_unsupported_reason(9, 1), "the stride is above 8 (TMA's largest element stride)");
+  EXPECT_STREQ(conv2d_nhwc_wgmma_unsupported_reason(1, 9), "the stride is above 8 (TMA's largest element stride)");
+  // In place where TMA can read the tensors; else the column fold.
+  EXPECT_TRUE(conv2d_nhwc_wgmma_reads_in_place(8, 2, aligned, aligned));  // 8 halves: 16 bytes
+  EXPECT_TRUE(conv2d_nhwc_wgmma_reads_in_place(4, 4, aligned, aligned));  // 4 floats: 16 bytes
+  EXPECT_FALSE(conv2d_nhwc_wgmma_reads_in_place(3, 2, aligned, aligned));
+  EXPECT_FALSE(conv2d_nhwc_wgmma_reads_in_place(6, 4, aligned, aligned));
+  EXPECT_FALSE(conv2d_nhwc_wgmma_reads_in_place(8, 2, off, aligned));
+  EXPECT_FALSE(conv2d_nhwc_wgmma_reads_in_place(8, 2, aligned, off));
+  // The fold's channels: S C rounded up to 16 bytes (the stem: 7 x 3 = 21 -> 24 in 16-bit and float).
+  EXPECT_EQ(conv2d_nhwc_folded_channels(7, 3, 2), 24u);
+  EXPECT_EQ(conv2d_nhwc_folded_channels(7, 3, 4), 24u);
+  EXPECT_EQ(conv2d_nhwc_folded_channels(3, 5, 2), 16u);
+  EXPECT_EQ(conv2d_nhwc_folded_channels(1, 8, 2), 8u);
   // Ping-pong from 9 k-steps (tuning/conv2d.md#conv2d_nhwc_pingpong): a 3x3 layer with one
   // channel block runs it, the 1x1 C256 layer (4 k-steps in 16-bit, 8 in TF32) does not.
   EXPECT_TRUE(conv2d_wgmma_pingpong(9));

@@ -49,9 +49,8 @@ void dispatch_conv2d_nhwc(const char* what, int device, const conv2d_args<T>& a,
   const bool named = options.variant == conv2d_variant::implicit_gemm_wgmma;
   if (named || (options.variant == conv2d_variant::best && conv2d_nhwc_tensor_cores_allowed<T>(options))) {
     if constexpr (conv2d_wgmma_epilogue_v<Epilogue>) {
-      const bool fits = conv2d_nhwc_wgmma_unsupported_reason(
-                            static_cast<std::size_t>(a.stride_h), static_cast<std::size_t>(a.stride_w),
-                            static_cast<std::size_t>(a.c), sizeof(T), a.x, a.wt) == nullptr;
+      const bool fits = conv2d_nhwc_wgmma_unsupported_reason(static_cast<std::size_t>(a.stride_h),
+                                                             static_cast<std::size_t>(a.stride_w)) == nullptr;
       if (fits && conv2d_nhwc_wgmma_try_launch(device, a, ep, options.stream)) return;
       if (named) {  // validate.cpp has refused layers that do not fit: the device or the build lacks it
         const int cc = compute_capability(device);
@@ -60,7 +59,8 @@ void dispatch_conv2d_nhwc(const char* what, int device, const conv2d_args<T>& a,
                                                std::to_string(cc) + ". Use best"
                                          : std::string("conv2d_variant::implicit_gemm_wgmma could not run: this "
                                                        "build of kernelforge holds no sm_90a code (add 90 to "
-                                                       "CMAKE_CUDA_ARCHITECTURES), more than 2^31 tiles, or no "
+                                                       "CMAKE_CUDA_ARCHITECTURES), more than 2^31 tiles, no "
+                                                       "workspace for the column fold, or no "
                                                        "cuTensorMapEncodeTiled in the driver; use best"));
       }
     } else if (named) {

@@ -37,21 +37,31 @@ inline const char* conv2d_wgmma_unsupported_reason(std::size_t stride_h, std::si
 /// input at the layer's stride.
 constexpr std::size_t conv2d_nhwc_wgmma_max_stride = 8;
 
-/// nullptr when the wgmma kernel computes this NHWC layer (x NHWC, weight KRSC,
-/// read in place by TMA); else what rules it out. TMA needs its global
-/// addresses 16-byte aligned and each pixel's (and filter tap's) channels a
-/// whole number of 16 bytes; the A box of a filter tap visits every
+/// nullptr when the wgmma kernel computes this NHWC layer (x NHWC, weight
+/// KRSC); else what rules it out. The A box of a filter tap visits every
 /// stride-th input pixel (TMA element strides), at most 8 apart.
-inline const char* conv2d_nhwc_wgmma_unsupported_reason(std::size_t stride_h, std::size_t stride_w, std::size_t c,
-                                                        std::size_t element_bytes, const void* x, const void* w) {
-  constexpr std::size_t tma_alignment = 16;
+inline const char* conv2d_nhwc_wgmma_unsupported_reason(std::size_t stride_h, std::size_t stride_w) {
   if (stride_h > conv2d_nhwc_wgmma_max_stride || stride_w > conv2d_nhwc_wgmma_max_stride) {
     return "the stride is above 8 (TMA's largest element stride)";
   }
-  if (c * element_bytes % tma_alignment != 0) return "C * sizeof(T) is not a multiple of 16 bytes";
-  if (reinterpret_cast<std::uintptr_t>(x) % tma_alignment != 0) return "x is not 16-byte aligned";
-  if (reinterpret_cast<std::uintptr_t>(w) % tma_alignment != 0) return "weight is not 16-byte aligned";
   return nullptr;
+}
+
+/// Whether TMA reads x and the filter where they are: 16-byte aligned, and
+/// each pixel's (and filter tap's) channels a whole number of 16 bytes. Else
+/// the launch first folds the filter's columns into channels
+/// (conv2d_nhwc_folded_channels) in a workspace.
+inline bool conv2d_nhwc_wgmma_reads_in_place(std::size_t c, std::size_t element_bytes, const void* x, const void* w) {
+  constexpr std::size_t tma_alignment = 16;
+  return c * element_bytes % tma_alignment == 0 && reinterpret_cast<std::uintptr_t>(x) % tma_alignment == 0 &&
+         reinterpret_cast<std::uintptr_t>(w) % tma_alignment == 0;
+}
+
+/// The column fold's channels: S C values (the filter's S columns of C
+/// channels), padded to a whole number of 16 bytes.
+inline std::size_t conv2d_nhwc_folded_channels(std::size_t s, std::size_t c, std::size_t element_bytes) {
+  const std::size_t per_16_bytes = 16 / element_bytes;
+  return ceil_div(s * c, per_16_bytes) * per_16_bytes;
 }
 
 /// Where `best` runs the wgmma kernel (the caller checks TF32 math and the device).
