@@ -17,9 +17,10 @@
 //    (conv2d_wgmma_available), raises errc::unsupported naming the variant and
 //    writes nothing; the numeric check is then skipped with that reason;
 //  - elsewhere runs and is checked like the others.
-// best falls back to naive where the wgmma kernel does not apply (misaligned x
-// or weight, strides, channel counts off 16 bytes, float under exact math), so
-// it must give the right result on every case. A y one element off alignment
+// best takes the wgmma kernel wherever it applies (strides up to 8; misaligned
+// x or weight and channel counts off 16 bytes through its column fold) and
+// falls back to naive elsewhere (float under exact math), so it must give the
+// right result on every case. A y one element off alignment
 // must work on every variant (the wgmma kernel's stores included).
 //
 // Tolerance, per output, with S = sum |w| |x| + |bias| (the reference's error
@@ -172,8 +173,8 @@ const std::vector<nhwc_case>& nhwc_cases() {
       // More tiles than two per CTA of a full H200 (196 pixel boxes x 2 channel tiles = 392 >
       // 2 x 132): each ping-pong warpgroup takes several tiles in turn, skipping the other's stages.
       {"many_tiles_c16_56x56_k130_3x3_p1_n8", nhwc(8, 16, 56, 56, 130, 3, 3, 1, 1, 1, 1), true},
-      // One element off alignment: x, weight (best falls back to naive; wgmma by
-      // name refuses), y (every variant stores it).
+      // One element off alignment: x, weight (the wgmma kernel reads their column
+      // fold), y (every variant stores it).
       misaligned({"misaligned_x_c32_13x13_k65_n1", nhwc(1, 32, 13, 13, 65, 3, 3, 1, 1, 1, 1), true}, 1, 0, 0),
       misaligned({"misaligned_w_c32_13x13_k65_n1", nhwc(1, 32, 13, 13, 65, 3, 3, 1, 1, 1, 1), true}, 0, 1, 0),
       misaligned({"misaligned_y_c64_15x15_k63_n1", nhwc(1, 64, 15, 15, 63, 3, 3, 1, 1, 1, 1), true}, 0, 0, 1),
