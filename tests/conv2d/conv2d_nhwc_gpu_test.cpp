@@ -10,9 +10,9 @@
 // twice, under math_mode::exact (naive) and tf32 (the wgmma kernel where it
 // applies), and implicit_gemm_wgmma under tf32 (it refuses exact float math).
 // implicit_gemm_wgmma by name:
-//  - on a layer it does not compute (stride != 1, C * sizeof(T) not a multiple
-//    of 16 bytes, x or weight not 16-byte aligned) raises errc::unsupported
-//    naming the unmet condition, on every device, and writes nothing;
+//  - on a layer it does not compute (a stride above 8: none of the cases)
+//    raises errc::unsupported naming the unmet condition, on every device, and
+//    writes nothing;
 //  - on a device other than sm_90, or from a library without sm_90a code
 //    (conv2d_wgmma_available), raises errc::unsupported naming the variant and
 //    writes nothing; the numeric check is then skipped with that reason;
