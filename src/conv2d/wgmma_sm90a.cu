@@ -25,6 +25,8 @@
 
 #include "kernelforge/kernels/common/grid.hpp"
 #include "kernelforge/kernels/conv2d/07_implicit_gemm_wgmma.cuh"
+#include "kernelforge/kernels/conv2d/wgmma_nchw_repack.cuh"
+#include "kernelforge/kernels/conv2d/wgmma_nhwc_fold.cuh"
 #include "kernelforge/kernels/runtime/launcher.hpp"
 #include "kernelforge/kernels/runtime/tensor_map.hpp"
 
@@ -40,12 +42,11 @@ constexpr std::size_t tma_stride_floats = 4;
 /// Grid-stride blocks per SM of the filter repack.
 constexpr std::size_t filter_blocks_per_sm = 8;
 
-template <class T, conv2d_layout Layout, int BN, class Epilogue, int Stages = conv2d_wgmma::stages<BN>,
-          bool PingPong = false>
+template <class T, conv2d_layout Layout, int BN, class Epilogue, bool PingPong = false>
 void launch_kernel(int device, const CUtensorMap& map_x, const CUtensorMap& map_w, const conv2d_wgmma::params<T>& prm,
                    const Epilogue& ep, cudaStream_t stream) {
-  constexpr auto kernel = &conv2d_implicit_gemm_wgmma<T, Layout, BN, Stages, PingPong, Epilogue>;
-  constexpr int smem = conv2d_wgmma::smem_bytes<BN, Stages>;
+  constexpr auto kernel = &conv2d_implicit_gemm_wgmma<T, Layout, BN, PingPong, Epilogue>;
+  constexpr int smem = conv2d_wgmma::smem_bytes<BN>;
   const int resident = resident_clusters<kernel>(device, conv2d_wgmma::threads, smem, 1, what);
   const int grid = prm.tiles < resident ? prm.tiles : resident;  // persistent
   kernel<<<grid, conv2d_wgmma::threads, smem, stream>>>(map_x, map_w, prm, ep);
@@ -56,13 +57,12 @@ void launch_kernel(int device, const CUtensorMap& map_x, const CUtensorMap& map_
 template <class T, conv2d_layout Layout, class Epilogue>
 void launch_planned(int device, const CUtensorMap& map_x, const CUtensorMap& map_w, const conv2d_wgmma::params<T>& prm,
                     std::size_t bn, bool pingpong, const Epilogue& ep, cudaStream_t stream) {
-  using conv2d_wgmma::stages;
   if constexpr (Layout == conv2d_layout::nhwc) {  // NCHW: cooperative only (ping-pong unmeasured there)
     if (pingpong && bn == 64) {
-      return launch_kernel<T, Layout, 64, Epilogue, stages<64>, true>(device, map_x, map_w, prm, ep, stream);
+      return launch_kernel<T, Layout, 64, Epilogue, true>(device, map_x, map_w, prm, ep, stream);
     }
     if (pingpong) {
-      return launch_kernel<T, Layout, 128, Epilogue, stages<128>, true>(device, map_x, map_w, prm, ep, stream);
+      return launch_kernel<T, Layout, 128, Epilogue, true>(device, map_x, map_w, prm, ep, stream);
     }
   }
   if (bn == 64) return launch_kernel<T, Layout, 64, Epilogue>(device, map_x, map_w, prm, ep, stream);

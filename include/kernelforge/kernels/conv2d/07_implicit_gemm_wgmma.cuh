@@ -12,7 +12,7 @@
 //    warpgroup's wgmma.m64nNk8 reads both operands from shared memory itself:
 //    two consumer warpgroups compute a 128 x BN tile (BN = 64 or 128).
 //  * No im2col address arithmetic per element: the input is first copied to
-//    NHWC (one pass, conv2d_nchw_to_nhwc_tf32, into a pooled workspace; TF32
+//    NHWC (one pass, conv2d_nchw_to_nhwc_tf32 in wgmma_nchw_repack.cuh, into a pooled workspace; TF32
 //    wgmma reads both operands k-contiguous, and k here is the channel), and
 //    the A tile of one filter tap (r, s) and 32 channels is then ONE 4-D TMA
 //    box of the NHWC tensor: 32 channels x wt columns x ht rows x nt images
@@ -104,9 +104,9 @@ template <int BN>
 inline constexpr int stage_bytes = a_tile_bytes + b_tile_bytes<BN>;
 /// Tiles start 1024-aligned (the swizzle is a function of the address bits):
 /// one atom of slack, then the stages, then the ring's barriers (pipeline_sm90.cuh).
-template <int BN, int Stages = stages<BN>>
-inline constexpr int smem_bytes = swizzle_atom_bytes + Stages* stage_bytes<BN> +
-                                  stage_ring_barrier_bytes(Stages) + order_barrier_bytes;
+template <int BN>
+inline constexpr int smem_bytes = swizzle_atom_bytes + stages<BN>* stage_bytes<BN> +
+                                  stage_ring_barrier_bytes(stages<BN>) + order_barrier_bytes;
 
 /// NCHW -> NHWC copy: 32 x 32 tiles of (channel, pixel) through shared memory.
 inline constexpr int transpose_tile = 32;
@@ -146,7 +146,7 @@ inline constexpr int accumulators = wgmma_accumulators<BN>;
 /// map_x: the NHWC input (dims c, w, h, n; box block_c x wt x ht x nt).
 /// map_w: the filter as K x RS x C (dims c, tap, k; box block_c x 1 x BN).
 /// Layout: where y goes -- NCHW (NKPQ) or NHWC (NPQK); the inputs are NHWC either way.
-template <class T, conv2d_layout Layout, int BN, int Stages, bool PingPong, class Epilogue>
+template <class T, conv2d_layout Layout, int BN, bool PingPong, class Epilogue>
 KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
     conv2d_implicit_gemm_wgmma(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w,
                                const conv2d_wgmma::params<T> prm, const Epilogue ep) {
@@ -154,7 +154,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
   __trap();  // wgmma needs sm_90a; this file is compiled for nothing else
 #elif KF_ARCH_SM90A
   using namespace conv2d_wgmma;
-  constexpr int kStages = Stages;
+  constexpr int kStages = stages<BN>;
   constexpr int kBTile = b_tile_bytes<BN>;
   constexpr int kAcc = accumulators<BN>;
   extern __shared__ unsigned char conv2d_wgmma_smem[];
@@ -345,117 +345,6 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
         }
       }
     }
-  }
-#endif
-}
-
-/// dst[(n * H W + pixel) * c_stride + c] = tf32(x[(n * C + c) * H W + pixel]):
-/// NCHW -> NHWC, rounded to TF32. 32 x 32 (channel, pixel) tiles through shared
-/// memory, so both the reads (along pixels) and the writes (along channels)
-/// are coalesced. Grid: x over pixel tiles, y and z stride over channel tiles
-/// and images. Channels c_stride > C are not written (TMA never reads them).
-KF_KERNEL void __launch_bounds__(conv2d_wgmma::transpose_tile* conv2d_wgmma::transpose_rows_per_pass)
-    conv2d_nchw_to_nhwc_tf32(const float* __restrict__ x, float* __restrict__ dst, int n_images, int c, int hw,
-                             int c_stride) {
-#if defined(__CUDA_ARCH__) && !KF_ARCH_SM90A
-  __trap();
-#elif KF_ARCH_SM90A
-  using namespace conv2d_wgmma;
-  __shared__ float tile[transpose_tile][transpose_tile + 1];  // +1: the transposed read is conflict-free
-  const int tx = threadIdx.x, ty = threadIdx.y;
-  const long long pixel0 = static_cast<long long>(blockIdx.x) * transpose_tile;
-  const int c_tiles = (c + transpose_tile - 1) / transpose_tile;
-  for (int n = blockIdx.z; n < n_images; n += gridDim.z) {
-    for (int ct = blockIdx.y; ct < c_tiles; ct += gridDim.y) {
-      const int c0 = ct * transpose_tile;
-#pragma unroll
-      for (int i = 0; i < transpose_tile; i += transpose_rows_per_pass) {
-        const int ch = c0 + ty + i;
-        const long long pixel = pixel0 + tx;
-        tile[ty + i][tx] =
-            (ch < c && pixel < hw) ? round_to_tf32(x[(static_cast<long long>(n) * c + ch) * hw + pixel]) : 0.0f;
-      }
-      __syncthreads();
-#pragma unroll
-      for (int i = 0; i < transpose_tile; i += transpose_rows_per_pass) {
-        const long long pixel = pixel0 + ty + i;
-        const int ch = c0 + tx;
-        if (ch < c && pixel < hw) dst[(static_cast<long long>(n) * hw + pixel) * c_stride + ch] = tile[tx][ty + i];
-      }
-      __syncthreads();  // the tile is rewritten by the next (image, channel tile)
-    }
-  }
-#endif
-}
-
-/// dst[(k * R S + tap) * c_padded + c] = tf32(w[(k * C + c) * R S + tap]) for
-/// c < C, 0 for C <= c < c_padded: KCRS -> K x RS x C, channels padded to a
-/// whole number of 32-channel stages with zeros. Grid-stride.
-KF_KERNEL void __launch_bounds__(conv2d_wgmma::filter_block)
-    conv2d_kcrs_to_krsc_tf32(const float* __restrict__ w, float* __restrict__ dst, int k, int c, int rs, int c_padded) {
-#if defined(__CUDA_ARCH__) && !KF_ARCH_SM90A
-  __trap();
-#elif KF_ARCH_SM90A
-  const long long total = static_cast<long long>(k) * rs * c_padded;
-  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
-       i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const int ch = static_cast<int>(i % c_padded);
-    const long long k_tap = i / c_padded;  // k * RS + tap
-    const int tap = static_cast<int>(k_tap % rs);
-    const long long kk = k_tap / rs;
-    dst[i] = ch < c ? round_to_tf32(w[(kk * c + ch) * rs + tap]) : 0.0f;
-  }
-#endif
-}
-
-/// The column fold of an NHWC layer TMA cannot read in place (C * sizeof(T)
-/// not a multiple of 16 bytes, as the RGB stem's C = 3, or x or the filter not
-/// 16-byte aligned): the filter's S columns become channels,
-///   dst[((n H + h) Q + q) C' + s C + c] = x[n][h][q stride_w - pad_w + s dil_w][c]
-/// (0 outside the image and for s C + c >= S C), so that the layer is R x 1 at
-/// stride (stride_h, 1), with no padding or dilation along w, over C' channels
-/// (wgmma_plan.hpp: conv2d_nhwc_folded_channels) -- one the kernel above reads
-/// in place. One thread per element of dst, grid-stride; the reads of a warp
-/// fall in a few neighbouring pixels.
-template <class T>
-KF_KERNEL void __launch_bounds__(conv2d_wgmma::filter_block)
-    conv2d_nhwc_fold_columns(const T* __restrict__ x, T* __restrict__ dst, int n_images, int h, int w, int c, int q,
-                             int s, int stride_w, int pad_w, int dilation_w, int c_folded) {
-#if defined(__CUDA_ARCH__) && !KF_ARCH_SM90A
-  __trap();
-#elif KF_ARCH_SM90A
-  const long long total = static_cast<long long>(n_images) * h * q * c_folded;
-  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
-       i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const int j = static_cast<int>(i % c_folded);
-    const long long row = i / c_folded;  // (n H + h) Q + q
-    const int qq = static_cast<int>(row % q);
-    const long long nh = row / q;
-    T v = from_compute<T>(0.0f);
-    if (j < s * c) {
-      const int tap = j / c, ch = j - tap * c;
-      const int iw = qq * stride_w - pad_w + tap * dilation_w;
-      if (iw >= 0 && iw < w) v = x[(nh * w + iw) * c + ch];
-    }
-    dst[i] = v;
-  }
-#endif
-}
-
-/// The filter of the column fold: dst[(k R + r) C' + j] = w[k][r][s][c] for
-/// j = s C + c < S C, else 0 (K x R x 1 x C'). Grid-stride.
-template <class T>
-KF_KERNEL void __launch_bounds__(conv2d_wgmma::filter_block)
-    conv2d_krsc_fold_columns(const T* __restrict__ w, T* __restrict__ dst, int k, int r, int sc, int c_folded) {
-#if defined(__CUDA_ARCH__) && !KF_ARCH_SM90A
-  __trap();
-#elif KF_ARCH_SM90A
-  const long long total = static_cast<long long>(k) * r * c_folded;
-  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
-       i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const int j = static_cast<int>(i % c_folded);
-    const long long kr = i / c_folded;  // k R + r
-    dst[i] = j < sc ? w[kr * sc + j] : from_compute<T>(0.0f);
   }
 #endif
 }

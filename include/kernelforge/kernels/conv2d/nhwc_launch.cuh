@@ -49,9 +49,8 @@ void dispatch_conv2d_nhwc(const char* what, int device, const conv2d_args<T>& a,
   const bool named = options.variant == conv2d_variant::implicit_gemm_wgmma;
   if (named || (options.variant == conv2d_variant::best && conv2d_nhwc_tensor_cores_allowed<T>(options))) {
     if constexpr (conv2d_wgmma_epilogue_v<Epilogue>) {
-      const bool fits = conv2d_nhwc_wgmma_unsupported_reason(static_cast<std::size_t>(a.stride_h),
-                                                             static_cast<std::size_t>(a.stride_w)) == nullptr;
-      if (fits && conv2d_nhwc_wgmma_try_launch(device, a, ep, options.stream)) return;
+      // conv2d_nhwc_wgmma_try_launch checks the device and the stride itself.
+      if (conv2d_nhwc_wgmma_try_launch(device, a, ep, options.stream)) return;
       if (named) {  // validate.cpp has refused layers that do not fit: the device or the build lacks it
         const int cc = compute_capability(device);
         throw_unsupported(what, cc != 90 ? "conv2d_variant::implicit_gemm_wgmma needs Hopper's wgmma instructions "
