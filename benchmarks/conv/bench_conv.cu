@@ -24,20 +24,29 @@
 //                                  layers: those below plus n32_c64_56x56_k64_1x1
 //   conv2d_nhwc/<fp16|bf16|tf32>/<impl>/<layer>   channels_last (params.layout = nhwc: x NHWC,
 //                                  weight KRSC, y NPQK; tf32 = float under math_mode::tf32):
-//                                  impl: cudnn (CUDNN_TENSOR_NHWC x, w and y, tensor-op math, fp32
-//                                  accumulation), best, cudnn_fused
-//                                  (cudnnConvolutionBiasActivationForward, ReLU, in NHWC) and
-//                                  best_fused (bias + conv2d_options.relu); the tf32 cudnn row
-//                                  carries speedup_vs_nchw (cuDNN's NCHW TF32 time over its NHWC
-//                                  time), and conv2d_nhwc/tf32/cudnn_nchw/<layer> times cuDNN's NCHW
-//                                  TF32 on the layers conv2d/tf32/cudnn lacks. No naive rows (ms per
-//                                  call on these layers). Layers: the first four below plus
+//                                  impl: cudnn_legacy (cudnnFindConvolutionForwardAlgorithm +
+//                                  cudnnConvolutionForward, CUDNN_TENSOR_NHWC x, w and y, tensor-op
+//                                  math, fp32 accumulation), cudnn (the same convolution as a cuDNN
+//                                  backend graph, its engine searched like torch's benchmark mode:
+//                                  cudnn_graph.hpp; label: the engine picked; speedup_vs_legacy:
+//                                  the legacy time over this one), best, cudnn_legacy_fused
+//                                  (cudnnConvolutionBiasActivationForward, ReLU, in NHWC),
+//                                  cudnn_fused (conv + bias add + ReLU as one graph, searched the
+//                                  same way) and best_fused (bias + conv2d_options.relu); frac_cudnn
+//                                  of best and best_fused is against the graph rows (cudnn,
+//                                  cudnn_fused). The tf32 cudnn_legacy row carries speedup_vs_nchw
+//                                  (cuDNN's legacy NCHW TF32 time over its legacy NHWC time), and
+//                                  conv2d_nhwc/tf32/cudnn_nchw/<layer> times cuDNN's NCHW TF32 on the
+//                                  layers conv2d/tf32/cudnn lacks. No naive rows (ms per call on
+//                                  these layers). Layers: the first four below plus
 //                                  n32_c256_56x56_k64_1x1 (nhwc_layers).
 // Layers: the ResNet-50 layers of shared/perf/ANCHORS.md.
 //
 // cuDNN runs first in each group; its algorithm comes from
 // cudnnFindConvolutionForwardAlgorithm, run once per layer and math mode before
-// timing, with its workspace allocated once. Every kernelforge result is
+// timing, with its workspace allocated once (the conv2d_nhwc cudnn and
+// cudnn_fused rows: the fastest execution plan of a backend graph's engine
+// search, once per layer, its workspace allocated once). Every kernelforge result is
 // checked against cuDNN's output before it is timed (the run stops with an
 // error otherwise). The conv2d_nhwc rows check every output of a NaN-poisoned
 // y against cuDNN's at twice the per-output bound that
@@ -73,6 +82,7 @@
 
 #include "conv_problem.hpp"
 #include "cudnn_baseline.hpp"
+#include "cudnn_graph.hpp"
 #include "gpu_benchmark.hpp"
 #include "kernelforge/conv.hpp"
 #include "kernelforge/elementwise.hpp"
@@ -167,6 +177,50 @@ void time_cudnn(benchmark::State& state, problem_data_t<T>& d, const std::string
   cudnn_seconds()[seconds_key] = state.counters["gpu_s"];
   set_flops(state, d.flops());
   state.SetLabel(std::string("algo ") + std::to_string(static_cast<int>(call.c.algo)));
+}
+
+/// Times cuDNN through its backend graph (cudnn_graph.hpp: the plan its engine
+/// search picked for `key`, plain or fused with bias and ReLU, TF32 allowed for
+/// float) into d.y_cudnn or d.y_cudnn_fused, after one untimed run; a plan that
+/// cannot be built or run skips the row. Keeps its output for the checks and
+/// its time in cudnn_seconds()[seconds_key] for frac_cudnn;
+/// speedup_vs_legacy: cudnn_seconds()["legacy/" + seconds_key] over it.
+template <class T>
+void time_cudnn_graph(benchmark::State& state, problem_data_t<T>& d, const std::string& key, bool fused,
+                      const std::string& seconds_key) {
+  cudnn_graph_plan& plan = cudnn_graph_plan_for(key, d, fused, true);
+  if (!plan.error.empty()) {
+    state.SkipWithError(plan.error.c_str());
+    return;
+  }
+  graph::descriptor pack;
+  try {
+    pack = make_cudnn_graph_pack(plan, d.x.data(), d.w.data(), fused ? d.y_cudnn_fused.data() : d.y_cudnn.data(),
+                                 d.bias.data());
+  } catch (const graph::graph_error& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  cudnnStatus_t status = run_cudnn_graph(plan, pack, nullptr);
+  if (status == CUDNN_STATUS_SUCCESS) {
+    time_gpu(state, [&](cudaStream_t s) {
+      const cudnnStatus_t each = run_cudnn_graph(plan, pack, s);
+      if (each != CUDNN_STATUS_SUCCESS) status = each;
+    });
+  }
+  check(cudaDeviceSynchronize(), "cuDNN graph");
+  if (status != CUDNN_STATUS_SUCCESS) {
+    state.SkipWithError(("cudnnBackendExecute: " + graph::status_text(status)).c_str());
+    return;
+  }
+  (fused ? d.have_cudnn_fused_result : d.have_cudnn_result) = true;
+  cudnn_seconds()[seconds_key] = state.counters["gpu_s"];
+  set_flops(state, d.flops());
+  state.SetLabel(plan.label());
+  const auto legacy = cudnn_seconds().find("legacy/" + seconds_key);
+  if (legacy != cudnn_seconds().end() && state.counters["gpu_s"] > 0) {
+    state.counters["speedup_vs_legacy"] = legacy->second / state.counters["gpu_s"];
+  }
 }
 
 // ---- conv2d -------------------------------------------------------------------
@@ -308,7 +362,8 @@ nhwc_bound nhwc_bound_for(const kf::conv2d_params& p) {
 }
 
 /// Every output's error scale sum |w| |x| (bias left out), computed by cuDNN
-/// with the problem's own plan on the magnitudes of x and w; once per key.
+/// with the problem's own graph plan on the magnitudes of x and w (with the
+/// legacy plan when no graph plan could be built); once per key.
 template <class T>
 const std::vector<double>& nhwc_error_scale(const std::string& key, problem_data_t<T>& d) {
   static std::map<std::string, std::vector<double>> cache;
@@ -317,7 +372,10 @@ const std::vector<double>& nhwc_error_scale(const std::string& key, problem_data
   const auto abs_x = kf::to_device(random_values<T>(d.x_size(), x_seed, true));
   const auto abs_w = kf::to_device(random_values<T>(d.w_size(), w_seed, true));
   kf::device_buffer<T> out(d.y_size());
-  run_cudnn(cudnn_plan_for(key, d, true), abs_x.data(), abs_w.data(), out.data(), nullptr);
+  cudnn_graph_plan& plan = cudnn_graph_plan_for(key, d, false, true);
+  if (!run_cudnn_graph_once<T>(plan, abs_x.data(), abs_w.data(), out.data(), nullptr).empty()) {
+    run_cudnn(cudnn_plan_for(key, d, true), abs_x.data(), abs_w.data(), out.data(), nullptr);
+  }
   check(cudaDeviceSynchronize(), "cuDNN (error scale)");
   for (const T& v : copy_to_host(out.data(), d.y_size())) scale.push_back(kf::reference::to_double(v));
   return scale;
@@ -343,12 +401,19 @@ const nhwc_check& check_nhwc(const std::string& row, problem_data_t<T>& d, const
   nhwc_check& result = done[row];
   bool& have = fused ? d.have_cudnn_fused_result : d.have_cudnn_result;
   if (!have) {
-    const cudnnStatus_t status = make_cudnn_call(d, key, true, fused)(nullptr);
-    if (status != CUDNN_STATUS_SUCCESS) {
-      result.failure = std::string("no cuDNN result to check against: ") + cudnnGetErrorString(status);
-      return result;
+    // cuDNN's graph plan, else its legacy call.
+    T* want = fused ? d.y_cudnn_fused.data() : d.y_cudnn.data();
+    const std::string graph_failure =
+        run_cudnn_graph_once<T>(cudnn_graph_plan_for(key, d, fused, true), d.x.data(), d.w.data(), want, d.bias.data());
+    if (!graph_failure.empty()) {
+      const cudnnStatus_t status = make_cudnn_call(d, key, true, fused)(nullptr);
+      if (status != CUDNN_STATUS_SUCCESS) {
+        result.failure =
+            "no cuDNN result to check against: " + graph_failure + "; legacy: " + cudnnGetErrorString(status);
+        return result;
+      }
+      check(cudaDeviceSynchronize(), "cuDNN");
     }
-    check(cudaDeviceSynchronize(), "cuDNN");
     have = true;
   }
   check(cudaMemset(d.y.data(), 0xFF, d.y_size() * sizeof(T)), "cudaMemset");
@@ -389,17 +454,28 @@ const nhwc_check& check_nhwc(const std::string& row, problem_data_t<T>& d, const
   return result;
 }
 
-/// cuDNN in NHWC: the plain convolution, or (fused) with bias and ReLU.
+/// cuDNN in NHWC through the legacy API (cudnnFind + cudnnConvolutionForward,
+/// or, fused, cudnnConvolutionBiasActivationForward with ReLU); its time under
+/// "legacy/" for the graph row's speedup_vs_legacy.
 template <class T>
-void bm_nhwc_cudnn(benchmark::State& state, const layer& L, bool fused) {
+void bm_nhwc_cudnn_legacy(benchmark::State& state, const layer& L, bool fused) {
   KF_BENCH_REQUIRE_GPU(state);
   const std::string key = nhwc_key<T>(L);
-  time_cudnn(state, nhwc_data<T>(L), key, true, fused, (fused ? "bias_relu/" : "") + key);
+  time_cudnn(state, nhwc_data<T>(L), key, true, fused, "legacy/" + std::string(fused ? "bias_relu/" : "") + key);
   // cuDNN's NHWC rate over its NCHW one (conv2d/tf32/cudnn or conv2d_nhwc/tf32/cudnn_nchw, run before).
   const auto nchw = cudnn_seconds().find("tf32/" + L.name);
   if (std::is_same_v<T, float> && !fused && nchw != cudnn_seconds().end() && state.counters["gpu_s"] > 0) {
     state.counters["speedup_vs_nchw"] = nchw->second / state.counters["gpu_s"];
   }
+}
+
+/// cuDNN in NHWC through its backend graph, the engine searched (cudnn_graph.hpp):
+/// the plain convolution, or (fused) with bias and ReLU; the baseline of frac_cudnn.
+template <class T>
+void bm_nhwc_cudnn(benchmark::State& state, const layer& L, bool fused) {
+  KF_BENCH_REQUIRE_GPU(state);
+  const std::string key = nhwc_key<T>(L);
+  time_cudnn_graph(state, nhwc_data<T>(L), key, fused, (fused ? "bias_relu/" : "") + key);
 }
 
 /// kernelforge's best in NHWC (float under math_mode::tf32), checked against
@@ -525,8 +601,10 @@ benchmark::internal::Benchmark* configure(benchmark::internal::Benchmark* b, int
   return iterations > 0 ? b->Iterations(iterations) : b->MinTime(min_time_s);
 }
 
-/// The conv2d_nhwc/<type>/ rows of T: cudnn, best, cudnn_fused, best_fused per
-/// layer; for float first cuDNN's NCHW TF32 on the layers conv2d/tf32/cudnn lacks.
+/// The conv2d_nhwc/<type>/ rows of T: cudnn_legacy, cudnn, best,
+/// cudnn_legacy_fused, cudnn_fused, best_fused per layer (each legacy row
+/// before its graph row, whose speedup_vs_legacy reads its time); for float
+/// first cuDNN's NCHW TF32 on the layers conv2d/tf32/cudnn lacks.
 template <class T>
 void register_nhwc() {
   const std::string type = std::string("conv2d_nhwc/") + nhwc_type_name<T>() + "/";
@@ -539,10 +617,14 @@ void register_nhwc() {
       configure(benchmark::RegisterBenchmark((type + "cudnn_nchw/" + L.name).c_str(),
                                              [nchw](benchmark::State& s) { bm_conv_cudnn(s, nchw, true); }));
     }
+    configure(benchmark::RegisterBenchmark((type + "cudnn_legacy/" + L.name).c_str(),
+                                           [&L](benchmark::State& s) { bm_nhwc_cudnn_legacy<T>(s, L, false); }));
     configure(benchmark::RegisterBenchmark((type + "cudnn/" + L.name).c_str(),
                                            [&L](benchmark::State& s) { bm_nhwc_cudnn<T>(s, L, false); }));
     configure(benchmark::RegisterBenchmark((type + "best/" + L.name).c_str(),
                                            [&L](benchmark::State& s) { bm_nhwc_kf<T>(s, L, false); }));
+    configure(benchmark::RegisterBenchmark((type + "cudnn_legacy_fused/" + L.name).c_str(),
+                                           [&L](benchmark::State& s) { bm_nhwc_cudnn_legacy<T>(s, L, true); }));
     configure(benchmark::RegisterBenchmark((type + "cudnn_fused/" + L.name).c_str(),
                                            [&L](benchmark::State& s) { bm_nhwc_cudnn<T>(s, L, true); }));
     configure(benchmark::RegisterBenchmark((type + "best_fused/" + L.name).c_str(),

@@ -4,7 +4,9 @@
 // __nv_bfloat16 with fp32 accumulation), the algorithm
 // cudnnFindConvolutionForwardAlgorithm picks (FMA math for the exact rows,
 // tensor-op math for TF32 and the 16-bit types), its workspace, and the
-// bias + ReLU descriptors of the fused call.
+// bias + ReLU descriptors of the fused call. The conv2d_nhwc rows time this
+// legacy path as cudnn_legacy and cudnn_legacy_fused; their cudnn and
+// cudnn_fused rows go through the backend graph API (cudnn_graph.hpp).
 #pragma once
 
 #include <cstdio>

@@ -1,0 +1,724 @@
+// SPDX-License-Identifier: Apache-2.0
+// bench_conv's cuDNN baseline through the backend (graph) API of cuDNN 9, the
+// path PyTorch takes with torch.backends.cudnn.benchmark: the legacy
+// cudnnFindConvolutionForwardAlgorithm (cudnn_baseline.hpp) picks engines up
+// to 4x slower for NHWC fp16/bf16/TF32 on the H200 (N32 C256 56x56 K64 1x1
+// fp16: 36 TFLOP/s against torch's 139), and the benchmark standard wants the
+// vendor on its best path. Only the C backend API of <cudnn.h> is used (the
+// cudnn_frontend headers are not installed here).
+//
+// The graph of one problem, x (N,C,H,W) in NHWC strides, w (K,C,R,S) in KRSC
+// strides, y (N,K,P,Q) in NHWC strides, every tensor of element type T (half,
+// bfloat16 or float), 16-byte aligned:
+//   plain:  y = conv(x, w)                          (CONVOLUTION_FORWARD, alpha 1, beta 0)
+//   fused:  C = conv(x, w); B = C + bias; y = relu(B)  (the graph form of
+//           cudnnConvolutionBiasActivationForward: bias 1xKx1x1 in T, C and B
+//           virtual float tensors, POINTWISE ADD then RELU_FWD, math in float)
+// The convolution's compute type is float for every T: fp32 accumulation.
+//
+// Math (TF32 against FMA): the backend has no math type. Each engine lists
+// numerical notes; for float data an engine noted TENSOR_CORE rounds its
+// inputs to TF32. allow_tf32 keeps those engines, else they are filtered out
+// (FMA only), as PyTorch does with allow_tf32. Always filtered out:
+// DOWN_CONVERT_INPUTS (inputs converted below T, e.g. float to half: PyTorch
+// drops them too) and REDUCED_PRECISION_REDUCTION (sums below fp32: the rows'
+// error bounds assume fp32 sums).
+//
+// The search, like torch's benchmark mode: the engine configurations of the
+// heuristics in modes INSTANT, A, B and FALLBACK (deduplicated by engine index
+// and knob choices; a mode that fails is skipped), an execution plan finalized
+// for each (those that do not finalize are skipped), those with a workspace
+// above 1 GiB dropped, one workspace for the largest of the rest; then each
+// plan runs once untimed (a failed execute drops it) and is timed
+// cudnn_graph_search_samples (5) times with CUDA events on the problem's own buffers, L2
+// flushed before each sample (gpu_benchmark.hpp's sample_timer); the median
+// decides. The fastest plan, its configuration and its descriptors are kept
+// per problem key with a workspace of its own size.
+//
+// Every call is checked; a failure of the graph as a whole (a descriptor that
+// does not finalize, no plan that runs) is a message in cudnn_graph_plan::error
+// for the benchmark to report (SkipWithError), never an exit (a CUDA error
+// that poisons the context still ends the run, as everywhere in bench_conv).
+// One line per search goes to stderr (the plan picked, its time, the search's
+// wall time, the counts); with KF_CUDNN_GRAPH_VERBOSE=1 also every
+// candidate's time and the chosen plan's JSON
+// (CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include "conv_problem.hpp"
+#include "cudnn_baseline.hpp"
+#include "gpu_benchmark.hpp"
+
+namespace kf::bench::conv {
+namespace graph {
+
+/// A backend call that failed: the call, cuDNN's status and its last error message.
+class graph_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// cuDNN's name of `status`, with the library's last message when it has one.
+inline std::string status_text(cudnnStatus_t status) {
+  char detail[1024] = {};
+  cudnnGetLastErrorString(detail, sizeof detail);
+  std::string text = cudnnGetErrorString(status);
+  if (detail[0] != '\0') text += std::string(" (") + detail + ")";
+  return text;
+}
+
+/// Throws graph_error naming `what` unless status is CUDNN_STATUS_SUCCESS.
+inline void ok(cudnnStatus_t status, const std::string& what) {
+  if (status != CUDNN_STATUS_SUCCESS) throw graph_error(what + " failed: " + status_text(status));
+}
+
+/// An owned backend descriptor (cudnnBackendCreateDescriptor /
+/// cudnnBackendDestroyDescriptor); move-only.
+class descriptor {
+ public:
+  descriptor() noexcept = default;
+  descriptor(cudnnBackendDescriptorType_t type, const char* type_name) {
+    ok(cudnnBackendCreateDescriptor(type, &d_), std::string("cudnnBackendCreateDescriptor(") + type_name + ")");
+  }
+  ~descriptor() {
+    if (d_) cudnnBackendDestroyDescriptor(d_);
+  }
+  descriptor(descriptor&& other) noexcept : d_(std::exchange(other.d_, nullptr)) {}
+  descriptor& operator=(descriptor&& other) noexcept {
+    if (this != &other) {
+      if (d_) cudnnBackendDestroyDescriptor(d_);
+      d_ = std::exchange(other.d_, nullptr);
+    }
+    return *this;
+  }
+  descriptor(const descriptor&) = delete;
+  descriptor& operator=(const descriptor&) = delete;
+
+  [[nodiscard]] cudnnBackendDescriptor_t get() const noexcept { return d_; }
+  /// The handle's address: the one-element array a CUDNN_TYPE_BACKEND_DESCRIPTOR attribute takes.
+  [[nodiscard]] const cudnnBackendDescriptor_t* address() const noexcept { return &d_; }
+  [[nodiscard]] explicit operator bool() const noexcept { return d_ != nullptr; }
+
+ private:
+  cudnnBackendDescriptor_t d_ = nullptr;
+};
+
+#define KF_GRAPH_DESCRIPTOR(type) ::kf::bench::conv::graph::descriptor(type, #type)
+
+/// cudnnBackendSetAttribute(d, name, type, count, values), checked; `what` names the attribute.
+inline void set_attribute(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
+                          cudnnBackendAttributeType_t type, std::int64_t count, const void* values, const char* what) {
+  ok(cudnnBackendSetAttribute(d, name, type, count, values), std::string("cudnnBackendSetAttribute(") + what + ")");
+}
+
+/// cudnnBackendGetAttribute(d, name, type, requested, &returned, values), checked; returns the count.
+inline std::int64_t get_attribute(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
+                                  cudnnBackendAttributeType_t type, std::int64_t requested, void* values,
+                                  const char* what) {
+  std::int64_t returned = 0;
+  ok(cudnnBackendGetAttribute(d, name, type, requested, &returned, values),
+     std::string("cudnnBackendGetAttribute(") + what + ")");
+  return returned;
+}
+
+#define KF_GRAPH_SET(d, name, type, count, values) \
+  ::kf::bench::conv::graph::set_attribute((d).get(), name, type, count, values, #name)
+#define KF_GRAPH_GET(d, name, type, requested, values) \
+  ::kf::bench::conv::graph::get_attribute(d, name, type, requested, values, #name)
+
+inline void finalize(const descriptor& d, const char* what) {
+  ok(cudnnBackendFinalize(d.get()), std::string("cudnnBackendFinalize(") + what + ")");
+}
+
+/// The unique ids of the graph's tensors (the variant pack's keys).
+enum : std::int64_t { uid_x = 'x', uid_w = 'w', uid_y = 'y', uid_bias = 'b', uid_conv = 'C', uid_biased = 'B' };
+
+using dims4 = std::array<std::int64_t, 4>;
+
+/// Strides of logical dims (n, c, h, w) stored n, h, w, c (channels last):
+/// NHWC for x and y, KRSC for w, and for the 1xKx1x1 bias (K, 1, K, K).
+inline dims4 channels_last_strides(const dims4& d) { return {d[1] * d[2] * d[3], 1, d[3] * d[1], d[1]}; }
+
+/// A finalized tensor descriptor; is_virtual: an intermediate of the graph, never in memory.
+inline descriptor make_tensor(std::int64_t uid, cudnnDataType_t type, const dims4& dims, bool is_virtual) {
+  descriptor t = KF_GRAPH_DESCRIPTOR(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+  const dims4 strides = channels_last_strides(dims);
+  const std::int64_t alignment = 16;  // cudaMalloc'd buffers: 256-byte aligned
+  KF_GRAPH_SET(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
+  KF_GRAPH_SET(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims.data());
+  KF_GRAPH_SET(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides.data());
+  KF_GRAPH_SET(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
+  KF_GRAPH_SET(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
+  if (is_virtual) {
+    const bool yes = true;
+    KF_GRAPH_SET(t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &yes);
+  }
+  finalize(t, "tensor");
+  return t;
+}
+
+/// A finalized pointwise operation y = mode(x[, b]) with float math (alpha1 = alpha2 = 1).
+inline std::vector<descriptor> make_pointwise(cudnnPointwiseMode_t mode, const descriptor& x, const descriptor* b,
+                                              const descriptor& y) {
+  descriptor pw = KF_GRAPH_DESCRIPTOR(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+  const cudnnDataType_t precision = CUDNN_DATA_FLOAT;
+  KF_GRAPH_SET(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
+  KF_GRAPH_SET(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &precision);
+  finalize(pw, "pointwise");  // RELU_FWD: lower clip 0, no upper clip, slope 0 (the defaults)
+  descriptor op = KF_GRAPH_DESCRIPTOR(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+  const float one = 1.0f;
+  KF_GRAPH_SET(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, pw.address());
+  KF_GRAPH_SET(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, x.address());
+  if (b) KF_GRAPH_SET(op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, b->address());
+  KF_GRAPH_SET(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, y.address());
+  KF_GRAPH_SET(op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1, CUDNN_TYPE_FLOAT, 1, &one);
+  KF_GRAPH_SET(op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, CUDNN_TYPE_FLOAT, 1, &one);
+  finalize(op, "pointwise operation");
+  std::vector<descriptor> out;
+  out.push_back(std::move(pw));
+  out.push_back(std::move(op));  // last: the operation
+  return out;
+}
+
+/// The finalized operation graph of problem p in element type `type` (see the
+/// file comment) for `handle` (the device the heuristics ask about; nullptr:
+/// none, which only a GPU-less check of the descriptors wants); every
+/// descriptor it refers to is appended to `keep`, the graph itself last.
+inline void make_conv_graph(const kf::conv2d_params& p, std::size_t P, std::size_t Q, cudnnDataType_t type, bool fused,
+                            cudnnHandle_t handle, std::vector<descriptor>& keep) {
+  const auto i = [](std::size_t v) { return static_cast<std::int64_t>(v); };
+  const dims4 x_dims = {i(p.batch), i(p.in_channels), i(p.in_height), i(p.in_width)};
+  const dims4 w_dims = {i(p.out_channels), i(p.in_channels), i(p.filter_height), i(p.filter_width)};
+  const dims4 y_dims = {i(p.batch), i(p.out_channels), i(P), i(Q)};
+  descriptor x = make_tensor(uid_x, type, x_dims, false);
+  descriptor w = make_tensor(uid_w, type, w_dims, false);
+  descriptor y = make_tensor(uid_y, type, y_dims, false);
+  // The convolution's output: y itself, or (fused) a virtual float tensor of y's shape.
+  descriptor conv_out = fused ? make_tensor(uid_conv, CUDNN_DATA_FLOAT, y_dims, true) : descriptor();
+  const descriptor& conv_y = fused ? conv_out : y;
+
+  descriptor conv = KF_GRAPH_DESCRIPTOR(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+  const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
+  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  const std::int64_t spatial_dims = 2;
+  const std::int64_t pads[2] = {i(p.pad_h), i(p.pad_w)};
+  const std::int64_t strides[2] = {i(p.stride_h), i(p.stride_w)};
+  const std::int64_t dilations[2] = {i(p.dilation_h), i(p.dilation_w)};
+  KF_GRAPH_SET(conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute);
+  KF_GRAPH_SET(conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
+  KF_GRAPH_SET(conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &spatial_dims);
+  KF_GRAPH_SET(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pads);
+  KF_GRAPH_SET(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pads);
+  KF_GRAPH_SET(conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, strides);
+  KF_GRAPH_SET(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dilations);
+  finalize(conv, "convolution");
+
+  descriptor conv_op = KF_GRAPH_DESCRIPTOR(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+  const float alpha = 1.0f, beta = 0.0f;  // float: the compute type is not double
+  KF_GRAPH_SET(conv_op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, x.address());
+  KF_GRAPH_SET(conv_op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, w.address());
+  KF_GRAPH_SET(conv_op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, conv_y.address());
+  KF_GRAPH_SET(conv_op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+               conv.address());
+  KF_GRAPH_SET(conv_op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
+  KF_GRAPH_SET(conv_op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
+  finalize(conv_op, "convolution forward operation");
+
+  std::vector<cudnnBackendDescriptor_t> ops = {conv_op.get()};
+  if (fused) {
+    descriptor bias = make_tensor(uid_bias, type, {1, i(p.out_channels), 1, 1}, false);
+    descriptor biased = make_tensor(uid_biased, CUDNN_DATA_FLOAT, y_dims, true);
+    std::vector<descriptor> add = make_pointwise(CUDNN_POINTWISE_ADD, conv_out, &bias, biased);
+    std::vector<descriptor> relu = make_pointwise(CUDNN_POINTWISE_RELU_FWD, biased, nullptr, y);
+    ops.push_back(add.back().get());
+    ops.push_back(relu.back().get());
+    keep.push_back(std::move(bias));
+    keep.push_back(std::move(biased));
+    for (auto* list : {&add, &relu}) {
+      for (descriptor& each : *list) keep.push_back(std::move(each));
+    }
+  }
+  descriptor op_graph = KF_GRAPH_DESCRIPTOR(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  if (handle) KF_GRAPH_SET(op_graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+  KF_GRAPH_SET(op_graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+               static_cast<std::int64_t>(ops.size()), ops.data());
+  finalize(op_graph, "operation graph");
+  for (descriptor* each : {&x, &w, &y, &conv_out, &conv, &conv_op}) {
+    if (*each) keep.push_back(std::move(*each));
+  }
+  keep.push_back(std::move(op_graph));
+}
+
+/// The name of a knob type in a plan's tag.
+inline std::string knob_name(cudnnBackendKnobType_t type) {
+  switch (type) {
+    case CUDNN_KNOB_TYPE_SWIZZLE: return "swizzle";
+    case CUDNN_KNOB_TYPE_TILE_SIZE: return "tile";
+    case CUDNN_KNOB_TYPE_EDGE: return "edge";
+    case CUDNN_KNOB_TYPE_MULTIPLY: return "multiply";
+    case CUDNN_KNOB_TYPE_SPLIT_K_BUF: return "splitk_buf";
+    case CUDNN_KNOB_TYPE_TILEK: return "tilek";
+    case CUDNN_KNOB_TYPE_STAGES: return "stages";
+    case CUDNN_KNOB_TYPE_REDUCTION_MODE: return "reduction";
+    case CUDNN_KNOB_TYPE_SPLIT_K_SLC: return "splitk_slc";
+    case CUDNN_KNOB_TYPE_IDX_MODE: return "idx";
+    case CUDNN_KNOB_TYPE_SPECFILT: return "specfilt";
+    case CUDNN_KNOB_TYPE_KERNEL_CFG: return "kernel_cfg";
+    case CUDNN_KNOB_TYPE_WORKSPACE: return "workspace";
+    case CUDNN_KNOB_TYPE_TILE_CGA_M: return "cga_m";
+    case CUDNN_KNOB_TYPE_TILE_CGA_N: return "cga_n";
+    case CUDNN_KNOB_TYPE_BLOCK_SIZE: return "block";
+    case CUDNN_KNOB_TYPE_OCCUPANCY: return "occupancy";
+    case CUDNN_KNOB_TYPE_ARRAY_SIZE_PER_THREAD: return "array_per_thread";
+    case CUDNN_KNOB_TYPE_SPLIT_COLS: return "split_cols";
+    case CUDNN_KNOB_TYPE_TILE_ROWS: return "tile_rows";
+    case CUDNN_KNOB_TYPE_TILE_COLS: return "tile_cols";
+    case CUDNN_KNOB_TYPE_LOAD_SIZE: return "load";
+    case CUDNN_KNOB_TYPE_CTA_COUNT: return "ctas";
+    case CUDNN_KNOB_TYPE_STREAM_K: return "stream_k";
+    case CUDNN_KNOB_TYPE_SPLIT_P_SLC: return "splitp_slc";
+    case CUDNN_KNOB_TYPE_TILE_M: return "tile_m";
+    case CUDNN_KNOB_TYPE_TILE_N: return "tile_n";
+    case CUDNN_KNOB_TYPE_WARP_SPEC_CFG: return "warp_spec";
+    case CUDNN_KNOB_TYPE_SWAP_AB: return "swap_ab";
+    default: return "knob" + std::to_string(static_cast<int>(type));
+  }
+}
+
+/// What an engine configuration is: its engine's global index, numerical and
+/// behavior notes, knob choices, and the tag that names it ("eng12 tile=3 stages=4").
+struct engine_info {
+  std::int64_t global_index = -1;
+  std::vector<cudnnBackendNumericalNote_t> notes;
+  std::vector<cudnnBackendBehaviorNote_t> behavior;
+  std::vector<std::pair<cudnnBackendKnobType_t, std::int64_t>> knobs;
+  std::string tag;
+
+  [[nodiscard]] bool has(cudnnBackendNumericalNote_t note) const {
+    return std::find(notes.begin(), notes.end(), note) != notes.end();
+  }
+  /// The notes that matter for reading a row: "tensor_core", "winograd", ...
+  [[nodiscard]] std::string note_text() const {
+    std::string text;
+    const auto add = [&text](const char* s) { text += (text.empty() ? "" : ",") + std::string(s); };
+    for (cudnnBackendNumericalNote_t n : notes) {
+      switch (n) {
+        case CUDNN_NUMERICAL_NOTE_TENSOR_CORE: add("tensor_core"); break;
+        case CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS: add("down_convert"); break;
+        case CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION: add("reduced_precision_sum"); break;
+        case CUDNN_NUMERICAL_NOTE_FFT: add("fft"); break;
+        case CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC: add("nondeterministic"); break;
+        case CUDNN_NUMERICAL_NOTE_WINOGRAD:
+        case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4:
+        case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6:
+        case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13: add("winograd"); break;
+        case CUDNN_NUMERICAL_NOTE_STRICT_NAN_PROP: add("strict_nan"); break;
+        default: add(("note" + std::to_string(static_cast<int>(n))).c_str()); break;
+      }
+    }
+    for (cudnnBackendBehaviorNote_t b : behavior) {
+      if (b == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) add("runtime_compiled");
+    }
+    return text;
+  }
+};
+
+/// The global index and the notes of a finalized engine into `info`.
+inline void read_engine(cudnnBackendDescriptor_t engine, engine_info& info) {
+  KF_GRAPH_GET(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &info.global_index);
+  info.notes.resize(CUDNN_NUMERICAL_NOTE_TYPE_COUNT);
+  info.notes.resize(
+      static_cast<std::size_t>(KF_GRAPH_GET(engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                                            CUDNN_NUMERICAL_NOTE_TYPE_COUNT, info.notes.data())));
+  info.behavior.resize(CUDNN_BEHAVIOR_NOTE_TYPE_COUNT);
+  info.behavior.resize(
+      static_cast<std::size_t>(KF_GRAPH_GET(engine, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+                                            CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, info.behavior.data())));
+}
+
+/// The engine configuration `config`'s engine_info (CUDNN_ATTR_ENGINECFG_ENGINE,
+/// its global index and notes, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES).
+inline engine_info describe(const descriptor& config) {
+  engine_info info;
+  descriptor engine = KF_GRAPH_DESCRIPTOR(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  cudnnBackendDescriptor_t engine_handle = engine.get();
+  KF_GRAPH_GET(config.get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &engine_handle);
+  read_engine(engine.get(), info);
+  std::vector<descriptor> knobs;
+  std::vector<cudnnBackendDescriptor_t> knob_handles;
+  for (int k = 0; k < CUDNN_KNOB_TYPE_COUNTS; ++k) {
+    knobs.push_back(KF_GRAPH_DESCRIPTOR(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR));
+    knob_handles.push_back(knobs.back().get());
+  }
+  const std::int64_t knob_count =
+      KF_GRAPH_GET(config.get(), CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                   CUDNN_KNOB_TYPE_COUNTS, knob_handles.data());
+  info.tag = "eng" + std::to_string(info.global_index);
+  for (std::int64_t k = 0; k < std::min<std::int64_t>(knob_count, CUDNN_KNOB_TYPE_COUNTS); ++k) {
+    cudnnBackendKnobType_t type = CUDNN_KNOB_TYPE_COUNTS;
+    std::int64_t value = 0;
+    KF_GRAPH_GET(knob_handles[static_cast<std::size_t>(k)], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1,
+                 &type);
+    KF_GRAPH_GET(knob_handles[static_cast<std::size_t>(k)], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1,
+                 &value);
+    info.knobs.emplace_back(type, value);
+    info.tag += " " + knob_name(type) + "=" + std::to_string(value);
+  }
+  return info;
+}
+
+/// The engine configurations of the heuristics in `mode` for op_graph;
+/// empty, with `failure` set, when the query fails.
+inline std::vector<descriptor> heuristic_configs(const descriptor& op_graph, cudnnBackendHeurMode_t mode,
+                                                 std::string& failure) {
+  std::vector<descriptor> configs;
+  try {
+    descriptor heuristics = KF_GRAPH_DESCRIPTOR(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+    KF_GRAPH_SET(heuristics, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                 op_graph.address());
+    KF_GRAPH_SET(heuristics, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
+    finalize(heuristics, "engine heuristics");
+    const std::int64_t count =
+        KF_GRAPH_GET(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, nullptr);
+    std::vector<cudnnBackendDescriptor_t> handles;
+    for (std::int64_t k = 0; k < count; ++k) {
+      configs.push_back(KF_GRAPH_DESCRIPTOR(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
+      handles.push_back(configs.back().get());
+    }
+    if (count > 0) {
+      const std::int64_t returned = KF_GRAPH_GET(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, count, handles.data());
+      configs.resize(static_cast<std::size_t>(std::clamp<std::int64_t>(returned, 0, count)));
+    }
+  } catch (const graph_error& e) {
+    failure = e.what();
+    configs.clear();
+  }
+  return configs;
+}
+
+inline const char* heur_mode_name(cudnnBackendHeurMode_t mode) {
+  switch (mode) {
+    case CUDNN_HEUR_MODE_INSTANT: return "INSTANT";
+    case CUDNN_HEUR_MODE_A: return "A";
+    case CUDNN_HEUR_MODE_B: return "B";
+    case CUDNN_HEUR_MODE_FALLBACK: return "FALLBACK";
+    default: return "?";
+  }
+}
+
+/// A finalized variant pack: the data pointers by uid and the workspace.
+inline descriptor make_variant_pack(const void* x, const void* w, void* y, const void* bias, void* workspace) {
+  std::vector<void*> pointers = {const_cast<void*>(x), const_cast<void*>(w), y};
+  std::vector<std::int64_t> uids = {uid_x, uid_w, uid_y};
+  if (bias) {
+    pointers.push_back(const_cast<void*>(bias));
+    uids.push_back(uid_bias);
+  }
+  descriptor pack = KF_GRAPH_DESCRIPTOR(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  KF_GRAPH_SET(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR,
+               static_cast<std::int64_t>(pointers.size()), pointers.data());
+  KF_GRAPH_SET(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, static_cast<std::int64_t>(uids.size()),
+               uids.data());
+  KF_GRAPH_SET(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
+  finalize(pack, "variant pack");
+  return pack;
+}
+
+/// The plan's JSON (CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION), or why not.
+inline std::string plan_json(const descriptor& plan) {
+  try {
+    const std::int64_t size =
+        KF_GRAPH_GET(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, 0, nullptr);
+    std::string json(static_cast<std::size_t>(std::max<std::int64_t>(size, 0)), '\0');
+    const std::int64_t got =
+        KF_GRAPH_GET(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, size, json.data());
+    json.resize(static_cast<std::size_t>(std::clamp<std::int64_t>(got, 0, size)));
+    while (!json.empty() && json.back() == '\0') json.pop_back();
+    return json;
+  } catch (const graph_error& e) {
+    return std::string("(no JSON: ") + e.what() + ")";
+  }
+}
+
+inline bool verbose() {
+  static const bool on = [] {
+    const char* v = std::getenv("KF_CUDNN_GRAPH_VERBOSE");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
+}
+
+}  // namespace graph
+
+/// Workspaces above this are not tried (torch's search takes what its allocator has).
+constexpr std::int64_t cudnn_graph_workspace_cap = std::int64_t{1} << 30;
+/// Timed samples per candidate plan in the search (after one untimed run); the median decides.
+constexpr int cudnn_graph_search_samples = 5;
+
+/// The plan the search picked for one problem, with everything it refers to.
+struct cudnn_graph_plan {
+  std::string error;  // non-empty: no plan (the search's failure); nothing below is set
+  bool fused = false;
+  std::vector<graph::descriptor> graph;  // tensors, operations, the operation graph (kept alive with the plan)
+  graph::descriptor config, plan;        // the fastest engine configuration and its execution plan
+  graph::engine_info engine;
+  std::int64_t workspace_bytes = 0;
+  kf::device_buffer<unsigned char> workspace;
+  double search_seconds = 0;  // its median time in the search
+  std::string counts;         // the search's counts, for the stderr line
+
+  /// The row's label: "graph eng<i> <knobs> [<notes>] ws=<bytes>".
+  [[nodiscard]] std::string label() const {
+    const std::string notes = engine.note_text();
+    return "graph " + engine.tag + (notes.empty() ? "" : " [" + notes + "]") + " ws=" + std::to_string(workspace_bytes);
+  }
+};
+
+namespace graph {
+
+/// One candidate of the search.
+struct candidate {
+  descriptor config, plan;
+  engine_info engine;
+  std::int64_t workspace = 0;
+  double seconds = INFINITY;
+};
+
+/// The search of the file comment for the graph of problem d (plain or fused),
+/// timed with d's buffers and output y; fills c or throws graph_error.
+template <class T>
+void search(cudnn_graph_plan& c, const std::string& key, const problem_data_t<T>& d, T* y, bool allow_tf32) {
+  make_conv_graph(d.p, d.P, d.Q, cudnn_type<T>(), c.fused, cudnn(), c.graph);
+  const descriptor& op_graph = c.graph.back();
+
+  // Engine configurations of every heuristic mode, once each, filtered by numerical notes.
+  std::vector<candidate> candidates;
+  std::set<std::string> seen;
+  std::string mode_failures;
+  int filtered = 0;
+  for (cudnnBackendHeurMode_t mode :
+       {CUDNN_HEUR_MODE_INSTANT, CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B, CUDNN_HEUR_MODE_FALLBACK}) {
+    std::string failure;
+    std::vector<descriptor> configs = heuristic_configs(op_graph, mode, failure);
+    if (!failure.empty()) mode_failures += std::string(" ") + heur_mode_name(mode) + ": " + failure + ";";
+    for (descriptor& config : configs) {
+      engine_info info;
+      try {
+        info = describe(config);
+      } catch (const graph_error& e) {
+        mode_failures += std::string(" ") + heur_mode_name(mode) + ": " + e.what() + ";";
+        continue;
+      }
+      if (!seen.insert(info.tag).second) continue;
+      const bool tf32 = std::is_same_v<T, float> && info.has(CUDNN_NUMERICAL_NOTE_TENSOR_CORE);
+      if ((tf32 && !allow_tf32) || info.has(CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) ||
+          info.has(CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION)) {
+        ++filtered;
+        continue;
+      }
+      candidates.push_back({std::move(config), descriptor(), std::move(info), 0, INFINITY});
+    }
+  }
+  if (candidates.empty()) {
+    throw graph_error("the heuristics gave no usable engine configuration (" + std::to_string(filtered) +
+                      " filtered out by numerical notes;" + mode_failures + ")");
+  }
+
+  // An execution plan for each; those that do not finalize, or want too much workspace, drop out.
+  int not_finalized = 0, over_cap = 0;
+  std::string first_plan_failure;
+  std::vector<candidate> planned;
+  for (candidate& each : candidates) {
+    try {
+      each.plan = KF_GRAPH_DESCRIPTOR(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+      KF_GRAPH_SET(each.plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                   each.config.address());
+      finalize(each.plan, "execution plan");
+      KF_GRAPH_GET(each.plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &each.workspace);
+    } catch (const graph_error& e) {
+      if (first_plan_failure.empty()) first_plan_failure = each.engine.tag + ": " + e.what();
+      ++not_finalized;
+      continue;
+    }
+    if (each.workspace < 0 || each.workspace > cudnn_graph_workspace_cap) {
+      ++over_cap;
+      continue;
+    }
+    planned.push_back(std::move(each));
+  }
+  if (planned.empty()) {
+    throw graph_error("no execution plan finalized within the workspace cap (" + std::to_string(candidates.size()) +
+                      " configurations, " + std::to_string(not_finalized) + " did not finalize, " +
+                      std::to_string(over_cap) + " over the cap; first failure: " + first_plan_failure + ")");
+  }
+
+  // One workspace for the largest; when it cannot be had, the plans that need the most drop out.
+  kf::device_buffer<unsigned char> workspace;
+  for (;;) {
+    std::int64_t largest = 0;
+    for (const candidate& each : planned) largest = std::max(largest, each.workspace);
+    try {
+      workspace = kf::device_buffer<unsigned char>(static_cast<std::size_t>(largest));
+      break;
+    } catch (const kf::error&) {
+      (void)cudaGetLastError();
+      const auto dropped = std::remove_if(planned.begin(), planned.end(),
+                                          [largest](const candidate& each) { return each.workspace == largest; });
+      over_cap += static_cast<int>(planned.end() - dropped);
+      planned.erase(dropped, planned.end());
+      if (planned.empty()) throw graph_error("no workspace could be allocated for any plan");
+    }
+  }
+
+  // Time each on the problem's buffers: one untimed run (a failure drops the plan), then the median of the samples.
+  const descriptor pack =
+      make_variant_pack(d.x.data(), d.w.data(), y, c.fused ? d.bias.data() : nullptr, workspace.data());
+  ok(cudnnSetStream(cudnn(), nullptr), "cudnnSetStream");
+  sample_timer timer;
+  int failed_runs = 0;
+  std::string first_run_failure;
+  for (candidate& each : planned) {
+    const cudnnStatus_t status = cudnnBackendExecute(cudnn(), each.plan.get(), pack.get());
+    if (status != CUDNN_STATUS_SUCCESS) {
+      if (first_run_failure.empty()) first_run_failure = each.engine.tag + ": " + status_text(status);
+      ++failed_runs;
+      (void)cudaGetLastError();  // a launch error that is not sticky
+      continue;
+    }
+    check(cudaStreamSynchronize(nullptr), "cudnnBackendExecute (search)");
+    std::vector<double> samples;
+    cudnnStatus_t timed_status = CUDNN_STATUS_SUCCESS;
+    auto run = [&](cudaStream_t) {
+      const cudnnStatus_t s = cudnnBackendExecute(cudnn(), each.plan.get(), pack.get());
+      if (s != CUDNN_STATUS_SUCCESS) timed_status = s;
+    };
+    for (int k = 0; k < cudnn_graph_search_samples; ++k) samples.push_back(timer.seconds(run, nullptr));
+    if (timed_status != CUDNN_STATUS_SUCCESS) {
+      if (first_run_failure.empty()) first_run_failure = each.engine.tag + ": " + status_text(timed_status);
+      ++failed_runs;
+      continue;
+    }
+    std::sort(samples.begin(), samples.end());
+    each.seconds = samples[samples.size() / 2];
+  }
+  std::stable_sort(planned.begin(), planned.end(),
+                   [](const candidate& a, const candidate& b) { return a.seconds < b.seconds; });
+  const int timed = static_cast<int>(
+      std::count_if(planned.begin(), planned.end(), [](const candidate& each) { return std::isfinite(each.seconds); }));
+  if (timed == 0) {
+    throw graph_error("none of " + std::to_string(planned.size()) + " plans ran; first failure: " + first_run_failure);
+  }
+  if (verbose()) {
+    for (const candidate& each : planned) {
+      std::fprintf(stderr, "  cudnn graph %s: %-60s ws=%lld %s\n", key.c_str(), each.engine.tag.c_str(),
+                   static_cast<long long>(each.workspace),
+                   std::isfinite(each.seconds) ? (std::to_string(each.seconds * 1e3) + " ms").c_str() : "failed");
+    }
+  }
+
+  candidate& best = planned.front();
+  c.config = std::move(best.config);
+  c.plan = std::move(best.plan);
+  c.engine = std::move(best.engine);
+  c.workspace_bytes = best.workspace;
+  c.search_seconds = best.seconds;
+  workspace = kf::device_buffer<unsigned char>();  // the search's, before the plan's own
+  c.workspace = kf::device_buffer<unsigned char>(static_cast<std::size_t>(c.workspace_bytes));
+  c.counts = std::to_string(timed) + " timed of " + std::to_string(candidates.size() + filtered) +
+             " distinct configurations (" + std::to_string(filtered) + " filtered out by notes, " +
+             std::to_string(not_finalized) + " not finalized, " + std::to_string(over_cap) +
+             " over the workspace cap or unallocatable, " + std::to_string(failed_runs) + " failed to run)" +
+             (mode_failures.empty() ? "" : ";" + mode_failures);
+}
+
+}  // namespace graph
+
+/// The graph plan of problem `key` (d's layout must be NHWC; fused: conv +
+/// bias + ReLU), searched on the first call and kept; allow_tf32: float may
+/// use TF32 tensor-core engines (the 16-bit types always use tensor cores).
+/// On failure, .error says why (and the search is not repeated).
+template <class T>
+cudnn_graph_plan& cudnn_graph_plan_for(const std::string& key, problem_data_t<T>& d, bool fused, bool allow_tf32) {
+  static std::map<std::string, std::unique_ptr<cudnn_graph_plan>> cache;
+  const std::string full_key = key + (fused ? "/fused" : "") + (allow_tf32 ? "" : "/fma");
+  auto& slot = cache[full_key];
+  if (slot) return *slot;
+  slot = std::make_unique<cudnn_graph_plan>();
+  cudnn_graph_plan& c = *slot;
+  c.fused = fused;
+  if (d.p.layout != kf::conv2d_layout::nhwc) {
+    c.error = "the cuDNN graph baseline builds NHWC graphs only";
+    return c;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::string failure;
+  try {
+    graph::search(c, full_key, d, fused ? d.y_cudnn_fused.data() : d.y_cudnn.data(), allow_tf32);
+  } catch (const graph::graph_error& e) {
+    failure = e.what();
+  } catch (const kf::error& e) {
+    failure = e.what();
+  }
+  if (!failure.empty()) {
+    c = cudnn_graph_plan();  // drops what the failed search built
+    c.fused = fused;
+    c.error = "cuDNN graph plan for " + full_key + ": " + failure;
+    std::fprintf(stderr, "%s\n", c.error.c_str());
+    return c;
+  }
+  const double search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::fprintf(stderr, "cudnn graph %s: %s, %.4f ms in the search (%.1f s); %s\n", full_key.c_str(), c.label().c_str(),
+               c.search_seconds * 1e3, search_s, c.counts.c_str());
+  if (graph::verbose()) std::fprintf(stderr, "  plan JSON: %s\n", graph::plan_json(c.plan).c_str());
+  return c;
+}
+
+/// The variant pack of plan c on these buffers (bias: the fused graph's, else nullptr); throws graph::graph_error.
+template <class T>
+graph::descriptor make_cudnn_graph_pack(cudnn_graph_plan& c, const T* x, const T* w, T* y, const T* bias) {
+  return graph::make_variant_pack(x, w, y, c.fused ? bias : nullptr, c.workspace.data());
+}
+
+/// Runs plan c with variant pack `pack` on stream s.
+inline cudnnStatus_t run_cudnn_graph(const cudnn_graph_plan& c, const graph::descriptor& pack, cudaStream_t s) {
+  const cudnnStatus_t status = cudnnSetStream(cudnn(), s);
+  if (status != CUDNN_STATUS_SUCCESS) return status;
+  return cudnnBackendExecute(cudnn(), c.plan.get(), pack.get());
+}
+
+/// One run of plan c on these buffers, synchronized: empty, or why it failed.
+template <class T>
+std::string run_cudnn_graph_once(cudnn_graph_plan& c, const T* x, const T* w, T* y, const T* bias) {
+  if (!c.error.empty()) return c.error;
+  try {
+    const graph::descriptor pack = make_cudnn_graph_pack(c, x, w, y, bias);
+    const cudnnStatus_t status = run_cudnn_graph(c, pack, nullptr);
+    if (status != CUDNN_STATUS_SUCCESS) return "cudnnBackendExecute failed: " + graph::status_text(status);
+  } catch (const graph::graph_error& e) {
+    return e.what();
+  }
+  check(cudaDeviceSynchronize(), "cudnnBackendExecute");
+  return std::string();
+}
+
+}  // namespace kf::bench::conv
