@@ -61,7 +61,7 @@ import torch.utils.dlpack
 
 import kernelforge as kf
 import kernelforge.torch as kft
-from kernelforge import _C
+from kernelforge import _C, _torch_ops, _torch_relu
 from neg_probe import neg_probe  # this script's folder (run as a file: it is sys.path[0])
 
 
@@ -103,14 +103,15 @@ def in_graph_rows(x, make_model):
 
     def timed_kernel(t, threshold=0.0):
         start = time.perf_counter()
-        out = kft._relu_threshold_kernel(t, threshold)
+        out = _torch_relu._relu_threshold_kernel(t, threshold)
         spent[0] += time.perf_counter() - start
         spent[1] += 1
         return out
 
     lib = torch.library.Library("kfprobe_timed", "DEF")
-    timed_op = kft._register("relu", "(Tensor x, float threshold=0.0) -> Tensor", timed_kernel, kft._same_shape_fake,
-                             kft._relu_backward, kft._relu_setup, lib=lib)
+    timed_op = _torch_ops.register("relu", "(Tensor x, float threshold=0.0) -> Tensor", timed_kernel,
+                                   _torch_ops.same_shape_fake, _torch_relu._relu_backward, _torch_relu._relu_setup,
+                                   lib=lib)
     timed_model = make_model(lambda t: timed_op(t, 0.5))
     with torch.no_grad():
         for name, fn in (("eager op call", lambda: timed_op(x, 0.5)), ("compiled op + add", lambda: timed_model(x)),
@@ -226,7 +227,7 @@ def main():
         "_C.relu_threshold(capsules)": lambda: _C.relu_threshold(to_dl(x), to_dl(out), 0.5, "best", raw_stream(0)),
         "_C.relu_threshold_raw(pointers)": lambda: _C.relu_threshold_raw(x.data_ptr(), out.data_ptr(), x.numel(), 0, 0,
                                                                           0.5, raw_stream(0)),
-        "op body, raw entry (kernelforge.torch)": lambda: kft._relu_threshold_kernel(x, 0.5),
+        "op body, raw entry (kernelforge.torch)": lambda: _torch_relu._relu_threshold_kernel(x, 0.5),
         "kf.relu_threshold(x, out=)": lambda: kf.relu_threshold(x, 0.5, out),
         "op body, DLPack entry (plain function)": lambda: body(x),
         "autograd.Function.apply": lambda: Fn.apply(x, 0.5),

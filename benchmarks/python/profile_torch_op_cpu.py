@@ -98,7 +98,8 @@ sys.modules["kernelforge._C"] = _stub_module()
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-import kernelforge.torch as kft  # noqa: E402
+import kernelforge.torch  # noqa: E402,F401  (every operator registered, as a user's import does)
+from kernelforge import _torch_ops, _torch_relu  # noqa: E402
 from neg_probe import neg_probe  # noqa: E402  (this script's folder: sys.path[0])
 
 _C = sys.modules["kernelforge._C"]
@@ -128,11 +129,11 @@ def per_call_us(rows, calls, rounds=15):
 
 
 def body(x, threshold=0.0):
-    """kernelforge.torch._relu_threshold_kernel's raw path, on any device (the stub ignores it)."""
+    """kernelforge._torch_relu._relu_threshold_kernel's raw path, on any device (the stub ignores it)."""
     if not x.is_contiguous():
         x = x if x.is_contiguous(memory_format=torch.channels_last) else x.contiguous()
     out = torch.empty_like(x)
-    code = kft._dtype_codes.get(x.dtype)
+    code = _torch_relu._dtype_codes.get(x.dtype)
     device = x.get_device()
     _C.relu_threshold_raw(x.data_ptr(), out.data_ptr(), x.numel(), code, device, threshold, 0)
     return out
@@ -146,9 +147,10 @@ def register_probes(backend):
     """The same body behind each way of registering it, in the namespace kfprobe."""
     lib = torch.library.Library("kfprobe", "DEF")
     ops = {}
-    # As kernelforge.torch registers its ops (its own _register and autograd kernel).
-    ops["kernelforge.torch registration"] = kft._register("relu", "(Tensor x, float threshold=0.0) -> Tensor", body,
-                                                          fake, kft._relu_backward, kft._relu_setup, lib=lib)
+    # As kernelforge.torch registers its ops (_torch_ops.register and its autograd kernel).
+    ops["kernelforge.torch registration"] = _torch_ops.register("relu", "(Tensor x, float threshold=0.0) -> Tensor",
+                                                                body, fake, _torch_relu._relu_backward,
+                                                                _torch_relu._relu_setup, lib=lib)
 
     # The body on the backend key only: the Autograd key gets the dispatcher's C++ fallback.
     lib.define("relu_backend_only(Tensor x, float threshold=0.0) -> Tensor")
@@ -161,7 +163,8 @@ def register_probes(backend):
     lib.impl("relu_backend_autograd", body, backend)
     torch.library.register_fake("kfprobe::relu_backend_autograd", fake, lib=lib)
     op = torch.ops.kfprobe.relu_backend_autograd.default
-    lib.impl("relu_backend_autograd", kft._autograd_kernel(op, body, kft._relu_backward, kft._relu_setup),
+    lib.impl("relu_backend_autograd",
+             _torch_ops.autograd_kernel(op, body, _torch_relu._relu_backward, _torch_relu._relu_setup),
              "Autograd" + backend)
     ops["backend key + Autograd" + backend + " Python kernel"] = op
 
@@ -177,7 +180,7 @@ def register_probes(backend):
         return body(x, threshold)
 
     relu_custom_op.register_fake(fake)
-    relu_custom_op.register_autograd(kft._relu_backward, setup_context=kft._relu_setup)
+    relu_custom_op.register_autograd(_torch_relu._relu_backward, setup_context=_torch_relu._relu_setup)
     ops["torch.library.custom_op"] = torch.ops.kfprobe.relu_custom_op.default
     return lib, ops
 
@@ -296,7 +299,7 @@ def main():
     args = parser.parse_args()
 
     torch.set_num_threads(1)
-    kft._on_device = operator.attrgetter("is_cpu")  # kernelforge.torch's plain-tensor test, for CPU tensors
+    _torch_ops._on_device = operator.attrgetter("is_cpu")  # kernelforge.torch's plain-tensor test, for CPU tensors
     lib, ops = register_probes("CPU")
     x = torch.randn(1 << 10)
     rows = {
@@ -305,7 +308,7 @@ def main():
         "x.data_ptr() (in the body)": lambda: x.data_ptr(),
         "stub _C call, 7 args (in the body)": lambda: _C.relu_threshold_raw(1, 2, 3, 4, 5, 0.5, 0),
         "body, plain function": lambda: body(x, 0.5),
-        "kernelforge.torch's direct path (_direct + body)": lambda: kft._direct(x) and body(x, 0.5),
+        "kernelforge.torch's direct path (_direct + body)": lambda: _torch_ops.direct(x) and body(x, 0.5),
     }
     for name, op in ops.items():
         rows[name + ": op.default(x, t)"] = (lambda op: lambda: op(x, 0.5))(op)

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """conv2d on torch tensors: the layout rule, kernelforge.conv2d's torch path, and the
 body, fake kernel and autograd formula of the kernelforge::conv2d operator (registered
-in kernelforge.torch).
+in _torch_conv_op.py, which kernelforge.torch imports).
 
 The layout rule (kernelforge.conv2d's layout="auto", and the operator's):
   - float16 and bfloat16 convolve in the channels_last layout, the only one kernelforge
@@ -124,7 +124,7 @@ def run(x, weight, bias, stride, padding, dilation, layout, tf32, relu, relu_thr
     return out
 
 
-# ---- the kernelforge::conv2d operator (registered in kernelforge.torch) ----------------
+# ---- the kernelforge::conv2d operator (registered in _torch_conv_op.py) ----------------
 
 def conv_kernel(x, weight, bias, stride, padding, dilation, tf32=False):
     """The operator's body: the layout by the rule, x and weight made dense in its memory

@@ -2,9 +2,9 @@
 """What kernelforge takes from torch, looked up once: the current CUDA stream of a
 device, DLPack export of a tensor, and the dtype codes of _C's raw entries.
 
-The one home of these helpers for both callers: kernelforge.torch (imports this
-module at its own import) and _arrays.py (imports it on the first torch array, when
-torch is already loaded). Importing kernelforge alone never imports torch.
+The one home of these helpers for both callers: kernelforge.torch's operator modules
+(_torch_relu.py, ..., imported with kernelforge.torch) and _arrays.py (imports it on
+the first torch array, when torch is already loaded). Importing kernelforge alone never imports torch.
 """
 
 import torch

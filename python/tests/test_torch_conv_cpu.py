@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
 
 import kernelforge.torch as kft  # noqa: E402
-from kernelforge import _torch_conv  # noqa: E402
+from kernelforge import _torch_conv, _torch_ops  # noqa: E402
 
 CL = torch.channels_last
 NOT_ON_GPU = (kf.NoDeviceError, "no usable CUDA device") if gpu_count() == 0 else (kf.InvalidArgumentError,
@@ -86,7 +86,7 @@ def conv_stand_in(monkeypatch):
     import operator
     _ConvStandIn.layouts = []
     monkeypatch.setattr(_torch_conv, "_C", _ConvStandIn)
-    monkeypatch.setattr(kft, "_on_device", operator.attrgetter("is_cpu"))
+    monkeypatch.setattr(_torch_ops, "_on_device", operator.attrgetter("is_cpu"))
     monkeypatch.setattr(_torch_conv, "module_runs", lambda x: x.dtype in (torch.float32,) + _torch_conv.HALF_DTYPES
                         and (x.dtype == torch.float32 or x.is_contiguous(memory_format=CL)))
     return _ConvStandIn

@@ -13,7 +13,7 @@ from conftest import gpu_count
 torch = pytest.importorskip("torch")
 
 import kernelforge.torch as kft  # noqa: E402
-from kernelforge import _torch_support  # noqa: E402
+from kernelforge import _torch_ops, _torch_relu, _torch_support  # noqa: E402
 
 # A CPU tensor: NoDeviceError where there is no GPU, else "move it to the GPU".
 NOT_ON_GPU = (kf.NoDeviceError, "no usable CUDA device") if gpu_count() == 0 else (kf.InvalidArgumentError,
@@ -76,8 +76,8 @@ def cpu_stand_in(monkeypatch):
     and _C's relu entries are computed by torch. What is tested is the registration
     (autograd kernel, fake kernel, the direct path), not the CUDA kernels."""
     import operator
-    monkeypatch.setattr(kft, "_C", _CpuStandIn)
-    monkeypatch.setattr(kft, "_on_device", operator.attrgetter("is_cpu"))
+    monkeypatch.setattr(_torch_relu, "_C", _CpuStandIn)
+    monkeypatch.setattr(_torch_ops, "_on_device", operator.attrgetter("is_cpu"))
 
 
 def test_registration_with_a_cpu_stand_in(cpu_stand_in):
@@ -262,7 +262,7 @@ def test_scaled_matmul_opcheck_with_a_cpu_stand_in(fp8_cpu_stand_in):
 def test_scaled_matmul_torch_compile_with_a_cpu_stand_in(fp8_cpu_stand_in, monkeypatch):
     # The amax mutation through torch.compile (auto-functionalized) and the direct path.
     import operator
-    monkeypatch.setattr(kft, "_on_device", operator.attrgetter("is_cpu"))
+    monkeypatch.setattr(_torch_ops, "_on_device", operator.attrgetter("is_cpu"))
     torch._dynamo.reset()
     a, b = _fp8(9, 200), _fp8(200, 12, layout="col")
     sa, sb = _scales("blockwise", 9, 12, 200)
