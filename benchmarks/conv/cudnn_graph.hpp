@@ -268,40 +268,25 @@ inline void make_conv_graph(const kf::conv2d_params& p, std::size_t P, std::size
   keep.push_back(std::move(op_graph));
 }
 
-/// The name of a knob type in a plan's tag.
+/// The name of a knob type in a plan's tag. Keyed by the enum's numeric value
+/// (stable across cuDNN 9 releases) rather than its identifiers, because newer
+/// knobs (SWAP_AB, WARP_SPEC_CFG, ...) are missing from older cuDNN 9 headers.
 inline std::string knob_name(cudnnBackendKnobType_t type) {
-  switch (type) {
-    case CUDNN_KNOB_TYPE_SWIZZLE: return "swizzle";
-    case CUDNN_KNOB_TYPE_TILE_SIZE: return "tile";
-    case CUDNN_KNOB_TYPE_EDGE: return "edge";
-    case CUDNN_KNOB_TYPE_MULTIPLY: return "multiply";
-    case CUDNN_KNOB_TYPE_SPLIT_K_BUF: return "splitk_buf";
-    case CUDNN_KNOB_TYPE_TILEK: return "tilek";
-    case CUDNN_KNOB_TYPE_STAGES: return "stages";
-    case CUDNN_KNOB_TYPE_REDUCTION_MODE: return "reduction";
-    case CUDNN_KNOB_TYPE_SPLIT_K_SLC: return "splitk_slc";
-    case CUDNN_KNOB_TYPE_IDX_MODE: return "idx";
-    case CUDNN_KNOB_TYPE_SPECFILT: return "specfilt";
-    case CUDNN_KNOB_TYPE_KERNEL_CFG: return "kernel_cfg";
-    case CUDNN_KNOB_TYPE_WORKSPACE: return "workspace";
-    case CUDNN_KNOB_TYPE_TILE_CGA_M: return "cga_m";
-    case CUDNN_KNOB_TYPE_TILE_CGA_N: return "cga_n";
-    case CUDNN_KNOB_TYPE_BLOCK_SIZE: return "block";
-    case CUDNN_KNOB_TYPE_OCCUPANCY: return "occupancy";
-    case CUDNN_KNOB_TYPE_ARRAY_SIZE_PER_THREAD: return "array_per_thread";
-    case CUDNN_KNOB_TYPE_SPLIT_COLS: return "split_cols";
-    case CUDNN_KNOB_TYPE_TILE_ROWS: return "tile_rows";
-    case CUDNN_KNOB_TYPE_TILE_COLS: return "tile_cols";
-    case CUDNN_KNOB_TYPE_LOAD_SIZE: return "load";
-    case CUDNN_KNOB_TYPE_CTA_COUNT: return "ctas";
-    case CUDNN_KNOB_TYPE_STREAM_K: return "stream_k";
-    case CUDNN_KNOB_TYPE_SPLIT_P_SLC: return "splitp_slc";
-    case CUDNN_KNOB_TYPE_TILE_M: return "tile_m";
-    case CUDNN_KNOB_TYPE_TILE_N: return "tile_n";
-    case CUDNN_KNOB_TYPE_WARP_SPEC_CFG: return "warp_spec";
-    case CUDNN_KNOB_TYPE_SWAP_AB: return "swap_ab";
-    default: return "knob" + std::to_string(static_cast<int>(type));
+  static constexpr std::pair<int, const char*> names[] = {
+      {1, "swizzle"},     {2, "tile"},        {4, "edge"},
+      {11, "multiply"},   {12, "splitk_buf"}, {13, "tilek"},
+      {14, "stages"},     {15, "reduction"},  {17, "splitk_slc"},
+      {18, "idx"},        {23, "specfilt"},   {24, "kernel_cfg"},
+      {25, "workspace"},  {27, "cga_m"},      {28, "cga_n"},
+      {29, "block"},      {30, "occupancy"},  {31, "array_per_thread"},
+      {33, "split_cols"}, {34, "tile_rows"},  {35, "tile_cols"},
+      {36, "load"},       {37, "ctas"},       {38, "stream_k"},
+      {39, "splitp_slc"}, {40, "tile_m"},     {41, "tile_n"},
+      {42, "warp_spec"},  {43, "swap_ab"}};
+  for (const auto& [value, name] : names) {
+    if (value == static_cast<int>(type)) return name;
   }
+  return "knob" + std::to_string(static_cast<int>(type));
 }
 
 /// What an engine configuration is: its engine's global index, numerical and
