@@ -6,6 +6,7 @@
 #pragma once
 
 #include "kernelforge/conv.hpp"
+#include "kernelforge/conv_backward.hpp"
 #include "kernelforge/device.hpp"
 #include "kernelforge/device_buffer.hpp"
 #include "kernelforge/elementwise.hpp"

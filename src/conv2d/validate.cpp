@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdint>
 #include <string>
+#include <tuple>
 
 #include "kernelforge/kernels/conv2d/plan.hpp"
 #include "kernelforge/kernels/conv2d/wgmma_plan.hpp"
@@ -112,24 +113,59 @@ void validate_conv2d_winograd(const char* what, const conv2d_params& p, std::siz
   }
 }
 
+/// 16-bit types read the NHWC layout only (forward and gradients alike).
+void validate_conv2d_layout_type(const char* what, const conv2d_params& p, std::size_t element_bytes) {
+  require_one_of(what, "params.layout", p.layout, {conv2d_layout::nchw, conv2d_layout::nhwc});
+  if (p.layout == conv2d_layout::nchw && element_bytes != sizeof(float)) {
+    throw_unsupported(what,
+                      "__half and __nv_bfloat16 convolutions read the NHWC layout only (params.layout = "
+                      "nchw); store x as NHWC and weight as KRSC and set params.layout = "
+                      "kf::conv2d_layout::nhwc (PyTorch: channels_last tensors), or convert to float");
+  }
+}
+
 /// The layout's rules: 16-bit types are NHWC only; NHWC runs naive,
 /// implicit_gemm_wgmma and best only.
 void validate_conv2d_layout(const char* what, const conv2d_params& p, std::size_t element_bytes,
                             const conv2d_options& options) {
-  if (p.layout == conv2d_layout::nchw) {
-    if (element_bytes != sizeof(float)) {
-      throw_unsupported(what,
-                        "__half and __nv_bfloat16 convolutions read the NHWC layout only (params.layout = "
-                        "nchw); store x as NHWC and weight as KRSC and set params.layout = "
-                        "kf::conv2d_layout::nhwc (PyTorch: channels_last tensors), or convert to float");
-    }
-    return;
-  }
+  validate_conv2d_layout_type(what, p, element_bytes);
+  if (p.layout == conv2d_layout::nchw) return;
   using v = conv2d_variant;
   if (options.variant != v::best && options.variant != v::naive && options.variant != v::implicit_gemm_wgmma) {
     throw_unsupported(what, std::string("conv2d_variant::") + to_string(options.variant) +
                                 " reads NCHW only (params.layout = nhwc); the NHWC variants are best, naive and "
                                 "implicit_gemm_wgmma");
+  }
+}
+
+/// The extents every conv2d call shares: the output geometry (with the
+/// numbers), in_channels, and the 32-bit indexing limits of x, weight, y and
+/// the padded plane.
+conv2d_sizes check_conv2d_extents(const char* what, const conv2d_params& p) {
+  const std::size_t P = output_height(what, p);
+  const std::size_t Q = output_width(what, p);
+  if (p.in_channels == 0) throw_invalid_argument(what, "params.in_channels = 0: the input needs at least one channel");
+  const std::size_t x_n = product(p.batch, p.in_channels, p.in_height, p.in_width);
+  const std::size_t w_n = product(p.out_channels, p.in_channels, p.filter_height, p.filter_width);
+  const std::size_t y_n = product(p.batch, p.out_channels, P, Q);
+  const std::size_t padded_h = p.in_height + 2 * p.pad_h,
+                    padded_w = p.in_width + 2 * p.pad_w;  // no overflow: checked above
+  if (x_n > conv2d_max_elements || w_n > conv2d_max_elements || y_n > conv2d_max_elements ||
+      padded_h >= conv2d_max_padded_extent || padded_w >= conv2d_max_padded_extent ||
+      product(padded_h, padded_w, 1, 1) > conv2d_max_elements) {
+    throw_unsupported(what, "tensors of 2^31 elements or more (x: " + num(x_n) + ", weight: " + num(w_n) +
+                                ", y: " + num(y_n) + ", padded plane: " + num(padded_h) + " x " + num(padded_w) +
+                                ") are beyond kernelforge's 32-bit indexing; split the batch");
+  }
+  return conv2d_sizes{P, Q, x_n, w_n, y_n};
+}
+
+/// errc::invalid_argument when `out` (out_n elements) overlaps `in`.
+void require_separate(const char* what, const char* out_name, const void* out, std::size_t out_bytes,
+                      const char* in_name, const void* in, std::size_t in_bytes) {
+  if (ranges_overlap(out, out_bytes, in, in_bytes)) {
+    throw_invalid_argument(what, std::string("'") + out_name + "' and '" + in_name +
+                                     "' overlap; the output must be a separate array");
   }
 }
 
@@ -161,23 +197,9 @@ conv2d_geometry validate_conv2d(const char* what, const conv2d_params& p, const 
                                 const void* bias, const void* y, std::size_t element_bytes,
                                 const conv2d_options& options) {
   validate_conv2d_options(what, options, element_bytes);
-  require_one_of(what, "params.layout", p.layout, {conv2d_layout::nchw, conv2d_layout::nhwc});
   validate_conv2d_layout(what, p, element_bytes, options);
-  const std::size_t P = output_height(what, p);
-  const std::size_t Q = output_width(what, p);
-  if (p.in_channels == 0) throw_invalid_argument(what, "params.in_channels = 0: the input needs at least one channel");
-  const std::size_t x_n = product(p.batch, p.in_channels, p.in_height, p.in_width);
-  const std::size_t w_n = product(p.out_channels, p.in_channels, p.filter_height, p.filter_width);
-  const std::size_t y_n = product(p.batch, p.out_channels, P, Q);
-  const std::size_t padded_h = p.in_height + 2 * p.pad_h,
-                    padded_w = p.in_width + 2 * p.pad_w;  // no overflow: checked above
-  if (x_n > conv2d_max_elements || w_n > conv2d_max_elements || y_n > conv2d_max_elements ||
-      padded_h >= conv2d_max_padded_extent || padded_w >= conv2d_max_padded_extent ||
-      product(padded_h, padded_w, 1, 1) > conv2d_max_elements) {
-    throw_unsupported(what, "tensors of 2^31 elements or more (x: " + num(x_n) + ", weight: " + num(w_n) +
-                                ", y: " + num(y_n) + ", padded plane: " + num(padded_h) + " x " + num(padded_w) +
-                                ") are beyond kernelforge's 32-bit indexing; split the batch");
-  }
+  const conv2d_sizes sizes = check_conv2d_extents(what, p);
+  const std::size_t P = sizes.p, Q = sizes.q, x_n = sizes.x_elements, w_n = sizes.w_elements, y_n = sizes.y_elements;
   if (options.variant == conv2d_variant::winograd || options.variant == conv2d_variant::winograd_fused) {
     validate_conv2d_winograd(what, p, P, Q, options.variant);
   }
@@ -201,15 +223,75 @@ conv2d_geometry validate_conv2d(const char* what, const conv2d_params& p, const 
   require_pointer(what, "weight", weight, w_n);
   require_pointer(what, "y", y, y_n);
   const auto bytes = [element_bytes](std::size_t n) { return n * element_bytes; };
-  if (ranges_overlap(y, bytes(y_n), x, bytes(x_n)))
-    throw_invalid_argument(what, "'y' and 'x' overlap; the output must be a separate array");
-  if (ranges_overlap(y, bytes(y_n), weight, bytes(w_n))) {
-    throw_invalid_argument(what, "'y' and 'weight' overlap; the output must be a separate array");
-  }
-  if (ranges_overlap(y, bytes(y_n), bias, bytes(p.out_channels))) {
-    throw_invalid_argument(what, "'y' and 'bias' overlap; the output must be a separate array");
-  }
+  require_separate(what, "y", y, bytes(y_n), "x", x, bytes(x_n));
+  require_separate(what, "y", y, bytes(y_n), "weight", weight, bytes(w_n));
+  require_separate(what, "y", y, bytes(y_n), "bias", bias, bytes(p.out_channels));
   return conv2d_geometry{P, Q, y_n};
+}
+
+namespace {
+
+/// The checks both gradients share: options, layout and type, extents, and
+/// the ReLU mask's rule and pointer.
+conv2d_sizes validate_conv2d_backward_common(const char* what, const conv2d_params& p, const void* relu_y,
+                                             std::size_t element_bytes, const conv2d_backward_options& options) {
+  using v = conv2d_backward_variant;
+  require_one_of(what, "options.variant", options.variant, {v::best, v::naive, v::implicit_gemm});
+  require_one_of(what, "options.math", options.math, {math_mode::exact, math_mode::tf32});
+  validate_conv2d_layout_type(what, p, element_bytes);
+  const conv2d_sizes sizes = check_conv2d_extents(what, p);
+  if (options.relu) {
+    if (!(options.relu_threshold >= 0.0f)) {
+      throw_invalid_argument(what, "options.relu with options.relu_threshold = " +
+                                       std::to_string(options.relu_threshold) +
+                                       ": the forward's output tells a clipped value from a kept one only for a "
+                                       "threshold >= 0 (clipped values are 0); mask dy with "
+                                       "kf::relu_threshold_backward on the pre-activation and leave options.relu off");
+    }
+    if (relu_y == nullptr) {
+      throw_invalid_argument(what, "options.relu is set but relu_y is null; pass the forward's output y (the "
+                                   "mask's source), or leave options.relu off");
+    }
+    require_pointer(what, "relu_y", relu_y, sizes.y_elements);
+  }
+  return sizes;
+}
+
+}  // namespace
+
+conv2d_sizes validate_conv2d_backward_data(const char* what, const conv2d_params& p, const void* dy,
+                                           const void* weight, const void* dx, const void* relu_y,
+                                           std::size_t element_bytes, const conv2d_backward_options& options) {
+  const conv2d_sizes s = validate_conv2d_backward_common(what, p, relu_y, element_bytes, options);
+  require_pointer(what, "dy", dy, s.y_elements);
+  require_pointer(what, "weight", weight, s.w_elements);
+  require_pointer(what, "dx", dx, s.x_elements);
+  const auto bytes = [element_bytes](std::size_t n) { return n * element_bytes; };
+  require_separate(what, "dx", dx, bytes(s.x_elements), "dy", dy, bytes(s.y_elements));
+  require_separate(what, "dx", dx, bytes(s.x_elements), "weight", weight, bytes(s.w_elements));
+  if (options.relu) require_separate(what, "dx", dx, bytes(s.x_elements), "relu_y", relu_y, bytes(s.y_elements));
+  return s;
+}
+
+conv2d_sizes validate_conv2d_backward_filter(const char* what, const conv2d_params& p, const void* x,
+                                             const void* dy, const void* dweight, const void* dbias,
+                                             const void* relu_y, std::size_t element_bytes,
+                                             const conv2d_backward_options& options) {
+  const conv2d_sizes s = validate_conv2d_backward_common(what, p, relu_y, element_bytes, options);
+  require_pointer(what, "x", x, s.x_elements);
+  require_pointer(what, "dy", dy, s.y_elements);
+  require_pointer(what, "dweight", dweight, s.w_elements);
+  const auto bytes = [element_bytes](std::size_t n) { return n * element_bytes; };
+  const std::size_t k_bytes = bytes(p.out_channels);
+  for (const auto& [name, out, out_bytes] :
+       {std::tuple<const char*, const void*, std::size_t>{"dweight", dweight, bytes(s.w_elements)},
+        std::tuple<const char*, const void*, std::size_t>{"dbias", dbias, k_bytes}}) {
+    require_separate(what, name, out, out_bytes, "x", x, bytes(s.x_elements));
+    require_separate(what, name, out, out_bytes, "dy", dy, bytes(s.y_elements));
+    if (options.relu) require_separate(what, name, out, out_bytes, "relu_y", relu_y, bytes(s.y_elements));
+  }
+  require_separate(what, "dbias", dbias, k_bytes, "dweight", dweight, bytes(s.w_elements));
+  return s;
 }
 
 }  // namespace detail

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: Apache-2.0
+// The data-movement passes of gradient step 2 (src/conv2d/backward.cu), which
+// turn both gradients into products the library already has:
+//  * conv2d_dy_spread: dy masked by the forward's ReLU, spread over a zero grid
+//    at the forward's stride (dgrad at stride > 1), and/or stored in the other
+//    layout (wgrad of an NCHW layer wants dy as an NPQ x K matrix);
+//  * conv2d_filter_turn: the filter turned by 180 degrees with K and C swapped,
+//    the filter of the forward convolution that computes dx;
+//  * conv2d_im2col: the NPQ x CRS matrix of input patches that dw multiplies;
+//  * conv2d_bias_grad: dbias, column sums of dy (two passes, deterministic).
+// One thread per destination element, grid-stride; every destination element
+// written.
+#pragma once
+
+#include "01_naive.cuh"
+
+namespace kf::detail {
+
+/// dst (N x K x rows x cols in layout OutNhwc) from dy (N x K x P x Q in layout
+/// InNhwc, read through the mask): dst[n][k][i][j] = dy[n][k][i / sh][j / sw]
+/// where sh divides i, sw divides j and the quotients are inside P x Q, else 0.
+template <class T, bool InNhwc, bool OutNhwc>
+KF_KERNEL void __launch_bounds__(conv2d_grad_block)
+    conv2d_dy_spread(conv2d_dy_reader<T> dy, T* __restrict__ dst, int n_images, int k, int p, int q, int rows, int cols,
+                     int stride_h, int stride_w) {
+  const long long total = static_cast<long long>(n_images) * k * rows * cols;
+  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long idx = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; idx < total; idx += step) {
+    int n, ch, i, j;
+    conv2d_tensor_coords<OutNhwc>(static_cast<int>(idx), k, rows, cols, n, ch, i, j);  // total < 2^31
+    float v = 0.0f;
+    if (i % stride_h == 0 && j % stride_w == 0 && i / stride_h < p && j / stride_w < q) {
+      v = dy(conv2d_tensor_index<InNhwc>(n, ch, i / stride_h, j / stride_w, k, p, q));
+    }
+    dst[idx] = from_compute<T>(static_cast<compute_t<T>>(v));
+  }
+}
+
+/// dst = the filter of dx's forward convolution: C output channels, K input
+/// channels, dst(c, k, r, s) = w(k, c, R-1-r, S-1-s), in the layout's filter
+/// order (CKRS or CRSK).
+template <class T, bool Nhwc>
+KF_KERNEL void __launch_bounds__(conv2d_grad_block)
+    conv2d_filter_turn(const T* __restrict__ w, T* __restrict__ dst, int k, int c, int r, int s) {
+  const long long total = static_cast<long long>(k) * c * r * s;
+  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long idx = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; idx < total; idx += step) {
+    int oc, ic, rr, ss;  // dst's (output channel c, input channel k, r, s)
+    conv2d_tensor_coords<Nhwc>(static_cast<int>(idx), k, r, s, oc, ic, rr, ss);
+    dst[idx] = w[conv2d_filter_index<Nhwc>(ic, oc, r - 1 - rr, s - 1 - ss, c, r, s)];
+  }
+}
+
+/// col[row][j] for images [n0, n0 + n_images): row = (n P + p) Q + q (n from
+/// 0), j = (c R + r) S + s (NCHW) or (r S + s) C + c (NHWC, the KRSC order),
+/// = x[n0 + n][c][p sh - ph + r dh][q sw - pw + s dw], 0 outside the image.
+template <class T, bool Nhwc>
+KF_KERNEL void __launch_bounds__(conv2d_grad_block)
+    conv2d_im2col(conv2d_args<T> a, int n0, int n_images, T* __restrict__ col) {
+  const long long total = static_cast<long long>(n_images) * a.pq * a.crs;
+  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long idx = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; idx < total; idx += step) {
+    const int j = static_cast<int>(idx % a.crs);
+    const int row = static_cast<int>(idx / a.crs);  // < n_images * PQ < 2^31
+    const int ow = row % a.q;
+    const int oh = (row / a.q) % a.p;
+    const int n = n0 + row / a.pq;
+    int c, r, s;
+    if constexpr (Nhwc) {
+      c = j % a.c;
+      s = (j / a.c) % a.s;
+      r = j / (a.c * a.s);
+    } else {
+      s = j % a.s;
+      r = (j / a.s) % a.r;
+      c = j / a.rs;
+    }
+    const int ih = oh * a.stride_h - a.pad_h + r * a.dilation_h;
+    const int iw = ow * a.stride_w - a.pad_w + s * a.dilation_w;
+    const bool inside = ih >= 0 && ih < a.h && iw >= 0 && iw < a.w;
+    col[idx] = inside ? a.x[conv2d_tensor_index<Nhwc>(n, c, ih, iw, a.c, a.h, a.w)] : from_compute<T>(0.0f);
+  }
+}
+
+/// dbias, pass 1: block (x, y) sums the rows of its slice (rows y * rows_per_slice
+/// onwards, N*P*Q rows in all) for 32 output channels into partial[y][k]; with
+/// one slice (gridDim.y == 1) it writes dbias itself. Blocks of 32 x 8 threads.
+constexpr int conv2d_bias_grad_rows_per_thread_group = 8;
+template <class T, bool Nhwc>
+KF_KERNEL void __launch_bounds__(32 * conv2d_bias_grad_rows_per_thread_group)
+    conv2d_bias_grad_partial(conv2d_dy_reader<T> dy, int rows, int k, int pq, int rows_per_slice,
+                             float* __restrict__ partial, T* __restrict__ dbias) {
+  __shared__ float sums[conv2d_bias_grad_rows_per_thread_group][32];
+  const int kk = static_cast<int>(blockIdx.x) * 32 + static_cast<int>(threadIdx.x);
+  const int begin = static_cast<int>(blockIdx.y) * rows_per_slice;
+  const int end = min(rows, begin + rows_per_slice);
+  float sum = 0.0f;
+  if (kk < k) {
+    for (int row = begin + static_cast<int>(threadIdx.y); row < end; row += conv2d_bias_grad_rows_per_thread_group) {
+      const long long i = Nhwc ? static_cast<long long>(row) * k + kk
+                               : (static_cast<long long>(row / pq) * k + kk) * pq + row % pq;
+      sum += dy(i);
+    }
+  }
+  sums[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y == 0 && kk < k) {
+    float total = 0.0f;
+    for (int y = 0; y < conv2d_bias_grad_rows_per_thread_group; ++y) total += sums[y][threadIdx.x];
+    if (gridDim.y == 1) {
+      dbias[kk] = from_compute<T>(static_cast<compute_t<T>>(total));
+    } else {
+      partial[static_cast<long long>(blockIdx.y) * k + kk] = total;
+    }
+  }
+}
+
+/// dbias, pass 2: dbias[k] = sum over the slices of partial[slice][k], in order.
+template <class T>
+KF_KERNEL void __launch_bounds__(conv2d_grad_block)
+    conv2d_bias_grad_finish(const float* __restrict__ partial, int slices, int k, T* __restrict__ dbias) {
+  const int kk = static_cast<int>(blockIdx.x) * blockDim.x + static_cast<int>(threadIdx.x);
+  if (kk >= k) return;
+  float total = 0.0f;
+  for (int y = 0; y < slices; ++y) total += partial[static_cast<long long>(y) * k + kk];
+  dbias[kk] = from_compute<T>(static_cast<compute_t<T>>(total));
+}
+
+}  // namespace kf::detail

@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: Apache-2.0
+// conv2d's gradients (<kernelforge/conv_backward.hpp>): validate -> dispatch,
+// and the instantiations shipped in the fatbin (float in both layouts, __half and
+// __nv_bfloat16 in NHWC).
+//
+// Gradient step 2 -- implicit_gemm: rather than new kernels, both gradients
+// become products the library already runs at its best speed.
+//  * dx is a forward convolution: dx[h] collects w[r] dy[p] over p sh - ph + r dh
+//    = h; with r' = R-1-r that is the forward convolution of dy (spread over a
+//    zero grid at stride > 1) with the filter turned by 180 degrees, K and C
+//    swapped, stride 1, padding dh (R-1) - ph, and the same dilation. It runs
+//    on conv2d_forward's best variant: the wgmma implicit GEMM on sm_90, the
+//    Winograd kernels for exact 3x3 NCHW layers. The spread costs stride^2 more
+//    products at stride > 1 (CUTLASS's stride-squared decomposition would not).
+//  * dw is a GEMM reducing over the N*P*Q output positions: dw (K x CRS) =
+//    dy^T (K x NPQ) * im2col(x) (NPQ x CRS), on kf::matmul's best variant
+//    (wgmma, with its split-k where the K x CRS tiles are few). In NHWC, dy is
+//    already the NPQ x K matrix and im2col's columns come out in KRSC order.
+// Over step 1 this moves every multiply-add onto the tensor cores (or the tuned
+// fp32 kernels) at the price of the passes in kernels/conv2d/backward/passes.cuh.
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "kernelforge/conv_backward.hpp"
+#include "kernelforge/kernels/common/grid.hpp"
+#include "kernelforge/kernels/conv2d/args.cuh"
+#include "kernelforge/kernels/conv2d/backward/01_naive.cuh"
+#include "kernelforge/kernels/conv2d/backward/passes.cuh"
+#include "kernelforge/kernels/conv2d/validate.hpp"
+#include "kernelforge/kernels/runtime/launcher.hpp"
+#include "kernelforge/matmul.hpp"
+
+namespace kf {
+
+const char* to_string(conv2d_backward_variant variant) noexcept {
+  switch (variant) {
+    case conv2d_backward_variant::best: return "best";
+    case conv2d_backward_variant::naive: return "naive";
+    case conv2d_backward_variant::implicit_gemm: return "implicit_gemm";
+  }
+  return "unknown";
+}
+
+namespace detail {
+namespace {
+
+using z = std::size_t;
+
+/// im2col chunks of images stay within this many bytes.
+constexpr z conv2d_im2col_max_bytes = z{1} << 30;
+
+/// Blocks of conv2d_grad_block threads for a grid-stride loop over `items`.
+unsigned grad_blocks(int device, z items) {
+  const int sms = limits_for(device).sm_count;
+  const z cap = static_cast<z>(sms > 0 ? sms : 1) * 16;
+  const z needed = ceil_div(items, static_cast<z>(conv2d_grad_block));
+  return static_cast<unsigned>(std::max<z>(1, std::min(needed, cap)));
+}
+
+template <class T>
+conv2d_dy_reader<T> dy_reader(const T* dy, const conv2d_backward_options& o, const T* relu_y) {
+  return conv2d_dy_reader<T>{dy, o.relu ? relu_y : nullptr, o.relu_threshold};
+}
+
+z aligned_bytes(z elements, z element_bytes) { return round_up(elements * element_bytes, workspace_alignment); }
+
+/// conv2d_dy_spread from layout in_nhwc to out_nhwc (NCHW to NCHW, NHWC to
+/// NHWC, or NCHW to NHWC): dst is N x K x rows x cols.
+template <class T>
+void launch_dy_spread(const char* what, int device, bool in_nhwc, bool out_nhwc, conv2d_dy_reader<T> dy, T* dst,
+                      z n, z k, z p, z q, z rows, z cols, z stride_h, z stride_w, cudaStream_t stream) {
+  const unsigned blocks = grad_blocks(device, n * k * rows * cols);
+  const auto i = [](z v) { return static_cast<int>(v); };
+  if (in_nhwc) {
+    conv2d_dy_spread<T, true, true><<<blocks, conv2d_grad_block, 0, stream>>>(
+        dy, dst, i(n), i(k), i(p), i(q), i(rows), i(cols), i(stride_h), i(stride_w));
+  } else if (out_nhwc) {
+    conv2d_dy_spread<T, false, true><<<blocks, conv2d_grad_block, 0, stream>>>(
+        dy, dst, i(n), i(k), i(p), i(q), i(rows), i(cols), i(stride_h), i(stride_w));
+  } else {
+    conv2d_dy_spread<T, false, false><<<blocks, conv2d_grad_block, 0, stream>>>(
+        dy, dst, i(n), i(k), i(p), i(q), i(rows), i(cols), i(stride_h), i(stride_w));
+  }
+  check_launch(what);
+}
+
+// ---- dx ---------------------------------------------------------------------
+
+template <class T>
+void launch_dgrad_naive(const char* what, int device, const conv2d_args<T>& a, conv2d_dy_reader<T> dy, T* dx,
+                        bool nhwc, cudaStream_t stream) {
+  const z total = static_cast<z>(a.n) * static_cast<z>(a.c) * static_cast<z>(a.hw);
+  const unsigned blocks = grad_blocks(device, total);
+  if (nhwc) {
+    conv2d_dgrad_naive<T, true><<<blocks, conv2d_grad_block, 0, stream>>>(a, dy, dx);
+  } else {
+    conv2d_dgrad_naive<T, false><<<blocks, conv2d_grad_block, 0, stream>>>(a, dy, dx);
+  }
+  check_launch(what);
+}
+
+/// dx as conv2d_forward (see the top of this file); false (nothing enqueued)
+/// where the padding exceeds the filter's reach, the spread dy would not fit
+/// 32-bit indexing, or no workspace is available.
+template <class T>
+bool dgrad_as_forward(const char* what, int device, const conv2d_params& p, const conv2d_sizes& sizes, const T* dy,
+                      const T* w, T* dx, const conv2d_backward_options& o, const T* relu_y) {
+  const z reach_h = p.dilation_h * (p.filter_height - 1), reach_w = p.dilation_w * (p.filter_width - 1);
+  if (p.pad_h > reach_h || p.pad_w > reach_w) return false;
+  const bool nhwc = p.layout == conv2d_layout::nhwc;
+  const bool spread = o.relu || p.stride_h > 1 || p.stride_w > 1;
+  conv2d_params f = p;  // the forward convolution whose output is dx
+  f.in_channels = p.out_channels;
+  f.out_channels = p.in_channels;
+  f.in_height = spread ? p.in_height + 2 * p.pad_h - reach_h : sizes.p;  // = P at stride 1
+  f.in_width = spread ? p.in_width + 2 * p.pad_w - reach_w : sizes.q;
+  f.stride_h = f.stride_w = 1;
+  f.pad_h = reach_h - p.pad_h;
+  f.pad_w = reach_w - p.pad_w;
+  const z spread_elements = p.batch * p.out_channels * f.in_height * f.in_width;
+  if (spread && spread_elements > static_cast<z>(INT32_MAX)) return false;
+  const z turned_bytes = aligned_bytes(sizes.w_elements, sizeof(T));
+  pooled_workspace scratch(device, turned_bytes + (spread ? aligned_bytes(spread_elements, sizeof(T)) : 0), o.stream);
+  if (scratch.data() == nullptr) return false;
+  T* const turned = scratch.data<T>();
+  const int K = static_cast<int>(p.out_channels), C = static_cast<int>(p.in_channels);
+  const int R = static_cast<int>(p.filter_height), S = static_cast<int>(p.filter_width);
+  const unsigned turn_blocks = grad_blocks(device, sizes.w_elements);
+  if (nhwc) {
+    conv2d_filter_turn<T, true><<<turn_blocks, conv2d_grad_block, 0, o.stream>>>(w, turned, K, C, R, S);
+  } else {
+    conv2d_filter_turn<T, false><<<turn_blocks, conv2d_grad_block, 0, o.stream>>>(w, turned, K, C, R, S);
+  }
+  check_launch(what);
+  const T* source = dy;
+  if (spread) {
+    T* const spread_dy = reinterpret_cast<T*>(scratch.data<char>() + turned_bytes);
+    launch_dy_spread(what, device, nhwc, nhwc, dy_reader(dy, o, relu_y), spread_dy, p.batch, p.out_channels, sizes.p,
+                     sizes.q, f.in_height, f.in_width, p.stride_h, p.stride_w, o.stream);
+    source = spread_dy;
+  }
+  conv2d_options fo;
+  fo.stream = o.stream;
+  fo.math = o.math;
+  conv2d_forward_impl<T>(f, source, turned, nullptr, dx, fo);
+  return true;
+}
+
+// ---- dw ---------------------------------------------------------------------
+
+template <class T>
+void launch_wgrad_naive(const char* what, int device, const conv2d_args<T>& a, conv2d_dy_reader<T> dy, T* dw,
+                        bool nhwc, cudaStream_t stream) {
+  const unsigned blocks = grad_blocks(device, static_cast<z>(a.k) * static_cast<z>(a.crs));
+  if (nhwc) {
+    conv2d_wgrad_naive<T, true><<<blocks, conv2d_grad_block, 0, stream>>>(a, dy, dw);
+  } else {
+    conv2d_wgrad_naive<T, false><<<blocks, conv2d_grad_block, 0, stream>>>(a, dy, dw);
+  }
+  check_launch(what);
+}
+
+/// dw as im2col + matmul (see the top of this file); false (nothing
+/// enqueued) where no workspace is available.
+template <class T>
+bool wgrad_as_gemm(const char* what, int device, const conv2d_params& p, const conv2d_sizes& sizes,
+                   const conv2d_args<T>& a, const T* dy, T* dw, const conv2d_backward_options& o, const T* relu_y) {
+  const bool nhwc = p.layout == conv2d_layout::nhwc;
+  // NHWC x of a 1x1 stride-1 unpadded layer is its own im2col matrix.
+  const bool x_is_col = nhwc && a.r == 1 && a.s == 1 && a.stride_h == 1 && a.stride_w == 1 && a.pad_h == 0 &&
+                        a.pad_w == 0;
+  const bool dy_is_matrix = nhwc && !o.relu;  // NPQ x K as stored
+  const z pq = static_cast<z>(a.pq), crs = static_cast<z>(a.crs), n = static_cast<z>(a.n);
+  z chunk = x_is_col ? n : std::max<z>(1, conv2d_im2col_max_bytes / (pq * crs * sizeof(T)));
+  chunk = std::min({chunk, n, std::max<z>(1, static_cast<z>(INT32_MAX) / (pq * crs))});
+  const z dy_bytes = dy_is_matrix ? 0 : aligned_bytes(sizes.y_elements, sizeof(T));
+  const z col_bytes = x_is_col ? 0 : aligned_bytes(chunk * pq * crs, sizeof(T));
+  pooled_workspace scratch(device, dy_bytes + col_bytes, o.stream);
+  if (dy_bytes + col_bytes > 0 && scratch.data() == nullptr) return false;
+  const T* dy_matrix = dy;
+  if (!dy_is_matrix) {  // dy masked and/or reordered to NPQ x K
+    T* const dst = scratch.data<T>();
+    launch_dy_spread(what, device, nhwc, true, dy_reader(dy, o, relu_y), dst, p.batch, p.out_channels, sizes.p,
+                     sizes.q, sizes.p, sizes.q, 1, 1, o.stream);
+    dy_matrix = dst;
+  }
+  T* const col = x_is_col ? nullptr : reinterpret_cast<T*>(scratch.data<char>() + dy_bytes);
+  matmul_options mo;
+  mo.stream = o.stream;
+  mo.math = o.math;
+  for (z n0 = 0; n0 < n; n0 += chunk) {
+    const z images = std::min(chunk, n - n0);
+    const T* b = a.x + n0 * static_cast<z>(a.hw) * static_cast<z>(a.c);  // x_is_col: rows of x
+    if (!x_is_col) {
+      const unsigned blocks = grad_blocks(device, images * pq * crs);
+      if (nhwc) {
+        conv2d_im2col<T, true><<<blocks, conv2d_grad_block, 0, o.stream>>>(a, static_cast<int>(n0),
+                                                                              static_cast<int>(images), col);
+      } else {
+        conv2d_im2col<T, false><<<blocks, conv2d_grad_block, 0, o.stream>>>(a, static_cast<int>(n0),
+                                                                               static_cast<int>(images), col);
+      }
+      check_launch(what);
+      b = col;
+    }
+    // dw (K x CRS) (+)= dy_rows^T (K x rows) * b (rows x CRS)
+    matmul_impl<T>(op::transpose, op::none, static_cast<z>(a.k), crs, images * pq, compute_t<T>(1),
+                   dy_matrix + n0 * pq * static_cast<z>(a.k), static_cast<z>(a.k), b, crs,
+                   compute_t<T>(n0 == 0 ? 0 : 1), dw, crs, mo);
+  }
+  return true;
+}
+
+template <class T>
+void launch_bias_grad(const char* what, int device, const conv2d_args<T>& a, conv2d_dy_reader<T> dy, T* dbias,
+                      bool nhwc, cudaStream_t stream) {
+  const z rows = static_cast<z>(a.m);
+  constexpr z rows_per_slice = 1024;
+  z slices = std::min<z>(ceil_div(rows, rows_per_slice), 1024);
+  const z per_slice = ceil_div(rows, slices);
+  pooled_workspace partial(device, slices > 1 ? slices * static_cast<z>(a.k) * sizeof(float) : 0, stream);
+  if (partial.data() == nullptr) slices = 1;  // one slice per channel block: slower, same sums
+  const dim3 grid(static_cast<unsigned>(ceil_div(static_cast<z>(a.k), 32)), static_cast<unsigned>(slices));
+  const dim3 block(32, conv2d_bias_grad_rows_per_thread_group);
+  const int slice_rows = static_cast<int>(slices == 1 ? rows : per_slice);
+  if (nhwc) {
+    conv2d_bias_grad_partial<T, true>
+        <<<grid, block, 0, stream>>>(dy, a.m, a.k, a.pq, slice_rows, partial.data<float>(), dbias);
+  } else {
+    conv2d_bias_grad_partial<T, false>
+        <<<grid, block, 0, stream>>>(dy, a.m, a.k, a.pq, slice_rows, partial.data<float>(), dbias);
+  }
+  check_launch(what);
+  if (slices > 1) {
+    conv2d_bias_grad_finish<T>
+        <<<static_cast<unsigned>(ceil_div(static_cast<z>(a.k), static_cast<z>(conv2d_grad_block))), conv2d_grad_block,
+           0, stream>>>(partial.data<float>(), static_cast<int>(slices), a.k, dbias);
+    check_launch(what);
+  }
+}
+
+}  // namespace
+
+template <class T>
+void conv2d_backward_data_impl(const conv2d_params& p, const T* dy, const T* w, T* dx,
+                               const conv2d_backward_options& o, const T* relu_y) {
+  const char* what = "kf::conv2d_backward_data";
+  const conv2d_sizes sizes = validate_conv2d_backward_data(what, p, dy, w, dx, relu_y, sizeof(T), o);
+  if (sizes.x_elements == 0) return;  // N = 0
+  const int device = current_device(what);
+  require_kernel_image_cached(device, what);
+  if (sizes.y_elements == 0) {  // K = 0: nothing flows back
+    cuda_check(cudaMemsetAsync(dx, 0, sizes.x_elements * sizeof(T), o.stream), what);
+    return;
+  }
+  if (o.variant != conv2d_backward_variant::naive && dgrad_as_forward(what, device, p, sizes, dy, w, dx, o, relu_y)) {
+    return;
+  }
+  const conv2d_args<T> a = make_conv2d_args<T>(p, sizes.p, sizes.q, nullptr, w, nullptr, nullptr);
+  launch_dgrad_naive(what, device, a, dy_reader(dy, o, relu_y), dx, p.layout == conv2d_layout::nhwc, o.stream);
+}
+
+template <class T>
+void conv2d_backward_filter_impl(const conv2d_params& p, const T* x, const T* dy, T* dw, T* dbias,
+                                 const conv2d_backward_options& o, const T* relu_y) {
+  const char* what = "kf::conv2d_backward_filter";
+  const conv2d_sizes sizes = validate_conv2d_backward_filter(what, p, x, dy, dw, dbias, relu_y, sizeof(T), o);
+  if (sizes.w_elements == 0) return;  // K = 0
+  const int device = current_device(what);
+  require_kernel_image_cached(device, what);
+  if (sizes.y_elements == 0) {  // N = 0: no positions to sum
+    cuda_check(cudaMemsetAsync(dw, 0, sizes.w_elements * sizeof(T), o.stream), what);
+    if (dbias != nullptr) cuda_check(cudaMemsetAsync(dbias, 0, p.out_channels * sizeof(T), o.stream), what);
+    return;
+  }
+  const bool nhwc = p.layout == conv2d_layout::nhwc;
+  const conv2d_args<T> a = make_conv2d_args<T>(p, sizes.p, sizes.q, x, nullptr, nullptr, nullptr);
+  const conv2d_dy_reader<T> reader = dy_reader(dy, o, relu_y);
+  if (dbias != nullptr) launch_bias_grad(what, device, a, reader, dbias, nhwc, o.stream);
+  if (o.variant != conv2d_backward_variant::naive && wgrad_as_gemm(what, device, p, sizes, a, dy, dw, o, relu_y)) {
+    return;
+  }
+  launch_wgrad_naive(what, device, a, reader, dw, nhwc, o.stream);
+}
+
+#define KF_CONV2D_BACKWARD_INSTANTIATE(T)                                                                         \
+  template void conv2d_backward_data_impl<T>(const conv2d_params&, const T*, const T*, T*,                         \
+                                             const conv2d_backward_options&, const T*);                           \
+  template void conv2d_backward_filter_impl<T>(const conv2d_params&, const T*, const T*, T*, T*,                   \
+                                               const conv2d_backward_options&, const T*);
+KF_CONV2D_BACKWARD_INSTANTIATE(float)
+KF_CONV2D_BACKWARD_INSTANTIATE(__half)
+KF_CONV2D_BACKWARD_INSTANTIATE(__nv_bfloat16)
+#undef KF_CONV2D_BACKWARD_INSTANTIATE
+
+}  // namespace detail
+
+}  // namespace kf
