@@ -164,8 +164,8 @@ conv2d_sizes check_conv2d_extents(const char* what, const conv2d_params& p) {
 void require_separate(const char* what, const char* out_name, const void* out, std::size_t out_bytes,
                       const char* in_name, const void* in, std::size_t in_bytes) {
   if (ranges_overlap(out, out_bytes, in, in_bytes)) {
-    throw_invalid_argument(what, std::string("'") + out_name + "' and '" + in_name +
-                                     "' overlap; the output must be a separate array");
+    throw_invalid_argument(
+        what, std::string("'") + out_name + "' and '" + in_name + "' overlap; the output must be a separate array");
   }
 }
 
@@ -242,15 +242,16 @@ conv2d_sizes validate_conv2d_backward_common(const char* what, const conv2d_para
   const conv2d_sizes sizes = check_conv2d_extents(what, p);
   if (options.relu) {
     if (!(options.relu_threshold >= 0.0f)) {
-      throw_invalid_argument(what, "options.relu with options.relu_threshold = " +
-                                       std::to_string(options.relu_threshold) +
-                                       ": the forward's output tells a clipped value from a kept one only for a "
-                                       "threshold >= 0 (clipped values are 0); mask dy with "
-                                       "kf::relu_threshold_backward on the pre-activation and leave options.relu off");
+      throw_invalid_argument(what,
+                             "options.relu with options.relu_threshold = " + std::to_string(options.relu_threshold) +
+                                 ": the forward's output tells a clipped value from a kept one only for a "
+                                 "threshold >= 0 (clipped values are 0); mask dy with "
+                                 "kf::relu_threshold_backward on the pre-activation and leave options.relu off");
     }
     if (relu_y == nullptr) {
-      throw_invalid_argument(what, "options.relu is set but relu_y is null; pass the forward's output y (the "
-                                   "mask's source), or leave options.relu off");
+      throw_invalid_argument(what,
+                             "options.relu is set but relu_y is null; pass the forward's output y (the "
+                             "mask's source), or leave options.relu off");
     }
     require_pointer(what, "relu_y", relu_y, sizes.y_elements);
   }
@@ -259,9 +260,9 @@ conv2d_sizes validate_conv2d_backward_common(const char* what, const conv2d_para
 
 }  // namespace
 
-conv2d_sizes validate_conv2d_backward_data(const char* what, const conv2d_params& p, const void* dy,
-                                           const void* weight, const void* dx, const void* relu_y,
-                                           std::size_t element_bytes, const conv2d_backward_options& options) {
+conv2d_sizes validate_conv2d_backward_data(const char* what, const conv2d_params& p, const void* dy, const void* weight,
+                                           const void* dx, const void* relu_y, std::size_t element_bytes,
+                                           const conv2d_backward_options& options) {
   const conv2d_sizes s = validate_conv2d_backward_common(what, p, relu_y, element_bytes, options);
   require_pointer(what, "dy", dy, s.y_elements);
   require_pointer(what, "weight", weight, s.w_elements);
@@ -273,10 +274,9 @@ conv2d_sizes validate_conv2d_backward_data(const char* what, const conv2d_params
   return s;
 }
 
-conv2d_sizes validate_conv2d_backward_filter(const char* what, const conv2d_params& p, const void* x,
-                                             const void* dy, const void* dweight, const void* dbias,
-                                             const void* relu_y, std::size_t element_bytes,
-                                             const conv2d_backward_options& options) {
+conv2d_sizes validate_conv2d_backward_filter(const char* what, const conv2d_params& p, const void* x, const void* dy,
+                                             const void* dweight, const void* dbias, const void* relu_y,
+                                             std::size_t element_bytes, const conv2d_backward_options& options) {
   const conv2d_sizes s = validate_conv2d_backward_common(what, p, relu_y, element_bytes, options);
   require_pointer(what, "x", x, s.x_elements);
   require_pointer(what, "dy", dy, s.y_elements);

@@ -35,14 +35,13 @@ conv2d_geometry validate_conv2d(const char* what, const conv2d_params& p, const 
 
 /// Every check of a conv2d_backward_data call: options (and the ReLU mask's
 /// rule), layout and type, geometry as the forward's, pointers and overlaps.
-conv2d_sizes validate_conv2d_backward_data(const char* what, const conv2d_params& p, const void* dy,
-                                           const void* weight, const void* dx, const void* relu_y,
-                                           std::size_t element_bytes, const conv2d_backward_options& options);
+conv2d_sizes validate_conv2d_backward_data(const char* what, const conv2d_params& p, const void* dy, const void* weight,
+                                           const void* dx, const void* relu_y, std::size_t element_bytes,
+                                           const conv2d_backward_options& options);
 
 /// Every check of a conv2d_backward_filter call (dbias may be null).
-conv2d_sizes validate_conv2d_backward_filter(const char* what, const conv2d_params& p, const void* x,
-                                             const void* dy, const void* dweight, const void* dbias,
-                                             const void* relu_y, std::size_t element_bytes,
-                                             const conv2d_backward_options& options);
+conv2d_sizes validate_conv2d_backward_filter(const char* what, const conv2d_params& p, const void* x, const void* dy,
+                                             const void* dweight, const void* dbias, const void* relu_y,
+                                             std::size_t element_bytes, const conv2d_backward_options& options);
 
 }  // namespace kf::detail
