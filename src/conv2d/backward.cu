@@ -71,16 +71,16 @@ z aligned_bytes(z elements, z element_bytes) { return round_up(elements * elemen
 /// conv2d_dy_spread from layout in_nhwc to out_nhwc (NCHW to NCHW, NHWC to
 /// NHWC, or NCHW to NHWC): dst is N x K x rows x cols.
 template <class T>
-void launch_dy_spread(const char* what, int device, bool in_nhwc, bool out_nhwc, conv2d_dy_reader<T> dy, T* dst,
-                      z n, z k, z p, z q, z rows, z cols, z stride_h, z stride_w, cudaStream_t stream) {
+void launch_dy_spread(const char* what, int device, bool in_nhwc, bool out_nhwc, conv2d_dy_reader<T> dy, T* dst, z n,
+                      z k, z p, z q, z rows, z cols, z stride_h, z stride_w, cudaStream_t stream) {
   const unsigned blocks = grad_blocks(device, n * k * rows * cols);
   const auto i = [](z v) { return static_cast<int>(v); };
   if (in_nhwc) {
-    conv2d_dy_spread<T, true, true><<<blocks, conv2d_grad_block, 0, stream>>>(
-        dy, dst, i(n), i(k), i(p), i(q), i(rows), i(cols), i(stride_h), i(stride_w));
+    conv2d_dy_spread<T, true, true><<<blocks, conv2d_grad_block, 0, stream>>>(dy, dst, i(n), i(k), i(p), i(q), i(rows),
+                                                                              i(cols), i(stride_h), i(stride_w));
   } else if (out_nhwc) {
-    conv2d_dy_spread<T, false, true><<<blocks, conv2d_grad_block, 0, stream>>>(
-        dy, dst, i(n), i(k), i(p), i(q), i(rows), i(cols), i(stride_h), i(stride_w));
+    conv2d_dy_spread<T, false, true><<<blocks, conv2d_grad_block, 0, stream>>>(dy, dst, i(n), i(k), i(p), i(q), i(rows),
+                                                                               i(cols), i(stride_h), i(stride_w));
   } else {
     conv2d_dy_spread<T, false, false><<<blocks, conv2d_grad_block, 0, stream>>>(
         dy, dst, i(n), i(k), i(p), i(q), i(rows), i(cols), i(stride_h), i(stride_w));
@@ -91,8 +91,8 @@ void launch_dy_spread(const char* what, int device, bool in_nhwc, bool out_nhwc,
 // ---- dx ---------------------------------------------------------------------
 
 template <class T>
-void launch_dgrad_naive(const char* what, int device, const conv2d_args<T>& a, conv2d_dy_reader<T> dy, T* dx,
-                        bool nhwc, cudaStream_t stream) {
+void launch_dgrad_naive(const char* what, int device, const conv2d_args<T>& a, conv2d_dy_reader<T> dy, T* dx, bool nhwc,
+                        cudaStream_t stream) {
   const z total = static_cast<z>(a.n) * static_cast<z>(a.c) * static_cast<z>(a.hw);
   const unsigned blocks = grad_blocks(device, total);
   if (nhwc) {
@@ -153,8 +153,8 @@ bool dgrad_as_forward(const char* what, int device, const conv2d_params& p, cons
 // ---- dw ---------------------------------------------------------------------
 
 template <class T>
-void launch_wgrad_naive(const char* what, int device, const conv2d_args<T>& a, conv2d_dy_reader<T> dy, T* dw,
-                        bool nhwc, cudaStream_t stream) {
+void launch_wgrad_naive(const char* what, int device, const conv2d_args<T>& a, conv2d_dy_reader<T> dy, T* dw, bool nhwc,
+                        cudaStream_t stream) {
   const unsigned blocks = grad_blocks(device, static_cast<z>(a.k) * static_cast<z>(a.crs));
   if (nhwc) {
     conv2d_wgrad_naive<T, true><<<blocks, conv2d_grad_block, 0, stream>>>(a, dy, dw);
@@ -171,8 +171,8 @@ bool wgrad_as_gemm(const char* what, int device, const conv2d_params& p, const c
                    const conv2d_args<T>& a, const T* dy, T* dw, const conv2d_backward_options& o, const T* relu_y) {
   const bool nhwc = p.layout == conv2d_layout::nhwc;
   // NHWC x of a 1x1 stride-1 unpadded layer is its own im2col matrix.
-  const bool x_is_col = nhwc && a.r == 1 && a.s == 1 && a.stride_h == 1 && a.stride_w == 1 && a.pad_h == 0 &&
-                        a.pad_w == 0;
+  const bool x_is_col =
+      nhwc && a.r == 1 && a.s == 1 && a.stride_h == 1 && a.stride_w == 1 && a.pad_h == 0 && a.pad_w == 0;
   const bool dy_is_matrix = nhwc && !o.relu;  // NPQ x K as stored
   const z pq = static_cast<z>(a.pq), crs = static_cast<z>(a.crs), n = static_cast<z>(a.n);
   z chunk = x_is_col ? n : std::max<z>(1, conv2d_im2col_max_bytes / (pq * crs * sizeof(T)));
@@ -184,8 +184,8 @@ bool wgrad_as_gemm(const char* what, int device, const conv2d_params& p, const c
   const T* dy_matrix = dy;
   if (!dy_is_matrix) {  // dy masked and/or reordered to NPQ x K
     T* const dst = scratch.data<T>();
-    launch_dy_spread(what, device, nhwc, true, dy_reader(dy, o, relu_y), dst, p.batch, p.out_channels, sizes.p,
-                     sizes.q, sizes.p, sizes.q, 1, 1, o.stream);
+    launch_dy_spread(what, device, nhwc, true, dy_reader(dy, o, relu_y), dst, p.batch, p.out_channels, sizes.p, sizes.q,
+                     sizes.p, sizes.q, 1, 1, o.stream);
     dy_matrix = dst;
   }
   T* const col = x_is_col ? nullptr : reinterpret_cast<T*>(scratch.data<char>() + dy_bytes);
@@ -198,11 +198,11 @@ bool wgrad_as_gemm(const char* what, int device, const conv2d_params& p, const c
     if (!x_is_col) {
       const unsigned blocks = grad_blocks(device, images * pq * crs);
       if (nhwc) {
-        conv2d_im2col<T, true><<<blocks, conv2d_grad_block, 0, o.stream>>>(a, static_cast<int>(n0),
-                                                                              static_cast<int>(images), col);
+        conv2d_im2col<T, true>
+            <<<blocks, conv2d_grad_block, 0, o.stream>>>(a, static_cast<int>(n0), static_cast<int>(images), col);
       } else {
-        conv2d_im2col<T, false><<<blocks, conv2d_grad_block, 0, o.stream>>>(a, static_cast<int>(n0),
-                                                                               static_cast<int>(images), col);
+        conv2d_im2col<T, false>
+            <<<blocks, conv2d_grad_block, 0, o.stream>>>(a, static_cast<int>(n0), static_cast<int>(images), col);
       }
       check_launch(what);
       b = col;
@@ -246,8 +246,8 @@ void launch_bias_grad(const char* what, int device, const conv2d_args<T>& a, con
 }  // namespace
 
 template <class T>
-void conv2d_backward_data_impl(const conv2d_params& p, const T* dy, const T* w, T* dx,
-                               const conv2d_backward_options& o, const T* relu_y) {
+void conv2d_backward_data_impl(const conv2d_params& p, const T* dy, const T* w, T* dx, const conv2d_backward_options& o,
+                               const T* relu_y) {
   const char* what = "kf::conv2d_backward_data";
   const conv2d_sizes sizes = validate_conv2d_backward_data(what, p, dy, w, dx, relu_y, sizeof(T), o);
   if (sizes.x_elements == 0) return;  // N = 0
@@ -287,10 +287,10 @@ void conv2d_backward_filter_impl(const conv2d_params& p, const T* x, const T* dy
   launch_wgrad_naive(what, device, a, reader, dw, nhwc, o.stream);
 }
 
-#define KF_CONV2D_BACKWARD_INSTANTIATE(T)                                                                         \
-  template void conv2d_backward_data_impl<T>(const conv2d_params&, const T*, const T*, T*,                         \
-                                             const conv2d_backward_options&, const T*);                           \
-  template void conv2d_backward_filter_impl<T>(const conv2d_params&, const T*, const T*, T*, T*,                   \
+#define KF_CONV2D_BACKWARD_INSTANTIATE(T)                                                        \
+  template void conv2d_backward_data_impl<T>(const conv2d_params&, const T*, const T*, T*,       \
+                                             const conv2d_backward_options&, const T*);          \
+  template void conv2d_backward_filter_impl<T>(const conv2d_params&, const T*, const T*, T*, T*, \
                                                const conv2d_backward_options&, const T*);
 KF_CONV2D_BACKWARD_INSTANTIATE(float)
 KF_CONV2D_BACKWARD_INSTANTIATE(__half)
