@@ -1,0 +1,288 @@
+// SPDX-License-Identifier: Apache-2.0
+// bench_conv's conv2d_nhwc rows (registered by register_conv2d_nhwc, called from
+// bench_conv.cu's registrar after the conv2d rows, whose cuDNN TF32 times they read):
+//
+//   conv2d_nhwc/<fp16|bf16|tf32>/<impl>/<layer>   channels_last (params.layout = nhwc: x NHWC,
+//                                  weight KRSC, y NPQK; tf32 = float under math_mode::tf32):
+//                                  impl: cudnn_legacy (cudnnFindConvolutionForwardAlgorithm +
+//                                  cudnnConvolutionForward, CUDNN_TENSOR_NHWC x, w and y, tensor-op
+//                                  math, fp32 accumulation), cudnn (the same convolution as a cuDNN
+//                                  backend graph, its engine searched like torch's benchmark mode:
+//                                  cudnn_graph.hpp; label: the engine picked; speedup_vs_legacy:
+//                                  the legacy time over this one), best, cudnn_legacy_fused
+//                                  (cudnnConvolutionBiasActivationForward, ReLU, in NHWC),
+//                                  cudnn_fused (conv + bias add + ReLU as one graph, searched the
+//                                  same way) and best_fused (bias + conv2d_options.relu); frac_cudnn
+//                                  of best and best_fused is against the graph rows (cudnn,
+//                                  cudnn_fused). The tf32 cudnn_legacy row carries speedup_vs_nchw
+//                                  (cuDNN's legacy NCHW TF32 time over its legacy NHWC time), and
+//                                  conv2d_nhwc/tf32/cudnn_nchw/<layer> times cuDNN's NCHW TF32 on the
+//                                  layers conv2d/tf32/cudnn lacks. No naive rows (ms per call on
+//                                  these layers). Layers: the first four of layers()
+//                                  (conv_problem.hpp) plus n32_c256_56x56_k64_1x1 (nhwc_layers).
+//
+// The cudnn rows' engine is the fastest execution plan of a backend graph's
+// engine search, once per layer, its workspace allocated once (cudnn_graph.hpp);
+// the cudnn_legacy rows' algorithm comes from cudnnFindConvolutionForwardAlgorithm
+// (cudnn_baseline.hpp). Every kernelforge row checks every output of a
+// NaN-poisoned y against cuDNN's at twice the per-output bound that
+// tests/conv2d/conv2d_nhwc_gpu_test.cpp proves for one result (each of the two
+// within it of the exact value), from the error scale sum |w| |x| (+ |bias|)
+// that cuDNN computes on the magnitudes of x and w; tf32 also within
+// tf32_check_tolerance of max |y|, as the NCHW rows. Both read the same
+// tensors (random_values: magnitudes uniform in [0.5, 1), random signs).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include "bench_conv.hpp"
+#include "conv_problem.hpp"
+#include "cudnn_baseline.hpp"
+#include "cudnn_graph.hpp"
+#include "cudnn_timing.hpp"
+#include "gpu_benchmark.hpp"
+#include "kernelforge/conv.hpp"
+#include "kernelforge/reference/elementwise.hpp"
+
+namespace kf::bench::conv {
+namespace {
+
+/// The dtype field of a conv2d_nhwc row: float runs under math_mode::tf32.
+template <class T>
+const char* nhwc_type_name() {
+  if constexpr (std::is_same_v<T, __half>) {
+    return "fp16";
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return "bf16";
+  } else {
+    return "tf32";
+  }
+}
+
+/// The key of layer L's NHWC problem in T: its data, cuDNN plan and cuDNN time.
+template <class T>
+std::string nhwc_key(const layer& L) {
+  return std::string("nhwc/") + nhwc_type_name<T>() + "/" + L.name;
+}
+
+template <class T>
+problem_data_t<T>& nhwc_data(const layer& L) {
+  return data_for<T>("nhwc/" + L.name, L.p);
+}
+
+/// One result's bound per output, |y - exact| <= rel_ref |y| + rel_scale S + abs
+/// (S = sum |w| |x| + |bias|), as tests/conv2d/conv2d_nhwc_gpu_test.cpp derives
+/// it: fp32 sums of n = C*R*S + 1 terms (2 n 2^-24, round-toward-zero
+/// included), the tensor core's k-group alignment (2^-18), TF32 inputs for
+/// float (2 * 2^-10 + 2^-20), one rounding to T for the 16-bit types (u_T |y|,
+/// half's underflow 2^-25).
+struct nhwc_bound {
+  double rel_ref, rel_scale, abs;
+};
+
+template <class T>
+nhwc_bound nhwc_bound_for(const kf::conv2d_params& p) {
+  const double n = static_cast<double>(p.in_channels * p.filter_height * p.filter_width + 1);
+  const double sums = 2 * n * 0x1p-24 + 0x1p-18;
+  if constexpr (std::is_same_v<T, __half>) {
+    return {0x1p-11, (1 + 0x1p-11) * sums, 0x1p-25};
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return {0x1p-8, (1 + 0x1p-8) * sums, 0};
+  } else {
+    return {0, 2 * 0x1p-10 + 0x1p-20 + sums, 0};
+  }
+}
+
+/// Every output's error scale sum |w| |x| (bias left out), computed by cuDNN
+/// with the problem's own graph plan on the magnitudes of x and w (with the
+/// legacy plan when no graph plan could be built); once per key.
+template <class T>
+const std::vector<double>& nhwc_error_scale(const std::string& key, problem_data_t<T>& d) {
+  static std::map<std::string, std::vector<double>> cache;
+  std::vector<double>& scale = cache[key];
+  if (!scale.empty()) return scale;
+  const auto abs_x = kf::to_device(random_values<T>(d.x_size(), x_seed, true));
+  const auto abs_w = kf::to_device(random_values<T>(d.w_size(), w_seed, true));
+  kf::device_buffer<T> out(d.y_size());
+  cudnn_graph_plan& plan = cudnn_graph_plan_for(key, d, false, true);
+  if (!run_cudnn_graph_once<T>(plan, abs_x.data(), abs_w.data(), out.data(), nullptr).empty()) {
+    run_cudnn(cudnn_plan_for(key, d, true), abs_x.data(), abs_w.data(), out.data(), nullptr);
+  }
+  check(cudaDeviceSynchronize(), "cuDNN (error scale)");
+  for (const T& v : copy_to_host(out.data(), d.y_size())) scale.push_back(kf::reference::to_double(v));
+  return scale;
+}
+
+/// The outcome of one row's check: empty `failure` when it passed.
+struct nhwc_check {
+  std::string failure;
+  double diff = 0;  // max |ours - cuDNN| / max |cuDNN|
+};
+
+/// Runs `run` once into a NaN-poisoned d.y and compares every output with
+/// cuDNN's (computed here when no cuDNN row has run): within twice nhwc_bound
+/// (ours and cuDNN's each within it of the exact value; the ReLU moves no two
+/// values further apart), NaN never; tf32 also within tf32_check_tolerance of
+/// max |y|. Once per row (Google Benchmark may call a row several times).
+template <class T, class Run>
+const nhwc_check& check_nhwc(const std::string& row, problem_data_t<T>& d, const std::string& key, bool fused,
+                             const Run& run) {
+  static std::map<std::string, nhwc_check> done;
+  const auto it = done.find(row);
+  if (it != done.end()) return it->second;
+  nhwc_check& result = done[row];
+  bool& have = fused ? d.have_cudnn_fused_result : d.have_cudnn_result;
+  if (!have) {
+    // cuDNN's graph plan, else its legacy call.
+    T* want = fused ? d.y_cudnn_fused.data() : d.y_cudnn.data();
+    const std::string graph_failure =
+        run_cudnn_graph_once<T>(cudnn_graph_plan_for(key, d, fused, true), d.x.data(), d.w.data(), want, d.bias.data());
+    if (!graph_failure.empty()) {
+      const cudnnStatus_t status = make_cudnn_call(d, key, true, fused)(nullptr);
+      if (status != CUDNN_STATUS_SUCCESS) {
+        result.failure =
+            "no cuDNN result to check against: " + graph_failure + "; legacy: " + cudnnGetErrorString(status);
+        return result;
+      }
+      check(cudaDeviceSynchronize(), "cuDNN");
+    }
+    have = true;
+  }
+  check(cudaMemset(d.y.data(), 0xFF, d.y_size() * sizeof(T)), "cudaMemset");
+  try {
+    run(nullptr);
+  } catch (const kf::error& e) {
+    result.failure = e.what();
+    return result;
+  }
+  check(cudaDeviceSynchronize(), "kf::conv2d_forward (NHWC)");
+  const T* want_device = fused ? d.y_cudnn_fused.data() : d.y_cudnn.data();
+  const std::vector<T> got = copy_to_host(d.y.data(), d.y_size());
+  const std::vector<T> want = copy_to_host(want_device, d.y_size());
+  const std::vector<double>& scale = nhwc_error_scale(key, d);
+  const nhwc_bound b = nhwc_bound_for<T>(d.p);
+  const double bias_magnitude = fused ? 1.0 : 0.0;  // random_values: |bias| < 1
+  std::size_t bad = 0, first = 0;
+  double first_got = 0, first_want = 0, first_tol = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double g = kf::reference::to_double(got[i]), w = kf::reference::to_double(want[i]);
+    const double tol = 2 * (b.rel_ref * std::fabs(w) + b.rel_scale * (scale[i] + bias_magnitude) + b.abs);
+    if (std::fabs(g - w) <= tol) continue;  // false for NaN
+    if (bad++ == 0) {
+      first = i;
+      first_got = g;
+      first_want = w;
+      first_tol = tol;
+    }
+  }
+  result.diff = relative_difference(d, d.y.data(), want_device);
+  if (bad != 0) {
+    result.failure = std::to_string(bad) + " of " + std::to_string(got.size()) + " outputs differ from cuDNN's; [" +
+                     std::to_string(first) + "]: " + std::to_string(first_got) + " vs " + std::to_string(first_want) +
+                     " (bound " + std::to_string(first_tol) + ")";
+  } else if (std::is_same_v<T, float> && !(result.diff <= tf32_check_tolerance)) {
+    result.failure = "result differs from cuDNN by " + std::to_string(result.diff) + " (relative to max |y|)";
+  }
+  return result;
+}
+
+/// cuDNN in NHWC through the legacy API (cudnnFind + cudnnConvolutionForward,
+/// or, fused, cudnnConvolutionBiasActivationForward with ReLU); its time under
+/// "legacy/" for the graph row's speedup_vs_legacy.
+template <class T>
+void bm_nhwc_cudnn_legacy(benchmark::State& state, const layer& L, bool fused) {
+  KF_BENCH_REQUIRE_GPU(state);
+  const std::string key = nhwc_key<T>(L);
+  time_cudnn(state, nhwc_data<T>(L), key, true, fused, "legacy/" + std::string(fused ? "bias_relu/" : "") + key);
+  // cuDNN's NHWC rate over its NCHW one (conv2d/tf32/cudnn or conv2d_nhwc/tf32/cudnn_nchw, run before).
+  const auto nchw = cudnn_seconds().find("tf32/" + L.name);
+  if (std::is_same_v<T, float> && !fused && nchw != cudnn_seconds().end() && state.counters["gpu_s"] > 0) {
+    state.counters["speedup_vs_nchw"] = nchw->second / state.counters["gpu_s"];
+  }
+}
+
+/// cuDNN in NHWC through its backend graph, the engine searched (cudnn_graph.hpp):
+/// the plain convolution, or (fused) with bias and ReLU; the baseline of frac_cudnn.
+template <class T>
+void bm_nhwc_cudnn(benchmark::State& state, const layer& L, bool fused) {
+  KF_BENCH_REQUIRE_GPU(state);
+  const std::string key = nhwc_key<T>(L);
+  time_cudnn_graph(state, nhwc_data<T>(L), key, fused, (fused ? "bias_relu/" : "") + key);
+}
+
+/// kernelforge's best in NHWC (float under math_mode::tf32), checked against
+/// cuDNN (check_nhwc) before it is timed; fused: bias + conv2d_options.relu.
+template <class T>
+void bm_nhwc_kf(benchmark::State& state, const layer& L, bool fused) {
+  KF_BENCH_REQUIRE_GPU(state);
+  const std::string key = nhwc_key<T>(L);
+  problem_data_t<T>& d = nhwc_data<T>(L);
+  kf::conv2d_options options;
+  options.math = kf::math_mode::tf32;  // float: TF32 products; __half, __nv_bfloat16: no effect
+  options.relu = fused;
+  options.relu_threshold = 0.0f;  // cuDNN's ReLU
+  auto run = [&](cudaStream_t s) {
+    options.stream = s;
+    kf::conv2d_forward<T>(d.p, d.x.data(), d.w.data(), fused ? d.bias.data() : nullptr, d.y.data(), options);
+  };
+  const nhwc_check& result = check_nhwc(key + (fused ? "/best_fused" : "/best"), d, key, fused, run);
+  if (!result.failure.empty()) {
+    state.SkipWithError(result.failure.c_str());
+    return;
+  }
+  time_gpu(state, run);
+  set_flops(state, d.flops());
+  state.counters["diff_vs_cudnn"] = result.diff;
+  set_frac_cudnn(state, (fused ? "bias_relu/" : "") + key);
+}
+
+/// The conv2d_nhwc/<type>/ rows of T: cudnn_legacy, cudnn, best,
+/// cudnn_legacy_fused, cudnn_fused, best_fused per layer (each legacy row
+/// before its graph row, whose speedup_vs_legacy reads its time); for float
+/// first cuDNN's NCHW TF32 on the layers conv2d/tf32/cudnn lacks.
+template <class T>
+void register_nhwc() {
+  const std::string type = std::string("conv2d_nhwc/") + nhwc_type_name<T>() + "/";
+  for (const layer& L : nhwc_layers()) {
+    const bool has_nchw_row =
+        std::any_of(layers().begin(), layers().end(), [&L](const layer& nchw) { return nchw.name == L.name; });
+    if (std::is_same_v<T, float> && !has_nchw_row) {
+      layer nchw = L;
+      nchw.p.layout = kf::conv2d_layout::nchw;
+      configure(benchmark::RegisterBenchmark((type + "cudnn_nchw/" + L.name).c_str(),
+                                             [nchw](benchmark::State& s) { bm_conv_cudnn(s, nchw, true); }));
+    }
+    configure(benchmark::RegisterBenchmark((type + "cudnn_legacy/" + L.name).c_str(),
+                                           [&L](benchmark::State& s) { bm_nhwc_cudnn_legacy<T>(s, L, false); }));
+    configure(benchmark::RegisterBenchmark((type + "cudnn/" + L.name).c_str(),
+                                           [&L](benchmark::State& s) { bm_nhwc_cudnn<T>(s, L, false); }));
+    configure(benchmark::RegisterBenchmark((type + "best/" + L.name).c_str(),
+                                           [&L](benchmark::State& s) { bm_nhwc_kf<T>(s, L, false); }));
+    configure(benchmark::RegisterBenchmark((type + "cudnn_legacy_fused/" + L.name).c_str(),
+                                           [&L](benchmark::State& s) { bm_nhwc_cudnn_legacy<T>(s, L, true); }));
+    configure(benchmark::RegisterBenchmark((type + "cudnn_fused/" + L.name).c_str(),
+                                           [&L](benchmark::State& s) { bm_nhwc_cudnn<T>(s, L, true); }));
+    configure(benchmark::RegisterBenchmark((type + "best_fused/" + L.name).c_str(),
+                                           [&L](benchmark::State& s) { bm_nhwc_kf<T>(s, L, true); }));
+  }
+}
+
+}  // namespace
+
+void register_conv2d_nhwc() {
+  register_nhwc<__half>();
+  register_nhwc<__nv_bfloat16>();
+  register_nhwc<float>();
+}
+
+}  // namespace kf::bench::conv
