@@ -12,6 +12,7 @@
 //    on conv2d_forward's best variant: the wgmma implicit GEMM on sm_90, the
 //    Winograd kernels for exact 3x3 NCHW layers. The spread costs stride^2 more
 //    products at stride > 1 (CUTLASS's stride-squared decomposition would not).
+//    A 1x1 stride-1 NHWC layer's dx is a plain GEMM, dy * w, through kf::matmul.
 //  * dw is a GEMM reducing over the N*P*Q output positions: dw (K x CRS) =
 //    dy^T (K x NPQ) * im2col(x) (NPQ x CRS), on kf::matmul's best variant
 //    (wgmma, with its split-k where the K x CRS tiles are few). In NHWC, dy is
@@ -112,6 +113,17 @@ bool dgrad_as_forward(const char* what, int device, const conv2d_params& p, cons
   const z reach_h = p.dilation_h * (p.filter_height - 1), reach_w = p.dilation_w * (p.filter_width - 1);
   if (p.pad_h > reach_h || p.pad_w > reach_w) return false;
   const bool nhwc = p.layout == conv2d_layout::nhwc;
+  if (nhwc && reach_h + reach_w == 0 && p.stride_h == 1 && p.stride_w == 1 && !o.relu) {
+    // 1x1 at stride 1 (and so no padding): dx (NHW x C) = dy (NHW x K) * w (K x C),
+    // a GEMM with a short reduction that kf::matmul stores faster than the
+    // convolution kernel, whose tiles expect a long one.
+    matmul_options mo;
+    mo.stream = o.stream;
+    mo.math = o.math;
+    matmul_impl<T>(op::none, op::none, sizes.x_elements / p.in_channels, p.in_channels, p.out_channels, compute_t<T>(1),
+                   dy, p.out_channels, w, p.in_channels, compute_t<T>(0), dx, p.in_channels, mo);
+    return true;
+  }
   const bool spread = o.relu || p.stride_h > 1 || p.stride_w > 1;
   conv2d_params f = p;  // the forward convolution whose output is dx
   f.in_channels = p.out_channels;
@@ -164,6 +176,28 @@ void launch_wgrad_naive(const char* what, int device, const conv2d_args<T>& a, c
   check_launch(what);
 }
 
+/// conv2d_im2col_* for images [n0, n0 + images): NHWC in 16-byte pieces where
+/// C * sizeof(T), x and col allow it, else one element a thread.
+template <class T>
+void launch_im2col(const char* what, int device, bool nhwc, const conv2d_args<T>& a, z n0, z images, T* col,
+                   cudaStream_t stream) {
+  const auto first = static_cast<int>(n0), count = static_cast<int>(images);
+  const z elements = images * static_cast<z>(a.pq) * static_cast<z>(a.crs);
+  constexpr z piece = 16;
+  const bool wide = (static_cast<z>(a.c) * sizeof(T)) % piece == 0 &&
+                    reinterpret_cast<std::uintptr_t>(a.x) % piece == 0 &&
+                    reinterpret_cast<std::uintptr_t>(col) % piece == 0;
+  if (!nhwc) {
+    conv2d_im2col_nchw<T><<<grad_blocks(device, elements), conv2d_grad_block, 0, stream>>>(a, first, count, col);
+  } else if (wide) {
+    conv2d_im2col_nhwc<T, uint4>
+        <<<grad_blocks(device, elements / (piece / sizeof(T))), conv2d_grad_block, 0, stream>>>(a, first, count, col);
+  } else {
+    conv2d_im2col_nhwc<T, T><<<grad_blocks(device, elements), conv2d_grad_block, 0, stream>>>(a, first, count, col);
+  }
+  check_launch(what);
+}
+
 /// dw as im2col + matmul (see the top of this file); false (nothing
 /// enqueued) where no workspace is available.
 template <class T>
@@ -196,15 +230,7 @@ bool wgrad_as_gemm(const char* what, int device, const conv2d_params& p, const c
     const z images = std::min(chunk, n - n0);
     const T* b = a.x + n0 * static_cast<z>(a.hw) * static_cast<z>(a.c);  // x_is_col: rows of x
     if (!x_is_col) {
-      const unsigned blocks = grad_blocks(device, images * pq * crs);
-      if (nhwc) {
-        conv2d_im2col<T, true>
-            <<<blocks, conv2d_grad_block, 0, o.stream>>>(a, static_cast<int>(n0), static_cast<int>(images), col);
-      } else {
-        conv2d_im2col<T, false>
-            <<<blocks, conv2d_grad_block, 0, o.stream>>>(a, static_cast<int>(n0), static_cast<int>(images), col);
-      }
-      check_launch(what);
+      launch_im2col(what, device, nhwc, a, n0, images, col, o.stream);
       b = col;
     }
     // dw (K x CRS) (+)= dy_rows^T (K x rows) * b (rows x CRS)
@@ -219,13 +245,14 @@ template <class T>
 void launch_bias_grad(const char* what, int device, const conv2d_args<T>& a, conv2d_dy_reader<T> dy, T* dbias,
                       bool nhwc, cudaStream_t stream) {
   const z rows = static_cast<z>(a.m);
-  constexpr z rows_per_slice = 1024;
+  constexpr z rows_per_slice = 512;
   z slices = std::min<z>(ceil_div(rows, rows_per_slice), 1024);
   const z per_slice = ceil_div(rows, slices);
   pooled_workspace partial(device, slices > 1 ? slices * static_cast<z>(a.k) * sizeof(float) : 0, stream);
   if (partial.data() == nullptr) slices = 1;  // one slice per channel block: slower, same sums
-  const dim3 grid(static_cast<unsigned>(ceil_div(static_cast<z>(a.k), 32)), static_cast<unsigned>(slices));
-  const dim3 block(32, conv2d_bias_grad_rows_per_thread_group);
+  const dim3 grid(static_cast<unsigned>(ceil_div(static_cast<z>(a.k), static_cast<z>(conv2d_bias_grad_channels))),
+                  static_cast<unsigned>(slices));
+  const dim3 block(32, conv2d_bias_grad_warps);
   const int slice_rows = static_cast<int>(slices == 1 ? rows : per_slice);
   if (nhwc) {
     conv2d_bias_grad_partial<T, true>

@@ -52,15 +52,14 @@ __device__ __forceinline__ long long conv2d_tensor_index(int n, int ch, int i, i
 
 /// Index of filter tap (k, c, r, s) stored KCRS (NCHW) or KRSC (NHWC).
 template <bool Nhwc>
-__device__ __forceinline__ long long conv2d_filter_index(int k, int c, int r, int s, int channels, int rows,
-                                                         int cols) {
+__device__ __forceinline__ long long conv2d_filter_index(int k, int c, int r, int s, int channels, int rows, int cols) {
   return conv2d_tensor_index<Nhwc>(k, c, r, s, channels, rows, cols);
 }
 
 /// Element i of an N x CH x I x J tensor: its (n, ch, i, j) in the layout.
 template <bool Nhwc>
-__device__ __forceinline__ void conv2d_tensor_coords(int idx, int channels, int rows, int cols, int& n, int& ch,
-                                                     int& i, int& j) {
+__device__ __forceinline__ void conv2d_tensor_coords(int idx, int channels, int rows, int cols, int& n, int& ch, int& i,
+                                                     int& j) {
   if constexpr (Nhwc) {
     ch = idx % channels;
     int t = idx / channels;

@@ -54,59 +54,87 @@ KF_KERNEL void __launch_bounds__(conv2d_grad_block)
 /// col[row][j] for images [n0, n0 + n_images): row = (n P + p) Q + q (n from
 /// 0), j = (c R + r) S + s (NCHW) or (r S + s) C + c (NHWC, the KRSC order),
 /// = x[n0 + n][c][p sh - ph + r dh][q sw - pw + s dw], 0 outside the image.
-template <class T, bool Nhwc>
+/// The launcher keeps n_images P Q C R S below 2^31, so int indexes it.
+/// NCHW: one thread per element.
+template <class T>
 KF_KERNEL void __launch_bounds__(conv2d_grad_block)
-    conv2d_im2col(conv2d_args<T> a, int n0, int n_images, T* __restrict__ col) {
-  const long long total = static_cast<long long>(n_images) * a.pq * a.crs;
-  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
-  for (long long idx = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; idx < total; idx += step) {
-    const int j = static_cast<int>(idx % a.crs);
-    const int row = static_cast<int>(idx / a.crs);  // < n_images * PQ < 2^31
-    const int ow = row % a.q;
-    const int oh = (row / a.q) % a.p;
-    const int n = n0 + row / a.pq;
-    int c, r, s;
-    if constexpr (Nhwc) {
-      c = j % a.c;
-      s = (j / a.c) % a.s;
-      r = j / (a.c * a.s);
-    } else {
-      s = j % a.s;
-      r = (j / a.s) % a.r;
-      c = j / a.rs;
-    }
+    conv2d_im2col_nchw(conv2d_args<T> a, int n0, int n_images, T* __restrict__ col) {
+  const int total = n_images * a.pq * a.crs;
+  const int step = static_cast<int>(gridDim.x * blockDim.x);
+  for (int idx = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); idx < total; idx += step) {
+    const int j = idx % a.crs, row = idx / a.crs;
+    const int ow = row % a.q, oh = (row / a.q) % a.p, n = n0 + row / a.pq;
+    const int s = j % a.s, r = (j / a.s) % a.r, c = j / a.rs;
     const int ih = oh * a.stride_h - a.pad_h + r * a.dilation_h;
     const int iw = ow * a.stride_w - a.pad_w + s * a.dilation_w;
     const bool inside = ih >= 0 && ih < a.h && iw >= 0 && iw < a.w;
-    col[idx] = inside ? a.x[conv2d_tensor_index<Nhwc>(n, c, ih, iw, a.c, a.h, a.w)] : from_compute<T>(0.0f);
+    col[idx] = inside ? a.x[conv2d_tensor_index<false>(n, c, ih, iw, a.c, a.h, a.w)] : from_compute<T>(0.0f);
+  }
+}
+
+/// NHWC: a tap's C channels are contiguous in x and in col, so one thread
+/// copies one Piece (16 bytes where C * sizeof(T) and the pointers allow it,
+/// else one element) of one tap of one output pixel: no per-element index
+/// arithmetic, and 16-byte loads and stores.
+template <class T, class Piece>
+KF_KERNEL void __launch_bounds__(conv2d_grad_block)
+    conv2d_im2col_nhwc(conv2d_args<T> a, int n0, int n_images, T* __restrict__ col) {
+  constexpr int per_piece = static_cast<int>(sizeof(Piece) / sizeof(T));
+  const int pieces = a.c / per_piece;  // per tap
+  const int total = n_images * a.pq * a.rs * pieces;
+  const int step = static_cast<int>(gridDim.x * blockDim.x);
+  const Piece* const x = reinterpret_cast<const Piece*>(a.x);
+  Piece* const out = reinterpret_cast<Piece*>(col);
+  Piece zero;
+  for (int i = 0; i < per_piece; ++i) reinterpret_cast<T*>(&zero)[i] = from_compute<T>(0.0f);
+  for (int idx = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); idx < total; idx += step) {
+    const int piece = idx % pieces, t = idx / pieces;
+    const int tap = t % a.rs, row = t / a.rs;
+    const int ow = row % a.q, oh = (row / a.q) % a.p, n = n0 + row / a.pq;
+    const int s = tap % a.s, r = tap / a.s;
+    const int ih = oh * a.stride_h - a.pad_h + r * a.dilation_h;
+    const int iw = ow * a.stride_w - a.pad_w + s * a.dilation_w;
+    const bool inside = ih >= 0 && ih < a.h && iw >= 0 && iw < a.w;
+    out[idx] = inside ? x[((static_cast<long long>(n) * a.h + ih) * a.w + iw) * pieces + piece] : zero;
   }
 }
 
 /// dbias, pass 1: block (x, y) sums the rows of its slice (rows y * rows_per_slice
-/// onwards, N*P*Q rows in all) for 32 output channels into partial[y][k]; with
-/// one slice (gridDim.y == 1) it writes dbias itself. Blocks of 32 x 8 threads.
-constexpr int conv2d_bias_grad_rows_per_thread_group = 8;
+/// onwards, N*P*Q rows in all) for conv2d_bias_grad_channels output channels
+/// into partial[y][k]; with one slice (gridDim.y == 1) it writes dbias itself.
+/// Blocks of 32 x 8 threads: a warp walks rows, lane l holding channels
+/// l, l + 32, l + 64 and l + 96 of the block's, so in NHWC a warp reads whole
+/// rows of dy contiguously.
+constexpr int conv2d_bias_grad_warps = 8;
+constexpr int conv2d_bias_grad_per_lane = 4;
+constexpr int conv2d_bias_grad_channels = 32 * conv2d_bias_grad_per_lane;
 template <class T, bool Nhwc>
-KF_KERNEL void __launch_bounds__(32 * conv2d_bias_grad_rows_per_thread_group)
+KF_KERNEL void __launch_bounds__(32 * conv2d_bias_grad_warps)
     conv2d_bias_grad_partial(conv2d_dy_reader<T> dy, int rows, int k, int pq, int rows_per_slice,
                              float* __restrict__ partial, T* __restrict__ dbias) {
-  __shared__ float sums[conv2d_bias_grad_rows_per_thread_group][32];
-  const int kk = static_cast<int>(blockIdx.x) * 32 + static_cast<int>(threadIdx.x);
+  __shared__ float sums[conv2d_bias_grad_warps][conv2d_bias_grad_channels];
+  const int k0 = static_cast<int>(blockIdx.x) * conv2d_bias_grad_channels + static_cast<int>(threadIdx.x);
   const int begin = static_cast<int>(blockIdx.y) * rows_per_slice;
   const int end = min(rows, begin + rows_per_slice);
-  float sum = 0.0f;
-  if (kk < k) {
-    for (int row = begin + static_cast<int>(threadIdx.y); row < end; row += conv2d_bias_grad_rows_per_thread_group) {
-      const long long i = Nhwc ? static_cast<long long>(row) * k + kk
-                               : (static_cast<long long>(row / pq) * k + kk) * pq + row % pq;
-      sum += dy(i);
+  float sum[conv2d_bias_grad_per_lane] = {};
+  for (int row = begin + static_cast<int>(threadIdx.y); row < end; row += conv2d_bias_grad_warps) {
+#pragma unroll
+    for (int j = 0; j < conv2d_bias_grad_per_lane; ++j) {
+      const int kk = k0 + 32 * j;
+      if (kk < k) {
+        sum[j] += dy(Nhwc ? static_cast<long long>(row) * k + kk
+                          : (static_cast<long long>(row / pq) * k + kk) * pq + row % pq);
+      }
     }
   }
-  sums[threadIdx.y][threadIdx.x] = sum;
+#pragma unroll
+  for (int j = 0; j < conv2d_bias_grad_per_lane; ++j) sums[threadIdx.y][threadIdx.x + 32 * j] = sum[j];
   __syncthreads();
-  if (threadIdx.y == 0 && kk < k) {
+  const int t = static_cast<int>(threadIdx.y * 32 + threadIdx.x);
+  const int kk = static_cast<int>(blockIdx.x) * conv2d_bias_grad_channels + t;
+  if (t < conv2d_bias_grad_channels && kk < k) {
     float total = 0.0f;
-    for (int y = 0; y < conv2d_bias_grad_rows_per_thread_group; ++y) total += sums[y][threadIdx.x];
+    for (int y = 0; y < conv2d_bias_grad_warps; ++y) total += sums[y][t];
     if (gridDim.y == 1) {
       dbias[kk] = from_compute<T>(static_cast<compute_t<T>>(total));
     } else {
