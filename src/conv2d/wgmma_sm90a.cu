@@ -23,7 +23,9 @@
 
 #include <cuda.h>
 
+#include "kernelforge/kernels/common/alignment.hpp"
 #include "kernelforge/kernels/common/grid.hpp"
+#include "kernelforge/kernels/common/vector_access.cuh"
 #include "kernelforge/kernels/conv2d/07_implicit_gemm_wgmma.cuh"
 #include "kernelforge/kernels/conv2d/wgmma_nchw_repack.cuh"
 #include "kernelforge/kernels/conv2d/wgmma_nhwc_fold.cuh"
@@ -214,8 +216,15 @@ bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& a, const Epi
   const z c_folded = conv2d_nhwc_folded_channels(static_cast<z>(a.s), static_cast<z>(a.c), sizeof(T));
   const z x_items = static_cast<z>(a.n) * static_cast<z>(a.h) * static_cast<z>(a.q) * c_folded;
   const z w_items = static_cast<z>(a.k) * static_cast<z>(a.r) * c_folded;
+  conv2d_nhwc_fold_geometry fold;
   if (!in_place) {
     if (x_items > static_cast<z>(INT_MAX) || w_items > static_cast<z>(INT_MAX)) return false;
+    if (!make_conv2d_nhwc_fold_geometry(static_cast<z>(a.n), static_cast<z>(a.h), static_cast<z>(a.w),
+                                        static_cast<z>(a.c), static_cast<z>(a.q), static_cast<z>(a.s),
+                                        static_cast<z>(a.stride_w), static_cast<z>(a.pad_w),
+                                        static_cast<z>(a.dilation_w), c_folded, sizeof(T), fold)) {
+      return false;
+    }
     f.c = static_cast<int>(c_folded);
     f.w = a.q;
     f.s = 1;
@@ -242,12 +251,15 @@ bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& a, const Epi
   // Returned to the pool on `stream` when this function returns or throws.
   const pooled_workspace scratch(device, x_bytes + w_items * sizeof(T), stream);
   if (scratch.data() == nullptr) return false;  // no pool or no memory: best takes the naive kernel
+  // x_folded: the workspace's start (256-byte aligned, as cudaMalloc's); w_folded x_bytes on, a multiple
+  // of 256. The fold stores whole 16-byte vectors into x_folded (TMA needs 16 bytes too: encode_maps).
   T* const x_folded = scratch.data<T>();
   T* const w_folded = reinterpret_cast<T*>(scratch.data<char>() + x_bytes);
+  if (!is_aligned(x_folded, vector_bytes)) return false;
   if (!encode_maps(map_x, map_w, x_folded, w_folded, f, c_folded, c_folded, plan)) return false;
   // Nothing is enqueued above: from here on the call runs to the end (or throws).
-  conv2d_nhwc_fold_columns<T><<<repack_blocks(device, x_items), conv2d_wgmma::filter_block, 0, stream>>>(
-      a.x, x_folded, a.n, a.h, a.w, a.c, a.q, a.s, a.stride_w, a.pad_w, a.dilation_w, f.c);
+  const unsigned fold_blocks = repack_blocks(device, static_cast<z>(fold.vectors));  // a thread a 16-byte vector
+  conv2d_nhwc_fold_columns<T><<<fold_blocks, conv2d_wgmma::filter_block, 0, stream>>>(a.x, x_folded, fold);
   check_launch(what);
   conv2d_krsc_fold_columns<T><<<repack_blocks(device, w_items), conv2d_wgmma::filter_block, 0, stream>>>(
       a.wt, w_folded, a.k, a.r, a.s * a.c, f.c);

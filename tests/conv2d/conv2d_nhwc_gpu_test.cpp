@@ -60,17 +60,19 @@
 // may be 0 or the value; every other one below it must be exactly 0, above it
 // within the tolerance; at most half the outputs may lie in that band.
 //
-// Geometry (nhwc_cases below): odd and prime H and W; C = 3, 5, 12, 24, not
-// multiples of 8 (C * sizeof(T) a multiple of 16 bytes, as the wgmma kernel
-// needs, for float at 12 and 24, for the 16-bit types at 24 only), and 8, 16,
-// 32, 64, 72, 136, 256; K = 1 (y a single column), 3, 63, 65, 130, 257
-// (around 64- and 128-wide tiles); stride 2 and an asymmetric stride; dilation
-// 2; pad_h != pad_w; 1x1, 3x3, 3x5, 5x5, 7x7 (the ResNet stem: C = 3, stride
-// 2, pad 3); N = 1, 2, 3, 9; bias and none; the ReLU at thresholds -0.5, 0 and
-// 0.5; two ResNet-50 layers at N = 2; pixel boxes of the wgmma kernel's
-// 128-row tiles that span images and overhang the batch (7x7 at N = 3, 5x6 at
-// N = 9: checked against the plan by Conv2dNhwcCases.BoxesSpanImages); x,
-// weight and y each one element off alignment. The reference's cost is
+// Geometry (nhwc_cases below): odd and prime H and W; C = 1, 3, 5, 7, 12, 24,
+// not multiples of 8 (C * sizeof(T) a multiple of 16 bytes, as the wgmma
+// kernel needs to read x in place, for float at 12 and 24, for the 16-bit
+// types at 24 only; the others go through its column fold), and 8, 16, 32,
+// 64, 72, 136, 256; K = 1 (y a single column), 3, 63, 65, 130, 257 (around
+// 64- and 128-wide tiles); stride 2 and asymmetric strides (1 x 2, 1 x 3);
+// dilation 2 (in place and folded); pad_h != pad_w; Q = 1 (W = 1, padded);
+// 1x1, 3x3, 3x5, 5x5, 7x7 (the ResNet stem: C = 3, stride 2, pad 3); N = 1,
+// 2, 3, 9; bias and none; the ReLU at thresholds -0.5, 0 and 0.5; two
+// ResNet-50 layers at N = 2; pixel boxes of the wgmma kernel's 128-row tiles
+// that span images and overhang the batch (7x7 at N = 3, 5x6 at N = 9: checked
+// against the plan by Conv2dNhwcCases.BoxesSpanImages); x, weight and y each
+// one element off alignment. The reference's cost is
 // N P Q K C R S multiply-adds in double per case and type, cached across the
 // variants: 4.2e8 for the three types (about 2 s on 2 cores at -O2).
 #include <gtest/gtest.h>
@@ -164,6 +166,12 @@ const std::vector<nhwc_case>& nhwc_cases() {
       {"stem_c3_29x29_k64_7x7_s2_p3_n3", nhwc(3, 3, 29, 29, 64, 7, 7, 2, 2, 3, 3), true},
       {"c16_17x15_k33_3x3_s2_p1", nhwc(3, 16, 17, 15, 33, 3, 3, 2, 2, 1, 1), true},
       {"c8_13x11_k20_3x5_s1x2_p1x2", nhwc(2, 8, 13, 11, 20, 3, 5, 1, 2, 1, 2), false},
+      // The column fold (every type: C * sizeof(T) off 16 bytes) along w: one channel (a
+      // pixel's 3 values in one vector), 7 channels at stride 3, dilation 2 and pad_w 2
+      // (taps split across vectors), and Q = 1 with the taps left and right of the image.
+      {"c1_9x11_k16_3x3_p1", nhwc(2, 1, 9, 11, 16, 3, 3, 1, 1, 1, 1), true},
+      {"c7_15x17_k33_3x3_s1x3_d2_p1x2", nhwc(2, 7, 15, 17, 33, 3, 3, 1, 3, 1, 2, 2), false},
+      {"c5_6x1_k9_3x3_p1_q1", nhwc(3, 5, 6, 1, 9, 3, 3, 1, 1, 1, 1), true},
       // ResNet-50 layers at N = 2.
       with_relu({"resnet_c64_28x28_k64_3x3_p1_n2_relu", nhwc(2, 64, 28, 28, 64, 3, 3, 1, 1, 1, 1), true}, 0.0f),
       {"resnet_c256_14x14_k64_1x1_n2", nhwc(2, 256, 14, 14, 64, 1, 1, 1, 1, 0, 0), true},

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // CPU tests of conv2d's implicit_gemm_wgmma (step 7): which layers it applies
-// to, its refusals before any launch, and the pixel-box plan. Part of test_conv2d.
+// to, its refusals before any launch, the pixel-box plan, and the index
+// arithmetic of the NHWC column fold. Part of test_conv2d.
 #include <gtest/gtest.h>
 
 #include <climits>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -14,6 +16,7 @@
 #include "kernelforge/error.hpp"
 #include "kernelforge/kernels/common/fast_divmod.cuh"
 #include "kernelforge/kernels/conv2d/plan.hpp"
+#include "kernelforge/kernels/conv2d/wgmma_nhwc_fold_index.hpp"
 #include "kernelforge/kernels/conv2d/wgmma_plan.hpp"
 #include "kernelforge/kernels/conv2d/winograd_transforms.hpp"
 #include "kernelforge/reference/conv.hpp"
@@ -177,6 +180,90 @@ TEST(Conv2dWgmma, PixelBoxPlan) {
       expect_valid_minimal_wgmma_plan(n, pq, 2 * pq + 1, 1);
     }
   }
+}
+
+/// The column fold by its definition (wgmma_nhwc_fold.cuh): x N x H x W x C,
+/// the result N x H x Q x C', 0 outside the image and past S C.
+template <class T>
+std::vector<T> fold_columns_by_definition(const std::vector<T>& x, std::size_t n, std::size_t h, std::size_t w,
+                                          std::size_t c, std::size_t q, std::size_t s, std::size_t stride_w,
+                                          std::size_t pad_w, std::size_t dilation_w, std::size_t c_folded) {
+  std::vector<T> dst(n * h * q * c_folded, T{});
+  for (std::size_t nh = 0; nh < n * h; ++nh) {
+    for (std::size_t qq = 0; qq < q; ++qq) {
+      for (std::size_t j = 0; j < s * c; ++j) {
+        const std::size_t tap = j / c, ch = j % c;
+        const std::size_t iw_padded = qq * stride_w + tap * dilation_w;  // iw + pad_w
+        if (iw_padded < pad_w || iw_padded - pad_w >= w) continue;
+        dst[(nh * q + qq) * c_folded + j] = x[(nh * w + iw_padded - pad_w) * c + ch];
+      }
+    }
+  }
+  return dst;
+}
+
+/// The fold kernel's index arithmetic (wgmma_nhwc_fold_index.hpp), run vector
+/// by vector on the CPU as the kernel's threads do, against the definition:
+/// C from 1 to 12 (taps split across vectors, several taps in one), S up to 7,
+/// stride, padding and dilation along w, Q = 1, for 2- and 4-byte elements.
+template <class T>
+void expect_fold_matches_definition() {
+  using kf::detail::conv2d_nhwc_fold_geometry;
+  constexpr std::size_t lanes = 16 / sizeof(T);
+  constexpr std::size_t n = 2, h = 3;
+  int layers = 0;
+  for (std::size_t c : {1u, 2u, 3u, 5u, 7u, 12u}) {
+    for (std::size_t s : {1u, 3u, 7u}) {
+      for (std::size_t stride : {1u, 2u, 3u}) {
+        for (std::size_t pad : {0u, 1u, 3u}) {
+          for (std::size_t dilation : {1u, 2u, 3u}) {
+            for (std::size_t w : {1u, 4u, 13u}) {
+              const std::size_t span = dilation * (s - 1) + 1;
+              if (w + 2 * pad < span) continue;  // no output column
+              const std::size_t q = (w + 2 * pad - span) / stride + 1;
+              const std::size_t c_folded = kf::detail::conv2d_nhwc_folded_channels(s, c, sizeof(T));
+              SCOPED_TRACE("C " + std::to_string(c) + " S " + std::to_string(s) + " stride " + std::to_string(stride) +
+                           " pad " + std::to_string(pad) + " dilation " + std::to_string(dilation) + " W " +
+                           std::to_string(w));
+              conv2d_nhwc_fold_geometry g;
+              ASSERT_TRUE(kf::detail::make_conv2d_nhwc_fold_geometry(n, h, w, c, q, s, stride, pad, dilation, c_folded,
+                                                                     sizeof(T), g));
+              ASSERT_EQ(static_cast<std::size_t>(g.vectors) * lanes, n * h * q * c_folded);
+              std::vector<T> x(n * h * w * c);
+              for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<T>(i + 1);  // never 0
+              std::vector<T> folded(n * h * q * c_folded, static_cast<T>(-1));
+              for (int v = 0; v < g.vectors; ++v) {
+                kf::detail::conv2d_nhwc_fold_vector(x.data(), g, v, T{}, folded.data() + v * lanes);
+              }
+              ASSERT_EQ(folded, fold_columns_by_definition(x, n, h, w, c, q, s, stride, pad, dilation, c_folded));
+              ++layers;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(layers, 900);  // 990 of the 1458 combinations have an output column
+}
+
+TEST(Conv2dWgmma, NhwcColumnFoldIndexing) {
+  expect_fold_matches_definition<std::uint16_t>();  // __half, __nv_bfloat16: 8 values a vector
+  expect_fold_matches_definition<float>();          // 4 values a vector
+  // The stem (N16 C3 224x224 7x7 s2 p3): 24 channels, 3 vectors of 16-bit values a pixel.
+  kf::detail::conv2d_nhwc_fold_geometry stem;
+  ASSERT_TRUE(kf::detail::make_conv2d_nhwc_fold_geometry(16, 224, 224, 3, 112, 7, 2, 3, 1, 24, 2, stem));
+  EXPECT_EQ(stem.vectors, 16 * 224 * 112 * 3);
+  EXPECT_EQ(stem.per_pixel.divisor, 3u);
+  EXPECT_EQ(stem.row, 224 * 3);
+  EXPECT_EQ(stem.data, 21);
+  EXPECT_EQ(stem.tap_gap, 0);
+  // Refused: dst past the kernel's ints, C' not whole vectors or short of S C, nothing to fold.
+  kf::detail::conv2d_nhwc_fold_geometry g;
+  EXPECT_FALSE(kf::detail::make_conv2d_nhwc_fold_geometry(1024, 1024, 1024, 3, 1024, 1, 1, 0, 1, 8, 2, g));
+  EXPECT_FALSE(kf::detail::make_conv2d_nhwc_fold_geometry(1, 1, 1 << 29, 8, 1, 1, 1, 0, 1, 8, 2, g));
+  EXPECT_FALSE(kf::detail::make_conv2d_nhwc_fold_geometry(1, 1, 7, 3, 1, 7, 1, 0, 1, 20, 2, g));
+  EXPECT_FALSE(kf::detail::make_conv2d_nhwc_fold_geometry(1, 1, 7, 3, 1, 7, 1, 0, 1, 16, 2, g));
+  EXPECT_FALSE(kf::detail::make_conv2d_nhwc_fold_geometry(0, 1, 7, 3, 1, 7, 1, 0, 1, 24, 2, g));
 }
 
 }  // namespace

@@ -8,7 +8,9 @@
 #include "../arch/guards.cuh"
 #include "../common/kernel.cuh"
 #include "../common/numeric.cuh"
+#include "../common/vector_access.cuh"
 #include "07_implicit_gemm_wgmma.cuh"
+#include "wgmma_nhwc_fold_index.hpp"
 
 namespace kf::detail {
 
@@ -19,29 +21,34 @@ namespace kf::detail {
 /// (0 outside the image and for s C + c >= S C), so that the layer is R x 1 at
 /// stride (stride_h, 1), with no padding or dilation along w, over C' channels
 /// (wgmma_plan.hpp: conv2d_nhwc_folded_channels) -- one the step-7 kernel reads
-/// in place. One thread per element of dst, grid-stride; the reads of a warp
-/// fall in a few neighbouring pixels.
+/// in place.
+///
+/// One thread per 16-byte vector of dst (an output pixel's C' values are the
+/// C' / (16 / sizeof(T)) vectors of consecutive threads, a warp's stores one
+/// contiguous 512 bytes), grid-stride: the thread finds its pixel (n H + h, q)
+/// and place in it with two divisions by run-time constants (fast_divmod), then
+/// gathers its values with scalar loads (C may be 3: no wider load is aligned)
+/// that the warp's neighbouring pixels share in L1, and stores them at once
+/// (wgmma_nhwc_fold_index.hpp: conv2d_nhwc_fold_vector). dst is 16-byte aligned
+/// (the workspace's start, which TMA needs as well). The former pass -- one
+/// thread per element of dst, 64-bit divisions and remainders for each -- was
+/// bound by that index arithmetic: 71.5 us for the fp16 stem on the H200 (N16
+/// C3 224x224 7x7 s2 p3: 19 MB written, 6.9% of memory throughput;
+/// benchmarks/tuning/conv2d.md#conv2d_nhwc_stem_fold), where the bytes alone
+/// take under 10 us. 32 registers at most (28 for float): 8 blocks of 256
+/// threads fit an SM, the grid-stride blocks of the launch in one wave.
 template <class T>
 KF_KERNEL void __launch_bounds__(conv2d_wgmma::filter_block)
-    conv2d_nhwc_fold_columns(const T* __restrict__ x, T* __restrict__ dst, int n_images, int h, int w, int c, int q,
-                             int s, int stride_w, int pad_w, int dilation_w, int c_folded) {
+    conv2d_nhwc_fold_columns(const T* __restrict__ x, T* __restrict__ dst, conv2d_nhwc_fold_geometry g) {
 #if defined(__CUDA_ARCH__) && !KF_ARCH_SM90A
   __trap();
 #elif KF_ARCH_SM90A
-  const long long total = static_cast<long long>(n_images) * h * q * c_folded;
-  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+  const T zero = from_compute<T>(0.0f);
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < g.vectors;
        i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const int j = static_cast<int>(i % c_folded);
-    const long long row = i / c_folded;  // (n H + h) Q + q
-    const int qq = static_cast<int>(row % q);
-    const long long nh = row / q;
-    T v = from_compute<T>(0.0f);
-    if (j < s * c) {
-      const int tap = j / c, ch = j - tap * c;
-      const int iw = qq * stride_w - pad_w + tap * dilation_w;
-      if (iw >= 0 && iw < w) v = x[(nh * w + iw) * c + ch];
-    }
-    dst[i] = v;
+    vector16<T> v;
+    conv2d_nhwc_fold_vector(x, g, static_cast<int>(i), zero, v.v);
+    store16_global(dst + i * vector16<T>::size, v);
   }
 #endif
 }
