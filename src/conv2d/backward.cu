@@ -12,7 +12,9 @@
 //    on conv2d_forward's best variant: the wgmma implicit GEMM on sm_90, the
 //    Winograd kernels for exact 3x3 NCHW layers. The spread costs stride^2 more
 //    products at stride > 1 (CUTLASS's stride-squared decomposition would not).
-//    A 1x1 stride-1 NHWC layer's dx is a plain GEMM, dy * w, through kf::matmul.
+//    A 1x1 stride-1 NHWC layer's dx is a plain GEMM, dy * w, through kf::matmul;
+//    a strided NHWC layer with few input channels (the RGB stem) takes the
+//    GEMM dcol = dy * w and sums dcol's taps into dx (col2im) instead of the spread.
 //  * dw is a GEMM reducing over the N*P*Q output positions: dw (K x CRS) =
 //    dy^T (K x NPQ) * im2col(x) (NPQ x CRS), on kf::matmul's best variant
 //    (wgmma, with its split-k where the K x CRS tiles are few). In NHWC, dy is
@@ -104,6 +106,53 @@ void launch_dgrad_naive(const char* what, int device, const conv2d_args<T>& a, c
   check_launch(what);
 }
 
+/// dx of a strided NHWC layer with few input channels (C * sizeof(T) not a
+/// multiple of 16 bytes: the RGB stem) as dcol = dy * w (NPQ x RSC) and its
+/// col2im sum: the spread forward would multiply stride^2 zeros into a tile of
+/// K = C outputs that is mostly padding. The GEMM runs in fp32 (16-bit data
+/// widened first: exact in TF32, whose 10 mantissa bits hold theirs), so dx is
+/// rounded to T once. false (nothing enqueued) without workspace or where dcol
+/// exceeds 1 GiB.
+template <class T>
+bool dgrad_as_gemm_col2im(const char* what, int device, const conv2d_params& p, const conv2d_sizes& sizes, const T* dy,
+                          const T* w, T* dx, const conv2d_backward_options& o, const T* relu_y) {
+  const z rows = p.batch * sizes.p * sizes.q, crs = sizes.w_elements / p.out_channels;
+  const z dcol_elements = rows * crs;
+  if (dcol_elements * sizeof(float) > conv2d_im2col_max_bytes) return false;
+  constexpr bool widen = !std::is_same_v<T, float>;
+  const bool widen_dy = widen || o.relu;
+  const z dy_bytes = widen_dy ? aligned_bytes(sizes.y_elements, sizeof(float)) : 0;
+  const z w_bytes = widen ? aligned_bytes(sizes.w_elements, sizeof(float)) : 0;
+  pooled_workspace scratch(device, dy_bytes + w_bytes + aligned_bytes(dcol_elements, sizeof(float)), o.stream);
+  if (scratch.data() == nullptr) return false;
+  char* const base = scratch.data<char>();
+  const float* dy_f = reinterpret_cast<const float*>(dy);
+  const float* w_f = reinterpret_cast<const float*>(w);
+  if (widen_dy) {
+    conv2d_widen<T><<<grad_blocks(device, sizes.y_elements), conv2d_grad_block, 0, o.stream>>>(
+        dy_reader(dy, o, relu_y), reinterpret_cast<float*>(base), static_cast<long long>(sizes.y_elements));
+    check_launch(what);
+    dy_f = reinterpret_cast<const float*>(base);
+  }
+  if (widen) {
+    conv2d_widen<T><<<grad_blocks(device, sizes.w_elements), conv2d_grad_block, 0, o.stream>>>(
+        conv2d_dy_reader<T>{w, nullptr, 0.0f}, reinterpret_cast<float*>(base + dy_bytes),
+        static_cast<long long>(sizes.w_elements));
+    check_launch(what);
+    w_f = reinterpret_cast<const float*>(base + dy_bytes);
+  }
+  float* const dcol = reinterpret_cast<float*>(base + dy_bytes + w_bytes);
+  matmul_options mo;
+  mo.stream = o.stream;
+  mo.math = widen ? math_mode::tf32 : o.math;  // widened 16-bit values are TF32 values
+  matmul_impl<float>(op::none, op::none, rows, crs, p.out_channels, 1.0f, dy_f, p.out_channels, w_f, crs, 0.0f, dcol,
+                     crs, mo);
+  const conv2d_args<T> a = make_conv2d_args<T>(p, sizes.p, sizes.q, nullptr, w, nullptr, nullptr);
+  conv2d_col2im_nhwc<T><<<grad_blocks(device, sizes.x_elements), conv2d_grad_block, 0, o.stream>>>(a, dcol, dx);
+  check_launch(what);
+  return true;
+}
+
 /// dx as conv2d_forward (see the top of this file); false (nothing enqueued)
 /// where the padding exceeds the filter's reach, the spread dy would not fit
 /// 32-bit indexing, or no workspace is available.
@@ -125,6 +174,10 @@ bool dgrad_as_forward(const char* what, int device, const conv2d_params& p, cons
     return true;
   }
   const bool spread = o.relu || p.stride_h > 1 || p.stride_w > 1;
+  if (nhwc && (p.stride_h > 1 || p.stride_w > 1) && (p.in_channels * sizeof(T)) % 16 != 0 &&
+      dgrad_as_gemm_col2im(what, device, p, sizes, dy, w, dx, o, relu_y)) {
+    return true;
+  }
   conv2d_params f = p;  // the forward convolution whose output is dx
   f.in_channels = p.out_channels;
   f.out_channels = p.in_channels;
@@ -190,10 +243,12 @@ void launch_im2col(const char* what, int device, bool nhwc, const conv2d_args<T>
   if (!nhwc) {
     conv2d_im2col_nchw<T><<<grad_blocks(device, elements), conv2d_grad_block, 0, stream>>>(a, first, count, col);
   } else if (wide) {
-    conv2d_im2col_nhwc<T, uint4>
-        <<<grad_blocks(device, elements / (piece / sizeof(T))), conv2d_grad_block, 0, stream>>>(a, first, count, col);
+    const fast_divmod pieces(static_cast<unsigned>(static_cast<z>(a.c) * sizeof(T) / piece));
+    conv2d_im2col_nhwc<T, uint4><<<grad_blocks(device, elements / (piece / sizeof(T))), conv2d_grad_block, 0, stream>>>(
+        a, pieces, first, count, col);
   } else {
-    conv2d_im2col_nhwc<T, T><<<grad_blocks(device, elements), conv2d_grad_block, 0, stream>>>(a, first, count, col);
+    conv2d_im2col_nhwc<T, T><<<grad_blocks(device, elements), conv2d_grad_block, 0, stream>>>(
+        a, fast_divmod(static_cast<unsigned>(a.c)), first, count, col);
   }
   check_launch(what);
 }
@@ -245,8 +300,8 @@ template <class T>
 void launch_bias_grad(const char* what, int device, const conv2d_args<T>& a, conv2d_dy_reader<T> dy, T* dbias,
                       bool nhwc, cudaStream_t stream) {
   const z rows = static_cast<z>(a.m);
-  constexpr z rows_per_slice = 512;
-  z slices = std::min<z>(ceil_div(rows, rows_per_slice), 1024);
+  constexpr z rows_per_slice = 64;
+  z slices = std::min<z>(ceil_div(rows, rows_per_slice), 4096);
   const z per_slice = ceil_div(rows, slices);
   pooled_workspace partial(device, slices > 1 ? slices * static_cast<z>(a.k) * sizeof(float) : 0, stream);
   if (partial.data() == nullptr) slices = 1;  // one slice per channel block: slower, same sums
@@ -264,8 +319,8 @@ void launch_bias_grad(const char* what, int device, const conv2d_args<T>& a, con
   check_launch(what);
   if (slices > 1) {
     conv2d_bias_grad_finish<T>
-        <<<static_cast<unsigned>(ceil_div(static_cast<z>(a.k), static_cast<z>(conv2d_grad_block))), conv2d_grad_block,
-           0, stream>>>(partial.data<float>(), static_cast<int>(slices), a.k, dbias);
+        <<<static_cast<unsigned>(ceil_div(static_cast<z>(a.k), static_cast<z>(conv2d_grad_block / 32))),
+           conv2d_grad_block, 0, stream>>>(partial.data<float>(), static_cast<int>(slices), a.k, dbias);
     check_launch(what);
   }
 }

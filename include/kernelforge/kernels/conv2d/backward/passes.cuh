@@ -7,6 +7,8 @@
 //  * conv2d_filter_turn: the filter turned by 180 degrees with K and C swapped,
 //    the filter of the forward convolution that computes dx;
 //  * conv2d_im2col: the NPQ x CRS matrix of input patches that dw multiplies;
+//  * conv2d_col2im_nhwc: dx summed from dcol = dy * w, for layers with few
+//    input channels (conv2d_widen: the fp32 operands of that GEMM);
 //  * conv2d_bias_grad: dbias, column sums of dy (two passes, deterministic).
 // One thread per destination element, grid-stride; every destination element
 // written.
@@ -78,25 +80,64 @@ KF_KERNEL void __launch_bounds__(conv2d_grad_block)
 /// arithmetic, and 16-byte loads and stores.
 template <class T, class Piece>
 KF_KERNEL void __launch_bounds__(conv2d_grad_block)
-    conv2d_im2col_nhwc(conv2d_args<T> a, int n0, int n_images, T* __restrict__ col) {
-  constexpr int per_piece = static_cast<int>(sizeof(Piece) / sizeof(T));
-  const int pieces = a.c / per_piece;  // per tap
+    conv2d_im2col_nhwc(conv2d_args<T> a, fast_divmod div_pieces, int n0, int n_images, T* __restrict__ col) {
+  const int pieces = static_cast<int>(div_pieces.divisor);  // per tap: C / (sizeof(Piece) / sizeof(T))
   const int total = n_images * a.pq * a.rs * pieces;
   const int step = static_cast<int>(gridDim.x * blockDim.x);
   const Piece* const x = reinterpret_cast<const Piece*>(a.x);
   Piece* const out = reinterpret_cast<Piece*>(col);
   Piece zero;
-  for (int i = 0; i < per_piece; ++i) reinterpret_cast<T*>(&zero)[i] = from_compute<T>(0.0f);
+  for (int i = 0; i < static_cast<int>(sizeof(Piece) / sizeof(T)); ++i) {
+    reinterpret_cast<T*>(&zero)[i] = from_compute<T>(0.0f);
+  }
   for (int idx = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); idx < total; idx += step) {
-    const int piece = idx % pieces, t = idx / pieces;
-    const int tap = t % a.rs, row = t / a.rs;
-    const int ow = row % a.q, oh = (row / a.q) % a.p, n = n0 + row / a.pq;
-    const int s = tap % a.s, r = tap / a.s;
+    int t, piece, row, tap, image, pixel, oh, ow, r, s;
+    div_pieces.divmod(idx, t, piece);
+    a.div_rs.divmod(t, row, tap);
+    a.div_pq.divmod(row, image, pixel);
+    a.div_q.divmod(pixel, oh, ow);
+    a.div_s.divmod(tap, r, s);
     const int ih = oh * a.stride_h - a.pad_h + r * a.dilation_h;
     const int iw = ow * a.stride_w - a.pad_w + s * a.dilation_w;
     const bool inside = ih >= 0 && ih < a.h && iw >= 0 && iw < a.w;
-    out[idx] = inside ? x[((static_cast<long long>(n) * a.h + ih) * a.w + iw) * pieces + piece] : zero;
+    out[idx] = inside ? x[((static_cast<long long>(n0 + image) * a.h + ih) * a.w + iw) * pieces + piece] : zero;
   }
+}
+
+/// dx of an NHWC layer from dcol = dy * w (NPQ x RSC, fp32; the GEMM half of
+/// gradient step 2 for layers with few input channels): dx[n][h][w][c] = the
+/// sum over the taps (r, s) that reach (h, w) from an output pixel (p, q) of
+/// dcol[(n P + p) Q + q][(r S + s) C + c], rounded to T once. One thread per
+/// element of dx.
+template <class T>
+KF_KERNEL void __launch_bounds__(conv2d_grad_block)
+    conv2d_col2im_nhwc(conv2d_args<T> a, const float* __restrict__ dcol, T* __restrict__ dx) {
+  const long long total = static_cast<long long>(a.n) * a.c * a.hw;
+  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long idx = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; idx < total; idx += step) {
+    int n, c, ih, iw;
+    conv2d_tensor_coords<true>(static_cast<int>(idx), a.c, a.h, a.w, n, c, ih, iw);
+    float sum = 0.0f;
+    for (int r = 0; r < a.r; ++r) {
+      const int th = ih + a.pad_h - r * a.dilation_h;
+      if (th < 0 || th % a.stride_h != 0 || th / a.stride_h >= a.p) continue;
+      for (int s = 0; s < a.s; ++s) {
+        const int tw = iw + a.pad_w - s * a.dilation_w;
+        if (tw < 0 || tw % a.stride_w != 0 || tw / a.stride_w >= a.q) continue;
+        const long long row = (static_cast<long long>(n) * a.p + th / a.stride_h) * a.q + tw / a.stride_w;
+        sum += dcol[row * a.crs + (r * a.s + s) * a.c + c];
+      }
+    }
+    dx[idx] = from_compute<T>(static_cast<compute_t<T>>(sum));
+  }
+}
+
+/// dst[i] = reader(i) as fp32 (dy masked by the ReLU, or a filter widened).
+template <class T>
+KF_KERNEL void __launch_bounds__(conv2d_grad_block)
+    conv2d_widen(conv2d_dy_reader<T> src, float* __restrict__ dst, long long n) {
+  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n; i += step) dst[i] = src(i);
 }
 
 /// dbias, pass 1: block (x, y) sums the rows of its slice (rows y * rows_per_slice
@@ -143,15 +184,18 @@ KF_KERNEL void __launch_bounds__(32 * conv2d_bias_grad_warps)
   }
 }
 
-/// dbias, pass 2: dbias[k] = sum over the slices of partial[slice][k], in order.
+/// dbias, pass 2: dbias[k] = sum over the slices of partial[slice][k], one
+/// warp per channel (a fixed order: the same sums every run).
 template <class T>
 KF_KERNEL void __launch_bounds__(conv2d_grad_block)
     conv2d_bias_grad_finish(const float* __restrict__ partial, int slices, int k, T* __restrict__ dbias) {
-  const int kk = static_cast<int>(blockIdx.x) * blockDim.x + static_cast<int>(threadIdx.x);
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int kk = static_cast<int>(blockIdx.x) * (conv2d_grad_block / 32) + static_cast<int>(threadIdx.x) / 32;
   if (kk >= k) return;
   float total = 0.0f;
-  for (int y = 0; y < slices; ++y) total += partial[static_cast<long long>(y) * k + kk];
-  dbias[kk] = from_compute<T>(static_cast<compute_t<T>>(total));
+  for (int y = lane; y < slices; y += 32) total += partial[static_cast<long long>(y) * k + kk];
+  for (int offset = 16; offset > 0; offset /= 2) total += __shfl_down_sync(0xffffffffu, total, offset);
+  if (lane == 0) dbias[kk] = from_compute<T>(static_cast<compute_t<T>>(total));
 }
 
 }  // namespace kf::detail
