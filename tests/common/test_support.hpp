@@ -108,12 +108,16 @@ inline void poison(void* device_ptr, std::size_t bytes, cudaStream_t stream = nu
 struct tolerance {
   double rel = 0;  ///< relative to the magnitude (|ref|, or a caller-given error scale)
   double abs = 0;
+  /// relative to |ref| on top of rel x the error scale: a sum in a wider type
+  /// (error proportional to the scale) rounded once to a narrower one (to |ref|)
+  double rel_ref = 0;
 };
 
 /// got[i] must be within tol of ref[i]. NaN passes only where ref is NaN; an
 /// infinity only where ref is the same infinity. `scale` (optional) replaces
 /// |ref[i]| as the magnitude the relative tolerance multiplies, for results
-/// formed by cancellation (e.g. |a*x| + |y| for a*x + y).
+/// formed by cancellation (e.g. |a*x| + |y| for a*x + y). Within tol:
+/// |got - ref| <= tol.abs + tol.rel * magnitude + tol.rel_ref * |ref|.
 template <class T, class R>
 ::testing::AssertionResult all_close(const std::vector<T>& got, const std::vector<R>& ref, tolerance tol,
                                      const std::vector<double>* scale = nullptr, std::size_t offset = 0) {
@@ -132,13 +136,13 @@ template <class T, class R>
       ok = g == r;
     else {
       const double magnitude = scale ? (*scale)[i] : std::fabs(r);
-      ok = !std::isnan(g) && std::fabs(g - r) <= tol.abs + tol.rel * magnitude;
+      ok = !std::isnan(g) && std::fabs(g - r) <= tol.abs + tol.rel * magnitude + tol.rel_ref * std::fabs(r);
     }
     if (!ok && bad++ < 8) report << "\n  [" << i << "] got " << g << ", expected " << r;
   }
   if (bad == 0) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << bad << " of " << ref.size() << " elements differ (rel " << tol.rel << ", abs "
-                                       << tol.abs << "):" << report.str();
+                                       << tol.abs << ", rel_ref " << tol.rel_ref << "):" << report.str();
 }
 
 /// Expects `call` to throw kf::error with `code` and a message containing `needle`.

@@ -91,6 +91,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "conv2d_bounds.hpp"
 #include "conv2d_cases.hpp"
 #include "kernelforge/conv.hpp"
 #include "kernelforge/kernels/conv2d/wgmma_plan.hpp"
@@ -100,14 +101,11 @@
 
 namespace {
 
+using kf::test::conv2d::dtype;
+using kf::test::conv2d::dtype_name;
+using kf::test::conv2d::dtype_of;
+using kf::test::conv2d::fp32_u;
 using kf::test::conv2d::to_device_at;
-
-/// fp32's unit roundoff.
-constexpr double fp32_u = 0x1p-24;
-/// The tensor core's alignment of each k-group's products (top of file).
-constexpr double tensor_core_alignment = 0x1p-18;
-/// Truncating both inputs of a product to TF32 (10 mantissa bits).
-constexpr double tf32_product = 2 * 0x1p-10 + 0x1p-20;
 
 struct nhwc_case {
   const char* name;
@@ -192,17 +190,6 @@ const std::vector<nhwc_case>& nhwc_cases() {
   return cases;
 }
 
-enum class dtype { f32, f16, bf16 };
-
-const char* dtype_name(dtype t) {
-  switch (t) {
-    case dtype::f32: return "f32";
-    case dtype::f16: return "f16";
-    case dtype::bf16: return "bf16";
-  }
-  return "unknown";
-}
-
 struct nhwc_variant {
   const char* name;
   kf::conv2d_variant variant;
@@ -221,17 +208,6 @@ const nhwc_variant half_variants[] = {
     {"best", kf::conv2d_variant::best, kf::math_mode::exact},
     {"implicit_gemm_wgmma", kf::conv2d_variant::implicit_gemm_wgmma, kf::math_mode::exact},
 };
-
-template <class T>
-constexpr dtype dtype_of() {
-  if constexpr (std::is_same_v<T, __half>) {
-    return dtype::f16;
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return dtype::bf16;
-  } else {
-    return dtype::f32;
-  }
-}
 
 /// Whether the wgmma kernel is in this library and this device runs it.
 bool wgmma_available() { return kf::detail::conv2d_wgmma_available(kf::get_device_info().device); }
@@ -292,15 +268,9 @@ bool tensor_cores_may_run(const nhwc_variant& v, const problem<T>& pr) {
 
 template <class T>
 bound bound_for(const nhwc_variant& v, const problem<T>& pr) {
-  const double sums = 2 * static_cast<double>(pr.crs + 1) * fp32_u;
-  const bool tensor_cores = tensor_cores_may_run(v, pr);
-  if constexpr (std::is_same_v<T, float>) {
-    return {0, sums + (tensor_cores ? tf32_product + tensor_core_alignment : 0.0), 0};
-  } else {
-    const double u_t = kf::test::unit_roundoff<T>();
-    const double a_t = std::is_same_v<T, __half> ? 0x1p-25 : 0.0;
-    return {u_t, (1 + u_t) * (sums + (tensor_cores ? tensor_core_alignment : 0.0)), a_t};
-  }
+  // n = C*R*S products and the bias.
+  const kf::test::tolerance t = kf::test::conv2d::sum_tolerance<T>(pr.crs + 1, tensor_cores_may_run(v, pr));
+  return {t.rel_ref, t.rel, t.abs};
 }
 
 /// Every output of `got` (y starting at `offset`) against the reference, with

@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "kernelforge/conv.hpp"
@@ -122,6 +123,20 @@ struct conv2d_indexer {
   }
 };
 
+/// The indexer of a call's tensors (its P and Q by conv2d_extent), after the
+/// checks every conv2d reference makes: errc::invalid_argument, naming `what`,
+/// when the geometry has no output or params.layout is not nchw or nhwc.
+inline conv2d_indexer conv2d_reference_indexer(const conv2d_params& p, const char* what) {
+  const std::size_t P = conv2d_extent(p.in_height, p.pad_h, p.filter_height, p.stride_h, p.dilation_h);
+  const std::size_t Q = conv2d_extent(p.in_width, p.pad_w, p.filter_width, p.stride_w, p.dilation_w);
+  if (P == 0 || Q == 0) throw error(errc::invalid_argument, std::string(what) + ": no output for this geometry");
+  if (p.layout != conv2d_layout::nchw && p.layout != conv2d_layout::nhwc) {
+    throw error(errc::invalid_argument, std::string(what) + ": params.layout is not nchw or nhwc");
+  }
+  return conv2d_indexer{p.layout,        p.in_channels,  p.in_height, p.in_width, p.out_channels,
+                        p.filter_height, p.filter_width, P,           Q};
+}
+
 /// conv2d_forward in double for p.layout: y is N x K x P x Q (NCHW) or
 /// N x P x Q x K (NHWC), scale (optional, y's layout) gets sum |w| |x| + |bias|
 /// for every output. T is float, __half, __nv_bfloat16 or double: every element
@@ -131,16 +146,8 @@ struct conv2d_indexer {
 template <class T>
 void conv2d_forward_exact(const conv2d_params& p, const T* x, const T* weight, const nondeduced_t<T>* bias, double* y,
                           double* scale = nullptr) {
-  const std::size_t P = conv2d_extent(p.in_height, p.pad_h, p.filter_height, p.stride_h, p.dilation_h);
-  const std::size_t Q = conv2d_extent(p.in_width, p.pad_w, p.filter_width, p.stride_w, p.dilation_w);
-  if (P == 0 || Q == 0) {
-    throw error(errc::invalid_argument, "kf::reference::conv2d_forward_exact: no output for this geometry");
-  }
-  if (p.layout != conv2d_layout::nchw && p.layout != conv2d_layout::nhwc) {
-    throw error(errc::invalid_argument, "kf::reference::conv2d_forward_exact: params.layout is not nchw or nhwc");
-  }
-  const conv2d_indexer ix{p.layout,        p.in_channels,  p.in_height, p.in_width, p.out_channels,
-                          p.filter_height, p.filter_width, P,           Q};
+  const conv2d_indexer ix = conv2d_reference_indexer(p, "kf::reference::conv2d_forward_exact");
+  const std::size_t P = ix.P, Q = ix.Q;
   const long long H = static_cast<long long>(p.in_height), W = static_cast<long long>(p.in_width);
   const double work =
       static_cast<double>(p.batch) * p.out_channels * P * Q * p.in_channels * p.filter_height * p.filter_width;
