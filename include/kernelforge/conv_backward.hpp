@@ -9,7 +9,8 @@
 //
 //   conv2d_backward_data:   dx[n][c][h][w] = sum over (k, r, s) and the (p, q) with
 //                           p sh - ph + r dh = h and q sw - pw + s dw = w of  w[k][c][r][s] * dy[n][k][p][q]
-//   conv2d_backward_filter: dw[k][c][r][s] = sum over (n, p, q) of dy[n][k][p][q] * x[n][c][p sh - ph + r dh][q sw - pw + s dw]
+//   conv2d_backward_filter: dw[k][c][r][s] = sum over (n, p, q) of
+//                             dy[n][k][p][q] * x[n][c][p sh - ph + r dh][q sw - pw + s dw]
 //                           dbias[k]       = sum over (n, p, q) of dy[n][k][p][q]   (dbias may be null)
 //
 // - params is the forward's conv2d_params unchanged (the same extents, stride,
@@ -42,13 +43,18 @@
 //                  wgmma on sm_90, Winograd for exact 3x3 NCHW layers, ...);
 //                  at stride > 1, dy is first spread over a zero grid of the
 //                  input's size (stride^2 more products: the zero taps still
-//                  cost). dw is the GEMM dw (K x CRS) = dy^T (K x NPQ) * im2col(x)
-//                  (NPQ x CRS) through kf::matmul's best variant, im2col
-//                  written to a pooled workspace (skipped for 1x1 stride-1
-//                  NHWC layers, whose x is already that matrix), in chunks of
-//                  images that keep it under 1 GiB. Layers whose padding
-//                  exceeds the dilated filter's reach (ph > dh) run dx
-//                  naive.
+//                  cost). Two shapes take a GEMM instead: a 1x1 stride-1 NHWC
+//                  layer's dx is dy (NPQ x K) * w (K x C); a strided NHWC layer
+//                  whose C * sizeof(T) is not a multiple of 16 bytes (the RGB
+//                  stem) computes dcol = dy * w (NPQ x RSC, fp32) and sums each
+//                  input pixel's taps from it (col2im). dw is the GEMM
+//                  dw (K x CRS) = dy^T (K x NPQ) * im2col(x) (NPQ x CRS) through
+//                  kf::matmul's best variant, im2col written to a pooled
+//                  workspace (skipped for 1x1 stride-1 NHWC layers, whose x is
+//                  already that matrix), in chunks of images that keep it
+//                  under 1 GiB. Layers whose padding exceeds the dilated
+//                  filter's reach (ph > dh) run dx naive, as does any
+//                  call that finds no workspace.
 //   best           implicit_gemm where the workspace is available, else naive.
 #pragma once
 
