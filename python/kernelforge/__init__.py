@@ -13,8 +13,8 @@ torch tensors only (float8 dtypes: no DLPack export in older torch, none in CuPy
 """
 
 from . import _C
-from ._api import (conv2d, conv2d_output_shape, filter2d, matmul, relu_threshold, relu_threshold_backward, saxpy,
-                   scaled_matmul, vector_add)
+from ._api import (conv2d, conv2d_backward_data, conv2d_backward_filter, conv2d_output_shape, filter2d, matmul,
+                   relu_threshold, relu_threshold_backward, saxpy, scaled_matmul, vector_add)
 from ._errors import (CudaRuntimeError, Error, InvalidArgumentError, NoDeviceError, NoKernelImageError,
                       OutOfMemoryError, UnsupportedError)
 from ._errors import ALL as _ALL_ERRORS
@@ -57,6 +57,6 @@ def __getattr__(name):
 
 __all__ = ["__version__", "compiled_architectures", "device_count", "device_info", "saxpy", "vector_add",
            "relu_threshold", "relu_threshold_backward", "matmul", "scaled_matmul", "filter2d", "conv2d",
-           "conv2d_output_shape",
+           "conv2d_backward_data", "conv2d_backward_filter", "conv2d_output_shape",
            "Error", "InvalidArgumentError", "NoDeviceError", "NoKernelImageError", "OutOfMemoryError",
            "UnsupportedError", "CudaRuntimeError"]

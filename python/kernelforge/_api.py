@@ -177,10 +177,10 @@ def conv_padding(padding, stride, dilation, kernel_size):
 _CONV_LAYOUTS = ("nchw", "nhwc")
 
 
-def _require_layout(layout, allowed):
+def _require_layout(layout, allowed, what="conv2d"):
     if layout not in allowed:
         from ._errors import InvalidArgumentError
-        raise InvalidArgumentError(f"kernelforge.conv2d: layout {layout!r} is not one of: {', '.join(allowed)}")
+        raise InvalidArgumentError(f"kernelforge.{what}: layout {layout!r} is not one of: {', '.join(allowed)}")
 
 
 def conv2d_output_shape(x_shape, weight_shape, stride=1, padding=0, dilation=1, *, layout="nchw"):
@@ -258,3 +258,134 @@ def conv2d(x, weight, bias=None, *, stride=1, padding=0, dilation=1, tf32=False,
     _C.conv2d(plain(x, fw), plain(weight, fw), None if bias is None else plain(bias, fw), plain(out, fw),
               *stride, *pad, *dilation, layout, bool(tf32), bool(relu), float(relu_threshold), variant, handle)
     return out
+
+
+def _conv_geometry(stride, padding, dilation, kernel_size):
+    stride, dilation = _pair("stride", stride), _pair("dilation", dilation)
+    return stride, conv_padding(padding, stride, dilation, kernel_size), dilation
+
+
+def _require_relu_y(what, relu, relu_y):
+    """relu_y (the forward's output, the ReLU mask's source) is given exactly when relu is set."""
+    if relu_y is not None:
+        require_array("relu_y", relu_y)
+    if bool(relu) != (relu_y is not None):
+        from ._errors import InvalidArgumentError
+        raise InvalidArgumentError(f"kernelforge.{what}: relu=True needs relu_y (the forward's output) and relu_y "
+                                   f"needs relu=True; got relu={relu!r} and relu_y "
+                                   f"{'None' if relu_y is None else 'given'}")
+
+
+def _shape_for(what, name, shape, out, out_name):
+    """The output's shape: `shape`, or out's where shape is None; the two must agree."""
+    if shape is None:
+        if out is None:
+            from ._errors import InvalidArgumentError
+            raise InvalidArgumentError(f"kernelforge.{what}: pass {name} (the shape of the gradient) or {out_name}=")
+        return tuple(out.shape)
+    shape = tuple(int(v) for v in shape)
+    if len(shape) != 4:
+        from ._errors import InvalidArgumentError
+        raise InvalidArgumentError(f"kernelforge.{what}: {name} must have 4 extents; got {shape}")
+    if out is not None and tuple(out.shape) != shape:
+        from ._errors import InvalidArgumentError
+        raise InvalidArgumentError(f"kernelforge.{what}: {out_name} has shape {tuple(out.shape)} but {name} is "
+                                   f"{shape}")
+    return shape
+
+
+def conv2d_backward_data(dy, weight, x_shape=None, *, stride=1, padding=0, dilation=1, tf32=False, relu=False,
+                         relu_threshold=0.0, relu_y=None, layout="auto", out=None, variant="best", stream=None):
+    """dx = dL/dx of conv2d (kf::conv2d_backward_data), from dy = dL/dy and the forward's weight.
+
+    Same geometry arguments as kernelforge.conv2d's forward (stride, padding, dilation;
+    padding "valid" / "same" too). x_shape is the forward input's shape, which stride > 1
+    does not determine from dy: (N, C, H, W) for torch tensors, the memory order for other
+    frameworks ((N, H, W, C) with layout="nhwc"); it may be left out when out= is given.
+
+    Layouts as kernelforge.conv2d's, with dy in x's role: layout="auto" picks "nhwc" for
+    float16 and bfloat16 and for float32 dy that torch reads as channels_last, else "nchw"
+    (CuPy: "nchw"). dy (and relu_y) must be dense in the layout's memory order and are
+    never copied; a torch weight in the other memory format is copied (as in the forward);
+    dx is allocated in the layout's memory format (channels_last for "nhwc").
+
+    relu=True: the forward fused the threshold ReLU (kernelforge.conv2d(relu=True,
+    relu_threshold=t)); pass its output as relu_y and the same t (>= 0): dy is read as 0
+    where relu_y <= t. tf32=True allows TF32 tensor cores for float32. variant: "best",
+    "naive" or "implicit_gemm" (kf::conv2d_backward_variant). Returns dx.
+    """
+    require_array("dy", dy)
+    require_array("weight", weight)
+    fw = framework(dy)
+    if len(dy.shape) != 4 or len(weight.shape) != 4:
+        from ._errors import InvalidArgumentError
+        raise InvalidArgumentError(f"kernelforge.conv2d_backward_data: dy and weight must be 4-D; got shapes "
+                                   f"{tuple(dy.shape)} and {tuple(weight.shape)}")
+    _require_layout(layout, ("auto",) + _CONV_LAYOUTS, "conv2d_backward_data")
+    _require_relu_y("conv2d_backward_data", relu, relu_y)
+    handle = stream_handle(stream, dy, fw)
+    x_shape = _shape_for("conv2d_backward_data", "x_shape", x_shape, out, "out")
+    if fw == "torch":
+        from . import _torch_conv
+        return _torch_conv.run_backward_data(dy, weight, x_shape, stride, padding, dilation, layout, tf32, relu,
+                                             relu_threshold, relu_y, out, variant, handle, stream is not None)
+    if layout == "auto":
+        layout = "nchw"
+    kernel_size = tuple(weight.shape[1:3]) if layout == "nhwc" else tuple(weight.shape[2:])
+    stride, pad, dilation = _conv_geometry(stride, padding, dilation, kernel_size)
+    if out is None:
+        out = empty(dy, fw, x_shape)
+    _C.conv2d_backward_data(plain(dy, fw), plain(weight, fw), None if relu_y is None else plain(relu_y, fw),
+                            plain(out, fw), *stride, *pad, *dilation, layout, bool(tf32), bool(relu),
+                            float(relu_threshold), variant, handle)
+    return out
+
+
+def conv2d_backward_filter(x, dy, weight_shape=None, *, stride=1, padding=0, dilation=1, bias=False, tf32=False,
+                           relu=False, relu_threshold=0.0, relu_y=None, layout="auto", out=None, out_bias=None,
+                           variant="best", stream=None):
+    """(dweight, dbias) = (dL/dw, dL/dbias) of conv2d (kf::conv2d_backward_filter), from the
+    forward's input x and dy = dL/dy.
+
+    Same geometry arguments as kernelforge.conv2d's forward. weight_shape is the forward
+    weight's shape (it gives R and S): (K, C, R, S) for torch tensors, the memory order for
+    other frameworks ((K, R, S, C) with layout="nhwc"); it may be left out when out= is
+    given. bias=True (or out_bias=, a (K,) array) also computes dbias = the sum of dy over
+    N, P and Q; dbias is None otherwise.
+
+    Layouts as kernelforge.conv2d's: layout="auto" picks from x; x, dy (and relu_y) must be
+    dense in the layout's memory order and are never copied; dweight is allocated in the
+    layout's memory format (channels_last for "nhwc"). relu, relu_threshold, relu_y, tf32
+    and variant as in conv2d_backward_data. Returns (dweight, dbias).
+    """
+    require_array("x", x)
+    require_array("dy", dy)
+    fw = framework(x)
+    if len(x.shape) != 4 or len(dy.shape) != 4:
+        from ._errors import InvalidArgumentError
+        raise InvalidArgumentError(f"kernelforge.conv2d_backward_filter: x and dy must be 4-D; got shapes "
+                                   f"{tuple(x.shape)} and {tuple(dy.shape)}")
+    _require_layout(layout, ("auto",) + _CONV_LAYOUTS, "conv2d_backward_filter")
+    if out_bias is not None:
+        require_array("out_bias", out_bias)
+    _require_relu_y("conv2d_backward_filter", relu, relu_y)
+    handle = stream_handle(stream, x, fw)
+    weight_shape = _shape_for("conv2d_backward_filter", "weight_shape", weight_shape, out, "out")
+    bias = bool(bias) or out_bias is not None
+    if fw == "torch":
+        from . import _torch_conv
+        return _torch_conv.run_backward_filter(x, dy, weight_shape, stride, padding, dilation, bias, layout, tf32,
+                                               relu, relu_threshold, relu_y, out, out_bias, variant, handle,
+                                               stream is not None)
+    if layout == "auto":
+        layout = "nchw"
+    kernel_size = weight_shape[1:3] if layout == "nhwc" else weight_shape[2:]
+    stride, pad, dilation = _conv_geometry(stride, padding, dilation, kernel_size)
+    if out is None:
+        out = empty(x, fw, weight_shape)
+    if bias and out_bias is None:
+        out_bias = empty(x, fw, (weight_shape[0],))
+    _C.conv2d_backward_filter(plain(x, fw), plain(dy, fw), None if relu_y is None else plain(relu_y, fw),
+                              plain(out, fw), None if out_bias is None else plain(out_bias, fw), *stride, *pad,
+                              *dilation, layout, bool(tf32), bool(relu), float(relu_threshold), variant, handle)
+    return out, out_bias

@@ -18,6 +18,7 @@
 #include <nanobind/ndarray.h>
 
 #include "kernelforge/conv.hpp"
+#include "kernelforge/conv_backward.hpp"
 #include "kernelforge/elementwise.hpp"
 #include "kernelforge/error.hpp"
 #include "kernelforge/matmul.hpp"

@@ -104,6 +104,45 @@ def test_conv2d_nhwc_arrays(dtype):
     assert bool((cp.abs(out.astype(cp.float64) - value) <= bound).all())
 
 
+def conv_gradients_reference(x, w, dy, stride, padding, dilation):
+    """(dx, dw, db) of conv2d of NCHW x and KCRS w for dy (N, K, P, Q), in float64: each tap's
+    strided slice of the padded input gets dy's contribution (dx) or gives it (dw)."""
+    (_, _, h, wd), (_, _, r, s), (_, _, p, q) = x.shape, w.shape, dy.shape
+    xp = cp.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    dxp = cp.zeros_like(xp)
+    dw = cp.zeros_like(w)
+    for i in range(r):
+        for j in range(s):
+            rows = slice(i * dilation, i * dilation + stride * (p - 1) + 1, stride)
+            cols = slice(j * dilation, j * dilation + stride * (q - 1) + 1, stride)
+            dxp[:, :, rows, cols] += cp.einsum("nkpq,kc->ncpq", dy, w[:, :, i, j])
+            dw[:, :, i, j] = cp.einsum("nkpq,ncpq->kc", dy, xp[:, :, rows, cols])
+    return dxp[:, :, padding:padding + h, padding:padding + wd], dw, dy.sum(axis=(0, 2, 3))
+
+
+@pytest.mark.parametrize("dtype,layout", [(cp.float32, "nchw"), (cp.float32, "nhwc"), (cp.float16, "nhwc")])
+def test_conv2d_gradients(dtype, layout):
+    # CuPy arrays in memory order: "nhwc" takes dy (N, P, Q, K), weight (K, R, S, C), x (N, H, W, C).
+    x = cp.random.standard_normal((2, 6, 13, 12)).astype(dtype)
+    w = cp.random.standard_normal((8, 6, 3, 3)).astype(dtype)
+    dy = cp.random.standard_normal((2, 8, 7, 6)).astype(dtype)
+    g = dict(stride=2, padding=1, dilation=1)
+    as64 = lambda t: t.astype(cp.float64)  # noqa: E731
+    value = conv_gradients_reference(as64(x), as64(w), as64(dy), 2, 1, 1)
+    scale = conv_gradients_reference(cp.abs(as64(x)), cp.abs(as64(w)), cp.abs(as64(dy)), 2, 1, 1)
+    to_layout = (lambda t: cp.ascontiguousarray(t.transpose(0, 2, 3, 1))) if layout == "nhwc" else (lambda t: t)
+    from_layout = (lambda t: t.transpose(0, 3, 1, 2)) if layout == "nhwc" else (lambda t: t)
+    dx = kf.conv2d_backward_data(to_layout(dy), to_layout(w), to_layout(x).shape, layout=layout, **g)
+    dw, db = kf.conv2d_backward_filter(to_layout(x), to_layout(dy), to_layout(w).shape, bias=True, layout=layout, **g)
+    assert dx.shape == to_layout(x).shape and dw.shape == to_layout(w).shape and db.shape == (8,)
+    # fp32 sums (dx: K*R*S = 72 products, dw and db: N*P*Q = 84), one rounding to the output type.
+    unit = 2.0**-11 if dtype == cp.float16 else 2.0**-24
+    for got, want, sc in zip((from_layout(dx), from_layout(dw), db), value, scale):
+        assert got.dtype == dtype
+        bound = (4 * 84 ** 0.5 + 8) * 2.0**-23 * sc + 2 * unit * cp.abs(want)
+        assert bool((cp.abs(got.astype(cp.float64) - want) <= bound).all())
+
+
 def test_ordering_on_a_cupy_stream():
     n = 1 << 22
     x = cp.zeros(n, dtype=cp.float32)
