@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
-"""conv2d on torch tensors: the layout rule, kernelforge.conv2d's torch path, and the
-body, fake kernel and autograd formula of the kernelforge::conv2d operator (registered
-in _torch_conv_op.py, which kernelforge.torch imports).
+"""conv2d and its gradients on torch tensors: the layout rule, the torch paths of
+kernelforge.conv2d, conv2d_backward_data and conv2d_backward_filter, and the bodies and
+fake kernels of the operators kernelforge::conv2d, conv2d_backward_data and
+conv2d_backward_filter (registered, with their autograd formulas, in _torch_conv_op.py,
+which kernelforge.torch imports).
 
-The layout rule (kernelforge.conv2d's layout="auto", and the operator's):
+The layout rule (kernelforge.conv2d's layout="auto", and the operator's; the gradients
+apply it to the forward's x, which conv2d_backward_data, without x, reads from dy):
   - float16 and bfloat16 convolve in the channels_last layout, the only one kernelforge
     runs them in;
   - float32 convolves in channels_last when torch reads x's strides as channels_last
@@ -19,13 +22,14 @@ view, no copy: that is what _C.conv2d receives with layout "nhwc". A (K, C, R, S
 weight in channels_last memory is the (K, R, S, C) filter the NHWC kernels read; a
 weight in the other memory format is copied into it on each call (a filter is small;
 convert the module or weight once with .to(memory_format=torch.channels_last) to
-save that copy). The output is channels_last when the layout is, else contiguous.
+save that copy). The output is channels_last when the layout is, else contiguous; so are
+the gradients dx and dweight.
 """
 
 import torch
 
 from . import _C
-from ._api import conv_padding
+from ._api import _pair, conv_padding
 from ._errors import InvalidArgumentError
 from ._torch_support import current_stream, plain, to_dlpack
 
@@ -124,6 +128,115 @@ def run(x, weight, bias, stride, padding, dilation, layout, tf32, relu, relu_thr
     return out
 
 
+def _require_channels_last(what, name, t, layout, reason):
+    """InvalidArgumentError unless t, read in place, is dense in the layout's memory format."""
+    if layout == "nhwc" and not t.is_contiguous(memory_format=torch.channels_last):
+        raise InvalidArgumentError(f"kernelforge.{what}: {reason}, but '{name}' of shape {tuple(t.shape)} has "
+                                   f"strides {t.stride()}; call {name}.contiguous(memory_format=torch.channels_last) "
+                                   f"first")
+
+
+def _layout_reason(t, layout):
+    return f"{t.dtype} convolves in channels_last memory only" if t.dtype in HALF_DTYPES else f"layout is '{layout}'"
+
+
+def _require_y_shape(what, name, t, shape):
+    if tuple(t.shape) != tuple(shape):
+        raise InvalidArgumentError(f"kernelforge.{what}: '{name}' has shape {tuple(t.shape)}; this convolution gives "
+                                   f"(N, K, P, Q) = {tuple(shape)}")
+
+
+def _require_out(what, name, out, shape, layout):
+    if tuple(out.shape) != tuple(shape):
+        raise InvalidArgumentError(f"kernelforge.{what}: '{name}' has shape {tuple(out.shape)}; it must be "
+                                   f"{tuple(shape)}")
+    if layout == "nhwc" and not out.is_contiguous(memory_format=torch.channels_last):
+        raise InvalidArgumentError(f"kernelforge.{what}: layout 'nhwc' writes '{name}' in channels_last memory, but "
+                                   f"its strides are {out.stride()}; allocate it with "
+                                   f"memory_format=torch.channels_last")
+
+
+def _relu_view(relu_y, layout, what):
+    if relu_y is None:
+        return None
+    _require_channels_last(what, "relu_y", relu_y, layout, _layout_reason(relu_y, layout))
+    return plain(memory_order(relu_y, layout))
+
+
+def run_backward_data(dy, weight, x_shape, stride, padding, dilation, layout, tf32, relu, relu_threshold, relu_y,
+                      out, variant, stream, explicit_stream):
+    """kernelforge.conv2d_backward_data for torch tensors (shapes NCHW / KCRS / NKPQ whatever
+    the memory format): the layout from dy, a weight in the other memory format copied,
+    dx allocated in the layout's memory format; dy and relu_y are never copied."""
+    what = "conv2d_backward_data"
+    if layout == "auto":
+        layout = layout_of(dy)
+    _require_channels_last(what, "dy", dy, layout, _layout_reason(dy, layout))
+    if weight.shape[1] != x_shape[1]:
+        raise InvalidArgumentError(f"kernelforge.{what}: 'weight' {tuple(weight.shape)} has {weight.shape[1]} input "
+                                   f"channels but x_shape {tuple(x_shape)} has {x_shape[1]} (groups are not "
+                                   f"supported)")
+    stride, padding, dilation = _geometry(stride, padding, dilation, tuple(weight.shape[2:]))
+    y_shape = output_shape(_Shape(x_shape), weight, stride, padding, dilation)
+    _require_y_shape(what, "dy", dy, y_shape)
+    if relu_y is not None:
+        _require_y_shape(what, "relu_y", relu_y, y_shape)
+    if out is None:
+        out = empty_output(dy, x_shape, layout)
+    else:
+        _require_out(what, "out", out, x_shape, layout)
+    weight = _in_format(weight, layout, stream, explicit_stream)
+    _C.conv2d_backward_data(plain(memory_order(dy, layout)), plain(memory_order(weight, layout)),
+                            _relu_view(relu_y, layout, what), plain(memory_order(out, layout)), *stride, *padding,
+                            *dilation, layout, bool(tf32), bool(relu), float(relu_threshold), variant, stream)
+    return out
+
+
+def run_backward_filter(x, dy, weight_shape, stride, padding, dilation, bias, layout, tf32, relu, relu_threshold,
+                        relu_y, out, out_bias, variant, stream, explicit_stream):
+    """kernelforge.conv2d_backward_filter for torch tensors: the layout from x (the
+    forward's), dweight allocated in its memory format and dbias (K,) when asked; x, dy and
+    relu_y are never copied."""
+    what = "conv2d_backward_filter"
+    if layout == "auto":
+        layout = layout_of(x)
+    reason = _layout_reason(x, layout)
+    _require_channels_last(what, "x", x, layout, reason)
+    _require_channels_last(what, "dy", dy, layout, reason)
+    if weight_shape[1] != x.shape[1]:
+        raise InvalidArgumentError(f"kernelforge.{what}: weight_shape {tuple(weight_shape)} has {weight_shape[1]} "
+                                   f"input channels but 'x' {tuple(x.shape)} has {x.shape[1]} (groups are not "
+                                   f"supported)")
+    stride, padding, dilation = _geometry(stride, padding, dilation, tuple(weight_shape[2:]))
+    y_shape = output_shape(x, _Shape(weight_shape), stride, padding, dilation)
+    _require_y_shape(what, "dy", dy, y_shape)
+    if relu_y is not None:
+        _require_y_shape(what, "relu_y", relu_y, y_shape)
+    if out is None:
+        out = empty_output(x, weight_shape, layout)
+    else:
+        _require_out(what, "out", out, weight_shape, layout)
+    if bias and out_bias is None:
+        out_bias = torch.empty(weight_shape[0], dtype=x.dtype, device=x.device)
+    _C.conv2d_backward_filter(plain(memory_order(x, layout)), plain(memory_order(dy, layout)),
+                              _relu_view(relu_y, layout, what), plain(memory_order(out, layout)),
+                              None if out_bias is None else plain(out_bias), *stride, *padding, *dilation, layout,
+                              bool(tf32), bool(relu), float(relu_threshold), variant, stream)
+    return out, out_bias
+
+
+class _Shape:
+    """A shape where output_shape takes a tensor (it reads .shape only)."""
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+
+
+def _geometry(stride, padding, dilation, kernel_size):
+    stride, dilation = _pair("stride", stride), _pair("dilation", dilation)
+    return stride, conv_padding(padding, stride, dilation, kernel_size), dilation
+
+
 # ---- the kernelforge::conv2d operator (registered in _torch_conv_op.py) ----------------
 
 def conv_kernel(x, weight, bias, stride, padding, dilation, tf32=False):
@@ -147,22 +260,70 @@ def conv_fake(x, weight, bias, stride, padding, dilation, tf32=False):
     return empty_output(x, (x.shape[0], weight.shape[0], p, q), layout_of(x))
 
 
-def conv_setup(ctx, inputs, output):
-    x, weight, bias, stride, padding, dilation, _ = inputs
-    ctx.save_for_backward(x, weight)
-    ctx.bias_sizes = None if bias is None else list(bias.shape)
-    ctx.geometry = (list(stride), list(padding), list(dilation))
+def resolve_layout(layout, t):
+    """An operator's layout argument: "nchw" or "nhwc" as given, or by the rule from t for "auto"."""
+    return layout_of(t) if layout == "auto" else layout
 
 
-def conv_backward(ctx, grad):
-    """PyTorch's convolution_backward on the saved x and weight as given (its gradients
-    come in their dtype, and in channels_last memory where they are channels_last)."""
-    x, weight = ctx.saved_tensors
-    stride, padding, dilation = ctx.geometry
-    mask = [ctx.needs_input_grad[0], ctx.needs_input_grad[1], ctx.bias_sizes is not None and ctx.needs_input_grad[2]]
-    grad_x, grad_w, grad_b = torch.ops.aten.convolution_backward(
-        grad, x, weight, ctx.bias_sizes, stride, padding, dilation, False, [0, 0], 1, mask)
-    return grad_x, grad_w, grad_b, None, None, None, None
+def _check_layout(layout, what):
+    if layout not in ("auto", "nchw", "nhwc"):
+        raise InvalidArgumentError(f"kernelforge::{what}: layout {layout!r} is not one of: auto, nchw, nhwc")
+
+
+def _dense(t, layout):
+    return None if t is None else t.contiguous(memory_format=_FORMATS[layout])
+
+
+def backward_data_kernel(grad, weight, x_size, stride, padding, dilation, tf32=False, relu_y=None,
+                         relu_threshold=0.0, layout="auto"):
+    """The body of kernelforge::conv2d_backward_data: dx (x_size, in the layout's memory
+    format) from grad = dL/dy and the weight, each made dense in that format (a copy only
+    where it is not); the ReLU mask where relu_y (the forward's output) is given."""
+    _check_layout(layout, "conv2d_backward_data")
+    layout = resolve_layout(layout, grad)
+    grad, weight, relu_y = _dense(grad, layout), _dense(weight, layout), _dense(relu_y, layout)
+    dx = empty_output(grad, tuple(x_size), layout)
+    _C.conv2d_backward_data(to_dlpack(memory_order(grad, layout)), to_dlpack(memory_order(weight, layout)),
+                            None if relu_y is None else to_dlpack(memory_order(relu_y, layout)),
+                            to_dlpack(memory_order(dx, layout)), stride[0], stride[1], padding[0], padding[1],
+                            dilation[0], dilation[1], layout, tf32, relu_y is not None, relu_threshold, "best",
+                            current_stream(grad))
+    return dx
+
+
+def backward_data_fake(grad, weight, x_size, stride, padding, dilation, tf32=False, relu_y=None, relu_threshold=0.0,
+                       layout="auto"):
+    _check_layout(layout, "conv2d_backward_data")
+    torch._check(grad.dim() == 4 and weight.dim() == 4 and len(x_size) == 4,
+                 lambda: "kernelforge::conv2d_backward_data takes 4-D grad and weight and a 4-D x_size")
+    return empty_output(grad, tuple(x_size), resolve_layout(layout, grad))
+
+
+def backward_filter_kernel(grad, x, weight_size, stride, padding, dilation, bias=False, tf32=False, relu_y=None,
+                           relu_threshold=0.0, layout="auto"):
+    """The body of kernelforge::conv2d_backward_filter: (dweight (weight_size, in the
+    layout's memory format), dbias ((K,) with bias, else (0,))) from grad = dL/dy and the
+    forward's x, each made dense in that format; the ReLU mask where relu_y is given."""
+    _check_layout(layout, "conv2d_backward_filter")
+    layout = resolve_layout(layout, x)
+    grad, x, relu_y = _dense(grad, layout), _dense(x, layout), _dense(relu_y, layout)
+    dw = empty_output(x, tuple(weight_size), layout)
+    db = x.new_empty((weight_size[0] if bias else 0,))
+    _C.conv2d_backward_filter(to_dlpack(memory_order(x, layout)), to_dlpack(memory_order(grad, layout)),
+                              None if relu_y is None else to_dlpack(memory_order(relu_y, layout)),
+                              to_dlpack(memory_order(dw, layout)), to_dlpack(db) if bias else None, stride[0],
+                              stride[1], padding[0], padding[1], dilation[0], dilation[1], layout, tf32,
+                              relu_y is not None, relu_threshold, "best", current_stream(x))
+    return dw, db
+
+
+def backward_filter_fake(grad, x, weight_size, stride, padding, dilation, bias=False, tf32=False, relu_y=None,
+                         relu_threshold=0.0, layout="auto"):
+    _check_layout(layout, "conv2d_backward_filter")
+    torch._check(grad.dim() == 4 and x.dim() == 4 and len(weight_size) == 4,
+                 lambda: "kernelforge::conv2d_backward_filter takes 4-D grad and x and a 4-D weight_size")
+    return (empty_output(x, tuple(weight_size), resolve_layout(layout, x)),
+            x.new_empty((weight_size[0] if bias else 0,)))
 
 
 def module_runs(x):

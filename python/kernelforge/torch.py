@@ -1,15 +1,18 @@
 # SPDX-License-Identifier: Apache-2.0
 """PyTorch operators over kernelforge, for autograd, torch.compile and CUDA graphs.
 
-Six operators are registered with torch.library under the namespace "kernelforge":
+Eight operators are registered with torch.library under the namespace "kernelforge":
 torch.ops.kernelforge.relu_threshold, relu_threshold_backward, matmul (float32, float64,
 float16, bfloat16), scaled_matmul (FP8, see kernelforge.scaled_matmul), conv2d (float32;
-float16 and bfloat16 in channels_last memory; channels_last in, channels_last out) and
-filter2d, each with a fake implementation whose shapes and strides match the real op
-(torch.compile traces it without a graph break) and, for relu_threshold, matmul and
-conv2d, an autograd formula (relu_threshold_backward; two kernelforge matmuls on
-transposed views; PyTorch's own aten.convolution_backward). Modules: ThresholdReLU
-(drop-in for torch.nn.Threshold(threshold, 0)) and Conv2d (drop-in for torch.nn.Conv2d).
+float16 and bfloat16 in channels_last memory; channels_last in, channels_last out), its
+gradients conv2d_backward_data and conv2d_backward_filter, and filter2d, each with a fake
+implementation whose shapes and strides match the real op (torch.compile traces it
+without a graph break) and, for relu_threshold, matmul and the three convolution
+operators, an autograd formula (relu_threshold_backward; two kernelforge matmuls on
+transposed views; conv2d's gradients, in the layout the forward ran, so a training
+graph holds no aten convolution backward; the gradients' own, from the same operators).
+Modules: ThresholdReLU (drop-in for torch.nn.Threshold(threshold, 0)) and Conv2d
+(drop-in for torch.nn.Conv2d).
 
 The functions of this module (relu_threshold, ...) are what to call. Where nothing
 needs PyTorch's dispatcher (eager mode, plain CUDA tensors, no gradient to record, no
@@ -35,11 +38,11 @@ from ._api import conv_padding
 # Each import registers that family's operators: this order is their order of registration.
 from ._torch_relu import relu_threshold, relu_threshold_backward
 from ._torch_matmul import matmul, scaled_matmul
-from ._torch_conv_op import conv2d
+from ._torch_conv_op import conv2d, conv2d_backward_data, conv2d_backward_filter
 from ._torch_filter import filter2d
 
-__all__ = ["relu_threshold", "relu_threshold_backward", "matmul", "scaled_matmul", "conv2d", "filter2d",
-           "ThresholdReLU", "Conv2d"]
+__all__ = ["relu_threshold", "relu_threshold_backward", "matmul", "scaled_matmul", "conv2d", "conv2d_backward_data",
+           "conv2d_backward_filter", "filter2d", "ThresholdReLU", "Conv2d"]
 
 
 class ThresholdReLU(nn.Module):
@@ -63,16 +66,19 @@ class ThresholdReLU(nn.Module):
 
 
 class Conv2d(nn.Conv2d):
-    """torch.nn.Conv2d whose forward runs kernelforge's conv2d (backward: PyTorch's).
+    """torch.nn.Conv2d whose forward and backward run kernelforge's conv2d and its gradients.
 
     Same constructor, parameters and state_dict as torch.nn.Conv2d (groups=1 and
-    padding_mode="zeros" only), plus tf32=False: allow TF32 tensor cores in the
-    forward (float32). kernelforge runs CUDA float32 inputs (channels_last ones in
-    channels_last, others in NCHW) and CUDA float16 and bfloat16 inputs in channels_last
-    memory, and returns the output in the input's memory format; other inputs (CPU,
-    float64, 16-bit NCHW) fall back to torch's convolution. For channels_last inputs
-    convert the module too (.to(memory_format=torch.channels_last)): a weight in the
-    other memory format is copied on each call.
+    padding_mode="zeros" only), plus tf32=False: allow TF32 tensor cores in the forward
+    and the gradients (float32). kernelforge runs CUDA float32 inputs (channels_last ones
+    in channels_last, others in NCHW) and CUDA float16 and bfloat16 inputs in
+    channels_last memory, and returns the output in the input's memory format; other
+    inputs (CPU, float64, 16-bit NCHW) fall back to torch's convolution (and its
+    backward). The gradients run in the forward's layout: conv2d_backward_data for x
+    (skipped where x needs none, as for a network's first layer), conv2d_backward_filter
+    for the weight and bias; no aten convolution backward enters the graph. For
+    channels_last inputs convert the module too (.to(memory_format=torch.channels_last)):
+    a weight in the other memory format is copied on each call.
     """
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
