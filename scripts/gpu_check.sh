@@ -218,6 +218,7 @@ step_python() {
   logged "$OUT/pytest.txt" "$python" -m pytest -q -p no:cacheprovider python/tests || r=1
   logged "$OUT/example_threshold_relu.txt" "$python" examples/python/threshold_relu.py || r=1
   logged "$OUT/example_cupy_vector_add.txt" "$python" examples/python/cupy_vector_add.py || r=1
+  logged "$OUT/example_train_cnn.txt" "$python" examples/python/train_cnn.py || r=1
   logged "$OUT/bench_python.txt" "$python" benchmarks/python/bench_python.py --out "$OUT/bench_python.json" || r=1
   return $r
 }
