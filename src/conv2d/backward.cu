@@ -318,9 +318,8 @@ void launch_bias_grad(const char* what, int device, const conv2d_args<T>& a, con
   }
   check_launch(what);
   if (slices > 1) {
-    conv2d_bias_grad_finish<T>
-        <<<static_cast<unsigned>(ceil_div(static_cast<z>(a.k), static_cast<z>(conv2d_grad_block / 32))),
-           conv2d_grad_block, 0, stream>>>(partial.data<float>(), static_cast<int>(slices), a.k, dbias);
+    conv2d_bias_grad_finish<T><<<static_cast<unsigned>(ceil_div(static_cast<z>(a.k), 32)), block, 0, stream>>>(
+        partial.data<float>(), static_cast<int>(slices), a.k, dbias);
     check_launch(what);
   }
 }

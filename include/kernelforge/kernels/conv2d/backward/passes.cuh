@@ -184,18 +184,28 @@ KF_KERNEL void __launch_bounds__(32 * conv2d_bias_grad_warps)
   }
 }
 
-/// dbias, pass 2: dbias[k] = sum over the slices of partial[slice][k], one
-/// warp per channel (a fixed order: the same sums every run).
+/// dbias, pass 2: dbias[k] = sum over the slices of partial[slice][k]. Blocks
+/// of 32 x 8 threads on 32 channels: lane l of warp y sums slices y, y + 8, ...
+/// of channel l (a warp reads 32 neighbouring partials), then warp 0 adds the
+/// 8 in order: the same sums every run.
 template <class T>
-KF_KERNEL void __launch_bounds__(conv2d_grad_block)
+KF_KERNEL void __launch_bounds__(32 * conv2d_bias_grad_warps)
     conv2d_bias_grad_finish(const float* __restrict__ partial, int slices, int k, T* __restrict__ dbias) {
-  const int lane = static_cast<int>(threadIdx.x) % 32;
-  const int kk = static_cast<int>(blockIdx.x) * (conv2d_grad_block / 32) + static_cast<int>(threadIdx.x) / 32;
-  if (kk >= k) return;
+  __shared__ float sums[conv2d_bias_grad_warps][32];
+  const int kk = static_cast<int>(blockIdx.x) * 32 + static_cast<int>(threadIdx.x);
   float total = 0.0f;
-  for (int y = lane; y < slices; y += 32) total += partial[static_cast<long long>(y) * k + kk];
-  for (int offset = 16; offset > 0; offset /= 2) total += __shfl_down_sync(0xffffffffu, total, offset);
-  if (lane == 0) dbias[kk] = from_compute<T>(static_cast<compute_t<T>>(total));
+  if (kk < k) {
+    for (int y = static_cast<int>(threadIdx.y); y < slices; y += conv2d_bias_grad_warps) {
+      total += partial[static_cast<long long>(y) * k + kk];
+    }
+  }
+  sums[threadIdx.y][threadIdx.x] = total;
+  __syncthreads();
+  if (threadIdx.y == 0 && kk < k) {
+    float sum = 0.0f;
+    for (int y = 0; y < conv2d_bias_grad_warps; ++y) sum += sums[y][threadIdx.x];
+    dbias[kk] = from_compute<T>(static_cast<compute_t<T>>(sum));
+  }
 }
 
 }  // namespace kf::detail
