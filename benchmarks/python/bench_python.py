@@ -27,6 +27,12 @@
    float32 with TF32 allowed (kf.conv2d(tf32=True); cudnn.allow_tf32 on for torch),
    and bias + ReLU fused into our store against torch's F.relu(F.conv2d(x, w, b))
    eager and under torch.compile (inductor's best: cuDNN, then one fused pointwise pass).
+5. The convolution's training step on the same layers and types: our forward, data gradient
+   (kf.conv2d_backward_data) and filter gradient (kf.conv2d_backward_filter) against
+   F.conv2d and aten.convolution_backward (cuDNN, benchmark mode) on the same randn x, w
+   and dy; each part timed alone and the three back to back (the step), reported as
+   effective TFLOP/s (3 x the forward's FLOPs over the step's time), with each gradient's
+   max |ours - torch's| / max |torch's|.
 
 Run: python benchmarks/python/bench_python.py --out bench_python.json
 """
@@ -271,6 +277,63 @@ def conv_rows(layers=CONV_LAYERS, fused_layers=1):
     return rows
 
 
+def conv_train_rows(layers=CONV_LAYERS):
+    """The training step of each layer (see the top of this file, item 5). An error is
+    recorded in its row, not raised."""
+    rows = []
+    saved = torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.benchmark = True
+    bwd = torch.ops.aten.convolution_backward
+    try:
+        for name, n, c, h, w, k, r, s, stride, pad in layers:
+            p, q = (h + 2 * pad - r) // stride + 1, (w + 2 * pad - s) // stride + 1
+            flops = 2.0 * n * k * p * q * c * r * s
+            st, pd, dl = [stride, stride], [pad, pad], [1, 1]
+            for label, dtype, tf32 in CONV_DTYPES:
+                torch.backends.cudnn.allow_tf32 = tf32
+                cl = torch.channels_last
+                x = torch.randn(n, c, h, w, device="cuda").to(dtype).to(memory_format=cl)
+                wt = torch.randn(k, c, r, s, device="cuda").to(dtype).to(memory_format=cl)
+                dy = torch.randn(n, k, p, q, device="cuda").to(dtype).to(memory_format=cl)
+                y = torch.empty(n, k, p, q, device="cuda", dtype=dtype, memory_format=cl)
+                dx = torch.empty_like(x)
+                dw = torch.empty_like(wt)
+                kw = dict(stride=stride, padding=pad, tf32=tf32)
+                ours = {
+                    "forward": lambda: kf.conv2d(x, wt, out=y, **kw),
+                    "dgrad": lambda: kf.conv2d_backward_data(dy, wt, x.shape, out=dx, **kw),
+                    "wgrad": lambda: kf.conv2d_backward_filter(x, dy, wt.shape, out=dw, **kw),
+                }
+                theirs = {
+                    "forward": lambda: F.conv2d(x, wt, stride=stride, padding=pad),
+                    "dgrad": lambda: bwd(dy, x, wt, None, st, pd, dl, False, [0, 0], 1, [True, False, False]),
+                    "wgrad": lambda: bwd(dy, x, wt, None, st, pd, dl, False, [0, 0], 1, [False, True, False]),
+                }
+                row = {"name": f"conv2d_train/{label}/channels_last/{name}", "flops": flops,
+                       "baseline": "F.conv2d + aten.convolution_backward (cuDNN, benchmark=True)"}
+                try:
+                    for part in ("forward", "dgrad", "wgrad"):
+                        a, b = gpu_ms(ours[part]), gpu_ms(theirs[part])
+                        row.update({f"{part}_kf_ms": a, f"{part}_torch_ms": b, f"{part}_kf_over_torch": b / a})
+                    a = gpu_ms(lambda: [f() for f in ours.values()])
+                    b = gpu_ms(lambda: (theirs["forward"](), bwd(dy, x, wt, None, st, pd, dl, False, [0, 0], 1,
+                                                                 [True, True, False])))
+                    row.update({"step_kf_ms": a, "step_torch_ms": b, "kf_over_torch": b / a,
+                                "kf_effective_TFLOP/s": 3 * flops / a / 1e9,
+                                "torch_effective_TFLOP/s": 3 * flops / b / 1e9})
+                    for part, got in (("dgrad", ours["dgrad"]), ("wgrad", ours["wgrad"])):
+                        got = got()
+                        got = (got[0] if isinstance(got, tuple) else got).float()
+                        want = theirs[part]()[0 if part == "dgrad" else 1].float()
+                        row[f"{part}_max_diff_over_max_abs"] = float((got - want).abs().max() / want.abs().max())
+                except Exception as e:  # noqa: BLE001 -- a failing row must not lose the other rows
+                    row["error"] = f"{type(e).__name__}: {e}"
+                rows.append(row)
+    finally:
+        torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32 = saved
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", help="write the results as JSON here")
@@ -285,6 +348,7 @@ def main():
     bw = bandwidth(args.cpp_json)
     mm = matmul_rows()
     conv = conv_rows()
+    train = conv_train_rows()
     threshold_us = {r["name"]: r["us_per_call"] for r in over if "us_per_call" in r}
     ratio = threshold_us["kf.relu_threshold"] / threshold_us["torch F.threshold"]
     torch_fn_ratio = threshold_us["kernelforge.torch.relu_threshold"] / threshold_us["torch F.threshold"]
@@ -341,6 +405,15 @@ def main():
                     if "torch_compile_TFLOP/s" in r else "")
         print(f"  {r['name']:<58} kf {r['kf_TFLOP/s']:7.1f}  torch {r['torch_TFLOP/s']:7.1f}"
               f"  -> {r['kf_over_torch']:.3f}{compiled}")
+    print("\nconvolution training steps, channels_last (forward + dgrad + wgrad; kf / torch):")
+    for r in train:
+        if "error" in r:
+            print(f"  {r['name']:<58} error: {r['error']}")
+            continue
+        print(f"  {r['name']:<58} step {r['kf_over_torch']:.3f} ({r['kf_effective_TFLOP/s']:.1f} vs "
+              f"{r['torch_effective_TFLOP/s']:.1f} TFLOP/s)  fwd {r['forward_kf_over_torch']:.3f}"
+              f"  dgrad {r['dgrad_kf_over_torch']:.3f}  wgrad {r['wgrad_kf_over_torch']:.3f}"
+              f"  diff {r['dgrad_max_diff_over_max_abs']:.1e} / {r['wgrad_max_diff_over_max_abs']:.1e}")
     print("\ngoals:", json.dumps(goals, indent=2))
 
     if args.out:
@@ -348,7 +421,7 @@ def main():
             "context": {"date": datetime.datetime.now().isoformat(timespec="seconds"), "device": info,
                         "kernelforge": kf.__version__, "torch": torch.__version__,
                         "python": sys.version.split()[0], "cpp_reference": os.path.relpath(args.cpp_json)},
-            "overhead": over, "bandwidth": bw, "matmul": mm, "conv2d": conv, "goals": goals,
+            "overhead": over, "bandwidth": bw, "matmul": mm, "conv2d": conv, "conv2d_train": train, "goals": goals,
         }
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
         with open(args.out, "w") as f:
