@@ -13,6 +13,7 @@ Each result is held to an error bound from the arithmetic kernelforge states
 F.conv2d in the dtype and memory format itself; outputs start as NaN, so an element left
 unwritten fails (NaN compares false with any bound)."""
 
+import functools
 import math
 
 import pytest
@@ -397,6 +398,10 @@ def test_gradient_errors_on_gpu():
                      dict(stride=1, padding=0, dilation=1))
 
 
+OPCHECK_UTILS = ("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")
+OPCHECK_UTILS_WITHOUT_AOT = OPCHECK_UTILS[:-1]
+
+
 def test_opcheck_gradient_operators():
     ops = torch.ops.kernelforge
     for dtype, memory_format, tf32 in MODES:
@@ -405,11 +410,17 @@ def test_opcheck_gradient_operators():
         dy = rand(2, 16, 5, 5, dtype=dtype, memory_format=memory_format, requires_grad=True)
         relu_y = F.relu(rand(2, 16, 5, 5, dtype=dtype, memory_format=memory_format)) + 0.0
         geometry = ([2, 2], [1, 1], [1, 1])
-        torch.library.opcheck(ops.conv2d_backward_data.default, (dy, weight, [2, 8, 9, 10], *geometry, tf32))
-        torch.library.opcheck(ops.conv2d_backward_data.default, (dy, weight, [2, 8, 9, 10], *geometry, tf32, relu_y))
-        torch.library.opcheck(ops.conv2d_backward_filter.default, (dy, x, [16, 8, 3, 3], *geometry, True, tf32))
-        torch.library.opcheck(ops.conv2d_backward_filter.default, (dy, x, [16, 8, 3, 3], *geometry, False, tf32,
-                                                                   relu_y, 0.0))
+        # Under TF32 the AOTDispatcher's gradient (its incoming gradients may come in another
+        # memory format, so another layout's kernels run) differs from eager's by TF32 rounding
+        # (measured on the H200: 1.2e-2 absolute on sums of 72 products), far above opcheck's
+        # fp32 tolerance; TF32's gradients are checked against torch's under a TF32 bound in
+        # test_gradients_match_torch instead.
+        utils = OPCHECK_UTILS_WITHOUT_AOT if tf32 else OPCHECK_UTILS
+        check = functools.partial(torch.library.opcheck, test_utils=utils)
+        check(ops.conv2d_backward_data.default, (dy, weight, [2, 8, 9, 10], *geometry, tf32))
+        check(ops.conv2d_backward_data.default, (dy, weight, [2, 8, 9, 10], *geometry, tf32, relu_y))
+        check(ops.conv2d_backward_filter.default, (dy, x, [16, 8, 3, 3], *geometry, True, tf32))
+        check(ops.conv2d_backward_filter.default, (dy, x, [16, 8, 3, 3], *geometry, False, tf32, relu_y, 0.0))
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
