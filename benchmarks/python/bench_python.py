@@ -27,7 +27,8 @@
    float32 with TF32 allowed (kf.conv2d(tf32=True); cudnn.allow_tf32 on for torch),
    and bias + ReLU fused into our store against torch's F.relu(F.conv2d(x, w, b))
    eager and under torch.compile (inductor's best: cuDNN, then one fused pointwise pass).
-5. The convolution's training step on the same layers and types: our forward, data gradient
+5. The convolution's training step on the same layers and types (and exact float32 in
+   NCHW): our forward, data gradient
    (kf.conv2d_backward_data) and filter gradient (kf.conv2d_backward_filter) against
    F.conv2d and aten.convolution_backward (cuDNN, benchmark mode) on the same randn x, w
    and dy; each part timed alone and the three back to back (the step), reported as
@@ -277,6 +278,12 @@ def conv_rows(layers=CONV_LAYERS, fused_layers=1):
     return rows
 
 
+# The training step's modes: CONV_DTYPES in channels_last, and exact float32 in NCHW (the
+# forward's other layout: our gradients there run the exact forward and SGEMM).
+CONV_TRAIN_MODES = [(label, dtype, tf32, torch.channels_last) for label, dtype, tf32 in CONV_DTYPES] + [
+    ("fp32", torch.float32, False, torch.contiguous_format)]
+
+
 def conv_train_rows(layers=CONV_LAYERS):
     """The training step of each layer (see the top of this file, item 5). An error is
     recorded in its row, not raised."""
@@ -289,9 +296,8 @@ def conv_train_rows(layers=CONV_LAYERS):
             p, q = (h + 2 * pad - r) // stride + 1, (w + 2 * pad - s) // stride + 1
             flops = 2.0 * n * k * p * q * c * r * s
             st, pd, dl = [stride, stride], [pad, pad], [1, 1]
-            for label, dtype, tf32 in CONV_DTYPES:
+            for label, dtype, tf32, cl in CONV_TRAIN_MODES:
                 torch.backends.cudnn.allow_tf32 = tf32
-                cl = torch.channels_last
                 x = torch.randn(n, c, h, w, device="cuda").to(dtype).to(memory_format=cl)
                 wt = torch.randn(k, c, r, s, device="cuda").to(dtype).to(memory_format=cl)
                 dy = torch.randn(n, k, p, q, device="cuda").to(dtype).to(memory_format=cl)
@@ -309,7 +315,8 @@ def conv_train_rows(layers=CONV_LAYERS):
                     "dgrad": lambda: bwd(dy, x, wt, None, st, pd, dl, False, [0, 0], 1, [True, False, False]),
                     "wgrad": lambda: bwd(dy, x, wt, None, st, pd, dl, False, [0, 0], 1, [False, True, False]),
                 }
-                row = {"name": f"conv2d_train/{label}/channels_last/{name}", "flops": flops,
+                memory = "channels_last" if cl == torch.channels_last else "nchw"
+                row = {"name": f"conv2d_train/{label}/{memory}/{name}", "flops": flops,
                        "baseline": "F.conv2d + aten.convolution_backward (cuDNN, benchmark=True)"}
                 try:
                     for part in ("forward", "dgrad", "wgrad"):
@@ -405,7 +412,7 @@ def main():
                     if "torch_compile_TFLOP/s" in r else "")
         print(f"  {r['name']:<58} kf {r['kf_TFLOP/s']:7.1f}  torch {r['torch_TFLOP/s']:7.1f}"
               f"  -> {r['kf_over_torch']:.3f}{compiled}")
-    print("\nconvolution training steps, channels_last (forward + dgrad + wgrad; kf / torch):")
+    print("\nconvolution training steps (forward + dgrad + wgrad; kf / torch):")
     for r in train:
         if "error" in r:
             print(f"  {r['name']:<58} error: {r['error']}")
