@@ -28,6 +28,7 @@ import torch.nn.functional as F  # noqa: E402
 
 import kernelforge.torch as kft  # noqa: E402
 from kernelforge import _torch_conv  # noqa: E402
+from aot_graphs import AotGraphs  # noqa: E402
 
 DEV = "cuda"
 CL = torch.channels_last
@@ -487,21 +488,6 @@ def test_torch_compile_fullgraph_channels_last(dtype):
     assert x.grad is not None and x.grad.dtype == dtype and net.stem.weight.grad is not None
 
 
-class _Graphs:
-    """An aot_autograd backend that keeps the forward and backward graphs (and runs them eagerly)."""
-
-    def __init__(self):
-        from functorch.compile import make_boxed_func
-        from torch._dynamo.backends.common import aot_autograd
-        self.forward, self.backward = [], []
-        keep = lambda graphs: lambda gm, inputs: (graphs.append(gm), make_boxed_func(gm.forward))[1]  # noqa: E731
-        self.backend = aot_autograd(fw_compiler=keep(self.forward), bw_compiler=keep(self.backward))
-
-    @staticmethod
-    def targets(graphs):
-        return [str(node.target) for gm in graphs for node in gm.graph.nodes if node.op == "call_function"]
-
-
 class TrainingNet(torch.nn.Module):
     """Conv2d (a first layer, whose x needs no gradient), ThresholdReLU and a matmul head."""
 
@@ -534,7 +520,7 @@ def test_compiled_training_step(dtype, memory_format, tf32):
         net = TrainingNet(tf32).to(DEV, dtype, memory_format=memory_format)
         net.load_state_dict(eager_net.state_dict())
         opt = torch.optim.SGD(net.parameters(), lr=0.1)
-        graphs = _Graphs()
+        graphs = AotGraphs()
         model = net if name == "eager" else torch.compile(net, fullgraph=True,
                                                           backend=graphs.backend if name == "graphs" else "inductor")
 
@@ -554,7 +540,7 @@ def test_compiled_training_step(dtype, memory_format, tf32):
             step()
         results[name] = [p.detach().clone() for p in net.parameters()]
         if name == "graphs":
-            forward, backward = _Graphs.targets(graphs.forward), _Graphs.targets(graphs.backward)
+            forward, backward = AotGraphs.targets(graphs.forward), AotGraphs.targets(graphs.backward)
             assert forward.count("kernelforge.conv2d.default") == 2
             assert backward.count("kernelforge.conv2d_backward_filter.default") == 2
             assert backward.count("kernelforge.conv2d_backward_data.default") == 1  # not for the stem's x

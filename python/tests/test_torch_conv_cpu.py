@@ -21,6 +21,7 @@ import torch.nn.functional as F  # noqa: E402
 
 import kernelforge.torch as kft  # noqa: E402
 from kernelforge import _torch_conv, _torch_ops, _torch_relu  # noqa: E402
+from aot_graphs import AotGraphs  # noqa: E402
 
 CL = torch.channels_last
 NOT_ON_GPU = (kf.NoDeviceError, "no usable CUDA device") if gpu_count() == 0 else (kf.InvalidArgumentError,
@@ -401,21 +402,6 @@ def test_gradcheck_and_double_backward(conv_stand_in):
                                                                           [1, 0], [1, 2]))
 
 
-class _Graphs:
-    """An aot_autograd backend that keeps the forward and backward graphs (and runs them eagerly)."""
-
-    def __init__(self):
-        from functorch.compile import make_boxed_func
-        from torch._dynamo.backends.common import aot_autograd
-        self.forward, self.backward = [], []
-        keep = lambda graphs: lambda gm, inputs: (graphs.append(gm), make_boxed_func(gm.forward))[1]  # noqa: E731
-        self.backend = aot_autograd(fw_compiler=keep(self.forward), bw_compiler=keep(self.backward))
-
-    @staticmethod
-    def targets(graphs):
-        return [str(node.target) for gm in graphs for node in gm.graph.nodes if node.op == "call_function"]
-
-
 def _training_net(dtype):
     net = torch.nn.Sequential(kft.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(), kft.Conv2d(8, 8, 3, stride=2),
                               torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
@@ -439,7 +425,7 @@ def test_compiled_training_step_with_a_cpu_stand_in(conv_stand_in, dtype):
         net = _training_net(dtype)
         net.load_state_dict(eager_net.state_dict())
         opt = torch.optim.SGD(net.parameters(), lr=0.1)
-        graphs = _Graphs()
+        graphs = AotGraphs()
         model = net if name == "eager" else torch.compile(net, fullgraph=True,
                                                           backend=graphs.backend if name == "graphs" else "inductor")
         for _ in range(2):
