@@ -56,12 +56,11 @@ using z = std::size_t;
 /// im2col chunks of images stay within this many bytes.
 constexpr z conv2d_im2col_max_bytes = z{1} << 30;
 
-/// Blocks of conv2d_grad_block threads for a grid-stride loop over `items`.
+/// Blocks of conv2d_grad_block threads for a grid-stride loop over `items`:
+/// the runtime's plan, capped at one wave of 16 blocks an SM.
 unsigned grad_blocks(int device, z items) {
-  const int sms = limits_for(device).sm_count;
-  const z cap = static_cast<z>(sms > 0 ? sms : 1) * 16;
-  const z needed = ceil_div(items, static_cast<z>(conv2d_grad_block));
-  return static_cast<unsigned>(std::max<z>(1, std::min(needed, cap)));
+  constexpr int blocks_per_sm = 16;
+  return plan_grid_stride(limits_for(device), conv2d_grad_block, blocks_per_sm, items, conv2d_grad_block).grid;
 }
 
 template <class T>
