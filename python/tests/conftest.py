@@ -41,3 +41,11 @@ def exact_torch():
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
     yield
     torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
+
+
+@pytest.fixture
+def conv_stand_in(monkeypatch):
+    """_torch_conv's _C.conv2d computed by torch on the CPU (conv_stand_in.py)."""
+    pytest.importorskip("torch")
+    from conv_stand_in import install
+    return install(monkeypatch)
