@@ -177,6 +177,13 @@ def conv_padding(padding, stride, dilation, kernel_size):
 _CONV_LAYOUTS = ("nchw", "nhwc")
 
 
+def _require_4d(what, a_name, a, b_name, b):
+    if len(a.shape) != 4 or len(b.shape) != 4:
+        from ._errors import InvalidArgumentError
+        raise InvalidArgumentError(f"kernelforge.{what}: {a_name} and {b_name} must be 4-D; got shapes "
+                                   f"{tuple(a.shape)} and {tuple(b.shape)}")
+
+
 def _require_layout(layout, allowed, what="conv2d"):
     if layout not in allowed:
         from ._errors import InvalidArgumentError
@@ -237,10 +244,7 @@ def conv2d(x, weight, bias=None, *, stride=1, padding=0, dilation=1, tf32=False,
     if bias is not None:
         require_array("bias", bias)
     fw = framework(x)
-    if len(x.shape) != 4 or len(weight.shape) != 4:
-        from ._errors import InvalidArgumentError
-        raise InvalidArgumentError(f"kernelforge.conv2d: x and weight must be 4-D; got shapes "
-                                   f"{tuple(x.shape)} and {tuple(weight.shape)}")
+    _require_4d("conv2d", "x", x, "weight", weight)
     _require_layout(layout, ("auto",) + _CONV_LAYOUTS)
     stride, dilation = _pair("stride", stride), _pair("dilation", dilation)
     handle = stream_handle(stream, x, fw)
@@ -317,10 +321,7 @@ def conv2d_backward_data(dy, weight, x_shape=None, *, stride=1, padding=0, dilat
     require_array("dy", dy)
     require_array("weight", weight)
     fw = framework(dy)
-    if len(dy.shape) != 4 or len(weight.shape) != 4:
-        from ._errors import InvalidArgumentError
-        raise InvalidArgumentError(f"kernelforge.conv2d_backward_data: dy and weight must be 4-D; got shapes "
-                                   f"{tuple(dy.shape)} and {tuple(weight.shape)}")
+    _require_4d("conv2d_backward_data", "dy", dy, "weight", weight)
     _require_layout(layout, ("auto",) + _CONV_LAYOUTS, "conv2d_backward_data")
     _require_relu_y("conv2d_backward_data", relu, relu_y)
     handle = stream_handle(stream, dy, fw)
@@ -361,10 +362,7 @@ def conv2d_backward_filter(x, dy, weight_shape=None, *, stride=1, padding=0, dil
     require_array("x", x)
     require_array("dy", dy)
     fw = framework(x)
-    if len(x.shape) != 4 or len(dy.shape) != 4:
-        from ._errors import InvalidArgumentError
-        raise InvalidArgumentError(f"kernelforge.conv2d_backward_filter: x and dy must be 4-D; got shapes "
-                                   f"{tuple(x.shape)} and {tuple(dy.shape)}")
+    _require_4d("conv2d_backward_filter", "x", x, "dy", dy)
     _require_layout(layout, ("auto",) + _CONV_LAYOUTS, "conv2d_backward_filter")
     if out_bias is not None:
         require_array("out_bias", out_bias)

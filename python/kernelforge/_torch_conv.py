@@ -156,6 +156,21 @@ def _require_out(what, name, out, shape, layout):
                                    f"memory_format=torch.channels_last")
 
 
+def _require_dy(what, dy, relu_y, y_shape):
+    """dy (and relu_y, where given) of the forward's output shape."""
+    _require_y_shape(what, "dy", dy, y_shape)
+    if relu_y is not None:
+        _require_y_shape(what, "relu_y", relu_y, y_shape)
+
+
+def _output(what, out, like, shape, layout):
+    """A gradient's output: `out` checked against shape and layout, or a new one like `like`."""
+    if out is None:
+        return empty_output(like, shape, layout)
+    _require_out(what, "out", out, shape, layout)
+    return out
+
+
 def _relu_view(relu_y, layout, what):
     if relu_y is None:
         return None
@@ -178,13 +193,8 @@ def run_backward_data(dy, weight, x_shape, stride, padding, dilation, layout, tf
                                    f"supported)")
     stride, padding, dilation = _geometry(stride, padding, dilation, tuple(weight.shape[2:]))
     y_shape = output_shape(_Shape(x_shape), weight, stride, padding, dilation)
-    _require_y_shape(what, "dy", dy, y_shape)
-    if relu_y is not None:
-        _require_y_shape(what, "relu_y", relu_y, y_shape)
-    if out is None:
-        out = empty_output(dy, x_shape, layout)
-    else:
-        _require_out(what, "out", out, x_shape, layout)
+    _require_dy(what, dy, relu_y, y_shape)
+    out = _output(what, out, dy, x_shape, layout)
     weight = _in_format(weight, layout, stream, explicit_stream)
     _C.conv2d_backward_data(plain(memory_order(dy, layout)), plain(memory_order(weight, layout)),
                             _relu_view(relu_y, layout, what), plain(memory_order(out, layout)), *stride, *padding,
@@ -209,13 +219,8 @@ def run_backward_filter(x, dy, weight_shape, stride, padding, dilation, bias, la
                                    f"supported)")
     stride, padding, dilation = _geometry(stride, padding, dilation, tuple(weight_shape[2:]))
     y_shape = output_shape(x, _Shape(weight_shape), stride, padding, dilation)
-    _require_y_shape(what, "dy", dy, y_shape)
-    if relu_y is not None:
-        _require_y_shape(what, "relu_y", relu_y, y_shape)
-    if out is None:
-        out = empty_output(x, weight_shape, layout)
-    else:
-        _require_out(what, "out", out, weight_shape, layout)
+    _require_dy(what, dy, relu_y, y_shape)
+    out = _output(what, out, x, weight_shape, layout)
     if bias and out_bias is None:
         out_bias = torch.empty(weight_shape[0], dtype=x.dtype, device=x.device)
     _C.conv2d_backward_filter(plain(memory_order(x, layout)), plain(memory_order(dy, layout)),

@@ -149,5 +149,6 @@ T scalar(double v) {
 void bind_elementwise(nb::module_& m);
 void bind_matmul(nb::module_& m);
 void bind_conv(nb::module_& m);
+void bind_conv_backward(nb::module_& m);
 
 }  // namespace kfpy

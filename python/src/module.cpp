@@ -2,8 +2,9 @@
 // kernelforge._C: the nanobind extension module behind the kernelforge Python package.
 // This file: the module itself, kf::error -> Python exception translation, device
 // queries, and the shared array checks of common.hpp. The families' bindings are in
-// elementwise.cpp, matmul.cpp and conv.cpp. The Python wrappers (python/kernelforge/)
-// resolve streams and allocate outputs; everything here takes explicit arguments.
+// elementwise.cpp, matmul.cpp, conv.cpp and conv_backward.cpp. The Python wrappers
+// (python/kernelforge/) resolve streams and allocate outputs; everything here takes
+// explicit arguments.
 #include <array>
 #include <cstdint>
 #include <string>
@@ -274,4 +275,5 @@ NB_MODULE(_C, m) {
   kfpy::bind_elementwise(m);
   kfpy::bind_matmul(m);
   kfpy::bind_conv(m);
+  kfpy::bind_conv_backward(m);
 }
