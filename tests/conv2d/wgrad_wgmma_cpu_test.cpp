@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "kernelforge/conv_backward.hpp"
 #include "kernelforge/kernels/conv2d/backward/wgrad_wgmma_plan.hpp"
 
 namespace {
@@ -54,6 +55,10 @@ const std::vector<layer>& layers() {
 }
 
 constexpr z h200_sms = 132;
+
+TEST(Conv2dWgradWgmma, VariantName) {
+  EXPECT_STREQ(kf::to_string(kf::conv2d_backward_variant::implicit_gemm_wgmma), "implicit_gemm_wgmma");
+}
 
 TEST(Conv2dWgradWgmma, Applicability) {
   using kf::detail::conv2d_wgrad_wgmma_aligned;

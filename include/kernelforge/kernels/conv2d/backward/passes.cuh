@@ -9,7 +9,9 @@
 //  * conv2d_im2col: the NPQ x CRS matrix of input patches that dw multiplies;
 //  * conv2d_col2im_nhwc: dx summed from dcol = dy * w, for layers with few
 //    input channels (conv2d_widen: the fp32 operands of that GEMM);
-//  * conv2d_bias_grad: dbias, column sums of dy (two passes, deterministic).
+//  * conv2d_bias_grad: dbias, column sums of dy (two passes, deterministic);
+//  * conv2d_wgrad_split_k_store: gradient step 3's split-k store (dw from its
+//    summed fp32 slabs).
 // One thread per destination element, grid-stride; every destination element
 // written.
 #pragma once
@@ -207,5 +209,21 @@ KF_KERNEL void __launch_bounds__(32 * conv2d_bias_grad_warps)
     dbias[kk] = from_compute<T>(static_cast<compute_t<T>>(sum));
   }
 }
+
+/// The split wgrad's reduction store (common/split_k_reduce.cuh): the sum of
+/// the slabs' element i is dw[i] (the slabs are laid out as dw, K x RSC),
+/// rounded to T once. backward.cu launches it over the slabs of gradient
+/// step 3 (03_wgrad_wgmma.cuh).
+template <class T>
+struct conv2d_wgrad_split_k_store {
+  T* dw;
+  __device__ void operator()(int i, int, int, float sum) const { dw[i] = from_compute<T>(sum); }
+  __device__ void operator()(int i, int, int, float4 s) const {
+    dw[i] = from_compute<T>(s.x);
+    dw[i + 1] = from_compute<T>(s.y);
+    dw[i + 2] = from_compute<T>(s.z);
+    dw[i + 3] = from_compute<T>(s.w);
+  }
+};
 
 }  // namespace kf::detail
