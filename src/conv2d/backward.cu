@@ -127,38 +127,38 @@ template <class T>
 bool dgrad_as_gemm_col2im(const char* what, int device, const conv2d_params& p, const conv2d_sizes& sizes, const T* dy,
                           const T* w, T* dx, const conv2d_backward_options& o, const T* relu_y) {
   const z rows = p.batch * sizes.p * sizes.q, crs = sizes.w_elements / p.out_channels;
-  const z dcol_elements = rows * crs;
-  if (dcol_elements * sizeof(float) > conv2d_im2col_max_bytes) return false;
-  constexpr bool widen = !std::is_same_v<T, float>;
-  const bool widen_dy = widen || o.relu;
+  // dcol's and the widened filter's rows padded to 16 bytes, so the GEMM reads
+  // and stores them with TMA (147 floats a row for the stem: 588 bytes).
+  const z ld = round_up(crs, 16 / sizeof(float));
+  const z dcol_elements = rows * ld;
+  if (dcol_elements * sizeof(float) > conv2d_im2col_max_bytes || ld > static_cast<z>(INT32_MAX)) return false;
+  const bool widen_dy = !std::is_same_v<T, float> || o.relu;
   const z dy_bytes = widen_dy ? aligned_bytes(sizes.y_elements, sizeof(float)) : 0;
-  const z w_bytes = widen ? aligned_bytes(sizes.w_elements, sizeof(float)) : 0;
+  const z w_bytes = aligned_bytes(p.out_channels * ld, sizeof(float));
   pooled_workspace scratch(device, dy_bytes + w_bytes + aligned_bytes(dcol_elements, sizeof(float)), o.stream);
   if (scratch.data() == nullptr) return false;
   char* const base = scratch.data<char>();
   const float* dy_f = reinterpret_cast<const float*>(dy);
-  const float* w_f = reinterpret_cast<const float*>(w);
   if (widen_dy) {
     conv2d_widen<T><<<grad_blocks(device, sizes.y_elements), conv2d_grad_block, 0, o.stream>>>(
         dy_reader(dy, o, relu_y), reinterpret_cast<float*>(base), static_cast<long long>(sizes.y_elements));
     check_launch(what);
     dy_f = reinterpret_cast<const float*>(base);
   }
-  if (widen) {
-    conv2d_widen<T><<<grad_blocks(device, sizes.w_elements), conv2d_grad_block, 0, o.stream>>>(
-        conv2d_dy_reader<T>{w, nullptr, 0.0f}, reinterpret_cast<float*>(base + dy_bytes),
-        static_cast<long long>(sizes.w_elements));
-    check_launch(what);
-    w_f = reinterpret_cast<const float*>(base + dy_bytes);
-  }
+  float* const w_f = reinterpret_cast<float*>(base + dy_bytes);
+  conv2d_widen_rows<T><<<grad_blocks(device, p.out_channels * ld), conv2d_grad_block, 0, o.stream>>>(
+      w, w_f, static_cast<int>(p.out_channels), static_cast<int>(crs), static_cast<int>(ld));
+  check_launch(what);
   float* const dcol = reinterpret_cast<float*>(base + dy_bytes + w_bytes);
   matmul_options mo;
   mo.stream = o.stream;
-  mo.math = widen ? math_mode::tf32 : o.math;  // widened 16-bit values are TF32 values
-  matmul_impl<float>(op::none, op::none, rows, crs, p.out_channels, 1.0f, dy_f, p.out_channels, w_f, crs, 0.0f, dcol,
-                     crs, mo);
+  // Widened 16-bit values are TF32 values (10 mantissa bits hold theirs): TF32 is exact for them.
+  mo.math = std::is_same_v<T, float> ? o.math : math_mode::tf32;
+  matmul_impl<float>(op::none, op::none, rows, crs, p.out_channels, 1.0f, dy_f, p.out_channels, w_f, ld, 0.0f, dcol, ld,
+                     mo);
   const conv2d_args<T> a = make_conv2d_args<T>(p, sizes.p, sizes.q, nullptr, w, nullptr, nullptr);
-  conv2d_col2im_nhwc<T><<<grad_blocks(device, sizes.x_elements), conv2d_grad_block, 0, o.stream>>>(a, dcol, dx);
+  conv2d_col2im_nhwc<T>
+      <<<grad_blocks(device, sizes.x_elements), conv2d_grad_block, 0, o.stream>>>(a, dcol, static_cast<int>(ld), dx);
   check_launch(what);
   return true;
 }
@@ -240,7 +240,8 @@ void launch_wgrad_naive(const char* what, int device, const conv2d_args<T>& a, c
 }
 
 /// conv2d_im2col_* for images [n0, n0 + images): NHWC in 16-byte pieces where
-/// C * sizeof(T), x and col allow it, else one element a thread.
+/// C * sizeof(T), x and col allow it, in filter-row runs where C * sizeof(T) is
+/// under 16 bytes, else one element a thread.
 template <class T>
 void launch_im2col(const char* what, int device, bool nhwc, const conv2d_args<T>& a, z n0, z images, T* col,
                    cudaStream_t stream) {
@@ -256,6 +257,10 @@ void launch_im2col(const char* what, int device, bool nhwc, const conv2d_args<T>
     const fast_divmod pieces(static_cast<unsigned>(static_cast<z>(a.c) * sizeof(T) / piece));
     conv2d_im2col_nhwc<T, uint4><<<grad_blocks(device, elements / (piece / sizeof(T))), conv2d_grad_block, 0, stream>>>(
         a, pieces, first, count, col);
+  } else if (a.c * static_cast<int>(sizeof(T)) < static_cast<int>(piece)) {  // runs of one filter row
+    conv2d_im2col_nhwc_rows<T>
+        <<<grad_blocks(device, images * static_cast<z>(a.pq) * static_cast<z>(a.r)), conv2d_grad_block, 0, stream>>>(
+            a, first, count, col);
   } else {
     conv2d_im2col_nhwc<T, T><<<grad_blocks(device, elements), conv2d_grad_block, 0, stream>>>(
         a, fast_divmod(static_cast<unsigned>(a.c)), first, count, col);
