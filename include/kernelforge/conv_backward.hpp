@@ -55,7 +55,18 @@
 //                  under 1 GiB. Layers whose padding exceeds the dilated
 //                  filter's reach (ph > dh) run dx naive, as does any
 //                  call that finds no workspace.
-//   best           implicit_gemm where the workspace is available, else naive.
+//   implicit_gemm_wgmma
+//                  implicit_gemm, except dw of NHWC __half / __nv_bfloat16
+//                  layers on sm_90 (the library built with 90): an implicit
+//                  GEMM on wgmma (kernels/conv2d/backward/03_wgrad_wgmma.cuh)
+//                  that loads dy and x's im2col tiles by TMA where they are,
+//                  no im2col matrix, split over the output pixels with fp32
+//                  partial sums in a pooled workspace, summed in a fixed order
+//                  and rounded to T once. It needs C and K multiples of 8,
+//                  x and dy 16-byte aligned and strides up to 8; elsewhere
+//                  (and for float, whose TF32 products read k-major operands
+//                  only) dw runs as implicit_gemm, as does dx always.
+//   best           implicit_gemm_wgmma where the workspace is available, else naive.
 #pragma once
 
 #include <cstddef>
@@ -73,6 +84,8 @@ enum class conv2d_backward_variant {
   best,
   naive,          ///< one thread per output element, direct summation
   implicit_gemm,  ///< dx as a forward convolution, dw as im2col + matmul
+  /// implicit_gemm, with dw of NHWC 16-bit layers as the wgmma implicit GEMM (sm_90)
+  implicit_gemm_wgmma,
 };
 
 struct conv2d_backward_options {

@@ -316,7 +316,8 @@ def conv2d_backward_data(dy, weight, x_shape=None, *, stride=1, padding=0, dilat
     relu=True: the forward fused the threshold ReLU (kernelforge.conv2d(relu=True,
     relu_threshold=t)); pass its output as relu_y and the same t (>= 0): dy is read as 0
     where relu_y <= t. tf32=True allows TF32 tensor cores for float32. variant: "best",
-    "naive" or "implicit_gemm" (kf::conv2d_backward_variant). Returns dx.
+    "naive", "implicit_gemm" or "implicit_gemm_wgmma" (kf::conv2d_backward_variant; the last
+    differs from implicit_gemm in dweight only). Returns dx.
     """
     require_array("dy", dy)
     require_array("weight", weight)

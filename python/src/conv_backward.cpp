@@ -44,7 +44,8 @@ kf::conv2d_backward_options backward_options(const char* what, const std::option
   o.relu_threshold = static_cast<float>(relu_threshold);
   o.variant = enum_by_name(what, "variant", variant,
                            {kf::conv2d_backward_variant::best, kf::conv2d_backward_variant::naive,
-                            kf::conv2d_backward_variant::implicit_gemm});
+                            kf::conv2d_backward_variant::implicit_gemm,
+                            kf::conv2d_backward_variant::implicit_gemm_wgmma});
   return o;
 }
 

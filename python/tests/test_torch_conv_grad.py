@@ -133,7 +133,7 @@ def test_gradients_match_torch(geometry, dtype, memory_format, tf32, x_grad, wit
     assert_gradients("Conv2d", got, want, x1, ours.weight, grad, tf32, g, theirs=mine)
 
 
-BACKWARD_VARIANTS = ["best", "naive", "implicit_gemm"]
+BACKWARD_VARIANTS = ["best", "naive", "implicit_gemm", "implicit_gemm_wgmma"]
 
 
 @pytest.mark.parametrize("variant", BACKWARD_VARIANTS)

@@ -21,6 +21,12 @@
 //    already the NPQ x K matrix and im2col's columns come out in KRSC order.
 // Over step 1 this moves every multiply-add onto the tensor cores (or the tuned
 // fp32 kernels) at the price of the passes in kernels/conv2d/backward/passes.cuh.
+//
+// Gradient step 3 -- implicit_gemm_wgmma (and best): dw of NHWC 16-bit layers
+// on sm_90 as an implicit GEMM on wgmma that reads dy and x's im2col tiles by
+// TMA where they are (kernels/conv2d/backward/03_wgrad_wgmma.cuh; its launch in
+// backward_sm90a.cu), its split over the output pixels summed here by the shared
+// split-k reduction; elsewhere step 2.
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
@@ -30,9 +36,12 @@
 
 #include "kernelforge/conv_backward.hpp"
 #include "kernelforge/kernels/common/grid.hpp"
+#include "kernelforge/kernels/common/numeric.cuh"
+#include "kernelforge/kernels/common/split_k_reduce.cuh"
 #include "kernelforge/kernels/conv2d/args.cuh"
 #include "kernelforge/kernels/conv2d/backward/01_naive.cuh"
 #include "kernelforge/kernels/conv2d/backward/passes.cuh"
+#include "kernelforge/kernels/conv2d/backward/wgrad_wgmma_sm90a.hpp"
 #include "kernelforge/kernels/conv2d/validate.hpp"
 #include "kernelforge/kernels/runtime/launcher.hpp"
 #include "kernelforge/matmul.hpp"
@@ -44,6 +53,7 @@ const char* to_string(conv2d_backward_variant variant) noexcept {
     case conv2d_backward_variant::best: return "best";
     case conv2d_backward_variant::naive: return "naive";
     case conv2d_backward_variant::implicit_gemm: return "implicit_gemm";
+    case conv2d_backward_variant::implicit_gemm_wgmma: return "implicit_gemm_wgmma";
   }
   return "unknown";
 }
@@ -116,38 +126,38 @@ template <class T>
 bool dgrad_as_gemm_col2im(const char* what, int device, const conv2d_params& p, const conv2d_sizes& sizes, const T* dy,
                           const T* w, T* dx, const conv2d_backward_options& o, const T* relu_y) {
   const z rows = p.batch * sizes.p * sizes.q, crs = sizes.w_elements / p.out_channels;
-  const z dcol_elements = rows * crs;
-  if (dcol_elements * sizeof(float) > conv2d_im2col_max_bytes) return false;
-  constexpr bool widen = !std::is_same_v<T, float>;
-  const bool widen_dy = widen || o.relu;
+  // dcol's and the widened filter's rows padded to 16 bytes, so the GEMM reads
+  // and stores them with TMA (147 floats a row for the stem: 588 bytes).
+  const z ld = round_up(crs, 16 / sizeof(float));
+  const z dcol_elements = rows * ld;
+  if (dcol_elements * sizeof(float) > conv2d_im2col_max_bytes || ld > static_cast<z>(INT32_MAX)) return false;
+  const bool widen_dy = !std::is_same_v<T, float> || o.relu;
   const z dy_bytes = widen_dy ? aligned_bytes(sizes.y_elements, sizeof(float)) : 0;
-  const z w_bytes = widen ? aligned_bytes(sizes.w_elements, sizeof(float)) : 0;
+  const z w_bytes = aligned_bytes(p.out_channels * ld, sizeof(float));
   pooled_workspace scratch(device, dy_bytes + w_bytes + aligned_bytes(dcol_elements, sizeof(float)), o.stream);
   if (scratch.data() == nullptr) return false;
   char* const base = scratch.data<char>();
   const float* dy_f = reinterpret_cast<const float*>(dy);
-  const float* w_f = reinterpret_cast<const float*>(w);
   if (widen_dy) {
     conv2d_widen<T><<<grad_blocks(device, sizes.y_elements), conv2d_grad_block, 0, o.stream>>>(
         dy_reader(dy, o, relu_y), reinterpret_cast<float*>(base), static_cast<long long>(sizes.y_elements));
     check_launch(what);
     dy_f = reinterpret_cast<const float*>(base);
   }
-  if (widen) {
-    conv2d_widen<T><<<grad_blocks(device, sizes.w_elements), conv2d_grad_block, 0, o.stream>>>(
-        conv2d_dy_reader<T>{w, nullptr, 0.0f}, reinterpret_cast<float*>(base + dy_bytes),
-        static_cast<long long>(sizes.w_elements));
-    check_launch(what);
-    w_f = reinterpret_cast<const float*>(base + dy_bytes);
-  }
+  float* const w_f = reinterpret_cast<float*>(base + dy_bytes);
+  conv2d_widen_rows<T><<<grad_blocks(device, p.out_channels * ld), conv2d_grad_block, 0, o.stream>>>(
+      w, w_f, static_cast<int>(p.out_channels), static_cast<int>(crs), static_cast<int>(ld));
+  check_launch(what);
   float* const dcol = reinterpret_cast<float*>(base + dy_bytes + w_bytes);
   matmul_options mo;
   mo.stream = o.stream;
-  mo.math = widen ? math_mode::tf32 : o.math;  // widened 16-bit values are TF32 values
-  matmul_impl<float>(op::none, op::none, rows, crs, p.out_channels, 1.0f, dy_f, p.out_channels, w_f, crs, 0.0f, dcol,
-                     crs, mo);
+  // Widened 16-bit values are TF32 values (10 mantissa bits hold theirs): TF32 is exact for them.
+  mo.math = std::is_same_v<T, float> ? o.math : math_mode::tf32;
+  matmul_impl<float>(op::none, op::none, rows, crs, p.out_channels, 1.0f, dy_f, p.out_channels, w_f, ld, 0.0f, dcol, ld,
+                     mo);
   const conv2d_args<T> a = make_conv2d_args<T>(p, sizes.p, sizes.q, nullptr, w, nullptr, nullptr);
-  conv2d_col2im_nhwc<T><<<grad_blocks(device, sizes.x_elements), conv2d_grad_block, 0, o.stream>>>(a, dcol, dx);
+  conv2d_col2im_nhwc<T>
+      <<<grad_blocks(device, sizes.x_elements), conv2d_grad_block, 0, o.stream>>>(a, dcol, static_cast<int>(ld), dx);
   check_launch(what);
   return true;
 }
@@ -229,7 +239,8 @@ void launch_wgrad_naive(const char* what, int device, const conv2d_args<T>& a, c
 }
 
 /// conv2d_im2col_* for images [n0, n0 + images): NHWC in 16-byte pieces where
-/// C * sizeof(T), x and col allow it, else one element a thread.
+/// C * sizeof(T), x and col allow it, in filter-row runs where C * sizeof(T) is
+/// under 16 bytes, else one element a thread.
 template <class T>
 void launch_im2col(const char* what, int device, bool nhwc, const conv2d_args<T>& a, z n0, z images, T* col,
                    cudaStream_t stream) {
@@ -245,6 +256,10 @@ void launch_im2col(const char* what, int device, bool nhwc, const conv2d_args<T>
     const fast_divmod pieces(static_cast<unsigned>(static_cast<z>(a.c) * sizeof(T) / piece));
     conv2d_im2col_nhwc<T, uint4><<<grad_blocks(device, elements / (piece / sizeof(T))), conv2d_grad_block, 0, stream>>>(
         a, pieces, first, count, col);
+  } else if (a.c * static_cast<int>(sizeof(T)) < static_cast<int>(piece)) {  // runs of one filter row
+    conv2d_im2col_nhwc_rows<T>
+        <<<grad_blocks(device, images * static_cast<z>(a.pq) * static_cast<z>(a.r)), conv2d_grad_block, 0, stream>>>(
+            a, first, count, col);
   } else {
     conv2d_im2col_nhwc<T, T><<<grad_blocks(device, elements), conv2d_grad_block, 0, stream>>>(
         a, fast_divmod(static_cast<unsigned>(a.c)), first, count, col);
@@ -293,6 +308,61 @@ bool wgrad_as_gemm(const char* what, int device, const conv2d_params& p, const c
                    compute_t<T>(n0 == 0 ? 0 : 1), dw, crs, mo);
   }
   return true;
+}
+
+/// dw of an NHWC 16-bit layer on the wgmma implicit GEMM (gradient step 3, see
+/// the top of this file): planned here (wgrad_wgmma_plan.hpp) with its split's
+/// fp32 slabs -- and, under the ReLU mask, dy masked first (conv2d_dy_spread)
+/// -- in one pooled workspace, launched by backward_sm90a.cu, reduced here.
+/// false (nothing enqueued but possibly the mask) where it does not run: float,
+/// NCHW, no sm_90a kernel for the device, a layer or pointer outside its reach,
+/// no workspace for the mask; without memory for the slabs it runs unsplit.
+template <class T>
+bool wgrad_as_wgmma(const char* what, int device, const conv2d_params& p, const conv2d_sizes& sizes,
+                    const conv2d_args<T>& a, const T* dy, T* dw, const conv2d_backward_options& o, const T* relu_y) {
+  if constexpr (std::is_same_v<T, float>) {
+    return false;  // TF32 wgmma reads k-major operands only (03_wgrad_wgmma.cuh)
+  } else {
+    if (p.layout != conv2d_layout::nhwc || !conv2d_wgrad_wgmma_available(device)) return false;
+    if (conv2d_wgrad_wgmma_unsupported_reason(p.in_channels, p.out_channels, sizeof(T), p.stride_h, p.stride_w) !=
+        nullptr) {
+      return false;
+    }
+    const bool masked = o.relu;  // the masked dy goes to the (aligned) workspace
+    if (!conv2d_wgrad_wgmma_aligned(a.x, masked ? static_cast<const void*>(a.x) : dy)) return false;
+    const z K = p.out_channels, rsc = static_cast<z>(a.crs);
+    const int sms = limits_for(device).sm_count;
+    const auto plan_for = [&](bool unsplit) {
+      return plan_conv2d_wgrad_wgmma(p.batch, sizes.p, sizes.q, K, p.in_channels, static_cast<z>(a.rs), p.stride_h,
+                                     p.stride_w, static_cast<z>(sms > 0 ? sms : 1), unsplit);
+    };
+    conv2d_wgrad_wgmma_plan plan = plan_for(false);
+    const z dy_bytes = masked ? aligned_bytes(sizes.y_elements, sizeof(T)) : 0;
+    const pooled_workspace scratch(device, dy_bytes + plan.workspace_bytes(K, rsc), o.stream);
+    char* memory = scratch.data<char>();
+    const bool unsplit = memory == nullptr && plan.split > 1;  // no memory for the slabs: one slice, no slabs
+    const pooled_workspace dy_only(device, unsplit ? dy_bytes : 0, o.stream);
+    if (unsplit) {
+      plan = plan_for(true);
+      memory = dy_only.data<char>();
+    }
+    if (masked && memory == nullptr) return false;
+    const T* source = dy;
+    if (masked) {
+      T* const masked_dy = reinterpret_cast<T*>(memory);
+      launch_dy_spread(what, device, true, true, dy_reader(dy, o, relu_y), masked_dy, p.batch, K, sizes.p, sizes.q,
+                       sizes.p, sizes.q, 1, 1, o.stream);
+      source = masked_dy;
+    }
+    float* const partial = plan.split > 1 ? reinterpret_cast<float*>(memory + dy_bytes) : nullptr;
+    if (!conv2d_wgrad_wgmma_try_launch(device, a, source, dw, partial, plan, o.stream)) return false;
+    if (plan.split > 1) {
+      using store = conv2d_wgrad_split_k_store<T>;
+      (void)profile_of<&split_k_reduce<store>>(device, what);  // no_kernel_image before the launch (cached)
+      launch_split_k_reduce(device, partial, K, rsc, static_cast<int>(plan.split), store{dw}, o.stream, what);
+    }
+    return true;
+  }
 }
 
 template <class T>
@@ -361,8 +431,11 @@ void conv2d_backward_filter_impl(const conv2d_params& p, const T* x, const T* dy
   const conv2d_args<T> a = make_conv2d_args<T>(p, sizes.p, sizes.q, x, nullptr, nullptr, nullptr);
   const conv2d_dy_reader<T> reader = dy_reader(dy, o, relu_y);
   if (dbias != nullptr) launch_bias_grad(what, device, a, reader, dbias, nhwc, o.stream);
-  if (o.variant != conv2d_backward_variant::naive && wgrad_as_gemm(what, device, p, sizes, a, dy, dw, o, relu_y)) {
-    return;
+  if (o.variant != conv2d_backward_variant::naive) {
+    const bool wgmma =
+        o.variant == conv2d_backward_variant::best || o.variant == conv2d_backward_variant::implicit_gemm_wgmma;
+    if (wgmma && wgrad_as_wgmma(what, device, p, sizes, a, dy, dw, o, relu_y)) return;
+    if (wgrad_as_gemm(what, device, p, sizes, a, dy, dw, o, relu_y)) return;
   }
   launch_wgrad_naive(what, device, a, reader, dw, nhwc, o.stream);
 }

@@ -236,7 +236,8 @@ namespace {
 conv2d_sizes validate_conv2d_backward_common(const char* what, const conv2d_params& p, const void* relu_y,
                                              std::size_t element_bytes, const conv2d_backward_options& options) {
   using v = conv2d_backward_variant;
-  require_one_of(what, "options.variant", options.variant, {v::best, v::naive, v::implicit_gemm});
+  require_one_of(what, "options.variant", options.variant,
+                 {v::best, v::naive, v::implicit_gemm, v::implicit_gemm_wgmma});
   require_one_of(what, "options.math", options.math, {math_mode::exact, math_mode::tf32});
   validate_conv2d_layout_type(what, p, element_bytes);
   const conv2d_sizes sizes = check_conv2d_extents(what, p);

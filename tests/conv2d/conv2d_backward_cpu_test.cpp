@@ -504,6 +504,7 @@ TEST(Conv2dBackwardNames, ToString) {
   EXPECT_STREQ(kf::to_string(kf::conv2d_backward_variant::best), "best");
   EXPECT_STREQ(kf::to_string(kf::conv2d_backward_variant::naive), "naive");
   EXPECT_STREQ(kf::to_string(kf::conv2d_backward_variant::implicit_gemm), "implicit_gemm");
+  EXPECT_STREQ(kf::to_string(kf::conv2d_backward_variant::implicit_gemm_wgmma), "implicit_gemm_wgmma");
   EXPECT_STREQ(kf::to_string(static_cast<kf::conv2d_backward_variant>(7)), "unknown");
 }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // conv2d's gradients on the GPU (<kernelforge/conv_backward.hpp>):
 // conv2d_backward_data (dx) and conv2d_backward_filter (dw, dbias) for every
-// layout, type and math mode x every variant (naive, implicit_gemm, best) x the
+// layout, type and math mode x every variant (naive, implicit_gemm,
+// implicit_gemm_wgmma, best) x the
 // cases below, against the double references of
 // kernelforge/reference/conv_backward.hpp. Every output buffer is poisoned with
 // NaN first (an element no kernel writes can never pass, and NaN never passes),
@@ -20,7 +21,8 @@
 // terms any output of the call sums that are not zero (dx: K x the taps of one
 // filter that reach one input pixel, at most K R S; dw: N x the output pixels
 // whose tap lies inside the image, at most N P Q; dbias: N P Q) and u = 2^-24:
-//   fp32 sums (float: naive, and implicit_gemm / best under exact math, which
+//   fp32 sums (float: naive, and implicit_gemm / implicit_gemm_wgmma / best
+//   under exact math, which
 //   run dx on the forward's exact kernels and dw on the fp32 SGEMM; dbias always):
 //     |got - ref| <= 2 n u S.
 //     Recursive summation in fp32 is within gamma_n S ~ n u S of the exact sum
@@ -36,11 +38,12 @@
 //     tensor core's alignment of each k-group's products.
 //   __half and __nv_bfloat16 (fp32 sums rounded once to T):
 //     |got - ref| <= u_T |ref| + (1 + u_T) (2 n u + tc) S + a_T,
-//     u_T = 2^-11 or 2^-8, tc = 2^-18 where tensor cores may run (implicit_gemm
-//     and best: dx's forward and dw's matmul) else 0, a_T = 2^-25 (half's
-//     underflow) or 0. dw's sums are rounded to T once per chunk of images (a
-//     chunk keeps im2col under 1 GiB): every case here is one chunk
-//     (Conv2dBackwardCases.OneImageChunk), so once.
+//     u_T = 2^-11 or 2^-8, tc = 2^-18 where tensor cores may run (implicit_gemm,
+//     implicit_gemm_wgmma and best: dx's forward and dw's matmul or wgmma
+//     implicit GEMM) else 0, a_T = 2^-25 (half's underflow) or 0. dw's sums are
+//     rounded to T once per chunk of images (a chunk keeps im2col under 1 GiB;
+//     the wgmma wgrad rounds once after its fp32 split-k reduction): every case
+//     here is one chunk (Conv2dBackwardCases.OneImageChunk), so once.
 //   Winograd (float NCHW under exact math, implicit_gemm / best, dx of a 3x3
 //   stride-1 dilation-1 layer with C, K >= 64, where the forward that computes
 //   dx takes Winograd F(2x2,3x3)): conv2d_gpu_test.cpp's bound
@@ -61,8 +64,14 @@
 // and none; N = 0 (dw, dbias zeroed) and K = 0 (dx zeroed); inputs (dy, x,
 // weight, relu_y) and outputs (dx, dw, dbias) one element off alignment; two
 // N = 2, C = K = 64, 14x14 layers (with and without the mask) for the tensor
-// cores' real tiles and Winograd. The references' cost: 7e7 multiply-adds in
-// double per type and layout (2.8e8 in all, over the hardware threads).
+// cores' real tiles and Winograd; for the wgmma filter gradient (NHWC 16-bit,
+// C and K multiples of 8, aligned x and dy: Conv2dBackwardCases.WgmmaWgradCases),
+// K = 72 and C = 128 (a 128 x 128 tile, rows past K), K = C = 136 (two tiles
+// each way, the second's boxes partly past K and C), C = 24 (a 64-wide tile
+// mostly past C), stride 2 and 3 with overhanging patches, a 40 x 40 image (a
+// split reduction), dw one element off alignment (element stores). The
+// references' cost: 1e8 multiply-adds in double per type and layout (4e8 in
+// all, over the hardware threads).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -82,6 +91,7 @@
 #include "conv2d_cases.hpp"
 #include "kernelforge/conv.hpp"
 #include "kernelforge/conv_backward.hpp"
+#include "kernelforge/kernels/conv2d/backward/wgrad_wgmma_plan.hpp"
 #include "kernelforge/reference/conv.hpp"
 #include "kernelforge/reference/conv_backward.hpp"
 #include "test_support.hpp"
@@ -162,6 +172,14 @@ const std::vector<grad_case>& grad_cases() {
       misaligned({"misaligned_out_c17_k8_9x11_3x3_s2_p1_n2", make(2, 17, 9, 11, 8, 3, 3, 2, 1, 1)}, 0, 1),
       misaligned({"misaligned_in_out_c8_k8_7x9_1x1_n3", make(3, 8, 7, 9, 8, 1, 1, 1, 0, 1)}, 1, 1),
       misaligned({"misaligned_in_out_c64_k64_7x7_3x3_p1_n1", make(1, 64, 7, 7, 64, 3, 3, 1, 1, 1)}, 1, 1),
+      // The wgmma filter gradient's tiles, boxes and split (top of file).
+      {"c16_k24_12x10_3x3_s2_p1_n3", make(3, 16, 12, 10, 24, 3, 3, 2, 1, 1)},
+      {"c16_k16_17x14_5x5_s3_p1_n3", make(3, 16, 17, 14, 16, 5, 5, 3, 1, 1)},
+      {"c128_k72_7x7_3x3_p1_n2", make(2, 128, 7, 7, 72, 3, 3, 1, 1, 1)},
+      without_dbias({"c136_k136_6x6_3x3_p1_n1_no_dbias", make(1, 136, 6, 6, 136, 3, 3, 1, 1, 1)}),
+      {"c24_k64_11x9_1x1_n2", make(2, 24, 11, 9, 64, 1, 1, 1, 0, 1)},
+      {"c8_k8_40x40_3x3_p1_n1_split", make(1, 8, 40, 40, 8, 3, 3, 1, 1, 1)},
+      misaligned({"misaligned_out_c16_k16_9x7_3x3_p1_n2", make(2, 16, 9, 7, 16, 3, 3, 1, 1, 1)}, 0, 1),
   };
   return cases;
 }
@@ -260,6 +278,7 @@ struct variant {
 const variant variants[] = {
     {"naive", kf::conv2d_backward_variant::naive},
     {"implicit_gemm", kf::conv2d_backward_variant::implicit_gemm},
+    {"implicit_gemm_wgmma", kf::conv2d_backward_variant::implicit_gemm_wgmma},
     {"best", kf::conv2d_backward_variant::best},
 };
 
@@ -590,7 +609,7 @@ TEST(Conv2dBackwardCases, CoverTheirPaths) {
   EXPECT_EQ(pad_past_reach, 2);
   EXPECT_GE(untouched_rows, 3);  // stride 2 pad 0, stride 3, 1x1 stride 2
   EXPECT_GE(untouched_cols, 2);
-  EXPECT_EQ(winograd, 3);  // the two 14x14 layers and the misaligned 7x7 one
+  EXPECT_EQ(winograd, 5);  // the two 14x14 layers, the misaligned 7x7 one, C128 K72 and C136 K136
   EXPECT_GE(relu_zero, 2);
   EXPECT_GE(relu_positive, 2);
   EXPECT_GE(strided_relu, 2);
@@ -598,7 +617,40 @@ TEST(Conv2dBackwardCases, CoverTheirPaths) {
   EXPECT_EQ(empty_batch, 1);
   EXPECT_EQ(no_filters, 1);
   EXPECT_EQ(in_misaligned, 3);
-  EXPECT_EQ(out_misaligned, 3);
+  EXPECT_EQ(out_misaligned, 4);
+}
+
+/// The cases the wgmma filter gradient computes on sm_90 in __half and
+/// __nv_bfloat16 NHWC (implicit_gemm_wgmma and best; elsewhere they run as
+/// implicit_gemm): C and K multiples of 8, strides up to 8, x and dy 16-byte
+/// aligned (no in_offset), something to sum. Among them the shapes the top of
+/// file lists: a 128-row tile, two tiles along K and C, a 1x1 layer, strides,
+/// the mask, a split (more than 16 patches: 64 pixels each) and misaligned dw.
+TEST(Conv2dBackwardCases, WgmmaWgradCases) {
+  int runs = 0, wide_k = 0, two_tiles = 0, one_by_one = 0, strided = 0, masked = 0, split = 0, out_misaligned = 0;
+  for (const grad_case& c : grad_cases()) {
+    const kf::conv2d_params& p = c.p;
+    const bool applies = kf::detail::conv2d_wgrad_wgmma_unsupported_reason(p.in_channels, p.out_channels, 2, p.stride_h,
+                                                                           p.stride_w) == nullptr &&
+                         c.in_offset == 0 && p.batch > 0 && p.out_channels > 0;
+    if (!applies) continue;
+    ++runs;
+    wide_k += p.out_channels > 64 ? 1 : 0;
+    two_tiles += p.out_channels > 128 && p.in_channels > 128 ? 1 : 0;
+    one_by_one += p.filter_height * p.filter_width == 1 ? 1 : 0;
+    strided += p.stride_h > 1 ? 1 : 0;
+    masked += c.relu ? 1 : 0;
+    split += p.batch * kf::conv2d_output_height(p) * kf::conv2d_output_width(p) > 16 * 64 ? 1 : 0;
+    out_misaligned += c.out_offset > 0 ? 1 : 0;
+  }
+  EXPECT_GE(runs, 10);
+  EXPECT_GE(wide_k, 2);
+  EXPECT_GE(two_tiles, 1);
+  EXPECT_GE(one_by_one, 1);
+  EXPECT_GE(strided, 3);
+  EXPECT_GE(masked, 1);
+  EXPECT_GE(split, 1);
+  EXPECT_GE(out_misaligned, 1);
 }
 
 }  // namespace

@@ -153,37 +153,39 @@ __device__ __forceinline__ void wgmma_m64nNk8_tf32_rs(float (&d)[wgmma_accumulat
 }
 
 /// d (64 x N, fp32) += A (64 x 16) * B (16 x N), T = __half or __nv_bfloat16,
-/// both read from shared memory: A k-major (imm-trans-a = 0), B k-major
-/// (TransB = 0) or N-major (TransB = 1, imm-trans-b: the 16-bit types allow it).
-template <class T, int N, int TransB = 0>
+/// both read from shared memory: A k-major (TransA = 0) or M-major (TransA = 1,
+/// imm-trans-a: the wgrad's dy^T, 03_wgrad_wgmma.cuh), B k-major (TransB = 0)
+/// or N-major (TransB = 1, imm-trans-b): the 16-bit types allow both.
+template <class T, int N, int TransB = 0, int TransA = 0>
 __device__ __forceinline__ void wgmma_m64nNk16(float (&d)[wgmma_accumulators<N>], std::uint64_t desc_a,
                                                std::uint64_t desc_b) {
   static_assert(TransB == 0 || TransB == 1, "imm-trans-b is 0 or 1");
+  static_assert(TransA == 0 || TransA == 1, "imm-trans-a is 0 or 1");
   static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, "wgmma m64nNk16: f16 or bf16");
   static_assert(N == 64 || N == 128 || N == 256, "wgmma 16-bit here: N of 64, 128 or 256");
   constexpr bool f16 = std::is_same_v<T, __half>;
   if constexpr (N == 256 && f16) {
     KF_WGMMA_ASM("256", "16", "f16", "f16", KF_WGMMA_REGS_0 KF_WGMMA_REGS_32 KF_WGMMA_REGS_64, "128", "129", "130",
-                 ", 0, %131", KF_WGMMA_D32(0), KF_WGMMA_D32(32), KF_WGMMA_D32(64), KF_WGMMA_D32(96)
-                 : "l"(desc_a), "l"(desc_b), "n"(1), "n"(TransB));
+                 ", %132, %131", KF_WGMMA_D32(0), KF_WGMMA_D32(32), KF_WGMMA_D32(64), KF_WGMMA_D32(96)
+                 : "l"(desc_a), "l"(desc_b), "n"(1), "n"(TransB), "n"(TransA));
   } else if constexpr (N == 256) {
     KF_WGMMA_ASM("256", "16", "bf16", "bf16", KF_WGMMA_REGS_0 KF_WGMMA_REGS_32 KF_WGMMA_REGS_64, "128", "129", "130",
-                 ", 0, %131", KF_WGMMA_D32(0), KF_WGMMA_D32(32), KF_WGMMA_D32(64), KF_WGMMA_D32(96)
-                 : "l"(desc_a), "l"(desc_b), "n"(1), "n"(TransB));
+                 ", %132, %131", KF_WGMMA_D32(0), KF_WGMMA_D32(32), KF_WGMMA_D32(64), KF_WGMMA_D32(96)
+                 : "l"(desc_a), "l"(desc_b), "n"(1), "n"(TransB), "n"(TransA));
   } else if constexpr (N == 128 && f16) {
-    KF_WGMMA_ASM("128", "16", "f16", "f16", KF_WGMMA_REGS_0 KF_WGMMA_REGS_32, "64", "65", "66", ", 0, %67",
+    KF_WGMMA_ASM("128", "16", "f16", "f16", KF_WGMMA_REGS_0 KF_WGMMA_REGS_32, "64", "65", "66", ", %68, %67",
                  KF_WGMMA_D32(0), KF_WGMMA_D32(32)
-                 : "l"(desc_a), "l"(desc_b), "n"(1), "n"(TransB));
+                 : "l"(desc_a), "l"(desc_b), "n"(1), "n"(TransB), "n"(TransA));
   } else if constexpr (N == 128) {
-    KF_WGMMA_ASM("128", "16", "bf16", "bf16", KF_WGMMA_REGS_0 KF_WGMMA_REGS_32, "64", "65", "66", ", 0, %67",
+    KF_WGMMA_ASM("128", "16", "bf16", "bf16", KF_WGMMA_REGS_0 KF_WGMMA_REGS_32, "64", "65", "66", ", %68, %67",
                  KF_WGMMA_D32(0), KF_WGMMA_D32(32)
-                 : "l"(desc_a), "l"(desc_b), "n"(1), "n"(TransB));
+                 : "l"(desc_a), "l"(desc_b), "n"(1), "n"(TransB), "n"(TransA));
   } else if constexpr (f16) {
-    KF_WGMMA_ASM("64", "16", "f16", "f16", KF_WGMMA_REGS_0, "32", "33", "34", ", 0, %35", KF_WGMMA_D32(0)
-                 : "l"(desc_a), "l"(desc_b), "n"(1), "n"(TransB));
+    KF_WGMMA_ASM("64", "16", "f16", "f16", KF_WGMMA_REGS_0, "32", "33", "34", ", %36, %35", KF_WGMMA_D32(0)
+                 : "l"(desc_a), "l"(desc_b), "n"(1), "n"(TransB), "n"(TransA));
   } else {
-    KF_WGMMA_ASM("64", "16", "bf16", "bf16", KF_WGMMA_REGS_0, "32", "33", "34", ", 0, %35", KF_WGMMA_D32(0)
-                 : "l"(desc_a), "l"(desc_b), "n"(1), "n"(TransB));
+    KF_WGMMA_ASM("64", "16", "bf16", "bf16", KF_WGMMA_REGS_0, "32", "33", "34", ", %36, %35", KF_WGMMA_D32(0)
+                 : "l"(desc_a), "l"(desc_b), "n"(1), "n"(TransB), "n"(TransA));
   }
 }
 

@@ -110,21 +110,23 @@ inline std::size_t conv2d_wgmma_bn(std::size_t k) { return k <= 64 ? 64 : 128; }
 /// k: the output channels (K); the tile's bn from conv2d_wgmma_bn.
 /// stride_h, stride_w (NHWC): a box of wt x ht output pixels spans stride_w wt
 /// x stride_h ht input pixels, at most 256 (TMA's box limit) along each.
+/// max_pixels: the box's most pixels (the forward's 128-row tile; the wgrad's
+/// 64-pixel reduction step, backward/wgrad_wgmma_plan.hpp).
 inline conv2d_wgmma_tile choose_conv2d_wgmma_tile(std::size_t n, std::size_t p, std::size_t q, std::size_t k,
-                                                  std::size_t stride_h = 1, std::size_t stride_w = 1) {
+                                                  std::size_t stride_h = 1, std::size_t stride_w = 1,
+                                                  std::size_t max_pixels = conv2d_wgmma_block_m) {
   conv2d_wgmma_tile best;
   best.bn = conv2d_wgmma_bn(k);
   best.tiles_k = ceil_div(k, best.bn);
   std::size_t best_tiles = std::numeric_limits<std::size_t>::max();
-  const std::size_t w_fit =
-      conv2d_wgmma_max_box / stride_w < conv2d_wgmma_block_m ? conv2d_wgmma_max_box / stride_w : conv2d_wgmma_block_m;
+  const std::size_t w_fit = conv2d_wgmma_max_box / stride_w < max_pixels ? conv2d_wgmma_max_box / stride_w : max_pixels;
   const std::size_t h_limit = conv2d_wgmma_max_box / stride_h;
   const std::size_t max_w = q < w_fit ? q : w_fit;
   for (std::size_t wt = max_w; wt >= 1; --wt) {
-    const std::size_t rows_fit = conv2d_wgmma_block_m / wt < h_limit ? conv2d_wgmma_block_m / wt : h_limit;
+    const std::size_t rows_fit = max_pixels / wt < h_limit ? max_pixels / wt : h_limit;
     const std::size_t max_h = p < rows_fit ? p : rows_fit;
     for (std::size_t ht = max_h; ht >= 1; --ht) {
-      const std::size_t images_fit = conv2d_wgmma_block_m / (wt * ht);
+      const std::size_t images_fit = max_pixels / (wt * ht);
       std::size_t nt = n < images_fit ? n : images_fit;
       if (nt > conv2d_wgmma_max_box) nt = conv2d_wgmma_max_box;
       const std::size_t tiles = ceil_div(n, nt) * ceil_div(p, ht) * ceil_div(q, wt);

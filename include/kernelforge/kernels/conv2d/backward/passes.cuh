@@ -9,7 +9,9 @@
 //  * conv2d_im2col: the NPQ x CRS matrix of input patches that dw multiplies;
 //  * conv2d_col2im_nhwc: dx summed from dcol = dy * w, for layers with few
 //    input channels (conv2d_widen: the fp32 operands of that GEMM);
-//  * conv2d_bias_grad: dbias, column sums of dy (two passes, deterministic).
+//  * conv2d_bias_grad: dbias, column sums of dy (two passes, deterministic);
+//  * conv2d_wgrad_split_k_store: gradient step 3's split-k store (dw from its
+//    summed fp32 slabs).
 // One thread per destination element, grid-stride; every destination element
 // written.
 #pragma once
@@ -104,31 +106,85 @@ KF_KERNEL void __launch_bounds__(conv2d_grad_block)
   }
 }
 
-/// dx of an NHWC layer from dcol = dy * w (NPQ x RSC, fp32; the GEMM half of
-/// gradient step 2 for layers with few input channels): dx[n][h][w][c] = the
-/// sum over the taps (r, s) that reach (h, w) from an output pixel (p, q) of
-/// dcol[(n P + p) Q + q][(r S + s) C + c], rounded to T once. One thread per
-/// element of dx.
+/// NHWC with channel runs too narrow for 16-byte pieces (the RGB stem's C = 3):
+/// one thread per (output pixel, filter row r) writes that row's S C columns
+/// of col (contiguous in col, and in x too at dilation 1), its index
+/// arithmetic once per S C elements instead of once per element.
 template <class T>
 KF_KERNEL void __launch_bounds__(conv2d_grad_block)
-    conv2d_col2im_nhwc(conv2d_args<T> a, const float* __restrict__ dcol, T* __restrict__ dx) {
+    conv2d_im2col_nhwc_rows(conv2d_args<T> a, int n0, int n_images, T* __restrict__ col) {
+  const int total = n_images * a.pq * a.r;
+  const int step = static_cast<int>(gridDim.x * blockDim.x);
+  const int sc = a.s * a.c;
+  const T zero = from_compute<T>(0.0f);
+  for (int idx = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); idx < total; idx += step) {
+    const int r = idx % a.r, row = idx / a.r;
+    int image, pixel, oh, ow;
+    a.div_pq.divmod(row, image, pixel);
+    a.div_q.divmod(pixel, oh, ow);
+    T* const out = col + static_cast<long long>(row) * a.crs + r * sc;
+    const int ih = oh * a.stride_h - a.pad_h + r * a.dilation_h;
+    if (ih < 0 || ih >= a.h) {
+      for (int j = 0; j < sc; ++j) out[j] = zero;
+      continue;
+    }
+    const T* const x_row = a.x + (static_cast<long long>(n0 + image) * a.h + ih) * a.w * a.c;
+    for (int s = 0; s < a.s; ++s) {
+      const int iw = ow * a.stride_w - a.pad_w + s * a.dilation_w;
+      const bool inside = iw >= 0 && iw < a.w;
+      for (int c = 0; c < a.c; ++c) out[s * a.c + c] = inside ? x_row[iw * a.c + c] : zero;
+    }
+  }
+}
+
+/// dx of an NHWC layer from dcol = dy * w (NPQ x RSC, fp32, rows ld_dcol apart;
+/// the GEMM half of gradient step 2 for layers with few input channels):
+/// dx[n][h][w][c] = the sum over the taps (r, s) that reach (h, w) from an
+/// output pixel (p, q) of dcol[(n P + p) Q + q][(r S + s) C + c], rounded to T
+/// once. One thread per element of dx. At stride st and dilation 1 only every
+/// st-th tap can reach a pixel, so the loops start at the first that does and
+/// step by the stride (the stem's 7 x 7 at stride 2: 16 taps tried, not 49).
+template <class T>
+KF_KERNEL void __launch_bounds__(conv2d_grad_block)
+    conv2d_col2im_nhwc(conv2d_args<T> a, const float* __restrict__ dcol, int ld_dcol, T* __restrict__ dx) {
   const long long total = static_cast<long long>(a.n) * a.c * a.hw;
   const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
+  const bool unit_dilation = a.dilation_h == 1 && a.dilation_w == 1;
   for (long long idx = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; idx < total; idx += step) {
     int n, c, ih, iw;
     conv2d_tensor_coords<true>(static_cast<int>(idx), a.c, a.h, a.w, n, c, ih, iw);
+    // r reaches ih when (ih + pad_h - r dil_h) is a multiple of stride_h in [0, (P-1) stride_h].
+    const int r_first = unit_dilation ? (ih + a.pad_h) % a.stride_h : 0;
+    const int s_first = unit_dilation ? (iw + a.pad_w) % a.stride_w : 0;
+    const int r_step = unit_dilation ? a.stride_h : 1, s_step = unit_dilation ? a.stride_w : 1;
     float sum = 0.0f;
-    for (int r = 0; r < a.r; ++r) {
+    for (int r = r_first; r < a.r; r += r_step) {
       const int th = ih + a.pad_h - r * a.dilation_h;
-      if (th < 0 || th % a.stride_h != 0 || th / a.stride_h >= a.p) continue;
-      for (int s = 0; s < a.s; ++s) {
+      if (th < 0) break;  // larger r reach further up
+      if (th % a.stride_h != 0 || th / a.stride_h >= a.p) continue;
+      for (int s = s_first; s < a.s; s += s_step) {
         const int tw = iw + a.pad_w - s * a.dilation_w;
-        if (tw < 0 || tw % a.stride_w != 0 || tw / a.stride_w >= a.q) continue;
+        if (tw < 0) break;
+        if (tw % a.stride_w != 0 || tw / a.stride_w >= a.q) continue;
         const long long row = (static_cast<long long>(n) * a.p + th / a.stride_h) * a.q + tw / a.stride_w;
-        sum += dcol[row * a.crs + (r * a.s + s) * a.c + c];
+        sum += dcol[row * ld_dcol + (r * a.s + s) * a.c + c];
       }
     }
     dx[idx] = from_compute<T>(static_cast<compute_t<T>>(sum));
+  }
+}
+
+/// dst (rows x ld, ld >= cols) = src (rows x cols, dense) widened to fp32, the
+/// columns past cols 0: a filter as the aligned fp32 B operand of dcol's GEMM.
+template <class T>
+KF_KERNEL void __launch_bounds__(conv2d_grad_block)
+    conv2d_widen_rows(const T* __restrict__ src, float* __restrict__ dst, int rows, int cols, int ld) {
+  const long long total = static_cast<long long>(rows) * ld;
+  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < total; i += step) {
+    const int j = static_cast<int>(i % ld);
+    const long long row = i / ld;
+    dst[i] = j < cols ? static_cast<float>(to_compute(src[row * cols + j])) : 0.0f;
   }
 }
 
@@ -207,5 +263,21 @@ KF_KERNEL void __launch_bounds__(32 * conv2d_bias_grad_warps)
     dbias[kk] = from_compute<T>(static_cast<compute_t<T>>(sum));
   }
 }
+
+/// The split wgrad's reduction store (common/split_k_reduce.cuh): the sum of
+/// the slabs' element i is dw[i] (the slabs are laid out as dw, K x RSC),
+/// rounded to T once. backward.cu launches it over the slabs of gradient
+/// step 3 (03_wgrad_wgmma.cuh).
+template <class T>
+struct conv2d_wgrad_split_k_store {
+  T* dw;
+  __device__ void operator()(int i, int, int, float sum) const { dw[i] = from_compute<T>(sum); }
+  __device__ void operator()(int i, int, int, float4 s) const {
+    dw[i] = from_compute<T>(s.x);
+    dw[i + 1] = from_compute<T>(s.y);
+    dw[i + 2] = from_compute<T>(s.z);
+    dw[i + 3] = from_compute<T>(s.w);
+  }
+};
 
 }  // namespace kf::detail

@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: Apache-2.0
+// Gradient step 3 -- implicit_gemm_wgmma: the filter gradient (wgrad) of an
+// NHWC layer in __half / __nv_bfloat16 as an implicit GEMM on Hopper's
+// warpgroup products (wgmma, sm_90a), both operands loaded by TMA straight
+// from the caller's x and dy. Device code; compiled for sm_90a only
+// (src/conv2d/sources.cmake). Host side: src/conv2d/backward_sm90a.cu;
+// host interface: wgrad_wgmma_sm90a.hpp; planning: wgrad_wgmma_plan.hpp.
+//
+//   dw (K x RSC) = dy^T (K x NPQ) * im2col(x) (NPQ x RSC),  M = K, N = R S C,
+//   reduced over the N P Q output pixels (CUTLASS's wgrad: "A (output
+//   gradient) is tiled, and B (activation) is loaded in im2col mode").
+//
+// What changes from step 2 (implicit_gemm: im2col into a pooled workspace,
+// dy^T packed for the GEMM's A, kf::matmul with split-k, then its reduction)
+// and why it is faster:
+//  * No im2col matrix. The B tile of filter tap (r, s) and 64 input channels is
+//    ONE 4-D TMA box of the NHWC x -- the same box the forward kernel (step 7,
+//    07_implicit_gemm_wgmma.cuh) loads for its A operand: 64 channels x wt x ht
+//    x nt pixels at the layer's stride (TMA element strides), zero-filled where
+//    the tap falls into the padding. Step 2 wrote (and read back) R S times x
+//    (115 MB for the N32 C64 56x56 3x3 layer: 42 us of 130).
+//  * No packing of dy^T. The A tile (64 output channels x the patch's pixels)
+//    is one 4-D TMA box of dy seen as K x Q x P x N: in shared memory it is
+//    pixel-outer, channel-inner -- an M-major A, which the 16-bit wgmma reads
+//    in place with its transpose bit (imm-trans-a). Likewise x's box is an
+//    N-major B (imm-trans-b), as the matmul's step 14 reads an n-contiguous B.
+//  * The reduction is cut into whole output-pixel patches (wgrad_wgmma_plan.hpp),
+//    not runs of NPQ rows: dy's box and x's box then cover the same pixels in
+//    the same order (q fastest, then p, then n), row i of both being pixel i of
+//    the patch, whatever the image rows and the stride do.
+//  * A tile fits the layer: bm = 64 output channels where K <= 64 (step 2's
+//    128-row matmul tiles were half empty on K = 64 layers), 128 otherwise.
+//    Both consumer warpgroups compute the whole bm x bn tile over alternate
+//    reduction steps (even stages consumer 0, odd stages consumer 1: the ring
+//    has an even number of stages, so each stage has one reader), then add
+//    their sums through shared memory: no half-empty products whatever bm.
+//  * Split-k over the pixels (grid.y slices of whole patches): a layer's output
+//    is small (64 x 576 for C64 K64 3x3) and its reduction long (100352
+//    pixels), so the tiles alone cannot fill 132 SMs. Each slice writes its fp32
+//    tile to its slab of a pooled workspace and the shared deterministic
+//    reduction (common/split_k_reduce.cuh, launched from backward.cu) sums the
+//    slabs in order and rounds to T once. Unsplit, the CTA rounds and stores dw.
+// Not here: float (TF32 wgmma reads both operands k-major only, and both are
+// MN-major here; float keeps step 2), C or K whose rows are not a multiple of
+// 16 bytes (TMA strides), strides above 8 (TMA element strides) and misaligned
+// x / dy: step 2 (backward.cu decides). The ReLU mask: backward.cu masks dy
+// into a workspace first (conv2d_dy_spread) and points the map there.
+// Note: x is read under the patch's whole box, including the pixels of output
+// positions past P or Q (the last patch of a row may overhang); dy's box is
+// zero there, so they add 0 -- unless such an x value is Inf or NaN, which
+// would turn a sum that never includes it into NaN (only x pixels no valid
+// output reads can be affected: the last input rows / columns of a layer whose
+// stride skips them).
+#pragma once
+
+#include <cstdint>
+
+#include <cuda.h>  // CUtensorMap (a type only)
+
+#include "../../arch/guards.cuh"
+#include "../../arch/mbarrier_sm90.cuh"
+#include "../../arch/pipeline_sm90.cuh"
+#include "../../arch/smem.cuh"
+#include "../../arch/tma_sm90.cuh"
+#include "../../arch/warpgroup_sm90.cuh"
+#include "../../arch/wgmma_sm90.cuh"
+#include "../../common/kernel.cuh"
+#include "../../common/numeric.cuh"
+#include "../../matmul/wgmma/config.cuh"  // the warpgroup roles and the 128-byte swizzle, shared
+#include "wgrad_wgmma_plan.hpp"
+
+namespace kf::detail {
+namespace conv2d_wgrad_wgmma {
+
+// The roles, the m64 block and the 128-byte swizzle: the Hopper GEMM's (matmul/wgmma/config.cuh).
+using wgmma::consumer_warpgroups;
+using wgmma::swizzle_atom_bytes;
+using wgmma::threads;  // a producer warpgroup + two consumer warpgroups
+using wgmma::wgmma_m;
+inline constexpr int row_bytes = wgmma::swizzle_row_bytes;  ///< one pixel's 64 channels of a box: one swizzled row
+/// Channels of one TMA box (either operand) and output pixels of one reduction step (a patch): the plan's.
+inline constexpr int box_channels = static_cast<int>(conv2d_wgrad_wgmma_box_channels);
+inline constexpr int step_pixels = static_cast<int>(conv2d_wgrad_wgmma_step_pixels);
+inline constexpr int wgmma_k = 16;                         ///< m64nNk16: 16 pixels a product
+inline constexpr int products = step_pixels / wgmma_k;     // 4 per m64 block per step
+inline constexpr int product_bytes = wgmma_k * row_bytes;  // 2 KiB: the next 16 pixel rows
+inline constexpr int box_bytes = step_pixels * row_bytes;  // 8 KiB: a box's slot (a patch may fill fewer rows)
+inline constexpr int ring_bytes = 192 * 1024;              ///< the stages' shared memory
+static_assert(box_channels * 2 == row_bytes, "a box row: 64 16-bit channels");
+/// The named barrier of the two consumer warpgroups (0 is __syncthreads').
+inline constexpr int consumers_barrier = 1;
+
+/// What the tile bm x bn sets: BM / 64 boxes of dy and BN / 64 boxes of x per
+/// stage, as many stages as ring_bytes holds (12, 8 or 6: even, so that
+/// alternate steps keep to one consumer's stages), and each consumer's
+/// accumulators (BM / 64 blocks of m64nBN).
+template <int BM, int BN>
+struct shape {
+  static_assert((BM == 64 || BM == 128) && (BN == 64 || BN == 128), "wgrad tiles 64 or 128 x 64 or 128");
+  static constexpr int a_boxes = BM / box_channels;
+  static constexpr int b_boxes = BN / box_channels;
+  static constexpr int a_bytes = a_boxes * box_bytes;
+  static constexpr int stage_bytes = a_bytes + b_boxes * box_bytes;
+  static constexpr int stages = ring_bytes / stage_bytes;
+  static constexpr int accumulators = wgmma_accumulators<BN>;  ///< per m64 block per thread
+  /// Tiles start 1024-aligned (the swizzle is a function of the address bits):
+  /// one atom of slack, the stages, then the ring's barriers.
+  static constexpr int smem_bytes = swizzle_atom_bytes + stages * stage_bytes + stage_ring_barrier_bytes(stages);
+  static_assert(stages % 2 == 0 && stages >= 4, "an even ring: each stage is read by one consumer");
+  static_assert(BM * BN * 4 <= stages * stage_bytes, "consumer 1's fp32 tile fits the idle ring");
+  static_assert(smem_bytes <= wgmma::max_smem_bytes, "the stages fit the shared-memory opt-in");
+};
+
+/// What the kernel needs besides the two tensor maps (filled by backward_sm90a.cu).
+template <class T>
+struct params {
+  T* dw = nullptr;            ///< KRSC, written where unsplit
+  float* partial = nullptr;   ///< split: slab z (K x RSC fp32) at partial + z * K * RSC; else nullptr
+  int k = 0, c = 0, rsc = 0;  ///< K, C, R S C
+  int s = 1;                  ///< filter width (taps along w)
+  int pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1, stride_h = 1, stride_w = 1;
+  int wt = 1, ht = 1, nt = 1;  ///< the patch: columns, rows, images
+  int patches_q = 0, patches_p = 0, patches = 0;
+  int tiles_k = 0, tiles_c = 0;
+  int patches_per_split = 0;
+  int box_row_bytes = 0;     ///< patch pixels x 128: what one box lands
+  bool zero_tail = false;    ///< the patch has fewer than 64 pixels: rows past it are zeroed once
+  bool pair_stores = false;  ///< dw aligned to two elements (C is even): stores of element pairs
+};
+
+}  // namespace conv2d_wgrad_wgmma
+
+/// dw = dy^T im2col(x) for one output tile and one slice of the reduction per
+/// CTA: blockIdx.x the tile (k tile fastest, then c tile, then tap r S + s),
+/// blockIdx.y the slice (patches [y pps, min((y + 1) pps, patches))).
+/// map_dy: dy as (k, q, p, n), box 64 x wt x ht x nt. map_x: x as (c, w, h, n),
+/// box 64 x wt stride_w x ht stride_h x nt with element strides (1, stride_w,
+/// stride_h, 1). Both 128-byte swizzled, zero fill outside.
+template <class T, int BM, int BN>
+KF_KERNEL void __launch_bounds__(conv2d_wgrad_wgmma::threads, 1)
+    conv2d_wgrad_wgmma_kernel(const __grid_constant__ CUtensorMap map_dy, const __grid_constant__ CUtensorMap map_x,
+                              const conv2d_wgrad_wgmma::params<T> prm) {
+#if defined(__CUDA_ARCH__) && !KF_ARCH_SM90A
+  __trap();  // wgmma needs sm_90a; this file is compiled for nothing else
+#elif KF_ARCH_SM90A
+  using namespace conv2d_wgrad_wgmma;
+  using sh = shape<BM, BN>;
+  constexpr int kStages = sh::stages;
+  constexpr int kAcc = sh::accumulators;
+  extern __shared__ unsigned char conv2d_wgrad_wgmma_smem[];
+  const std::uint32_t raw = smem_address(conv2d_wgrad_wgmma_smem);
+  const std::uint32_t base = (raw + swizzle_atom_bytes - 1) & ~std::uint32_t(swizzle_atom_bytes - 1);
+  unsigned char* const base_ptr = conv2d_wgrad_wgmma_smem + (base - raw);
+  const stage_ring<kStages> ring(base + kStages * sh::stage_bytes);
+
+  // The tile: output channels k0.., input channels c0.. of tap (r, s).
+  int t = static_cast<int>(blockIdx.x);
+  const int k0 = (t % prm.tiles_k) * BM;
+  t /= prm.tiles_k;
+  const int c0 = (t % prm.tiles_c) * BN;
+  const int tap = t / prm.tiles_c;
+  const int r = tap / prm.s, s = tap - r * prm.s;
+  // The slice: patches [first, end).
+  const int first = static_cast<int>(blockIdx.y) * prm.patches_per_split;
+  const int end = min(first + prm.patches_per_split, prm.patches);
+  const int steps = end - first;
+
+  if (prm.zero_tail) {
+    // TMA writes a box's first patch-pixels rows only; the rows past them stay
+    // zero for the whole kernel, in both operands, and add 0 (never stale bits).
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+    for (int i = static_cast<int>(threadIdx.x); i < kStages * sh::stage_bytes / 16; i += threads) {
+      reinterpret_cast<uint4*>(base_ptr)[i] = zero;
+    }
+    fence_proxy_async_shared();  // the zeros before TMA's writes and wgmma's reads (the async proxy)
+  }
+  const int warpgroup = static_cast<int>(threadIdx.x) / warpgroup_threads;
+  const int tid_in_warpgroup = static_cast<int>(threadIdx.x) % warpgroup_threads;
+  if (threadIdx.x == 0) {  // the producer thread below
+    tma_prefetch_descriptor(&map_dy);
+    tma_prefetch_descriptor(&map_x);
+    ring.init(warps_per_warpgroup);  // each stage: the 4 warps of the one consumer that reads it
+    mbar_init_fence();
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    // ---------------------------------------------------------------- producer
+    if (tid_in_warpgroup == 0) {
+      // Boxes wholly past K or C are not loaded: their rows / columns of the
+      // products are never stored, and a GEMM's row (column) only reaches its
+      // own outputs. The rest land box_row_bytes each.
+      const int a_live = min(sh::a_boxes, (prm.k - k0 + box_channels - 1) / box_channels);
+      const int b_live = min(sh::b_boxes, (prm.c - c0 + box_channels - 1) / box_channels);
+      const unsigned stage_tx = static_cast<unsigned>((a_live + b_live) * prm.box_row_bytes);
+      const int w_tap = s * prm.dilation_w - prm.pad_w, h_tap = r * prm.dilation_h - prm.pad_h;
+      ring_position<kStages> at;
+      for (int g = first; g < end; ++g) {
+        int m = g;  // patch g -> origin (n0, p0, q0): q fastest, then p, then n (wgrad_wgmma_plan.hpp)
+        const int q0 = (m % prm.patches_q) * prm.wt;
+        m /= prm.patches_q;
+        const int p0 = (m % prm.patches_p) * prm.ht;
+        const int n0 = (m / prm.patches_p) * prm.nt;
+        const std::uint32_t full = ring.producer_acquire(at, stage_tx);
+        const std::uint32_t stage = base + at.stage * sh::stage_bytes;
+        for (int j = 0; j < a_live; ++j) {
+          tma_load_4d(stage + j * box_bytes, &map_dy, k0 + j * box_channels, q0, p0, n0, full);
+        }
+        for (int j = 0; j < b_live; ++j) {
+          tma_load_4d(stage + sh::a_bytes + j * box_bytes, &map_x, c0 + j * box_channels, q0 * prm.stride_w + w_tap,
+                      p0 * prm.stride_h + h_tap, n0, full);
+        }
+        at.advance();
+      }
+    }
+  } else {
+    // ---------------------------------------------------------------- consumers
+    const int consumer = warpgroup - 1;
+    const int lane = tid_in_warpgroup % 32;
+    const int warp = tid_in_warpgroup / 32;
+    float d[sh::a_boxes][kAcc];
+#pragma unroll
+    for (int mb = 0; mb < sh::a_boxes; ++mb) {
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i) d[mb][i] = 0.0f;
+      fence_operands(d[mb]);
+    }
+    // A: M-major (a row holds 64 output channels of one pixel), one m64 block a
+    // box; B: N-major (64 input channels of one pixel), 64-channel blocks one
+    // box apart (the leading byte offset); 8-pixel atoms 1024 bytes apart.
+    const std::uint64_t a_desc0 = smem_descriptor_sw128(base, box_bytes, swizzle_atom_bytes);
+    const std::uint64_t b_desc0 = smem_descriptor_sw128(base + sh::a_bytes, box_bytes, swizzle_atom_bytes);
+    ring_position<kStages> at;
+    if (consumer == 1) at.advance();
+    int previous = -1;
+    for (int step = consumer; step < steps; step += consumer_warpgroups) {
+      ring.consumer_wait(at);
+      const std::uint32_t stage_offset = at.stage * sh::stage_bytes;
+      wgmma_fence();
+#pragma unroll
+      for (int mb = 0; mb < sh::a_boxes; ++mb) {
+#pragma unroll
+        for (int kk = 0; kk < products; ++kk) {
+          const std::uint64_t a = smem_descriptor_advance(a_desc0, stage_offset + mb * box_bytes + kk * product_bytes);
+          const std::uint64_t b = smem_descriptor_advance(b_desc0, stage_offset + kk * product_bytes);
+          wgmma_m64nNk16<T, BN, /*TransB=*/1, /*TransA=*/1>(d[mb], a, b);
+        }
+      }
+      wgmma_commit();
+      // Keep this stage's products in flight; the previous stage's have completed.
+      wgmma_wait<1>();
+      if (previous >= 0 && lane == 0) ring.release(previous);
+      previous = at.stage;
+      at.advance(consumer_warpgroups);
+    }
+    wgmma_wait<0>();
+#pragma unroll
+    for (int mb = 0; mb < sh::a_boxes; ++mb) fence_operands(d[mb]);
+    if (previous >= 0 && lane == 0) ring.release(previous);
+
+    // The two consumers' sums: consumer 1's through the ring, idle once both
+    // have finished (every stage the producer filled has been read).
+    float* const other = reinterpret_cast<float*>(base_ptr);
+    named_barrier_sync(consumers_barrier, consumer_warpgroups * warpgroup_threads);
+    if (consumer == 1) {
+#pragma unroll
+      for (int mb = 0; mb < sh::a_boxes; ++mb) {
+#pragma unroll
+        for (int i = 0; i < kAcc; ++i) other[(mb * kAcc + i) * warpgroup_threads + tid_in_warpgroup] = d[mb][i];
+      }
+    }
+    named_barrier_sync(consumers_barrier, consumer_warpgroups * warpgroup_threads);
+    if (consumer == 1) return;
+
+    // Accumulator i of a thread: row 16 warp + lane / 4 + 8 ((i % 4) / 2) of
+    // its m64 block, column 8 (i / 4) + 2 (lane % 4) + i % 2.
+    const long long slab = static_cast<long long>(prm.k) * prm.rsc;
+    float* const partial = prm.partial != nullptr ? prm.partial + blockIdx.y * slab : nullptr;
+#pragma unroll
+    for (int mb = 0; mb < sh::a_boxes; ++mb) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int k = k0 + mb * wgmma_m + warp * 16 + lane / 4 + 8 * h;
+        if (k >= prm.k) continue;
+        const long long row = static_cast<long long>(k) * prm.rsc + static_cast<long long>(tap) * prm.c;
+#pragma unroll
+        for (int g = 0; g < kAcc / 4; ++g) {
+          const int c = c0 + 8 * g + 2 * (lane % 4);
+          if (c >= prm.c) continue;  // C is a multiple of 8: c + 1 < C too
+          const int i = 4 * g + 2 * h;
+          const float v0 = d[mb][i] + other[(mb * kAcc + i) * warpgroup_threads + tid_in_warpgroup];
+          const float v1 = d[mb][i + 1] + other[(mb * kAcc + i + 1) * warpgroup_threads + tid_in_warpgroup];
+          if (partial != nullptr) {
+            *reinterpret_cast<float2*>(partial + row + c) = make_float2(v0, v1);  // row + c even: 8-byte aligned
+          } else if (prm.pair_stores) {
+            *reinterpret_cast<std::uint32_t*>(prm.dw + row + c) = from_compute_pair<T>(v0, v1);
+          } else {
+            prm.dw[row + c] = from_compute<T>(v0);
+            prm.dw[row + c + 1] = from_compute<T>(v1);
+          }
+        }
+      }
+    }
+  }
+#endif
+}
+
+}  // namespace kf::detail

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: Apache-2.0
+// Gradient step 3 -- implicit_gemm_wgmma, host interface: what the gradients'
+// launcher (src/conv2d/backward.cu) calls. The kernel (03_wgrad_wgmma.cuh) and
+// its launch (src/conv2d/backward_sm90a.cu) are compiled for sm_90a only
+// (src/conv2d/sources.cmake); without 90 in CMAKE_CUDA_ARCHITECTURES the
+// launch compiles to a stub that returns false. The split's reduction is not
+// here: its kernel is the shared split_k_reduce, which other translation units
+// instantiate for every architecture, so backward.cu launches it (an sm_90a-only
+// copy of it could be the one the program registers).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "../args.cuh"
+#include "wgrad_wgmma_plan.hpp"
+
+namespace kf::detail {
+
+/// True when the wgrad wgmma kernel is compiled into this library and `device`
+/// is compute capability 9.0 (sm_90a code runs there only).
+bool conv2d_wgrad_wgmma_available(int device);
+
+/// Enqueues dw of the NHWC layer `a` (a.x: x; geometry from `a`; T = __half or
+/// __nv_bfloat16) from dy (NPQK, unmasked or already masked) with the plan
+/// `plan` (plan_conv2d_wgrad_wgmma): unsplit it writes dw; split (plan.split >
+/// 1) it writes plan.split slabs of K x RSC fp32 sums to `partial`
+/// (plan.workspace_bytes), which the caller reduces into dw. Returns true; or
+/// false, having enqueued nothing, when the kernel is not available on
+/// `device`, the layer or its pointers are outside what it computes
+/// (conv2d_wgrad_wgmma_unsupported_reason, conv2d_wgrad_wgmma_aligned), a count
+/// overflows its ints or the grid, a split plan has no `partial`, or the driver
+/// has no cuTensorMapEncodeTiled or rejects a map.
+template <class T>
+bool conv2d_wgrad_wgmma_try_launch(int device, const conv2d_args<T>& a, const T* dy, T* dw, float* partial,
+                                   const conv2d_wgrad_wgmma_plan& plan, cudaStream_t stream);
+
+}  // namespace kf::detail

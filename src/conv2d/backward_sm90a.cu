@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: Apache-2.0
+// Gradient step 3, host side -- the wgrad wgmma launch (kernel:
+// 03_wgrad_wgmma.cuh; interface: wgrad_wgmma_sm90a.hpp): dy's and x's tensor
+// maps, the kernel's parameters and the grid (tiles x slices).
+//
+// This translation unit is built for sm_90a only (src/conv2d/sources.cmake). It
+// must instantiate no kernel that other translation units instantiate too
+// (their weak copies could be the ones the program registers, and other GPUs
+// would then find no image): it includes only the step-3 kernel, which nothing
+// else instantiates; the split's reduction runs from backward.cu.
+#include "kernelforge/kernels/conv2d/backward/wgrad_wgmma_sm90a.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#if defined(KERNELFORGE_HAS_SM90A)
+
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda.h>
+
+#include "kernelforge/kernels/conv2d/backward/03_wgrad_wgmma.cuh"
+#include "kernelforge/kernels/runtime/kernel_attributes.hpp"
+#include "kernelforge/kernels/runtime/launcher.hpp"
+#include "kernelforge/kernels/runtime/tensor_map.hpp"
+
+namespace kf::detail {
+
+bool conv2d_wgrad_wgmma_available(int device) { return sm90a_code_runs_on(device); }
+
+namespace {
+
+constexpr const char* what = "kf::conv2d_backward_filter (implicit_gemm_wgmma)";
+/// The grid's y extent (the slices) at most.
+constexpr std::size_t max_grid_y = 65535;
+
+template <class T, int BM, int BN>
+void launch_kernel(int device, const CUtensorMap& map_dy, const CUtensorMap& map_x,
+                   const conv2d_wgrad_wgmma::params<T>& prm, const conv2d_wgrad_wgmma_plan& plan, cudaStream_t stream) {
+  constexpr auto kernel = &conv2d_wgrad_wgmma_kernel<T, BM, BN>;
+  constexpr int smem = conv2d_wgrad_wgmma::shape<BM, BN>::smem_bytes;
+  // Sets the kernel's shared-memory opt-in (once per device); the grid is not persistent.
+  (void)resident_clusters<kernel>(device, conv2d_wgrad_wgmma::threads, smem, 1, what);
+  const dim3 grid(static_cast<unsigned>(plan.tiles()), static_cast<unsigned>(plan.split));
+  kernel<<<grid, conv2d_wgrad_wgmma::threads, smem, stream>>>(map_dy, map_x, prm);
+  check_launch(what);
+}
+
+/// The kernel's parameters; false where a count overflows its ints or the grid.
+template <class T>
+bool make_params(const conv2d_args<T>& a, T* dw, float* partial, const conv2d_wgrad_wgmma_plan& plan,
+                 conv2d_wgrad_wgmma::params<T>& prm) {
+  using z = std::size_t;
+  const z k_rsc = static_cast<z>(a.k) * static_cast<z>(a.crs);
+  if (k_rsc > static_cast<z>(INT_MAX) || plan.patches() > static_cast<z>(INT_MAX) - plan.patches_per_split ||
+      plan.tiles() > static_cast<z>(INT_MAX) || plan.split > max_grid_y || plan.split == 0) {
+    return false;
+  }
+  prm.dw = dw;
+  prm.partial = plan.split > 1 ? partial : nullptr;
+  prm.k = a.k;
+  prm.c = a.c;
+  prm.rsc = a.crs;
+  prm.s = a.s;
+  prm.pad_h = a.pad_h;
+  prm.pad_w = a.pad_w;
+  prm.dilation_h = a.dilation_h;
+  prm.dilation_w = a.dilation_w;
+  prm.stride_h = a.stride_h;
+  prm.stride_w = a.stride_w;
+  prm.wt = static_cast<int>(plan.wt);
+  prm.ht = static_cast<int>(plan.ht);
+  prm.nt = static_cast<int>(plan.nt);
+  prm.patches_q = static_cast<int>(plan.patches_q);
+  prm.patches_p = static_cast<int>(plan.patches_p);
+  prm.patches = static_cast<int>(plan.patches());
+  prm.tiles_k = static_cast<int>(plan.tiles_k);
+  prm.tiles_c = static_cast<int>(plan.tiles_c);
+  prm.patches_per_split = static_cast<int>(plan.patches_per_split);
+  prm.box_row_bytes = static_cast<int>(plan.patch_pixels()) * conv2d_wgrad_wgmma::row_bytes;
+  prm.zero_tail = plan.patch_pixels() < static_cast<z>(conv2d_wgrad_wgmma::step_pixels);
+  prm.pair_stores = reinterpret_cast<std::uintptr_t>(dw) % (2 * sizeof(T)) == 0;  // C even: every pair aligned
+  return true;
+}
+
+/// dy as (k, q, p, n) in boxes of 64 x wt x ht x nt; x as (c, w, h, n) in boxes
+/// of 64 x wt stride_w x ht stride_h x nt stepping by the stride: the same
+/// output pixels in the same order (03_wgrad_wgmma.cuh).
+template <class T>
+bool encode_maps(CUtensorMap& map_dy, CUtensorMap& map_x, const conv2d_args<T>& a, const T* dy,
+                 const conv2d_wgrad_wgmma_plan& plan) {
+  using z = std::size_t;
+  const z N = static_cast<z>(a.n), C = static_cast<z>(a.c), H = static_cast<z>(a.h), W = static_cast<z>(a.w);
+  const z K = static_cast<z>(a.k), P = static_cast<z>(a.p), Q = static_cast<z>(a.q);
+  const auto channels = static_cast<cuuint32_t>(conv2d_wgrad_wgmma_box_channels);
+  const auto wt = static_cast<cuuint32_t>(plan.wt), ht = static_cast<cuuint32_t>(plan.ht);
+  const auto nt = static_cast<cuuint32_t>(plan.nt);
+  const cuuint64_t dy_dims[4] = {K, Q, P, N};
+  const cuuint64_t dy_strides[3] = {K * sizeof(T), Q * K * sizeof(T), P * Q * K * sizeof(T)};
+  const cuuint32_t dy_box[4] = {channels, wt, ht, nt};
+  const auto sw = static_cast<cuuint32_t>(a.stride_w), sh = static_cast<cuuint32_t>(a.stride_h);
+  const cuuint64_t x_dims[4] = {C, W, H, N};
+  const cuuint64_t x_strides[3] = {C * sizeof(T), W * C * sizeof(T), H * W * C * sizeof(T)};
+  const cuuint32_t x_box[4] = {channels, wt * sw, ht * sh, nt};
+  const cuuint32_t x_steps[4] = {1, sw, sh, 1};
+  return encode_sw128_tiled(map_dy, dy, 4, dy_dims, dy_strides, dy_box) &&
+         encode_sw128_tiled(map_x, a.x, 4, x_dims, x_strides, x_box, x_steps);
+}
+
+}  // namespace
+
+template <class T>
+bool conv2d_wgrad_wgmma_try_launch(int device, const conv2d_args<T>& a, const T* dy, T* dw, float* partial,
+                                   const conv2d_wgrad_wgmma_plan& plan, cudaStream_t stream) {
+  using z = std::size_t;
+  if (!conv2d_wgrad_wgmma_available(device)) return false;
+  if (conv2d_wgrad_wgmma_unsupported_reason(static_cast<z>(a.c), static_cast<z>(a.k), sizeof(T),
+                                            static_cast<z>(a.stride_h), static_cast<z>(a.stride_w)) != nullptr ||
+      !conv2d_wgrad_wgmma_aligned(a.x, dy)) {
+    return false;
+  }
+  if (plan.split > 1 && partial == nullptr) return false;
+  conv2d_wgrad_wgmma::params<T> prm;
+  if (!make_params(a, dw, partial, plan, prm)) return false;
+  CUtensorMap map_dy{}, map_x{};
+  if (!encode_maps(map_dy, map_x, a, dy, plan)) return false;
+  // Nothing is enqueued above: from here on the call runs to the end (or throws).
+  if (plan.bm == 64 && plan.bn == 64) {
+    launch_kernel<T, 64, 64>(device, map_dy, map_x, prm, plan, stream);
+  } else if (plan.bm == 64) {
+    launch_kernel<T, 64, 128>(device, map_dy, map_x, prm, plan, stream);
+  } else if (plan.bn == 64) {
+    launch_kernel<T, 128, 64>(device, map_dy, map_x, prm, plan, stream);
+  } else {
+    launch_kernel<T, 128, 128>(device, map_dy, map_x, prm, plan, stream);
+  }
+  return true;
+}
+
+}  // namespace kf::detail
+
+#else  // !KERNELFORGE_HAS_SM90A: the library's list has no 90; nothing to run.
+
+namespace kf::detail {
+
+bool conv2d_wgrad_wgmma_available(int) { return false; }
+
+template <class T>
+bool conv2d_wgrad_wgmma_try_launch(int, const conv2d_args<T>&, const T*, T*, float*, const conv2d_wgrad_wgmma_plan&,
+                                   cudaStream_t) {
+  return false;
+}
+
+}  // namespace kf::detail
+
+#endif
+
+namespace kf::detail {
+template bool conv2d_wgrad_wgmma_try_launch<__half>(int, const conv2d_args<__half>&, const __half*, __half*, float*,
+                                                    const conv2d_wgrad_wgmma_plan&, cudaStream_t);
+template bool conv2d_wgrad_wgmma_try_launch<__nv_bfloat16>(int, const conv2d_args<__nv_bfloat16>&, const __nv_bfloat16*,
+                                                           __nv_bfloat16*, float*, const conv2d_wgrad_wgmma_plan&,
+                                                           cudaStream_t);
+}  // namespace kf::detail

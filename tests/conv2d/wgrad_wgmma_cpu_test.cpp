@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: Apache-2.0
+// CPU tests of gradient step 3, implicit_gemm_wgmma's filter gradient
+// (kernels/conv2d/backward/03_wgrad_wgmma.cuh): which layers it computes, and
+// its plan (wgrad_wgmma_plan.hpp) replayed as the kernel walks it -- every CTA
+// (tile, slice), every patch of its slice, every row of its TMA boxes -- to show
+// that each (output pixel, filter tap) product of every output-channel and
+// input-channel block is summed exactly once, that dy's box row and x's box row
+// are the same output pixel, that the pixels past the output read dy outside
+// its tensor (TMA's zero fill), that the boxes keep within TMA's limits, and that
+// the split's slices partition the reduction. Part of test_conv2d.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "kernelforge/conv_backward.hpp"
+#include "kernelforge/kernels/conv2d/backward/wgrad_wgmma_plan.hpp"
+
+namespace {
+
+using kf::detail::conv2d_wgrad_wgmma_plan;
+using kf::detail::plan_conv2d_wgrad_wgmma;
+using z = std::size_t;
+
+/// A layer as the planner sees it (NHWC; P and Q from the usual formula).
+struct layer {
+  const char* name;
+  z n, c, h, w, k, r, s, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
+  [[nodiscard]] z p() const { return (h + 2 * pad_h - dil_h * (r - 1) - 1) / stride_h + 1; }
+  [[nodiscard]] z q() const { return (w + 2 * pad_w - dil_w * (s - 1) - 1) / stride_w + 1; }
+};
+
+/// bench_conv's training layers and shapes that stress the planner: primes,
+/// overhanging patches, strides up to TMA's 8, K and C off the 64 / 128 tiles.
+const std::vector<layer>& layers() {
+  static const std::vector<layer> all = {
+      {"resnet_c64_56x56_n32", 32, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1},
+      {"resnet_c128_28x28_n32", 32, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1, 1, 1},
+      {"resnet_c256_14x14_n32", 32, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1},
+      {"bottleneck_1x1_c256_k64_56x56_n32", 32, 256, 56, 56, 64, 1, 1, 1, 1, 0, 0, 1, 1},
+      {"c512_7x7_n32", 32, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1, 1, 1},
+      {"c8_k8_13x11_s2_d2_p1_n2", 2, 8, 13, 11, 8, 3, 3, 2, 2, 1, 1, 2, 2},
+      {"c16_k24_12x10_s2_p1_n3", 3, 16, 12, 10, 24, 3, 3, 2, 2, 1, 1, 1, 1},
+      {"c128_k72_7x7_n2", 2, 128, 7, 7, 72, 3, 3, 1, 1, 1, 1, 1, 1},
+      {"c24_k64_11x9_1x1_n2", 2, 24, 11, 9, 64, 1, 1, 1, 1, 0, 0, 1, 1},
+      {"c8_k8_40x40_n1", 1, 8, 40, 40, 8, 3, 3, 1, 1, 1, 1, 1, 1},
+      {"c16_k16_17x14_5x5_s3_p1_n3", 3, 16, 17, 14, 16, 5, 5, 3, 3, 1, 1, 1, 1},
+      {"c8_k200_31x29_7x7_s8_p3_n5", 5, 8, 31, 29, 200, 7, 7, 8, 8, 3, 3, 1, 1},
+      {"c136_k8_300x3_n1", 1, 136, 300, 3, 8, 3, 1, 1, 1, 1, 0, 1, 1},
+      {"c8_k8_1x500_s4_n1", 1, 8, 1, 500, 8, 1, 3, 1, 4, 0, 1, 1, 1},
+  };
+  return all;
+}
+
+constexpr z h200_sms = 132;
+
+TEST(Conv2dWgradWgmma, VariantName) {
+  EXPECT_STREQ(kf::to_string(kf::conv2d_backward_variant::implicit_gemm_wgmma), "implicit_gemm_wgmma");
+}
+
+TEST(Conv2dWgradWgmma, Applicability) {
+  using kf::detail::conv2d_wgrad_wgmma_aligned;
+  using kf::detail::conv2d_wgrad_wgmma_unsupported_reason;
+  EXPECT_EQ(conv2d_wgrad_wgmma_unsupported_reason(64, 64, 2, 1, 1), nullptr);
+  EXPECT_EQ(conv2d_wgrad_wgmma_unsupported_reason(8, 8, 2, 8, 8), nullptr);
+  EXPECT_NE(conv2d_wgrad_wgmma_unsupported_reason(64, 64, 4, 1, 1), nullptr);  // float: TF32 is k-major only
+  EXPECT_NE(conv2d_wgrad_wgmma_unsupported_reason(3, 64, 2, 2, 2), nullptr);   // the RGB stem: 6-byte pixels
+  EXPECT_NE(conv2d_wgrad_wgmma_unsupported_reason(64, 12, 2, 1, 1), nullptr);  // dy rows of 24 bytes
+  EXPECT_NE(conv2d_wgrad_wgmma_unsupported_reason(64, 64, 2, 9, 1), nullptr);  // past TMA's element stride
+  EXPECT_NE(conv2d_wgrad_wgmma_unsupported_reason(64, 64, 2, 1, 9), nullptr);
+  alignas(16) static const unsigned char buffer[64] = {};
+  EXPECT_TRUE(conv2d_wgrad_wgmma_aligned(buffer, buffer + 16));
+  EXPECT_FALSE(conv2d_wgrad_wgmma_aligned(buffer + 2, buffer));
+  EXPECT_FALSE(conv2d_wgrad_wgmma_aligned(buffer, buffer + 8));
+}
+
+/// The plan's boxes keep within TMA's limits: at most 256 elements along each
+/// dimension (x's box spans stride x pixels), 64 channels of 2 bytes inside
+/// (128 bytes: a multiple of 16 and the 128-byte swizzle's span), at most 64
+/// pixels (a stage's rows); its tiles are 64 or 128 wide.
+TEST(Conv2dWgradWgmma, BoxesWithinTmaLimits) {
+  for (const layer& l : layers()) {
+    SCOPED_TRACE(l.name);
+    const conv2d_wgrad_wgmma_plan plan =
+        plan_conv2d_wgrad_wgmma(l.n, l.p(), l.q(), l.k, l.c, l.r * l.s, l.stride_h, l.stride_w, h200_sms);
+    constexpr z box_limit = 256, element_bytes = 2;
+    const z inner_bytes = kf::detail::conv2d_wgrad_wgmma_box_channels * element_bytes;
+    EXPECT_EQ(inner_bytes % 16, 0u);
+    EXPECT_LE(inner_bytes, 128u);
+    EXPECT_GE(plan.wt, 1u);
+    EXPECT_GE(plan.ht, 1u);
+    EXPECT_GE(plan.nt, 1u);
+    EXPECT_LE(plan.patch_pixels(), kf::detail::conv2d_wgrad_wgmma_step_pixels);
+    EXPECT_LE(plan.wt * l.stride_w, box_limit);  // x's box, in x's pixels
+    EXPECT_LE(plan.ht * l.stride_h, box_limit);
+    EXPECT_LE(plan.nt, box_limit);
+    EXPECT_LE(plan.wt, l.q());  // no patch wider (taller, deeper) than the output
+    EXPECT_LE(plan.ht, l.p());
+    EXPECT_LE(plan.nt, l.n);
+    EXPECT_TRUE(plan.bm == 64 || plan.bm == 128);
+    EXPECT_TRUE(plan.bn == 64 || plan.bn == 128);
+    EXPECT_EQ(plan.bm, l.k <= 64 ? 64u : 128u);
+    EXPECT_EQ(plan.bn, l.c <= 64 ? 64u : 128u);
+  }
+}
+
+/// The split: non-empty slices that partition the patches in order; split only
+/// where the tiles leave SMs idle, and then within one wave; the grid within
+/// CUDA's limits. Unsplit (no workspace): one slice of every patch.
+TEST(Conv2dWgradWgmma, SplitPartitionsTheReduction) {
+  for (const layer& l : layers()) {
+    SCOPED_TRACE(l.name);
+    for (const bool unsplit : {false, true}) {
+      const conv2d_wgrad_wgmma_plan plan =
+          plan_conv2d_wgrad_wgmma(l.n, l.p(), l.q(), l.k, l.c, l.r * l.s, l.stride_h, l.stride_w, h200_sms, unsplit);
+      ASSERT_GE(plan.split, 1u);
+      EXPECT_LE(plan.split, 65535u);
+      if (unsplit) EXPECT_EQ(plan.split, 1u);
+      if (plan.split > 1) {
+        EXPECT_LE(plan.tiles() * plan.split, h200_sms);
+        EXPECT_GE(plan.patches_per_split, kf::detail::conv2d_wgrad_wgmma_min_slice_steps);
+        EXPECT_EQ(plan.workspace_bytes(l.k, l.r * l.s * l.c), plan.split * l.k * l.r * l.s * l.c * sizeof(float));
+      } else {
+        EXPECT_EQ(plan.workspace_bytes(l.k, l.r * l.s * l.c), 0u);
+      }
+      z next = 0;
+      for (z y = 0; y < plan.split; ++y) {
+        EXPECT_EQ(plan.slice_first(y), next);
+        EXPECT_LT(plan.slice_first(y), plan.slice_end(y)) << "slice " << y << " is empty";
+        next = plan.slice_end(y);
+      }
+      EXPECT_EQ(next, plan.patches());
+    }
+  }
+}
+
+/// The kernel's walk replayed: CTA (blockIdx.x = tile, blockIdx.y = slice)
+/// decodes its tile as 03_wgrad_wgmma.cuh does (k tile fastest, then c tile,
+/// then tap), its producer loads patch g of its slice at origin (n0, p0, q0),
+/// and row i of both boxes is box element (i % wt, i / wt % ht, i / (wt ht)).
+/// Checked: every (k tile, c tile, tap) is one CTA column; in each, every
+/// output pixel is row of exactly one box across the slices; dy's row and x's
+/// row name the same output pixel (x's coordinates are the tap's input pixel
+/// of it: TMA steps x by the stride); a row past the output lies outside dy's
+/// (k, q, p, n) tensor, so TMA fills it with zeros; the boxes loaded along K
+/// and C cover every channel of the tile below K and C.
+TEST(Conv2dWgradWgmma, EveryPixelTapProductOnce) {
+  for (const layer& l : layers()) {
+    SCOPED_TRACE(l.name);
+    const z P = l.p(), Q = l.q(), RS = l.r * l.s;
+    const conv2d_wgrad_wgmma_plan plan =
+        plan_conv2d_wgrad_wgmma(l.n, P, Q, l.k, l.c, RS, l.stride_h, l.stride_w, h200_sms);
+    // CTA columns: each (k tile, c tile, tap) once.
+    std::vector<int> column_seen(plan.tiles_k * plan.tiles_c * RS, 0);
+    ASSERT_EQ(plan.tiles(), column_seen.size());
+    for (z t = 0; t < plan.tiles(); ++t) {
+      z u = t;
+      const z kt = u % plan.tiles_k;
+      u /= plan.tiles_k;
+      const z ct = u % plan.tiles_c;
+      const z tap = u / plan.tiles_c;
+      ASSERT_LT(tap, RS);
+      ++column_seen[(tap * plan.tiles_c + ct) * plan.tiles_k + kt];
+      // The channels its boxes load (wholly-outside boxes skipped) cover the tile's channels below K and C.
+      const z k0 = kt * plan.bm, c0 = ct * plan.bn;
+      const z a_live = std::min(plan.bm / 64, (l.k - k0 + 63) / 64);
+      const z b_live = std::min(plan.bn / 64, (l.c - c0 + 63) / 64);
+      EXPECT_GE(k0 + 64 * a_live, std::min(l.k, k0 + plan.bm));
+      EXPECT_GE(c0 + 64 * b_live, std::min(l.c, c0 + plan.bn));
+      EXPECT_GE(a_live, 1u);
+      EXPECT_GE(b_live, 1u);
+    }
+    for (int seen : column_seen) EXPECT_EQ(seen, 1);
+
+    // The pixels: the same for every CTA column (a column's slices walk the same patches); replay one
+    // column per tap to check x's coordinates too.
+    for (z tap = 0; tap < RS; ++tap) {
+      const z r = tap / l.s, s = tap % l.s;
+      std::vector<int> pixel_seen(l.n * P * Q, 0);
+      for (z y = 0; y < plan.split; ++y) {
+        for (z g = plan.slice_first(y); g < plan.slice_end(y); ++g) {
+          const kf::detail::conv2d_wgrad_patch_origin o = kf::detail::conv2d_wgrad_patch_of(plan, g);
+          // x's box origin as the producer computes it (may be negative: padding).
+          const long long w0 =
+              static_cast<long long>(o.q0 * l.stride_w + s * l.dil_w) - static_cast<long long>(l.pad_w);
+          const long long h0 =
+              static_cast<long long>(o.p0 * l.stride_h + r * l.dil_h) - static_cast<long long>(l.pad_h);
+          for (z i = 0; i < plan.patch_pixels(); ++i) {
+            const z jq = i % plan.wt, jp = i / plan.wt % plan.ht, jn = i / (plan.wt * plan.ht);
+            const z q = o.q0 + jq, p = o.p0 + jp, n = o.n0 + jn;  // dy's box element i: (k, q, p, n)
+            // x's box element i, stepped by the stride from the box's origin.
+            const long long xw = w0 + static_cast<long long>(jq * l.stride_w);
+            const long long xh = h0 + static_cast<long long>(jp * l.stride_h);
+            const bool inside = n < l.n && p < P && q < Q;
+            if (!inside) continue;  // dy's box is zero-filled there: the row adds 0
+            // The same output pixel: x's element is the tap's input pixel of (n, p, q).
+            ASSERT_EQ(xw, static_cast<long long>(q * l.stride_w + s * l.dil_w) - static_cast<long long>(l.pad_w));
+            ASSERT_EQ(xh, static_cast<long long>(p * l.stride_h + r * l.dil_h) - static_cast<long long>(l.pad_h));
+            ++pixel_seen[(n * P + p) * Q + q];
+          }
+        }
+      }
+      for (z i = 0; i < pixel_seen.size(); ++i) {
+        ASSERT_EQ(pixel_seen[i], 1) << "tap " << tap << ", output pixel " << i;
+      }
+    }
+  }
+}
+
+/// The bench layers get full patches (no idle rows) and fill the H200's SMs.
+TEST(Conv2dWgradWgmma, BenchLayersPlans) {
+  const auto plan_of = [](const layer& l) {
+    return plan_conv2d_wgrad_wgmma(l.n, l.p(), l.q(), l.k, l.c, l.r * l.s, l.stride_h, l.stride_w, h200_sms);
+  };
+  const conv2d_wgrad_wgmma_plan c64 = plan_of(layers()[0]);
+  EXPECT_EQ(c64.wt * c64.ht * c64.nt, 64u);
+  EXPECT_EQ(c64.patches(), 32u * 56 * 56 / 64);
+  EXPECT_EQ(c64.tiles(), 9u);  // 64 x 64 tiles, 9 taps
+  EXPECT_EQ(c64.split, 14u);   // 126 of 132 SMs
+  const conv2d_wgrad_wgmma_plan c128 = plan_of(layers()[1]);
+  EXPECT_EQ(c128.patch_pixels(), 64u);
+  EXPECT_EQ(c128.tiles(), 9u);  // 128 x 128
+  EXPECT_EQ(c128.split, 14u);
+  const conv2d_wgrad_wgmma_plan c256 = plan_of(layers()[2]);
+  EXPECT_EQ(c256.patch_pixels(), 64u);  // 2 x 2 x 16
+  EXPECT_EQ(c256.tiles(), 36u);
+  EXPECT_EQ(c256.split, 3u);
+  const conv2d_wgrad_wgmma_plan bottleneck = plan_of(layers()[3]);
+  EXPECT_EQ(bottleneck.tiles(), 2u);  // 64 x 128, one tap, two C tiles
+  EXPECT_GE(bottleneck.split, 60u);
+}
+
+}  // namespace
