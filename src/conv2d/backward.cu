@@ -333,8 +333,8 @@ bool wgrad_as_wgmma(const char* what, int device, const conv2d_params& p, const 
     const z K = p.out_channels, rsc = static_cast<z>(a.crs);
     const int sms = limits_for(device).sm_count;
     const auto plan_for = [&](bool unsplit) {
-      return plan_conv2d_wgrad_wgmma(p.batch, sizes.p, sizes.q, K, p.in_channels, static_cast<z>(a.rs), p.stride_h,
-                                     p.stride_w, static_cast<z>(sms > 0 ? sms : 1), unsplit);
+      return plan_conv2d_wgrad_wgmma(p.batch, sizes.p, sizes.q, K, p.in_channels, p.filter_height, p.filter_width,
+                                     p.stride_h, p.stride_w, p.dilation_h, static_cast<z>(sms > 0 ? sms : 1), unsplit);
     };
     conv2d_wgrad_wgmma_plan plan = plan_for(false);
     const z dy_bytes = masked ? aligned_bytes(sizes.y_elements, sizeof(T)) : 0;

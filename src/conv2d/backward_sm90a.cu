@@ -36,11 +36,11 @@ constexpr const char* what = "kf::conv2d_backward_filter (implicit_gemm_wgmma)";
 /// The grid's y extent (the slices) at most.
 constexpr std::size_t max_grid_y = 65535;
 
-template <class T, int BM, int BN>
+template <class T, int BM, int BN, int Rows>
 void launch_kernel(int device, const CUtensorMap& map_dy, const CUtensorMap& map_x,
                    const conv2d_wgrad_wgmma::params<T>& prm, const conv2d_wgrad_wgmma_plan& plan, cudaStream_t stream) {
-  constexpr auto kernel = &conv2d_wgrad_wgmma_kernel<T, BM, BN>;
-  constexpr int smem = conv2d_wgrad_wgmma::shape<BM, BN>::smem_bytes;
+  constexpr auto kernel = &conv2d_wgrad_wgmma_kernel<T, BM, BN, Rows>;
+  constexpr int smem = conv2d_wgrad_wgmma::shape<BM, BN, Rows>::smem_bytes;
   // Sets the kernel's shared-memory opt-in (once per device); the grid is not persistent.
   (void)resident_clusters<kernel>(device, conv2d_wgrad_wgmma::threads, smem, 1, what);
   const dim3 grid(static_cast<unsigned>(plan.tiles()), static_cast<unsigned>(plan.split));
@@ -80,6 +80,7 @@ bool make_params(const conv2d_args<T>& a, T* dw, float* partial, const conv2d_wg
   prm.tiles_c = static_cast<int>(plan.tiles_c);
   prm.patches_per_split = static_cast<int>(plan.patches_per_split);
   prm.box_row_bytes = static_cast<int>(plan.patch_pixels()) * conv2d_wgrad_wgmma::row_bytes;
+  prm.x_box_bytes = static_cast<int>(plan.wt * plan.x_box_rows() * plan.nt) * conv2d_wgrad_wgmma::row_bytes;
   prm.zero_tail = plan.patch_pixels() < static_cast<z>(conv2d_wgrad_wgmma::step_pixels);
   prm.pair_stores = reinterpret_cast<std::uintptr_t>(dw) % (2 * sizeof(T)) == 0;  // C even: every pair aligned
   return true;
@@ -87,7 +88,8 @@ bool make_params(const conv2d_args<T>& a, T* dw, float* partial, const conv2d_wg
 
 /// dy as (k, q, p, n) in boxes of 64 x wt x ht x nt; x as (c, w, h, n) in boxes
 /// of 64 x wt stride_w x ht stride_h x nt stepping by the stride: the same
-/// output pixels in the same order (03_wgrad_wgmma.cuh).
+/// output pixels in the same order (03_wgrad_wgmma.cuh). Filter-column tiles:
+/// x's box 2 rows taller (the plan's x_box_rows; stride_h is 1 there).
 template <class T>
 bool encode_maps(CUtensorMap& map_dy, CUtensorMap& map_x, const conv2d_args<T>& a, const T* dy,
                  const conv2d_wgrad_wgmma_plan& plan) {
@@ -103,7 +105,8 @@ bool encode_maps(CUtensorMap& map_dy, CUtensorMap& map_x, const conv2d_args<T>& 
   const auto sw = static_cast<cuuint32_t>(a.stride_w), sh = static_cast<cuuint32_t>(a.stride_h);
   const cuuint64_t x_dims[4] = {C, W, H, N};
   const cuuint64_t x_strides[3] = {C * sizeof(T), W * C * sizeof(T), H * W * C * sizeof(T)};
-  const cuuint32_t x_box[4] = {channels, wt * sw, ht * sh, nt};
+  const auto x_rows = static_cast<cuuint32_t>(plan.x_box_rows());
+  const cuuint32_t x_box[4] = {channels, wt * sw, x_rows * sh, nt};
   const cuuint32_t x_steps[4] = {1, sw, sh, 1};
   return encode_sw128_tiled(map_dy, dy, 4, dy_dims, dy_strides, dy_box) &&
          encode_sw128_tiled(map_x, a.x, 4, x_dims, x_strides, x_box, x_steps);
@@ -127,14 +130,19 @@ bool conv2d_wgrad_wgmma_try_launch(int device, const conv2d_args<T>& a, const T*
   CUtensorMap map_dy{}, map_x{};
   if (!encode_maps(map_dy, map_x, a, dy, plan)) return false;
   // Nothing is enqueued above: from here on the call runs to the end (or throws).
-  if (plan.bm == 64 && plan.bn == 64) {
-    launch_kernel<T, 64, 64>(device, map_dy, map_x, prm, plan, stream);
+  if (plan.filter_rows == conv2d_wgrad_wgmma_column_rows) {
+    launch_kernel<T, 64, 64 * conv2d_wgrad_wgmma_column_rows, conv2d_wgrad_wgmma_column_rows>(device, map_dy, map_x,
+                                                                                              prm, plan, stream);
+  } else if (plan.filter_rows != 1) {
+    return false;  // no kernel for that tiling (the planner makes none)
+  } else if (plan.bm == 64 && plan.bn == 64) {
+    launch_kernel<T, 64, 64, 1>(device, map_dy, map_x, prm, plan, stream);
   } else if (plan.bm == 64) {
-    launch_kernel<T, 64, 128>(device, map_dy, map_x, prm, plan, stream);
+    launch_kernel<T, 64, 128, 1>(device, map_dy, map_x, prm, plan, stream);
   } else if (plan.bn == 64) {
-    launch_kernel<T, 128, 64>(device, map_dy, map_x, prm, plan, stream);
+    launch_kernel<T, 128, 64, 1>(device, map_dy, map_x, prm, plan, stream);
   } else {
-    launch_kernel<T, 128, 128>(device, map_dy, map_x, prm, plan, stream);
+    launch_kernel<T, 128, 128, 1>(device, map_dy, map_x, prm, plan, stream);
   }
   return true;
 }

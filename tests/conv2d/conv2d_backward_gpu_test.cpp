@@ -179,6 +179,8 @@ const std::vector<grad_case>& grad_cases() {
       without_dbias({"c136_k136_6x6_3x3_p1_n1_no_dbias", make(1, 136, 6, 6, 136, 3, 3, 1, 1, 1)}),
       {"c24_k64_11x9_1x1_n2", make(2, 24, 11, 9, 64, 1, 1, 1, 0, 1)},
       {"c8_k8_40x40_3x3_p1_n1_split", make(1, 8, 40, 40, 8, 3, 3, 1, 1, 1)},
+      // Filter-column tiles: two K tiles, 8 x 8 patches overhanging 19 x 21, a split.
+      {"columns_c64_k128_19x21_3x3_p1_n2", make(2, 64, 19, 21, 128, 3, 3, 1, 1, 1)},
       misaligned({"misaligned_out_c16_k16_9x7_3x3_p1_n2", make(2, 16, 9, 7, 16, 3, 3, 1, 1, 1)}, 0, 1),
   };
   return cases;
@@ -609,7 +611,8 @@ TEST(Conv2dBackwardCases, CoverTheirPaths) {
   EXPECT_EQ(pad_past_reach, 2);
   EXPECT_GE(untouched_rows, 3);  // stride 2 pad 0, stride 3, 1x1 stride 2
   EXPECT_GE(untouched_cols, 2);
-  EXPECT_EQ(winograd, 5);  // the two 14x14 layers, the misaligned 7x7 one, C128 K72 and C136 K136
+  // the two 14x14 layers, the misaligned 7x7 one, C128 K72, C136 K136 and the filter-column 19x21
+  EXPECT_EQ(winograd, 6);
   EXPECT_GE(relu_zero, 2);
   EXPECT_GE(relu_positive, 2);
   EXPECT_GE(strided_relu, 2);
@@ -625,9 +628,14 @@ TEST(Conv2dBackwardCases, CoverTheirPaths) {
 /// implicit_gemm): C and K multiples of 8, strides up to 8, x and dy 16-byte
 /// aligned (no in_offset), something to sum. Among them the shapes the top of
 /// file lists: a 128-row tile, two tiles along K and C, a 1x1 layer, strides,
-/// the mask, a split (more than 16 patches: 64 pixels each) and misaligned dw.
+/// the mask, a split (more than 16 patches: 64 pixels each) and misaligned dw;
+/// and both tilings of 3 x 3 stride-1 layers (wgrad_wgmma_plan.hpp): one-tap
+/// tiles, and filter-column tiles -- with two K tiles, C tiles past C, the mask,
+/// a split and misaligned dw.
 TEST(Conv2dBackwardCases, WgmmaWgradCases) {
   int runs = 0, wide_k = 0, two_tiles = 0, one_by_one = 0, strided = 0, masked = 0, split = 0, out_misaligned = 0;
+  int one_tap_3x3 = 0, columns = 0, columns_wide_k = 0, columns_partial_c = 0, columns_masked = 0, columns_split = 0,
+      columns_out_misaligned = 0;
   for (const grad_case& c : grad_cases()) {
     const kf::conv2d_params& p = c.p;
     const bool applies = kf::detail::conv2d_wgrad_wgmma_unsupported_reason(p.in_channels, p.out_channels, 2, p.stride_h,
@@ -642,7 +650,28 @@ TEST(Conv2dBackwardCases, WgmmaWgradCases) {
     masked += c.relu ? 1 : 0;
     split += p.batch * kf::conv2d_output_height(p) * kf::conv2d_output_width(p) > 16 * 64 ? 1 : 0;
     out_misaligned += c.out_offset > 0 ? 1 : 0;
+    const std::size_t P = kf::conv2d_output_height(p), Q = kf::conv2d_output_width(p);
+    const kf::detail::conv2d_wgrad_wgmma_plan plan = kf::detail::plan_conv2d_wgrad_wgmma(
+        p.batch, P, Q, p.out_channels, p.in_channels, p.filter_height, p.filter_width, p.stride_h, p.stride_w,
+        p.dilation_h, 132);
+    const bool three_by_three = p.filter_height == 3 && p.filter_width == 3 && p.stride_h == 1;
+    one_tap_3x3 += three_by_three && plan.filter_rows == 1 ? 1 : 0;
+    if (plan.filter_rows > 1) {
+      ++columns;
+      columns_wide_k += plan.tiles_k > 1 ? 1 : 0;
+      columns_partial_c += plan.tiles_c > 1 && p.in_channels % 64 != 0 ? 1 : 0;
+      columns_masked += c.relu ? 1 : 0;
+      columns_split += plan.split > 1 ? 1 : 0;
+      columns_out_misaligned += c.out_offset > 0 ? 1 : 0;
+    }
   }
+  EXPECT_GE(one_tap_3x3, 1);
+  EXPECT_GE(columns, 4);
+  EXPECT_GE(columns_wide_k, 1);
+  EXPECT_GE(columns_partial_c, 1);
+  EXPECT_GE(columns_masked, 1);
+  EXPECT_GE(columns_split, 1);
+  EXPECT_GE(columns_out_misaligned, 1);
   EXPECT_GE(runs, 10);
   EXPECT_GE(wide_k, 2);
   EXPECT_GE(two_tiles, 1);

@@ -56,6 +56,11 @@ const std::vector<layer>& layers() {
 
 constexpr z h200_sms = 132;
 
+conv2d_wgrad_wgmma_plan plan_of(const layer& l, bool unsplit = false) {
+  return plan_conv2d_wgrad_wgmma(l.n, l.p(), l.q(), l.k, l.c, l.r, l.s, l.stride_h, l.stride_w, l.dil_h, h200_sms,
+                                 unsplit);
+}
+
 TEST(Conv2dWgradWgmma, VariantName) {
   EXPECT_STREQ(kf::to_string(kf::conv2d_backward_variant::implicit_gemm_wgmma), "implicit_gemm_wgmma");
 }
@@ -84,7 +89,7 @@ TEST(Conv2dWgradWgmma, BoxesWithinTmaLimits) {
   for (const layer& l : layers()) {
     SCOPED_TRACE(l.name);
     const conv2d_wgrad_wgmma_plan plan =
-        plan_conv2d_wgrad_wgmma(l.n, l.p(), l.q(), l.k, l.c, l.r * l.s, l.stride_h, l.stride_w, h200_sms);
+        plan_of(l);
     constexpr z box_limit = 256, element_bytes = 2;
     const z inner_bytes = kf::detail::conv2d_wgrad_wgmma_box_channels * element_bytes;
     EXPECT_EQ(inner_bytes % 16, 0u);
@@ -94,15 +99,24 @@ TEST(Conv2dWgradWgmma, BoxesWithinTmaLimits) {
     EXPECT_GE(plan.nt, 1u);
     EXPECT_LE(plan.patch_pixels(), kf::detail::conv2d_wgrad_wgmma_step_pixels);
     EXPECT_LE(plan.wt * l.stride_w, box_limit);  // x's box, in x's pixels
-    EXPECT_LE(plan.ht * l.stride_h, box_limit);
+    EXPECT_LE(plan.x_box_rows() * l.stride_h, box_limit);
     EXPECT_LE(plan.nt, box_limit);
-    EXPECT_LE(plan.wt, l.q());  // no patch wider (taller, deeper) than the output
-    EXPECT_LE(plan.ht, l.p());
     EXPECT_LE(plan.nt, l.n);
-    EXPECT_TRUE(plan.bm == 64 || plan.bm == 128);
-    EXPECT_TRUE(plan.bn == 64 || plan.bn == 128);
-    EXPECT_EQ(plan.bm, l.k <= 64 ? 64u : 128u);
-    EXPECT_EQ(plan.bn, l.c <= 64 ? 64u : 128u);
+    if (plan.filter_rows == 1) {
+      EXPECT_LE(plan.wt, l.q());  // no patch wider (taller) than the output
+      EXPECT_LE(plan.ht, l.p());
+      EXPECT_TRUE(plan.bm == 64 || plan.bm == 128);
+      EXPECT_TRUE(plan.bn == 64 || plan.bn == 128);
+      EXPECT_EQ(plan.bm, l.k <= 64 ? 64u : 128u);
+      EXPECT_EQ(plan.bn, l.c <= 64 ? 64u : 128u);
+    } else {  // filter-column tiles: 8 x 8 patches of one image, 64 x (3 taps x 64 channels)
+      ASSERT_EQ(plan.filter_rows, 3u);
+      EXPECT_TRUE(l.r == 3 && l.stride_h == 1 && l.dil_h == 1);
+      EXPECT_EQ(std::vector<z>({plan.wt, plan.ht, plan.nt, plan.x_box_rows()}), std::vector<z>({8, 8, 1, 10}));
+      EXPECT_EQ(plan.bm, 64u);
+      EXPECT_EQ(plan.bn, 192u);
+      EXPECT_EQ(plan.tile_channels(), 64u);
+    }
   }
 }
 
@@ -114,7 +128,7 @@ TEST(Conv2dWgradWgmma, SplitPartitionsTheReduction) {
     SCOPED_TRACE(l.name);
     for (const bool unsplit : {false, true}) {
       const conv2d_wgrad_wgmma_plan plan =
-          plan_conv2d_wgrad_wgmma(l.n, l.p(), l.q(), l.k, l.c, l.r * l.s, l.stride_h, l.stride_w, h200_sms, unsplit);
+          plan_of(l, unsplit);
       ASSERT_GE(plan.split, 1u);
       EXPECT_LE(plan.split, 65535u);
       if (unsplit) EXPECT_EQ(plan.split, 1u);
@@ -151,24 +165,29 @@ TEST(Conv2dWgradWgmma, EveryPixelTapProductOnce) {
     SCOPED_TRACE(l.name);
     const z P = l.p(), Q = l.q(), RS = l.r * l.s;
     const conv2d_wgrad_wgmma_plan plan =
-        plan_conv2d_wgrad_wgmma(l.n, P, Q, l.k, l.c, RS, l.stride_h, l.stride_w, h200_sms);
-    // CTA columns: each (k tile, c tile, tap) once.
+        plan_of(l);
+    // CTA columns: each (k tile, c tile, tap) once -- a filter-column tile covers the taps (0..2, s).
     std::vector<int> column_seen(plan.tiles_k * plan.tiles_c * RS, 0);
-    ASSERT_EQ(plan.tiles(), column_seen.size());
+    ASSERT_EQ(plan.tiles() * plan.filter_rows, column_seen.size());
+    const z channels = plan.tile_channels();
     for (z t = 0; t < plan.tiles(); ++t) {
       z u = t;
       const z kt = u % plan.tiles_k;
       u /= plan.tiles_k;
       const z ct = u % plan.tiles_c;
-      const z tap = u / plan.tiles_c;
-      ASSERT_LT(tap, RS);
-      ++column_seen[(tap * plan.tiles_c + ct) * plan.tiles_k + kt];
+      const z tap_tile = u / plan.tiles_c;
+      ASSERT_LT(tap_tile, plan.tap_tiles());
+      for (z row = 0; row < plan.filter_rows; ++row) {
+        const z tap = plan.filter_rows == 1 ? tap_tile : row * l.s + tap_tile;
+        ASSERT_LT(tap, RS);
+        ++column_seen[(tap * plan.tiles_c + ct) * plan.tiles_k + kt];
+      }
       // The channels its boxes load (wholly-outside boxes skipped) cover the tile's channels below K and C.
-      const z k0 = kt * plan.bm, c0 = ct * plan.bn;
+      const z k0 = kt * plan.bm, c0 = ct * channels;
       const z a_live = std::min(plan.bm / 64, (l.k - k0 + 63) / 64);
-      const z b_live = std::min(plan.bn / 64, (l.c - c0 + 63) / 64);
+      const z b_live = std::min(channels / 64, (l.c - c0 + 63) / 64);
       EXPECT_GE(k0 + 64 * a_live, std::min(l.k, k0 + plan.bm));
-      EXPECT_GE(c0 + 64 * b_live, std::min(l.c, c0 + plan.bn));
+      EXPECT_GE(c0 + 64 * b_live, std::min(l.c, c0 + channels));
       EXPECT_GE(a_live, 1u);
       EXPECT_GE(b_live, 1u);
     }
@@ -182,17 +201,24 @@ TEST(Conv2dWgradWgmma, EveryPixelTapProductOnce) {
       for (z y = 0; y < plan.split; ++y) {
         for (z g = plan.slice_first(y); g < plan.slice_end(y); ++g) {
           const kf::detail::conv2d_wgrad_patch_origin o = kf::detail::conv2d_wgrad_patch_of(plan, g);
-          // x's box origin as the producer computes it (may be negative: padding).
+          // x's box origin as the producer computes it (may be negative: padding); a
+          // filter-column tile's box starts at row 0's input row, tap r's rows r image rows down it.
+          const bool columns = plan.filter_rows > 1;
+          const z box_r = columns ? 0 : r, row_offset = columns ? r : 0;
           const long long w0 =
               static_cast<long long>(o.q0 * l.stride_w + s * l.dil_w) - static_cast<long long>(l.pad_w);
           const long long h0 =
-              static_cast<long long>(o.p0 * l.stride_h + r * l.dil_h) - static_cast<long long>(l.pad_h);
+              static_cast<long long>(o.p0 * l.stride_h + box_r * l.dil_h) - static_cast<long long>(l.pad_h);
           for (z i = 0; i < plan.patch_pixels(); ++i) {
             const z jq = i % plan.wt, jp = i / plan.wt % plan.ht, jn = i / (plan.wt * plan.ht);
             const z q = o.q0 + jq, p = o.p0 + jp, n = o.n0 + jn;  // dy's box element i: (k, q, p, n)
-            // x's box element i, stepped by the stride from the box's origin.
-            const long long xw = w0 + static_cast<long long>(jq * l.stride_w);
-            const long long xh = h0 + static_cast<long long>(jp * l.stride_h);
+            // x's element: box row i + row_offset wt (the B operand's start), stepped by the stride.
+            const z e = i + row_offset * plan.wt;
+            ASSERT_LT(e, plan.wt * plan.x_box_rows() * plan.nt);
+            const z xq = e % plan.wt, xrow = e / plan.wt % plan.x_box_rows(), xn = e / (plan.wt * plan.x_box_rows());
+            ASSERT_EQ(xn, jn);
+            const long long xw = w0 + static_cast<long long>(xq * l.stride_w);
+            const long long xh = h0 + static_cast<long long>(xrow * l.stride_h);
             const bool inside = n < l.n && p < P && q < Q;
             if (!inside) continue;  // dy's box is zero-filled there: the row adds 0
             // The same output pixel: x's element is the tap's input pixel of (n, p, q).
@@ -211,14 +237,12 @@ TEST(Conv2dWgradWgmma, EveryPixelTapProductOnce) {
 
 /// The bench layers get full patches (no idle rows) and fill the H200's SMs.
 TEST(Conv2dWgradWgmma, BenchLayersPlans) {
-  const auto plan_of = [](const layer& l) {
-    return plan_conv2d_wgrad_wgmma(l.n, l.p(), l.q(), l.k, l.c, l.r * l.s, l.stride_h, l.stride_w, h200_sms);
-  };
   const conv2d_wgrad_wgmma_plan c64 = plan_of(layers()[0]);
   EXPECT_EQ(c64.wt * c64.ht * c64.nt, 64u);
   EXPECT_EQ(c64.patches(), 32u * 56 * 56 / 64);
-  EXPECT_EQ(c64.tiles(), 9u);  // 64 x 64 tiles, 9 taps
-  EXPECT_EQ(c64.split, 14u);   // 126 of 132 SMs
+  EXPECT_EQ(c64.filter_rows, 3u);  // filter-column tiles: 2.7x fewer box rows than one-tap 64 x 64
+  EXPECT_EQ(c64.tiles(), 3u);      // 64 x 192, 3 filter columns
+  EXPECT_EQ(c64.split, 44u);       // 132 of 132 SMs
   const conv2d_wgrad_wgmma_plan c128 = plan_of(layers()[1]);
   EXPECT_EQ(c128.patch_pixels(), 64u);
   EXPECT_EQ(c128.tiles(), 9u);  // 128 x 128

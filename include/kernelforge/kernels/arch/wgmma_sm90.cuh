@@ -67,7 +67,7 @@ __device__ __forceinline__ std::uint64_t smem_descriptor_advance(std::uint64_t d
   return (descriptor & 0xFFFFFFFF00000000ull) | low;
 }
 
-// ---- the products: wgmma.m64nNk8 (TF32), m64nNk16 (f16 / bf16), N in {64, 128, 256}; m64nNk32 (FP8)
+// ---- the products: wgmma.m64nNk8 (TF32), m64nNk16 (f16 / bf16), N in {64, 128, (192,) 256}; m64nNk32 (FP8)
 // A thread holds N / 2 fp32 accumulators; inline PTX needs one operand per
 // register, so the lists below are spelled out by N (32 operands per line).
 #define KF_WGMMA_REGS_0                                                    \
@@ -162,9 +162,19 @@ __device__ __forceinline__ void wgmma_m64nNk16(float (&d)[wgmma_accumulators<N>]
   static_assert(TransB == 0 || TransB == 1, "imm-trans-b is 0 or 1");
   static_assert(TransA == 0 || TransA == 1, "imm-trans-a is 0 or 1");
   static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, "wgmma m64nNk16: f16 or bf16");
-  static_assert(N == 64 || N == 128 || N == 256, "wgmma 16-bit here: N of 64, 128 or 256");
+  static_assert(N == 64 || N == 128 || N == 192 || N == 256, "wgmma 16-bit here: N of 64, 128, 192 or 256");
   constexpr bool f16 = std::is_same_v<T, __half>;
-  if constexpr (N == 256 && f16) {
+  if constexpr (N == 192) {  // the wgrad's filter-column tiles (03_wgrad_wgmma.cuh)
+    if constexpr (f16) {
+      KF_WGMMA_ASM("192", "16", "f16", "f16", KF_WGMMA_REGS_0 KF_WGMMA_REGS_32 KF_WGMMA_REGS_64_95, "96", "97", "98",
+                   ", %100, %99", KF_WGMMA_D32(0), KF_WGMMA_D32(32), KF_WGMMA_D32(64)
+                   : "l"(desc_a), "l"(desc_b), "n"(1), "n"(TransB), "n"(TransA));
+    } else {
+      KF_WGMMA_ASM("192", "16", "bf16", "bf16", KF_WGMMA_REGS_0 KF_WGMMA_REGS_32 KF_WGMMA_REGS_64_95, "96", "97", "98",
+                   ", %100, %99", KF_WGMMA_D32(0), KF_WGMMA_D32(32), KF_WGMMA_D32(64)
+                   : "l"(desc_a), "l"(desc_b), "n"(1), "n"(TransB), "n"(TransA));
+    }
+  } else if constexpr (N == 256 && f16) {
     KF_WGMMA_ASM("256", "16", "f16", "f16", KF_WGMMA_REGS_0 KF_WGMMA_REGS_32 KF_WGMMA_REGS_64, "128", "129", "130",
                  ", %132, %131", KF_WGMMA_D32(0), KF_WGMMA_D32(32), KF_WGMMA_D32(64), KF_WGMMA_D32(96)
                  : "l"(desc_a), "l"(desc_b), "n"(1), "n"(TransB), "n"(TransA));

@@ -34,6 +34,15 @@
 //    reduction steps (even stages consumer 0, odd stages consumer 1: the ring
 //    has an even number of stages, so each stage has one reader), then add
 //    their sums through shared memory: no half-empty products whatever bm.
+//  * Filter-column tiles (Rows = 3, BN = 192; wgrad_wgmma_plan.hpp): a 3-row
+//    filter at stride_h = dilation_h = 1 reads, for its taps (0, s), (1, s) and
+//    (2, s), input rows that are one row apart. Over 8 x 8 patches the three x
+//    boxes are one box of 8 x 10 input pixels, and tap r's B operand is that box
+//    from row 8 r on: one descriptor whose 64-channel N blocks are 1024 bytes (8
+//    rows) apart instead of a box apart. Per step: 64 + 80 box rows for three
+//    taps' products instead of 3 x (64 + 64), and a third of the steps. The
+//    kernel is bound by that traffic (ncu, N32 C64 56x56 at 64 x 64 one-tap
+//    tiles: 49.5 us, 20% of the SM's math, 22% of its memory throughput).
 //  * Split-k over the pixels (grid.y slices of whole patches): a layer's output
 //    is small (64 x 576 for C64 K64 3x3) and its reduction long (100352
 //    pixels), so the tiles alone cannot fill 132 SMs. Each slice writes its fp32
@@ -90,17 +99,26 @@ static_assert(box_channels * 2 == row_bytes, "a box row: 64 16-bit channels");
 /// The named barrier of the two consumer warpgroups (0 is __syncthreads').
 inline constexpr int consumers_barrier = 1;
 
+/// Filter-column tiles: the patch's output columns (its rows: step_pixels / column_patch).
+inline constexpr int column_patch = static_cast<int>(conv2d_wgrad_wgmma_column_patch);
+
 /// What the tile bm x bn sets: BM / 64 boxes of dy and BN / 64 boxes of x per
-/// stage, as many stages as ring_bytes holds (12, 8 or 6: even, so that
-/// alternate steps keep to one consumer's stages), and each consumer's
+/// stage (filter-column tiles, Rows > 1: one x box of Rows - 1 more image rows
+/// than the patch), as many stages as ring_bytes holds (12, 10, 8 or 6: even,
+/// so that alternate steps keep to one consumer's stages), and each consumer's
 /// accumulators (BM / 64 blocks of m64nBN).
-template <int BM, int BN>
+template <int BM, int BN, int Rows>
 struct shape {
-  static_assert((BM == 64 || BM == 128) && (BN == 64 || BN == 128), "wgrad tiles 64 or 128 x 64 or 128");
+  static_assert(Rows == 1 ? (BM == 64 || BM == 128) && (BN == 64 || BN == 128) : BM == 64 && BN == 64 * Rows,
+                "wgrad tiles 64 or 128 x 64 or 128, or 64 x 64 Rows");
   static constexpr int a_boxes = BM / box_channels;
-  static constexpr int b_boxes = BN / box_channels;
+  static constexpr int b_boxes = Rows == 1 ? BN / box_channels : 1;
   static constexpr int a_bytes = a_boxes * box_bytes;
-  static constexpr int stage_bytes = a_bytes + b_boxes * box_bytes;
+  /// x's box: one box_bytes slot a 64-channel block, or the column tile's taller box.
+  static constexpr int b_box_bytes = Rows == 1 ? box_bytes : box_bytes + (Rows - 1) * column_patch * row_bytes;
+  /// Consecutive 64-wide N blocks of B: the next channel block's box, or the next tap's rows.
+  static constexpr int b_block_bytes = Rows == 1 ? box_bytes : column_patch * row_bytes;
+  static constexpr int stage_bytes = a_bytes + b_boxes * b_box_bytes;
   static constexpr int stages = ring_bytes / stage_bytes;
   static constexpr int accumulators = wgmma_accumulators<BN>;  ///< per m64 block per thread
   /// Tiles start 1024-aligned (the swizzle is a function of the address bits):
@@ -126,17 +144,19 @@ struct params {
   int box_row_bytes = 0;     ///< patch pixels x 128: what one box lands
   bool zero_tail = false;    ///< the patch has fewer than 64 pixels: rows past it are zeroed once
   bool pair_stores = false;  ///< dw aligned to two elements (C is even): stores of element pairs
+  int x_box_bytes = 0;       ///< what x's box lands (filter-column tiles: 8 x 10 pixels x 128)
 };
 
 }  // namespace conv2d_wgrad_wgmma
 
 /// dw = dy^T im2col(x) for one output tile and one slice of the reduction per
-/// CTA: blockIdx.x the tile (k tile fastest, then c tile, then tap r S + s),
-/// blockIdx.y the slice (patches [y pps, min((y + 1) pps, patches))).
-/// map_dy: dy as (k, q, p, n), box 64 x wt x ht x nt. map_x: x as (c, w, h, n),
-/// box 64 x wt stride_w x ht stride_h x nt with element strides (1, stride_w,
-/// stride_h, 1). Both 128-byte swizzled, zero fill outside.
-template <class T, int BM, int BN>
+/// CTA: blockIdx.x the tile (k tile fastest, then c tile, then tap r S + s --
+/// filter-column tiles: then the filter column s), blockIdx.y the slice
+/// (patches [y pps, min((y + 1) pps, patches))). map_dy: dy as (k, q, p, n),
+/// box 64 x wt x ht x nt. map_x: x as (c, w, h, n), box 64 x wt stride_w x ht
+/// stride_h x nt with element strides (1, stride_w, stride_h, 1) (filter-column
+/// tiles: 64 x 8 stride_w x 10 x 1). Both 128-byte swizzled, zero fill outside.
+template <class T, int BM, int BN, int Rows>
 KF_KERNEL void __launch_bounds__(conv2d_wgrad_wgmma::threads, 1)
     conv2d_wgrad_wgmma_kernel(const __grid_constant__ CUtensorMap map_dy, const __grid_constant__ CUtensorMap map_x,
                               const conv2d_wgrad_wgmma::params<T> prm) {
@@ -144,7 +164,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgrad_wgmma::threads, 1)
   __trap();  // wgmma needs sm_90a; this file is compiled for nothing else
 #elif KF_ARCH_SM90A
   using namespace conv2d_wgrad_wgmma;
-  using sh = shape<BM, BN>;
+  using sh = shape<BM, BN, Rows>;
   constexpr int kStages = sh::stages;
   constexpr int kAcc = sh::accumulators;
   extern __shared__ unsigned char conv2d_wgrad_wgmma_smem[];
@@ -157,9 +177,11 @@ KF_KERNEL void __launch_bounds__(conv2d_wgrad_wgmma::threads, 1)
   int t = static_cast<int>(blockIdx.x);
   const int k0 = (t % prm.tiles_k) * BM;
   t /= prm.tiles_k;
-  const int c0 = (t % prm.tiles_c) * BN;
-  const int tap = t / prm.tiles_c;
-  const int r = tap / prm.s, s = tap - r * prm.s;
+  constexpr int tile_channels = BN / Rows;
+  const int c0 = (t % prm.tiles_c) * tile_channels;
+  const int tap = Rows == 1 ? t / prm.tiles_c : 0;     // one-tap tiles: the tap
+  const int r = tap / prm.s;                           // filter-column tiles: rows 0 .. Rows - 1
+  const int s = Rows == 1 ? tap - r * prm.s : t / prm.tiles_c;
   // The slice: patches [first, end).
   const int first = static_cast<int>(blockIdx.y) * prm.patches_per_split;
   const int end = min(first + prm.patches_per_split, prm.patches);
@@ -192,7 +214,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgrad_wgmma::threads, 1)
       // own outputs. The rest land box_row_bytes each.
       const int a_live = min(sh::a_boxes, (prm.k - k0 + box_channels - 1) / box_channels);
       const int b_live = min(sh::b_boxes, (prm.c - c0 + box_channels - 1) / box_channels);
-      const unsigned stage_tx = static_cast<unsigned>((a_live + b_live) * prm.box_row_bytes);
+      const unsigned stage_tx = static_cast<unsigned>(a_live * prm.box_row_bytes + b_live * prm.x_box_bytes);
       const int w_tap = s * prm.dilation_w - prm.pad_w, h_tap = r * prm.dilation_h - prm.pad_h;
       ring_position<kStages> at;
       for (int g = first; g < end; ++g) {
@@ -207,7 +229,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgrad_wgmma::threads, 1)
           tma_load_4d(stage + j * box_bytes, &map_dy, k0 + j * box_channels, q0, p0, n0, full);
         }
         for (int j = 0; j < b_live; ++j) {
-          tma_load_4d(stage + sh::a_bytes + j * box_bytes, &map_x, c0 + j * box_channels, q0 * prm.stride_w + w_tap,
+          tma_load_4d(stage + sh::a_bytes + j * sh::b_box_bytes, &map_x, c0 + j * box_channels, q0 * prm.stride_w + w_tap,
                       p0 * prm.stride_h + h_tap, n0, full);
         }
         at.advance();
@@ -226,10 +248,11 @@ KF_KERNEL void __launch_bounds__(conv2d_wgrad_wgmma::threads, 1)
       fence_operands(d[mb]);
     }
     // A: M-major (a row holds 64 output channels of one pixel), one m64 block a
-    // box; B: N-major (64 input channels of one pixel), 64-channel blocks one
-    // box apart (the leading byte offset); 8-pixel atoms 1024 bytes apart.
+    // box; B: N-major (64 input channels of one pixel), 64-wide N blocks one
+    // box apart, or -- filter-column tiles -- one tap (8 box rows) apart (the
+    // leading byte offset); 8-pixel atoms 1024 bytes apart.
     const std::uint64_t a_desc0 = smem_descriptor_sw128(base, box_bytes, swizzle_atom_bytes);
-    const std::uint64_t b_desc0 = smem_descriptor_sw128(base + sh::a_bytes, box_bytes, swizzle_atom_bytes);
+    const std::uint64_t b_desc0 = smem_descriptor_sw128(base + sh::a_bytes, sh::b_block_bytes, swizzle_atom_bytes);
     ring_position<kStages> at;
     if (consumer == 1) at.advance();
     int previous = -1;
@@ -273,7 +296,9 @@ KF_KERNEL void __launch_bounds__(conv2d_wgrad_wgmma::threads, 1)
     if (consumer == 1) return;
 
     // Accumulator i of a thread: row 16 warp + lane / 4 + 8 ((i % 4) / 2) of
-    // its m64 block, column 8 (i / 4) + 2 (lane % 4) + i % 2.
+    // its m64 block, column 8 (i / 4) + 2 (lane % 4) + i % 2. Column n is
+    // channel c0 + n of the tap, or -- filter-column tiles -- channel c0 + n %
+    // 64 of tap (n / 64, s).
     const long long slab = static_cast<long long>(prm.k) * prm.rsc;
     float* const partial = prm.partial != nullptr ? prm.partial + blockIdx.y * slab : nullptr;
 #pragma unroll
@@ -282,10 +307,12 @@ KF_KERNEL void __launch_bounds__(conv2d_wgrad_wgmma::threads, 1)
       for (int h = 0; h < 2; ++h) {
         const int k = k0 + mb * wgmma_m + warp * 16 + lane / 4 + 8 * h;
         if (k >= prm.k) continue;
-        const long long row = static_cast<long long>(k) * prm.rsc + static_cast<long long>(tap) * prm.c;
 #pragma unroll
         for (int g = 0; g < kAcc / 4; ++g) {
-          const int c = c0 + 8 * g + 2 * (lane % 4);
+          constexpr int groups_per_tap = tile_channels / 8;
+          const int tap_of_g = Rows == 1 ? tap : (g / groups_per_tap) * prm.s + s;
+          const long long row = static_cast<long long>(k) * prm.rsc + static_cast<long long>(tap_of_g) * prm.c;
+          const int c = c0 + 8 * (Rows == 1 ? g : g % groups_per_tap) + 2 * (lane % 4);
           if (c >= prm.c) continue;  // C is a multiple of 8: c + 1 < C too
           const int i = 4 * g + 2 * h;
           const float v0 = d[mb][i] + other[(mb * kAcc + i) * warpgroup_threads + tid_in_warpgroup];
