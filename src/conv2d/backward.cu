@@ -238,31 +238,45 @@ void launch_wgrad_naive(const char* what, int device, const conv2d_args<T>& a, c
   check_launch(what);
 }
 
-/// conv2d_im2col_* for images [n0, n0 + images): NHWC in 16-byte pieces where
-/// C * sizeof(T), x and col allow it, in filter-row runs where C * sizeof(T) is
-/// under 16 bytes, else one element a thread.
+/// The 16-byte pieces im2col's NHWC kernels move.
+constexpr z im2col_piece_bytes = 16;
+
+/// Whether an NHWC im2col moves whole taps' channel runs in 16-byte pieces
+/// (col dense, R S C wide); else its rows are padded (im2col_ld).
+template <class T>
+bool im2col_runs_are_pieces(const conv2d_args<T>& a) {
+  return (static_cast<z>(a.c) * sizeof(T)) % im2col_piece_bytes == 0 &&
+         reinterpret_cast<std::uintptr_t>(a.x) % im2col_piece_bytes == 0;
+}
+
+/// The row length of the im2col matrix: R S C, or (NHWC runs not in pieces)
+/// R S C rounded up to 16 bytes.
+template <class T>
+z im2col_ld(bool nhwc, const conv2d_args<T>& a) {
+  const z crs = static_cast<z>(a.crs);
+  if (!nhwc || im2col_runs_are_pieces(a)) return crs;
+  return round_up(crs, im2col_piece_bytes / sizeof(T));
+}
+
+/// conv2d_im2col_* for images [n0, n0 + images) into col (16-byte aligned, rows
+/// im2col_ld apart): NCHW one element a thread; NHWC in 16-byte pieces, whole
+/// taps' channel runs or pieces of padded rows.
 template <class T>
 void launch_im2col(const char* what, int device, bool nhwc, const conv2d_args<T>& a, z n0, z images, T* col,
                    cudaStream_t stream) {
   const auto first = static_cast<int>(n0), count = static_cast<int>(images);
-  const z elements = images * static_cast<z>(a.pq) * static_cast<z>(a.crs);
-  constexpr z piece = 16;
-  const bool wide = (static_cast<z>(a.c) * sizeof(T)) % piece == 0 &&
-                    reinterpret_cast<std::uintptr_t>(a.x) % piece == 0 &&
-                    reinterpret_cast<std::uintptr_t>(col) % piece == 0;
+  const z rows = images * static_cast<z>(a.pq);
   if (!nhwc) {
-    conv2d_im2col_nchw<T><<<grad_blocks(device, elements), conv2d_grad_block, 0, stream>>>(a, first, count, col);
-  } else if (wide) {
-    const fast_divmod pieces(static_cast<unsigned>(static_cast<z>(a.c) * sizeof(T) / piece));
-    conv2d_im2col_nhwc<T, uint4><<<grad_blocks(device, elements / (piece / sizeof(T))), conv2d_grad_block, 0, stream>>>(
-        a, pieces, first, count, col);
-  } else if (a.c * static_cast<int>(sizeof(T)) < static_cast<int>(piece)) {  // runs of one filter row
-    conv2d_im2col_nhwc_rows<T>
-        <<<grad_blocks(device, images * static_cast<z>(a.pq) * static_cast<z>(a.r)), conv2d_grad_block, 0, stream>>>(
-            a, first, count, col);
+    conv2d_im2col_nchw<T><<<grad_blocks(device, rows * static_cast<z>(a.crs)), conv2d_grad_block, 0, stream>>>(
+        a, first, count, col);
+  } else if (im2col_runs_are_pieces(a)) {
+    const z per_tap = static_cast<z>(a.c) * sizeof(T) / im2col_piece_bytes;
+    conv2d_im2col_nhwc<T, uint4><<<grad_blocks(device, rows * static_cast<z>(a.rs) * per_tap), conv2d_grad_block, 0,
+                                   stream>>>(a, fast_divmod(static_cast<unsigned>(per_tap)), first, count, col);
   } else {
-    conv2d_im2col_nhwc<T, T><<<grad_blocks(device, elements), conv2d_grad_block, 0, stream>>>(
-        a, fast_divmod(static_cast<unsigned>(a.c)), first, count, col);
+    const z ld = im2col_ld(nhwc, a), per_row = ld * sizeof(T) / im2col_piece_bytes;
+    conv2d_im2col_nhwc_padded<T><<<grad_blocks(device, rows * per_row), conv2d_grad_block, 0, stream>>>(
+        a, fast_divmod(static_cast<unsigned>(per_row)), static_cast<int>(ld), first, count, col);
   }
   check_launch(what);
 }
@@ -278,10 +292,11 @@ bool wgrad_as_gemm(const char* what, int device, const conv2d_params& p, const c
       nhwc && a.r == 1 && a.s == 1 && a.stride_h == 1 && a.stride_w == 1 && a.pad_h == 0 && a.pad_w == 0;
   const bool dy_is_matrix = nhwc && !o.relu;  // NPQ x K as stored
   const z pq = static_cast<z>(a.pq), crs = static_cast<z>(a.crs), n = static_cast<z>(a.n);
-  z chunk = x_is_col ? n : std::max<z>(1, conv2d_im2col_max_bytes / (pq * crs * sizeof(T)));
-  chunk = std::min({chunk, n, std::max<z>(1, static_cast<z>(INT32_MAX) / (pq * crs))});
+  const z ld = x_is_col ? crs : im2col_ld(nhwc, a);  // col's rows (padded to 16 bytes for narrow NHWC runs)
+  z chunk = x_is_col ? n : std::max<z>(1, conv2d_im2col_max_bytes / (pq * ld * sizeof(T)));
+  chunk = std::min({chunk, n, std::max<z>(1, static_cast<z>(INT32_MAX) / (pq * ld))});
   const z dy_bytes = dy_is_matrix ? 0 : aligned_bytes(sizes.y_elements, sizeof(T));
-  const z col_bytes = x_is_col ? 0 : aligned_bytes(chunk * pq * crs, sizeof(T));
+  const z col_bytes = x_is_col ? 0 : aligned_bytes(chunk * pq * ld, sizeof(T));
   pooled_workspace scratch(device, dy_bytes + col_bytes, o.stream);
   if (dy_bytes + col_bytes > 0 && scratch.data() == nullptr) return false;
   const T* dy_matrix = dy;
@@ -302,9 +317,9 @@ bool wgrad_as_gemm(const char* what, int device, const conv2d_params& p, const c
       launch_im2col(what, device, nhwc, a, n0, images, col, o.stream);
       b = col;
     }
-    // dw (K x CRS) (+)= dy_rows^T (K x rows) * b (rows x CRS)
+    // dw (K x CRS) (+)= dy_rows^T (K x rows) * b (rows x CRS, rows ld apart)
     matmul_impl<T>(op::transpose, op::none, static_cast<z>(a.k), crs, images * pq, compute_t<T>(1),
-                   dy_matrix + n0 * pq * static_cast<z>(a.k), static_cast<z>(a.k), b, crs,
+                   dy_matrix + n0 * pq * static_cast<z>(a.k), static_cast<z>(a.k), b, ld,
                    compute_t<T>(n0 == 0 ? 0 : 1), dw, crs, mo);
   }
   return true;
@@ -369,8 +384,11 @@ template <class T>
 void launch_bias_grad(const char* what, int device, const conv2d_args<T>& a, conv2d_dy_reader<T> dy, T* dbias,
                       bool nhwc, cudaStream_t stream) {
   const z rows = static_cast<z>(a.m);
-  constexpr z rows_per_slice = 64;
-  z slices = std::min<z>(ceil_div(rows, rows_per_slice), 4096);
+  // Slices of at least 64 rows, at most 4 per SM: the finishing pass then sums
+  // a few hundred partials per channel (1568 for N32 56x56 took 25 us).
+  constexpr z rows_per_slice = 64, slices_per_sm = 4;
+  const int sms = limits_for(device).sm_count;
+  z slices = std::min<z>(ceil_div(rows, rows_per_slice), slices_per_sm * static_cast<z>(sms > 0 ? sms : 1));
   const z per_slice = ceil_div(rows, slices);
   pooled_workspace partial(device, slices > 1 ? slices * static_cast<z>(a.k) * sizeof(float) : 0, stream);
   if (partial.data() == nullptr) slices = 1;  // one slice per channel block: slower, same sums

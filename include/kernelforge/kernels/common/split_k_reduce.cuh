@@ -7,7 +7,10 @@
 // the epilogue; conv2d: the bias, then the epilogue) and writes the output.
 //
 // Deterministic: every output sums its slabs in the fixed order z = 0, 1, ...
-// -- no atomics, the same bits on every run. Memory-bound: a grid-stride loop
+// -- no atomics, the same bits on every run. The slabs' loads are issued
+// split_k_reduce_batch at a time and then added in that order: one load's
+// latency per batch, not per slab (a wgrad's 44 slabs of a 64 x 576 tile took
+// 18 us one load after another). Memory-bound: a grid-stride loop
 // over the slab's elements (at most split_k_reduce_blocks_per_sm blocks per
 // SM, enough loads in flight to saturate HBM), with float4 loads where
 // cols % 4 == 0 (then the 4 sums share a row, and every slab of the pool's
@@ -37,6 +40,24 @@ constexpr int split_k_reduce_block = 256;
 /// Blocks per SM the reduction launches at most (grid-stride beyond): enough
 /// loads in flight to saturate HBM.
 constexpr int split_k_reduce_blocks_per_sm = 8;
+/// Slab loads in flight per thread (added in slab order after they land).
+constexpr int split_k_reduce_batch = 8;
+
+/// s += the slabs z = 1 .. split - 1 of element i (slab stride `slab`), in
+/// order, their loads issued split_k_reduce_batch at a time.
+template <class V, class Add>
+__device__ __forceinline__ void split_k_sum_slabs(V& s, const V* __restrict__ slabs, std::size_t slab, std::size_t i,
+                                                  int split, Add add) {
+  int z = 1;
+  for (; z + split_k_reduce_batch <= split; z += split_k_reduce_batch) {
+    V v[split_k_reduce_batch];
+#pragma unroll
+    for (int j = 0; j < split_k_reduce_batch; ++j) v[j] = slabs[(z + j) * slab + i];
+#pragma unroll
+    for (int j = 0; j < split_k_reduce_batch; ++j) add(s, v[j]);
+  }
+  for (; z < split; ++z) add(s, slabs[z * slab + i]);
+}
 
 /// workspace: `split` slabs of `count` (= rows x cols < 2^31) floats; cols: the
 /// slab's row length; vector: cols % 4 == 0 and the workspace 16-byte aligned.
@@ -51,13 +72,12 @@ KF_KERNEL void __launch_bounds__(split_k_reduce_block)
     const std::size_t slab4 = static_cast<std::size_t>(count) / 4;
     for (std::size_t i = first; i < slab4; i += stride) {
       float4 s = ws4[i];
-      for (int z = 1; z < split; ++z) {
-        const float4 v = ws4[z * slab4 + i];
-        s.x += v.x;
-        s.y += v.y;
-        s.z += v.z;
-        s.w += v.w;
-      }
+      split_k_sum_slabs(s, ws4, slab4, i, split, [](float4& a, const float4& v) {
+        a.x += v.x;
+        a.y += v.y;
+        a.z += v.z;
+        a.w += v.w;
+      });
       const int e = static_cast<int>(i * 4);
       int row, col;
       cols.divmod(e, row, col);
@@ -68,7 +88,7 @@ KF_KERNEL void __launch_bounds__(split_k_reduce_block)
   const auto n = static_cast<std::size_t>(count);
   for (std::size_t i = first; i < n; i += stride) {
     float s = workspace[i];
-    for (int z = 1; z < split; ++z) s += workspace[z * n + i];
+    split_k_sum_slabs(s, workspace, n, i, split, [](float& a, float v) { a += v; });
     const int e = static_cast<int>(i);
     int row, col;
     cols.divmod(e, row, col);
