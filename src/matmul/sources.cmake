@@ -3,7 +3,8 @@
 # and argument checks, the heavy steps
 # 07-10 in translation units of their own so that they compile in parallel
 # (instances.cuh; the kernels are headers they include), and the Hopper steps
-# 11-14 (wgmma) and the FP8 wgmma step, compiled for sm_90a alone.
+# 11-14 (wgmma) and the FP8 wgmma step (one translation unit per output
+# type, which compile in parallel), compiled for sm_90a alone.
 list(APPEND KERNELFORGE_SOURCES
   "${CMAKE_CURRENT_LIST_DIR}/matmul.cu"
   "${CMAKE_CURRENT_LIST_DIR}/validate.cpp"
@@ -18,4 +19,6 @@ kernelforge_add_sm90a_sources("wgmma matmul (TF32, fp16, bf16, FP8)"
   "${CMAKE_CURRENT_LIST_DIR}/wgmma_sm90a_tf32.cu"
   "${CMAKE_CURRENT_LIST_DIR}/wgmma_sm90a_f16.cu"
   "${CMAKE_CURRENT_LIST_DIR}/wgmma_steps_sm90a.cu"
-  "${CMAKE_CURRENT_LIST_DIR}/scaled_wgmma_sm90a.cu")
+  "${CMAKE_CURRENT_LIST_DIR}/scaled_wgmma_sm90a_bf16.cu"
+  "${CMAKE_CURRENT_LIST_DIR}/scaled_wgmma_sm90a_f16.cu"
+  "${CMAKE_CURRENT_LIST_DIR}/scaled_wgmma_sm90a_f32.cu")
