@@ -3,7 +3,9 @@
 # and argument checks, the heavy steps
 # 07-10 in translation units of their own so that they compile in parallel
 # (instances.cuh; the kernels are headers they include), and the Hopper steps
-# 11-14 (wgmma) and the FP8 wgmma step, compiled for sm_90a alone.
+# 11-14 (wgmma: TF32 identity and fused, fp16 and bf16 in four translation
+# units) and the FP8 wgmma step (one translation unit per output type), which
+# compile in parallel, for sm_90a alone.
 list(APPEND KERNELFORGE_SOURCES
   "${CMAKE_CURRENT_LIST_DIR}/matmul.cu"
   "${CMAKE_CURRENT_LIST_DIR}/validate.cpp"
@@ -16,6 +18,10 @@ list(APPEND KERNELFORGE_SOURCES
   "${CMAKE_CURRENT_LIST_DIR}/scaled_validate.cpp")
 kernelforge_add_sm90a_sources("wgmma matmul (TF32, fp16, bf16, FP8)"
   "${CMAKE_CURRENT_LIST_DIR}/wgmma_sm90a_tf32.cu"
+  "${CMAKE_CURRENT_LIST_DIR}/wgmma_sm90a_tf32_fused.cu"
   "${CMAKE_CURRENT_LIST_DIR}/wgmma_sm90a_f16.cu"
+  "${CMAKE_CURRENT_LIST_DIR}/wgmma_sm90a_bf16.cu"
   "${CMAKE_CURRENT_LIST_DIR}/wgmma_steps_sm90a.cu"
-  "${CMAKE_CURRENT_LIST_DIR}/scaled_wgmma_sm90a.cu")
+  "${CMAKE_CURRENT_LIST_DIR}/scaled_wgmma_sm90a_bf16.cu"
+  "${CMAKE_CURRENT_LIST_DIR}/scaled_wgmma_sm90a_f16.cu"
+  "${CMAKE_CURRENT_LIST_DIR}/scaled_wgmma_sm90a_f32.cu")

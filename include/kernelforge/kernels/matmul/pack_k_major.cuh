@@ -4,8 +4,7 @@
 // repacks it, A transposed, rows not 16-byte aligned), written into the
 // stream-ordered workspace that wgmma/launch.cuh's TMA descriptors then read;
 // the host side below launches it (launch_pack) and checks the repack alone.
-// Compiled in the sm_90a objects only (wgmma_sm90a_tf32.cu, wgmma_sm90a_f16.cu), like the
-// kernels it feeds.
+// Compiled in the sm_90a objects only (wgmma_sm90a_*.cu), like the kernels it feeds.
 //
 // What changes from the pass before (32 x 32 tiles of single elements, 32 x 8
 // threads; ncu on the H200 at TF32 4096^3: 46.6 us, 51% of DRAM bandwidth, for

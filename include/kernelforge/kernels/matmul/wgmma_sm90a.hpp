@@ -2,8 +2,8 @@
 // Steps 11-14 -- wgmma, declarations: what the matmul launcher (matmul.cu), the
 // tests and the benchmarks call. The kernels (11_wgmma_tma.cuh ...
 // 14_wgmma.cuh) and their host side (wgmma/launch.cuh, wgmma_steps_sm90a.cu)
-// are compiled for sm_90a only, in wgmma_sm90a_tf32.cu, wgmma_sm90a_f16.cu and
-// wgmma_steps_sm90a.cu; without 90 in CMAKE_CUDA_ARCHITECTURES those files
+// are compiled for sm_90a only, in wgmma_sm90a_tf32{,_fused}.cu,
+// wgmma_sm90a_{f16,bf16}.cu and wgmma_steps_sm90a.cu; without 90 in CMAKE_CUDA_ARCHITECTURES those files
 // compile to stubs that return false. Declarations only: the fallback to
 // mma.sync is matmul.cu's choice, never made in the sm_90a objects (their copy
 // of a shared mma.sync kernel could be the one the program registers, and other

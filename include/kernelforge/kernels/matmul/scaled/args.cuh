@@ -19,17 +19,18 @@ namespace kf::detail {
 /// The operand pairs x output types kf::scaled_matmul ships (is_fp8_operand_pair_v,
 /// is_scaled_matmul_output_v): X(TA, TB, TD) for each, for the explicit
 /// instantiations of every translation unit that compiles a step.
+/// KF_FOR_EACH_SCALED_MATMUL_OPERANDS(X, TD): the operand pairs for one output
+/// type (the wgmma step compiles one output type per translation unit, so that
+/// they compile in parallel: src/matmul/scaled_wgmma_sm90a_*.cu).
 // clang-format off
+#define KF_FOR_EACH_SCALED_MATMUL_OPERANDS(X, TD)                                   \
+  X(__nv_fp8_e4m3, __nv_fp8_e4m3, TD)                                               \
+  X(__nv_fp8_e4m3, __nv_fp8_e5m2, TD)                                               \
+  X(__nv_fp8_e5m2, __nv_fp8_e4m3, TD)
 #define KF_FOR_EACH_SCALED_MATMUL_TYPES(X)                                          \
-  X(__nv_fp8_e4m3, __nv_fp8_e4m3, __nv_bfloat16)                                    \
-  X(__nv_fp8_e4m3, __nv_fp8_e4m3, __half)                                           \
-  X(__nv_fp8_e4m3, __nv_fp8_e4m3, float)                                            \
-  X(__nv_fp8_e4m3, __nv_fp8_e5m2, __nv_bfloat16)                                    \
-  X(__nv_fp8_e4m3, __nv_fp8_e5m2, __half)                                           \
-  X(__nv_fp8_e4m3, __nv_fp8_e5m2, float)                                            \
-  X(__nv_fp8_e5m2, __nv_fp8_e4m3, __nv_bfloat16)                                    \
-  X(__nv_fp8_e5m2, __nv_fp8_e4m3, __half)                                           \
-  X(__nv_fp8_e5m2, __nv_fp8_e4m3, float)
+  KF_FOR_EACH_SCALED_MATMUL_OPERANDS(X, __nv_bfloat16)                              \
+  KF_FOR_EACH_SCALED_MATMUL_OPERANDS(X, __half)                                     \
+  KF_FOR_EACH_SCALED_MATMUL_OPERANDS(X, float)
 // clang-format on
 
 /// FP8 tensor cores promote partial sums into fp32 at this k granularity (the

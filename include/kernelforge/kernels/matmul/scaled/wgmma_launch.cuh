@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The host side of the FP8 wgmma GEMM (scaled/03_wgmma.cuh), for its sm_90a
-// translation unit alone (src/matmul/scaled_wgmma_sm90a.cu): the repack of
+// translation units alone (src/matmul/scaled_wgmma_sm90a_*.cu): the repack of
 // operands FP8 wgmma cannot read in place, the TMA maps, the tile width and
 // cluster by shape, the persistent grid and the cluster launch.
 #pragma once

@@ -2,8 +2,8 @@
 // FP8 step 3 -- wgmma, declarations: what kf::scaled_matmul (scaled_matmul.cu)
 // calls. The kernel (scaled/03_wgmma.cuh) and its host side
 // (scaled/wgmma_launch.cuh) are compiled for sm_90a only, in
-// src/matmul/scaled_wgmma_sm90a.cu; without 90 in CMAKE_CUDA_ARCHITECTURES that
-// file compiles to stubs that return false (as matmul's wgmma_sm90a.hpp).
+// src/matmul/scaled_wgmma_sm90a_*.cu; without 90 in CMAKE_CUDA_ARCHITECTURES those
+// files compile to stubs that return false (as matmul's wgmma_sm90a.hpp).
 #pragma once
 
 #include <cuda_bf16.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The host side of the Hopper GEMM (14_wgmma.cuh), for the sm_90a translation
-// units only (wgmma_sm90a_tf32.cu, wgmma_sm90a_f16.cu): the TMA descriptors,
+// units only (wgmma_sm90a_{tf32,tf32_fused,f16,bf16}.cu): the TMA descriptors,
 // the repack of operands wgmma cannot read in place (pack_k_major.cuh, into the
 // runtime's pooled workspace), the choices of policy.hpp, the split-k plan and
 // its fp32 partials, the persistent grid, the cluster launch of the instance
