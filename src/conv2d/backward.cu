@@ -43,6 +43,7 @@
 #include "kernelforge/kernels/conv2d/backward/passes.cuh"
 #include "kernelforge/kernels/conv2d/backward/wgrad_wgmma_sm90a.hpp"
 #include "kernelforge/kernels/conv2d/validate.hpp"
+#include "kernelforge/kernels/conv2d/wgmma_sm90a.hpp"
 #include "kernelforge/kernels/runtime/launcher.hpp"
 #include "kernelforge/matmul.hpp"
 
@@ -267,12 +268,13 @@ void launch_im2col(const char* what, int device, bool nhwc, const conv2d_args<T>
   const auto first = static_cast<int>(n0), count = static_cast<int>(images);
   const z rows = images * static_cast<z>(a.pq);
   if (!nhwc) {
-    conv2d_im2col_nchw<T><<<grad_blocks(device, rows * static_cast<z>(a.crs)), conv2d_grad_block, 0, stream>>>(
-        a, first, count, col);
+    conv2d_im2col_nchw<T>
+        <<<grad_blocks(device, rows * static_cast<z>(a.crs)), conv2d_grad_block, 0, stream>>>(a, first, count, col);
   } else if (im2col_runs_are_pieces(a)) {
     const z per_tap = static_cast<z>(a.c) * sizeof(T) / im2col_piece_bytes;
-    conv2d_im2col_nhwc<T, uint4><<<grad_blocks(device, rows * static_cast<z>(a.rs) * per_tap), conv2d_grad_block, 0,
-                                   stream>>>(a, fast_divmod(static_cast<unsigned>(per_tap)), first, count, col);
+    conv2d_im2col_nhwc<T, uint4>
+        <<<grad_blocks(device, rows * static_cast<z>(a.rs) * per_tap), conv2d_grad_block, 0, stream>>>(
+            a, fast_divmod(static_cast<unsigned>(per_tap)), first, count, col);
   } else {
     const z ld = im2col_ld(nhwc, a), per_row = ld * sizeof(T) / im2col_piece_bytes;
     conv2d_im2col_nhwc_padded<T><<<grad_blocks(device, rows * per_row), conv2d_grad_block, 0, stream>>>(
@@ -319,8 +321,8 @@ bool wgrad_as_gemm(const char* what, int device, const conv2d_params& p, const c
     }
     // dw (K x CRS) (+)= dy_rows^T (K x rows) * b (rows x CRS, rows ld apart)
     matmul_impl<T>(op::transpose, op::none, static_cast<z>(a.k), crs, images * pq, compute_t<T>(1),
-                   dy_matrix + n0 * pq * static_cast<z>(a.k), static_cast<z>(a.k), b, ld,
-                   compute_t<T>(n0 == 0 ? 0 : 1), dw, crs, mo);
+                   dy_matrix + n0 * pq * static_cast<z>(a.k), static_cast<z>(a.k), b, ld, compute_t<T>(n0 == 0 ? 0 : 1),
+                   dw, crs, mo);
   }
   return true;
 }
@@ -329,9 +331,16 @@ bool wgrad_as_gemm(const char* what, int device, const conv2d_params& p, const c
 /// the top of this file): planned here (wgrad_wgmma_plan.hpp) with its split's
 /// fp32 slabs -- and, under the ReLU mask, dy masked first (conv2d_dy_spread)
 /// -- in one pooled workspace, launched by backward_sm90a.cu, reduced here.
-/// false (nothing enqueued but possibly the mask) where it does not run: float,
-/// NCHW, no sm_90a kernel for the device, a layer or pointer outside its reach,
-/// no workspace for the mask; without memory for the slabs it runs unsplit.
+/// A layer whose x TMA cannot read in place (C * sizeof(T) not a multiple of
+/// 16 bytes, as the RGB stem's C = 3, or x misaligned) runs as its column fold,
+/// the forward's (wgmma_sm90a.hpp): x folded into an R x 1 layer over C' = S C
+/// rounded up to 16 bytes, whose gradient dw' (K x R x C') holds each (k, r)'s
+/// S C values of dw first, copied out at the end. (The stem's dw: 159 us as
+/// im2col + matmul on the H200.)
+/// false (nothing enqueued but possibly the mask or the fold) where it does not
+/// run: float, NCHW, no sm_90a kernel for the device, a layer or pointer outside
+/// its reach, no workspace for the mask or the fold; without memory for the
+/// slabs it runs unsplit.
 template <class T>
 bool wgrad_as_wgmma(const char* what, int device, const conv2d_params& p, const conv2d_sizes& sizes,
                     const conv2d_args<T>& a, const T* dy, T* dw, const conv2d_backward_options& o, const T* relu_y) {
@@ -339,29 +348,49 @@ bool wgrad_as_wgmma(const char* what, int device, const conv2d_params& p, const 
     return false;  // TF32 wgmma reads k-major operands only (03_wgrad_wgmma.cuh)
   } else {
     if (p.layout != conv2d_layout::nhwc || !conv2d_wgrad_wgmma_available(device)) return false;
-    if (conv2d_wgrad_wgmma_unsupported_reason(p.in_channels, p.out_channels, sizeof(T), p.stride_h, p.stride_w) !=
+    constexpr z tma_bytes = 16;
+    const bool fold =
+        (p.in_channels * sizeof(T)) % tma_bytes != 0 || reinterpret_cast<std::uintptr_t>(a.x) % tma_bytes != 0;
+    // The layer the kernel reads: `a`, or its column fold (R x 1 at stride (stride_h, 1) over c_folded channels).
+    const z c_folded = fold ? conv2d_nhwc_folded_channels(p.filter_width, p.in_channels, sizeof(T)) : p.in_channels;
+    const z s_read = fold ? 1 : p.filter_width, stride_w_read = fold ? 1 : p.stride_w;
+    if (conv2d_wgrad_wgmma_unsupported_reason(c_folded, p.out_channels, sizeof(T), p.stride_h, stride_w_read) !=
         nullptr) {
       return false;
     }
     const bool masked = o.relu;  // the masked dy goes to the (aligned) workspace
-    if (!conv2d_wgrad_wgmma_aligned(a.x, masked ? static_cast<const void*>(a.x) : dy)) return false;
-    const z K = p.out_channels, rsc = static_cast<z>(a.crs);
+    if (!conv2d_wgrad_wgmma_aligned(fold ? nullptr : a.x, masked ? nullptr : static_cast<const void*>(dy))) {
+      return false;
+    }
+    const z K = p.out_channels, rsc_read = p.filter_height * s_read * c_folded;
     const int sms = limits_for(device).sm_count;
     const auto plan_for = [&](bool unsplit) {
-      return plan_conv2d_wgrad_wgmma(p.batch, sizes.p, sizes.q, K, p.in_channels, p.filter_height, p.filter_width,
-                                     p.stride_h, p.stride_w, p.dilation_h, static_cast<z>(sms > 0 ? sms : 1), unsplit);
+      return plan_conv2d_wgrad_wgmma(p.batch, sizes.p, sizes.q, K, c_folded, p.filter_height, s_read, p.stride_h,
+                                     stride_w_read, p.dilation_h, static_cast<z>(sms > 0 ? sms : 1), unsplit);
     };
     conv2d_wgrad_wgmma_plan plan = plan_for(false);
+    // The workspace: [masked dy][x folded][dw' (folded)][the split's slabs]; all but the slabs are needed.
     const z dy_bytes = masked ? aligned_bytes(sizes.y_elements, sizeof(T)) : 0;
-    const pooled_workspace scratch(device, dy_bytes + plan.workspace_bytes(K, rsc), o.stream);
+    const z x_fold_bytes = fold ? aligned_bytes(p.batch * p.in_height * sizes.q * c_folded, sizeof(T)) : 0;
+    const z dw_fold_bytes = fold ? aligned_bytes(K * rsc_read, sizeof(T)) : 0;
+    const z needed = dy_bytes + x_fold_bytes + dw_fold_bytes;
+    const pooled_workspace scratch(device, needed + plan.workspace_bytes(K, rsc_read), o.stream);
     char* memory = scratch.data<char>();
     const bool unsplit = memory == nullptr && plan.split > 1;  // no memory for the slabs: one slice, no slabs
-    const pooled_workspace dy_only(device, unsplit ? dy_bytes : 0, o.stream);
+    const pooled_workspace needed_only(device, unsplit ? needed : 0, o.stream);
     if (unsplit) {
       plan = plan_for(true);
-      memory = dy_only.data<char>();
+      memory = needed_only.data<char>();
     }
-    if (masked && memory == nullptr) return false;
+    if (needed > 0 && memory == nullptr) return false;
+    conv2d_args<T> read = a;
+    T* dw_read = dw;
+    if (fold) {
+      T* const x_folded = reinterpret_cast<T*>(memory + dy_bytes);
+      read = conv2d_nhwc_column_fold_of(a, static_cast<int>(c_folded), x_folded);
+      dw_read = reinterpret_cast<T*>(memory + dy_bytes + x_fold_bytes);
+      if (!conv2d_nhwc_fold_input(device, a, c_folded, x_folded, o.stream, what)) return false;
+    }
     const T* source = dy;
     if (masked) {
       T* const masked_dy = reinterpret_cast<T*>(memory);
@@ -369,12 +398,18 @@ bool wgrad_as_wgmma(const char* what, int device, const conv2d_params& p, const 
                        sizes.p, sizes.q, 1, 1, o.stream);
       source = masked_dy;
     }
-    float* const partial = plan.split > 1 ? reinterpret_cast<float*>(memory + dy_bytes) : nullptr;
-    if (!conv2d_wgrad_wgmma_try_launch(device, a, source, dw, partial, plan, o.stream)) return false;
+    float* const partial = plan.split > 1 ? reinterpret_cast<float*>(memory + needed) : nullptr;
+    if (!conv2d_wgrad_wgmma_try_launch(device, read, source, dw_read, partial, plan, o.stream)) return false;
     if (plan.split > 1) {
       using store = conv2d_wgrad_split_k_store<T>;
       (void)profile_of<&split_k_reduce<store>>(device, what);  // no_kernel_image before the launch (cached)
-      launch_split_k_reduce(device, partial, K, rsc, static_cast<int>(plan.split), store{dw}, o.stream, what);
+      launch_split_k_reduce(device, partial, K, rsc_read, static_cast<int>(plan.split), store{dw_read}, o.stream, what);
+    }
+    if (fold) {  // dw (K x R x S C) = the first S C of each (k, r)'s c_folded values
+      const z row = p.filter_width * p.in_channels * sizeof(T);
+      cuda_check(cudaMemcpy2DAsync(dw, row, dw_read, c_folded * sizeof(T), row, K * p.filter_height,
+                                   cudaMemcpyDeviceToDevice, o.stream),
+                 what);
     }
     return true;
   }

@@ -200,6 +200,29 @@ bool conv2d_wgmma_try_launch(int device, const conv2d_args<float>& a, const epil
   return try_launch(device, a, ep, stream);
 }
 
+/// The fold's geometry for `a` over c_folded channels; false where an index
+/// would overflow the fold kernel's ints (x_folded's elements among them).
+template <class T>
+bool fold_geometry(const conv2d_args<T>& a, std::size_t c_folded, conv2d_nhwc_fold_geometry& fold) {
+  using z = std::size_t;
+  const z x_items = static_cast<z>(a.n) * static_cast<z>(a.h) * static_cast<z>(a.q) * c_folded;
+  return x_items <= static_cast<z>(INT_MAX) &&
+         make_conv2d_nhwc_fold_geometry(static_cast<z>(a.n), static_cast<z>(a.h), static_cast<z>(a.w),
+                                        static_cast<z>(a.c), static_cast<z>(a.q), static_cast<z>(a.s),
+                                        static_cast<z>(a.stride_w), static_cast<z>(a.pad_w),
+                                        static_cast<z>(a.dilation_w), c_folded, sizeof(T), fold);
+}
+
+/// conv2d_nhwc_fold_columns of `a`'s input into x_folded (16-byte aligned);
+/// `call` names the call in errors.
+template <class T>
+void launch_fold(int device, const conv2d_args<T>& a, const conv2d_nhwc_fold_geometry& fold, T* x_folded,
+                 cudaStream_t stream, const char* call = what) {
+  const unsigned blocks = repack_blocks(device, static_cast<std::size_t>(fold.vectors));  // a thread a 16-byte vector
+  conv2d_nhwc_fold_columns<T><<<blocks, conv2d_wgmma::filter_block, 0, stream>>>(a.x, x_folded, fold);
+  check_launch(call);
+}
+
 /// NHWC (any T): the kernel reads x and the filter in place where TMA can
 /// (conv2d_nhwc_wgmma_reads_in_place), else from their column fold (the
 /// filter's S columns folded into channels, in a pooled workspace: an R x 1
@@ -212,29 +235,13 @@ bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& a, const Epi
     return false;
   }
   const bool in_place = conv2d_nhwc_wgmma_reads_in_place(static_cast<z>(a.c), sizeof(T), a.x, a.wt);
-  conv2d_args<T> f = a;  // the layer the kernel computes: `a`, or its column fold
   const z c_folded = conv2d_nhwc_folded_channels(static_cast<z>(a.s), static_cast<z>(a.c), sizeof(T));
   const z x_items = static_cast<z>(a.n) * static_cast<z>(a.h) * static_cast<z>(a.q) * c_folded;
   const z w_items = static_cast<z>(a.k) * static_cast<z>(a.r) * c_folded;
   conv2d_nhwc_fold_geometry fold;
-  if (!in_place) {
-    if (x_items > static_cast<z>(INT_MAX) || w_items > static_cast<z>(INT_MAX)) return false;
-    if (!make_conv2d_nhwc_fold_geometry(static_cast<z>(a.n), static_cast<z>(a.h), static_cast<z>(a.w),
-                                        static_cast<z>(a.c), static_cast<z>(a.q), static_cast<z>(a.s),
-                                        static_cast<z>(a.stride_w), static_cast<z>(a.pad_w),
-                                        static_cast<z>(a.dilation_w), c_folded, sizeof(T), fold)) {
-      return false;
-    }
-    f.c = static_cast<int>(c_folded);
-    f.w = a.q;
-    f.s = 1;
-    f.stride_w = 1;
-    f.pad_w = 0;
-    f.dilation_w = 1;
-    f.rs = a.r;
-    f.crs = f.c * f.rs;
-    f.hw = a.h * a.q;
-  }
+  if (!in_place && (w_items > static_cast<z>(INT_MAX) || !fold_geometry(a, c_folded, fold))) return false;
+  // The layer the kernel computes: `a`, or its column fold (x_folded set below).
+  conv2d_args<T> f = in_place ? a : conv2d_nhwc_column_fold_of(a, static_cast<int>(c_folded), a.x);
   const conv2d_wgmma_tile plan =
       choose_conv2d_wgmma_tile(static_cast<z>(f.n), static_cast<z>(f.p), static_cast<z>(f.q), static_cast<z>(f.k),
                                static_cast<z>(f.stride_h), static_cast<z>(f.stride_w));
@@ -258,14 +265,23 @@ bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& a, const Epi
   if (!is_aligned(x_folded, vector_bytes)) return false;
   if (!encode_maps(map_x, map_w, x_folded, w_folded, f, c_folded, c_folded, plan)) return false;
   // Nothing is enqueued above: from here on the call runs to the end (or throws).
-  const unsigned fold_blocks = repack_blocks(device, static_cast<z>(fold.vectors));  // a thread a 16-byte vector
-  conv2d_nhwc_fold_columns<T><<<fold_blocks, conv2d_wgmma::filter_block, 0, stream>>>(a.x, x_folded, fold);
-  check_launch(what);
+  launch_fold(device, a, fold, x_folded, stream);
   conv2d_krsc_fold_columns<T><<<repack_blocks(device, w_items), conv2d_wgmma::filter_block, 0, stream>>>(
       a.wt, w_folded, a.k, a.r, a.s * a.c, f.c);
   check_launch(what);
   launch_planned<T, conv2d_layout::nhwc>(device, map_x, map_w, prm, plan.bn,
                                          conv2d_wgmma_pingpong(static_cast<z>(prm.k_steps)), ep, stream);
+  return true;
+}
+
+template <class T>
+bool conv2d_nhwc_fold_input(int device, const conv2d_args<T>& a, std::size_t c_folded, T* x_folded, cudaStream_t stream,
+                            const char* call) {
+  conv2d_nhwc_fold_geometry fold;
+  if (!conv2d_wgmma_available(device) || !is_aligned(x_folded, vector_bytes) || !fold_geometry(a, c_folded, fold)) {
+    return false;
+  }
+  launch_fold(device, a, fold, x_folded, stream, call);
   return true;
 }
 
@@ -289,17 +305,24 @@ bool conv2d_nhwc_wgmma_try_launch(int, const conv2d_args<T>&, const Epilogue&, c
   return false;
 }
 
+template <class T>
+bool conv2d_nhwc_fold_input(int, const conv2d_args<T>&, std::size_t, T*, cudaStream_t, const char*) {
+  return false;
+}
+
 }  // namespace kf::detail
 
 #endif
 
-// The instances the NHWC launcher (nhwc_launch.cuh) calls, of either definition above.
+// The instances the NHWC launcher (nhwc_launch.cuh) and the gradients' (backward.cu) call, of either
+// definition above.
 namespace kf::detail {
 
 #define KF_CONV2D_NHWC_WGMMA_INSTANCE(T)                                                                              \
   template bool conv2d_nhwc_wgmma_try_launch(int, const conv2d_args<T>&, const epilogue::identity&, cudaStream_t);    \
   template bool conv2d_nhwc_wgmma_try_launch(int, const conv2d_args<T>&, const epilogue::bias_relu_threshold<float>&, \
-                                             cudaStream_t);
+                                             cudaStream_t);                                                           \
+  template bool conv2d_nhwc_fold_input(int, const conv2d_args<T>&, std::size_t, T*, cudaStream_t, const char*);
 KF_CONV2D_NHWC_WGMMA_INSTANCE(float)
 KF_CONV2D_NHWC_WGMMA_INSTANCE(__half)
 KF_CONV2D_NHWC_WGMMA_INSTANCE(__nv_bfloat16)

@@ -631,9 +631,26 @@ TEST(Conv2dBackwardCases, CoverTheirPaths) {
 /// the mask, a split (more than 16 patches: 64 pixels each) and misaligned dw;
 /// and both tilings of 3 x 3 stride-1 layers (wgrad_wgmma_plan.hpp): one-tap
 /// tiles, and filter-column tiles -- with two K tiles, C tiles past C, the mask,
-/// a split and misaligned dw.
+/// a split and misaligned dw. And layers it computes as their column fold (x
+/// not readable in place: C * 2 bytes not a multiple of 16, as the stem's, or
+/// x misaligned): the stem, and a misaligned 3 x 3 one.
 TEST(Conv2dBackwardCases, WgmmaWgradCases) {
   int runs = 0, wide_k = 0, two_tiles = 0, one_by_one = 0, strided = 0, masked = 0, split = 0, out_misaligned = 0;
+  int folded_stem = 0, folded_misaligned = 0;
+  for (const grad_case& c : grad_cases()) {
+    const kf::conv2d_params& p = c.p;
+    const bool narrow = p.in_channels * 2 % 16 != 0;
+    if (!narrow && c.in_offset == 0) continue;  // read in place (above)
+    const std::size_t folded = kf::detail::conv2d_nhwc_folded_channels(p.filter_width, p.in_channels, 2);
+    if (kf::detail::conv2d_wgrad_wgmma_unsupported_reason(folded, p.out_channels, 2, p.stride_h, 1) != nullptr ||
+        p.batch == 0) {
+      continue;
+    }
+    folded_stem += narrow && p.filter_width == 7 && p.stride_w == 2 ? 1 : 0;
+    folded_misaligned += c.in_offset > 0 ? 1 : 0;
+  }
+  EXPECT_GE(folded_stem, 1);
+  EXPECT_GE(folded_misaligned, 1);
   int one_tap_3x3 = 0, columns = 0, columns_wide_k = 0, columns_partial_c = 0, columns_masked = 0, columns_split = 0,
       columns_out_misaligned = 0;
   for (const grad_case& c : grad_cases()) {

@@ -7,6 +7,7 @@
 // compiles to stubs that return false.
 #pragma once
 
+#include <cstddef>
 #include <type_traits>
 
 #include <cuda_runtime_api.h>
@@ -46,5 +47,38 @@ bool conv2d_wgmma_try_launch(int device, const conv2d_args<float>& a, const epil
 /// encoded. Defined for the epilogues of conv2d_wgmma_epilogue_v.
 template <class T, class Epilogue>
 bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& a, const Epilogue& ep, cudaStream_t stream);
+
+/// The layer the column fold of the NHWC layer `a` makes (wgmma_nhwc_fold.cuh):
+/// R x 1 at stride (stride_h, 1), no padding or dilation along w, over
+/// c_folded channels (conv2d_nhwc_folded_channels) of the folded input x_folded
+/// (N x H x Q x c_folded); y, the filter and the bias stay `a`'s.
+template <class T>
+conv2d_args<T> conv2d_nhwc_column_fold_of(const conv2d_args<T>& a, int c_folded, const T* x_folded) {
+  conv2d_args<T> f = a;
+  f.x = x_folded;
+  f.c = c_folded;
+  f.w = a.q;
+  f.s = 1;
+  f.stride_w = 1;
+  f.pad_w = 0;
+  f.dilation_w = 1;
+  f.rs = a.r;
+  f.crs = f.c * f.rs;
+  f.hw = a.h * a.q;
+  f.div_rs = fast_divmod(static_cast<unsigned>(f.rs));
+  f.div_s = fast_divmod(1u);
+  return f;
+}
+
+/// Enqueues the column fold of `a`'s input into x_folded (N x H x Q x c_folded,
+/// 16-byte aligned; c_folded = conv2d_nhwc_folded_channels(S, C, sizeof(T)))
+/// and returns true; false, having enqueued nothing, where the kernel is not
+/// available on `device`, x_folded is not 16-byte aligned or an index would
+/// overflow its ints. The forward's wgmma launch folds this way; so does the
+/// filter gradient of such layers (src/conv2d/backward.cu). `call` names the
+/// call in errors.
+template <class T>
+bool conv2d_nhwc_fold_input(int device, const conv2d_args<T>& a, std::size_t c_folded, T* x_folded, cudaStream_t stream,
+                            const char* call);
 
 }  // namespace kf::detail
