@@ -42,10 +42,10 @@ kf::conv2d_backward_options backward_options(const char* what, const std::option
   o.math = tf32 ? kf::math_mode::tf32 : kf::math_mode::exact;
   o.relu = relu;
   o.relu_threshold = static_cast<float>(relu_threshold);
-  o.variant = enum_by_name(what, "variant", variant,
-                           {kf::conv2d_backward_variant::best, kf::conv2d_backward_variant::naive,
-                            kf::conv2d_backward_variant::implicit_gemm,
-                            kf::conv2d_backward_variant::implicit_gemm_wgmma});
+  o.variant =
+      enum_by_name(what, "variant", variant,
+                   {kf::conv2d_backward_variant::best, kf::conv2d_backward_variant::naive,
+                    kf::conv2d_backward_variant::implicit_gemm, kf::conv2d_backward_variant::implicit_gemm_wgmma});
   return o;
 }
 

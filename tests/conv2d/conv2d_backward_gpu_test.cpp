@@ -668,9 +668,9 @@ TEST(Conv2dBackwardCases, WgmmaWgradCases) {
     split += p.batch * kf::conv2d_output_height(p) * kf::conv2d_output_width(p) > 16 * 64 ? 1 : 0;
     out_misaligned += c.out_offset > 0 ? 1 : 0;
     const std::size_t P = kf::conv2d_output_height(p), Q = kf::conv2d_output_width(p);
-    const kf::detail::conv2d_wgrad_wgmma_plan plan = kf::detail::plan_conv2d_wgrad_wgmma(
-        p.batch, P, Q, p.out_channels, p.in_channels, p.filter_height, p.filter_width, p.stride_h, p.stride_w,
-        p.dilation_h, 132);
+    const kf::detail::conv2d_wgrad_wgmma_plan plan =
+        kf::detail::plan_conv2d_wgrad_wgmma(p.batch, P, Q, p.out_channels, p.in_channels, p.filter_height,
+                                            p.filter_width, p.stride_h, p.stride_w, p.dilation_h, 132);
     const bool three_by_three = p.filter_height == 3 && p.filter_width == 3 && p.stride_h == 1;
     one_tap_3x3 += three_by_three && plan.filter_rows == 1 ? 1 : 0;
     if (plan.filter_rows > 1) {

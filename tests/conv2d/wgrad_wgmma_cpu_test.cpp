@@ -88,8 +88,7 @@ TEST(Conv2dWgradWgmma, Applicability) {
 TEST(Conv2dWgradWgmma, BoxesWithinTmaLimits) {
   for (const layer& l : layers()) {
     SCOPED_TRACE(l.name);
-    const conv2d_wgrad_wgmma_plan plan =
-        plan_of(l);
+    const conv2d_wgrad_wgmma_plan plan = plan_of(l);
     constexpr z box_limit = 256, element_bytes = 2;
     const z inner_bytes = kf::detail::conv2d_wgrad_wgmma_box_channels * element_bytes;
     EXPECT_EQ(inner_bytes % 16, 0u);
@@ -127,8 +126,7 @@ TEST(Conv2dWgradWgmma, SplitPartitionsTheReduction) {
   for (const layer& l : layers()) {
     SCOPED_TRACE(l.name);
     for (const bool unsplit : {false, true}) {
-      const conv2d_wgrad_wgmma_plan plan =
-          plan_of(l, unsplit);
+      const conv2d_wgrad_wgmma_plan plan = plan_of(l, unsplit);
       ASSERT_GE(plan.split, 1u);
       EXPECT_LE(plan.split, 65535u);
       if (unsplit) EXPECT_EQ(plan.split, 1u);
@@ -164,8 +162,7 @@ TEST(Conv2dWgradWgmma, EveryPixelTapProductOnce) {
   for (const layer& l : layers()) {
     SCOPED_TRACE(l.name);
     const z P = l.p(), Q = l.q(), RS = l.r * l.s;
-    const conv2d_wgrad_wgmma_plan plan =
-        plan_of(l);
+    const conv2d_wgrad_wgmma_plan plan = plan_of(l);
     // CTA columns: each (k tile, c tile, tap) once -- a filter-column tile covers the taps (0..2, s).
     std::vector<int> column_seen(plan.tiles_k * plan.tiles_c * RS, 0);
     ASSERT_EQ(plan.tiles() * plan.filter_rows, column_seen.size());

@@ -179,8 +179,8 @@ KF_KERNEL void __launch_bounds__(conv2d_wgrad_wgmma::threads, 1)
   t /= prm.tiles_k;
   constexpr int tile_channels = BN / Rows;
   const int c0 = (t % prm.tiles_c) * tile_channels;
-  const int tap = Rows == 1 ? t / prm.tiles_c : 0;     // one-tap tiles: the tap
-  const int r = tap / prm.s;                           // filter-column tiles: rows 0 .. Rows - 1
+  const int tap = Rows == 1 ? t / prm.tiles_c : 0;  // one-tap tiles: the tap
+  const int r = tap / prm.s;                        // filter-column tiles: rows 0 .. Rows - 1
   const int s = Rows == 1 ? tap - r * prm.s : t / prm.tiles_c;
   // The slice: patches [first, end).
   const int first = static_cast<int>(blockIdx.y) * prm.patches_per_split;
@@ -229,8 +229,8 @@ KF_KERNEL void __launch_bounds__(conv2d_wgrad_wgmma::threads, 1)
           tma_load_4d(stage + j * box_bytes, &map_dy, k0 + j * box_channels, q0, p0, n0, full);
         }
         for (int j = 0; j < b_live; ++j) {
-          tma_load_4d(stage + sh::a_bytes + j * sh::b_box_bytes, &map_x, c0 + j * box_channels, q0 * prm.stride_w + w_tap,
-                      p0 * prm.stride_h + h_tap, n0, full);
+          tma_load_4d(stage + sh::a_bytes + j * sh::b_box_bytes, &map_x, c0 + j * box_channels,
+                      q0 * prm.stride_w + w_tap, p0 * prm.stride_h + h_tap, n0, full);
         }
         at.advance();
       }

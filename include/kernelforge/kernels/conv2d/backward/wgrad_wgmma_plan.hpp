@@ -185,7 +185,8 @@ inline conv2d_wgrad_wgmma_plan plan_conv2d_wgrad_wgmma(std::size_t n, std::size_
     columns.bn = 64 * conv2d_wgrad_wgmma_column_rows;
     columns.tiles_k = ceil_div(k, columns.bm);
     columns.tiles_c = ceil_div(c, std::size_t{64});
-    if (side * stride_w <= 256 && conv2d_wgrad_wgmma_rows_cost(columns, k, c) < conv2d_wgrad_wgmma_rows_cost(plan, k, c)) {
+    if (side * stride_w <= 256 &&
+        conv2d_wgrad_wgmma_rows_cost(columns, k, c) < conv2d_wgrad_wgmma_rows_cost(plan, k, c)) {
       plan = columns;
     }
   }
