@@ -49,10 +49,19 @@
 //    tile to its slab of a pooled workspace and the shared deterministic
 //    reduction (common/split_k_reduce.cuh, launched from backward.cu) sums the
 //    slabs in order and rounds to T once. Unsplit, the CTA rounds and stores dw.
+// Measured (H200, 2026-12-03, fp16, dw with dbias, CUDA events; details in
+// benchmarks/tuning/conv2d.md#conv2d_backward-gradient-step-3-wgrad-on-wgmma):
+// N32 C64 56x56 3x3 132 us at step 2 -> 41.3 us; C128 28x28 71 -> 37.9; C256
+// 14x14 50 -> 37.5; the stem (through the fold) 456 -> 98; 1x1 C256 -> K64
+// 67 -> 47.1. Without dbias, through torch: 1.30 / 1.08 / 0.76 / 1.22 / 0.84
+// of cuDNN's wgrad on those five.
+// Layers TMA cannot read in place (C * sizeof(T) not a multiple of 16 bytes,
+// as the RGB stem's, or x misaligned) come here as their column fold
+// (backward.cu: x folded into an R x 1 layer over S C channels, the forward's).
 // Not here: float (TF32 wgmma reads both operands k-major only, and both are
-// MN-major here; float keeps step 2), C or K whose rows are not a multiple of
-// 16 bytes (TMA strides), strides above 8 (TMA element strides) and misaligned
-// x / dy: step 2 (backward.cu decides). The ReLU mask: backward.cu masks dy
+// MN-major here; float keeps step 2), K whose rows are not a multiple of 16
+// bytes (TMA strides), strides above 8 (TMA element strides) and misaligned dy:
+// step 2 (backward.cu decides). The ReLU mask: backward.cu masks dy
 // into a workspace first (conv2d_dy_spread) and points the map there.
 // Note: x is read under the patch's whole box, including the pixels of output
 // positions past P or Q (the last patch of a row may overhang); dy's box is
