@@ -116,11 +116,23 @@ void launch_dgrad_naive(const char* what, int device, const conv2d_args<T>& a, c
   check_launch(what);
 }
 
-/// dx of a strided NHWC layer with few input channels (C * sizeof(T) not a
-/// multiple of 16 bytes: the RGB stem) as dcol = dy * w (NPQ x RSC) and its
-/// col2im sum: the spread forward would multiply stride^2 zeros into a tile of
-/// K = C outputs that is mostly padding. The GEMM runs in fp32 (16-bit data
-/// widened first: exact in TF32, whose 10 mantissa bits hold theirs), so dx is
+/// Whether dx takes dgrad_as_gemm_col2im: a strided layer with few input
+/// channels (the RGB stem), whose spread forward would multiply stride^2 zeros
+/// into a tile of K = C outputs that is mostly padding. NHWC: C * sizeof(T) not
+/// a multiple of 16 bytes (the wgmma forward's tiles read in place otherwise);
+/// NCHW: C < 16 (the stem's fp32 dx took 8.9 ms through the spread forward on
+/// the H200, against cuDNN's 0.26).
+template <class T>
+bool dgrad_prefers_col2im(const conv2d_params& p) {
+  constexpr z few_nchw_channels = 16;
+  if (p.stride_h == 1 && p.stride_w == 1) return false;
+  return p.layout == conv2d_layout::nhwc ? (p.in_channels * sizeof(T)) % 16 != 0 : p.in_channels < few_nchw_channels;
+}
+
+/// dx of a strided layer with few input channels (dgrad_prefers_col2im) as
+/// dcol = dy * w (NPQ x CRS, columns in the filter's order) and its col2im sum.
+/// The GEMM runs in fp32 (16-bit data widened first: exact in TF32, whose 10
+/// mantissa bits hold theirs; NCHW dy reordered to NPQ x K first), so dx is
 /// rounded to T once. false (nothing enqueued) without workspace or where dcol
 /// exceeds 1 GiB.
 template <class T>
@@ -132,19 +144,26 @@ bool dgrad_as_gemm_col2im(const char* what, int device, const conv2d_params& p, 
   const z ld = round_up(crs, 16 / sizeof(float));
   const z dcol_elements = rows * ld;
   if (dcol_elements * sizeof(float) > conv2d_im2col_max_bytes || ld > static_cast<z>(INT32_MAX)) return false;
-  const bool widen_dy = !std::is_same_v<T, float> || o.relu;
+  const bool nhwc = p.layout == conv2d_layout::nhwc;
+  const bool widen_dy = !std::is_same_v<T, float> || o.relu || !nhwc;
   const z dy_bytes = widen_dy ? aligned_bytes(sizes.y_elements, sizeof(float)) : 0;
   const z w_bytes = aligned_bytes(p.out_channels * ld, sizeof(float));
   pooled_workspace scratch(device, dy_bytes + w_bytes + aligned_bytes(dcol_elements, sizeof(float)), o.stream);
   if (scratch.data() == nullptr) return false;
   char* const base = scratch.data<char>();
   const float* dy_f = reinterpret_cast<const float*>(dy);
-  if (widen_dy) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (!nhwc) {  // NCHW dy (masked) reordered to the NPQ x K matrix
+      launch_dy_spread(what, device, false, true, dy_reader(dy, o, relu_y), reinterpret_cast<float*>(base), p.batch,
+                       p.out_channels, sizes.p, sizes.q, sizes.p, sizes.q, 1, 1, o.stream);
+    }
+  }
+  if (widen_dy && nhwc) {
     conv2d_widen<T><<<grad_blocks(device, sizes.y_elements), conv2d_grad_block, 0, o.stream>>>(
         dy_reader(dy, o, relu_y), reinterpret_cast<float*>(base), static_cast<long long>(sizes.y_elements));
     check_launch(what);
-    dy_f = reinterpret_cast<const float*>(base);
   }
+  if (widen_dy) dy_f = reinterpret_cast<const float*>(base);
   float* const w_f = reinterpret_cast<float*>(base + dy_bytes);
   conv2d_widen_rows<T><<<grad_blocks(device, p.out_channels * ld), conv2d_grad_block, 0, o.stream>>>(
       w, w_f, static_cast<int>(p.out_channels), static_cast<int>(crs), static_cast<int>(ld));
@@ -157,8 +176,12 @@ bool dgrad_as_gemm_col2im(const char* what, int device, const conv2d_params& p, 
   matmul_impl<float>(op::none, op::none, rows, crs, p.out_channels, 1.0f, dy_f, p.out_channels, w_f, ld, 0.0f, dcol, ld,
                      mo);
   const conv2d_args<T> a = make_conv2d_args<T>(p, sizes.p, sizes.q, nullptr, w, nullptr, nullptr);
-  conv2d_col2im_nhwc<T>
-      <<<grad_blocks(device, sizes.x_elements), conv2d_grad_block, 0, o.stream>>>(a, dcol, static_cast<int>(ld), dx);
+  const unsigned blocks = grad_blocks(device, sizes.x_elements);
+  if (nhwc) {
+    conv2d_col2im<T, true><<<blocks, conv2d_grad_block, 0, o.stream>>>(a, dcol, static_cast<int>(ld), dx);
+  } else {
+    conv2d_col2im<T, false><<<blocks, conv2d_grad_block, 0, o.stream>>>(a, dcol, static_cast<int>(ld), dx);
+  }
   check_launch(what);
   return true;
 }
@@ -184,8 +207,7 @@ bool dgrad_as_forward(const char* what, int device, const conv2d_params& p, cons
     return true;
   }
   const bool spread = o.relu || p.stride_h > 1 || p.stride_w > 1;
-  if (nhwc && (p.stride_h > 1 || p.stride_w > 1) && (p.in_channels * sizeof(T)) % 16 != 0 &&
-      dgrad_as_gemm_col2im(what, device, p, sizes, dy, w, dx, o, relu_y)) {
+  if (dgrad_prefers_col2im<T>(p) && dgrad_as_gemm_col2im(what, device, p, sizes, dy, w, dx, o, relu_y)) {
     return true;
   }
   conv2d_params f = p;  // the forward convolution whose output is dx
@@ -243,7 +265,8 @@ void launch_wgrad_naive(const char* what, int device, const conv2d_args<T>& a, c
 constexpr z im2col_piece_bytes = 16;
 
 /// Whether an NHWC im2col moves whole taps' channel runs in 16-byte pieces
-/// (col dense, R S C wide); else its rows are padded (im2col_ld).
+/// (col dense, R S C wide); else its rows are padded (im2col_ld). (NCHW's
+/// filter gradient writes its im2col transposed: wgrad_nchw_as_nt_gemm.)
 template <class T>
 bool im2col_runs_are_pieces(const conv2d_args<T>& a) {
   return (static_cast<z>(a.c) * sizeof(T)) % im2col_piece_bytes == 0 &&
@@ -253,48 +276,42 @@ bool im2col_runs_are_pieces(const conv2d_args<T>& a) {
 /// The row length of the im2col matrix: R S C, or (NHWC runs not in pieces)
 /// R S C rounded up to 16 bytes.
 template <class T>
-z im2col_ld(bool nhwc, const conv2d_args<T>& a) {
+z im2col_ld(const conv2d_args<T>& a) {
   const z crs = static_cast<z>(a.crs);
-  if (!nhwc || im2col_runs_are_pieces(a)) return crs;
+  if (im2col_runs_are_pieces(a)) return crs;
   return round_up(crs, im2col_piece_bytes / sizeof(T));
 }
 
-/// conv2d_im2col_* for images [n0, n0 + images) into col (16-byte aligned, rows
-/// im2col_ld apart): NCHW one element a thread; NHWC in 16-byte pieces, whole
-/// taps' channel runs or pieces of padded rows.
+/// The NHWC conv2d_im2col_* for images [n0, n0 + images) into col (16-byte
+/// aligned, rows im2col_ld apart), in 16-byte pieces: whole taps' channel runs
+/// or pieces of padded rows.
 template <class T>
-void launch_im2col(const char* what, int device, bool nhwc, const conv2d_args<T>& a, z n0, z images, T* col,
-                   cudaStream_t stream) {
+void launch_im2col(const char* what, int device, const conv2d_args<T>& a, z n0, z images, T* col, cudaStream_t stream) {
   const auto first = static_cast<int>(n0), count = static_cast<int>(images);
   const z rows = images * static_cast<z>(a.pq);
-  if (!nhwc) {
-    conv2d_im2col_nchw<T>
-        <<<grad_blocks(device, rows * static_cast<z>(a.crs)), conv2d_grad_block, 0, stream>>>(a, first, count, col);
-  } else if (im2col_runs_are_pieces(a)) {
+  if (im2col_runs_are_pieces(a)) {
     const z per_tap = static_cast<z>(a.c) * sizeof(T) / im2col_piece_bytes;
     conv2d_im2col_nhwc<T, uint4>
         <<<grad_blocks(device, rows * static_cast<z>(a.rs) * per_tap), conv2d_grad_block, 0, stream>>>(
             a, fast_divmod(static_cast<unsigned>(per_tap)), first, count, col);
   } else {
-    const z ld = im2col_ld(nhwc, a), per_row = ld * sizeof(T) / im2col_piece_bytes;
+    const z ld = im2col_ld(a), per_row = ld * sizeof(T) / im2col_piece_bytes;
     conv2d_im2col_nhwc_padded<T><<<grad_blocks(device, rows * per_row), conv2d_grad_block, 0, stream>>>(
         a, fast_divmod(static_cast<unsigned>(per_row)), static_cast<int>(ld), first, count, col);
   }
   check_launch(what);
 }
 
-/// dw as im2col + matmul (see the top of this file); false (nothing
-/// enqueued) where no workspace is available.
+/// dw of an NHWC layer as im2col + matmul (see the top of this file); false
+/// (nothing enqueued) where no workspace is available.
 template <class T>
 bool wgrad_as_gemm(const char* what, int device, const conv2d_params& p, const conv2d_sizes& sizes,
                    const conv2d_args<T>& a, const T* dy, T* dw, const conv2d_backward_options& o, const T* relu_y) {
-  const bool nhwc = p.layout == conv2d_layout::nhwc;
-  // NHWC x of a 1x1 stride-1 unpadded layer is its own im2col matrix.
-  const bool x_is_col =
-      nhwc && a.r == 1 && a.s == 1 && a.stride_h == 1 && a.stride_w == 1 && a.pad_h == 0 && a.pad_w == 0;
-  const bool dy_is_matrix = nhwc && !o.relu;  // NPQ x K as stored
+  // x of a 1x1 stride-1 unpadded layer is its own im2col matrix.
+  const bool x_is_col = a.r == 1 && a.s == 1 && a.stride_h == 1 && a.stride_w == 1 && a.pad_h == 0 && a.pad_w == 0;
+  const bool dy_is_matrix = !o.relu;  // NPQ x K as stored
   const z pq = static_cast<z>(a.pq), crs = static_cast<z>(a.crs), n = static_cast<z>(a.n);
-  const z ld = x_is_col ? crs : im2col_ld(nhwc, a);  // col's rows (padded to 16 bytes for narrow NHWC runs)
+  const z ld = x_is_col ? crs : im2col_ld(a);  // col's rows (padded to 16 bytes for narrow NHWC runs)
   z chunk = x_is_col ? n : std::max<z>(1, conv2d_im2col_max_bytes / (pq * ld * sizeof(T)));
   chunk = std::min({chunk, n, std::max<z>(1, static_cast<z>(INT32_MAX) / (pq * ld))});
   const z dy_bytes = dy_is_matrix ? 0 : aligned_bytes(sizes.y_elements, sizeof(T));
@@ -304,7 +321,7 @@ bool wgrad_as_gemm(const char* what, int device, const conv2d_params& p, const c
   const T* dy_matrix = dy;
   if (!dy_is_matrix) {  // dy masked and/or reordered to NPQ x K
     T* const dst = scratch.data<T>();
-    launch_dy_spread(what, device, nhwc, true, dy_reader(dy, o, relu_y), dst, p.batch, p.out_channels, sizes.p, sizes.q,
+    launch_dy_spread(what, device, true, true, dy_reader(dy, o, relu_y), dst, p.batch, p.out_channels, sizes.p, sizes.q,
                      sizes.p, sizes.q, 1, 1, o.stream);
     dy_matrix = dst;
   }
@@ -316,13 +333,53 @@ bool wgrad_as_gemm(const char* what, int device, const conv2d_params& p, const c
     const z images = std::min(chunk, n - n0);
     const T* b = a.x + n0 * static_cast<z>(a.hw) * static_cast<z>(a.c);  // x_is_col: rows of x
     if (!x_is_col) {
-      launch_im2col(what, device, nhwc, a, n0, images, col, o.stream);
+      launch_im2col(what, device, a, n0, images, col, o.stream);
       b = col;
     }
     // dw (K x CRS) (+)= dy_rows^T (K x rows) * b (rows x CRS, rows ld apart)
     matmul_impl<T>(op::transpose, op::none, static_cast<z>(a.k), crs, images * pq, compute_t<T>(1),
                    dy_matrix + n0 * pq * static_cast<z>(a.k), static_cast<z>(a.k), b, ld, compute_t<T>(n0 == 0 ? 0 : 1),
                    dw, crs, mo);
+  }
+  return true;
+}
+
+/// dw of an NCHW layer as a GEMM whose operands are both k-major (the
+/// reduction over the pixels contiguous): dw (K x CRS) = dy_t (K x NPQ) *
+/// col_t^T, dy_t and col_t (CRS x the pixels of a chunk of images) written
+/// pixel-fastest, where NCHW keeps pixels contiguous (conv2d_dy_nchw_t,
+/// conv2d_im2col_nchw_t). Row-major im2col (NPQ x CRS) reads x H W elements
+/// apart and hands the GEMM two MN-major operands; the N32 C64 56x56 fp32 dw
+/// took 1.57 ms that way on the H200 (cuDNN: 0.31). false (nothing enqueued)
+/// without workspace or where an index would pass 2^31.
+template <class T>
+bool wgrad_nchw_as_nt_gemm(const char* what, int device, const conv2d_args<T>& a, const T* dy, T* dw,
+                           const conv2d_backward_options& o, const T* relu_y) {
+  const z pq = static_cast<z>(a.pq), crs = static_cast<z>(a.crs), n = static_cast<z>(a.n), K = static_cast<z>(a.k);
+  const z npq = n * pq, int_max = static_cast<z>(INT32_MAX);
+  if (K * npq > int_max || pq * crs > int_max) return false;
+  z chunk = std::max<z>(1, conv2d_im2col_max_bytes / (pq * crs * sizeof(T)));
+  chunk = std::min({chunk, n, int_max / (pq * crs)});
+  const z dy_bytes = aligned_bytes(K * npq, sizeof(T));
+  pooled_workspace scratch(device, dy_bytes + aligned_bytes(chunk * pq * crs, sizeof(T)), o.stream);
+  if (scratch.data() == nullptr) return false;
+  T* const dy_t = scratch.data<T>();
+  T* const col_t = reinterpret_cast<T*>(scratch.data<char>() + dy_bytes);
+  conv2d_dy_nchw_t<T><<<grad_blocks(device, K * npq), conv2d_grad_block, 0, o.stream>>>(
+      dy_reader(dy, o, relu_y), fast_divmod(static_cast<unsigned>(npq)), fast_divmod(static_cast<unsigned>(pq)), a.k,
+      dy_t);
+  check_launch(what);
+  matmul_options mo;
+  mo.stream = o.stream;
+  mo.math = o.math;
+  for (z n0 = 0; n0 < n; n0 += chunk) {
+    const z pixels = std::min(chunk, n - n0) * pq;
+    conv2d_im2col_nchw_t<T><<<grad_blocks(device, crs * pixels), conv2d_grad_block, 0, o.stream>>>(
+        a, fast_divmod(static_cast<unsigned>(pixels)), static_cast<int>(n0), col_t);
+    check_launch(what);
+    // dw (K x CRS) (+)= dy_t[:, pixels of the chunk] (K x pixels, rows NPQ apart) * col_t^T (pixels x CRS)
+    matmul_impl<T>(op::none, op::transpose, K, crs, pixels, compute_t<T>(1), dy_t + n0 * pq, npq, col_t, pixels,
+                   compute_t<T>(n0 == 0 ? 0 : 1), dw, crs, mo);
   }
   return true;
 }
@@ -488,7 +545,10 @@ void conv2d_backward_filter_impl(const conv2d_params& p, const T* x, const T* dy
     const bool wgmma =
         o.variant == conv2d_backward_variant::best || o.variant == conv2d_backward_variant::implicit_gemm_wgmma;
     if (wgmma && wgrad_as_wgmma(what, device, p, sizes, a, dy, dw, o, relu_y)) return;
-    if (wgrad_as_gemm(what, device, p, sizes, a, dy, dw, o, relu_y)) return;
+    if (nhwc ? wgrad_as_gemm(what, device, p, sizes, a, dy, dw, o, relu_y)
+             : wgrad_nchw_as_nt_gemm(what, device, a, dy, dw, o, relu_y)) {
+      return;
+    }
   }
   launch_wgrad_naive(what, device, a, reader, dw, nhwc, o.stream);
 }

@@ -3,11 +3,13 @@
 // turn both gradients into products the library already has:
 //  * conv2d_dy_spread: dy masked by the forward's ReLU, spread over a zero grid
 //    at the forward's stride (dgrad at stride > 1), and/or stored in the other
-//    layout (wgrad of an NCHW layer wants dy as an NPQ x K matrix);
+//    layout (an NCHW dx through dcol wants dy as an NPQ x K matrix);
 //  * conv2d_filter_turn: the filter turned by 180 degrees with K and C swapped,
 //    the filter of the forward convolution that computes dx;
-//  * conv2d_im2col: the NPQ x CRS matrix of input patches that dw multiplies;
-//  * conv2d_col2im_nhwc: dx summed from dcol = dy * w, for layers with few
+//  * conv2d_im2col_nhwc*: the NPQ x RSC matrix of input patches that an NHWC dw
+//    multiplies; conv2d_im2col_nchw_t and conv2d_dy_nchw_t: an NCHW dw's
+//    operands, both with the pixels contiguous (k-major);
+//  * conv2d_col2im: dx summed from dcol = dy * w, for strided layers with few
 //    input channels (conv2d_widen: the fp32 operands of that GEMM);
 //  * conv2d_bias_grad: dbias, column sums of dy (two passes, deterministic);
 //  * conv2d_wgrad_split_k_store: gradient step 3's split-k store (dw from its
@@ -55,27 +57,54 @@ KF_KERNEL void __launch_bounds__(conv2d_grad_block)
   }
 }
 
-/// col[row][j] for images [n0, n0 + n_images): row = (n P + p) Q + q (n from
-/// 0), j = (c R + r) S + s (NCHW) or (r S + s) C + c (NHWC, the KRSC order),
-/// = x[n0 + n][c][p sh - ph + r dh][q sw - pw + s dw], 0 outside the image.
-/// The launcher keeps n_images P Q C R S below 2^31, so int indexes it.
-/// NCHW: one thread per element.
+/// NCHW, transposed (k-major for the GEMM): col_t (C R S x pixels, rows `pixels`
+/// apart) for images [n0, n0 + n_images), col_t[(c R + r) S + s][(n P + p) Q + q]
+/// = x[n0 + n][c][p sh - ph + r dh][q sw - pw + s dw], 0 outside the image. One
+/// thread per element, the pixel fastest: neighbouring threads read neighbouring
+/// columns of x (at stride 1) and write neighbouring elements of col_t, where a
+/// row-major im2col (NPQ x CRS) would read x H W elements apart. The
+/// launcher keeps C R S x pixels below 2^31.
 template <class T>
 KF_KERNEL void __launch_bounds__(conv2d_grad_block)
-    conv2d_im2col_nchw(conv2d_args<T> a, int n0, int n_images, T* __restrict__ col) {
-  const int total = n_images * a.pq * a.crs;
+    conv2d_im2col_nchw_t(conv2d_args<T> a, fast_divmod div_pixels, int n0, T* __restrict__ col_t) {
+  const int pixels = static_cast<int>(div_pixels.divisor);
+  const int total = a.crs * pixels;
   const int step = static_cast<int>(gridDim.x * blockDim.x);
   for (int idx = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); idx < total; idx += step) {
-    const int j = idx % a.crs, row = idx / a.crs;
-    const int ow = row % a.q, oh = (row / a.q) % a.p, n = n0 + row / a.pq;
-    const int s = j % a.s, r = (j / a.s) % a.r, c = j / a.rs;
+    int j, m, image, pixel, oh, ow, c, tap, r, s;
+    div_pixels.divmod(idx, j, m);
+    a.div_pq.divmod(m, image, pixel);
+    a.div_q.divmod(pixel, oh, ow);
+    a.div_rs.divmod(j, c, tap);
+    a.div_s.divmod(tap, r, s);
     const int ih = oh * a.stride_h - a.pad_h + r * a.dilation_h;
     const int iw = ow * a.stride_w - a.pad_w + s * a.dilation_w;
     const bool inside = ih >= 0 && ih < a.h && iw >= 0 && iw < a.w;
-    col[idx] = inside ? a.x[conv2d_tensor_index<false>(n, c, ih, iw, a.c, a.h, a.w)] : from_compute<T>(0.0f);
+    col_t[idx] = inside ? a.x[conv2d_tensor_index<false>(n0 + image, c, ih, iw, a.c, a.h, a.w)] : from_compute<T>(0.0f);
   }
 }
 
+/// dy_t (K x N P Q) = dy (NCHW, read through the mask): dy_t[k][(n P + p) Q + q]
+/// = dy[n][k][p][q], the k-major A operand of the NCHW filter gradient's GEMM.
+/// One thread per element, the pixel fastest (both sides' runs of P Q contiguous).
+template <class T>
+KF_KERNEL void __launch_bounds__(conv2d_grad_block)
+    conv2d_dy_nchw_t(conv2d_dy_reader<T> dy, fast_divmod div_npq, fast_divmod div_pq, int k, T* __restrict__ dy_t) {
+  const long long total = static_cast<long long>(k) * div_npq.divisor;
+  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long idx = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; idx < total; idx += step) {
+    int kk, m, n, pixel;
+    div_npq.divmod(static_cast<int>(idx), kk, m);  // total < 2^31: the launcher's check
+    div_pq.divmod(m, n, pixel);
+    dy_t[idx] = from_compute<T>(static_cast<compute_t<T>>(
+        dy((static_cast<long long>(n) * k + kk) * static_cast<long long>(div_pq.divisor) + pixel)));
+  }
+}
+
+/// The NHWC im2col: col[row][j] for images [n0, n0 + n_images): row = (n P + p)
+/// Q + q (n from 0), j = (r S + s) C + c (the KRSC order), = x[n0 + n][p sh - ph
+/// + r dh][q sw - pw + s dw][c], 0 outside the image. The launcher keeps
+/// n_images P Q C R S below 2^31, so int indexes it.
 /// NHWC: a tap's C channels are contiguous in x and in col, so one thread
 /// copies one Piece (16 bytes where C * sizeof(T) and the pointers allow it,
 /// else one element) of one tap of one output pixel: no per-element index
@@ -151,22 +180,23 @@ KF_KERNEL void __launch_bounds__(conv2d_grad_block)
   }
 }
 
-/// dx of an NHWC layer from dcol = dy * w (NPQ x RSC, fp32, rows ld_dcol apart;
-/// the GEMM half of gradient step 2 for layers with few input channels):
-/// dx[n][h][w][c] = the sum over the taps (r, s) that reach (h, w) from an
-/// output pixel (p, q) of dcol[(n P + p) Q + q][(r S + s) C + c], rounded to T
-/// once. One thread per element of dx. At stride st and dilation 1 only every
+/// dx from dcol = dy * w (NPQ x CRS, fp32, rows ld_dcol apart; the GEMM half of
+/// gradient step 2 for strided layers with few input channels): dx[n][c][h][w]
+/// = the sum over the taps (r, s) that reach (h, w) from an output pixel (p, q)
+/// of dcol[(n P + p) Q + q][j], j = (r S + s) C + c in NHWC (KRSC filter
+/// columns), (c R + r) S + s in NCHW (KCRS), rounded to T once. One thread per
+/// element of dx, in the layout's order. At stride st and dilation 1 only every
 /// st-th tap can reach a pixel, so the loops start at the first that does and
 /// step by the stride (the stem's 7 x 7 at stride 2: 16 taps tried, not 49).
-template <class T>
+template <class T, bool Nhwc>
 KF_KERNEL void __launch_bounds__(conv2d_grad_block)
-    conv2d_col2im_nhwc(conv2d_args<T> a, const float* __restrict__ dcol, int ld_dcol, T* __restrict__ dx) {
+    conv2d_col2im(conv2d_args<T> a, const float* __restrict__ dcol, int ld_dcol, T* __restrict__ dx) {
   const long long total = static_cast<long long>(a.n) * a.c * a.hw;
   const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
   const bool unit_dilation = a.dilation_h == 1 && a.dilation_w == 1;
   for (long long idx = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; idx < total; idx += step) {
     int n, c, ih, iw;
-    conv2d_tensor_coords<true>(static_cast<int>(idx), a.c, a.h, a.w, n, c, ih, iw);
+    conv2d_tensor_coords<Nhwc>(static_cast<int>(idx), a.c, a.h, a.w, n, c, ih, iw);
     // r reaches ih when (ih + pad_h - r dil_h) is a multiple of stride_h in [0, (P-1) stride_h].
     const int r_first = unit_dilation ? (ih + a.pad_h) % a.stride_h : 0;
     const int s_first = unit_dilation ? (iw + a.pad_w) % a.stride_w : 0;
@@ -181,7 +211,7 @@ KF_KERNEL void __launch_bounds__(conv2d_grad_block)
         if (tw < 0) break;
         if (tw % a.stride_w != 0 || tw / a.stride_w >= a.q) continue;
         const long long row = (static_cast<long long>(n) * a.p + th / a.stride_h) * a.q + tw / a.stride_w;
-        sum += dcol[row * ld_dcol + (r * a.s + s) * a.c + c];
+        sum += dcol[row * ld_dcol + (Nhwc ? (r * a.s + s) * a.c + c : (c * a.r + r) * a.s + s)];
       }
     }
     dx[idx] = from_compute<T>(static_cast<compute_t<T>>(sum));
