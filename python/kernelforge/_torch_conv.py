@@ -128,9 +128,12 @@ def run(x, weight, bias, stride, padding, dilation, layout, tf32, relu, relu_thr
     return out
 
 
-def _require_channels_last(what, name, t, layout, reason):
-    """InvalidArgumentError unless t, read in place, is dense in the layout's memory format."""
+def _require_channels_last(what, name, t, layout, reason_of):
+    """InvalidArgumentError unless t, read in place, is dense in the layout's memory format;
+    the message gives reason_of's tensor's _layout_reason (formatted only on failure: these
+    checks run on every call)."""
     if layout == "nhwc" and not t.is_contiguous(memory_format=torch.channels_last):
+        reason = _layout_reason(reason_of, layout)
         raise InvalidArgumentError(f"kernelforge.{what}: {reason}, but '{name}' of shape {tuple(t.shape)} has "
                                    f"strides {t.stride()}; call {name}.contiguous(memory_format=torch.channels_last) "
                                    f"first")
@@ -174,7 +177,7 @@ def _output(what, out, like, shape, layout):
 def _relu_view(relu_y, layout, what):
     if relu_y is None:
         return None
-    _require_channels_last(what, "relu_y", relu_y, layout, _layout_reason(relu_y, layout))
+    _require_channels_last(what, "relu_y", relu_y, layout, relu_y)
     return plain(memory_order(relu_y, layout))
 
 
@@ -186,7 +189,7 @@ def run_backward_data(dy, weight, x_shape, stride, padding, dilation, layout, tf
     what = "conv2d_backward_data"
     if layout == "auto":
         layout = layout_of(dy)
-    _require_channels_last(what, "dy", dy, layout, _layout_reason(dy, layout))
+    _require_channels_last(what, "dy", dy, layout, dy)
     if weight.shape[1] != x_shape[1]:
         raise InvalidArgumentError(f"kernelforge.{what}: 'weight' {tuple(weight.shape)} has {weight.shape[1]} input "
                                    f"channels but x_shape {tuple(x_shape)} has {x_shape[1]} (groups are not "
@@ -210,9 +213,8 @@ def run_backward_filter(x, dy, weight_shape, stride, padding, dilation, bias, la
     what = "conv2d_backward_filter"
     if layout == "auto":
         layout = layout_of(x)
-    reason = _layout_reason(x, layout)
-    _require_channels_last(what, "x", x, layout, reason)
-    _require_channels_last(what, "dy", dy, layout, reason)
+    _require_channels_last(what, "x", x, layout, x)
+    _require_channels_last(what, "dy", dy, layout, x)
     if weight_shape[1] != x.shape[1]:
         raise InvalidArgumentError(f"kernelforge.{what}: weight_shape {tuple(weight_shape)} has {weight_shape[1]} "
                                    f"input channels but 'x' {tuple(x.shape)} has {x.shape[1]} (groups are not "
