@@ -95,7 +95,8 @@ def test_conv2d_gradients_argument_errors():
         kf.conv2d_backward_data(dy, w, x.shape, relu=True, relu_y=dy[..., :3])
     with pytest.raises(kf.InvalidArgumentError, match="relu_threshold = -1"):
         kf.conv2d_backward_data(dy, w, x.shape, relu=True, relu_y=dy, relu_threshold=-1.0)
-    with pytest.raises(kf.InvalidArgumentError, match="variant 'wgmma' is not one of: best, naive, implicit_gemm$"):
+    with pytest.raises(kf.InvalidArgumentError,
+                       match="variant 'wgmma' is not one of: best, naive, implicit_gemm, implicit_gemm_wgmma$"):
         kf.conv2d_backward_filter(x, dy, w.shape, variant="wgmma")
     with pytest.raises(kf.InvalidArgumentError, match="kernelforge.conv2d_backward_data: layout 'cl' is not one of"):
         kf.conv2d_backward_data(dy, w, x.shape, layout="cl")
