@@ -98,7 +98,7 @@ struct conv2d_backward_options {
 };
 
 namespace detail {
-// Defined and instantiated for float, __half and __nv_bfloat16 in src/conv2d/backward.cu.
+// Defined and instantiated for float, __half and __nv_bfloat16 in src/conv2d/backward_data.cu and backward_filter.cu.
 template <class T>
 void conv2d_backward_data_impl(const conv2d_params& params, const T* dy, const T* weight, T* dx,
                                const conv2d_backward_options& options, const T* relu_y);

@@ -7,7 +7,7 @@
 // must instantiate no kernel that other translation units instantiate too
 // (their weak copies could be the ones the program registers, and other GPUs
 // would then find no image): it includes only the step-3 kernel, which nothing
-// else instantiates; the split's reduction runs from backward.cu.
+// else instantiates; the split's reduction runs from backward_filter.cu.
 #include "kernelforge/kernels/conv2d/backward/wgrad_wgmma_sm90a.hpp"
 
 #include <cuda_bf16.h>

@@ -314,7 +314,7 @@ bool conv2d_nhwc_fold_input(int, const conv2d_args<T>&, std::size_t, T*, cudaStr
 
 #endif
 
-// The instances the NHWC launcher (nhwc_launch.cuh) and the gradients' (backward.cu) call, of either
+// The instances the NHWC launcher (nhwc_launch.cuh) and the filter gradient's (backward_filter.cu) call, of either
 // definition above.
 namespace kf::detail {
 

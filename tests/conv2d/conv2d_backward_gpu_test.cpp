@@ -552,7 +552,7 @@ TEST(Conv2dBackwardCases, BoundsCanFail) {
 }
 
 /// 16-bit dw is rounded once per chunk of images (~1 GiB of im2col,
-/// src/conv2d/backward.cu): every case must be one chunk for the bound above.
+/// src/conv2d/backward_filter.cu): every case must be one chunk for the bound above.
 TEST(Conv2dBackwardCases, OneImageChunk) {
   for (const grad_case& c : grad_cases()) {
     const std::size_t pq = kf::conv2d_output_height(c.p) * kf::conv2d_output_width(c.p);

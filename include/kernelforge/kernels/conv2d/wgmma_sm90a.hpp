@@ -75,7 +75,7 @@ conv2d_args<T> conv2d_nhwc_column_fold_of(const conv2d_args<T>& a, int c_folded,
 /// and returns true; false, having enqueued nothing, where the kernel is not
 /// available on `device`, x_folded is not 16-byte aligned or an index would
 /// overflow its ints. The forward's wgmma launch folds this way; so does the
-/// filter gradient of such layers (src/conv2d/backward.cu). `call` names the
+/// filter gradient of such layers (src/conv2d/backward_filter.cu). `call` names the
 /// call in errors.
 template <class T>
 bool conv2d_nhwc_fold_input(int device, const conv2d_args<T>& a, std::size_t c_folded, T* x_folded, cudaStream_t stream,

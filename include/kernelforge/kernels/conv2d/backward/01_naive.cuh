@@ -12,7 +12,7 @@
 // step 1, two loads per multiply-add and nothing reused from registers or
 // shared memory; a dw thread walks all N*P*Q positions alone, so a layer with
 // few filter elements and a large image runs on a handful of SMs. Step 2
-// (src/conv2d/backward.cu) turns both gradients into the library's products.
+// (src/conv2d/backward_data.cu, backward_filter.cu) turns both gradients into the library's products.
 // In NHWC the channel index runs fastest across a warp, so the loads of w
 // (dgrad) and x (wgrad) are contiguous; in NCHW the innermost spatial index is.
 #pragma once

@@ -47,7 +47,7 @@
 //    is small (64 x 576 for C64 K64 3x3) and its reduction long (100352
 //    pixels), so the tiles alone cannot fill 132 SMs. Each slice writes its fp32
 //    tile to its slab of a pooled workspace and the shared deterministic
-//    reduction (common/split_k_reduce.cuh, launched from backward.cu) sums the
+//    reduction (common/split_k_reduce.cuh, launched from backward_filter.cu) sums the
 //    slabs in order and rounds to T once. Unsplit, the CTA rounds and stores dw.
 // Measured (H200, 2026-12-03, fp16, dw with dbias, CUDA events; details in
 // benchmarks/tuning/conv2d.md#conv2d_backward-gradient-step-3-wgrad-on-wgmma):
@@ -57,11 +57,11 @@
 // of cuDNN's wgrad on those five.
 // Layers TMA cannot read in place (C * sizeof(T) not a multiple of 16 bytes,
 // as the RGB stem's, or x misaligned) come here as their column fold
-// (backward.cu: x folded into an R x 1 layer over S C channels, the forward's).
+// (backward_filter.cu: x folded into an R x 1 layer over S C channels, the forward's).
 // Not here: float (TF32 wgmma reads both operands k-major only, and both are
 // MN-major here; float keeps step 2), K whose rows are not a multiple of 16
 // bytes (TMA strides), strides above 8 (TMA element strides) and misaligned dy:
-// step 2 (backward.cu decides). The ReLU mask: backward.cu masks dy
+// step 2 (backward_filter.cu decides). The ReLU mask: backward_filter.cu masks dy
 // into a workspace first (conv2d_dy_spread) and points the map there.
 // Note: x is read under the patch's whole box, including the pixels of output
 // positions past P or Q (the last patch of a row may overhang); dy's box is

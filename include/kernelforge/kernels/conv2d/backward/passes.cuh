@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The data-movement passes of gradient step 2 (src/conv2d/backward.cu), which
+// The data-movement passes of gradient step 2 (src/conv2d/backward_data.cu, backward_filter.cu), which
 // turn both gradients into products the library already has:
 //  * conv2d_dy_spread: dy masked by the forward's ReLU, spread over a zero grid
 //    at the forward's stride (dgrad at stride > 1), and/or stored in the other
@@ -319,7 +319,7 @@ KF_KERNEL void __launch_bounds__(32 * conv2d_bias_grad_warps)
 
 /// The split wgrad's reduction store (common/split_k_reduce.cuh): the sum of
 /// the slabs' element i is dw[i] (the slabs are laid out as dw, K x RSC),
-/// rounded to T once. backward.cu launches it over the slabs of gradient
+/// rounded to T once. backward_filter.cu launches it over the slabs of gradient
 /// step 3 (03_wgrad_wgmma.cuh).
 template <class T>
 struct conv2d_wgrad_split_k_store {

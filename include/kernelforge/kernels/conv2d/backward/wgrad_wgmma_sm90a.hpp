@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Gradient step 3 -- implicit_gemm_wgmma, host interface: what the gradients'
-// launcher (src/conv2d/backward.cu) calls. The kernel (03_wgrad_wgmma.cuh) and
+// launcher (src/conv2d/backward_filter.cu) calls. The kernel (03_wgrad_wgmma.cuh) and
 // its launch (src/conv2d/backward_sm90a.cu) are compiled for sm_90a only
 // (src/conv2d/sources.cmake); without 90 in CMAKE_CUDA_ARCHITECTURES the
 // launch compiles to a stub that returns false. The split's reduction is not
 // here: its kernel is the shared split_k_reduce, which other translation units
-// instantiate for every architecture, so backward.cu launches it (an sm_90a-only
+// instantiate for every architecture, so backward_filter.cu launches it (an sm_90a-only
 // copy of it could be the one the program registers).
 #pragma once
 

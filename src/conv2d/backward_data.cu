@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: Apache-2.0
+// conv2d's data gradient dx (<kernelforge/conv_backward.hpp>): validate ->
+// dispatch, and the instantiations shipped in the fatbin (float in both layouts,
+// __half and __nv_bfloat16 in NHWC). The filter gradient: backward_filter.cu;
+// what both share: backward_common.cuh. The steps of both:
+//
+// Gradient step 2 -- implicit_gemm: rather than new kernels, both gradients
+// become products the library already runs at its best speed.
+//  * dx is a forward convolution: dx[h] collects w[r] dy[p] over p sh - ph + r dh
+//    = h; with r' = R-1-r that is the forward convolution of dy (spread over a
+//    zero grid at stride > 1) with the filter turned by 180 degrees, K and C
+//    swapped, stride 1, padding dh (R-1) - ph, and the same dilation. It runs
+//    on conv2d_forward's best variant: the wgmma implicit GEMM on sm_90, the
+//    Winograd kernels for exact 3x3 NCHW layers. The spread costs stride^2 more
+//    products at stride > 1 (CUTLASS's stride-squared decomposition would not).
+//    A 1x1 stride-1 NHWC layer's dx is a plain GEMM, dy * w, through kf::matmul;
+//    a strided NHWC layer with few input channels (the RGB stem) takes the
+//    GEMM dcol = dy * w and sums dcol's taps into dx (col2im) instead of the spread.
+//  * dw is a GEMM reducing over the N*P*Q output positions: dw (K x CRS) =
+//    dy^T (K x NPQ) * im2col(x) (NPQ x CRS), on kf::matmul's best variant
+//    (wgmma, with its split-k where the K x CRS tiles are few). In NHWC, dy is
+//    already the NPQ x K matrix and im2col's columns come out in KRSC order.
+// Over step 1 this moves every multiply-add onto the tensor cores (or the tuned
+// fp32 kernels) at the price of the passes in kernels/conv2d/backward/passes.cuh.
+//
+// Gradient step 3 -- implicit_gemm_wgmma (and best): dw of NHWC 16-bit layers
+// on sm_90 as an implicit GEMM on wgmma that reads dy and x's im2col tiles by
+// TMA where they are (kernels/conv2d/backward/03_wgrad_wgmma.cuh; its launch in
+// backward_sm90a.cu), its split over the output pixels summed here by the shared
+// split-k reduction; elsewhere step 2.
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "backward_common.cuh"
+#include "kernelforge/conv_backward.hpp"
+#include "kernelforge/kernels/common/grid.hpp"
+#include "kernelforge/kernels/common/numeric.cuh"
+#include "kernelforge/kernels/conv2d/args.cuh"
+#include "kernelforge/kernels/conv2d/backward/01_naive.cuh"
+#include "kernelforge/kernels/conv2d/backward/passes.cuh"
+#include "kernelforge/kernels/conv2d/validate.hpp"
+#include "kernelforge/kernels/runtime/launcher.hpp"
+#include "kernelforge/matmul.hpp"
+#include "kernelforge/kernels/conv2d/wgmma_sm90a.hpp"
+
+namespace kf {
+
+const char* to_string(conv2d_backward_variant variant) noexcept {
+  switch (variant) {
+    case conv2d_backward_variant::best: return "best";
+    case conv2d_backward_variant::naive: return "naive";
+    case conv2d_backward_variant::implicit_gemm: return "implicit_gemm";
+    case conv2d_backward_variant::implicit_gemm_wgmma: return "implicit_gemm_wgmma";
+  }
+  return "unknown";
+}
+
+namespace detail {
+namespace {
+
+using namespace conv2d_grad;
+
+// ---- dx ---------------------------------------------------------------------
+
+template <class T>
+void launch_dgrad_naive(const char* what, int device, const conv2d_args<T>& a, conv2d_dy_reader<T> dy, T* dx, bool nhwc,
+                        cudaStream_t stream) {
+  const z total = static_cast<z>(a.n) * static_cast<z>(a.c) * static_cast<z>(a.hw);
+  const unsigned blocks = grad_blocks(device, total);
+  if (nhwc) {
+    conv2d_dgrad_naive<T, true><<<blocks, conv2d_grad_block, 0, stream>>>(a, dy, dx);
+  } else {
+    conv2d_dgrad_naive<T, false><<<blocks, conv2d_grad_block, 0, stream>>>(a, dy, dx);
+  }
+  check_launch(what);
+}
+
+/// Whether dx takes dgrad_as_gemm_col2im: a strided layer with few input
+/// channels (the RGB stem), whose spread forward would multiply stride^2 zeros
+/// into a tile of K = C outputs that is mostly padding. NHWC: C * sizeof(T) not
+/// a multiple of 16 bytes (the wgmma forward's tiles read in place otherwise);
+/// NCHW: C < 16 (the stem's fp32 dx took 8.9 ms through the spread forward on
+/// the H200, against cuDNN's 0.26).
+template <class T>
+bool dgrad_prefers_col2im(const conv2d_params& p) {
+  constexpr z few_nchw_channels = 16;
+  if (p.stride_h == 1 && p.stride_w == 1) return false;
+  return p.layout == conv2d_layout::nhwc ? (p.in_channels * sizeof(T)) % 16 != 0 : p.in_channels < few_nchw_channels;
+}
+
+/// dx of a strided layer with few input channels (dgrad_prefers_col2im) as
+/// dcol = dy * w (NPQ x CRS, columns in the filter's order) and its col2im sum.
+/// The GEMM runs in fp32 (16-bit data widened first: exact in TF32, whose 10
+/// mantissa bits hold theirs; NCHW dy reordered to NPQ x K first), so dx is
+/// rounded to T once. false (nothing enqueued) without workspace or where dcol
+/// exceeds 1 GiB.
+template <class T>
+bool dgrad_as_gemm_col2im(const char* what, int device, const conv2d_params& p, const conv2d_sizes& sizes, const T* dy,
+                          const T* w, T* dx, const conv2d_backward_options& o, const T* relu_y) {
+  const z rows = p.batch * sizes.p * sizes.q, crs = sizes.w_elements / p.out_channels;
+  // dcol's and the widened filter's rows padded to 16 bytes, so the GEMM reads
+  // and stores them with TMA (147 floats a row for the stem: 588 bytes).
+  const z ld = round_up(crs, 16 / sizeof(float));
+  const z dcol_elements = rows * ld;
+  if (dcol_elements * sizeof(float) > conv2d_im2col_max_bytes || ld > static_cast<z>(INT32_MAX)) return false;
+  const bool nhwc = p.layout == conv2d_layout::nhwc;
+  const bool widen_dy = !std::is_same_v<T, float> || o.relu || !nhwc;
+  const z dy_bytes = widen_dy ? aligned_bytes(sizes.y_elements, sizeof(float)) : 0;
+  const z w_bytes = aligned_bytes(p.out_channels * ld, sizeof(float));
+  pooled_workspace scratch(device, dy_bytes + w_bytes + aligned_bytes(dcol_elements, sizeof(float)), o.stream);
+  if (scratch.data() == nullptr) return false;
+  char* const base = scratch.data<char>();
+  const float* dy_f = reinterpret_cast<const float*>(dy);
+  if constexpr (std::is_same_v<T, float>) {
+    if (!nhwc) {  // NCHW dy (masked) reordered to the NPQ x K matrix
+      launch_dy_spread(what, device, false, true, dy_reader(dy, o, relu_y), reinterpret_cast<float*>(base), p.batch,
+                       p.out_channels, sizes.p, sizes.q, sizes.p, sizes.q, 1, 1, o.stream);
+    }
+  }
+  if (widen_dy && nhwc) {
+    conv2d_widen<T><<<grad_blocks(device, sizes.y_elements), conv2d_grad_block, 0, o.stream>>>(
+        dy_reader(dy, o, relu_y), reinterpret_cast<float*>(base), static_cast<long long>(sizes.y_elements));
+    check_launch(what);
+  }
+  if (widen_dy) dy_f = reinterpret_cast<const float*>(base);
+  float* const w_f = reinterpret_cast<float*>(base + dy_bytes);
+  conv2d_widen_rows<T><<<grad_blocks(device, p.out_channels * ld), conv2d_grad_block, 0, o.stream>>>(
+      w, w_f, static_cast<int>(p.out_channels), static_cast<int>(crs), static_cast<int>(ld));
+  check_launch(what);
+  float* const dcol = reinterpret_cast<float*>(base + dy_bytes + w_bytes);
+  matmul_options mo;
+  mo.stream = o.stream;
+  // Widened 16-bit values are TF32 values (10 mantissa bits hold theirs): TF32 is exact for them.
+  mo.math = std::is_same_v<T, float> ? o.math : math_mode::tf32;
+  matmul_impl<float>(op::none, op::none, rows, crs, p.out_channels, 1.0f, dy_f, p.out_channels, w_f, ld, 0.0f, dcol, ld,
+                     mo);
+  const conv2d_args<T> a = make_conv2d_args<T>(p, sizes.p, sizes.q, nullptr, w, nullptr, nullptr);
+  const unsigned blocks = grad_blocks(device, sizes.x_elements);
+  if (nhwc) {
+    conv2d_col2im<T, true><<<blocks, conv2d_grad_block, 0, o.stream>>>(a, dcol, static_cast<int>(ld), dx);
+  } else {
+    conv2d_col2im<T, false><<<blocks, conv2d_grad_block, 0, o.stream>>>(a, dcol, static_cast<int>(ld), dx);
+  }
+  check_launch(what);
+  return true;
+}
+
+/// dx as conv2d_forward (see the top of this file); false (nothing enqueued)
+/// where the padding exceeds the filter's reach, the spread dy would not fit
+/// 32-bit indexing, or no workspace is available.
+template <class T>
+bool dgrad_as_forward(const char* what, int device, const conv2d_params& p, const conv2d_sizes& sizes, const T* dy,
+                      const T* w, T* dx, const conv2d_backward_options& o, const T* relu_y) {
+  const z reach_h = p.dilation_h * (p.filter_height - 1), reach_w = p.dilation_w * (p.filter_width - 1);
+  if (p.pad_h > reach_h || p.pad_w > reach_w) return false;
+  const bool nhwc = p.layout == conv2d_layout::nhwc;
+  if (nhwc && reach_h + reach_w == 0 && p.stride_h == 1 && p.stride_w == 1 && !o.relu) {
+    // 1x1 at stride 1 (and so no padding): dx (NHW x C) = dy (NHW x K) * w (K x C),
+    // a GEMM with a short reduction that kf::matmul stores faster than the
+    // convolution kernel, whose tiles expect a long one.
+    matmul_options mo;
+    mo.stream = o.stream;
+    mo.math = o.math;
+    matmul_impl<T>(op::none, op::none, sizes.x_elements / p.in_channels, p.in_channels, p.out_channels, compute_t<T>(1),
+                   dy, p.out_channels, w, p.in_channels, compute_t<T>(0), dx, p.in_channels, mo);
+    return true;
+  }
+  const bool spread = o.relu || p.stride_h > 1 || p.stride_w > 1;
+  if (dgrad_prefers_col2im<T>(p) && dgrad_as_gemm_col2im(what, device, p, sizes, dy, w, dx, o, relu_y)) {
+    return true;
+  }
+  conv2d_params f = p;  // the forward convolution whose output is dx
+  f.in_channels = p.out_channels;
+  f.out_channels = p.in_channels;
+  f.in_height = spread ? p.in_height + 2 * p.pad_h - reach_h : sizes.p;  // = P at stride 1
+  f.in_width = spread ? p.in_width + 2 * p.pad_w - reach_w : sizes.q;
+  f.stride_h = f.stride_w = 1;
+  f.pad_h = reach_h - p.pad_h;
+  f.pad_w = reach_w - p.pad_w;
+  const z spread_elements = p.batch * p.out_channels * f.in_height * f.in_width;
+  if (spread && spread_elements > static_cast<z>(INT32_MAX)) return false;
+  const z turned_bytes = aligned_bytes(sizes.w_elements, sizeof(T));
+  pooled_workspace scratch(device, turned_bytes + (spread ? aligned_bytes(spread_elements, sizeof(T)) : 0), o.stream);
+  if (scratch.data() == nullptr) return false;
+  T* const turned = scratch.data<T>();
+  const int K = static_cast<int>(p.out_channels), C = static_cast<int>(p.in_channels);
+  const int R = static_cast<int>(p.filter_height), S = static_cast<int>(p.filter_width);
+  const unsigned turn_blocks = grad_blocks(device, sizes.w_elements);
+  if (nhwc) {
+    conv2d_filter_turn<T, true><<<turn_blocks, conv2d_grad_block, 0, o.stream>>>(w, turned, K, C, R, S);
+  } else {
+    conv2d_filter_turn<T, false><<<turn_blocks, conv2d_grad_block, 0, o.stream>>>(w, turned, K, C, R, S);
+  }
+  check_launch(what);
+  const T* source = dy;
+  if (spread) {
+    T* const spread_dy = reinterpret_cast<T*>(scratch.data<char>() + turned_bytes);
+    launch_dy_spread(what, device, nhwc, nhwc, dy_reader(dy, o, relu_y), spread_dy, p.batch, p.out_channels, sizes.p,
+                     sizes.q, f.in_height, f.in_width, p.stride_h, p.stride_w, o.stream);
+    source = spread_dy;
+  }
+  conv2d_options fo;
+  fo.stream = o.stream;
+  fo.math = o.math;
+  conv2d_forward_impl<T>(f, source, turned, nullptr, dx, fo);
+  return true;
+}
+
+}  // namespace
+
+template <class T>
+void conv2d_backward_data_impl(const conv2d_params& p, const T* dy, const T* w, T* dx, const conv2d_backward_options& o,
+                               const T* relu_y) {
+  const char* what = "kf::conv2d_backward_data";
+  const conv2d_sizes sizes = validate_conv2d_backward_data(what, p, dy, w, dx, relu_y, sizeof(T), o);
+  if (sizes.x_elements == 0) return;  // N = 0
+  const int device = current_device(what);
+  require_kernel_image_cached(device, what);
+  if (sizes.y_elements == 0) {  // K = 0: nothing flows back
+    cuda_check(cudaMemsetAsync(dx, 0, sizes.x_elements * sizeof(T), o.stream), what);
+    return;
+  }
+  if (o.variant != conv2d_backward_variant::naive && dgrad_as_forward(what, device, p, sizes, dy, w, dx, o, relu_y)) {
+    return;
+  }
+  const conv2d_args<T> a = make_conv2d_args<T>(p, sizes.p, sizes.q, nullptr, w, nullptr, nullptr);
+  launch_dgrad_naive(what, device, a, dy_reader(dy, o, relu_y), dx, p.layout == conv2d_layout::nhwc, o.stream);
+}
+
+#define KF_CONV2D_BACKWARD_INSTANTIATE(T)                                                  \
+  template void conv2d_backward_data_impl<T>(const conv2d_params&, const T*, const T*, T*, \
+                                             const conv2d_backward_options&, const T*);
+KF_CONV2D_BACKWARD_INSTANTIATE(float)
+KF_CONV2D_BACKWARD_INSTANTIATE(__half)
+KF_CONV2D_BACKWARD_INSTANTIATE(__nv_bfloat16)
+#undef KF_CONV2D_BACKWARD_INSTANTIATE
+
+}  // namespace detail
+
+}  // namespace kf
