@@ -54,7 +54,9 @@ TEST(MatmulTuning, SplitKOnlyWhenTilesCannotFillTheGpu) {
   EXPECT_EQ(split(1024, 4096, 4096, 4096, resident), 1);  // 4096^3: 1024 tiles
   EXPECT_EQ(split(67, 1024, 1088, 4096, resident), 1);    // more than half a wave
   EXPECT_EQ(split(64, 128, 8192, 8192, resident), 2);     // 128 x 8192 x 8192: 64 tiles -> 128 blocks
-  EXPECT_EQ(split(1, 1, 1, 4096, resident), 16);          // capped at split_k_max
+  EXPECT_EQ(split(1, 1, 1, 4096, resident), 16);          // slices of >= 256
+  EXPECT_EQ(split(1, 1, 1, 1 << 20, resident), 64);       // capped at split_k_max
+  EXPECT_EQ(split(3, 64, 576, 100352, resident), 44);     // conv2d fp32 wgrad: 3 tiles fill one wave
   EXPECT_EQ(split(1, 1, 1, 1000, resident), 3);           // slices of >= 256
   EXPECT_EQ(split(1, 1, 1, 300, resident), 1);            // too short to split
   EXPECT_EQ(split(0, 0, 0, 4096, resident), 1);

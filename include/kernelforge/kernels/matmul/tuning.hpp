@@ -53,9 +53,13 @@ constexpr int split_k_wave_fraction_den = 2;
 /// prologue, epilogue and its share of the reduction (16 k-steps of 16).
 /// Evidence: none measured for the SIMT kernels (no sweep recorded); the wgmma kernel's: wgmma/policy.hpp.
 constexpr std::size_t split_k_min_slice = 256;
-/// The most slices.
-/// Evidence: none measured (no sweep recorded); bounds the reduction's reads at 16 partial tiles.
-constexpr int split_k_max = 16;
+/// The most slices. The reduction issues its slabs' loads 8 at a time
+/// (common/split_k_reduce.cuh), so more slabs cost their bytes, not a load
+/// latency each; min_slice and the workspace cap bound them first.
+/// Evidence (to measure: UNVERIFIED on the GPU): the conv2d fp32 wgrad's GEMM,
+/// m = 64, n = 576, k = 100352, ran 3 tiles x 16 slices (48 of 132 SMs) for
+/// about 1.3 ms; 16 was "none measured; bounds the reduction's reads".
+constexpr int split_k_max = 64;
 /// The split-k workspace (split x m x n floats) is capped at this many bytes.
 /// Evidence: none measured; a memory bound (64 MiB per concurrent call from the runtime's pool).
 constexpr std::size_t split_k_max_workspace_bytes = std::size_t(64) << 20;
