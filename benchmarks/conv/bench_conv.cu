@@ -3,7 +3,8 @@
 // run so every comparison is a ratio of figures measured together. This file
 // holds the NCHW conv2d and conv2d_bias_relu rows, the one registrar (every
 // row of the binary, in the order the ratios need: baselines first) and main;
-// the conv2d_nhwc rows are in bench_conv_nhwc.cu, the filter2d rows in
+// the conv2d_nhwc rows are in bench_conv_nhwc.cu, conv2d_backward in
+// bench_conv_backward.cu, the filter2d rows in
 // bench_filter2d.cu (each lists its rows at its top); the cuDNN timing and
 // checks they share in cudnn_timing.hpp, the problems in conv_problem.hpp.
 //
@@ -21,6 +22,8 @@
 //                                  speedup_vs_unfused on the fused row (goal: >= 1.2);
 //                                  layers: those below plus n32_c64_56x56_k64_1x1
 //   conv2d_nhwc/<fp16|bf16|tf32>/<impl>/<layer>   channels_last: bench_conv_nhwc.cu
+//   conv2d_backward/<fp16|bf16|tf32>/<data|filter|step>/<layer>   the gradients against
+//                                  cuDNN's, paired: bench_conv_backward.cu
 //   filter2d/fp32/...              8192 x 8192 single-channel images: bench_filter2d.cu
 // Layers: the ResNet-50 layers of shared/perf/ANCHORS.md.
 //
@@ -213,8 +216,9 @@ void register_conv2d() {
 struct registrar {
   registrar() {
     register_conv2d();
-    register_conv2d_nhwc();  // bench_conv_nhwc.cu
-    register_filter2d();     // bench_filter2d.cu
+    register_conv2d_nhwc();      // bench_conv_nhwc.cu
+    register_conv2d_backward();  // bench_conv_backward.cu (after conv2d_nhwc: it shares its forward plans)
+    register_filter2d();         // bench_filter2d.cu
   }
 };
 const registrar register_all;

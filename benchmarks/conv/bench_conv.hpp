@@ -30,6 +30,9 @@ void bm_conv_cudnn(benchmark::State& state, const layer& L, bool tf32);
 /// Registers the conv2d_nhwc/ rows (bench_conv_nhwc.cu), after the conv2d/tf32/cudnn rows they read.
 void register_conv2d_nhwc();
 
+/// Registers the conv2d_backward/ rows (bench_conv_backward.cu): the gradients against cuDNN's, paired.
+void register_conv2d_backward();
+
 /// Registers the filter2d/ rows (bench_filter2d.cu).
 void register_filter2d();
 

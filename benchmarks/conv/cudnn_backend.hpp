@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The cuDNN 9 backend (graph) API in the small pieces bench_conv's graph
 // baseline is built from: checked calls, an owning descriptor, attribute get/set,
-// the NHWC tensors, the convolution graph (plain, or + bias + ReLU), engine
+// the NHWC tensors, the convolution graph (plain, or + bias + ReLU; or one of
+// its gradients, backward data or backward filter), engine
 // configurations from the heuristics and what they are (engine index, notes,
 // knobs), and the variant pack. The search that times the candidates and keeps
 // the fastest plan is cudnn_graph.hpp; the graphs it builds are described there.
@@ -162,12 +163,20 @@ inline std::vector<descriptor> make_pointwise(cudnnPointwiseMode_t mode, const d
   return out;
 }
 
+/// Which convolution a graph computes. The tensors keep their uids whatever
+/// the pass: uid_x is x (forward, backward_filter) or dx (backward_data), uid_w
+/// the filter or dw (backward_filter), uid_y y or dy (both backward passes).
+enum class conv_pass { forward, backward_data, backward_filter };
+
 /// The finalized operation graph of problem p in element type `type` (see the
 /// file comment) for `handle` (the device the heuristics ask about; nullptr:
 /// none, which only a GPU-less check of the descriptors wants); every
 /// descriptor it refers to is appended to `keep`, the graph itself last.
+/// pass: the forward convolution (fused or not) or one of its gradients
+/// (dx = CONVOLUTION_BACKWARD_DATA, dw = CONVOLUTION_BACKWARD_FILTER; never fused).
 inline void make_conv_graph(const kf::conv2d_params& p, std::size_t P, std::size_t Q, cudnnDataType_t type, bool fused,
-                            cudnnHandle_t handle, std::vector<descriptor>& keep) {
+                            cudnnHandle_t handle, std::vector<descriptor>& keep, conv_pass pass = conv_pass::forward) {
+  if (pass != conv_pass::forward && fused) throw graph_error("a gradient graph is never fused");
   const auto i = [](std::size_t v) { return static_cast<std::int64_t>(v); };
   const dims4 x_dims = {i(p.batch), i(p.in_channels), i(p.in_height), i(p.in_width)};
   const dims4 w_dims = {i(p.out_channels), i(p.in_channels), i(p.filter_height), i(p.filter_width)};
@@ -195,16 +204,42 @@ inline void make_conv_graph(const kf::conv2d_params& p, std::size_t P, std::size
   KF_GRAPH_SET(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dilations);
   finalize(conv, "convolution");
 
-  descriptor conv_op = KF_GRAPH_DESCRIPTOR(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
   const float alpha = 1.0f, beta = 0.0f;  // float: the compute type is not double
-  KF_GRAPH_SET(conv_op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, x.address());
-  KF_GRAPH_SET(conv_op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, w.address());
-  KF_GRAPH_SET(conv_op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, conv_y.address());
-  KF_GRAPH_SET(conv_op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-               conv.address());
-  KF_GRAPH_SET(conv_op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
-  KF_GRAPH_SET(conv_op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
-  finalize(conv_op, "convolution forward operation");
+  descriptor conv_op;
+  if (pass == conv_pass::forward) {
+    conv_op = KF_GRAPH_DESCRIPTOR(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+    KF_GRAPH_SET(conv_op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, x.address());
+    KF_GRAPH_SET(conv_op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, w.address());
+    KF_GRAPH_SET(conv_op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                 conv_y.address());
+    KF_GRAPH_SET(conv_op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                 conv.address());
+    KF_GRAPH_SET(conv_op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
+    KF_GRAPH_SET(conv_op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
+    finalize(conv_op, "convolution forward operation");
+  } else if (pass == conv_pass::backward_data) {
+    conv_op = KF_GRAPH_DESCRIPTOR(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
+    KF_GRAPH_SET(conv_op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, x.address());
+    KF_GRAPH_SET(conv_op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, w.address());
+    KF_GRAPH_SET(conv_op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, y.address());
+    KF_GRAPH_SET(conv_op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                 conv.address());
+    KF_GRAPH_SET(conv_op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
+    KF_GRAPH_SET(conv_op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
+    finalize(conv_op, "convolution backward-data operation");
+  } else {
+    conv_op = KF_GRAPH_DESCRIPTOR(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
+    KF_GRAPH_SET(conv_op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, x.address());
+    KF_GRAPH_SET(conv_op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                 w.address());
+    KF_GRAPH_SET(conv_op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                 y.address());
+    KF_GRAPH_SET(conv_op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                 conv.address());
+    KF_GRAPH_SET(conv_op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
+    KF_GRAPH_SET(conv_op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
+    finalize(conv_op, "convolution backward-filter operation");
+  }
 
   std::vector<cudnnBackendDescriptor_t> ops = {conv_op.get()};
   if (fused) {

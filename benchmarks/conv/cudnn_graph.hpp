@@ -15,6 +15,10 @@
 //           cudnnConvolutionBiasActivationForward: bias 1xKx1x1 in T, C and B
 //           virtual float tensors, POINTWISE ADD then RELU_FWD, math in float)
 // The convolution's compute type is float for every T: fp32 accumulation.
+// bench_conv_backward.cu searches the gradients' graphs the same way
+// (cudnn_graph_pass_plan_for): one CONVOLUTION_BACKWARD_DATA (dx from dy and
+// w) or CONVOLUTION_BACKWARD_FILTER (dw from x and dy) operation on the same
+// NHWC / KRSC tensors.
 //
 // Math (TF32 against FMA): the backend has no math type. Each engine lists
 // numerical notes; for float data an engine noted TENSOR_CORE rounds its
@@ -71,6 +75,7 @@ constexpr int cudnn_graph_search_samples = 5;
 struct cudnn_graph_plan {
   std::string error;  // non-empty: no plan (the search's failure); nothing below is set
   bool fused = false;
+  graph::conv_pass pass = graph::conv_pass::forward;
   std::vector<graph::descriptor> graph;  // tensors, operations, the operation graph (kept alive with the plan)
   graph::descriptor config, plan;        // the fastest engine configuration and its execution plan
   graph::engine_info engine;
@@ -96,11 +101,13 @@ struct candidate {
   double seconds = INFINITY;
 };
 
-/// The search of the file comment for the graph of problem d (plain or fused),
-/// timed with d's buffers and output y; fills c or throws graph_error.
+/// The search of the file comment for the graph of problem d (c.pass; plain or
+/// fused), timed on the variant pack's buffers x, w, y (by uid: the pass's
+/// inputs and output, conv_pass) and d's bias; fills c or throws graph_error.
 template <class T>
-void search(cudnn_graph_plan& c, const std::string& key, const problem_data_t<T>& d, T* y, bool allow_tf32) {
-  make_conv_graph(d.p, d.P, d.Q, cudnn_type<T>(), c.fused, cudnn(), c.graph);
+void search(cudnn_graph_plan& c, const std::string& key, const problem_data_t<T>& d, const T* x, const T* w, T* y,
+            bool allow_tf32) {
+  make_conv_graph(d.p, d.P, d.Q, cudnn_type<T>(), c.fused, cudnn(), c.graph, c.pass);
   const descriptor& op_graph = c.graph.back();
 
   // Engine configurations of every heuristic mode, once each, filtered by numerical notes.
@@ -183,8 +190,7 @@ void search(cudnn_graph_plan& c, const std::string& key, const problem_data_t<T>
   }
 
   // Time each on the problem's buffers: one untimed run (a failure drops the plan), then the median of the samples.
-  const descriptor pack =
-      make_variant_pack(d.x.data(), d.w.data(), y, c.fused ? d.bias.data() : nullptr, workspace.data());
+  const descriptor pack = make_variant_pack(x, w, y, c.fused ? d.bias.data() : nullptr, workspace.data());
   ok(cudnnSetStream(cudnn(), nullptr), "cudnnSetStream");
   sample_timer timer;
   int failed_runs = 0;
@@ -245,19 +251,25 @@ void search(cudnn_graph_plan& c, const std::string& key, const problem_data_t<T>
 
 }  // namespace graph
 
-/// The graph plan of problem `key` (d's layout must be NHWC; fused: conv +
-/// bias + ReLU), searched on the first call and kept; allow_tf32: float may
-/// use TF32 tensor-core engines (the 16-bit types always use tensor cores).
-/// On failure, .error says why (and the search is not repeated).
+/// The graph plan of problem `key` for `pass` (d's layout must be NHWC; fused,
+/// forward only: conv + bias + ReLU), searched on the first call on the buffers
+/// x, w, y (by uid, conv_pass) and kept; allow_tf32: float may use TF32
+/// tensor-core engines (the 16-bit types always use tensor cores). On failure,
+/// .error says why (and the search is not repeated).
 template <class T>
-cudnn_graph_plan& cudnn_graph_plan_for(const std::string& key, problem_data_t<T>& d, bool fused, bool allow_tf32) {
+cudnn_graph_plan& cudnn_graph_pass_plan_for(const std::string& key, problem_data_t<T>& d, graph::conv_pass pass,
+                                            bool fused, bool allow_tf32, const T* x, const T* w, T* y) {
   static std::map<std::string, std::unique_ptr<cudnn_graph_plan>> cache;
-  const std::string full_key = key + (fused ? "/fused" : "") + (allow_tf32 ? "" : "/fma");
+  const char* pass_name = pass == graph::conv_pass::forward         ? ""
+                          : pass == graph::conv_pass::backward_data ? "/backward_data"
+                                                                    : "/backward_filter";
+  const std::string full_key = key + pass_name + (fused ? "/fused" : "") + (allow_tf32 ? "" : "/fma");
   auto& slot = cache[full_key];
   if (slot) return *slot;
   slot = std::make_unique<cudnn_graph_plan>();
   cudnn_graph_plan& c = *slot;
   c.fused = fused;
+  c.pass = pass;
   if (d.p.layout != kf::conv2d_layout::nhwc) {
     c.error = "the cuDNN graph baseline builds NHWC graphs only";
     return c;
@@ -265,7 +277,7 @@ cudnn_graph_plan& cudnn_graph_plan_for(const std::string& key, problem_data_t<T>
   const auto start = std::chrono::steady_clock::now();
   std::string failure;
   try {
-    graph::search(c, full_key, d, fused ? d.y_cudnn_fused.data() : d.y_cudnn.data(), allow_tf32);
+    graph::search(c, full_key, d, x, w, y, allow_tf32);
   } catch (const graph::graph_error& e) {
     failure = e.what();
   } catch (const kf::error& e) {
@@ -274,6 +286,7 @@ cudnn_graph_plan& cudnn_graph_plan_for(const std::string& key, problem_data_t<T>
   if (!failure.empty()) {
     c = cudnn_graph_plan();  // drops what the failed search built
     c.fused = fused;
+    c.pass = pass;
     c.error = "cuDNN graph plan for " + full_key + ": " + failure;
     std::fprintf(stderr, "%s\n", c.error.c_str());
     return c;
@@ -283,6 +296,13 @@ cudnn_graph_plan& cudnn_graph_plan_for(const std::string& key, problem_data_t<T>
                c.search_seconds * 1e3, search_s, c.counts.c_str());
   if (graph::verbose()) std::fprintf(stderr, "  plan JSON: %s\n", graph::plan_json(c.plan).c_str());
   return c;
+}
+
+/// The forward graph plan of problem `key` (fused: conv + bias + ReLU), searched on d's x, w and its cuDNN output.
+template <class T>
+cudnn_graph_plan& cudnn_graph_plan_for(const std::string& key, problem_data_t<T>& d, bool fused, bool allow_tf32) {
+  return cudnn_graph_pass_plan_for<T>(key, d, graph::conv_pass::forward, fused, allow_tf32, d.x.data(), d.w.data(),
+                                      fused ? d.y_cudnn_fused.data() : d.y_cudnn.data());
 }
 
 /// The variant pack of plan c on these buffers (bias: the fused graph's, else nullptr); throws graph::graph_error.

@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: Apache-2.0
+// bench_conv's conv2d_backward rows (registered by register_conv2d_backward,
+// called from bench_conv.cu's registrar): the gradients of the channels_last
+// layers against cuDNN's, each row timing ours and cuDNN's in turn
+// (time_gpu_paired: one sample of each per iteration, L2 flushed before each,
+// so both see the same clocks at the power cap):
+//
+//   conv2d_backward/<fp16|bf16|tf32>/<data|filter|step>/<layer>
+//     data:   kf::conv2d_backward_data (dx from dy and w) against cuDNN's
+//             CONVOLUTION_BACKWARD_DATA graph;
+//     filter: kf::conv2d_backward_filter (dw from x and dy, no dbias) against
+//             CONVOLUTION_BACKWARD_FILTER;
+//     step:   the training step's three convolutions back to back (forward,
+//             dx, dw) against cuDNN's three graphs.
+//   Counters: gpu_s (ours), baseline_s (cuDNN), frac_cudnn (baseline_s /
+//   gpu_s), TFLOP/s (the forward's FLOPs per pass, 3x for the step),
+//   diff_vs_cudnn (max |ours - cuDNN| / max |cuDNN| of the pass's output);
+//   label: the cuDNN engine of the pass (cudnn_graph.hpp's label).
+//
+// cuDNN's plans come from the same backend-graph engine search as the forward
+// rows (cudnn_graph_pass_plan_for: heuristics modes INSTANT, A, B, FALLBACK,
+// every plan timed, the fastest kept; TF32 engines allowed for float), on the
+// NHWC / KRSC tensors of nhwc_layers() (conv_problem.hpp). x and w are the
+// forward rows' tensors; dy is random_values like them (seed dy_seed). tf32 is
+// float under math_mode::tf32. The check before timing is a sanity check
+// (tolerance by type: a wrong or unwritten output fails it, NaN always); the
+// per-element error bounds are the GPU tests'
+// (tests/conv2d/conv2d_backward_gpu_test.cpp).
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include "bench_conv.hpp"
+#include "conv_problem.hpp"
+#include "cudnn_graph.hpp"
+#include "gpu_benchmark.hpp"
+#include "kernelforge/conv.hpp"
+#include "kernelforge/conv_backward.hpp"
+#include "kernelforge/reference/elementwise.hpp"
+
+namespace kf::bench::conv {
+namespace {
+
+constexpr std::uint64_t dy_seed = 4;
+
+template <class T>
+const char* backward_type_name() {
+  if constexpr (std::is_same_v<T, __half>) {
+    return "fp16";
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return "bf16";
+  } else {
+    return "tf32";
+  }
+}
+
+/// max |ours - cuDNN| / max |cuDNN| allowed by the sanity check: a few units of
+/// the output type's rounding (fp16 2^-11, bf16 2^-8) or of TF32's inputs.
+template <class T>
+double backward_check_tolerance() {
+  if constexpr (std::is_same_v<T, __half>) {
+    return 1e-2;
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return 4e-2;
+  } else {
+    return 2e-2;
+  }
+}
+
+/// The gradients' tensors of one layer in T (the forward's x and w are the
+/// conv2d_nhwc rows' own: nhwc/<layer>): dy, and each pass's output for ours
+/// and for cuDNN.
+template <class T>
+struct backward_data_t {
+  kf::device_buffer<T> dy, dx, dx_cudnn, dw, dw_cudnn, y_cudnn;
+};
+
+template <class T>
+problem_data_t<T>& forward_data(const layer& L) {
+  return data_for<T>("nhwc/" + L.name, L.p);
+}
+
+template <class T>
+backward_data_t<T>& backward_data(const layer& L) {
+  static std::map<std::string, std::unique_ptr<backward_data_t<T>>> cache;
+  auto& slot = cache[L.name];
+  if (!slot) {
+    const problem_data_t<T>& d = forward_data<T>(L);
+    slot = std::make_unique<backward_data_t<T>>();
+    slot->dy = kf::to_device(random_values<T>(d.y_size(), dy_seed));
+    slot->dx = kf::device_buffer<T>(d.x_size());
+    slot->dx_cudnn = kf::device_buffer<T>(d.x_size());
+    slot->dw = kf::device_buffer<T>(d.w_size());
+    slot->dw_cudnn = kf::device_buffer<T>(d.w_size());
+    slot->y_cudnn = kf::device_buffer<T>(d.y_size());
+  }
+  return *slot;
+}
+
+/// max |got - want| / max |want| over n device elements; NaN when got holds a NaN.
+template <class T>
+double max_relative_difference(const T* got_device, const T* want_device, std::size_t n) {
+  const std::vector<T> got = copy_to_host(got_device, n), want = copy_to_host(want_device, n);
+  double diff = 0, ref = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double g = kf::reference::to_double(got[i]), w = kf::reference::to_double(want[i]);
+    if (std::isnan(g)) return NAN;
+    diff = std::max(diff, std::fabs(g - w));
+    ref = std::max(ref, std::fabs(w));
+  }
+  return ref > 0 ? diff / ref : diff;
+}
+
+/// A cuDNN graph plan and its variant pack, ready to run; `error` says why not.
+struct cudnn_pass {
+  cudnn_graph_plan* plan = nullptr;
+  graph::descriptor pack;
+  std::string error;
+  cudnnStatus_t run(cudaStream_t s) const { return run_cudnn_graph(*plan, pack, s); }
+};
+
+/// The plan of `pass` for layer L in T and its pack on (x, w, y) by uid (conv_pass).
+template <class T>
+cudnn_pass make_cudnn_pass(const layer& L, graph::conv_pass pass, const T* x, const T* w, T* y) {
+  problem_data_t<T>& d = forward_data<T>(L);
+  cudnn_pass c;
+  c.plan = &cudnn_graph_pass_plan_for<T>(std::string("nhwc/") + backward_type_name<T>() + "/" + L.name, d, pass, false,
+                                         true, x, w, y);
+  if (!c.plan->error.empty()) {
+    c.error = c.plan->error;
+    return c;
+  }
+  try {
+    c.pack = graph::make_variant_pack(x, w, y, nullptr, c.plan->workspace.data());
+  } catch (const graph::graph_error& e) {
+    c.error = e.what();
+  }
+  return c;
+}
+
+enum class row_kind { data, filter, step };
+
+/// One row: ours and cuDNN's for `kind` on layer L in T, paired; checked first.
+template <class T>
+void bm_backward(benchmark::State& state, const layer& L, row_kind kind) {
+  KF_BENCH_REQUIRE_GPU(state);
+  problem_data_t<T>& d = forward_data<T>(L);
+  backward_data_t<T>& b = backward_data<T>(L);
+  const kf::conv2d_params& p = d.p;
+
+  kf::conv2d_backward_options bo;
+  bo.math = kf::math_mode::tf32;  // float: TF32 products; __half, __nv_bfloat16: no effect
+  kf::conv2d_options fo;
+  fo.math = kf::math_mode::tf32;
+  auto ours_data = [&](cudaStream_t s) {
+    bo.stream = s;
+    kf::conv2d_backward_data<T>(p, b.dy.data(), d.w.data(), b.dx.data(), bo);
+  };
+  auto ours_filter = [&](cudaStream_t s) {
+    bo.stream = s;
+    kf::conv2d_backward_filter<T>(p, d.x.data(), b.dy.data(), b.dw.data(), nullptr, bo);
+  };
+
+  std::vector<cudnn_pass> theirs;
+  if (kind == row_kind::step) {
+    theirs.push_back(make_cudnn_pass<T>(L, graph::conv_pass::forward, d.x.data(), d.w.data(), b.y_cudnn.data()));
+  }
+  if (kind != row_kind::filter) {
+    theirs.push_back(
+        make_cudnn_pass<T>(L, graph::conv_pass::backward_data, b.dx_cudnn.data(), d.w.data(), b.dy.data()));
+  }
+  if (kind != row_kind::data) {
+    theirs.push_back(
+        make_cudnn_pass<T>(L, graph::conv_pass::backward_filter, d.x.data(), b.dw_cudnn.data(), b.dy.data()));
+  }
+  for (const cudnn_pass& c : theirs) {
+    if (!c.error.empty()) {
+      state.SkipWithError(c.error.c_str());
+      return;
+    }
+  }
+  cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
+  auto cudnn_all = [&](cudaStream_t s) {
+    for (const cudnn_pass& c : theirs) {
+      const cudnnStatus_t each = c.run(s);
+      if (each != CUDNN_STATUS_SUCCESS) status = each;
+    }
+  };
+  auto ours_all = [&](cudaStream_t s) {
+    if (kind == row_kind::step) {
+      fo.stream = s;
+      kf::conv2d_forward<T>(p, d.x.data(), d.w.data(), nullptr, d.y.data(), fo);
+    }
+    if (kind != row_kind::filter) ours_data(s);
+    if (kind != row_kind::data) ours_filter(s);
+  };
+
+  // The check: NaN-poisoned outputs, one run of each, the passes' outputs compared.
+  check(cudaMemset(b.dx.data(), 0xFF, d.x_size() * sizeof(T)), "cudaMemset");
+  check(cudaMemset(b.dw.data(), 0xFF, d.w_size() * sizeof(T)), "cudaMemset");
+  try {
+    ours_all(nullptr);
+  } catch (const kf::error& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  cudnn_all(nullptr);
+  check(cudaDeviceSynchronize(), "conv2d_backward rows");
+  if (status != CUDNN_STATUS_SUCCESS) {
+    state.SkipWithError(("cudnnBackendExecute: " + graph::status_text(status)).c_str());
+    return;
+  }
+  double diff = 0;
+  if (kind != row_kind::filter) diff = max_relative_difference(b.dx.data(), b.dx_cudnn.data(), d.x_size());
+  if (kind != row_kind::data) {
+    diff = std::max(diff, max_relative_difference(b.dw.data(), b.dw_cudnn.data(), d.w_size()));
+  }
+  if (!(diff <= backward_check_tolerance<T>())) {  // false for NaN
+    state.SkipWithError(
+        ("differs from cuDNN by " + std::to_string(diff) + " (relative to the largest output)").c_str());
+    return;
+  }
+
+  time_gpu_paired(state, ours_all, cudnn_all);
+  check(cudaDeviceSynchronize(), "conv2d_backward rows");
+  if (status != CUDNN_STATUS_SUCCESS) {
+    state.SkipWithError(("cudnnBackendExecute: " + graph::status_text(status)).c_str());
+    return;
+  }
+  const double flops = d.flops() * (kind == row_kind::step ? 3.0 : 1.0);
+  set_flops(state, flops);
+  const double ours_s = state.counters["gpu_s"], cudnn_s = state.counters["baseline_s"];
+  state.counters["frac_cudnn"] = ours_s > 0 ? cudnn_s / ours_s : 0;
+  state.counters["cudnn_TFLOP/s"] = cudnn_s > 0 ? flops / cudnn_s / 1e12 : 0;
+  state.counters["diff_vs_cudnn"] = diff;
+  std::string label;
+  for (const cudnn_pass& c : theirs) label += (label.empty() ? "" : " + ") + c.plan->label();
+  state.SetLabel(label);
+}
+
+template <class T>
+void register_backward() {
+  const std::string type = std::string("conv2d_backward/") + backward_type_name<T>() + "/";
+  for (const layer& L : nhwc_layers()) {
+    for (const auto& [name, kind] : {std::pair{"data/", row_kind::data}, std::pair{"filter/", row_kind::filter},
+                                     std::pair{"step/", row_kind::step}}) {
+      const row_kind k = kind;
+      configure(benchmark::RegisterBenchmark((type + name + L.name).c_str(),
+                                             [&L, k](benchmark::State& s) { bm_backward<T>(s, L, k); }));
+    }
+  }
+}
+
+}  // namespace
+
+void register_conv2d_backward() {
+  register_backward<__half>();
+  register_backward<__nv_bfloat16>();
+  register_backward<float>();
+}
+
+}  // namespace kf::bench::conv
