@@ -9,6 +9,9 @@
 //                                            the row-major B read by the swapped product: tuning.hpp,
 //                                            choose_wgmma_b_source)
 //   matmul/tf32/mma_sync/<shape>             the mma.sync kernel alone (launch_tensor_core_tf32)
+//   matmul/fp32_emulated/best_vs_cublas/<shape>  kf::matmul, math_mode::fp32_emulated (step 15: three TF32
+//                                            products on wgmma) paired with cublasSgemm (no TF32), checked
+//                                            at the exact rows' tolerance
 //   matmul/tf32/wgmma_repack_b/<shape>       the wgmma kernel with the row-major B repacked k-major in HBM
 //                                            first (wgmma_try_launch, wgmma_tf32_b_mode::repack)
 //   matmul/tf32/wgmma_mcast_{a,b}/<shape>    the wgmma kernel as tensor_core_tf32 runs it (B's source and
@@ -402,7 +405,9 @@ void run(const row& r, operands& p, cudaStream_t stream) {
       kf::matmul_options o;
       o.stream = stream;
       o.variant = r.variant;
-      o.math = r.precision == "tf32" ? kf::math_mode::tf32 : kf::math_mode::exact;
+      o.math = r.precision == "tf32"            ? kf::math_mode::tf32
+               : r.precision == "fp32_emulated" ? kf::math_mode::fp32_emulated
+                                                : kf::math_mode::exact;
       if (r.kind == impl::fused) {
         o.bias = bias_for(p.s).bias.data();
         o.relu = true;
@@ -875,6 +880,8 @@ void register_all() {
     register_pair("mcast_a_vs_b", mcast_a, mcast_b, a_vs_b, s);
     register_pair("best_vs_cublas", kf_row(v::best, 48), cublas_fp32, vs_cublas, s);
     register_pair("best_vs_cublas", kf_row(v::tensor_core_tf32, 250, "tf32"), cublas_tf32, vs_cublas, s);
+    // fp32 accuracy on TF32 tensor cores (step 15; errc::unsupported, so skipped, off compute capability 9.0).
+    register_pair("best_vs_cublas", kf_row(v::best, 100, "fp32_emulated"), cublas_fp32, vs_cublas, s);
     if ((is_cube(s) && s.m == 4096) || (s.m == 8192 && s.n == 8192 && s.k == 1024)) {
       for (const char* precision : {"fp32", "tf32"}) {
         const double tflops = precision[0] == 'f' ? 45 : 250;

@@ -6,9 +6,15 @@ namespace kf {
 
 /// exact: fp32 arithmetic (FFMA) throughout. tf32: tensor cores may round fp32
 /// inputs to TF32 (10-bit mantissa, fp32 accumulation), about 1e-3 relative error.
-enum class math_mode { exact, tf32 };
+/// fp32_emulated: fp32 accuracy on TF32 tensor cores -- each operand split into
+/// two TF32 parts, three products per pair, partial sums promoted into fp32
+/// every 32 of k (matmul step 15). The tests hold it to the exact steps' error
+/// on uniform, randn and wide-magnitude inputs. kf::matmul on float, compute
+/// capability 9.0 with the library's sm_90a image only (errc::unsupported
+/// elsewhere, and in conv2d); never chosen unless asked for.
+enum class math_mode { exact, tf32, fp32_emulated };
 
-/// "exact" or "tf32", for messages and benchmark labels.
+/// "exact", "tf32" or "fp32_emulated", for messages and benchmark labels.
 [[nodiscard]] const char* to_string(math_mode mode) noexcept;
 
 }  // namespace kf

@@ -54,12 +54,14 @@ def relu_threshold_backward(grad, x, threshold=0.0, out=None, *, variant="best",
     return out
 
 
-def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, tf32=False, variant="best", stream=None):
+def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, tf32=False, math=None, variant="best", stream=None):
     """out (m, n) = alpha * a (m, k) @ b (k, n) + beta * out. float32, float64, float16, bfloat16.
 
     a, b and out share one dtype. a and b may be row-major or transposed views (a.T of a
-    row-major array): no copy. beta != 0 reads out, so it needs out=. tf32=True allows
-    TF32 tensor cores (float32). float16 and bfloat16 multiply on tensor cores (compute
+    row-major array): no copy. beta != 0 reads out, so it needs out=. math (float32):
+    "exact" (CUDA-core fp32, the default), "tf32" (TF32 tensor cores, ~1e-3 relative
+    error; tf32=True is the same) or "fp32_emulated" (fp32 accuracy from three TF32
+    tensor-core products per pair: compute capability 9.0, variant "best"). float16 and bfloat16 multiply on tensor cores (compute
     capability 8.0+; variant "naive" runs anywhere) with fp32 accumulation, and
     alpha * acc + beta * out is computed in fp32 and rounded once; variants for them:
     best, naive, tensor_core_f16, wgmma_f16. bfloat16 needs a framework that exports it
@@ -67,6 +69,11 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, tf32=False, variant="best", s
     """
     require_array("a", a)
     require_array("b", b)
+    if math is None:
+        math = "tf32" if tf32 else "exact"
+    elif tf32 and math != "tf32":
+        from ._errors import InvalidArgumentError
+        raise InvalidArgumentError(f"kernelforge.matmul: tf32=True contradicts math={math!r}; pass one of them")
     fw = framework(a)
     if out is None:
         if beta != 0:
@@ -77,7 +84,7 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, tf32=False, variant="best", s
             raise InvalidArgumentError(f"kernelforge.matmul: a and b must be 2-D; got shapes "
                                        f"{tuple(a.shape)} and {tuple(b.shape)}")
         out = empty(a, fw, (a.shape[0], b.shape[1]))
-    _C.matmul(plain(a, fw), plain(b, fw), plain(out, fw), float(alpha), float(beta), bool(tf32), variant,
+    _C.matmul(plain(a, fw), plain(b, fw), plain(out, fw), float(alpha), float(beta), str(math), variant,
               stream_handle(stream, a, fw))
     return out
 

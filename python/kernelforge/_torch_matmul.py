@@ -31,7 +31,7 @@ def _gemm_operand(t):
 def _matmul_kernel(a, b, tf32=False):
     a, b = _gemm_operand(a), _gemm_operand(b)
     out = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
-    _C.matmul(_dl(a), _dl(b), _dl(out), 1.0, 0.0, tf32, "best", _stream(a))
+    _C.matmul(_dl(a), _dl(b), _dl(out), 1.0, 0.0, "tf32" if tf32 else "exact", "best", _stream(a))
     return out
 
 

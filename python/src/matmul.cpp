@@ -42,8 +42,8 @@ operand layout(const char* what, const char* name, const A& a) {
                     "(torch) or cupy.ascontiguousarray() on it first");
 }
 
-void matmul(const in_array& a, const in_array& b, const out_array& out, double alpha, double beta, bool tf32,
-            const std::string& variant, std::uintptr_t stream) {
+void matmul(const in_array& a, const in_array& b, const out_array& out, double alpha, double beta,
+            const std::string& math, const std::string& variant, std::uintptr_t stream) {
   const char* what = "kernelforge.matmul";
   const dtype t = require_dtype(what, "a", a.dtype(), {dtype::f32, dtype::f64, dtype::f16, dtype::bf16});
   require_same_dtype(what, "b", b.dtype(), a.dtype(), "a");
@@ -66,7 +66,7 @@ void matmul(const in_array& a, const in_array& b, const out_array& out, double a
   }
   kf::matmul_options o;
   o.stream = to_stream(stream);
-  o.math = tf32 ? kf::math_mode::tf32 : kf::math_mode::exact;
+  o.math = enum_by_name(what, "math", math, {kf::math_mode::exact, kf::math_mode::tf32, kf::math_mode::fp32_emulated});
   o.variant = enum_by_name(
       what, "variant", variant,
       {kf::matmul_variant::best, kf::matmul_variant::naive, kf::matmul_variant::coalesced,
@@ -185,7 +185,7 @@ void scaled_matmul_raw(std::uintptr_t a, const std::string& a_dtype, bool trans_
 
 void bind_matmul(nb::module_& m) {
   using nb::arg;
-  m.def("matmul", &matmul, arg("a"), arg("b"), arg("out"), arg("alpha"), arg("beta"), arg("tf32"), arg("variant"),
+  m.def("matmul", &matmul, arg("a"), arg("b"), arg("out"), arg("alpha"), arg("beta"), arg("math"), arg("variant"),
         arg("stream"));
   m.def("scaled_matmul_raw", &scaled_matmul_raw, arg("a"), arg("a_dtype"), arg("trans_a"), arg("lda"), arg("b"),
         arg("b_dtype"), arg("trans_b"), arg("ldb"), arg("m"), arg("n"), arg("k"), arg("scaling"), arg("scale_a"),

@@ -101,6 +101,10 @@ def test_bad_options():
         kf.filter2d(np.ones((4, 4), f32), np.ones((3, 3), f32), border="wrap")
     with pytest.raises(kf.InvalidArgumentError, match="beta"):
         kf.matmul(np.ones((2, 2), f32), np.ones((2, 2), f32), beta=1.0)
+    with pytest.raises(kf.InvalidArgumentError, match="math 'fp64' is not one of: exact, tf32, fp32_emulated"):
+        kf.matmul(np.ones((2, 2), f32), np.ones((2, 2), f32), math="fp64")
+    with pytest.raises(kf.InvalidArgumentError, match="tf32=True contradicts"):
+        kf.matmul(np.ones((2, 2), f32), np.ones((2, 2), f32), tf32=True, math="exact")
     with pytest.raises(TypeError, match="stream must be"):
         kf.relu_threshold(x, stream="s")
     with pytest.raises(TypeError, match="DLPack"):

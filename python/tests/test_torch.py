@@ -199,6 +199,20 @@ def test_matmul_alpha_beta_out_and_tf32():
     torch.testing.assert_close(kf.matmul(a, b, tf32=True), torch.mm(a, b), **TF32_TOL)
 
 
+def test_matmul_fp32_emulated_is_fp32_accurate_or_unsupported():
+    a, b = torch.randn(200, 1000, device="cuda"), torch.randn(1000, 136, device="cuda")
+    if torch.cuda.get_device_capability() != (9, 0):
+        with pytest.raises(kf.UnsupportedError, match="compute capability 9.0"):
+            kf.matmul(a, b, math="fp32_emulated")
+        return
+    got = kf.matmul(a, b, math="fp32_emulated").double()
+    want = a.double() @ b.double()
+    scale = a.double().abs() @ b.double().abs()
+    err = ((got - want).abs() / scale).max().item()
+    assert err < 4 * 1000 ** 0.5 * 2.0 ** -24  # the exact steps' bound; TF32 alone is ~1e-3
+    assert ((kf.matmul(a, b, tf32=True).double() - want).abs() / scale).max().item() > 1e-5  # TF32 is not
+
+
 # ---- convolution ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])

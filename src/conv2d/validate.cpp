@@ -10,6 +10,7 @@
 
 #include "kernelforge/kernels/conv2d/plan.hpp"
 #include "kernelforge/kernels/conv2d/wgmma_plan.hpp"
+#include "kernelforge/error.hpp"
 #include "kernelforge/kernels/runtime/validate.hpp"
 
 namespace kf {
@@ -169,6 +170,17 @@ void require_separate(const char* what, const char* out_name, const void* out, s
   }
 }
 
+/// exact or tf32; fp32_emulated (matmul only so far) is errc::unsupported with the reason.
+void require_conv2d_math(const char* what, math_mode math) {
+  if (math == math_mode::fp32_emulated) {
+    throw error(errc::unsupported, std::string(what) +
+                                       ": options.math = fp32_emulated is matmul-only for now "
+                                       "(kf::matmul step 15); conv2d computes exact fp32 "
+                                       "(math_mode::exact) or TF32 (math_mode::tf32)");
+  }
+  require_one_of(what, "options.math", math, {math_mode::exact, math_mode::tf32});
+}
+
 }  // namespace
 
 void validate_conv2d_options(const char* what, const conv2d_options& options, std::size_t element_bytes) {
@@ -176,7 +188,7 @@ void validate_conv2d_options(const char* what, const conv2d_options& options, st
   require_one_of(what, "options.variant", options.variant,
                  {v::best, v::naive, v::smem_tiled, v::implicit_gemm, v::implicit_gemm_tf32, v::implicit_gemm_pipelined,
                   v::winograd, v::winograd_fused, v::implicit_gemm_wgmma});
-  require_one_of(what, "options.math", options.math, {math_mode::exact, math_mode::tf32});
+  require_conv2d_math(what, options.math);
   if (options.variant == conv2d_variant::implicit_gemm_tf32 && options.math != math_mode::tf32) {
     throw_invalid_argument(
         what,
@@ -238,7 +250,7 @@ conv2d_sizes validate_conv2d_backward_common(const char* what, const conv2d_para
   using v = conv2d_backward_variant;
   require_one_of(what, "options.variant", options.variant,
                  {v::best, v::naive, v::implicit_gemm, v::implicit_gemm_wgmma});
-  require_one_of(what, "options.math", options.math, {math_mode::exact, math_mode::tf32});
+  require_conv2d_math(what, options.math);
   validate_conv2d_layout_type(what, p, element_bytes);
   const conv2d_sizes sizes = check_conv2d_extents(what, p);
   if (options.relu) {

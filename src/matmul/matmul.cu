@@ -59,6 +59,30 @@ void launch_tensor_core(const gemm_args<float>& g, cudaStream_t stream, int devi
   launch_tensor_core_tf32(g, stream, ep);
 }
 
+/// math_mode::fp32_emulated: step 15 (wgmma, three TF32 products) with the
+/// fused epilogue `ep` (nothing enabled: the identity). errc::unsupported where
+/// wgmma does not run; errc::out_of_memory where its split operands find no memory.
+void launch_fp32_emulated(const gemm_args<float>& g, const fused_epilogue& ep, cudaStream_t stream, int device) {
+  if (!wgmma_available(device)) {
+    const int cc = compute_capability(device);
+    throw error(errc::unsupported, std::string(matmul_what) +
+                                       ": options.math = fp32_emulated runs on wgmma, which needs compute "
+                                       "capability 9.0 and a library built with 90 in CMAKE_CUDA_ARCHITECTURES; "
+                                       "device " +
+                                       std::to_string(device) + " is " + std::to_string(cc / 10) + "." +
+                                       std::to_string(cc % 10) +
+                                       " (no sm_80 path yet). Use math_mode::exact for fp32 accuracy on this GPU");
+  }
+  if (wgmma_fp32_emulated_try_launch(g, ep, stream)) return;
+  throw error(errc::out_of_memory,
+              std::string(matmul_what) +
+                  ": options.math = fp32_emulated splits A and B into a workspace of 8 x (m + "
+                  "n) x round_up(k, 32) bytes (" +
+                  std::to_string((g.m + g.n) * 8 * ((g.k + 31) / 32 * 32)) +
+                  " here), which could not be allocated (or m, n or 2k reach 2^31 - 512); free memory, or use "
+                  "math_mode::exact");
+}
+
 /// The fp16 / bf16 tensor-core steps: wgmma (sm_90a image on a cc 9.0 device,
 /// variant wgmma_f16) where available, else mma.sync. errc::unsupported below 8.0.
 template <class T>
@@ -178,6 +202,9 @@ void matmul_impl(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size
   const auto g = detail::make_gemm_args<T>(trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   const matmul_variant variant = detail::resolve<T>(options.variant, options.math, device, m, n);
   if constexpr (std::is_same_v<T, float>) {
+    if (options.math == math_mode::fp32_emulated) {  // validated: variant best, no custom functor
+      return detail::launch_fp32_emulated(g, detail::fused_epilogue_of(options), options.stream, device);
+    }
     if (fused)
       return detail::dispatch_epilogue_steps(variant, g, detail::fused_epilogue_of(options), options.stream, device);
   }

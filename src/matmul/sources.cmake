@@ -16,12 +16,13 @@ list(APPEND KERNELFORGE_SOURCES
   "${CMAKE_CURRENT_LIST_DIR}/tensor_core_f16.cu"
   "${CMAKE_CURRENT_LIST_DIR}/scaled_matmul.cu"
   "${CMAKE_CURRENT_LIST_DIR}/scaled_validate.cpp")
-kernelforge_add_sm90a_sources("wgmma matmul (TF32, fp16, bf16, FP8)"
+kernelforge_add_sm90a_sources("wgmma matmul (TF32, fp16, bf16, fp32 emulation, FP8)"
   "${CMAKE_CURRENT_LIST_DIR}/wgmma_sm90a_tf32.cu"
   "${CMAKE_CURRENT_LIST_DIR}/wgmma_sm90a_tf32_fused.cu"
   "${CMAKE_CURRENT_LIST_DIR}/wgmma_sm90a_f16.cu"
   "${CMAKE_CURRENT_LIST_DIR}/wgmma_sm90a_bf16.cu"
   "${CMAKE_CURRENT_LIST_DIR}/wgmma_steps_sm90a.cu"
+  "${CMAKE_CURRENT_LIST_DIR}/wgmma_sm90a_fp32_emulated.cu"
   "${CMAKE_CURRENT_LIST_DIR}/scaled_wgmma_sm90a_bf16.cu"
   "${CMAKE_CURRENT_LIST_DIR}/scaled_wgmma_sm90a_f16.cu"
   "${CMAKE_CURRENT_LIST_DIR}/scaled_wgmma_sm90a_f32.cu")

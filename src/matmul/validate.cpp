@@ -138,12 +138,30 @@ void validate_matmul(op trans_a, op trans_b, std::size_t m, std::size_t n, std::
   require_one_of(matmul_what, "options.variant", options.variant,
                  {v::best, v::naive, v::coalesced, v::smem_tiled, v::blocktile_1d, v::blocktile_2d, v::vectorized,
                   v::warp_tiled, v::large_tile, v::tensor_core_tf32, v::tensor_core_f16, v::wgmma_f16});
-  require_one_of(matmul_what, "options.math", options.math, {math_mode::exact, math_mode::tf32});
+  require_one_of(matmul_what, "options.math", options.math,
+                 {math_mode::exact, math_mode::tf32, math_mode::fp32_emulated});
   require_gemm_layout(matmul_what, trans_a, trans_b, m, n, k, A, lda, B, ldb, C, ldc, matmul_output);
   if (!has_variant<T>(options.variant)) {
     throw error(errc::unsupported, std::string(matmul_what) + ": variant " + to_string(options.variant) +
                                        " is not compiled for " + matmul_type_name<T>() + "; " + matmul_type_name<T>() +
                                        " has " + variants_of<T>());
+  }
+  if (options.math == math_mode::fp32_emulated && std::is_same_v<T, float>) {
+    if (options.variant != matmul_variant::best) {
+      throw error(errc::invalid_argument, std::string(matmul_what) +
+                                              ": options.math = fp32_emulated runs its own "
+                                              "kernel (step 15, three TF32 products per pair); variant " +
+                                              to_string(options.variant) +
+                                              " computes exact fp32 or TF32. Pass "
+                                              "variant best, or math_mode::exact for variant " +
+                                              to_string(options.variant));
+    }
+    if (custom_epilogue) {
+      throw error(errc::unsupported, std::string(matmul_what) +
+                                         ": options.math = fp32_emulated takes the fused bias / ReLU epilogue "
+                                         "(options.bias, options.relu) but not a custom functor; use "
+                                         "math_mode::exact or tf32 with your functor");
+    }
   }
   if (options.variant == matmul_variant::tensor_core_tf32 && options.math != math_mode::tf32) {
     throw error(errc::invalid_argument, std::string(matmul_what) +

@@ -26,6 +26,7 @@ const char* to_string(math_mode mode) noexcept {
   switch (mode) {
     case math_mode::exact: return "exact";
     case math_mode::tf32: return "tf32";
+    case math_mode::fp32_emulated: return "fp32_emulated";
   }
   return "unknown";
 }

@@ -103,6 +103,18 @@ TEST(MatmulValidation, TensorCoreNeedsTf32MathMode) {
                  {"tensor_core_tf32", "math_mode::tf32"});
 }
 
+TEST(MatmulValidation, Fp32EmulatedRunsWithVariantBestOnly) {
+  float* p = fake_ptr();
+  kf::matmul_options o;
+  o.math = kf::math_mode::fp32_emulated;
+  for (const matmul_variant v : {matmul_variant::warp_tiled, matmul_variant::tensor_core_tf32, matmul_variant::naive}) {
+    o.variant = v;
+    expect_message(matmul_error(op::none, op::none, 2, 2, 2, p, 2, p, 2, p, 2, o), kf::errc::invalid_argument,
+                   {"fp32_emulated", "variant best", kf::to_string(v)});
+  }
+  EXPECT_STREQ(kf::to_string(kf::math_mode::fp32_emulated), "fp32_emulated");
+}
+
 TEST(MatmulValidation, DoubleHasNaiveSmemTiledAndBlocktile2dOnly) {
   static double storage[64];
   double* p = storage;

@@ -118,6 +118,24 @@ __device__ __forceinline__ void wgmma_m64nNk8_tf32(float (&d)[wgmma_accumulators
   }
 }
 
+/// d (64 x N, fp32) = A (64 x 8) * B (8 x N) + (scale_d ? d : 0), TF32 from
+/// shared memory (k-major): scale_d == 0 starts a fresh partial sum without
+/// zeroing the registers first (the fp32-emulation step's per-k-block partials,
+/// 15_wgmma_fp32_emulated.cuh). N: 64 or 128.
+template <int N>
+__device__ __forceinline__ void wgmma_m64nNk8_tf32(float (&d)[wgmma_accumulators<N>], std::uint64_t desc_a,
+                                                   std::uint64_t desc_b, std::uint32_t scale_d) {
+  static_assert(N == 64 || N == 128, "wgmma TF32 with scale-d here: N of 64 or 128");
+  if constexpr (N == 128) {
+    KF_WGMMA_ASM("128", "8", "tf32", "tf32", KF_WGMMA_REGS_0 KF_WGMMA_REGS_32, "64", "65", "66", "", KF_WGMMA_D32(0),
+                 KF_WGMMA_D32(32)
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+  } else {
+    KF_WGMMA_ASM("64", "8", "tf32", "tf32", KF_WGMMA_REGS_0, "32", "33", "34", "", KF_WGMMA_D32(0)
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+  }
+}
+
 /// d (64 x N, fp32) += A (64 x 8) * B (8 x N), TF32, A from registers (wgmma's
 /// register-sourced form): a[0..3] hold A's elements (row 16 * warp + lane / 4
 /// (+ 8 for a[1], a[3]), k lane % 4 (+ 4 for a[2], a[3])) of the warp's 16 rows;

@@ -64,6 +64,16 @@ bool wgmma_try_launch(const gemm_args<__nv_bfloat16>& args, cudaStream_t stream,
 bool wgmma_try_launch(const gemm_args<float>& args, const epilogue::bias_relu_threshold<float>& fused,
                       cudaStream_t stream, const wgmma_overrides& overrides = {});
 
+/// Step 15, math_mode::fp32_emulated (15_wgmma_fp32_emulated.cuh): C =
+/// fused(alpha * op(A) * op(B) + beta * C) with fp32 accuracy from three TF32
+/// products per element pair (each operand split into TF32 hi and lo parts by a
+/// pre-pass into a pooled workspace of (m + n) x 2 round_up(k, 32) floats),
+/// partial sums promoted into fp32 every 32 of k. Returns false, having
+/// enqueued nothing, where the wgmma conditions above are not met or the
+/// workspace cannot be allocated. Pass a default bias_relu_threshold for none.
+bool wgmma_fp32_emulated_try_launch(const gemm_args<float>& args, const epilogue::bias_relu_threshold<float>& fused,
+                                    cudaStream_t stream);
+
 /// The Hopper learning steps, which lead up to step 14 one idea at a time:
 /// 11 wgmma + TMA in one warpgroup, 12 warp specialization, 13 clusters
 /// sharing B (11_wgmma_tma.cuh, 12_wgmma_warp_specialized.cuh, 13_wgmma_clusters.cuh).

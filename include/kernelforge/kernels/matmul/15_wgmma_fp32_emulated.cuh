@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: Apache-2.0
+// Step 15 -- fp32 accuracy on the TF32 tensor cores (math_mode::fp32_emulated):
+// each fp32 operand split into two TF32 parts (split_tf32.cuh), three TF32
+// products per k-block, promoted into fp32 registers every 32 of k. Compiled
+// for sm_90a only; host side fp32_emulated_launch.cuh, declaration
+// wgmma_sm90a.hpp (wgmma_fp32_emulated_try_launch).
+//
+// What changes from step 14 (TF32: each product rounds its inputs to 10 bits of
+// mantissa, ~1e-3 relative error), and why it is as accurate as the exact fp32
+// steps while running on the tensor cores:
+//  * a b = (a_hi + a_lo)(b_hi + b_lo) ~ a_hi b_hi + a_hi b_lo + a_lo b_hi: the
+//    three products are exact in fp32 and the dropped a_lo b_lo is below 2^-22
+//    of a b. The pre-pass writes each operand k-major as, per 32 of k, 32 hi
+//    values then 32 lo values; the producer loads them as two consecutive
+//    stages of the ring (the same TMA producer, tile scheduler and epilogue as
+//    step 14, and the same clusters sharing B), and a consumer takes the pair:
+//    hi x lo and lo x hi into a `correction` partial, hi x hi into `partial`.
+//  * The promotion (as the FP8 step, scaled/03_wgmma.cuh): wgmma adds each
+//    group of 8 products into its fp32 accumulator with truncation, so a long
+//    sum in the tensor cores drifts toward zero by up to an ulp per instruction
+//    (about k / 16 ulps at k = 65536, where SGEMM's rounding errors random-walk
+//    to about sqrt(k) / 3). Each k-block's partials start fresh (scale-d = 0)
+//    and, once complete, are added into an fp32 total on the CUDA cores with
+//    round-to-nearest: total += partial + correction. The correction terms
+//    have their own accumulator, so their truncation is relative to their own
+//    small size. The two consumer warpgroups take turns: one promotes while
+//    the other's products run.
+//  * Cost: three times step 14's products, twice its operand bytes, and a
+//    pre-pass that reads each operand once and writes it twice. Ceiling: a
+//    third of the TF32 rate (495 / 3 = 165 TFLOP/s of fp32 work on the H200),
+//    against SGEMM's 66.9 TFLOP/s FMA peak.
+// H200 figures: benchmarks/tuning/matmul.md#fp32-emulation.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda.h>  // CUtensorMap (a type only)
+
+#include "../arch/cluster_sm90.cuh"
+#include "../arch/guards.cuh"
+#include "../arch/pipeline_sm90.cuh"
+#include "../arch/smem.cuh"
+#include "../arch/warpgroup_sm90.cuh"
+#include "../arch/wgmma_sm90.cuh"
+#include "../common/kernel.cuh"
+#include "kernelforge/epilogue.cuh"
+#include "wgmma/config.cuh"
+#include "wgmma/epilogue.cuh"
+#include "wgmma/mainloop.cuh"
+#include "wgmma/producer.cuh"
+#include "wgmma/scheduler.cuh"
+
+namespace kf::detail {
+namespace wgmma {
+
+/// k-blocks (of 32) whose partials are summed in `window` before it is added
+/// to `total`: two levels of round-to-nearest sums instead of one running sum,
+/// whose error grows with the count of additions times the running size.
+inline constexpr int promotion_window = 32;
+
+#if KF_ARCH_SM90A
+/// d (+)= A (stage a_stage) x B (stage b_stage), the stage's 32 of k in 4
+/// products; fresh: the first one starts a new sum. Loop: the kernel's mainloop.
+template <class Loop, class Tile>
+__device__ __forceinline__ void mma_stages(float (&d)[Tile::accumulators], const typename Loop::operands& o,
+                                           int a_stage, int b_stage, bool fresh) {
+  constexpr int k_bytes = Loop::elem::wgmma_k * Loop::elem::bytes;  // 32 bytes along the swizzled row
+#pragma unroll
+  for (int kk = 0; kk < Loop::products; ++kk) {
+    const std::uint64_t a = smem_descriptor_advance(o.a_desc0, a_stage * a_tile_bytes + kk * k_bytes);
+    const std::uint64_t b = smem_descriptor_advance(o.b_desc0, b_stage * Tile::b_tile_bytes + kk * k_bytes);
+    wgmma_m64nNk8_tf32<Tile::block_n>(d, a, b, fresh && kk == 0 ? 0u : 1u);
+  }
+}
+#endif  // KF_ARCH_SM90A
+
+}  // namespace wgmma
+
+/// C = fused(alpha * (A B) + beta * C) in fp32 accuracy, tiles of 128 x BlockN.
+/// map_a: A's split (m x 2 k', split_tf32.cuh) in boxes of 128 rows x 32; map_b:
+/// op(B)^T's split (n x 2 k') in boxes of BlockN / 2 rows; map_c: C in boxes of
+/// 64 rows x 32, for the staged epilogue (p.staged). p.k is the packed k (2 k').
+template <int Cluster, int BlockN>
+KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
+    wgmma_fp32_emulated_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+                               const __grid_constant__ CUtensorMap map_c, const wgmma::params<float> p,
+                               const epilogue::bias_relu_threshold<float> fused) {
+#if defined(__CUDA_ARCH__) && !KF_ARCH_SM90A
+  __trap();  // wgmma needs sm_90a; this file is compiled for nothing else
+#elif KF_ARCH_SM90A
+  using namespace wgmma;
+  using tile = tile_config<BlockN>;
+  using loop = mainloop<float, tile, Cluster, false, false, false, false>;
+  static_assert(Cluster == 1 || Cluster == max_cluster, "clusters of 1 or 2 CTAs (sharing B)");
+  static_assert(BlockN == 64 || BlockN == 128, "the total and two partials of 64 x BlockN must fit a thread");
+  static_assert(tile::stages % 2 == 0, "a k-block's hi and lo stages never straddle the ring's wrap");
+  extern __shared__ unsigned char wgmma_smem[];
+  const std::uint32_t raw = smem_address(wgmma_smem);
+  const smem_layout<tile> smem((raw + swizzle_atom_bytes - 1) & ~std::uint32_t(swizzle_atom_bytes - 1));
+  const stage_ring<tile::stages> ring(smem.ring);
+  const int warpgroup = warpgroup_index();
+  const int tid_in_warpgroup = threadIdx.x % warpgroup_threads;
+  const std::uint32_t rank = Cluster > 1 ? cluster_rank() : 0;
+
+  if (threadIdx.x == 0) {
+    tma_prefetch_descriptor(&map_a);
+    tma_prefetch_descriptor(&map_b);
+    if (p.staged) tma_prefetch_descriptor(&map_c);
+    // Every consumer warp of every CTA whose products read a stage (B is multicast) releases it.
+    ring.init(consumer_warpgroups * warps_per_warpgroup * loop::stage_readers);
+    mbar_init_fence();
+  }
+  barriers_ready_arrive<Cluster>();
+  // k-steps of the packed operands: 2 per k-block (hi, then lo).
+  const tile_scheduler<float, Cluster, false, false> schedule{p, p.k / loop::stage_k, static_cast<int>(rank)};
+  const int items = schedule.items();
+  barriers_ready_wait<Cluster>();
+
+  if (warpgroup == 0) {
+    // ---------------------------------------------------------------- producer
+    setmaxnreg_dec<producer_registers>();
+    if (tid_in_warpgroup == 0) produce<loop, tile>(schedule, ring, smem, &map_a, &map_b, rank);
+  } else {
+    // ---------------------------------------------------------------- consumers
+    setmaxnreg_inc<consumer_registers>();
+    const int consumer = warpgroup - 1;
+    const int lane = tid_in_warpgroup % 32;
+    const int warp_in_warpgroup = tid_in_warpgroup / 32;
+    const auto operands = loop::consumer_operands(smem.a, smem.b, consumer, warp_in_warpgroup, lane);
+    ring_position<tile::stages> at;
+    int c_buffer = 0;  // the staged epilogue's next C buffer
+    const std::uint32_t c_smem = smem.c + consumer * c_buffers * c_buffer_bytes;
+    const int c_barrier = 1 + consumer;
+    // partial: one k-block's products in the tensor cores; window: the fp32 sum
+    // of up to promotion_window partials; total: the sum of the windows.
+    float total[tile::accumulators], window[tile::accumulators], partial[tile::accumulators];
+#pragma unroll
+    for (int i = 0; i < tile::accumulators; ++i) partial[i] = 0.0f;  // never read: each k-block starts fresh
+    for (int item = schedule.first(); item < items; item += schedule.stride()) {
+      const work_item w = schedule(item);
+      const int row_base = w.tile_m * block_m + consumer * wgmma_m, col_base = w.tile_n * BlockN;
+#pragma unroll
+      for (int i = 0; i < tile::accumulators; ++i) total[i] = window[i] = 0.0f;
+      int in_window = 0;
+      for (int kt = w.kt_begin; kt < w.kt_end; kt += 2) {
+        ring.consumer_wait(at);
+        const int hi = at.stage;
+        at.advance();
+        ring.consumer_wait(at);
+        const int lo = at.stage;
+        at.advance();
+        wgmma_fence();
+        // The small terms first, so that their truncation is relative to their
+        // own size; then hi x hi on top of them.
+        mma_stages<loop, tile>(partial, operands, hi, lo, true);
+        mma_stages<loop, tile>(partial, operands, lo, hi, false);
+        mma_stages<loop, tile>(partial, operands, hi, hi, false);
+        wgmma_commit();
+        wgmma_wait<0>();
+        fence_operands(partial);
+        if (lane == 0) {  // their products have completed: hand both stages back
+          loop::release(ring, hi);
+          loop::release(ring, lo);
+        }
+#pragma unroll
+        for (int i = 0; i < tile::accumulators; ++i) window[i] += partial[i];
+        if (++in_window == promotion_window) {
+#pragma unroll
+          for (int i = 0; i < tile::accumulators; ++i) {
+            total[i] += window[i];
+            window[i] = 0.0f;
+          }
+          in_window = 0;
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < tile::accumulators; ++i) total[i] += window[i];
+      if (p.staged) {
+        store_tile_staged<float>(total, p, &map_c, c_smem, row_base, col_base, c_barrier, c_buffer, fused);
+      } else {
+        store_tile<float>(total, p, row_base + warp_in_warpgroup * 16 + lane / 4,
+                          static_cast<long long>(col_base) + 2 * (lane % 4), fused);
+      }
+    }
+    // The last C buffers are read before the CTA's shared memory goes.
+    if (p.staged && tid_in_warpgroup == 0) tma_store_wait_read<0>();
+  }
+
+  // No CTA may exit while its peer can still arrive on its barriers.
+  if constexpr (Cluster > 1) cluster_sync();
+#endif
+}
+
+}  // namespace kf::detail

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+// The host side of the fp32-emulation step (15_wgmma_fp32_emulated.cuh), for
+// its sm_90a translation unit alone (src/matmul/wgmma_sm90a_fp32_emulated.cu):
+// the split pre-pass into a pooled workspace, the TMA maps, the tile width and
+// cluster by shape, the persistent grid and the cluster launch.
+#pragma once
+
+#include <cstddef>
+#include <limits>
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include "../common/alignment.hpp"
+#include "../common/grid.hpp"
+#include "../runtime/device_facts.hpp"
+#include "../runtime/kernel_attributes.hpp"
+#include "../runtime/launcher.hpp"
+#include "../runtime/tensor_map.hpp"
+#include "../runtime/workspace.hpp"
+#include "15_wgmma_fp32_emulated.cuh"
+#include "gemm_args.cuh"
+#include "split_tf32.cuh"
+#include "wgmma/config.cuh"
+#include "wgmma/policy.hpp"
+#include "wgmma_sm90a.hpp"  // wgmma_available
+
+namespace kf::detail::fp32_emulated_host {
+
+/// wgmma_fp32_emulated_kernel<Cluster, BlockN>: its shared memory and its clusters resident at once.
+template <int Cluster, int BlockN>
+struct instance {
+  static constexpr auto kernel = &wgmma_fp32_emulated_kernel<Cluster, BlockN>;
+  static constexpr int smem_bytes = wgmma::tile_config<BlockN>::smem_bytes;
+  static int resident(int device, const char* what) {
+    return resident_clusters<kernel>(device, wgmma::threads, smem_bytes, Cluster, what);
+  }
+};
+
+/// Calls f(instance<...>{}) for the cluster size (1, 2) and tile width (128, 64) chosen at run time.
+template <class F>
+void with_instance(int cluster, int block_n, F&& f) {
+  if (block_n == 128) {
+    if (cluster == 1) {
+      f(instance<1, 128>{});
+    } else {
+      f(instance<2, 128>{});
+    }
+  } else if (cluster == 1) {
+    f(instance<1, 64>{});
+  } else {
+    f(instance<2, 64>{});
+  }
+}
+
+/// Bytes of the split operands: (m + n) rows of split_tf32_ld(k) floats.
+inline std::size_t workspace_bytes(std::size_t m, std::size_t n, std::size_t k) {
+  return round_up(m * split_tf32_ld(k) * sizeof(float), workspace_alignment) +
+         round_up(n * split_tf32_ld(k) * sizeof(float), workspace_alignment);
+}
+
+/// See wgmma_fp32_emulated_try_launch (wgmma_sm90a.hpp).
+inline bool try_launch(const gemm_args<float>& g, const epilogue::bias_relu_threshold<float>& fused,
+                       cudaStream_t stream, const char* what) {
+  using wgmma::block_m;
+  using wgmma::max_cluster;
+  constexpr int stage_k = split_block_k;
+  if (g.k == 0) return false;  // C = beta C + epilogue: the launcher's own path
+  const int device = current_device(what);
+  if (!wgmma_available(device)) return false;  // compute capability 9.0 with the sm_90a image
+  const std::size_t ld = split_tf32_ld(g.k);
+  if (g.m > wgmma::max_extent || g.n > wgmma::max_extent || ld > wgmma::max_extent) return false;
+  if (encode_tiled() == nullptr) return false;
+
+  // The split operands: A as m x k and op(B)^T as n x k, hi and lo per 32 of k.
+  const std::size_t a_bytes = round_up(g.m * ld * sizeof(float), workspace_alignment);
+  const pooled_workspace scratch(device, workspace_bytes(g.m, g.n, g.k), stream);  // back to the pool on return
+  if (scratch.data() == nullptr) return false;  // no pool or no memory: the caller reports it
+  float* const a_split = scratch.data<float>();
+  float* const b_split = reinterpret_cast<float*>(scratch.data<char>() + a_bytes);
+  // op(A)(i, p) = A[i * a_row + p * a_col]; op(B)^T(j, p) = op(B)(p, j) = B[j * b_col + p * b_row].
+  const std::size_t a_row = g.trans_a ? 1 : g.lda, a_col = g.trans_a ? g.lda : 1;
+  const std::size_t b_row = g.trans_b ? 1 : g.ldb, b_col = g.trans_b ? g.ldb : 1;
+  launch_split_tf32_pack(g.A, a_row, a_col, g.m, g.k, a_split, stream, what);
+  launch_split_tf32_pack(g.B, b_col, b_row, g.n, g.k, b_split, stream, what);
+
+  // The tile width by shape (128 x 128, or 128 x 64 where 128-wide tiles leave
+  // SMs idle), and clusters of 2 sharing B where there are two tile rows.
+  const std::size_t tiles_m = ceil_div(g.m, block_m);
+  const int block_n = choose_wgmma_block_n(g.m, g.n, instance<1, 128>::resident(device, what), 128);
+  const int cluster = tiles_m < 2 ? 1 : max_cluster;
+  const std::size_t tiles_n = ceil_div(g.n, static_cast<std::size_t>(block_n));
+  const std::size_t cluster_tiles_m = ceil_div(tiles_m, static_cast<std::size_t>(cluster));
+  if (cluster_tiles_m * tiles_n > static_cast<std::size_t>(std::numeric_limits<int>::max())) return false;
+
+  CUtensorMap map_a{}, map_b{}, map_c{};
+  if (!encode_sw128(map_a, a_split, ld, g.m, ld, stage_k, wgmma::box_rows) ||
+      !encode_sw128(map_b, b_split, ld, g.n, ld, stage_k, static_cast<cuuint32_t>(block_n / max_cluster))) {
+    return false;
+  }
+
+  wgmma::params<float> p = wgmma::params_of(g.C, g.ldc, g.m, g.n, ld, g.alpha, g.beta, cluster_tiles_m, tiles_n);
+  p.split_k_tiles = static_cast<int>(ld / stage_k);  // one slice: all of k (2 stages per k-block)
+  // C through shared memory and TMA stores where C is not read and its rows are whole 16-byte units.
+  p.staged = g.beta == 0.0f && rows_aligned(g.C, g.ldc, sizeof(float), wgmma::tma_alignment) &&
+             (g.n * sizeof(float)) % wgmma::tma_alignment == 0 &&
+             encode_sw128(map_c, static_cast<const float*>(g.C), g.n, g.m, g.ldc,
+                          static_cast<cuuint32_t>(wgmma::swizzle_row_bytes / sizeof(float)),
+                          static_cast<cuuint32_t>(wgmma::c_box_rows));
+
+  with_instance(cluster, block_n, [&](auto chosen) {
+    using I = decltype(chosen);
+    // Persistent: no more clusters than the device runs at once.
+    const std::size_t items = cluster_tiles_m * tiles_n;
+    const std::size_t held = static_cast<std::size_t>(I::resident(device, what));
+    const std::size_t clusters = items < held ? items : held;
+    cudaLaunchAttribute cluster_dims{};
+    const cudaLaunchConfig_t config =
+        cluster_launch_config(dim3(static_cast<unsigned>(clusters * cluster)), dim3(wgmma::threads), I::smem_bytes,
+                              stream, cluster, cluster_dims);
+    cuda_check(cudaLaunchKernelEx(&config, I::kernel, map_a, map_b, map_c, p, fused), what);
+  });
+  check_launch(what);
+  return true;
+}
+
+}  // namespace kf::detail::fp32_emulated_host

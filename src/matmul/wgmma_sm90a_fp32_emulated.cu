@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+// Step 15, fp32 emulation on the TF32 tensor cores (math_mode::fp32_emulated),
+// in a translation unit of its own: compiled for sm_90a alone
+// (src/matmul/sources.cmake), or as a stub where the library has no 90.
+// Declaration and what it promises: wgmma_sm90a.hpp.
+#include "kernelforge/kernels/matmul/wgmma_sm90a.hpp"
+
+#if defined(KERNELFORGE_HAS_SM90A)
+
+#include "kernelforge/kernels/matmul/fp32_emulated_launch.cuh"
+
+namespace kf::detail {
+
+bool wgmma_fp32_emulated_try_launch(const gemm_args<float>& args, const epilogue::bias_relu_threshold<float>& fused,
+                                    cudaStream_t stream) {
+  return fp32_emulated_host::try_launch(args, fused, stream, "kf::matmul (wgmma, fp32_emulated)");
+}
+
+}  // namespace kf::detail
+
+#else  // no 90 in the library's architecture list: nothing runs here.
+
+namespace kf::detail {
+
+bool wgmma_fp32_emulated_try_launch(const gemm_args<float>&, const epilogue::bias_relu_threshold<float>&,
+                                    cudaStream_t) {
+  return false;
+}
+
+}  // namespace kf::detail
+
+#endif

@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: Apache-2.0
+// GPU tests of math_mode::fp32_emulated (kf::matmul step 15: three TF32 products
+// per pair on wgmma, partial sums promoted into fp32):
+//  * Reference: every shape of matmul_shapes() plus tile-edge shapes, all four
+//    transposes, alpha / beta, padded leading dimensions and misaligned
+//    pointers, C NaN-poisoned where beta == 0, checked against the double
+//    reference at the EXACT fp32 steps' tolerance (matmul_case.hpp), never TF32's.
+//  * The fused bias and threshold ReLU against a CPU model of them.
+//  * Accuracy: the error of every entry of a 64 x 64 product against the double
+//    reference, for k = 16 ... 65536 and three kinds of input (uniform in
+//    [-1, 1], randn, and rows of A / columns of B scaled by 2^e, e uniform in
+//    [-20, 20]), next to cuBLAS SGEMM's (pedantic fp32 math) and our exact
+//    fp32 step's on the same inputs. Errors are measured two ways: against
+//    |ref| (relative error) and against sum_p |a_ip b_pj| (what a sum's
+//    rounding error scales with, finite where ref cancels to ~0). Ours must be
+//    no worse than SGEMM's in the median of both and the maximum of the second
+//    (the maximum relative error is set by the few entries that cancel to
+//    nearly zero, so it is printed, not compared). The table is printed.
+// Runs on compute capability 9.0 with the sm_90a image; elsewhere the call must
+// raise errc::unsupported, which is what those GPUs check.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "matmul_case.hpp"
+#include "kernelforge/kernelforge.hpp"
+
+namespace {
+
+using kf::test::matmul_case;
+using kf::test::matmul_shape;
+using kf::test::precision;
+
+bool runs_emulation() {
+  static const bool yes = [] {
+    const kf::device_info info = kf::get_device_info();
+    return info.cc_major == 9 && info.cc_minor == 0;
+  }();
+  return yes;
+}
+
+kf::matmul_options emulated() {
+  kf::matmul_options o;
+  o.math = kf::math_mode::fp32_emulated;
+  return o;
+}
+
+TEST(Fp32Emulated, UnsupportedWithoutWgmma) {
+  KF_SKIP_WITHOUT_GPU();
+  if (runs_emulation()) GTEST_SKIP() << "this GPU runs the emulation (compute capability 9.0)";
+  kf::device_buffer<float> a(64), b(64), c(64);
+  try {
+    kf::matmul<float>(kf::op::none, kf::op::none, 8, 8, 8, 1.0f, a.data(), 8, b.data(), 8, 0.0f, c.data(), 8,
+                      emulated());
+    FAIL() << "expected errc::unsupported";
+  } catch (const kf::error& e) {
+    EXPECT_EQ(e.code(), kf::errc::unsupported) << e.what();
+    EXPECT_NE(std::string(e.what()).find("compute capability 9.0"), std::string::npos) << e.what();
+  }
+}
+
+/// The shapes: the family's list, and edges of the 128 x 128 / 128 x 64 tiles
+/// and of the 32-wide k-blocks (k = 1, 31, 33), a shape in clusters of 2 (two
+/// tile rows) with a ragged last cluster, and one big enough for 128-wide tiles.
+std::vector<matmul_shape> emulated_shapes() {
+  std::vector<matmul_shape> s = kf::test::matmul_shapes();
+  for (const matmul_shape& extra : std::vector<matmul_shape>{
+           {128, 128, 32}, {129, 65, 31}, {200, 136, 33}, {385, 191, 97}, {1090, 2900, 40}, {64, 64, 65536}}) {
+    s.push_back(extra);
+  }
+  return s;
+}
+
+TEST(Fp32Emulated, MatchesTheReferenceAtTheExactTolerance) {
+  KF_SKIP_WITHOUT_GPU();
+  if (!runs_emulation()) GTEST_SKIP() << "fp32 emulation runs on compute capability 9.0 (sm_90a) only";
+  std::uint64_t seed = 150;
+  int index = 0;
+  for (const matmul_shape& s : emulated_shapes()) {
+    for (int t = 0; t < 4; ++t) {
+      matmul_case<float> c;
+      c.shape = s;
+      c.trans_a = (t & 1) ? kf::op::transpose : kf::op::none;
+      c.trans_b = (t & 2) ? kf::op::transpose : kf::op::none;
+      // Alternate an aligned layout (beta 0: C poisoned, the staged epilogue
+      // where n % 4 == 0) with a padded, misaligned one (beta != 0).
+      if ((t + index) % 2 == 0) {
+        c.alpha = 1.0f, c.beta = 0.0f;
+      } else {
+        c.alpha = -0.5f, c.beta = 0.25f;
+        c.pad_a = 1, c.pad_b = 37, c.pad_c = 1, c.offset = 1;
+      }
+      c.sampled = s.m * s.n * s.k > (std::size_t{1} << 27);
+      EXPECT_TRUE(kf::test::check_matmul(c, emulated(), precision::exact, seed++));
+    }
+    ++index;
+  }
+}
+
+TEST(Fp32Emulated, HugeShapeOnASample) {
+  KF_SKIP_WITHOUT_GPU();
+  if (!runs_emulation()) GTEST_SKIP() << "fp32 emulation runs on compute capability 9.0 (sm_90a) only";
+  matmul_case<float> c;
+  c.shape = kf::test::huge_shape();
+  c.trans_b = kf::op::transpose;
+  c.sampled = true;
+  EXPECT_TRUE(kf::test::check_matmul(c, emulated(), precision::exact, 77));
+}
+
+TEST(Fp32Emulated, FusedBiasAndThresholdRelu) {
+  KF_SKIP_WITHOUT_GPU();
+  if (!runs_emulation()) GTEST_SKIP() << "fp32 emulation runs on compute capability 9.0 (sm_90a) only";
+  const std::size_t m = 200, n = 136, k = 72;
+  std::vector<float> a(m * k), b(k * n), bias(n);
+  std::uint64_t z = 12345;
+  const auto uniform = [&] {
+    z = kf::test::mix64(z);
+    return static_cast<float>(static_cast<double>(z >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+  };
+  for (float& v : a) v = uniform();
+  for (float& v : b) v = uniform();
+  for (float& v : bias) v = uniform();
+  const kf::device_buffer<float> da = kf::to_device(a), db = kf::to_device(b), dbias = kf::to_device(bias);
+  for (const float threshold : {-0.25f, 0.0f, 0.5f}) {
+    for (const bool with_bias : {true, false}) {
+      kf::device_buffer<float> dc(m * n);
+      ASSERT_EQ(cudaMemset(dc.data(), 0xFF, m * n * sizeof(float)), cudaSuccess);  // NaN: unwritten entries fail
+      kf::matmul_options o = emulated();
+      o.bias = with_bias ? dbias.data() : nullptr;
+      o.relu = true;
+      o.relu_threshold = threshold;
+      kf::matmul<float>(kf::op::none, kf::op::none, m, n, k, 0.75f, da.data(), k, db.data(), n, 0.0f, dc.data(), n, o);
+      const std::vector<float> got = kf::to_host(dc);
+      int bad = 0;
+      for (std::size_t i = 0; i < m; ++i) {
+        for (std::size_t j = 0; j < n; ++j) {
+          double sum = 0, scale = 0;
+          for (std::size_t p = 0; p < k; ++p) {
+            sum += static_cast<double>(a[i * k + p]) * b[p * n + j];
+            scale += std::fabs(static_cast<double>(a[i * k + p]) * b[p * n + j]);
+          }
+          double v = 0.75 * sum + (with_bias ? bias[j] : 0.0);
+          const double tol = 4.0 * std::sqrt(static_cast<double>(k)) * 0x1.0p-24 * (scale + 1.0);
+          if (std::fabs(v - threshold) <= tol) continue;  // either side of the threshold is right
+          if (v <= threshold) v = 0;
+          const double g = got[i * n + j];
+          if (!(std::fabs(g - v) <= tol) && bad++ < 5) {
+            ADD_FAILURE() << "C(" << i << ", " << j << ") = " << g << ", want " << v << " (tolerance " << tol
+                          << ", threshold " << threshold << ", bias " << with_bias << ")";
+          }
+        }
+      }
+      EXPECT_EQ(bad, 0);
+    }
+  }
+}
+
+// ---- accuracy against SGEMM -------------------------------------------------------
+
+enum class inputs { uniform, randn, wide };
+
+const char* name_of(inputs d) {
+  return d == inputs::uniform ? "uniform" : d == inputs::randn ? "randn" : "wide 2^-20..2^20";
+}
+
+/// rows x cols values of kind d; `scale_rows`: the wide kind scales whole rows
+/// (A), else whole columns (B), so a product's terms keep a common magnitude.
+std::vector<float> make_inputs(inputs d, std::size_t rows, std::size_t cols, bool scale_rows, std::uint64_t seed) {
+  std::vector<float> v(rows * cols);
+  std::uint64_t z = seed * 0x9E3779B97F4A7C15ull + 7;
+  const auto uniform01 = [&] {
+    z = kf::test::mix64(z);
+    return (static_cast<double>(z >> 11) + 0.5) * 0x1.0p-53;  // (0, 1)
+  };
+  std::vector<double> line_scale(scale_rows ? rows : cols, 1.0);
+  if (d == inputs::wide) {
+    for (double& s : line_scale) s = std::ldexp(1.0, static_cast<int>(std::floor(uniform01() * 41.0)) - 20);
+  }
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t c = 0; c < cols; ++c) {
+      double x;
+      if (d == inputs::randn) {
+        x = std::sqrt(-2.0 * std::log(uniform01())) * std::cos(6.283185307179586 * uniform01());
+      } else {
+        x = 2.0 * uniform01() - 1.0;
+      }
+      v[r * cols + c] = static_cast<float>(x * line_scale[scale_rows ? r : c]);
+    }
+  }
+  return v;
+}
+
+struct error_stats {
+  double median_rel = 0, max_rel = 0, median_sum = 0, max_sum = 0;
+};
+
+/// Errors of got (m x n) against ref: relative to |ref| and to sum |a b|.
+error_stats errors_of(const std::vector<float>& got, const std::vector<double>& ref, const std::vector<double>& mag) {
+  std::vector<double> rel(got.size()), sum(got.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double e = std::fabs(static_cast<double>(got[i]) - ref[i]);
+    rel[i] = std::isnan(got[i]) ? std::numeric_limits<double>::infinity() : ref[i] != 0 ? e / std::fabs(ref[i]) : e;
+    sum[i] = std::isnan(got[i]) ? std::numeric_limits<double>::infinity() : e / mag[i];
+  }
+  error_stats s;
+  const auto median = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  s.median_rel = median(rel);
+  s.median_sum = median(sum);
+  s.max_rel = *std::max_element(rel.begin(), rel.end());
+  s.max_sum = *std::max_element(sum.begin(), sum.end());
+  return s;
+}
+
+TEST(Fp32Emulated, AccuracyNoWorseThanSgemm) {
+  KF_SKIP_WITHOUT_GPU();
+  if (!runs_emulation()) GTEST_SKIP() << "fp32 emulation runs on compute capability 9.0 (sm_90a) only";
+  cublasHandle_t handle = nullptr;
+  ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH), CUBLAS_STATUS_SUCCESS);  // fp32 FMA, no TF32
+  const std::size_t m = 64, n = 64;
+  std::printf("%-17s %6s | %-23s | %-23s | %-23s | %s\n", "inputs", "k", "ours: median rel, sum",
+              "SGEMM: median rel, sum", "exact: median rel, sum", "max sum-relative: ours / SGEMM / exact");
+  for (const inputs d : {inputs::uniform, inputs::randn, inputs::wide}) {
+    for (const std::size_t k : {16, 32, 64, 256, 1024, 4096, 16384, 65536}) {
+      const std::uint64_t seed = 1000 * static_cast<std::uint64_t>(d) + k;
+      const std::vector<float> a = make_inputs(d, m, k, true, seed), b = make_inputs(d, k, n, false, seed + 1);
+      std::vector<double> ref(m * n, 0.0), mag(m * n, 0.0);
+      for (std::size_t i = 0; i < m; ++i) {
+        for (std::size_t p = 0; p < k; ++p) {
+          const double ai = a[i * k + p];
+          for (std::size_t j = 0; j < n; ++j) {
+            const double t = ai * static_cast<double>(b[p * n + j]);
+            ref[i * n + j] += t;
+            mag[i * n + j] += std::fabs(t);
+          }
+        }
+      }
+      const kf::device_buffer<float> da = kf::to_device(a), db = kf::to_device(b);
+      kf::device_buffer<float> dc(m * n);
+      // Ours.
+      kf::matmul<float>(kf::op::none, kf::op::none, m, n, k, 1.0f, da.data(), k, db.data(), n, 0.0f, dc.data(), n,
+                        emulated());
+      const std::vector<float> ours = kf::to_host(dc);
+      // Our exact fp32 step (best under math_mode::exact).
+      kf::matmul<float>(kf::op::none, kf::op::none, m, n, k, 1.0f, da.data(), k, db.data(), n, 0.0f, dc.data(), n);
+      const std::vector<float> exact = kf::to_host(dc);
+      // cuBLAS SGEMM, row-major C = A B as column-major C^T = B^T A^T.
+      const float one = 1.0f, zero = 0.0f;
+      ASSERT_EQ(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
+                            static_cast<int>(k), &one, db.data(), static_cast<int>(n), da.data(), static_cast<int>(k),
+                            &zero, dc.data(), static_cast<int>(n)),
+                CUBLAS_STATUS_SUCCESS);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      const std::vector<float> sgemm = kf::to_host(dc);
+      const error_stats o = errors_of(ours, ref, mag), s = errors_of(sgemm, ref, mag), e = errors_of(exact, ref, mag);
+      std::printf("%-17s %6zu | %10.3g %10.3g  | %10.3g %10.3g  | %10.3g %10.3g  | %.3g / %.3g / %.3g\n", name_of(d), k,
+                  o.median_rel, o.median_sum, s.median_rel, s.median_sum, e.median_rel, e.median_sum, o.max_sum,
+                  s.max_sum, e.max_sum);
+      EXPECT_LE(o.median_rel, s.median_rel) << name_of(d) << " k=" << k;
+      EXPECT_LE(o.median_sum, s.median_sum) << name_of(d) << " k=" << k;
+      EXPECT_LE(o.max_sum, s.max_sum) << name_of(d) << " k=" << k;
+    }
+  }
+  cublasDestroy(handle);
+}
+
+}  // namespace
