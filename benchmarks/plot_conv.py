@@ -10,6 +10,9 @@ cuDNN per image) -- ready for the README, and writes a PNG with one panel each
 when matplotlib is available (without it, the tables are still printed and the
 script says why there is no plot). Python 3 standard library otherwise.
 
+With --backward JSON (a bench_conv run of the conv2d_backward rows), a third
+table: conv2d_backward/<fp16|bf16|tf32>/<data|filter|step>/<layer>.
+
 Names follow bench_conv: conv2d/<fp32|tf32>/<impl>/<layer> and
 filter2d/fp32/<impl>/<image>; the fields Google Benchmark appends
 (min_time:X, iterations:N, manual_time, ...) are ignored, and so are the
@@ -29,6 +32,7 @@ CONV_ORDER = ["cudnn", "naive", "smem_tiled", "implicit_gemm", "implicit_gemm_pi
               "winograd_fused",
               "implicit_gemm_tf32", "implicit_gemm_wgmma", "best"]
 FUSED_ORDER = ["cudnn_fused", "unfused", "fused"]
+BACKWARD_ORDER = ["data", "filter", "step"]
 # Impl fields of tuning rows: candidate configurations, left out of the tables and the plot.
 TUNING_IMPLS = {"register_window_cfg"}
 FILTER_ORDER = ["copy", "cudnn", "naive", "constant_memory", "smem_tiled", "register_window", "rolling_window",
@@ -142,8 +146,11 @@ def main(argv):
     ap.add_argument("json", help="bench_conv JSON (--benchmark_out)")
     ap.add_argument("--png", default="conv.png", help="plot to write (default conv.png)")
     ap.add_argument("--markdown-out", help="also write the tables to this file")
+    ap.add_argument("--backward", help="bench_conv JSON with the conv2d_backward rows (a run of its own)")
     args = ap.parse_args(argv)
     context, rows = load(args.json)
+    if args.backward:
+        rows += [r for r in load(args.backward)[1] if r["family"] == "conv2d_backward"]
     text = "\n\n".join(t for t in (
         "### conv2d (NCHW fp32; frac = cuDNN time / our time, > 1 is faster than cuDNN)",
         table(rows, "conv2d", "TFLOP/s", [("frac_cudnn", "cuDNN")], CONV_ORDER),
@@ -151,6 +158,9 @@ def main(argv):
         "relu_threshold_forward), and cuDNN's cudnnConvolutionBiasActivationForward",
         table(rows, "conv2d_bias_relu", "TFLOP/s", [("speedup_vs_unfused", "unfused"), ("frac_cudnn", "cuDNN fused")],
               FUSED_ORDER),
+        "### conv2d gradients (NHWC; data = dx, filter = dw, step = forward + both; TFLOP/s of the forward's "
+        "FLOPs per pass; frac = cuDNN's backend graphs' time / ours, paired in one run)",
+        table(rows, "conv2d_backward", "TFLOP/s", [("frac_cudnn", "cuDNN")], BACKWARD_ORDER),
         "### filter2d (8192 x 8192 single-channel fp32, zero border; copy = the memory floor)",
         table(rows, "filter2d", "GB/s", [("frac_copy", "copy"), ("frac_cudnn", "cuDNN")], FILTER_ORDER),
     ) if t)

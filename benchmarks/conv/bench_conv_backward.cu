@@ -15,6 +15,7 @@
 //   Counters: gpu_s (ours), baseline_s (cuDNN), frac_cudnn (baseline_s /
 //   gpu_s), TFLOP/s (the forward's FLOPs per pass, 3x for the step),
 //   diff_vs_cudnn (max |ours - cuDNN| / max |cuDNN| of the pass's output);
+//   differing_elements (how many output elements differ from cuDNN's at all);
 //   label: the cuDNN engine of the pass (cudnn_graph.hpp's label).
 //
 // cuDNN's plans come from the same backend-graph engine search as the forward
@@ -107,9 +108,11 @@ backward_data_t<T>& backward_data(const layer& L) {
   return *slot;
 }
 
-/// max |got - want| / max |want| over n device elements; NaN when got holds a NaN.
+/// max |got - want| / max |want| over n device elements; NaN when got holds a
+/// NaN. `differing` (if given) adds the count of elements whose values differ.
 template <class T>
-double max_relative_difference(const T* got_device, const T* want_device, std::size_t n) {
+double max_relative_difference(const T* got_device, const T* want_device, std::size_t n,
+                               std::size_t* differing = nullptr) {
   const std::vector<T> got = copy_to_host(got_device, n), want = copy_to_host(want_device, n);
   double diff = 0, ref = 0;
   for (std::size_t i = 0; i < n; ++i) {
@@ -117,6 +120,7 @@ double max_relative_difference(const T* got_device, const T* want_device, std::s
     if (std::isnan(g)) return NAN;
     diff = std::max(diff, std::fabs(g - w));
     ref = std::max(ref, std::fabs(w));
+    if (differing != nullptr && g != w) ++*differing;
   }
   return ref > 0 ? diff / ref : diff;
 }
@@ -221,9 +225,12 @@ void bm_backward(benchmark::State& state, const layer& L, row_kind kind) {
     return;
   }
   double diff = 0;
-  if (kind != row_kind::filter) diff = max_relative_difference(b.dx.data(), b.dx_cudnn.data(), d.x_size());
+  std::size_t differing = 0;  // reported: a difference of exactly 0 is itself worth seeing
+  if (kind != row_kind::filter) {
+    diff = max_relative_difference(b.dx.data(), b.dx_cudnn.data(), d.x_size(), &differing);
+  }
   if (kind != row_kind::data) {
-    diff = std::max(diff, max_relative_difference(b.dw.data(), b.dw_cudnn.data(), d.w_size()));
+    diff = std::max(diff, max_relative_difference(b.dw.data(), b.dw_cudnn.data(), d.w_size(), &differing));
   }
   if (!(diff <= backward_check_tolerance<T>())) {  // false for NaN
     state.SkipWithError(
@@ -243,6 +250,7 @@ void bm_backward(benchmark::State& state, const layer& L, row_kind kind) {
   state.counters["frac_cudnn"] = ours_s > 0 ? cudnn_s / ours_s : 0;
   state.counters["cudnn_TFLOP/s"] = cudnn_s > 0 ? flops / cudnn_s / 1e12 : 0;
   state.counters["diff_vs_cudnn"] = diff;
+  state.counters["differing_elements"] = static_cast<double>(differing);
   std::string label;
   for (const cudnn_pass& c : theirs) label += (label.empty() ? "" : " + ") + c.plan->label();
   state.SetLabel(label);

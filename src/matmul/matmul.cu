@@ -59,10 +59,10 @@ void launch_tensor_core(const gemm_args<float>& g, cudaStream_t stream, int devi
   launch_tensor_core_tf32(g, stream, ep);
 }
 
-/// math_mode::fp32_emulated: step 15 (wgmma, three TF32 products) with the
-/// fused epilogue `ep` (nothing enabled: the identity). errc::unsupported where
-/// wgmma does not run; errc::out_of_memory where its split operands find no memory.
-void launch_fp32_emulated(const gemm_args<float>& g, const fused_epilogue& ep, cudaStream_t stream, int device) {
+/// math_mode::fp32_emulated: errc::unsupported where wgmma does not run; then
+/// step 15 (wgmma, three TF32 products) with the fused epilogue `ep` (nothing
+/// enabled: the identity), errc::out_of_memory where its split operands find no memory.
+void require_fp32_emulation(int device) {
   if (!wgmma_available(device)) {
     const int cc = compute_capability(device);
     throw error(errc::unsupported, std::string(matmul_what) +
@@ -73,6 +73,9 @@ void launch_fp32_emulated(const gemm_args<float>& g, const fused_epilogue& ep, c
                                        std::to_string(cc % 10) +
                                        " (no sm_80 path yet). Use math_mode::exact for fp32 accuracy on this GPU");
   }
+}
+
+void launch_fp32_emulated(const gemm_args<float>& g, const fused_epilogue& ep, cudaStream_t stream) {
   if (wgmma_fp32_emulated_try_launch(g, ep, stream)) return;
   throw error(errc::out_of_memory,
               std::string(matmul_what) +
@@ -203,7 +206,11 @@ void matmul_impl(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size
   const matmul_variant variant = detail::resolve<T>(options.variant, options.math, device, m, n);
   if constexpr (std::is_same_v<T, float>) {
     if (options.math == math_mode::fp32_emulated) {  // validated: variant best, no custom functor
-      return detail::launch_fp32_emulated(g, detail::fused_epilogue_of(options), options.stream, device);
+      detail::require_fp32_emulation(device);
+      if (k >= detail::fp32_emulated_min_k) {
+        return detail::launch_fp32_emulated(g, detail::fused_epilogue_of(options), options.stream);
+      }
+      // Shorter sums take the exact steps below (resolve: best is exact unless math is tf32).
     }
     if (fused)
       return detail::dispatch_epilogue_steps(variant, g, detail::fused_epilogue_of(options), options.stream, device);

@@ -22,7 +22,7 @@
 //    the fused bias / ReLU epilogue.
 // H200, bench_matmul 2026-12-02, what best runs and cuBLAS timed in turn (paired): fp16 4096^3
 // 0.998 of cuBLAS, 8192^3 1.026; bf16 1.001 and 1.031; TF32 1.016 and 1.008.
-// Read the parts in this order: wgmma/config.cuh, element.cuh, scheduler.cuh,
+// Read the parts in this order: wgmma/config.cuh, cta.cuh, element.cuh, scheduler.cuh,
 // mainloop.cuh, producer.cuh, epilogue.cuh, swap_ab.cuh, cluster_split_k.cuh. Which tile
 // width, cluster mode and B source run a product: wgmma/policy.hpp. Measured
 // speed: the README's tables; the evidence for each choice: benchmarks/tuning/matmul.md, a section each.
@@ -42,6 +42,7 @@
 #include "kernelforge/epilogue.cuh"
 #include "wgmma/cluster_split_k.cuh"
 #include "wgmma/config.cuh"
+#include "wgmma/cta.cuh"
 #include "wgmma/element.cuh"
 #include "wgmma/epilogue.cuh"
 #include "wgmma/mainloop.cuh"
@@ -74,30 +75,25 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
   static_assert(!ClusterSplitK || (Cluster == max_cluster && !MulticastA),
                 "the cluster split-k mode: a cluster of 2 CTAs on one tile, sharing no operand");
   extern __shared__ unsigned char wgmma_smem[];
-  const std::uint32_t raw = smem_address(wgmma_smem);
-  const smem_layout<tile> smem((raw + swizzle_atom_bytes - 1) & ~std::uint32_t(swizzle_atom_bytes - 1));
-  const stage_ring<tile::stages> ring(smem.ring);
-  const int warpgroup = warpgroup_index();
-  const int tid_in_warpgroup = threadIdx.x % warpgroup_threads;
-  const std::uint32_t rank = Cluster > 1 ? cluster_rank() : 0;
+  const cta_context<tile, Cluster> cta(smem_address(wgmma_smem));
+  const auto& smem = cta.smem;
+  const auto& ring = cta.ring;
+  const int warpgroup = cta.warpgroup, tid_in_warpgroup = cta.tid_in_warpgroup;
+  const std::uint32_t rank = cta.rank;
 
   // Every role walks the same work items and k-steps, so each runs the same
   // rounds of every stage. A peer's multicast of round r + 1 can land before
   // this CTA's expect_tx (the tx-count goes negative meanwhile, as the PTX ISA
   // allows), never before round r completed here: the peer issues it after its
   // `empty` of round r, which needs this CTA's consumers past `full` round r.
-  if (threadIdx.x == 0) {
-    tma_prefetch_descriptor(&map_a);
-    tma_prefetch_descriptor(&map_b);
-    if (p.staged) tma_prefetch_descriptor(&map_c);
-    // Every consumer warp of every CTA whose products read a stage (B or A is multicast) releases it.
-    ring.init(consumer_warpgroups * warps_per_warpgroup * loop::stage_readers);
-    if constexpr (ClusterSplitK) {
-      mbar_init(smem.recv_full, warpgroup_threads);  // each thread of the peer's sending warpgroup
-      mbar_init(smem.peer_free, warpgroup_threads);  // each thread of the peer's receiving warpgroup
-    }
-    mbar_init_fence();
-  }
+  // Every consumer warp of every CTA whose products read a stage (B or A is multicast) releases it.
+  cta.init_barriers(&map_a, &map_b, &map_c, p.staged, consumer_warpgroups * warps_per_warpgroup * loop::stage_readers,
+                    [&] {
+                      if constexpr (ClusterSplitK) {
+                        mbar_init(smem.recv_full, warpgroup_threads);  // each thread of the peer's sending warpgroup
+                        mbar_init(smem.peer_free, warpgroup_threads);  // each thread of the peer's receiving warpgroup
+                      }
+                    });
   // The cluster barrier's two halves straddle the set-up below.
   barriers_ready_arrive<Cluster>();
   const tile_scheduler<T, Cluster, MulticastA, ClusterSplitK> schedule{p, (p.k + loop::stage_k - 1) / loop::stage_k,

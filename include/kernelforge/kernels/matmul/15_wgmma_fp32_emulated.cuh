@@ -45,6 +45,7 @@
 #include "../common/kernel.cuh"
 #include "kernelforge/epilogue.cuh"
 #include "wgmma/config.cuh"
+#include "wgmma/cta.cuh"
 #include "wgmma/epilogue.cuh"
 #include "wgmma/mainloop.cuh"
 #include "wgmma/producer.cuh"
@@ -95,21 +96,13 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
   static_assert(BlockN == 64 || BlockN == 128, "the total and two partials of 64 x BlockN must fit a thread");
   static_assert(tile::stages % 2 == 0, "a k-block's hi and lo stages never straddle the ring's wrap");
   extern __shared__ unsigned char wgmma_smem[];
-  const std::uint32_t raw = smem_address(wgmma_smem);
-  const smem_layout<tile> smem((raw + swizzle_atom_bytes - 1) & ~std::uint32_t(swizzle_atom_bytes - 1));
-  const stage_ring<tile::stages> ring(smem.ring);
-  const int warpgroup = warpgroup_index();
-  const int tid_in_warpgroup = threadIdx.x % warpgroup_threads;
-  const std::uint32_t rank = Cluster > 1 ? cluster_rank() : 0;
-
-  if (threadIdx.x == 0) {
-    tma_prefetch_descriptor(&map_a);
-    tma_prefetch_descriptor(&map_b);
-    if (p.staged) tma_prefetch_descriptor(&map_c);
-    // Every consumer warp of every CTA whose products read a stage (B is multicast) releases it.
-    ring.init(consumer_warpgroups * warps_per_warpgroup * loop::stage_readers);
-    mbar_init_fence();
-  }
+  const cta_context<tile, Cluster> cta(smem_address(wgmma_smem));
+  const auto& smem = cta.smem;
+  const auto& ring = cta.ring;
+  const int warpgroup = cta.warpgroup, tid_in_warpgroup = cta.tid_in_warpgroup;
+  const std::uint32_t rank = cta.rank;
+  // Every consumer warp of every CTA whose products read a stage (B is multicast) releases it.
+  cta.init_barriers(&map_a, &map_b, &map_c, p.staged, consumer_warpgroups * warps_per_warpgroup * loop::stage_readers);
   barriers_ready_arrive<Cluster>();
   // k-steps of the packed operands: 2 per k-block (hi, then lo).
   const tile_scheduler<float, Cluster, false, false> schedule{p, p.k / loop::stage_k, static_cast<int>(rank)};
@@ -175,11 +168,14 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
       }
 #pragma unroll
       for (int i = 0; i < tile::accumulators; ++i) total[i] += window[i];
-      if (p.staged) {
+      const long long row0 = row_base + warp_in_warpgroup * 16 + lane / 4;
+      const long long col0 = static_cast<long long>(col_base) + 2 * (lane % 4);
+      if (p.partial != nullptr) {  // split-k: the slice's sums, unscaled, for the reduction (split_k.cuh)
+        store_tile<float>(total, partial_slice(p, w.slice, p.n), row0, col0, epilogue::identity{});
+      } else if (p.staged) {
         store_tile_staged<float>(total, p, &map_c, c_smem, row_base, col_base, c_barrier, c_buffer, fused);
       } else {
-        store_tile<float>(total, p, row_base + warp_in_warpgroup * 16 + lane / 4,
-                          static_cast<long long>(col_base) + 2 * (lane % 4), fused);
+        store_tile<float>(total, p, row0, col0, fused);
       }
     }
     // The last C buffers are read before the CTA's shared memory goes.

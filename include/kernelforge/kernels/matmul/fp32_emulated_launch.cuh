@@ -20,6 +20,7 @@
 #include "../runtime/workspace.hpp"
 #include "15_wgmma_fp32_emulated.cuh"
 #include "gemm_args.cuh"
+#include "split_k.cuh"
 #include "split_tf32.cuh"
 #include "wgmma/config.cuh"
 #include "wgmma/policy.hpp"
@@ -99,10 +100,19 @@ inline bool try_launch(const gemm_args<float>& g, const epilogue::bias_relu_thre
     return false;
   }
 
+  int resident = 0;
+  with_instance(cluster, block_n, [&](auto chosen) { resident = decltype(chosen)::resident(device, what); });
   wgmma::params<float> p = wgmma::params_of(g.C, g.ldc, g.m, g.n, ld, g.alpha, g.beta, cluster_tiles_m, tiles_n);
-  p.split_k_tiles = static_cast<int>(ld / stage_k);  // one slice: all of k (2 stages per k-block)
+  // Split-k where the tiles fill less than half the GPU (as step 14), in whole
+  // k-blocks: a slice's stages are its blocks' hi and lo pairs.
+  const split_k_workspace split(plan_matmul_split_k(tiles_m * tiles_n, g.m, g.n, g.k, stage_k, resident * cluster,
+                                                    wgmma_split_k_min_slice(sizeof(float))),
+                                g.m, g.n, g.k, device, stream);
+  p.partial = split.partials();
+  p.splits = split.plan().split;
+  p.split_k_tiles = 2 * static_cast<int>(ceil_div(split.plan().k_slice, static_cast<std::size_t>(stage_k)));
   // C through shared memory and TMA stores where C is not read and its rows are whole 16-byte units.
-  p.staged = g.beta == 0.0f && rows_aligned(g.C, g.ldc, sizeof(float), wgmma::tma_alignment) &&
+  p.staged = p.partial == nullptr && g.beta == 0.0f && rows_aligned(g.C, g.ldc, sizeof(float), wgmma::tma_alignment) &&
              (g.n * sizeof(float)) % wgmma::tma_alignment == 0 &&
              encode_sw128(map_c, static_cast<const float*>(g.C), g.n, g.m, g.ldc,
                           static_cast<cuuint32_t>(wgmma::swizzle_row_bytes / sizeof(float)),
@@ -111,8 +121,8 @@ inline bool try_launch(const gemm_args<float>& g, const epilogue::bias_relu_thre
   with_instance(cluster, block_n, [&](auto chosen) {
     using I = decltype(chosen);
     // Persistent: no more clusters than the device runs at once.
-    const std::size_t items = cluster_tiles_m * tiles_n;
-    const std::size_t held = static_cast<std::size_t>(I::resident(device, what));
+    const std::size_t items = cluster_tiles_m * tiles_n * static_cast<std::size_t>(p.splits);
+    const std::size_t held = static_cast<std::size_t>(resident);
     const std::size_t clusters = items < held ? items : held;
     cudaLaunchAttribute cluster_dims{};
     const cudaLaunchConfig_t config =
@@ -121,6 +131,7 @@ inline bool try_launch(const gemm_args<float>& g, const epilogue::bias_relu_thre
     cuda_check(cudaLaunchKernelEx(&config, I::kernel, map_a, map_b, map_c, p, fused), what);
   });
   check_launch(what);
+  split.reduce(g, fused, stream);
   return true;
 }
 

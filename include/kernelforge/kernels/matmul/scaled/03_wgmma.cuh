@@ -56,6 +56,7 @@
 #include "../../arch/wgmma_sm90.cuh"
 #include "../../common/kernel.cuh"
 #include "../wgmma/config.cuh"
+#include "../wgmma/cta.cuh"
 #include "../wgmma/element.cuh"
 #include "../wgmma/epilogue.cuh"
 #include "../wgmma/mainloop.cuh"
@@ -160,21 +161,13 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
   static_assert(BlockN == 64 || BlockN == 128 || BlockN == 192,
                 "the partial and the total of a 64 x BlockN tile must fit a thread's registers");
   extern __shared__ unsigned char wgmma_smem[];
-  const std::uint32_t raw = smem_address(wgmma_smem);
-  const smem_layout<tile> smem((raw + swizzle_atom_bytes - 1) & ~std::uint32_t(swizzle_atom_bytes - 1));
-  const stage_ring<tile::stages> ring(smem.ring);
-  const int warpgroup = warpgroup_index();
-  const int tid_in_warpgroup = threadIdx.x % warpgroup_threads;
-  const std::uint32_t rank = Cluster > 1 ? cluster_rank() : 0;
-
-  if (threadIdx.x == 0) {
-    tma_prefetch_descriptor(&map_a);
-    tma_prefetch_descriptor(&map_b);
-    if (p.staged) tma_prefetch_descriptor(&map_c);
-    // Every consumer warp of every CTA whose products read a stage (B is multicast) releases it.
-    ring.init(consumer_warpgroups * warps_per_warpgroup * loop::stage_readers);
-    mbar_init_fence();
-  }
+  const cta_context<tile, Cluster> cta(smem_address(wgmma_smem));
+  const auto& smem = cta.smem;
+  const auto& ring = cta.ring;
+  const int warpgroup = cta.warpgroup, tid_in_warpgroup = cta.tid_in_warpgroup;
+  const std::uint32_t rank = cta.rank;
+  // Every consumer warp of every CTA whose products read a stage (B is multicast) releases it.
+  cta.init_barriers(&map_a, &map_b, &map_c, p.staged, consumer_warpgroups * warps_per_warpgroup * loop::stage_readers);
   barriers_ready_arrive<Cluster>();
   const tile_scheduler<TD, Cluster, false, false> schedule{p, (p.k + loop::stage_k - 1) / loop::stage_k,
                                                            static_cast<int>(rank)};
