@@ -167,6 +167,90 @@ TEST(Fp32Emulated, FusedBiasAndThresholdRelu) {
   }
 }
 
+/// Uniform values in +-[0.1, 2) (no zeros), from seed.
+std::vector<float> plain_inputs(std::size_t n, std::uint64_t seed) {
+  std::vector<float> v(n);
+  std::uint64_t z = seed;
+  for (float& x : v) {
+    z = kf::test::mix64(z);
+    const double u = static_cast<double>(z >> 11) * 0x1.0p-53;
+    x = static_cast<float>((z & 1 ? -1.0 : 1.0) * (0.1 + 1.9 * u));
+  }
+  return v;
+}
+
+/// C = A B (m x n x k, row-major) with math `mode`, on the GPU.
+std::vector<float> product(const std::vector<float>& a, const std::vector<float>& b, std::size_t m, std::size_t n,
+                           std::size_t k, kf::math_mode mode) {
+  const kf::device_buffer<float> da = kf::to_device(a), db = kf::to_device(b);
+  kf::device_buffer<float> dc(m * n);
+  kf::matmul_options o;
+  o.math = mode;
+  kf::matmul<float>(kf::op::none, kf::op::none, m, n, k, 1.0f, da.data(), k, db.data(), n, 0.0f, dc.data(), n, o);
+  return kf::to_host(dc);
+}
+
+TEST(Fp32Emulated, InfAndNanGiveTheExactStepsResult) {
+  KF_SKIP_WITHOUT_GPU();
+  if (!runs_emulation()) GTEST_SKIP() << "fp32 emulation runs on compute capability 9.0 (sm_90a) only";
+  const std::size_t m = 40, n = 24, k = 300;  // k >= fp32_emulated_min_k: the emulation runs
+  std::vector<float> a = plain_inputs(m * k, 5), b = plain_inputs(k * n, 6);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  a[3 * k + 5] = inf;                                 // row 3: +-inf by B(5, j)'s sign ...
+  b[5 * n + 7] = 0.0f;                                // ... and inf * 0 = NaN at (3, 7)
+  b[10 * n + 2] = -inf;                               // column 2: +-inf, and inf - inf at (3, 2) if signs meet
+  a[20 * k + 50] = nan;                               // row 20: NaN
+  a[30 * k + 100] = 1.0f;                             // exact in TF32 (its lo part is 0) ...
+  b[100 * n + 11] = inf;                              // ... times inf: +inf, not NaN, at (30, 11)
+  a[35 * k + 0] = std::numeric_limits<float>::max();  // rounds past TF32's largest: hi stays finite
+  for (std::size_t j = 0; j < n; ++j) b[0 * n + j] = 0.5f;
+  const std::vector<float> ours = product(a, b, m, n, k, kf::math_mode::fp32_emulated);
+  const std::vector<float> exact = product(a, b, m, n, k, kf::math_mode::exact);
+  int bad = 0, non_finite = 0;
+  for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      const float o = ours[i * n + j], e = exact[i * n + j];
+      bool same;
+      if (std::isnan(e) || std::isinf(e)) {
+        ++non_finite;
+        same = std::isnan(e) ? std::isnan(o) : o == e;
+      } else {
+        double scale = 0;
+        for (std::size_t p = 0; p < k; ++p) scale += std::fabs(static_cast<double>(a[i * k + p]) * b[p * n + j]);
+        same = std::fabs(static_cast<double>(o) - e) <= 8.0 * std::sqrt(static_cast<double>(k)) * 0x1.0p-24 * scale;
+      }
+      if (!same && bad++ < 8) ADD_FAILURE() << "C(" << i << ", " << j << ") = " << o << ", exact step: " << e;
+    }
+  }
+  EXPECT_EQ(bad, 0);
+  EXPECT_GT(non_finite, static_cast<int>(2 * n));  // rows 3 and 20, column 2, (30, 11)
+}
+
+TEST(Fp32Emulated, SubnormalInputsAsAccurateAsTheExactSteps) {
+  KF_SKIP_WITHOUT_GPU();
+  if (!runs_emulation()) GTEST_SKIP() << "fp32 emulation runs on compute capability 9.0 (sm_90a) only";
+  const std::size_t m = 64, n = 32, k = 256;
+  std::vector<float> a = plain_inputs(m * k, 7), b = plain_inputs(k * n, 8);
+  for (std::size_t i = 0; i < m * k / 2; ++i) a[i] = std::ldexp(a[i], -130);  // A's first half rows: subnormal
+  for (std::size_t i = 0; i < k * n; i += 3) b[i] = std::ldexp(b[i], 20);     // products from 2^-133 to 2^-110
+  const std::vector<float> ours = product(a, b, m, n, k, kf::math_mode::fp32_emulated);
+  const std::vector<float> exact = product(a, b, m, n, k, kf::math_mode::exact);
+  double ours_err = 0, exact_err = 0;
+  for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      double ref = 0, scale = 0;
+      for (std::size_t p = 0; p < k; ++p) {
+        ref += static_cast<double>(a[i * k + p]) * b[p * n + j];
+        scale += std::fabs(static_cast<double>(a[i * k + p]) * b[p * n + j]);
+      }
+      ours_err = std::max(ours_err, std::fabs(ours[i * n + j] - ref) / scale);
+      exact_err = std::max(exact_err, std::fabs(exact[i * n + j] - ref) / scale);
+    }
+  }
+  std::printf("subnormal inputs: max error / sum |a b|: ours %.3g, exact step %.3g\n", ours_err, exact_err);
+  EXPECT_LE(ours_err, std::max(2.0 * exact_err, 8.0 * std::sqrt(static_cast<double>(k)) * 0x1.0p-24));
+}
+
 // ---- accuracy against SGEMM -------------------------------------------------------
 
 enum class inputs { uniform, randn, wide };

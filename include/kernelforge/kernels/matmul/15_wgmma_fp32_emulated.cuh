@@ -12,24 +12,34 @@
 //    three products are exact in fp32 and the dropped a_lo b_lo is below 2^-22
 //    of a b. The pre-pass writes each operand k-major as, per 32 of k, 32 hi
 //    values then 32 lo values; the producer loads them as two consecutive
-//    stages of the ring (the same TMA producer, tile scheduler and epilogue as
-//    step 14, and the same clusters sharing B), and a consumer takes the pair:
-//    hi x lo and lo x hi into a `correction` partial, hi x hi into `partial`.
-//  * The promotion (as the FP8 step, scaled/03_wgmma.cuh): wgmma adds each
-//    group of 8 products into its fp32 accumulator with truncation, so a long
-//    sum in the tensor cores drifts toward zero by up to an ulp per instruction
-//    (about k / 16 ulps at k = 65536, where SGEMM's rounding errors random-walk
-//    to about sqrt(k) / 3). Each k-block's partials start fresh (scale-d = 0)
-//    and, once complete, are added into an fp32 total on the CUDA cores with
-//    round-to-nearest: total += partial + correction. The correction terms
-//    have their own accumulator, so their truncation is relative to their own
-//    small size. The two consumer warpgroups take turns: one promotes while
-//    the other's products run.
+//    stages of the ring (the same TMA producer, tile scheduler, epilogue,
+//    split-k and clusters sharing B as step 14), and a consumer takes the pair.
+//  * The order of the sums. wgmma adds each group of 8 products into its fp32
+//    accumulator with truncation: a long sum in the tensor cores drifts toward
+//    zero by up to an ulp per instruction (~k / 16 ulps at k = 65536, against
+//    SGEMM's random walk of ~sqrt(k) / 3). So each k-block's products start a
+//    fresh partial (scale-d = 0): the small hi x lo and lo x hi first (their
+//    truncation stays relative to their own size), then hi x hi on top. The
+//    completed partial is added on the CUDA cores with round-to-nearest into
+//    a `window` of 32 k-blocks, and the window into the total: two levels, as
+//    one running total's error grows with the count of its additions times its
+//    size (on the H200 the single total was the largest error at large k). The
+//    two consumer warpgroups take turns: one promotes while the other's
+//    products run.
+//  * Infinities and NaNs: an inf times a zero lo part makes a NaN no exact
+//    product makes, so where the pre-pass saw any (a flag in device memory)
+//    the consumers keep the corrections in a partial of their own and leave
+//    them out wherever hi x hi is not finite (hi keeps every zero, sign, inf
+//    and NaN of x, so hi x hi has the exact products' infinities and NaNs).
 //  * Cost: three times step 14's products, twice its operand bytes, and a
 //    pre-pass that reads each operand once and writes it twice. Ceiling: a
 //    third of the TF32 rate (495 / 3 = 165 TFLOP/s of fp32 work on the H200),
-//    against SGEMM's 66.9 TFLOP/s FMA peak.
-// H200 figures: benchmarks/tuning/matmul.md#fp32-emulation.
+//    against SGEMM's 66.9 TFLOP/s FMA peak. Short k (< fp32_emulated_min_k)
+//    runs the exact steps instead (wgmma/policy.hpp).
+// H200, bench_matmul 2026-12-03, paired with cuBLAS SGEMM: 2048^3 2.03x,
+// 4096^3 2.51x, 8192^3 2.76x, 8192x8192x1024 2.57x, 1024^3 1.80x; 128 x 8192 x
+// 8192 0.92x (the pre-pass's 768 MB of B traffic); ncu at 4096^3: SM busy 92%.
+// Accuracy and the rest: benchmarks/tuning/matmul.md#fp32-emulation.
 #pragma once
 
 #include <cstdint>
@@ -85,7 +95,7 @@ template <int Cluster, int BlockN>
 KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
     wgmma_fp32_emulated_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                                const __grid_constant__ CUtensorMap map_c, const wgmma::params<float> p,
-                               const epilogue::bias_relu_threshold<float> fused) {
+                               const epilogue::bias_relu_threshold<float> fused, const unsigned* nonfinite) {
 #if defined(__CUDA_ARCH__) && !KF_ARCH_SM90A
   __trap();  // wgmma needs sm_90a; this file is compiled for nothing else
 #elif KF_ARCH_SM90A
@@ -127,6 +137,8 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
     // partial: one k-block's products in the tensor cores; window: the fp32 sum
     // of up to promotion_window partials; total: the sum of the windows.
     float total[tile::accumulators], window[tile::accumulators], partial[tile::accumulators];
+    // Set by the pre-pass (split_tf32.cuh) where A or B holds an inf or a NaN.
+    const bool apart = *nonfinite != 0;
 #pragma unroll
     for (int i = 0; i < tile::accumulators; ++i) partial[i] = 0.0f;  // never read: each k-block starts fresh
     for (int item = schedule.first(); item < items; item += schedule.stride()) {
@@ -134,40 +146,74 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
       const int row_base = w.tile_m * block_m + consumer * wgmma_m, col_base = w.tile_n * BlockN;
 #pragma unroll
       for (int i = 0; i < tile::accumulators; ++i) total[i] = window[i] = 0.0f;
-      int in_window = 0;
-      for (int kt = w.kt_begin; kt < w.kt_end; kt += 2) {
+      // The ring's next pair of stages (a k-block's hi, then lo), and their release.
+      const auto wait_pair = [&](int& hi, int& lo) {
         ring.consumer_wait(at);
-        const int hi = at.stage;
+        hi = at.stage;
         at.advance();
         ring.consumer_wait(at);
-        const int lo = at.stage;
+        lo = at.stage;
         at.advance();
-        wgmma_fence();
-        // The small terms first, so that their truncation is relative to their
-        // own size; then hi x hi on top of them.
-        mma_stages<loop, tile>(partial, operands, hi, lo, true);
-        mma_stages<loop, tile>(partial, operands, lo, hi, false);
-        mma_stages<loop, tile>(partial, operands, hi, hi, false);
-        wgmma_commit();
-        wgmma_wait<0>();
-        fence_operands(partial);
+      };
+      const auto release_pair = [&](int hi, int lo) {
         if (lane == 0) {  // their products have completed: hand both stages back
           loop::release(ring, hi);
           loop::release(ring, lo);
         }
+      };
+      if (!apart) {
+        int in_window = 0;
+        for (int kt = w.kt_begin; kt < w.kt_end; kt += 2) {
+          int hi, lo;
+          wait_pair(hi, lo);
+          wgmma_fence();
+          // The small terms first, so that their truncation is relative to
+          // their own size; then hi x hi on top of them.
+          mma_stages<loop, tile>(partial, operands, hi, lo, true);
+          mma_stages<loop, tile>(partial, operands, lo, hi, false);
+          mma_stages<loop, tile>(partial, operands, hi, hi, false);
+          wgmma_commit();
+          wgmma_wait<0>();
+          fence_operands(partial);
+          release_pair(hi, lo);
 #pragma unroll
-        for (int i = 0; i < tile::accumulators; ++i) window[i] += partial[i];
-        if (++in_window == promotion_window) {
+          for (int i = 0; i < tile::accumulators; ++i) window[i] += partial[i];
+          if (++in_window == promotion_window) {
+#pragma unroll
+            for (int i = 0; i < tile::accumulators; ++i) {
+              total[i] += window[i];
+              window[i] = 0.0f;
+            }
+            in_window = 0;
+          }
+        }
+#pragma unroll
+        for (int i = 0; i < tile::accumulators; ++i) total[i] += window[i];
+      } else {
+        // Inputs with inf or NaN: the corrections in a partial of their own
+        // (an inf times a zero lo part is a NaN no exact product makes), and
+        // one level of sums. hi x hi carries every inf and NaN of the exact
+        // products (hi keeps x's zeros, signs, infinities and NaNs): where it
+        // is not finite, the corrections are left out.
+        float correction[tile::accumulators];
+        for (int kt = w.kt_begin; kt < w.kt_end; kt += 2) {
+          int hi, lo;
+          wait_pair(hi, lo);
+          wgmma_fence();
+          mma_stages<loop, tile>(correction, operands, hi, lo, true);
+          mma_stages<loop, tile>(correction, operands, lo, hi, false);
+          mma_stages<loop, tile>(partial, operands, hi, hi, true);
+          wgmma_commit();
+          wgmma_wait<0>();
+          fence_operands(partial);
+          fence_operands(correction);
+          release_pair(hi, lo);
 #pragma unroll
           for (int i = 0; i < tile::accumulators; ++i) {
-            total[i] += window[i];
-            window[i] = 0.0f;
+            total[i] += isfinite(partial[i]) ? partial[i] + correction[i] : partial[i];
           }
-          in_window = 0;
         }
       }
-#pragma unroll
-      for (int i = 0; i < tile::accumulators; ++i) total[i] += window[i];
       const long long row0 = row_base + warp_in_warpgroup * 16 + lane / 4;
       const long long col0 = static_cast<long long>(col_base) + 2 * (lane % 4);
       if (p.partial != nullptr) {  // split-k: the slice's sums, unscaled, for the reduction (split_k.cuh)

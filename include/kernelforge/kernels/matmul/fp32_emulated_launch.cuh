@@ -54,10 +54,10 @@ void with_instance(int cluster, int block_n, F&& f) {
   }
 }
 
-/// Bytes of the split operands: (m + n) rows of split_tf32_ld(k) floats.
+/// Bytes of the split operands, (m + n) rows of split_tf32_ld(k) floats, and the non-finite flag.
 inline std::size_t workspace_bytes(std::size_t m, std::size_t n, std::size_t k) {
   return round_up(m * split_tf32_ld(k) * sizeof(float), workspace_alignment) +
-         round_up(n * split_tf32_ld(k) * sizeof(float), workspace_alignment);
+         round_up(n * split_tf32_ld(k) * sizeof(float), workspace_alignment) + workspace_alignment;
 }
 
 /// See wgmma_fp32_emulated_try_launch (wgmma_sm90a.hpp).
@@ -79,11 +79,14 @@ inline bool try_launch(const gemm_args<float>& g, const epilogue::bias_relu_thre
   if (scratch.data() == nullptr) return false;  // no pool or no memory: the caller reports it
   float* const a_split = scratch.data<float>();
   float* const b_split = reinterpret_cast<float*>(scratch.data<char>() + a_bytes);
+  unsigned* const nonfinite =
+      reinterpret_cast<unsigned*>(scratch.data<char>() + workspace_bytes(g.m, g.n, g.k) - workspace_alignment);
+  cuda_check(cudaMemsetAsync(nonfinite, 0, sizeof(unsigned), stream), what);
   // op(A)(i, p) = A[i * a_row + p * a_col]; op(B)^T(j, p) = op(B)(p, j) = B[j * b_col + p * b_row].
   const std::size_t a_row = g.trans_a ? 1 : g.lda, a_col = g.trans_a ? g.lda : 1;
   const std::size_t b_row = g.trans_b ? 1 : g.ldb, b_col = g.trans_b ? g.ldb : 1;
-  launch_split_tf32_pack(g.A, a_row, a_col, g.m, g.k, a_split, stream, what);
-  launch_split_tf32_pack(g.B, b_col, b_row, g.n, g.k, b_split, stream, what);
+  launch_split_tf32_pack(g.A, a_row, a_col, g.m, g.k, a_split, nonfinite, stream, what);
+  launch_split_tf32_pack(g.B, b_col, b_row, g.n, g.k, b_split, nonfinite, stream, what);
 
   // The tile width by shape (128 x 128, or 128 x 64 where 128-wide tiles leave
   // SMs idle), and clusters of 2 sharing B where there are two tile rows.
@@ -128,7 +131,9 @@ inline bool try_launch(const gemm_args<float>& g, const epilogue::bias_relu_thre
     const cudaLaunchConfig_t config =
         cluster_launch_config(dim3(static_cast<unsigned>(clusters * cluster)), dim3(wgmma::threads), I::smem_bytes,
                               stream, cluster, cluster_dims);
-    cuda_check(cudaLaunchKernelEx(&config, I::kernel, map_a, map_b, map_c, p, fused), what);
+    cuda_check(
+        cudaLaunchKernelEx(&config, I::kernel, map_a, map_b, map_c, p, fused, static_cast<const unsigned*>(nonfinite)),
+        what);
   });
   check_launch(what);
   split.reduce(g, fused, stream);

@@ -40,13 +40,27 @@ __device__ __forceinline__ float round_to_tf32(float x) {
   return __uint_as_float(bits);
 }
 
+/// x's two TF32 parts. Non-finite x: hi = x, lo = 0 (x - hi would be NaN). A
+/// finite x that rounds up past the largest TF32 value keeps a finite hi
+/// (truncated: the low 13 bits dropped) so that only infinite inputs give
+/// infinite products.
+__device__ __forceinline__ float2 split_tf32(float x) {
+  if (!isfinite(x)) return make_float2(x, 0.0f);
+  float hi = round_to_tf32(x);
+  if (isinf(hi)) hi = __uint_as_float(__float_as_uint(x) & 0xFFFFE000u);
+  return make_float2(hi, round_to_tf32(x - hi));
+}
+
 /// One 32 x 32 tile (rows x k) per block of 32 x 8 threads: read coalesced
 /// along whichever of the source's strides is 1 (through shared memory), then
 /// written as coalesced 128-byte rows of hi and of lo.
 /// src(r, p) = src[r * row_stride + p * k_stride]; dst row r at dst + r * ld.
+/// *nonfinite gets a non-zero bit where any element is infinite or NaN (the
+/// GEMM then keeps its correction products apart: 15_wgmma_fp32_emulated.cuh).
 KF_KERNEL void __launch_bounds__(256)
     split_tf32_pack_kernel(const float* __restrict__ src, std::size_t row_stride, std::size_t k_stride,
-                           std::size_t rows, std::size_t k, float* __restrict__ dst, std::size_t ld) {
+                           std::size_t rows, std::size_t k, float* __restrict__ dst, std::size_t ld,
+                           unsigned* __restrict__ nonfinite) {
   __shared__ float tile[split_block_k][split_block_k + 1];
   const std::size_t r0 = static_cast<std::size_t>(blockIdx.y) * split_block_k;
   const std::size_t kb = blockIdx.x;  // the k block
@@ -65,20 +79,22 @@ KF_KERNEL void __launch_bounds__(256)
   for (int i = 0; i < split_block_k / 8; ++i) {
     const int lr = ty + 8 * i;
     const std::size_t r = r0 + lr;
+    const float x = r < rows ? tile[lr][tx] : 0.0f;
+    if (__any_sync(0xFFFFFFFFu, !isfinite(x)) && tx == 0) atomicOr(nonfinite, 1u);  // rare: one atomic a warp
     if (r >= rows) continue;
-    const float x = tile[lr][tx];
-    const float hi = round_to_tf32(x);
-    const float lo = round_to_tf32(x - hi);
+    const float2 parts = split_tf32(x);
     float* const out = dst + r * ld + kb * 2 * split_block_k;
-    out[tx] = hi;
-    out[split_block_k + tx] = lo;
+    out[tx] = parts.x;
+    out[split_block_k + tx] = parts.y;
   }
 }
 
 /// Enqueues the split of `rows` x k (src(r, p) = src[r * row_stride + p *
-/// k_stride]) into dst (rows x split_tf32_ld(k)). rows, k < 2^31 * 32.
+/// k_stride]) into dst (rows x split_tf32_ld(k)), or-ing 1 into *nonfinite
+/// (device memory, zeroed by the caller) where an element is inf or NaN.
 inline void launch_split_tf32_pack(const float* src, std::size_t row_stride, std::size_t k_stride, std::size_t rows,
-                                   std::size_t k, float* dst, cudaStream_t stream, const char* what) {
+                                   std::size_t k, float* dst, unsigned* nonfinite, cudaStream_t stream,
+                                   const char* what) {
   const dim3 block(split_block_k, 8);
   const std::size_t k_blocks = ceil_div(k, std::size_t{split_block_k});
   const std::size_t row_blocks = ceil_div(rows, std::size_t{split_block_k});
@@ -88,7 +104,8 @@ inline void launch_split_tf32_pack(const float* src, std::size_t row_stride, std
     const std::size_t ys = row_blocks - y0 < max_y ? row_blocks - y0 : max_y;
     const std::size_t r = y0 * split_block_k;
     split_tf32_pack_kernel<<<dim3(static_cast<unsigned>(k_blocks), static_cast<unsigned>(ys)), block, 0, stream>>>(
-        src + r * row_stride, row_stride, k_stride, rows - r, k, dst + r * split_tf32_ld(k), split_tf32_ld(k));
+        src + r * row_stride, row_stride, k_stride, rows - r, k, dst + r * split_tf32_ld(k), split_tf32_ld(k),
+        nonfinite);
     check_launch(what);
   }
 }
