@@ -27,7 +27,8 @@ PROGRESSION = ["naive", "coalesced", "smem_tiled", "blocktile_1d", "blocktile_2d
 PAIRED = "best_vs_cublas"  # ours and cuBLAS timed in turn (bench_matmul: time_gpu_paired)
 MODES = "mcast_a_vs_b"  # the wgmma clusters sharing A against sharing B, timed in turn
 FP8_PAIRED = "best_vs_cublaslt"  # bench_scaled_matmul: kf::scaled_matmul and cuBLASLt's FP8 matmul in turn
-NAME = re.compile(r"^matmul/(?P<prec>fp32|tf32|fp16|bf16|fp8_per_tensor|fp8_rowwise|fp8_blockwise)/(?P<row>.+)/"
+NAME = re.compile(r"^matmul/(?P<prec>fp32_emulated|fp32|tf32|fp16|bf16|fp8_per_tensor|fp8_rowwise|fp8_blockwise)/"
+                  r"(?P<row>.+)/"
                   r"(?P<shape>\d+x\d+x\d+)(?:/.*)?$")
 
 
@@ -134,9 +135,18 @@ def pair_table(rows, row_name, intro, labels, cell):
 def paired_table(rows):
     return pair_table(rows, PAIRED, "What the library runs by shape against cuBLAS of the same precision, the two "
                       "timed in turn sample by sample (ours / cuBLAS; TFLOP/s of each in brackets):",
-                      (("fp32", "fp32 (best)"), ("tf32", "TF32 (tensor_core_tf32)"), ("fp16", "fp16 (best)"),
-                       ("bf16", "bf16 (best)")),
-                      lambda r: f"{r['frac_cublas']:.3f} ({r['TFLOP/s']:.1f} / {r['cublas_TFLOP/s']:.1f})")
+                      (("fp32", "fp32 (best)"), ("tf32", "TF32 (tensor_core_tf32)"),
+                       ("fp32_emulated", "fp32 emulated (math_mode::fp32_emulated; vs SGEMM)"),
+                       ("fp16", "fp16 (best)"), ("bf16", "bf16 (best)")),
+                      paired_cell)
+
+
+def paired_cell(r):
+    """ratio (ours / cuBLAS TFLOP/s), and each side's spot-check error where the row has it."""
+    text = f"{r['frac_cublas']:.3f} ({r['TFLOP/s']:.1f} / {r['cublas_TFLOP/s']:.1f})"
+    if "max_error" in r and "baseline_max_error" in r:
+        text += f"<br>err {r['max_error']:.1e} / {r['baseline_max_error']:.1e}"
+    return text
 
 
 def fp8_table(rows):
@@ -218,8 +228,14 @@ def main():
     ap.add_argument("--out", default="bench_matmul.png", help="PNG to write (default: bench_matmul.png)")
     ap.add_argument("--shape", default="4096x4096x4096", help="shape of the progression table")
     ap.add_argument("--fp8", help="bench_scaled_matmul JSON: the FP8 table (kf::scaled_matmul against cuBLASLt)")
+    ap.add_argument("--extra", action="append", default=[],
+                    help="another bench_matmul JSON whose rows the main one lacks join the tables (a run of its "
+                         "own: its pairs are ratios from that run)")
     args = ap.parse_args()
     context, rows = load(args.json)
+    for extra in args.extra:  # rows the main file lacks (its own rows stay: one run per cell either way)
+        for key, row in load(extra)[1].items():
+            rows.setdefault(key, row)
     if not rows:
         sys.exit(f"{args.json}: no matmul rows (did the benchmark run on a GPU?)")
     if context.get("gpu_name"):

@@ -46,7 +46,9 @@ def main():
 
     elementwise = section_text(run(HERE / "report.py", res / "bench_elementwise.json"))
     fp8 = ["--fp8", res / "bench_scaled_matmul.json"] if (res / "bench_scaled_matmul.json").exists() else []
-    matmul = section_text(run(HERE / "plot_matmul.py", res / "bench_matmul.json", "--out", res / "matmul.png", *fp8))
+    extra = [a for f in sorted(res.glob("bench_matmul_*.json")) for a in ("--extra", f)]
+    matmul = section_text(run(HERE / "plot_matmul.py", res / "bench_matmul.json", "--out", res / "matmul.png", *fp8,
+                              *extra))
     backward = ["--backward", res / "bench_conv_backward.json"] if (res / "bench_conv_backward.json").exists() else []
     conv = section_text(run(HERE / "plot_conv.py", res / "bench_conv.json", "--png", res / "conv.png", *backward))
 

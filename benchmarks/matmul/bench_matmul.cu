@@ -11,7 +11,9 @@
 //   matmul/tf32/mma_sync/<shape>             the mma.sync kernel alone (launch_tensor_core_tf32)
 //   matmul/fp32_emulated/best_vs_cublas/<shape>  kf::matmul, math_mode::fp32_emulated (step 15: three TF32
 //                                            products on wgmma) paired with cublasSgemm (no TF32), checked
-//                                            at the exact rows' tolerance
+//                                            at the exact rows' tolerance; every pair row reports
+//                                            max_error and baseline_max_error (|got - ref| / sum |a b|
+//                                            over the spot check's 16 entries, double reference)
 //   matmul/tf32/wgmma_repack_b/<shape>       the wgmma kernel with the row-major B repacked k-major in HBM
 //                                            first (wgmma_try_launch, wgmma_tf32_b_mode::repack)
 //   matmul/tf32/wgmma_mcast_{a,b}/<shape>    the wgmma kernel as tensor_core_tf32 runs it (B's source and
@@ -429,7 +431,14 @@ void run(const row& r, operands& p, cudaStream_t stream) {
 
 /// Runs `r` once and compares 16 entries of C with a double-precision dot
 /// product. Tolerance relative to sum |a||b|: 1e-5 for fp32, 4 * 2^-10 for tf32.
+/// The largest |got - ref| / sum |a b| over the last spot check's 16 entries.
+double& last_spot_error() {
+  static double e = 0;
+  return e;
+}
+
 std::string spot_check(const row& r, operands& p) {
+  last_spot_error() = 0;
   check(cudaMemset(p.c.data(), 0xFF, p.c.size_bytes()), "poison C");
   run(r, p, nullptr);
   check(cudaDeviceSynchronize(), "spot check run");
@@ -454,6 +463,7 @@ std::string spot_check(const row& r, operands& p) {
       ref = ref + bias <= 0 ? 0 : ref + bias;
       scale += std::fabs(bias);
     }
+    last_spot_error() = std::max(last_spot_error(), std::fabs(double(got) - ref) / scale);
     if (!(std::fabs(double(got) - ref) <= tol * scale)) {
       return r.name + " is wrong at (" + std::to_string(i) + ", " + std::to_string(j) + "): got " +
              std::to_string(got) + ", expected " + std::to_string(ref);
@@ -553,10 +563,17 @@ void bm_pair(benchmark::State& state, row first, row second, pair_names names, s
       return;
     }
     operands& p = operands_for(s);
+    double errors[2] = {0, 0};  // each side's spot-check error: a speed is reported with its accuracy
     time_pair(
         state, s, first.precision == "tf32" ? tf32_peak_tflops() : 0.0, names,
-        [&](int side) { return spot_check(side == 0 ? first : second, p); },
+        [&](int side) {
+          std::string wrong = spot_check(side == 0 ? first : second, p);
+          errors[side] = last_spot_error();
+          return wrong;
+        },
         [&](cudaStream_t stream) { run(first, p, stream); }, [&](cudaStream_t stream) { run(second, p, stream); });
+    state.counters["max_error"] = errors[0];
+    state.counters["baseline_max_error"] = errors[1];
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
   }

@@ -9,7 +9,9 @@ namespace kf {
 /// fp32_emulated: fp32 accuracy on TF32 tensor cores -- each operand split into
 /// two TF32 parts, three products per pair, partial sums promoted into fp32
 /// every 32 of k (matmul step 15). The tests hold it to the exact steps' error
-/// on uniform, randn and wide-magnitude inputs. kf::matmul on float, compute
+/// on uniform, randn and wide-magnitude inputs, and to their infinities and
+/// NaNs; subnormal inputs (|x| < 2^-126) keep fewer bits (TF32's bit positions:
+/// up to ~2^-8 relative for x near 2^-130; scale such data, or use exact). kf::matmul on float, compute
 /// capability 9.0 with the library's sm_90a image only (errc::unsupported
 /// elsewhere, and in conv2d); never chosen unless asked for.
 enum class math_mode { exact, tf32, fp32_emulated };

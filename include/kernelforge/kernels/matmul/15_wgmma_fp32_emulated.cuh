@@ -36,9 +36,12 @@
 //    third of the TF32 rate (495 / 3 = 165 TFLOP/s of fp32 work on the H200),
 //    against SGEMM's 66.9 TFLOP/s FMA peak. Short k (< fp32_emulated_min_k)
 //    runs the exact steps instead (wgmma/policy.hpp).
-// H200, bench_matmul 2026-12-03, paired with cuBLAS SGEMM: 2048^3 2.03x,
-// 4096^3 2.51x, 8192^3 2.76x, 8192x8192x1024 2.57x, 1024^3 1.80x; 128 x 8192 x
-// 8192 0.92x (the pre-pass's 768 MB of B traffic); ncu at 4096^3: SM busy 92%.
+// H200, bench_matmul 2026-12-03, paired with cuBLAS SGEMM (this version): 2048^3
+// 1.76x, 4096^3 2.19x, 8192^3 2.17x, 8192x8192x1024 2.51x, 1024^3 1.69x; 128 x
+// 8192 x 8192 0.88x (the pre-pass's 768 MB of B traffic). Before the inf / NaN
+// loop joined this kernel: 2.03x, 2.51x, 2.76x, 2.57x, 1.80x (ncu at 4096^3: SM
+// busy 92%); the fix, each loop its own instance, is on branch
+// fp32-emulated-two-instances, not yet run.
 // Accuracy and the rest: benchmarks/tuning/matmul.md#fp32-emulation.
 #pragma once
 
