@@ -376,7 +376,7 @@ void compare_with_sgemm(cublasHandle_t handle, inputs d, std::size_t m, std::siz
   EXPECT_LE(o.max_sum, e.max_sum) << name_of(d) << " " << shape;
 }
 
-TEST(Fp32Emulated, AccuracyNoWorseThanSgemm) {
+TEST(Fp32Emulated, AccuracyNoWorseThanTheExactStepBesideSgemm) {
   KF_SKIP_WITHOUT_GPU();
   if (!runs_emulation()) GTEST_SKIP() << "fp32 emulation runs on compute capability 9.0 (sm_90a) only";
   cublasHandle_t handle = nullptr;
