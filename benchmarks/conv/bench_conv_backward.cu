@@ -57,17 +57,6 @@ namespace {
 
 constexpr std::uint64_t dy_seed = 4;
 
-template <class T>
-const char* backward_type_name() {
-  if constexpr (std::is_same_v<T, __half>) {
-    return "fp16";
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return "bf16";
-  } else {
-    return "tf32";
-  }
-}
-
 /// max |ours - cuDNN| / max |cuDNN| allowed by the sanity check: a few units of
 /// the output type's rounding (fp16 2^-11, bf16 2^-8) or of TF32's inputs.
 template <class T>
@@ -141,7 +130,7 @@ template <class T>
 cudnn_pass make_cudnn_pass(const layer& L, graph::conv_pass pass, const T* x, const T* w, T* y) {
   problem_data_t<T>& d = forward_data<T>(L);
   cudnn_pass c;
-  c.plan = &cudnn_graph_pass_plan_for<T>(std::string("nhwc/") + backward_type_name<T>() + "/" + L.name, d, pass, false,
+  c.plan = &cudnn_graph_pass_plan_for<T>(std::string("nhwc/") + nhwc_type_name<T>() + "/" + L.name, d, pass, false,
                                          true, x, w, y);
   if (!c.plan->error.empty()) {
     c.error = c.plan->error;
@@ -261,7 +250,7 @@ void bm_backward(benchmark::State& state, const layer& L, row_kind kind) {
 
 template <class T>
 void register_backward() {
-  const std::string type = std::string("conv2d_backward/") + backward_type_name<T>() + "/";
+  const std::string type = std::string("conv2d_backward/") + nhwc_type_name<T>() + "/";
   for (const layer& L : nhwc_layers()) {
     for (const auto& [name, kind] : {std::pair{"data/", row_kind::data}, std::pair{"filter/", row_kind::filter},
                                      std::pair{"step/", row_kind::step}}) {

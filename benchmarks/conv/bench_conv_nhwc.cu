@@ -57,18 +57,6 @@
 namespace kf::bench::conv {
 namespace {
 
-/// The dtype field of a conv2d_nhwc row: float runs under math_mode::tf32.
-template <class T>
-const char* nhwc_type_name() {
-  if constexpr (std::is_same_v<T, __half>) {
-    return "fp16";
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return "bf16";
-  } else {
-    return "tf32";
-  }
-}
-
 /// The key of layer L's NHWC problem in T: its data, cuDNN plan and cuDNN time.
 template <class T>
 std::string nhwc_key(const layer& L) {

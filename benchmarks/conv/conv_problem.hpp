@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <cuda_bf16.h>
@@ -55,6 +56,19 @@ inline const std::vector<layer>& bias_relu_layers() {
     return l;
   }();
   return list;
+}
+
+/// The dtype field of the NHWC rows (conv2d_nhwc, conv2d_backward) and their
+/// problem keys: float runs under math_mode::tf32 there.
+template <class T>
+const char* nhwc_type_name() {
+  if constexpr (std::is_same_v<T, __half>) {
+    return "fp16";
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return "bf16";
+  } else {
+    return "tf32";
+  }
 }
 
 /// The conv2d_nhwc rows' layers, read in the NHWC layout: the first four of

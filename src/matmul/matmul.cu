@@ -75,8 +75,8 @@ void require_fp32_emulation(int device) {
   }
 }
 
-void launch_fp32_emulated(const gemm_args<float>& g, const fused_epilogue& ep, cudaStream_t stream) {
-  if (wgmma_fp32_emulated_try_launch(g, ep, stream)) return;
+void launch_fp32_emulated(const gemm_args<float>& g, const fused_epilogue& ep, int device, cudaStream_t stream) {
+  if (wgmma_fp32_emulated_try_launch(g, ep, device, stream)) return;
   throw error(errc::out_of_memory,
               std::string(matmul_what) +
                   ": options.math = fp32_emulated splits A and B into a workspace of 8 x (m + "
@@ -208,7 +208,7 @@ void matmul_impl(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size
     if (options.math == math_mode::fp32_emulated) {  // validated: variant best, no custom functor
       detail::require_fp32_emulation(device);
       if (k >= detail::fp32_emulated_min_k) {
-        return detail::launch_fp32_emulated(g, detail::fused_epilogue_of(options), options.stream);
+        return detail::launch_fp32_emulated(g, detail::fused_epilogue_of(options), device, options.stream);
       }
       // Shorter sums take the exact steps below (resolve: best is exact unless math is tf32).
     }

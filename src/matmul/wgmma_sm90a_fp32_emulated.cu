@@ -12,8 +12,8 @@
 namespace kf::detail {
 
 bool wgmma_fp32_emulated_try_launch(const gemm_args<float>& args, const epilogue::bias_relu_threshold<float>& fused,
-                                    cudaStream_t stream) {
-  return fp32_emulated_host::try_launch(args, fused, stream, "kf::matmul (wgmma, fp32_emulated)");
+                                    int device, cudaStream_t stream) {
+  return fp32_emulated_host::try_launch(args, fused, device, stream, "kf::matmul (wgmma, fp32_emulated)");
 }
 
 }  // namespace kf::detail
@@ -22,7 +22,7 @@ bool wgmma_fp32_emulated_try_launch(const gemm_args<float>& args, const epilogue
 
 namespace kf::detail {
 
-bool wgmma_fp32_emulated_try_launch(const gemm_args<float>&, const epilogue::bias_relu_threshold<float>&,
+bool wgmma_fp32_emulated_try_launch(const gemm_args<float>&, const epilogue::bias_relu_threshold<float>&, int,
                                     cudaStream_t) {
   return false;
 }

@@ -17,7 +17,7 @@
 //    no worse than our exact step's in the median of both and the maximum of
 //    the second (the maximum relative error is set by the few entries that
 //    cancel to nearly zero, so it is printed, not compared); SGEMM's are
-//    printed beside them (issue 29's goal). Below fp32_emulated_min_k the
+//    printed beside them (the goal: no worse than SGEMM). Below fp32_emulated_min_k the
 //    library runs the exact step itself. The table is printed.
 // Runs on compute capability 9.0 with the sm_90a image; elsewhere the call must
 // raise errc::unsupported, which is what those GPUs check.
@@ -369,7 +369,7 @@ void compare_with_sgemm(cublasHandle_t handle, inputs d, std::size_t m, std::siz
               shape.c_str(), o.median_rel, o.median_sum, s.median_rel, s.median_sum, e.median_rel, e.median_sum,
               o.max_sum, s.max_sum, e.max_sum);
   // The library's promise: as accurate as its exact fp32 steps (below
-  // fp32_emulated_min_k it runs them). SGEMM's figures are the issue's goal,
+  // fp32_emulated_min_k it runs them). SGEMM's figures are the goal beyond that,
   // printed for the record.
   EXPECT_LE(o.median_rel, e.median_rel) << name_of(d) << " " << shape;
   EXPECT_LE(o.median_sum, e.median_sum) << name_of(d) << " " << shape;

@@ -54,40 +54,18 @@ void with_instance(int cluster, int block_n, F&& f) {
   }
 }
 
-/// Bytes of the split operands, (m + n) rows of split_tf32_ld(k) floats, and the non-finite flag.
-inline std::size_t workspace_bytes(std::size_t m, std::size_t n, std::size_t k) {
-  return round_up(m * split_tf32_ld(k) * sizeof(float), workspace_alignment) +
-         round_up(n * split_tf32_ld(k) * sizeof(float), workspace_alignment) + workspace_alignment;
-}
-
 /// See wgmma_fp32_emulated_try_launch (wgmma_sm90a.hpp).
-inline bool try_launch(const gemm_args<float>& g, const epilogue::bias_relu_threshold<float>& fused,
+inline bool try_launch(const gemm_args<float>& g, const epilogue::bias_relu_threshold<float>& fused, int device,
                        cudaStream_t stream, const char* what) {
   using wgmma::block_m;
   using wgmma::max_cluster;
   constexpr int stage_k = split_block_k;
-  if (g.k == 0) return false;  // C = beta C + epilogue: the launcher's own path
-  const int device = current_device(what);
+  // Every check before any work: a false return has enqueued nothing.
+  if (g.k == 0) return false;                  // C = beta C + epilogue: the launcher's own path
   if (!wgmma_available(device)) return false;  // compute capability 9.0 with the sm_90a image
   const std::size_t ld = split_tf32_ld(g.k);
   if (g.m > wgmma::max_extent || g.n > wgmma::max_extent || ld > wgmma::max_extent) return false;
   if (encode_tiled() == nullptr) return false;
-
-  // The split operands: A as m x k and op(B)^T as n x k, hi and lo per 32 of k.
-  const std::size_t a_bytes = round_up(g.m * ld * sizeof(float), workspace_alignment);
-  const pooled_workspace scratch(device, workspace_bytes(g.m, g.n, g.k), stream);  // back to the pool on return
-  if (scratch.data() == nullptr) return false;  // no pool or no memory: the caller reports it
-  float* const a_split = scratch.data<float>();
-  float* const b_split = reinterpret_cast<float*>(scratch.data<char>() + a_bytes);
-  unsigned* const nonfinite =
-      reinterpret_cast<unsigned*>(scratch.data<char>() + workspace_bytes(g.m, g.n, g.k) - workspace_alignment);
-  cuda_check(cudaMemsetAsync(nonfinite, 0, sizeof(unsigned), stream), what);
-  // op(A)(i, p) = A[i * a_row + p * a_col]; op(B)^T(j, p) = op(B)(p, j) = B[j * b_col + p * b_row].
-  const std::size_t a_row = g.trans_a ? 1 : g.lda, a_col = g.trans_a ? g.lda : 1;
-  const std::size_t b_row = g.trans_b ? 1 : g.ldb, b_col = g.trans_b ? g.ldb : 1;
-  launch_split_tf32_pack(g.A, a_row, a_col, g.m, g.k, a_split, nonfinite, stream, what);
-  launch_split_tf32_pack(g.B, b_col, b_row, g.n, g.k, b_split, nonfinite, stream, what);
-
   // The tile width by shape (128 x 128, or 128 x 64 where 128-wide tiles leave
   // SMs idle), and clusters of 2 sharing B where there are two tile rows.
   const std::size_t tiles_m = ceil_div(g.m, block_m);
@@ -97,11 +75,27 @@ inline bool try_launch(const gemm_args<float>& g, const epilogue::bias_relu_thre
   const std::size_t cluster_tiles_m = ceil_div(tiles_m, static_cast<std::size_t>(cluster));
   if (cluster_tiles_m * tiles_n > static_cast<std::size_t>(std::numeric_limits<int>::max())) return false;
 
+  // The split operands (A as m x k and op(B)^T as n x k, hi and lo per 32 of
+  // k), then the non-finite flag, in one pooled workspace.
+  const std::size_t a_bytes = round_up(g.m * ld * sizeof(float), workspace_alignment);
+  const std::size_t b_bytes = round_up(g.n * ld * sizeof(float), workspace_alignment);
+  const pooled_workspace scratch(device, a_bytes + b_bytes + sizeof(unsigned), stream);  // back to the pool on return
+  if (scratch.data() == nullptr) return false;  // no pool or no memory: the caller reports it
+  float* const a_split = scratch.data<float>();
+  float* const b_split = reinterpret_cast<float*>(scratch.data<char>() + a_bytes);
+  unsigned* const nonfinite = reinterpret_cast<unsigned*>(scratch.data<char>() + a_bytes + b_bytes);
   CUtensorMap map_a{}, map_b{}, map_c{};
   if (!encode_sw128(map_a, a_split, ld, g.m, ld, stage_k, wgmma::box_rows) ||
       !encode_sw128(map_b, b_split, ld, g.n, ld, stage_k, static_cast<cuuint32_t>(block_n / max_cluster))) {
     return false;
   }
+
+  cuda_check(cudaMemsetAsync(nonfinite, 0, sizeof(unsigned), stream), what);
+  // op(A)(i, p) = A[i * a_row + p * a_col]; op(B)^T(j, p) = op(B)(p, j) = B[j * b_col + p * b_row].
+  const std::size_t a_row = g.trans_a ? 1 : g.lda, a_col = g.trans_a ? g.lda : 1;
+  const std::size_t b_row = g.trans_b ? 1 : g.ldb, b_col = g.trans_b ? g.ldb : 1;
+  launch_split_tf32_pack(g.A, a_row, a_col, g.m, g.k, a_split, nonfinite, stream, what);
+  launch_split_tf32_pack(g.B, b_col, b_row, g.n, g.k, b_split, nonfinite, stream, what);
 
   int resident = 0;
   with_instance(cluster, block_n, [&](auto chosen) { resident = decltype(chosen)::resident(device, what); });

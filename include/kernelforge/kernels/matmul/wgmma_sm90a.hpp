@@ -69,10 +69,11 @@ bool wgmma_try_launch(const gemm_args<float>& args, const epilogue::bias_relu_th
 /// products per element pair (each operand split into TF32 hi and lo parts by a
 /// pre-pass into a pooled workspace of (m + n) x 2 round_up(k, 32) floats),
 /// partial sums promoted into fp32 every 32 of k. Returns false, having
-/// enqueued nothing, where the wgmma conditions above are not met or the
-/// workspace cannot be allocated. Pass a default bias_relu_threshold for none.
+/// enqueued nothing, where the wgmma conditions above are not met on `device`
+/// (the current one) or the workspace cannot be allocated. Pass a default
+/// bias_relu_threshold for none.
 bool wgmma_fp32_emulated_try_launch(const gemm_args<float>& args, const epilogue::bias_relu_threshold<float>& fused,
-                                    cudaStream_t stream);
+                                    int device, cudaStream_t stream);
 
 /// The Hopper learning steps, which lead up to step 14 one idea at a time:
 /// 11 wgmma + TMA in one warpgroup, 12 warp specialization, 13 clusters
