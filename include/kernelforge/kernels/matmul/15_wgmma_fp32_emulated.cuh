@@ -25,12 +25,15 @@
 //    one running total's error grows with the count of its additions times its
 //    size (on the H200 the single total was the largest error at large k). The
 //    two consumer warpgroups take turns: one promotes while the other's
-//    products run.
+//    products run. (wgmma/fp32_emulated_sums.cuh, shared with conv2d's step 9.)
 //  * Infinities and NaNs: an inf times a zero lo part makes a NaN no exact
 //    product makes, so where the pre-pass saw any (a flag in device memory)
-//    the consumers keep the corrections in a partial of their own and leave
-//    them out wherever hi x hi is not finite (hi keeps every zero, sign, inf
-//    and NaN of x, so hi x hi has the exact products' infinities and NaNs).
+//    the corrections go into a partial of their own and are left out wherever
+//    hi x hi is not finite (hi keeps every zero, sign, inf and NaN of x, so hi
+//    x hi has the exact products' infinities and NaNs). That loop is its own
+//    instance of the kernel (Apart = true): both instances are launched and
+//    the one the flag does not name returns at once, so the common loop keeps
+//    the registers and the speed it had alone.
 //  * Cost: three times step 14's products, twice its operand bytes, and a
 //    pre-pass that reads each operand once and writes it twice. Ceiling: a
 //    third of the TF32 rate (495 / 3 = 165 TFLOP/s of fp32 work on the H200),
@@ -40,8 +43,7 @@
 // 1.76x, 4096^3 2.19x, 8192^3 2.17x, 8192x8192x1024 2.51x, 1024^3 1.69x; 128 x
 // 8192 x 8192 0.88x (the pre-pass's 768 MB of B traffic). Before the inf / NaN
 // loop joined this kernel: 2.03x, 2.51x, 2.76x, 2.57x, 1.80x (ncu at 4096^3: SM
-// busy 92%); the fix, each loop its own instance, is on branch
-// fp32-emulated-two-instances, not yet run.
+// busy 92%); hence the two instances.
 // Accuracy and the rest: benchmarks/tuning/matmul.md#fp32-emulation.
 #pragma once
 
@@ -60,41 +62,19 @@
 #include "wgmma/config.cuh"
 #include "wgmma/cta.cuh"
 #include "wgmma/epilogue.cuh"
+#include "wgmma/fp32_emulated_sums.cuh"
 #include "wgmma/mainloop.cuh"
 #include "wgmma/producer.cuh"
 #include "wgmma/scheduler.cuh"
 
 namespace kf::detail {
-namespace wgmma {
-
-/// k-blocks (of 32) whose partials are summed in `window` before it is added
-/// to `total`: two levels of round-to-nearest sums instead of one running sum,
-/// whose error grows with the count of additions times the running size.
-inline constexpr int promotion_window = 32;
-
-#if KF_ARCH_SM90A
-/// d (+)= A (stage a_stage) x B (stage b_stage), the stage's 32 of k in 4
-/// products; fresh: the first one starts a new sum. Loop: the kernel's mainloop.
-template <class Loop, class Tile>
-__device__ __forceinline__ void mma_stages(float (&d)[Tile::accumulators], const typename Loop::operands& o,
-                                           int a_stage, int b_stage, bool fresh) {
-  constexpr int k_bytes = Loop::elem::wgmma_k * Loop::elem::bytes;  // 32 bytes along the swizzled row
-#pragma unroll
-  for (int kk = 0; kk < Loop::products; ++kk) {
-    const std::uint64_t a = smem_descriptor_advance(o.a_desc0, a_stage * a_tile_bytes + kk * k_bytes);
-    const std::uint64_t b = smem_descriptor_advance(o.b_desc0, b_stage * Tile::b_tile_bytes + kk * k_bytes);
-    wgmma_m64nNk8_tf32<Tile::block_n>(d, a, b, fresh && kk == 0 ? 0u : 1u);
-  }
-}
-#endif  // KF_ARCH_SM90A
-
-}  // namespace wgmma
-
 /// C = fused(alpha * (A B) + beta * C) in fp32 accuracy, tiles of 128 x BlockN.
 /// map_a: A's split (m x 2 k', split_tf32.cuh) in boxes of 128 rows x 32; map_b:
 /// op(B)^T's split (n x 2 k') in boxes of BlockN / 2 rows; map_c: C in boxes of
 /// 64 rows x 32, for the staged epilogue (p.staged). p.k is the packed k (2 k').
-template <int Cluster, int BlockN>
+/// Apart: the instance for inputs with an inf or a NaN (*nonfinite != 0, set by
+/// the pre-pass); the launcher enqueues both, and the other one returns at once.
+template <int Cluster, int BlockN, bool Apart>
 KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
     wgmma_fp32_emulated_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                                const __grid_constant__ CUtensorMap map_c, const wgmma::params<float> p,
@@ -106,8 +86,10 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
   using tile = tile_config<BlockN>;
   using loop = mainloop<float, tile, Cluster, false, false, false, false>;
   static_assert(Cluster == 1 || Cluster == max_cluster, "clusters of 1 or 2 CTAs (sharing B)");
-  static_assert(BlockN == 64 || BlockN == 128, "the total and two partials of 64 x BlockN must fit a thread");
+  static_assert(BlockN == 64 || BlockN == 128, "the sums and the partials of 64 x BlockN must fit a thread");
   static_assert(tile::stages % 2 == 0, "a k-block's hi and lo stages never straddle the ring's wrap");
+  // Every CTA of a cluster reads the same flag: all of them return, before any barrier.
+  if ((*nonfinite != 0) != Apart) return;
   extern __shared__ unsigned char wgmma_smem[];
   const cta_context<tile, Cluster> cta(smem_address(wgmma_smem));
   const auto& smem = cta.smem;
@@ -137,86 +119,54 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
     int c_buffer = 0;  // the staged epilogue's next C buffer
     const std::uint32_t c_smem = smem.c + consumer * c_buffers * c_buffer_bytes;
     const int c_barrier = 1 + consumer;
-    // partial: one k-block's products in the tensor cores; window: the fp32 sum
-    // of up to promotion_window partials; total: the sum of the windows.
-    float total[tile::accumulators], window[tile::accumulators], partial[tile::accumulators];
-    // Set by the pre-pass (split_tf32.cuh) where A or B holds an inf or a NaN.
-    const bool apart = *nonfinite != 0;
+    // A (stage a) x B (stage b): the stage's 32 of k in 4 products.
+    const auto mma = [&](float(&d)[tile::accumulators], int a_stage, int b_stage, bool fresh) {
+      constexpr int k_bytes = loop::elem::wgmma_k * loop::elem::bytes;  // 32 bytes along the swizzled row
+#pragma unroll
+      for (int kk = 0; kk < loop::products; ++kk) {
+        const std::uint64_t a = smem_descriptor_advance(operands.a_desc0, a_stage * a_tile_bytes + kk * k_bytes);
+        const std::uint64_t b = smem_descriptor_advance(operands.b_desc0, b_stage * tile::b_tile_bytes + kk * k_bytes);
+        wgmma_m64nNk8_tf32<tile::block_n>(d, a, b, fresh && kk == 0 ? 0u : 1u);
+      }
+    };
+    fp32_emulated_sums<tile::accumulators> sums;
+    // A k-block's products in the tensor cores (and, Apart, its corrections).
+    float partial[tile::accumulators], correction[Apart ? tile::accumulators : 1];
 #pragma unroll
     for (int i = 0; i < tile::accumulators; ++i) partial[i] = 0.0f;  // never read: each k-block starts fresh
     for (int item = schedule.first(); item < items; item += schedule.stride()) {
       const work_item w = schedule(item);
       const int row_base = w.tile_m * block_m + consumer * wgmma_m, col_base = w.tile_n * BlockN;
-#pragma unroll
-      for (int i = 0; i < tile::accumulators; ++i) total[i] = window[i] = 0.0f;
-      // The ring's next pair of stages (a k-block's hi, then lo), and their release.
-      const auto wait_pair = [&](int& hi, int& lo) {
+      sums.reset();
+      for (int kt = w.kt_begin; kt < w.kt_end; kt += 2) {
+        // The ring's next pair of stages: a k-block's hi, then its lo.
         ring.consumer_wait(at);
-        hi = at.stage;
+        const int hi = at.stage;
         at.advance();
         ring.consumer_wait(at);
-        lo = at.stage;
+        const int lo = at.stage;
         at.advance();
-      };
-      const auto release_pair = [&](int hi, int lo) {
+        wgmma_fence();
+        if constexpr (Apart) {
+          fp32_emulated_products_apart(partial, correction, hi, lo, mma);
+        } else {
+          fp32_emulated_products(partial, hi, lo, mma);
+        }
+        wgmma_commit();
+        wgmma_wait<0>();
+        fence_operands(partial);
+        if constexpr (Apart) fence_operands(correction);
         if (lane == 0) {  // their products have completed: hand both stages back
           loop::release(ring, hi);
           loop::release(ring, lo);
         }
-      };
-      if (!apart) {
-        int in_window = 0;
-        for (int kt = w.kt_begin; kt < w.kt_end; kt += 2) {
-          int hi, lo;
-          wait_pair(hi, lo);
-          wgmma_fence();
-          // The small terms first, so that their truncation is relative to
-          // their own size; then hi x hi on top of them.
-          mma_stages<loop, tile>(partial, operands, hi, lo, true);
-          mma_stages<loop, tile>(partial, operands, lo, hi, false);
-          mma_stages<loop, tile>(partial, operands, hi, hi, false);
-          wgmma_commit();
-          wgmma_wait<0>();
-          fence_operands(partial);
-          release_pair(hi, lo);
-#pragma unroll
-          for (int i = 0; i < tile::accumulators; ++i) window[i] += partial[i];
-          if (++in_window == promotion_window) {
-#pragma unroll
-            for (int i = 0; i < tile::accumulators; ++i) {
-              total[i] += window[i];
-              window[i] = 0.0f;
-            }
-            in_window = 0;
-          }
-        }
-#pragma unroll
-        for (int i = 0; i < tile::accumulators; ++i) total[i] += window[i];
-      } else {
-        // Inputs with inf or NaN: the corrections in a partial of their own
-        // (an inf times a zero lo part is a NaN no exact product makes), and
-        // one level of sums. hi x hi carries every inf and NaN of the exact
-        // products (hi keeps x's zeros, signs, infinities and NaNs): where it
-        // is not finite, the corrections are left out.
-        float correction[tile::accumulators];
-        for (int kt = w.kt_begin; kt < w.kt_end; kt += 2) {
-          int hi, lo;
-          wait_pair(hi, lo);
-          wgmma_fence();
-          mma_stages<loop, tile>(correction, operands, hi, lo, true);
-          mma_stages<loop, tile>(correction, operands, lo, hi, false);
-          mma_stages<loop, tile>(partial, operands, hi, hi, true);
-          wgmma_commit();
-          wgmma_wait<0>();
-          fence_operands(partial);
-          fence_operands(correction);
-          release_pair(hi, lo);
-#pragma unroll
-          for (int i = 0; i < tile::accumulators; ++i) {
-            total[i] += isfinite(partial[i]) ? partial[i] + correction[i] : partial[i];
-          }
+        if constexpr (Apart) {
+          sums.add_apart(partial, correction);
+        } else {
+          sums.add(partial);
         }
       }
+      float(&total)[tile::accumulators] = sums.finish();
       const long long row0 = row_base + warp_in_warpgroup * 16 + lane / 4;
       const long long col0 = static_cast<long long>(col_base) + 2 * (lane % 4);
       if (p.partial != nullptr) {  // split-k: the slice's sums, unscaled, for the reduction (split_k.cuh)

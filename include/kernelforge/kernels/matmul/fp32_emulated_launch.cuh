@@ -28,13 +28,19 @@
 
 namespace kf::detail::fp32_emulated_host {
 
-/// wgmma_fp32_emulated_kernel<Cluster, BlockN>: its shared memory and its clusters resident at once.
+/// wgmma_fp32_emulated_kernel<Cluster, BlockN, *>: its two instances (finite
+/// inputs; inputs with an inf or a NaN), their shared memory and the clusters
+/// resident at once (the same for both).
 template <int Cluster, int BlockN>
 struct instance {
-  static constexpr auto kernel = &wgmma_fp32_emulated_kernel<Cluster, BlockN>;
+  static constexpr auto kernel = &wgmma_fp32_emulated_kernel<Cluster, BlockN, false>;
+  static constexpr auto kernel_apart = &wgmma_fp32_emulated_kernel<Cluster, BlockN, true>;
   static constexpr int smem_bytes = wgmma::tile_config<BlockN>::smem_bytes;
+  /// Also lets both instances have their shared memory (the query sets each one's limit).
   static int resident(int device, const char* what) {
-    return resident_clusters<kernel>(device, wgmma::threads, smem_bytes, Cluster, what);
+    const int common = resident_clusters<kernel>(device, wgmma::threads, smem_bytes, Cluster, what);
+    const int apart = resident_clusters<kernel_apart>(device, wgmma::threads, smem_bytes, Cluster, what);
+    return common < apart ? common : apart;
   }
 };
 
@@ -125,9 +131,10 @@ inline bool try_launch(const gemm_args<float>& g, const epilogue::bias_relu_thre
     const cudaLaunchConfig_t config =
         cluster_launch_config(dim3(static_cast<unsigned>(clusters * cluster)), dim3(wgmma::threads), I::smem_bytes,
                               stream, cluster, cluster_dims);
-    cuda_check(
-        cudaLaunchKernelEx(&config, I::kernel, map_a, map_b, map_c, p, fused, static_cast<const unsigned*>(nonfinite)),
-        what);
+    // Both instances; the one the pre-pass's flag does not name returns at once.
+    const unsigned* const flag = nonfinite;
+    cuda_check(cudaLaunchKernelEx(&config, I::kernel, map_a, map_b, map_c, p, fused, flag), what);
+    cuda_check(cudaLaunchKernelEx(&config, I::kernel_apart, map_a, map_b, map_c, p, fused, flag), what);
   });
   check_launch(what);
   split.reduce(g, fused, stream);
