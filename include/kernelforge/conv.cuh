@@ -69,6 +69,12 @@ void conv2d_forward_epilogue(const conv2d_params& params, const T* x, const T* w
                       "params.layout = nhwc with an epilogue functor: the functor overload computes NCHW float only "
                       "so far; for NHWC use the plain overload (<kernelforge/conv.hpp>) with bias and options.relu");
   }
+  if (options.math == math_mode::fp32_emulated) {
+    throw_unsupported(what,
+                      "options.math = fp32_emulated with an epilogue functor: the emulation's kernel (step 9) is "
+                      "precompiled in the library for conv2d_options' bias and ReLU only; use the plain overload "
+                      "(<kernelforge/conv.hpp>) with bias and options.relu, or math_mode::exact");
+  }
   if (options.variant == conv2d_variant::naive || options.variant == conv2d_variant::smem_tiled) {
     throw_unsupported(what, std::string("conv2d_variant::") + to_string(options.variant) +
                                 " takes no epilogue functor; the variants that do are implicit_gemm, "

@@ -61,6 +61,13 @@
 //     error, sm_80+); implicit_gemm_tf32 requires it (else invalid_argument) and
 //     a device of compute capability 8.0 or newer (else unsupported). `best`
 //     uses it on sm_80+ when math is tf32, and implicit_gemm otherwise.
+//   - math_mode::fp32_emulated (float, variant best; compute capability 9.0 and
+//     a library built with 90, else unsupported): fp32 accuracy on the TF32
+//     tensor cores (step 9: x and the filter split into TF32 hi and lo parts in
+//     a pooled workspace of 8 (N H W + K R S) round_up(C, 32) bytes, three
+//     products per pair, fp32 sums), NCHW and NHWC, with bias and the fused
+//     ReLU (not with your own epilogue functor: unsupported). Layers with C < 32,
+//     C R S < 128 or a stride above 8 run the exact kernels.
 //   - conv2d_variant::implicit_gemm_wgmma runs the TF32 GEMM on Hopper's
 //     warpgroup tensor-core products (wgmma, sm_90a), fed by TMA copies from an
 //     NHWC copy of x (one extra pass through a pooled workspace of

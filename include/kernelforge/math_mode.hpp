@@ -11,9 +11,12 @@ namespace kf {
 /// every 32 of k (matmul step 15). The tests hold it to the exact steps' error
 /// on uniform, randn and wide-magnitude inputs, and to their infinities and
 /// NaNs; subnormal inputs (|x| < 2^-126) keep fewer bits (TF32's bit positions:
-/// up to ~2^-8 relative for x near 2^-130; scale such data, or use exact). kf::matmul on float, compute
+/// up to ~2^-8 relative for x near 2^-130; scale such data, or use exact).
+/// kf::matmul and kf::conv2d_forward (step 9; variant best) on float, compute
 /// capability 9.0 with the library's sm_90a image only (errc::unsupported
-/// elsewhere, and in conv2d); never chosen unless asked for.
+/// elsewhere, and in the conv2d gradients); never chosen unless asked for.
+/// Short sums (matmul k < 128; conv2d C R S < 128 or C < 32, strides > 8) run
+/// the exact kernels, which are never less accurate.
 enum class math_mode { exact, tf32, fp32_emulated };
 
 /// "exact", "tf32" or "fp32_emulated", for messages and benchmark labels.

@@ -170,15 +170,33 @@ void require_separate(const char* what, const char* out_name, const void* out, s
   }
 }
 
-/// exact or tf32; fp32_emulated (matmul only so far) is errc::unsupported with the reason.
-void require_conv2d_math(const char* what, math_mode math) {
+/// The gradients: exact or tf32; fp32_emulated (the forward's and matmul's) is errc::unsupported with the reason.
+void require_conv2d_backward_math(const char* what, math_mode math) {
   if (math == math_mode::fp32_emulated) {
     throw error(errc::unsupported, std::string(what) +
-                                       ": options.math = fp32_emulated is matmul-only for now "
-                                       "(kf::matmul step 15); conv2d computes exact fp32 "
-                                       "(math_mode::exact) or TF32 (math_mode::tf32)");
+                                       ": options.math = fp32_emulated covers conv2d_forward and kf::matmul, not the "
+                                       "gradients yet; they compute exact fp32 (math_mode::exact) or TF32 "
+                                       "(math_mode::tf32)");
   }
   require_one_of(what, "options.math", math, {math_mode::exact, math_mode::tf32});
+}
+
+/// The forward: exact, tf32, or fp32_emulated (float data, variant best: step 9
+/// where the layer and device allow, the exact kernels elsewhere).
+void require_conv2d_math(const char* what, const conv2d_options& options, std::size_t element_bytes) {
+  require_one_of(what, "options.math", options.math, {math_mode::exact, math_mode::tf32, math_mode::fp32_emulated});
+  if (options.math != math_mode::fp32_emulated) return;
+  if (element_bytes != sizeof(float)) {
+    throw_invalid_argument(what,
+                           "options.math = fp32_emulated is for float data (it emulates fp32 on the TF32 tensor "
+                           "cores); __half and __nv_bfloat16 already multiply on the tensor cores: leave "
+                           "options.math at exact");
+  }
+  if (options.variant != conv2d_variant::best) {
+    throw_invalid_argument(what, std::string("options.math = fp32_emulated runs its own kernel (step 9) under "
+                                             "options.variant = best; options.variant = ") +
+                                     to_string(options.variant) + " computes exact fp32 or TF32 only");
+  }
 }
 
 }  // namespace
@@ -188,7 +206,7 @@ void validate_conv2d_options(const char* what, const conv2d_options& options, st
   require_one_of(what, "options.variant", options.variant,
                  {v::best, v::naive, v::smem_tiled, v::implicit_gemm, v::implicit_gemm_tf32, v::implicit_gemm_pipelined,
                   v::winograd, v::winograd_fused, v::implicit_gemm_wgmma});
-  require_conv2d_math(what, options.math);
+  require_conv2d_math(what, options, element_bytes);
   if (options.variant == conv2d_variant::implicit_gemm_tf32 && options.math != math_mode::tf32) {
     throw_invalid_argument(
         what,
@@ -250,7 +268,7 @@ conv2d_sizes validate_conv2d_backward_common(const char* what, const conv2d_para
   using v = conv2d_backward_variant;
   require_one_of(what, "options.variant", options.variant,
                  {v::best, v::naive, v::implicit_gemm, v::implicit_gemm_wgmma});
-  require_conv2d_math(what, options.math);
+  require_conv2d_backward_math(what, options.math);
   validate_conv2d_layout_type(what, p, element_bytes);
   const conv2d_sizes sizes = check_conv2d_extents(what, p);
   if (options.relu) {

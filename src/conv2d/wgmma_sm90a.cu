@@ -28,6 +28,7 @@
 #include "kernelforge/kernels/common/vector_access.cuh"
 #include "kernelforge/kernels/conv2d/07_implicit_gemm_wgmma.cuh"
 #include "kernelforge/kernels/conv2d/wgmma_nchw_repack.cuh"
+#include "kernelforge/kernels/conv2d/wgmma_host.cuh"
 #include "kernelforge/kernels/conv2d/wgmma_nhwc_fold.cuh"
 #include "kernelforge/kernels/runtime/launcher.hpp"
 #include "kernelforge/kernels/runtime/tensor_map.hpp"
@@ -41,8 +42,6 @@ namespace {
 constexpr const char* what = "kf::conv2d_forward (implicit_gemm_wgmma)";
 /// NHWC rows (one pixel's channels) padded to 16 bytes: TMA strides are multiples of 16.
 constexpr std::size_t tma_stride_floats = 4;
-/// Grid-stride blocks per SM of the filter repack.
-constexpr std::size_t filter_blocks_per_sm = 8;
 
 template <class T, conv2d_layout Layout, int BN, class Epilogue, bool PingPong = false>
 void launch_kernel(int device, const CUtensorMap& map_x, const CUtensorMap& map_w, const conv2d_wgmma::params<T>& prm,
@@ -71,79 +70,6 @@ void launch_planned(int device, const CUtensorMap& map_x, const CUtensorMap& map
   launch_kernel<T, Layout, 128, Epilogue>(device, map_x, map_w, prm, ep, stream);
 }
 
-/// The kernel's parameters for layer `a` and tile plan `plan`; false when a
-/// count overflows the kernel's ints.
-template <class T>
-bool make_params(const conv2d_args<T>& a, const conv2d_wgmma_tile& plan, conv2d_wgmma::params<T>& prm) {
-  using z = std::size_t;
-  const z c_chunks = ceil_div(static_cast<z>(a.c), static_cast<z>(conv2d_wgmma::block_c<T>));
-  if (plan.tiles() > static_cast<z>(INT_MAX) || static_cast<z>(a.rs) * c_chunks > static_cast<z>(INT_MAX)) {
-    return false;  // the kernel walks tiles and k-steps with ints
-  }
-  prm.y = a.y;
-  prm.bias = a.bias;
-  prm.k = a.k;
-  prm.p = a.p;
-  prm.q = a.q;
-  prm.pq = a.pq;
-  prm.n = a.n;
-  prm.pad_h = a.pad_h;
-  prm.pad_w = a.pad_w;
-  prm.dilation_h = a.dilation_h;
-  prm.dilation_w = a.dilation_w;
-  prm.stride_h = a.stride_h;
-  prm.stride_w = a.stride_w;
-  prm.s = a.s;
-  prm.c_chunks = static_cast<int>(c_chunks);
-  prm.k_steps = static_cast<int>(static_cast<z>(a.rs) * c_chunks);
-  prm.wt = static_cast<int>(plan.wt);
-  prm.ht = static_cast<int>(plan.ht);
-  prm.nt = static_cast<int>(plan.nt);
-  prm.box_pixels = static_cast<int>(plan.box_pixels());
-  prm.tiles_q = static_cast<int>(plan.tiles_q);
-  prm.tiles_p = static_cast<int>(plan.tiles_p);
-  prm.tiles_k = static_cast<int>(plan.tiles_k);
-  prm.tiles = static_cast<int>(plan.tiles());
-  prm.a_box_bytes = prm.box_pixels * conv2d_wgmma::row_bytes;
-  prm.pair_stores = a.k % 2 == 0 && reinterpret_cast<std::uintptr_t>(a.y) % (2 * sizeof(T)) == 0;
-  return true;
-}
-
-/// The two maps of an NHWC input (c_stride elements per pixel) and a K x RS x
-/// C filter (c_filter elements per tap) of T: boxes of block_c channels x the
-/// plan's pixel box, and block_c x 1 tap x bn output channels. 128-byte swizzle,
-/// zero fill outside (padding, past C, past K).
-template <class T>
-bool encode_maps(CUtensorMap& map_x, CUtensorMap& map_w, const T* x, const T* w, const conv2d_args<T>& a,
-                 std::size_t c_stride, std::size_t c_filter, const conv2d_wgmma_tile& plan) {
-  using z = std::size_t;
-  const z C = static_cast<z>(a.c), H = static_cast<z>(a.h), W = static_cast<z>(a.w), N = static_cast<z>(a.n);
-  const z K = static_cast<z>(a.k), RS = static_cast<z>(a.rs);
-  const auto block_c = static_cast<cuuint32_t>(conv2d_wgmma::block_c<T>);
-  const cuuint64_t x_dims[4] = {C, W, H, N};
-  const cuuint64_t x_strides[3] = {c_stride * sizeof(T), W * c_stride * sizeof(T), H * W * c_stride * sizeof(T)};
-  // A box of wt x ht output pixels visits every stride-th input pixel under it: box extents
-  // of stride x pixels, element strides of stride (TMA loads extent / stride elements).
-  const auto sw = static_cast<cuuint32_t>(a.stride_w), sh = static_cast<cuuint32_t>(a.stride_h);
-  const cuuint32_t x_box[4] = {block_c, static_cast<cuuint32_t>(plan.wt) * sw, static_cast<cuuint32_t>(plan.ht) * sh,
-                               static_cast<cuuint32_t>(plan.nt)};
-  const cuuint32_t x_steps[4] = {1, sw, sh, 1};
-  const cuuint64_t w_dims[3] = {c_filter, RS, K};
-  const cuuint64_t w_strides[2] = {c_filter * sizeof(T), RS * c_filter * sizeof(T)};
-  const cuuint32_t w_box[3] = {block_c, 1, static_cast<cuuint32_t>(plan.bn)};
-  return encode_sw128_tiled(map_x, x, 4, x_dims, x_strides, x_box, x_steps) &&
-         encode_sw128_tiled(map_w, w, 3, w_dims, w_strides, w_box);
-}
-
-/// Blocks of a grid-stride repacking pass over `items` elements: enough to
-/// cover them, at most filter_blocks_per_sm per SM.
-unsigned repack_blocks(int device, std::size_t items) {
-  const int sms = limits_for(device).sm_count;
-  const std::size_t cap = static_cast<std::size_t>(sms > 0 ? sms : 1) * filter_blocks_per_sm;
-  const std::size_t needed = ceil_div(items, static_cast<std::size_t>(conv2d_wgmma::filter_block));
-  return static_cast<unsigned>(needed < cap ? needed : cap);
-}
-
 /// NCHW float: x and the filter copied to NHWC / K x RS x C (TF32-rounded) in a
 /// pooled workspace, then the kernel.
 template <class Epilogue>
@@ -158,7 +84,7 @@ bool try_launch(int device, const conv2d_args<float>& a, const Epilogue& ep, cud
   const z K = static_cast<z>(a.k), RS = static_cast<z>(a.rs);
   const conv2d_wgmma_tile plan = choose_conv2d_wgmma_tile(N, static_cast<z>(a.p), static_cast<z>(a.q), K);
   conv2d_wgmma::params<float> prm;
-  if (!make_params(a, plan, prm)) return false;
+  if (!make_conv2d_wgmma_params(a, plan, prm)) return false;
 
   const z c_stride = round_up(C, tma_stride_floats);
   const z c_padded = static_cast<z>(prm.c_chunks) * conv2d_wgmma_block_c;
@@ -171,7 +97,7 @@ bool try_launch(int device, const conv2d_args<float>& a, const Epilogue& ep, cud
   float* const x_nhwc = scratch.data<float>();
   float* const w_krsc = reinterpret_cast<float*>(scratch.data<char>() + x_bytes);
   CUtensorMap map_x{}, map_w{};
-  if (!encode_maps(map_x, map_w, x_nhwc, w_krsc, a, c_stride, c_padded, plan)) return false;
+  if (!encode_conv2d_wgmma_maps(map_x, map_w, x_nhwc, w_krsc, a, c_stride, c_padded, plan)) return false;
 
   // Nothing is enqueued above: from here on the call runs to the end (or throws).
   using conv2d_wgmma::transpose_rows_per_pass;
@@ -181,7 +107,7 @@ bool try_launch(int device, const conv2d_args<float>& a, const Epilogue& ep, cud
   conv2d_nchw_to_nhwc_tf32<<<t_grid, dim3(transpose_tile, transpose_rows_per_pass), 0, stream>>>(
       a.x, x_nhwc, a.n, a.c, a.hw, static_cast<int>(c_stride));
   check_launch(what);
-  conv2d_kcrs_to_krsc_tf32<<<repack_blocks(device, K * RS * c_padded), conv2d_wgmma::filter_block, 0, stream>>>(
+  conv2d_kcrs_to_krsc_tf32<<<conv2d_wgmma_repack_blocks(device, K * RS * c_padded), conv2d_wgmma::filter_block, 0, stream>>>(
       a.wt, w_krsc, a.k, a.c, a.rs, static_cast<int>(c_padded));
   check_launch(what);
   launch_planned<float, conv2d_layout::nchw>(device, map_x, map_w, prm, plan.bn, false, ep, stream);
@@ -218,7 +144,7 @@ bool fold_geometry(const conv2d_args<T>& a, std::size_t c_folded, conv2d_nhwc_fo
 template <class T>
 void launch_fold(int device, const conv2d_args<T>& a, const conv2d_nhwc_fold_geometry& fold, T* x_folded,
                  cudaStream_t stream, const char* call = what) {
-  const unsigned blocks = repack_blocks(device, static_cast<std::size_t>(fold.vectors));  // a thread a 16-byte vector
+  const unsigned blocks = conv2d_wgmma_repack_blocks(device, static_cast<std::size_t>(fold.vectors));  // a thread a 16-byte vector
   conv2d_nhwc_fold_columns<T><<<blocks, conv2d_wgmma::filter_block, 0, stream>>>(a.x, x_folded, fold);
   check_launch(call);
 }
@@ -246,10 +172,10 @@ bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& a, const Epi
       choose_conv2d_wgmma_tile(static_cast<z>(f.n), static_cast<z>(f.p), static_cast<z>(f.q), static_cast<z>(f.k),
                                static_cast<z>(f.stride_h), static_cast<z>(f.stride_w));
   conv2d_wgmma::params<T> prm;
-  if (!make_params(f, plan, prm)) return false;
+  if (!make_conv2d_wgmma_params(f, plan, prm)) return false;
   CUtensorMap map_x{}, map_w{};
   if (in_place) {
-    if (!encode_maps(map_x, map_w, a.x, a.wt, a, static_cast<z>(a.c), static_cast<z>(a.c), plan)) return false;
+    if (!encode_conv2d_wgmma_maps(map_x, map_w, a.x, a.wt, a, static_cast<z>(a.c), static_cast<z>(a.c), plan)) return false;
     launch_planned<T, conv2d_layout::nhwc>(device, map_x, map_w, prm, plan.bn,
                                            conv2d_wgmma_pingpong(static_cast<z>(prm.k_steps)), ep, stream);
     return true;
@@ -259,14 +185,14 @@ bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& a, const Epi
   const pooled_workspace scratch(device, x_bytes + w_items * sizeof(T), stream);
   if (scratch.data() == nullptr) return false;  // no pool or no memory: best takes the naive kernel
   // x_folded: the workspace's start (256-byte aligned, as cudaMalloc's); w_folded x_bytes on, a multiple
-  // of 256. The fold stores whole 16-byte vectors into x_folded (TMA needs 16 bytes too: encode_maps).
+  // of 256. The fold stores whole 16-byte vectors into x_folded (TMA needs 16 bytes too: encode_conv2d_wgmma_maps).
   T* const x_folded = scratch.data<T>();
   T* const w_folded = reinterpret_cast<T*>(scratch.data<char>() + x_bytes);
   if (!is_aligned(x_folded, vector_bytes)) return false;
-  if (!encode_maps(map_x, map_w, x_folded, w_folded, f, c_folded, c_folded, plan)) return false;
+  if (!encode_conv2d_wgmma_maps(map_x, map_w, x_folded, w_folded, f, c_folded, c_folded, plan)) return false;
   // Nothing is enqueued above: from here on the call runs to the end (or throws).
   launch_fold(device, a, fold, x_folded, stream);
-  conv2d_krsc_fold_columns<T><<<repack_blocks(device, w_items), conv2d_wgmma::filter_block, 0, stream>>>(
+  conv2d_krsc_fold_columns<T><<<conv2d_wgmma_repack_blocks(device, w_items), conv2d_wgmma::filter_block, 0, stream>>>(
       a.wt, w_folded, a.k, a.r, a.s * a.c, f.c);
   check_launch(what);
   launch_planned<T, conv2d_layout::nhwc>(device, map_x, map_w, prm, plan.bn,

@@ -432,8 +432,8 @@ TEST(Conv2dBackwardValidation, EnumsOutsideTheirValues) {
   expect_error(kf::errc::invalid_argument, "options.math = 5",
                [&] { filter(p, fake_x, fake_dy, fake_dw, fake_db, bad_math); });
   kf::conv2d_backward_options emulated;
-  emulated.math = kf::math_mode::fp32_emulated;  // matmul-only so far
-  expect_error(kf::errc::unsupported, "fp32_emulated is matmul-only",
+  emulated.math = kf::math_mode::fp32_emulated;  // the forward's and matmul's, not the gradients'
+  expect_error(kf::errc::unsupported, "fp32_emulated covers conv2d_forward and kf::matmul, not the gradients",
                [&] { data(p, fake_dy, fake_w, fake_dx, emulated); });
   kf::conv2d_params bad_layout = p;
   bad_layout.layout = static_cast<kf::conv2d_layout>(7);

@@ -147,10 +147,11 @@ TEST(Conv2dValidation, ArgumentsAndOptions) {
   bad_math.math = static_cast<kf::math_mode>(5);
   expect_error(kf::errc::invalid_argument, "math = 5",
                [&] { kf::conv2d_forward<float>(p, x, w, nullptr, y, bad_math); });
-  kf::conv2d_options emulated;
-  emulated.math = kf::math_mode::fp32_emulated;  // matmul-only so far
-  expect_error(kf::errc::unsupported, "fp32_emulated is matmul-only",
-               [&] { kf::conv2d_forward<float>(p, x, w, nullptr, y, emulated); });
+  kf::conv2d_options emulated_named;  // fp32_emulated is best's own kernel (step 9)
+  emulated_named.math = kf::math_mode::fp32_emulated;
+  emulated_named.variant = kf::conv2d_variant::winograd;
+  expect_error(kf::errc::invalid_argument, "options.variant = winograd",
+               [&] { kf::conv2d_forward<float>(p, x, w, nullptr, y, emulated_named); });
   kf::conv2d_params huge = p;
   huge.batch = 1u << 20;
   huge.in_channels = 1u << 10;

@@ -246,6 +246,12 @@ TEST(Conv2dLayoutValidation, SixteenBitTypesAreNhwcOnly) {
   EXPECT_NO_THROW(kf::conv2d_forward<__half>(p, nullptr, w, nullptr, nullptr, wgmma));
   expect_error(kf::errc::invalid_argument, "options.math = exact forbids",
                [&] { kf::conv2d_forward<float>(p, nullptr, fake(0x2000000), nullptr, nullptr, wgmma); });
+  // fp32 emulation is for float data: 16-bit types are refused with the reason (before the no-op).
+  kf::conv2d_options emulated;
+  emulated.math = kf::math_mode::fp32_emulated;
+  expect_error(kf::errc::invalid_argument, "fp32_emulated is for float data",
+               [&] { kf::conv2d_forward<__half>(p, nullptr, w, nullptr, nullptr, emulated); });
+  EXPECT_NO_THROW(kf::conv2d_forward<float>(p, nullptr, fake(0x2000000), nullptr, nullptr, emulated));
 }
 
 TEST(Conv2dLayoutValidation, NhwcWgmmaByNameNamesTheUnmetCondition) {

@@ -136,6 +136,130 @@ struct params {
 template <int BN>
 inline constexpr int accumulators = wgmma_accumulators<BN>;
 
+/// The dynamic shared memory of a CTA with tiles BN wide: 1024-aligned (the
+/// swizzle is a function of the address bits), the stages' A tiles, their B
+/// tiles, the ring's barriers, then ping-pong's two turn barriers.
+template <int BN>
+struct smem_carve {
+  std::uint32_t a;              ///< stages<BN> x A tile
+  std::uint32_t b;              ///< stages<BN> x B tile
+  std::uint32_t ring;           ///< the stage ring's barriers
+  std::uint32_t mainloop_done;  ///< ping-pong's turn barriers
+  __device__ __forceinline__ explicit smem_carve(std::uint32_t raw)
+      : a((raw + swizzle_atom_bytes - 1) & ~std::uint32_t(swizzle_atom_bytes - 1)),
+        b(a + stages<BN> * a_tile_bytes),
+        ring(a + stages<BN> * stage_bytes<BN>),
+        mainloop_done(ring + stage_ring_barrier_bytes(stages<BN>)) {}
+};
+
+/// A tile's first output channel and the origin of its pixel box.
+struct tile_origin {
+  int k0, n0, p0, q0;
+};
+
+/// Tile t: channel tile t % tiles_k (BN channels each) of pixel box t / tiles_k (q fastest, then p, then n).
+template <int BN, class T>
+__device__ __forceinline__ tile_origin tile_of(const params<T>& prm, int t) {
+  tile_origin w;
+  w.k0 = (t % prm.tiles_k) * BN;
+  int m = t / prm.tiles_k;
+  w.q0 = (m % prm.tiles_q) * prm.wt;
+  m /= prm.tiles_q;
+  w.p0 = (m % prm.tiles_p) * prm.ht;
+  w.n0 = (m / prm.tiles_p) * prm.nt;
+  return w;
+}
+
+#if KF_ARCH_SM90A
+/// The producer thread: for tiles first, first + step, ... every k-step's A box
+/// (one filter tap's shifted pixels, block_c channels) and B box (the tap's
+/// block_c x BN filter slice) into the ring's next stage. k-step = tap *
+/// c_chunks + chunk; the channel offset is chunk * block_c along the map's
+/// first dimension (the fp32-emulation step's maps interleave each 32
+/// channels' hi and lo parts there, so its chunks alternate hi, lo).
+template <class T, int BN, int Stages>
+__device__ __forceinline__ void produce(const params<T>& prm, const stage_ring<Stages>& ring, std::uint32_t a_smem,
+                                        std::uint32_t b_smem, const CUtensorMap* map_x, const CUtensorMap* map_w,
+                                        int first, int step) {
+  ring_position<Stages> at;  // runs on across tiles
+  const unsigned stage_tx = static_cast<unsigned>(prm.a_box_bytes + b_tile_bytes<BN>);
+  for (int t = first; t < prm.tiles; t += step) {
+    const tile_origin w = tile_of<BN>(prm, t);
+    int tap = 0, chunk = 0;  // k-step = tap * c_chunks + chunk; tap = r * S + s
+    for (int kt = 0; kt < prm.k_steps; ++kt) {
+      const std::uint32_t full = ring.producer_acquire(at, stage_tx);
+      const int r = tap / prm.s, s = tap - r * prm.s;
+      const int c0 = chunk * block_c<T>;
+      tma_load_4d(a_smem + at.stage * a_tile_bytes, map_x, c0, w.q0 * prm.stride_w - prm.pad_w + s * prm.dilation_w,
+                  w.p0 * prm.stride_h - prm.pad_h + r * prm.dilation_h, w.n0, full);
+      tma_load_3d(b_smem + at.stage * b_tile_bytes<BN>, map_w, c0, tap, w.k0, full);
+      if (++chunk == prm.c_chunks) {
+        chunk = 0;
+        ++tap;
+      }
+      at.advance();
+    }
+  }
+}
+#endif  // KF_ARCH_SM90A
+
+/// One consumer warpgroup's 64 rows (row block `block` of the 128-row tile w)
+/// of a tile's sums d: + bias[k], the functor (fp32), the one rounding to T,
+/// and the masked store into y -- NCHW (NKPQ) or NHWC (NPQK). Rows past the
+/// box or outside the output are not stored.
+template <class T, conv2d_layout Layout, int Acc, class Epilogue>
+__device__ __forceinline__ void store_tile(const float (&d)[Acc], const params<T>& prm, const tile_origin& w, int block,
+                                           int warp_in_warpgroup, int lane, const Epilogue& ep) {
+  // Accumulator i of a thread: row 16 * warp + lane / 4 + 8 * ((i % 4) / 2),
+  // column 8 * (i / 4) + 2 * (lane % 4) + i % 2. Row -> pixel of the box.
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int row = block * wgmma_m + warp_in_warpgroup * 16 + lane / 4 + 8 * h;
+    if (row >= prm.box_pixels) continue;  // past the box: stale shared memory, never stored
+    const int bq = row % prm.wt;
+    const int bp = (row / prm.wt) % prm.ht;
+    const int bn = row / (prm.wt * prm.ht);
+    const int n = w.n0 + bn, p = w.p0 + bp, q = w.q0 + bq;
+    if (n >= prm.n || p >= prm.p || q >= prm.q) continue;  // the box overhangs the output
+    const int pixel = p * prm.q + q;
+    const long long gemm_row = static_cast<long long>(n) * prm.pq + pixel;
+    // Accumulator i at output channel k: + bias, the functor (fp32), the one rounding to T.
+    const auto out = [&](int i, int k) {
+      float v = d[i];
+      if (prm.bias != nullptr) v += to_compute(prm.bias[k]);
+      return static_cast<float>(ep(v, gemm_row, k));
+    };
+    if constexpr (Layout == conv2d_layout::nchw) {
+      T* const y_pixel = prm.y + static_cast<long long>(n) * prm.k * prm.pq + pixel;
+#pragma unroll
+      for (int c = 0; c < Acc / 4; ++c) {
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          const int k = w.k0 + 8 * c + 2 * (lane % 4) + j;
+          if (k < prm.k) y_pixel[static_cast<long long>(k) * prm.pq] = from_compute<T>(out(4 * c + 2 * h + j, k));
+        }
+      }
+    } else {  // NPQK: a thread's two neighbouring channels are neighbours in y
+      T* const y_row = prm.y + gemm_row * prm.k;
+#pragma unroll
+      for (int c = 0; c < Acc / 4; ++c) {
+        const int k = w.k0 + 8 * c + 2 * (lane % 4);
+        const int i = 4 * c + 2 * h;
+        if (prm.pair_stores && k < prm.k) {  // K even: k + 1 < K too
+          if constexpr (sizeof(T) == 4) {
+            *reinterpret_cast<float2*>(y_row + k) = make_float2(out(i, k), out(i + 1, k + 1));
+          } else {
+            *reinterpret_cast<std::uint32_t*>(y_row + k) = from_compute_pair<T>(out(i, k), out(i + 1, k + 1));
+          }
+        } else {
+          if (k < prm.k) y_row[k] = from_compute<T>(out(i, k));
+          if (k + 1 < prm.k) y_row[k + 1] = from_compute<T>(out(i + 1, k + 1));
+        }
+      }
+    }
+  }
+}
+
 }  // namespace conv2d_wgmma
 
 /// y = ep(conv(x, w) + bias) for stride-1 layers: T = float (TF32 products),
@@ -158,13 +282,11 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
   constexpr int kBTile = b_tile_bytes<BN>;
   constexpr int kAcc = accumulators<BN>;
   extern __shared__ unsigned char conv2d_wgmma_smem[];
-  const std::uint32_t raw = smem_address(conv2d_wgmma_smem);
-  const std::uint32_t base = (raw + swizzle_atom_bytes - 1) & ~std::uint32_t(swizzle_atom_bytes - 1);
-  const std::uint32_t a_smem = base;                           // stages x A tile
-  const std::uint32_t b_smem = base + kStages * a_tile_bytes;  // stages x B tile
-  const stage_ring<kStages> ring(base + kStages * stage_bytes<BN>);
+  const smem_carve<BN> smem(smem_address(conv2d_wgmma_smem));
+  const std::uint32_t a_smem = smem.a, b_smem = smem.b;
+  const stage_ring<kStages> ring(smem.ring);
   // Ping-pong: mainloop_done[c] completes a phase each time consumer c has issued a tile's products.
-  const std::uint32_t mainloop_done = base + kStages * stage_bytes<BN> + stage_ring_barrier_bytes(kStages);
+  const std::uint32_t mainloop_done = smem.mainloop_done;
 
   const int warpgroup = threadIdx.x / warpgroup_threads;
   const int tid_in_warpgroup = threadIdx.x % warpgroup_threads;
@@ -182,45 +304,9 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
   }
   __syncthreads();
 
-  // Tile t -> channel tile and the box origin (n0, p0, q0).
-  struct tile {
-    int k0, n0, p0, q0;
-  };
-  const auto tile_of = [&](int t) {
-    tile w;
-    w.k0 = (t % prm.tiles_k) * BN;
-    int m = t / prm.tiles_k;
-    w.q0 = (m % prm.tiles_q) * prm.wt;
-    m /= prm.tiles_q;
-    w.p0 = (m % prm.tiles_p) * prm.ht;
-    w.n0 = (m / prm.tiles_p) * prm.nt;
-    return w;
-  };
-
   if (warpgroup == 0) {
     // ---------------------------------------------------------------- producer
-    if (tid_in_warpgroup == 0) {
-      ring_position<kStages> at;  // runs on across tiles
-      const unsigned stage_tx = static_cast<unsigned>(prm.a_box_bytes + kBTile);
-      for (int t = blockIdx.x; t < prm.tiles; t += gridDim.x) {
-        const tile w = tile_of(t);
-        int tap = 0, chunk = 0;  // k-step = tap * c_chunks + chunk; tap = r * S + s
-        for (int kt = 0; kt < prm.k_steps; ++kt) {
-          const std::uint32_t full = ring.producer_acquire(at, stage_tx);
-          const int r = tap / prm.s, s = tap - r * prm.s;
-          const int c0 = chunk * block_c<T>;
-          tma_load_4d(a_smem + at.stage * a_tile_bytes, &map_x, c0,
-                      w.q0 * prm.stride_w - prm.pad_w + s * prm.dilation_w,
-                      w.p0 * prm.stride_h - prm.pad_h + r * prm.dilation_h, w.n0, full);
-          tma_load_3d(b_smem + at.stage * kBTile, &map_w, c0, tap, w.k0, full);
-          if (++chunk == prm.c_chunks) {
-            chunk = 0;
-            ++tap;
-          }
-          at.advance();
-        }
-      }
-    }
+    if (tid_in_warpgroup == 0) produce<T, BN>(prm, ring, a_smem, b_smem, &map_x, &map_w, blockIdx.x, gridDim.x);
   } else {
     // ---------------------------------------------------------------- consumers
     const int consumer = warpgroup - 1;
@@ -248,7 +334,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
     }
     int own_tiles = 0;  // tiles this warpgroup has taken so far
     for (int t = first; t < prm.tiles; t += step, ++own_tiles) {
-      const tile w = tile_of(t);
+      const tile_origin w = tile_of<BN>(prm, t);
       if constexpr (PingPong) {
         if (consumer == 1) mbar_wait(mainloop_done, static_cast<std::uint32_t>(own_tiles & 1));
         if (consumer == 0 && own_tiles > 0)
@@ -294,55 +380,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
 
 #pragma unroll
       for (int m = 0; m < kBlocks; ++m) {
-        const int block = PingPong ? m : consumer;
-        // Accumulator i of a thread: row 16 * warp + lane / 4 + 8 * ((i % 4) / 2),
-        // column 8 * (i / 4) + 2 * (lane % 4) + i % 2. Row -> pixel of the box.
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int row = block * wgmma_m + warp_in_warpgroup * 16 + lane / 4 + 8 * h;
-          if (row >= prm.box_pixels) continue;  // past the box: stale shared memory, never stored
-          const int bq = row % prm.wt;
-          const int bp = (row / prm.wt) % prm.ht;
-          const int bn = row / (prm.wt * prm.ht);
-          const int n = w.n0 + bn, p = w.p0 + bp, q = w.q0 + bq;
-          if (n >= prm.n || p >= prm.p || q >= prm.q) continue;  // the box overhangs the output
-          const int pixel = p * prm.q + q;
-          const long long gemm_row = static_cast<long long>(n) * prm.pq + pixel;
-          // Accumulator i at output channel k: + bias, the functor (fp32), the one rounding to T.
-          const auto out = [&](int i, int k) {
-            float v = d[m][i];
-            if (prm.bias != nullptr) v += to_compute(prm.bias[k]);
-            return static_cast<float>(ep(v, gemm_row, k));
-          };
-          if constexpr (Layout == conv2d_layout::nchw) {
-            T* const y_pixel = prm.y + static_cast<long long>(n) * prm.k * prm.pq + pixel;
-#pragma unroll
-            for (int c = 0; c < kAcc / 4; ++c) {
-#pragma unroll
-              for (int j = 0; j < 2; ++j) {
-                const int k = w.k0 + 8 * c + 2 * (lane % 4) + j;
-                if (k < prm.k) y_pixel[static_cast<long long>(k) * prm.pq] = from_compute<T>(out(4 * c + 2 * h + j, k));
-              }
-            }
-          } else {  // NPQK: a thread's two neighbouring channels are neighbours in y
-            T* const y_row = prm.y + gemm_row * prm.k;
-#pragma unroll
-            for (int c = 0; c < kAcc / 4; ++c) {
-              const int k = w.k0 + 8 * c + 2 * (lane % 4);
-              const int i = 4 * c + 2 * h;
-              if (prm.pair_stores && k < prm.k) {  // K even: k + 1 < K too
-                if constexpr (sizeof(T) == 4) {
-                  *reinterpret_cast<float2*>(y_row + k) = make_float2(out(i, k), out(i + 1, k + 1));
-                } else {
-                  *reinterpret_cast<std::uint32_t*>(y_row + k) = from_compute_pair<T>(out(i, k), out(i + 1, k + 1));
-                }
-              } else {
-                if (k < prm.k) y_row[k] = from_compute<T>(out(i, k));
-                if (k + 1 < prm.k) y_row[k + 1] = from_compute<T>(out(i + 1, k + 1));
-              }
-            }
-          }
-        }
+        store_tile<T, Layout>(d[m], prm, w, PingPong ? m : consumer, warp_in_warpgroup, lane, ep);
       }
     }
   }

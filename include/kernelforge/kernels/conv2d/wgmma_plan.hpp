@@ -69,6 +69,24 @@ inline bool conv2d_wgmma_preferred(std::size_t c, std::size_t stride_h, std::siz
   return conv2d_wgmma_unsupported_reason(stride_h, stride_w) == nullptr && c >= conv2d_wgmma_best_min_channels;
 }
 
+/// math_mode::fp32_emulated (step 9, 09_implicit_gemm_wgmma_fp32_emulated.cuh):
+/// the fewest input channels it takes (with fewer, most of each 32-channel
+/// stage would be zeros: 3 of 32 for an RGB stem) and the shortest sum C R S
+/// (as matmul's fp32_emulated_min_k: for short sums three TF32 products are
+/// less accurate than fp32 FMAs). Other layers run the exact kernels.
+constexpr std::size_t conv2d_fp32_emulated_min_channels = 32;
+constexpr std::size_t conv2d_fp32_emulated_min_crs = 128;
+
+/// nullptr when step 9 computes this layer (either layout: the pre-pass
+/// writes the split input NHWC, which the A map steps through at the
+/// layer's stride); else why the exact kernels compute it instead.
+inline const char* conv2d_fp32_emulated_unsupported_reason(std::size_t c, std::size_t rs, std::size_t stride_h,
+                                                           std::size_t stride_w) {
+  if (c < conv2d_fp32_emulated_min_channels) return "fewer than 32 input channels";
+  if (c * rs < conv2d_fp32_emulated_min_crs) return "sums C R S shorter than 128";
+  return conv2d_nhwc_wgmma_unsupported_reason(stride_h, stride_w);
+}
+
 /// Where the NHWC kernel runs its two consumer warpgroups in ping-pong (each on
 /// its own 128-row tile, the stores of one overlapping the products of the
 /// other) rather than cooperatively (both on one tile): from this many k-steps

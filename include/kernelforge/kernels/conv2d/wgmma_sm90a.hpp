@@ -39,6 +39,19 @@ bool conv2d_wgmma_try_launch(int device, const conv2d_args<float>& a, const epil
 bool conv2d_wgmma_try_launch(int device, const conv2d_args<float>& a, const epilogue::bias_relu_threshold<float>& ep,
                              cudaStream_t stream);
 
+/// math_mode::fp32_emulated (step 9, 09_implicit_gemm_wgmma_fp32_emulated.cuh):
+/// the float layer `a` in `layout` (NCHW: x NCHW, weight KCRS, y NKPQ; NHWC: x
+/// NHWC, weight KRSC, y NPQK), one that conv2d_fp32_emulated_unsupported_reason
+/// accepts: its operands split into a pooled workspace of 8 (N H W + K R S)
+/// round_up(C, 32) bytes, then the kernel; returns true. Returns false, having
+/// enqueued nothing, when the kernel is not available on `device`, the
+/// driver has no cuTensorMapEncodeTiled, a map cannot be encoded, a count
+/// overflows the kernel's ints or the workspace cannot be allocated.
+bool conv2d_fp32_emulated_try_launch(int device, const conv2d_args<float>& a, conv2d_layout layout,
+                                     const epilogue::identity& ep, cudaStream_t stream);
+bool conv2d_fp32_emulated_try_launch(int device, const conv2d_args<float>& a, conv2d_layout layout,
+                                     const epilogue::bias_relu_threshold<float>& ep, cudaStream_t stream);
+
 /// The NHWC layer `a` (x NHWC, weight KRSC, y NPQK; T float (TF32 products),
 /// __half or __nv_bfloat16; conv2d_nhwc_wgmma_unsupported_reason == nullptr),
 /// read in place by TMA, no workspace: enqueues it and returns true; returns

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The pre-pass of the fp32-emulation step (15_wgmma_fp32_emulated.cuh): each
-// fp32 operand split into two TF32 parts and laid out k-major for TMA.
+// The pre-pass of the fp32-emulation steps (matmul 15_wgmma_fp32_emulated.cuh,
+// conv2d 09_implicit_gemm_wgmma_fp32_emulated.cuh): each fp32 operand split
+// into two TF32 parts and laid out k-major for TMA.
 //
 //   x = hi + lo + e,  hi = tf32(x),  lo = tf32(x - hi)   (both rounded to nearest)
 //
@@ -18,9 +19,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include <cuda_runtime_api.h>
 
+#include "../arch/mma_sm80.cuh"  // round_to_tf32
 #include "../common/grid.hpp"
 #include "../common/kernel.cuh"
 #include "../runtime/cuda_check.hpp"
@@ -32,13 +35,6 @@ inline constexpr int split_block_k = 32;
 
 /// The packed row stride (elements) of an operand with k columns: hi and lo per 32 of k.
 inline std::size_t split_tf32_ld(std::size_t k) { return 2 * ceil_div(k, std::size_t{split_block_k}) * split_block_k; }
-
-/// TF32 rounding to nearest (ties away), as fp32 bits with the low 13 bits zero.
-__device__ __forceinline__ float round_to_tf32(float x) {
-  std::uint32_t bits;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(bits) : "f"(x));
-  return __uint_as_float(bits);
-}
 
 /// x's two TF32 parts. Non-finite x: hi = x, lo = 0 (x - hi would be NaN). A
 /// finite x that rounds up past the largest TF32 value keeps a finite hi
@@ -53,15 +49,23 @@ __device__ __forceinline__ float2 split_tf32(float x) {
 
 /// One 32 x 32 tile (rows x k) per block of 32 x 8 threads: read coalesced
 /// along whichever of the source's strides is 1 (through shared memory), then
-/// written as coalesced 128-byte rows of hi and of lo.
+/// written as coalesced 128-byte rows of hi and of lo. Grid z: a batch of such
+/// operands, src_batch and dst_batch elements apart.
 /// src(r, p) = src[r * row_stride + p * k_stride]; dst row r at dst + r * ld.
 /// *nonfinite gets a non-zero bit where any element is infinite or NaN (the
 /// GEMM then keeps its correction products apart: 15_wgmma_fp32_emulated.cuh).
+/// Float is a template parameter (float only) so that the two sm_90a
+/// translation units that enqueue it, matmul's and conv2d's fp32 emulation,
+/// share one weak copy instead of defining the kernel twice.
+template <class Float>
 KF_KERNEL void __launch_bounds__(256)
-    split_tf32_pack_kernel(const float* __restrict__ src, std::size_t row_stride, std::size_t k_stride,
-                           std::size_t rows, std::size_t k, float* __restrict__ dst, std::size_t ld,
-                           unsigned* __restrict__ nonfinite) {
+    split_tf32_pack_kernel(const Float* __restrict__ src, std::size_t src_batch, std::size_t row_stride,
+                           std::size_t k_stride, std::size_t rows, std::size_t k, float* __restrict__ dst,
+                           std::size_t dst_batch, std::size_t ld, unsigned* __restrict__ nonfinite) {
+  static_assert(std::is_same_v<Float, float>, "fp32 operands only");
   __shared__ float tile[split_block_k][split_block_k + 1];
+  src += blockIdx.z * src_batch;
+  dst += blockIdx.z * dst_batch;
   const std::size_t r0 = static_cast<std::size_t>(blockIdx.y) * split_block_k;
   const std::size_t kb = blockIdx.x;  // the k block
   const std::size_t p0 = kb * split_block_k;
@@ -89,25 +93,40 @@ KF_KERNEL void __launch_bounds__(256)
   }
 }
 
-/// Enqueues the split of `rows` x k (src(r, p) = src[r * row_stride + p *
-/// k_stride]) into dst (rows x split_tf32_ld(k)), or-ing 1 into *nonfinite
-/// (device memory, zeroed by the caller) where an element is inf or NaN.
+/// Enqueues the split of `batch` operands of `rows` x k (operand b's element
+/// (r, p) = src[b * src_batch + r * row_stride + p * k_stride]) into dst
+/// (operand b's rows x split_tf32_ld(k) at dst + b * dst_batch), or-ing 1 into
+/// *nonfinite (device memory, zeroed by the caller) where an element is inf or NaN.
+inline void launch_split_tf32_pack_batched(const float* src, std::size_t batch, std::size_t src_batch,
+                                           std::size_t row_stride, std::size_t k_stride, std::size_t rows,
+                                           std::size_t k, float* dst, std::size_t dst_batch, unsigned* nonfinite,
+                                           cudaStream_t stream, const char* what) {
+  const dim3 block(split_block_k, 8);
+  const std::size_t ld = split_tf32_ld(k);
+  const std::size_t k_blocks = ceil_div(k, std::size_t{split_block_k});
+  const std::size_t row_blocks = ceil_div(rows, std::size_t{split_block_k});
+  // gridDim.y and gridDim.z are at most 65535: walk the rows and the batch in slabs.
+  constexpr std::size_t max_yz = 65535;
+  for (std::size_t z0 = 0; z0 < batch; z0 += max_yz) {
+    const std::size_t zs = batch - z0 < max_yz ? batch - z0 : max_yz;
+    for (std::size_t y0 = 0; y0 < row_blocks; y0 += max_yz) {
+      const std::size_t ys = row_blocks - y0 < max_yz ? row_blocks - y0 : max_yz;
+      const std::size_t r = y0 * split_block_k;
+      split_tf32_pack_kernel<float><<<dim3(static_cast<unsigned>(k_blocks), static_cast<unsigned>(ys),
+                                    static_cast<unsigned>(zs)),
+                               block, 0, stream>>>(src + z0 * src_batch + r * row_stride, src_batch, row_stride,
+                                                   k_stride, rows - r, k, dst + z0 * dst_batch + r * ld, dst_batch, ld,
+                                                   nonfinite);
+      check_launch(what);
+    }
+  }
+}
+
+/// One operand: `rows` x k (src(r, p) = src[r * row_stride + p * k_stride]) into dst (rows x split_tf32_ld(k)).
 inline void launch_split_tf32_pack(const float* src, std::size_t row_stride, std::size_t k_stride, std::size_t rows,
                                    std::size_t k, float* dst, unsigned* nonfinite, cudaStream_t stream,
                                    const char* what) {
-  const dim3 block(split_block_k, 8);
-  const std::size_t k_blocks = ceil_div(k, std::size_t{split_block_k});
-  const std::size_t row_blocks = ceil_div(rows, std::size_t{split_block_k});
-  // gridDim.y is at most 65535: walk the rows in slabs.
-  constexpr std::size_t max_y = 65535;
-  for (std::size_t y0 = 0; y0 < row_blocks; y0 += max_y) {
-    const std::size_t ys = row_blocks - y0 < max_y ? row_blocks - y0 : max_y;
-    const std::size_t r = y0 * split_block_k;
-    split_tf32_pack_kernel<<<dim3(static_cast<unsigned>(k_blocks), static_cast<unsigned>(ys)), block, 0, stream>>>(
-        src + r * row_stride, row_stride, k_stride, rows - r, k, dst + r * split_tf32_ld(k), split_tf32_ld(k),
-        nonfinite);
-    check_launch(what);
-  }
+  launch_split_tf32_pack_batched(src, 1, 0, row_stride, k_stride, rows, k, dst, 0, nonfinite, stream, what);
 }
 
 }  // namespace kf::detail

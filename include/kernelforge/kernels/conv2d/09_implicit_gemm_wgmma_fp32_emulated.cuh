@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: Apache-2.0
+// Step 9 -- implicit_gemm_wgmma_fp32_emulated: fp32 accuracy on the TF32
+// tensor cores (math_mode::fp32_emulated), float NCHW and NHWC. Device code,
+// compiled for sm_90a only; host side src/conv2d/wgmma_sm90a_fp32_emulated.cu,
+// interface wgmma_sm90a.hpp (conv2d_fp32_emulated_try_launch).
+//
+// What changes from step 7 (07_implicit_gemm_wgmma.cuh, TF32: each product
+// rounds its inputs to 10 bits of mantissa, ~1e-3 relative error), and why it
+// is as accurate as the exact fp32 kernels while running on the tensor cores:
+//  * Matmul step 15's split (matmul/split_tf32.cuh): x = hi + lo (+ ~2^-22 x),
+//    and x w ~ hi hi + hi lo + lo hi, three TF32 products whose dropped lo lo
+//    term is below 2^-22 of the product. A pre-pass writes x as NHWC with, per
+//    32 channels, the 32 hi values then the 32 lo values (from NCHW or NHWC
+//    alike, zero past C), and the filter as K x RS x (the same per 32 channels);
+//    a non-finite input sets a flag in device memory.
+//  * The producer is step 7's, unchanged: over the split maps its channel
+//    chunks simply alternate hi, lo, so a k-block (32 channels of one filter
+//    tap) arrives as two consecutive ring stages, its A and B boxes each.
+//  * The consumers take the pair and order the products as matmul step 15
+//    does (matmul/wgmma/fp32_emulated_sums.cuh): a fresh tensor-core partial
+//    per k-block (hi lo, lo hi, then hi hi on top: wgmma truncates as it adds),
+//    promoted into an fp32 total with round-to-nearest. Unlike step 15 there
+//    is no window level (a layer's sum is at most a few hundred k-blocks, not
+//    thousands): its registers hold a second partial instead, so that k-block
+//    j + 1's products run while k-block j's partial is added. Inputs with an
+//    inf or a NaN run the kernel's other instance (Apart), which leaves the
+//    corrections out wherever hi hi is not finite, so infinities and NaNs are
+//    those of the exact products.
+//  * Cooperative only (both consumer warpgroups on one 128-row tile): the sums
+//    and partials of a thread take three times step 7's accumulators, so the
+//    producer warpgroup gives its registers to the consumers (setmaxnreg).
+//  * Strides up to 8 and any padding and dilation, in both layouts: the A map
+//    of the split input steps through it as step 7's NHWC map does.
+//  * Epilogue: step 7's (bias, the fused threshold ReLU, NCHW or NHWC stores).
+// Cost: three times step 7's TF32 products and twice its operand bytes, plus
+// the pre-pass (reads x once, writes it twice). Layers with fewer than 32
+// channels, strides above 8 or C R S < 128 run the exact kernels instead
+// (wgmma_plan.hpp: conv2d_fp32_emulated_takes).
+// Its measured speed and accuracy: benchmarks/tuning/conv2d.md#conv2d-fp32-emulation.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda.h>  // CUtensorMap (a type only)
+
+#include "../arch/guards.cuh"
+#include "../arch/pipeline_sm90.cuh"
+#include "../arch/smem.cuh"
+#include "../arch/warpgroup_sm90.cuh"
+#include "../arch/wgmma_sm90.cuh"
+#include "../common/kernel.cuh"
+#include "../matmul/wgmma/config.cuh"
+#include "../matmul/wgmma/fp32_emulated_sums.cuh"
+#include "07_implicit_gemm_wgmma.cuh"
+#include "kernelforge/conv.hpp"
+
+namespace kf::detail {
+
+/// y = ep(conv(x, w) + bias) in fp32 accuracy. map_x: the split input (dims
+/// 2 round_up(C, 32), W, H, N; box 32 x wt x ht x nt at the layer's strides);
+/// map_w: the split filter (dims 2 round_up(C, 32), RS, K; box 32 x 1 x BN).
+/// prm.c_chunks counts the split chunks (2 per 32 channels). Layout: y's
+/// layout. Apart: the instance for inputs with an inf or a NaN (*nonfinite !=
+/// 0, set by the pre-pass); the launcher enqueues both, the other returns at once.
+template <conv2d_layout Layout, int BN, bool Apart, class Epilogue>
+KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
+    conv2d_implicit_gemm_wgmma_fp32_emulated(const __grid_constant__ CUtensorMap map_x,
+                                             const __grid_constant__ CUtensorMap map_w,
+                                             const conv2d_wgmma::params<float> prm, const Epilogue ep,
+                                             const unsigned* nonfinite) {
+#if defined(__CUDA_ARCH__) && !KF_ARCH_SM90A
+  __trap();  // wgmma needs sm_90a; this file is compiled for nothing else
+#elif KF_ARCH_SM90A
+  using namespace conv2d_wgmma;
+  constexpr int kStages = stages<BN>;
+  constexpr int kAcc = accumulators<BN>;
+  static_assert(kStages % 2 == 0, "a k-block's hi and lo stages never straddle the ring's wrap");
+  if ((*nonfinite != 0) != Apart) return;  // the other instance computes this call
+  extern __shared__ unsigned char conv2d_wgmma_smem[];
+  const smem_carve<BN> smem(smem_address(conv2d_wgmma_smem));
+  const stage_ring<kStages> ring(smem.ring);
+  const int warpgroup = threadIdx.x / warpgroup_threads;
+  const int tid_in_warpgroup = threadIdx.x % warpgroup_threads;
+  if (threadIdx.x == 0) {  // the producer thread below
+    tma_prefetch_descriptor(&map_x);
+    tma_prefetch_descriptor(&map_w);
+    ring.init(consumer_warpgroups * warps_per_warpgroup);  // both warpgroups read every stage
+    mbar_init_fence();
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    // ---------------------------------------------------------------- producer
+    setmaxnreg_dec<wgmma::producer_registers>();
+    if (tid_in_warpgroup == 0) produce<float, BN>(prm, ring, smem.a, smem.b, &map_x, &map_w, blockIdx.x, gridDim.x);
+  } else {
+    // ---------------------------------------------------------------- consumers
+    setmaxnreg_inc<wgmma::consumer_registers>();
+    const int consumer = warpgroup - 1;
+    const int lane = tid_in_warpgroup % 32;
+    const int warp_in_warpgroup = tid_in_warpgroup / 32;
+    // A (stage a, this warpgroup's 64 rows) x B (stage b): the stage's 32 channels in 4 products.
+    const auto mma = [&](float(&d)[kAcc], int a_stage, int b_stage, bool fresh) {
+      const std::uint32_t a_tile = smem.a + a_stage * a_tile_bytes + consumer * wgmma_m * row_bytes;
+      const std::uint32_t b_tile = smem.b + b_stage * b_tile_bytes<BN>;
+#pragma unroll
+      for (int kk = 0; kk < row_bytes / product_bytes<float>; ++kk) {
+        const std::uint32_t k_bytes = kk * product_bytes<float>;  // along the swizzled row
+        wgmma_m64nNk8_tf32<BN>(d, smem_descriptor_sw128(a_tile + k_bytes), smem_descriptor_sw128(b_tile + k_bytes),
+                               fresh && kk == 0 ? 0u : 1u);
+      }
+    };
+    // One level of sums (a layer's sum is at most a few hundred k-blocks): the
+    // registers a window would take hold a second partial in flight instead.
+    wgmma::fp32_emulated_sums<kAcc, false> sums;
+    ring_position<kStages> at;
+    // The ring's next pair of stages (a k-block's hi, then its lo), and their products into p.
+    const auto issue = [&](float(&p)[kAcc], int& hi, int& lo) {
+      ring.consumer_wait(at);
+      hi = at.stage;
+      at.advance();
+      ring.consumer_wait(at);
+      lo = at.stage;
+      at.advance();
+      wgmma_fence();
+      wgmma::fp32_emulated_products(p, hi, lo, mma);
+      wgmma_commit();
+    };
+    // A completed k-block: its stages back to the producer, its partial into the sums.
+    const auto retire = [&](float(&p)[kAcc], int hi, int lo) {
+      fence_operands(p);
+      if (lane == 0) {
+        ring.release(hi);
+        ring.release(lo);
+      }
+      sums.add(p);
+    };
+    // The k-blocks' partials in the tensor cores (Apart: hi x hi and the
+    // corrections); zeroed once, never read: each k-block starts fresh.
+    float partial0[kAcc], partial1[kAcc];
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) partial0[i] = partial1[i] = 0.0f;
+    for (int t = blockIdx.x; t < prm.tiles; t += gridDim.x) {
+      const tile_origin w = tile_of<BN>(prm, t);
+      sums.reset();
+      const int blocks = prm.k_steps / 2;  // k-blocks: pairs of stages
+      if constexpr (!Apart) {
+        // Two partials: k-block j + 1's products run while k-block j's are summed.
+        int hi0, lo0, hi1, lo1;
+        issue(partial0, hi0, lo0);
+        for (int j = 0; j < blocks; j += 2) {
+          if (j + 1 < blocks) {
+            issue(partial1, hi1, lo1);
+            wgmma_wait<1>();
+          } else {
+            wgmma_wait<0>();
+          }
+          retire(partial0, hi0, lo0);
+          if (j + 1 == blocks) break;
+          if (j + 2 < blocks) {
+            issue(partial0, hi0, lo0);
+            wgmma_wait<1>();
+          } else {
+            wgmma_wait<0>();
+          }
+          retire(partial1, hi1, lo1);
+        }
+      } else {
+        // Inputs with an inf or a NaN: hi x hi and the corrections apart, one k-block at a time.
+        float(&partial)[kAcc] = partial0;
+        float(&correction)[kAcc] = partial1;
+        for (int j = 0; j < blocks; ++j) {
+          ring.consumer_wait(at);
+          const int hi = at.stage;
+          at.advance();
+          ring.consumer_wait(at);
+          const int lo = at.stage;
+          at.advance();
+          wgmma_fence();
+          wgmma::fp32_emulated_products_apart(partial, correction, hi, lo, mma);
+          wgmma_commit();
+          wgmma_wait<0>();
+          fence_operands(partial);
+          fence_operands(correction);
+          if (lane == 0) {
+            ring.release(hi);
+            ring.release(lo);
+          }
+          sums.add_apart(partial, correction);
+        }
+      }
+      store_tile<float, Layout>(sums.finish(), prm, w, consumer, warp_in_warpgroup, lane, ep);
+    }
+  }
+#endif
+}
+
+}  // namespace kf::detail

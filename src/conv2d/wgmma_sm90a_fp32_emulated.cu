@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: Apache-2.0
+// Step 9, host side -- math_mode::fp32_emulated for conv2d (kernel:
+// 09_implicit_gemm_wgmma_fp32_emulated.cuh; interface: wgmma_sm90a.hpp): the
+// split pre-pass of the input and the filter (matmul/split_tf32.cuh) into a
+// pooled workspace, the two tensor maps over the split operands, and both
+// instances of the persistent kernel (finite inputs; inputs with an inf or a
+// NaN), of which the one the pre-pass's flag does not name returns at once.
+//
+// Built for sm_90a only (src/conv2d/sources.cmake), or as stubs where the
+// library's architecture list has no 90. It instantiates only step 9's kernels
+// and the split pre-pass (a template, shared with matmul step 15's translation
+// unit, which is sm_90a-only too).
+#include "kernelforge/kernels/conv2d/wgmma_sm90a.hpp"
+
+#if defined(KERNELFORGE_HAS_SM90A)
+
+#include <cstddef>
+#include <type_traits>
+
+#include <cuda.h>
+
+#include "kernelforge/kernels/common/alignment.hpp"
+#include "kernelforge/kernels/common/grid.hpp"
+#include "kernelforge/kernels/conv2d/09_implicit_gemm_wgmma_fp32_emulated.cuh"
+#include "kernelforge/kernels/conv2d/wgmma_host.cuh"
+#include "kernelforge/kernels/matmul/split_tf32.cuh"
+#include "kernelforge/kernels/runtime/kernel_attributes.hpp"
+#include "kernelforge/kernels/runtime/launcher.hpp"
+#include "kernelforge/kernels/runtime/workspace.hpp"
+
+namespace kf::detail {
+
+namespace {
+
+constexpr const char* what = "kf::conv2d_forward (implicit_gemm_wgmma_fp32_emulated)";
+
+/// Both instances of the kernel for y's layout and the tile width, persistent.
+template <conv2d_layout Layout, int BN, class Epilogue>
+void launch_instances(int device, const CUtensorMap& map_x, const CUtensorMap& map_w,
+                      const conv2d_wgmma::params<float>& prm, const Epilogue& ep, const unsigned* nonfinite,
+                      cudaStream_t stream) {
+  constexpr auto common = &conv2d_implicit_gemm_wgmma_fp32_emulated<Layout, BN, false, Epilogue>;
+  constexpr auto apart = &conv2d_implicit_gemm_wgmma_fp32_emulated<Layout, BN, true, Epilogue>;
+  constexpr int smem = conv2d_wgmma::smem_bytes<BN>;
+  // The queries also set each instance's shared-memory limit.
+  const int resident_common = resident_clusters<common>(device, conv2d_wgmma::threads, smem, 1, what);
+  const int resident_apart = resident_clusters<apart>(device, conv2d_wgmma::threads, smem, 1, what);
+  const int resident = resident_common < resident_apart ? resident_common : resident_apart;
+  const int grid = prm.tiles < resident ? prm.tiles : resident;
+  common<<<grid, conv2d_wgmma::threads, smem, stream>>>(map_x, map_w, prm, ep, nonfinite);
+  check_launch(what);
+  apart<<<grid, conv2d_wgmma::threads, smem, stream>>>(map_x, map_w, prm, ep, nonfinite);
+  check_launch(what);
+}
+
+template <class Epilogue>
+bool try_launch(int device, const conv2d_args<float>& a, conv2d_layout layout, const Epilogue& ep,
+                cudaStream_t stream) {
+  using z = std::size_t;
+  // Every check before any work: a false return has enqueued nothing.
+  if (!conv2d_wgmma_available(device)) return false;
+  const z N = static_cast<z>(a.n), C = static_cast<z>(a.c), H = static_cast<z>(a.h), W = static_cast<z>(a.w);
+  const z K = static_cast<z>(a.k), RS = static_cast<z>(a.rs);
+  if (conv2d_fp32_emulated_unsupported_reason(C, RS, static_cast<z>(a.stride_h), static_cast<z>(a.stride_w)) !=
+      nullptr) {
+    return false;
+  }
+  // The layer over the split operands: 2 round_up(C, 32) channels (hi and lo
+  // per 32), which the kernel walks as chunks of 32 (hi, lo, hi, lo, ...).
+  const z ld = split_tf32_ld(C);
+  conv2d_args<float> s = a;
+  s.c = static_cast<int>(ld);
+  const conv2d_wgmma_tile plan = choose_conv2d_wgmma_tile(N, static_cast<z>(a.p), static_cast<z>(a.q), K,
+                                                          static_cast<z>(a.stride_h), static_cast<z>(a.stride_w));
+  conv2d_wgmma::params<float> prm;
+  if (!make_conv2d_wgmma_params(s, plan, prm)) return false;
+
+  const z x_bytes = round_up(N * H * W * ld * sizeof(float), workspace_alignment);
+  const z w_bytes = round_up(K * RS * ld * sizeof(float), workspace_alignment);
+  // Returned to the pool on `stream` when this function returns or throws.
+  const pooled_workspace scratch(device, x_bytes + w_bytes + sizeof(unsigned), stream);
+  if (scratch.data() == nullptr) return false;  // the caller reports it
+  float* const x_split = scratch.data<float>();
+  float* const w_split = reinterpret_cast<float*>(scratch.data<char>() + x_bytes);
+  unsigned* const nonfinite = reinterpret_cast<unsigned*>(scratch.data<char>() + x_bytes + w_bytes);
+  CUtensorMap map_x{}, map_w{};
+  s.x = x_split;
+  s.wt = w_split;
+  if (!encode_conv2d_wgmma_maps(map_x, map_w, s.x, s.wt, s, ld, ld, plan)) return false;
+
+  // Nothing is enqueued above: from here on the call runs to the end (or throws).
+  cuda_check(cudaMemsetAsync(nonfinite, 0, sizeof(unsigned), stream), what);
+  const z HW = H * W;
+  if (layout == conv2d_layout::nhwc) {
+    // x: N H W pixels of C contiguous channels; the filter: K R S taps of C.
+    launch_split_tf32_pack(a.x, C, 1, N * HW, C, x_split, nonfinite, stream, what);
+    launch_split_tf32_pack(a.wt, C, 1, K * RS, C, w_split, nonfinite, stream, what);
+  } else {
+    // x: per image, H W pixels (contiguous) by C channels H W apart; the filter: per k, R S taps by C.
+    launch_split_tf32_pack_batched(a.x, N, C * HW, 1, HW, HW, C, x_split, HW * ld, nonfinite, stream, what);
+    launch_split_tf32_pack_batched(a.wt, K, C * RS, 1, RS, RS, C, w_split, RS * ld, nonfinite, stream, what);
+  }
+  const auto run = [&](auto layout_tag) {
+    constexpr conv2d_layout L = decltype(layout_tag)::value;
+    if (plan.bn == 64) {
+      launch_instances<L, 64>(device, map_x, map_w, prm, ep, nonfinite, stream);
+    } else {
+      launch_instances<L, 128>(device, map_x, map_w, prm, ep, nonfinite, stream);
+    }
+  };
+  if (layout == conv2d_layout::nhwc) {
+    run(std::integral_constant<conv2d_layout, conv2d_layout::nhwc>{});
+  } else {
+    run(std::integral_constant<conv2d_layout, conv2d_layout::nchw>{});
+  }
+  return true;
+}
+
+}  // namespace
+
+bool conv2d_fp32_emulated_try_launch(int device, const conv2d_args<float>& a, conv2d_layout layout,
+                                     const epilogue::identity& ep, cudaStream_t stream) {
+  return try_launch(device, a, layout, ep, stream);
+}
+
+bool conv2d_fp32_emulated_try_launch(int device, const conv2d_args<float>& a, conv2d_layout layout,
+                                     const epilogue::bias_relu_threshold<float>& ep, cudaStream_t stream) {
+  return try_launch(device, a, layout, ep, stream);
+}
+
+}  // namespace kf::detail
+
+#else  // !KERNELFORGE_HAS_SM90A: the library's list has no 90; nothing to run.
+
+namespace kf::detail {
+
+bool conv2d_fp32_emulated_try_launch(int, const conv2d_args<float>&, conv2d_layout, const epilogue::identity&,
+                                     cudaStream_t) {
+  return false;
+}
+
+bool conv2d_fp32_emulated_try_launch(int, const conv2d_args<float>&, conv2d_layout,
+                                     const epilogue::bias_relu_threshold<float>&, cudaStream_t) {
+  return false;
+}
+
+}  // namespace kf::detail
+
+#endif
