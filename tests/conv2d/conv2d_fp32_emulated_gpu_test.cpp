@@ -61,6 +61,7 @@
 namespace {
 
 using kf::test::conv2d::fp32_u;
+using kf::test::conv2d::make_layer;
 using kf::test::conv2d::to_device_at;
 
 /// Whether this device and library run the emulation: compute capability 9.0
@@ -82,19 +83,6 @@ kf::conv2d_options emulated() {
   kf::conv2d_options o;
   o.math = kf::math_mode::fp32_emulated;
   return o;
-}
-
-/// A layer: N C H W K R S, strides, paddings, dilation (both directions).
-kf::conv2d_params layer(std::size_t n, std::size_t c, std::size_t h, std::size_t w, std::size_t k, std::size_t r,
-                        std::size_t s, std::size_t stride_h, std::size_t stride_w, std::size_t pad_h, std::size_t pad_w,
-                        std::size_t dilation = 1) {
-  kf::conv2d_params p{n, c, h, w, k, r, s};
-  p.stride_h = stride_h;
-  p.stride_w = stride_w;
-  p.pad_h = pad_h;
-  p.pad_w = pad_w;
-  p.dilation_h = p.dilation_w = dilation;
-  return p;
 }
 
 kf::conv2d_params in_layout(kf::conv2d_params p, kf::conv2d_layout layout) {
@@ -156,7 +144,7 @@ TEST(Conv2dFp32Emulated, UnsupportedWithoutWgmma) {
   // A layer the wgmma kernel takes and one it leaves to the exact kernels: the
   // device is refused first on both (as matmul's below its short-k bound).
   for (const kf::conv2d_params& base :
-       {layer(2, 64, 9, 9, 64, 3, 3, 1, 1, 1, 1), layer(2, 3, 9, 9, 8, 3, 3, 1, 1, 1, 1)}) {
+       {make_layer(2, 64, 9, 9, 64, 3, 3, 1, 1, 1, 1), make_layer(2, 3, 9, 9, 8, 3, 3, 1, 1, 1, 1)}) {
     for (const kf::conv2d_layout layout : {kf::conv2d_layout::nchw, kf::conv2d_layout::nhwc}) {
       const kf::conv2d_params p = in_layout(base, layout);
       SCOPED_TRACE(std::string(layout_name(layout)) + ", C = " + std::to_string(p.in_channels));
@@ -174,7 +162,7 @@ TEST(Conv2dFp32Emulated, UnsupportedWithoutWgmma) {
 TEST(Conv2dFp32Emulated, InvalidVariantAndType) {
   KF_SKIP_WITHOUT_GPU();
   using v = kf::conv2d_variant;
-  const kf::conv2d_params nchw = layer(2, 64, 9, 9, 64, 3, 3, 1, 1, 1, 1);
+  const kf::conv2d_params nchw = make_layer(2, 64, 9, 9, 64, 3, 3, 1, 1, 1, 1);
   const kf::conv2d_params nhwc = in_layout(nchw, kf::conv2d_layout::nhwc);
   kf::device_buffer<float> x(x_size(nchw)), w(w_size(nchw)), y(y_size(nchw));
   kf::test::poison(y.data(), y.size_bytes());
@@ -227,33 +215,33 @@ const std::vector<emulated_case>& emulated_cases() {
   static const std::vector<emulated_case> cases = {
       // 3x3 pad 1: C around the 32-channel k-blocks (32, 64, 96 = 1.5 x 64, 130 = 4 x 32 + 2),
       // K around the 64- and 128-wide tiles (7, 64, 128, 200), N = 1, 2, 3, prime H and W.
-      {"c32_13x17_k64_3x3_p1_n2", layer(2, 32, 13, 17, 64, 3, 3, 1, 1, 1, 1), true, 0},
-      {"c64_17x13_k128_3x3_p1_n1", layer(1, 64, 17, 13, 128, 3, 3, 1, 1, 1, 1), false, 0},
-      {"c96_11x7_k200_3x3_p1_n3", layer(3, 96, 11, 7, 200, 3, 3, 1, 1, 1, 1), true, 0},
-      {"c130_7x11_k7_3x3_p1_n2_misaligned", layer(2, 130, 7, 11, 7, 3, 3, 1, 1, 1, 1), true, 1},
-      {"c64_28x28_k64_3x3_p1_n2", layer(2, 64, 28, 28, 64, 3, 3, 1, 1, 1, 1), false, 0},
+      {"c32_13x17_k64_3x3_p1_n2", make_layer(2, 32, 13, 17, 64, 3, 3, 1, 1, 1, 1), true, 0},
+      {"c64_17x13_k128_3x3_p1_n1", make_layer(1, 64, 17, 13, 128, 3, 3, 1, 1, 1, 1), false, 0},
+      {"c96_11x7_k200_3x3_p1_n3", make_layer(3, 96, 11, 7, 200, 3, 3, 1, 1, 1, 1), true, 0},
+      {"c130_7x11_k7_3x3_p1_n2_misaligned", make_layer(2, 130, 7, 11, 7, 3, 3, 1, 1, 1, 1), true, 1},
+      {"c64_28x28_k64_3x3_p1_n2", make_layer(2, 64, 28, 28, 64, 3, 3, 1, 1, 1, 1), false, 0},
       // A 1 x 1 output: one pixel padded all round, and a 3x3 input at pad 0.
-      {"c64_1x1_k65_3x3_p1_n3", layer(3, 64, 1, 1, 65, 3, 3, 1, 1, 1, 1), true, 0},
-      {"c48_3x3_k64_3x3_p0_to_1x1", layer(2, 48, 3, 3, 64, 3, 3, 1, 1, 0, 0), false, 1},
+      {"c64_1x1_k65_3x3_p1_n3", make_layer(3, 64, 1, 1, 65, 3, 3, 1, 1, 1, 1), true, 0},
+      {"c48_3x3_k64_3x3_p0_to_1x1", make_layer(2, 48, 3, 3, 64, 3, 3, 1, 1, 0, 0), false, 1},
       // Strides 2, 3 and 1 x 2; dilation 2.
-      {"c64_17x19_k128_3x3_s2_p1_n2_misaligned", layer(2, 64, 17, 19, 128, 3, 3, 2, 2, 1, 1), true, 1},
-      {"c40_23x19_k64_5x5_s3_p2", layer(2, 40, 23, 19, 64, 5, 5, 3, 3, 2, 2), false, 0},
-      {"c32_19x17_k40_3x3_s1x2_p1", layer(2, 32, 19, 17, 40, 3, 3, 1, 2, 1, 1), true, 0},
-      {"c64_13x11_k72_3x3_d2_p2", layer(2, 64, 13, 11, 72, 3, 3, 1, 1, 2, 2, 2), true, 0},
+      {"c64_17x19_k128_3x3_s2_p1_n2_misaligned", make_layer(2, 64, 17, 19, 128, 3, 3, 2, 2, 1, 1), true, 1},
+      {"c40_23x19_k64_5x5_s3_p2", make_layer(2, 40, 23, 19, 64, 5, 5, 3, 3, 2, 2), false, 0},
+      {"c32_19x17_k40_3x3_s1x2_p1", make_layer(2, 32, 19, 17, 40, 3, 3, 1, 2, 1, 1), true, 0},
+      {"c64_13x11_k72_3x3_d2_p2", make_layer(2, 64, 13, 11, 72, 3, 3, 1, 1, 2, 2, 2), true, 0},
       // 1x1 filters (C*R*S = C >= 128), at stride 1 and 2.
-      {"c128_9x7_k200_1x1_n2", layer(2, 128, 9, 7, 200, 1, 1, 1, 1, 0, 0), true, 0},
-      {"c256_11x13_k64_1x1_s2_misaligned", layer(2, 256, 11, 13, 64, 1, 1, 2, 2, 0, 0), false, 1},
+      {"c128_9x7_k200_1x1_n2", make_layer(2, 128, 9, 7, 200, 1, 1, 1, 1, 0, 0), true, 0},
+      {"c256_11x13_k64_1x1_s2_misaligned", make_layer(2, 256, 11, 13, 64, 1, 1, 2, 2, 0, 0), false, 1},
       // 5x5 and 7x7 with C >= 32.
-      {"c32_11x13_k64_5x5_p2", layer(2, 32, 11, 13, 64, 5, 5, 1, 1, 2, 2), true, 0},
-      {"c32_15x13_k33_7x7_s2_p3", layer(2, 32, 15, 13, 33, 7, 7, 2, 2, 3, 3), false, 0},
+      {"c32_11x13_k64_5x5_p2", make_layer(2, 32, 11, 13, 64, 5, 5, 1, 1, 2, 2), true, 0},
+      {"c32_15x13_k33_7x7_s2_p3", make_layer(2, 32, 15, 13, 33, 7, 7, 2, 2, 3, 3), false, 0},
       // Rectangular padding and filters.
-      {"c64_12x10_k64_3x3_p2x0", layer(2, 64, 12, 10, 64, 3, 3, 1, 1, 2, 0), true, 0},
-      {"c33_9x14_k70_3x5_p1x2_n1_misaligned", layer(1, 33, 9, 14, 70, 3, 5, 1, 1, 1, 2), true, 1},
+      {"c64_12x10_k64_3x3_p2x0", make_layer(2, 64, 12, 10, 64, 3, 3, 1, 1, 2, 0), true, 0},
+      {"c33_9x14_k70_3x5_p1x2_n1_misaligned", make_layer(1, 33, 9, 14, 70, 3, 5, 1, 1, 1, 2), true, 1},
       // Left to the exact kernels: C < 32 (the RGB stem, C = 16), C*R*S < 128, a stride above 8.
-      {"exact_c3_29x29_k64_7x7_s2_p3_stem", layer(2, 3, 29, 29, 64, 7, 7, 2, 2, 3, 3), true, 0},
-      {"exact_c16_13x11_k40_3x3_p1_misaligned", layer(2, 16, 13, 11, 40, 3, 3, 1, 1, 1, 1), false, 1},
-      {"exact_c100_9x9_k96_1x1", layer(2, 100, 9, 9, 96, 1, 1, 1, 1, 0, 0), true, 0},
-      {"exact_c32_40x37_k16_3x3_s9_p1", layer(2, 32, 40, 37, 16, 3, 3, 9, 9, 1, 1), false, 0},
+      {"exact_c3_29x29_k64_7x7_s2_p3_stem", make_layer(2, 3, 29, 29, 64, 7, 7, 2, 2, 3, 3), true, 0},
+      {"exact_c16_13x11_k40_3x3_p1_misaligned", make_layer(2, 16, 13, 11, 40, 3, 3, 1, 1, 1, 1), false, 1},
+      {"exact_c100_9x9_k96_1x1", make_layer(2, 100, 9, 9, 96, 1, 1, 1, 1, 0, 0), true, 0},
+      {"exact_c32_40x37_k16_3x3_s9_p1", make_layer(2, 32, 40, 37, 16, 3, 3, 9, 9, 1, 1), false, 0},
   };
   return cases;
 }
@@ -331,8 +319,8 @@ TEST(Conv2dFp32EmulatedCases, ExactCasesAreTheOnesTheKernelLeaves) {
 // outputs may lie in that band (else the test is too loose to mean anything).
 TEST(Conv2dFp32Emulated, FusedBiasAndThresholdRelu) {
   KF_SKIP_WITHOUT_EMULATION();
-  const kf::conv2d_params layers[] = {layer(2, 64, 13, 11, 72, 3, 3, 1, 1, 1, 1),
-                                      layer(2, 128, 9, 12, 65, 1, 1, 2, 2, 0, 0)};
+  const kf::conv2d_params layers[] = {make_layer(2, 64, 13, 11, 72, 3, 3, 1, 1, 1, 1),
+                                      make_layer(2, 128, 9, 12, 65, 1, 1, 2, 2, 0, 0)};
   std::uint64_t seed = 4000;
   for (const kf::conv2d_params& base : layers) {
     for (const kf::conv2d_layout layout : {kf::conv2d_layout::nchw, kf::conv2d_layout::nhwc}) {
@@ -421,9 +409,9 @@ TEST(Conv2dFp32Emulated, InfAndNanGiveTheExactModesResult) {
   KF_SKIP_WITHOUT_EMULATION();
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   const kf::conv2d_params layers[] = {
-      layer(2, 64, 9, 10, 40, 3, 3, 1, 1, 1, 1),  // NCHW: exact runs the implicit GEMM (K < 64)
-      in_layout(layer(2, 64, 9, 10, 64, 3, 3, 1, 1, 1, 1), kf::conv2d_layout::nhwc),  // NHWC: exact runs naive
-      layer(2, 64, 9, 10, 64, 3, 3, 1, 1, 1, 1),                                      // NCHW: exact runs Winograd
+      make_layer(2, 64, 9, 10, 40, 3, 3, 1, 1, 1, 1),  // NCHW: exact runs the implicit GEMM (K < 64)
+      in_layout(make_layer(2, 64, 9, 10, 64, 3, 3, 1, 1, 1, 1), kf::conv2d_layout::nhwc),  // NHWC: exact runs naive
+      make_layer(2, 64, 9, 10, 64, 3, 3, 1, 1, 1, 1),                                      // NCHW: exact runs Winograd
   };
   std::uint64_t seed = 5000;
   for (const kf::conv2d_params& p : layers) {
@@ -561,27 +549,14 @@ std::vector<output_at> sample_outputs(const kf::conv2d_params& p, std::size_t co
 void sampled_reference(const kf::conv2d_params& p, const std::vector<float>& x, const std::vector<float>& w,
                        const std::vector<output_at>& sample, std::vector<double>& ref, std::vector<double>& mag) {
   const kf::conv2d_params nchw = in_layout(p, kf::conv2d_layout::nchw);
-  const kf::reference::conv2d_indexer ix = kf::reference::conv2d_reference_indexer(nchw, "sampled_reference");
-  ref.assign(sample.size(), 0.0);
-  mag.assign(sample.size(), 0.0);
+  ref.resize(sample.size());
+  mag.resize(sample.size());
   for (std::size_t i = 0; i < sample.size(); ++i) {
     const output_at& o = sample[i];
-    for (std::size_t c = 0; c < p.in_channels; ++c) {
-      for (std::size_t r = 0; r < p.filter_height; ++r) {
-        const long long h =
-            static_cast<long long>(o.p * p.stride_h + r * p.dilation_h) - static_cast<long long>(p.pad_h);
-        if (h < 0 || h >= static_cast<long long>(p.in_height)) continue;
-        for (std::size_t s = 0; s < p.filter_width; ++s) {
-          const long long v =
-              static_cast<long long>(o.q * p.stride_w + s * p.dilation_w) - static_cast<long long>(p.pad_w);
-          if (v < 0 || v >= static_cast<long long>(p.in_width)) continue;
-          const double t = static_cast<double>(w[ix.weight(o.k, c, r, s)]) *
-                           x[ix.x(o.n, c, static_cast<std::size_t>(h), static_cast<std::size_t>(v))];
-          ref[i] += t;
-          mag[i] += std::fabs(t);
-        }
-      }
-    }
+    const kf::reference::conv2d_exact_output r =
+        kf::reference::conv2d_forward_exact_at(nchw, x.data(), w.data(), o.n, o.k, o.p, o.q);
+    ref[i] = r.value;
+    mag[i] = r.scale;
   }
 }
 
@@ -628,9 +603,9 @@ error_stats errors_of(const std::vector<float>& got, const kf::conv2d_params& p,
 // reported, not forgiven.
 TEST(Conv2dFp32Emulated, AccuracyNoWorseThanTheExactMode) {
   KF_SKIP_WITHOUT_EMULATION();
-  const kf::conv2d_params layers[] = {layer(2, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1),
-                                      layer(2, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1),
-                                      layer(2, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1)};
+  const kf::conv2d_params layers[] = {make_layer(2, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1),
+                                      make_layer(2, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1),
+                                      make_layer(2, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1)};
   constexpr std::size_t sample_size = 8192;
   std::printf("%-17s %-22s %-4s | %-23s | %-23s | %s\n", "inputs", "layer (N = 2)", "", "ours: median rel, sum",
               "exact: median rel, sum", "max sum-rel ours / exact; max rel ours / exact");
