@@ -92,8 +92,8 @@ kf::conv2d_params in_layout(kf::conv2d_params p, kf::conv2d_layout layout) {
 
 const char* layout_name(kf::conv2d_layout layout) { return layout == kf::conv2d_layout::nhwc ? "nhwc" : "nchw"; }
 
-/// Whether the contract's wgmma kernel takes p (C >= 32, strides <= 8, C*R*S >
-/// = 128); the library runs the exact kernels on the others.
+/// Whether the contract's wgmma kernel takes p (C >= 32, strides <= 8,
+/// C*R*S >= 128); the library runs the exact kernels on the others.
 bool emulation_takes(const kf::conv2d_params& p) {
   return p.in_channels >= 32 && p.stride_h <= 8 && p.stride_w <= 8 &&
          p.in_channels * p.filter_height * p.filter_width >= 128;
@@ -400,11 +400,11 @@ bool same_non_finite(double got, double want) { return std::isnan(want) ? std::i
 //    times weights 0.5: finite outputs near 2^127.
 // Where the exact mode runs a direct kernel (NHWC: naive; NCHW with K < 64:
 // the implicit GEMM) ours must match its non-finite outputs one for one. Where
-// it runs Winograd (NCHW, C and K >= 64), Winograd's transforms mix taps (an
-// inf input makes NaNs in whole 2 x 2 tiles, FLT_MAX overflows in the
-// transforms), so there ours must match direct summation's pattern -- the
-// double reference's -- and the count of outputs where exact departs from it
-// is printed.
+// it runs Winograd (NCHW, C and K >= 64), the transforms add taps' terms
+// before the products (an inf input can come out as inf - inf = NaN where
+// direct summation gives +-inf, FLT_MAX can overflow), so there ours must
+// match direct summation's pattern -- the double reference's -- and the count
+// of outputs where the exact mode departs from it is printed.
 TEST(Conv2dFp32Emulated, InfAndNanGiveTheExactModesResult) {
   KF_SKIP_WITHOUT_EMULATION();
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
@@ -481,7 +481,7 @@ const char* name_of(inputs d) {
 /// x (N x C x H x W) and w (K x C x R x S) of kind d in logical NCHW / KCRS
 /// order. wide: each input channel c's x plane and filter slice w[:, c] scaled
 /// by 2^e_c, e_c uniform in [-20, 20] (the products of channel c by 2^(2 e_c):
-/// every sum mixes terms 2^80 apart, so the large channels carry it).
+/// every sum mixes terms up to 2^80 apart, so its largest channels carry it).
 void make_inputs(inputs d, const kf::conv2d_params& p, std::uint64_t seed, std::vector<float>& x,
                  std::vector<float>& w) {
   std::uint64_t z = seed * 0x9E3779B97F4A7C15ull + 7;
@@ -490,8 +490,9 @@ void make_inputs(inputs d, const kf::conv2d_params& p, std::uint64_t seed, std::
     return (static_cast<double>(z >> 11) + 0.5) * 0x1.0p-53;  // (0, 1)
   };
   const auto value = [&] {
-    if (d == inputs::randn) return std::sqrt(-2.0 * std::log(uniform01())) * std::cos(6.283185307179586 * uniform01());
-    return 2.0 * uniform01() - 1.0;
+    if (d != inputs::randn) return 2.0 * uniform01() - 1.0;
+    const double radius = std::sqrt(-2.0 * std::log(uniform01()));  // Box-Muller, the draws in a fixed order
+    return radius * std::cos(6.283185307179586 * uniform01());
   };
   std::vector<double> channel_scale(p.in_channels, 1.0);
   if (d == inputs::wide) {
@@ -504,7 +505,7 @@ void make_inputs(inputs d, const kf::conv2d_params& p, std::uint64_t seed, std::
   for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(value() * channel_scale[i / rs % p.in_channels]);
 }
 
-/// The NCHW / KCRS tensor `logical` in the memory order of `to` (x or w).
+/// The NCHW (is_x) or KCRS tensor `logical` in p's memory order.
 std::vector<float> in_memory_order(const std::vector<float>& logical, const kf::conv2d_params& p, bool is_x) {
   if (p.layout == kf::conv2d_layout::nchw) return logical;
   const kf::reference::conv2d_indexer nchw =
@@ -595,8 +596,8 @@ error_stats errors_of(const std::vector<float>& got, const kf::conv2d_params& p,
 // exact mode runs Winograd on these layers in NCHW (error bound relative to
 // its larger scale E) and naive direct summation (one fp32 sum of C*R*S
 // terms) in NHWC; ours sums each 32-long k-block in the tensor cores and
-// promotes it into fp32, as matmul step 15. No factor is allowed (1.0): the
-// matmul emulation beat its exact step at every k on these three kinds. The
+// promotes it into fp32, as matmul step 15. No factor is allowed (1.0), as in
+// tests/matmul/fp32_emulated_gpu_test.cpp on the same three kinds. The
 // wide kind is where a factor might be argued for -- each sum is carried by
 // its largest channels, so both errors are a few roundings of those terms and
 // may come out close -- but the contract says "or better", so a loss there is
