@@ -27,6 +27,10 @@ inline benchmark::internal::Benchmark* configure(benchmark::internal::Benchmark*
 /// conv2d_nhwc/tf32/cudnn_nchw rows run it on the layers conv2d/tf32 lacks.
 void bm_conv_cudnn(benchmark::State& state, const layer& L, bool tf32);
 
+/// The conv2d/fp32_emulated/best_vs_cudnn row of layer L (bench_conv.cu), in
+/// L's layout: the conv2d_nhwc/fp32_emulated rows run it on the NHWC layers.
+void bm_conv_fp32_emulated(benchmark::State& state, const layer& L);
+
 /// Registers the conv2d_nhwc/ rows (bench_conv_nhwc.cu), after the conv2d/tf32/cudnn rows they read.
 void register_conv2d_nhwc();
 

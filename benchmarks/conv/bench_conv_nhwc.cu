@@ -20,6 +20,13 @@
 //                                  layers conv2d/tf32/cudnn lacks. No naive rows (ms per call on
 //                                  these layers). Layers: the first four of layers()
 //                                  (conv_problem.hpp) plus n32_c256_56x56_k64_1x1 (nhwc_layers).
+//   conv2d_nhwc/fp32_emulated/best_vs_cudnn/<layer>   float under math_mode::fp32_emulated paired
+//                                  with cuDNN's fastest FMA-only NHWC plan (the backend graph's
+//                                  engine search without TF32 engines; the legacy NHWC call with
+//                                  FMA math where no graph plan runs): bench_conv.cu's
+//                                  bm_conv_fp32_emulated, which documents its counters (the
+//                                  conv2d/fp32_emulated rows'); the RGB stem runs naive under it,
+//                                  as under exact math (C < 32: the exact kernels).
 //
 // The cudnn rows' engine is the fastest execution plan of a backend graph's
 // engine search, once per layer, its workspace allocated once (cudnn_graph.hpp);
@@ -271,6 +278,10 @@ void register_conv2d_nhwc() {
   register_nhwc<__half>();
   register_nhwc<__nv_bfloat16>();
   register_nhwc<float>();
+  for (const layer& L : nhwc_layers()) {
+    configure(benchmark::RegisterBenchmark(("conv2d_nhwc/fp32_emulated/best_vs_cudnn/" + L.name).c_str(),
+                                           [&L](benchmark::State& s) { bm_conv_fp32_emulated(s, L); }));
+  }
 }
 
 }  // namespace kf::bench::conv

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // bench_conv's problems: the ResNet-50 layers (shared/perf/ANCHORS.md), the
 // channels_last layers and the 8192 x 8192 filter image, their
-// tensors (random, never zero; float, __half or __nv_bfloat16) created once per
-// key, and the check of a result against cuDNN's (relative_difference).
+// tensors (random, never zero; float, __half or __nv_bfloat16; magnitudes in
+// [0.5, 1), or randn for the fp32_emulated rows) created once per key, and
+// the check of a result against cuDNN's (relative_difference).
 #pragma once
 
 #include <algorithm>
@@ -99,6 +100,24 @@ std::vector<T> random_values(std::size_t n, std::uint64_t seed, bool magnitudes 
   return v;
 }
 
+/// n standard normal values (Box-Muller on random_values' generator), rounded
+/// to T: the fp32_emulated rows' data, whose errors are read on values of
+/// mixed magnitudes and signs, as activations and weights have.
+template <class T = float>
+std::vector<T> random_normal_values(std::size_t n, std::uint64_t seed) {
+  std::vector<T> v(n);
+  std::uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  const auto uniform01 = [&s] {  // (0, 1)
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    return (static_cast<double>(s >> 11) + 0.5) * 0x1.0p-53;
+  };
+  for (auto& x : v) {
+    const double r = std::sqrt(-2.0 * std::log(uniform01())), angle = 6.283185307179586 * uniform01();
+    x = kf::reference::from_double<T>(r * std::cos(angle));
+  }
+  return v;
+}
+
 /// Seeds of the tensors of every problem.
 constexpr std::uint64_t x_seed = 1, w_seed = 2, bias_seed = 3;
 
@@ -118,9 +137,11 @@ struct problem_data_t {
 };
 using problem_data = problem_data_t<float>;
 
-/// The tensors of problem `key` (layer p), in T; created on the first call.
+/// The tensors of problem `key` (layer p), in T; created on the first call,
+/// x, w and bias from random_values, or (randn) random_normal_values: a key
+/// names one kind of values (the randn problems' keys start with "randn/").
 template <class T = float>
-problem_data_t<T>& data_for(const std::string& key, const kf::conv2d_params& p) {
+problem_data_t<T>& data_for(const std::string& key, const kf::conv2d_params& p, bool randn = false) {
   static std::map<std::string, std::unique_ptr<problem_data_t<T>>> cache;
   auto& slot = cache[key];
   if (!slot) {
@@ -129,9 +150,12 @@ problem_data_t<T>& data_for(const std::string& key, const kf::conv2d_params& p) 
     d.p = p;
     d.P = kf::conv2d_output_height(p);
     d.Q = kf::conv2d_output_width(p);
-    d.x = kf::to_device(random_values<T>(d.x_size(), x_seed));
-    d.w = kf::to_device(random_values<T>(d.w_size(), w_seed));
-    d.bias = kf::to_device(random_values<T>(p.out_channels, bias_seed));
+    const auto values = [randn](std::size_t n, std::uint64_t seed) {
+      return randn ? random_normal_values<T>(n, seed) : random_values<T>(n, seed);
+    };
+    d.x = kf::to_device(values(d.x_size(), x_seed));
+    d.w = kf::to_device(values(d.w_size(), w_seed));
+    d.bias = kf::to_device(values(p.out_channels, bias_seed));
     d.y = kf::device_buffer<T>(d.y_size());
     d.y_cudnn = kf::device_buffer<T>(d.y_size());
     d.y_cudnn_fused = kf::device_buffer<T>(d.y_size());

@@ -54,6 +54,17 @@ def relu_threshold_backward(grad, x, threshold=0.0, out=None, *, variant="best",
     return out
 
 
+def _math_name(what, tf32, math):
+    """The math mode's name for _C: math as given, else "tf32" or "exact" from the tf32 flag;
+    tf32=True with another math is an InvalidArgumentError. The name itself is checked by _C."""
+    if math is None:
+        return "tf32" if tf32 else "exact"
+    if tf32 and math != "tf32":
+        from ._errors import InvalidArgumentError
+        raise InvalidArgumentError(f"kernelforge.{what}: tf32=True contradicts math={math!r}; pass one of them")
+    return str(math)
+
+
 def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, tf32=False, math=None, variant="best", stream=None):
     """out (m, n) = alpha * a (m, k) @ b (k, n) + beta * out. float32, float64, float16, bfloat16.
 
@@ -69,11 +80,7 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, tf32=False, math=None, varian
     """
     require_array("a", a)
     require_array("b", b)
-    if math is None:
-        math = "tf32" if tf32 else "exact"
-    elif tf32 and math != "tf32":
-        from ._errors import InvalidArgumentError
-        raise InvalidArgumentError(f"kernelforge.matmul: tf32=True contradicts math={math!r}; pass one of them")
+    math = _math_name("matmul", tf32, math)
     fw = framework(a)
     if out is None:
         if beta != 0:
@@ -84,7 +91,7 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, tf32=False, math=None, varian
             raise InvalidArgumentError(f"kernelforge.matmul: a and b must be 2-D; got shapes "
                                        f"{tuple(a.shape)} and {tuple(b.shape)}")
         out = empty(a, fw, (a.shape[0], b.shape[1]))
-    _C.matmul(plain(a, fw), plain(b, fw), plain(out, fw), float(alpha), float(beta), str(math), variant,
+    _C.matmul(plain(a, fw), plain(b, fw), plain(out, fw), float(alpha), float(beta), math, variant,
               stream_handle(stream, a, fw))
     return out
 
@@ -218,8 +225,8 @@ def conv2d_output_shape(x_shape, weight_shape, stride=1, padding=0, dilation=1, 
     return (n, p, q, k) if layout == "nhwc" else (n, k, p, q)
 
 
-def conv2d(x, weight, bias=None, *, stride=1, padding=0, dilation=1, tf32=False, relu=False, relu_threshold=0.0,
-           layout="auto", out=None, variant="best", stream=None):
+def conv2d(x, weight, bias=None, *, stride=1, padding=0, dilation=1, tf32=False, math=None, relu=False,
+           relu_threshold=0.0, layout="auto", out=None, variant="best", stream=None):
     """out = act(conv2d(x, weight) + bias): cross-correlation like torch.nn.functional.conv2d
     (groups=1), float32 in NCHW or channels_last (NHWC) memory, float16 and bfloat16 in
     channels_last memory, with fp32 sums (the 16-bit types round once, at the end).
@@ -242,9 +249,13 @@ def conv2d(x, weight, bias=None, *, stride=1, padding=0, dilation=1, tf32=False,
     layout="nhwc": x (N, H, W, C), weight (K, R, S, C), out (N, P, Q, K). All row-major.
 
     bias (K,): x's dtype. relu=True: then v <= relu_threshold ? 0 : v, fused into the store.
-    tf32=True allows TF32 tensor cores for float32 (inputs rounded to TF32; the 16-bit
-    types multiply on tensor cores whatever tf32 is). variant: a step of the progression
-    (kf::conv2d_variant names; channels_last runs best, naive and implicit_gemm_wgmma).
+    math (float32), as kernelforge.matmul's: "exact" (fp32 sums, the default), "tf32" (TF32
+    tensor cores, inputs rounded to TF32, ~1e-3 relative error; tf32=True is the same) or
+    "fp32_emulated" (fp32 accuracy from three TF32 tensor-core products per pair: compute
+    capability 9.0, variant "best", float32 only; layers with C < 32, a stride above 8 or
+    C*R*S < 128 run the exact kernels). The 16-bit types multiply on tensor cores under
+    "exact" and "tf32" alike. variant: a step of the progression (kf::conv2d_variant names;
+    channels_last runs best, naive and implicit_gemm_wgmma).
     """
     require_array("x", x)
     require_array("weight", weight)
@@ -253,11 +264,12 @@ def conv2d(x, weight, bias=None, *, stride=1, padding=0, dilation=1, tf32=False,
     fw = framework(x)
     _require_4d("conv2d", "x", x, "weight", weight)
     _require_layout(layout, ("auto",) + _CONV_LAYOUTS)
+    math = _math_name("conv2d", tf32, math)
     stride, dilation = _pair("stride", stride), _pair("dilation", dilation)
     handle = stream_handle(stream, x, fw)
     if fw == "torch":
         from . import _torch_conv
-        return _torch_conv.run(x, weight, bias, stride, padding, dilation, layout, tf32, relu, relu_threshold, out,
+        return _torch_conv.run(x, weight, bias, stride, padding, dilation, layout, math, relu, relu_threshold, out,
                                variant, handle, stream is not None)
     if layout == "auto":
         layout = "nchw"
@@ -267,7 +279,7 @@ def conv2d(x, weight, bias=None, *, stride=1, padding=0, dilation=1, tf32=False,
         out = empty(x, fw, conv2d_output_shape(tuple(x.shape), tuple(weight.shape), stride, pad, dilation,
                                                layout=layout))
     _C.conv2d(plain(x, fw), plain(weight, fw), None if bias is None else plain(bias, fw), plain(out, fw),
-              *stride, *pad, *dilation, layout, bool(tf32), bool(relu), float(relu_threshold), variant, handle)
+              *stride, *pad, *dilation, layout, math, bool(relu), float(relu_threshold), variant, handle)
     return out
 
 

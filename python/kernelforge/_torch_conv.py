@@ -95,12 +95,12 @@ def _in_format(t, layout, stream, explicit):
         return t.contiguous(memory_format=memory_format)
 
 
-def run(x, weight, bias, stride, padding, dilation, layout, tf32, relu, relu_threshold, out, variant, stream,
+def run(x, weight, bias, stride, padding, dilation, layout, math, relu, relu_threshold, out, variant, stream,
         explicit_stream):
     """kernelforge.conv2d for torch tensors (shapes NCHW / KCRS whatever the memory
     format): resolves the layout, copies a weight in the other memory format, allocates
-    out and calls _C.conv2d with the memory-order views. x is never copied: an x not
-    dense in the layout's memory format is an InvalidArgumentError."""
+    out and calls _C.conv2d with the memory-order views (math: the mode's name). x is never
+    copied: an x not dense in the layout's memory format is an InvalidArgumentError."""
     if layout == "auto":
         layout = layout_of(x)
     if layout == "nhwc" and not x.is_contiguous(memory_format=torch.channels_last):
@@ -124,7 +124,7 @@ def run(x, weight, bias, stride, padding, dilation, layout, tf32, relu, relu_thr
     weight = _in_format(weight, layout, stream, explicit_stream)
     _C.conv2d(plain(memory_order(x, layout)), plain(memory_order(weight, layout)),
               None if bias is None else plain(bias), plain(memory_order(out, layout)), *stride, *padding, *dilation,
-              layout, bool(tf32), bool(relu), float(relu_threshold), variant, stream)
+              layout, math, bool(relu), float(relu_threshold), variant, stream)
     return out
 
 
@@ -256,7 +256,8 @@ def conv_kernel(x, weight, bias, stride, padding, dilation, tf32=False):
     out = empty_output(x, output_shape(x, weight, stride, padding, dilation), layout)
     _C.conv2d(to_dlpack(memory_order(x, layout)), to_dlpack(memory_order(weight, layout)),
               None if bias is None else to_dlpack(bias), to_dlpack(memory_order(out, layout)), stride[0], stride[1],
-              padding[0], padding[1], dilation[0], dilation[1], layout, tf32, False, 0.0, "best", current_stream(x))
+              padding[0], padding[1], dilation[0], dilation[1], layout, "tf32" if tf32 else "exact", False, 0.0, "best",
+              current_stream(x))
     return out
 
 

@@ -134,6 +134,12 @@ E enum_by_name(const char* what, const char* kind, const std::string& name, std:
   invalid(what, std::string(kind) + " '" + name + "' is not one of: " + names);
 }
 
+/// options.math by its name: "exact", "tf32" or "fp32_emulated" (kf::to_string's);
+/// InvalidArgumentError listing them otherwise. Which entry takes which mode is the library's check.
+inline kf::math_mode math_by_name(const char* what, const std::string& name) {
+  return enum_by_name(what, "math", name, {kf::math_mode::exact, kf::math_mode::tf32, kf::math_mode::fp32_emulated});
+}
+
 /// A Python float as the element type (the half types round once, to nearest).
 template <class T>
 T scalar(double v) {

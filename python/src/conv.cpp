@@ -4,7 +4,8 @@
 // given in its memory order, dense: layout "nchw" takes x (N, C, H, W), weight (K, C, R, S),
 // out (N, K, P, Q) (float32); layout "nhwc" takes x (N, H, W, C), weight (K, R, S, C), out
 // (N, P, Q, K) (float32, float16, bfloat16: the channels_last memory of torch tensors, which
-// the Python wrappers pass as .permute(0, 2, 3, 1) views); bias (K,). Plus
+// the Python wrappers pass as .permute(0, 2, 3, 1) views); bias (K,); math by name ("exact",
+// "tf32", "fp32_emulated": conv2d_options::math, the library's rules for each). Plus
 // conv2d_output_shape, which the Python wrappers use to allocate the output (pure host
 // arithmetic: it works without a GPU). The gradients: conv_backward.cpp; the checks both
 // share: conv_checks.hpp.
@@ -79,8 +80,8 @@ std::pair<std::size_t, std::size_t> conv2d_output_shape(std::size_t n, std::size
 
 void conv2d(const in_array& x, const in_array& weight, std::optional<in_array> bias, const out_array& out,
             std::size_t stride_h, std::size_t stride_w, std::size_t pad_h, std::size_t pad_w, std::size_t dilation_h,
-            std::size_t dilation_w, const std::string& layout, bool tf32, bool relu, double relu_threshold,
-            const std::string& variant, std::uintptr_t stream) {
+            std::size_t dilation_w, const std::string& layout, const std::string& math, bool relu,
+            double relu_threshold, const std::string& variant, std::uintptr_t stream) {
   const char* what = "kernelforge.conv2d";
   const kf::conv2d_layout order = layout_by_name(what, layout);
   const bool nhwc = order == kf::conv2d_layout::nhwc;
@@ -106,7 +107,7 @@ void conv2d(const in_array& x, const in_array& weight, std::optional<in_array> b
   require_dense(what, "out", out, nhwc, l.y_order);
   kf::conv2d_options o;
   o.stream = to_stream(stream);
-  o.math = tf32 ? kf::math_mode::tf32 : kf::math_mode::exact;
+  o.math = math_by_name(what, math);
   o.relu = relu;
   o.relu_threshold = static_cast<float>(relu_threshold);
   o.variant = enum_by_name(what, "variant", variant,
@@ -135,7 +136,7 @@ void bind_conv(nb::module_& m) {
   m.def("conv2d_output_shape", &conv2d_output_shape, arg("n"), arg("c"), arg("h"), arg("w"), arg("k"), arg("r"),
         arg("s"), arg("stride_h"), arg("stride_w"), arg("pad_h"), arg("pad_w"), arg("dilation_h"), arg("dilation_w"));
   m.def("conv2d", &conv2d, arg("x"), arg("weight"), arg("bias").none(), arg("out"), arg("stride_h"), arg("stride_w"),
-        arg("pad_h"), arg("pad_w"), arg("dilation_h"), arg("dilation_w"), arg("layout"), arg("tf32"), arg("relu"),
+        arg("pad_h"), arg("pad_w"), arg("dilation_h"), arg("dilation_w"), arg("layout"), arg("math"), arg("relu"),
         arg("relu_threshold"), arg("variant"), arg("stream"));
 }
 

@@ -66,7 +66,7 @@ void matmul(const in_array& a, const in_array& b, const out_array& out, double a
   }
   kf::matmul_options o;
   o.stream = to_stream(stream);
-  o.math = enum_by_name(what, "math", math, {kf::math_mode::exact, kf::math_mode::tf32, kf::math_mode::fp32_emulated});
+  o.math = math_by_name(what, math);
   o.variant = enum_by_name(
       what, "variant", variant,
       {kf::matmul_variant::best, kf::matmul_variant::naive, kf::matmul_variant::coalesced,

@@ -27,10 +27,12 @@ class _ConvStandIn:
     CPU tensors, DLPack capsules in like _C, holding them to the binding's contract: shapes
     in the layout's memory order ((N, H, W, C), (K, R, S, C), (N, P, Q, K) for "nhwc") and
     dense in it; 16-bit in "nhwc" only (float64, which _C refuses, is let through for
-    gradcheck); relu_y given exactly when relu is set. Records the layout of each forward
-    call in `layouts` and (entry, layout) of each gradient call in `gradients`."""
+    gradcheck); relu_y given exactly when relu is set; math a mode's name. Records the layout
+    and the math of each forward call in `layouts` and `maths`, and (entry, layout) of each
+    gradient call in `gradients`."""
 
     layouts = []
+    maths = []
     gradients = []
 
     @staticmethod
@@ -50,8 +52,9 @@ class _ConvStandIn:
         return tensors
 
     @classmethod
-    def conv2d(cls, x, weight, bias, out, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, layout, tf32,
+    def conv2d(cls, x, weight, bias, out, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, layout, math,
                relu, relu_threshold, variant, stream):
+        assert math in ("exact", "tf32", "fp32_emulated"), f"math {math!r} reached _C"
         x, weight, bias, out = cls._tensors(layout, (x, weight, bias, out))
         y = F.conv2d(x.double(), weight.double(), None if bias is None else bias.double(), (stride_h, stride_w),
                      (pad_h, pad_w), (dilation_h, dilation_w))
@@ -59,6 +62,7 @@ class _ConvStandIn:
             y = torch.where(y <= relu_threshold, torch.zeros_like(y), y)
         out.copy_(y)
         cls.layouts.append(layout)
+        cls.maths.append(math)
 
     @staticmethod
     def _masked(dy, relu_y, relu, relu_threshold):
@@ -102,6 +106,7 @@ def install(monkeypatch):
     for kernelforge.torch's direct path and Conv2d."""
     import operator
     _ConvStandIn.layouts = []
+    _ConvStandIn.maths = []
     _ConvStandIn.gradients = []
     monkeypatch.setattr(_torch_conv, "_C", _ConvStandIn)
     monkeypatch.setattr(_torch_relu, "_C", _ReluStandIn)

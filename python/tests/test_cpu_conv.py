@@ -60,6 +60,22 @@ def test_conv2d_layouts():
                       relu=True)
 
 
+def test_conv2d_math_names():
+    # math as kernelforge.matmul's: the name is checked by the binding before the device, tf32=True with another
+    # math in Python.
+    x, w = np.ones((1, 2, 4, 4), f32), np.ones((1, 2, 3, 3), f32)
+    with pytest.raises(kf.InvalidArgumentError, match="math 'fp64' is not one of: exact, tf32, fp32_emulated"):
+        kf.conv2d(x, w, math="fp64")
+    with pytest.raises(kf.InvalidArgumentError, match="kernelforge.conv2d: tf32=True contradicts "
+                                                      "math='fp32_emulated'"):
+        kf.conv2d(x, w, tf32=True, math="fp32_emulated")
+    cls, message = (kf.NoDeviceError, "no usable CUDA device") if gpu_count() == 0 else (kf.InvalidArgumentError,
+                                                                                         "not in GPU memory")
+    for kwargs in (dict(math="exact"), dict(math="tf32"), dict(tf32=True, math="tf32"), dict(math="fp32_emulated")):
+        with pytest.raises(cls, match="kernelforge.conv2d: .*" + message):
+            kf.conv2d(x, w, **kwargs)
+
+
 def test_conv2d_gradients_argument_errors():
     # The gradients' checks, before the device's: NumPy arrays in memory order, as CuPy gives them.
     h16 = np.float16

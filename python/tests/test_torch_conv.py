@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""GPU tests of conv2d's forward in each dtype and layout against PyTorch: float32 (exact
-and TF32) in NCHW and channels_last memory, float16 and bfloat16 in channels_last, through
+"""GPU tests of conv2d's forward in each dtype and layout against PyTorch: float32 (exact,
+TF32 and math="fp32_emulated") in NCHW and channels_last memory, float16 and bfloat16 in channels_last, through
 kernelforge.conv2d (best, and each variant that reads channels_last), the operator
 kernelforge::conv2d (opcheck, torch.compile fullgraph), ThresholdReLU's memory format and
 kernelforge.torch.Conv2d. The gradients: test_torch_conv_grad.py. Skipped without torch or
@@ -107,6 +107,34 @@ def test_channels_last_variants(geometry, variant, dtype):
     out = torch.full_like(value, float("nan"), dtype=dtype).contiguous(memory_format=CL)
     kf.conv2d(x, weight, bias, relu=relu, tf32=tf32, out=out, variant=variant, **g)
     assert_within(f"{variant} vs float64", out, value, error_bound(x, weight, value, scale, tf32))
+
+
+EMULATED_GEOMETRIES = [  # (N, C, H, W, K, R, S, stride, padding)
+    (2, 64, 17, 19, 72, 3, 3, 1, 1),  # the wgmma kernel's (C >= 32)
+    (2, 3, 45, 47, 64, 7, 7, 2, 3),  # an RGB stem: C < 32 runs the exact kernels
+]
+
+
+@pytest.mark.parametrize("memory_format", [torch.contiguous_format, CL], ids=["nchw", "cl"])
+@pytest.mark.parametrize("geometry", EMULATED_GEOMETRIES, ids=["3x3", "stem"])
+def test_conv2d_fp32_emulated_is_fp32_accurate_or_unsupported(geometry, memory_format):
+    n, c, h, w, k, r, s, stride, padding = geometry
+    x, weight = rand(n, c, h, w, memory_format=memory_format), rand(k, c, r, s, memory_format=memory_format)
+    bias, g = rand(k), dict(stride=stride, padding=padding)
+    if torch.cuda.get_device_capability() != (9, 0):
+        with pytest.raises(kf.UnsupportedError, match="compute capability 9.0"):
+            kf.conv2d(x, weight, bias, math="fp32_emulated", **g)
+        return
+    value, scale = conv_reference(x, weight, bias, False, g)
+    bound = error_bound(x, weight, value, scale, False)  # exact fp32's bound (direct sums), never TF32's
+    out = kf.conv2d(x, weight, bias, math="fp32_emulated", **g)
+    assert out.is_contiguous(memory_format=memory_format)
+    assert_within("fp32_emulated vs float64", out, value, bound)
+    # torch's fp32 convolution (exact_torch: cuDNN without TF32), within the bound of float64 too.
+    assert_within("fp32_emulated vs F.conv2d", out, F.conv2d(x, weight, bias, **g).double(), 3 * bound)
+    if c >= 32:  # TF32 alone is not this accurate: the test tells the modes apart
+        tf32 = kf.conv2d(x, weight, bias, tf32=True, **g).double()
+        assert ((tf32 - value).abs() / scale).max().item() > 1e-5
 
 
 def test_layout_errors_on_gpu():

@@ -184,6 +184,31 @@ def test_argument_errors():
         kf.conv2d(x, channels_last(2, 4, 9, 9, dtype=torch.float16))
 
 
+def test_math_names_reach_the_binding(conv_stand_in):
+    # kf.conv2d's math (or tf32=True) reaches _C as the mode's name; the operator keeps its tf32 flag.
+    x, w = torch.randn(1, 4, 6, 6), torch.randn(2, 4, 3, 3)
+    calls = [({}, "exact"), (dict(tf32=True), "tf32"), (dict(math="tf32"), "tf32"),
+             (dict(tf32=True, math="tf32"), "tf32"), (dict(math="exact"), "exact"),
+             (dict(math="fp32_emulated"), "fp32_emulated")]
+    for kwargs, _ in calls:
+        kf.conv2d(x, w, **kwargs)
+    kft.conv2d(x, w, None, [1, 1], [0, 0], [1, 1], True)
+    assert conv_stand_in.maths == [math for _, math in calls] + ["tf32"]
+    with pytest.raises(kf.InvalidArgumentError, match="kernelforge.conv2d: tf32=True contradicts math='exact'"):
+        kf.conv2d(x, w, tf32=True, math="exact")
+    assert len(conv_stand_in.maths) == len(calls) + 1  # refused before _C
+
+
+def test_math_names_without_the_stand_in():
+    # The binding checks the name before the device.
+    x, w = torch.randn(1, 4, 6, 6), torch.randn(2, 4, 3, 3)
+    with pytest.raises(kf.InvalidArgumentError, match="math 'fp16' is not one of: exact, tf32, fp32_emulated"):
+        kf.conv2d(x, w, math="fp16")
+    cls, message = NOT_ON_GPU
+    with pytest.raises(cls, match="kernelforge.conv2d: .*" + message):
+        kf.conv2d(x, w, math="fp32_emulated")
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_cpu_tensors_reach_the_device_check(dtype):
     cls, message = NOT_ON_GPU

@@ -50,6 +50,22 @@ inline kf::conv2d_params make(std::size_t n, std::size_t c, std::size_t h, std::
   return p;
 }
 
+/// A layer with its own stride and padding along each direction (dilation
+/// both ways) in `layout` (conv2d_nhwc_gpu_test.cpp, conv2d_fp32_emulated_gpu_test.cpp).
+inline kf::conv2d_params make_layer(std::size_t n, std::size_t c, std::size_t h, std::size_t w, std::size_t k,
+                                    std::size_t r, std::size_t s, std::size_t stride_h, std::size_t stride_w,
+                                    std::size_t pad_h, std::size_t pad_w, std::size_t dilation = 1,
+                                    kf::conv2d_layout layout = kf::conv2d_layout::nchw) {
+  kf::conv2d_params p{n, c, h, w, k, r, s};
+  p.stride_h = stride_h;
+  p.stride_w = stride_w;
+  p.pad_h = pad_h;
+  p.pad_w = pad_w;
+  p.dilation_h = p.dilation_w = dilation;
+  p.layout = layout;
+  return p;
+}
+
 inline const conv_case conv_cases[] = {
     {"pointwise_1x1_c67", make(2, 67, 9, 11, 13, 1, 1, 1, 0, 1), true, 0},
     {"same_3x3_pad1_c3_n5", make(5, 3, 17, 19, 20, 3, 3, 1, 1, 1), false, 0},

@@ -120,14 +120,8 @@ struct nhwc_case {
 kf::conv2d_params nhwc(std::size_t n, std::size_t c, std::size_t h, std::size_t w, std::size_t k, std::size_t r,
                        std::size_t s, std::size_t stride_h, std::size_t stride_w, std::size_t pad_h, std::size_t pad_w,
                        std::size_t dilation = 1) {
-  kf::conv2d_params p{n, c, h, w, k, r, s};
-  p.stride_h = stride_h;
-  p.stride_w = stride_w;
-  p.pad_h = pad_h;
-  p.pad_w = pad_w;
-  p.dilation_h = p.dilation_w = dilation;
-  p.layout = kf::conv2d_layout::nhwc;
-  return p;
+  return kf::test::conv2d::make_layer(n, c, h, w, k, r, s, stride_h, stride_w, pad_h, pad_w, dilation,
+                                      kf::conv2d_layout::nhwc);
 }
 
 nhwc_case with_relu(nhwc_case c, float threshold) {

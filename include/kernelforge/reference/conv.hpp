@@ -137,6 +137,31 @@ inline conv2d_indexer conv2d_reference_indexer(const conv2d_params& p, const cha
                         p.filter_height, p.filter_width, P,           Q};
 }
 
+/// Adds the products of output (n, oh, ow) to sum, and their magnitudes to
+/// abs_sum: w_at(c, r, s) (the filter's element, as double) times x's element
+/// under tap (r, s) of channel c, in (c, r, s) order, taps outside the image
+/// skipped (zero padding adds nothing, not even 0 x inf).
+template <class T, class WeightAt>
+void conv2d_accumulate_exact(const conv2d_params& p, const conv2d_indexer& ix, const T* x, std::size_t n,
+                             std::size_t oh, std::size_t ow, const WeightAt& w_at, double& sum, double& abs_sum) {
+  const long long H = static_cast<long long>(p.in_height), W = static_cast<long long>(p.in_width);
+  for (std::size_t c = 0; c < p.in_channels; ++c) {
+    for (std::size_t i = 0; i < p.filter_height; ++i) {
+      const long long ih = static_cast<long long>(oh * p.stride_h + i * p.dilation_h) - static_cast<long long>(p.pad_h);
+      if (ih < 0 || ih >= H) continue;
+      for (std::size_t j = 0; j < p.filter_width; ++j) {
+        const long long iw =
+            static_cast<long long>(ow * p.stride_w + j * p.dilation_w) - static_cast<long long>(p.pad_w);
+        if (iw < 0 || iw >= W) continue;
+        const double xv = to_double(x[ix.x(n, c, static_cast<std::size_t>(ih), static_cast<std::size_t>(iw))]);
+        const double prod = w_at(c, i, j) * xv;
+        sum += prod;
+        abs_sum += std::fabs(prod);
+      }
+    }
+  }
+}
+
 /// conv2d_forward in double for p.layout: y is N x K x P x Q (NCHW) or
 /// N x P x Q x K (NHWC), scale (optional, y's layout) gets sum |w| |x| + |bias|
 /// for every output. T is float, __half, __nv_bfloat16 or double: every element
@@ -148,12 +173,14 @@ void conv2d_forward_exact(const conv2d_params& p, const T* x, const T* weight, c
                           double* scale = nullptr) {
   const conv2d_indexer ix = conv2d_reference_indexer(p, "kf::reference::conv2d_forward_exact");
   const std::size_t P = ix.P, Q = ix.Q;
-  const long long H = static_cast<long long>(p.in_height), W = static_cast<long long>(p.in_width);
   const double work =
       static_cast<double>(p.batch) * p.out_channels * P * Q * p.in_channels * p.filter_height * p.filter_width;
   parallel_rows(p.batch * p.out_channels, work, [&](std::size_t begin, std::size_t end) {
     // This (n, k)'s filter in double, (c, r, s) order whatever the layout.
     std::vector<double> wk(p.in_channels * p.filter_height * p.filter_width);
+    const auto w_at = [&](std::size_t c, std::size_t i, std::size_t j) {
+      return wk[(c * p.filter_height + i) * p.filter_width + j];
+    };
     for (std::size_t nk = begin; nk < end; ++nk) {
       const std::size_t n = nk / p.out_channels, k = nk % p.out_channels;
       for (std::size_t c = 0; c < p.in_channels; ++c) {
@@ -167,22 +194,7 @@ void conv2d_forward_exact(const conv2d_params& p, const T* x, const T* weight, c
       for (std::size_t oh = 0; oh < P; ++oh) {
         for (std::size_t ow = 0; ow < Q; ++ow) {
           double sum = b, abs_sum = std::fabs(b);
-          for (std::size_t c = 0; c < p.in_channels; ++c) {
-            for (std::size_t i = 0; i < p.filter_height; ++i) {
-              const long long ih =
-                  static_cast<long long>(oh * p.stride_h + i * p.dilation_h) - static_cast<long long>(p.pad_h);
-              if (ih < 0 || ih >= H) continue;
-              for (std::size_t j = 0; j < p.filter_width; ++j) {
-                const long long iw =
-                    static_cast<long long>(ow * p.stride_w + j * p.dilation_w) - static_cast<long long>(p.pad_w);
-                if (iw < 0 || iw >= W) continue;
-                const double xv = to_double(x[ix.x(n, c, static_cast<std::size_t>(ih), static_cast<std::size_t>(iw))]);
-                const double prod = wk[(c * p.filter_height + i) * p.filter_width + j] * xv;
-                sum += prod;
-                abs_sum += std::fabs(prod);
-              }
-            }
-          }
+          conv2d_accumulate_exact(p, ix, x, n, oh, ow, w_at, sum, abs_sum);
           const std::size_t o = ix.y(n, k, oh, ow);
           y[o] = sum;
           if (scale) scale[o] = abs_sum;
@@ -190,6 +202,27 @@ void conv2d_forward_exact(const conv2d_params& p, const T* x, const T* weight, c
       }
     }
   });
+}
+
+/// One output of conv2d_forward_exact and its error scale.
+struct conv2d_exact_output {
+  double value = 0;  ///< the exact sum (no bias)
+  double scale = 0;  ///< sum |w| |x|
+};
+
+/// Output (n, k, oh, ow) of conv2d_forward_exact without bias, alone: for
+/// checks of a sample of an output too large to compute whole (the same sum,
+/// bit for bit).
+template <class T>
+conv2d_exact_output conv2d_forward_exact_at(const conv2d_params& p, const T* x, const T* weight, std::size_t n,
+                                            std::size_t k, std::size_t oh, std::size_t ow) {
+  const conv2d_indexer ix = conv2d_reference_indexer(p, "kf::reference::conv2d_forward_exact_at");
+  conv2d_exact_output out;
+  const auto w_at = [&](std::size_t c, std::size_t i, std::size_t j) {
+    return to_double(weight[ix.weight(k, c, i, j)]);
+  };
+  conv2d_accumulate_exact(p, ix, x, n, oh, ow, w_at, out.value, out.scale);
+  return out;
 }
 
 /// conv2d_forward rounded once to T (float, __half, __nv_bfloat16 or double),
