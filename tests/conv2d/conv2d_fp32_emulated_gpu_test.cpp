@@ -92,11 +92,11 @@ kf::conv2d_params in_layout(kf::conv2d_params p, kf::conv2d_layout layout) {
 
 const char* layout_name(kf::conv2d_layout layout) { return layout == kf::conv2d_layout::nhwc ? "nhwc" : "nchw"; }
 
-/// Whether the contract's wgmma kernel takes p (C >= 32, strides <= 8,
-/// C*R*S >= 128); the library runs the exact kernels on the others.
+/// Whether step 9 takes p (the library's own rule, wgmma_plan.hpp: C >= 32,
+/// strides <= 8, C*R*S >= 128); the library runs the exact kernels on the others.
 bool emulation_takes(const kf::conv2d_params& p) {
-  return p.in_channels >= 32 && p.stride_h <= 8 && p.stride_w <= 8 &&
-         p.in_channels * p.filter_height * p.filter_width >= 128;
+  return kf::detail::conv2d_fp32_emulated_unsupported_reason(p.in_channels, p.filter_height * p.filter_width,
+                                                             p.stride_h, p.stride_w) == nullptr;
 }
 
 /// The exact fp32 tolerance of conv2d_gpu_test.cpp (direct summation),

@@ -139,32 +139,8 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
       const int row_base = w.tile_m * block_m + consumer * wgmma_m, col_base = w.tile_n * BlockN;
       sums.reset();
       for (int kt = w.kt_begin; kt < w.kt_end; kt += 2) {
-        // The ring's next pair of stages: a k-block's hi, then its lo.
-        ring.consumer_wait(at);
-        const int hi = at.stage;
-        at.advance();
-        ring.consumer_wait(at);
-        const int lo = at.stage;
-        at.advance();
-        wgmma_fence();
-        if constexpr (Apart) {
-          fp32_emulated_products_apart(partial, correction, hi, lo, mma);
-        } else {
-          fp32_emulated_products(partial, hi, lo, mma);
-        }
-        wgmma_commit();
-        wgmma_wait<0>();
-        fence_operands(partial);
-        if constexpr (Apart) fence_operands(correction);
-        if (lane == 0) {  // their products have completed: hand both stages back
-          loop::release(ring, hi);
-          loop::release(ring, lo);
-        }
-        if constexpr (Apart) {
-          sums.add_apart(partial, correction);
-        } else {
-          sums.add(partial);
-        }
+        fp32_emulated_k_block<Apart>(ring, at, partial, correction, sums, lane, mma,
+                                     [&](int st) { loop::release(ring, st); });
       }
       float(&total)[tile::accumulators] = sums.finish();
       const long long row0 = row_base + warp_in_warpgroup * 16 + lane / 4;
