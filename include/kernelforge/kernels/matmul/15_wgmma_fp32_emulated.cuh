@@ -39,11 +39,10 @@
 //    third of the TF32 rate (495 / 3 = 165 TFLOP/s of fp32 work on the H200),
 //    against SGEMM's 66.9 TFLOP/s FMA peak. Short k (< fp32_emulated_min_k)
 //    runs the exact steps instead (wgmma/policy.hpp).
-// H200, bench_matmul 2026-12-03, paired with cuBLAS SGEMM (this version): 2048^3
-// 1.76x, 4096^3 2.19x, 8192^3 2.17x, 8192x8192x1024 2.51x, 1024^3 1.69x; 128 x
-// 8192 x 8192 0.88x (the pre-pass's 768 MB of B traffic). Before the inf / NaN
-// loop joined this kernel: 2.03x, 2.51x, 2.76x, 2.57x, 1.80x (ncu at 4096^3: SM
-// busy 92%); hence the two instances.
+// H200, bench_matmul 2026-12-03, paired with cuBLAS SGEMM (two instances):
+// 2048^3 1.86x, 4096^3 2.37x, 8192^3 2.37x, 8192x8192x1024 2.53x, 1024^3 1.60x;
+// 128 x 8192 x 8192 0.86x (the pre-pass's 768 MB of B traffic). With the inf /
+// NaN loop in the same kernel it was 1.76 / 2.19 / 2.17 / 2.51 / 1.69.
 // Accuracy and the rest: benchmarks/tuning/matmul.md#fp32-emulation.
 #pragma once
 
