@@ -9,6 +9,7 @@ import torch
 
 from . import _C
 from . import _scaled_matmul as _scaled
+from ._api import _math_name
 from ._torch_ops import direct as _direct
 from ._torch_ops import register as _register
 from ._torch_support import current_stream as _stream
@@ -28,14 +29,15 @@ def _gemm_operand(t):
     return t.contiguous()
 
 
-def _matmul_kernel(a, b, tf32=False):
+def _matmul_kernel(a, b, tf32=False, math=None):
+    name = _math_name("matmul", tf32, math)
     a, b = _gemm_operand(a), _gemm_operand(b)
     out = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
-    _C.matmul(_dl(a), _dl(b), _dl(out), 1.0, 0.0, "tf32" if tf32 else "exact", "best", _stream(a))
+    _C.matmul(_dl(a), _dl(b), _dl(out), 1.0, 0.0, name, "best", _stream(a))
     return out
 
 
-def _matmul_fake(a, b, tf32=False):
+def _matmul_fake(a, b, tf32=False, math=None):
     torch._check(a.dim() == 2 and b.dim() == 2, lambda: "kernelforge::matmul takes 2-D tensors")
     torch._check(a.shape[1] == b.shape[0], lambda: f"kernelforge::matmul: {a.shape} @ {b.shape}")
     torch._check(a.dtype == b.dtype, lambda: f"kernelforge::matmul: a is {a.dtype} but b is {b.dtype}")
@@ -43,28 +45,31 @@ def _matmul_fake(a, b, tf32=False):
 
 
 def _matmul_setup(ctx, inputs, output):
-    a, b, tf32 = inputs
+    a, b, tf32, math = inputs
     ctx.save_for_backward(a, b)
-    ctx.tf32 = tf32
+    ctx.math = _math_name("matmul", tf32, math)
 
 
 def _matmul_backward(ctx, grad):
+    # The gradients are products too, in the forward's math mode.
     a, b = ctx.saved_tensors
-    grad_a = matmul(grad, b.t(), ctx.tf32) if ctx.needs_input_grad[0] else None  # (m,n) @ (n,k)
-    grad_b = matmul(a.t(), grad, ctx.tf32) if ctx.needs_input_grad[1] else None  # (k,m) @ (m,n)
-    return grad_a, grad_b, None
+    grad_a = matmul(grad, b.t(), math=ctx.math) if ctx.needs_input_grad[0] else None  # (m,n) @ (n,k)
+    grad_b = matmul(a.t(), grad, math=ctx.math) if ctx.needs_input_grad[1] else None  # (k,m) @ (m,n)
+    return grad_a, grad_b, None, None
 
 
-_matmul_op = _register("matmul", "(Tensor a, Tensor b, bool tf32=False) -> Tensor", _matmul_kernel, _matmul_fake,
-                       _matmul_backward, _matmul_setup)
+_matmul_op = _register("matmul", "(Tensor a, Tensor b, bool tf32=False, str? math=None) -> Tensor", _matmul_kernel,
+                       _matmul_fake, _matmul_backward, _matmul_setup)
 
 
-def matmul(a: torch.Tensor, b: torch.Tensor, tf32: bool = False) -> torch.Tensor:
+def matmul(a: torch.Tensor, b: torch.Tensor, tf32: bool = False, math: Optional[str] = None) -> torch.Tensor:
     """a (m, k) @ b (k, n), float32/float64/float16/bfloat16 (the result in a's dtype; the
-    16-bit types accumulate in fp32); tf32=True allows TF32 tensor cores (float32)."""
+    16-bit types accumulate in fp32). math (float32): "exact" (default), "tf32" (TF32
+    tensor cores; tf32=True says the same) or "fp32_emulated" (fp32 accuracy on the TF32
+    tensor cores, compute capability 9.0). The gradients run in the same math mode."""
     if _direct(a, b):
-        return _matmul_kernel(a, b, bool(tf32))
-    return _matmul_op(a, b, tf32)
+        return _matmul_kernel(a, b, bool(tf32), math)
+    return _matmul_op(a, b, tf32, math)
 
 
 # ---- FP8 matrix product ----------------------------------------------------------------

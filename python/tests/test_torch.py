@@ -213,6 +213,28 @@ def test_matmul_fp32_emulated_is_fp32_accurate_or_unsupported():
     assert ((kf.matmul(a, b, tf32=True).double() - want).abs() / scale).max().item() > 1e-5  # TF32 is not
 
 
+def test_matmul_op_fp32_emulated_forward_and_gradients():
+    # torch.ops.kernelforge.matmul(math="fp32_emulated"): the forward and both gradients
+    # (products in the same math mode) within the exact steps' bound of float64.
+    a = torch.randn(200, 1000, device="cuda", requires_grad=True)
+    b = torch.randn(1000, 136, device="cuda", requires_grad=True)
+    if torch.cuda.get_device_capability() != (9, 0):
+        with pytest.raises(kf.UnsupportedError, match="compute capability 9.0"):
+            kft.matmul(a, b, math="fp32_emulated")
+        return
+    out = kft.matmul(a, b, math="fp32_emulated")
+    g = torch.randn_like(out)
+    out.backward(g)
+    ad, bd, gd = a.detach().double(), b.detach().double(), g.double()
+    for got, p, q in ((out.detach(), ad, bd), (a.grad, gd, bd.t()), (b.grad, ad.t(), gd)):
+        scale = p.abs() @ q.abs()
+        err = ((got.double() - p @ q).abs() / scale).max().item()
+        assert err < 4 * p.shape[1] ** 0.5 * 2.0 ** -24, err
+    torch.library.opcheck(torch.ops.kernelforge.matmul.default,
+                          (rand(150, 130, requires_grad=True), rand(130, 70, requires_grad=True)),
+                          {"math": "fp32_emulated"})
+
+
 # ---- convolution ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])

@@ -147,6 +147,18 @@ def test_matmul_half_types_reach_the_device_check(dtype):
         kft.matmul(a, b)
 
 
+def test_matmul_op_math_names_are_checked_before_the_device():
+    a, b = torch.randn(4, 3), torch.randn(3, 5)
+    with pytest.raises(kf.InvalidArgumentError, match="tf32=True contradicts math='fp32_emulated'"):
+        kft.matmul(a, b, tf32=True, math="fp32_emulated")
+    with pytest.raises(kf.InvalidArgumentError, match="'fp64' is not one of: exact, tf32, fp32_emulated"):
+        kft.matmul(a, b, math="fp64")
+    cls, message = NOT_ON_GPU
+    for math in ("exact", "tf32", "fp32_emulated"):  # valid names reach the device check
+        with pytest.raises(cls, match="kernelforge.matmul: .*" + message):
+            kft.matmul(a, b, math=math)
+
+
 E4, E5 = torch.float8_e4m3fn, torch.float8_e5m2
 
 
