@@ -18,7 +18,8 @@ strides of the size-1 dimensions: .to(memory_format=torch.channels_last) and ten
 torch allocates channels_last read as channels_last, .contiguous() ones as NCHW.
 
 In channels_last memory a torch tensor's .permute(0, 2, 3, 1) is a dense (N, H, W, C)
-view, no copy: that is what _C.conv2d receives with layout "nhwc". A (K, C, R, S)
+view, no copy: that is what _C.conv2d convolves with layout "nhwc"; the tensors go to _C as
+they are, with layout "channels_last" (C_LAYOUTS), and the binding takes that view. A (K, C, R, S)
 weight in channels_last memory is the (K, R, S, C) filter the NHWC kernels read; a
 weight in the other memory format is copied into it on each call (a filter is small;
 convert the module or weight once with .to(memory_format=torch.channels_last) to
@@ -57,9 +58,11 @@ def layout_of(x):
     return "nhwc" if x.dtype in HALF_DTYPES or strides_like_channels_last(x) else "nchw"
 
 
-def memory_order(t, layout):
-    """t as _C.conv2d takes it: in "nhwc", the (N, H, W, C) view of its channels_last memory."""
-    return t.permute(0, 2, 3, 1) if layout == "nhwc" else t
+# The layout argument of _C's conv entries for torch tensors, which _C takes as they are, in
+# torch's (N, C, H, W) order: "channels_last" is _C's "nhwc" with each 4-D array in that
+# order and channels_last memory (the binding views it as (N, H, W, C); a .permute(0, 2, 3, 1)
+# view per tensor here cost ~1 us of host time each).
+C_LAYOUTS = {"nchw": "nchw", "nhwc": "channels_last"}
 
 
 def output_extent(size, kernel, stride, pad, dilation):
@@ -99,7 +102,7 @@ def run(x, weight, bias, stride, padding, dilation, layout, math, relu, relu_thr
         explicit_stream):
     """kernelforge.conv2d for torch tensors (shapes NCHW / KCRS whatever the memory
     format): resolves the layout, copies a weight in the other memory format, allocates
-    out and calls _C.conv2d with the memory-order views (math: the mode's name). x is never
+    out and calls _C.conv2d (math: the mode's name). x is never
     copied: an x not dense in the layout's memory format is an InvalidArgumentError."""
     if layout == "auto":
         layout = layout_of(x)
@@ -122,9 +125,8 @@ def run(x, weight, bias, stride, padding, dilation, layout, math, relu, relu_thr
                                    f"strides are {out.stride()}; allocate it with "
                                    f"memory_format=torch.channels_last")
     weight = _in_format(weight, layout, stream, explicit_stream)
-    _C.conv2d(plain(memory_order(x, layout)), plain(memory_order(weight, layout)),
-              None if bias is None else plain(bias), plain(memory_order(out, layout)), *stride, *padding, *dilation,
-              layout, math, bool(relu), float(relu_threshold), variant, stream)
+    _C.conv2d(plain(x), plain(weight), None if bias is None else plain(bias), plain(out), *stride, *padding,
+              *dilation, C_LAYOUTS[layout], math, bool(relu), float(relu_threshold), variant, stream)
     return out
 
 
@@ -178,7 +180,7 @@ def _relu_view(relu_y, layout, what):
     if relu_y is None:
         return None
     _require_channels_last(what, "relu_y", relu_y, layout, relu_y)
-    return plain(memory_order(relu_y, layout))
+    return plain(relu_y)
 
 
 def run_backward_data(dy, weight, x_shape, stride, padding, dilation, layout, tf32, relu, relu_threshold, relu_y,
@@ -199,9 +201,9 @@ def run_backward_data(dy, weight, x_shape, stride, padding, dilation, layout, tf
     _require_dy(what, dy, relu_y, y_shape)
     out = _output(what, out, dy, x_shape, layout)
     weight = _in_format(weight, layout, stream, explicit_stream)
-    _C.conv2d_backward_data(plain(memory_order(dy, layout)), plain(memory_order(weight, layout)),
-                            _relu_view(relu_y, layout, what), plain(memory_order(out, layout)), *stride, *padding,
-                            *dilation, layout, bool(tf32), bool(relu), float(relu_threshold), variant, stream)
+    _C.conv2d_backward_data(plain(dy), plain(weight), _relu_view(relu_y, layout, what), plain(out), *stride,
+                            *padding, *dilation, C_LAYOUTS[layout], bool(tf32), bool(relu), float(relu_threshold),
+                            variant, stream)
     return out
 
 
@@ -225,10 +227,9 @@ def run_backward_filter(x, dy, weight_shape, stride, padding, dilation, bias, la
     out = _output(what, out, x, weight_shape, layout)
     if bias and out_bias is None:
         out_bias = torch.empty(weight_shape[0], dtype=x.dtype, device=x.device)
-    _C.conv2d_backward_filter(plain(memory_order(x, layout)), plain(memory_order(dy, layout)),
-                              _relu_view(relu_y, layout, what), plain(memory_order(out, layout)),
-                              None if out_bias is None else plain(out_bias), *stride, *padding, *dilation, layout,
-                              bool(tf32), bool(relu), float(relu_threshold), variant, stream)
+    _C.conv2d_backward_filter(plain(x), plain(dy), _relu_view(relu_y, layout, what), plain(out),
+                              None if out_bias is None else plain(out_bias), *stride, *padding, *dilation,
+                              C_LAYOUTS[layout], bool(tf32), bool(relu), float(relu_threshold), variant, stream)
     return out, out_bias
 
 
@@ -254,10 +255,9 @@ def conv_kernel(x, weight, bias, stride, padding, dilation, tf32=False):
     x, weight = x.contiguous(memory_format=memory_format), weight.contiguous(memory_format=memory_format)
     bias = None if bias is None else bias.contiguous()
     out = empty_output(x, output_shape(x, weight, stride, padding, dilation), layout)
-    _C.conv2d(to_dlpack(memory_order(x, layout)), to_dlpack(memory_order(weight, layout)),
-              None if bias is None else to_dlpack(bias), to_dlpack(memory_order(out, layout)), stride[0], stride[1],
-              padding[0], padding[1], dilation[0], dilation[1], layout, "tf32" if tf32 else "exact", False, 0.0, "best",
-              current_stream(x))
+    _C.conv2d(to_dlpack(x), to_dlpack(weight), None if bias is None else to_dlpack(bias), to_dlpack(out), stride[0],
+              stride[1], padding[0], padding[1], dilation[0], dilation[1], C_LAYOUTS[layout],
+              "tf32" if tf32 else "exact", False, 0.0, "best", current_stream(x))
     return out
 
 
@@ -291,11 +291,9 @@ def backward_data_kernel(grad, weight, x_size, stride, padding, dilation, tf32=F
     layout = resolve_layout(layout, grad)
     grad, weight, relu_y = _dense(grad, layout), _dense(weight, layout), _dense(relu_y, layout)
     dx = empty_output(grad, tuple(x_size), layout)
-    _C.conv2d_backward_data(to_dlpack(memory_order(grad, layout)), to_dlpack(memory_order(weight, layout)),
-                            None if relu_y is None else to_dlpack(memory_order(relu_y, layout)),
-                            to_dlpack(memory_order(dx, layout)), stride[0], stride[1], padding[0], padding[1],
-                            dilation[0], dilation[1], layout, tf32, relu_y is not None, relu_threshold, "best",
-                            current_stream(grad))
+    _C.conv2d_backward_data(to_dlpack(grad), to_dlpack(weight), None if relu_y is None else to_dlpack(relu_y),
+                            to_dlpack(dx), stride[0], stride[1], padding[0], padding[1], dilation[0], dilation[1],
+                            C_LAYOUTS[layout], tf32, relu_y is not None, relu_threshold, "best", current_stream(grad))
     return dx
 
 
@@ -317,11 +315,10 @@ def backward_filter_kernel(grad, x, weight_size, stride, padding, dilation, bias
     grad, x, relu_y = _dense(grad, layout), _dense(x, layout), _dense(relu_y, layout)
     dw = empty_output(x, tuple(weight_size), layout)
     db = x.new_empty((weight_size[0] if bias else 0,))
-    _C.conv2d_backward_filter(to_dlpack(memory_order(x, layout)), to_dlpack(memory_order(grad, layout)),
-                              None if relu_y is None else to_dlpack(memory_order(relu_y, layout)),
-                              to_dlpack(memory_order(dw, layout)), to_dlpack(db) if bias else None, stride[0],
-                              stride[1], padding[0], padding[1], dilation[0], dilation[1], layout, tf32,
-                              relu_y is not None, relu_threshold, "best", current_stream(x))
+    _C.conv2d_backward_filter(to_dlpack(x), to_dlpack(grad), None if relu_y is None else to_dlpack(relu_y),
+                              to_dlpack(dw), to_dlpack(db) if bias else None, stride[0], stride[1], padding[0],
+                              padding[1], dilation[0], dilation[1], C_LAYOUTS[layout], tf32, relu_y is not None,
+                              relu_threshold, "best", current_stream(x))
     return dw, db
 
 
