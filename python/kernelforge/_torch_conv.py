@@ -79,9 +79,27 @@ def output_shape(x, weight, stride, padding, dilation):
 
 
 def empty_output(x, shape, layout):
-    """y of `shape` in the layout's memory format (the real and the fake kernel allocate
-    it alike, so their strides agree)."""
+    """y of `shape` in the layout's memory format (the fake kernels' allocation; the real
+    kernels' new_output gives the same strides)."""
     return torch.empty(shape, dtype=x.dtype, device=x.device, memory_format=_FORMATS[layout])
+
+
+def new_output(x, shape, layout):
+    """empty_output(x, shape, layout) for int extents, cheaper: x.new_empty_strided with the
+    strides torch gives that memory format (c10's get_channels_last_strides_2d, and
+    contiguous strides, which take a size-0 extent as 1), ~1 us of host time less a call
+    than torch.empty(..., memory_format=) (profile_conv_host_cpu.py). Any other shape goes
+    to empty_output, whose errors it keeps. Not for the fake kernels: max() on a symbolic
+    extent would guard on it."""
+    if len(shape) != 4:
+        return empty_output(x, shape, layout)
+    n, k, p, q = shape
+    if not type(n) is type(k) is type(p) is type(q) is int:
+        return empty_output(x, shape, layout)
+    if layout == "nhwc":
+        return x.new_empty_strided(shape, (p * q * k, 1, q * k, k))
+    q1, pq1 = max(q, 1), max(p, 1) * max(q, 1)
+    return x.new_empty_strided(shape, (max(k, 1) * pq1, pq1, q1, 1))
 
 
 # ---- kernelforge.conv2d (the DLPack API) on torch tensors ------------------------------
@@ -116,7 +134,7 @@ def run(x, weight, bias, stride, padding, dilation, layout, math, relu, relu_thr
     padding = conv_padding(padding, stride, dilation, tuple(weight.shape[2:]))
     shape = output_shape(x, weight, stride, padding, dilation)
     if out is None:
-        out = empty_output(x, shape, layout)
+        out = new_output(x, shape, layout)
     elif tuple(out.shape) != shape:
         raise InvalidArgumentError(f"kernelforge.conv2d: 'out' has shape {tuple(out.shape)}; this convolution gives "
                                    f"(N, K, P, Q) = {shape}")
@@ -171,7 +189,7 @@ def _require_dy(what, dy, relu_y, y_shape):
 def _output(what, out, like, shape, layout):
     """A gradient's output: `out` checked against shape and layout, or a new one like `like`."""
     if out is None:
-        return empty_output(like, shape, layout)
+        return new_output(like, shape, layout)
     _require_out(what, "out", out, shape, layout)
     return out
 
@@ -254,7 +272,7 @@ def conv_kernel(x, weight, bias, stride, padding, dilation, tf32=False):
     memory_format = _FORMATS[layout]
     x, weight = x.contiguous(memory_format=memory_format), weight.contiguous(memory_format=memory_format)
     bias = None if bias is None else bias.contiguous()
-    out = empty_output(x, output_shape(x, weight, stride, padding, dilation), layout)
+    out = new_output(x, output_shape(x, weight, stride, padding, dilation), layout)
     _C.conv2d(to_dlpack(x), to_dlpack(weight), None if bias is None else to_dlpack(bias), to_dlpack(out), stride[0],
               stride[1], padding[0], padding[1], dilation[0], dilation[1], C_LAYOUTS[layout],
               "tf32" if tf32 else "exact", False, 0.0, "best", current_stream(x))
@@ -290,7 +308,7 @@ def backward_data_kernel(grad, weight, x_size, stride, padding, dilation, tf32=F
     _check_layout(layout, "conv2d_backward_data")
     layout = resolve_layout(layout, grad)
     grad, weight, relu_y = _dense(grad, layout), _dense(weight, layout), _dense(relu_y, layout)
-    dx = empty_output(grad, tuple(x_size), layout)
+    dx = new_output(grad, tuple(x_size), layout)
     _C.conv2d_backward_data(to_dlpack(grad), to_dlpack(weight), None if relu_y is None else to_dlpack(relu_y),
                             to_dlpack(dx), stride[0], stride[1], padding[0], padding[1], dilation[0], dilation[1],
                             C_LAYOUTS[layout], tf32, relu_y is not None, relu_threshold, "best", current_stream(grad))
@@ -313,7 +331,7 @@ def backward_filter_kernel(grad, x, weight_size, stride, padding, dilation, bias
     _check_layout(layout, "conv2d_backward_filter")
     layout = resolve_layout(layout, x)
     grad, x, relu_y = _dense(grad, layout), _dense(x, layout), _dense(relu_y, layout)
-    dw = empty_output(x, tuple(weight_size), layout)
+    dw = new_output(x, tuple(weight_size), layout)
     db = x.new_empty((weight_size[0] if bias else 0,))
     _C.conv2d_backward_filter(to_dlpack(x), to_dlpack(grad), None if relu_y is None else to_dlpack(relu_y),
                               to_dlpack(dw), to_dlpack(db) if bias else None, stride[0], stride[1], padding[0],
