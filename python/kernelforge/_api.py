@@ -189,6 +189,17 @@ def conv_padding(padding, stride, dilation, kernel_size):
 
 
 _CONV_LAYOUTS = ("nchw", "nhwc")
+_torch_conv_module = None
+
+
+def _torch_conv():
+    """kernelforge._torch_conv (the torch tensors' conv code), imported on the first torch
+    tensor, then kept: an import statement in each call cost ~0.5 us of host time."""
+    global _torch_conv_module
+    if _torch_conv_module is None:
+        from . import _torch_conv as module
+        _torch_conv_module = module
+    return _torch_conv_module
 
 
 def _require_4d(what, a_name, a, b_name, b):
@@ -268,9 +279,8 @@ def conv2d(x, weight, bias=None, *, stride=1, padding=0, dilation=1, tf32=False,
     stride, dilation = _pair("stride", stride), _pair("dilation", dilation)
     handle = stream_handle(stream, x, fw)
     if fw == "torch":
-        from . import _torch_conv
-        return _torch_conv.run(x, weight, bias, stride, padding, dilation, layout, math, relu, relu_threshold, out,
-                               variant, handle, stream is not None)
+        return _torch_conv().run(x, weight, bias, stride, padding, dilation, layout, math, relu, relu_threshold, out,
+                                 variant, handle, stream is not None)
     if layout == "auto":
         layout = "nchw"
     kernel_size = tuple(weight.shape[1:3]) if layout == "nhwc" else tuple(weight.shape[2:])
@@ -306,7 +316,7 @@ def _shape_for(what, name, shape, out, out_name):
             from ._errors import InvalidArgumentError
             raise InvalidArgumentError(f"kernelforge.{what}: pass {name} (the shape of the gradient) or {out_name}=")
         return tuple(out.shape)
-    shape = tuple(int(v) for v in shape)
+    shape = tuple(map(int, shape))
     if len(shape) != 4:
         from ._errors import InvalidArgumentError
         raise InvalidArgumentError(f"kernelforge.{what}: {name} must have 4 extents; got {shape}")
@@ -347,9 +357,8 @@ def conv2d_backward_data(dy, weight, x_shape=None, *, stride=1, padding=0, dilat
     handle = stream_handle(stream, dy, fw)
     x_shape = _shape_for("conv2d_backward_data", "x_shape", x_shape, out, "out")
     if fw == "torch":
-        from . import _torch_conv
-        return _torch_conv.run_backward_data(dy, weight, x_shape, stride, padding, dilation, layout, tf32, relu,
-                                             relu_threshold, relu_y, out, variant, handle, stream is not None)
+        return _torch_conv().run_backward_data(dy, weight, x_shape, stride, padding, dilation, layout, tf32, relu,
+                                               relu_threshold, relu_y, out, variant, handle, stream is not None)
     if layout == "auto":
         layout = "nchw"
     kernel_size = tuple(weight.shape[1:3]) if layout == "nhwc" else tuple(weight.shape[2:])
@@ -391,10 +400,9 @@ def conv2d_backward_filter(x, dy, weight_shape=None, *, stride=1, padding=0, dil
     weight_shape = _shape_for("conv2d_backward_filter", "weight_shape", weight_shape, out, "out")
     bias = bool(bias) or out_bias is not None
     if fw == "torch":
-        from . import _torch_conv
-        return _torch_conv.run_backward_filter(x, dy, weight_shape, stride, padding, dilation, bias, layout, tf32,
-                                               relu, relu_threshold, relu_y, out, out_bias, variant, handle,
-                                               stream is not None)
+        return _torch_conv().run_backward_filter(x, dy, weight_shape, stride, padding, dilation, bias, layout, tf32,
+                                                 relu, relu_threshold, relu_y, out, out_bias, variant, handle,
+                                                 stream is not None)
     if layout == "auto":
         layout = "nchw"
     kernel_size = weight_shape[1:3] if layout == "nhwc" else weight_shape[2:]

@@ -164,15 +164,14 @@ def _layout_reason(t, layout):
 
 
 def _require_y_shape(what, name, t, shape):
-    if tuple(t.shape) != tuple(shape):
+    if t.shape != shape:  # shape: output_shape's tuple, which a torch.Size compares equal to
         raise InvalidArgumentError(f"kernelforge.{what}: '{name}' has shape {tuple(t.shape)}; this convolution gives "
                                    f"(N, K, P, Q) = {tuple(shape)}")
 
 
-def _require_out(what, name, out, shape, layout):
-    if tuple(out.shape) != tuple(shape):
-        raise InvalidArgumentError(f"kernelforge.{what}: '{name}' has shape {tuple(out.shape)}; it must be "
-                                   f"{tuple(shape)}")
+def _require_out(what, name, out, layout):
+    """out's memory format (its shape is checked by kernelforge's _api._shape_for, the one
+    caller of run_backward_data and run_backward_filter, before they run)."""
     if layout == "nhwc" and not out.is_contiguous(memory_format=torch.channels_last):
         raise InvalidArgumentError(f"kernelforge.{what}: layout 'nhwc' writes '{name}' in channels_last memory, but "
                                    f"its strides are {out.stride()}; allocate it with "
@@ -187,10 +186,11 @@ def _require_dy(what, dy, relu_y, y_shape):
 
 
 def _output(what, out, like, shape, layout):
-    """A gradient's output: `out` checked against shape and layout, or a new one like `like`."""
+    """A gradient's output: `out` (of `shape`, see _require_out) checked against the layout,
+    or a new one like `like`."""
     if out is None:
         return new_output(like, shape, layout)
-    _require_out(what, "out", out, shape, layout)
+    _require_out(what, "out", out, layout)
     return out
 
 
