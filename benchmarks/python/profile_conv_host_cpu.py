@@ -13,7 +13,10 @@ conv2d_output_shape returns the layer's (P, Q)), and kernelforge.torch's device 
 around the kernel, on the same code paths as a GPU call, minus the binding's own time
 (timed apart: --binding needs the built _C, and times its conv entries up to the device
 check on CPU tensors). Times are the calling thread's CPU time (time.thread_time), the
-fastest of interleaved rounds: the machine is shared.
+fastest of interleaved rounds: the machine is shared; with the cyclic garbage collector
+off during the rounds (as timeit does) and glibc's malloc kept from returning the large
+CPU outputs to the system each call (steady_malloc). --instructions counts instructions
+under callgrind instead: deterministic, for before/after comparisons.
 
 Rows, per mode (fp16, bf16, TF32 in channels_last; exact fp32 in NCHW: bench's modes), on
 N32 C64 56x56 K64 3x3 p1 (the host path does not depend on the size):
@@ -26,14 +29,46 @@ N32 C64 56x56 K64 3x3 p1 (the host path does not depend on the size):
     graph calls it);
   - kf.conv2d / kf.conv2d_backward_data / kf.conv2d_backward_filter with out= (bench's rows).
 
-Measured (torch 2.15, this 2-core shared machine, 1 thread, us per call, before -> after
-the branch conv-host-time):
-  (filled in by the commits that cut the time)
+Measured (torch 2.15, Python 3.11, this 2-core shared machine, 1 thread), before -> after
+the branch conv-host-time (a1fa6cc -> its last commit; --python gave each its package):
+  instructions per call, thousands (--instructions, --calls 50; the calling thread):
+                                            fp16          bf16          tf32     fp32 nchw
+    Conv2d forward, grad               288 ->  90    289 ->  91    305 -> 108    273 -> 106
+    dgrad (backward's call)             76 ->  42     76 ->  42     76 ->  42     48 ->  47
+    wgrad (backward's call)             86 ->  53     87 ->  53     86 ->  53     58 ->  57
+    step: forward + autograd.grad      621 -> 359    622 -> 360    638 -> 378    551 -> 385
+    op.default, no grad                105 ->  73    105 ->  73    113 ->  81     84 ->  84
+    kf.conv2d(out=)                     90 ->  55     90 ->  55     99 ->  64     64 ->  57
+    kf.conv2d_backward_data(out=)      106 ->  66    106 ->  66    115 ->  75     80 ->  67
+    kf.conv2d_backward_filter(out=)    104 ->  63    104 ->  63    113 ->  72     76 ->  63
+  thread time, us per call (the fastest of 3 alternating runs of 10 rounds each; the
+  times move by 10-30% with the machine's load, the instruction counts do not):
+                                            fp16          bf16          tf32     fp32 nchw
+    Conv2d forward, grad              88 -> 10.9    62 -> 16.4    59 -> 13.7    81 -> 19.8
+    dgrad (backward's call)         11.5 ->  4.5  11.5 ->  5.5   8.4 ->  4.4   6.3 ->  6.2
+    wgrad (backward's call)         13.0 ->  5.7  13.0 ->  7.5   9.7 ->  5.9   8.1 ->  8.2
+    step: forward + autograd.grad    197 -> 49.9   192 -> 50.7   118 -> 59.2   176 -> 90.5
+    op.default, no grad             18.1 ->  8.7  18.1 ->  8.8  13.2 ->  9.6  13.6 ->  9.7
+    kf.conv2d(out=)                 12.9 ->  5.2  12.6 ->  5.4  10.5 ->  5.9   7.6 ->  5.7
+    kf.conv2d_backward_data(out=)   15.4 ->  6.6  15.4 ->  6.3  12.0 ->  7.5  10.2 ->  6.4
+    kf.conv2d_backward_filter(out=) 14.6 ->  6.0  15.2 ->  6.1  11.4 ->  6.8   9.6 ->  6.0
+  Where it went: torch binding forward's arguments with inspect.signature on each apply of
+  an autograd.Function with setup_context, and a second dispatcher round trip (together
+  ~165k instructions a forward: _torch_ops.autograd_kernel's EagerFunction); a
+  .permute(0, 2, 3, 1) view per channels_last tensor for _C (~10k instructions, ~1 us
+  each, 3 a call: _C takes layout "channels_last"); torch.empty(..., memory_format=)
+  (new_output); an import statement, a repeated shape check and tuple copies in kf.*.
+  The step's other ~175k instructions are torch's: autograd.grad, the engine, the
+  backward's Python glue. --binding (the built _C's entries on CPU tensors, up to
+  NoDeviceError): ~15 us a call given the tensors as they are, ~21 us with the permuted
+  views, most of either the NoDeviceError path itself.
 
-Run: python benchmarks/python/profile_conv_host_cpu.py [--python DIR] [--rounds N] [--json FILE]
-(needs torch; kernelforge's _C need not be built. --python DIR: the kernelforge package's
-parent folder to time, e.g. an older checkout's python/, for a before/after table;
---compare A.json B.json prints two runs' --json side by side).
+Run: python benchmarks/python/profile_conv_host_cpu.py [--python DIR] [--modes fp16,bf16]
+        [--rounds N] [--calls N] [--instructions] [--binding] [--json FILE]
+(needs torch; kernelforge's _C need not be built, but --binding needs it built into DIR.
+--python DIR: the folder holding the kernelforge package to time, e.g. an older
+checkout's python/, for a before/after table; --instructions needs valgrind and cc, and
+takes minutes; --compare A.json B.json prints two runs' --json side by side).
 """
 
 import argparse
@@ -94,9 +129,11 @@ def per_call_us(rows, calls, rounds):
     of `calls` calls each in the row's grad mode (set around the loop, as the autograd
     engine sets it around a backward, not per call), and each keeps its fastest run (the
     figure least disturbed by other processes)."""
+    import gc
     import torch
     best = {}
     saved = torch.is_grad_enabled()
+    gc.disable()  # as timeit does: a collection of torch's ~10^6 objects would land in one row's run
     try:
         for fn, grad in rows.values():
             torch.set_grad_enabled(grad)
@@ -106,6 +143,7 @@ def per_call_us(rows, calls, rounds):
             for name, (fn, grad) in rows.items():
                 torch.set_grad_enabled(grad)
                 label = f"{_label}: {name}".encode() if _label else name.encode()
+                gc.collect()
                 _under_callgrind.kf_zero()
                 for _ in range(calls):
                     fn()
@@ -113,6 +151,7 @@ def per_call_us(rows, calls, rounds):
                 best[name] = 0.0
             return best
         for _ in range(rounds):
+            gc.collect()
             for name, (fn, grad) in rows.items():
                 torch.set_grad_enabled(grad)
                 start = clock()
@@ -121,6 +160,7 @@ def per_call_us(rows, calls, rounds):
                 best[name] = min(best.get(name, float("inf")), (clock() - start) / calls * 1e6)
     finally:
         torch.set_grad_enabled(saved)
+        gc.enable()
     return best
 
 
@@ -157,19 +197,22 @@ def instructions(argv, calls):
     import subprocess
     import tempfile
     out = tempfile.mkdtemp(prefix="kf_conv_host_")
-    cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/cg.out", sys.executable,
-           os.path.abspath(__file__), "--under-callgrind", out] + argv
+    # The calling thread's counts only (--separate-threads: a dump per thread, "-01" the
+    # main one's): torch's idle worker threads spin, and what they count follows the
+    # run's duration, not the code under test.
+    cmd = ["valgrind", "--tool=callgrind", "--separate-threads=yes", f"--callgrind-out-file={out}/cg.out",
+           sys.executable, os.path.abspath(__file__), "--under-callgrind", out] + argv
     subprocess.run(cmd, capture_output=True, text=True, check=True)
     counts = {}
-    for name in sorted(os.listdir(out)):
-        if not name.startswith("cg.out."):
+    for name in os.listdir(out):
+        if not (name.startswith("cg.out.") and name.endswith("-01")):
             continue
         with open(os.path.join(out, name)) as f:
             lines = f.read().splitlines()
         trigger = [line for line in lines if line.startswith("desc: Trigger: Client Request: ")]
         totals = [line for line in lines if line.startswith(("totals:", "summary:"))]
         if trigger and totals:
-            counts[int(name.rsplit(".", 1)[1])] = (trigger[0].split(": ", 3)[3], int(totals[0].split()[1]))
+            counts[int(name[len("cg.out."):-len("-01")])] = (trigger[0].split(": ", 3)[3], int(totals[0].split()[1]))
     return {row: count / calls for _, (row, count) in sorted(counts.items())}
 
 
@@ -231,20 +274,23 @@ def probe(rounds, calls, labels=None):
 
 
 def binding_rows(rounds, calls):
-    """The built _C's conv entries on CPU tensors: every check, then NoDeviceError at the
-    device check (so the figure includes raising and catching that error, timed alone too)."""
+    """The built _C's conv entries on CPU fp16 channels_last tensors: every check, then
+    NoDeviceError at the device check (so each figure includes raising and catching that
+    error, also timed alone), each given the tensors both ways: layout "nhwc" with the
+    .permute(0, 2, 3, 1) views (made in the row, as the Python code made them before), and
+    layout "channels_last" with the tensors as they are (the binding makes the views)."""
     import torch
     import kernelforge as kf
     from kernelforge import _C
     from torch.utils.dlpack import to_dlpack
 
+    torch.set_num_threads(1)
     _, n, c, h, w, k, r, s, stride, pad = LAYER
     p, q = (h + 2 * pad - r) // stride + 1, (w + 2 * pad - s) // stride + 1
     cl = torch.channels_last
     x = torch.randn(n, c, h, w).half().to(memory_format=cl)
     wt = torch.randn(k, c, r, s).half().to(memory_format=cl)
     dy = torch.randn(n, k, p, q).half().to(memory_format=cl)
-    xv, wv, dyv = (t.permute(0, 2, 3, 1) for t in (x, wt, dy))
     geometry = (stride, stride, pad, pad, 1, 1)
 
     def caught(fn):
@@ -258,20 +304,28 @@ def binding_rows(rounds, calls):
     def raise_only():
         raise kf.NoDeviceError("x")
 
+    def views(*tensors):
+        return [to_dlpack(t.permute(0, 2, 3, 1)) for t in tensors]
+
+    def as_they_are(*tensors):
+        return [to_dlpack(t) for t in tensors]
+
     rows = {
         "_C.conv2d_output_shape": lambda: _C.conv2d_output_shape(n, c, h, w, k, r, s, *geometry),
-        "to_dlpack (one array)": lambda: to_dlpack(xv),
+        "to_dlpack (one tensor)": lambda: to_dlpack(x),
         "raise + catch NoDeviceError (Python)": caught(raise_only),
-        "_C.conv2d (fp16 nhwc) to the device check": caught(
-            lambda: _C.conv2d(to_dlpack(xv), to_dlpack(wv), None, to_dlpack(dyv), *geometry, "nhwc", "exact", False,
-                              0.0, "best", 0)),
-        "_C.conv2d_backward_data to the device check": caught(
-            lambda: _C.conv2d_backward_data(to_dlpack(dyv), to_dlpack(wv), None, to_dlpack(xv), *geometry, "nhwc",
-                                            False, False, 0.0, "best", 0)),
-        "_C.conv2d_backward_filter to the device check": caught(
-            lambda: _C.conv2d_backward_filter(to_dlpack(xv), to_dlpack(dyv), None, to_dlpack(wv), None, *geometry,
-                                              "nhwc", False, False, 0.0, "best", 0)),
     }
+    for layout, arrays in (("nhwc", views), ("channels_last", as_they_are)):
+        rows[f"_C.conv2d, {layout}, to the device check"] = caught(
+            lambda layout=layout, arrays=arrays: _C.conv2d(*arrays(x, wt), None, *arrays(dy), *geometry, layout,
+                                                           "exact", False, 0.0, "best", 0))
+        rows[f"_C.conv2d_backward_data, {layout}, to the device check"] = caught(
+            lambda layout=layout, arrays=arrays: _C.conv2d_backward_data(*arrays(dy, wt), None, *arrays(x), *geometry,
+                                                                         layout, False, False, 0.0, "best", 0))
+        rows[f"_C.conv2d_backward_filter, {layout}, to the device check"] = caught(
+            lambda layout=layout, arrays=arrays: _C.conv2d_backward_filter(*arrays(x, dy), None, *arrays(wt), None,
+                                                                           *geometry, layout, False, False, 0.0,
+                                                                           "best", 0))
     rows = {name: (fn, False) for name, fn in rows.items()}
     return {f"binding: {name}": us for name, us in per_call_us(rows, calls, rounds).items()}
 
@@ -281,12 +335,12 @@ def compare(a_path, b_path):
         a = json.load(f)
     with open(b_path) as f:
         b = json.load(f)
-    print(f"{'row':<62} {'before':>8} {'after':>8} {'after/before':>12}")
+    print(f"{'row':<72} {'before':>8} {'after':>8} {'after/before':>12}")
     for name, before in a["rows"].items():
         after = b["rows"].get(name)
         if after is None:
             continue
-        print(f"{name:<62} {before:8.2f} {after:8.2f} {after / before:12.2f}")
+        print(f"{name:<72} {before:8.2f} {after:8.2f} {after / before:12.2f}")
 
 
 def main():
@@ -313,7 +367,7 @@ def main():
         results = instructions(argv, args.calls)
         print(f"instructions per call (callgrind), {LAYER[0]}, kernelforge from {os.path.abspath(args.python)}")
         for name, value in results.items():
-            print(f"  {name:<62} {value:10.0f}")
+            print(f"  {name:<72} {value:10.0f}")
         if args.json:
             with open(args.json, "w") as f:
                 json.dump({"unit": "instructions", "layer": LAYER[0], "rows": results}, f, indent=1)
@@ -336,7 +390,7 @@ def main():
               f"{torch.get_num_threads()} thread(s), {malloc}, {LAYER[0]}, kernelforge from "
               f"{os.path.abspath(args.python)}")
     for name, value in results.items():
-        print(f"row: {name}" if args.under_callgrind else f"  {name:<62} {value:8.2f} us")
+        print(f"row: {name}" if args.under_callgrind else f"  {name:<72} {value:8.2f} us")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"torch": torch.__version__, "layer": LAYER[0], "rows": results}, f, indent=1)
