@@ -110,35 +110,34 @@ def autograd_kernel(op, kernel, backward, setup_context):
     (torch binds the arguments to forward's signature with inspect.signature on each apply
     of a Function that overrides setup_context; measured on CPU,
     benchmarks/python/profile_conv_host_cpu.py). The returned kernel's `eager` is
-    EagerFunction.apply (eager_function)."""
+    EagerFunction.apply (eager_function). Both are named after the operator."""
 
     def below_autograd(*args):
         with torch._C._AutoDispatchBelowAutograd():
             return op(*args)
 
-    class Function(torch.autograd.Function):
-        @staticmethod
-        def forward(*args):
-            return below_autograd(*args)
+    def forward(*args):
+        return below_autograd(*args)
 
-        @staticmethod
-        def setup_context(ctx, inputs, output):
-            setup_context(ctx, inputs, output)
+    def setup(ctx, inputs, output):
+        setup_context(ctx, inputs, output)
 
-        @staticmethod
-        def backward(ctx, *grads):
-            return backward(ctx, *grads)
+    def eager_forward(ctx, *args):
+        output = kernel(*args)
+        setup_context(ctx, args, output)
+        return output
 
-    class EagerFunction(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, *args):
-            output = kernel(*args)
-            setup_context(ctx, args, output)
-            return output
+    def backward_formula(ctx, *grads):
+        return backward(ctx, *grads)
 
-        @staticmethod
-        def backward(ctx, *grads):
-            return backward(ctx, *grads)
+    # Both named after the operator ("kernelforge::conv2d"): the name profiles give the
+    # forward's apply, and grad_fn's ("kernelforge::conv2dBackward").
+    name = op._schema.name
+    Function = type(name, (torch.autograd.Function,), {
+        "forward": staticmethod(forward), "setup_context": staticmethod(setup),
+        "backward": staticmethod(backward_formula)})
+    EagerFunction = type(name, (torch.autograd.Function,), {
+        "forward": staticmethod(eager_forward), "backward": staticmethod(backward_formula)})
 
     # The dispatcher hands a Python kernel the arguments as the caller passed them;
     # fill in the schema's defaults so setup_context always sees every input.
