@@ -11,7 +11,10 @@ when matplotlib is available (without it, the tables are still printed and the
 script says why there is no plot). Python 3 standard library otherwise.
 
 With --backward JSON (a bench_conv run of the conv2d_backward rows), a third
-table: conv2d_backward/<fp16|bf16|tf32>/<data|filter|step>/<layer>.
+table: conv2d_backward/<fp16|bf16|tf32>/<data|filter|step>/<layer>. With
+--emulated JSON (a run of the fp32_emulated rows: conv2d/fp32_emulated/
+best_vs_cudnn/<layer> and conv2d_nhwc/...), a table of math_mode::fp32_emulated
+against cuDNN's fastest exact fp32, each speed beside both errors.
 
 Names follow bench_conv: conv2d/<fp32|tf32>/<impl>/<layer> and
 filter2d/fp32/<impl>/<image>; the fields Google Benchmark appends
@@ -60,6 +63,8 @@ def load(path):
             "TFLOP/s": b.get("TFLOP/s"), "GB/s": b.get("GB/s"),
             "frac_cudnn": b.get("frac_cudnn"), "frac_copy": b.get("frac_copy"), "label": b.get("label", ""),
             "speedup_vs_unfused": b.get("speedup_vs_unfused"),
+            "max_error": b.get("max_error"), "baseline_max_error": b.get("baseline_max_error"),
+            "cudnn_TFLOP/s": b.get("cudnn_TFLOP/s"),
         })
     return data.get("context", {}), rows
 
@@ -107,6 +112,25 @@ def table(rows, family, rate, extra, order):
     return "\n".join(lines)
 
 
+def emulated_table(rows):
+    """fp32_emulated rows: ours and cuDNN's rate, the ratio, and both maximum errors
+    (relative to sum |x| |w| over the receptive field, on sampled outputs)."""
+    sel = [r for r in rows if r["type"] == "fp32_emulated" and r["family"] in ("conv2d", "conv2d_nhwc")]
+    if not sel:
+        return ""
+    lines = ["| layer | layout | ours TFLOP/s | cuDNN TFLOP/s | ours / cuDNN | max error ours | max error cuDNN |",
+             "|---|---|---|---|---|---|---|"]
+    for r in sel:
+        layout = "NHWC" if r["family"] == "conv2d_nhwc" else "NCHW"
+        if r["error"]:
+            lines.append(f"| {r['size']} | {layout} | {r['error']} | | | | |")
+            continue
+        err = lambda v: "" if v is None else f"{v:.2e}"
+        lines.append(f"| {r['size']} | {layout} | {fmt(r['TFLOP/s'], 1)} | {fmt(r['cudnn_TFLOP/s'], 1)} | "
+                     f"{fmt(r['frac_cudnn'])} | {err(r['max_error'])} | {err(r['baseline_max_error'])} |")
+    return "\n".join(lines)
+
+
 def plot(rows, path, context):
     try:
         import matplotlib
@@ -147,10 +171,12 @@ def main(argv):
     ap.add_argument("--png", default="conv.png", help="plot to write (default conv.png)")
     ap.add_argument("--markdown-out", help="also write the tables to this file")
     ap.add_argument("--backward", help="bench_conv JSON with the conv2d_backward rows (a run of its own)")
+    ap.add_argument("--emulated", help="bench_conv JSON with the fp32_emulated rows (a run of its own)")
     args = ap.parse_args(argv)
     context, rows = load(args.json)
     if args.backward:
         rows += [r for r in load(args.backward)[1] if r["family"] == "conv2d_backward"]
+    emulated = load(args.emulated)[1] if args.emulated else []
     text = "\n\n".join(t for t in (
         "### conv2d (NCHW fp32; frac = cuDNN time / our time, > 1 is faster than cuDNN)",
         table(rows, "conv2d", "TFLOP/s", [("frac_cudnn", "cuDNN")], CONV_ORDER),
@@ -161,6 +187,10 @@ def main(argv):
         "### conv2d gradients (NHWC; data = dx, filter = dw, step = forward + both; TFLOP/s of the forward's "
         "FLOPs per pass; frac = cuDNN's backend graphs' time / ours, paired in one run)",
         table(rows, "conv2d_backward", "TFLOP/s", [("frac_cudnn", "cuDNN")], BACKWARD_ORDER),
+        "### conv2d, math_mode::fp32_emulated (step 9: three TF32 wgmma products per split pair) against "
+        "cuDNN's fastest exact fp32 algorithm, paired in one run; errors: the maximum over 2048 sampled "
+        "outputs of |y - ref| / sum |x| |w| (double reference)" if emulated else "",
+        emulated_table(emulated),
         "### filter2d (8192 x 8192 single-channel fp32, zero border; copy = the memory floor)",
         table(rows, "filter2d", "GB/s", [("frac_copy", "copy"), ("frac_cudnn", "cuDNN")], FILTER_ORDER),
     ) if t)

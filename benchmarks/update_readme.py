@@ -50,7 +50,10 @@ def main():
     matmul = section_text(run(HERE / "plot_matmul.py", res / "bench_matmul.json", "--out", res / "matmul.png", *fp8,
                               *extra))
     backward = ["--backward", res / "bench_conv_backward.json"] if (res / "bench_conv_backward.json").exists() else []
-    conv = section_text(run(HERE / "plot_conv.py", res / "bench_conv.json", "--png", res / "conv.png", *backward))
+    emulated = (["--emulated", res / "bench_conv_fp32_emulated.json"]
+                if (res / "bench_conv_fp32_emulated.json").exists() else [])
+    conv = section_text(run(HERE / "plot_conv.py", res / "bench_conv.json", "--png", res / "conv.png", *backward,
+                            *emulated))
 
     section = f"""<!-- results:begin -->
 Measured with the benchmark binaries on one NVIDIA H200 (CUDA events around the

@@ -30,7 +30,7 @@ the gradients dx and dweight.
 import torch
 
 from . import _C
-from ._api import _pair, conv_padding
+from ._api_conv import _pair, conv_padding
 from ._errors import InvalidArgumentError
 from ._torch_support import current_stream, plain, to_dlpack
 

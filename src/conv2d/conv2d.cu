@@ -128,8 +128,8 @@ void require_conv2d_fp32_emulation(const char* what, int device) {
 /// Step 9 for the layers it takes (true once enqueued); false for the others,
 /// which the exact kernels compute (conv2d_fp32_emulated_unsupported_reason).
 template <class Epilogue>
-bool launch_fp32_emulated(const char* what, int device, const conv2d_args<float>& a, conv2d_layout layout,
-                          Epilogue ep, cudaStream_t stream) {
+bool launch_fp32_emulated(const char* what, int device, const conv2d_args<float>& a, conv2d_layout layout, Epilogue ep,
+                          cudaStream_t stream) {
   if (conv2d_fp32_emulated_unsupported_reason(static_cast<std::size_t>(a.c), static_cast<std::size_t>(a.rs),
                                               static_cast<std::size_t>(a.stride_h),
                                               static_cast<std::size_t>(a.stride_w)) != nullptr) {
@@ -137,8 +137,8 @@ bool launch_fp32_emulated(const char* what, int device, const conv2d_args<float>
   }
   if (conv2d_fp32_emulated_try_launch(device, a, layout, ep, stream)) return true;
   const std::size_t c32 = ceil_div(static_cast<std::size_t>(a.c), std::size_t{32}) * 32;
-  const std::size_t bytes = 8 * c32 *
-                            (static_cast<std::size_t>(a.n) * a.h * a.w + static_cast<std::size_t>(a.k) * a.rs);
+  const std::size_t bytes =
+      8 * c32 * (static_cast<std::size_t>(a.n) * a.h * a.w + static_cast<std::size_t>(a.k) * a.rs);
   throw error(errc::out_of_memory,
               std::string(what) +
                   ": options.math = fp32_emulated splits x and the filter into a workspace of 8 x (N H W + K R S) x "
@@ -161,30 +161,32 @@ void conv2d_forward_impl(const conv2d_params& p, const T* x, const T* w, const T
   const conv2d_args<T> args = make_conv2d_args(p, geometry.p, geometry.q, x, w, bias, y);
   // The bias stays with the kernels (a.bias): the epilogue only thresholds.
   const epilogue::bias_relu_threshold<float> relu{nullptr, true, options.relu_threshold};
+  // The options the kernels below run under: the caller's, or, for fp32_emulated
+  // on a layer step 9 does not take, exact math (never less accurate).
+  conv2d_options exact = options;
+  exact.math = math_mode::exact;
+  const conv2d_options* run = &options;
   if constexpr (std::is_same_v<T, float>) {  // validate_conv2d: fp32_emulated is float only
     if (options.math == math_mode::fp32_emulated) {
       require_conv2d_fp32_emulation(what, device);
-      const bool done = options.relu ? launch_fp32_emulated(what, device, args, p.layout, relu, options.stream)
-                                     : launch_fp32_emulated(what, device, args, p.layout, epilogue::identity{},
-                                                            options.stream);
+      const bool done = options.relu
+                            ? launch_fp32_emulated(what, device, args, p.layout, relu, options.stream)
+                            : launch_fp32_emulated(what, device, args, p.layout, epilogue::identity{}, options.stream);
       if (done) return;
-      // Layers step 9 does not take: the exact kernels (never less accurate).
-      conv2d_options exact = options;
-      exact.math = math_mode::exact;
-      return conv2d_forward_impl<float>(p, x, w, bias, y, exact);
+      run = &exact;
     }
   }
   if (p.layout == conv2d_layout::nhwc) {
     if (options.relu) {
-      dispatch_conv2d_nhwc(what, device, args, options, relu);
+      dispatch_conv2d_nhwc(what, device, args, *run, relu);
     } else {
-      dispatch_conv2d_nhwc(what, device, args, options, epilogue::identity{});
+      dispatch_conv2d_nhwc(what, device, args, *run, epilogue::identity{});
     }
   } else if constexpr (std::is_same_v<T, float>) {  // validate_conv2d: NCHW is float only
     if (options.relu) {
-      dispatch(what, device, args, options, relu);
+      dispatch(what, device, args, *run, relu);
     } else {
-      dispatch(what, device, args, options, epilogue::identity{});
+      dispatch(what, device, args, *run, epilogue::identity{});
     }
   }
 }

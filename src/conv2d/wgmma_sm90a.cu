@@ -107,8 +107,8 @@ bool try_launch(int device, const conv2d_args<float>& a, const Epilogue& ep, cud
   conv2d_nchw_to_nhwc_tf32<<<t_grid, dim3(transpose_tile, transpose_rows_per_pass), 0, stream>>>(
       a.x, x_nhwc, a.n, a.c, a.hw, static_cast<int>(c_stride));
   check_launch(what);
-  conv2d_kcrs_to_krsc_tf32<<<conv2d_wgmma_repack_blocks(device, K * RS * c_padded), conv2d_wgmma::filter_block, 0, stream>>>(
-      a.wt, w_krsc, a.k, a.c, a.rs, static_cast<int>(c_padded));
+  conv2d_kcrs_to_krsc_tf32<<<conv2d_wgmma_repack_blocks(device, K * RS * c_padded), conv2d_wgmma::filter_block, 0,
+                             stream>>>(a.wt, w_krsc, a.k, a.c, a.rs, static_cast<int>(c_padded));
   check_launch(what);
   launch_planned<float, conv2d_layout::nchw>(device, map_x, map_w, prm, plan.bn, false, ep, stream);
   return true;
@@ -144,7 +144,8 @@ bool fold_geometry(const conv2d_args<T>& a, std::size_t c_folded, conv2d_nhwc_fo
 template <class T>
 void launch_fold(int device, const conv2d_args<T>& a, const conv2d_nhwc_fold_geometry& fold, T* x_folded,
                  cudaStream_t stream, const char* call = what) {
-  const unsigned blocks = conv2d_wgmma_repack_blocks(device, static_cast<std::size_t>(fold.vectors));  // a thread a 16-byte vector
+  const unsigned blocks =
+      conv2d_wgmma_repack_blocks(device, static_cast<std::size_t>(fold.vectors));  // a thread a 16-byte vector
   conv2d_nhwc_fold_columns<T><<<blocks, conv2d_wgmma::filter_block, 0, stream>>>(a.x, x_folded, fold);
   check_launch(call);
 }
@@ -175,7 +176,8 @@ bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& a, const Epi
   if (!make_conv2d_wgmma_params(f, plan, prm)) return false;
   CUtensorMap map_x{}, map_w{};
   if (in_place) {
-    if (!encode_conv2d_wgmma_maps(map_x, map_w, a.x, a.wt, a, static_cast<z>(a.c), static_cast<z>(a.c), plan)) return false;
+    if (!encode_conv2d_wgmma_maps(map_x, map_w, a.x, a.wt, a, static_cast<z>(a.c), static_cast<z>(a.c), plan))
+      return false;
     launch_planned<T, conv2d_layout::nhwc>(device, map_x, map_w, prm, plan.bn,
                                            conv2d_wgmma_pingpong(static_cast<z>(prm.k_steps)), ep, stream);
     return true;

@@ -16,16 +16,18 @@
 //  * The producer is step 7's, unchanged: over the split maps its channel
 //    chunks simply alternate hi, lo, so a k-block (32 channels of one filter
 //    tap) arrives as two consecutive ring stages, its A and B boxes each.
-//  * The consumers take the pair and order the products as matmul step 15
-//    does (matmul/wgmma/fp32_emulated_sums.cuh): a fresh tensor-core partial
+//  * The consumers take the pair and order and sum the products as matmul step
+//    15 does (matmul/wgmma/fp32_emulated_sums.cuh): a fresh tensor-core partial
 //    per k-block (hi lo, lo hi, then hi hi on top: wgmma truncates as it adds),
-//    promoted into an fp32 total with round-to-nearest. Unlike step 15 there
-//    is no window level (a layer's sum is at most a few hundred k-blocks, not
-//    thousands): its registers hold a second partial instead, so that k-block
-//    j + 1's products run while k-block j's partial is added. Inputs with an
-//    inf or a NaN run the kernel's other instance (Apart), which leaves the
-//    corrections out wherever hi hi is not finite, so infinities and NaNs are
-//    those of the exact products.
+//    promoted into fp32 registers with round-to-nearest (a window of 32
+//    k-blocks, then the total); the two consumer warpgroups drift apart so
+//    that one promotes while the other's products run. (A second partial in
+//    flight instead, k-block j + 1's products issued before k-block j's sum,
+//    was 8-15% slower on the H200: each warpgroup then holds two k-blocks'
+//    stages, and the 6-8-stage ring runs dry.) Inputs with an inf or a NaN run
+//    the kernel's other instance (Apart), which leaves the corrections out
+//    wherever hi hi is not finite, so infinities and NaNs are those of the
+//    exact products.
 //  * Cooperative only (both consumer warpgroups on one 128-row tile): the sums
 //    and partials of a thread take three times step 7's accumulators, so the
 //    producer warpgroup gives its registers to the consumers (setmaxnreg).
@@ -36,7 +38,12 @@
 // the pre-pass (reads x once, writes it twice). Layers with fewer than 32
 // channels, strides above 8 or C R S < 128 run the exact kernels instead
 // (wgmma_plan.hpp: conv2d_fp32_emulated_takes).
-// Its measured speed and accuracy: benchmarks/tuning/conv2d.md#conv2d-fp32-emulation.
+// H200, bench_conv 2026-12-03, paired with cuDNN's fastest exact fp32 algorithm of
+// the same run (N32 3x3 p1 layers C64 56x56 / C128 28x28 / C256 14x14): NCHW
+// 1.14x / 1.11x / 1.14x (63-73 TFLOP/s), NHWC 2.41x / 1.50x / 2.04x (cuDNN's NHWC
+// fp32 is slower); max error 2-5e-8 of sum |x w| against cuDNN's 6e-8 to 1.6e-6.
+// ncu, C64 NCHW: the x pre-pass 27 us, the kernel 107 us (SM 58%), the idle
+// Apart instance 2.4 us. More: benchmarks/tuning/conv2d.md#conv2d-fp32-emulation.
 #pragma once
 
 #include <cstdint>
@@ -110,84 +117,19 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
                                fresh && kk == 0 ? 0u : 1u);
       }
     };
-    // One level of sums (a layer's sum is at most a few hundred k-blocks): the
-    // registers a window would take hold a second partial in flight instead.
-    wgmma::fp32_emulated_sums<kAcc, false> sums;
-    ring_position<kStages> at;
-    // The ring's next pair of stages (a k-block's hi, then its lo), and their products into p.
-    const auto issue = [&](float(&p)[kAcc], int& hi, int& lo) {
-      ring.consumer_wait(at);
-      hi = at.stage;
-      at.advance();
-      ring.consumer_wait(at);
-      lo = at.stage;
-      at.advance();
-      wgmma_fence();
-      wgmma::fp32_emulated_products(p, hi, lo, mma);
-      wgmma_commit();
-    };
-    // A completed k-block: its stages back to the producer, its partial into the sums.
-    const auto retire = [&](float(&p)[kAcc], int hi, int lo) {
-      fence_operands(p);
-      if (lane == 0) {
-        ring.release(hi);
-        ring.release(lo);
-      }
-      sums.add(p);
-    };
-    // The k-blocks' partials in the tensor cores (Apart: hi x hi and the
+    wgmma::fp32_emulated_sums<kAcc> sums;
+    // A k-block's products in the tensor cores (Apart: hi x hi, and the
     // corrections); zeroed once, never read: each k-block starts fresh.
-    float partial0[kAcc], partial1[kAcc];
+    float partial[kAcc], correction[Apart ? kAcc : 1];
 #pragma unroll
-    for (int i = 0; i < kAcc; ++i) partial0[i] = partial1[i] = 0.0f;
+    for (int i = 0; i < kAcc; ++i) partial[i] = 0.0f;
+    ring_position<kStages> at;
     for (int t = blockIdx.x; t < prm.tiles; t += gridDim.x) {
       const tile_origin w = tile_of<BN>(prm, t);
       sums.reset();
-      const int blocks = prm.k_steps / 2;  // k-blocks: pairs of stages
-      if constexpr (!Apart) {
-        // Two partials: k-block j + 1's products run while k-block j's are summed.
-        int hi0, lo0, hi1, lo1;
-        issue(partial0, hi0, lo0);
-        for (int j = 0; j < blocks; j += 2) {
-          if (j + 1 < blocks) {
-            issue(partial1, hi1, lo1);
-            wgmma_wait<1>();
-          } else {
-            wgmma_wait<0>();
-          }
-          retire(partial0, hi0, lo0);
-          if (j + 1 == blocks) break;
-          if (j + 2 < blocks) {
-            issue(partial0, hi0, lo0);
-            wgmma_wait<1>();
-          } else {
-            wgmma_wait<0>();
-          }
-          retire(partial1, hi1, lo1);
-        }
-      } else {
-        // Inputs with an inf or a NaN: hi x hi and the corrections apart, one k-block at a time.
-        float(&partial)[kAcc] = partial0;
-        float(&correction)[kAcc] = partial1;
-        for (int j = 0; j < blocks; ++j) {
-          ring.consumer_wait(at);
-          const int hi = at.stage;
-          at.advance();
-          ring.consumer_wait(at);
-          const int lo = at.stage;
-          at.advance();
-          wgmma_fence();
-          wgmma::fp32_emulated_products_apart(partial, correction, hi, lo, mma);
-          wgmma_commit();
-          wgmma_wait<0>();
-          fence_operands(partial);
-          fence_operands(correction);
-          if (lane == 0) {
-            ring.release(hi);
-            ring.release(lo);
-          }
-          sums.add_apart(partial, correction);
-        }
+      for (int kt = 0; kt < prm.k_steps; kt += 2) {
+        wgmma::fp32_emulated_k_block<Apart>(ring, at, partial, correction, sums, lane, mma,
+                                            [&](int st) { ring.release(st); });
       }
       store_tile<float, Layout>(sums.finish(), prm, w, consumer, warp_in_warpgroup, lane, ep);
     }

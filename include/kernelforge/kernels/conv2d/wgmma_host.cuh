@@ -68,7 +68,7 @@ bool make_conv2d_wgmma_params(const conv2d_args<T>& a, const conv2d_wgmma_tile& 
 /// zero fill outside (padding, past C, past K).
 template <class T>
 bool encode_conv2d_wgmma_maps(CUtensorMap& map_x, CUtensorMap& map_w, const T* x, const T* w, const conv2d_args<T>& a,
-                 std::size_t c_stride, std::size_t c_filter, const conv2d_wgmma_tile& plan) {
+                              std::size_t c_stride, std::size_t c_filter, const conv2d_wgmma_tile& plan) {
   using z = std::size_t;
   const z C = static_cast<z>(a.c), H = static_cast<z>(a.h), W = static_cast<z>(a.w), N = static_cast<z>(a.n);
   const z K = static_cast<z>(a.k), RS = static_cast<z>(a.rs);

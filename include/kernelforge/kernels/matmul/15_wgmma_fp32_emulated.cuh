@@ -39,11 +39,10 @@
 //    third of the TF32 rate (495 / 3 = 165 TFLOP/s of fp32 work on the H200),
 //    against SGEMM's 66.9 TFLOP/s FMA peak. Short k (< fp32_emulated_min_k)
 //    runs the exact steps instead (wgmma/policy.hpp).
-// H200, bench_matmul 2026-12-03, paired with cuBLAS SGEMM (this version): 2048^3
-// 1.76x, 4096^3 2.19x, 8192^3 2.17x, 8192x8192x1024 2.51x, 1024^3 1.69x; 128 x
-// 8192 x 8192 0.88x (the pre-pass's 768 MB of B traffic). Before the inf / NaN
-// loop joined this kernel: 2.03x, 2.51x, 2.76x, 2.57x, 1.80x (ncu at 4096^3: SM
-// busy 92%); hence the two instances.
+// H200, bench_matmul 2026-12-03, paired with cuBLAS SGEMM (two instances):
+// 2048^3 1.86x, 4096^3 2.37x, 8192^3 2.37x, 8192x8192x1024 2.53x, 1024^3 1.60x;
+// 128 x 8192 x 8192 0.86x (the pre-pass's 768 MB of B traffic). With the inf /
+// NaN loop in the same kernel it was 1.76 / 2.19 / 2.17 / 2.51 / 1.69.
 // Accuracy and the rest: benchmarks/tuning/matmul.md#fp32-emulation.
 #pragma once
 
@@ -139,32 +138,8 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
       const int row_base = w.tile_m * block_m + consumer * wgmma_m, col_base = w.tile_n * BlockN;
       sums.reset();
       for (int kt = w.kt_begin; kt < w.kt_end; kt += 2) {
-        // The ring's next pair of stages: a k-block's hi, then its lo.
-        ring.consumer_wait(at);
-        const int hi = at.stage;
-        at.advance();
-        ring.consumer_wait(at);
-        const int lo = at.stage;
-        at.advance();
-        wgmma_fence();
-        if constexpr (Apart) {
-          fp32_emulated_products_apart(partial, correction, hi, lo, mma);
-        } else {
-          fp32_emulated_products(partial, hi, lo, mma);
-        }
-        wgmma_commit();
-        wgmma_wait<0>();
-        fence_operands(partial);
-        if constexpr (Apart) fence_operands(correction);
-        if (lane == 0) {  // their products have completed: hand both stages back
-          loop::release(ring, hi);
-          loop::release(ring, lo);
-        }
-        if constexpr (Apart) {
-          sums.add_apart(partial, correction);
-        } else {
-          sums.add(partial);
-        }
+        fp32_emulated_k_block<Apart>(ring, at, partial, correction, sums, lane, mma,
+                                     [&](int st) { loop::release(ring, st); });
       }
       float(&total)[tile::accumulators] = sums.finish();
       const long long row0 = row_base + warp_in_warpgroup * 16 + lane / 4;

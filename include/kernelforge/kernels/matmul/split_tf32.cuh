@@ -112,11 +112,10 @@ inline void launch_split_tf32_pack_batched(const float* src, std::size_t batch, 
     for (std::size_t y0 = 0; y0 < row_blocks; y0 += max_yz) {
       const std::size_t ys = row_blocks - y0 < max_yz ? row_blocks - y0 : max_yz;
       const std::size_t r = y0 * split_block_k;
-      split_tf32_pack_kernel<float><<<dim3(static_cast<unsigned>(k_blocks), static_cast<unsigned>(ys),
-                                    static_cast<unsigned>(zs)),
-                               block, 0, stream>>>(src + z0 * src_batch + r * row_stride, src_batch, row_stride,
-                                                   k_stride, rows - r, k, dst + z0 * dst_batch + r * ld, dst_batch, ld,
-                                                   nonfinite);
+      split_tf32_pack_kernel<float>
+          <<<dim3(static_cast<unsigned>(k_blocks), static_cast<unsigned>(ys), static_cast<unsigned>(zs)), block, 0,
+             stream>>>(src + z0 * src_batch + r * row_stride, src_batch, row_stride, k_stride, rows - r, k,
+                       dst + z0 * dst_batch + r * ld, dst_batch, ld, nonfinite);
       check_launch(what);
     }
   }

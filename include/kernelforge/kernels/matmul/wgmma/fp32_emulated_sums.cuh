@@ -17,6 +17,7 @@
 #pragma once
 
 #include "../../arch/guards.cuh"
+#include "../../arch/wgmma_sm90.cuh"
 
 namespace kf::detail::wgmma {
 
@@ -43,11 +44,8 @@ __device__ __forceinline__ void fp32_emulated_products_apart(float (&partial)[N]
   mma(partial, hi, hi, true);
 }
 
-/// The fp32 sums of a tile's k-block partials: two levels (Windowed, a window
-/// of promotion_window partials, then the total), or one (the total: for
-/// sums of at most a few hundred k-blocks, where the window's registers are
-/// better spent on a second partial in flight; conv2d's step 9).
-template <int N, bool Windowed = true>
+/// The two-level fp32 sums of a tile's k-block partials.
+template <int N>
 struct fp32_emulated_sums {
   float total[N];
   float window[N];
@@ -60,20 +58,15 @@ struct fp32_emulated_sums {
   }
   /// A completed k-block partial (fp32_emulated_products).
   __device__ __forceinline__ void add(const float (&partial)[N]) {
-    if constexpr (!Windowed) {
 #pragma unroll
-      for (int i = 0; i < N; ++i) total[i] += partial[i];
-    } else {
+    for (int i = 0; i < N; ++i) window[i] += partial[i];
+    if (++in_window == promotion_window) {
 #pragma unroll
-      for (int i = 0; i < N; ++i) window[i] += partial[i];
-      if (++in_window == promotion_window) {
-#pragma unroll
-        for (int i = 0; i < N; ++i) {
-          total[i] += window[i];
-          window[i] = 0.0f;
-        }
-        in_window = 0;
+      for (int i = 0; i < N; ++i) {
+        total[i] += window[i];
+        window[i] = 0.0f;
       }
+      in_window = 0;
     }
   }
   /// A completed k-block of the inf / NaN form (fp32_emulated_products_apart).
@@ -88,6 +81,41 @@ struct fp32_emulated_sums {
     return total;
   }
 };
+
+/// One k-block of a tile, as both kernels run it: the ring's next pair of
+/// stages (`at`: the k-block's hi, then its lo), their products (Apart: into
+/// partial and correction), the wait for them, both stages handed back
+/// (release(stage), by each warp's lane 0), and the partial added to the sums.
+template <bool Apart, class Ring, class Position, int N, int C, class Mma, class Release>
+__device__ __forceinline__ void fp32_emulated_k_block(const Ring& ring, Position& at, float (&partial)[N],
+                                                      float (&correction)[C], fp32_emulated_sums<N>& sums, int lane,
+                                                      Mma&& mma, Release&& release) {
+  ring.consumer_wait(at);
+  const int hi = at.stage;
+  at.advance();
+  ring.consumer_wait(at);
+  const int lo = at.stage;
+  at.advance();
+  wgmma_fence();
+  if constexpr (Apart) {
+    fp32_emulated_products_apart(partial, correction, hi, lo, mma);
+  } else {
+    fp32_emulated_products(partial, hi, lo, mma);
+  }
+  wgmma_commit();
+  wgmma_wait<0>();
+  fence_operands(partial);
+  if constexpr (Apart) fence_operands(correction);
+  if (lane == 0) {  // their products have completed: hand both stages back
+    release(hi);
+    release(lo);
+  }
+  if constexpr (Apart) {
+    sums.add_apart(partial, correction);
+  } else {
+    sums.add(partial);
+  }
+}
 #endif  // KF_ARCH_SM90A
 
 }  // namespace kf::detail::wgmma
