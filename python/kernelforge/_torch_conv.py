@@ -170,7 +170,7 @@ def _require_y_shape(what, name, t, shape):
 
 
 def _require_out(what, name, out, layout):
-    """out's memory format (its shape is checked by kernelforge's _api._shape_for, the one
+    """out's memory format (its shape is checked by kernelforge's _api_conv._shape_for, the one
     caller of run_backward_data and run_backward_filter, before they run)."""
     if layout == "nhwc" and not out.is_contiguous(memory_format=torch.channels_last):
         raise InvalidArgumentError(f"kernelforge.{what}: layout 'nhwc' writes '{name}' in channels_last memory, but "
