@@ -2,8 +2,8 @@
 // What bench_conv's translation units share for registering their rows:
 // bench_conv.cu holds the conv2d and conv2d_bias_relu rows, the one registrar
 // (which registers every file's rows, in the order the ratios need) and main;
-// bench_conv_nhwc.cu the conv2d_nhwc rows; bench_filter2d.cu the filter2d
-// rows. How they time cuDNN and check against it: cudnn_timing.hpp.
+// bench_conv_fp32_emulated.cu the fp32_emulated pairs; bench_conv_nhwc.cu the
+// conv2d_nhwc rows; bench_filter2d.cu the filter2d rows. How they time cuDNN and check against it: cudnn_timing.hpp.
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -27,9 +27,12 @@ inline benchmark::internal::Benchmark* configure(benchmark::internal::Benchmark*
 /// conv2d_nhwc/tf32/cudnn_nchw rows run it on the layers conv2d/tf32 lacks.
 void bm_conv_cudnn(benchmark::State& state, const layer& L, bool tf32);
 
-/// The conv2d/fp32_emulated/best_vs_cudnn row of layer L (bench_conv.cu), in
-/// L's layout: the conv2d_nhwc/fp32_emulated rows run it on the NHWC layers.
+/// The conv2d/fp32_emulated/best_vs_cudnn row of layer L (bench_conv_fp32_emulated.cu),
+/// in L's layout: the conv2d_nhwc/fp32_emulated rows run it on the NHWC layers.
 void bm_conv_fp32_emulated(benchmark::State& state, const layer& L);
+
+/// Registers the conv2d/fp32_emulated/ rows (bench_conv_fp32_emulated.cu).
+void register_conv2d_fp32_emulated();
 
 /// Registers the conv2d_nhwc/ rows (bench_conv_nhwc.cu), after the conv2d/tf32/cudnn rows they read.
 void register_conv2d_nhwc();

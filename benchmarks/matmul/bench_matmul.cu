@@ -176,9 +176,6 @@ __global__ void fill_random_kernel(float* data, std::size_t n, std::uint64_t see
   }
 }
 
-constexpr int fill_block = 256;
-constexpr unsigned fill_max_blocks = 4096;
-
 void fill_random(float* data, std::size_t n, std::uint64_t seed) {
   const std::size_t blocks = std::min<std::size_t>((n + fill_block - 1) / fill_block, fill_max_blocks);
   fill_random_kernel<<<static_cast<unsigned>(std::max<std::size_t>(blocks, 1)), fill_block>>>(data, n, seed);
@@ -186,49 +183,6 @@ void fill_random(float* data, std::size_t n, std::uint64_t seed) {
 }
 
 namespace {
-
-using shape = kf::bench::gemm_shape;
-
-/// KF_BENCH_MATMUL_SHAPES's list ("MxNxK,MxNxK,...", e.g. a k sweep at one m x n
-/// that separates a kernel's fixed cost from its per-k cost), or nullptr where it
-/// is unset or empty (where it lists the shapes, a sweep, the rows that compare
-/// modes of one kernel run on all of them).
-const char* environment_shapes() { return kf::bench::environment_gemm_shapes("KF_BENCH_MATMUL_SHAPES"); }
-
-/// The benchmark's shapes: the fixed list below, or KF_BENCH_MATMUL_SHAPES's.
-const std::vector<shape>& shapes() {
-  static const std::vector<shape> s = [] {
-    if (const char* list = environment_shapes()) {
-      return kf::bench::parse_gemm_shapes(list, "KF_BENCH_MATMUL_SHAPES", "1024x1024x64,1024x1024x256");
-    }
-    return std::vector<shape>{{1024, 1024, 1024}, {2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192},
-                              {4095, 4097, 4093}, {8192, 8192, 1024}, {128, 8192, 8192}};
-  }();
-  return s;
-}
-
-/// The slow steps run only on shapes up to this many FLOPs (4096^3).
-constexpr double slow_max_flops = 2.0 * 4096.0 * 4096.0 * 4096.0;
-/// ... and only on the cubes (1024^3, 2048^3, 4096^3).
-bool is_cube(const shape& s) { return s.m == s.n && s.n == s.k; }
-/// The shapes whose wgmma tiles are 128 x 64 on the H200 (tuning.hpp: choose_wgmma_block_n;
-/// 128 x 128 before): rows at 128 x 128 compare the two widths in one run.
-bool picks_narrowest_wgmma_tile(const shape& s) {
-  return (is_cube(s) && s.m == 1024) || (s.m == 128 && s.n == 8192 && s.k == 8192);
-}
-/// The shapes whose wgmma rows also run with the cluster forced to share A and
-/// to share B (wgmma_mcast_a / wgmma_mcast_b): the 128 x 64 tiles of 1024^3 and
-/// 128 x 8192 x 8192 (A shared by shape), and 2048^3 and 8192 x 8192 x 1024
-/// (wider tiles, B shared by shape).
-bool compares_wgmma_multicast(const shape& s) {
-  return picks_narrowest_wgmma_tile(s) || (is_cube(s) && s.m == 2048) || (s.m == 8192 && s.n == 8192 && s.k == 1024);
-}
-/// The shapes whose wgmma rows also run the cluster split-k (wgmma_cluster_splitk):
-/// the 128 x 64 tiles by shape, where it would replace them
-/// (tuning.hpp: wgmma_cluster_split_k_fits), and every shape of a sweep.
-bool compares_wgmma_cluster_split_k(const shape& s) {
-  return picks_narrowest_wgmma_tile(s) || environment_shapes() != nullptr;
-}
 
 /// A, B and C of one shape, kept while consecutive benchmarks use that shape.
 struct operands {
@@ -273,26 +227,13 @@ operands& operands_for(const shape& s) {
   return *current;
 }
 
+}  // namespace
+
+void release_fp32_operands() { operands_for(shape{1, 1, 1}); }
+
+namespace {
+
 // ---- implementations -----------------------------------------------------------
-cublasHandle_t cublas() {
-  static cublasHandle_t handle = [] {
-    cublasHandle_t h = nullptr;
-    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) {
-      std::fprintf(stderr, "cublasCreate failed\n");
-      std::exit(1);
-    }
-    return h;
-  }();
-  return handle;
-}
-
-void cublas_check(cublasStatus_t status, const char* what) {
-  if (status != CUBLAS_STATUS_SUCCESS) {
-    std::fprintf(stderr, "%s failed: cuBLAS status %d\n", what, static_cast<int>(status));
-    std::exit(1);
-  }
-}
-
 /// Row-major C = A B through column-major cuBLAS: C^T = B^T A^T.
 void cublas_matmul(operands& p, bool tf32, cudaStream_t stream) {
   const float alpha = 1.f, beta = 0.f;
@@ -472,16 +413,6 @@ std::string spot_check(const row& r, operands& p) {
   return {};
 }
 
-/// cuBLAS time per call (s) by precision and shape, from this run.
-std::map<std::string, double>& cublas_times() {
-  static std::map<std::string, double> t;
-  return t;
-}
-
-// Iteration counts: ~target_seconds of GPU time per row, from a rough expected rate.
-constexpr double target_seconds = 0.25;
-constexpr std::int64_t min_iterations = 2, max_iterations = 500;
-
 void bm_matmul(benchmark::State& state, row r, shape s) {
   KF_BENCH_REQUIRE_GPU(state);
   try {
@@ -524,32 +455,6 @@ void register_row(const row& r, const shape& s) {
       ->UseManualTime()
       ->Unit(benchmark::kMillisecond)
       ->Iterations(iterations);
-}
-
-/// mcast_a_vs_b rows: the wgmma clusters sharing A first, sharing B second.
-constexpr pair_names a_vs_b{"b_TFLOP/s", "a_over_b"};
-
-/// Iterations of a pair row: each runs both products; at least 10 pairs.
-std::int64_t paired_iterations(const shape& s, double expected_tflops) {
-  const double seconds = 2 * s.flops() / (expected_tflops * 1e12);
-  return std::clamp(static_cast<std::int64_t>(target_seconds / seconds), std::int64_t{10}, max_iterations);
-}
-
-/// One pair row: check(0) and check(1) spot-check the two sides ("" or what is
-/// wrong: then nothing is timed), then `first` and `second` run in turn
-/// (time_gpu_paired) and the counters get `names`.
-template <class Check, class First, class Second>
-void time_pair(benchmark::State& state, const shape& s, double peak_tflops, pair_names names, Check&& check,
-               First&& first, Second&& second) {
-  for (int side = 0; side < 2; ++side) {
-    const std::string wrong = check(side);
-    if (!wrong.empty()) {
-      state.SkipWithError(wrong.c_str());
-      return;
-    }
-  }
-  time_gpu_paired(state, first, second);
-  set_pair_counters(state, s.flops(), peak_tflops, names);
 }
 
 /// matmul/<fp32|tf32>/<what>/<shape>: rows `first` and `second` timed in turn
@@ -595,251 +500,6 @@ row kf_row(kf::matmul_variant v, double tflops, const char* precision = "fp32") 
   r.variant = v;
   r.expected_tflops = tflops;
   return r;
-}
-
-// ---- fp16 / bf16 rows ------------------------------------------------------------
-/// Values as fill_random_kernel's, rounded to T (exact products in fp32).
-template <class T>
-__global__ void fill_random_16bit_kernel(T* data, std::size_t n, std::uint64_t seed) {
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const std::uint64_t h = mix64(seed ^ mix64(i));
-    const float magnitude = 0.5f + 0.5f * static_cast<float>(h >> 40) * (1.0f / (1u << 24));
-    const float v = (h & 1u) ? -magnitude : magnitude;
-    if constexpr (std::is_same_v<T, __half>) {
-      data[i] = __float2half_rn(v);
-    } else {
-      data[i] = __float2bfloat16_rn(v);
-    }
-  }
-}
-
-template <class T>
-double to_double16(T v) {
-  if constexpr (std::is_same_v<T, __half>) {
-    return static_cast<double>(__half2float(v));
-  } else {
-    return static_cast<double>(__bfloat162float(v));
-  }
-}
-
-template <class T>
-struct operands16 {
-  shape s;
-  kf::device_buffer<T> a, b, c;
-  explicit operands16(const shape& s_) : s(s_), a(s_.m * s_.k), b(s_.k * s_.n), c(s_.m * s_.n) {
-    const auto fill = [](T* data, std::size_t n, std::uint64_t seed) {
-      const std::size_t blocks = std::min<std::size_t>((n + fill_block - 1) / fill_block, fill_max_blocks);
-      fill_random_16bit_kernel<T>
-          <<<static_cast<unsigned>(std::max<std::size_t>(blocks, 1)), fill_block>>>(data, n, seed);
-      check(cudaGetLastError(), "fill_random_16bit");
-    };
-    fill(a.data(), a.size(), 1);
-    fill(b.data(), b.size(), 2);
-    check(cudaDeviceSynchronize(), "fill");
-  }
-};
-
-/// One shape's 16-bit operands at a time (the fp32 ones are freed first: 8192^2 x 3).
-template <class T>
-operands16<T>& operands16_for(const shape& s) {
-  static std::unique_ptr<operands16<T>> current;
-  if (!current || current->s.m != s.m || current->s.n != s.n || current->s.k != s.k) {
-    current.reset();
-    current = std::make_unique<operands16<T>>(s);
-  }
-  return *current;
-}
-
-template <class T>
-const char* precision16() {
-  return std::is_same_v<T, __half> ? "fp16" : "bf16";
-}
-
-/// kf variant, or cuBLAS (variant best marks the cuBLAS row), or (block_n
-/// nonzero or multicast forced) the wgmma kernel on block tiles 128 x block_n
-/// (0: by shape) sharing the operand `multicast` says in its clusters, or (step
-/// nonzero) Hopper learning step 11, 12 or 13.
-template <class T>
-void run16(bool cublas_row, kf::matmul_variant variant, operands16<T>& p, cudaStream_t stream, int block_n = 0,
-           kf::detail::wgmma_cluster_mode multicast = kf::detail::wgmma_cluster_mode::by_shape, int step = 0) {
-  const float alpha = 1.f, beta = 0.f;
-  const int m = static_cast<int>(p.s.m), n = static_cast<int>(p.s.n), k = static_cast<int>(p.s.k);
-  if (cublas_row) {
-    constexpr cudaDataType_t type = std::is_same_v<T, __half> ? CUDA_R_16F : CUDA_R_16BF;
-    cublas_check(cublasSetStream(cublas(), stream), "cublasSetStream");
-    cublas_check(cublasGemmEx(cublas(), CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, p.b.data(), type, n, p.a.data(),
-                              type, k, &beta, p.c.data(), type, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-                 "cublasGemmEx (16-bit)");
-    return;
-  }
-  if (step != 0 || block_n != 0 || multicast != kf::detail::wgmma_cluster_mode::by_shape) {
-    const auto g = kf::detail::make_gemm_args<T>(kf::op::none, kf::op::none, p.s.m, p.s.n, p.s.k, alpha, p.a.data(),
-                                                 p.s.k, p.b.data(), p.s.n, beta, p.c.data(), p.s.n);
-    const bool ran = step != 0 ? kf::detail::wgmma_step_try_launch(static_cast<kf::detail::wgmma_step>(step), g, stream)
-                               : kf::detail::wgmma_try_launch(g, stream, {2, block_n, multicast});
-    if (!ran) {
-      throw std::runtime_error("the wgmma kernel does not run here (compute capability 9.0 and 90 in the build)");
-    }
-    return;
-  }
-  kf::matmul_options o;
-  o.stream = stream;
-  o.variant = variant;
-  kf::matmul<T>(kf::op::none, kf::op::none, p.s.m, p.s.n, p.s.k, alpha, p.a.data(), p.s.k, p.b.data(), p.s.n, beta,
-                p.c.data(), p.s.n, o);
-}
-
-/// 16 entries against a double dot product: |err| <= (4 sqrt(k) + k/16 + 4) 2^-23
-/// sum|a b| (fp32 accumulation) + 2 u_T |ref| (the rounding to T).
-template <class T>
-std::string spot_check16(bool cublas_row, kf::matmul_variant variant, operands16<T>& p, int block_n,
-                         kf::detail::wgmma_cluster_mode multicast, int step = 0) {
-  check(cudaMemset(p.c.data(), 0xFF, p.c.size_bytes()), "poison C");
-  run16<T>(cublas_row, variant, p, nullptr, block_n, multicast, step);
-  check(cudaDeviceSynchronize(), "spot check run");
-  const double kd = static_cast<double>(p.s.k);
-  const double acc_rel = (4.0 * std::sqrt(kd) + kd / 16.0 + 4.0) * std::ldexp(1.0, -23);
-  const double u = std::is_same_v<T, __half> ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
-  std::vector<T> arow(p.s.k), bcol(p.s.k);
-  for (int t = 0; t < 16; ++t) {
-    const std::size_t i = mix64(100 + t) % p.s.m, j = mix64(200 + t) % p.s.n;
-    T got{};
-    check(cudaMemcpy(arow.data(), p.a.data() + i * p.s.k, p.s.k * sizeof(T), cudaMemcpyDeviceToHost), "copy A row");
-    check(cudaMemcpy2D(bcol.data(), sizeof(T), p.b.data() + j, p.s.n * sizeof(T), sizeof(T), p.s.k,
-                       cudaMemcpyDeviceToHost),
-          "copy B column");
-    check(cudaMemcpy(&got, p.c.data() + i * p.s.n + j, sizeof(T), cudaMemcpyDeviceToHost), "copy C entry");
-    double ref = 0, scale = 0;
-    for (std::size_t q = 0; q < p.s.k; ++q) {
-      const double prod = to_double16(arow[q]) * to_double16(bcol[q]);
-      ref += prod;
-      scale += std::fabs(prod);
-    }
-    const double g = to_double16(got);
-    if (!(std::fabs(g - ref) <= acc_rel * scale + 2 * u * std::fabs(ref))) {
-      return std::string(precision16<T>()) + " is wrong at (" + std::to_string(i) + ", " + std::to_string(j) +
-             "): got " + std::to_string(g) + ", expected " + std::to_string(ref);
-    }
-  }
-  return {};
-}
-
-template <class T>
-void bm_matmul16(benchmark::State& state, bool cublas_row, kf::matmul_variant variant, shape s, int block_n,
-                 kf::detail::wgmma_cluster_mode multicast, int step) {
-  KF_BENCH_REQUIRE_GPU(state);
-  try {
-    if (!cublas_row && device().cc_major < 8) {
-      state.SkipWithError("fp16 / bf16 tensor cores need compute capability 8.0");
-      return;
-    }
-    operands_for(shape{1, 1, 1});  // release the fp32 operands of the previous rows
-    operands16<T>& p = operands16_for<T>(s);
-    const std::string wrong = spot_check16<T>(cublas_row, variant, p, block_n, multicast, step);
-    if (!wrong.empty()) {
-      state.SkipWithError(wrong.c_str());
-      return;
-    }
-    time_gpu(
-        state, [&](cudaStream_t stream) { run16<T>(cublas_row, variant, p, stream, block_n, multicast, step); },
-        nullptr, 3);
-    set_flops(state, s.flops(), 2.0 * tf32_peak_tflops());
-    const std::string key = std::string(precision16<T>()) + "/" + s.name();
-    const double t = state.counters["gpu_s"];
-    if (cublas_row) {
-      cublas_times()[key] = t;
-    } else if (cublas_times().count(key) && t > 0) {
-      state.counters["frac_cublas"] = cublas_times()[key] / t;
-    }
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-  }
-}
-
-/// One side of a 16-bit pair row, as run16 takes it.
-struct side16 {
-  bool cublas_row;
-  kf::matmul_variant variant;
-  kf::detail::wgmma_cluster_mode multicast;
-};
-
-/// matmul/{fp16,bf16}/<what>/<shape>: two sides timed in turn (best_vs_cublas:
-/// kf::matmul<T> with variant best and cublasGemmEx; mcast_a_vs_b: the wgmma
-/// kernel at the library's tile width, its clusters forced to share A and to
-/// share B -- the data of tuning.hpp's wgmma_cluster_shares_a).
-template <class T>
-void bm_pair16(benchmark::State& state, side16 first, side16 second, pair_names names, shape s) {
-  KF_BENCH_REQUIRE_GPU(state);
-  try {
-    if (device().cc_major < 8) {
-      state.SkipWithError("fp16 / bf16 tensor cores need compute capability 8.0");
-      return;
-    }
-    operands_for(shape{1, 1, 1});  // release the fp32 operands of the previous rows
-    operands16<T>& p = operands16_for<T>(s);
-    const auto go = [&](const side16& x, cudaStream_t stream) {
-      run16<T>(x.cublas_row, x.variant, p, stream, 0, x.multicast);
-    };
-    time_pair(
-        state, s, 2.0 * tf32_peak_tflops(), names,
-        [&](int side) {
-          const side16& x = side == 0 ? first : second;
-          return spot_check16<T>(x.cublas_row, x.variant, p, 0, x.multicast);
-        },
-        [&](cudaStream_t stream) { go(first, stream); }, [&](cudaStream_t stream) { go(second, stream); });
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-  }
-}
-
-template <class T>
-void register_16bit(const shape& s) {
-  using v = kf::matmul_variant;
-  using kf::detail::wgmma_cluster_mode;
-  const auto add = [&](const char* name, bool cublas_row, v variant, double expected_tflops, int block_n = 0,
-                       wgmma_cluster_mode multicast = wgmma_cluster_mode::by_shape, int step = 0) {
-    const std::string full = std::string("matmul/") + precision16<T>() + "/" + name + "/" + s.name();
-    const double seconds = s.flops() / (expected_tflops * 1e12);
-    const auto iterations =
-        std::clamp(static_cast<std::int64_t>(target_seconds / seconds), min_iterations, max_iterations);
-    benchmark::RegisterBenchmark(full.c_str(), bm_matmul16<T>, cublas_row, variant, s, block_n, multicast, step)
-        ->UseManualTime()
-        ->Unit(benchmark::kMillisecond)
-        ->Iterations(iterations);
-  };
-  add("cublas", true, v::best, 600);
-  add("tensor_core_f16", false, v::tensor_core_f16, 300);
-  // The Hopper learning steps (11 wgmma + TMA, 12 warp-specialized, 13 clusters) before step 14, wgmma_f16;
-  // they read A and B in place, so only where both have rows of whole 16-byte units.
-  if (s.k % 8 == 0 && s.n % 8 == 0) {
-    add("wgmma_step11", false, v::wgmma_f16, 300, 0, wgmma_cluster_mode::by_shape, 11);
-    add("wgmma_step12", false, v::wgmma_f16, 400, 0, wgmma_cluster_mode::by_shape, 12);
-    add("wgmma_step13", false, v::wgmma_f16, 400, 0, wgmma_cluster_mode::by_shape, 13);
-  }
-  add("wgmma_f16", false, v::wgmma_f16, 500);
-  // The shapes whose tiles are 128 x 64 by shape, also at the 128 x 128 tiles
-  // they ran before (split-k by the library's rule): the two widths in one run.
-  if (picks_narrowest_wgmma_tile(s)) add("wgmma_f16_n128", false, v::wgmma_f16, 500, 128);
-  // The cluster sharing A against sharing B, at the library's tile width.
-  if (compares_wgmma_multicast(s)) {
-    add("wgmma_mcast_a", false, v::wgmma_f16, 500, 0, wgmma_cluster_mode::share_a);
-    add("wgmma_mcast_b", false, v::wgmma_f16, 500, 0, wgmma_cluster_mode::share_b);
-  }
-  if (compares_wgmma_cluster_split_k(s)) {
-    add("wgmma_cluster_splitk", false, v::wgmma_f16, 500, 0, wgmma_cluster_mode::split_k);
-  }
-  const auto pair = [&](const char* what, side16 first, side16 second, pair_names names) {
-    const std::string full = std::string("matmul/") + precision16<T>() + "/" + what + "/" + s.name();
-    benchmark::RegisterBenchmark(full.c_str(), bm_pair16<T>, first, second, names, s)
-        ->UseManualTime()
-        ->Unit(benchmark::kMillisecond)
-        ->Iterations(paired_iterations(s, 600));
-  };
-  pair("mcast_a_vs_b", {false, v::wgmma_f16, wgmma_cluster_mode::share_a},
-       {false, v::wgmma_f16, wgmma_cluster_mode::share_b}, a_vs_b);
-  pair("best_vs_cublas", {false, v::best, wgmma_cluster_mode::by_shape}, {true, v::best, wgmma_cluster_mode::by_shape},
-       vs_cublas);
 }
 
 void register_all() {
@@ -908,8 +568,7 @@ void register_all() {
     }
   }
   for (const shape& s : shapes()) {
-    register_16bit<__half>(s);
-    register_16bit<__nv_bfloat16>(s);
+    register_16bit(s);  // bench_matmul_16bit.cu
   }
   register_pack();
 }

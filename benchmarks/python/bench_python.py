@@ -33,7 +33,10 @@
    F.conv2d and aten.convolution_backward (cuDNN, benchmark mode) on the same randn x, w
    and dy; each part timed alone and the three back to back (the step), reported as
    effective TFLOP/s (3 x the forward's FLOPs over the step's time), with each gradient's
-   max |ours - torch's| / max |torch's|.
+   max |ours - torch's| / max |torch's|. And the step as a network runs it: a
+   kernelforge.torch.Conv2d module's forward and autograd backward (dx and dw) against
+   torch.nn.Conv2d's, same weights, no bias (module_step_*): the host time of the
+   autograd machinery is in these, as it is in training.
 
 Run: python benchmarks/python/bench_python.py --out bench_python.json
 """

@@ -76,6 +76,28 @@ CONV_TRAIN_MODES = [(label, dtype, tf32, torch.channels_last) for label, dtype, 
     ("fp32", torch.float32, False, torch.contiguous_format)]
 
 
+def module_step_ms(c, k, r, s, stride, pad, dtype, tf32, memory_format, x, wt, dy):
+    """GPU ms of one training step through modules: kernelforge.torch.Conv2d and
+    torch.nn.Conv2d (no bias, the same weight), forward and autograd backward of dy into
+    x's and the weight's gradients, both freed before each step as an optimizer's
+    zero_grad(set_to_none=True) does."""
+    import kernelforge.torch as kft
+    xg = x.detach().clone().requires_grad_(True)
+    common = dict(stride=stride, padding=pad, bias=False, device="cuda", dtype=dtype)
+    ours = kft.Conv2d(c, k, (r, s), tf32=tf32, **common).to(memory_format=memory_format)
+    theirs = torch.nn.Conv2d(c, k, (r, s), **common).to(memory_format=memory_format)
+    with torch.no_grad():
+        ours.weight.copy_(wt)
+        theirs.weight.copy_(wt)
+
+    def step(module):
+        module.weight.grad = None
+        xg.grad = None
+        module(xg).backward(dy)
+
+    return gpu_ms(lambda: step(ours)), gpu_ms(lambda: step(theirs))
+
+
 def conv_train_rows(layers=CONV_LAYERS):
     """The training step of each layer (see the top of this file, item 5). An error is
     recorded in its row, not raised."""
@@ -120,6 +142,8 @@ def conv_train_rows(layers=CONV_LAYERS):
                     row.update({"step_kf_ms": a, "step_torch_ms": b, "kf_over_torch": b / a,
                                 "kf_effective_TFLOP/s": 3 * flops / a / 1e9,
                                 "torch_effective_TFLOP/s": 3 * flops / b / 1e9})
+                    a, b = module_step_ms(c, k, r, s, stride, pad, dtype, tf32, cl, x, wt, dy)
+                    row.update({"module_step_kf_ms": a, "module_step_torch_ms": b, "module_kf_over_torch": b / a})
                     for part, got in (("dgrad", ours["dgrad"]), ("wgrad", ours["wgrad"])):
                         got = got()
                         got = (got[0] if isinstance(got, tuple) else got).float()

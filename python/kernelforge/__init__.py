@@ -13,8 +13,8 @@ torch tensors only (float8 dtypes: no DLPack export in older torch, none in CuPy
 """
 
 from . import _C
-from ._api import (conv2d, conv2d_backward_data, conv2d_backward_filter, conv2d_output_shape, filter2d, matmul,
-                   relu_threshold, relu_threshold_backward, saxpy, scaled_matmul, vector_add)
+from ._api import filter2d, matmul, relu_threshold, relu_threshold_backward, saxpy, scaled_matmul, vector_add
+from ._api_conv import conv2d, conv2d_backward_data, conv2d_backward_filter, conv2d_output_shape
 from ._errors import (CudaRuntimeError, Error, InvalidArgumentError, NoDeviceError, NoKernelImageError,
                       OutOfMemoryError, UnsupportedError)
 from ._errors import ALL as _ALL_ERRORS

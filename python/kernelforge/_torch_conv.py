@@ -18,7 +18,8 @@ strides of the size-1 dimensions: .to(memory_format=torch.channels_last) and ten
 torch allocates channels_last read as channels_last, .contiguous() ones as NCHW.
 
 In channels_last memory a torch tensor's .permute(0, 2, 3, 1) is a dense (N, H, W, C)
-view, no copy: that is what _C.conv2d receives with layout "nhwc". A (K, C, R, S)
+view, no copy: that is what _C.conv2d convolves with layout "nhwc"; the tensors go to _C as
+they are, with layout "channels_last" (C_LAYOUTS), and the binding takes that view. A (K, C, R, S)
 weight in channels_last memory is the (K, R, S, C) filter the NHWC kernels read; a
 weight in the other memory format is copied into it on each call (a filter is small;
 convert the module or weight once with .to(memory_format=torch.channels_last) to
@@ -29,7 +30,7 @@ the gradients dx and dweight.
 import torch
 
 from . import _C
-from ._api import _pair, conv_padding
+from ._api_conv import _pair, conv_padding
 from ._errors import InvalidArgumentError
 from ._torch_support import current_stream, plain, to_dlpack
 
@@ -57,9 +58,11 @@ def layout_of(x):
     return "nhwc" if x.dtype in HALF_DTYPES or strides_like_channels_last(x) else "nchw"
 
 
-def memory_order(t, layout):
-    """t as _C.conv2d takes it: in "nhwc", the (N, H, W, C) view of its channels_last memory."""
-    return t.permute(0, 2, 3, 1) if layout == "nhwc" else t
+# The layout argument of _C's conv entries for torch tensors, which _C takes as they are, in
+# torch's (N, C, H, W) order: "channels_last" is _C's "nhwc" with each 4-D array in that
+# order and channels_last memory (the binding views it as (N, H, W, C); a .permute(0, 2, 3, 1)
+# view per tensor here cost ~1 us of host time each).
+C_LAYOUTS = {"nchw": "nchw", "nhwc": "channels_last"}
 
 
 def output_extent(size, kernel, stride, pad, dilation):
@@ -76,9 +79,27 @@ def output_shape(x, weight, stride, padding, dilation):
 
 
 def empty_output(x, shape, layout):
-    """y of `shape` in the layout's memory format (the real and the fake kernel allocate
-    it alike, so their strides agree)."""
+    """y of `shape` in the layout's memory format (the fake kernels' allocation; the real
+    kernels' new_output gives the same strides)."""
     return torch.empty(shape, dtype=x.dtype, device=x.device, memory_format=_FORMATS[layout])
+
+
+def new_output(x, shape, layout):
+    """empty_output(x, shape, layout) for int extents, cheaper: x.new_empty_strided with the
+    strides torch gives that memory format (c10's get_channels_last_strides_2d, and
+    contiguous strides, which take a size-0 extent as 1), ~1 us of host time less a call
+    than torch.empty(..., memory_format=) (profile_conv_host_cpu.py). Any other shape goes
+    to empty_output, whose errors it keeps. Not for the fake kernels: max() on a symbolic
+    extent would guard on it."""
+    if len(shape) != 4:
+        return empty_output(x, shape, layout)
+    n, k, p, q = shape
+    if not type(n) is type(k) is type(p) is type(q) is int:
+        return empty_output(x, shape, layout)
+    if layout == "nhwc":
+        return x.new_empty_strided(shape, (p * q * k, 1, q * k, k))
+    q1, pq1 = max(q, 1), max(p, 1) * max(q, 1)
+    return x.new_empty_strided(shape, (max(k, 1) * pq1, pq1, q1, 1))
 
 
 # ---- kernelforge.conv2d (the DLPack API) on torch tensors ------------------------------
@@ -99,7 +120,7 @@ def run(x, weight, bias, stride, padding, dilation, layout, math, relu, relu_thr
         explicit_stream):
     """kernelforge.conv2d for torch tensors (shapes NCHW / KCRS whatever the memory
     format): resolves the layout, copies a weight in the other memory format, allocates
-    out and calls _C.conv2d with the memory-order views (math: the mode's name). x is never
+    out and calls _C.conv2d (math: the mode's name). x is never
     copied: an x not dense in the layout's memory format is an InvalidArgumentError."""
     if layout == "auto":
         layout = layout_of(x)
@@ -113,7 +134,7 @@ def run(x, weight, bias, stride, padding, dilation, layout, math, relu, relu_thr
     padding = conv_padding(padding, stride, dilation, tuple(weight.shape[2:]))
     shape = output_shape(x, weight, stride, padding, dilation)
     if out is None:
-        out = empty_output(x, shape, layout)
+        out = new_output(x, shape, layout)
     elif tuple(out.shape) != shape:
         raise InvalidArgumentError(f"kernelforge.conv2d: 'out' has shape {tuple(out.shape)}; this convolution gives "
                                    f"(N, K, P, Q) = {shape}")
@@ -122,9 +143,8 @@ def run(x, weight, bias, stride, padding, dilation, layout, math, relu, relu_thr
                                    f"strides are {out.stride()}; allocate it with "
                                    f"memory_format=torch.channels_last")
     weight = _in_format(weight, layout, stream, explicit_stream)
-    _C.conv2d(plain(memory_order(x, layout)), plain(memory_order(weight, layout)),
-              None if bias is None else plain(bias), plain(memory_order(out, layout)), *stride, *padding, *dilation,
-              layout, math, bool(relu), float(relu_threshold), variant, stream)
+    _C.conv2d(plain(x), plain(weight), None if bias is None else plain(bias), plain(out), *stride, *padding,
+              *dilation, C_LAYOUTS[layout], math, bool(relu), float(relu_threshold), variant, stream)
     return out
 
 
@@ -144,15 +164,14 @@ def _layout_reason(t, layout):
 
 
 def _require_y_shape(what, name, t, shape):
-    if tuple(t.shape) != tuple(shape):
+    if t.shape != shape:  # shape: output_shape's tuple, which a torch.Size compares equal to
         raise InvalidArgumentError(f"kernelforge.{what}: '{name}' has shape {tuple(t.shape)}; this convolution gives "
                                    f"(N, K, P, Q) = {tuple(shape)}")
 
 
-def _require_out(what, name, out, shape, layout):
-    if tuple(out.shape) != tuple(shape):
-        raise InvalidArgumentError(f"kernelforge.{what}: '{name}' has shape {tuple(out.shape)}; it must be "
-                                   f"{tuple(shape)}")
+def _require_out(what, name, out, layout):
+    """out's memory format (its shape is checked by kernelforge's _api_conv._shape_for, the one
+    caller of run_backward_data and run_backward_filter, before they run)."""
     if layout == "nhwc" and not out.is_contiguous(memory_format=torch.channels_last):
         raise InvalidArgumentError(f"kernelforge.{what}: layout 'nhwc' writes '{name}' in channels_last memory, but "
                                    f"its strides are {out.stride()}; allocate it with "
@@ -167,10 +186,11 @@ def _require_dy(what, dy, relu_y, y_shape):
 
 
 def _output(what, out, like, shape, layout):
-    """A gradient's output: `out` checked against shape and layout, or a new one like `like`."""
+    """A gradient's output: `out` (of `shape`, see _require_out) checked against the layout,
+    or a new one like `like`."""
     if out is None:
-        return empty_output(like, shape, layout)
-    _require_out(what, "out", out, shape, layout)
+        return new_output(like, shape, layout)
+    _require_out(what, "out", out, layout)
     return out
 
 
@@ -178,7 +198,7 @@ def _relu_view(relu_y, layout, what):
     if relu_y is None:
         return None
     _require_channels_last(what, "relu_y", relu_y, layout, relu_y)
-    return plain(memory_order(relu_y, layout))
+    return plain(relu_y)
 
 
 def run_backward_data(dy, weight, x_shape, stride, padding, dilation, layout, tf32, relu, relu_threshold, relu_y,
@@ -199,9 +219,9 @@ def run_backward_data(dy, weight, x_shape, stride, padding, dilation, layout, tf
     _require_dy(what, dy, relu_y, y_shape)
     out = _output(what, out, dy, x_shape, layout)
     weight = _in_format(weight, layout, stream, explicit_stream)
-    _C.conv2d_backward_data(plain(memory_order(dy, layout)), plain(memory_order(weight, layout)),
-                            _relu_view(relu_y, layout, what), plain(memory_order(out, layout)), *stride, *padding,
-                            *dilation, layout, bool(tf32), bool(relu), float(relu_threshold), variant, stream)
+    _C.conv2d_backward_data(plain(dy), plain(weight), _relu_view(relu_y, layout, what), plain(out), *stride,
+                            *padding, *dilation, C_LAYOUTS[layout], bool(tf32), bool(relu), float(relu_threshold),
+                            variant, stream)
     return out
 
 
@@ -225,10 +245,9 @@ def run_backward_filter(x, dy, weight_shape, stride, padding, dilation, bias, la
     out = _output(what, out, x, weight_shape, layout)
     if bias and out_bias is None:
         out_bias = torch.empty(weight_shape[0], dtype=x.dtype, device=x.device)
-    _C.conv2d_backward_filter(plain(memory_order(x, layout)), plain(memory_order(dy, layout)),
-                              _relu_view(relu_y, layout, what), plain(memory_order(out, layout)),
-                              None if out_bias is None else plain(out_bias), *stride, *padding, *dilation, layout,
-                              bool(tf32), bool(relu), float(relu_threshold), variant, stream)
+    _C.conv2d_backward_filter(plain(x), plain(dy), _relu_view(relu_y, layout, what), plain(out),
+                              None if out_bias is None else plain(out_bias), *stride, *padding, *dilation,
+                              C_LAYOUTS[layout], bool(tf32), bool(relu), float(relu_threshold), variant, stream)
     return out, out_bias
 
 
@@ -253,11 +272,10 @@ def conv_kernel(x, weight, bias, stride, padding, dilation, tf32=False):
     memory_format = _FORMATS[layout]
     x, weight = x.contiguous(memory_format=memory_format), weight.contiguous(memory_format=memory_format)
     bias = None if bias is None else bias.contiguous()
-    out = empty_output(x, output_shape(x, weight, stride, padding, dilation), layout)
-    _C.conv2d(to_dlpack(memory_order(x, layout)), to_dlpack(memory_order(weight, layout)),
-              None if bias is None else to_dlpack(bias), to_dlpack(memory_order(out, layout)), stride[0], stride[1],
-              padding[0], padding[1], dilation[0], dilation[1], layout, "tf32" if tf32 else "exact", False, 0.0, "best",
-              current_stream(x))
+    out = new_output(x, output_shape(x, weight, stride, padding, dilation), layout)
+    _C.conv2d(to_dlpack(x), to_dlpack(weight), None if bias is None else to_dlpack(bias), to_dlpack(out), stride[0],
+              stride[1], padding[0], padding[1], dilation[0], dilation[1], C_LAYOUTS[layout],
+              "tf32" if tf32 else "exact", False, 0.0, "best", current_stream(x))
     return out
 
 
@@ -290,12 +308,10 @@ def backward_data_kernel(grad, weight, x_size, stride, padding, dilation, tf32=F
     _check_layout(layout, "conv2d_backward_data")
     layout = resolve_layout(layout, grad)
     grad, weight, relu_y = _dense(grad, layout), _dense(weight, layout), _dense(relu_y, layout)
-    dx = empty_output(grad, tuple(x_size), layout)
-    _C.conv2d_backward_data(to_dlpack(memory_order(grad, layout)), to_dlpack(memory_order(weight, layout)),
-                            None if relu_y is None else to_dlpack(memory_order(relu_y, layout)),
-                            to_dlpack(memory_order(dx, layout)), stride[0], stride[1], padding[0], padding[1],
-                            dilation[0], dilation[1], layout, tf32, relu_y is not None, relu_threshold, "best",
-                            current_stream(grad))
+    dx = new_output(grad, tuple(x_size), layout)
+    _C.conv2d_backward_data(to_dlpack(grad), to_dlpack(weight), None if relu_y is None else to_dlpack(relu_y),
+                            to_dlpack(dx), stride[0], stride[1], padding[0], padding[1], dilation[0], dilation[1],
+                            C_LAYOUTS[layout], tf32, relu_y is not None, relu_threshold, "best", current_stream(grad))
     return dx
 
 
@@ -315,13 +331,12 @@ def backward_filter_kernel(grad, x, weight_size, stride, padding, dilation, bias
     _check_layout(layout, "conv2d_backward_filter")
     layout = resolve_layout(layout, x)
     grad, x, relu_y = _dense(grad, layout), _dense(x, layout), _dense(relu_y, layout)
-    dw = empty_output(x, tuple(weight_size), layout)
+    dw = new_output(x, tuple(weight_size), layout)
     db = x.new_empty((weight_size[0] if bias else 0,))
-    _C.conv2d_backward_filter(to_dlpack(memory_order(x, layout)), to_dlpack(memory_order(grad, layout)),
-                              None if relu_y is None else to_dlpack(memory_order(relu_y, layout)),
-                              to_dlpack(memory_order(dw, layout)), to_dlpack(db) if bias else None, stride[0],
-                              stride[1], padding[0], padding[1], dilation[0], dilation[1], layout, tf32,
-                              relu_y is not None, relu_threshold, "best", current_stream(x))
+    _C.conv2d_backward_filter(to_dlpack(x), to_dlpack(grad), None if relu_y is None else to_dlpack(relu_y),
+                              to_dlpack(dw), to_dlpack(db) if bias else None, stride[0], stride[1], padding[0],
+                              padding[1], dilation[0], dilation[1], C_LAYOUTS[layout], tf32, relu_y is not None,
+                              relu_threshold, "best", current_stream(x))
     return dw, db
 
 

@@ -22,6 +22,8 @@ import torch
 
 from . import _torch_conv as _conv
 from ._torch_ops import direct as _direct
+from ._torch_ops import eager_function as _eager_function
+from ._torch_ops import eager_grad as _eager_grad
 from ._torch_ops import register as _register
 from ._torch_relu import relu_threshold_backward as _relu_backward
 
@@ -128,6 +130,11 @@ _filter_op = _register("conv2d_backward_filter", "(Tensor grad, Tensor x, SymInt
                        "int[] padding, int[] dilation, bool bias=False, bool tf32=False, Tensor? relu_y=None, "
                        "float relu_threshold=0.0, str layout=\"auto\") -> (Tensor, Tensor)",
                        _conv.backward_filter_kernel, _conv.backward_filter_fake, _filter_backward, _filter_setup)
+# Their autograd.Functions, for eager calls with a gradient to record (a training step's
+# forward): no dispatcher round trip, as the direct path (_torch_ops.eager_grad).
+_conv_eager = _eager_function("kernelforge::conv2d")
+_data_eager = _eager_function("kernelforge::conv2d_backward_data")
+_filter_eager = _eager_function("kernelforge::conv2d_backward_filter")
 
 
 def conv2d(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], stride: List[int],
@@ -144,6 +151,8 @@ def conv2d(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], 
     forward's layout (gradients in the inputs' dtypes)."""
     if _direct(x, weight, bias):
         return _conv.conv_kernel(x, weight, bias, list(stride), list(padding), list(dilation), bool(tf32))
+    if _eager_grad(x, weight, bias):
+        return _conv_eager(x, weight, bias, list(stride), list(padding), list(dilation), bool(tf32))
     return _conv_op(x, weight, bias, stride, padding, dilation, tf32)
 
 
@@ -162,6 +171,9 @@ def conv2d_backward_data(grad: torch.Tensor, weight: torch.Tensor, x_size: List[
     if _direct(grad, weight, relu_y):
         return _conv.backward_data_kernel(grad, weight, list(x_size), list(stride), list(padding), list(dilation),
                                           bool(tf32), relu_y, float(relu_threshold), layout)
+    if _eager_grad(grad, weight, relu_y):
+        return _data_eager(grad, weight, list(x_size), list(stride), list(padding), list(dilation), bool(tf32), relu_y,
+                           float(relu_threshold), layout)
     return _data_op(grad, weight, x_size, stride, padding, dilation, tf32, relu_y, relu_threshold, layout)
 
 
@@ -180,4 +192,7 @@ def conv2d_backward_filter(grad: torch.Tensor, x: torch.Tensor, weight_size: Lis
     if _direct(grad, x, relu_y):
         return _conv.backward_filter_kernel(grad, x, list(weight_size), list(stride), list(padding), list(dilation),
                                             bool(bias), bool(tf32), relu_y, float(relu_threshold), layout)
+    if _eager_grad(grad, x, relu_y):
+        return _filter_eager(grad, x, list(weight_size), list(stride), list(padding), list(dilation), bool(bias),
+                             bool(tf32), relu_y, float(relu_threshold), layout)
     return _filter_op(grad, x, weight_size, stride, padding, dilation, bias, tf32, relu_y, relu_threshold, layout)

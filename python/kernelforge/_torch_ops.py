@@ -27,6 +27,8 @@ _dispatch_mode_count = getattr(torch._C, "_len_torch_dispatch_stack", None) or (
 _is_compiling = torch.compiler.is_compiling
 _grad_enabled = torch.is_grad_enabled
 _is_functional = torch._is_functional_tensor
+# Missing (an old torch): taken as active, so the gradient path stays the one for functorch.
+_functorch_active = getattr(torch._C, "_are_functorch_transforms_active", None) or (lambda: True)
 _Tensor = torch.Tensor
 # t.is_cuda, as a C callable under a module-level name (benchmarks/python/profile_torch_op_cpu.py
 # and the CPU tests swap in is_cpu to run these paths, the same code, on a machine with no GPU).
@@ -50,7 +52,26 @@ def direct(*tensors):
     return True
 
 
+def eager_grad(*tensors):
+    """True when direct(*tensors) fails only for a gradient to record, with no functorch
+    transform active: then the operator's eager autograd.Function (eager_function) may
+    record it without PyTorch's dispatcher (one dispatcher round trip less per call)."""
+    if _is_compiling() or _dispatch_mode_count() or not _grad_enabled() or _functorch_active():
+        return False
+    needs = False
+    for t in tensors:
+        if t is None:
+            continue
+        if type(t) is not _Tensor or not _on_device(t) or _is_functional(t) or _is_functorch_wrapped(t):
+            return False
+        needs = needs or t.requires_grad
+    return needs
+
+
 _lib = torch.library.Library("kernelforge", "DEF")  # lives as long as the module
+
+# "ns::name" -> the apply of that operator's eager autograd.Function (see autograd_kernel).
+_eager_functions = {}
 
 
 def register(name, schema, kernel, fake, backward=None, setup_context=None, lib=_lib):
@@ -62,33 +83,61 @@ def register(name, schema, kernel, fake, backward=None, setup_context=None, lib=
     lib.impl(name, kernel, "CompositeExplicitAutograd")
     op = getattr(getattr(torch.ops, lib.ns), name).default
     if backward is not None:
-        lib.impl(name, autograd_kernel(op, kernel, backward, setup_context), "Autograd")
+        autograd = autograd_kernel(op, kernel, backward, setup_context)
+        lib.impl(name, autograd, "Autograd")
+        _eager_functions[f"{lib.ns}::{name}"] = autograd.eager
     return op
+
+
+def eager_function(qualified_name):
+    """The operator's eager autograd.Function's apply, for calls where eager_grad() holds:
+    it takes every argument of the schema, positionally, as the dispatcher would pass them."""
+    return _eager_functions[qualified_name]
 
 
 def autograd_kernel(op, kernel, backward, setup_context):
     """The operator's kernel on the Autograd key (what torch.library.register_autograd
     installs, without one dispatcher round trip): with a gradient to record, an
-    autograd.Function whose forward runs the operator below autograd; without one,
-    the kernel itself for plain CUDA tensors (a compiled graph's call lands here),
-    else the operator below autograd (FakeTensor, functionalization, dispatch modes)."""
+    autograd.Function; without one, the kernel itself for plain CUDA tensors (a compiled
+    graph's call lands here), else the operator below autograd (FakeTensor,
+    functionalization, dispatch modes).
+
+    Two autograd.Functions with the same backward: for plain CUDA tensors in eager mode
+    (no dispatch mode, no functorch transform), EagerFunction, whose forward runs the
+    kernel itself and sets up ctx (forward(ctx, *args)); otherwise Function, whose forward
+    runs the operator below autograd and whose setup_context sets up ctx (what functorch's
+    transforms require of an autograd.Function). Function.apply costs ~20 us more per call
+    (torch binds the arguments to forward's signature with inspect.signature on each apply
+    of a Function that overrides setup_context; measured on CPU,
+    benchmarks/python/profile_conv_host_cpu.py). The returned kernel's `eager` is
+    EagerFunction.apply (eager_function). Both are named after the operator."""
 
     def below_autograd(*args):
         with torch._C._AutoDispatchBelowAutograd():
             return op(*args)
 
-    class Function(torch.autograd.Function):
-        @staticmethod
-        def forward(*args):
-            return below_autograd(*args)
+    def forward(*args):
+        return below_autograd(*args)
 
-        @staticmethod
-        def setup_context(ctx, inputs, output):
-            setup_context(ctx, inputs, output)
+    def setup(ctx, inputs, output):
+        setup_context(ctx, inputs, output)
 
-        @staticmethod
-        def backward(ctx, *grads):
-            return backward(ctx, *grads)
+    def eager_forward(ctx, *args):
+        output = kernel(*args)
+        setup_context(ctx, args, output)
+        return output
+
+    def backward_formula(ctx, *grads):
+        return backward(ctx, *grads)
+
+    # Both named after the operator ("kernelforge::conv2d"): the name profiles give the
+    # forward's apply, and grad_fn's ("kernelforge::conv2dBackward").
+    name = op._schema.name
+    Function = type(name, (torch.autograd.Function,), {
+        "forward": staticmethod(forward), "setup_context": staticmethod(setup),
+        "backward": staticmethod(backward_formula)})
+    EagerFunction = type(name, (torch.autograd.Function,), {
+        "forward": staticmethod(eager_forward), "backward": staticmethod(backward_formula)})
 
     # The dispatcher hands a Python kernel the arguments as the caller passed them;
     # fill in the schema's defaults so setup_context always sees every input.
@@ -113,21 +162,24 @@ def autograd_kernel(op, kernel, backward, setup_context):
     def autograd(*args):
         if len(args) < count:
             args = args + defaults[len(args):]
-        if _grad_enabled():
-            for i in positions:
-                t = args[i]
-                if t is not None and t.requires_grad:
-                    return Function.apply(*args)
-        if not _dispatch_mode_count():
+        plain = not _dispatch_mode_count()
+        if plain:
             for i in positions:
                 t = args[i]
                 if t is not None and (type(t) is not _Tensor or not _on_device(t) or _is_functional(t) or
                                       _is_functorch_wrapped(t)):
+                    plain = False
                     break
-            else:
-                return kernel(*args)
-        return below_autograd(*args)
+        if _grad_enabled():
+            for i in positions:
+                t = args[i]
+                if t is not None and t.requires_grad:
+                    if plain and not _functorch_active():
+                        return EagerFunction.apply(*args)
+                    return Function.apply(*args)
+        return kernel(*args) if plain else below_autograd(*args)
 
+    autograd.eager = EagerFunction.apply
     return autograd
 
 

@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from . import _torch_conv as _conv
-from ._api import conv_padding
+from ._api_conv import conv_padding
 
 # Each import registers that family's operators: this order is their order of registration.
 from ._torch_relu import relu_threshold, relu_threshold_backward

@@ -4,7 +4,8 @@
 // given in its memory order, dense: layout "nchw" takes x (N, C, H, W), weight (K, C, R, S),
 // out (N, K, P, Q) (float32); layout "nhwc" takes x (N, H, W, C), weight (K, R, S, C), out
 // (N, P, Q, K) (float32, float16, bfloat16: the channels_last memory of torch tensors, which
-// the Python wrappers pass as .permute(0, 2, 3, 1) views); bias (K,); math by name ("exact",
+// the Python wrappers pass as they are, in torch's (N, C, H, W) order, with layout
+// "channels_last": conv_checks.hpp's memory_order_view); bias (K,); math by name ("exact",
 // "tf32", "fp32_emulated": conv2d_options::math, the library's rules for each). Plus
 // conv2d_output_shape, which the Python wrappers use to allocate the output (pure host
 // arithmetic: it works without a GPU). The gradients: conv_backward.cpp; the checks both
@@ -78,12 +79,17 @@ std::pair<std::size_t, std::size_t> conv2d_output_shape(std::size_t n, std::size
   return {kf::conv2d_output_height(p), kf::conv2d_output_width(p)};
 }
 
-void conv2d(const in_array& x, const in_array& weight, std::optional<in_array> bias, const out_array& out,
-            std::size_t stride_h, std::size_t stride_w, std::size_t pad_h, std::size_t pad_w, std::size_t dilation_h,
-            std::size_t dilation_w, const std::string& layout, const std::string& math, bool relu,
-            double relu_threshold, const std::string& variant, std::uintptr_t stream) {
+void conv2d(const in_array& x_given, const in_array& weight_given, std::optional<in_array> bias,
+            const out_array& out_given, std::size_t stride_h, std::size_t stride_w, std::size_t pad_h,
+            std::size_t pad_w, std::size_t dilation_h, std::size_t dilation_w, const std::string& layout,
+            const std::string& math, bool relu, double relu_threshold, const std::string& variant,
+            std::uintptr_t stream) {
   const char* what = "kernelforge.conv2d";
-  const kf::conv2d_layout order = layout_by_name(what, layout);
+  bool torch_order = false;
+  const kf::conv2d_layout order = layout_by_name(what, layout, torch_order);
+  const in_array x = torch_order ? memory_order_view(x_given) : x_given;
+  const in_array weight = torch_order ? memory_order_view(weight_given) : weight_given;
+  const out_array out = torch_order ? memory_order_view(out_given) : out_given;
   const bool nhwc = order == kf::conv2d_layout::nhwc;
   const axes& l = nhwc ? nhwc_axes : nchw_axes;
   const dtype t = require_dtype(what, "x", x.dtype(), {dtype::f32, dtype::f16, dtype::bf16});

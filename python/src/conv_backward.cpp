@@ -49,13 +49,19 @@ kf::conv2d_backward_options backward_options(const char* what, const std::option
   return o;
 }
 
-void conv2d_backward_data(const in_array& dy, const in_array& weight, std::optional<in_array> relu_y,
-                          const out_array& dx, std::size_t stride_h, std::size_t stride_w, std::size_t pad_h,
+void conv2d_backward_data(const in_array& dy_given, const in_array& weight_given, std::optional<in_array> relu_y_given,
+                          const out_array& dx_given, std::size_t stride_h, std::size_t stride_w, std::size_t pad_h,
                           std::size_t pad_w, std::size_t dilation_h, std::size_t dilation_w, const std::string& layout,
                           bool tf32, bool relu, double relu_threshold, const std::string& variant,
                           std::uintptr_t stream) {
   const char* what = "kernelforge.conv2d_backward_data";
-  const kf::conv2d_layout order = layout_by_name(what, layout);
+  bool torch_order = false;
+  const kf::conv2d_layout order = layout_by_name(what, layout, torch_order);
+  const in_array dy = torch_order ? memory_order_view(dy_given) : dy_given;
+  const in_array weight = torch_order ? memory_order_view(weight_given) : weight_given;
+  const std::optional<in_array> relu_y =
+      torch_order && relu_y_given ? std::optional<in_array>(memory_order_view(*relu_y_given)) : relu_y_given;
+  const out_array dx = torch_order ? memory_order_view(dx_given) : dx_given;
   const bool nhwc = order == kf::conv2d_layout::nhwc;
   const axes& l = nhwc ? nhwc_axes : nchw_axes;
   const dtype t = require_dtype(what, "dy", dy.dtype(), {dtype::f32, dtype::f16, dtype::bf16});
@@ -90,13 +96,19 @@ void conv2d_backward_data(const in_array& dy, const in_array& weight, std::optio
   });
 }
 
-void conv2d_backward_filter(const in_array& x, const in_array& dy, std::optional<in_array> relu_y,
-                            const out_array& dweight, std::optional<out_array> dbias, std::size_t stride_h,
+void conv2d_backward_filter(const in_array& x_given, const in_array& dy_given, std::optional<in_array> relu_y_given,
+                            const out_array& dweight_given, std::optional<out_array> dbias, std::size_t stride_h,
                             std::size_t stride_w, std::size_t pad_h, std::size_t pad_w, std::size_t dilation_h,
                             std::size_t dilation_w, const std::string& layout, bool tf32, bool relu,
                             double relu_threshold, const std::string& variant, std::uintptr_t stream) {
   const char* what = "kernelforge.conv2d_backward_filter";
-  const kf::conv2d_layout order = layout_by_name(what, layout);
+  bool torch_order = false;
+  const kf::conv2d_layout order = layout_by_name(what, layout, torch_order);
+  const in_array x = torch_order ? memory_order_view(x_given) : x_given;
+  const in_array dy = torch_order ? memory_order_view(dy_given) : dy_given;
+  const std::optional<in_array> relu_y =
+      torch_order && relu_y_given ? std::optional<in_array>(memory_order_view(*relu_y_given)) : relu_y_given;
+  const out_array dweight = torch_order ? memory_order_view(dweight_given) : dweight_given;
   const bool nhwc = order == kf::conv2d_layout::nhwc;
   const axes& l = nhwc ? nhwc_axes : nchw_axes;
   const dtype t = require_dtype(what, "x", x.dtype(), {dtype::f32, dtype::f16, dtype::bf16});

@@ -57,9 +57,27 @@ void require_dense(const char* what, const char* name, const A& a, bool nhwc, co
                     order + " array");
 }
 
-/// The layout by name: "nchw" or "nhwc".
-inline kf::conv2d_layout layout_by_name(const char* what, const std::string& layout) {
+/// The layout by name: "nchw" or "nhwc", or "channels_last", the Python wrappers' spelling of
+/// "nhwc" for torch tensors: each 4-D array in torch's order, (N, C, H, W)-shaped with
+/// channels_last strides, as a channels_last tensor comes through DLPack (then `torch_order`
+/// is set, and the entry views the arrays in memory order with memory_order_view).
+inline kf::conv2d_layout layout_by_name(const char* what, const std::string& layout, bool& torch_order) {
+  torch_order = layout == "channels_last";
+  if (torch_order) return kf::conv2d_layout::nhwc;
   return enum_by_name(what, "layout", layout, {kf::conv2d_layout::nchw, kf::conv2d_layout::nhwc});
+}
+
+/// The 4-D `a` given in torch's order ((N, C, H, W), (K, C, R, S) or (N, K, P, Q)) viewed
+/// in NHWC memory order ((N, H, W, C), ...): the same memory, axes 1, 2, 3 taken as 2, 3, 1
+/// (what the Python wrappers did with Tensor.permute(0, 2, 3, 1), a microsecond a tensor).
+/// Every check after it sees what it saw from those views, messages included. Any other
+/// `a` as it is. The view does not own the memory: `a` must outlive it.
+template <class A>
+A memory_order_view(const A& a) {
+  if (a.ndim() != 4) return a;
+  const std::size_t shape[4] = {a.shape(0), a.shape(2), a.shape(3), a.shape(1)};
+  const std::int64_t strides[4] = {a.stride(0), a.stride(2), a.stride(3), a.stride(1)};
+  return A(a.data(), 4, shape, nb::handle(), strides, a.dtype(), a.device_type(), a.device_id());
 }
 
 /// UnsupportedError for the 16-bit types outside the NHWC layout (`name`: the call's first operand).

@@ -26,10 +26,11 @@ class _ConvStandIn:
     """_C's conv2d entries computed by torch (F.conv2d and torch.nn.grad in float64) on
     CPU tensors, DLPack capsules in like _C, holding them to the binding's contract: shapes
     in the layout's memory order ((N, H, W, C), (K, R, S, C), (N, P, Q, K) for "nhwc") and
-    dense in it; 16-bit in "nhwc" only (float64, which _C refuses, is let through for
-    gradcheck); relu_y given exactly when relu is set; math a mode's name. Records the layout
-    and the math of each forward call in `layouts` and `maths`, and (entry, layout) of each
-    gradient call in `gradients`."""
+    dense in it, or, for "channels_last" (the torch code's "nhwc"), in torch's order and
+    dense in channels_last memory; 16-bit in "nhwc" only (float64, which _C refuses, is let
+    through for gradcheck); relu_y given exactly when relu is set; math a mode's name.
+    Records the layout ("channels_last" as "nhwc") and the math of each forward call in
+    `layouts` and `maths`, and (entry, layout) of each gradient call in `gradients`."""
 
     layouts = []
     maths = []
@@ -41,21 +42,26 @@ class _ConvStandIn:
 
     @staticmethod
     def _tensors(layout, arrays):
+        """(the layout, (N, C, H, W)-shaped views of the arrays): "channels_last" (what
+        kernelforge's torch code passes for "nhwc": torch's order, channels_last memory) is
+        "nhwc" with its arrays in that order already."""
         tensors = [None if a is None else torch.utils.dlpack.from_dlpack(a) for a in arrays]
+        torch_order = layout == "channels_last"
         for t in tensors:
             if t is None:
                 continue
-            assert t.is_contiguous(), f"an array {tuple(t.shape)} is not dense in {layout} order: {t.stride()}"
-            assert layout == "nhwc" or t.dtype in (torch.float32, torch.float64), "16-bit NCHW reached _C"
+            dense = t.is_contiguous(memory_format=CL) if torch_order and t.dim() == 4 else t.is_contiguous()
+            assert dense, f"an array {tuple(t.shape)} is not dense in {layout} order: {t.stride()}"
+            assert layout != "nchw" or t.dtype in (torch.float32, torch.float64), "16-bit NCHW reached _C"
         if layout == "nhwc":  # (N, K, P, Q)-shaped views of the memory-order arrays
             tensors = [t if t is None or t.dim() != 4 else t.permute(0, 3, 1, 2) for t in tensors]
-        return tensors
+        return ("nhwc" if torch_order else layout), tensors
 
     @classmethod
     def conv2d(cls, x, weight, bias, out, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, layout, math,
                relu, relu_threshold, variant, stream):
         assert math in ("exact", "tf32", "fp32_emulated"), f"math {math!r} reached _C"
-        x, weight, bias, out = cls._tensors(layout, (x, weight, bias, out))
+        layout, (x, weight, bias, out) = cls._tensors(layout, (x, weight, bias, out))
         y = F.conv2d(x.double(), weight.double(), None if bias is None else bias.double(), (stride_h, stride_w),
                      (pad_h, pad_w), (dilation_h, dilation_w))
         if relu:
@@ -73,7 +79,7 @@ class _ConvStandIn:
     @classmethod
     def conv2d_backward_data(cls, dy, weight, relu_y, dx, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w,
                              layout, tf32, relu, relu_threshold, variant, stream):
-        dy, weight, relu_y, dx = cls._tensors(layout, (dy, weight, relu_y, dx))
+        layout, (dy, weight, relu_y, dx) = cls._tensors(layout, (dy, weight, relu_y, dx))
         g = cls._masked(dy, relu_y, relu, relu_threshold)
         dx.copy_(torch.nn.grad.conv2d_input(dx.shape, weight.double(), g, (stride_h, stride_w), (pad_h, pad_w),
                                             (dilation_h, dilation_w)))
@@ -82,7 +88,7 @@ class _ConvStandIn:
     @classmethod
     def conv2d_backward_filter(cls, x, dy, relu_y, dweight, dbias, stride_h, stride_w, pad_h, pad_w, dilation_h,
                                dilation_w, layout, tf32, relu, relu_threshold, variant, stream):
-        x, dy, relu_y, dweight, dbias = cls._tensors(layout, (x, dy, relu_y, dweight, dbias))
+        layout, (x, dy, relu_y, dweight, dbias) = cls._tensors(layout, (x, dy, relu_y, dweight, dbias))
         g = cls._masked(dy, relu_y, relu, relu_threshold)
         dweight.copy_(torch.nn.grad.conv2d_weight(x.double(), dweight.shape, g, (stride_h, stride_w),
                                                   (pad_h, pad_w), (dilation_h, dilation_w)))

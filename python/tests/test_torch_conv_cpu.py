@@ -41,6 +41,22 @@ def test_layout_rule_follows_torchs_reading_of_the_strides():
             assert _torch_conv.strides_like_channels_last(t) == (suggest(t) == CL), (t.shape, t.stride())
 
 
+def test_real_kernels_allocate_with_the_fake_kernels_strides():
+    # new_output (the real kernels) computes the strides torch.empty(memory_format=) gives
+    # (empty_output, the fake kernels'), size-0 and size-1 extents included.
+    import itertools
+    x = torch.empty(1, dtype=torch.float16)
+    for shape in itertools.product([0, 1, 2, 3], repeat=4):
+        for layout in ("nchw", "nhwc"):
+            got, want = _torch_conv.new_output(x, shape, layout), _torch_conv.empty_output(x, shape, layout)
+            assert (got.shape, got.stride(), got.dtype) == (want.shape, want.stride(), want.dtype), (shape, layout)
+    for shape in ((2, 3, 4), [2, 3, 4, 5]):  # any other shape: empty_output's tensor or error
+        got, want = _torch_conv.new_output(x, shape, "nchw"), _torch_conv.empty_output(x, shape, "nchw")
+        assert (got.shape, got.stride()) == (want.shape, want.stride())
+    with pytest.raises(RuntimeError, match="rank 4"):
+        _torch_conv.new_output(x, (2, 3, 4), "nhwc")
+
+
 GEOMETRIES = [  # (N, C, H, W, K, R, S, stride, padding, dilation)
     (2, 3, 11, 13, 8, 7, 7, 2, 3, 1),  # an RGB stem
     (1, 16, 9, 8, 24, 3, 3, 1, 2, 2),

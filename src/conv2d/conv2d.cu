@@ -161,6 +161,11 @@ void conv2d_forward_impl(const conv2d_params& p, const T* x, const T* w, const T
   const conv2d_args<T> args = make_conv2d_args(p, geometry.p, geometry.q, x, w, bias, y);
   // The bias stays with the kernels (a.bias): the epilogue only thresholds.
   const epilogue::bias_relu_threshold<float> relu{nullptr, true, options.relu_threshold};
+  // The options the kernels below run under: the caller's, or, for fp32_emulated
+  // on a layer step 9 does not take, exact math (never less accurate).
+  conv2d_options exact = options;
+  exact.math = math_mode::exact;
+  const conv2d_options* run = &options;
   if constexpr (std::is_same_v<T, float>) {  // validate_conv2d: fp32_emulated is float only
     if (options.math == math_mode::fp32_emulated) {
       require_conv2d_fp32_emulation(what, device);
@@ -168,23 +173,20 @@ void conv2d_forward_impl(const conv2d_params& p, const T* x, const T* w, const T
                             ? launch_fp32_emulated(what, device, args, p.layout, relu, options.stream)
                             : launch_fp32_emulated(what, device, args, p.layout, epilogue::identity{}, options.stream);
       if (done) return;
-      // Layers step 9 does not take: the exact kernels (never less accurate).
-      conv2d_options exact = options;
-      exact.math = math_mode::exact;
-      return conv2d_forward_impl<float>(p, x, w, bias, y, exact);
+      run = &exact;
     }
   }
   if (p.layout == conv2d_layout::nhwc) {
     if (options.relu) {
-      dispatch_conv2d_nhwc(what, device, args, options, relu);
+      dispatch_conv2d_nhwc(what, device, args, *run, relu);
     } else {
-      dispatch_conv2d_nhwc(what, device, args, options, epilogue::identity{});
+      dispatch_conv2d_nhwc(what, device, args, *run, epilogue::identity{});
     }
   } else if constexpr (std::is_same_v<T, float>) {  // validate_conv2d: NCHW is float only
     if (options.relu) {
-      dispatch(what, device, args, options, relu);
+      dispatch(what, device, args, *run, relu);
     } else {
-      dispatch(what, device, args, options, epilogue::identity{});
+      dispatch(what, device, args, *run, epilogue::identity{});
     }
   }
 }

@@ -57,14 +57,11 @@ template <class Epilogue>
 bool try_launch(int device, const conv2d_args<float>& a, conv2d_layout layout, const Epilogue& ep,
                 cudaStream_t stream) {
   using z = std::size_t;
-  // Every check before any work: a false return has enqueued nothing.
+  // Every check before any work: a false return has enqueued nothing. (The
+  // caller has checked the layer: conv2d_fp32_emulated_unsupported_reason.)
   if (!conv2d_wgmma_available(device)) return false;
   const z N = static_cast<z>(a.n), C = static_cast<z>(a.c), H = static_cast<z>(a.h), W = static_cast<z>(a.w);
   const z K = static_cast<z>(a.k), RS = static_cast<z>(a.rs);
-  if (conv2d_fp32_emulated_unsupported_reason(C, RS, static_cast<z>(a.stride_h), static_cast<z>(a.stride_w)) !=
-      nullptr) {
-    return false;
-  }
   // The layer over the split operands: 2 round_up(C, 32) channels (hi and lo
   // per 32), which the kernel walks as chunks of 32 (hi, lo, hi, lo, ...).
   const z ld = split_tf32_ld(C);
