@@ -160,6 +160,27 @@ def test_autograd_in_channels_last(conv_stand_in, dtype):
     assert conv_stand_in.gradients == [("data", "nhwc"), ("filter", "nhwc")]
 
 
+def test_module_weights_take_the_eager_path(conv_stand_in, monkeypatch):
+    # A module's weight is an nn.Parameter: plain for the eager paths (direct, and the eager
+    # autograd.Function with a gradient to record), not a subclass sent through the
+    # dispatcher, whose Function.apply costs ~20 us more a call. Here the operators fail.
+    from kernelforge import _torch_conv_op
+
+    def through_the_dispatcher(*args):
+        raise AssertionError("an eager call went through the dispatcher")
+
+    for name in ("_conv_op", "_data_op", "_filter_op"):
+        monkeypatch.setattr(_torch_conv_op, name, through_the_dispatcher)
+    conv = kft.Conv2d(8, 6, 3, padding=1).to(memory_format=CL)
+    x = channels_last(2, 8, 9, 9, dtype=torch.float32, requires_grad=True)
+    with torch.no_grad():
+        conv(x)
+    y = conv(x)
+    assert y.grad_fn is not None and type(y.grad_fn).__name__ == "kernelforge::conv2dBackward"
+    y.backward(torch.randn_like(y))
+    assert x.grad is not None and conv.weight.grad is not None and conv.bias.grad is not None
+
+
 def test_module_falls_back_to_torch_for_16_bit_nchw(conv_stand_in):
     conv = kft.Conv2d(4, 6, 3, padding=1).half()
     x = torch.randn(2, 4, 7, 7).half()  # contiguous NCHW: torch's convolution, NCHW out, no copy
