@@ -49,6 +49,7 @@ def generate(out, use_doxygen=True):
     tuning_pages = tuning.build(site)
     cpp_pages = reference_cpp.build(site, out / "doxygen", use_doxygen)
     python_pages = reference_python.build(site)
+    reference = handwritten.build(site, ["reference/overview.md"])
     site.nav = [
         {"Home": start[0]},
         {"Start": start[1]},
@@ -57,7 +58,7 @@ def generate(out, use_doxygen=True):
         {"Examples": example_pages},
         {"Compare GPUs": compare_pages},
         {"Tuning": tuning_pages},
-        {"Reference": [{"C++ API": cpp_pages}, {"Python API": python_pages}]},
+        {"Reference": [{"The API at a glance": reference[0]}, {"C++ API": cpp_pages}, {"Python API": python_pages}]},
     ]
     site.write(out / "docs")
     config.write(out / "mkdocs.yml", out / "docs", out / "site", site.nav)
@@ -65,7 +66,7 @@ def generate(out, use_doxygen=True):
 
 
 def mkdocs_build(out, strict=True):
-    command = [sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(out / "mkdocs.yml")]
+    command = [sys.executable, "-m", "mkdocs", "build", "-f", str(out / "mkdocs.yml")]
     if strict:
         command.append("--strict")
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1")  # Material's notice about its successor, not a build warning
@@ -84,6 +85,8 @@ def main(argv=None):
         sys.exit(f"--out {out}: the site is built into a build tree, not the source tree")
     begin = time.monotonic()
     site = generate(out, not args.no_doxygen)
+    for warning in site.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     print(f"wrote {len(site.pages)} pages and {len(site.static)} files into {out / 'docs'} "
           f"({time.monotonic() - begin:.1f} s)")
     if args.no_mkdocs:

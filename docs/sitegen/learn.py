@@ -39,11 +39,11 @@ def figure_table(step_path, page):
 
 
 def headline(step_path, size):
-    """(value, unit, comparison) of the step's first row at the family's headline size, or None."""
-    for _, _, cells in figures.step_rows(step_path):
+    """(value, unit, comparison, row prefix) of the step's first row at the family's headline size, or None."""
+    for _, prefix, cells in figures.step_rows(step_path):
         for cell_size, value, unit, comparison, _ in cells:
             if cell_size == size:
-                return value, unit, comparison
+                return value, unit, comparison, prefix
     return None
 
 
@@ -52,13 +52,14 @@ def step_section(site, page, step, folder_index, folder, size):
     linker = file_linker(site, page, (folder, folder.rsplit("/", 1)[0], "include/kernelforge", "include",
                                       "src/" + folder.split("/kernels/")[1].split("/")[0]))
     top = headline(step.path, size)
+    title = step.title[len(step.name) + 1:].strip() if step.title.startswith(step.name + ":") else step.title
     lines = [f"### Step {step.number}: {step.name} {{#{anchor(step, folder_index)}}}", "",
-             f"*{steps.escape(step.title, None)}*", "",
+             f"*{steps.escape(title[:1].upper() + title[1:], None)}*", "",
              f"Source: [`{step.path}`]({link}) ({len(step.code.splitlines())} lines)."]
     if top:
-        value, unit, comparison = top
+        value, unit, comparison, prefix = top
         lines += ["", f"**On the H200 at {size}: {value:.4g} {unit}**" + (f" ({comparison})" if comparison else "")
-                  + "."]
+                  + f", row `{prefix}`."]
     lines += ["", steps.comment_markdown(step.comment, linker).rstrip()]
     lines += figure_table(step.path, page)
     code = step.code.rstrip("\n")
@@ -74,11 +75,12 @@ def overview(site, page, family, all_steps):
         top = headline(step.path, family.headline)
         label = f"{step.number}. {step.name}" if not folder_index else f"grad {step.number}. {step.name}"
         cell = f"{top[0]:.4g} {top[1]}" if top else "not measured on the H200"
-        rows.append(f"| [{label}](#{anchor(step, folder_index)}) | {cell} | {(top[2] if top else '') or '-'} |")
+        rows.append(f"| [{label}](#{anchor(step, folder_index)}) | {cell} | {(top[2] if top else '') or '-'} | "
+                    f"{f'`{top[3]}`' if top else '-'} |")
         if top and (not bars or bars[0][3] == top[1]):
             bars.append((label, top[0], top[2].split(",")[0] if top[2] else "", top[1]))
     out = [f"## The progression at {family.headline}", "",
-           "| step | H200 | compared in the same run |", "|---|---|---|"] + rows
+           "| step | H200 | compared in the same run | benchmark row |", "|---|---|---|---|"] + rows
     if bars:
         png = f"learn/{family.slug}-progression.png"
         reason = plots.progression(site.made_file(png), f"kernelforge {family.slug} steps on the H200 at "

@@ -24,10 +24,25 @@ def page_of_markdown(repo_path):
     return None
 
 
+def slug(heading):
+    """The anchor MkDocs (and GitHub) gives a heading: lowercase, punctuation dropped, spaces to hyphens."""
+    value = re.sub(r"[^\w\s-]", "", heading).strip().lower()
+    return re.sub(r"[-\s]+", "-", value)
+
+
+def anchors_of(repo_md_path):
+    text = (ROOT / repo_md_path).read_text(encoding="utf-8")
+    return {slug(m.group(1)) for m in re.finditer(r"^#+\s+(.*?)\s*#*$", text, re.M)}
+
+
 def link_to(site, page, repo_path, anchor=""):
-    """URL from `page` to repository file `repo_path` (its page, or its copy)."""
+    """URL from `page` to repository file `repo_path` (its page, or its copy). An anchor the
+    Markdown file has no heading for is dropped, and reported (site.warnings)."""
     target = page_of_markdown(repo_path)
     if target:
+        if anchor and anchor[1:] not in anchors_of(repo_path):
+            site.warnings.append(f"{page}: {repo_path}{anchor}: no such heading; linked to the page's top")
+            anchor = ""
         return relative_url(page, target) + anchor
     return site.source_link(page, repo_path) + anchor
 

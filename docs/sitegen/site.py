@@ -19,7 +19,8 @@ class Site:
         self.work_dir = pathlib.Path(work_dir)  # files made for the site (plots, Doxygen) before they are copied
         self.pages = {}    # page path (posix, relative to docs/) -> Markdown text
         self.static = {}   # site path -> source file (pathlib.Path) to copy
-        self.nav = []      # MkDocs nav, filled by the page builders (see nav.py)
+        self.nav = []      # MkDocs nav (build_site.py)
+        self.warnings = []  # what the sources get wrong that the site works around (a stale anchor)
 
     def add_page(self, path, text):
         if path in self.pages:
