@@ -23,7 +23,7 @@ def progression(path, title, bars, unit):
     xs = range(len(bars))
     ax.bar(xs, values, color="#3f6fb5")
     for x, (_, value, note) in zip(xs, bars):
-        ax.annotate(f"{value:.3g}" + (f"\n{note}" if note else ""), (x, value), ha="center", va="bottom",
+        ax.annotate(f"{value:.4g}" + (f"\n{note}" if note else ""), (x, value), ha="center", va="bottom",
                     fontsize=7, xytext=(0, 2), textcoords="offset points")
     ax.set_xticks(list(xs))
     ax.set_xticklabels([label for label, _, _ in bars], rotation=35, ha="right", fontsize=8)
