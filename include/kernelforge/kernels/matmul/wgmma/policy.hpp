@@ -29,7 +29,8 @@ constexpr std::size_t wgmma_split_k_min_slice(std::size_t element_bytes) { retur
 /// two-level fp32 sum saves, and the exact steps are as accurate by definition.
 /// H200, test_fp32_emulated_gpu (median relative error, 64 x 64 outputs, first
 /// version): k = 16 ours 8.4e-8 vs exact 6.0e-8, k = 64 1.25e-7 vs 1.21e-7,
-/// k = 256 1.35e-7 vs 2.41e-7 (benchmarks/tuning/matmul.md#fp32-emulation).
+/// k = 256 1.35e-7 vs 2.41e-7
+/// (benchmarks/tuning/matmul.md#fp32-emulation-on-tf32-tensor-cores-step-15-math_modefp32_emulated).
 constexpr std::size_t fp32_emulated_min_k = 128;
 
 // ---- how the wgmma kernel reads B ---------------------------------------------------
