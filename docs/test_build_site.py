@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Tests of the documentation site's generator (docs/build_site.py), on the repository as it is:
 the site shows every numbered step file on its family's page (with the step's H200 figure
-where one is committed), every public header in the C++ reference, every results folder on
+where one is committed) and in the repository's layout (howto/build.md), every public header in the C++ reference, every results folder on
 Compare GPUs; its pages link only to files that exist; no page is empty; and, when mkdocs is
 installed, `mkdocs build --strict` passes (broken links, missing anchors, pages left out of
 the navigation all fail it).
@@ -76,6 +76,17 @@ class LearningPath(unittest.TestCase):
                         self.assertIn(f"`{prefix}` ({json_name})", text, f"{path}: its figure is missing")
                     if figures.STEP_ROWS[path]:
                         self.assertTrue(rows, f"{path}: STEP_ROWS names rows that the committed JSON lacks")
+
+    def test_the_layout_lists_every_step(self):
+        # docs/pages/howto/build.md's Layout names each step as <folder>/ ... NN_name, within its folder's block
+        layout = page_text("howto/build.md").split("## Layout", 1)[1].split("```", 2)[1]
+        blocks = dict(re.findall(r"^    (\S+/)\s+(.*?)(?=^    \S+/\s|^  \S|\Z)", layout, re.M | re.S))
+        for path in all_step_files():
+            folder = path.split("/kernels/", 1)[1].rsplit("/", 1)[0] + "/"
+            stem = path.rsplit("/", 1)[1][:-len(".cuh")]
+            self.assertIn(folder, blocks, f"{path}: the layout (docs/pages/howto/build.md) has no {folder} line")
+            self.assertRegex(blocks[folder], rf"\b{stem}\b", f"{path}: not in the layout's {folder} line "
+                                                               "(docs/pages/howto/build.md)")
 
     def test_header_comment_is_shown(self):
         text = page_text("learn/matmul.md")
