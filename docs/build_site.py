@@ -10,7 +10,8 @@ Writes into --out (a build tree; the source tree is never written):
                the committed H200 JSON and plots made from it), the start and how-to pages
                (docs/pages/), the examples' READMEs, Compare GPUs (every folder of
                benchmarks/results/), the tuning notes, and the reference (Doxygen of the public
-               headers, the Python package's docstrings)
+               headers, the Python package's docstrings), and the project's pages (supported GPUs
+               and systems, CONTRIBUTING.md, CHANGELOG.md)
   mkdocs.yml   the MkDocs configuration (Material theme), navigation included
   site/        the static HTML, built with `mkdocs build --strict` when mkdocs is installed
                (pip install -r docs/requirements.txt); open site/index.html
@@ -26,7 +27,7 @@ import sys
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from sitegen import compare, config, examples, handwritten, learn, reference_cpp, reference_python, tuning  # noqa
+from sitegen import compare, config, examples, handwritten, learn, project, reference_cpp, reference_python, tuning  # noqa
 from sitegen.site import ROOT, Site  # noqa: E402
 
 START = ["index.md", "start.md"]
@@ -50,6 +51,7 @@ def generate(out, use_doxygen=True):
     cpp_pages = reference_cpp.build(site, out / "doxygen", use_doxygen)
     python_pages = reference_python.build(site)
     reference = handwritten.build(site, ["reference/overview.md"])
+    project_pages = project.build(site)
     site.nav = [
         {"Home": start[0]},
         {"Start": start[1]},
@@ -59,6 +61,8 @@ def generate(out, use_doxygen=True):
         {"Compare GPUs": compare_pages},
         {"Tuning": tuning_pages},
         {"Reference": [{"The API at a glance": reference[0]}, {"C++ API": cpp_pages}, {"Python API": python_pages}]},
+        {"Project": titled(zip(("Supported GPUs and systems", "Contributing and bug reports", "Changelog"),
+                               project_pages))},
     ]
     site.write(out / "docs")
     config.write(out / "mkdocs.yml", out / "docs", out / "site", site.nav)

@@ -117,6 +117,14 @@ class Results(unittest.TestCase):
                 self.assertIn(json_file.name, text)
 
 
+    def test_the_results_readme_lists_every_file(self):
+        readme = (ROOT / "benchmarks" / "results" / "README.md").read_text(encoding="utf-8")
+        for folder in compare.result_folders():
+            for path in sorted(folder.iterdir()):
+                self.assertIn(f"{folder.name}/{path.name}", readme, f"benchmarks/results/README.md does not list "
+                                                                     f"{folder.name}/{path.name}")
+
+
 class Pages(unittest.TestCase):
     def test_no_page_is_empty(self):
         for page in SITE.pages:

@@ -9,6 +9,7 @@ import re
 from .site import ROOT, relative_url
 
 MARKDOWN_LINK = re.compile(r"(!?\[[^\]]*\]\()([^)\s]+)(\))")
+PROJECT_FILES = {"CONTRIBUTING.md": "project/contributing.md", "CHANGELOG.md": "project/changelog.md"}
 
 
 def page_of_markdown(repo_path):
@@ -21,6 +22,10 @@ def page_of_markdown(repo_path):
         return f"examples/{m.group(1)}.md"
     if repo_path == "benchmarks/results/README.md":
         return "compare/results-folder.md"
+    if repo_path in PROJECT_FILES:
+        return PROJECT_FILES[repo_path]
+    if repo_path.startswith("docs/pages/") and repo_path.endswith(".md"):
+        return repo_path[len("docs/pages/"):]  # a hand-written page, linked from a repository file
     return None
 
 
