@@ -51,28 +51,17 @@ MODES = {"fp16": (torch.float16, False, torch.channels_last), "bf16": (torch.bfl
          "tf32": (torch.float32, True, torch.channels_last), "fp32": (torch.float32, False, torch.contiguous_format)}
 
 
-def host_us(fn, calls):
-    """Median host time of fn() in microseconds, the GPU drained before each call."""
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(calls):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e6)
-    torch.cuda.synchronize()
-    return statistics.median(times)
-
-
-def busy_host_us(fn, calls, flush):
-    """Median host time of fn() in microseconds issued behind a 256 MB memset (the GPU busy,
-    as bench_python's gpu_ms leaves it): larger than host_us's where a call waits on the GPU."""
+def host_us(fn, calls, flush=None):
+    """Median host time of fn() in microseconds, the GPU drained before each call; with
+    `flush` (a 256 MB buffer), each call is issued behind its memset instead (the GPU busy,
+    as bench_python's gpu_ms leaves it): larger than the drained figure where a call waits
+    on the GPU."""
     fn()
     times = []
     for _ in range(calls):
         torch.cuda.synchronize()
-        flush.zero_()
+        if flush is not None:
+            flush.zero_()
         t0 = time.perf_counter()
         fn()
         times.append((time.perf_counter() - t0) * 1e6)
@@ -124,12 +113,12 @@ def profile_mode(label, steps, trace):
     for name, us in rows.items():
         print(f"  {name:<36} {us:9.1f}")
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    busy = {f"{name} step": busy_host_us(lambda: step(module), steps, flush)
+    busy = {f"{name} step": host_us(lambda: step(module), steps, flush)
             for name, module in (("kft.Conv2d", ours), ("nn.Conv2d", theirs))}
-    busy["kf.conv2d + both gradients"] = busy_host_us(
+    busy["kf.conv2d + both gradients"] = host_us(
         lambda: (kf.conv2d(xd, wd, **kw), kf.conv2d_backward_data(dy, wd, xd.shape, **kw),
                  kf.conv2d_backward_filter(xd, dy, wd.shape, **kw)), steps, flush)
-    print(f"   the same, issued behind a 256 MB memset (the GPU busy)")
+    print("   the same, issued behind a 256 MB memset (the GPU busy)")
     for name, us in busy.items():
         print(f"  {name:<36} {us:9.1f}")
     if trace:

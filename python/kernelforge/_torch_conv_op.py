@@ -21,6 +21,7 @@ from typing import List, Optional, Tuple
 import torch
 
 from . import _torch_conv as _conv
+from ._api import _math_name
 from ._torch_ops import direct as _direct
 from ._torch_ops import eager_function as _eager_function
 from ._torch_ops import eager_grad as _eager_grad
@@ -42,9 +43,10 @@ def _conv_setup(ctx, inputs, output):
     ctx.x_size, ctx.weight_size = list(x.shape), list(weight.shape)
     ctx.has_bias = bias is not None
     ctx.geometry = (list(stride), list(padding), list(dilation))
-    # The gradients in the forward's mode: TF32, or exact (for "exact", and for "fp32_emulated",
-    # which the gradient kernels do not run: exact is as accurate).
-    ctx.tf32 = tf32 or math == "tf32"
+    # The gradients in the forward's mode (_math_name resolves it as the forward did): TF32, or
+    # exact (for "exact", and for "fp32_emulated", which the gradient kernels do not run: exact
+    # is as accurate).
+    ctx.tf32 = _math_name("conv2d", tf32, math) == "tf32"
     ctx.layout = _conv.layout_of(x)  # the forward's layout: the gradients run in it too
 
 

@@ -29,10 +29,10 @@ _grad_enabled = torch.is_grad_enabled
 _is_functional = torch._is_functional_tensor
 # Missing (an old torch): taken as active, so the gradient path stays the one for functorch.
 _functorch_active = getattr(torch._C, "_are_functorch_transforms_active", None) or (lambda: True)
-# The plain tensor types: torch.Tensor, and nn.Parameter (a module's weight), a subclass that
-# overrides no torch function. Any other subclass goes through the dispatcher.
-_Tensor = torch.Tensor
-_Parameter = torch.nn.Parameter
+# The plain tensor types, the one definition every eager check below reads: torch.Tensor, and
+# nn.Parameter (a module's weight), a subclass that overrides no torch function. Any other
+# subclass goes through the dispatcher.
+_PLAIN_TYPES = frozenset((torch.Tensor, torch.nn.Parameter))
 # t.is_cuda, as a C callable under a module-level name (benchmarks/python/profile_torch_op_cpu.py
 # and the CPU tests swap in is_cpu to run these paths, the same code, on a machine with no GPU).
 _on_device = operator.attrgetter("is_cuda")
@@ -49,9 +49,8 @@ def direct(*tensors):
     for t in tensors:
         if t is None:
             continue
-        kind = type(t)
-        if ((kind is not _Tensor and kind is not _Parameter) or not _on_device(t) or (grad and t.requires_grad) or
-                _is_functional(t) or _is_functorch_wrapped(t)):
+        if (type(t) not in _PLAIN_TYPES or not _on_device(t) or (grad and t.requires_grad) or _is_functional(t) or
+                _is_functorch_wrapped(t)):
             return False
     return True
 
@@ -66,9 +65,7 @@ def eager_grad(*tensors):
     for t in tensors:
         if t is None:
             continue
-        kind = type(t)
-        if (kind is not _Tensor and kind is not _Parameter) or not _on_device(t) or _is_functional(t) or \
-                _is_functorch_wrapped(t):
+        if type(t) not in _PLAIN_TYPES or not _on_device(t) or _is_functional(t) or _is_functorch_wrapped(t):
             return False
         needs = needs or t.requires_grad
     return needs
@@ -172,8 +169,8 @@ def autograd_kernel(op, kernel, backward, setup_context):
         if plain:
             for i in positions:
                 t = args[i]
-                if t is not None and ((type(t) is not _Tensor and type(t) is not _Parameter) or not _on_device(t) or
-                                      _is_functional(t) or _is_functorch_wrapped(t)):
+                if t is not None and (type(t) not in _PLAIN_TYPES or not _on_device(t) or _is_functional(t) or
+                                      _is_functorch_wrapped(t)):
                     plain = False
                     break
         if _grad_enabled():
