@@ -231,11 +231,7 @@ void bm_backward(benchmark::State& state, const layer& L, row_kind kind) {
   }
 
   time_gpu_paired(state, ours_all, cudnn_all);
-  check(cudaDeviceSynchronize(), "conv2d_backward rows");
-  if (status != CUDNN_STATUS_SUCCESS) {
-    state.SkipWithError(("cudnnBackendExecute: " + graph::status_text(status)).c_str());
-    return;
-  }
+  if (!cudnn_runs_succeeded(state, status, "conv2d_backward rows")) return;
   const double flops = d.flops() * (kind == row_kind::step ? 3.0 : 1.0);
   set_flops(state, flops);
   const double ours_s = state.counters["gpu_s"], cudnn_s = state.counters["baseline_s"];

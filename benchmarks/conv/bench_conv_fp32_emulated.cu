@@ -168,11 +168,7 @@ void bm_conv_fp32_emulated(benchmark::State& state, const layer& L) {
     return;
   }
   time_gpu_paired(state, ours, theirs);
-  check(cudaDeviceSynchronize(), "conv2d fp32_emulated rows");
-  if (status != CUDNN_STATUS_SUCCESS) {
-    state.SkipWithError(("cudnnBackendExecute: " + graph::status_text(status)).c_str());
-    return;
-  }
+  if (!cudnn_runs_succeeded(state, status, "conv2d fp32_emulated rows")) return;
   set_flops(state, d.flops());
   const double ours_s = state.counters["gpu_s"], cudnn_s = state.counters["baseline_s"];
   state.counters["cudnn_TFLOP/s"] = cudnn_s > 0 ? d.flops() / cudnn_s / 1e12 : 0;

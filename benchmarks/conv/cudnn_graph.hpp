@@ -57,6 +57,7 @@
 #include <string>
 #include <vector>
 
+#include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
@@ -316,6 +317,16 @@ inline cudnnStatus_t run_cudnn_graph(const cudnn_graph_plan& c, const graph::des
   const cudnnStatus_t status = cudnnSetStream(cudnn(), s);
   if (status != CUDNN_STATUS_SUCCESS) return status;
   return cudnnBackendExecute(cudnn(), c.plan.get(), pack.get());
+}
+
+/// After timed runs of a cuDNN graph plan (`status`: a failing run's, else success):
+/// waits for the GPU (`what` names the rows) and, where a run failed, skips the row
+/// with cuDNN's message. Returns whether every run succeeded.
+inline bool cudnn_runs_succeeded(benchmark::State& state, cudnnStatus_t status, const char* what) {
+  check(cudaDeviceSynchronize(), what);
+  if (status == CUDNN_STATUS_SUCCESS) return true;
+  state.SkipWithError(("cudnnBackendExecute: " + graph::status_text(status)).c_str());
+  return false;
 }
 
 /// One run of plan c on these buffers, synchronized: empty, or why it failed.

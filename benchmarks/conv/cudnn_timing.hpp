@@ -131,11 +131,7 @@ void time_cudnn_graph(benchmark::State& state, problem_data_t<T>& d, const std::
       if (each != CUDNN_STATUS_SUCCESS) status = each;
     });
   }
-  check(cudaDeviceSynchronize(), "cuDNN graph");
-  if (status != CUDNN_STATUS_SUCCESS) {
-    state.SkipWithError(("cudnnBackendExecute: " + graph::status_text(status)).c_str());
-    return;
-  }
+  if (!cudnn_runs_succeeded(state, status, "cuDNN graph")) return;
   (fused ? d.have_cudnn_fused_result : d.have_cudnn_result) = true;
   cudnn_seconds()[seconds_key] = state.counters["gpu_s"];
   set_flops(state, d.flops());

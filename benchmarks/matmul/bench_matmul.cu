@@ -1,98 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// bench_matmul: every step of the matrix-product progression against cuBLAS, in
-// one run so that every comparison is a ratio of figures measured together.
-//
-//   matmul/fp32/<variant>/<m>x<n>x<k>        kf::matmul, math_mode::exact (best: what the
-//                                            library picks, large_tile or warp_tiled: tuning.hpp)
-//   matmul/fp32/cublas/<m>x<n>x<k>           cublasSgemm, default math (no TF32)
-//   matmul/tf32/tensor_core_tf32/<shape>     kf::matmul, math_mode::tf32 (wgmma on sm_90a, else mma.sync;
-//                                            the row-major B read by the swapped product: tuning.hpp,
-//                                            choose_wgmma_b_source)
-//   matmul/tf32/mma_sync/<shape>             the mma.sync kernel alone (launch_tensor_core_tf32)
-//   matmul/fp32_emulated/best_vs_cublas/<shape>  kf::matmul, math_mode::fp32_emulated (step 15: three TF32
-//                                            products on wgmma) paired with cublasSgemm (no TF32), checked
-//                                            at the exact rows' tolerance; every pair row reports
-//                                            max_error and baseline_max_error (|got - ref| / sum |a b|
-//                                            over the spot check's 16 entries, double reference)
-//   matmul/tf32/wgmma_repack_b/<shape>       the wgmma kernel with the row-major B repacked k-major in HBM
-//                                            first (wgmma_try_launch, wgmma_tf32_b_mode::repack)
-//   matmul/tf32/wgmma_mcast_{a,b}/<shape>    the wgmma kernel as tensor_core_tf32 runs it (B's source and
-//                                            the tile width by shape), its clusters of 2 forced to share
-//                                            A (adjacent n-tiles) or B (adjacent m-tiles; tuning.hpp:
-//                                            wgmma_cluster_shares_a); 1024^3, 2048^3, 128x8192x8192, 8192x8192x1024
-//   matmul/tf32/wgmma_cluster_splitk/<shape> the wgmma kernel's cluster split-k (wgmma_cluster_mode::split_k:
-//                                            a cluster of 2 CTAs on each 128 x 128 tile, each over half
-//                                            of k, the halves added in shared memory); 1024^3,
-//                                            128x8192x8192 and every KF_BENCH_MATMUL_SHAPES shape
-//   matmul/tf32/cublas/<shape>               cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_TF32
-//   matmul/fp32/tuning/<config>/<shape>      warp_tiled with other tile configurations
-//                                            (NN, 16-byte path), to choose tuning.hpp from data;
-//                                            tuning/large_*: large_tile with k-slices of 8 (4096^3)
-//   matmul/{fp16,bf16}/tensor_core_f16/<shape>  kf::matmul<__half / __nv_bfloat16>, mma.sync step
-//   matmul/{fp16,bf16}/wgmma_step{11,12,13}/<shape>  the Hopper learning steps (wgmma_step_try_launch):
-//                                               11 wgmma + TMA, 12 warp-specialized, 13 clusters sharing B
-//   matmul/{fp16,bf16}/wgmma_f16/<shape>        kf::matmul, wgmma step 14 (mma.sync where wgmma cannot run)
-//   matmul/{fp16,bf16}/wgmma_f16_n128/<shape>   the wgmma kernel on 128 x 128 tiles (split-k by the library's
-//                                               rule), where the library runs 128 x 64 (1024^3, 128x8192x8192)
-//   matmul/{fp16,bf16}/wgmma_mcast_{a,b}/<shape>  the wgmma kernel at the library's tile width, its
-//                                               clusters forced to share A or B (as the tf32 rows)
-//   matmul/{fp16,bf16}/wgmma_cluster_splitk/<shape>  the cluster split-k (as the tf32 row)
-//   matmul/{fp16,bf16}/cublas/<shape>           cublasGemmEx, CUDA_R_16F / CUDA_R_16BF, CUBLAS_COMPUTE_32F
-//                                               (fp32 accumulation, alpha / beta float, C in the same type)
-//   matmul/<precision>/best_vs_cublas/<shape>  what the library runs by shape (fp32: best; tf32:
-//                                               tensor_core_tf32; fp16 / bf16: best) and the cuBLAS row of
-//                                               its precision, timed in turn sample by sample
-//                                               (time_gpu_paired): frac_cublas from the same pairs,
-//                                               cublas_TFLOP/s beside ours. The ratios to cuBLAS are read
-//                                               here: under the power cap a row's figure moves with its
-//                                               place in the run, a pair's ratio much less
-//   matmul/<tf32|fp16|bf16>/mcast_a_vs_b/<shape>  the wgmma kernel at the library's tile width, its
-//                                               clusters forced to share A and forced to share B, timed
-//                                               in turn: a_over_b = B's time / A's (tuning.hpp's
-//                                               wgmma_cluster_shares_a is read from these)
-//   matmul/<fp32|tf32>/fused_bias_relu/<shape>    kf::matmul with options.bias + options.relu
-//                                                 (the epilogue in the GEMM's registers)
-//   matmul/<fp32|tf32>/unfused_bias_relu/<shape>  kf::matmul, then the bias added by kf::transform
-//                                                 (C += a row-broadcast m x n bias matrix, in place),
-//                                                 then kf::relu_threshold_forward in place: the same
-//                                                 result in three passes; 4096^3 and 8192x8192x1024 only
-//   matmul/pack/memcpy_{f32,f16}/<rows>x<k>      cudaMemcpyAsync of a rows x k operand (device to device):
-//                                                the copy rate the pack rows' frac_copy divides by
-//   matmul/pack/{f32,f16}_transpose/<rows>x<k>  the wgmma steps' repack alone (wgmma_pack_k_major,
-//                                                include/kernelforge/kernels/matmul/pack_k_major.cuh) of a k x rows
-//                                                operand stored rows-contiguous (TF32 B of the row-major product, a
-//                                                transposed A): 16-byte loads and stores
-//   matmul/pack/{f32,f16}_copy/<rows>x<k>       the same of a k-contiguous operand (no transpose)
-//   matmul/pack/{f32,f16}_{transpose,copy}_misaligned/4096x4096  the source one element past an aligned
-//                                                address: element-wise loads (what the GEMM repacks
-//                                                misaligned operands with), 16-byte stores
-//                                                pack rows: GB/s = (bytes read + bytes written) / time,
-//                                                frac_peak of the device's DRAM bandwidth, frac_copy
-//
-// Shapes: the seven above (1024^3 ... 128 x 8192 x 8192), or those listed in the
-// environment variable KF_BENCH_MATMUL_SHAPES ("MxNxK,MxNxK,...", e.g. a k sweep
-// 1024x1024x64,1024x1024x256,1024x1024x1024 that separates a kernel's fixed cost
-// from its per-k cost).
-//
-// Row-major C = A B with A m x k, B k x n, C m x n, unpadded (lda = k, ldb = n,
-// ldc = n), alpha = 1, beta = 0. cuBLAS (column-major) computes the same
-// product as C^T = B^T A^T. For each shape cuBLAS runs first and its time is
-// kept, so every kernelforge row gets frac_cublas = t_cublas / t_row.
-//
-// Counters: TFLOP/s (2 m n k per call), frac_peak (of the device's FP32 peak
-// for fp32 rows; for tf32 rows of the TF32 dense peak, taken as 8 x the FP32
-// peak on compute capability 8.0, 9.x and 10.x -- A100: 156 = 8 x 19.5; on the
-// H200 8 x 67 = 535 TFLOP/s at the 1.98 GHz boost clock, against the
-// datasheet's 495 at 1.83 GHz -- and 1 x on 8.6, 8.9 and 12.x; fp16 / bf16
-// rows: twice that TF32 peak), frac_cublas (cuBLAS of the same precision).
-//
-// Time budget (< 4 minutes on an H200): the slow steps (naive, coalesced,
-// smem_tiled, blocktile_1d) run on 1024^3, 2048^3 and 4096^3 only (naive at
-// 4096^3 takes ~0.1-0.3 s a call: 1 warm-up, 2 timed); the fast ones and cuBLAS
-// on every shape, with iteration counts sized to ~0.25 s of GPU time per row.
-// Before a row is timed, a spot check compares 16 entries of its result with
-// a double-precision dot product on the host: a wrong kernel is reported as
-// an error, never timed.
+// bench_matmul's fp32 and TF32 rows against cuBLAS (the binary's list of rows and its
+// main: bench_matmul_main.cu): the warp_tiled / large_tile tuning configurations, the
+// operands of one shape, how each row runs, the spot check that gates its timing, and
+// the single and paired rows of a shape (register_fp32).
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -384,30 +294,20 @@ std::string spot_check(const row& r, operands& p) {
   run(r, p, nullptr);
   check(cudaDeviceSynchronize(), "spot check run");
   const double tol = r.precision == "tf32" ? 4.0 / 1024.0 : 1e-5;
-  std::vector<float> arow(p.s.k), bcol(p.s.k);
   for (int t = 0; t < 16; ++t) {
-    const std::size_t i = mix64(100 + t) % p.s.m, j = mix64(200 + t) % p.s.n;
-    float got = 0;
-    check(cudaMemcpy(arow.data(), p.a.data() + i * p.s.k, p.s.k * sizeof(float), cudaMemcpyDeviceToHost), "copy A row");
-    check(cudaMemcpy2D(bcol.data(), sizeof(float), p.b.data() + j, p.s.n * sizeof(float), sizeof(float), p.s.k,
-                       cudaMemcpyDeviceToHost),
-          "copy B column");
-    check(cudaMemcpy(&got, p.c.data() + i * p.s.n + j, sizeof(float), cudaMemcpyDeviceToHost), "copy C entry");
-    double ref = 0, scale = 0;
-    for (std::size_t q = 0; q < p.s.k; ++q) {
-      ref += double(arow[q]) * double(bcol[q]);
-      scale += std::fabs(double(arow[q]) * double(bcol[q]));
-    }
+    const spot_entry e = sample_entry(p.a.data(), p.b.data(), p.c.data(), p.s, t);
+    double ref = e.ref, scale = e.scale;
     if (r.kind == impl::fused || r.kind == impl::unfused) {  // relu(ref + bias[j]), threshold 0
       float bias = 0;
-      check(cudaMemcpy(&bias, bias_for(p.s).bias.data() + j, sizeof(float), cudaMemcpyDeviceToHost), "copy bias");
+      check(cudaMemcpy(&bias, bias_for(p.s).bias.data() + e.j, sizeof(float), cudaMemcpyDeviceToHost), "copy bias");
       ref = ref + bias <= 0 ? 0 : ref + bias;
       scale += std::fabs(bias);
     }
-    last_spot_error() = std::max(last_spot_error(), std::fabs(double(got) - ref) / scale);
-    if (!(std::fabs(double(got) - ref) <= tol * scale)) {
-      return r.name + " is wrong at (" + std::to_string(i) + ", " + std::to_string(j) + "): got " +
-             std::to_string(got) + ", expected " + std::to_string(ref);
+    const double err = std::fabs(e.got - ref);
+    last_spot_error() = std::max(last_spot_error(), err / scale);
+    if (!(err <= tol * scale)) {  // false for NaN
+      return r.name + " is wrong at (" + std::to_string(e.i) + ", " + std::to_string(e.j) + "): got " +
+             std::to_string(e.got) + ", expected " + std::to_string(ref);
     }
   }
   return {};
@@ -502,7 +402,9 @@ row kf_row(kf::matmul_variant v, double tflops, const char* precision = "fp32") 
   return r;
 }
 
-void register_all() {
+}  // namespace
+
+void register_fp32(const shape& s) {
   using v = kf::matmul_variant;
   row cublas_fp32{"fp32", "cublas", impl::cublas, v::best, nullptr, 50};
   row cublas_tf32{"tf32", "cublas", impl::cublas, v::best, nullptr, 350};
@@ -530,70 +432,41 @@ void register_all() {
                                           &launch_large_tuning<tune_large_k8_3stages>, 48},
                                          {"fp32", "tuning/large_128x256x8_4stages", impl::tuning, v::best,
                                           &launch_large_tuning<tune_large_k8_4stages>, 48}};
-  for (const shape& s : shapes()) {
-    register_row(cublas_fp32, s);
-    if (is_cube(s) && s.flops() <= slow_max_flops) {
-      for (row r : slow) {
-        if (r.variant == v::naive && s.m >= 4096) r.warmups = 1;  // ~0.1-0.3 s a call
-        register_row(r, s);
-      }
-    }
-    for (const row& r : fast) register_row(r, s);
-    if (s.m == 4096 || s.m == 4095) {
-      for (const row& r : tuning) register_row(r, s);
-    }
-    if (s.m == 4096) {
-      for (const row& r : large_tuning) register_row(r, s);
-    }
-    register_row(cublas_tf32, s);
-    register_row(kf_row(v::tensor_core_tf32, 250, "tf32"), s);
-    register_row(mma, s);
-    register_row(repack_b, s);
-    if (compares_wgmma_multicast(s)) {
-      register_row(mcast_a, s);
-      register_row(mcast_b, s);
-    }
-    if (compares_wgmma_cluster_split_k(s)) register_row(cluster_split_k, s);
-    register_pair("mcast_a_vs_b", mcast_a, mcast_b, a_vs_b, s);
-    register_pair("best_vs_cublas", kf_row(v::best, 48), cublas_fp32, vs_cublas, s);
-    register_pair("best_vs_cublas", kf_row(v::tensor_core_tf32, 250, "tf32"), cublas_tf32, vs_cublas, s);
-    // fp32 accuracy on TF32 tensor cores (step 15; errc::unsupported, so skipped, off compute capability 9.0).
-    register_pair("best_vs_cublas", kf_row(v::best, 100, "fp32_emulated"), cublas_fp32, vs_cublas, s);
-    if ((is_cube(s) && s.m == 4096) || (s.m == 8192 && s.n == 8192 && s.k == 1024)) {
-      for (const char* precision : {"fp32", "tf32"}) {
-        const double tflops = precision[0] == 'f' ? 45 : 250;
-        register_row({precision, "fused_bias_relu", impl::fused, v::best, nullptr, tflops}, s);
-        register_row({precision, "unfused_bias_relu", impl::unfused, v::best, nullptr, tflops}, s);
-      }
+  register_row(cublas_fp32, s);
+  if (is_cube(s) && s.flops() <= slow_max_flops) {
+    for (row r : slow) {
+      if (r.variant == v::naive && s.m >= 4096) r.warmups = 1;  // ~0.1-0.3 s a call
+      register_row(r, s);
     }
   }
-  for (const shape& s : shapes()) {
-    register_16bit(s);  // bench_matmul_16bit.cu
+  for (const row& r : fast) register_row(r, s);
+  if (s.m == 4096 || s.m == 4095) {
+    for (const row& r : tuning) register_row(r, s);
   }
-  register_pack();
+  if (s.m == 4096) {
+    for (const row& r : large_tuning) register_row(r, s);
+  }
+  register_row(cublas_tf32, s);
+  register_row(kf_row(v::tensor_core_tf32, 250, "tf32"), s);
+  register_row(mma, s);
+  register_row(repack_b, s);
+  if (compares_wgmma_multicast(s)) {
+    register_row(mcast_a, s);
+    register_row(mcast_b, s);
+  }
+  if (compares_wgmma_cluster_split_k(s)) register_row(cluster_split_k, s);
+  register_pair("mcast_a_vs_b", mcast_a, mcast_b, a_vs_b, s);
+  register_pair("best_vs_cublas", kf_row(v::best, 48), cublas_fp32, vs_cublas, s);
+  register_pair("best_vs_cublas", kf_row(v::tensor_core_tf32, 250, "tf32"), cublas_tf32, vs_cublas, s);
+  // fp32 accuracy on TF32 tensor cores (step 15; errc::unsupported, so skipped, off compute capability 9.0).
+  register_pair("best_vs_cublas", kf_row(v::best, 100, "fp32_emulated"), cublas_fp32, vs_cublas, s);
+  if ((is_cube(s) && s.m == 4096) || (s.m == 8192 && s.n == 8192 && s.k == 1024)) {
+    for (const char* precision : {"fp32", "tf32"}) {
+      const double tflops = precision[0] == 'f' ? 45 : 250;
+      register_row({precision, "fused_bias_relu", impl::fused, v::best, nullptr, tflops}, s);
+      register_row({precision, "unfused_bias_relu", impl::unfused, v::best, nullptr, tflops}, s);
+    }
+  }
 }
 
-}  // namespace
 }  // namespace kf::bench::matmul
-
-int main(int argc, char** argv) {
-  const bool tabular = ::kf::bench::wants_tabular(argc, argv);
-  ::benchmark::Initialize(&argc, argv);
-  if (::benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  ::kf::bench::add_device_context();
-  ::benchmark::AddCustomContext("matmul_note",
-                                "slow steps (naive, coalesced, smem_tiled, blocktile_1d) run on 1024^3, 2048^3, 4096^3 "
-                                "only; tf32 frac_peak is of 8 x the FP32 peak on cc 8.0/9.x/10.x (1 x elsewhere)");
-  std::printf(
-      "bench_matmul: the slow steps (naive, coalesced, smem_tiled, blocktile_1d) run only up to 4096^3 "
-      "(cubes); naive at 4096^3 with 1 warm-up and 2 timed calls.\n");
-  try {
-    ::kf::bench::matmul::register_all();  // without a GPU every row reports why (KF_BENCH_REQUIRE_GPU)
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "bench_matmul: %s\n", e.what());
-    return 2;
-  }
-  ::kf::bench::run_with_progress(tabular);  // a progress line per case on stderr
-  ::benchmark::Shutdown();
-  return 0;
-}

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// What bench_matmul's translation units share: bench_matmul.cu holds the fp32 /
-// TF32 rows against cuBLAS, the registrar and main; bench_matmul_16bit.cu the
-// fp16 / bf16 rows; bench_matmul_pack.cu the wgmma steps' repack pass timed
-// alone. Here: the shapes, cuBLAS's handle and times, iteration counts and the
-// paired timing of two sides.
+// What bench_matmul's translation units share: bench_matmul_main.cu lists the
+// rows and holds main; bench_matmul.cu the fp32 / TF32 rows against cuBLAS;
+// bench_matmul_16bit.cu the fp16 / bf16 rows; bench_matmul_pack.cu the wgmma
+// steps' repack pass timed alone. Here: the shapes, cuBLAS's handle and times,
+// iteration counts, the paired timing of two sides and the spot checks' sampling.
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -136,8 +137,39 @@ void time_pair(benchmark::State& state, const shape& s, double peak_tflops, pair
   set_pair_counters(state, s.flops(), peak_tflops, names);
 }
 
+// ---- spot checks ----------------------------------------------------------------------
+/// Entry t of a spot check of C = A B (row-major A m x k, B k x n, C m x n on the
+/// device, unpadded): its position (a hash of t), C's value there, and the
+/// double-precision dot product of A's row and B's column with its scale sum |a b|.
+struct spot_entry {
+  std::size_t i, j;
+  double got, ref, scale;
+};
+
+/// T: float, __half or __nv_bfloat16 (each converts to float exactly).
+template <class T>
+spot_entry sample_entry(const T* a, const T* b, const T* c, const shape& s, int t) {
+  spot_entry e{mix64(100 + t) % s.m, mix64(200 + t) % s.n, 0, 0, 0};
+  std::vector<T> arow(s.k), bcol(s.k);
+  T got{};
+  check(cudaMemcpy(arow.data(), a + e.i * s.k, s.k * sizeof(T), cudaMemcpyDeviceToHost), "copy A row");
+  check(cudaMemcpy2D(bcol.data(), sizeof(T), b + e.j, s.n * sizeof(T), sizeof(T), s.k, cudaMemcpyDeviceToHost),
+        "copy B column");
+  check(cudaMemcpy(&got, c + e.i * s.n + e.j, sizeof(T), cudaMemcpyDeviceToHost), "copy C entry");
+  for (std::size_t q = 0; q < s.k; ++q) {
+    const double prod = static_cast<double>(static_cast<float>(arow[q])) * static_cast<float>(bcol[q]);
+    e.ref += prod;
+    e.scale += std::fabs(prod);
+  }
+  e.got = static_cast<float>(got);
+  return e;
+}
+
 /// mcast_a_vs_b rows: the wgmma clusters sharing A first, sharing B second.
 inline constexpr pair_names a_vs_b{"b_TFLOP/s", "a_over_b"};
+
+/// Registers the fp32 and TF32 rows of shape s (bench_matmul.cu).
+void register_fp32(const shape& s);
 
 /// Registers the fp16 / bf16 rows of shape s (bench_matmul_16bit.cu).
 void register_16bit(const shape& s);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // bench_matmul's fp16 / bf16 rows (the library's tensor_core_f16 and wgmma_f16
 // steps against cuBLAS's half-precision GEMM with fp32 accumulation, and the
-// paired rows of the wgmma variants), registered by bench_matmul.cu's registrar
-// per shape. The rows and counters are listed at the top of bench_matmul.cu.
+// paired rows of the wgmma variants), registered by bench_matmul_main.cu's registrar
+// per shape. The rows and counters are listed at the top of bench_matmul_main.cu.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -42,15 +42,6 @@ __global__ void fill_random_16bit_kernel(T* data, std::size_t n, std::uint64_t s
     } else {
       data[i] = __float2bfloat16_rn(v);
     }
-  }
-}
-
-template <class T>
-double to_double16(T v) {
-  if constexpr (std::is_same_v<T, __half>) {
-    return static_cast<double>(__half2float(v));
-  } else {
-    return static_cast<double>(__bfloat162float(v));
   }
 }
 
@@ -132,25 +123,11 @@ std::string spot_check16(bool cublas_row, kf::matmul_variant variant, operands16
   const double kd = static_cast<double>(p.s.k);
   const double acc_rel = (4.0 * std::sqrt(kd) + kd / 16.0 + 4.0) * std::ldexp(1.0, -23);
   const double u = std::is_same_v<T, __half> ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
-  std::vector<T> arow(p.s.k), bcol(p.s.k);
   for (int t = 0; t < 16; ++t) {
-    const std::size_t i = mix64(100 + t) % p.s.m, j = mix64(200 + t) % p.s.n;
-    T got{};
-    check(cudaMemcpy(arow.data(), p.a.data() + i * p.s.k, p.s.k * sizeof(T), cudaMemcpyDeviceToHost), "copy A row");
-    check(cudaMemcpy2D(bcol.data(), sizeof(T), p.b.data() + j, p.s.n * sizeof(T), sizeof(T), p.s.k,
-                       cudaMemcpyDeviceToHost),
-          "copy B column");
-    check(cudaMemcpy(&got, p.c.data() + i * p.s.n + j, sizeof(T), cudaMemcpyDeviceToHost), "copy C entry");
-    double ref = 0, scale = 0;
-    for (std::size_t q = 0; q < p.s.k; ++q) {
-      const double prod = to_double16(arow[q]) * to_double16(bcol[q]);
-      ref += prod;
-      scale += std::fabs(prod);
-    }
-    const double g = to_double16(got);
-    if (!(std::fabs(g - ref) <= acc_rel * scale + 2 * u * std::fabs(ref))) {
-      return std::string(precision16<T>()) + " is wrong at (" + std::to_string(i) + ", " + std::to_string(j) +
-             "): got " + std::to_string(g) + ", expected " + std::to_string(ref);
+    const spot_entry e = sample_entry(p.a.data(), p.b.data(), p.c.data(), p.s, t);
+    if (!(std::fabs(e.got - e.ref) <= acc_rel * e.scale + 2 * u * std::fabs(e.ref))) {
+      return std::string(precision16<T>()) + " is wrong at (" + std::to_string(e.i) + ", " + std::to_string(e.j) +
+             "): got " + std::to_string(e.got) + ", expected " + std::to_string(e.ref);
     }
   }
   return {};

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// bench_matmul's matmul/pack/ rows (bench_matmul.cu's header comment lists them):
+// bench_matmul's matmul/pack/ rows (bench_matmul_main.cu's header comment lists them):
 // the wgmma steps' repack pass (include/kernelforge/kernels/matmul/pack_k_major.cuh)
 // timed alone against cudaMemcpyAsync of the same bytes, spot-checked bit for bit.
 #include <cstddef>

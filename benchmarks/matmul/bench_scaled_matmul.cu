@@ -44,7 +44,7 @@
 // _scaled_mm, which hands cuBLASLt 1 x 128 scales outer-dim-major. The spot check verifies them.
 //
 // Counters: TFLOP/s (2 m n k per call); frac_peak of the FP8 dense peak taken as 4 x the TF32
-// estimate of bench_matmul.cu (8 x the FP32 peak on compute capability 9.x and 10.x, 1 x on 8.9
+// estimate of bench_matmul_main.cu (8 x the FP32 peak on compute capability 9.x and 10.x, 1 x on 8.9
 // and 12.x): on the H200 4 x 535 = 2141 TFLOP/s at the 1.98 GHz boost clock (datasheet: 1979 at
 // 1.83 GHz).
 //
