@@ -10,10 +10,15 @@
 //                                            choose_wgmma_b_source)
 //   matmul/tf32/mma_sync/<shape>             the mma.sync kernel alone (launch_tensor_core_tf32)
 //   matmul/fp32_emulated/best_vs_cublas/<shape>  kf::matmul, math_mode::fp32_emulated (step 15: three TF32
-//                                            products on wgmma) paired with cublasSgemm (no TF32), checked
+//                                            products on wgmma; step 16, mma.sync, off compute capability
+//                                            9.0) paired with cublasSgemm (no TF32), checked
 //                                            at the exact rows' tolerance; every pair row reports
 //                                            max_error and baseline_max_error (|got - ref| / sum |a b|
 //                                            over the spot check's 16 entries, double reference)
+//   matmul/fp32_emulated/mma_sync_vs_cublas/<shape>  step 16 (three TF32 products on mma.sync, what
+//                                            fp32_emulated runs where wgmma does not) through its launcher
+//                                            (mma_sync_fp32_emulated_try_launch, the pre-pass included),
+//                                            paired with cublasSgemm as the row above, with its errors
 //   matmul/tf32/wgmma_repack_b/<shape>       the wgmma kernel with the row-major B repacked k-major in HBM
 //                                            first (wgmma_try_launch, wgmma_tf32_b_mode::repack)
 //   matmul/tf32/wgmma_mcast_{a,b}/<shape>    the wgmma kernel as tensor_core_tf32 runs it (B's source and
@@ -125,6 +130,7 @@
 #include "kernelforge/matmul.hpp"
 #include "kernelforge/transform.cuh"
 
+#include "kernelforge/kernels/matmul/mma_sync_fp32_emulated.hpp"
 #include "kernelforge/kernels/matmul/tensor_core_tf32_launch.cuh"
 #include "kernelforge/kernels/matmul/wgmma_sm90a.hpp"
 
@@ -308,7 +314,7 @@ void launch_large_tuning(operands& p, cudaStream_t stream) {
   d::check_launch("bench tuning");
 }
 
-enum class impl { kf, cublas, mma_sync, wgmma_repack_b, wgmma_cluster_mode, tuning, fused, unfused };
+enum class impl { kf, cublas, mma_sync, mma_sync_emulated, wgmma_repack_b, wgmma_cluster_mode, tuning, fused, unfused };
 
 struct row {
   std::string precision;  // "fp32" or "tf32"
@@ -328,6 +334,11 @@ void run(const row& r, operands& p, cudaStream_t stream) {
     case impl::cublas: return cublas_matmul(p, r.precision == "tf32", stream);
     case impl::tuning: return r.tuning(p, stream);
     case impl::mma_sync: kf::detail::launch_tensor_core_tf32(args_of(p), stream); return;
+    case impl::mma_sync_emulated:
+      if (!kf::detail::mma_sync_fp32_emulated_try_launch(args_of(p), {}, kf::detail::current_device("bench"), stream)) {
+        throw std::runtime_error("step 16 found no workspace for the split operands");
+      }
+      return;
     case impl::wgmma_repack_b:
       if (!kf::detail::wgmma_try_launch(
               args_of(p), stream,
@@ -463,7 +474,7 @@ void register_row(const row& r, const shape& s) {
 void bm_pair(benchmark::State& state, row first, row second, pair_names names, shape s) {
   KF_BENCH_REQUIRE_GPU(state);
   try {
-    if (first.precision == "tf32" && device().cc_major < 8) {
+    if ((first.precision == "tf32" || first.kind == impl::mma_sync_emulated) && device().cc_major < 8) {
       state.SkipWithError("TF32 tensor cores need compute capability 8.0");
       return;
     }
@@ -557,8 +568,12 @@ void register_all() {
     register_pair("mcast_a_vs_b", mcast_a, mcast_b, a_vs_b, s);
     register_pair("best_vs_cublas", kf_row(v::best, 48), cublas_fp32, vs_cublas, s);
     register_pair("best_vs_cublas", kf_row(v::tensor_core_tf32, 250, "tf32"), cublas_tf32, vs_cublas, s);
-    // fp32 accuracy on TF32 tensor cores (step 15; errc::unsupported, so skipped, off compute capability 9.0).
+    // fp32 accuracy on TF32 tensor cores (step 15 on compute capability 9.0 with the sm_90a image, step 16
+    // elsewhere from 8.0; errc::unsupported, so skipped, below 8.0).
     register_pair("best_vs_cublas", kf_row(v::best, 100, "fp32_emulated"), cublas_fp32, vs_cublas, s);
+    // Step 16 alone (mma.sync; what the row above runs off compute capability 9.0), on every GPU of 8.0 or newer.
+    register_pair("mma_sync_vs_cublas", {"fp32_emulated", "mma_sync", impl::mma_sync_emulated, v::best, nullptr, 60},
+                  cublas_fp32, vs_cublas, s);
     if ((is_cube(s) && s.m == 4096) || (s.m == 8192 && s.n == 8192 && s.k == 1024)) {
       for (const char* precision : {"fp32", "tf32"}) {
         const double tflops = precision[0] == 'f' ? 45 : 250;
