@@ -139,4 +139,21 @@ __device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::ui
 #endif
 }
 
+/// Two B fragments of an mma.sync (two 32-bit registers each) from one
+/// ldmatrix_x4 (Trans: ldmatrix_x4_trans): registers 0-1 into b0, 2-3 into b1.
+template <bool Trans = false>
+__device__ __forceinline__ void ldmatrix_x4_b_pair(std::uint32_t (&b0)[2], std::uint32_t (&b1)[2],
+                                                   std::uint32_t address) {
+  std::uint32_t r[4];
+  if constexpr (Trans) {
+    ldmatrix_x4_trans(r, address);
+  } else {
+    ldmatrix_x4(r, address);
+  }
+  b0[0] = r[0];
+  b0[1] = r[1];
+  b1[0] = r[2];
+  b1[1] = r[3];
+}
+
 }  // namespace kf::detail

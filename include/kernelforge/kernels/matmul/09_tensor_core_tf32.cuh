@@ -139,23 +139,6 @@ struct params {
   int stages = 0;
 };
 
-/// A product's kernel arguments; the launch decisions (tiles, stages) are the launcher's.
-inline params params_of(const gemm_args<float>& g) {
-  params p;
-  p.m = static_cast<long long>(g.m);
-  p.n = static_cast<long long>(g.n);
-  p.k = static_cast<long long>(g.k);
-  p.alpha = g.alpha;
-  p.beta = g.beta;
-  p.A = g.A;
-  p.lda = static_cast<long long>(g.lda);
-  p.B = g.B;
-  p.ldb = static_cast<long long>(g.ldb);
-  p.C = g.C;
-  p.ldc = static_cast<long long>(g.ldc);
-  return p;
-}
-
 /// Waits until at most `stages - 2` groups are pending: the oldest stage has landed.
 __device__ __forceinline__ void cp_async_wait_oldest(int stages) {
   if (stages >= 3) {

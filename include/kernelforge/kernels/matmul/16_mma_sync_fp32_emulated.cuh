@@ -217,14 +217,7 @@ KF_KERNEL void __launch_bounds__(emulated_mma::tile_config<BlockN, Apart>::threa
 #pragma unroll
         for (int i = 0; i < slice_frags_m; ++i) ldmatrix_x4(a[i], a_at + i * mma_m * row_bytes);
 #pragma unroll
-        for (int j = 0; j < frags_n; j += 2) {
-          std::uint32_t r[4];
-          ldmatrix_x4(r, b_at + j * mma_n * row_bytes);
-          b[j][0] = r[0];
-          b[j][1] = r[1];
-          b[j + 1][0] = r[2];
-          b[j + 1][1] = r[3];
-        }
+        for (int j = 0; j < frags_n; j += 2) ldmatrix_x4_b_pair(b[j], b[j + 1], b_at + j * mma_n * row_bytes);
 #pragma unroll
         for (int i = 0; i < slice_frags_m; ++i)
 #pragma unroll

@@ -60,7 +60,8 @@ bool try_launch(const gemm_args<float>& g, const Epilogue& ep, int device, cudaS
                                        std::to_string(limits.max_smem_per_block_optin) +
                                        " a block; use math_mode::exact");
   }
-  tf32_mma::params p = tf32_mma::params_of(g);  // A, B, k and their strides: the split operands', below
+  tf32_mma::params p;
+  copy_gemm_args(p, g);  // A, B, k and their strides: the split operands', below
   p.tiles_n = static_cast<long long>(ceil_div(g.n, static_cast<std::size_t>(block_n)));
   p.stages = mma_fp32_emulated_stages(block_n, limits.max_smem_per_block_optin);
   // The inf / NaN instance's tiles are half as tall: twice the tile rows.

@@ -31,7 +31,8 @@ void launch(const gemm_args<float>& args, cudaStream_t stream, const char* what,
   constexpr auto kernel = &tensor_core_tf32_kernel<Warps, TransA, TransB, Vec16, Epilogue>;
   const int device = current_device(what);
   profile_of<kernel>(device, what);  // errc::no_kernel_image, naming `what`, where this image is missing
-  params p = params_of(args);
+  params p;
+  copy_gemm_args(p, args);
   p.tiles_m = static_cast<long long>(ceil_div(static_cast<std::size_t>(p.m), block_m));
   p.tiles_n = static_cast<long long>(ceil_div(static_cast<std::size_t>(p.n), block_n));
   p.stages = stages_for(device);
