@@ -3,7 +3,8 @@
 """Tests for benchmarks/report.py (run by ctest, label cpu; Python 3 standard library):
 the committed H200 results and two runs of the same GPU (bench_conv.json and
 bench_conv_previous_run.json) become a markdown report with tables, and with
-plots when matplotlib is installed (otherwise a clear note and tables only).
+plots when matplotlib is installed (otherwise a clear note and tables only);
+and for update_readme.py: the README's headline table and the site's full tables.
 
     python3 benchmarks/test_report.py
 """
@@ -17,7 +18,9 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import pathlib  # noqa: E402
 import plot_matmul  # noqa: E402
+import update_readme  # noqa: E402
 import report  # noqa: E402
 import report_plots  # noqa: E402
 
@@ -117,6 +120,37 @@ class MatmulTables(unittest.TestCase):
         rows = {k: v for k, v in self.rows.items() if k[1] not in (plot_matmul.PAIRED, plot_matmul.MODES)}
         self.assertEqual(plot_matmul.paired_table(rows), "")
         self.assertEqual(plot_matmul.modes_table(rows), "")
+
+
+class UpdateReadme(unittest.TestCase):
+    """update_readme.py: the README keeps a headline table between its markers; the full
+    tables (and plots, with matplotlib) go where the caller says (the documentation site)."""
+
+    def test_readme_section_is_replaced_between_the_markers(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            readme = pathlib.Path(tmp, "README.md")
+            readme.write_text("before\n<!-- results:begin -->\nold\n<!-- results:end -->\nafter\n")
+            argv = sys.argv
+            sys.argv = ["update_readme.py", "--readme", str(readme), "--results", H200]
+            try:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    update_readme.main()
+            finally:
+                sys.argv = argv
+            text = readme.read_text()
+            self.assertTrue(text.startswith("before\n") and text.endswith("after\n"))
+            self.assertNotIn("old", text)
+            self.assertIn("| 8 | large_tile |", text)  # the matmul progression at 4096^3
+
+    def test_full_tables_have_every_family(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            text = update_readme.full_tables(pathlib.Path(H200), pathlib.Path(tmp), "plots")
+            for heading in ("## Elementwise", "## Matrix product", "## Convolution", "paired", "filter2d"):
+                self.assertIn(heading, text)
+            plt, _ = report_plots.matplotlib_or_reason()
+            if plt is not None:
+                self.assertIn("![matmul](plots/matmul.png)", text)
+                self.assertTrue(os.path.exists(os.path.join(tmp, "matmul.png")))
 
 
 if __name__ == "__main__":

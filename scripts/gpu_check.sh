@@ -22,8 +22,8 @@
 #   scripts/gpu_check.sh pyprofile         the torch op's host time taken apart (package built once)
 # For example, a full session: scripts/gpu_check.sh build tests sm90a_sanitize pairs bench
 # and a focused one: scripts/gpu_check.sh build:test_matmul_gpu 'test:tests/matmul/test_matmul_gpu:Matmul/half.*'
-# After `doctor`: python3 tools/doctor/update_readme.py $OUT/doctor/doctor.txt refreshes the
-# README's doctor output, and $OUT/doctor/timeline.png is example 04's figure.
+# After `doctor`: python3 tools/doctor/update_readme.py $OUT/doctor/doctor.txt refreshes the doctor
+# output on the site's errors page (docs/pages/howto/errors.md); $OUT/doctor/timeline.png is example 04's figure.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:-$PWD/out}

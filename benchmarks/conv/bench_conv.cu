@@ -30,7 +30,7 @@
 //   conv2d_backward/<fp16|bf16|tf32>/<data|filter|step>/<layer>   the gradients against
 //                                  cuDNN's, paired: bench_conv_backward.cu
 //   filter2d/fp32/...              8192 x 8192 single-channel images: bench_filter2d.cu
-// Layers: the ResNet-50 layers of shared/perf/ANCHORS.md.
+// Layers: the ResNet-50 layers of conv_problem.hpp (layers()).
 //
 // cuDNN runs first in each group; its algorithm comes from
 // cudnnFindConvolutionForwardAlgorithm, run once per layer and math mode before

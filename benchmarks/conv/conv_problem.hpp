@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// bench_conv's problems: the ResNet-50 layers (shared/perf/ANCHORS.md), the
+// bench_conv's problems: the ResNet-50 layers (three 3x3 stages and the 7x7 stem), the
 // channels_last layers and the 8192 x 8192 filter image, their
 // tensors (random, never zero; float, __half or __nv_bfloat16; magnitudes in
 // [0.5, 1), or randn for the fp32_emulated rows) created once per key, and

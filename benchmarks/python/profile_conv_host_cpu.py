@@ -77,32 +77,13 @@ import operator
 import os
 import sys
 import time
-import types
+
+from c_stub import stub_module
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # (name, N, C, H, W, K, R, S, stride, padding)
 LAYER = ("N32_C64_56x56_K64_3x3_p1", 32, 64, 56, 56, 64, 3, 3, 1, 1)
-
-
-def _stub_module(p, q):
-    """kernelforge._C with every entry a no-op; conv2d_output_shape gives (p, q)."""
-    stub = types.ModuleType("kernelforge._C")
-    stub.__version__ = "0.0.0"
-    stub.dtype_codes = {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 3}
-    stub._set_error_classes = lambda classes: None
-    stub.device_count = lambda: 0
-
-    def noop(*args):
-        return None
-
-    for name in ("relu_threshold", "relu_threshold_raw", "relu_threshold_backward", "relu_threshold_backward_raw",
-                 "vector_add", "saxpy", "matmul", "conv2d", "conv2d_backward_data", "conv2d_backward_filter",
-                 "filter2d", "compiled_architectures", "device_info"):
-        setattr(stub, name, noop)
-    pq = (p, q)
-    stub.conv2d_output_shape = lambda *a: pq
-    return stub
 
 
 clock = time.thread_time
@@ -382,7 +363,7 @@ def main():
         results = binding_rows(args.rounds, args.calls)
     else:
         _, n, c, h, w, k, r, s, stride, pad = LAYER
-        sys.modules["kernelforge._C"] = _stub_module((h + 2 * pad - r) // stride + 1, (w + 2 * pad - s) // stride + 1)
+        sys.modules["kernelforge._C"] = stub_module(((h + 2 * pad - r) // stride + 1, (w + 2 * pad - s) // stride + 1))
         results = probe(args.rounds, args.calls, args.modes and args.modes.split(","))
     import torch
     if not args.under_callgrind:

@@ -69,31 +69,14 @@ import operator
 import os
 import sys
 import time
-import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
 
-def _stub_module():
-    """kernelforge._C with every entry a no-op (enough for kernelforge and kernelforge.torch)."""
-    stub = types.ModuleType("kernelforge._C")
-    stub.__version__ = "0.0.0"
-    stub.dtype_codes = {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 3}
-    stub._set_error_classes = lambda classes: None
-    stub.device_count = lambda: 0
+from c_stub import stub_module  # noqa: E402
 
-    def noop(*args):
-        return None
-
-    for name in ("relu_threshold", "relu_threshold_raw", "relu_threshold_backward", "relu_threshold_backward_raw",
-                 "vector_add", "saxpy", "matmul", "conv2d", "filter2d", "compiled_architectures", "device_info"):
-        setattr(stub, name, noop)
-    stub.conv2d_output_shape = lambda *a: (1, 1)
-    return stub
-
-
-sys.modules["kernelforge._C"] = _stub_module()
+sys.modules["kernelforge._C"] = stub_module()
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402

@@ -166,9 +166,9 @@ int main() {
   int device_count = 0;
   const cudaError_t status = cudaGetDeviceCount(&device_count);
   if (status != cudaSuccess || device_count == 0) {  // no GPU, or no (recent enough) driver
-    std::printf("SKIPPED: this example needs a CUDA GPU and found none (%s).\n",
-                status != cudaSuccess ? cudaGetErrorName(status) : "0 devices");
-    if (status != cudaSuccess) std::printf("  %s\n", cudaGetErrorString(status));
+    std::printf(
+        "SKIPPED: this example needs a CUDA GPU and found none (%s); kernelforge-doctor says why and how to fix it.\n",
+        status != cudaSuccess ? cudaGetErrorName(status) : "0 devices");
     return exit_skipped;
   }
   int device = 0;

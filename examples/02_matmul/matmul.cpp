@@ -129,8 +129,9 @@ int main(int argc, char** argv) {
   int device_count = 0;
   const cudaError_t status = cudaGetDeviceCount(&device_count);
   if (status != cudaSuccess || device_count == 0) {
-    std::printf("SKIPPED: this example needs a CUDA GPU and found none (%s).\n",
-                status != cudaSuccess ? cudaGetErrorString(status) : "0 devices");
+    std::printf(
+        "SKIPPED: this example needs a CUDA GPU and found none (%s); kernelforge-doctor says why and how to fix it.\n",
+        status != cudaSuccess ? cudaGetErrorName(status) : "0 devices");
     return exit_skipped;
   }
   const std::size_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : default_size;

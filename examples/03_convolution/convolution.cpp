@@ -120,8 +120,11 @@ bool run_step(const step& s, const kf::device_buffer<float>& in, const std::vect
 
 int main(int argc, char** argv) {
   int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    std::printf("example_03_convolution: no CUDA GPU here, nothing to run (skipped).\n");
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess || count == 0) {
+    std::printf(
+        "SKIPPED: this example needs a CUDA GPU and found none (%s); kernelforge-doctor says why and how to fix it.\n",
+        status != cudaSuccess ? cudaGetErrorName(status) : "0 devices");
     return skip_exit_code;
   }
   const std::string out_dir = argc > 1 ? argv[1] : ".";

@@ -248,8 +248,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    std::printf("example_04_streams_overlap: no CUDA GPU here, nothing to run (skipped).\n");
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess || count == 0) {
+    std::printf(
+        "SKIPPED: this example needs a CUDA GPU and found none (%s); kernelforge-doctor says why and how to fix it.\n",
+        status != cudaSuccess ? cudaGetErrorName(status) : "0 devices");
     return skip_exit_code;
   }
   try {

@@ -69,8 +69,9 @@ int main() {
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess || count == 0) {
-    std::printf("No CUDA device: %s\n", status != cudaSuccess ? cudaGetErrorString(status) : "0 devices");
-    std::printf("(kernelforge-doctor explains why and what to do.)\nSKIPPED\n");
+    std::printf(
+        "SKIPPED: this example needs a CUDA GPU and found none (%s); kernelforge-doctor says why and how to fix it.\n",
+        status != cudaSuccess ? cudaGetErrorName(status) : "0 devices");
     return skip_exit_code;
   }
   std::printf("%d CUDA device(s)\n\n", count);

@@ -234,8 +234,9 @@ int main() {
   int device_count = 0;
   const cudaError_t status = cudaGetDeviceCount(&device_count);
   if (status != cudaSuccess || device_count == 0) {
-    std::printf("SKIPPED: this example needs a CUDA GPU and found none (%s).\n",
-                status != cudaSuccess ? cudaGetErrorName(status) : "0 devices");
+    std::printf(
+        "SKIPPED: this example needs a CUDA GPU and found none (%s); kernelforge-doctor says why and how to fix it.\n",
+        status != cudaSuccess ? cudaGetErrorName(status) : "0 devices");
     return exit_skipped;
   }
   try {

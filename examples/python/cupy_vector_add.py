@@ -18,7 +18,7 @@ import kernelforge as kf
 try:
     import cupy as cp
 except ImportError:
-    print("SKIPPED: CuPy is not installed")
+    print('SKIPPED: CuPy is not installed (pip install ".[cupy]")')
     sys.exit(77)
 
 SOURCE = r"""
@@ -60,7 +60,8 @@ def time_ms(fn, repeats=20):
 
 def main():
     if kf.device_count() == 0:
-        print("SKIPPED: no CUDA GPU")
+        print("SKIPPED: this example needs a CUDA GPU and found none; kernelforge-doctor (built with the C++ "
+              "package) says why and how to fix it")
         return 77
     for n in (1, 7, 1000003):  # correctness, including a tail
         a, b = cp.random.standard_normal(n, dtype=cp.float32), cp.random.standard_normal(n, dtype=cp.float32)

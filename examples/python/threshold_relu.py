@@ -9,13 +9,18 @@
 2. The forward at 2^28 float32 elements, timed with CUDA events against
    torch.nn.functional.threshold (both read 1 GiB and write 1 GiB).
 
-Run: python examples/python/threshold_relu.py   (needs a GPU and PyTorch; prints PASSED)
+Run: python examples/python/threshold_relu.py   (needs a GPU and PyTorch; prints PASSED, or
+     SKIPPED and exits 77 without them)
 """
 
 import sys
 
-import torch
-import torch.nn.functional as F
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:
+    print('SKIPPED: PyTorch is not installed (pip install ".[torch]", or torch itself)')
+    sys.exit(77)
 
 import kernelforge as kf
 import kernelforge.torch as kft
@@ -81,7 +86,8 @@ def benchmark(n=1 << 28):
 
 def main():
     if not torch.cuda.is_available() or kf.device_count() == 0:
-        print("SKIPPED: no CUDA GPU")
+        print("SKIPPED: this example needs a CUDA GPU and found none; kernelforge-doctor (built with the C++ "
+              "package) says why and how to fix it")
         return 77
     print(f"kernelforge {kf.__version__} on {kf.device_info()['name']}")
     train_and_compare()

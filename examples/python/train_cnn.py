@@ -26,9 +26,13 @@ import argparse
 import sys
 import time
 
-import torch
-import torch.nn.functional as F
-from torch import nn
+try:
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+except ImportError:
+    print('SKIPPED: PyTorch is not installed (pip install ".[examples]": torch and scikit-learn)')
+    sys.exit(77)
 
 import kernelforge as kf
 import kernelforge.torch as kft
@@ -169,7 +173,8 @@ def main():
     parser.add_argument("--compile", action="store_true", help="torch.compile both networks (fullgraph=True)")
     args = parser.parse_args()
     if not torch.cuda.is_available() or kf.device_count() == 0:
-        print("SKIPPED: no CUDA GPU")
+        print("SKIPPED: this example needs a CUDA GPU and found none; kernelforge-doctor (built with the C++ "
+              "package) says why and how to fix it")
         return 77
     try:
         data = load_data(DEVICE)

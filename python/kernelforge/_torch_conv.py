@@ -30,6 +30,7 @@ the gradients dx and dweight.
 import torch
 
 from . import _C
+from ._api import _math_name
 from ._api_conv import _pair, conv_padding
 from ._errors import InvalidArgumentError
 from ._torch_support import current_stream, plain, to_dlpack
@@ -265,21 +266,23 @@ def _geometry(stride, padding, dilation, kernel_size):
 
 # ---- the kernelforge::conv2d operator (registered in _torch_conv_op.py) ----------------
 
-def conv_kernel(x, weight, bias, stride, padding, dilation, tf32=False):
+def conv_kernel(x, weight, bias, stride, padding, dilation, tf32=False, math=None):
     """The operator's body: the layout by the rule, x and weight made dense in its memory
-    format (a copy only where they are not), torch's current stream."""
+    format (a copy only where they are not), torch's current stream; math as kernelforge.conv2d's
+    (None: "tf32" or "exact" from the tf32 flag)."""
+    math = _math_name("conv2d", tf32, math)
     layout = layout_of(x)
     memory_format = _FORMATS[layout]
     x, weight = x.contiguous(memory_format=memory_format), weight.contiguous(memory_format=memory_format)
     bias = None if bias is None else bias.contiguous()
     out = new_output(x, output_shape(x, weight, stride, padding, dilation), layout)
     _C.conv2d(to_dlpack(x), to_dlpack(weight), None if bias is None else to_dlpack(bias), to_dlpack(out), stride[0],
-              stride[1], padding[0], padding[1], dilation[0], dilation[1], C_LAYOUTS[layout],
-              "tf32" if tf32 else "exact", False, 0.0, "best", current_stream(x))
+              stride[1], padding[0], padding[1], dilation[0], dilation[1], C_LAYOUTS[layout], math, False, 0.0,
+              "best", current_stream(x))
     return out
 
 
-def conv_fake(x, weight, bias, stride, padding, dilation, tf32=False):
+def conv_fake(x, weight, bias, stride, padding, dilation, tf32=False, math=None):
     torch._check(x.dim() == 4 and weight.dim() == 4, lambda: "kernelforge::conv2d takes 4-D x and weight")
     p = output_extent(x.shape[2], weight.shape[2], stride[0], padding[0], dilation[0])
     q = output_extent(x.shape[3], weight.shape[3], stride[1], padding[1], dilation[1])

@@ -35,14 +35,16 @@ from ._torch_relu import relu_threshold_backward as _relu_backward
 # ---- autograd formulas --------------------------------------------------------------------
 
 def _conv_setup(ctx, inputs, output):
-    x, weight, bias, stride, padding, dilation, tf32 = inputs
+    x, weight, bias, stride, padding, dilation, tf32, math = inputs
     needs_x, needs_weight = ctx.needs_input_grad[:2]
     # dx needs the weight, dweight needs x: save only what a gradient to come reads.
     ctx.save_for_backward(x if needs_weight else None, weight if needs_x else None)
     ctx.x_size, ctx.weight_size = list(x.shape), list(weight.shape)
     ctx.has_bias = bias is not None
     ctx.geometry = (list(stride), list(padding), list(dilation))
-    ctx.tf32 = tf32
+    # The gradients in the forward's mode: TF32, or exact (for "exact", and for "fp32_emulated",
+    # which the gradient kernels do not run: exact is as accurate).
+    ctx.tf32 = tf32 or math == "tf32"
     ctx.layout = _conv.layout_of(x)  # the forward's layout: the gradients run in it too
 
 
@@ -61,7 +63,7 @@ def _conv_backward(ctx, grad):
         grad_bias = dbias if needs_bias else None
     elif needs_bias:  # a frozen weight: no x saved, no dweight to compute
         grad_bias = grad.sum((0, 2, 3), dtype=torch.float32).to(grad.dtype)
-    return grad_x, grad_weight, grad_bias, None, None, None, None
+    return grad_x, grad_weight, grad_bias, None, None, None, None, None
 
 
 def _mask(t, relu_y, relu_threshold):
@@ -120,8 +122,8 @@ def _filter_backward(ctx, grad_dweight, grad_dbias):
 
 
 _conv_op = _register("conv2d", "(Tensor x, Tensor weight, Tensor? bias, int[] stride, int[] padding, "
-                     "int[] dilation, bool tf32=False) -> Tensor", _conv.conv_kernel, _conv.conv_fake,
-                     _conv_backward, _conv_setup)
+                     "int[] dilation, bool tf32=False, str? math=None) -> Tensor", _conv.conv_kernel,
+                     _conv.conv_fake, _conv_backward, _conv_setup)
 _data_op = _register("conv2d_backward_data", "(Tensor grad, Tensor weight, SymInt[] x_size, int[] stride, "
                      "int[] padding, int[] dilation, bool tf32=False, Tensor? relu_y=None, "
                      "float relu_threshold=0.0, str layout=\"auto\") -> Tensor", _conv.backward_data_kernel,
@@ -138,7 +140,7 @@ _filter_eager = _eager_function("kernelforge::conv2d_backward_filter")
 
 
 def conv2d(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], stride: List[int],
-           padding: List[int], dilation: List[int], tf32: bool = False) -> torch.Tensor:
+           padding: List[int], dilation: List[int], tf32: bool = False, math: Optional[str] = None) -> torch.Tensor:
     """x (N, C, H, W) cross-correlated with weight (K, C, R, S), + bias (K,)
     (torch.nn.functional.conv2d, groups=1): float32, and float16 and bfloat16.
 
@@ -146,14 +148,17 @@ def conv2d(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], 
     memory, float32 in channels_last where torch reads x's strides as channels_last (a
     channels_last tensor), else NCHW; the output is channels_last or contiguous to match.
     An x or weight not dense in that memory format is copied into it first (16-bit NCHW
-    inputs too: their output is channels_last). tf32=True allows TF32 tensor cores for
-    float32. Backward: kernelforge's conv2d_backward_data and conv2d_backward_filter, in the
-    forward's layout (gradients in the inputs' dtypes)."""
+    inputs too: their output is channels_last). math (float32), as kernelforge.conv2d's:
+    "exact" (the default), "tf32" (TF32 tensor cores; tf32=True says the same) or
+    "fp32_emulated" (fp32 accuracy on the TF32 tensor cores, compute capability 9.0).
+    Backward: kernelforge's conv2d_backward_data and conv2d_backward_filter, in the
+    forward's layout (gradients in the inputs' dtypes) and mode: TF32 after a TF32
+    forward, else exact (the gradients have no fp32_emulated mode; exact is as accurate)."""
     if _direct(x, weight, bias):
-        return _conv.conv_kernel(x, weight, bias, list(stride), list(padding), list(dilation), bool(tf32))
+        return _conv.conv_kernel(x, weight, bias, list(stride), list(padding), list(dilation), bool(tf32), math)
     if _eager_grad(x, weight, bias):
-        return _conv_eager(x, weight, bias, list(stride), list(padding), list(dilation), bool(tf32))
-    return _conv_op(x, weight, bias, stride, padding, dilation, tf32)
+        return _conv_eager(x, weight, bias, list(stride), list(padding), list(dilation), bool(tf32), math)
+    return _conv_op(x, weight, bias, stride, padding, dilation, tf32, math)
 
 
 def conv2d_backward_data(grad: torch.Tensor, weight: torch.Tensor, x_size: List[int], stride: List[int],

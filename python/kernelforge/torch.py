@@ -70,7 +70,9 @@ class Conv2d(nn.Conv2d):
 
     Same constructor, parameters and state_dict as torch.nn.Conv2d (groups=1 and
     padding_mode="zeros" only), plus tf32=False: allow TF32 tensor cores in the forward
-    and the gradients (float32). kernelforge runs CUDA float32 inputs (channels_last ones
+    and the gradients (float32), and math=None: the forward's math mode as
+    kernelforge.torch.conv2d's ("exact", "tf32", or "fp32_emulated": fp32 accuracy on the
+    TF32 tensor cores, compute capability 9.0, with exact gradients). kernelforge runs CUDA float32 inputs (channels_last ones
     in channels_last, others in NCHW) and CUDA float16 and bfloat16 inputs in
     channels_last memory, and returns the output in the input's memory format; other
     inputs (CPU, float64, 16-bit NCHW) fall back to torch's convolution (and its
@@ -81,8 +83,10 @@ class Conv2d(nn.Conv2d):
     a weight in the other memory format is copied on each call.
     """
 
+    math = None  # modules pickled before math existed read the default
+
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
-                 padding_mode="zeros", device=None, dtype=None, *, tf32=False):
+                 padding_mode="zeros", device=None, dtype=None, *, tf32=False, math=None):
         if groups != 1:
             raise ValueError("kernelforge.torch.Conv2d supports groups=1 only")
         if padding_mode != "zeros":
@@ -90,10 +94,12 @@ class Conv2d(nn.Conv2d):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
                          padding_mode, device, dtype)
         self.tf32 = tf32
+        self.math = math
         self._kf_padding = list(conv_padding(self.padding, tuple(self.stride), tuple(self.dilation),
                                              tuple(self.kernel_size)))
 
     def _conv_forward(self, input, weight, bias):
         if not _conv.module_runs(input):
             return super()._conv_forward(input, weight, bias)
-        return conv2d(input, weight, bias, list(self.stride), self._kf_padding, list(self.dilation), self.tf32)
+        return conv2d(input, weight, bias, list(self.stride), self._kf_padding, list(self.dilation), self.tf32,
+                      self.math)

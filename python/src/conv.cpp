@@ -87,9 +87,9 @@ void conv2d(const in_array& x_given, const in_array& weight_given, std::optional
   const char* what = "kernelforge.conv2d";
   bool torch_order = false;
   const kf::conv2d_layout order = layout_by_name(what, layout, torch_order);
-  const in_array x = torch_order ? memory_order_view(x_given) : x_given;
-  const in_array weight = torch_order ? memory_order_view(weight_given) : weight_given;
-  const out_array out = torch_order ? memory_order_view(out_given) : out_given;
+  const in_array x = in_memory_order(torch_order, x_given);
+  const in_array weight = in_memory_order(torch_order, weight_given);
+  const out_array out = in_memory_order(torch_order, out_given);
   const bool nhwc = order == kf::conv2d_layout::nhwc;
   const axes& l = nhwc ? nhwc_axes : nchw_axes;
   const dtype t = require_dtype(what, "x", x.dtype(), {dtype::f32, dtype::f16, dtype::bf16});

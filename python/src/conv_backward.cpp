@@ -57,11 +57,10 @@ void conv2d_backward_data(const in_array& dy_given, const in_array& weight_given
   const char* what = "kernelforge.conv2d_backward_data";
   bool torch_order = false;
   const kf::conv2d_layout order = layout_by_name(what, layout, torch_order);
-  const in_array dy = torch_order ? memory_order_view(dy_given) : dy_given;
-  const in_array weight = torch_order ? memory_order_view(weight_given) : weight_given;
-  const std::optional<in_array> relu_y =
-      torch_order && relu_y_given ? std::optional<in_array>(memory_order_view(*relu_y_given)) : relu_y_given;
-  const out_array dx = torch_order ? memory_order_view(dx_given) : dx_given;
+  const in_array dy = in_memory_order(torch_order, dy_given);
+  const in_array weight = in_memory_order(torch_order, weight_given);
+  const std::optional<in_array> relu_y = in_memory_order(torch_order, relu_y_given);
+  const out_array dx = in_memory_order(torch_order, dx_given);
   const bool nhwc = order == kf::conv2d_layout::nhwc;
   const axes& l = nhwc ? nhwc_axes : nchw_axes;
   const dtype t = require_dtype(what, "dy", dy.dtype(), {dtype::f32, dtype::f16, dtype::bf16});
@@ -104,11 +103,10 @@ void conv2d_backward_filter(const in_array& x_given, const in_array& dy_given, s
   const char* what = "kernelforge.conv2d_backward_filter";
   bool torch_order = false;
   const kf::conv2d_layout order = layout_by_name(what, layout, torch_order);
-  const in_array x = torch_order ? memory_order_view(x_given) : x_given;
-  const in_array dy = torch_order ? memory_order_view(dy_given) : dy_given;
-  const std::optional<in_array> relu_y =
-      torch_order && relu_y_given ? std::optional<in_array>(memory_order_view(*relu_y_given)) : relu_y_given;
-  const out_array dweight = torch_order ? memory_order_view(dweight_given) : dweight_given;
+  const in_array x = in_memory_order(torch_order, x_given);
+  const in_array dy = in_memory_order(torch_order, dy_given);
+  const std::optional<in_array> relu_y = in_memory_order(torch_order, relu_y_given);
+  const out_array dweight = in_memory_order(torch_order, dweight_given);
   const bool nhwc = order == kf::conv2d_layout::nhwc;
   const axes& l = nhwc ? nhwc_axes : nchw_axes;
   const dtype t = require_dtype(what, "x", x.dtype(), {dtype::f32, dtype::f16, dtype::bf16});

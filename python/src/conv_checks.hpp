@@ -4,6 +4,7 @@
 // layout, dtype, shape and density that each entry applies to its arrays.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "common.hpp"
@@ -78,6 +79,17 @@ A memory_order_view(const A& a) {
   const std::size_t shape[4] = {a.shape(0), a.shape(2), a.shape(3), a.shape(1)};
   const std::int64_t strides[4] = {a.stride(0), a.stride(2), a.stride(3), a.stride(1)};
   return A(a.data(), 4, shape, nb::handle(), strides, a.dtype(), a.device_type(), a.device_id());
+}
+
+/// memory_order_view(a) where `torch_order` (layout_by_name's flag), else `a`; an absent
+/// optional array stays absent.
+template <class A>
+A in_memory_order(bool torch_order, const A& a) {
+  return torch_order ? memory_order_view(a) : a;
+}
+template <class A>
+std::optional<A> in_memory_order(bool torch_order, const std::optional<A>& a) {
+  return torch_order && a ? std::optional<A>(memory_order_view(*a)) : a;
 }
 
 /// UnsupportedError for the 16-bit types outside the NHWC layout (`name`: the call's first operand).

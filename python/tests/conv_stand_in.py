@@ -30,11 +30,13 @@ class _ConvStandIn:
     dense in channels_last memory; 16-bit in "nhwc" only (float64, which _C refuses, is let
     through for gradcheck); relu_y given exactly when relu is set; math a mode's name.
     Records the layout ("channels_last" as "nhwc") and the math of each forward call in
-    `layouts` and `maths`, and (entry, layout) of each gradient call in `gradients`."""
+    `layouts` and `maths`, (entry, layout) of each gradient call in `gradients` and its tf32
+    flag in `gradient_tf32`."""
 
     layouts = []
     maths = []
     gradients = []
+    gradient_tf32 = []
 
     @staticmethod
     def conv2d_output_shape(*args):
@@ -84,6 +86,7 @@ class _ConvStandIn:
         dx.copy_(torch.nn.grad.conv2d_input(dx.shape, weight.double(), g, (stride_h, stride_w), (pad_h, pad_w),
                                             (dilation_h, dilation_w)))
         cls.gradients.append(("data", layout))
+        cls.gradient_tf32.append(tf32)
 
     @classmethod
     def conv2d_backward_filter(cls, x, dy, relu_y, dweight, dbias, stride_h, stride_w, pad_h, pad_w, dilation_h,
@@ -95,6 +98,7 @@ class _ConvStandIn:
         if dbias is not None:
             dbias.copy_(g.sum((0, 2, 3)))
         cls.gradients.append(("filter", layout))
+        cls.gradient_tf32.append(tf32)
 
 
 class _ReluStandIn:
@@ -114,6 +118,7 @@ def install(monkeypatch):
     _ConvStandIn.layouts = []
     _ConvStandIn.maths = []
     _ConvStandIn.gradients = []
+    _ConvStandIn.gradient_tf32 = []
     monkeypatch.setattr(_torch_conv, "_C", _ConvStandIn)
     monkeypatch.setattr(_torch_relu, "_C", _ReluStandIn)
     monkeypatch.setattr(_torch_ops, "_on_device", operator.attrgetter("is_cpu"))

@@ -236,6 +236,29 @@ def test_math_names_reach_the_binding(conv_stand_in):
     assert len(conv_stand_in.maths) == len(calls) + 1  # refused before _C
 
 
+def test_operator_and_module_math(conv_stand_in):
+    # The operator's and the module's math reach _C; the gradients run TF32 after a TF32
+    # forward and exact otherwise (fp32_emulated has no gradient kernels; exact is as accurate).
+    x = torch.randn(1, 4, 6, 6, requires_grad=True)
+    w = torch.randn(2, 4, 3, 3, requires_grad=True)
+    for math, grad_tf32 in ((None, False), ("exact", False), ("tf32", True), ("fp32_emulated", False)):
+        conv_stand_in.gradient_tf32.clear()
+        y = kft.conv2d(x, w, None, [1, 1], [0, 0], [1, 1], math=math)
+        y.backward(torch.randn_like(y))
+        assert conv_stand_in.maths[-1] == (math or "exact")
+        assert conv_stand_in.gradient_tf32 == [grad_tf32, grad_tf32]
+        with torch.no_grad():
+            torch.ops.kernelforge.conv2d(x, w, None, [1, 1], [0, 0], [1, 1], math=math)
+        assert conv_stand_in.maths[-1] == (math or "exact")
+    conv = kft.Conv2d(4, 2, 3, math="fp32_emulated")
+    conv(x)
+    assert conv_stand_in.maths[-1] == "fp32_emulated"
+    with pytest.raises(kf.InvalidArgumentError, match="kernelforge.conv2d: tf32=True contradicts math='exact'"):
+        kft.conv2d(x, w, None, [1, 1], [0, 0], [1, 1], True, "exact")
+    torch.library.opcheck(torch.ops.kernelforge.conv2d.default, (x, w, None, [1, 1], [0, 0], [1, 1]),
+                          {"math": "fp32_emulated"})
+
+
 def test_math_names_without_the_stand_in():
     # The binding checks the name before the device.
     x, w = torch.randn(1, 4, 6, 6), torch.randn(2, 4, 3, 3)

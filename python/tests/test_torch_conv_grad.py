@@ -173,6 +173,32 @@ def test_gradient_functions_and_variants(geometry, dtype, memory_format, tf32, v
                          {key: want[key] for key in ("dx", "dweight")}, x, weight, grad, tf32, g)
 
 
+@pytest.mark.parametrize("memory_format", [torch.contiguous_format, CL], ids=["nchw", "cl"])
+def test_fp32_emulated_operator_and_module(memory_format):
+    # kernelforge::conv2d and Conv2d with math="fp32_emulated": the forward within exact fp32's
+    # bound of float64 (it runs the emulation on cc 9.0), the gradients exact (they have no
+    # emulated mode), both through autograd; opcheck with the math argument.
+    x = rand(2, 64, 17, 19, memory_format=memory_format).requires_grad_()
+    conv = kft.Conv2d(64, 72, 3, padding=1, math="fp32_emulated", device=DEV).to(memory_format=memory_format)
+    g = dict(stride=1, padding=1, dilation=1)
+    if torch.cuda.get_device_capability() != (9, 0):
+        with pytest.raises(kf.UnsupportedError, match="compute capability 9.0"):
+            conv(x)
+        return
+    y = conv(x)
+    assert y.is_contiguous(memory_format=memory_format)
+    value, scale = conv_reference(x.detach(), conv.weight.detach(), conv.bias.detach(), False, g)
+    assert_within("fp32_emulated module vs float64", y, value, error_bound(x, conv.weight, value, scale, False))
+    grad = rand(*y.shape, memory_format=memory_format)
+    y.backward(grad)
+    want = gradient_reference(x, conv.weight, conv.bias, grad, **g)
+    got = {"dx": x.grad, "dweight": conv.weight.grad, "dbias": conv.bias.grad}
+    assert_gradients("fp32_emulated module", got, want, x, conv.weight, grad, False, g)
+    torch.library.opcheck(torch.ops.kernelforge.conv2d.default,
+                          (x.detach().requires_grad_(), conv.weight.detach().requires_grad_(), None, [1, 1], [1, 1],
+                           [1, 1]), {"math": "fp32_emulated"})
+
+
 def test_gradient_errors_on_gpu():
     x16 = rand(2, 8, 9, 9, dtype=torch.float16, memory_format=CL)
     w16 = rand(4, 8, 3, 3, dtype=torch.float16, memory_format=CL)

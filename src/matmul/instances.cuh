@@ -19,6 +19,7 @@
 #include "kernelforge/kernels/matmul/tensor_core_f16_launch.cuh"
 #include "kernelforge/kernels/matmul/tensor_core_tf32_launch.cuh"
 #include "kernelforge/kernels/matmul/warp_tiled_launch.cuh"
+#include "split_k_instances.cuh"  // the split-k reductions' declarations (large_tile.cu, warp_tiled.cu)
 
 namespace kf::detail {
 
@@ -29,8 +30,6 @@ using fused_epilogue = epilogue::bias_relu_threshold<float>;
 extern template warp_tiled_tuning_id warp_tiled_tuning_of<fused_epilogue>(int, const char*);
 extern template void launch_warp_tiled<float, fused_epilogue>(const gemm_args<float>&, cudaStream_t,
                                                               const fused_epilogue&, const char*);
-extern template void split_k_workspace::reduce<float, fused_epilogue>(const gemm_args<float>&, const fused_epilogue&,
-                                                                      cudaStream_t) const;
 
 // large_tile.cu and large_tile_fused.cu: step 8, half of the family's kernels, one epilogue each.
 // The identity kernels are the 16-byte ones alone (matmul.cu gives misaligned plain calls the fused ones).

@@ -10,5 +10,8 @@ namespace kf::detail {
 
 template void launch_large_tile<epilogue::identity, true>(const gemm_args<float>&, cudaStream_t,
                                                           const epilogue::identity&);
+// The identity split-k reduction, for the wgmma TF32 step too (split_k_instances.cuh).
+template void split_k_workspace::reduce<float, epilogue::identity>(const gemm_args<float>&, const epilogue::identity&,
+                                                                   cudaStream_t) const;
 
 }  // namespace kf::detail

@@ -8,6 +8,7 @@
 #if defined(KERNELFORGE_HAS_SM90A)
 
 #include "kernelforge/kernels/matmul/fp32_emulated_launch.cuh"
+#include "split_k_instances.cuh"  // the reduction is compiled for every architecture elsewhere
 
 namespace kf::detail {
 

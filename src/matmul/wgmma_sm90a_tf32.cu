@@ -9,6 +9,7 @@
 #if defined(KERNELFORGE_HAS_SM90A)
 
 #include "kernelforge/kernels/matmul/wgmma/launch.cuh"
+#include "split_k_instances.cuh"  // the reductions are compiled for every architecture elsewhere
 #include "kernelforge/kernels/runtime/device_facts.hpp"
 
 namespace kf::detail {

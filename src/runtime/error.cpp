@@ -39,9 +39,13 @@ void throw_cuda_error(cudaError_t status, const char* what) {
     case cudaErrorNoDevice:
     case cudaErrorInsufficientDriver:
     case cudaErrorDevicesUnavailable:
-      throw error(errc::no_device, std::string(what) + ": no usable CUDA device (" + cuda_text +
-                                       "). Check that a GPU is present, that the NVIDIA driver is "
-                                       "loaded and recent enough, and CUDA_VISIBLE_DEVICES.");
+      // CUDA reports a missing driver as an insufficient one: the doctor tells the cases apart.
+      throw error(
+          errc::no_device,
+          std::string(what) + ": no usable CUDA device (" + cuda_text +
+              (status == cudaErrorInsufficientDriver ? "; CUDA says this when no driver is installed too" : "") +
+              "). Run kernelforge-doctor: it checks the GPU, the NVIDIA driver and CUDA_VISIBLE_DEVICES, "
+              "and gives the fix.");
     case cudaErrorNoKernelImageForDevice: {
       int device = 0;
       if (cudaGetDevice(&device) != cudaSuccess) device = 0;

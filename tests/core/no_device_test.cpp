@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The no-GPU path: on a machine without a usable CUDA device, every call that
-// passes validation must throw errc::no_device carrying the CUDA error text
-// (not crash, not errc::cuda_runtime). On a machine with a GPU these tests skip:
+// passes validation must throw errc::no_device carrying the CUDA error text and
+// pointing to kernelforge-doctor (not crash, not errc::cuda_runtime). On a machine with a GPU these tests skip:
 // they call with fake pointers, which must never reach a real launch.
 #include <gtest/gtest.h>
 
@@ -44,6 +44,7 @@ void expect_no_device(F&& call, const char* what) {
     if (!cuda_text.empty()) {
       EXPECT_NE(msg.find(cuda_text), std::string::npos) << "CUDA's text '" << cuda_text << "' not in: " << msg;
     }
+    EXPECT_NE(msg.find("kernelforge-doctor"), std::string::npos) << "message does not point to the doctor: " << msg;
   }
 }
 

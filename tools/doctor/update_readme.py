@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Puts kernelforge-doctor's text output (from the H200, written by
-scripts/gpu_check.sh's doctor step as $OUT/doctor/doctor.txt) into README.md
-between the markers <!-- doctor:begin --> and <!-- doctor:end -->.
+scripts/gpu_check.sh's doctor step as $OUT/doctor/doctor.txt) into the documentation
+site's errors page (docs/pages/howto/errors.md; the README points there) between the
+markers <!-- doctor:begin --> and <!-- doctor:end -->.
 
-    python3 tools/doctor/update_readme.py out/doctor/doctor.txt [README.md]
+    python3 tools/doctor/update_readme.py out/doctor/doctor.txt [PAGE.md]
 """
 import os
 import sys
@@ -14,7 +15,7 @@ def main(argv):
     if len(argv) not in (2, 3):
         sys.exit(__doc__)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    readme = argv[2] if len(argv) == 3 else os.path.join(root, "README.md")
+    readme = argv[2] if len(argv) == 3 else os.path.join(root, "docs", "pages", "howto", "errors.md")
     output = open(argv[1], encoding="utf-8").read().rstrip("\n")
     text = open(readme, encoding="utf-8").read()
     begin, end = "<!-- doctor:begin -->", "<!-- doctor:end -->"

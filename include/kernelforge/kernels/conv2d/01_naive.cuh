@@ -11,7 +11,7 @@
 // kernel runs at the speed of L1/L2, far below the FMA units.
 // Epilogue (kernelforge/epilogue.cuh): each output is stored as
 // ep(sum + bias[k], m = (n*P + p)*Q + q, k); identity by default.
-// Its measured speed: the README's tables and benchmarks/tuning/conv2d.md (bench_conv).
+// Its measured speed: the docs site's learning path (docs/build_site.py) and benchmarks/tuning/conv2d.md (bench_conv).
 #pragma once
 
 #include <cstdint>

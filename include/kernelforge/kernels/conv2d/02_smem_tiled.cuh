@@ -18,7 +18,7 @@
 // computes only one position, so its 16 multiply-adds per tap cost 5 shared
 // loads, and input channels are processed a few at a time.
 // Epilogue as in naive: ep(sum + bias[k], m, k) right before the store.
-// Its measured speed: the README's tables and benchmarks/tuning/conv2d.md (bench_conv).
+// Its measured speed: the docs site's learning path (docs/build_site.py) and benchmarks/tuning/conv2d.md (bench_conv).
 #pragma once
 
 #include <cstdint>

@@ -32,7 +32,8 @@
 //    ep(sum + bias[k], m, k), in registers, right before the store; the
 //    default, identity, stores the sum plus bias. Split-K partials are launched
 //    with identity and no bias: the reduction applies both, once.
-// Its measured speed: the README's tables and benchmarks/tuning/conv2d.md#choose_conv2d_gemm_plan (bench_conv).
+// Its measured speed: the docs site's learning path (docs/build_site.py) and
+// benchmarks/tuning/conv2d.md#choose_conv2d_gemm_plan (bench_conv).
 #pragma once
 
 #include <cstddef>

@@ -20,7 +20,8 @@
 // rounding of its two inputs; sums accumulate in fp32.
 // Compiled only for sm_80+ (__CUDA_ARCH__ >= 800); the launcher checks the
 // device and the kernel's PTX version before launching it.
-// Its measured speed: the README's tables and benchmarks/tuning/conv2d.md#conv2d_wgmma_best_min_channels (bench_conv).
+// Its measured speed: the docs site's learning path (docs/build_site.py) and
+// benchmarks/tuning/conv2d.md#conv2d_wgmma_best_min_channels (bench_conv).
 #pragma once
 
 #include <cstdint>

@@ -18,7 +18,8 @@
 //  * An epilogue functor (include/kernelforge/epilogue.cuh) applied to every
 //    output after the bias, before the store.
 // Tiles, split-K and the float4 output stores are step 3's (plan.hpp's plan).
-// Its measured speed: the README's tables and benchmarks/tuning/conv2d.md#conv2d_best_uses_pipelined (bench_conv).
+// Its measured speed: the docs site's learning path (docs/build_site.py) and
+// benchmarks/tuning/conv2d.md#conv2d_best_uses_pipelined (bench_conv).
 #pragma once
 
 #include <cstddef>

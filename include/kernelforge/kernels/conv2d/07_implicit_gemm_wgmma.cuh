@@ -54,7 +54,8 @@
 //    kernel orders its math warpgroups. Measured on the H200: up to 10% on 3x3
 //    layers, 1-7% slower on a 4-k-step 1x1 layer (benchmarks/tuning/conv2d.md).
 // Stride 1 only (wgmma_plan.hpp); dilation and any padding are free (TMA).
-// Its measured speed: the README's tables and benchmarks/tuning/conv2d.md#conv2d_wgmma_best_min_channels (bench_conv).
+// Its measured speed: the docs site's learning path (docs/build_site.py) and
+// benchmarks/tuning/conv2d.md#conv2d_wgmma_best_min_channels (bench_conv).
 #pragma once
 
 #include <cstdint>

@@ -14,7 +14,8 @@
 // (W = 1) and one access per thread (U = 1), launched with one thread per
 // element (plan_one_per_thread: grid = ceil(n / block)), where its tiles, head
 // and tail reduce to the line above, with element_at below as its body.
-// Its measured speed: the README's tables and benchmarks/tuning/elementwise.md (bench_elementwise).
+// Its measured speed: the docs site's learning path (docs/build_site.py) and benchmarks/tuning/elementwise.md
+// (bench_elementwise).
 #pragma once
 
 #include <cstddef>

@@ -27,7 +27,8 @@
 // it), so a narrower type moves W * sizeof(T) < 16 bytes per access; a type
 // whose size is not a power of two (or over 16 bytes) runs the scalar path.
 // Launch planning: launch.cuh. Tuning (chunks per thread, grid size): tuning.hpp, with its data.
-// Its measured speed: the README's tables and benchmarks/tuning/elementwise.md (bench_elementwise).
+// Its measured speed: the docs site's learning path (docs/build_site.py) and benchmarks/tuning/elementwise.md
+// (bench_elementwise).
 #pragma once
 
 #include <cstddef>

@@ -10,7 +10,8 @@
 // them -- but every tap is still a load instruction for the image *and* one for
 // the filter, and the filter load competes with the image for the same load
 // path. Pixels whose window lies inside the image skip the border logic.
-// Its measured speed: the README's tables and benchmarks/tuning/filter2d.md (bench_conv).
+// Its measured speed: the docs site's learning path (docs/build_site.py) and benchmarks/tuning/filter2d.md
+// (bench_conv).
 #pragma once
 
 #include "../common/kernel.cuh"

@@ -26,7 +26,8 @@
 // filter2d_constant_slot_bytes) is read from global memory instead
 // (FromConstant = false). With r, s <= 31 and float or __half this never
 // happens (31 x 31 floats = 3844 bytes); the path is kept for the rule.
-// Its measured speed: the README's tables and benchmarks/tuning/filter2d.md (bench_conv).
+// Its measured speed: the docs site's learning path (docs/build_site.py) and benchmarks/tuning/filter2d.md
+// (bench_conv).
 #pragma once
 
 #include <cstddef>

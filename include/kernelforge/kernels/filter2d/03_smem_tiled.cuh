@@ -29,7 +29,8 @@
 // to the 2D loop above. The test is repeated by every block because the filter
 // is a device pointer: deciding on the host would need a copy back and a
 // synchronization.
-// Its measured speed: the README's tables and benchmarks/tuning/filter2d.md#filter2d_smem_tiled (bench_conv).
+// Its measured speed: the docs site's learning path (docs/build_site.py) and
+// benchmarks/tuning/filter2d.md#filter2d_smem_tiled (bench_conv).
 #pragma once
 
 #include "../common/kernel.cuh"

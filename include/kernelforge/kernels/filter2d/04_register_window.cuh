@@ -31,7 +31,8 @@
 // Requirements (checked by the launcher, which otherwise runs smem_tiled):
 // float, an instantiated filter size (3x3, 5x5), in and out 16-byte aligned
 // with pitches a multiple of 4 elements, so every row start is aligned.
-// Its measured speed: the README's tables and benchmarks/tuning/filter2d.md#filter2d_register_window (bench_conv).
+// Its measured speed: the docs site's learning path (docs/build_site.py) and
+// benchmarks/tuning/filter2d.md#filter2d_register_window (bench_conv).
 #pragma once
 
 #include "../common/kernel.cuh"

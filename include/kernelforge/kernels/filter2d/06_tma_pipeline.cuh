@@ -37,7 +37,8 @@
 // name otherwise): float, 3x3 or 5x5, border::zero, in and out 16-byte aligned
 // with pitches a multiple of 4 elements (TMA strides are multiples of 16 bytes;
 // float4 stores), compute capability 9.0 and a build with sm_90a.
-// Its measured speed: the README's tables and benchmarks/tuning/filter2d.md#best_uses_tma_pipeline (bench_conv).
+// Its measured speed: the docs site's learning path (docs/build_site.py) and
+// benchmarks/tuning/filter2d.md#best_uses_tma_pipeline (bench_conv).
 #pragma once
 
 #include <cstdint>

@@ -12,7 +12,8 @@
 // each) and the warp's stores to C are scattered the same way. Every operand is
 // fetched from global memory (or L1/L2) once per multiply-add: 2 loads per
 // FMA, an arithmetic intensity of 1/4 FLOP per byte.
-// Its measured speed: the README's tables and benchmarks/tuning/matmul.md (bench_matmul).
+// Its measured speed: the docs site's learning path (docs/build_site.py) and benchmarks/tuning/matmul.md
+// (bench_matmul).
 #pragma once
 
 #include <cstddef>

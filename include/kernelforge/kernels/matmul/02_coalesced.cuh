@@ -12,7 +12,8 @@
 // absorb the reuse, and the load pipeline is the limit. With B stored
 // transposed the B reads are strided again; the tiled steps that follow load
 // every layout along its contiguous dimension.
-// Its measured speed: the README's tables and benchmarks/tuning/matmul.md (bench_matmul).
+// Its measured speed: the docs site's learning path (docs/build_site.py) and benchmarks/tuning/matmul.md
+// (bench_matmul).
 #pragma once
 
 #include <cstddef>

@@ -19,7 +19,8 @@
 // column of padding makes those column writes conflict-free.
 // What it leaves: 2 shared loads per FMA, so the shared-memory pipe, not the
 // FMA units, is the limit; the next steps keep operands in registers.
-// Its measured speed: the README's tables and benchmarks/tuning/matmul.md (bench_matmul).
+// Its measured speed: the docs site's learning path (docs/build_site.py) and benchmarks/tuning/matmul.md
+// (bench_matmul).
 #pragma once
 
 #include <cstddef>

@@ -14,7 +14,8 @@
 // per FMA drops ~4x and each thread now has TM independent accumulators to
 // keep the FMA pipe busy (instruction-level parallelism). The larger work per
 // thread also halves the number of blocks and of __syncthreads per output.
-// Its measured speed: the README's tables and benchmarks/tuning/matmul.md (bench_matmul).
+// Its measured speed: the docs site's learning path (docs/build_site.py) and benchmarks/tuning/matmul.md
+// (bench_matmul).
 #pragma once
 
 #include <cstddef>

@@ -17,7 +17,8 @@
 // down a column (strided by BK); the next step vectorizes both.
 // double uses a 64 x 64 tile with 4 x 4 per thread (an 8 x 8 tile of doubles
 // would need ~200 registers per thread).
-// Its measured speed: the README's tables and benchmarks/tuning/matmul.md (bench_matmul).
+// Its measured speed: the docs site's learning path (docs/build_site.py) and benchmarks/tuning/matmul.md
+// (bench_matmul).
 #pragma once
 
 #include <cstddef>

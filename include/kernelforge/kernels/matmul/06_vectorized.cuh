@@ -19,7 +19,8 @@
 // What it leaves: loads and compute are serialized by __syncthreads (no
 // overlap of the next slice's loads with this slice's FMAs), and the B reads
 // of a warp hit only half the banks; warp_tiled fixes both.
-// Its measured speed: the README's tables and benchmarks/tuning/matmul.md (bench_matmul).
+// Its measured speed: the docs site's learning path (docs/build_site.py) and benchmarks/tuning/matmul.md
+// (bench_matmul).
 #pragma once
 
 #include <cstddef>

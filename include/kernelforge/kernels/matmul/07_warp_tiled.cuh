@@ -42,7 +42,8 @@
 //    finished alpha * acc + beta * C, once, just before the store; with split-k,
 //    by the reduction, never to a partial tile. identity (the default) costs nothing.
 // Limit: ~91% FFMA issue in the inner loop at one 128x128 block per SM (168 registers).
-// Its measured speed: the README's tables and benchmarks/tuning/matmul.md#warp_tiled_large_smem (bench_matmul).
+// Its measured speed: the docs site's learning path (docs/build_site.py) and
+// benchmarks/tuning/matmul.md#warp_tiled_large_smem (bench_matmul).
 #pragma once
 
 #include <cstddef>

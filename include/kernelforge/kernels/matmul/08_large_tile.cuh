@@ -45,7 +45,8 @@
 //    after the alpha / beta scaling, right before its store.
 //  * Grouped rasterization (common/raster.hpp) and split-k (split_k.cuh) as in
 //    warp_tiled.
-// Its measured speed: benchmarks/tuning/matmul.md#large_tile_128x256 and the README's tables (bench_matmul).
+// Its measured speed: benchmarks/tuning/matmul.md#large_tile_128x256 and the docs site's learning path
+// (docs/build_site.py) (bench_matmul).
 #pragma once
 
 #include <cstddef>

@@ -34,7 +34,8 @@
 // Device code for sm_80 and newer; for older architectures the kernel body is a
 // trap (the launcher never selects it there).
 // mma.sync on Hopper runs well below wgmma (the Hopper path is steps 11-14).
-// Its measured speed: the README's tables and benchmarks/tuning/matmul.md (bench_matmul).
+// Its measured speed: the docs site's learning path (docs/build_site.py) and benchmarks/tuning/matmul.md
+// (bench_matmul).
 #pragma once
 
 #include <cstddef>

@@ -31,7 +31,8 @@
 // Device code for sm_80 and newer; below that the kernel body is a trap (the
 // launcher never selects it there: naive is the fallback). On Hopper the wgmma
 // steps (11-14) are the fast path.
-// Its measured speed: the README's tables and benchmarks/tuning/matmul.md (bench_matmul).
+// Its measured speed: the docs site's learning path (docs/build_site.py) and benchmarks/tuning/matmul.md
+// (bench_matmul).
 #pragma once
 
 #include <cstddef>

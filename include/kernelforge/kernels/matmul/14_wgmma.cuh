@@ -25,7 +25,8 @@
 // Read the parts in this order: wgmma/config.cuh, cta.cuh, element.cuh, scheduler.cuh,
 // mainloop.cuh, producer.cuh, epilogue.cuh, swap_ab.cuh, cluster_split_k.cuh. Which tile
 // width, cluster mode and B source run a product: wgmma/policy.hpp. Measured
-// speed: the README's tables; the evidence for each choice: benchmarks/tuning/matmul.md, a section each.
+// speed: the docs site's learning path (docs/build_site.py); the evidence for each choice: benchmarks/tuning/matmul.md,
+// a section each.
 #pragma once
 
 #include <cstdint>

@@ -44,7 +44,8 @@
 // 2048^3 1.86x, 4096^3 2.37x, 8192^3 2.37x, 8192x8192x1024 2.53x, 1024^3 1.60x;
 // 128 x 8192 x 8192 0.86x (the pre-pass's 768 MB of B traffic). With the inf /
 // NaN loop in the same kernel it was 1.76 / 2.19 / 2.17 / 2.51 / 1.69.
-// Accuracy and the rest: benchmarks/tuning/matmul.md#fp32-emulation.
+// Accuracy and the rest:
+// benchmarks/tuning/matmul.md#fp32-emulation-on-tf32-tensor-cores-step-15-math_modefp32_emulated.
 #pragma once
 
 #include <cstdint>

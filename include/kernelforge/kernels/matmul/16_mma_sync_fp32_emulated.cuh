@@ -38,7 +38,8 @@
 //  * Epilogue as step 9's (store_warp_tile): alpha, beta, the fused bias / ReLU.
 //  * Cost: three times step 9's products over hi and lo stages of twice its
 //    bytes, plus the pre-pass. Ceiling: a third of the TF32 mma.sync rate.
-// Speed and accuracy: benchmarks/tuning/matmul.md#fp32-emulation.
+// Speed and accuracy:
+// benchmarks/tuning/matmul.md#step-16-the-mmasync-path-16_mma_sync_fp32_emulatedcuh.
 #pragma once
 
 #include <cstdint>

@@ -89,8 +89,8 @@ KF_TUNING_FN bool best_is_large_tile(warp_tiled_tuning_id arch, std::size_t m, s
 /// definition. H200, test_fp32_emulated_gpu (median relative error, 64 x 64
 /// outputs, step 15's first version): k = 16 ours 8.4e-8 vs exact 6.0e-8, k =
 /// 64 1.25e-7 vs 1.21e-7, k = 256 1.35e-7 vs 2.41e-7
-/// (benchmarks/tuning/matmul.md#fp32-emulation). Step 16 (mma.sync) uses the
-/// same bound, not yet measured on its own.
+/// (benchmarks/tuning/matmul.md#fp32-emulation-on-tf32-tensor-cores-step-15-math_modefp32_emulated).
+/// Step 16 (mma.sync) uses the same bound, not yet measured on its own.
 constexpr std::size_t fp32_emulated_min_k = 128;
 
 /// The emulation's products are TF32 mma.sync (step 16) at the least: compute capability 8.0.
@@ -137,7 +137,8 @@ constexpr int mma_fp32_emulated_stages(int block_n, std::size_t smem_optin) {
 /// SM: 256 threads at up to 255 registers), else 64 (sm_86, sm_89, sm_120: 99
 /// KiB hold two stages of 128 x 64 alone; small products get twice the
 /// blocks). 0 where not even 128 x 64 fits (the step does not run). To be
-/// measured (benchmarks/tuning/matmul.md#fp32-emulation).
+/// measured
+/// (benchmarks/tuning/matmul.md#step-16-the-mmasync-path-16_mma_sync_fp32_emulatedcuh).
 constexpr int choose_mma_fp32_emulated_block_n(std::size_t m, std::size_t n, int sms, std::size_t smem_optin) {
   if (mma_fp32_emulated_stages(64, smem_optin) < 2) return 0;
   if (mma_fp32_emulated_stages(128, smem_optin) < 2) return 64;
