@@ -35,6 +35,7 @@
 #include "kernelforge/matmul.hpp"
 #include "kernelforge/transform.cuh"
 
+#include "kernelforge/kernels/matmul/mma_sync_fp32_emulated.hpp"
 #include "kernelforge/kernels/matmul/tensor_core_tf32_launch.cuh"
 #include "kernelforge/kernels/matmul/wgmma_sm90a.hpp"
 
@@ -218,7 +219,7 @@ void launch_large_tuning(operands& p, cudaStream_t stream) {
   d::check_launch("bench tuning");
 }
 
-enum class impl { kf, cublas, mma_sync, wgmma_repack_b, wgmma_cluster_mode, tuning, fused, unfused };
+enum class impl { kf, cublas, mma_sync, mma_sync_emulated, wgmma_repack_b, wgmma_cluster_mode, tuning, fused, unfused };
 
 struct row {
   std::string precision;  // "fp32" or "tf32"
@@ -238,6 +239,11 @@ void run(const row& r, operands& p, cudaStream_t stream) {
     case impl::cublas: return cublas_matmul(p, r.precision == "tf32", stream);
     case impl::tuning: return r.tuning(p, stream);
     case impl::mma_sync: kf::detail::launch_tensor_core_tf32(args_of(p), stream); return;
+    case impl::mma_sync_emulated:
+      if (!kf::detail::mma_sync_fp32_emulated_try_launch(args_of(p), {}, kf::detail::current_device("bench"), stream)) {
+        throw std::runtime_error("step 16 found no workspace for the split operands");
+      }
+      return;
     case impl::wgmma_repack_b:
       if (!kf::detail::wgmma_try_launch(
               args_of(p), stream,
@@ -363,7 +369,7 @@ void register_row(const row& r, const shape& s) {
 void bm_pair(benchmark::State& state, row first, row second, pair_names names, shape s) {
   KF_BENCH_REQUIRE_GPU(state);
   try {
-    if (first.precision == "tf32" && device().cc_major < 8) {
+    if ((first.precision == "tf32" || first.kind == impl::mma_sync_emulated) && device().cc_major < 8) {
       state.SkipWithError("TF32 tensor cores need compute capability 8.0");
       return;
     }
@@ -458,8 +464,12 @@ void register_fp32(const shape& s) {
   register_pair("mcast_a_vs_b", mcast_a, mcast_b, a_vs_b, s);
   register_pair("best_vs_cublas", kf_row(v::best, 48), cublas_fp32, vs_cublas, s);
   register_pair("best_vs_cublas", kf_row(v::tensor_core_tf32, 250, "tf32"), cublas_tf32, vs_cublas, s);
-  // fp32 accuracy on TF32 tensor cores (step 15; errc::unsupported, so skipped, off compute capability 9.0).
+  // fp32 accuracy on TF32 tensor cores (step 15 on compute capability 9.0 with the sm_90a image, step 16
+  // elsewhere from 8.0; errc::unsupported, so skipped, below 8.0).
   register_pair("best_vs_cublas", kf_row(v::best, 100, "fp32_emulated"), cublas_fp32, vs_cublas, s);
+  // Step 16 alone (mma.sync; what the row above runs off compute capability 9.0), on every GPU of 8.0 or newer.
+  register_pair("mma_sync_vs_cublas", {"fp32_emulated", "mma_sync", impl::mma_sync_emulated, v::best, nullptr, 60},
+                cublas_fp32, vs_cublas, s);
   if ((is_cube(s) && s.m == 4096) || (s.m == 8192 && s.n == 8192 && s.k == 1024)) {
     for (const char* precision : {"fp32", "tf32"}) {
       const double tflops = precision[0] == 'f' ? 45 : 250;

@@ -13,10 +13,15 @@
 //                                            choose_wgmma_b_source)
 //   matmul/tf32/mma_sync/<shape>             the mma.sync kernel alone (launch_tensor_core_tf32)
 //   matmul/fp32_emulated/best_vs_cublas/<shape>  kf::matmul, math_mode::fp32_emulated (step 15: three TF32
-//                                            products on wgmma) paired with cublasSgemm (no TF32), checked
+//                                            products on wgmma; step 16, mma.sync, off compute capability
+//                                            9.0) paired with cublasSgemm (no TF32), checked
 //                                            at the exact rows' tolerance; every pair row reports
 //                                            max_error and baseline_max_error (|got - ref| / sum |a b|
 //                                            over the spot check's 16 entries, double reference)
+//   matmul/fp32_emulated/mma_sync_vs_cublas/<shape>  step 16 (three TF32 products on mma.sync, what
+//                                            fp32_emulated runs where wgmma does not) through its launcher
+//                                            (mma_sync_fp32_emulated_try_launch, the pre-pass included),
+//                                            paired with cublasSgemm as the row above, with its errors
 //   matmul/tf32/wgmma_repack_b/<shape>       the wgmma kernel with the row-major B repacked k-major in HBM
 //                                            first (wgmma_try_launch, wgmma_tf32_b_mode::repack)
 //   matmul/tf32/wgmma_mcast_{a,b}/<shape>    the wgmma kernel as tensor_core_tf32 runs it (B's source and

@@ -8,13 +8,15 @@ namespace kf {
 /// inputs to TF32 (10-bit mantissa, fp32 accumulation), about 1e-3 relative error.
 /// fp32_emulated: fp32 accuracy on TF32 tensor cores -- each operand split into
 /// two TF32 parts, three products per pair, partial sums promoted into fp32
-/// every 32 of k (matmul step 15). The tests hold it to the exact steps' error
+/// every 32 of k (matmul steps 15, wgmma, and 16, mma.sync). The tests hold it to the exact steps' error
 /// on uniform, randn and wide-magnitude inputs, and to their infinities and
 /// NaNs; subnormal inputs (|x| < 2^-126) keep fewer bits (TF32's bit positions:
 /// up to ~2^-8 relative for x near 2^-130; scale such data, or use exact).
-/// kf::matmul and kf::conv2d_forward (step 9; variant best) on float, compute
-/// capability 9.0 with the library's sm_90a image only (errc::unsupported
-/// elsewhere, and in the conv2d gradients); never chosen unless asked for.
+/// kf::matmul (variant best) on float: step 15 on compute capability 9.0 with
+/// the library's sm_90a image, step 16 on any other of 8.0 or newer
+/// (errc::unsupported below 8.0). kf::conv2d_forward (step 9; variant best):
+/// compute capability 9.0 with the sm_90a image only (errc::unsupported
+/// elsewhere, and in the conv2d gradients). Never chosen unless asked for.
 /// Short sums (matmul k < 128; conv2d C R S < 128 or C < 32, strides > 8) run
 /// the exact kernels, which are never less accurate.
 enum class math_mode { exact, tf32, fp32_emulated };

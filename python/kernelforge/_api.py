@@ -73,7 +73,7 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, tf32=False, math=None, varian
     row-major array): no copy. beta != 0 reads out, so it needs out=. math (float32):
     "exact" (CUDA-core fp32, the default), "tf32" (TF32 tensor cores, ~1e-3 relative
     error; tf32=True is the same) or "fp32_emulated" (fp32 accuracy from three TF32
-    tensor-core products per pair: compute capability 9.0, variant "best"). float16 and bfloat16 multiply on tensor cores (compute
+    tensor-core products per pair: compute capability 8.0+, variant "best"). float16 and bfloat16 multiply on tensor cores (compute
     capability 8.0+; variant "naive" runs anywhere) with fp32 accumulation, and
     alpha * acc + beta * out is computed in fp32 and rounded once; variants for them:
     best, naive, tensor_core_f16, wgmma_f16. bfloat16 needs a framework that exports it

@@ -66,7 +66,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, tf32: bool = False, math: Optional[
     """a (m, k) @ b (k, n), float32/float64/float16/bfloat16 (the result in a's dtype; the
     16-bit types accumulate in fp32). math (float32): "exact" (default), "tf32" (TF32
     tensor cores; tf32=True says the same) or "fp32_emulated" (fp32 accuracy on the TF32
-    tensor cores, compute capability 9.0). The gradients run in the same math mode."""
+    tensor cores, compute capability 8.0+). The gradients run in the same math mode."""
     if _direct(a, b):
         return _matmul_kernel(a, b, bool(tf32), math)
     return _matmul_op(a, b, tf32, math)

@@ -6,7 +6,8 @@
 // The tutorial steps 01-06 and the k == 0 scaling are compiled here; the heavy
 // steps 07-10 in translation units of their own (instances.cuh), so that they
 // compile in parallel. The wgmma step lives in the sm_90a objects
-// (wgmma_sm90a.hpp); this file alone decides when the mma.sync steps run instead.
+// (wgmma_sm90a.hpp); this file alone decides when the mma.sync steps run instead
+// (step 9 for TF32, step 16 for math_mode::fp32_emulated).
 #include <string>
 #include <type_traits>
 
@@ -18,6 +19,8 @@
 #include "kernelforge/kernels/matmul/05_blocktile_2d.cuh"
 #include "kernelforge/kernels/matmul/06_vectorized.cuh"
 #include "kernelforge/kernels/matmul/gemm_args.cuh"
+#include "kernelforge/kernels/matmul/mma_sync_fp32_emulated.hpp"
+#include "kernelforge/kernels/matmul/plan.hpp"
 #include "kernelforge/kernels/matmul/scale.cuh"
 #include "kernelforge/kernels/matmul/validate.hpp"
 #include "kernelforge/kernels/matmul/wgmma_sm90a.hpp"
@@ -59,31 +62,33 @@ void launch_tensor_core(const gemm_args<float>& g, cudaStream_t stream, int devi
   launch_tensor_core_tf32(g, stream, ep);
 }
 
-/// math_mode::fp32_emulated: errc::unsupported where wgmma does not run; then
-/// step 15 (wgmma, three TF32 products) with the fused epilogue `ep` (nothing
-/// enabled: the identity), errc::out_of_memory where its split operands find no memory.
-void require_fp32_emulation(int device) {
-  if (!wgmma_available(device)) {
-    const int cc = compute_capability(device);
-    throw error(errc::unsupported, std::string(matmul_what) +
-                                       ": options.math = fp32_emulated runs on wgmma, which needs compute "
-                                       "capability 9.0 and a library built with 90 in CMAKE_CUDA_ARCHITECTURES; "
-                                       "device " +
-                                       std::to_string(device) + " is " + std::to_string(cc / 10) + "." +
-                                       std::to_string(cc % 10) +
-                                       " (no sm_80 path yet). Use math_mode::exact for fp32 accuracy on this GPU");
-  }
+/// math_mode::fp32_emulated, where k >= fp32_emulated_min_k (plan.hpp:
+/// choose_fp32_emulated_route): step 15 (wgmma, three TF32 products) where it
+/// runs, else step 16 (mma.sync) with the fused epilogue `ep` (nothing enabled:
+/// the identity); errc::out_of_memory where the split operands find no memory.
+void launch_fp32_emulated(const gemm_args<float>& g, const fused_epilogue& ep, int device, cudaStream_t stream,
+                          fp32_emulated_route route) {
+  if (route == fp32_emulated_route::wgmma && wgmma_fp32_emulated_try_launch(g, ep, device, stream)) return;
+  if (mma_sync_fp32_emulated_try_launch(g, ep, device, stream)) return;
+  throw error(errc::out_of_memory, std::string(matmul_what) +
+                                       ": options.math = fp32_emulated splits A and B into a workspace of 8 x (m + "
+                                       "n) x round_up(k, 32) bytes (" +
+                                       std::to_string((g.m + g.n) * 8 * ((g.k + 31) / 32 * 32)) +
+                                       " here), which could not be allocated; free memory, or use math_mode::exact");
 }
 
-void launch_fp32_emulated(const gemm_args<float>& g, const fused_epilogue& ep, int device, cudaStream_t stream) {
-  if (wgmma_fp32_emulated_try_launch(g, ep, device, stream)) return;
-  throw error(errc::out_of_memory,
-              std::string(matmul_what) +
-                  ": options.math = fp32_emulated splits A and B into a workspace of 8 x (m + "
-                  "n) x round_up(k, 32) bytes (" +
-                  std::to_string((g.m + g.n) * 8 * ((g.k + 31) / 32 * 32)) +
-                  " here), which could not be allocated (or m, n or 2k reach 2^31 - 512); free memory, or use "
-                  "math_mode::exact");
+/// The route of a math_mode::fp32_emulated product on `device`:
+/// errc::unsupported below compute capability 8.0 (for every k).
+fp32_emulated_route route_fp32_emulated(int device, std::size_t k) {
+  const int cc = compute_capability(device);
+  const fp32_emulated_route route = choose_fp32_emulated_route(cc, wgmma_available(device), k);
+  if (route == fp32_emulated_route::unsupported) {
+    throw_needs_compute_capability(matmul_what, device, fp32_emulated_min_cc,
+                                   "options.math = fp32_emulated (TF32 tensor cores: wgmma on 9.0 with the "
+                                   "library's sm_90a image, mma.sync from 8.0)",
+                                   "use math_mode::exact for fp32 accuracy on this GPU");
+  }
+  return route;
 }
 
 /// The fp16 / bf16 tensor-core steps: wgmma (sm_90a image on a cc 9.0 device,
@@ -206,9 +211,9 @@ void matmul_impl(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size
   const matmul_variant variant = detail::resolve<T>(options.variant, options.math, device, m, n);
   if constexpr (std::is_same_v<T, float>) {
     if (options.math == math_mode::fp32_emulated) {  // validated: variant best, no custom functor
-      detail::require_fp32_emulation(device);
-      if (k >= detail::fp32_emulated_min_k) {
-        return detail::launch_fp32_emulated(g, detail::fused_epilogue_of(options), device, options.stream);
+      const detail::fp32_emulated_route route = detail::route_fp32_emulated(device, k);
+      if (route != detail::fp32_emulated_route::exact) {
+        return detail::launch_fp32_emulated(g, detail::fused_epilogue_of(options), device, options.stream, route);
       }
       // Shorter sums take the exact steps below (resolve: best is exact unless math is tf32).
     }

@@ -2,7 +2,9 @@
 # The matrix-product family: its launchers (kf::matmul, the FP8 kf::scaled_matmul)
 # and argument checks, the heavy steps
 # 07-10 in translation units of their own so that they compile in parallel
-# (instances.cuh; the kernels are headers they include), and the Hopper steps
+# (instances.cuh; the kernels are headers they include), the fp32-emulation
+# pre-pass (split_tf32.cu, the one copy of its kernel, which the sm_90a objects
+# enqueue too) and mma.sync step 16, and the Hopper steps
 # 11-14 (wgmma: TF32 identity and fused, fp16 and bf16 in four translation
 # units) and the FP8 wgmma step (one translation unit per output type), which
 # compile in parallel, for sm_90a alone.
@@ -13,6 +15,8 @@ list(APPEND KERNELFORGE_SOURCES
   "${CMAKE_CURRENT_LIST_DIR}/large_tile.cu"
   "${CMAKE_CURRENT_LIST_DIR}/large_tile_fused.cu"
   "${CMAKE_CURRENT_LIST_DIR}/tensor_core_tf32.cu"
+  "${CMAKE_CURRENT_LIST_DIR}/split_tf32.cu"
+  "${CMAKE_CURRENT_LIST_DIR}/mma_sync_fp32_emulated.cu"
   "${CMAKE_CURRENT_LIST_DIR}/tensor_core_f16.cu"
   "${CMAKE_CURRENT_LIST_DIR}/scaled_matmul.cu"
   "${CMAKE_CURRENT_LIST_DIR}/scaled_validate.cpp")

@@ -150,7 +150,7 @@ void validate_matmul(op trans_a, op trans_b, std::size_t m, std::size_t n, std::
     if (options.variant != matmul_variant::best) {
       throw error(errc::invalid_argument, std::string(matmul_what) +
                                               ": options.math = fp32_emulated runs its own "
-                                              "kernel (step 15, three TF32 products per pair); variant " +
+                                              "kernels (steps 15 and 16, three TF32 products per pair); variant " +
                                               to_string(options.variant) +
                                               " computes exact fp32 or TF32. Pass "
                                               "variant best, or math_mode::exact for variant " +

@@ -42,6 +42,21 @@ __device__ __forceinline__ void mma_m16n8k8_tf32(float (&d)[4], const std::uint3
 #endif
 }
 
+/// d (16 x 8, fp32) = a (16 x 8, row-major) * b (16 x 8, column-major), TF32
+/// inputs: mma_m16n8k8_tf32 with a zero accumulator (a fresh sum, d not read).
+__device__ __forceinline__ void mma_m16n8k8_tf32_fresh(float (&d)[4], const std::uint32_t (&a)[4],
+                                                       const std::uint32_t (&b)[2]) {
+#if KF_ARCH_SM80
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %10, %10, %10};\n"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(0.0f));
+#else
+  d[0] = d[1] = d[2] = d[3] = 0.0f;
+#endif
+}
+
 /// d (16 x 8, fp32) += a (16 x 16, row-major) * b (16 x 8, column-major), with
 /// T = __half or __nv_bfloat16 inputs (two per 32-bit register) and fp32
 /// accumulation. Fragments as the PTX ISA lays them out for mma.m16n8k16:
@@ -122,6 +137,23 @@ __device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::ui
 #else
   r[0] = r[1] = r[2] = r[3] = address;
 #endif
+}
+
+/// Two B fragments of an mma.sync (two 32-bit registers each) from one
+/// ldmatrix_x4 (Trans: ldmatrix_x4_trans): registers 0-1 into b0, 2-3 into b1.
+template <bool Trans = false>
+__device__ __forceinline__ void ldmatrix_x4_b_pair(std::uint32_t (&b0)[2], std::uint32_t (&b1)[2],
+                                                   std::uint32_t address) {
+  std::uint32_t r[4];
+  if constexpr (Trans) {
+    ldmatrix_x4_trans(r, address);
+  } else {
+    ldmatrix_x4(r, address);
+  }
+  b0[0] = r[0];
+  b0[1] = r[1];
+  b1[0] = r[2];
+  b1[1] = r[3];
 }
 
 }  // namespace kf::detail

@@ -17,7 +17,7 @@
 //    chunks simply alternate hi, lo, so a k-block (32 channels of one filter
 //    tap) arrives as two consecutive ring stages, its A and B boxes each.
 //  * The consumers take the pair and order and sum the products as matmul step
-//    15 does (matmul/wgmma/fp32_emulated_sums.cuh): a fresh tensor-core partial
+//    15 does (matmul/fp32_emulated_sums.cuh): a fresh tensor-core partial
 //    per k-block (hi lo, lo hi, then hi hi on top: wgmma truncates as it adds),
 //    promoted into fp32 registers with round-to-nearest (a window of 32
 //    k-blocks, then the total); the two consumer warpgroups drift apart so
@@ -117,7 +117,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
                                fresh && kk == 0 ? 0u : 1u);
       }
     };
-    wgmma::fp32_emulated_sums<kAcc> sums;
+    fp32_emulated_sums<kAcc> sums;
     // A k-block's products in the tensor cores (Apart: hi x hi, and the
     // corrections); zeroed once, never read: each k-block starts fresh.
     float partial[kAcc], correction[Apart ? kAcc : 1];

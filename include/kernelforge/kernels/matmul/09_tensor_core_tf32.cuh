@@ -192,6 +192,38 @@ __device__ __forceinline__ void load_tile_async(float* s, const float* g, long l
   }
 }
 
+/// The epilogue of one warp's FragsM x FragsN m16n8 accumulator tiles, whose
+/// corner is C's (row0, col0): C = ep(alpha * acc + beta * C) for every element
+/// inside C (C not read when beta == 0: NaN in C must not leak), each store
+/// guarded. acc(i, j, r): accumulator r of tile (i, j), which holds row
+/// g + 8 (r / 2), column 2 t + r % 2 of the tile (g = lane / 4, t = lane % 4).
+template <int FragsM, int FragsN, class Acc, class Epilogue>
+__device__ __forceinline__ void store_warp_tile(const params& p, long long row0, long long col0, int lane, Acc&& acc,
+                                                const Epilogue& ep) {
+  const int g = lane / 4, t = lane % 4;
+  const bool read_c = p.beta != 0.0f;
+#pragma unroll
+  for (int i = 0; i < FragsM; ++i) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const long long row = row0 + i * mma_m + g + 8 * h;
+      if (row >= p.m) continue;
+      float* const c_row = p.C + row * p.ldc;
+#pragma unroll
+      for (int j = 0; j < FragsN; ++j) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const long long col = col0 + j * mma_n + 2 * t + e;
+          if (col >= p.n) continue;
+          float v = p.alpha * acc(i, j, 2 * h + e);
+          if (read_c) v = fmaf(p.beta, c_row[col], v);
+          c_row[col] = ep(v, static_cast<std::int64_t>(row), static_cast<std::int64_t>(col));
+        }
+      }
+    }
+  }
+}
+
 }  // namespace tf32_mma
 
 /// C = alpha * op(A) * op(B) + beta * C on the tensor cores (mma.sync TF32).
@@ -288,28 +320,8 @@ KF_KERNEL void __launch_bounds__(Warps::threads, Warps::min_blocks_per_sm)
   }
   cp_async_wait_oldest(min_stages);  // drain (only empty groups can be pending here)
 
-  // Epilogue. Accumulator r of an m16n8 tile: row g + 8*(r/2), column 2*t + r%2.
-  const bool read_c = p.beta != 0.0f;  // beta == 0: C is not read (NaN in C must not leak)
-#pragma unroll
-  for (int i = 0; i < frags_m; ++i) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const long long row = m0 + wm + i * mma_m + g + 8 * h;
-      if (row >= p.m) continue;
-      float* const c_row = p.C + row * p.ldc;
-#pragma unroll
-      for (int j = 0; j < frags_n; ++j) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const long long col = n0 + wn + j * mma_n + 2 * t + e;
-          if (col >= p.n) continue;
-          float v = p.alpha * acc[i][j][2 * h + e];
-          if (read_c) v = fmaf(p.beta, c_row[col], v);
-          c_row[col] = ep(v, static_cast<std::int64_t>(row), static_cast<std::int64_t>(col));
-        }
-      }
-    }
-  }
+  store_warp_tile<frags_m, frags_n>(
+      p, m0 + wm, n0 + wn, lane, [&](int i, int j, int r) { return acc[i][j][r]; }, ep);
 #endif
 }
 

@@ -279,17 +279,7 @@ KF_KERNEL void __launch_bounds__(f16_mma::threads, f16_mma::min_blocks_per_sm)
       }
 #pragma unroll
       for (int j = 0; j < frags_n; j += 2) {
-        std::uint32_t r[4];
-        const std::uint32_t address = sb + tile_b::run_offset(wn + j * mma_n + b_x, kk + b_p);
-        if constexpr (TransB) {
-          ldmatrix_x4(r, address);
-        } else {
-          ldmatrix_x4_trans(r, address);
-        }
-        b[j][0] = r[0];
-        b[j][1] = r[1];
-        b[j + 1][0] = r[2];
-        b[j + 1][1] = r[3];
+        ldmatrix_x4_b_pair<!TransB>(b[j], b[j + 1], sb + tile_b::run_offset(wn + j * mma_n + b_x, kk + b_p));
       }
 #pragma unroll
       for (int i = 0; i < frags_m; ++i)

@@ -25,7 +25,8 @@
 //    one running total's error grows with the count of its additions times its
 //    size (on the H200 the single total was the largest error at large k). The
 //    two consumer warpgroups take turns: one promotes while the other's
-//    products run. (wgmma/fp32_emulated_sums.cuh, shared with conv2d's step 9.)
+//    products run. (fp32_emulated_sums.cuh, shared with step 16 and conv2d's
+//    step 9; the k-block around it: wgmma/fp32_emulated_sums.cuh.)
 //  * Infinities and NaNs: an inf times a zero lo part makes a NaN no exact
 //    product makes, so where the pre-pass saw any (a flag in device memory)
 //    the corrections go into a partial of their own and are left out wherever
@@ -38,7 +39,7 @@
 //    pre-pass that reads each operand once and writes it twice. Ceiling: a
 //    third of the TF32 rate (495 / 3 = 165 TFLOP/s of fp32 work on the H200),
 //    against SGEMM's 66.9 TFLOP/s FMA peak. Short k (< fp32_emulated_min_k)
-//    runs the exact steps instead (wgmma/policy.hpp).
+//    runs the exact steps instead (plan.hpp).
 // H200, bench_matmul 2026-12-03, paired with cuBLAS SGEMM (two instances):
 // 2048^3 1.86x, 4096^3 2.37x, 8192^3 2.37x, 8192x8192x1024 2.53x, 1024^3 1.60x;
 // 128 x 8192 x 8192 0.86x (the pre-pass's 768 MB of B traffic). With the inf /

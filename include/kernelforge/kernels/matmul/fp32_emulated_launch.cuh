@@ -83,25 +83,14 @@ inline bool try_launch(const gemm_args<float>& g, const epilogue::bias_relu_thre
 
   // The split operands (A as m x k and op(B)^T as n x k, hi and lo per 32 of
   // k), then the non-finite flag, in one pooled workspace.
-  const std::size_t a_bytes = round_up(g.m * ld * sizeof(float), workspace_alignment);
-  const std::size_t b_bytes = round_up(g.n * ld * sizeof(float), workspace_alignment);
-  const pooled_workspace scratch(device, a_bytes + b_bytes + sizeof(unsigned), stream);  // back to the pool on return
-  if (scratch.data() == nullptr) return false;  // no pool or no memory: the caller reports it
-  float* const a_split = scratch.data<float>();
-  float* const b_split = reinterpret_cast<float*>(scratch.data<char>() + a_bytes);
-  unsigned* const nonfinite = reinterpret_cast<unsigned*>(scratch.data<char>() + a_bytes + b_bytes);
+  const split_gemm_operands operands(g, device, stream);  // back to the pool on return
+  if (operands.a() == nullptr) return false;              // no pool or no memory: the caller reports it
   CUtensorMap map_a{}, map_b{}, map_c{};
-  if (!encode_sw128(map_a, a_split, ld, g.m, ld, stage_k, wgmma::box_rows) ||
-      !encode_sw128(map_b, b_split, ld, g.n, ld, stage_k, static_cast<cuuint32_t>(block_n / max_cluster))) {
+  if (!encode_sw128(map_a, operands.a(), ld, g.m, ld, stage_k, wgmma::box_rows) ||
+      !encode_sw128(map_b, operands.b(), ld, g.n, ld, stage_k, static_cast<cuuint32_t>(block_n / max_cluster))) {
     return false;
   }
-
-  cuda_check(cudaMemsetAsync(nonfinite, 0, sizeof(unsigned), stream), what);
-  // op(A)(i, p) = A[i * a_row + p * a_col]; op(B)^T(j, p) = op(B)(p, j) = B[j * b_col + p * b_row].
-  const std::size_t a_row = g.trans_a ? 1 : g.lda, a_col = g.trans_a ? g.lda : 1;
-  const std::size_t b_row = g.trans_b ? 1 : g.ldb, b_col = g.trans_b ? g.ldb : 1;
-  launch_split_tf32_pack(g.A, a_row, a_col, g.m, g.k, a_split, nonfinite, stream, what);
-  launch_split_tf32_pack(g.B, b_col, b_row, g.n, g.k, b_split, nonfinite, stream, what);
+  operands.enqueue(g, stream, what);
 
   int resident = 0;
   with_instance(cluster, block_n, [&](auto chosen) { resident = decltype(chosen)::resident(device, what); });
@@ -132,7 +121,7 @@ inline bool try_launch(const gemm_args<float>& g, const epilogue::bias_relu_thre
         cluster_launch_config(dim3(static_cast<unsigned>(clusters * cluster)), dim3(wgmma::threads), I::smem_bytes,
                               stream, cluster, cluster_dims);
     // Both instances; the one the pre-pass's flag does not name returns at once.
-    const unsigned* const flag = nonfinite;
+    const unsigned* const flag = operands.nonfinite();
     cuda_check(cudaLaunchKernelEx(&config, I::kernel, map_a, map_b, map_c, p, fused, flag), what);
     cuda_check(cudaLaunchKernelEx(&config, I::kernel_apart, map_a, map_b, map_c, p, fused, flag), what);
   });

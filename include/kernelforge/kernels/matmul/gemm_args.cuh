@@ -49,4 +49,24 @@ gemm_args<T> make_gemm_args(op trans_a, op trans_b, std::size_t m, std::size_t n
   return g;
 }
 
+/// Copies a product's arguments into the parameter block of a kernel that
+/// takes them by value (fields m, n, k, alpha, beta, A, lda, B, ldb, C, ldc;
+/// the extents and leading dimensions converted to the block's index type).
+/// The launch decisions (tiles, stages) stay the launcher's.
+template <class Params, class T>
+void copy_gemm_args(Params& p, const gemm_args<T>& g) {
+  using index = decltype(p.m);
+  p.m = static_cast<index>(g.m);
+  p.n = static_cast<index>(g.n);
+  p.k = static_cast<index>(g.k);
+  p.alpha = g.alpha;
+  p.beta = g.beta;
+  p.A = g.A;
+  p.lda = static_cast<index>(g.lda);
+  p.B = g.B;
+  p.ldb = static_cast<index>(g.ldb);
+  p.C = g.C;
+  p.ldc = static_cast<index>(g.ldc);
+}
+
 }  // namespace kf::detail

@@ -5,7 +5,8 @@
 // warp_tiled / large_tile configuration an architecture compiles and runs,
 // large_tile's orientation, whether variant best runs large_tile, and the
 // split-k plan (the shared planner, common/split_k_plan.hpp, with the
-// matmul's limits; the wgmma kernel's own choices: wgmma/policy.hpp).
+// matmul's limits; the wgmma kernel's own choices: wgmma/policy.hpp), and
+// where math_mode::fp32_emulated runs (steps 15 and 16) and on what tiles.
 // warp_tiled_tuning_for is read by device code too (KF_TUNING_FN).
 #pragma once
 
@@ -78,6 +79,71 @@ inline bool large_tile_prefers_256x128(std::size_t m, std::size_t n, int residen
 /// (and everywhere while tuning.hpp's best_uses_large_tile is off).
 KF_TUNING_FN bool best_is_large_tile(warp_tiled_tuning_id arch, std::size_t m, std::size_t n) {
   return best_uses_large_tile && arch == warp_tiled_tuning_id::large_smem && m >= 64 && n >= 64;
+}
+
+// ---- math_mode::fp32_emulated (steps 15 and 16) -------------------------------------
+/// Products with k below this run on the exact fp32 steps under
+/// math_mode::fp32_emulated: over a few k-blocks, the tensor cores' truncating
+/// sums (an ulp toward zero per instruction) cost more accuracy than the
+/// emulation's two-level fp32 sum saves, and the exact steps are as accurate by
+/// definition. H200, test_fp32_emulated_gpu (median relative error, 64 x 64
+/// outputs, step 15's first version): k = 16 ours 8.4e-8 vs exact 6.0e-8, k =
+/// 64 1.25e-7 vs 1.21e-7, k = 256 1.35e-7 vs 2.41e-7
+/// (benchmarks/tuning/matmul.md#fp32-emulation-on-tf32-tensor-cores-step-15-math_modefp32_emulated).
+/// Step 16 (mma.sync) uses the same bound, not yet measured on its own.
+constexpr std::size_t fp32_emulated_min_k = 128;
+
+/// The emulation's products are TF32 mma.sync (step 16) at the least: compute capability 8.0.
+constexpr int fp32_emulated_min_cc = 80;
+
+/// What runs a math_mode::fp32_emulated product.
+///  * unsupported: the device has no TF32 tensor cores (errc::unsupported);
+///  * exact: k < fp32_emulated_min_k, the exact fp32 steps;
+///  * wgmma: step 15 (the library's sm_90a image on a compute capability 9.0 device);
+///  * mma_sync: step 16 (compute capability 8.0 and newer).
+enum class fp32_emulated_route { unsupported, exact, wgmma, mma_sync };
+
+/// The route for a device of compute capability `cc` (major * 10 + minor) on
+/// which the sm_90a kernels run or not (wgmma_available), for a product's k
+/// (k > 0). The device decides first: an unsupported device is one for every k.
+constexpr fp32_emulated_route choose_fp32_emulated_route(int cc, bool wgmma_runs, std::size_t k) {
+  if (cc < fp32_emulated_min_cc) return fp32_emulated_route::unsupported;
+  if (k < fp32_emulated_min_k) return fp32_emulated_route::exact;
+  return wgmma_runs ? fp32_emulated_route::wgmma : fp32_emulated_route::mma_sync;
+}
+
+/// Step 16's block tile (16_mma_sync_fp32_emulated.cuh): 128 rows, 128 or 64
+/// columns; a stage holds one k-block, hi and lo (64 floats) of each row of A
+/// and B, unpadded (swizzled): 64 KiB at 128 x 128, 48 KiB at 128 x 64.
+constexpr std::size_t mma_fp32_emulated_block_m = 128;
+constexpr std::size_t mma_fp32_emulated_row_bytes = 2 * 32 * sizeof(float);
+constexpr int mma_fp32_emulated_max_stages = 3;
+constexpr std::size_t mma_fp32_emulated_stage_bytes(int block_n) {
+  return (mma_fp32_emulated_block_m + static_cast<std::size_t>(block_n)) * mma_fp32_emulated_row_bytes;
+}
+
+/// The stages of block_n-wide tiles that fit `smem_optin` bytes of shared
+/// memory a block (up to mma_fp32_emulated_max_stages); below 2 the tile does
+/// not run (a cp.async pipeline needs one stage in the products and one loading).
+constexpr int mma_fp32_emulated_stages(int block_n, std::size_t smem_optin) {
+  const std::size_t fit = smem_optin / mma_fp32_emulated_stage_bytes(block_n);
+  return fit >= static_cast<std::size_t>(mma_fp32_emulated_max_stages) ? mma_fp32_emulated_max_stages
+                                                                       : static_cast<int>(fit);
+}
+
+/// Step 16's tile width for an m x n product on `sms` SMs with `smem_optin`
+/// bytes of shared memory a block: 128 where two stages of it fit (sm_80:
+/// 163 KiB, sm_90: 227 KiB) and its tiles make at least a wave (one block an
+/// SM: 256 threads at up to 255 registers), else 64 (sm_86, sm_89, sm_120: 99
+/// KiB hold two stages of 128 x 64 alone; small products get twice the
+/// blocks). 0 where not even 128 x 64 fits (the step does not run). To be
+/// measured
+/// (benchmarks/tuning/matmul.md#step-16-the-mmasync-path-16_mma_sync_fp32_emulatedcuh).
+constexpr int choose_mma_fp32_emulated_block_n(std::size_t m, std::size_t n, int sms, std::size_t smem_optin) {
+  if (mma_fp32_emulated_stages(64, smem_optin) < 2) return 0;
+  if (mma_fp32_emulated_stages(128, smem_optin) < 2) return 64;
+  const std::size_t tiles_128 = ceil_div(m, mma_fp32_emulated_block_m) * ceil_div(n, std::size_t{128});
+  return tiles_128 >= static_cast<std::size_t>(sms > 0 ? sms : 0) ? 128 : 64;
 }
 
 }  // namespace kf::detail

@@ -1,20 +1,27 @@
 // SPDX-License-Identifier: Apache-2.0
-// The pre-pass of the fp32-emulation steps (matmul 15_wgmma_fp32_emulated.cuh,
-// conv2d 09_implicit_gemm_wgmma_fp32_emulated.cuh): each fp32 operand split
-// into two TF32 parts and laid out k-major for TMA.
+// The pre-pass of the fp32-emulation steps (matmul 15_wgmma_fp32_emulated.cuh
+// and 16_mma_sync_fp32_emulated.cuh, conv2d
+// 09_implicit_gemm_wgmma_fp32_emulated.cuh): each fp32 operand split into two
+// TF32 parts and laid out k-major (for TMA, and for step 16's cp.async).
 //
 //   x = hi + lo + e,  hi = tf32(x),  lo = tf32(x - hi)   (both rounded to nearest)
 //
 // x - hi is exact in fp32, |lo| <= 2^-11 |x| and |e| <= 2^-11 |lo| <= 2^-22 |x|,
 // so hi*hi + hi*lo + lo*hi carries fp32-level accuracy (the dropped lo*lo is
 // below 2^-22 of the product). hi and lo are stored as fp32 bit patterns whose
-// low 13 mantissa bits are zero, which TF32 wgmma reads without loss.
+// low 13 mantissa bits are zero, which TF32 wgmma and mma.sync read without loss.
 //
 // Layout: an operand as `rows` x k (A as m x k; B as n x k, i.e. op(B)^T),
 // written k-major with row stride ld = 2 * round_up(k, 32): for each block of 32
 // of k, the 32 hi values then the 32 lo values (one 128-byte swizzled row each),
-// zero beyond k. A stage of the GEMM is one such 32-wide half, so a k-block's
-// hi and lo arrive in two consecutive stages.
+// zero beyond k. A stage of the wgmma GEMM is one such 32-wide half, so a
+// k-block's hi and lo arrive in two consecutive stages (step 16: one stage).
+//
+// The kernel is instantiated in one translation unit alone
+// (src/matmul/split_tf32.cu, built for every architecture of the library): the
+// launchers below are defined there, and the sm_90a objects call them. A copy
+// in an sm_90a object could be the one the program registers, and an sm_80
+// GPU would then find no image for it.
 #pragma once
 
 #include <cstddef>
@@ -24,9 +31,12 @@
 #include <cuda_runtime_api.h>
 
 #include "../arch/mma_sm80.cuh"  // round_to_tf32
+#include "../common/alignment.hpp"
 #include "../common/grid.hpp"
 #include "../common/kernel.cuh"
 #include "../runtime/cuda_check.hpp"
+#include "../runtime/workspace.hpp"
+#include "gemm_args.cuh"
 
 namespace kf::detail {
 
@@ -54,9 +64,8 @@ __device__ __forceinline__ float2 split_tf32(float x) {
 /// src(r, p) = src[r * row_stride + p * k_stride]; dst row r at dst + r * ld.
 /// *nonfinite gets a non-zero bit where any element is infinite or NaN (the
 /// GEMM then keeps its correction products apart: 15_wgmma_fp32_emulated.cuh).
-/// Float is a template parameter (float only) so that the two sm_90a
-/// translation units that enqueue it, matmul's and conv2d's fp32 emulation,
-/// share one weak copy instead of defining the kernel twice.
+/// Float is a template parameter (float only): a template kernel is
+/// instantiated only where it is launched (src/matmul/split_tf32.cu).
 template <class Float>
 KF_KERNEL void __launch_bounds__(256)
     split_tf32_pack_kernel(const Float* __restrict__ src, std::size_t src_batch, std::size_t row_stride,
@@ -97,29 +106,9 @@ KF_KERNEL void __launch_bounds__(256)
 /// (r, p) = src[b * src_batch + r * row_stride + p * k_stride]) into dst
 /// (operand b's rows x split_tf32_ld(k) at dst + b * dst_batch), or-ing 1 into
 /// *nonfinite (device memory, zeroed by the caller) where an element is inf or NaN.
-inline void launch_split_tf32_pack_batched(const float* src, std::size_t batch, std::size_t src_batch,
-                                           std::size_t row_stride, std::size_t k_stride, std::size_t rows,
-                                           std::size_t k, float* dst, std::size_t dst_batch, unsigned* nonfinite,
-                                           cudaStream_t stream, const char* what) {
-  const dim3 block(split_block_k, 8);
-  const std::size_t ld = split_tf32_ld(k);
-  const std::size_t k_blocks = ceil_div(k, std::size_t{split_block_k});
-  const std::size_t row_blocks = ceil_div(rows, std::size_t{split_block_k});
-  // gridDim.y and gridDim.z are at most 65535: walk the rows and the batch in slabs.
-  constexpr std::size_t max_yz = 65535;
-  for (std::size_t z0 = 0; z0 < batch; z0 += max_yz) {
-    const std::size_t zs = batch - z0 < max_yz ? batch - z0 : max_yz;
-    for (std::size_t y0 = 0; y0 < row_blocks; y0 += max_yz) {
-      const std::size_t ys = row_blocks - y0 < max_yz ? row_blocks - y0 : max_yz;
-      const std::size_t r = y0 * split_block_k;
-      split_tf32_pack_kernel<float>
-          <<<dim3(static_cast<unsigned>(k_blocks), static_cast<unsigned>(ys), static_cast<unsigned>(zs)), block, 0,
-             stream>>>(src + z0 * src_batch + r * row_stride, src_batch, row_stride, k_stride, rows - r, k,
-                       dst + z0 * dst_batch + r * ld, dst_batch, ld, nonfinite);
-      check_launch(what);
-    }
-  }
-}
+void launch_split_tf32_pack_batched(const float* src, std::size_t batch, std::size_t src_batch, std::size_t row_stride,
+                                    std::size_t k_stride, std::size_t rows, std::size_t k, float* dst,
+                                    std::size_t dst_batch, unsigned* nonfinite, cudaStream_t stream, const char* what);
 
 /// One operand: `rows` x k (src(r, p) = src[r * row_stride + p * k_stride]) into dst (rows x split_tf32_ld(k)).
 inline void launch_split_tf32_pack(const float* src, std::size_t row_stride, std::size_t k_stride, std::size_t rows,
@@ -127,5 +116,44 @@ inline void launch_split_tf32_pack(const float* src, std::size_t row_stride, std
                                    const char* what) {
   launch_split_tf32_pack_batched(src, 1, 0, row_stride, k_stride, rows, k, dst, 0, nonfinite, stream, what);
 }
+
+/// A matrix product's operands split for matmul steps 15 and 16: op(A) as m x
+/// k and op(B)^T as n x k (both k-major: every transpose reads the same way
+/// afterwards), each rows x ld() floats, then the non-finite flag, in one
+/// pooled workspace (back to the pool, on `stream`, when this object goes).
+/// Allocating enqueues nothing; a() is nullptr where the pool gives no memory.
+class split_gemm_operands {
+ public:
+  split_gemm_operands(const gemm_args<float>& g, int device, cudaStream_t stream)
+      : ld_(split_tf32_ld(g.k)),
+        a_bytes_(round_up(g.m * ld_ * sizeof(float), workspace_alignment)),
+        b_bytes_(round_up(g.n * ld_ * sizeof(float), workspace_alignment)),
+        scratch_(device, a_bytes_ + b_bytes_ + sizeof(unsigned), stream) {}
+
+  /// The packed row stride (elements) of both operands.
+  [[nodiscard]] std::size_t ld() const noexcept { return ld_; }
+  [[nodiscard]] float* a() const noexcept { return scratch_.data<float>(); }
+  [[nodiscard]] float* b() const noexcept {
+    return a() == nullptr ? nullptr : reinterpret_cast<float*>(scratch_.data<char>() + a_bytes_);
+  }
+  /// Non-zero after the split where an element of A or B is inf or NaN.
+  [[nodiscard]] unsigned* nonfinite() const noexcept {
+    return a() == nullptr ? nullptr : reinterpret_cast<unsigned*>(scratch_.data<char>() + a_bytes_ + b_bytes_);
+  }
+
+  /// Enqueues the flag's reset and both splits on `stream` (a() not nullptr).
+  void enqueue(const gemm_args<float>& g, cudaStream_t stream, const char* what) const {
+    cuda_check(cudaMemsetAsync(nonfinite(), 0, sizeof(unsigned), stream), what);
+    // op(A)(i, p) = A[i * a_row + p * a_col]; op(B)^T(j, p) = op(B)(p, j) = B[j * b_col + p * b_row].
+    const std::size_t a_row = g.trans_a ? 1 : g.lda, a_col = g.trans_a ? g.lda : 1;
+    const std::size_t b_row = g.trans_b ? 1 : g.ldb, b_col = g.trans_b ? g.ldb : 1;
+    launch_split_tf32_pack(g.A, a_row, a_col, g.m, g.k, a(), nonfinite(), stream, what);
+    launch_split_tf32_pack(g.B, b_col, b_row, g.n, g.k, b(), nonfinite(), stream, what);
+  }
+
+ private:
+  std::size_t ld_, a_bytes_, b_bytes_;
+  pooled_workspace scratch_;
+};
 
 }  // namespace kf::detail

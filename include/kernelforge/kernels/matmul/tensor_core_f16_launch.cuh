@@ -25,17 +25,7 @@ void launch(const gemm_args<T>& args, cudaStream_t stream, const char* what) {
   constexpr auto kernel = &tensor_core_f16_kernel<T, TransA, TransB, Vec16>;
   const int device = current_device(what);
   params<T> p;
-  p.m = static_cast<long long>(args.m);
-  p.n = static_cast<long long>(args.n);
-  p.k = static_cast<long long>(args.k);
-  p.alpha = args.alpha;
-  p.beta = args.beta;
-  p.A = args.A;
-  p.lda = static_cast<long long>(args.lda);
-  p.B = args.B;
-  p.ldb = static_cast<long long>(args.ldb);
-  p.C = args.C;
-  p.ldc = static_cast<long long>(args.ldc);
+  copy_gemm_args(p, args);
   p.tiles_m = static_cast<long long>(ceil_div(args.m, block_m));
   p.tiles_n = static_cast<long long>(ceil_div(args.n, block_n));
   p.c_pairs = rows_aligned(args.C, args.ldc, sizeof(T), 2 * sizeof(T));

@@ -32,17 +32,7 @@ void launch(const gemm_args<float>& args, cudaStream_t stream, const char* what,
   const int device = current_device(what);
   profile_of<kernel>(device, what);  // errc::no_kernel_image, naming `what`, where this image is missing
   params p;
-  p.m = static_cast<long long>(args.m);
-  p.n = static_cast<long long>(args.n);
-  p.k = static_cast<long long>(args.k);
-  p.alpha = args.alpha;
-  p.beta = args.beta;
-  p.A = args.A;
-  p.lda = static_cast<long long>(args.lda);
-  p.B = args.B;
-  p.ldb = static_cast<long long>(args.ldb);
-  p.C = args.C;
-  p.ldc = static_cast<long long>(args.ldc);
+  copy_gemm_args(p, args);
   p.tiles_m = static_cast<long long>(ceil_div(static_cast<std::size_t>(p.m), block_m));
   p.tiles_n = static_cast<long long>(ceil_div(static_cast<std::size_t>(p.n), block_n));
   p.stages = stages_for(device);

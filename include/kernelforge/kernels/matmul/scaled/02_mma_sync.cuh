@@ -187,12 +187,7 @@ KF_KERNEL void __launch_bounds__(fp8_mma::threads, 1)
       for (int i = 0; i < frags_m; ++i) ldmatrix_x4(a[i], sa + tile::chunk_offset(wm + i * 16 + a_x, chunk0 + a_chunk));
 #pragma unroll
       for (int j = 0; j < frags_n; j += 2) {
-        std::uint32_t r[4];
-        ldmatrix_x4(r, sb + tile::chunk_offset(wn + j * 8 + b_x, chunk0 + b_chunk));
-        b[j][0] = r[0];
-        b[j][1] = r[1];
-        b[j + 1][0] = r[2];
-        b[j + 1][1] = r[3];
+        ldmatrix_x4_b_pair(b[j], b[j + 1], sb + tile::chunk_offset(wn + j * 8 + b_x, chunk0 + b_chunk));
       }
 #pragma unroll
       for (int i = 0; i < frags_m; ++i)

@@ -22,17 +22,6 @@ namespace kf::detail {
 /// 16-bit types keep 1024, the shortest slice measured to pay.
 constexpr std::size_t wgmma_split_k_min_slice(std::size_t element_bytes) { return element_bytes >= 4 ? 256 : 1024; }
 
-// ---- math_mode::fp32_emulated (15_wgmma_fp32_emulated.cuh) ---------------------------
-/// Products with k below this run on the exact fp32 steps under
-/// math_mode::fp32_emulated: over a few k-blocks, wgmma's truncating sums (an
-/// ulp toward zero per instruction) cost more accuracy than the emulation's
-/// two-level fp32 sum saves, and the exact steps are as accurate by definition.
-/// H200, test_fp32_emulated_gpu (median relative error, 64 x 64 outputs, first
-/// version): k = 16 ours 8.4e-8 vs exact 6.0e-8, k = 64 1.25e-7 vs 1.21e-7,
-/// k = 256 1.35e-7 vs 2.41e-7
-/// (benchmarks/tuning/matmul.md#fp32-emulation-on-tf32-tensor-cores-step-15-math_modefp32_emulated).
-constexpr std::size_t fp32_emulated_min_k = 128;
-
 // ---- how the wgmma kernel reads B ---------------------------------------------------
 /// Where the wgmma kernel's B comes from (TMA needs 16-byte aligned rows):
 ///  * k_major: op(B)^T k-contiguous (trans_b), read in place;
