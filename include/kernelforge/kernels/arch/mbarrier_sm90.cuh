@@ -54,6 +54,21 @@ __device__ __forceinline__ bool mbar_try_wait(std::uint32_t bar, std::uint32_t p
   return done != 0;
 }
 
+/// The same test, never suspending the thread (mbarrier.test_wait): for a
+/// consumer that asks early whether its next stage has landed and goes on with
+/// other work either way.
+__device__ __forceinline__ bool mbar_test_wait(std::uint32_t bar, std::uint32_t parity) {
+  std::uint32_t done = 0;
+  asm volatile(
+      "{\n .reg .pred p;\n"
+      " mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      " selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+
 __device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parity) {
   while (!mbar_try_wait<false>(bar, parity)) {
   }

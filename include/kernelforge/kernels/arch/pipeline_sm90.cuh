@@ -87,6 +87,13 @@ struct stage_ring {
     mbar_wait(full(at.stage), at.phase);
   }
 
+  /// Consumer: whether the stage at `at` has landed, without waiting; a consumer
+  /// that asks while its products run takes the test's latency off the path to
+  /// its next products (and calls consumer_wait only when the answer was no).
+  [[nodiscard]] __device__ __forceinline__ bool consumer_ready(const ring_position<Stages>& at) const {
+    return mbar_test_wait(full(at.stage), at.phase);
+  }
+
   /// Consumer: one reader's release of stage s, in this CTA.
   __device__ __forceinline__ void release(int s) const { mbar_arrive(empty(s)); }
 

@@ -12,6 +12,16 @@ __device__ __forceinline__ std::uint32_t smem_address(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
 }
 
+/// `address` as a value the compiler keeps rather than recomputes. A shared-memory
+/// address derived from the dynamic allocation is otherwise rematerialized where it
+/// is used: in a k-loop, a read of the CTA's cluster rank (S2UR) and a chain of
+/// uniform-datapath arithmetic every k-step, on the path from one stage's products
+/// to the next (the FP8 wgmma step: benchmarks/tuning/matmul.md#fp8).
+__device__ __forceinline__ std::uint32_t pinned(std::uint32_t address) {
+  asm volatile("mov.b32 %0, %0;\n" : "+r"(address));
+  return address;
+}
+
 /// 16 bytes from this CTA's shared memory (`address` 16-byte aligned).
 __device__ __forceinline__ float4 load_shared_v4(std::uint32_t address) {
   float4 v;

@@ -38,10 +38,13 @@
 //    multiply the finished total once, before alpha / beta, the bias, the ReLU
 //    and the amax (amax_epilogue).
 //  * 16-bit D is stored during the next tile's k-steps (staged_tile_16, as step 14).
-// H200, bench_scaled_matmul 2026-12-02, paired with cuBLASLt's FP8 matmul (e4m3,
-// bf16 out, per-tensor scales), 128 x 192 tiles: 4096^3 0.758 of cuBLASLt, 8192^3
-// 0.827, 128x8192x8192 0.962 (ncu at 8192^3: SM throughput 71%, cuBLASLt's 92%);
-// every mode and shape: benchmarks/tuning/matmul.md#fp8 and the README's FP8 table.
+//  * The path from one stage's products to the next is kept short, since the
+//    promotion sits on it: the ring's barrier address is computed once
+//    (arch/smem.cuh: pinned; ptxas had re-read the CTA's cluster rank every
+//    k-step), and per-tensor / rowwise consumers test whether the next stage has
+//    landed while the products still run (stage_ring::consumer_ready).
+// Its figures on the H200 (ours / cuBLASLt, every mode and shape):
+// benchmarks/tuning/matmul.md#fp8 and the documentation site's Compare GPUs page.
 #pragma once
 
 #include <cstdint>
@@ -163,7 +166,6 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
   extern __shared__ unsigned char wgmma_smem[];
   const cta_context<tile, Cluster> cta(smem_address(wgmma_smem));
   const auto& smem = cta.smem;
-  const auto& ring = cta.ring;
   const int warpgroup = cta.warpgroup, tid_in_warpgroup = cta.tid_in_warpgroup;
   const std::uint32_t rank = cta.rank;
   // Every consumer warp of every CTA whose products read a stage (B is multicast) releases it.
@@ -177,7 +179,7 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
   if (warpgroup == 0) {
     // ---------------------------------------------------------------- producer
     setmaxnreg_dec<producer_registers>();
-    if (tid_in_warpgroup == 0) produce<loop, tile>(schedule, ring, smem, &map_a, &map_b, rank);
+    if (tid_in_warpgroup == 0) produce<loop, tile>(schedule, cta.ring, smem, &map_a, &map_b, rank);
   } else {
     // ---------------------------------------------------------------- consumers
     setmaxnreg_inc<consumer_registers>();
@@ -185,6 +187,8 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
     const int lane = tid_in_warpgroup % 32;
     const int warp_in_warpgroup = tid_in_warpgroup / 32;
     const auto operands = loop::consumer_operands(smem.a, smem.b, consumer, warp_in_warpgroup, lane);
+    // The ring's barriers at an address computed once (smem.cuh: pinned).
+    const stage_ring<tile::stages> ring(pinned(cta.ring.full_bar));
     const amax_epilogue<TD> fn{fused};
     ring_position<tile::stages> at;
     int c_buffer = 0;  // the staged epilogue's next C buffer
@@ -198,6 +202,7 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
     float total[tile::accumulators], partial[tile::accumulators];
 #pragma unroll
     for (int i = 0; i < tile::accumulators; ++i) partial[i] = 0.0f;  // never read: each k-step's products start fresh
+    bool landed = false;  // the stage at `at` has landed (tested while the last products ran)
     for (int item = schedule.first(); item < items; item += schedule.stride()) {
       const work_item w = schedule(item);
       const int row_base = w.tile_m * block_m + consumer * wgmma_m, col_base = w.tile_n * BlockN;
@@ -211,8 +216,9 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
 #pragma unroll
       for (int i = 0; i < tile::accumulators; ++i) total[i] = 0.0f;
       for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
-        ring.consumer_wait(at);
-        loop::template mma_stage<true>(partial, operands, smem.a, at.stage);
+        if (!landed) ring.consumer_wait(at);
+        const int stage = at.stage;
+        loop::template mma_stage<true>(partial, operands, smem.a, stage);
         // While the products run: a chunk of the previous tile's stores, and this k-step's block scales.
         if constexpr (overlapped_stores) {
           if (p.staged) pending.store_next(p, &map_c, c_smem, c_barrier, c_buffer);
@@ -223,11 +229,14 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
           s0 = row0_in ? a_scales0[kt] * sb : 0.0f;
           s1 = row1_in ? a_scales1[kt] * sb : 0.0f;
         }
+        at.advance();
+        // Per-tensor and rowwise: ask now whether the next stage has landed, so that after the promotion its
+        // products issue at once (blockwise: measured 1% slower, its scale loads already cover the wait).
+        landed = !blockwise && ring.consumer_ready(at);
         wgmma_wait<0>();
         fence_operands(partial);
-        if (lane == 0) loop::release(ring, at.stage);  // its products have completed: hand it back
+        if (lane == 0) loop::release(ring, stage);  // its products have completed: hand it back
         promote(total, partial, s0, s1);
-        at.advance();
       }
       apply_outer_scales(total, scales, origin, p.m, p.n);
       if (p.staged) {
