@@ -37,8 +37,8 @@ STEP_ROWS = {
                                 (MM, "matmul/tf32/best_vs_cublas")),
     K + "matmul/15_wgmma_fp32_emulated.cuh": (("bench_matmul_fp32_emulated.json",
                                                "matmul/fp32_emulated/best_vs_cublas"),),
-    # Step 16's rows (matmul/fp32_emulated/mma_sync_vs_cublas) are not committed yet: no H200 run.
-    K + "matmul/16_mma_sync_fp32_emulated.cuh": (),
+    K + "matmul/16_mma_sync_fp32_emulated.cuh": (("bench_matmul_fp32_emulated.json",
+                                                  "matmul/fp32_emulated/mma_sync_vs_cublas"),),
     K + "matmul/scaled/01_naive.cuh": (("bench_scaled_matmul.json", "matmul/fp8_per_tensor/naive"),),
     K + "matmul/scaled/02_mma_sync.cuh": (),  # sm_89's path: the H200 runs step 3
     K + "matmul/scaled/03_wgmma.cuh": (("bench_scaled_matmul.json", "matmul/fp8_per_tensor/best_vs_cublaslt"),
