@@ -43,21 +43,39 @@ constexpr const char* what = "kf::conv2d_forward (implicit_gemm_wgmma)";
 /// NHWC rows (one pixel's channels) padded to 16 bytes: TMA strides are multiples of 16.
 constexpr std::size_t tma_stride_floats = 4;
 
-template <class T, conv2d_layout Layout, int BN, class Epilogue, bool PingPong = false>
+template <class T, conv2d_layout Layout, int BN, class Epilogue, bool PingPong = false, int Rows = 1>
 void launch_kernel(int device, const CUtensorMap& map_x, const CUtensorMap& map_w, const conv2d_wgmma::params<T>& prm,
                    const Epilogue& ep, cudaStream_t stream) {
-  constexpr auto kernel = &conv2d_implicit_gemm_wgmma<T, Layout, BN, PingPong, Epilogue>;
-  constexpr int smem = conv2d_wgmma::smem_bytes<BN>;
+  constexpr auto kernel = &conv2d_implicit_gemm_wgmma<T, Layout, BN, PingPong, Epilogue, Rows>;
+  constexpr int smem = conv2d_wgmma::smem_bytes<BN, Rows>;
   const int resident = resident_clusters<kernel>(device, conv2d_wgmma::threads, smem, 1, what);
   const int grid = prm.tiles < resident ? prm.tiles : resident;  // persistent
   kernel<<<grid, conv2d_wgmma::threads, smem, stream>>>(map_x, map_w, prm, ep);
   check_launch(what);
 }
 
-/// The kernel for the plan's tile width and schedule (wgmma_plan.hpp).
+/// The filter-column kernels (16-bit NHWC, plan.filter_rows == 3: wgmma_plan.hpp).
+template <class T, class Epilogue>
+void launch_filter_columns(int device, const CUtensorMap& map_x, const CUtensorMap& map_w,
+                           const conv2d_wgmma::params<T>& prm, std::size_t bn, bool pingpong, const Epilogue& ep,
+                           cudaStream_t stream) {
+  constexpr conv2d_layout nhwc = conv2d_layout::nhwc;
+  constexpr int rows = static_cast<int>(conv2d_nhwc_wgmma_column_rows);
+  if (pingpong && bn == 64)
+    return launch_kernel<T, nhwc, 64, Epilogue, true, rows>(device, map_x, map_w, prm, ep, stream);
+  if (pingpong) return launch_kernel<T, nhwc, 128, Epilogue, true, rows>(device, map_x, map_w, prm, ep, stream);
+  if (bn == 64) return launch_kernel<T, nhwc, 64, Epilogue, false, rows>(device, map_x, map_w, prm, ep, stream);
+  launch_kernel<T, nhwc, 128, Epilogue, false, rows>(device, map_x, map_w, prm, ep, stream);
+}
+
+/// The kernel for the plan's tile width, schedule and k-step (wgmma_plan.hpp).
 template <class T, conv2d_layout Layout, class Epilogue>
 void launch_planned(int device, const CUtensorMap& map_x, const CUtensorMap& map_w, const conv2d_wgmma::params<T>& prm,
-                    std::size_t bn, bool pingpong, const Epilogue& ep, cudaStream_t stream) {
+                    std::size_t bn, bool pingpong, const Epilogue& ep, cudaStream_t stream,
+                    std::size_t filter_rows = 1) {
+  if constexpr (Layout == conv2d_layout::nhwc && sizeof(T) == 2) {
+    if (filter_rows > 1) return launch_filter_columns<T>(device, map_x, map_w, prm, bn, pingpong, ep, stream);
+  }
   if constexpr (Layout == conv2d_layout::nhwc) {  // NCHW: cooperative only (ping-pong unmeasured there)
     if (pingpong && bn == 64) {
       return launch_kernel<T, Layout, 64, Epilogue, true>(device, map_x, map_w, prm, ep, stream);
@@ -169,17 +187,16 @@ bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& a, const Epi
   if (!in_place && (w_items > static_cast<z>(INT_MAX) || !fold_geometry(a, c_folded, fold))) return false;
   // The layer the kernel computes: `a`, or its column fold (x_folded set below).
   conv2d_args<T> f = in_place ? a : conv2d_nhwc_column_fold_of(a, static_cast<int>(c_folded), a.x);
-  const conv2d_wgmma_tile plan =
-      choose_conv2d_wgmma_tile(static_cast<z>(f.n), static_cast<z>(f.p), static_cast<z>(f.q), static_cast<z>(f.k),
-                               static_cast<z>(f.stride_h), static_cast<z>(f.stride_w));
+  const conv2d_wgmma_tile plan = plan_conv2d_nhwc_wgmma_of(f, sizeof(T));
   conv2d_wgmma::params<T> prm;
   if (!make_conv2d_wgmma_params(f, plan, prm)) return false;
+  // Ping-pong by the tile's taps x channel blocks (its products), whatever a k-step holds.
+  const bool pingpong = conv2d_wgmma_pingpong(static_cast<z>(f.rs) * static_cast<z>(prm.c_chunks));
   CUtensorMap map_x{}, map_w{};
   if (in_place) {
     if (!encode_conv2d_wgmma_maps(map_x, map_w, a.x, a.wt, a, static_cast<z>(a.c), static_cast<z>(a.c), plan))
       return false;
-    launch_planned<T, conv2d_layout::nhwc>(device, map_x, map_w, prm, plan.bn,
-                                           conv2d_wgmma_pingpong(static_cast<z>(prm.k_steps)), ep, stream);
+    launch_planned<T, conv2d_layout::nhwc>(device, map_x, map_w, prm, plan.bn, pingpong, ep, stream, plan.filter_rows);
     return true;
   }
   const z x_bytes = round_up(x_items * sizeof(T), workspace_alignment);
@@ -197,8 +214,7 @@ bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& a, const Epi
   conv2d_krsc_fold_columns<T><<<conv2d_wgmma_repack_blocks(device, w_items), conv2d_wgmma::filter_block, 0, stream>>>(
       a.wt, w_folded, a.k, a.r, a.s * a.c, f.c);
   check_launch(what);
-  launch_planned<T, conv2d_layout::nhwc>(device, map_x, map_w, prm, plan.bn,
-                                         conv2d_wgmma_pingpong(static_cast<z>(prm.k_steps)), ep, stream);
+  launch_planned<T, conv2d_layout::nhwc>(device, map_x, map_w, prm, plan.bn, pingpong, ep, stream, plan.filter_rows);
   return true;
 }
 

@@ -92,6 +92,7 @@
 #include "kernelforge/conv.hpp"
 #include "kernelforge/conv_backward.hpp"
 #include "kernelforge/kernels/conv2d/backward/wgrad_wgmma_plan.hpp"
+#include "kernelforge/kernels/conv2d/wgmma_plan.hpp"
 #include "kernelforge/reference/conv.hpp"
 #include "kernelforge/reference/conv_backward.hpp"
 #include "test_support.hpp"
@@ -697,6 +698,32 @@ TEST(Conv2dBackwardCases, WgmmaWgradCases) {
   EXPECT_GE(masked, 1);
   EXPECT_GE(split, 1);
   EXPECT_GE(out_misaligned, 1);
+}
+
+/// dx of 16-bit NHWC layers runs the forward's wgmma kernel on the turned
+/// filter (dx_forward): the stride-1 3x3 cases whose dy it reads in place take
+/// its filter-column tiles (wgmma_plan.hpp) -- the 14x14 ResNet layer with and
+/// without the mask, and the 19x21 one (Q not a multiple of 8, C = 64 output
+/// channels of K = 128 input ones).
+TEST(Conv2dBackwardCases, DxFilterColumnCases) {
+  int columns = 0, masked = 0, q_overhang = 0;
+  for (const grad_case& c : grad_cases()) {
+    const kf::conv2d_params& p = c.p;
+    if (p.batch == 0 || p.out_channels == 0 || !dx_runs_as_forward(p) || p.stride_h != 1 || p.stride_w != 1) continue;
+    if (p.out_channels * 2 % 16 != 0 || c.out_offset != 0) continue;  // dy read in place (as dx's x)
+    const kf::conv2d_params f = dx_forward(p);
+    const std::size_t P = kf::conv2d_output_height(f), Q = kf::conv2d_output_width(f);
+    const kf::detail::conv2d_wgmma_tile t =
+        kf::detail::plan_conv2d_nhwc_wgmma(f.batch, P, Q, f.out_channels, f.in_channels, f.filter_height,
+                                           f.filter_width, f.stride_h, f.stride_w, f.dilation_h, 2);
+    if (t.filter_rows == 1) continue;
+    ++columns;
+    masked += c.relu ? 1 : 0;
+    q_overhang += Q % 8 != 0 ? 1 : 0;
+  }
+  EXPECT_GE(columns, 3);
+  EXPECT_GE(masked, 1);
+  EXPECT_GE(q_overhang, 1);
 }
 
 }  // namespace

@@ -72,9 +72,14 @@
 // ResNet-50 layers at N = 2; pixel boxes of the wgmma kernel's 128-row tiles
 // that span images and overhang the batch (7x7 at N = 3, 5x6 at N = 9: checked
 // against the plan by Conv2dNhwcCases.BoxesSpanImages); x, weight and y each
-// one element off alignment. The reference's cost is
+// one element off alignment; the 16-bit filter-column tiles of the wgmma kernel
+// (wgmma_plan.hpp: 3x3 and 6x3 stride-1 layers) in both forms (8 x 8 pixels of
+// two images, 8 x 16 of one) and both widths, at 56x56 C64 and 28x28 C128, Q
+// not a multiple of 8, N up to 3, padding 2 at the top and bottom, the ReLU,
+// partial channel blocks, the column fold and misaligned y (checked against
+// the plan by Conv2dNhwcCases.FilterColumnCases). The reference's cost is
 // N P Q K C R S multiply-adds in double per case and type, cached across the
-// variants: 4.2e8 for the three types (about 2 s on 2 cores at -O2).
+// variants: 1.5e9 for the three types (about 7 s on 2 cores at -O2).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -180,6 +185,13 @@ const std::vector<nhwc_case>& nhwc_cases() {
       misaligned({"misaligned_y_c64_15x15_k63_n1", nhwc(1, 64, 15, 15, 63, 3, 3, 1, 1, 1, 1), true}, 0, 0, 1),
       misaligned(with_relu({"misaligned_y_c16_9x7_k130_relu", nhwc(1, 16, 9, 7, 130, 3, 3, 1, 1, 1, 1), false}, 0.5f),
                  0, 0, 1),
+      // Filter-column tiles (16-bit): the ResNet C64 layer (8 x 8 x 2 tiles, one image a
+      // warpgroup), the C128 one (8 x 16, BN = 128, three stages), Q = 19 and P = 15
+      // (padding 2 rows above and below), and R = 6 (two row groups a filter column).
+      {"columns_c64_56x56_k64_3x3_p1_n2", nhwc(2, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1), true},
+      with_relu({"columns_c128_28x28_k128_3x3_p1_n1_relu", nhwc(1, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1), true}, 0.0f),
+      {"columns_c64_13x19_k72_3x3_p2x1_n3", nhwc(3, 64, 13, 19, 72, 3, 3, 1, 1, 2, 1), false},
+      {"columns_c32_11x13_k40_6x3_p2x1_n2", nhwc(2, 32, 11, 13, 40, 6, 3, 1, 1, 2, 1), true},
   };
   return cases;
 }
@@ -441,6 +453,83 @@ TEST(Conv2dNhwcCases, BoxesSpanImages) {
     ++boxes;
   }
   EXPECT_EQ(boxes, 2);
+}
+
+/// The plan the wgmma kernel runs case `c` with in 16-bit (conv2d_nhwc_wgmma_try_launch's:
+/// the layer where TMA reads it in place, else its column fold).
+kf::detail::conv2d_wgmma_tile half_plan_of(const nhwc_case& c) {
+  alignas(16) static const __half base[64] = {};
+  const __half* x = base + c.x_offset;
+  const __half* w = base + c.w_offset;
+  const std::size_t P = kf::conv2d_output_height(c.p), Q = kf::conv2d_output_width(c.p);
+  kf::detail::conv2d_args<__half> a = kf::detail::make_conv2d_args<__half>(c.p, P, Q, x, w, nullptr, nullptr);
+  if (!kf::detail::conv2d_nhwc_wgmma_reads_in_place(c.p.in_channels, sizeof(__half), x, w)) {
+    const std::size_t folded =
+        kf::detail::conv2d_nhwc_folded_channels(c.p.filter_width, c.p.in_channels, sizeof(__half));
+    a = kf::detail::conv2d_nhwc_column_fold_of(a, static_cast<int>(folded), x);
+  }
+  return kf::detail::plan_conv2d_nhwc_wgmma_of(a);
+}
+
+/// The 16-bit filter-column tiles (07_implicit_gemm_wgmma.cuh, Rows = 3): the
+/// ResNet C64 3x3 layer takes them (at N = 2 here and at bench_conv's N = 32:
+/// this fails if the launch's plan falls back to one-tap k-steps), and the
+/// cases that take them cover both tile forms and widths, both schedules,
+/// Q past a multiple of 8, several images, R = 6, the ReLU, bias and none,
+/// several and partial channel blocks, the column fold and misaligned y.
+TEST(Conv2dNhwcCases, FilterColumnCases) {
+  int columns = 0, two_images = 0, one_image = 0, wide = 0, q_overhang = 0, batch = 0, two_groups = 0, relu = 0;
+  int bias = 0, no_bias = 0, chunks = 0, partial_chunk = 0, pingpong = 0, cooperative = 0, folded = 0, y_off = 0;
+  for (const nhwc_case& c : nhwc_cases()) {
+    const kf::conv2d_params& p = c.p;
+    if (kf::detail::conv2d_nhwc_wgmma_unsupported_reason(p.stride_h, p.stride_w) != nullptr) continue;
+    const kf::detail::conv2d_wgmma_tile t = half_plan_of(c);
+    if (std::string(c.name) == "columns_c64_56x56_k64_3x3_p1_n2") {
+      EXPECT_EQ(t.filter_rows, 3u) << c.name << " must take the filter-column tiles";
+      EXPECT_EQ(t.nt, 2u) << c.name;
+    }
+    if (t.filter_rows == 1) continue;
+    ++columns;
+    const bool in_place = c.x_offset == 0 && c.w_offset == 0 && p.in_channels * sizeof(__half) % 16 == 0;
+    const std::size_t channels =
+        in_place ? p.in_channels : kf::detail::conv2d_nhwc_folded_channels(p.filter_width, p.in_channels, 2);
+    const std::size_t taps = p.filter_height * (in_place ? p.filter_width : 1);
+    const std::size_t c_chunks = (channels + 63) / 64;
+    two_images += t.nt == 2 ? 1 : 0;
+    one_image += t.nt == 1 ? 1 : 0;
+    wide += t.bn == 128 ? 1 : 0;
+    q_overhang += kf::conv2d_output_width(p) % 8 != 0 ? 1 : 0;
+    batch += p.batch > 1 ? 1 : 0;
+    two_groups += p.filter_height == 6 ? 1 : 0;
+    relu += c.relu ? 1 : 0;
+    bias += c.bias ? 1 : 0;
+    no_bias += c.bias ? 0 : 1;
+    chunks += c_chunks > 1 ? 1 : 0;
+    partial_chunk += channels % 64 != 0 ? 1 : 0;
+    pingpong += kf::detail::conv2d_wgmma_pingpong(taps * c_chunks) ? 1 : 0;
+    cooperative += kf::detail::conv2d_wgmma_pingpong(taps * c_chunks) ? 0 : 1;
+    folded += in_place ? 0 : 1;
+    y_off += c.y_offset > 0 ? 1 : 0;
+  }
+  // The bench layer (bench_conv's conv2d_nhwc rows): N = 32.
+  kf::conv2d_params bench = nhwc(32, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1);
+  EXPECT_EQ(half_plan_of({"bench_c64_56x56_n32", bench, true}).filter_rows, 3u);
+  EXPECT_GE(columns, 8);
+  EXPECT_GE(two_images, 1);
+  EXPECT_GE(one_image, 1);
+  EXPECT_GE(wide, 1);
+  EXPECT_GE(q_overhang, 1);
+  EXPECT_GE(batch, 1);
+  EXPECT_GE(two_groups, 1);
+  EXPECT_GE(relu, 1);
+  EXPECT_GE(bias, 1);
+  EXPECT_GE(no_bias, 1);
+  EXPECT_GE(chunks, 1);
+  EXPECT_GE(partial_chunk, 1);
+  EXPECT_GE(pingpong, 1);
+  EXPECT_GE(cooperative, 1);
+  EXPECT_GE(folded, 1);
+  EXPECT_GE(y_off, 1);
 }
 
 /// Every case's fp32 bound stays below half of one term's typical size

@@ -53,6 +53,19 @@
 //    idle. The turns are two mbarriers (mainloop_done), as CUTLASS's ping-pong
 //    kernel orders its math warpgroups. Measured on the H200: up to 10% on 3x3
 //    layers, 1-7% slower on a 4-k-step 1x1 layer (benchmarks/tuning/conv2d.md).
+//  * Filter-column tiles (Rows = 3; 16-bit NHWC at stride_h = dilation_h = 1, R
+//    a multiple of 3; wgmma_plan.hpp picks them where they load fewer rows):
+//    the kernel is bound by its operand loads, and one-tap k-steps load a
+//    128-pixel A box per tap although taps (r, s), (r + 1, s), (r + 2, s) read
+//    input rows one apart. With tiles 8 output columns wide (8 x 16 pixels of
+//    one image, or 8 x 8 of two), one A box of 8 x (ht + 2) input pixels per
+//    image holds all three taps' operands, tap j's starting j image rows --
+//    j x 1024 bytes, one whole swizzle atom -- further in (filter_column.hpp):
+//    the descriptor of the first tap's, advanced. A k-step then loads that box
+//    and the three taps' filter slices and issues three taps' products: 144 or
+//    160 + 3 BN rows for three taps where one-tap steps load 3 x (128 + BN).
+//    Q need not be a multiple of 8: the last tile column overhangs the output
+//    as one-tap boxes do (TMA's zero fill, or pixels whose outputs are not stored).
 // Stride 1 only (wgmma_plan.hpp); dilation and any padding are free (TMA).
 // Its measured speed: the docs site's learning path (docs/build_site.py) and
 // benchmarks/tuning/conv2d.md#conv2d_wgmma_best_min_channels (bench_conv).
@@ -73,8 +86,10 @@
 #include "../common/kernel.cuh"
 #include "../common/numeric.cuh"
 #include "../matmul/wgmma/element.cuh"
+#include "filter_column.hpp"
 #include "kernelforge/conv.hpp"
 #include "kernelforge/epilogue.cuh"
+#include "wgmma_plan.hpp"
 
 namespace kf::detail {
 namespace conv2d_wgmma {
@@ -92,22 +107,40 @@ template <class T>
 inline constexpr int product_bytes = wgmma::element<T>::wgmma_k* static_cast<int>(sizeof(T));
 inline constexpr int swizzle_atom_bytes = 8 * row_bytes;  // 1024: the XOR pattern's period
 inline constexpr int a_tile_bytes = block_m * row_bytes;  // 16 KiB (a box may fill fewer rows)
+/// A stage's A slot: one-tap tiles' 128 pixels, or (Rows > 1) the taller of the filter-column boxes.
+template <int Rows>
+inline constexpr int a_slot_bytes = Rows == 1 ? a_tile_bytes
+                                              : static_cast<int>(conv2d_nhwc_wgmma_column_box_pixels(Rows)) * row_bytes;
+/// Bytes from tap j's A operand to tap j + 1's in a filter-column box: one image row, one swizzle atom.
+inline constexpr int column_tap_bytes = static_cast<int>(conv2d_filter_column_tap_bytes(1));
+static_assert(column_tap_bytes == swizzle_atom_bytes, "a filter-column box row of 8 pixels is one swizzle atom");
 
 /// Ping-pong's two turn barriers (mainloop done, one per consumer warpgroup), after the ring's.
 inline constexpr int order_barrier_bytes = 2 * 8;
 
-/// Stages of BN: 8 x 24 KiB for BN = 64, 6 x 32 KiB for BN = 128 (192 KiB either way).
-template <int BN>
-inline constexpr int stages = BN == 64 ? 8 : 6;
-template <int BN>
-inline constexpr int b_tile_bytes = BN* row_bytes;
-template <int BN>
-inline constexpr int stage_bytes = a_tile_bytes + b_tile_bytes<BN>;
+/// A stage's B slot: Rows taps' filter slices of block_c x BN.
+template <int BN, int Rows = 1>
+inline constexpr int b_tile_bytes = Rows* BN* row_bytes;
+template <int BN, int Rows = 1>
+inline constexpr int stage_bytes = a_slot_bytes<Rows> + b_tile_bytes<BN, Rows>;
+using wgmma::max_smem_bytes;  // the shared-memory opt-in (227 KiB on sm_90)
+/// Stages of BN: one-tap, 8 x 24 KiB for BN = 64, 6 x 32 KiB for BN = 128 (192
+/// KiB either way); filter-column tiles, as many as the opt-in holds (5 x 44 KiB
+/// for BN = 64, 3 x 68 KiB for BN = 128 at Rows = 3).
+template <int BN, int Rows = 1>
+inline constexpr int stages = Rows == 1 ? (BN == 64 ? 8 : 6)
+                                        : (max_smem_bytes - swizzle_atom_bytes - order_barrier_bytes -
+                                           stage_ring_barrier_bytes(8)) /
+                                              stage_bytes<BN, Rows>;
 /// Tiles start 1024-aligned (the swizzle is a function of the address bits):
 /// one atom of slack, then the stages, then the ring's barriers (pipeline_sm90.cuh).
-template <int BN>
-inline constexpr int smem_bytes = swizzle_atom_bytes + stages<BN>* stage_bytes<BN> +
-                                  stage_ring_barrier_bytes(stages<BN>) + order_barrier_bytes;
+template <int BN, int Rows = 1>
+inline constexpr int smem_bytes = swizzle_atom_bytes + stages<BN, Rows>* stage_bytes<BN, Rows> +
+                                  stage_ring_barrier_bytes(stages<BN, Rows>) + order_barrier_bytes;
+static_assert(smem_bytes<128, 3> <= max_smem_bytes && smem_bytes<64, 3> <= max_smem_bytes && stages<128, 3> >= 3 &&
+                  stages<64, 3> >= 4,
+              "filter-column stages fit the opt-in");
+static_assert(a_slot_bytes<3> % swizzle_atom_bytes == 0, "every B slot starts on a swizzle atom");
 
 /// NCHW -> NHWC copy: 32 x 32 tiles of (channel, pixel) through shared memory.
 inline constexpr int transpose_tile = 32;
@@ -124,12 +157,13 @@ struct params {
   int stride_h = 1, stride_w = 1;  ///< NHWC: the A box's element strides (the map's); NCHW: 1
   int s = 1;                       ///< filter width (taps along w)
   int c_chunks = 0;                ///< ceil(C / block_c)
-  int k_steps = 0;                 ///< R * S * c_chunks
+  int k_steps = 0;                 ///< R / Rows * S * c_chunks
   int wt = 1, ht = 1, nt = 1;
   int box_pixels = 0;  ///< wt * ht * nt
   int tiles_q = 0, tiles_p = 0, tiles_k = 0;
   int tiles = 0;             ///< every (pixel box, channel tile)
-  int a_box_bytes = 0;       ///< box_pixels * 128: what one A box lands
+  int a_box_bytes = 0;       ///< what one A box lands: box_pixels (filter-column: 8 nt (ht + Rows - 1)) x 128
+  int a_block_bytes = 0;     ///< where m64 block 1 starts in the A box (filter-column tiles; else 64 x 128)
   bool pair_stores = false;  ///< NHWC: K even and y aligned to two elements (stores of element pairs)
 };
 
@@ -138,19 +172,19 @@ template <int BN>
 inline constexpr int accumulators = wgmma_accumulators<BN>;
 
 /// The dynamic shared memory of a CTA with tiles BN wide: 1024-aligned (the
-/// swizzle is a function of the address bits), the stages' A tiles, their B
-/// tiles, the ring's barriers, then ping-pong's two turn barriers.
-template <int BN>
+/// swizzle is a function of the address bits), the stages' A slots, their B
+/// slots, the ring's barriers, then ping-pong's two turn barriers.
+template <int BN, int Rows = 1>
 struct smem_carve {
-  std::uint32_t a;              ///< stages<BN> x A tile
-  std::uint32_t b;              ///< stages<BN> x B tile
+  std::uint32_t a;              ///< stages x A slot
+  std::uint32_t b;              ///< stages x B slot
   std::uint32_t ring;           ///< the stage ring's barriers
   std::uint32_t mainloop_done;  ///< ping-pong's turn barriers
   __device__ __forceinline__ explicit smem_carve(std::uint32_t raw)
       : a((raw + swizzle_atom_bytes - 1) & ~std::uint32_t(swizzle_atom_bytes - 1)),
-        b(a + stages<BN> * a_tile_bytes),
-        ring(a + stages<BN> * stage_bytes<BN>),
-        mainloop_done(ring + stage_ring_barrier_bytes(stages<BN>)) {}
+        b(a + stages<BN, Rows> * a_slot_bytes<Rows>),
+        ring(a + stages<BN, Rows> * stage_bytes<BN, Rows>),
+        mainloop_done(ring + stage_ring_barrier_bytes(stages<BN, Rows>)) {}
 };
 
 /// A tile's first output channel and the origin of its pixel box.
@@ -173,30 +207,38 @@ __device__ __forceinline__ tile_origin tile_of(const params<T>& prm, int t) {
 
 #if KF_ARCH_SM90A
 /// The producer thread: for tiles first, first + step, ... every k-step's A box
-/// (one filter tap's shifted pixels, block_c channels) and B box (the tap's
-/// block_c x BN filter slice) into the ring's next stage. k-step = tap *
-/// c_chunks + chunk; the channel offset is chunk * block_c along the map's
-/// first dimension (the fp32-emulation step's maps interleave each 32
+/// (the shifted pixels of Rows taps (r0, s) .. (r0 + Rows - 1, s), block_c
+/// channels: one tap's pixels, or -- Rows > 1 -- the filter-column box) and
+/// its Rows B boxes (each tap's block_c x BN filter slice) into the ring's
+/// next stage. k-step = (g * S + s) * c_chunks + chunk, r0 = g * Rows (Rows =
+/// 1: g * S + s is the tap); the channel offset is chunk * block_c along the
+/// map's first dimension (the fp32-emulation step's maps interleave each 32
 /// channels' hi and lo parts there, so its chunks alternate hi, lo).
-template <class T, int BN, int Stages>
+template <class T, int BN, int Stages, int Rows = 1>
 __device__ __forceinline__ void produce(const params<T>& prm, const stage_ring<Stages>& ring, std::uint32_t a_smem,
                                         std::uint32_t b_smem, const CUtensorMap* map_x, const CUtensorMap* map_w,
                                         int first, int step) {
   ring_position<Stages> at;  // runs on across tiles
-  const unsigned stage_tx = static_cast<unsigned>(prm.a_box_bytes + b_tile_bytes<BN>);
+  const unsigned stage_tx = static_cast<unsigned>(prm.a_box_bytes + b_tile_bytes<BN, Rows>);
   for (int t = first; t < prm.tiles; t += step) {
     const tile_origin w = tile_of<BN>(prm, t);
-    int tap = 0, chunk = 0;  // k-step = tap * c_chunks + chunk; tap = r * S + s
+    int group = 0, chunk = 0;  // k-step = group * c_chunks + chunk; group = g * S + s
     for (int kt = 0; kt < prm.k_steps; ++kt) {
       const std::uint32_t full = ring.producer_acquire(at, stage_tx);
-      const int r = tap / prm.s, s = tap - r * prm.s;
+      const int g = group / prm.s, s = group - g * prm.s;
+      const int r0 = g * Rows;
       const int c0 = chunk * block_c<T>;
-      tma_load_4d(a_smem + at.stage * a_tile_bytes, map_x, c0, w.q0 * prm.stride_w - prm.pad_w + s * prm.dilation_w,
-                  w.p0 * prm.stride_h - prm.pad_h + r * prm.dilation_h, w.n0, full);
-      tma_load_3d(b_smem + at.stage * b_tile_bytes<BN>, map_w, c0, tap, w.k0, full);
+      tma_load_4d(a_smem + at.stage * a_slot_bytes<Rows>, map_x, c0,
+                  w.q0 * prm.stride_w - prm.pad_w + s * prm.dilation_w,
+                  w.p0 * prm.stride_h - prm.pad_h + r0 * prm.dilation_h, w.n0, full);
+#pragma unroll
+      for (int j = 0; j < Rows; ++j) {
+        tma_load_3d(b_smem + at.stage * b_tile_bytes<BN, Rows> + j * b_tile_bytes<BN>, map_w, c0, (r0 + j) * prm.s + s,
+                    w.k0, full);
+      }
       if (++chunk == prm.c_chunks) {
         chunk = 0;
-        ++tap;
+        ++group;
       }
       at.advance();
     }
@@ -268,10 +310,12 @@ __device__ __forceinline__ void store_tile(const float (&d)[Acc], const params<T
 /// each CTA walks tiles blockIdx.x, + gridDim.x, ...; tile t is channel tile t %
 /// tiles_k of pixel box t / tiles_k (q fastest, then p, then n), so the CTAs
 /// that run at once share their boxes' input rows and halos in L2.
-/// map_x: the NHWC input (dims c, w, h, n; box block_c x wt x ht x nt).
+/// map_x: the NHWC input (dims c, w, h, n; box block_c x wt x ht x nt;
+/// filter-column tiles, Rows > 1: block_c x 8 x (ht + Rows - 1) x nt).
 /// map_w: the filter as K x RS x C (dims c, tap, k; box block_c x 1 x BN).
 /// Layout: where y goes -- NCHW (NKPQ) or NHWC (NPQK); the inputs are NHWC either way.
-template <class T, conv2d_layout Layout, int BN, bool PingPong, class Epilogue>
+/// Rows: the taps of one filter column a k-step covers (1, or 3: filter-column tiles, 16-bit NHWC).
+template <class T, conv2d_layout Layout, int BN, bool PingPong, class Epilogue, int Rows = 1>
 KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
     conv2d_implicit_gemm_wgmma(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w,
                                const conv2d_wgmma::params<T> prm, const Epilogue ep) {
@@ -279,11 +323,13 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
   __trap();  // wgmma needs sm_90a; this file is compiled for nothing else
 #elif KF_ARCH_SM90A
   using namespace conv2d_wgmma;
-  constexpr int kStages = stages<BN>;
-  constexpr int kBTile = b_tile_bytes<BN>;
+  static_assert(Rows == 1 || (sizeof(T) == 2 && Layout == conv2d_layout::nhwc),
+                "filter-column tiles: 16-bit NHWC (8 pixels of 64 channels are one swizzle atom)");
+  constexpr int kStages = stages<BN, Rows>;
+  constexpr int kBTile = b_tile_bytes<BN, Rows>;
   constexpr int kAcc = accumulators<BN>;
   extern __shared__ unsigned char conv2d_wgmma_smem[];
-  const smem_carve<BN> smem(smem_address(conv2d_wgmma_smem));
+  const smem_carve<BN, Rows> smem(smem_address(conv2d_wgmma_smem));
   const std::uint32_t a_smem = smem.a, b_smem = smem.b;
   const stage_ring<kStages> ring(smem.ring);
   // Ping-pong: mainloop_done[c] completes a phase each time consumer c has issued a tile's products.
@@ -307,7 +353,9 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
 
   if (warpgroup == 0) {
     // ---------------------------------------------------------------- producer
-    if (tid_in_warpgroup == 0) produce<T, BN>(prm, ring, a_smem, b_smem, &map_x, &map_w, blockIdx.x, gridDim.x);
+    if (tid_in_warpgroup == 0) {
+      produce<T, BN, kStages, Rows>(prm, ring, a_smem, b_smem, &map_x, &map_w, blockIdx.x, gridDim.x);
+    }
   } else {
     // ---------------------------------------------------------------- consumers
     const int consumer = warpgroup - 1;
@@ -326,6 +374,8 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
     // waiting on a stage more than one round beyond the producer: a parity wait
     // cannot tell that round from the one before it.
     constexpr int kBlocks = PingPong ? 2 : 1;  // m64 row blocks per warpgroup
+    // Where m64 block 1 starts in a stage's A box: 64 rows on, or its row of the filter-column box.
+    const std::uint32_t block_bytes = Rows == 1 ? wgmma_m * row_bytes : prm.a_block_bytes;
     ring_position<kStages> at;
     int first = blockIdx.x, step = gridDim.x;
     if constexpr (PingPong) {
@@ -352,17 +402,22 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
       int previous = -1;
       for (int kt = 0; kt < prm.k_steps; ++kt) {
         ring.consumer_wait(at);
-        const std::uint32_t b_tile = b_smem + at.stage * kBTile;
+        const std::uint32_t b_stage = b_smem + at.stage * kBTile;
         wgmma_fence();
 #pragma unroll
-        for (int m = 0; m < kBlocks; ++m) {
-          const int block = PingPong ? m : consumer;
-          const std::uint32_t a_tile = a_smem + at.stage * a_tile_bytes + block * wgmma_m * row_bytes;
+        for (int j = 0; j < Rows; ++j) {  // tap (r0 + j, s): its A rows one swizzle atom a tap further in
+          const std::uint32_t b_tile = b_stage + j * b_tile_bytes<BN>;
 #pragma unroll
-          for (int kk = 0; kk < row_bytes / product_bytes<T>; ++kk) {
-            const std::uint32_t k_bytes = kk * product_bytes<T>;  // along the swizzled row
-            wgmma::element<T>::template mma<0, kAcc>(d[m], smem_descriptor_sw128(a_tile + k_bytes),
-                                                     smem_descriptor_sw128(b_tile + k_bytes));
+          for (int m = 0; m < kBlocks; ++m) {
+            const int block = PingPong ? m : consumer;
+            const std::uint32_t a_tile =
+                a_smem + at.stage * a_slot_bytes<Rows> + block * block_bytes + j * column_tap_bytes;
+#pragma unroll
+            for (int kk = 0; kk < row_bytes / product_bytes<T>; ++kk) {
+              const std::uint32_t k_bytes = kk * product_bytes<T>;  // along the swizzled row
+              wgmma::element<T>::template mma<0, kAcc>(d[m], smem_descriptor_sw128(a_tile + k_bytes),
+                                                       smem_descriptor_sw128(b_tile + k_bytes));
+            }
           }
         }
         wgmma_commit();

@@ -30,6 +30,7 @@ template <class T>
 bool make_conv2d_wgmma_params(const conv2d_args<T>& a, const conv2d_wgmma_tile& plan, conv2d_wgmma::params<T>& prm) {
   using z = std::size_t;
   const z c_chunks = ceil_div(static_cast<z>(a.c), static_cast<z>(conv2d_wgmma::block_c<T>));
+  if (static_cast<z>(a.r) % plan.filter_rows != 0) return false;  // the plan's filter-column k-steps tile R
   if (plan.tiles() > static_cast<z>(INT_MAX) || static_cast<z>(a.rs) * c_chunks > static_cast<z>(INT_MAX)) {
     return false;  // the kernel walks tiles and k-steps with ints
   }
@@ -48,7 +49,7 @@ bool make_conv2d_wgmma_params(const conv2d_args<T>& a, const conv2d_wgmma_tile& 
   prm.stride_w = a.stride_w;
   prm.s = a.s;
   prm.c_chunks = static_cast<int>(c_chunks);
-  prm.k_steps = static_cast<int>(static_cast<z>(a.rs) * c_chunks);
+  prm.k_steps = static_cast<int>(static_cast<z>(a.rs) / plan.filter_rows * c_chunks);
   prm.wt = static_cast<int>(plan.wt);
   prm.ht = static_cast<int>(plan.ht);
   prm.nt = static_cast<int>(plan.nt);
@@ -57,15 +58,17 @@ bool make_conv2d_wgmma_params(const conv2d_args<T>& a, const conv2d_wgmma_tile& 
   prm.tiles_p = static_cast<int>(plan.tiles_p);
   prm.tiles_k = static_cast<int>(plan.tiles_k);
   prm.tiles = static_cast<int>(plan.tiles());
-  prm.a_box_bytes = prm.box_pixels * conv2d_wgmma::row_bytes;
+  prm.a_box_bytes = static_cast<int>(plan.a_box_pixels()) * conv2d_wgmma::row_bytes;
+  prm.a_block_bytes = static_cast<int>(plan.a_block_row(1)) * conv2d_wgmma::row_bytes;
   prm.pair_stores = a.k % 2 == 0 && reinterpret_cast<std::uintptr_t>(a.y) % (2 * sizeof(T)) == 0;
   return true;
 }
 
 /// The two maps of an NHWC input (c_stride elements per pixel) and a K x RS x
 /// C filter (c_filter elements per tap) of T: boxes of block_c channels x the
-/// plan's pixel box, and block_c x 1 tap x bn output channels. 128-byte swizzle,
-/// zero fill outside (padding, past C, past K).
+/// plan's pixel box (filter-column tiles: filter_rows - 1 rows taller), and
+/// block_c x 1 tap x bn output channels. 128-byte swizzle, zero fill outside
+/// (padding, past C, past K).
 template <class T>
 bool encode_conv2d_wgmma_maps(CUtensorMap& map_x, CUtensorMap& map_w, const T* x, const T* w, const conv2d_args<T>& a,
                               std::size_t c_stride, std::size_t c_filter, const conv2d_wgmma_tile& plan) {
@@ -78,8 +81,8 @@ bool encode_conv2d_wgmma_maps(CUtensorMap& map_x, CUtensorMap& map_w, const T* x
   // A box of wt x ht output pixels visits every stride-th input pixel under it: box extents
   // of stride x pixels, element strides of stride (TMA loads extent / stride elements).
   const auto sw = static_cast<cuuint32_t>(a.stride_w), sh = static_cast<cuuint32_t>(a.stride_h);
-  const cuuint32_t x_box[4] = {block_c, static_cast<cuuint32_t>(plan.wt) * sw, static_cast<cuuint32_t>(plan.ht) * sh,
-                               static_cast<cuuint32_t>(plan.nt)};
+  const cuuint32_t x_box[4] = {block_c, static_cast<cuuint32_t>(plan.wt) * sw,
+                               static_cast<cuuint32_t>(plan.box_rows()) * sh, static_cast<cuuint32_t>(plan.nt)};
   const cuuint32_t x_steps[4] = {1, sw, sh, 1};
   const cuuint64_t w_dims[3] = {c_filter, RS, K};
   const cuuint64_t w_strides[2] = {c_filter * sizeof(T), RS * c_filter * sizeof(T)};

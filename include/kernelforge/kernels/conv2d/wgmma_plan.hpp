@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Host-side planning of step 7 (07_implicit_gemm_wgmma.cuh), as pure functions
 // the CPU tests cover: which layers the wgmma implicit GEMM computes, where
-// `best` uses it, and the pixel box each 128-row tile covers. No CUDA calls.
+// `best` uses it, the pixel box each 128-row tile covers, and (16-bit NHWC)
+// whether its k-steps load one tap's box or a filter column's (plan_conv2d_nhwc_wgmma).
+// No CUDA calls.
 #pragma once
 
 #include <cstddef>
@@ -9,6 +11,7 @@
 #include <limits>
 
 #include "../common/grid.hpp"
+#include "filter_column.hpp"
 
 namespace kf::detail {
 
@@ -102,14 +105,28 @@ inline bool conv2d_wgmma_pingpong(std::size_t k_steps) { return k_steps >= conv2
 /// One block tile: a box of nt images x ht output rows x wt output columns
 /// (wt * ht * nt <= 128 pixels; GEMM row i of the tile is pixel (i / (wt ht),
 /// i / wt % ht, i % wt) of the box) by bn output channels.
+/// filter_rows > 1 (filter-column tiles, plan_conv2d_nhwc_wgmma): wt = 8, and
+/// each k-step loads one box of nt x (ht + filter_rows - 1) x 8 input pixels
+/// for filter_rows taps of one filter column.
 struct conv2d_wgmma_tile {
   std::size_t wt = 1, ht = 1, nt = 1;
   std::size_t bn = 128;  ///< 64 (wgmma m64n64k8) or 128 (m64n128k8)
   std::size_t tiles_q = 0, tiles_p = 0, tiles_n = 0, tiles_k = 0;
+  std::size_t filter_rows = 1;  ///< taps of one filter column a k-step loads (1: one tap a k-step)
 
   [[nodiscard]] std::size_t box_pixels() const { return wt * ht * nt; }
   [[nodiscard]] std::size_t tiles_m() const { return tiles_q * tiles_p * tiles_n; }
   [[nodiscard]] std::size_t tiles() const { return tiles_m() * tiles_k; }
+  /// Output rows of A's box per image: the tile's, and filter_rows - 1 more.
+  [[nodiscard]] std::size_t box_rows() const { return conv2d_filter_column_box_rows(ht, filter_rows); }
+  /// Pixel rows (128 bytes each) one A box lands.
+  [[nodiscard]] std::size_t a_box_pixels() const { return wt * box_rows() * nt; }
+  /// The box row where m64 block b (tile rows 64 b ..) starts for the first tap:
+  /// 64 b, or -- filter-column tiles -- that pixel's row in the taller box.
+  [[nodiscard]] std::size_t a_block_row(std::size_t b) const {
+    constexpr std::size_t wgmma_m = conv2d_wgmma_block_m / 2;
+    return filter_rows == 1 ? wgmma_m * b : conv2d_filter_column_box_row(wgmma_m * b, ht, filter_rows, 0);
+  }
 };
 
 /// The output-channel tile: 64 when K <= 64 (a 128-wide tile would be half
@@ -159,6 +176,91 @@ inline conv2d_wgmma_tile choose_conv2d_wgmma_tile(std::size_t n, std::size_t p, 
   best.tiles_q = ceil_div(q, best.wt);
   best.tiles_p = ceil_div(p, best.ht);
   best.tiles_n = ceil_div(n, best.nt);
+  return best;
+}
+
+// ---- filter-column tiles (16-bit NHWC): one A box a filter column's taps --------
+
+/// Taps of one filter column a filter-column k-step covers (the kernel's Rows):
+/// the 3-row filters of ResNet-style layers, and any R that is a multiple of 3.
+constexpr std::size_t conv2d_nhwc_wgmma_column_rows = 3;
+
+/// Whether filter-column tiles apply: 16-bit elements (a box row is 64
+/// channels, one swizzled row, so 8 pixels are one swizzle atom), stride_h =
+/// dilation_h = 1 (the column's taps read rows one apart), R a multiple of
+/// conv2d_nhwc_wgmma_column_rows (every k-step holds the same number of taps,
+/// so the products are never predicated) and stride_w at most 8 (TMA's element strides).
+inline bool conv2d_nhwc_wgmma_columns_fit(std::size_t r, std::size_t stride_h, std::size_t dilation_h,
+                                          std::size_t element_bytes) {
+  return element_bytes == 2 && conv2d_filter_column_rows_adjacent(stride_h, dilation_h) && r > 1 &&
+         r % conv2d_nhwc_wgmma_column_rows == 0;
+}
+
+/// The most pixels a filter-column A box holds (the kernel's A slot): 8 x (16 +
+/// rows - 1) of one image or 8 x (8 + rows - 1) of each of two.
+constexpr std::size_t conv2d_nhwc_wgmma_column_box_pixels(std::size_t rows) {
+  constexpr std::size_t output_rows = conv2d_wgmma_block_m / conv2d_filter_column_width;  // 16
+  const std::size_t one_image = conv2d_filter_column_box_rows(output_rows, rows);
+  const std::size_t two_images = 2 * conv2d_filter_column_box_rows(output_rows / 2, rows);
+  return conv2d_filter_column_width * (one_image > two_images ? one_image : two_images);
+}
+
+/// Channels of one k-step (one 128-byte swizzled row): 32 floats or 64 16-bit values.
+inline std::size_t conv2d_nhwc_wgmma_step_channels(std::size_t element_bytes) { return 128 / element_bytes; }
+
+/// k-steps of one tile: R S taps, filter_rows a step, times the channel blocks.
+inline std::size_t conv2d_nhwc_wgmma_k_steps(const conv2d_wgmma_tile& t, std::size_t c, std::size_t r, std::size_t s,
+                                             std::size_t element_bytes) {
+  return r / t.filter_rows * s * ceil_div(c, conv2d_nhwc_wgmma_step_channels(element_bytes));
+}
+
+/// The cost the planner compares between tilings, in box rows (128 bytes,
+/// one pixel's k-step channels or one output channel's): for every tile and
+/// k-step, the A box's pixels, the filter slices (bn rows a tap), and 64 for
+/// the step itself (its barrier round trip); plus the tile's products, counted
+/// as bn rows a tap and channel block (so that tiles the overhang of 8-wide
+/// boxes adds are not free). The kernel is bound by the loads (the wgrad's ncu
+/// profile of the same boxes, benchmarks/tuning/conv2d.md).
+inline std::size_t conv2d_nhwc_wgmma_rows_cost(const conv2d_wgmma_tile& t, std::size_t c, std::size_t r, std::size_t s,
+                                               std::size_t element_bytes) {
+  constexpr std::size_t step_overhead_rows = 64;
+  const std::size_t steps = conv2d_nhwc_wgmma_k_steps(t, c, r, s, element_bytes);
+  const std::size_t per_step = t.a_box_pixels() + t.filter_rows * t.bn + step_overhead_rows;
+  const std::size_t products = steps * t.filter_rows * t.bn;
+  return t.tiles() * (steps * per_step + products);
+}
+
+/// The NHWC kernel's plan: choose_conv2d_wgmma_tile's one-tap box, or, where
+/// conv2d_nhwc_wgmma_columns_fit, filter-column tiles of 8 columns x 16 rows
+/// of one image or 8 x 8 of two images (a tile's m64 blocks then start on an
+/// output row: their 64 pixels are 8 consecutive rows of one image, one
+/// stretch of the taller box), whichever of the three loads fewest rows
+/// (conv2d_nhwc_wgmma_rows_cost; ties keep the one-tap box). Q need not be a
+/// multiple of 8: the last box column overhangs the output, as one-tap boxes do.
+inline conv2d_wgmma_tile plan_conv2d_nhwc_wgmma(std::size_t n, std::size_t p, std::size_t q, std::size_t k,
+                                                std::size_t c, std::size_t r, std::size_t s, std::size_t stride_h,
+                                                std::size_t stride_w, std::size_t dilation_h,
+                                                std::size_t element_bytes) {
+  conv2d_wgmma_tile best = choose_conv2d_wgmma_tile(n, p, q, k, stride_h, stride_w);
+  if (!conv2d_nhwc_wgmma_columns_fit(r, stride_h, dilation_h, element_bytes)) return best;
+  std::size_t best_cost = conv2d_nhwc_wgmma_rows_cost(best, c, r, s, element_bytes);
+  constexpr std::size_t width = conv2d_filter_column_width;
+  for (const std::size_t images : {std::size_t{1}, std::size_t{2}}) {
+    conv2d_wgmma_tile t = best;
+    t.filter_rows = conv2d_nhwc_wgmma_column_rows;
+    t.wt = width;
+    t.nt = images;
+    t.ht = conv2d_wgmma_block_m / (width * images);
+    t.tiles_q = ceil_div(q, t.wt);
+    t.tiles_p = ceil_div(p, t.ht);
+    t.tiles_n = ceil_div(n, t.nt);
+    if (t.wt * stride_w > conv2d_wgmma_max_box) continue;
+    const std::size_t cost = conv2d_nhwc_wgmma_rows_cost(t, c, r, s, element_bytes);
+    if (cost < best_cost) {
+      best = t;
+      best_cost = cost;
+    }
+  }
   return best;
 }
 

@@ -61,6 +61,18 @@ bool conv2d_fp32_emulated_try_launch(int device, const conv2d_args<float>& a, co
 template <class T, class Epilogue>
 bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& a, const Epilogue& ep, cudaStream_t stream);
 
+/// The tile plan conv2d_nhwc_wgmma_try_launch runs the NHWC layer `a` with (`a`
+/// itself where read in place, else its column fold): one-tap boxes, or -- 16-bit,
+/// where they load fewer rows -- filter-column tiles (plan_conv2d_nhwc_wgmma).
+template <class T>
+conv2d_wgmma_tile plan_conv2d_nhwc_wgmma_of(const conv2d_args<T>& a, std::size_t element_bytes = sizeof(T)) {
+  using z = std::size_t;
+  return plan_conv2d_nhwc_wgmma(static_cast<z>(a.n), static_cast<z>(a.p), static_cast<z>(a.q), static_cast<z>(a.k),
+                                static_cast<z>(a.c), static_cast<z>(a.r), static_cast<z>(a.s),
+                                static_cast<z>(a.stride_h), static_cast<z>(a.stride_w), static_cast<z>(a.dilation_h),
+                                element_bytes);
+}
+
 /// The layer the column fold of the NHWC layer `a` makes (wgmma_nhwc_fold.cuh):
 /// R x 1 at stride (stride_h, 1), no padding or dilation along w, over
 /// c_folded channels (conv2d_nhwc_folded_channels) of the folded input x_folded

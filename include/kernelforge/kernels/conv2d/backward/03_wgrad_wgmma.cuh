@@ -124,9 +124,10 @@ struct shape {
   static constexpr int b_boxes = Rows == 1 ? BN / box_channels : 1;
   static constexpr int a_bytes = a_boxes * box_bytes;
   /// x's box: one box_bytes slot a 64-channel block, or the column tile's taller box.
-  static constexpr int b_box_bytes = Rows == 1 ? box_bytes : box_bytes + (Rows - 1) * column_patch * row_bytes;
+  static constexpr int b_box_bytes =
+      Rows == 1 ? box_bytes : box_bytes + static_cast<int>(conv2d_filter_column_tap_bytes(Rows - 1));
   /// Consecutive 64-wide N blocks of B: the next channel block's box, or the next tap's rows.
-  static constexpr int b_block_bytes = Rows == 1 ? box_bytes : column_patch * row_bytes;
+  static constexpr int b_block_bytes = Rows == 1 ? box_bytes : static_cast<int>(conv2d_filter_column_tap_bytes(1));
   static constexpr int stage_bytes = a_bytes + b_boxes * b_box_bytes;
   static constexpr int stages = ring_bytes / stage_bytes;
   static constexpr int accumulators = wgmma_accumulators<BN>;  ///< per m64 block per thread

@@ -33,6 +33,7 @@
 
 #include "../../common/grid.hpp"
 #include "../../common/split_k_plan.hpp"
+#include "../filter_column.hpp"
 #include "../wgmma_plan.hpp"
 
 namespace kf::detail {
@@ -93,7 +94,7 @@ struct conv2d_wgrad_wgmma_plan {
   [[nodiscard]] std::size_t tap_tiles() const { return taps / filter_rows; }
   [[nodiscard]] std::size_t tiles() const { return tiles_k * tiles_c * tap_tiles(); }
   /// Rows of x's box: the patch's, and the filter-column tile's 2 rows below it.
-  [[nodiscard]] std::size_t x_box_rows() const { return ht + filter_rows - 1; }
+  [[nodiscard]] std::size_t x_box_rows() const { return conv2d_filter_column_box_rows(ht, filter_rows); }
   /// Slice z's patches: [first, end).
   [[nodiscard]] std::size_t slice_first(std::size_t z) const { return z * patches_per_split; }
   [[nodiscard]] std::size_t slice_end(std::size_t z) const {
@@ -119,14 +120,15 @@ inline conv2d_wgrad_patch_origin conv2d_wgrad_patch_of(const conv2d_wgrad_wgmma_
   return o;
 }
 
-/// Filter rows of a filter-column tile, and its patch: 8 x 8 output pixels of one image.
+/// Filter rows of a filter-column tile, and its patch: 8 x 8 output pixels of
+/// one image (8 wide: the box geometry the forward shares, filter_column.hpp).
 constexpr std::size_t conv2d_wgrad_wgmma_column_rows = 3;
-constexpr std::size_t conv2d_wgrad_wgmma_column_patch = 8;
+constexpr std::size_t conv2d_wgrad_wgmma_column_patch = conv2d_filter_column_width;
 
 /// Whether filter-column tiles apply: R = 3 filter rows at stride_h = dilation_h
 /// = 1 (the taps' input rows are then consecutive rows of one box).
 inline bool conv2d_wgrad_wgmma_columns_fit(std::size_t r, std::size_t stride_h, std::size_t dilation_h) {
-  return r == conv2d_wgrad_wgmma_column_rows && stride_h == 1 && dilation_h == 1;
+  return r == conv2d_wgrad_wgmma_column_rows && conv2d_filter_column_rows_adjacent(stride_h, dilation_h);
 }
 
 /// The cost the planner compares between tilings: the box rows (128 bytes
