@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Tests of the documentation site's generator (docs/build_site.py), on the repository as it is:
 the site shows every numbered step file on its family's page (with the step's H200 figure
-where one is committed) and in the repository's layout (howto/build.md), every public header in the C++ reference, every results folder on
+where one is committed) and in the repository's layout (howto/build.md), every public header in the C++ reference, every function of the compiled
+module (its type stub) with its signature in the Python reference, every results folder on
 Compare GPUs; its pages link only to files that exist; no page is empty; and, when mkdocs is
 installed, `mkdocs build --strict` passes (broken links, missing anchors, pages left out of
 the navigation all fail it).
@@ -20,7 +21,7 @@ import unittest
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import build_site  # noqa: E402
-from sitegen import compare, families, figures, reference_cpp  # noqa: E402
+from sitegen import compare, families, figures, reference_cpp, reference_python  # noqa: E402
 from sitegen.site import ROOT  # noqa: E402
 
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
@@ -105,6 +106,30 @@ class Reference(unittest.TestCase):
         text = page_text("reference/python/kernelforge.md")
         for name in ("matmul", "conv2d", "relu_threshold", "device_info", "scaled_matmul"):
             self.assertIn(f"## `kernelforge.{name}`", text)
+
+    def test_every_compiled_function_has_its_signature(self):
+        # kernelforge._C's public functions, read from the committed stub python/kernelforge/_C.pyi
+        import ast
+        text = page_text(reference_python.COMPILED_PAGE)
+        stub = ast.parse((ROOT / "python" / "kernelforge" / "_C.pyi").read_text(encoding="utf-8"))
+        functions = [n for n in stub.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
+        self.assertTrue(functions, "python/kernelforge/_C.pyi defines no public function")
+        for node in functions:
+            section = text.split(f"## `kernelforge._C.{node.name}`", 1)
+            self.assertEqual(len(section), 2, f"_C.{node.name} has no section on {reference_python.COMPILED_PAGE}")
+            section = section[1].split("\n## ", 1)[0]
+            self.assertIn(f"def {reference_python.signature(node)}", section, f"_C.{node.name}: no signature")
+            self.assertIn("Defined in the compiled module", section)
+            if ast.get_docstring(node):
+                self.assertIn(ast.get_docstring(node), section, f"_C.{node.name}: its docstring is not shown")
+
+    def test_python_functions_link_the_compiled_ones_they_call(self):
+        text = page_text("reference/python/kernelforge.md")
+        matmul = text.split("## `kernelforge.matmul`", 1)[1].split("\n## ", 1)[0]
+        self.assertIn("[`_C.matmul`](compiled.md#_C-matmul)", matmul)
+        torch_text = page_text("reference/python/torch.md")
+        conv = torch_text.split("## `kernelforge.torch.conv2d`", 1)[1].split("\n## ", 1)[0]
+        self.assertIn("[`_C.conv2d`](compiled.md#_C-conv2d)", conv)  # through _torch_conv's helpers
 
 
 class Results(unittest.TestCase):

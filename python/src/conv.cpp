@@ -138,12 +138,24 @@ void conv2d(const in_array& x_given, const in_array& weight_given, std::optional
 
 void bind_conv(nb::module_& m) {
   using nb::arg;
-  m.def("filter2d", &filter2d, arg("image"), arg("filter"), arg("out"), arg("border"), arg("variant"), arg("stream"));
+  m.def("filter2d", &filter2d, arg("image"), arg("filter"), arg("out"), arg("border"), arg("variant"), arg("stream"),
+        "out = image cross-correlated with filter (same size as image). image, out: (H, W) or (C, H, W); "
+        "filter: (R, S), applied to each channel; one dtype (float32, float16), C-contiguous, on one CUDA device. "
+        "border: 'zero', 'clamp' or 'reflect'; variant: 'best' or a step's name; stream: a cudaStream_t as an int. "
+        "TypeError for a dtype, InvalidArgumentError for shapes, layout, device or names.");
   m.def("conv2d_output_shape", &conv2d_output_shape, arg("n"), arg("c"), arg("h"), arg("w"), arg("k"), arg("r"),
-        arg("s"), arg("stride_h"), arg("stride_w"), arg("pad_h"), arg("pad_w"), arg("dilation_h"), arg("dilation_w"));
+        arg("s"), arg("stride_h"), arg("stride_w"), arg("pad_h"), arg("pad_w"), arg("dilation_h"), arg("dilation_w"),
+        "(P, Q), the output height and width of this convolution geometry; InvalidArgumentError where there is "
+        "none (a zero size, stride or dilation, a dilated filter larger than the padded input).");
   m.def("conv2d", &conv2d, arg("x"), arg("weight"), arg("bias").none(), arg("out"), arg("stride_h"), arg("stride_w"),
         arg("pad_h"), arg("pad_w"), arg("dilation_h"), arg("dilation_w"), arg("layout"), arg("math"), arg("relu"),
-        arg("relu_threshold"), arg("variant"), arg("stream"));
+        arg("relu_threshold"), arg("variant"), arg("stream"),
+        "out = conv2d(x, weight) + bias, then the ReLU (threshold relu_threshold) if relu. layout 'nchw': x (N, C, H, "
+        "W), weight (K, C, R, S), out (N, K, P, Q); 'nhwc': (N, H, W, C), (K, R, S, C), (N, P, Q, K); "
+        "'channels_last': torch's NCHW-shaped channels_last tensors. bias: (K,) or None. One dtype (float32; "
+        "float16 and bfloat16 in NHWC only), dense, on one CUDA device. math: 'exact', 'tf32' or 'fp32_emulated'; "
+        "variant: 'best' or a step's name. TypeError for a dtype, InvalidArgumentError for shapes, layout or "
+        "names, UnsupportedError for a 16-bit NCHW call or a variant this GPU or geometry lacks.");
 }
 
 }  // namespace kfpy

@@ -160,11 +160,18 @@ void bind_conv_backward(nb::module_& m) {
   using nb::arg;
   m.def("conv2d_backward_data", &conv2d_backward_data, arg("dy"), arg("weight"), arg("relu_y").none(), arg("dx"),
         arg("stride_h"), arg("stride_w"), arg("pad_h"), arg("pad_w"), arg("dilation_h"), arg("dilation_w"),
-        arg("layout"), arg("tf32"), arg("relu"), arg("relu_threshold"), arg("variant"), arg("stream"));
+        arg("layout"), arg("tf32"), arg("relu"), arg("relu_threshold"), arg("variant"), arg("stream"),
+        "dx = the gradient of conv2d with respect to x, from dy (the output's gradient) and weight; shapes, layouts "
+        "and dtypes as conv2d's (dy like its out, dx like its x). relu: dy is first masked where relu_y (the "
+        "forward's output, given exactly when relu is set) was clipped; needs relu_threshold >= 0. tf32: TF32 "
+        "products. Errors as conv2d's.");
   m.def("conv2d_backward_filter", &conv2d_backward_filter, arg("x"), arg("dy"), arg("relu_y").none(), arg("dweight"),
         arg("dbias").none(), arg("stride_h"), arg("stride_w"), arg("pad_h"), arg("pad_w"), arg("dilation_h"),
         arg("dilation_w"), arg("layout"), arg("tf32"), arg("relu"), arg("relu_threshold"), arg("variant"),
-        arg("stream"));
+        arg("stream"),
+        "dweight (and dbias, (K,), unless None) = the gradients of conv2d with respect to weight and bias, from x "
+        "and dy; shapes, layouts and dtypes as conv2d's. relu, relu_y, relu_threshold and tf32 as "
+        "conv2d_backward_data's; errors as conv2d's.");
 }
 
 }  // namespace kfpy

@@ -176,16 +176,31 @@ void relu_threshold_backward_raw(std::uintptr_t grad, std::uintptr_t x, std::uin
 
 void bind_elementwise(nb::module_& m) {
   using nb::arg;
-  m.def("saxpy", &saxpy, arg("a"), arg("x"), arg("y"), arg("variant"), arg("stream"));
-  m.def("vector_add", &vector_add, arg("a"), arg("b"), arg("out"), arg("variant"), arg("stream"));
-  m.def("relu_threshold", &relu_threshold, arg("x"), arg("out"), arg("threshold"), arg("variant"), arg("stream"));
+  // The docstrings below are copied into the type stub _C.pyi and the site's Python reference.
+  m.def("saxpy", &saxpy, arg("a"), arg("x"), arg("y"), arg("variant"), arg("stream"),
+        "y = a * x + y, in place. x, y: arrays of one shape and dtype (float32, float64, float16, bfloat16), "
+        "C-contiguous, on one CUDA device. variant: 'best', 'naive' or 'vectorized'; stream: a cudaStream_t as an int "
+        "(0: the default stream). TypeError for a dtype, InvalidArgumentError for shapes, layout, device or variant.");
+  m.def("vector_add", &vector_add, arg("a"), arg("b"), arg("out"), arg("variant"), arg("stream"),
+        "out = a + b. Arrays of one shape and dtype (float32, float64, float16, bfloat16), C-contiguous, on one CUDA "
+        "device; variant and stream as saxpy's, errors too.");
+  m.def("relu_threshold", &relu_threshold, arg("x"), arg("out"), arg("threshold"), arg("variant"), arg("stream"),
+        "out = 0 where x <= threshold, else x (NaN propagates). x, out: one shape and dtype (float32, float64, "
+        "float16, bfloat16), C-contiguous, on one CUDA device (out may be x); variant and stream as saxpy's, errors "
+        "too.");
   m.def("relu_threshold_backward", &relu_threshold_backward, arg("grad"), arg("x"), arg("out"), arg("threshold"),
-        arg("variant"), arg("stream"));
+        arg("variant"), arg("stream"),
+        "out = 0 where x <= threshold, else grad (x: the forward's input). Arrays of one shape and dtype, "
+        "C-contiguous, on one CUDA device (out may be grad); variant and stream as saxpy's, errors too.");
   // Raw entries (kernelforge.torch): contiguous arrays of n elements of one dtype on one device.
   m.def("relu_threshold_raw", &relu_threshold_raw, arg("x"), arg("out"), arg("n"), arg("dtype"), arg("device"),
-        arg("threshold"), arg("stream"));
+        arg("threshold"), arg("stream"),
+        "relu_threshold on device addresses (ints): n contiguous elements of dtype code `dtype` (dtype_codes) on "
+        "CUDA device `device`; no DLPack, for kernelforge.torch's operators. InvalidArgumentError for a dtype code, "
+        "a negative n or a device index; NoDeviceError without a GPU.");
   m.def("relu_threshold_backward_raw", &relu_threshold_backward_raw, arg("grad"), arg("x"), arg("out"), arg("n"),
-        arg("dtype"), arg("device"), arg("threshold"), arg("stream"));
+        arg("dtype"), arg("device"), arg("threshold"), arg("stream"),
+        "relu_threshold_backward on device addresses (ints), as relu_threshold_raw.");
 }
 
 }  // namespace kfpy

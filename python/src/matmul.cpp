@@ -186,11 +186,21 @@ void scaled_matmul_raw(std::uintptr_t a, const std::string& a_dtype, bool trans_
 void bind_matmul(nb::module_& m) {
   using nb::arg;
   m.def("matmul", &matmul, arg("a"), arg("b"), arg("out"), arg("alpha"), arg("beta"), arg("math"), arg("variant"),
-        arg("stream"));
+        arg("stream"),
+        "out = alpha * (a @ b) + beta * out. a (m, k), b (k, n), out (m, n): 2-D, one dtype (float32, float64, "
+        "float16, bfloat16), on one CUDA device; a and b row-major or transposed views of row-major arrays, out "
+        "row-major. math: 'exact', 'tf32' or 'fp32_emulated'; variant: 'best' or a step's name (e.g. 'naive', "
+        "'warp_tiled', 'wgmma_f16'); stream: a cudaStream_t as an int. TypeError for a dtype; InvalidArgumentError "
+        "for shapes, strides, device or names; UnsupportedError for a variant or math mode this dtype or GPU lacks.");
   m.def("scaled_matmul_raw", &scaled_matmul_raw, arg("a"), arg("a_dtype"), arg("trans_a"), arg("lda"), arg("b"),
         arg("b_dtype"), arg("trans_b"), arg("ldb"), arg("m"), arg("n"), arg("k"), arg("scaling"), arg("scale_a"),
         arg("scale_b"), arg("alpha"), arg("beta"), arg("out"), arg("out_dtype"), arg("ldd"), arg("bias"), arg("relu"),
-        arg("relu_threshold"), arg("amax"), arg("variant"), arg("device"), arg("stream"));
+        arg("relu_threshold"), arg("amax"), arg("variant"), arg("device"), arg("stream"),
+        "out (m, n, row-major, ldd) = act(alpha * scaled(op(a) @ op(b)) + beta * out + bias), FP8 operands, on "
+        "device addresses (ints; 0: no bias, no amax): kernelforge.scaled_matmul's entry. a_dtype, b_dtype: "
+        "'float8_e4m3fn' or 'float8_e5m2' (not both e5m2); out_dtype: 'bfloat16', 'float16' or 'float32'; "
+        "scaling: 'per_tensor', 'rowwise' or 'blockwise'. InvalidArgumentError for names, pointers, alignment or "
+        "leading dimensions; NoDeviceError without a GPU; UnsupportedError where the GPU lacks the variant.");
 }
 
 }  // namespace kfpy

@@ -254,7 +254,10 @@ NB_MODULE(_C, m) {
   m.def("_set_error_classes", &kfpy::set_error_classes);
   m.def("compiled_architectures", &kf::compiled_architectures,
         "Compute capabilities (major*10+minor) the library's fatbin holds code for.");
-  m.def("device_info", &kfpy::device_info, nb::arg("device") = -1);
+  m.def("device_info", &kfpy::device_info, nb::arg("device") = -1,
+        "A dict: name, device, compute_capability (major, minor), sm_count, global_memory_bytes, "
+        "peak_bandwidth_gbs, peak_fp32_tflops, of CUDA device `device` (-1: the current one). NoDeviceError without "
+        "a GPU or driver, InvalidArgumentError for a bad ordinal.");
   m.def("device_count", &kfpy::device_count, "CUDA devices visible (0 without a GPU or driver).");
   m.def(
       "require_cuda_device",
