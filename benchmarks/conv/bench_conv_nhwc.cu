@@ -20,6 +20,13 @@
 //                                  layers conv2d/tf32/cudnn lacks. No naive rows (ms per call on
 //                                  these layers). Layers: the first four of layers()
 //                                  (conv_problem.hpp) plus n32_c256_56x56_k64_1x1 (nhwc_layers).
+//   conv2d_nhwc/<fp16|bf16>/columns_vs_one_tap/<layer>   the 3x3 stride-1 layers: best (the wgmma
+//                                  kernel as planned: filter-column tiles where
+//                                  plan_conv2d_nhwc_wgmma takes them) paired, sample by sample
+//                                  (time_gpu_paired), with the same kernel forced to one tap a
+//                                  k-step (conv2d_nhwc_wgmma_try_launch, conv2d_nhwc_k_steps::one_tap);
+//                                  one_tap_over_planned = one-tap time / planned time (> 1: the
+//                                  plan is faster); label: the plan. Both checked as best is.
 //   conv2d_nhwc/fp32_emulated/best_vs_cudnn/<layer>   float under math_mode::fp32_emulated paired
 //                                  with cuDNN's fastest FMA-only NHWC plan (the backend graph's
 //                                  engine search without TF32 engines; the legacy NHWC call with
@@ -41,9 +48,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -58,6 +67,8 @@
 #include "cudnn_graph.hpp"
 #include "cudnn_timing.hpp"
 #include "gpu_benchmark.hpp"
+#include "kernelforge/kernels/conv2d/wgmma_sm90a.hpp"
+#include "kernelforge/kernels/runtime/device_facts.hpp"
 #include "kernelforge/conv.hpp"
 #include "kernelforge/reference/elementwise.hpp"
 
@@ -241,6 +252,47 @@ void bm_nhwc_kf(benchmark::State& state, const layer& L, bool fused) {
   set_frac_cudnn(state, (fused ? "bias_relu/" : "") + key);
 }
 
+/// The wgmma kernel's k-steps as planned (what best runs) against one tap a
+/// k-step, timed in turn; both checked against cuDNN first (check_nhwc).
+template <class T>
+void bm_nhwc_columns_vs_one_tap(benchmark::State& state, const layer& L) {
+  KF_BENCH_REQUIRE_GPU(state);
+  const int device = kf::detail::current_device("bench_conv");
+  if (!kf::detail::conv2d_wgmma_available(device)) {
+    state.SkipWithError("the wgmma kernel needs compute capability 9.0 and the library's sm_90a image");
+    return;
+  }
+  const std::string key = nhwc_key<T>(L);
+  problem_data_t<T>& d = nhwc_data<T>(L);
+  const kf::detail::conv2d_args<T> args = kf::detail::make_conv2d_args<T>(
+      d.p, kf::conv2d_output_height(d.p), kf::conv2d_output_width(d.p), d.x.data(), d.w.data(), nullptr, d.y.data());
+  kf::conv2d_options options;
+  auto planned = [&](cudaStream_t s) {
+    options.stream = s;
+    kf::conv2d_forward<T>(d.p, d.x.data(), d.w.data(), nullptr, d.y.data(), options);
+  };
+  bool launched = true;
+  auto one_tap = [&](cudaStream_t s) {
+    launched = launched && kf::detail::conv2d_nhwc_wgmma_try_launch(device, args, kf::epilogue::identity{}, s,
+                                                                    kf::detail::conv2d_nhwc_k_steps::one_tap);
+  };
+  for (const auto& [suffix, run] :
+       {std::pair<const char*, std::function<void(cudaStream_t)>>{"/best", planned}, {"/one_tap", one_tap}}) {
+    const nhwc_check& result = check_nhwc(key + suffix, d, key, false, run);
+    if (!result.failure.empty() || !launched) {
+      state.SkipWithError((key + suffix + ": " + (launched ? result.failure : "the kernel did not launch")).c_str());
+      return;
+    }
+  }
+  time_gpu_paired(state, planned, one_tap);
+  set_flops(state, d.flops());
+  state.counters["one_tap_over_planned"] = state.counters["baseline_s"] / state.counters["gpu_s"];
+  const kf::detail::conv2d_wgmma_tile plan = kf::detail::plan_conv2d_nhwc_wgmma_of(args);
+  state.SetLabel(plan.filter_rows > 1 ? "filter-column " + std::to_string(plan.wt) + "x" + std::to_string(plan.ht) +
+                                            "x" + std::to_string(plan.nt) + " BN " + std::to_string(plan.bn)
+                                      : std::string("one-tap (the plan's own)"));
+}
+
 /// The conv2d_nhwc/<type>/ rows of T: cudnn_legacy, cudnn, best,
 /// cudnn_legacy_fused, cudnn_fused, best_fused per layer (each legacy row
 /// before its graph row, whose speedup_vs_legacy reads its time); for float
@@ -269,6 +321,10 @@ void register_nhwc() {
                                            [&L](benchmark::State& s) { bm_nhwc_cudnn<T>(s, L, true); }));
     configure(benchmark::RegisterBenchmark((type + "best_fused/" + L.name).c_str(),
                                            [&L](benchmark::State& s) { bm_nhwc_kf<T>(s, L, true); }));
+    if (sizeof(T) == 2 && L.p.filter_height == 3 && L.p.stride_h == 1) {
+      configure(benchmark::RegisterBenchmark((type + "columns_vs_one_tap/" + L.name).c_str(),
+                                             [&L](benchmark::State& s) { bm_nhwc_columns_vs_one_tap<T>(s, L); }));
+    }
   }
 }
 

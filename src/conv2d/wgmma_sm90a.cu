@@ -173,7 +173,8 @@ void launch_fold(int device, const conv2d_args<T>& a, const conv2d_nhwc_fold_geo
 /// filter's S columns folded into channels, in a pooled workspace: an R x 1
 /// layer over round_up(S C, 16 bytes) channels; 07_implicit_gemm_wgmma.cuh).
 template <class T, class Epilogue>
-bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& a, const Epilogue& ep, cudaStream_t stream) {
+bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& a, const Epilogue& ep, cudaStream_t stream,
+                                  conv2d_nhwc_k_steps k_steps) {
   if (!conv2d_wgmma_available(device)) return false;
   using z = std::size_t;
   if (conv2d_nhwc_wgmma_unsupported_reason(static_cast<z>(a.stride_h), static_cast<z>(a.stride_w)) != nullptr) {
@@ -187,7 +188,7 @@ bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& a, const Epi
   if (!in_place && (w_items > static_cast<z>(INT_MAX) || !fold_geometry(a, c_folded, fold))) return false;
   // The layer the kernel computes: `a`, or its column fold (x_folded set below).
   conv2d_args<T> f = in_place ? a : conv2d_nhwc_column_fold_of(a, static_cast<int>(c_folded), a.x);
-  const conv2d_wgmma_tile plan = plan_conv2d_nhwc_wgmma_of(f, sizeof(T));
+  const conv2d_wgmma_tile plan = plan_conv2d_nhwc_wgmma_of(f, sizeof(T), k_steps);
   conv2d_wgmma::params<T> prm;
   if (!make_conv2d_wgmma_params(f, plan, prm)) return false;
   // Ping-pong by the tile's taps x channel blocks (its products), whatever a k-step holds.
@@ -245,7 +246,7 @@ bool conv2d_wgmma_try_launch(int, const conv2d_args<float>&, const epilogue::bia
 }
 
 template <class T, class Epilogue>
-bool conv2d_nhwc_wgmma_try_launch(int, const conv2d_args<T>&, const Epilogue&, cudaStream_t) {
+bool conv2d_nhwc_wgmma_try_launch(int, const conv2d_args<T>&, const Epilogue&, cudaStream_t, conv2d_nhwc_k_steps) {
   return false;
 }
 
@@ -263,9 +264,10 @@ bool conv2d_nhwc_fold_input(int, const conv2d_args<T>&, std::size_t, T*, cudaStr
 namespace kf::detail {
 
 #define KF_CONV2D_NHWC_WGMMA_INSTANCE(T)                                                                              \
-  template bool conv2d_nhwc_wgmma_try_launch(int, const conv2d_args<T>&, const epilogue::identity&, cudaStream_t);    \
+  template bool conv2d_nhwc_wgmma_try_launch(int, const conv2d_args<T>&, const epilogue::identity&, cudaStream_t,     \
+                                             conv2d_nhwc_k_steps);                                                    \
   template bool conv2d_nhwc_wgmma_try_launch(int, const conv2d_args<T>&, const epilogue::bias_relu_threshold<float>&, \
-                                             cudaStream_t);                                                           \
+                                             cudaStream_t, conv2d_nhwc_k_steps);                                      \
   template bool conv2d_nhwc_fold_input(int, const conv2d_args<T>&, std::size_t, T*, cudaStream_t, const char*);
 KF_CONV2D_NHWC_WGMMA_INSTANCE(float)
 KF_CONV2D_NHWC_WGMMA_INSTANCE(__half)

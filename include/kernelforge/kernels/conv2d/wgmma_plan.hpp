@@ -182,6 +182,10 @@ inline conv2d_wgmma_tile choose_conv2d_wgmma_tile(std::size_t n, std::size_t p, 
 
 // ---- filter-column tiles (16-bit NHWC): one A box a filter column's taps --------
 
+/// What the NHWC kernel's k-steps hold: as plan_conv2d_nhwc_wgmma chooses (the
+/// library), or one tap whatever it would choose (a benchmark's comparison).
+enum class conv2d_nhwc_k_steps { planned, one_tap };
+
 /// Taps of one filter column a filter-column k-step covers (the kernel's Rows):
 /// the 3-row filters of ResNet-style layers, and any R that is a multiple of 3.
 constexpr std::size_t conv2d_nhwc_wgmma_column_rows = 3;

@@ -57,16 +57,26 @@ bool conv2d_fp32_emulated_try_launch(int device, const conv2d_args<float>& a, co
 /// read in place by TMA, no workspace: enqueues it and returns true; returns
 /// false, having enqueued nothing, when the kernel is not available on
 /// `device`, the driver has no cuTensorMapEncodeTiled or a map cannot be
-/// encoded. Defined for the epilogues of conv2d_wgmma_epilogue_v.
+/// encoded. Defined for the epilogues of conv2d_wgmma_epilogue_v. k_steps: the
+/// plan's choice (what the library runs), or one tap a k-step whatever the plan
+/// would choose (bench_conv's conv2d_nhwc/<type>/columns_vs_one_tap rows, which
+/// measure the planner's filter-column tiles against it).
 template <class T, class Epilogue>
-bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& a, const Epilogue& ep, cudaStream_t stream);
+bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& a, const Epilogue& ep, cudaStream_t stream,
+                                  conv2d_nhwc_k_steps k_steps = conv2d_nhwc_k_steps::planned);
 
 /// The tile plan conv2d_nhwc_wgmma_try_launch runs the NHWC layer `a` with (`a`
 /// itself where read in place, else its column fold): one-tap boxes, or -- 16-bit,
-/// where they load fewer rows -- filter-column tiles (plan_conv2d_nhwc_wgmma).
+/// where they load fewer rows -- filter-column tiles (plan_conv2d_nhwc_wgmma);
+/// one-tap boxes always with conv2d_nhwc_k_steps::one_tap.
 template <class T>
-conv2d_wgmma_tile plan_conv2d_nhwc_wgmma_of(const conv2d_args<T>& a, std::size_t element_bytes = sizeof(T)) {
+conv2d_wgmma_tile plan_conv2d_nhwc_wgmma_of(const conv2d_args<T>& a, std::size_t element_bytes = sizeof(T),
+                                            conv2d_nhwc_k_steps k_steps = conv2d_nhwc_k_steps::planned) {
   using z = std::size_t;
+  if (k_steps == conv2d_nhwc_k_steps::one_tap) {
+    return choose_conv2d_wgmma_tile(static_cast<z>(a.n), static_cast<z>(a.p), static_cast<z>(a.q), static_cast<z>(a.k),
+                                    static_cast<z>(a.stride_h), static_cast<z>(a.stride_w));
+  }
   return plan_conv2d_nhwc_wgmma(static_cast<z>(a.n), static_cast<z>(a.p), static_cast<z>(a.q), static_cast<z>(a.k),
                                 static_cast<z>(a.c), static_cast<z>(a.r), static_cast<z>(a.s),
                                 static_cast<z>(a.stride_h), static_cast<z>(a.stride_w), static_cast<z>(a.dilation_h),
