@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 
 #include <cuda_runtime_api.h>
@@ -237,17 +238,39 @@ inline void add_device_context() {
   benchmark::AddCustomContext("kernelforge_architectures", archs);
 }
 
+/// What a benchmark binary's main() may add to the default run.
+struct main_options {
+  const char* binary = nullptr;       ///< its name, for the error below
+  void (*register_rows)() = nullptr;  ///< rows registered at run time (after the context)
+  const char* note_key = nullptr;     ///< a context entry of its own (with note)
+  const char* note = nullptr;
+};
+
+/// main() of a benchmark binary: the device context (and the binary's note),
+/// then its run-time rows (a std::invalid_argument from them -- a bad
+/// KF_BENCH_* setting -- ends the run with status 2), then every row with a
+/// progress line per case on stderr.
+inline int benchmark_main(int argc, char** argv, const main_options& o = {}) {
+  const bool tabular = wants_tabular(argc, argv);
+  ::benchmark::Initialize(&argc, argv);
+  if (::benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  add_device_context();
+  if (o.note_key != nullptr) ::benchmark::AddCustomContext(o.note_key, o.note);
+  if (o.register_rows != nullptr) {
+    try {
+      o.register_rows();  // without a GPU every row reports why (KF_BENCH_REQUIRE_GPU)
+    } catch (const std::invalid_argument& e) {
+      std::fprintf(stderr, "%s: %s\n", o.binary != nullptr ? o.binary : argv[0], e.what());
+      return 2;
+    }
+  }
+  run_with_progress(tabular);
+  ::benchmark::Shutdown();
+  return 0;
+}
+
 }  // namespace kf::bench
 
-/// main() for a family benchmark: device context first, then the benchmarks,
-/// with a progress line per case on stderr.
-#define KF_BENCHMARK_MAIN()                                             \
-  int main(int argc, char** argv) {                                     \
-    const bool kf_tabular = ::kf::bench::wants_tabular(argc, argv);     \
-    ::benchmark::Initialize(&argc, argv);                               \
-    if (::benchmark::ReportUnrecognizedArguments(argc, argv)) return 1; \
-    ::kf::bench::add_device_context();                                  \
-    ::kf::bench::run_with_progress(kf_tabular);                         \
-    ::benchmark::Shutdown();                                            \
-    return 0;                                                           \
-  }
+/// main() for a family benchmark whose rows register statically: kf::bench::benchmark_main.
+#define KF_BENCHMARK_MAIN() \
+  int main(int argc, char** argv) { return ::kf::bench::benchmark_main(argc, argv); }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // bench_matmul's fp32 and TF32 rows against cuBLAS (the binary's list of rows and its
-// main: bench_matmul_main.cu): the warp_tiled / large_tile tuning configurations, the
-// operands of one shape, how each row runs, the spot check that gates its timing, and
-// the single and paired rows of a shape (register_fp32).
+// main: bench_matmul_main.cu; the tuning rows' configurations: bench_matmul_tuning.cuh):
+// the operands of one shape, how each row runs, the spot check that gates its timing,
+// and the single and paired rows of a shape (register_fp32).
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -27,6 +27,7 @@
 #include <cuda_runtime_api.h>
 
 #include "bench_matmul.hpp"
+#include "bench_matmul_tuning.cuh"
 #include "gemm_bench.hpp"
 #include "gpu_benchmark.hpp"
 #include "kernelforge/elementwise.hpp"
@@ -40,36 +41,6 @@
 #include "kernelforge/kernels/matmul/wgmma_sm90a.hpp"
 
 namespace kf::bench::matmul {
-
-// Alternative warp_tiled configurations (the library's own is the warp_tiled
-// row). They carry the large_smem id, so they run only where that family runs
-// (sm_80, sm_90, sm_100...). Outside the anonymous namespace: kernels templated
-// on them need external linkage for their hidden visibility.
-using kf::detail::warp_tiled_large_smem;
-struct tune_128x128x16 : warp_tiled_large_smem {
-  static constexpr int block_k = 16;
-};
-struct tune_128x128x32_4stages : warp_tiled_large_smem {
-  static constexpr int stages = 4;
-};
-struct tune_128x256x16 : warp_tiled_large_smem {
-  static constexpr int block_n = 256, thread_n = 16, block_k = 16;
-};
-struct tune_128x128x16_2blocks : warp_tiled_large_smem {
-  static constexpr int block_k = 16, min_blocks_per_sm = 2;
-};
-
-// Alternative large_tile configurations (the library's own is the large_tile
-// row): k-slices of 8 (one barrier per 1024 FMAs a thread, a main loop half
-// as long in instructions) with 3 or 4 stages.
-using kf::detail::large_tile_128x256;
-using kf::detail::warp_tiled_tuning_id;
-struct tune_large_k8_3stages : large_tile_128x256<warp_tiled_tuning_id::large_smem> {
-  static constexpr int block_k = 8, stages = 3;
-};
-struct tune_large_k8_4stages : large_tile_128x256<warp_tiled_tuning_id::large_smem> {
-  static constexpr int block_k = 8, stages = 4;
-};
 
 /// The unfused rows' bias add: c + bias (kf::transform over C and a broadcast bias matrix).
 struct add_op {
@@ -172,53 +143,6 @@ kf::detail::gemm_args<float> args_of(operands& p) {
   return g;
 }
 
-/// Launches configuration Config on the untransposed product directly (no
-/// split-k: the tuning shapes fill the GPU), through the library's own
-/// per-device preparation; the 16-byte or the 4-byte copy path as alignment allows.
-template <class Config>
-void launch_tuning(operands& p, cudaStream_t stream) {
-  namespace d = kf::detail;
-  const d::gemm_args<float> g = args_of(p);
-  const int device = d::current_device("bench tuning");
-  d::tile_params x = d::make_tile_params<Config>(g);
-  x.k_slice = g.k;
-  const dim3 grid(static_cast<unsigned>(x.tiles_m * x.tiles_n));
-  constexpr int threads = Config::warps_m * Config::warps_n * 32;
-  constexpr std::size_t smem = d::warp_tiled_layout<Config, false, false>::smem_bytes;
-  const auto run = [&](auto kernel) {
-    d::resident_blocks_per_sm<decltype(kernel)::value>(device, threads, smem, "bench tuning");  // smem opt-in
-    decltype(kernel)::value<<<grid, threads, smem, stream>>>(g, x, kf::epilogue::identity{});
-  };
-  if (d::rows_16b_aligned(g.A, g.lda) && d::rows_16b_aligned(g.B, g.ldb)) {
-    run(std::integral_constant<decltype(&d::matmul_warp_tiled<Config, false, false, true>),
-                               &d::matmul_warp_tiled<Config, false, false, true>>{});
-  } else {
-    run(std::integral_constant<decltype(&d::matmul_warp_tiled<Config, false, false, false>),
-                               &d::matmul_warp_tiled<Config, false, false, false>>{});
-  }
-  d::check_launch("bench tuning");
-}
-
-/// Launches large_tile configuration Config on the untransposed product
-/// directly (no split-k: the tuning shapes fill the GPU; 16-byte copies: the
-/// bench's operands are aligned).
-template <class Config>
-void launch_large_tuning(operands& p, cudaStream_t stream) {
-  namespace d = kf::detail;
-  const d::gemm_args<float> g = args_of(p);
-  const int device = d::current_device("bench tuning");
-  d::tile_params x = d::make_tile_params<Config>(g);
-  x.k_slice = g.k;
-  if (!d::rows_16b_aligned(g.A, g.lda) || !d::rows_16b_aligned(g.B, g.ldb)) {
-    throw std::runtime_error("large_tile tuning rows: 16-byte aligned operands only");
-  }
-  d::large_tile_blocks_per_sm<Config, false, false, true, kf::epilogue::identity>(device);  // smem opt-in
-  d::matmul_large_tile<Config, false, false, true>
-      <<<static_cast<unsigned>(x.tiles_m * x.tiles_n), Config::threads, d::large_tile_layout<Config>::smem_bytes,
-         stream>>>(g, x, kf::epilogue::identity{});
-  d::check_launch("bench tuning");
-}
-
 enum class impl { kf, cublas, mma_sync, mma_sync_emulated, wgmma_repack_b, wgmma_cluster_mode, tuning, fused, unfused };
 
 struct row {
@@ -226,8 +150,8 @@ struct row {
   std::string name;       // variant, "cublas", "mma_sync" or "tuning/<config>"
   impl kind = impl::kf;
   kf::matmul_variant variant = kf::matmul_variant::best;
-  void (*tuning)(operands&, cudaStream_t) = nullptr;
-  double expected_tflops = 1;  // for iteration counts only
+  void (*tuning)(const kf::detail::gemm_args<float>&, cudaStream_t) = nullptr;  // tuning rows (bench_matmul_tuning.cuh)
+  double expected_tflops = 1;                                                   // for iteration counts only
   int warmups = 3;
   int block_n = 0;  // wgmma_repack_b: the tile width, 0 by shape
   kf::detail::wgmma_cluster_mode multicast = kf::detail::wgmma_cluster_mode::by_shape;  // wgmma_cluster_mode rows
@@ -237,7 +161,7 @@ struct row {
 void run(const row& r, operands& p, cudaStream_t stream) {
   switch (r.kind) {
     case impl::cublas: return cublas_matmul(p, r.precision == "tf32", stream);
-    case impl::tuning: return r.tuning(p, stream);
+    case impl::tuning: return r.tuning(args_of(p), stream);
     case impl::mma_sync: kf::detail::launch_tensor_core_tf32(args_of(p), stream); return;
     case impl::mma_sync_emulated:
       if (!kf::detail::mma_sync_fp32_emulated_try_launch(args_of(p), {}, kf::detail::current_device("bench"), stream)) {

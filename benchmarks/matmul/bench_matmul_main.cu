@@ -102,7 +102,6 @@
 // a double-precision dot product on the host: a wrong kernel is reported as
 // an error, never timed.
 #include <cstdio>
-#include <stdexcept>
 
 #include <benchmark/benchmark.h>
 
@@ -124,23 +123,15 @@ void register_all() {
 }  // namespace kf::bench::matmul
 
 int main(int argc, char** argv) {
-  const bool tabular = ::kf::bench::wants_tabular(argc, argv);
-  ::benchmark::Initialize(&argc, argv);
-  if (::benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  ::kf::bench::add_device_context();
-  ::benchmark::AddCustomContext("matmul_note",
-                                "slow steps (naive, coalesced, smem_tiled, blocktile_1d) run on 1024^3, 2048^3, 4096^3 "
-                                "only; tf32 frac_peak is of 8 x the FP32 peak on cc 8.0/9.x/10.x (1 x elsewhere)");
   std::printf(
       "bench_matmul: the slow steps (naive, coalesced, smem_tiled, blocktile_1d) run only up to 4096^3 "
       "(cubes); naive at 4096^3 with 1 warm-up and 2 timed calls.\n");
-  try {
-    ::kf::bench::matmul::register_all();  // without a GPU every row reports why (KF_BENCH_REQUIRE_GPU)
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "bench_matmul: %s\n", e.what());
-    return 2;
-  }
-  ::kf::bench::run_with_progress(tabular);  // a progress line per case on stderr
-  ::benchmark::Shutdown();
-  return 0;
+  ::kf::bench::main_options o;
+  o.binary = "bench_matmul";
+  o.register_rows = &::kf::bench::matmul::register_all;
+  o.note_key = "matmul_note";
+  o.note =
+      "slow steps (naive, coalesced, smem_tiled, blocktile_1d) run on 1024^3, 2048^3, 4096^3 only; tf32 frac_peak is "
+      "of 8 x the FP32 peak on cc 8.0/9.x/10.x (1 x elsewhere)";
+  return ::kf::bench::benchmark_main(argc, argv, o);
 }

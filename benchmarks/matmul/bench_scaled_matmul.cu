@@ -385,20 +385,12 @@ void register_all() {
 }  // namespace kf::bench::scaled_matmul
 
 int main(int argc, char** argv) {
-  const bool tabular = ::kf::bench::wants_tabular(argc, argv);
-  ::benchmark::Initialize(&argc, argv);
-  if (::benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  ::kf::bench::add_device_context();
-  ::benchmark::AddCustomContext("scaled_matmul_note",
-                                "e4m3 x e4m3 -> bf16, TN; frac_peak of 4 x the TF32 estimate (32 x the FP32 peak on "
-                                "cc 9.x/10.x); naive rows only up to 1024^3; 0.1 s of ours per row");
-  try {
-    ::kf::bench::scaled_matmul::register_all();  // without a GPU every row reports why (KF_BENCH_REQUIRE_GPU)
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "bench_scaled_matmul: %s\n", e.what());
-    return 2;
-  }
-  ::kf::bench::run_with_progress(tabular);  // a progress line per case on stderr
-  ::benchmark::Shutdown();
-  return 0;
+  ::kf::bench::main_options o;
+  o.binary = "bench_scaled_matmul";
+  o.register_rows = &::kf::bench::scaled_matmul::register_all;
+  o.note_key = "scaled_matmul_note";
+  o.note =
+      "e4m3 x e4m3 -> bf16, TN; frac_peak of 4 x the TF32 estimate (32 x the FP32 peak on cc 9.x/10.x); naive rows "
+      "only up to 1024^3; 0.1 s of ours per row";
+  return ::kf::bench::benchmark_main(argc, argv, o);
 }

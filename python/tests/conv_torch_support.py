@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """What the conv2d GPU tests against PyTorch share (test_torch_conv.py: the forward,
-test_torch_conv_grad.py: the gradients): random inputs in a memory format, the float64
-reference and its error bound, and the dtype / layout modes. Imported after the tests have
-skipped without torch or a GPU."""
+test_torch_conv_grad.py: the gradients): random inputs in a memory format (rand, which
+test_torch_library.py uses too), the float64 reference and its error bound, and the
+dtype / layout modes. Imported after the tests have skipped without torch or a GPU."""
 
 import math
 

@@ -54,38 +54,36 @@ void launch_kernel(int device, const CUtensorMap& map_x, const CUtensorMap& map_
   check_launch(what);
 }
 
-/// The filter-column kernels (16-bit NHWC, plan.filter_rows == 3: wgmma_plan.hpp).
-template <class T, class Epilogue>
-void launch_filter_columns(int device, const CUtensorMap& map_x, const CUtensorMap& map_w,
-                           const conv2d_wgmma::params<T>& prm, std::size_t bn, bool pingpong, const Epilogue& ep,
-                           cudaStream_t stream) {
-  constexpr conv2d_layout nhwc = conv2d_layout::nhwc;
-  constexpr int rows = static_cast<int>(conv2d_nhwc_wgmma_column_rows);
-  if (pingpong && bn == 64)
-    return launch_kernel<T, nhwc, 64, Epilogue, true, rows>(device, map_x, map_w, prm, ep, stream);
-  if (pingpong) return launch_kernel<T, nhwc, 128, Epilogue, true, rows>(device, map_x, map_w, prm, ep, stream);
-  if (bn == 64) return launch_kernel<T, nhwc, 64, Epilogue, false, rows>(device, map_x, map_w, prm, ep, stream);
-  launch_kernel<T, nhwc, 128, Epilogue, false, rows>(device, map_x, map_w, prm, ep, stream);
-}
-
-/// The kernel for the plan's tile width, schedule and k-step (wgmma_plan.hpp).
-template <class T, conv2d_layout Layout, class Epilogue>
+/// The kernel for the plan's tile width and schedule (wgmma_plan.hpp); Rows:
+/// the taps a k-step holds (3: filter-column tiles, 16-bit NHWC).
+template <class T, conv2d_layout Layout, class Epilogue, int Rows = 1>
 void launch_planned(int device, const CUtensorMap& map_x, const CUtensorMap& map_w, const conv2d_wgmma::params<T>& prm,
-                    std::size_t bn, bool pingpong, const Epilogue& ep, cudaStream_t stream,
-                    std::size_t filter_rows = 1) {
-  if constexpr (Layout == conv2d_layout::nhwc && sizeof(T) == 2) {
-    if (filter_rows > 1) return launch_filter_columns<T>(device, map_x, map_w, prm, bn, pingpong, ep, stream);
-  }
+                    std::size_t bn, bool pingpong, const Epilogue& ep, cudaStream_t stream) {
   if constexpr (Layout == conv2d_layout::nhwc) {  // NCHW: cooperative only (ping-pong unmeasured there)
     if (pingpong && bn == 64) {
-      return launch_kernel<T, Layout, 64, Epilogue, true>(device, map_x, map_w, prm, ep, stream);
+      return launch_kernel<T, Layout, 64, Epilogue, true, Rows>(device, map_x, map_w, prm, ep, stream);
     }
     if (pingpong) {
-      return launch_kernel<T, Layout, 128, Epilogue, true>(device, map_x, map_w, prm, ep, stream);
+      return launch_kernel<T, Layout, 128, Epilogue, true, Rows>(device, map_x, map_w, prm, ep, stream);
     }
   }
-  if (bn == 64) return launch_kernel<T, Layout, 64, Epilogue>(device, map_x, map_w, prm, ep, stream);
-  launch_kernel<T, Layout, 128, Epilogue>(device, map_x, map_w, prm, ep, stream);
+  if (bn == 64) return launch_kernel<T, Layout, 64, Epilogue, false, Rows>(device, map_x, map_w, prm, ep, stream);
+  launch_kernel<T, Layout, 128, Epilogue, false, Rows>(device, map_x, map_w, prm, ep, stream);
+}
+
+/// An NHWC plan's kernel: one tap a k-step, or the filter-column instances (16-bit only).
+template <class T, class Epilogue>
+void launch_planned_nhwc(int device, const CUtensorMap& map_x, const CUtensorMap& map_w,
+                         const conv2d_wgmma::params<T>& prm, const conv2d_wgmma_tile& plan, bool pingpong,
+                         const Epilogue& ep, cudaStream_t stream) {
+  constexpr conv2d_layout nhwc = conv2d_layout::nhwc;
+  if constexpr (sizeof(T) == 2) {
+    if (plan.filter_rows > 1) {
+      constexpr int rows = static_cast<int>(conv2d_nhwc_wgmma_column_rows);
+      return launch_planned<T, nhwc, Epilogue, rows>(device, map_x, map_w, prm, plan.bn, pingpong, ep, stream);
+    }
+  }
+  launch_planned<T, nhwc, Epilogue>(device, map_x, map_w, prm, plan.bn, pingpong, ep, stream);
 }
 
 /// NCHW float: x and the filter copied to NHWC / K x RS x C (TF32-rounded) in a
@@ -197,7 +195,7 @@ bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& a, const Epi
   if (in_place) {
     if (!encode_conv2d_wgmma_maps(map_x, map_w, a.x, a.wt, a, static_cast<z>(a.c), static_cast<z>(a.c), plan))
       return false;
-    launch_planned<T, conv2d_layout::nhwc>(device, map_x, map_w, prm, plan.bn, pingpong, ep, stream, plan.filter_rows);
+    launch_planned_nhwc<T>(device, map_x, map_w, prm, plan, pingpong, ep, stream);
     return true;
   }
   const z x_bytes = round_up(x_items * sizeof(T), workspace_alignment);
@@ -215,7 +213,7 @@ bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& a, const Epi
   conv2d_krsc_fold_columns<T><<<conv2d_wgmma_repack_blocks(device, w_items), conv2d_wgmma::filter_block, 0, stream>>>(
       a.wt, w_folded, a.k, a.r, a.s * a.c, f.c);
   check_launch(what);
-  launch_planned<T, conv2d_layout::nhwc>(device, map_x, map_w, prm, plan.bn, pingpong, ep, stream, plan.filter_rows);
+  launch_planned_nhwc<T>(device, map_x, map_w, prm, plan, pingpong, ep, stream);
   return true;
 }
 

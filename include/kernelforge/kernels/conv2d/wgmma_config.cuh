@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: Apache-2.0
+// The shape of conv2d step 7 (07_implicit_gemm_wgmma.cuh) and of the steps and
+// passes built on it: the warpgroup roles, a stage's A and B slots (one tap's
+// pixel box, or a filter column's taller one), the stages that fit, the
+// shared-memory carve, and the parameters the kernel receives. Host and device
+// code read it (wgmma_host.cuh sizes the TMA boxes and shared memory from it),
+// as the matrix product's wgmma/config.cuh.
+#pragma once
+
+#include <cstdint>
+
+#include "../arch/pipeline_sm90.cuh"
+#include "../arch/warpgroup_sm90.cuh"
+#include "../arch/wgmma_sm90.cuh"
+#include "../matmul/wgmma/config.cuh"
+#include "../matmul/wgmma/element.cuh"
+#include "filter_column.hpp"
+#include "wgmma_plan.hpp"
+
+namespace kf::detail::conv2d_wgmma {
+
+inline constexpr int consumer_warpgroups = 2;
+inline constexpr int threads = (1 + consumer_warpgroups) * warpgroup_threads;  // producer + consumers
+inline constexpr int wgmma_m = 64;
+inline constexpr int block_m = consumer_warpgroups * wgmma_m;  // 128 output pixels
+inline constexpr int row_bytes = 128;                          // a stage's channels of one pixel: one swizzled row
+/// Channels per stage: 32 floats (TF32, wgmma k8) or 64 halves (f16 / bf16, wgmma k16).
+template <class T>
+inline constexpr int block_c = row_bytes / static_cast<int>(sizeof(T));
+/// Bytes of k one product advances along a swizzled row: 8 TF32 or 16 16-bit values, 32 bytes either way.
+template <class T>
+inline constexpr int product_bytes = wgmma::element<T>::wgmma_k* static_cast<int>(sizeof(T));
+inline constexpr int swizzle_atom_bytes = 8 * row_bytes;  // 1024: the XOR pattern's period
+inline constexpr int a_tile_bytes = block_m * row_bytes;  // 16 KiB (a box may fill fewer rows)
+/// A stage's A slot: one-tap tiles' 128 pixels, or (Rows > 1) the taller of the filter-column boxes.
+template <int Rows>
+inline constexpr int a_slot_bytes = Rows == 1 ? a_tile_bytes
+                                              : static_cast<int>(conv2d_nhwc_wgmma_column_box_pixels(Rows)) * row_bytes;
+/// Bytes from tap j's A operand to tap j + 1's in a filter-column box: one image row, one swizzle atom.
+inline constexpr int column_tap_bytes = static_cast<int>(conv2d_filter_column_tap_bytes(1));
+static_assert(column_tap_bytes == swizzle_atom_bytes, "a filter-column box row of 8 pixels is one swizzle atom");
+
+/// Ping-pong's two turn barriers (mainloop done, one per consumer warpgroup), after the ring's.
+inline constexpr int order_barrier_bytes = 2 * 8;
+
+/// A stage's B slot: Rows taps' filter slices of block_c x BN.
+template <int BN, int Rows = 1>
+inline constexpr int b_tile_bytes = Rows* BN* row_bytes;
+template <int BN, int Rows = 1>
+inline constexpr int stage_bytes = a_slot_bytes<Rows> + b_tile_bytes<BN, Rows>;
+using wgmma::max_smem_bytes;  // the shared-memory opt-in (227 KiB on sm_90)
+/// Stages of BN: one-tap, 8 x 24 KiB for BN = 64, 6 x 32 KiB for BN = 128 (192
+/// KiB either way); filter-column tiles, as many as the opt-in holds (5 x 44 KiB
+/// for BN = 64, 3 x 68 KiB for BN = 128 at Rows = 3).
+template <int BN, int Rows = 1>
+inline constexpr int stages = Rows == 1 ? (BN == 64 ? 8 : 6)
+                                        : (max_smem_bytes - swizzle_atom_bytes - order_barrier_bytes -
+                                           stage_ring_barrier_bytes(8)) /
+                                              stage_bytes<BN, Rows>;
+/// Tiles start 1024-aligned (the swizzle is a function of the address bits):
+/// one atom of slack, then the stages, then the ring's barriers (pipeline_sm90.cuh).
+template <int BN, int Rows = 1>
+inline constexpr int smem_bytes = swizzle_atom_bytes + stages<BN, Rows>* stage_bytes<BN, Rows> +
+                                  stage_ring_barrier_bytes(stages<BN, Rows>) + order_barrier_bytes;
+static_assert(smem_bytes<128, 3> <= max_smem_bytes && smem_bytes<64, 3> <= max_smem_bytes && stages<128, 3> >= 3 &&
+                  stages<64, 3> >= 4,
+              "filter-column stages fit the opt-in");
+static_assert(a_slot_bytes<3> % swizzle_atom_bytes == 0, "every B slot starts on a swizzle atom");
+
+/// NCHW -> NHWC copy: 32 x 32 tiles of (channel, pixel) through shared memory.
+inline constexpr int transpose_tile = 32;
+inline constexpr int transpose_rows_per_pass = 8;
+inline constexpr int filter_block = 256;
+
+/// What the kernel needs besides the two tensor maps (filled by wgmma_sm90a.cu).
+template <class T>
+struct params {
+  T* y = nullptr;
+  const T* bias = nullptr;
+  int k = 0, p = 0, q = 0, pq = 0, n = 0;
+  int pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
+  int stride_h = 1, stride_w = 1;  ///< NHWC: the A box's element strides (the map's); NCHW: 1
+  int s = 1;                       ///< filter width (taps along w)
+  int c_chunks = 0;                ///< ceil(C / block_c)
+  int k_steps = 0;                 ///< R / Rows * S * c_chunks
+  int wt = 1, ht = 1, nt = 1;
+  int box_pixels = 0;  ///< wt * ht * nt
+  int tiles_q = 0, tiles_p = 0, tiles_k = 0;
+  int tiles = 0;             ///< every (pixel box, channel tile)
+  int a_box_bytes = 0;       ///< what one A box lands: box_pixels (filter-column: 8 nt (ht + Rows - 1)) x 128
+  int a_block_bytes = 0;     ///< where m64 block 1 starts in the A box (filter-column tiles; else 64 x 128)
+  bool pair_stores = false;  ///< NHWC: K even and y aligned to two elements (stores of element pairs)
+};
+
+/// Accumulators per consumer thread of m64nBNk8: BN / 2.
+template <int BN>
+inline constexpr int accumulators = wgmma_accumulators<BN>;
+
+/// The dynamic shared memory of a CTA with tiles BN wide: 1024-aligned (the
+/// swizzle is a function of the address bits), the stages' A slots, their B
+/// slots, the ring's barriers, then ping-pong's two turn barriers.
+template <int BN, int Rows = 1>
+struct smem_carve {
+  std::uint32_t a;              ///< stages x A slot
+  std::uint32_t b;              ///< stages x B slot
+  std::uint32_t ring;           ///< the stage ring's barriers
+  std::uint32_t mainloop_done;  ///< ping-pong's turn barriers
+  __device__ __forceinline__ explicit smem_carve(std::uint32_t raw)
+      : a((raw + swizzle_atom_bytes - 1) & ~std::uint32_t(swizzle_atom_bytes - 1)),
+        b(a + stages<BN, Rows> * a_slot_bytes<Rows>),
+        ring(a + stages<BN, Rows> * stage_bytes<BN, Rows>),
+        mainloop_done(ring + stage_ring_barrier_bytes(stages<BN, Rows>)) {}
+};
+
+}  // namespace kf::detail::conv2d_wgmma

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: Apache-2.0
+// The gradient suite's cases cover what conv2d_backward_gpu_test.cpp's top of
+// file says they cover, and its bounds can fail (no GPU needed; part of
+// test_conv2d_backward_gpu).
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include <cuda_fp16.h>
+
+#include "conv2d_backward_cases.hpp"
+#include "conv2d_bounds.hpp"
+#include "kernelforge/conv.hpp"
+#include "kernelforge/kernels/conv2d/backward/wgrad_wgmma_plan.hpp"
+#include "kernelforge/kernels/conv2d/wgmma_plan.hpp"
+#include "kernelforge/reference/conv.hpp"
+#include "kernelforge/reference/conv_backward.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using namespace kf::test::conv2d_backward;
+using kf::test::conv2d::fp32_u;
+
+/// Every case's fp32 bound stays below half of one term's typical size S / n,
+/// so a wrong, lost or repeated term fails (top of file).
+TEST(Conv2dBackwardCases, BoundsCanFail) {
+  for (const grad_case& c : grad_cases()) {
+    const term_counts t = terms_of(c.p);
+    for (std::size_t n : {t.dx, t.dw, t.dbias}) {
+      const double terms = static_cast<double>(n);
+      EXPECT_LE(2 * terms * terms * fp32_u, 0.5) << c.name << ": " << n << " terms";
+    }
+  }
+}
+
+/// 16-bit dw is rounded once per chunk of images (~1 GiB of im2col,
+/// src/conv2d/backward_filter.cu): every case must be one chunk for the bound above.
+TEST(Conv2dBackwardCases, OneImageChunk) {
+  for (const grad_case& c : grad_cases()) {
+    const std::size_t pq = kf::conv2d_output_height(c.p) * kf::conv2d_output_width(c.p);
+    const std::size_t crs = c.p.in_channels * c.p.filter_height * c.p.filter_width;
+    EXPECT_LE(c.p.batch * pq * crs * sizeof(__half), std::size_t{1} << 30) << c.name;
+  }
+}
+
+/// dx_forward and dx_forward_inputs, which the Winograd bound builds on, are
+/// what conv_backward.hpp says: the forward reference of the spread, masked dy
+/// and the turned filter is the gradient reference (the same products, summed in
+/// double: within 1e-12 of the error scale) on every case it applies to.
+TEST(Conv2dBackwardCases, DxIsTheForwardOfTheTurnedFilter) {
+  std::uint64_t seed = 4200;
+  int checked = 0;
+  for (const grad_case& c : grad_cases()) {
+    const kf::conv2d_params& p = c.p;  // NCHW
+    if (p.batch == 0 || p.out_channels == 0 || !dx_runs_as_forward(p)) continue;
+    SCOPED_TRACE(c.name);
+    const std::size_t y_n = p.batch * p.out_channels * kf::conv2d_output_height(p) * kf::conv2d_output_width(p);
+    const std::size_t x_n = p.batch * p.in_channels * p.in_height * p.in_width;
+    const auto dy = kf::test::random_vector<float>(y_n, ++seed);
+    const auto w =
+        kf::test::random_vector<float>(p.out_channels * p.in_channels * p.filter_height * p.filter_width, ++seed);
+    const auto relu_y = c.relu ? kf::test::random_vector<float>(y_n, ++seed) : std::vector<float>();
+    const forward_inputs in = dx_forward_inputs(p, dy, w, relu_y, c.threshold);
+    std::vector<double> as_forward(x_n), dx(x_n), scale(x_n);
+    kf::reference::conv2d_forward_exact(dx_forward(p), in.spread.data(), in.turned.data(), nullptr, as_forward.data());
+    kf::reference::conv2d_backward_data_exact(p, dy.data(), w.data(), dx.data(), scale.data(),
+                                              {c.relu ? relu_y.data() : nullptr, c.threshold});
+    EXPECT_TRUE(kf::test::all_close(as_forward, dx, {1e-12, 0}, &scale));
+    ++checked;
+  }
+  EXPECT_EQ(checked, static_cast<int>(grad_cases().size()) - 4);  // not the two empty and two pad_past_reach cases
+}
+
+/// The cases take the paths the top of file lists.
+TEST(Conv2dBackwardCases, CoverTheirPaths) {
+  int pad_past_reach = 0, untouched_rows = 0, untouched_cols = 0, winograd = 0, relu_zero = 0, relu_positive = 0,
+      no_dbias = 0, empty_batch = 0, no_filters = 0, in_misaligned = 0, out_misaligned = 0, strided_relu = 0;
+  for (const grad_case& c : grad_cases()) {
+    const term_counts t = terms_of(c.p);
+    pad_past_reach += dx_runs_as_forward(c.p) ? 0 : 1;
+    untouched_rows += t.untouched_rows > 0 && dx_runs_as_forward(c.p) ? 1 : 0;
+    untouched_cols += t.untouched_cols > 0 && dx_runs_as_forward(c.p) ? 1 : 0;
+    winograd += dx_may_run_winograd(c.p) ? 1 : 0;
+    relu_zero += c.relu && c.threshold == 0.0f ? 1 : 0;
+    relu_positive += c.relu && c.threshold > 0.0f ? 1 : 0;
+    strided_relu += c.relu && c.p.stride_h > 1 ? 1 : 0;
+    no_dbias += c.dbias ? 0 : 1;
+    empty_batch += c.p.batch == 0 ? 1 : 0;
+    no_filters += c.p.out_channels == 0 ? 1 : 0;
+    in_misaligned += c.in_offset > 0 ? 1 : 0;
+    out_misaligned += c.out_offset > 0 ? 1 : 0;
+  }
+  EXPECT_EQ(pad_past_reach, 2);
+  EXPECT_GE(untouched_rows, 3);  // stride 2 pad 0, stride 3, 1x1 stride 2
+  EXPECT_GE(untouched_cols, 2);
+  // the two 14x14 layers, the misaligned 7x7 one, C128 K72, C136 K136 and the filter-column 19x21
+  EXPECT_EQ(winograd, 6);
+  EXPECT_GE(relu_zero, 2);
+  EXPECT_GE(relu_positive, 2);
+  EXPECT_GE(strided_relu, 2);
+  EXPECT_GE(no_dbias, 2);
+  EXPECT_EQ(empty_batch, 1);
+  EXPECT_EQ(no_filters, 1);
+  EXPECT_EQ(in_misaligned, 3);
+  EXPECT_EQ(out_misaligned, 4);
+}
+
+/// The cases the wgmma filter gradient computes on sm_90 in __half and
+/// __nv_bfloat16 NHWC (implicit_gemm_wgmma and best; elsewhere they run as
+/// implicit_gemm): C and K multiples of 8, strides up to 8, x and dy 16-byte
+/// aligned (no in_offset), something to sum. Among them the shapes the top of
+/// file lists: a 128-row tile, two tiles along K and C, a 1x1 layer, strides,
+/// the mask, a split (more than 16 patches: 64 pixels each) and misaligned dw;
+/// and both tilings of 3 x 3 stride-1 layers (wgrad_wgmma_plan.hpp): one-tap
+/// tiles, and filter-column tiles -- with two K tiles, C tiles past C, the mask,
+/// a split and misaligned dw. And layers it computes as their column fold (x
+/// not readable in place: C * 2 bytes not a multiple of 16, as the stem's, or
+/// x misaligned): the stem, and a misaligned 3 x 3 one.
+TEST(Conv2dBackwardCases, WgmmaWgradCases) {
+  int runs = 0, wide_k = 0, two_tiles = 0, one_by_one = 0, strided = 0, masked = 0, split = 0, out_misaligned = 0;
+  int folded_stem = 0, folded_misaligned = 0;
+  for (const grad_case& c : grad_cases()) {
+    const kf::conv2d_params& p = c.p;
+    const bool narrow = p.in_channels * 2 % 16 != 0;
+    if (!narrow && c.in_offset == 0) continue;  // read in place (above)
+    const std::size_t folded = kf::detail::conv2d_nhwc_folded_channels(p.filter_width, p.in_channels, 2);
+    if (kf::detail::conv2d_wgrad_wgmma_unsupported_reason(folded, p.out_channels, 2, p.stride_h, 1) != nullptr ||
+        p.batch == 0) {
+      continue;
+    }
+    folded_stem += narrow && p.filter_width == 7 && p.stride_w == 2 ? 1 : 0;
+    folded_misaligned += c.in_offset > 0 ? 1 : 0;
+  }
+  EXPECT_GE(folded_stem, 1);
+  EXPECT_GE(folded_misaligned, 1);
+  int one_tap_3x3 = 0, columns = 0, columns_wide_k = 0, columns_partial_c = 0, columns_masked = 0, columns_split = 0,
+      columns_out_misaligned = 0;
+  for (const grad_case& c : grad_cases()) {
+    const kf::conv2d_params& p = c.p;
+    const bool applies = kf::detail::conv2d_wgrad_wgmma_unsupported_reason(p.in_channels, p.out_channels, 2, p.stride_h,
+                                                                           p.stride_w) == nullptr &&
+                         c.in_offset == 0 && p.batch > 0 && p.out_channels > 0;
+    if (!applies) continue;
+    ++runs;
+    wide_k += p.out_channels > 64 ? 1 : 0;
+    two_tiles += p.out_channels > 128 && p.in_channels > 128 ? 1 : 0;
+    one_by_one += p.filter_height * p.filter_width == 1 ? 1 : 0;
+    strided += p.stride_h > 1 ? 1 : 0;
+    masked += c.relu ? 1 : 0;
+    split += p.batch * kf::conv2d_output_height(p) * kf::conv2d_output_width(p) > 16 * 64 ? 1 : 0;
+    out_misaligned += c.out_offset > 0 ? 1 : 0;
+    const std::size_t P = kf::conv2d_output_height(p), Q = kf::conv2d_output_width(p);
+    const kf::detail::conv2d_wgrad_wgmma_plan plan =
+        kf::detail::plan_conv2d_wgrad_wgmma(p.batch, P, Q, p.out_channels, p.in_channels, p.filter_height,
+                                            p.filter_width, p.stride_h, p.stride_w, p.dilation_h, 132);
+    const bool three_by_three = p.filter_height == 3 && p.filter_width == 3 && p.stride_h == 1;
+    one_tap_3x3 += three_by_three && plan.filter_rows == 1 ? 1 : 0;
+    if (plan.filter_rows > 1) {
+      ++columns;
+      columns_wide_k += plan.tiles_k > 1 ? 1 : 0;
+      columns_partial_c += plan.tiles_c > 1 && p.in_channels % 64 != 0 ? 1 : 0;
+      columns_masked += c.relu ? 1 : 0;
+      columns_split += plan.split > 1 ? 1 : 0;
+      columns_out_misaligned += c.out_offset > 0 ? 1 : 0;
+    }
+  }
+  EXPECT_GE(one_tap_3x3, 1);
+  EXPECT_GE(columns, 4);
+  EXPECT_GE(columns_wide_k, 1);
+  EXPECT_GE(columns_partial_c, 1);
+  EXPECT_GE(columns_masked, 1);
+  EXPECT_GE(columns_split, 1);
+  EXPECT_GE(columns_out_misaligned, 1);
+  EXPECT_GE(runs, 10);
+  EXPECT_GE(wide_k, 2);
+  EXPECT_GE(two_tiles, 1);
+  EXPECT_GE(one_by_one, 1);
+  EXPECT_GE(strided, 3);
+  EXPECT_GE(masked, 1);
+  EXPECT_GE(split, 1);
+  EXPECT_GE(out_misaligned, 1);
+}
+
+/// dx of 16-bit NHWC layers runs the forward's wgmma kernel on the turned
+/// filter (dx_forward): the stride-1 3x3 cases whose dy it reads in place take
+/// its filter-column tiles (wgmma_plan.hpp) -- the 14x14 ResNet layer with and
+/// without the mask, and the 19x21 one (Q not a multiple of 8, C = 64 output
+/// channels of K = 128 input ones).
+TEST(Conv2dBackwardCases, DxFilterColumnCases) {
+  int columns = 0, masked = 0, q_overhang = 0;
+  for (const grad_case& c : grad_cases()) {
+    const kf::conv2d_params& p = c.p;
+    if (p.batch == 0 || p.out_channels == 0 || !dx_runs_as_forward(p) || p.stride_h != 1 || p.stride_w != 1) continue;
+    if (p.out_channels * 2 % 16 != 0 || c.out_offset != 0) continue;  // dy read in place (as dx's x)
+    const kf::conv2d_params f = dx_forward(p);
+    const std::size_t P = kf::conv2d_output_height(f), Q = kf::conv2d_output_width(f);
+    const kf::detail::conv2d_wgmma_tile t =
+        kf::detail::plan_conv2d_nhwc_wgmma(f.batch, P, Q, f.out_channels, f.in_channels, f.filter_height,
+                                           f.filter_width, f.stride_h, f.stride_w, f.dilation_h, 2);
+    if (t.filter_rows == 1) continue;
+    ++columns;
+    masked += c.relu ? 1 : 0;
+    q_overhang += Q % 8 != 0 ? 1 : 0;
+  }
+  EXPECT_GE(columns, 3);
+  EXPECT_GE(masked, 1);
+  EXPECT_GE(q_overhang, 1);
+}
+
+}  // namespace
