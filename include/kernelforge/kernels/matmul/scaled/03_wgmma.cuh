@@ -37,7 +37,15 @@
 //    one B scale per 128 columns: the whole tile's); per-tensor and rowwise ones
 //    multiply the finished total once, before alpha / beta, the bias, the ReLU
 //    and the amax (amax_epilogue).
-//  * 16-bit D is stored during the next tile's k-steps (staged_tile_16, as step 14).
+//  * 16-bit D is stored during the next tile's k-steps (staged_tile_16, as step 14)
+//    at 128 x 128 and 128 x 64. At 128 x 192 the tile is stored after its
+//    k-steps, while both consumers' tensor-core work waits, so that store is
+//    kept short: each of its three chunks has a C buffer of its own
+//    (scaled_tile), and where there is no bias, ReLU or amax the values skip
+//    the epilogue functor (about 6 instructions a value, 96 values a thread:
+//    the largest cost between two tiles). H200, per-tensor, ours / cuBLASLt:
+//    8192x8192x1024 0.66 -> 0.93, 8192^3 0.87 -> 0.95
+//    (benchmarks/tuning/matmul.md#fp8).
 //  * The path from one stage's products to the next is kept short, since the
 //    promotion sits on it: the ring's barrier address is computed once
 //    (arch/smem.cuh: pinned; ptxas had re-read the CTA's cluster rank every
@@ -93,6 +101,12 @@ struct amax_epilogue {
 };
 
 namespace wgmma {
+
+/// The FP8 kernel's tile: at 128 x 192 the tile is stored after its k-steps, in
+/// three chunks of 64 16-bit columns, each through a C buffer of its own (no
+/// chunk waits for an earlier store to read its buffer; 4 stages still fit).
+template <int BlockN>
+using scaled_tile = tile_config<BlockN, false, BlockN == 192 ? 3 : c_buffers>;
 
 /// The thread's rows of a consumer warpgroup's accumulators: row0 and row0 + 8
 /// (h = 0, 1), and its first column (accumulator layout: epilogue.cuh, store_tile).
@@ -158,7 +172,7 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
   __trap();  // wgmma needs sm_90a; this file is compiled for nothing else
 #elif KF_ARCH_SM90A
   using namespace wgmma;
-  using tile = tile_config<BlockN>;
+  using tile = scaled_tile<BlockN>;
   using loop = mainloop<fp8_operands<TA, TB>, tile, Cluster, false, false, false, false>;
   static_assert(Cluster == 1 || Cluster == max_cluster, "clusters of 1 or 2 CTAs (sharing B)");
   static_assert(BlockN == 64 || BlockN == 128 || BlockN == 192,
@@ -192,7 +206,8 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
     const amax_epilogue<TD> fn{fused};
     ring_position<tile::stages> at;
     int c_buffer = 0;  // the staged epilogue's next C buffer
-    const std::uint32_t c_smem = smem.c + consumer * c_buffers * c_buffer_bytes;
+    constexpr int c_buffers_here = tile::c_buffers_per_consumer;
+    const std::uint32_t c_smem = smem.c + consumer * c_buffers_here * c_buffer_bytes;
     const int c_barrier = 1 + consumer;
     const bool blockwise = scales.mode == fp8_scaling::blockwise;
     // 16-bit D in staged tiles goes out during the next tile's k-steps (staged_tile_16, as in step 14).
@@ -203,6 +218,8 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
 #pragma unroll
     for (int i = 0; i < tile::accumulators; ++i) partial[i] = 0.0f;  // never read: each k-step's products start fresh
     bool landed = false;  // the stage at `at` has landed (tested while the last products ran)
+    // No bias, ReLU or amax: the tile stored after its k-steps skips the functor (see the header).
+    const bool plain = !overlapped_stores && amax == nullptr && fused.bias == nullptr && !fused.relu;
     for (int item = schedule.first(); item < items; item += schedule.stride()) {
       const work_item w = schedule(item);
       const int row_base = w.tile_m * block_m + consumer * wgmma_m, col_base = w.tile_n * BlockN;
@@ -239,15 +256,23 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
         promote(total, partial, s0, s1);
       }
       apply_outer_scales(total, scales, origin, p.m, p.n);
-      if (p.staged) {
-        if constexpr (overlapped_stores) {
-          pending.flush(p, &map_c, c_smem, c_barrier, c_buffer);  // what a short tile left
-          pending.take(total, p, row_base, col_base, fn);
+      const auto finish = [&](const auto& f) {
+        if (p.staged) {
+          if constexpr (overlapped_stores) {
+            pending.flush(p, &map_c, c_smem, c_barrier, c_buffer);  // what a short tile left
+            pending.take(total, p, row_base, col_base, f);
+          } else {
+            store_tile_staged<TD, c_buffers_here>(total, p, &map_c, c_smem, row_base, col_base, c_barrier, c_buffer,
+                                                  f);
+          }
         } else {
-          store_tile_staged<TD>(total, p, &map_c, c_smem, row_base, col_base, c_barrier, c_buffer, fn);
+          store_tile<TD>(total, p, origin.row0, origin.col0, f);
         }
+      };
+      if (plain) {
+        finish(epilogue::identity{});
       } else {
-        store_tile<TD>(total, p, origin.row0, origin.col0, fn);
+        finish(fn);
       }
     }
     if constexpr (overlapped_stores) {

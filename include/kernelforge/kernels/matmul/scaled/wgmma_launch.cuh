@@ -35,7 +35,7 @@ using wgmma::tma_alignment;
 template <class TA, class TB, class TD, int Cluster, int BlockN>
 struct scaled_instance {
   static constexpr auto kernel = &scaled_wgmma_kernel<TA, TB, TD, Cluster, BlockN>;
-  static constexpr int smem_bytes = wgmma::tile_config<BlockN>::smem_bytes;
+  static constexpr int smem_bytes = wgmma::scaled_tile<BlockN>::smem_bytes;
   static int resident(int device, const char* what) {
     return resident_clusters<kernel>(device, wgmma::threads, smem_bytes, Cluster, what);
   }

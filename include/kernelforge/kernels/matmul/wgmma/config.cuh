@@ -84,12 +84,19 @@ inline constexpr int max_smem_bytes = 227 * 1024;
 /// (policy.hpp: choose_wgmma_block_n picks the width). ClusterSplitK (128 x 128
 /// only): each CTA receives one consumer warpgroup's partial tile from its
 /// peer (64 x BlockN fp32, 32 KiB) into a dedicated buffer, which costs a stage.
-template <int BlockN, bool ClusterSplitK = false>
+/// CBuffers: the staged epilogue's C buffers per consumer warpgroup.
+template <int BlockN, bool ClusterSplitK = false, int CBuffers = c_buffers>
 struct tile_config {
   static_assert(BlockN == 256 || BlockN == 192 || BlockN == 128 || BlockN == 64,
                 "wgmma block tiles 128 x 256, 128 x 192 (FP8), 128 x 128 or 128 x 64");
   static_assert(!ClusterSplitK || BlockN == 128, "the cluster split-k mode runs 128 x 128 tiles");
   static constexpr int block_n = BlockN;
+  /// The staged epilogue's C buffers per consumer warpgroup: 2 (they alternate),
+  /// or as many as a tile has chunks, so that no chunk waits for an earlier
+  /// store to read its buffer (the FP8 128 x 192 tile: 3, scaled/03_wgmma.cuh).
+  static_assert(CBuffers >= 2, "the staged epilogue alternates at least two C buffers");
+  static constexpr int c_buffers_per_consumer = CBuffers;
+  static constexpr int c_bytes = consumer_warpgroups * CBuffers * c_buffer_bytes;
   static constexpr int accumulators = wgmma_m * block_n / warpgroup_threads;  // 128, 64 or 32 per thread
   /// k-major B: two TMA boxes per stage (block_n / 2 rows each); in a cluster of
   /// two each CTA fetches one and multicasts it to both.
@@ -105,11 +112,11 @@ struct tile_config {
   /// receive buffer and the barriers: 4 x 48 KiB, 6 x 32 KiB, 8 x 24 KiB (5 x
   /// 32 KiB with ClusterSplitK) -- the same ~192 KiB, deeper in k for narrower tiles.
   static constexpr int stages =
-      (max_smem_bytes - swizzle_atom_bytes - c_smem_bytes - receive_bytes - receive_barrier_bytes) /
+      (max_smem_bytes - swizzle_atom_bytes - c_bytes - receive_bytes - receive_barrier_bytes) /
       (stage_bytes + stage_ring_barrier_bytes(1));
   /// Tiles start 1024-aligned (the swizzle is a function of the address bits),
   /// so the dynamic allocation carries one atom of slack (smem_layout).
-  static constexpr int smem_bytes = swizzle_atom_bytes + stages * stage_bytes + c_smem_bytes + receive_bytes +
+  static constexpr int smem_bytes = swizzle_atom_bytes + stages * stage_bytes + c_bytes + receive_bytes +
                                     stage_ring_barrier_bytes(stages) + receive_barrier_bytes;
   static_assert(b_box_bytes % swizzle_atom_bytes == 0, "every B box must start on a swizzle atom");
   static_assert(smem_bytes <= max_smem_bytes, "the stages must fit the shared-memory opt-in");
@@ -129,7 +136,7 @@ struct smem_layout {
       : a(base),
         b(base + Tile::stages * a_tile_bytes),
         c(base + Tile::stages * Tile::stage_bytes),
-        receive(c + c_smem_bytes),
+        receive(c + Tile::c_bytes),
         ring(receive + Tile::receive_bytes),
         recv_full(ring + stage_ring_barrier_bytes(Tile::stages)),
         peer_free(recv_full + 8) {}

@@ -134,16 +134,16 @@ __device__ __forceinline__ void finish_staged_values(float (&d)[Accumulators], c
 }
 
 /// One chunk of the staged epilogue (64 rows x one 128-byte swizzled row of C)
-/// through C buffer `buffer` (kept across chunks and tiles; the two alternate):
-/// once that buffer's previous store (two commits back) has read it, write(buf)
+/// through C buffer `buffer` of `Buffers` (kept across chunks and tiles; taken in turn):
+/// once that buffer's previous store (Buffers commits back) has read it, write(buf)
 /// fills it, and one thread stores it with TMA at (col_chunk, row_base).
 /// `barrier`: the warpgroup's named barrier.
-template <class Write>
+template <int Buffers = c_buffers, class Write>
 __device__ __forceinline__ void store_staged_chunk(const CUtensorMap* map_c, std::uint32_t c_smem, int col_chunk,
                                                    int row_base, int barrier, int& buffer, const Write& write) {
   const bool issuer = threadIdx.x % warpgroup_threads == 0;
   const std::uint32_t buf = c_smem + buffer * c_buffer_bytes;
-  if (issuer) tma_store_wait_read<c_buffers - 1>();  // this buffer's previous store has read it
+  if (issuer) tma_store_wait_read<Buffers - 1>();  // this buffer's previous store has read it
   named_barrier_sync(barrier, warpgroup_threads);
   write(buf);
   fence_proxy_async_shared();  // the writes, visible to the TMA engine
@@ -152,7 +152,7 @@ __device__ __forceinline__ void store_staged_chunk(const CUtensorMap* map_c, std
     tma_store_2d(map_c, buf, col_chunk, row_base);
     tma_store_commit();
   }
-  buffer ^= 1;
+  buffer = Buffers == 2 ? buffer ^ 1 : (buffer + 1) % Buffers;
 }
 
 /// 16-bit chunk j's writes into a C buffer at `at` (the buffer plus the
@@ -197,7 +197,7 @@ __device__ __forceinline__ void write_chunk_16(std::uint32_t at, int j, const Pa
 ///    buffers are 1024-aligned: the XOR commutes with adding the buffer).
 ///  * finish_staged_values: no bounds checks with the identity functor, no
 ///    multiply where alpha == 1.
-template <class T, class Epilogue, int Accumulators>
+template <class T, int Buffers = c_buffers, class Epilogue, int Accumulators>
 __device__ __forceinline__ void store_tile_staged(float (&d)[Accumulators], const params<T>& ep,
                                                   const CUtensorMap* map_c, std::uint32_t c_smem, int row_base,
                                                   int col_base, int barrier, int& buffer, const Epilogue& fn) {
@@ -213,7 +213,7 @@ __device__ __forceinline__ void store_tile_staged(float (&d)[Accumulators], cons
   for (int j = 0; j < chunks; ++j) {
     const int col_chunk = col_base + j * chunk_cols;
     if (col_chunk >= ep.n) break;  // the same for the whole warpgroup, and for every later chunk
-    store_staged_chunk(map_c, c_smem, col_chunk, row_base, barrier, buffer, [&](std::uint32_t buf) {
+    store_staged_chunk<Buffers>(map_c, c_smem, col_chunk, row_base, barrier, buffer, [&](std::uint32_t buf) {
       const std::uint32_t at = buf + lane_offset;
       if constexpr (sizeof(T) == 2) {
         write_chunk_16<groups_per_chunk>(at, j, [&](int i) { return from_compute_pair<T>(d[i], d[i + 1]); });
