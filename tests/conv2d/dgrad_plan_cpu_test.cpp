@@ -87,4 +87,20 @@ TEST(Conv2dDgradPlan, FilterReadInPlaceWhereTmaCan) {
   }
 }
 
+/// bench_conv's conv2d_backward/<fp16|bf16>/data rows: the three 3x3 layers'
+/// dx reads the filter where it lies (cudaMalloc'd tensors); the 1x1 one is a
+/// GEMM and the stem takes col2im.
+TEST(Conv2dDgradPlan, BenchLayers) {
+  alignas(16) static unsigned char buffer[16];
+  for (const kf::conv2d_params& p :
+       {nhwc(make(32, 64, 56, 56, 64, 3, 3, 1, 1, 1)), nhwc(make(32, 128, 28, 28, 128, 3, 3, 1, 1, 1)),
+        nhwc(make(32, 256, 14, 14, 256, 3, 3, 1, 1, 1))}) {
+    EXPECT_EQ(plan_conv2d_dgrad(p, 2, false), conv2d_dgrad_path::forward);
+    EXPECT_EQ(conv2d_dgrad_filter(p, 2, true, buffer, buffer), conv2d_wgmma_filter::dgrad_unturned);
+  }
+  EXPECT_EQ(plan_conv2d_dgrad(nhwc(make(32, 256, 56, 56, 64, 1, 1, 1, 0, 1)), 2, false), conv2d_dgrad_path::matmul);
+  EXPECT_EQ(plan_conv2d_dgrad(nhwc(make(16, 3, 224, 224, 64, 7, 7, 2, 3, 1)), 2, false),
+            conv2d_dgrad_path::gemm_col2im);
+}
+
 }  // namespace
