@@ -41,7 +41,12 @@
 //                  by 180 degrees and its K and C swapped, padding
 //                  dh (R-1) - ph (conv2d_forward's best variant on the device:
 //                  wgmma on sm_90, Winograd for exact 3x3 NCHW layers, ...);
-//                  at stride > 1, dy is first spread over a zero grid of the
+//                  the turned filter is a copy in a pooled workspace, except
+//                  for __half / __nv_bfloat16 NHWC on sm_90 with C and K
+//                  multiples of 8 and dy and the weight 16-byte aligned, where
+//                  the wgmma kernel reads the weight where it lies, turning it
+//                  as it reads (dy spread or masked counts as aligned); at
+//                  stride > 1, dy is first spread over a zero grid of the
 //                  input's size (stride^2 more products: the zero taps still
 //                  cost). Two shapes take a GEMM instead: a 1x1 stride-1 NHWC
 //                  layer's dx is dy (NPQ x K) * w (K x C); a strided NHWC layer

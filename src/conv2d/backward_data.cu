@@ -11,8 +11,13 @@
 //    zero grid at stride > 1) with the filter turned by 180 degrees, K and C
 //    swapped, stride 1, padding dh (R-1) - ph, and the same dilation. It runs
 //    on conv2d_forward's best variant: the wgmma implicit GEMM on sm_90, the
-//    Winograd kernels for exact 3x3 NCHW layers. The spread costs stride^2 more
-//    products at stride > 1 (CUTLASS's stride-squared decomposition would not).
+//    Winograd kernels for exact 3x3 NCHW layers. The turned filter is a copy
+//    (conv2d_filter_turn, into a pooled workspace), except for 16-bit NHWC on
+//    sm_90a where TMA reads dy and w in place: there step 7 reads w where it
+//    lies, tap t's slice being the layer's tap RS - 1 - t as an N-major B
+//    (conv2d_wgmma_filter::dgrad_unturned; the route: backward/dgrad_plan.hpp).
+//    The spread costs stride^2 more products at stride > 1 (CUTLASS's
+//    stride-squared decomposition would not).
 //    A 1x1 stride-1 NHWC layer's dx is a plain GEMM, dy * w, through kf::matmul;
 //    a strided NHWC layer with few input channels (the RGB stem) takes the
 //    GEMM dcol = dy * w and sums dcol's taps into dx (col2im) instead of the spread.
@@ -41,6 +46,7 @@
 #include "kernelforge/kernels/common/numeric.cuh"
 #include "kernelforge/kernels/conv2d/args.cuh"
 #include "kernelforge/kernels/conv2d/backward/01_naive.cuh"
+#include "kernelforge/kernels/conv2d/backward/dgrad_plan.hpp"
 #include "kernelforge/kernels/conv2d/backward/passes.cuh"
 #include "kernelforge/kernels/conv2d/validate.hpp"
 #include "kernelforge/kernels/runtime/launcher.hpp"
@@ -79,20 +85,7 @@ void launch_dgrad_naive(const char* what, int device, const conv2d_args<T>& a, c
   check_launch(what);
 }
 
-/// Whether dx takes dgrad_as_gemm_col2im: a strided layer with few input
-/// channels (the RGB stem), whose spread forward would multiply stride^2 zeros
-/// into a tile of K = C outputs that is mostly padding. NHWC: C * sizeof(T) not
-/// a multiple of 16 bytes (the wgmma forward's tiles read in place otherwise);
-/// NCHW: C < 16 (the stem's fp32 dx took 8.9 ms through the spread forward on
-/// the H200, against cuDNN's 0.26).
-template <class T>
-bool dgrad_prefers_col2im(const conv2d_params& p) {
-  constexpr z few_nchw_channels = 16;
-  if (p.stride_h == 1 && p.stride_w == 1) return false;
-  return p.layout == conv2d_layout::nhwc ? (p.in_channels * sizeof(T)) % 16 != 0 : p.in_channels < few_nchw_channels;
-}
-
-/// dx of a strided layer with few input channels (dgrad_prefers_col2im) as
+/// dx of a strided layer with few input channels (conv2d_dgrad_path::gemm_col2im) as
 /// dcol = dy * w (NPQ x CRS, columns in the filter's order) and its col2im sum.
 /// The GEMM runs in fp32 (16-bit data widened first: exact in TF32, whose 10
 /// mantissa bits hold theirs; NCHW dy reordered to NPQ x K first), so dx is
@@ -149,19 +142,44 @@ bool dgrad_as_gemm_col2im(const char* what, int device, const conv2d_params& p, 
   return true;
 }
 
-/// dx as conv2d_forward (see the top of this file); false (nothing enqueued)
-/// where the padding exceeds the filter's reach, the spread dy would not fit
-/// 32-bit indexing, or no workspace is available.
+/// dx's forward f of `source` (dy, or its spread) with the filter turned into
+/// `turned` (a workspace of sizes.w_elements; nullptr: one is taken here) by
+/// conv2d_filter_turn, through conv2d_forward. false where no workspace is
+/// available (a spread already enqueued then goes unread: naive recomputes dx).
+template <class T>
+bool dgrad_forward_turned(const char* what, int device, const conv2d_params& p, const conv2d_params& f,
+                          const conv2d_sizes& sizes, const T* source, const T* w, T* dx,
+                          const conv2d_backward_options& o, T* turned = nullptr) {
+  const pooled_workspace scratch(device, turned == nullptr ? aligned_bytes(sizes.w_elements, sizeof(T)) : 0, o.stream);
+  if (turned == nullptr) turned = scratch.data<T>();
+  if (turned == nullptr) return false;
+  const int K = static_cast<int>(p.out_channels), C = static_cast<int>(p.in_channels);
+  const int R = static_cast<int>(p.filter_height), S = static_cast<int>(p.filter_width);
+  const unsigned turn_blocks = grad_blocks(device, sizes.w_elements);
+  if (p.layout == conv2d_layout::nhwc) {
+    conv2d_filter_turn<T, true><<<turn_blocks, conv2d_grad_block, 0, o.stream>>>(w, turned, K, C, R, S);
+  } else {
+    conv2d_filter_turn<T, false><<<turn_blocks, conv2d_grad_block, 0, o.stream>>>(w, turned, K, C, R, S);
+  }
+  check_launch(what);
+  conv2d_options fo;
+  fo.stream = o.stream;
+  fo.math = o.math;
+  conv2d_forward_impl<T>(f, source, turned, nullptr, dx, fo);
+  return true;
+}
+
+/// dx as kf::matmul or conv2d_forward (see the top of this file), on the path
+/// plan_conv2d_dgrad picks; false (nothing enqueued) where that is naive, the
+/// spread dy would not fit 32-bit indexing, or no workspace is available.
 template <class T>
 bool dgrad_as_forward(const char* what, int device, const conv2d_params& p, const conv2d_sizes& sizes, const T* dy,
                       const T* w, T* dx, const conv2d_backward_options& o, const T* relu_y) {
-  const z reach_h = p.dilation_h * (p.filter_height - 1), reach_w = p.dilation_w * (p.filter_width - 1);
-  if (p.pad_h > reach_h || p.pad_w > reach_w) return false;
-  const bool nhwc = p.layout == conv2d_layout::nhwc;
-  if (nhwc && reach_h + reach_w == 0 && p.stride_h == 1 && p.stride_w == 1 && !o.relu) {
-    // 1x1 at stride 1 (and so no padding): dx (NHW x C) = dy (NHW x K) * w (K x C),
-    // a GEMM with a short reduction that kf::matmul stores faster than the
-    // convolution kernel, whose tiles expect a long one.
+  const conv2d_dgrad_path path = plan_conv2d_dgrad(p, sizeof(T), o.relu);
+  if (path == conv2d_dgrad_path::naive) return false;
+  if (path == conv2d_dgrad_path::matmul) {
+    // dx (NHW x C) = dy (NHW x K) * w (K x C), a GEMM with a short reduction
+    // that kf::matmul stores faster than the convolution kernel, whose tiles expect a long one.
     matmul_options mo;
     mo.stream = o.stream;
     mo.math = o.math;
@@ -169,10 +187,12 @@ bool dgrad_as_forward(const char* what, int device, const conv2d_params& p, cons
                    dy, p.out_channels, w, p.in_channels, compute_t<T>(0), dx, p.in_channels, mo);
     return true;
   }
-  const bool spread = o.relu || p.stride_h > 1 || p.stride_w > 1;
-  if (dgrad_prefers_col2im<T>(p) && dgrad_as_gemm_col2im(what, device, p, sizes, dy, w, dx, o, relu_y)) {
+  if (path == conv2d_dgrad_path::gemm_col2im && dgrad_as_gemm_col2im(what, device, p, sizes, dy, w, dx, o, relu_y)) {
     return true;
   }
+  const bool nhwc = p.layout == conv2d_layout::nhwc;
+  const bool spread = conv2d_dgrad_spreads(p, o.relu);
+  const z reach_h = p.dilation_h * (p.filter_height - 1), reach_w = p.dilation_w * (p.filter_width - 1);
   conv2d_params f = p;  // the forward convolution whose output is dx
   f.in_channels = p.out_channels;
   f.out_channels = p.in_channels;
@@ -183,31 +203,31 @@ bool dgrad_as_forward(const char* what, int device, const conv2d_params& p, cons
   f.pad_w = reach_w - p.pad_w;
   const z spread_elements = p.batch * p.out_channels * f.in_height * f.in_width;
   if (spread && spread_elements > static_cast<z>(INT32_MAX)) return false;
-  const z turned_bytes = aligned_bytes(sizes.w_elements, sizeof(T));
-  pooled_workspace scratch(device, turned_bytes + (spread ? aligned_bytes(spread_elements, sizeof(T)) : 0), o.stream);
-  if (scratch.data() == nullptr) return false;
-  T* const turned = scratch.data<T>();
-  const int K = static_cast<int>(p.out_channels), C = static_cast<int>(p.in_channels);
-  const int R = static_cast<int>(p.filter_height), S = static_cast<int>(p.filter_width);
-  const unsigned turn_blocks = grad_blocks(device, sizes.w_elements);
-  if (nhwc) {
-    conv2d_filter_turn<T, true><<<turn_blocks, conv2d_grad_block, 0, o.stream>>>(w, turned, K, C, R, S);
-  } else {
-    conv2d_filter_turn<T, false><<<turn_blocks, conv2d_grad_block, 0, o.stream>>>(w, turned, K, C, R, S);
+  // The spread dy first: the filter's route depends on where the forward reads dy from.
+  const pooled_workspace spread_scratch(device, spread ? aligned_bytes(spread_elements, sizeof(T)) : 0, o.stream);
+  if (spread && spread_scratch.data() == nullptr) return false;
+  const T* const source = spread ? spread_scratch.data<T>() : dy;
+  bool unturned = false;
+  if constexpr (!std::is_same_v<T, float>) {  // TF32 wgmma cannot read the unturned (N-major) filter
+    unturned = conv2d_dgrad_filter(p, sizeof(T), conv2d_wgmma_available(device), source, w) ==
+               conv2d_wgmma_filter::dgrad_unturned;
   }
-  check_launch(what);
-  const T* source = dy;
+  // The turned filter (K and C swapped, 180 degrees), unless step 7 reads w where it lies.
+  const pooled_workspace turn_scratch(device, unturned ? 0 : aligned_bytes(sizes.w_elements, sizeof(T)), o.stream);
+  if (!unturned && turn_scratch.data() == nullptr) return false;
   if (spread) {
-    T* const spread_dy = reinterpret_cast<T*>(scratch.data<char>() + turned_bytes);
-    launch_dy_spread(what, device, nhwc, nhwc, dy_reader(dy, o, relu_y), spread_dy, p.batch, p.out_channels, sizes.p,
-                     sizes.q, f.in_height, f.in_width, p.stride_h, p.stride_w, o.stream);
-    source = spread_dy;
+    launch_dy_spread(what, device, nhwc, nhwc, dy_reader(dy, o, relu_y), spread_scratch.data<T>(), p.batch,
+                     p.out_channels, sizes.p, sizes.q, f.in_height, f.in_width, p.stride_h, p.stride_w, o.stream);
   }
-  conv2d_options fo;
-  fo.stream = o.stream;
-  fo.math = o.math;
-  conv2d_forward_impl<T>(f, source, turned, nullptr, dx, fo);
-  return true;
+  if constexpr (!std::is_same_v<T, float>) {
+    if (unturned) {
+      const conv2d_args<T> fa = make_conv2d_args<T>(f, p.in_height, p.in_width, source, w, nullptr, dx);
+      if (conv2d_nhwc_wgmma_dgrad_try_launch(device, fa, o.stream)) return true;
+      // Not launched (a count past the kernel's ints, or no map): the turned filter after all.
+      return dgrad_forward_turned(what, device, p, f, sizes, source, w, dx, o);
+    }
+  }
+  return dgrad_forward_turned(what, device, p, f, sizes, source, w, dx, o, turn_scratch.data<T>());
 }
 
 }  // namespace

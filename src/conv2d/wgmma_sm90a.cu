@@ -3,7 +3,8 @@
 // interface: wgmma_sm90a.hpp): the two tensor maps and the persistent launch.
 // NCHW float first goes through a pooled workspace (the input in NHWC and the
 // filter as K x RS x C padded to 32, both rounded to TF32) and two repacking
-// passes; NHWC (float, __half, __nv_bfloat16) is read where it is.
+// passes; NHWC (float, __half, __nv_bfloat16) is read where it is. dx's
+// forward (16-bit NHWC, backward_data.cu) reads the layer's filter unturned.
 //
 // This translation unit is built for sm_90a only (src/conv2d/sources.cmake). It must
 // instantiate no kernel that other translation units instantiate too (their
@@ -43,10 +44,11 @@ constexpr const char* what = "kf::conv2d_forward (implicit_gemm_wgmma)";
 /// NHWC rows (one pixel's channels) padded to 16 bytes: TMA strides are multiples of 16.
 constexpr std::size_t tma_stride_floats = 4;
 
-template <class T, conv2d_layout Layout, int BN, class Epilogue, bool PingPong = false, int Rows = 1>
+template <class T, conv2d_layout Layout, int BN, class Epilogue, bool PingPong = false, int Rows = 1,
+          conv2d_wgmma_filter Filter = conv2d_wgmma_filter::forward>
 void launch_kernel(int device, const CUtensorMap& map_x, const CUtensorMap& map_w, const conv2d_wgmma::params<T>& prm,
                    const Epilogue& ep, cudaStream_t stream) {
-  constexpr auto kernel = &conv2d_implicit_gemm_wgmma<T, Layout, BN, PingPong, Epilogue, Rows>;
+  constexpr auto kernel = &conv2d_implicit_gemm_wgmma<T, Layout, BN, PingPong, Epilogue, Rows, Filter>;
   constexpr int smem = conv2d_wgmma::smem_bytes<BN, Rows>;
   const int resident = resident_clusters<kernel>(device, conv2d_wgmma::threads, smem, 1, what);
   const int grid = prm.tiles < resident ? prm.tiles : resident;  // persistent
@@ -55,24 +57,28 @@ void launch_kernel(int device, const CUtensorMap& map_x, const CUtensorMap& map_
 }
 
 /// The kernel for the plan's tile width and schedule (wgmma_plan.hpp); Rows:
-/// the taps a k-step holds (3: filter-column tiles, 16-bit NHWC).
-template <class T, conv2d_layout Layout, class Epilogue, int Rows = 1>
+/// the taps a k-step holds (3: filter-column tiles, 16-bit NHWC); Filter: where
+/// its B operand comes from (the unturned filter: dx, 16-bit NHWC).
+template <class T, conv2d_layout Layout, class Epilogue, int Rows = 1,
+          conv2d_wgmma_filter Filter = conv2d_wgmma_filter::forward>
 void launch_planned(int device, const CUtensorMap& map_x, const CUtensorMap& map_w, const conv2d_wgmma::params<T>& prm,
                     std::size_t bn, bool pingpong, const Epilogue& ep, cudaStream_t stream) {
   if constexpr (Layout == conv2d_layout::nhwc) {  // NCHW: cooperative only (ping-pong unmeasured there)
     if (pingpong && bn == 64) {
-      return launch_kernel<T, Layout, 64, Epilogue, true, Rows>(device, map_x, map_w, prm, ep, stream);
+      return launch_kernel<T, Layout, 64, Epilogue, true, Rows, Filter>(device, map_x, map_w, prm, ep, stream);
     }
     if (pingpong) {
-      return launch_kernel<T, Layout, 128, Epilogue, true, Rows>(device, map_x, map_w, prm, ep, stream);
+      return launch_kernel<T, Layout, 128, Epilogue, true, Rows, Filter>(device, map_x, map_w, prm, ep, stream);
     }
   }
-  if (bn == 64) return launch_kernel<T, Layout, 64, Epilogue, false, Rows>(device, map_x, map_w, prm, ep, stream);
-  launch_kernel<T, Layout, 128, Epilogue, false, Rows>(device, map_x, map_w, prm, ep, stream);
+  if (bn == 64) {
+    return launch_kernel<T, Layout, 64, Epilogue, false, Rows, Filter>(device, map_x, map_w, prm, ep, stream);
+  }
+  launch_kernel<T, Layout, 128, Epilogue, false, Rows, Filter>(device, map_x, map_w, prm, ep, stream);
 }
 
 /// An NHWC plan's kernel: one tap a k-step, or the filter-column instances (16-bit only).
-template <class T, class Epilogue>
+template <class T, class Epilogue, conv2d_wgmma_filter Filter = conv2d_wgmma_filter::forward>
 void launch_planned_nhwc(int device, const CUtensorMap& map_x, const CUtensorMap& map_w,
                          const conv2d_wgmma::params<T>& prm, const conv2d_wgmma_tile& plan, bool pingpong,
                          const Epilogue& ep, cudaStream_t stream) {
@@ -80,10 +86,30 @@ void launch_planned_nhwc(int device, const CUtensorMap& map_x, const CUtensorMap
   if constexpr (sizeof(T) == 2) {
     if (plan.filter_rows > 1) {
       constexpr int rows = static_cast<int>(conv2d_nhwc_wgmma_column_rows);
-      return launch_planned<T, nhwc, Epilogue, rows>(device, map_x, map_w, prm, plan.bn, pingpong, ep, stream);
+      return launch_planned<T, nhwc, Epilogue, rows, Filter>(device, map_x, map_w, prm, plan.bn, pingpong, ep, stream);
     }
   }
-  launch_planned<T, nhwc, Epilogue>(device, map_x, map_w, prm, plan.bn, pingpong, ep, stream);
+  launch_planned<T, nhwc, Epilogue, 1, Filter>(device, map_x, map_w, prm, plan.bn, pingpong, ep, stream);
+}
+
+/// What an NHWC launch runs with: the tile plan, the kernel's parameters and the schedule.
+template <class T>
+struct nhwc_launch_plan {
+  conv2d_wgmma_tile tile;
+  conv2d_wgmma::params<T> prm;
+  bool pingpong = false;
+};
+
+/// The launch plan of the layer `f` the kernel computes (the caller's, or its
+/// column fold); false where a count would overflow the kernel's ints.
+template <class T>
+bool plan_nhwc_launch(const conv2d_args<T>& f, conv2d_nhwc_k_steps k_steps, nhwc_launch_plan<T>& out) {
+  using z = std::size_t;
+  out.tile = plan_conv2d_nhwc_wgmma_of(f, sizeof(T), k_steps);
+  if (!make_conv2d_wgmma_params(f, out.tile, out.prm)) return false;
+  // Ping-pong by the tile's taps x channel blocks (its products), whatever a k-step holds.
+  out.pingpong = conv2d_wgmma_pingpong(static_cast<z>(f.rs) * static_cast<z>(out.prm.c_chunks));
+  return true;
 }
 
 /// NCHW float: x and the filter copied to NHWC / K x RS x C (TF32-rounded) in a
@@ -186,16 +212,14 @@ bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& a, const Epi
   if (!in_place && (w_items > static_cast<z>(INT_MAX) || !fold_geometry(a, c_folded, fold))) return false;
   // The layer the kernel computes: `a`, or its column fold (x_folded set below).
   conv2d_args<T> f = in_place ? a : conv2d_nhwc_column_fold_of(a, static_cast<int>(c_folded), a.x);
-  const conv2d_wgmma_tile plan = plan_conv2d_nhwc_wgmma_of(f, sizeof(T), k_steps);
-  conv2d_wgmma::params<T> prm;
-  if (!make_conv2d_wgmma_params(f, plan, prm)) return false;
-  // Ping-pong by the tile's taps x channel blocks (its products), whatever a k-step holds.
-  const bool pingpong = conv2d_wgmma_pingpong(static_cast<z>(f.rs) * static_cast<z>(prm.c_chunks));
+  nhwc_launch_plan<T> run;
+  if (!plan_nhwc_launch(f, k_steps, run)) return false;
+  const conv2d_wgmma_tile& plan = run.tile;
   CUtensorMap map_x{}, map_w{};
   if (in_place) {
     if (!encode_conv2d_wgmma_maps(map_x, map_w, a.x, a.wt, a, static_cast<z>(a.c), static_cast<z>(a.c), plan))
       return false;
-    launch_planned_nhwc<T>(device, map_x, map_w, prm, plan, pingpong, ep, stream);
+    launch_planned_nhwc<T>(device, map_x, map_w, run.prm, plan, run.pingpong, ep, stream);
     return true;
   }
   const z x_bytes = round_up(x_items * sizeof(T), workspace_alignment);
@@ -213,7 +237,27 @@ bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& a, const Epi
   conv2d_krsc_fold_columns<T><<<conv2d_wgmma_repack_blocks(device, w_items), conv2d_wgmma::filter_block, 0, stream>>>(
       a.wt, w_folded, a.k, a.r, a.s * a.c, f.c);
   check_launch(what);
-  launch_planned_nhwc<T>(device, map_x, map_w, prm, plan, pingpong, ep, stream);
+  launch_planned_nhwc<T>(device, map_x, map_w, run.prm, plan, run.pingpong, ep, stream);
+  return true;
+}
+
+/// dx's forward `f` (16-bit) with the layer's filter f.wt read unturned: the
+/// forward's plan, schedule and input map as for a layer read in place, the
+/// filter's map and kernels those of conv2d_wgmma_filter::dgrad_unturned.
+template <class T>
+bool conv2d_nhwc_wgmma_dgrad_try_launch(int device, const conv2d_args<T>& f, cudaStream_t stream) {
+  using z = std::size_t;
+  if (!conv2d_wgmma_available(device) || f.stride_h != 1 || f.stride_w != 1) return false;
+  if (!conv2d_dgrad_wgmma_reads_in_place(static_cast<z>(f.c), static_cast<z>(f.k), sizeof(T), f.x, f.wt)) return false;
+  nhwc_launch_plan<T> run;
+  if (!plan_nhwc_launch(f, conv2d_nhwc_k_steps::planned, run)) return false;
+  CUtensorMap map_x{}, map_w{};
+  if (!encode_conv2d_wgmma_x_map(map_x, f.x, f, static_cast<z>(f.c), run.tile) ||
+      !encode_conv2d_wgmma_unturned_filter_map(map_w, f.wt, f)) {
+    return false;
+  }
+  launch_planned_nhwc<T, epilogue::identity, conv2d_wgmma_filter::dgrad_unturned>(
+      device, map_x, map_w, run.prm, run.tile, run.pingpong, epilogue::identity{}, stream);
   return true;
 }
 
@@ -249,6 +293,11 @@ bool conv2d_nhwc_wgmma_try_launch(int, const conv2d_args<T>&, const Epilogue&, c
 }
 
 template <class T>
+bool conv2d_nhwc_wgmma_dgrad_try_launch(int, const conv2d_args<T>&, cudaStream_t) {
+  return false;
+}
+
+template <class T>
 bool conv2d_nhwc_fold_input(int, const conv2d_args<T>&, std::size_t, T*, cudaStream_t, const char*) {
   return false;
 }
@@ -257,8 +306,8 @@ bool conv2d_nhwc_fold_input(int, const conv2d_args<T>&, std::size_t, T*, cudaStr
 
 #endif
 
-// The instances the NHWC launcher (nhwc_launch.cuh) and the filter gradient's (backward_filter.cu) call, of either
-// definition above.
+// The instances the NHWC launcher (nhwc_launch.cuh) and the gradients' (backward_data.cu, backward_filter.cu) call,
+// of either definition above.
 namespace kf::detail {
 
 #define KF_CONV2D_NHWC_WGMMA_INSTANCE(T)                                                                              \
@@ -271,5 +320,7 @@ KF_CONV2D_NHWC_WGMMA_INSTANCE(float)
 KF_CONV2D_NHWC_WGMMA_INSTANCE(__half)
 KF_CONV2D_NHWC_WGMMA_INSTANCE(__nv_bfloat16)
 #undef KF_CONV2D_NHWC_WGMMA_INSTANCE
+template bool conv2d_nhwc_wgmma_dgrad_try_launch(int, const conv2d_args<__half>&, cudaStream_t);
+template bool conv2d_nhwc_wgmma_dgrad_try_launch(int, const conv2d_args<__nv_bfloat16>&, cudaStream_t);
 
 }  // namespace kf::detail

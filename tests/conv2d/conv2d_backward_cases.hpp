@@ -17,6 +17,7 @@
 namespace kf::test::conv2d_backward {
 
 using kf::test::conv2d::make;
+using kf::test::conv2d::make_layer;
 
 // ---- cases --------------------------------------------------------------------------
 
@@ -94,6 +95,18 @@ inline const std::vector<grad_case>& grad_cases() {
       // Filter-column tiles: two K tiles, 8 x 8 patches overhanging 19 x 21, a split.
       {"columns_c64_k128_19x21_3x3_p1_n2", make(2, 64, 19, 21, 128, 3, 3, 1, 1, 1)},
       misaligned({"misaligned_out_c16_k16_9x7_3x3_p1_n2", make(2, 16, 9, 7, 16, 3, 3, 1, 1, 1)}, 0, 1),
+      // dx's forward reading the filter unturned (16-bit NHWC, C and K multiples of 8):
+      // 1x1 at stride 2 and masked, 5x5, 7x7, R = 6 (two filter-column groups), 3 x 1
+      // columns (cooperative), dilation at stride 1, stride 2 over odd sizes with the mask.
+      {"c72_k16_13x11_1x1_s2_n1", make(1, 72, 13, 11, 16, 1, 1, 2, 0, 1)},
+      with_relu({"relu0_c16_k16_9x7_1x1_n2", make(2, 16, 9, 7, 16, 1, 1, 1, 0, 1)}, 0.0f),
+      {"c72_k40_9x11_5x5_p2_n1", make(1, 72, 9, 11, 40, 5, 5, 1, 2, 1)},
+      without_dbias({"c16_k24_15x13_7x7_p3_n2_no_dbias", make(2, 16, 15, 13, 24, 7, 7, 1, 3, 1)}),
+      {"columns_r6_c72_k24_13x12_6x3_p2_n2", make(2, 72, 13, 12, 24, 6, 3, 1, 2, 1)},
+      {"columns_c72_k80_16x8_3x1_p1_n2", make_layer(2, 72, 16, 8, 80, 3, 1, 1, 1, 1, 0)},
+      {"columns_c16_k16_16x8_3x1_p1_n1", make_layer(1, 16, 16, 8, 16, 3, 1, 1, 1, 1, 0)},
+      {"c16_k16_15x13_3x3_d2_p2_n2", make(2, 16, 15, 13, 16, 3, 3, 1, 2, 2)},
+      with_relu({"relu05_c24_k16_13x11_3x3_s2_p1_n1", make(1, 24, 13, 11, 16, 3, 3, 2, 1, 1)}, 0.5f),
   };
   return cases;
 }

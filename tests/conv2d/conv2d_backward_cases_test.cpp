@@ -6,6 +6,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <set>
+#include <tuple>
 #include <vector>
 
 #include <cuda_fp16.h>
@@ -13,6 +15,7 @@
 #include "conv2d_backward_cases.hpp"
 #include "conv2d_bounds.hpp"
 #include "kernelforge/conv.hpp"
+#include "kernelforge/kernels/conv2d/backward/dgrad_plan.hpp"
 #include "kernelforge/kernels/conv2d/backward/wgrad_wgmma_plan.hpp"
 #include "kernelforge/kernels/conv2d/wgmma_plan.hpp"
 #include "kernelforge/reference/conv.hpp"
@@ -184,30 +187,86 @@ TEST(Conv2dBackwardCases, WgmmaWgradCases) {
   EXPECT_GE(out_misaligned, 1);
 }
 
-/// dx of 16-bit NHWC layers runs the forward's wgmma kernel on the turned
-/// filter (dx_forward): the stride-1 3x3 cases whose dy it reads in place take
-/// its filter-column tiles (wgmma_plan.hpp) -- the 14x14 ResNet layer with and
-/// without the mask, and the 19x21 one (Q not a multiple of 8, C = 64 output
-/// channels of K = 128 input ones).
-TEST(Conv2dBackwardCases, DxFilterColumnCases) {
-  int columns = 0, masked = 0, q_overhang = 0;
+/// dx of 16-bit NHWC layers on sm_90 runs the forward's wgmma kernel
+/// (dx_forward) reading the layer's filter where it lies
+/// (conv2d_wgmma_filter::dgrad_unturned, backward/dgrad_plan.hpp) wherever TMA
+/// can: C and K multiples of 8, dy (unless spread) and the weight 16-byte
+/// aligned. The cases that do cover the kernel's forms: one-tap and
+/// filter-column k-steps (R = 3 and R = 6) under both schedules at both tile
+/// widths (all eight instances of a type), C and K that are not multiples of 64, 1x1 at stride 2, 3x3, 5x5, 7x7, N = 1,
+/// stride 2 over odd sizes, dilation, the mask, Q not a multiple of 8 under
+/// filter columns and misaligned dx; and the turned copy remains where it must:
+/// a misaligned weight, K or C not a multiple of 8.
+TEST(Conv2dBackwardCases, DxUnturnedFilterCases) {
+  alignas(16) static unsigned char buffer[64];
+  std::set<std::tuple<std::size_t, bool, std::size_t>> instances;  // filter rows, ping-pong, bn
+  int unturned = 0, columns = 0, columns_r6 = 0, columns_masked = 0, columns_q_overhang = 0, c_partial = 0,
+      k_partial = 0, k_chunks = 0, one_by_one_strided = 0, three = 0, five = 0, seven = 0, single_image = 0,
+      strided_odd = 0, dilated = 0, masked = 0, out_misaligned = 0;
+  int turned_misaligned = 0, turned_channels = 0;
   for (const grad_case& c : grad_cases()) {
-    const kf::conv2d_params& p = c.p;
-    if (p.batch == 0 || p.out_channels == 0 || !dx_runs_as_forward(p) || p.stride_h != 1 || p.stride_w != 1) continue;
-    if (p.out_channels * 2 % 16 != 0 || c.out_offset != 0) continue;  // dy read in place (as dx's x)
+    kf::conv2d_params p = c.p;
+    p.layout = kf::conv2d_layout::nhwc;
+    if (p.batch == 0 || p.out_channels == 0) continue;
+    if (kf::detail::plan_conv2d_dgrad(p, 2, c.relu) != kf::detail::conv2d_dgrad_path::forward) continue;
+    // dy and the weight start in_offset 16-bit elements in; a spread dy is a workspace's start.
+    const void* in = buffer + 2 * c.in_offset;
+    const void* source = kf::detail::conv2d_dgrad_spreads(p, c.relu) ? static_cast<const void*>(buffer) : in;
+    if (kf::detail::conv2d_dgrad_filter(p, 2, true, source, in) != kf::detail::conv2d_wgmma_filter::dgrad_unturned) {
+      turned_misaligned += c.in_offset > 0 ? 1 : 0;
+      turned_channels += p.in_channels % 8 != 0 || p.out_channels % 8 != 0 ? 1 : 0;
+      continue;
+    }
+    SCOPED_TRACE(c.name);
+    ++unturned;
     const kf::conv2d_params f = dx_forward(p);
     const std::size_t P = kf::conv2d_output_height(f), Q = kf::conv2d_output_width(f);
+    EXPECT_EQ(P, p.in_height);
+    EXPECT_EQ(Q, p.in_width);
     const kf::detail::conv2d_wgmma_tile t =
         kf::detail::plan_conv2d_nhwc_wgmma(f.batch, P, Q, f.out_channels, f.in_channels, f.filter_height,
                                            f.filter_width, f.stride_h, f.stride_w, f.dilation_h, 2);
-    if (t.filter_rows == 1) continue;
-    ++columns;
+    const std::size_t chunks = (f.in_channels + 63) / 64;  // 64-channel k-steps of one tap
+    const bool pp = kf::detail::conv2d_wgmma_pingpong(f.filter_height * f.filter_width * chunks);
+    instances.insert({t.filter_rows, pp, t.bn});
+    columns += t.filter_rows > 1 ? 1 : 0;
+    columns_r6 += t.filter_rows > 1 && p.filter_height == 6 ? 1 : 0;
+    columns_masked += t.filter_rows > 1 && c.relu ? 1 : 0;
+    columns_q_overhang += t.filter_rows > 1 && Q % 8 != 0 ? 1 : 0;
+    c_partial += p.in_channels % 64 != 0 ? 1 : 0;   // dx's output channels: the last box past C
+    k_partial += p.out_channels % 64 != 0 ? 1 : 0;  // the reduction: the last k-step's rows past K
+    k_chunks += chunks > 1 ? 1 : 0;
+    const std::size_t taps = p.filter_height * p.filter_width;
+    one_by_one_strided += taps == 1 && p.stride_h > 1 ? 1 : 0;
+    three += p.filter_height == 3 && p.filter_width == 3 ? 1 : 0;
+    five += p.filter_height == 5 ? 1 : 0;
+    seven += p.filter_height == 7 ? 1 : 0;
+    single_image += p.batch == 1 ? 1 : 0;
+    strided_odd += p.stride_h > 1 && (p.in_height % 2 == 1 || p.in_width % 2 == 1) ? 1 : 0;
+    dilated += p.dilation_h > 1 ? 1 : 0;
     masked += c.relu ? 1 : 0;
-    q_overhang += Q % 8 != 0 ? 1 : 0;
+    out_misaligned += c.out_offset > 0 ? 1 : 0;
   }
-  EXPECT_GE(columns, 3);
-  EXPECT_GE(masked, 1);
-  EXPECT_GE(q_overhang, 1);
+  EXPECT_GE(unturned, 15);
+  EXPECT_EQ(instances.size(), 8u);  // {1, 3} x {ping-pong, cooperative} x {64, 128}
+  EXPECT_GE(columns, 4);
+  EXPECT_GE(columns_r6, 1);
+  EXPECT_GE(columns_masked, 1);
+  EXPECT_GE(columns_q_overhang, 1);
+  EXPECT_GE(c_partial, 5);
+  EXPECT_GE(k_partial, 5);
+  EXPECT_GE(k_chunks, 3);
+  EXPECT_GE(one_by_one_strided, 1);
+  EXPECT_GE(three, 5);
+  EXPECT_GE(five, 2);
+  EXPECT_GE(seven, 1);
+  EXPECT_GE(single_image, 3);
+  EXPECT_GE(strided_odd, 2);
+  EXPECT_GE(dilated, 2);
+  EXPECT_GE(masked, 2);
+  EXPECT_GE(out_misaligned, 1);
+  EXPECT_GE(turned_misaligned, 2);
+  EXPECT_GE(turned_channels, 3);
 }
 
 }  // namespace

@@ -69,9 +69,14 @@
 // K = 72 and C = 128 (a 128 x 128 tile, rows past K), K = C = 136 (two tiles
 // each way, the second's boxes partly past K and C), C = 24 (a 64-wide tile
 // mostly past C), stride 2 and 3 with overhanging patches, a 40 x 40 image (a
-// split reduction), dw one element off alignment (element stores). The
-// references' cost: 1e8 multiply-adds in double per type and layout (4e8 in
-// all, over the hardware threads).
+// split reduction), dw one element off alignment (element stores); for dx's
+// forward reading the weight unturned (16-bit NHWC, C and K multiples of 8,
+// dy and the weight aligned: Conv2dBackwardCases.DxUnturnedFilterCases) 1x1 at
+// stride 2 and masked at stride 1, 5x5 and 7x7, R = 6 and 3 x 1 filters
+// (filter-column k-steps, the latter cooperative), dilation 2 at stride 1,
+// stride 2 over 13 x 11 with the mask at 0.5, with misaligned inputs keeping
+// the turned copy. The references' cost: 1.2e8 multiply-adds in double per
+// type and layout (5e8 in all, over the hardware threads).
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -67,6 +67,16 @@
 //    160 + 3 BN rows for three taps where one-tap steps load 3 x (128 + BN).
 //    Q need not be a multiple of 8: the last tile column overhangs the output
 //    as one-tap boxes do (TMA's zero fill, or pixels whose outputs are not stored).
+//  * dx reads the filter where it lies (Filter = dgrad_unturned, 16-bit NHWC;
+//    src/conv2d/backward_data.cu): dx is this kernel's convolution of dy with
+//    the filter turned by 180 degrees, K and C swapped, whose B slice for tap t
+//    is the layer's w[:, tap RS - 1 - t, :] unchanged -- K rows (the
+//    reduction), C contiguous (the outputs): an N-major B, loaded as boxes of
+//    64 channels x 64 rows and read with wgmma's transpose bit
+//    (wgmma_filter_operand.cuh). This drops the turn pass (a launch of one
+//    uncoalesced thread an element) and its workspace; one-tap and
+//    filter-column k-steps, either schedule. float keeps the turn (TF32 wgmma
+//    has no transpose bit); the forward's own instances are unchanged.
 // Stride 1 only (wgmma_plan.hpp); dilation and any padding are free (TMA).
 // Its measured speed: the docs site's learning path (docs/build_site.py) and
 // benchmarks/tuning/conv2d.md#conv2d_wgmma_best_min_channels (bench_conv).
@@ -90,6 +100,8 @@
 #include "kernelforge/conv.hpp"
 #include "kernelforge/epilogue.cuh"
 #include "wgmma_config.cuh"
+#include "wgmma_filter_operand.cuh"
+#include "wgmma_plan.hpp"
 
 namespace kf::detail {
 namespace conv2d_wgmma {
@@ -116,17 +128,20 @@ __device__ __forceinline__ tile_origin tile_of(const params<T>& prm, int t) {
 /// The producer thread: for tiles first, first + step, ... every k-step's A box
 /// (the shifted pixels of Rows taps (r0, s) .. (r0 + Rows - 1, s), block_c
 /// channels: one tap's pixels, or -- Rows > 1 -- the filter-column box) and
-/// its Rows B boxes (each tap's block_c x BN filter slice) into the ring's
-/// next stage. k-step = (g * S + s) * c_chunks + chunk, r0 = g * Rows (Rows =
-/// 1: g * S + s is the tap); the channel offset is chunk * block_c along the
-/// map's first dimension (the fp32-emulation step's maps interleave each 32
-/// channels' hi and lo parts there, so its chunks alternate hi, lo).
-template <class T, int BN, int Stages, int Rows = 1>
+/// its Rows B slices (each tap's block_c x BN filter slice, read as Filter
+/// says: wgmma_filter_operand.cuh) into the ring's next stage. k-step =
+/// (g * S + s) * c_chunks + chunk, r0 = g * Rows (Rows = 1: g * S + s is the
+/// tap); the channel offset is chunk * block_c along the map's first dimension
+/// (the fp32-emulation step's maps interleave each 32 channels' hi and lo parts
+/// there, so its chunks alternate hi, lo).
+template <class T, int BN, int Stages, int Rows = 1, conv2d_wgmma_filter Filter = conv2d_wgmma_filter::forward>
 __device__ __forceinline__ void produce(const params<T>& prm, const stage_ring<Stages>& ring, std::uint32_t a_smem,
                                         std::uint32_t b_smem, const CUtensorMap* map_x, const CUtensorMap* map_w,
                                         int first, int step) {
   ring_position<Stages> at;  // runs on across tiles
   const unsigned stage_tx = static_cast<unsigned>(prm.a_box_bytes + b_tile_bytes<BN, Rows>);
+  // R S, for the unturned filter's 180-degree turn (k_steps = R / Rows * S * c_chunks).
+  const int taps = Filter == conv2d_wgmma_filter::forward ? 0 : prm.k_steps / prm.c_chunks * Rows;
   for (int t = first; t < prm.tiles; t += step) {
     const tile_origin w = tile_of<BN>(prm, t);
     int group = 0, chunk = 0;  // k-step = group * c_chunks + chunk; group = g * S + s
@@ -140,8 +155,8 @@ __device__ __forceinline__ void produce(const params<T>& prm, const stage_ring<S
                   w.p0 * prm.stride_h - prm.pad_h + r0 * prm.dilation_h, w.n0, full);
 #pragma unroll
       for (int j = 0; j < Rows; ++j) {
-        tma_load_3d(b_smem + at.stage * b_tile_bytes<BN, Rows> + j * b_tile_bytes<BN>, map_w, c0, (r0 + j) * prm.s + s,
-                    w.k0, full);
+        load_filter_slice<T, BN, Filter>(b_smem + at.stage * b_tile_bytes<BN, Rows> + j * b_tile_bytes<BN>, map_w,
+                                         (r0 + j) * prm.s + s, taps, c0, w.k0, full);
       }
       if (++chunk == prm.c_chunks) {
         chunk = 0;
@@ -219,10 +234,13 @@ __device__ __forceinline__ void store_tile(const float (&d)[Acc], const params<T
 /// that run at once share their boxes' input rows and halos in L2.
 /// map_x: the NHWC input (dims c, w, h, n; box block_c x wt x ht x nt;
 /// filter-column tiles, Rows > 1: block_c x 8 x (ht + Rows - 1) x nt).
-/// map_w: the filter as K x RS x C (dims c, tap, k; box block_c x 1 x BN).
+/// map_w: the filter as K x RS x C (dims c, tap, k; box block_c x 1 x BN), or
+/// -- Filter = dgrad_unturned -- the layer's filter whose dx this is, unturned
+/// (dims C, tap, K of that layer; box 64 x 1 x block_c: wgmma_filter_operand.cuh).
 /// Layout: where y goes -- NCHW (NKPQ) or NHWC (NPQK); the inputs are NHWC either way.
 /// Rows: the taps of one filter column a k-step covers (1, or 3: filter-column tiles, 16-bit NHWC).
-template <class T, conv2d_layout Layout, int BN, bool PingPong, class Epilogue, int Rows = 1>
+template <class T, conv2d_layout Layout, int BN, bool PingPong, class Epilogue, int Rows = 1,
+          conv2d_wgmma_filter Filter = conv2d_wgmma_filter::forward>
 KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
     conv2d_implicit_gemm_wgmma(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w,
                                const conv2d_wgmma::params<T> prm, const Epilogue ep) {
@@ -232,6 +250,8 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
   using namespace conv2d_wgmma;
   static_assert(Rows == 1 || (sizeof(T) == 2 && Layout == conv2d_layout::nhwc),
                 "filter-column tiles: 16-bit NHWC (8 pixels of 64 channels are one swizzle atom)");
+  static_assert(Filter == conv2d_wgmma_filter::forward || (sizeof(T) == 2 && Layout == conv2d_layout::nhwc),
+                "the unturned filter (dx): 16-bit NHWC (TF32 wgmma has no transpose bit)");
   constexpr int kStages = stages<BN, Rows>;
   constexpr int kBTile = b_tile_bytes<BN, Rows>;
   constexpr int kAcc = accumulators<BN>;
@@ -261,7 +281,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
   if (warpgroup == 0) {
     // ---------------------------------------------------------------- producer
     if (tid_in_warpgroup == 0) {
-      produce<T, BN, kStages, Rows>(prm, ring, a_smem, b_smem, &map_x, &map_w, blockIdx.x, gridDim.x);
+      produce<T, BN, kStages, Rows, Filter>(prm, ring, a_smem, b_smem, &map_x, &map_w, blockIdx.x, gridDim.x);
     }
   } else {
     // ---------------------------------------------------------------- consumers
@@ -322,8 +342,8 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
 #pragma unroll
             for (int kk = 0; kk < row_bytes / product_bytes<T>; ++kk) {
               const std::uint32_t k_bytes = kk * product_bytes<T>;  // along the swizzled row
-              wgmma::element<T>::template mma<0, kAcc>(d[m], smem_descriptor_sw128(a_tile + k_bytes),
-                                                       smem_descriptor_sw128(b_tile + k_bytes));
+              wgmma::element<T>::template mma<filter_trans_b<Filter>, kAcc>(
+                  d[m], smem_descriptor_sw128(a_tile + k_bytes), filter_descriptor<T, Filter>(b_tile, kk));
             }
           }
         }

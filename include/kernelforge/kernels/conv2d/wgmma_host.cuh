@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Host code that the wgmma conv2d steps' sm_90a translation units share (step
 // 7, src/conv2d/wgmma_sm90a.cu; step 9, src/conv2d/wgmma_sm90a_fp32_emulated.cu):
-// the kernel's parameters for a layer and its tile plan, the two tensor maps,
-// and the grid of the repacking passes. No kernels here (each translation
-// unit instantiates its own, once).
+// the kernel's parameters for a layer and its tile plan, the tensor maps (the
+// input's; the filter's, forward or -- dx -- unturned), and the grid of the
+// repacking passes. No kernels here (each translation unit instantiates its
+// own, once).
 #pragma once
 
 #include <climits>
@@ -64,17 +65,14 @@ bool make_conv2d_wgmma_params(const conv2d_args<T>& a, const conv2d_wgmma_tile& 
   return true;
 }
 
-/// The two maps of an NHWC input (c_stride elements per pixel) and a K x RS x
-/// C filter (c_filter elements per tap) of T: boxes of block_c channels x the
-/// plan's pixel box (filter-column tiles: filter_rows - 1 rows taller), and
-/// block_c x 1 tap x bn output channels. 128-byte swizzle, zero fill outside
-/// (padding, past C, past K).
+/// The map of an NHWC input (c_stride elements per pixel) of T: boxes of
+/// block_c channels x the plan's pixel box (filter-column tiles: filter_rows -
+/// 1 rows taller). 128-byte swizzle, zero fill outside (padding, past C).
 template <class T>
-bool encode_conv2d_wgmma_maps(CUtensorMap& map_x, CUtensorMap& map_w, const T* x, const T* w, const conv2d_args<T>& a,
-                              std::size_t c_stride, std::size_t c_filter, const conv2d_wgmma_tile& plan) {
+bool encode_conv2d_wgmma_x_map(CUtensorMap& map_x, const T* x, const conv2d_args<T>& a, std::size_t c_stride,
+                               const conv2d_wgmma_tile& plan) {
   using z = std::size_t;
   const z C = static_cast<z>(a.c), H = static_cast<z>(a.h), W = static_cast<z>(a.w), N = static_cast<z>(a.n);
-  const z K = static_cast<z>(a.k), RS = static_cast<z>(a.rs);
   const auto block_c = static_cast<cuuint32_t>(conv2d_wgmma::block_c<T>);
   const cuuint64_t x_dims[4] = {C, W, H, N};
   const cuuint64_t x_strides[3] = {c_stride * sizeof(T), W * c_stride * sizeof(T), H * W * c_stride * sizeof(T)};
@@ -84,11 +82,39 @@ bool encode_conv2d_wgmma_maps(CUtensorMap& map_x, CUtensorMap& map_w, const T* x
   const cuuint32_t x_box[4] = {block_c, static_cast<cuuint32_t>(plan.wt) * sw,
                                static_cast<cuuint32_t>(plan.box_rows()) * sh, static_cast<cuuint32_t>(plan.nt)};
   const cuuint32_t x_steps[4] = {1, sw, sh, 1};
+  return encode_sw128_tiled(map_x, x, 4, x_dims, x_strides, x_box, x_steps);
+}
+
+/// The two maps of an NHWC input (encode_conv2d_wgmma_x_map) and a K x RS x C
+/// filter (c_filter elements per tap) of T: boxes of block_c x 1 tap x bn
+/// output channels, zero fill past C and K (conv2d_wgmma_filter::forward).
+template <class T>
+bool encode_conv2d_wgmma_maps(CUtensorMap& map_x, CUtensorMap& map_w, const T* x, const T* w, const conv2d_args<T>& a,
+                              std::size_t c_stride, std::size_t c_filter, const conv2d_wgmma_tile& plan) {
+  using z = std::size_t;
+  const z K = static_cast<z>(a.k), RS = static_cast<z>(a.rs);
+  const auto block_c = static_cast<cuuint32_t>(conv2d_wgmma::block_c<T>);
   const cuuint64_t w_dims[3] = {c_filter, RS, K};
   const cuuint64_t w_strides[2] = {c_filter * sizeof(T), RS * c_filter * sizeof(T)};
   const cuuint32_t w_box[3] = {block_c, 1, static_cast<cuuint32_t>(plan.bn)};
-  return encode_sw128_tiled(map_x, x, 4, x_dims, x_strides, x_box, x_steps) &&
+  return encode_conv2d_wgmma_x_map(map_x, x, a, c_stride, plan) &&
          encode_sw128_tiled(map_w, w, 3, w_dims, w_strides, w_box);
+}
+
+/// The map of conv2d_wgmma_filter::dgrad_unturned: `a` is dx's forward (a.c =
+/// the layer's K, a.k = the layer's C) and w the layer's filter K x RS x C
+/// (16-bit, C a multiple of 8: TMA's 16-byte strides): dims C, tap, K; boxes
+/// of 64 channels of C (one swizzled row) x 1 tap x block_c rows of K, zero
+/// fill past C and K (wgmma_filter_operand.cuh).
+template <class T>
+bool encode_conv2d_wgmma_unturned_filter_map(CUtensorMap& map_w, const T* w, const conv2d_args<T>& a) {
+  using z = std::size_t;
+  const z layer_c = static_cast<z>(a.k), layer_k = static_cast<z>(a.c), RS = static_cast<z>(a.rs);
+  const cuuint64_t w_dims[3] = {layer_c, RS, layer_k};
+  const cuuint64_t w_strides[2] = {layer_c * sizeof(T), RS * layer_c * sizeof(T)};
+  const cuuint32_t w_box[3] = {static_cast<cuuint32_t>(conv2d_wgmma::n_major_box_channels), 1,
+                               static_cast<cuuint32_t>(conv2d_wgmma::block_c<T>)};
+  return encode_sw128_tiled(map_w, w, 3, w_dims, w_strides, w_box);
 }
 
 /// Blocks of a grid-stride repacking pass over `items` elements: enough to

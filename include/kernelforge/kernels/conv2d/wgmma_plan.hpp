@@ -61,6 +61,33 @@ inline bool conv2d_nhwc_wgmma_reads_in_place(std::size_t c, std::size_t element_
          reinterpret_cast<std::uintptr_t>(w) % tma_alignment == 0;
 }
 
+/// Where the kernel's B operand -- a tap's filter slice, block_c channels of
+/// the reduction x bn output channels -- comes from (a template parameter of
+/// the kernel, so the forward's instances are the same code as without it).
+enum class conv2d_wgmma_filter {
+  /// The forward's filter, K x RS x C: each output channel's C contiguous (wgmma's k-major B).
+  forward,
+  /// dx's forward (src/conv2d/backward_data.cu) reading the layer's own filter
+  /// where it lies, unturned (conv2d_dgrad_reads_filter_in_place): its tap t is
+  /// the layer's tap RS - 1 - t, whose rows (the layer's K: dx's reduction)
+  /// hold dx's output channels (the layer's C) contiguous -- an N-major B, which
+  /// the 16-bit wgmma reads with its transpose bit (TF32's has none).
+  dgrad_unturned,
+};
+
+/// Whether step 7 computes dx of a layer (k output, c input channels) from the
+/// layer's filter w as it lies (conv2d_wgmma_filter::dgrad_unturned): 16-bit
+/// elements (the transpose bit), and TMA reads both operands in place -- the
+/// forward's input dy_source (dy, or its spread: k channels a pixel) and the
+/// filter (c channels a tap): 16-byte aligned, rows a whole number of 16 bytes.
+/// (An input TMA cannot read in place takes the column fold, which folds a turned filter.)
+inline bool conv2d_dgrad_wgmma_reads_in_place(std::size_t k, std::size_t c, std::size_t element_bytes,
+                                              const void* dy_source, const void* w) {
+  constexpr std::size_t tma_alignment = 16;
+  return element_bytes == 2 && conv2d_nhwc_wgmma_reads_in_place(k, element_bytes, dy_source, w) &&
+         c * element_bytes % tma_alignment == 0;
+}
+
 /// The column fold's channels: S C values (the filter's S columns of C
 /// channels), padded to a whole number of 16 bytes.
 inline std::size_t conv2d_nhwc_folded_channels(std::size_t s, std::size_t c, std::size_t element_bytes) {

@@ -65,6 +65,19 @@ template <class T, class Epilogue>
 bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& a, const Epilogue& ep, cudaStream_t stream,
                                   conv2d_nhwc_k_steps k_steps = conv2d_nhwc_k_steps::planned);
 
+/// dx's forward on step 7 reading the layer's filter where it lies
+/// (conv2d_wgmma_filter::dgrad_unturned; src/conv2d/backward_data.cu): `f` is
+/// the forward convolution whose output is dx -- f.x the (spread, masked) dy,
+/// NHWC over f.c = the layer's K channels, stride 1; f.wt the layer's own
+/// filter K x R x S x C, not turned; f.k = the layer's C; f.y = dx; no bias.
+/// T: __half or __nv_bfloat16. Enqueues it and returns true; returns false,
+/// having enqueued nothing, where the kernel is not available on `device`, TMA
+/// cannot read f.x and f.wt in place (conv2d_dgrad_wgmma_reads_in_place), a
+/// count overflows the kernel's ints or a map cannot be encoded: the caller
+/// then turns the filter into a workspace and runs the forward.
+template <class T>
+bool conv2d_nhwc_wgmma_dgrad_try_launch(int device, const conv2d_args<T>& f, cudaStream_t stream);
+
 /// The tile plan conv2d_nhwc_wgmma_try_launch runs the NHWC layer `a` with (`a`
 /// itself where read in place, else its column fold): one-tap boxes, or -- 16-bit,
 /// where they load fewer rows -- filter-column tiles (plan_conv2d_nhwc_wgmma);

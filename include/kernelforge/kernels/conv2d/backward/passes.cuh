@@ -5,7 +5,8 @@
 //    at the forward's stride (dgrad at stride > 1), and/or stored in the other
 //    layout (an NCHW dx through dcol wants dy as an NPQ x K matrix);
 //  * conv2d_filter_turn: the filter turned by 180 degrees with K and C swapped,
-//    the filter of the forward convolution that computes dx;
+//    the filter of the forward convolution that computes dx (where step 7 does
+//    not read the filter unturned: float, NCHW, misaligned or K, C off 8);
 //  * conv2d_im2col_nhwc*: the NPQ x RSC matrix of input patches that an NHWC dw
 //    multiplies; conv2d_im2col_nchw_t and conv2d_dy_nchw_t: an NCHW dw's
 //    operands, both with the pixels contiguous (k-major);

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: Apache-2.0
+// Which path computes conv2d's data gradient dx (src/conv2d/backward_data.cu,
+// whose top of file describes the paths), and the filter its forward reads, as
+// pure functions the CPU tests cover (tests/conv2d/dgrad_plan_cpu_test.cpp). No
+// CUDA calls.
+#pragma once
+
+#include <cstddef>
+
+#include "../wgmma_plan.hpp"
+#include "kernelforge/conv.hpp"
+
+namespace kf::detail {
+
+/// How dx is computed (the variants other than naive). A path that finds no
+/// workspace falls to the next: gemm_col2im to the forward, the forward to naive.
+enum class conv2d_dgrad_path {
+  naive,        ///< padding past the filter's reach: the gradient's own naive kernel
+  matmul,       ///< NHWC 1x1 at stride 1, unmasked: dx (NHW x C) = dy (NHW x K) * w (K x C), kf::matmul
+  gemm_col2im,  ///< strided, few input channels (the RGB stem): dcol = dy * w, then its col2im sum
+  forward,      ///< the forward convolution of dy (spread over a zero grid, masked) with the turned filter
+};
+
+/// Whether the forward that computes dx reads dy spread over a zero grid (and
+/// masked) in a workspace: at stride > 1, or with the forward's ReLU mask.
+inline bool conv2d_dgrad_spreads(const conv2d_params& p, bool relu) { return relu || p.stride_h > 1 || p.stride_w > 1; }
+
+/// Whether dx takes gemm_col2im: a strided layer with few input channels (the
+/// RGB stem), whose spread forward would multiply stride^2 zeros into a tile of
+/// K = C outputs that is mostly padding. NHWC: C * element_bytes not a multiple
+/// of 16 bytes (the wgmma forward's tiles read in place otherwise); NCHW: C <
+/// 16 (the stem's fp32 dx took 8.9 ms through the spread forward on the H200,
+/// against cuDNN's 0.26).
+inline bool conv2d_dgrad_prefers_col2im(const conv2d_params& p, std::size_t element_bytes) {
+  constexpr std::size_t few_nchw_channels = 16;
+  if (p.stride_h == 1 && p.stride_w == 1) return false;
+  return p.layout == conv2d_layout::nhwc ? (p.in_channels * element_bytes) % 16 != 0
+                                         : p.in_channels < few_nchw_channels;
+}
+
+/// The path of dx for the validated layer p (element_bytes: sizeof(T); relu:
+/// the options' mask).
+inline conv2d_dgrad_path plan_conv2d_dgrad(const conv2d_params& p, std::size_t element_bytes, bool relu) {
+  const std::size_t reach_h = p.dilation_h * (p.filter_height - 1), reach_w = p.dilation_w * (p.filter_width - 1);
+  if (p.pad_h > reach_h || p.pad_w > reach_w) return conv2d_dgrad_path::naive;
+  const bool nhwc = p.layout == conv2d_layout::nhwc;
+  if (nhwc && reach_h + reach_w == 0 && p.stride_h == 1 && p.stride_w == 1 && !relu) return conv2d_dgrad_path::matmul;
+  if (conv2d_dgrad_prefers_col2im(p, element_bytes)) return conv2d_dgrad_path::gemm_col2im;
+  return conv2d_dgrad_path::forward;
+}
+
+/// The filter dx's forward reads: the layer's own where it lies, on step 7
+/// (conv2d_wgmma_filter::dgrad_unturned: 16-bit NHWC on a device that runs
+/// sm_90a code, TMA reading dy_source and w in place --
+/// conv2d_dgrad_wgmma_reads_in_place), else a copy turned by 180 degrees with K
+/// and C swapped, which conv2d_forward reads as its filter
+/// (conv2d_wgmma_filter::forward). dy_source: what the forward reads, dy or
+/// its spread (conv2d_dgrad_spreads: a workspace).
+inline conv2d_wgmma_filter conv2d_dgrad_filter(const conv2d_params& p, std::size_t element_bytes, bool wgmma_available,
+                                               const void* dy_source, const void* w) {
+  const bool unturned = p.layout == conv2d_layout::nhwc && wgmma_available &&
+                        conv2d_dgrad_wgmma_reads_in_place(p.out_channels, p.in_channels, element_bytes, dy_source, w);
+  return unturned ? conv2d_wgmma_filter::dgrad_unturned : conv2d_wgmma_filter::forward;
+}
+
+}  // namespace kf::detail

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: Apache-2.0
+// CPU tests of dx's route (kernels/conv2d/backward/dgrad_plan.hpp): which path
+// computes conv2d's data gradient, and where its forward reads the layer's
+// filter unturned on step 7 (conv2d_wgmma_filter::dgrad_unturned) rather than
+// a turned copy. The gradient suite's cases that take each route:
+// conv2d_backward_cases_test.cpp. Part of test_conv2d.
+#include <gtest/gtest.h>
+
+#include <cstddef>
+
+#include "conv2d_cases.hpp"
+#include "kernelforge/conv.hpp"
+#include "kernelforge/kernels/conv2d/backward/dgrad_plan.hpp"
+
+namespace {
+
+using kf::detail::conv2d_dgrad_filter;
+using kf::detail::conv2d_dgrad_path;
+using kf::detail::conv2d_wgmma_filter;
+using kf::detail::plan_conv2d_dgrad;
+using kf::test::conv2d::make;
+
+kf::conv2d_params nhwc(kf::conv2d_params p) {
+  p.layout = kf::conv2d_layout::nhwc;
+  return p;
+}
+
+TEST(Conv2dDgradPlan, Paths) {
+  // Padding past the filter's reach: naive, whatever the rest.
+  EXPECT_EQ(plan_conv2d_dgrad(nhwc(make(2, 64, 9, 9, 64, 3, 3, 1, 3, 1)), 2, false), conv2d_dgrad_path::naive);
+  EXPECT_EQ(plan_conv2d_dgrad(make(2, 8, 7, 9, 3, 1, 1, 1, 1, 1), 4, false), conv2d_dgrad_path::naive);
+  // 1x1 stride 1 NHWC, unmasked: kf::matmul; masked, NCHW or strided: the forward.
+  EXPECT_EQ(plan_conv2d_dgrad(nhwc(make(2, 64, 9, 9, 64, 1, 1, 1, 0, 1)), 2, false), conv2d_dgrad_path::matmul);
+  EXPECT_EQ(plan_conv2d_dgrad(nhwc(make(2, 64, 9, 9, 64, 1, 1, 1, 0, 1)), 2, true), conv2d_dgrad_path::forward);
+  EXPECT_EQ(plan_conv2d_dgrad(make(2, 64, 9, 9, 64, 1, 1, 1, 0, 1), 4, false), conv2d_dgrad_path::forward);
+  EXPECT_EQ(plan_conv2d_dgrad(nhwc(make(2, 64, 9, 9, 64, 1, 1, 2, 0, 1)), 2, false), conv2d_dgrad_path::forward);
+  // Strided with few input channels (the stem): NHWC C * bytes not a multiple of 16, NCHW C < 16.
+  EXPECT_EQ(plan_conv2d_dgrad(nhwc(make(2, 3, 23, 19, 64, 7, 7, 2, 3, 1)), 2, false), conv2d_dgrad_path::gemm_col2im);
+  EXPECT_EQ(plan_conv2d_dgrad(nhwc(make(2, 8, 23, 19, 64, 7, 7, 2, 3, 1)), 2, false), conv2d_dgrad_path::forward);
+  EXPECT_EQ(plan_conv2d_dgrad(nhwc(make(2, 8, 23, 19, 64, 7, 7, 2, 3, 1)), 4, false), conv2d_dgrad_path::forward);
+  EXPECT_EQ(plan_conv2d_dgrad(nhwc(make(2, 6, 23, 19, 64, 7, 7, 2, 3, 1)), 4, false), conv2d_dgrad_path::gemm_col2im);
+  EXPECT_EQ(plan_conv2d_dgrad(make(2, 15, 23, 19, 64, 7, 7, 2, 3, 1), 4, false), conv2d_dgrad_path::gemm_col2im);
+  EXPECT_EQ(plan_conv2d_dgrad(make(2, 16, 23, 19, 64, 7, 7, 2, 3, 1), 4, false), conv2d_dgrad_path::forward);
+  EXPECT_EQ(plan_conv2d_dgrad(nhwc(make(2, 3, 23, 19, 64, 7, 7, 1, 3, 1)), 2, false), conv2d_dgrad_path::forward);
+}
+
+/// The unturned filter: 16-bit NHWC on a device that runs step 7, K and C
+/// multiples of 8 (TMA's 16-byte rows: dy's K channels a pixel, the filter's C
+/// a tap), dy's source and the filter 16-byte aligned. Everything else turns.
+TEST(Conv2dDgradPlan, FilterReadInPlaceWhereTmaCan) {
+  alignas(16) static unsigned char buffer[64];
+  const void* aligned = buffer;
+  const void* off = buffer + 2;  // one 16-bit element
+  const kf::conv2d_params p = nhwc(make(32, 64, 56, 56, 64, 3, 3, 1, 1, 1));
+  constexpr auto unturned = conv2d_wgmma_filter::dgrad_unturned;
+  constexpr auto turned = conv2d_wgmma_filter::forward;
+  EXPECT_EQ(conv2d_dgrad_filter(p, 2, true, aligned, aligned), unturned);
+  EXPECT_EQ(conv2d_dgrad_filter(p, 2, false, aligned, aligned), turned);  // no sm_90a here
+  EXPECT_EQ(conv2d_dgrad_filter(p, 4, true, aligned, aligned), turned);   // float: TF32 has no transpose bit
+  kf::conv2d_params nchw = p;
+  nchw.layout = kf::conv2d_layout::nchw;
+  EXPECT_EQ(conv2d_dgrad_filter(nchw, 2, true, aligned, aligned), turned);
+  EXPECT_EQ(conv2d_dgrad_filter(p, 2, true, off, aligned), turned);  // dy misaligned (read in place, unspread)
+  EXPECT_EQ(conv2d_dgrad_filter(p, 2, true, aligned, off), turned);  // the filter misaligned
+  for (const std::size_t channels : {std::size_t{8}, std::size_t{24}, std::size_t{72}, std::size_t{136}}) {
+    kf::conv2d_params q = p;
+    q.in_channels = channels;
+    EXPECT_EQ(conv2d_dgrad_filter(q, 2, true, aligned, aligned), unturned) << "C " << channels;
+    q = p;
+    q.out_channels = channels;
+    EXPECT_EQ(conv2d_dgrad_filter(q, 2, true, aligned, aligned), unturned) << "K " << channels;
+  }
+  for (const std::size_t channels : {std::size_t{1}, std::size_t{3}, std::size_t{17}, std::size_t{68}}) {
+    kf::conv2d_params q = p;
+    q.in_channels = channels;  // the filter's rows (C a tap) are not 16-byte multiples
+    EXPECT_EQ(conv2d_dgrad_filter(q, 2, true, aligned, aligned), turned) << "C " << channels;
+    q = p;
+    q.out_channels = channels;  // dy's pixels (K channels) are not
+    EXPECT_EQ(conv2d_dgrad_filter(q, 2, true, aligned, aligned), turned) << "K " << channels;
+  }
+  // Any filter shape, stride, dilation or padding: the forward runs at stride 1 on dy (or its spread).
+  for (const kf::conv2d_params& q :
+       {nhwc(make(1, 16, 13, 11, 24, 1, 1, 2, 0, 1)), nhwc(make(2, 24, 9, 11, 40, 5, 5, 1, 2, 1)),
+        nhwc(make(2, 16, 15, 13, 24, 7, 7, 1, 3, 1)), nhwc(make(2, 16, 13, 12, 72, 6, 3, 1, 2, 1)),
+        nhwc(make(2, 8, 13, 11, 8, 3, 3, 2, 1, 2)), nhwc(make(3, 16, 17, 14, 16, 5, 5, 3, 1, 1))}) {
+    EXPECT_EQ(conv2d_dgrad_filter(q, 2, true, aligned, aligned), unturned);
+  }
+}
+
+/// bench_conv's conv2d_backward/<fp16|bf16>/data rows: the three 3x3 layers'
+/// dx reads the filter where it lies (cudaMalloc'd tensors); the 1x1 one is a
+/// GEMM and the stem takes col2im.
+TEST(Conv2dDgradPlan, BenchLayers) {
+  alignas(16) static unsigned char buffer[16];
+  for (const kf::conv2d_params& p :
+       {nhwc(make(32, 64, 56, 56, 64, 3, 3, 1, 1, 1)), nhwc(make(32, 128, 28, 28, 128, 3, 3, 1, 1, 1)),
+        nhwc(make(32, 256, 14, 14, 256, 3, 3, 1, 1, 1))}) {
+    EXPECT_EQ(plan_conv2d_dgrad(p, 2, false), conv2d_dgrad_path::forward);
+    EXPECT_EQ(conv2d_dgrad_filter(p, 2, true, buffer, buffer), conv2d_wgmma_filter::dgrad_unturned);
+  }
+  EXPECT_EQ(plan_conv2d_dgrad(nhwc(make(32, 256, 56, 56, 64, 1, 1, 1, 0, 1)), 2, false), conv2d_dgrad_path::matmul);
+  EXPECT_EQ(plan_conv2d_dgrad(nhwc(make(16, 3, 224, 224, 64, 7, 7, 2, 3, 1)), 2, false),
+            conv2d_dgrad_path::gemm_col2im);
+}
+
+}  // namespace
