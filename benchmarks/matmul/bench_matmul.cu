@@ -143,7 +143,18 @@ kf::detail::gemm_args<float> args_of(operands& p) {
   return g;
 }
 
-enum class impl { kf, cublas, mma_sync, mma_sync_emulated, wgmma_repack_b, wgmma_cluster_mode, tuning, fused, unfused };
+enum class impl {
+  kf,
+  cublas,
+  mma_sync,
+  mma_sync_emulated,
+  wgmma_emulated,
+  wgmma_repack_b,
+  wgmma_cluster_mode,
+  tuning,
+  fused,
+  unfused
+};
 
 struct row {
   std::string precision;  // "fp32" or "tf32"
@@ -155,6 +166,8 @@ struct row {
   int warmups = 3;
   int block_n = 0;  // wgmma_repack_b: the tile width, 0 by shape
   kf::detail::wgmma_cluster_mode multicast = kf::detail::wgmma_cluster_mode::by_shape;  // wgmma_cluster_mode rows
+  /// wgmma_emulated rows: step 15 or step 17 forced.
+  kf::detail::fp32_emulated_wgmma_kernel emulated = kf::detail::fp32_emulated_wgmma_kernel::by_shape;
 };
 
 /// Enqueues one call of `r` on `stream`.
@@ -168,6 +181,14 @@ void run(const row& r, operands& p, cudaStream_t stream) {
         throw std::runtime_error("step 16 found no workspace for the split operands");
       }
       return;
+    case impl::wgmma_emulated: {
+      const kf::detail::gemm_args<float> g = args_of(p);
+      if (!kf::detail::wgmma_fp32_emulated_try_launch(g, {}, kf::detail::current_device("bench"), stream, r.emulated)) {
+        throw std::runtime_error(
+            "the wgmma fp32-emulation step does not run here (compute capability 9.0 and 90 in the build)");
+      }
+      return;
+    }
     case impl::wgmma_repack_b:
       if (!kf::detail::wgmma_try_launch(
               args_of(p), stream,
@@ -394,6 +415,16 @@ void register_fp32(const shape& s) {
   // Step 16 alone (mma.sync; what the row above runs off compute capability 9.0), on every GPU of 8.0 or newer.
   register_pair("mma_sync_vs_cublas", {"fp32_emulated", "mma_sync", impl::mma_sync_emulated, v::best, nullptr, 60},
                 cublas_fp32, vs_cublas, s);
+  // Step 17 (the large operand split in registers) against step 15 (both operands split by a pre-pass),
+  // each forced, where the library runs step 17 by shape (plan.hpp: choose_fp32_emulated_large).
+  if (kf::detail::choose_fp32_emulated_large(s.m, s.n, s.k) != kf::detail::fp32_emulated_large::none) {
+    row skinny{"fp32_emulated", "skinny", impl::wgmma_emulated, v::best, nullptr, 100};
+    skinny.emulated = kf::detail::fp32_emulated_wgmma_kernel::skinny;
+    row step15 = skinny;
+    step15.name = "step15";
+    step15.emulated = kf::detail::fp32_emulated_wgmma_kernel::step_15;
+    register_pair("skinny_vs_step15", skinny, step15, skinny_vs_step15, s);
+  }
   if ((is_cube(s) && s.m == 4096) || (s.m == 8192 && s.n == 8192 && s.k == 1024)) {
     for (const char* precision : {"fp32", "tf32"}) {
       const double tflops = precision[0] == 'f' ? 45 : 250;

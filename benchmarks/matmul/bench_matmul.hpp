@@ -167,6 +167,9 @@ spot_entry sample_entry(const T* a, const T* b, const T* c, const shape& s, int 
 
 /// mcast_a_vs_b rows: the wgmma clusters sharing A first, sharing B second.
 inline constexpr pair_names a_vs_b{"b_TFLOP/s", "a_over_b"};
+/// skinny_vs_step15 rows: fp32 emulation's step 17 first, step 15 second
+/// (step15_over_skinny: step 15's time / step 17's, above 1 where 17 is faster).
+inline constexpr pair_names skinny_vs_step15{"step15_TFLOP/s", "step15_over_skinny"};
 
 /// Registers the fp32 and TF32 rows of shape s (bench_matmul.cu).
 void register_fp32(const shape& s);

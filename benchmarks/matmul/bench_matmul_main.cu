@@ -13,7 +13,8 @@
 //                                            choose_wgmma_b_source)
 //   matmul/tf32/mma_sync/<shape>             the mma.sync kernel alone (launch_tensor_core_tf32)
 //   matmul/fp32_emulated/best_vs_cublas/<shape>  kf::matmul, math_mode::fp32_emulated (step 15: three TF32
-//                                            products on wgmma; step 16, mma.sync, off compute capability
+//                                            products on wgmma, step 17 for skinny shapes such as
+//                                            128 x 8192 x 8192; step 16, mma.sync, off compute capability
 //                                            9.0) paired with cublasSgemm (no TF32), checked
 //                                            at the exact rows' tolerance; every pair row reports
 //                                            max_error and baseline_max_error (|got - ref| / sum |a b|
@@ -22,6 +23,12 @@
 //                                            fp32_emulated runs where wgmma does not) through its launcher
 //                                            (mma_sync_fp32_emulated_try_launch, the pre-pass included),
 //                                            paired with cublasSgemm as the row above, with its errors
+//   matmul/fp32_emulated/skinny_vs_step15/<shape>  step 17 (the large operand split in registers) and
+//                                            step 15 (both split by a pre-pass), each forced through
+//                                            wgmma_fp32_emulated_try_launch and timed in turn:
+//                                            step15_over_skinny = step 15's time / step 17's; at the
+//                                            shapes whose fp32_emulated best runs step 17 (plan.hpp:
+//                                            choose_fp32_emulated_large: 128 x 8192 x 8192 here)
 //   matmul/tf32/wgmma_repack_b/<shape>       the wgmma kernel with the row-major B repacked k-major in HBM
 //                                            first (wgmma_try_launch, wgmma_tf32_b_mode::repack)
 //   matmul/tf32/wgmma_mcast_{a,b}/<shape>    the wgmma kernel as tensor_core_tf32 runs it (B's source and

@@ -39,6 +39,7 @@ STEP_ROWS = {
                                                "matmul/fp32_emulated/best_vs_cublas"),),
     K + "matmul/16_mma_sync_fp32_emulated.cuh": (("bench_matmul_fp32_emulated.json",
                                                   "matmul/fp32_emulated/mma_sync_vs_cublas"),),
+    K + "matmul/17_wgmma_fp32_emulated_skinny.cuh": (),  # not yet run on the H200 (skinny_vs_step15 rows)
     K + "matmul/scaled/01_naive.cuh": (("bench_scaled_matmul.json", "matmul/fp8_per_tensor/naive"),),
     K + "matmul/scaled/02_mma_sync.cuh": (),  # sm_89's path: the H200 runs step 3
     K + "matmul/scaled/03_wgmma.cuh": (("bench_scaled_matmul.json", "matmul/fp8_per_tensor/best_vs_cublaslt"),

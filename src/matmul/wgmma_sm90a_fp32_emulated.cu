@@ -2,7 +2,8 @@
 // Step 15, fp32 emulation on the TF32 tensor cores (math_mode::fp32_emulated),
 // in a translation unit of its own: compiled for sm_90a alone
 // (src/matmul/sources.cmake), or as a stub where the library has no 90.
-// Declaration and what it promises: wgmma_sm90a.hpp.
+// Declaration and what it promises: wgmma_sm90a.hpp. Skinny shapes go to step
+// 17 (wgmma_sm90a_fp32_emulated_skinny.cu) where it runs.
 #include "kernelforge/kernels/matmul/wgmma_sm90a.hpp"
 
 #if defined(KERNELFORGE_HAS_SM90A)
@@ -13,7 +14,16 @@
 namespace kf::detail {
 
 bool wgmma_fp32_emulated_try_launch(const gemm_args<float>& args, const epilogue::bias_relu_threshold<float>& fused,
-                                    int device, cudaStream_t stream) {
+                                    int device, cudaStream_t stream, fp32_emulated_wgmma_kernel kernel) {
+  // Skinny shapes (plan.hpp) run step 17 where it can, the rest step 15.
+  const fp32_emulated_large large = kernel == fp32_emulated_wgmma_kernel::step_15 ? fp32_emulated_large::none
+                                    : kernel == fp32_emulated_wgmma_kernel::skinny
+                                        ? forced_fp32_emulated_large(args.m, args.n)
+                                        : choose_fp32_emulated_large(args.m, args.n, args.k);
+  if (large != fp32_emulated_large::none && wgmma_fp32_emulated_skinny_try_launch(args, fused, large, device, stream)) {
+    return true;
+  }
+  if (kernel == fp32_emulated_wgmma_kernel::skinny) return false;  // forced, and it cannot run here
   return fp32_emulated_host::try_launch(args, fused, device, stream, "kf::matmul (wgmma, fp32_emulated)");
 }
 
@@ -24,7 +34,7 @@ bool wgmma_fp32_emulated_try_launch(const gemm_args<float>& args, const epilogue
 namespace kf::detail {
 
 bool wgmma_fp32_emulated_try_launch(const gemm_args<float>&, const epilogue::bias_relu_threshold<float>&, int,
-                                    cudaStream_t) {
+                                    cudaStream_t, fp32_emulated_wgmma_kernel) {
   return false;
 }
 

@@ -1,21 +1,30 @@
 // SPDX-License-Identifier: Apache-2.0
-// GPU tests of math_mode::fp32_emulated (kf::matmul steps 15 and 16: three
+// GPU tests of math_mode::fp32_emulated (kf::matmul steps 15, 16 and 17: three
 // TF32 products per pair on wgmma or mma.sync, partial sums promoted into
 // fp32), each test run per path (Fp32EmulatedPath/<test>/<path>):
 //  * Library: kf::matmul with math_mode::fp32_emulated, what the library
-//    runs here (step 15 on compute capability 9.0 with the sm_90a image,
-//    step 16 on other GPUs of 8.0 or newer);
+//    runs here (step 15 on compute capability 9.0 with the sm_90a image, step
+//    17 there for skinny shapes, step 16 on other GPUs of 8.0 or newer);
 //  * MmaSync: step 16 through its launcher (mma_sync_fp32_emulated_try_launch)
 //    as kf::matmul runs it where wgmma does not (the exact steps below
 //    fp32_emulated_min_k), on the GPUs whose library path is step 15 (on the
-//    others the Library cases run step 16 already; these skip).
+//    others the Library cases run step 16 already; these skip);
+//  * Skinny: step 17 forced at every shape (wgmma_fp32_emulated_try_launch
+//    with fp32_emulated_wgmma_kernel::skinny; its large operand is the larger
+//    side's), which must run wherever that operand's rows are 16-byte aligned
+//    (elsewhere kf::matmul runs, as the library falls back to step 15); on
+//    compute capability 9.0 with the sm_90a image (elsewhere these skip). Its
+//    own test adds the small sides 1 ... 256 against large prime ones, both
+//    orientations (m small: the swapped product; n small), every transpose.
 // What each checks:
 //  * Reference: every shape of matmul_shapes() plus tile-edge shapes, all four
 //    transposes, alpha / beta, padded leading dimensions and misaligned
 //    pointers, C NaN-poisoned where beta == 0, checked against the double
 //    reference at the EXACT fp32 steps' tolerance (matmul_case.hpp), never TF32's.
 //  * The fused bias and threshold ReLU against a CPU model of them, below and
-//    above fp32_emulated_min_k.
+//    above fp32_emulated_min_k, with m > n and m < n.
+//  * inf / NaN in A alone, in B alone and in both (step 17 meets the large
+//    operand's in registers, the small one's through its pre-pass's flag).
 //  * Accuracy: the error of 64 x 64 entries of a product against the double
 //    reference (64 x 64 x k, k = 16 ... 65536, split-k from k = 512 on step 15;
 //    and 1152 x 1152 x k, unsplit), for three kinds of input (uniform in
@@ -39,6 +48,7 @@
 #include <cstdio>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cublas_v2.h>
@@ -64,21 +74,24 @@ bool runs_emulation() {
 }
 
 /// How a test reaches the emulation (see the top of this file).
-enum class path { library, mma_sync };
+enum class path { library, mma_sync, skinny };
 
-std::string path_name(const ::testing::TestParamInfo<path>& info) {
-  return info.param == path::library ? "Library" : "MmaSync";
-}
+const char* name_of(path p) { return p == path::library ? "Library" : p == path::mma_sync ? "MmaSync" : "Skinny"; }
+
+std::string path_name(const ::testing::TestParamInfo<path>& info) { return name_of(info.param); }
 
 /// Why a test of path `p` does not run on this machine (empty: it runs).
 std::string skip_reason(path p) {
   const std::string no_gpu = kf::test::gpu_unavailable_reason();
   if (!no_gpu.empty()) return "GPU test skipped: " + no_gpu;
   if (!runs_emulation()) return "fp32 emulation needs compute capability 8.0";
-  if (p == path::mma_sync) {
+  if (p != path::library) {
     int device = 0;
     if (cudaGetDevice(&device) != cudaSuccess) return "cudaGetDevice failed";
-    if (!kf::detail::wgmma_available(device)) return "kf::matmul runs step 16 itself here (the Library cases)";
+    if (!kf::detail::wgmma_available(device)) {
+      return p == path::mma_sync ? "kf::matmul runs step 16 itself here (the Library cases)"
+                                 : "step 17 needs compute capability 9.0 and the library's sm_90a image";
+    }
   }
   return {};
 }
@@ -95,21 +108,38 @@ kf::matmul_options emulated() {
   return o;
 }
 
+/// Whether step 17 reads its large operand in place for g: its rows 16-byte aligned.
+bool skinny_runs(const kf::detail::gemm_args<float>& g) {
+  const bool b_large = kf::detail::forced_fp32_emulated_large(g.m, g.n) == kf::detail::fp32_emulated_large::b;
+  const float* const x = b_large ? g.B : g.A;
+  const std::size_t ld = b_large ? g.ldb : g.lda;
+  return reinterpret_cast<std::uintptr_t>(x) % 16 == 0 && (ld * sizeof(float)) % 16 == 0;
+}
+
 /// kf::matmul<float> with `o` (math fp32_emulated, variant best) by path `p`:
-/// the library, or step 16's launcher where kf::matmul would run it (k >=
-/// fp32_emulated_min_k; else kf::matmul, which runs the exact steps).
+/// the library, step 16's launcher where kf::matmul would run it (k >=
+/// fp32_emulated_min_k; else kf::matmul, which runs the exact steps), or step
+/// 17 forced (likewise; where its large operand's rows are not 16-byte
+/// aligned, kf::matmul, which runs step 15 then).
 void emulated_matmul(path p, kf::op ta, kf::op tb, std::size_t m, std::size_t n, std::size_t k, float alpha,
                      const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta, float* C,
                      std::size_t ldc, const kf::matmul_options& o) {
-  if (p == path::library || k < kf::detail::fp32_emulated_min_k || m == 0 || n == 0) {
+  const kf::detail::gemm_args<float> g =
+      kf::detail::make_gemm_args<float>(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+  if (p == path::library || k < kf::detail::fp32_emulated_min_k || m == 0 || n == 0 ||
+      (p == path::skinny && !skinny_runs(g))) {
     kf::matmul<float>(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, o);
     return;
   }
   int device = 0;
   ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
-  const kf::detail::gemm_args<float> g =
-      kf::detail::make_gemm_args<float>(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   const kf::epilogue::bias_relu_threshold<float> fused{static_cast<const float*>(o.bias), o.relu, o.relu_threshold};
+  if (p == path::skinny) {
+    ASSERT_TRUE(kf::detail::wgmma_fp32_emulated_try_launch(g, fused, device, o.stream,
+                                                           kf::detail::fp32_emulated_wgmma_kernel::skinny))
+        << "step 17 did not run (" << m << " x " << n << " x " << k << ")";
+    return;
+  }
   ASSERT_TRUE(kf::detail::mma_sync_fp32_emulated_try_launch(g, fused, device, o.stream))
       << "step 16 found no workspace";
 }
@@ -134,11 +164,19 @@ TEST(Fp32EmulatedSupport, UnsupportedBelowComputeCapability8) {
 
 /// The shapes: the family's list, and edges of the 128 x 128 / 128 x 64 tiles
 /// and of the 32-wide k-blocks (k = 1, 31, 33), a shape in clusters of 2 (two
-/// tile rows) with a ragged last cluster, and one big enough for 128-wide tiles.
+/// tile rows) with a ragged last cluster, one big enough for 128-wide tiles,
+/// and skinny ones the library runs on step 17 (plan.hpp: choose_fp32_emulated_large).
 std::vector<matmul_shape> emulated_shapes() {
   std::vector<matmul_shape> s = kf::test::matmul_shapes();
-  for (const matmul_shape& extra : std::vector<matmul_shape>{
-           {128, 128, 32}, {129, 65, 31}, {200, 136, 33}, {385, 191, 97}, {1090, 2900, 40}, {64, 64, 65536}}) {
+  for (const matmul_shape& extra : std::vector<matmul_shape>{{128, 128, 32},
+                                                             {129, 65, 31},
+                                                             {200, 136, 33},
+                                                             {385, 191, 97},
+                                                             {1090, 2900, 40},
+                                                             {64, 64, 65536},
+                                                             {128, 1031, 300},
+                                                             {1100, 64, 257},
+                                                             {7, 2053, 131}}) {
     s.push_back(extra);
   }
   return s;
@@ -156,26 +194,37 @@ std::vector<matmul_shape> emulated_shapes() {
       o.stream, precision::exact, seed);
 }
 
+/// The paddings of a case's misaligned layout.
+struct padding {
+  std::size_t a, b, c, offset;
+};
+
+/// The case of shape s with transposes t (bit 0: A, bit 1: B): the aligned
+/// layout (beta 0: C poisoned, the staged epilogue where n % 4 == 0) where
+/// `aligned`, else the padded one (beta != 0). Sampled past 2^27 products.
+matmul_case<float> emulated_case(const matmul_shape& s, int t, bool aligned, const padding& padded) {
+  matmul_case<float> c;
+  c.shape = s;
+  c.trans_a = (t & 1) ? kf::op::transpose : kf::op::none;
+  c.trans_b = (t & 2) ? kf::op::transpose : kf::op::none;
+  if (aligned) {
+    c.alpha = 1.0f, c.beta = 0.0f;
+  } else {
+    c.alpha = -0.5f, c.beta = 0.25f;
+    c.pad_a = padded.a, c.pad_b = padded.b, c.pad_c = padded.c, c.offset = padded.offset;
+  }
+  c.sampled = s.m * s.n * s.k > (std::size_t{1} << 27);
+  return c;
+}
+
 TEST_P(Fp32Emulated, MatchesTheReferenceAtTheExactTolerance) {
   KF_SKIP_UNLESS_PATH_RUNS(GetParam());
   std::uint64_t seed = 150;
   int index = 0;
   for (const matmul_shape& s : emulated_shapes()) {
+    // The aligned layout and a padded, misaligned one (every pointer one element off) in turn.
     for (int t = 0; t < 4; ++t) {
-      matmul_case<float> c;
-      c.shape = s;
-      c.trans_a = (t & 1) ? kf::op::transpose : kf::op::none;
-      c.trans_b = (t & 2) ? kf::op::transpose : kf::op::none;
-      // Alternate an aligned layout (beta 0: C poisoned, the staged epilogue
-      // where n % 4 == 0) with a padded, misaligned one (beta != 0).
-      if ((t + index) % 2 == 0) {
-        c.alpha = 1.0f, c.beta = 0.0f;
-      } else {
-        c.alpha = -0.5f, c.beta = 0.25f;
-        c.pad_a = 1, c.pad_b = 37, c.pad_c = 1, c.offset = 1;
-      }
-      c.sampled = s.m * s.n * s.k > (std::size_t{1} << 27);
-      EXPECT_TRUE(check_emulated(GetParam(), c, seed++));
+      EXPECT_TRUE(check_emulated(GetParam(), emulated_case(s, t, (t + index) % 2 == 0, {1, 37, 1, 1}), seed++));
     }
     ++index;
   }
@@ -237,10 +286,14 @@ void fused_bias_relu_case(path which, std::size_t m, std::size_t n, std::size_t 
   }
 }
 
-/// k = 72: below fp32_emulated_min_k (the exact steps' epilogue); k = 200: the emulation's.
+/// k = 72: below fp32_emulated_min_k (the exact steps' epilogue); k = 200: the
+/// emulation's; m > n and m < n (step 17: C, and C^T stored transposed).
 TEST_P(Fp32Emulated, FusedBiasAndThresholdRelu) {
   KF_SKIP_UNLESS_PATH_RUNS(GetParam());
-  for (const std::size_t k : {std::size_t{72}, std::size_t{200}}) fused_bias_relu_case(GetParam(), 200, 136, k);
+  for (const std::size_t k : {std::size_t{72}, std::size_t{200}}) {
+    fused_bias_relu_case(GetParam(), 200, 136, k);
+    fused_bias_relu_case(GetParam(), 136, 200, k);
+  }
 }
 
 /// Uniform values in +-[0.1, 2) (no zeros), from seed.
@@ -270,18 +323,26 @@ std::vector<float> product(const std::vector<float>& a, const std::vector<float>
   return kf::to_host(dc);
 }
 
-TEST_P(Fp32Emulated, InfAndNanGiveTheExactStepsResult) {
-  KF_SKIP_UNLESS_PATH_RUNS(GetParam());
-  const path which = GetParam();
-  const std::size_t m = 40, n = 24, k = 300;  // k >= fp32_emulated_min_k: the emulation runs
+/// Which operand holds the non-finite values of InfAndNanGiveTheExactStepsResult.
+enum class nonfinite_in { a, b, both };
+
+/// m x n x 300 (k >= fp32_emulated_min_k: the emulation runs; m, n >= 36) with
+/// infinities and NaNs in A, B or both, against the exact steps' result.
+void inf_and_nan_case(path which, std::size_t m, std::size_t n, nonfinite_in where) {
+  const std::size_t k = 300;
   std::vector<float> a = plain_inputs(m * k, 5), b = plain_inputs(k * n, 6);
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
-  a[3 * k + 5] = inf;                                 // row 3: +-inf by B(5, j)'s sign ...
-  b[5 * n + 7] = 0.0f;                                // ... and inf * 0 = NaN at (3, 7)
-  b[10 * n + 2] = -inf;                               // column 2: +-inf, and inf - inf at (3, 2) if signs meet
-  a[20 * k + 50] = nan;                               // row 20: NaN
-  a[30 * k + 100] = 1.0f;                             // exact in TF32 (its lo part is 0) ...
-  b[100 * n + 11] = inf;                              // ... times inf: +inf, not NaN, at (30, 11)
+  const bool in_a = where != nonfinite_in::b, in_b = where != nonfinite_in::a;
+  if (in_a) {
+    a[3 * k + 5] = inf;    // row 3: +-inf by B(5, j)'s sign ...
+    b[5 * n + 7] = 0.0f;   // ... and inf * 0 = NaN at (3, 7)
+    a[20 * k + 50] = nan;  // row 20: NaN
+  }
+  if (in_b) {
+    b[10 * n + 2] = -inf;    // column 2: +-inf, and inf - inf at (3, 2) if signs meet
+    a[30 * k + 100] = 1.0f;  // exact in TF32 (its lo part is 0) ...
+    b[100 * n + 11] = inf;   // ... times inf: +inf, not NaN, at (30, 11)
+  }
   a[35 * k + 0] = std::numeric_limits<float>::max();  // rounds past TF32's largest: hi stays finite
   for (std::size_t j = 0; j < n; ++j) b[0 * n + j] = 0.5f;
   const std::vector<float> ours = product(a, b, m, n, k, &which);
@@ -299,11 +360,29 @@ TEST_P(Fp32Emulated, InfAndNanGiveTheExactStepsResult) {
         for (std::size_t p = 0; p < k; ++p) scale += std::fabs(static_cast<double>(a[i * k + p]) * b[p * n + j]);
         same = std::fabs(static_cast<double>(o) - e) <= 8.0 * std::sqrt(static_cast<double>(k)) * 0x1.0p-24 * scale;
       }
-      if (!same && bad++ < 8) ADD_FAILURE() << "C(" << i << ", " << j << ") = " << o << ", exact step: " << e;
+      if (!same && bad++ < 8) {
+        ADD_FAILURE() << "C(" << i << ", " << j << ") = " << o << ", exact step: " << e << " (" << m << " x " << n
+                      << ", non-finite in "
+                      << (where == nonfinite_in::a   ? "A"
+                          : where == nonfinite_in::b ? "B"
+                                                     : "both")
+                      << ")";
+      }
     }
   }
   EXPECT_EQ(bad, 0);
-  EXPECT_GT(non_finite, static_cast<int>(2 * n));  // rows 3 and 20, column 2, (30, 11)
+  // Rows 3 and 20 (A), columns 2 and 11 (B).
+  EXPECT_GE(non_finite, static_cast<int>((in_a ? 2 * n : 0) + (in_b ? 2 * m : 0) - (in_a && in_b ? 4 : 0)));
+}
+
+TEST_P(Fp32Emulated, InfAndNanGiveTheExactStepsResult) {
+  KF_SKIP_UNLESS_PATH_RUNS(GetParam());
+  // m < n: step 17's large operand is B (the swapped product); m > n: A.
+  for (const auto& [m, n] : {std::pair<std::size_t, std::size_t>{40, 48}, {48, 40}}) {
+    for (const nonfinite_in where : {nonfinite_in::a, nonfinite_in::b, nonfinite_in::both}) {
+      inf_and_nan_case(GetParam(), m, n, where);
+    }
+  }
 }
 
 // Subnormal inputs (|x| < 2^-126) are the emulation's known gap: TF32 keeps the
@@ -444,8 +523,10 @@ void compare_with_sgemm(path which, cublasHandle_t handle, inputs d, std::size_t
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const std::vector<float> sgemm = sampled();
   const error_stats o = errors_of(ours, ref, mag), s = errors_of(sgemm, ref, mag), e = errors_of(exact, ref, mag);
-  const std::string shape =
-      std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + (which == path::library ? "" : " step16");
+  const std::string shape = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+                            (which == path::library    ? ""
+                             : which == path::mma_sync ? " step16"
+                                                       : " step17");
   std::printf("%-17s %-22s | %10.3g %10.3g  | %10.3g %10.3g  | %10.3g %10.3g  | %.3g / %.3g / %.3g\n", name_of(d),
               shape.c_str(), o.median_rel, o.median_sum, s.median_rel, s.median_sum, e.median_rel, e.median_sum,
               o.max_sum, s.max_sum, e.max_sum);
@@ -475,6 +556,45 @@ TEST_P(Fp32Emulated, AccuracyNoWorseThanTheExactStepBesideSgemm) {
   cublasDestroy(handle);
 }
 
-INSTANTIATE_TEST_SUITE_P(Fp32EmulatedPath, Fp32Emulated, ::testing::Values(path::library, path::mma_sync), path_name);
+// ---- step 17 at awkward sizes --------------------------------------------------------
+
+/// Step 17 forced on products with one small side (1, 7, 128, 150, 200, 256:
+/// one tile column, a single row, whole and ragged clusters of two 64-wide
+/// tiles) against large prime sides and prime k (one k-block's worth ragged),
+/// in both orientations (m small: C^T computed and stored transposed; n
+/// small), every transpose, alternating beta == 0 (C poisoned; staged stores
+/// where the swapped product's C allows) with beta != 0 and padded rows: the
+/// small operand's and C's rows misaligned, the large one's aligned (a
+/// misaligned large operand makes step 17 decline: emulated_matmul then runs
+/// kf::matmul, and the MatchesTheReference cases with offset 1 cover that).
+/// Split-k where the tiles are few (one 64-wide column); unsplit at 128 x
+/// 9000 x 257 (the swapped product's staged stores) and 9001 x 128 x 256.
+TEST(Fp32EmulatedSkinny, MatchesTheReferenceAtAwkwardSizes) {
+  KF_SKIP_UNLESS_PATH_RUNS(path::skinny);
+  const std::size_t larges[] = {1031, 2053, 4099}, ks[] = {131, 509, 2053};
+  std::uint64_t seed = 1700;
+  int index = 0;
+  for (const std::size_t small : {1, 7, 128, 150, 200, 256}) {
+    for (const bool m_small : {true, false}) {
+      for (int t = 0; t < 4; ++t, ++index) {
+        const std::size_t large = larges[index % 3], k = ks[(index / 3) % 3];
+        // Padded: the small operand's rows misaligned (pad 1), C's too (pad 3).
+        const padding padded{m_small ? 1u : 0u, m_small ? 0u : 1u, 3, 0};
+        const matmul_case<float> c = emulated_case(
+            m_small ? matmul_shape{small, large, k} : matmul_shape{large, small, k}, t, (t + index) % 2 == 0, padded);
+        EXPECT_TRUE(check_emulated(path::skinny, c, seed++)) << c.describe();
+      }
+    }
+  }
+  for (const matmul_shape s : {matmul_shape{128, 9000, 257}, matmul_shape{9001, 128, 256}}) {
+    matmul_case<float> c;
+    c.shape = s;
+    c.sampled = true;
+    EXPECT_TRUE(check_emulated(path::skinny, c, seed++)) << c.describe();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fp32EmulatedPath, Fp32Emulated, ::testing::Values(path::library, path::mma_sync, path::skinny),
+                         path_name);
 
 }  // namespace

@@ -2,7 +2,7 @@
 // CPU tests of the matrix-product family's selection rules (test_matmul_cpu,
 // beside matmul_cpu_test.cpp): include/kernelforge/kernels/matmul/plan.hpp
 // (split-k included: the shared planner with the matmul's limits; where
-// math_mode::fp32_emulated runs and step 16's tiles) and wgmma/policy.hpp.
+// math_mode::fp32_emulated runs, step 16's tiles, step 17's shapes) and wgmma/policy.hpp.
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -380,6 +380,39 @@ TEST(MatmulTuning, Fp32EmulatedRoute) {
   EXPECT_EQ(choose_fp32_emulated_route(90, true, long_k), route::wgmma);
   EXPECT_EQ(choose_fp32_emulated_route(90, true, 65536), route::wgmma);
   EXPECT_EQ(kf::detail::fp32_emulated_min_cc, 80);
+}
+
+/// Step 17 (the large operand split in registers) where one side is at most
+/// fp32_emulated_skinny_max_small and the other at least
+/// fp32_emulated_skinny_min_large: B large where m is small (the swapped
+/// product), A large where n is; k below fp32_emulated_min_k never (the exact
+/// steps run). Forced, the larger side's operand (ties: B).
+TEST(MatmulTuning, Fp32EmulatedSkinnyRoute) {
+  using kf::detail::choose_fp32_emulated_large;
+  using kf::detail::forced_fp32_emulated_large;
+  using large = kf::detail::fp32_emulated_large;
+  constexpr std::size_t small = kf::detail::fp32_emulated_skinny_max_small;
+  constexpr std::size_t big = kf::detail::fp32_emulated_skinny_min_large;
+  constexpr std::size_t k = kf::detail::fp32_emulated_min_k;
+  static_assert(small == 256 && big == 1024 && big >= 4 * small, "the bounds the tuning notes state");
+  // The shape the step is for: 128 x 8192 x 8192 (and its transpose).
+  EXPECT_EQ(choose_fp32_emulated_large(128, 8192, 8192), large::b);
+  EXPECT_EQ(choose_fp32_emulated_large(8192, 128, 8192), large::a);
+  for (const std::size_t s : {std::size_t{1}, std::size_t{7}, std::size_t{64}, std::size_t{200}, small}) {
+    EXPECT_EQ(choose_fp32_emulated_large(s, big, k), large::b) << s;
+    EXPECT_EQ(choose_fp32_emulated_large(big, s, k), large::a) << s;
+    EXPECT_EQ(choose_fp32_emulated_large(s, 65536, 65536), large::b) << s;
+    EXPECT_EQ(choose_fp32_emulated_large(s, big, k - 1), large::none) << s;  // the exact steps' k
+    EXPECT_EQ(choose_fp32_emulated_large(s, big - 1, k), large::none) << s;  // both sides small
+    EXPECT_EQ(choose_fp32_emulated_large(big - 1, s, k), large::none) << s;
+  }
+  EXPECT_EQ(choose_fp32_emulated_large(small + 1, 8192, 8192), large::none);
+  EXPECT_EQ(choose_fp32_emulated_large(8192, small + 1, 8192), large::none);
+  EXPECT_EQ(choose_fp32_emulated_large(4096, 4096, 4096), large::none);
+  EXPECT_EQ(choose_fp32_emulated_large(small, small, 8192), large::none);
+  EXPECT_EQ(forced_fp32_emulated_large(7, 1031), large::b);
+  EXPECT_EQ(forced_fp32_emulated_large(1031, 7), large::a);
+  EXPECT_EQ(forced_fp32_emulated_large(64, 64), large::b);
 }
 
 /// Step 16's stages fit the opt-in (3 at most), and its tile width: 128 where

@@ -41,6 +41,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "kernelforge/kernels/matmul/wgmma/split_in_registers.cuh"  // step 17's fragments (CPU checks)
 #include "kernelforge/kernels/matmul/wgmma/swap_ab.cuh"  // the transpose and staged-store mappings (CPU checks)
 #include "kernelforge/kernels/matmul/tensor_core_tf32_launch.cuh"
 #include "kernelforge/kernels/matmul/wgmma_sm90a.hpp"
@@ -584,6 +585,62 @@ TEST(MatmulWgmmaTf32, SwapFragmentMapping) {
     EXPECT_EQ(std::unique(rows.begin(), rows.end()) - rows.begin(), 64) << "warpgroup rows not a permutation";
     EXPECT_EQ(rows.front(), 0);
     EXPECT_EQ(rows.back(), 63);
+  }
+}
+
+// ---- CPU check of the skinny fp32-emulation step's X fragments ---------------
+
+/// Step 17 (17_wgmma_fp32_emulated_skinny.cuh) loads its large operand X's
+/// fragments with the swapped product's rows (swap_row) from either layout of
+/// X in a stage (wgmma/split_in_registers.cuh): M-major (swap_fragment_offset,
+/// checked above) or k-major (k_major_fragment_offset: element (row, k) of the
+/// stage's 128 rows at row * 128 + ((k / 4) ^ (row % 8)) * 16 + (k % 4) * 4),
+/// and reaches k-step kk by XOR-ing the k-step-0 offset with kk times
+/// m_major_k_step_xor or k_major_k_step_xor. Checked: every register of every
+/// k-step reads the element wgmma's register layout asks for; M-major loads
+/// are conflict-free, k-major ones take at most two passes (rows r and r + 16
+/// of a warp's fragment share their 16-byte slots), as the header says.
+TEST(MatmulWgmmaTf32, SkinnyFragmentMapping) {
+  namespace w = kf::detail::wgmma;
+  const auto k_major = [](int k, int row) { return row * 128 + (((k / 4) ^ (row % 8)) * 16) + (k % 4) * 4; };
+  const auto m_major = [](int k, int row) {
+    return (row / w::swap_box_rows) * w::swap_box_bytes + k * w::swizzle_row_bytes +
+           (((row % w::swap_box_rows) / 4) ^ (k % 8)) * 16 + (row % 4) * 4;
+  };
+  for (const bool is_k_major : {false, true}) {
+    SCOPED_TRACE(is_k_major ? "k-major X" : "M-major X");
+    int worst_passes = 0;
+    for (int consumer = 0; consumer < w::consumer_warpgroups; ++consumer) {
+      for (int warp = 0; warp < kf::detail::warps_per_warpgroup; ++warp) {
+        for (int kk = 0; kk < w::split_k_steps; ++kk) {
+          for (int r = 0; r < 4; ++r) {
+            std::vector<int> words;  // the 4-byte words the warp's lanes read
+            for (int lane = 0; lane < 32; ++lane) {
+              const int row = w::wgmma_m * consumer + w::swap_row(warp, lane / 4 + 8 * (r % 2));
+              const int k = 8 * kk + lane % 4 + 4 * (r / 2);
+              const int offset0 = is_k_major ? w::k_major_fragment_offset(consumer, warp, lane, r)
+                                             : w::swap_fragment_offset(consumer, warp, lane, r);
+              const int offset = offset0 ^ (kk * (is_k_major ? w::k_major_k_step_xor : w::m_major_k_step_xor));
+              EXPECT_EQ(offset, is_k_major ? k_major(k, row) : m_major(k, row))
+                  << "consumer " << consumer << " warp " << warp << " lane " << lane << " a" << r << " k-step " << kk;
+              words.push_back(offset / 4);
+            }
+            int passes = 0;  // the most distinct words on one bank
+            for (int bank = 0; bank < 32; ++bank) {
+              std::vector<int> on_bank;
+              for (const int word : words) {
+                if (word % 32 == bank) on_bank.push_back(word);
+              }
+              std::sort(on_bank.begin(), on_bank.end());
+              passes =
+                  std::max(passes, static_cast<int>(std::unique(on_bank.begin(), on_bank.end()) - on_bank.begin()));
+            }
+            worst_passes = std::max(worst_passes, passes);
+          }
+        }
+      }
+    }
+    EXPECT_EQ(worst_passes, is_k_major ? 2 : 1);
   }
 }
 

@@ -136,6 +136,16 @@ __device__ __forceinline__ void wgmma_m64nNk8_tf32(float (&d)[wgmma_accumulators
   }
 }
 
+// The register-sourced TF32 form: a: the operand list of A's four registers
+// ("%32, %33, %34, %35"), b, p: the operand numbers of B's descriptor and the
+// scale-d flag; ...: the accumulators, then the inputs.
+#define KF_WGMMA_TF32_RS_ASM(n, regs, a, b, p, ...)                                                                \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" p                                                              \
+               ", 0;\n"                                                                                            \
+               "wgmma.mma_async.sync.aligned.m64n" n "k8.f32.tf32.tf32 {" regs "}, {" a "}, %" b ", p, 1, 1;\n}\n" \
+               : __VA_ARGS__)
+#define KF_WGMMA_A_REGS "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3])
+
 /// d (64 x N, fp32) += A (64 x 8) * B (8 x N), TF32, A from registers (wgmma's
 /// register-sourced form): a[0..3] hold A's elements (row 16 * warp + lane / 4
 /// (+ 8 for a[1], a[3]), k lane % 4 (+ 4 for a[2], a[3])) of the warp's 16 rows;
@@ -147,28 +157,38 @@ __device__ __forceinline__ void wgmma_m64nNk8_tf32_rs(float (&d)[wgmma_accumulat
                                                       std::uint64_t desc_b) {
   static_assert(N == 64 || N == 128 || N == 256, "wgmma TF32 here: N of 64, 128 or 256");
   if constexpr (N == 256) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {" KF_WGMMA_REGS_0 KF_WGMMA_REGS_32 KF_WGMMA_REGS_64
-        "}, {%128, %129, %130, %131}, %132, p, 1, 1;\n}\n"
-        : KF_WGMMA_D32(0), KF_WGMMA_D32(32), KF_WGMMA_D32(64), KF_WGMMA_D32(96)
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(1));
+    KF_WGMMA_TF32_RS_ASM("256", KF_WGMMA_REGS_0 KF_WGMMA_REGS_32 KF_WGMMA_REGS_64, "%128, %129, %130, %131", "132",
+                         "133", KF_WGMMA_D32(0), KF_WGMMA_D32(32), KF_WGMMA_D32(64), KF_WGMMA_D32(96)
+                         : KF_WGMMA_A_REGS, "l"(desc_b), "n"(1));
   } else if constexpr (N == 128) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {" KF_WGMMA_REGS_0 KF_WGMMA_REGS_32
-        "}, {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
-        : KF_WGMMA_D32(0), KF_WGMMA_D32(32)
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(1));
+    KF_WGMMA_TF32_RS_ASM("128", KF_WGMMA_REGS_0 KF_WGMMA_REGS_32, "%64, %65, %66, %67", "68", "69", KF_WGMMA_D32(0),
+                         KF_WGMMA_D32(32)
+                         : KF_WGMMA_A_REGS, "l"(desc_b), "n"(1));
   } else {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {" KF_WGMMA_REGS_0
-        "}, {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
-        : KF_WGMMA_D32(0)
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "n"(1));
+    KF_WGMMA_TF32_RS_ASM("64", KF_WGMMA_REGS_0, "%32, %33, %34, %35", "36", "37", KF_WGMMA_D32(0)
+                         : KF_WGMMA_A_REGS, "l"(desc_b), "n"(1));
   }
 }
+
+/// The register-sourced form with scale-d: d = A * B + (scale_d ? d : 0), so
+/// scale_d == 0 starts a fresh partial sum without zeroing the registers first
+/// (the skinny fp32-emulation step's per-k-block partials,
+/// 17_wgmma_fp32_emulated_skinny.cuh). N: 64 or 128.
+template <int N>
+__device__ __forceinline__ void wgmma_m64nNk8_tf32_rs(float (&d)[wgmma_accumulators<N>], const std::uint32_t (&a)[4],
+                                                      std::uint64_t desc_b, std::uint32_t scale_d) {
+  static_assert(N == 64 || N == 128, "wgmma TF32 from registers with scale-d here: N of 64 or 128");
+  if constexpr (N == 128) {
+    KF_WGMMA_TF32_RS_ASM("128", KF_WGMMA_REGS_0 KF_WGMMA_REGS_32, "%64, %65, %66, %67", "68", "69", KF_WGMMA_D32(0),
+                         KF_WGMMA_D32(32)
+                         : KF_WGMMA_A_REGS, "l"(desc_b), "r"(scale_d));
+  } else {
+    KF_WGMMA_TF32_RS_ASM("64", KF_WGMMA_REGS_0, "%32, %33, %34, %35", "36", "37", KF_WGMMA_D32(0)
+                         : KF_WGMMA_A_REGS, "l"(desc_b), "r"(scale_d));
+  }
+}
+#undef KF_WGMMA_A_REGS
+#undef KF_WGMMA_TF32_RS_ASM
 
 /// d (64 x N, fp32) += A (64 x 16) * B (16 x N), T = __half or __nv_bfloat16,
 /// both read from shared memory: A k-major (TransA = 0) or M-major (TransA = 1,

@@ -19,30 +19,23 @@
 #include "../runtime/tensor_map.hpp"
 #include "../runtime/workspace.hpp"
 #include "15_wgmma_fp32_emulated.cuh"
+#include "fp32_emulated_instances.cuh"
 #include "gemm_args.cuh"
 #include "split_k.cuh"
 #include "split_tf32.cuh"
 #include "wgmma/config.cuh"
 #include "wgmma/policy.hpp"
+#include "wgmma/staged_c.hpp"
 #include "wgmma_sm90a.hpp"  // wgmma_available
 
 namespace kf::detail::fp32_emulated_host {
 
 /// wgmma_fp32_emulated_kernel<Cluster, BlockN, *>: its two instances (finite
-/// inputs; inputs with an inf or a NaN), their shared memory and the clusters
-/// resident at once (the same for both).
+/// inputs; inputs with an inf or a NaN), their shared memory and launch.
 template <int Cluster, int BlockN>
-struct instance {
-  static constexpr auto kernel = &wgmma_fp32_emulated_kernel<Cluster, BlockN, false>;
-  static constexpr auto kernel_apart = &wgmma_fp32_emulated_kernel<Cluster, BlockN, true>;
-  static constexpr int smem_bytes = wgmma::tile_config<BlockN>::smem_bytes;
-  /// Also lets both instances have their shared memory (the query sets each one's limit).
-  static int resident(int device, const char* what) {
-    const int common = resident_clusters<kernel>(device, wgmma::threads, smem_bytes, Cluster, what);
-    const int apart = resident_clusters<kernel_apart>(device, wgmma::threads, smem_bytes, Cluster, what);
-    return common < apart ? common : apart;
-  }
-};
+using instance = fp32_emulated_instances<&wgmma_fp32_emulated_kernel<Cluster, BlockN, false>,
+                                         &wgmma_fp32_emulated_kernel<Cluster, BlockN, true>,
+                                         wgmma::tile_config<BlockN>::smem_bytes, Cluster>;
 
 /// Calls f(instance<...>{}) for the cluster size (1, 2) and tile width (128, 64) chosen at run time.
 template <class F>
@@ -84,7 +77,7 @@ inline bool try_launch(const gemm_args<float>& g, const epilogue::bias_relu_thre
   // The split operands (A as m x k and op(B)^T as n x k, hi and lo per 32 of
   // k), then the non-finite flag, in one pooled workspace.
   const split_gemm_operands operands(g, device, stream);  // back to the pool on return
-  if (operands.a() == nullptr) return false;              // no pool or no memory: the caller reports it
+  if (!operands.allocated()) return false;                // no pool or no memory: the caller reports it
   CUtensorMap map_a{}, map_b{}, map_c{};
   if (!encode_sw128(map_a, operands.a(), ld, g.m, ld, stage_k, wgmma::box_rows) ||
       !encode_sw128(map_b, operands.b(), ld, g.n, ld, stage_k, static_cast<cuuint32_t>(block_n / max_cluster))) {
@@ -103,27 +96,14 @@ inline bool try_launch(const gemm_args<float>& g, const epilogue::bias_relu_thre
   p.partial = split.partials();
   p.splits = split.plan().split;
   p.split_k_tiles = 2 * static_cast<int>(ceil_div(split.plan().k_slice, static_cast<std::size_t>(stage_k)));
-  // C through shared memory and TMA stores where C is not read and its rows are whole 16-byte units.
-  p.staged = p.partial == nullptr && g.beta == 0.0f && rows_aligned(g.C, g.ldc, sizeof(float), wgmma::tma_alignment) &&
-             (g.n * sizeof(float)) % wgmma::tma_alignment == 0 &&
-             encode_sw128(map_c, static_cast<const float*>(g.C), g.n, g.m, g.ldc,
-                          static_cast<cuuint32_t>(wgmma::swizzle_row_bytes / sizeof(float)),
-                          static_cast<cuuint32_t>(wgmma::c_box_rows));
+  // C through shared memory and TMA stores where it can (wgmma/staged_c.hpp).
+  p.staged = wgmma::encode_staged_c(map_c, g, p.partial != nullptr);
 
+  // Both instances; the one the pre-pass's flag does not name returns at once.
+  const std::size_t items = cluster_tiles_m * tiles_n * static_cast<std::size_t>(p.splits);
   with_instance(cluster, block_n, [&](auto chosen) {
-    using I = decltype(chosen);
-    // Persistent: no more clusters than the device runs at once.
-    const std::size_t items = cluster_tiles_m * tiles_n * static_cast<std::size_t>(p.splits);
-    const std::size_t held = static_cast<std::size_t>(resident);
-    const std::size_t clusters = items < held ? items : held;
-    cudaLaunchAttribute cluster_dims{};
-    const cudaLaunchConfig_t config =
-        cluster_launch_config(dim3(static_cast<unsigned>(clusters * cluster)), dim3(wgmma::threads), I::smem_bytes,
-                              stream, cluster, cluster_dims);
-    // Both instances; the one the pre-pass's flag does not name returns at once.
-    const unsigned* const flag = operands.nonfinite();
-    cuda_check(cudaLaunchKernelEx(&config, I::kernel, map_a, map_b, map_c, p, fused, flag), what);
-    cuda_check(cudaLaunchKernelEx(&config, I::kernel_apart, map_a, map_b, map_c, p, fused, flag), what);
+    decltype(chosen)::launch(items, resident, stream, what, map_a, map_b, map_c, p, fused,
+                             static_cast<const unsigned*>(operands.nonfinite()));
   });
   check_launch(what);
   split.reduce(g, fused, stream);

@@ -6,7 +6,7 @@
 // large_tile's orientation, whether variant best runs large_tile, and the
 // split-k plan (the shared planner, common/split_k_plan.hpp, with the
 // matmul's limits; the wgmma kernel's own choices: wgmma/policy.hpp), and
-// where math_mode::fp32_emulated runs (steps 15 and 16) and on what tiles.
+// where math_mode::fp32_emulated runs (steps 15, 16 and 17) and on what tiles.
 // warp_tiled_tuning_for is read by device code too (KF_TUNING_FN).
 #pragma once
 
@@ -81,7 +81,7 @@ KF_TUNING_FN bool best_is_large_tile(warp_tiled_tuning_id arch, std::size_t m, s
   return best_uses_large_tile && arch == warp_tiled_tuning_id::large_smem && m >= 64 && n >= 64;
 }
 
-// ---- math_mode::fp32_emulated (steps 15 and 16) -------------------------------------
+// ---- math_mode::fp32_emulated (steps 15, 16 and 17) ---------------------------------
 /// Products with k below this run on the exact fp32 steps under
 /// math_mode::fp32_emulated: over a few k-blocks, the tensor cores' truncating
 /// sums (an ulp toward zero per instruction) cost more accuracy than the
@@ -99,7 +99,8 @@ constexpr int fp32_emulated_min_cc = 80;
 /// What runs a math_mode::fp32_emulated product.
 ///  * unsupported: the device has no TF32 tensor cores (errc::unsupported);
 ///  * exact: k < fp32_emulated_min_k, the exact fp32 steps;
-///  * wgmma: step 15 (the library's sm_90a image on a compute capability 9.0 device);
+///  * wgmma: step 15, or step 17 for skinny shapes (choose_fp32_emulated_large below)
+///    (the library's sm_90a image on a compute capability 9.0 device);
 ///  * mma_sync: step 16 (compute capability 8.0 and newer).
 enum class fp32_emulated_route { unsupported, exact, wgmma, mma_sync };
 
@@ -110,6 +111,42 @@ constexpr fp32_emulated_route choose_fp32_emulated_route(int cc, bool wgmma_runs
   if (cc < fp32_emulated_min_cc) return fp32_emulated_route::unsupported;
   if (k < fp32_emulated_min_k) return fp32_emulated_route::exact;
   return wgmma_runs ? fp32_emulated_route::wgmma : fp32_emulated_route::mma_sync;
+}
+
+/// Where the wgmma route runs a product of one small side: step 17
+/// (17_wgmma_fp32_emulated_skinny.cuh), which reads the large operand once as
+/// plain fp32 and splits it in registers, instead of step 15, whose pre-pass
+/// moves 20 bytes of HBM traffic for each 4-byte element of it (read, hi and lo
+/// written, both read again) before its kernel starts. Per element of the
+/// large operand the products take 6 s flops for a small side s: at the H200's
+/// TF32 peak (495 TFLOP/s) against 4.8 TB/s, step 15's 20 bytes outlast them
+/// up to s ~ 340, step 17's 4 up to s ~ 70. So step 17 where the small side is
+/// at most fp32_emulated_skinny_max_small, and the large one at least
+/// fp32_emulated_skinny_min_large (4 times that: the large operand's bytes are
+/// most of the traffic; below, both operands are small and step 15's pre-pass
+/// is short). Not yet measured
+/// (benchmarks/tuning/matmul.md#fp32-emulation-for-skinny-products-step-17).
+constexpr std::size_t fp32_emulated_skinny_max_small = 256;
+constexpr std::size_t fp32_emulated_skinny_min_large = 1024;
+
+/// The operand step 17 splits in its kernel (the large one): none (step 15
+/// runs), a (n is small: C = op(A) op(B), op(A) from registers) or b (m is
+/// small: the kernel computes C^T = op(B)^T op(A)^T, op(B)^T from registers).
+enum class fp32_emulated_large { none, a, b };
+
+/// Step 17's operand for an m x n x k product on the wgmma route (k >=
+/// fp32_emulated_min_k), by shape (see fp32_emulated_skinny_max_small).
+constexpr fp32_emulated_large choose_fp32_emulated_large(std::size_t m, std::size_t n, std::size_t k) {
+  if (k < fp32_emulated_min_k) return fp32_emulated_large::none;
+  if (m <= fp32_emulated_skinny_max_small && n >= fp32_emulated_skinny_min_large) return fp32_emulated_large::b;
+  if (n <= fp32_emulated_skinny_max_small && m >= fp32_emulated_skinny_min_large) return fp32_emulated_large::a;
+  return fp32_emulated_large::none;
+}
+
+/// Step 17 forced at any shape (tests, benchmarks): the larger side's operand
+/// (ties: B, the swapped product).
+constexpr fp32_emulated_large forced_fp32_emulated_large(std::size_t m, std::size_t n) {
+  return m <= n ? fp32_emulated_large::b : fp32_emulated_large::a;
 }
 
 /// Step 16's block tile (16_mma_sync_fp32_emulated.cuh): 128 rows, 128 or 64

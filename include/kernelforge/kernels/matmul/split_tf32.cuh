@@ -4,12 +4,9 @@
 // 09_implicit_gemm_wgmma_fp32_emulated.cuh): each fp32 operand split into two
 // TF32 parts and laid out k-major (for TMA, and for step 16's cp.async).
 //
-//   x = hi + lo + e,  hi = tf32(x),  lo = tf32(x - hi)   (both rounded to nearest)
-//
-// x - hi is exact in fp32, |lo| <= 2^-11 |x| and |e| <= 2^-11 |lo| <= 2^-22 |x|,
-// so hi*hi + hi*lo + lo*hi carries fp32-level accuracy (the dropped lo*lo is
-// below 2^-22 of the product). hi and lo are stored as fp32 bit patterns whose
-// low 13 mantissa bits are zero, which TF32 wgmma and mma.sync read without loss.
+// The parts (hi = tf32(x), lo = tf32(x - hi)) and why three products of them
+// carry fp32 accuracy: tf32_parts.cuh, shared with the skinny step 17, which
+// splits its large operand in registers instead.
 //
 // Layout: an operand as `rows` x k (A as m x k; B as n x k, i.e. op(B)^T),
 // written k-major with row stride ld = 2 * round_up(k, 32): for each block of 32
@@ -30,13 +27,13 @@
 
 #include <cuda_runtime_api.h>
 
-#include "../arch/mma_sm80.cuh"  // round_to_tf32
 #include "../common/alignment.hpp"
 #include "../common/grid.hpp"
 #include "../common/kernel.cuh"
 #include "../runtime/cuda_check.hpp"
 #include "../runtime/workspace.hpp"
 #include "gemm_args.cuh"
+#include "tf32_parts.cuh"
 
 namespace kf::detail {
 
@@ -45,17 +42,6 @@ inline constexpr int split_block_k = 32;
 
 /// The packed row stride (elements) of an operand with k columns: hi and lo per 32 of k.
 inline std::size_t split_tf32_ld(std::size_t k) { return 2 * ceil_div(k, std::size_t{split_block_k}) * split_block_k; }
-
-/// x's two TF32 parts. Non-finite x: hi = x, lo = 0 (x - hi would be NaN). A
-/// finite x that rounds up past the largest TF32 value keeps a finite hi
-/// (truncated: the low 13 bits dropped) so that only infinite inputs give
-/// infinite products.
-__device__ __forceinline__ float2 split_tf32(float x) {
-  if (!isfinite(x)) return make_float2(x, 0.0f);
-  float hi = round_to_tf32(x);
-  if (isinf(hi)) hi = __uint_as_float(__float_as_uint(x) & 0xFFFFE000u);
-  return make_float2(hi, round_to_tf32(x - hi));
-}
 
 /// One 32 x 32 tile (rows x k) per block of 32 x 8 threads: read coalesced
 /// along whichever of the source's strides is 1 (through shared memory), then
@@ -117,38 +103,45 @@ inline void launch_split_tf32_pack(const float* src, std::size_t row_stride, std
   launch_split_tf32_pack_batched(src, 1, 0, row_stride, k_stride, rows, k, dst, 0, nonfinite, stream, what);
 }
 
-/// A matrix product's operands split for matmul steps 15 and 16: op(A) as m x
-/// k and op(B)^T as n x k (both k-major: every transpose reads the same way
-/// afterwards), each rows x ld() floats, then the non-finite flag, in one
+/// Which operands of a product split_gemm_operands splits: both (steps 15 and
+/// 16), or op(A) alone / op(B)^T alone (step 17, which splits the other one
+/// in its kernel).
+enum class split_which { both, a, b };
+
+/// A matrix product's operands split for matmul steps 15, 16 and 17: op(A) as
+/// m x k and op(B)^T as n x k (both k-major: every transpose reads the same
+/// way afterwards), each rows x ld() floats, then the non-finite flag, in one
 /// pooled workspace (back to the pool, on `stream`, when this object goes).
-/// Allocating enqueues nothing; a() is nullptr where the pool gives no memory.
+/// Allocating enqueues nothing; allocated() is false where the pool gives no
+/// memory; a() (b()) is nullptr where A (B) is not split.
 class split_gemm_operands {
  public:
-  split_gemm_operands(const gemm_args<float>& g, int device, cudaStream_t stream)
+  split_gemm_operands(const gemm_args<float>& g, int device, cudaStream_t stream, split_which which = split_which::both)
       : ld_(split_tf32_ld(g.k)),
-        a_bytes_(round_up(g.m * ld_ * sizeof(float), workspace_alignment)),
-        b_bytes_(round_up(g.n * ld_ * sizeof(float), workspace_alignment)),
+        a_bytes_(which == split_which::b ? 0 : round_up(g.m * ld_ * sizeof(float), workspace_alignment)),
+        b_bytes_(which == split_which::a ? 0 : round_up(g.n * ld_ * sizeof(float), workspace_alignment)),
         scratch_(device, a_bytes_ + b_bytes_ + sizeof(unsigned), stream) {}
 
   /// The packed row stride (elements) of both operands.
   [[nodiscard]] std::size_t ld() const noexcept { return ld_; }
-  [[nodiscard]] float* a() const noexcept { return scratch_.data<float>(); }
+  [[nodiscard]] bool allocated() const noexcept { return scratch_.data() != nullptr; }
+  [[nodiscard]] float* a() const noexcept { return allocated() && a_bytes_ > 0 ? scratch_.data<float>() : nullptr; }
   [[nodiscard]] float* b() const noexcept {
-    return a() == nullptr ? nullptr : reinterpret_cast<float*>(scratch_.data<char>() + a_bytes_);
+    return allocated() && b_bytes_ > 0 ? reinterpret_cast<float*>(scratch_.data<char>() + a_bytes_) : nullptr;
   }
-  /// Non-zero after the split where an element of A or B is inf or NaN.
+  /// Non-zero after the split where an element of a split operand is inf or NaN.
   [[nodiscard]] unsigned* nonfinite() const noexcept {
-    return a() == nullptr ? nullptr : reinterpret_cast<unsigned*>(scratch_.data<char>() + a_bytes_ + b_bytes_);
+    return allocated() ? reinterpret_cast<unsigned*>(scratch_.data<char>() + a_bytes_ + b_bytes_) : nullptr;
   }
 
-  /// Enqueues the flag's reset and both splits on `stream` (a() not nullptr).
+  /// Enqueues the flag's reset and the splits on `stream` (allocated()).
   void enqueue(const gemm_args<float>& g, cudaStream_t stream, const char* what) const {
     cuda_check(cudaMemsetAsync(nonfinite(), 0, sizeof(unsigned), stream), what);
     // op(A)(i, p) = A[i * a_row + p * a_col]; op(B)^T(j, p) = op(B)(p, j) = B[j * b_col + p * b_row].
     const std::size_t a_row = g.trans_a ? 1 : g.lda, a_col = g.trans_a ? g.lda : 1;
     const std::size_t b_row = g.trans_b ? 1 : g.ldb, b_col = g.trans_b ? g.ldb : 1;
-    launch_split_tf32_pack(g.A, a_row, a_col, g.m, g.k, a(), nonfinite(), stream, what);
-    launch_split_tf32_pack(g.B, b_col, b_row, g.n, g.k, b(), nonfinite(), stream, what);
+    if (a() != nullptr) launch_split_tf32_pack(g.A, a_row, a_col, g.m, g.k, a(), nonfinite(), stream, what);
+    if (b() != nullptr) launch_split_tf32_pack(g.B, b_col, b_row, g.n, g.k, b(), nonfinite(), stream, what);
   }
 
  private:

@@ -26,6 +26,7 @@
 
 #include "gemm_args.cuh"
 #include "kernelforge/epilogue.cuh"
+#include "plan.hpp"          // fp32_emulated_large
 #include "wgmma/policy.hpp"  // wgmma_cluster_mode, wgmma_tf32_b_mode
 
 namespace kf::detail {
@@ -71,9 +72,25 @@ bool wgmma_try_launch(const gemm_args<float>& args, const epilogue::bias_relu_th
 /// partial sums promoted into fp32 every 32 of k. Returns false, having
 /// enqueued nothing, where the wgmma conditions above are not met on `device`
 /// (the current one) or the workspace cannot be allocated. Pass a default
-/// bias_relu_threshold for none.
+/// bias_relu_threshold for none. Skinny shapes (plan.hpp:
+/// choose_fp32_emulated_large) run step 17 instead where it can (below);
+/// `kernel` forces one of the two (tests, benchmarks).
+enum class fp32_emulated_wgmma_kernel { by_shape, step_15, skinny };
 bool wgmma_fp32_emulated_try_launch(const gemm_args<float>& args, const epilogue::bias_relu_threshold<float>& fused,
-                                    int device, cudaStream_t stream);
+                                    int device, cudaStream_t stream,
+                                    fp32_emulated_wgmma_kernel kernel = fp32_emulated_wgmma_kernel::by_shape);
+
+/// Step 17, math_mode::fp32_emulated for skinny products
+/// (17_wgmma_fp32_emulated_skinny.cuh): the `large` operand (not none) read
+/// in place as plain fp32 and split into TF32 parts in registers, the other
+/// one pre-split into a pooled workspace of its rows x 2 round_up(k, 32)
+/// floats. Returns false, having enqueued nothing, where the wgmma conditions
+/// above are not met on `device` (the current one), the large operand's rows
+/// are not 16-byte aligned (TMA reads it in place), or the workspace cannot be
+/// allocated.
+bool wgmma_fp32_emulated_skinny_try_launch(const gemm_args<float>& args,
+                                           const epilogue::bias_relu_threshold<float>& fused, fp32_emulated_large large,
+                                           int device, cudaStream_t stream);
 
 /// The Hopper learning steps, which lead up to step 14 one idea at a time:
 /// 11 wgmma + TMA in one warpgroup, 12 warp specialization, 13 clusters

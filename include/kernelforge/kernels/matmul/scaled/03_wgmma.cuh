@@ -106,7 +106,7 @@ namespace wgmma {
 /// three chunks of 64 16-bit columns, each through a C buffer of its own (no
 /// chunk waits for an earlier store to read its buffer; 4 stages still fit).
 template <int BlockN>
-using scaled_tile = tile_config<BlockN, false, BlockN == 192 ? 3 : c_buffers>;
+using scaled_tile = tile_config<BlockN, false, 1, BlockN == 192 ? 3 : c_buffers>;
 
 /// The thread's rows of a consumer warpgroup's accumulators: row0 and row0 + 8
 /// (h = 0, 1), and its first column (accumulator layout: epilogue.cuh, store_tile).

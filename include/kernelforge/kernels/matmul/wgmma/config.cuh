@@ -84,8 +84,11 @@ inline constexpr int max_smem_bytes = 227 * 1024;
 /// (policy.hpp: choose_wgmma_block_n picks the width). ClusterSplitK (128 x 128
 /// only): each CTA receives one consumer warpgroup's partial tile from its
 /// peer (64 x BlockN fp32, 32 KiB) into a dedicated buffer, which costs a stage.
+/// BParts: the parts of B a stage holds side by side -- 1, or 2 for the skinny
+/// fp32-emulation step (17_wgmma_fp32_emulated_skinny.cuh), whose stage holds a
+/// k-block's hi and lo parts of its pre-split operand beside 32 of k of the other.
 /// CBuffers: the staged epilogue's C buffers per consumer warpgroup.
-template <int BlockN, bool ClusterSplitK = false, int CBuffers = c_buffers>
+template <int BlockN, bool ClusterSplitK = false, int BParts = 1, int CBuffers = c_buffers>
 struct tile_config {
   static_assert(BlockN == 256 || BlockN == 192 || BlockN == 128 || BlockN == 64,
                 "wgmma block tiles 128 x 256, 128 x 192 (FP8), 128 x 128 or 128 x 64");
@@ -102,8 +105,11 @@ struct tile_config {
   /// two each CTA fetches one and multicasts it to both.
   static constexpr int b_box_rows = block_n / max_cluster;
   static constexpr int b_box_bytes = b_box_rows * swizzle_row_bytes;
-  static constexpr int b_tile_bytes = block_n * swizzle_row_bytes;  // 32, 16 or 8 KiB
-  static constexpr int stage_bytes = a_tile_bytes + b_tile_bytes;   // 48, 32 or 24 KiB, the expect-tx count
+  static_assert(BParts == 1 || (BParts == 2 && !ClusterSplitK), "B in one part, or hi and lo (no cluster split-k)");
+  static constexpr int b_parts = BParts;
+  static constexpr int b_part_bytes = block_n * swizzle_row_bytes;  // 32, 16 or 8 KiB
+  static constexpr int b_tile_bytes = b_parts * b_part_bytes;
+  static constexpr int stage_bytes = a_tile_bytes + b_tile_bytes;  // 48, 32 or 24 KiB, the expect-tx count
   /// ClusterSplitK: the peer's partial accumulators of one consumer warpgroup
   /// (fp32, cluster_split_k.cuh) and its two barriers (recv_full, peer_free).
   static constexpr int receive_bytes = ClusterSplitK ? wgmma_m * block_n * 4 : 0;  // 32 KiB
@@ -123,8 +129,9 @@ struct tile_config {
   static_assert(stages >= 4, "a k pipeline at least 4 stages deep");
 };
 static_assert(tile_config<256>::stages == 4 && tile_config<128>::stages == 6 && tile_config<64>::stages == 8 &&
-                  tile_config<128, true>::stages == 5,
-              "4, 6 and 8 stages (5 for the cluster split-k), as benchmarks/tuning/matmul.md#tile_config states");
+                  tile_config<128, true>::stages == 5 && tile_config<64, false, 2>::stages == 6,
+              "4, 6 and 8 stages (5 for the cluster split-k, 6 for 64-wide hi and lo), as "
+              "benchmarks/tuning/matmul.md#tile_config states");
 
 /// The shared-memory carve of one CTA (base: the allocation rounded up to a
 /// swizzle atom): stages x A, stages x B, the C buffers, the receive buffer

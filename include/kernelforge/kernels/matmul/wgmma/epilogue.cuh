@@ -36,15 +36,17 @@ namespace kf::detail::wgmma {
 /// 2 * (lane % 4) + r % 2 -- so accumulators 2h, 2h+1 are adjacent columns.
 /// The epilogue functor `fn` (kernelforge/epilogue.cuh) runs once per stored
 /// value, on alpha * acc + beta * C in fp32, in registers; the result is
-/// rounded once to T.
+/// rounded once to T. rows[h]: the thread's row for accumulators 4c + 2h,
+/// 4c + 2h + 1 (wgmma's layout: row0 and row0 + 8; the skinny fp32-emulation
+/// step's fragments permute the rows, 17_wgmma_fp32_emulated_skinny.cuh).
 template <class T, class Epilogue, int Accumulators>
-__device__ __forceinline__ void store_tile(const float (&d)[Accumulators], const params<T>& ep, long long row0,
-                                           long long col0, const Epilogue& fn) {
+__device__ __forceinline__ void store_tile(const float (&d)[Accumulators], const params<T>& ep,
+                                           const long long (&rows)[2], long long col0, const Epilogue& fn) {
   using pair = typename element<T>::pair;
   const bool read_c = ep.beta != 0.0f;  // beta == 0: C is not read (NaN in C must not leak)
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const long long row = row0 + 8 * h;
+    const long long row = rows[h];
     if (row >= ep.m) continue;
     T* const c_row = ep.C + row * ep.ldc;
 #pragma unroll
@@ -74,6 +76,14 @@ __device__ __forceinline__ void store_tile(const float (&d)[Accumulators], const
       }
     }
   }
+}
+
+/// store_tile in wgmma's own layout: the thread's rows row0 and row0 + 8.
+template <class T, class Epilogue, int Accumulators>
+__device__ __forceinline__ void store_tile(const float (&d)[Accumulators], const params<T>& ep, long long row0,
+                                           long long col0, const Epilogue& fn) {
+  const long long rows[2] = {row0, row0 + 8};
+  store_tile<T>(d, ep, rows, col0, fn);
 }
 
 /// alpha and the epilogue functor on a consumer warpgroup's finished 64 x N

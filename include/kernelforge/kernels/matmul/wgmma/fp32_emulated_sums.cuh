@@ -4,7 +4,8 @@
 // conv2d/09_implicit_gemm_wgmma_fp32_emulated.cuh): a pair of ring stages (the
 // k-block's hi and lo parts), their products in the order and the sums of
 // ../fp32_emulated_sums.cuh (shared with the mma.sync step 16), and the
-// stages handed back.
+// stages handed back; its products and its sum apart, for the skinny step 17
+// (17_wgmma_fp32_emulated_skinny.cuh), whose k-block is one stage.
 #pragma once
 
 #include "../../arch/guards.cuh"
@@ -14,6 +15,36 @@
 namespace kf::detail::wgmma {
 
 #if KF_ARCH_SM90A
+/// A k-block's three products, in the order of ../fp32_emulated_sums.cuh
+/// (Apart: hi x hi into partial, the corrections into correction), issued
+/// and waited for. mma(d, a_part, b_part, fresh) issues one of them over the
+/// k-block's 32 of k; hi and lo name the parts as the caller's mma reads them.
+template <bool Apart, int N, int C, class Mma>
+__device__ __forceinline__ void fp32_emulated_k_block_products(float (&partial)[N], float (&correction)[C], int hi,
+                                                               int lo, Mma&& mma) {
+  wgmma_fence();
+  if constexpr (Apart) {
+    fp32_emulated_products_apart(partial, correction, hi, lo, mma);
+  } else {
+    fp32_emulated_products(partial, hi, lo, mma);
+  }
+  wgmma_commit();
+  wgmma_wait<0>();
+  fence_operands(partial);
+  if constexpr (Apart) fence_operands(correction);
+}
+
+/// A completed k-block's partial (Apart: and its corrections) into the sums.
+template <bool Apart, int N, int C>
+__device__ __forceinline__ void fp32_emulated_k_block_sum(fp32_emulated_sums<N>& sums, const float (&partial)[N],
+                                                          const float (&correction)[C]) {
+  if constexpr (Apart) {
+    sums.add_apart(partial, correction);
+  } else {
+    sums.add(partial);
+  }
+}
+
 /// One k-block of a tile, as both kernels run it: the ring's next pair of
 /// stages (`at`: the k-block's hi, then its lo), their products (Apart: into
 /// partial and correction), the wait for them, both stages handed back
@@ -28,25 +59,12 @@ __device__ __forceinline__ void fp32_emulated_k_block(const Ring& ring, Position
   ring.consumer_wait(at);
   const int lo = at.stage;
   at.advance();
-  wgmma_fence();
-  if constexpr (Apart) {
-    fp32_emulated_products_apart(partial, correction, hi, lo, mma);
-  } else {
-    fp32_emulated_products(partial, hi, lo, mma);
-  }
-  wgmma_commit();
-  wgmma_wait<0>();
-  fence_operands(partial);
-  if constexpr (Apart) fence_operands(correction);
+  fp32_emulated_k_block_products<Apart>(partial, correction, hi, lo, mma);
   if (lane == 0) {  // their products have completed: hand both stages back
     release(hi);
     release(lo);
   }
-  if constexpr (Apart) {
-    sums.add_apart(partial, correction);
-  } else {
-    sums.add(partial);
-  }
+  fp32_emulated_k_block_sum<Apart>(sums, partial, correction);
 }
 #endif  // KF_ARCH_SM90A
 

@@ -31,6 +31,7 @@
 #include "../wgmma_sm90a.hpp"
 #include "instances.cuh"
 #include "policy.hpp"
+#include "staged_c.hpp"
 
 namespace kf::detail {
 
@@ -224,18 +225,9 @@ bool try_launch(const gemm_args<T>& args, cudaStream_t stream, const Epilogue& f
   ep.splits = split.plan().split;
   ep.split_k_tiles = static_cast<int>(ceil_div(split.plan().k_slice, static_cast<std::size_t>(stage_k)));
 
-  // The staged epilogue (shared memory, then TMA stores of 64 rows x one
-  // swizzled row) where C is not read and TMA can write its rows in place;
-  // otherwise (beta != 0, rows not 16-byte aligned, split-k partials) each
-  // thread stores its accumulators itself. A row's width must be whole 16-byte
-  // units too: a TMA store writes whole 16-byte chunks, past C's last column up
-  // to the next 16-byte boundary (seen on the H200: n = 65 floats wrote columns
-  // 65..67 of ldc's padding; triton-lang/triton#11583 reports the same).
+  // C through shared memory and TMA stores where it can (staged_c.hpp).
   CUtensorMap map_c{};
-  ep.staged = args.beta == 0.0f && ep.partial == nullptr && rows_aligned(args.C, args.ldc, sizeof(T), tma_alignment) &&
-              (args.n * sizeof(T)) % tma_alignment == 0 &&
-              encode_sw128(map_c, static_cast<const T*>(args.C), args.n, args.m, args.ldc, stage_k,
-                           static_cast<cuuint32_t>(wgmma::c_box_rows));
+  ep.staged = wgmma::encode_staged_c(map_c, args, ep.partial != nullptr);
 
   // Persistent: no more clusters than the device runs at once.
   const std::size_t items = cluster_tiles_m * cluster_tiles_n * static_cast<std::size_t>(ep.splits);

@@ -55,11 +55,11 @@ struct mainloop {
   static constexpr int frag_sets = SwapAB ? products : 1;
 
 #if KF_ARCH_SM90A
-  /// Producer: the copies of k-step kt of block tile (tile_m, tile_n) into
-  /// `stage` (a_stage, b_stage: its A and B tiles), completing `full`.
-  __device__ static __forceinline__ void load_stage(const CUtensorMap* map_a, const CUtensorMap* map_b,
-                                                    std::uint32_t a_stage, std::uint32_t b_stage, std::uint32_t full,
-                                                    int tile_m, int tile_n, int kt, std::uint32_t rank) {
+  /// Producer: the copies of A's tile for k-step kt of block-tile row tile_m
+  /// into a_stage, completing `full` (also the skinny fp32-emulation step's,
+  /// whose large operand is this A: k-major, or M-major as SwapAB loads it).
+  __device__ static __forceinline__ void load_a(const CUtensorMap* map_a, std::uint32_t a_stage, std::uint32_t full,
+                                                int tile_m, int kt, std::uint32_t rank) {
     const int k0 = kt * stage_k;
     constexpr std::uint16_t whole_cluster = (1u << Cluster) - 1;
     if constexpr (SwapAB) {
@@ -85,6 +85,16 @@ struct mainloop {
     } else {
       tma_load_2d(a_stage, map_a, k0, tile_m * block_m, full);
     }
+  }
+
+  /// Producer: the copies of k-step kt of block tile (tile_m, tile_n) into
+  /// `stage` (a_stage, b_stage: its A and B tiles), completing `full`.
+  __device__ static __forceinline__ void load_stage(const CUtensorMap* map_a, const CUtensorMap* map_b,
+                                                    std::uint32_t a_stage, std::uint32_t b_stage, std::uint32_t full,
+                                                    int tile_m, int tile_n, int kt, std::uint32_t rank) {
+    const int k0 = kt * stage_k;
+    constexpr std::uint16_t whole_cluster = (1u << Cluster) - 1;
+    load_a(map_a, a_stage, full, tile_m, kt, rank);
     if constexpr (BNMajor) {
       // Box j (columns box_cols * j ...) at b_stage + j * n_major_box_bytes; in a
       // cluster sharing B each CTA loads its share of the boxes for both CTAs

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: Apache-2.0
+// An fp32 value's two TF32 parts, the one definition every fp32-emulation
+// kernel uses: the pre-pass (split_tf32.cuh, which writes both parts to a
+// workspace for steps 15 and 16 and conv2d's step 9) and the skinny step 17
+// (17_wgmma_fp32_emulated_skinny.cuh, which splits its large operand in
+// registers), so the two give the same parts bit for bit.
+//
+//   x = hi + lo + e,  hi = tf32(x),  lo = tf32(x - hi)   (both rounded to nearest)
+//
+// x - hi is exact in fp32, |lo| <= 2^-11 |x| and |e| <= 2^-11 |lo| <= 2^-22 |x|,
+// so hi*hi + hi*lo + lo*hi carries fp32-level accuracy (the dropped lo*lo is
+// below 2^-22 of the product). hi and lo are fp32 bit patterns whose low 13
+// mantissa bits are zero, which TF32 wgmma and mma.sync read without loss.
+#pragma once
+
+#include "../arch/mma_sm80.cuh"  // round_to_tf32
+
+namespace kf::detail {
+
+/// x's two TF32 parts. Non-finite x: hi = x, lo = 0 (x - hi would be NaN). A
+/// finite x that rounds up past the largest TF32 value keeps a finite hi
+/// (truncated: the low 13 bits dropped) so that only infinite inputs give
+/// infinite products.
+__device__ __forceinline__ float2 split_tf32(float x) {
+  if (!isfinite(x)) return make_float2(x, 0.0f);
+  float hi = round_to_tf32(x);
+  if (isinf(hi)) hi = __uint_as_float(__float_as_uint(x) & 0xFFFFE000u);
+  return make_float2(hi, round_to_tf32(x - hi));
+}
+
+}  // namespace kf::detail
