@@ -165,7 +165,8 @@ TEST(Fp32EmulatedSupport, UnsupportedBelowComputeCapability8) {
 /// The shapes: the family's list, and edges of the 128 x 128 / 128 x 64 tiles
 /// and of the 32-wide k-blocks (k = 1, 31, 33), a shape in clusters of 2 (two
 /// tile rows) with a ragged last cluster, one big enough for 128-wide tiles,
-/// and skinny ones the library runs on step 17 (plan.hpp: choose_fp32_emulated_large).
+/// and skinny ones step 17 is for (plan.hpp: choose_fp32_emulated_large; the library
+/// runs them on step 17 where tuning.hpp's best_uses_fp32_emulated_skinny is on).
 std::vector<matmul_shape> emulated_shapes() {
   std::vector<matmul_shape> s = kf::test::matmul_shapes();
   for (const matmul_shape& extra : std::vector<matmul_shape>{{128, 128, 32},

@@ -99,7 +99,8 @@ constexpr int fp32_emulated_min_cc = 80;
 /// What runs a math_mode::fp32_emulated product.
 ///  * unsupported: the device has no TF32 tensor cores (errc::unsupported);
 ///  * exact: k < fp32_emulated_min_k, the exact fp32 steps;
-///  * wgmma: step 15, or step 17 for skinny shapes (choose_fp32_emulated_large below)
+///  * wgmma: step 15, or step 17 for skinny shapes (choose_fp32_emulated_large below,
+///    where tuning.hpp's best_uses_fp32_emulated_skinny allows it)
 ///    (the library's sm_90a image on a compute capability 9.0 device);
 ///  * mma_sync: step 16 (compute capability 8.0 and newer).
 enum class fp32_emulated_route { unsupported, exact, wgmma, mma_sync };
@@ -124,7 +125,8 @@ constexpr fp32_emulated_route choose_fp32_emulated_route(int cc, bool wgmma_runs
 /// at most fp32_emulated_skinny_max_small, and the large one at least
 /// fp32_emulated_skinny_min_large (4 times that: the large operand's bytes are
 /// most of the traffic; below, both operands are small and step 15's pre-pass
-/// is short). Not yet measured
+/// is short). Measured at 128 x 8192 x 8192 only, where step 17 ran at 0.96x
+/// step 15, so the switch tuning.hpp: best_uses_fp32_emulated_skinny is off
 /// (benchmarks/tuning/matmul.md#fp32-emulation-for-skinny-products-step-17).
 constexpr std::size_t fp32_emulated_skinny_max_small = 256;
 constexpr std::size_t fp32_emulated_skinny_min_large = 1024;

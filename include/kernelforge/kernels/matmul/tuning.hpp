@@ -105,4 +105,13 @@ struct large_tile_256x128 : large_tile_base {
 /// (matmul.md#best_is_large_tile).
 constexpr bool best_uses_large_tile = true;
 
+/// Whether math_mode::fp32_emulated runs step 17 (the large operand split in
+/// registers) on the skinny shapes plan.hpp's choose_fp32_emulated_large names;
+/// false: step 15 everywhere on the wgmma route (fp32_emulated_wgmma_kernel::skinny
+/// still forces step 17 for the tests and bench_matmul's skinny_vs_step15 rows).
+/// Evidence: H200 2026-12-03, 128x8192x8192, step 17 40.3 TFLOP/s against step 15's
+/// 42.2 in the same pairs (step15_over_skinny 0.956: step 17 is the slower), so not yet
+/// (matmul.md#fp32-emulation-for-skinny-products-step-17).
+constexpr bool best_uses_fp32_emulated_skinny = false;
+
 }  // namespace kf::detail
