@@ -262,8 +262,7 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
             pending.flush(p, &map_c, c_smem, c_barrier, c_buffer);  // what a short tile left
             pending.take(total, p, row_base, col_base, f);
           } else {
-            store_tile_staged<TD, c_buffers_here>(total, p, &map_c, c_smem, row_base, col_base, c_barrier, c_buffer,
-                                                  f);
+            store_tile_staged<TD, c_buffers_here>(total, p, &map_c, c_smem, row_base, col_base, c_barrier, c_buffer, f);
           }
         } else {
           store_tile<TD>(total, p, origin.row0, origin.col0, f);
