@@ -27,6 +27,10 @@
 //                                  k-step (conv2d_nhwc_wgmma_try_launch, conv2d_nhwc_k_steps::one_tap);
 //                                  one_tap_over_planned = one-tap time / planned time (> 1: the
 //                                  plan is faster); label: the plan. Both checked as best is.
+//   conv2d_nhwc/<fp16|bf16>/gemm_vs_best/<layer>   the 1x1 stride-1 unpadded layers: best paired
+//                                  with the same product as one kf::matmul (y (NPQ x K) = x (NHW x C)
+//                                  w^T, w K x C), as dx's 1x1 path runs it; best_over_gemm = best's
+//                                  time / the GEMM's (> 1: the GEMM is faster). Both checked as best is.
 //   conv2d_nhwc/fp32_emulated/best_vs_cudnn/<layer>   float under math_mode::fp32_emulated paired
 //                                  with cuDNN's fastest FMA-only NHWC plan (the backend graph's
 //                                  engine search without TF32 engines; the legacy NHWC call with
@@ -70,6 +74,7 @@
 #include "kernelforge/kernels/conv2d/wgmma_sm90a.hpp"
 #include "kernelforge/kernels/runtime/device_facts.hpp"
 #include "kernelforge/conv.hpp"
+#include "kernelforge/matmul.hpp"
 #include "kernelforge/reference/elementwise.hpp"
 
 namespace kf::bench::conv {
@@ -293,6 +298,39 @@ void bm_nhwc_columns_vs_one_tap(benchmark::State& state, const layer& L) {
                                       : std::string("one-tap (the plan's own)"));
 }
 
+/// A 1x1 stride-1 unpadded layer as planned (best) against the same product as
+/// one GEMM through kf::matmul, timed in turn; both checked against cuDNN first.
+template <class T>
+void bm_nhwc_gemm_vs_best(benchmark::State& state, const layer& L) {
+  KF_BENCH_REQUIRE_GPU(state);
+  const std::string key = nhwc_key<T>(L);
+  problem_data_t<T>& d = nhwc_data<T>(L);
+  const std::size_t pixels = static_cast<std::size_t>(d.p.batch) * d.p.in_height * d.p.in_width;
+  const std::size_t c = d.p.in_channels, k = d.p.out_channels;
+  kf::conv2d_options options;
+  auto best = [&](cudaStream_t s) {
+    options.stream = s;
+    kf::conv2d_forward<T>(d.p, d.x.data(), d.w.data(), nullptr, d.y.data(), options);
+  };
+  kf::matmul_options mo;
+  auto gemm = [&](cudaStream_t s) {
+    mo.stream = s;
+    kf::matmul<T>(kf::op::none, kf::op::transpose, pixels, k, c, kf::compute_t<T>(1), d.x.data(), c, d.w.data(), c,
+                  kf::compute_t<T>(0), d.y.data(), k, mo);
+  };
+  for (const auto& [suffix, run] :
+       {std::pair<const char*, std::function<void(cudaStream_t)>>{"/best", best}, {"/gemm", gemm}}) {
+    const nhwc_check& result = check_nhwc(key + suffix, d, key, false, run);
+    if (!result.failure.empty()) {
+      state.SkipWithError((key + suffix + ": " + result.failure).c_str());
+      return;
+    }
+  }
+  time_gpu_paired(state, best, gemm);
+  set_flops(state, d.flops());
+  state.counters["best_over_gemm"] = state.counters["gpu_s"] / state.counters["baseline_s"];
+}
+
 /// The conv2d_nhwc/<type>/ rows of T: cudnn_legacy, cudnn, best,
 /// cudnn_legacy_fused, cudnn_fused, best_fused per layer (each legacy row
 /// before its graph row, whose speedup_vs_legacy reads its time); for float
@@ -324,6 +362,11 @@ void register_nhwc() {
     if (sizeof(T) == 2 && L.p.filter_height == 3 && L.p.stride_h == 1) {
       configure(benchmark::RegisterBenchmark((type + "columns_vs_one_tap/" + L.name).c_str(),
                                              [&L](benchmark::State& s) { bm_nhwc_columns_vs_one_tap<T>(s, L); }));
+    }
+    if (sizeof(T) == 2 && L.p.filter_height == 1 && L.p.filter_width == 1 && L.p.stride_h == 1 && L.p.stride_w == 1 &&
+        L.p.pad_h == 0 && L.p.pad_w == 0) {
+      configure(benchmark::RegisterBenchmark((type + "gemm_vs_best/" + L.name).c_str(),
+                                             [&L](benchmark::State& s) { bm_nhwc_gemm_vs_best<T>(s, L); }));
     }
   }
 }
