@@ -142,16 +142,16 @@ bool dgrad_as_gemm_col2im(const char* what, int device, const conv2d_params& p, 
   return true;
 }
 
-/// dx's forward f of `source` (dy, or its spread) with the filter turned into
-/// `turned` (a workspace of sizes.w_elements; nullptr: one is taken here) by
-/// conv2d_filter_turn, through conv2d_forward. false where no workspace is
-/// available (a spread already enqueued then goes unread: naive recomputes dx).
+/// dx's forward f of `source` (dy, or its spread) with the filter turned by
+/// conv2d_filter_turn into a pooled workspace, through conv2d_forward. false
+/// where no workspace is available (a spread already enqueued then goes unread:
+/// naive recomputes dx).
 template <class T>
 bool dgrad_forward_turned(const char* what, int device, const conv2d_params& p, const conv2d_params& f,
                           const conv2d_sizes& sizes, const T* source, const T* w, T* dx,
-                          const conv2d_backward_options& o, T* turned = nullptr) {
-  const pooled_workspace scratch(device, turned == nullptr ? aligned_bytes(sizes.w_elements, sizeof(T)) : 0, o.stream);
-  if (turned == nullptr) turned = scratch.data<T>();
+                          const conv2d_backward_options& o) {
+  const pooled_workspace scratch(device, aligned_bytes(sizes.w_elements, sizeof(T)), o.stream);
+  T* const turned = scratch.data<T>();
   if (turned == nullptr) return false;
   const int K = static_cast<int>(p.out_channels), C = static_cast<int>(p.in_channels);
   const int R = static_cast<int>(p.filter_height), S = static_cast<int>(p.filter_width);
@@ -212,9 +212,6 @@ bool dgrad_as_forward(const char* what, int device, const conv2d_params& p, cons
     unturned = conv2d_dgrad_filter(p, sizeof(T), conv2d_wgmma_available(device), source, w) ==
                conv2d_wgmma_filter::dgrad_unturned;
   }
-  // The turned filter (K and C swapped, 180 degrees), unless step 7 reads w where it lies.
-  const pooled_workspace turn_scratch(device, unturned ? 0 : aligned_bytes(sizes.w_elements, sizeof(T)), o.stream);
-  if (!unturned && turn_scratch.data() == nullptr) return false;
   if (spread) {
     launch_dy_spread(what, device, nhwc, nhwc, dy_reader(dy, o, relu_y), spread_scratch.data<T>(), p.batch,
                      p.out_channels, sizes.p, sizes.q, f.in_height, f.in_width, p.stride_h, p.stride_w, o.stream);
@@ -224,10 +221,10 @@ bool dgrad_as_forward(const char* what, int device, const conv2d_params& p, cons
       const conv2d_args<T> fa = make_conv2d_args<T>(f, p.in_height, p.in_width, source, w, nullptr, dx);
       if (conv2d_nhwc_wgmma_dgrad_try_launch(device, fa, o.stream)) return true;
       // Not launched (a count past the kernel's ints, or no map): the turned filter after all.
-      return dgrad_forward_turned(what, device, p, f, sizes, source, w, dx, o);
     }
   }
-  return dgrad_forward_turned(what, device, p, f, sizes, source, w, dx, o, turn_scratch.data<T>());
+  // The turned filter (K and C swapped, 180 degrees), where step 7 does not read w where it lies.
+  return dgrad_forward_turned(what, device, p, f, sizes, source, w, dx, o);
 }
 
 }  // namespace
