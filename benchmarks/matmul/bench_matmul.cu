@@ -416,7 +416,8 @@ void register_fp32(const shape& s) {
   register_pair("mma_sync_vs_cublas", {"fp32_emulated", "mma_sync", impl::mma_sync_emulated, v::best, nullptr, 60},
                 cublas_fp32, vs_cublas, s);
   // Step 17 (the large operand split in registers) against step 15 (both operands split by a pre-pass),
-  // each forced, where the library runs step 17 by shape (plan.hpp: choose_fp32_emulated_large).
+  // each forced, on the shapes step 17 is for (plan.hpp: choose_fp32_emulated_large; best runs it there
+  // only while tuning.hpp's best_uses_fp32_emulated_skinny is on).
   if (kf::detail::choose_fp32_emulated_large(s.m, s.n, s.k) != kf::detail::fp32_emulated_large::none) {
     row skinny{"fp32_emulated", "skinny", impl::wgmma_emulated, v::best, nullptr, 100};
     skinny.emulated = kf::detail::fp32_emulated_wgmma_kernel::skinny;

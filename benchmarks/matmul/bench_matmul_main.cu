@@ -27,7 +27,7 @@
 //                                            step 15 (both split by a pre-pass), each forced through
 //                                            wgmma_fp32_emulated_try_launch and timed in turn:
 //                                            step15_over_skinny = step 15's time / step 17's; at the
-//                                            shapes whose fp32_emulated best runs step 17 (plan.hpp:
+//                                            shapes step 17 is for (plan.hpp:
 //                                            choose_fp32_emulated_large: 128 x 8192 x 8192 here)
 //   matmul/tf32/wgmma_repack_b/<shape>       the wgmma kernel with the row-major B repacked k-major in HBM
 //                                            first (wgmma_try_launch, wgmma_tf32_b_mode::repack)
