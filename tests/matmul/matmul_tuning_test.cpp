@@ -238,19 +238,18 @@ TEST(MatmulTuning, WgmmaBlockNIsTheWidestThatFillsTheGpu) {
   EXPECT_EQ(choose_wgmma_block_n(4096, 4096, resident, 128), 128);
   EXPECT_EQ(choose_wgmma_block_n(1024, 1024, resident, 128), 64);
   EXPECT_EQ(choose_wgmma_block_n(128, 8192, resident), 64);  // 32; 64; 128
-  // FP8 (choose_scaled_block_n): 128 x 192 from 4 waves of 132 (528 tiles), two tile rows and
-  // scales that are not blockwise; else the width above up to 128.
+  // FP8 (choose_scaled_block_n): 128 x 192 from 4 waves of 132 (528 tiles) and two tile rows,
+  // every scaling mode (blockwise straddles two B scale blocks); else the width above up to 128.
   using kf::detail::choose_scaled_block_n;
-  EXPECT_EQ(choose_scaled_block_n(8192, 8192, resident, false), 192);          // 64 x 43 = 2752 tiles
-  EXPECT_EQ(choose_scaled_block_n(4096, 4096, resident, false), 192);          // 32 x 22 = 704
-  EXPECT_EQ(choose_scaled_block_n(4096, 4096, resident, true), 128);           // blockwise: one B scale block a tile
-  EXPECT_EQ(choose_scaled_block_n(2048, 2048, resident, false), 128);          // 16 x 11 = 176
-  EXPECT_EQ(choose_scaled_block_n(1024, 1024, resident, false), 64);           // 48 wide tiles; 64 of 128 x 128
-  EXPECT_EQ(choose_scaled_block_n(128, 8192, resident, false), 64);            // one tile row: no cluster
-  EXPECT_EQ(choose_scaled_block_n(2900, 4466, resident, false), 192);          // the GPU test's: 23 x 24 = 552
-  EXPECT_EQ(choose_scaled_block_n(22 * 128, 24 * 192, resident, false), 192);  // 528: exactly 4 waves
-  EXPECT_EQ(choose_scaled_block_n(22 * 128, 23 * 192, resident, false), 128);  // 506
-  EXPECT_EQ(choose_scaled_block_n(8192, 8192, 0, false), 128);                 // no resident count: never wide
+  EXPECT_EQ(choose_scaled_block_n(8192, 8192, resident), 192);          // 64 x 43 = 2752 tiles
+  EXPECT_EQ(choose_scaled_block_n(4096, 4096, resident), 192);          // 32 x 22 = 704
+  EXPECT_EQ(choose_scaled_block_n(2048, 2048, resident), 128);          // 16 x 11 = 176
+  EXPECT_EQ(choose_scaled_block_n(1024, 1024, resident), 64);           // 48 wide tiles; 64 of 128 x 128
+  EXPECT_EQ(choose_scaled_block_n(128, 8192, resident), 64);            // one tile row: no cluster
+  EXPECT_EQ(choose_scaled_block_n(2900, 4466, resident), 192);          // the GPU test's: 23 x 24 = 552
+  EXPECT_EQ(choose_scaled_block_n(22 * 128, 24 * 192, resident), 192);  // 528: exactly 4 waves
+  EXPECT_EQ(choose_scaled_block_n(22 * 128, 23 * 192, resident), 128);  // 506
+  EXPECT_EQ(choose_scaled_block_n(8192, 8192, 0), 128);                 // no resident count: never wide
   // The thresholds: 99 tiles of 128 x 256 fill 3/4 of 132, 98 do not; then
   // 99 of 128 x 128 (11 tile rows x 9) do, 98 (14 x 7) do not.
   EXPECT_EQ(choose_wgmma_block_n(99 * 128, 256, resident), 256);

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // kf::scaled_matmul without a GPU: every argument check (thrown before any CUDA
 // call, each naming the argument), the names of the modes and variants, and
-// the CPU reference's scale layout and amax.
+// the CPU reference's scale layout and amax, and where the wgmma step's tiles
+// cross a block of B's blockwise scales.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
 #include "kernelforge/kernelforge.hpp"
+#include "kernelforge/kernels/matmul/scaled/args.cuh"  // next_b_scale_block_group
 #include "kernelforge/reference/scaled_matmul.hpp"
 #include "test_support.hpp"
 
@@ -143,6 +145,41 @@ TEST(ScaledMatmulReference, BlockwiseLayout) {
   for (std::size_t j = 0; j < n; ++j) {
     EXPECT_NE(d4[j], d2[j]) << j;          // row 0 changes everywhere
     EXPECT_EQ(d4[n + j], d2[n + j]) << j;  // row 1 does not
+  }
+}
+
+// The wgmma step's tiles (64, 128 or 192 wide, starting at multiples of their
+// width) against B's 128-column scale blocks: the first accumulator column
+// group (8 columns) in the next block, or width / 8 where there is none in the
+// tile or in D. Each group's block, so found, is the one block_scale reads for
+// its columns.
+TEST(ScaledMatmulWgmma, NextScaleBlockGroup) {
+  using kf::detail::next_b_scale_block_group;
+  // 192-wide: even tiles cross 128 columns in, odd ones 64 columns in.
+  EXPECT_EQ(next_b_scale_block_group(0, 192, 4466), 16);
+  EXPECT_EQ(next_b_scale_block_group(192, 192, 4466), 8);   // columns 192..255 | 256..383
+  EXPECT_EQ(next_b_scale_block_group(384, 192, 4466), 16);  // 384..511 | 512..575
+  EXPECT_EQ(next_b_scale_block_group(4224, 192, 4466), 16);
+  EXPECT_EQ(next_b_scale_block_group(4416, 192, 4466), 24);  // the next block would start at 4480 >= n
+  EXPECT_EQ(next_b_scale_block_group(192, 192, 256), 24);    // n ends at the boundary: no next block
+  EXPECT_EQ(next_b_scale_block_group(192, 192, 257), 8);
+  // 128- and 64-wide tiles lie in one block.
+  EXPECT_EQ(next_b_scale_block_group(256, 128, 8192), 16);
+  EXPECT_EQ(next_b_scale_block_group(64, 64, 8192), 8);
+  EXPECT_EQ(next_b_scale_block_group(128, 64, 8192), 8);
+  // Every 192-wide tile of n = 4466 and every group: the group's block (by the
+  // boundary) is the block of each of its columns inside D, and the boundary
+  // falls on a 64-column chunk (the promotion's unit).
+  const long long n = 4466;
+  for (long long col_base = 0; col_base < n; col_base += 192) {
+    const int next = next_b_scale_block_group(col_base, 192, n);
+    EXPECT_EQ(next % 8, 0) << col_base;
+    for (int g = 0; g < 24; ++g) {
+      const long long block = col_base / 128 + (g >= next ? 1 : 0);
+      for (long long col = col_base + 8 * g; col < col_base + 8 * g + 8 && col < n; ++col) {
+        EXPECT_EQ(col / 128, block) << "tile at " << col_base << ", group " << g << ", column " << col;
+      }
+    }
   }
 }
 

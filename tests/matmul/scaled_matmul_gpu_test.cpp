@@ -178,10 +178,14 @@ TEST(ScaledMatmulWgmma, PersistentAndSingleRow) {
 }
 
 // The 128 x 192 tiles (choose_scaled_block_n takes them for 2900 x 4466 on 132 SMs:
-// 23 x 24 tiles, pinned by the CPU tuning test): a ragged last cluster (23 tile
-// rows), ragged last tile column (4466 = 23 x 192 + 50) and k (130: two
-// promotion blocks, the second of 2 columns); 16-bit D through the staged
-// epilogue after the tile, float D from registers with beta; per-tensor and rowwise.
+// 23 x 24 tiles, pinned by the CPU tuning test), every scaling mode: a ragged last
+// cluster (23 tile rows), ragged last tile column (4466 = 23 x 192 + 50) and k
+// (130: two promotion blocks, the second of 2 columns). Blockwise, the even tile
+// columns cross a 128-column block of B's scales 128 columns in, the odd ones 64
+// columns in, and the last (from column 4416) has no next block inside D
+// (next_b_scale_block_group). 16-bit D through the staged epilogue after the tile,
+// with each functor the call can ask for (bias, ReLU, both, neither) and the amax
+// taken from the stored pairs; float D staged, and from registers with beta.
 TEST(ScaledMatmulWgmma, WideTiles) {
   KF_SKIP_WITHOUT_FP8();
   scaled_case c;
@@ -189,12 +193,35 @@ TEST(ScaledMatmulWgmma, WideTiles) {
   c.n = 4466;
   c.k = 130;
   c.pad = 14;  // rows of 144 bytes: 16-byte aligned, read in place
+  std::uint64_t seed = 610;
   c.bias = c.relu = c.amax = true;
-  EXPECT_TRUE((kf::test::check_scaled_matmul<__nv_fp8_e4m3, __nv_fp8_e4m3, __nv_bfloat16>(c, wgmma_or_best(), 610)));
-  c.mode = fp8_scaling::rowwise;
+  for (fp8_scaling mode : {fp8_scaling::per_tensor, fp8_scaling::blockwise}) {  // bf16 D staged
+    c.mode = mode;
+    EXPECT_TRUE(
+        (kf::test::check_scaled_matmul<__nv_fp8_e4m3, __nv_fp8_e4m3, __nv_bfloat16>(c, wgmma_or_best(), seed++)));
+  }
   c.beta = 0.5f;
   c.alpha = 1.5f;
-  EXPECT_TRUE((kf::test::check_scaled_matmul<__nv_fp8_e4m3, __nv_fp8_e5m2, float>(c, wgmma_or_best(), 611)));
+  for (fp8_scaling mode : {fp8_scaling::rowwise, fp8_scaling::blockwise}) {  // float D from registers (beta)
+    c.mode = mode;
+    EXPECT_TRUE((kf::test::check_scaled_matmul<__nv_fp8_e4m3, __nv_fp8_e5m2, float>(c, wgmma_or_best(), seed++)));
+  }
+  // Blockwise, staged: each functor, the amax with and without a bias and ReLU, float D.
+  c.mode = fp8_scaling::blockwise;
+  c.beta = 0.0f;
+  c.alpha = 0.75f;
+  for (const auto [bias, relu, amax] : {std::tuple{true, false, false}, std::tuple{false, true, true},
+                                        std::tuple{false, false, true}, std::tuple{false, false, false}}) {
+    c.bias = bias;
+    c.relu = relu;
+    c.amax = amax;
+    EXPECT_TRUE((kf::test::check_scaled_matmul<__nv_fp8_e5m2, __nv_fp8_e4m3, __half>(c, wgmma_or_best(), seed++)));
+  }
+  c.bias = c.relu = c.amax = true;
+  EXPECT_TRUE((kf::test::check_scaled_matmul<__nv_fp8_e4m3, __nv_fp8_e4m3, float>(c, wgmma_or_best(), seed++)));
+  // A NaN in op(A)'s row 2000 (tile row 15): D's row and the amax are NaN, taken from the packed pairs.
+  c.nan_row = 2000;
+  EXPECT_TRUE((kf::test::check_scaled_matmul<__nv_fp8_e4m3, __nv_fp8_e4m3, __nv_bfloat16>(c, wgmma_or_best(), seed++)));
 }
 
 // The epilogue: alpha, beta (D read), bias, ReLU, amax; padded and misaligned storage.

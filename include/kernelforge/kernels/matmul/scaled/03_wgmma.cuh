@@ -31,21 +31,29 @@
 //    256, more than a thread has). The wider tile does 1.5x the products per
 //    promotion, per stage barrier and per byte of A: 8192^3 0.68 -> 0.82 of
 //    cuBLASLt. Its 16-bit D is stored after the tile (the packed pending tile
-//    would not fit beside the two sets), and blockwise scales keep 128-wide
-//    tiles (one B scale block a tile).
+//    would not fit beside the two sets).
 //  * Scales: blockwise ones multiply each stage's partial (one A scale per row,
-//    one B scale per 128 columns: the whole tile's); per-tensor and rowwise ones
-//    multiply the finished total once, before alpha / beta, the bias, the ReLU
-//    and the amax (amax_epilogue).
+//    one B scale per 128 columns); per-tensor and rowwise ones multiply the
+//    finished total once, before alpha / beta, the bias, the ReLU and the amax.
+//    A 192-wide tile straddles two 128-column blocks of B's scales (at column
+//    64 or 128 of the tile, by its position), so blockwise takes the wide tile
+//    too: the boundary falls between 64-column chunks (args.cuh:
+//    next_b_scale_block_group, once per tile), each k-step loads both blocks'
+//    scales while its products run and forms one sA x sB per chunk and row (a
+//    select per chunk), and the promotion stays one FFMA an accumulator. Not
+//    yet measured on the H200 (blockwise ran 0.61-0.70 of cuBLASLt on 128 x 128).
 //  * 16-bit D is stored during the next tile's k-steps (staged_tile_16, as step 14)
 //    at 128 x 128 and 128 x 64. At 128 x 192 the tile is stored after its
 //    k-steps, while both consumers' tensor-core work waits, so that store is
 //    kept short: each of its three chunks has a C buffer of its own
-//    (scaled_tile), and where there is no bias, ReLU or amax the values skip
-//    the epilogue functor (about 6 instructions a value, 96 values a thread:
-//    the largest cost between two tiles). H200, per-tensor, ours / cuBLASLt:
-//    8192x8192x1024 0.66 -> 0.93, 8192^3 0.87 -> 0.95
-//    (benchmarks/tuning/matmul.md#fp8).
+//    (scaled_tile), and each value pays only for what the call asked
+//    (scaled/epilogue.cuh): the functor is picked once per call among identity,
+//    bias, ReLU and both (each inlined), and the amax is taken after the store
+//    from the values as rounded to D, two 16-bit values an instruction -- where
+//    one functor doing all of it cost about 6 instructions a value, 96 values
+//    a thread, the largest cost between two tiles (H200, per-tensor without
+//    bias, ReLU or amax, ours / cuBLASLt: 8192x8192x1024 0.66 -> 0.93 from
+//    skipping it; with them, not yet measured: benchmarks/tuning/matmul.md#fp8).
 //  * The path from one stage's products to the next is kept short, since the
 //    promotion sits on it: the ring's barrier address is computed once
 //    (arch/smem.cuh: pinned; ptxas had re-read the CTA's cluster rank every
@@ -74,31 +82,11 @@
 #include "../wgmma/producer.cuh"
 #include "../wgmma/scheduler.cuh"
 #include "args.cuh"
+#include "epilogue.cuh"
 #include "kernelforge/epilogue.cuh"
+#include "promotion.cuh"
 
 namespace kf::detail {
-
-/// The scales as the kernel reads them (scaled_gemm_args' fields).
-struct fp8_scale_view {
-  fp8_scaling mode = fp8_scaling::per_tensor;
-  const float* a = nullptr;
-  const float* b = nullptr;
-  int k_blocks = 0;  ///< ceil(k / 128): a row of blockwise scales
-};
-
-/// The epilogue functor of the FP8 GEMM: the library's bias and threshold ReLU
-/// (epilogue::bias_relu_threshold), and the running max of |D| as it will be
-/// stored (rounded to TD), which the consumer folds into options.amax at the end.
-template <class TD>
-struct amax_epilogue {
-  epilogue::bias_relu_threshold<TD> fused;
-  mutable unsigned amax_bits = 0;  ///< this thread's max |D| so far, as bits (scaled/args.cuh: stored_abs_bits)
-  __device__ __forceinline__ float operator()(float v, long long row, long long col) const {
-    v = fused(v, row, col);
-    amax_bits = max(amax_bits, stored_abs_bits<TD>(v));
-    return v;
-  }
-};
 
 namespace wgmma {
 
@@ -107,53 +95,6 @@ namespace wgmma {
 /// chunk waits for an earlier store to read its buffer; 4 stages still fit).
 template <int BlockN>
 using scaled_tile = tile_config<BlockN, false, 1, BlockN == 192 ? 3 : c_buffers>;
-
-/// The thread's rows of a consumer warpgroup's accumulators: row0 and row0 + 8
-/// (h = 0, 1), and its first column (accumulator layout: epilogue.cuh, store_tile).
-struct fragment_origin {
-  long long row0, col0;
-};
-
-#if KF_ARCH_SM90A
-/// total += partial x the stage's block scale of each of the thread's two rows.
-template <int Accumulators>
-__device__ __forceinline__ void promote(float (&total)[Accumulators], const float (&partial)[Accumulators], float s0,
-                                        float s1) {
-#pragma unroll
-  for (int c = 0; c < Accumulators / 4; ++c) {
-    total[4 * c + 0] = fmaf(s0, partial[4 * c + 0], total[4 * c + 0]);
-    total[4 * c + 1] = fmaf(s0, partial[4 * c + 1], total[4 * c + 1]);
-    total[4 * c + 2] = fmaf(s1, partial[4 * c + 2], total[4 * c + 2]);
-    total[4 * c + 3] = fmaf(s1, partial[4 * c + 3], total[4 * c + 3]);
-  }
-}
-
-/// Per-tensor and rowwise scales on a finished total (blockwise ones were
-/// applied per stage). Outside D a rowwise scale is not read (its value: 0).
-template <int Accumulators>
-__device__ __forceinline__ void apply_outer_scales(float (&total)[Accumulators], const fp8_scale_view& s,
-                                                   const fragment_origin& at, int m, int n) {
-  if (s.mode == fp8_scaling::per_tensor) {
-    const float scale = s.a[0] * s.b[0];
-#pragma unroll
-    for (int i = 0; i < Accumulators; ++i) total[i] *= scale;
-  } else if (s.mode == fp8_scaling::rowwise) {
-    float row_scale[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) row_scale[h] = at.row0 + 8 * h < m ? s.a[at.row0 + 8 * h] : 0.0f;
-#pragma unroll
-    for (int c = 0; c < Accumulators / 4; ++c) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const long long col = at.col0 + 8 * c + e;
-        const float col_scale = col < n ? s.b[col] : 0.0f;
-        total[4 * c + e] *= row_scale[0] * col_scale;
-        total[4 * c + 2 + e] *= row_scale[1] * col_scale;
-      }
-    }
-  }
-}
-#endif  // KF_ARCH_SM90A
 
 }  // namespace wgmma
 
@@ -218,18 +159,15 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
 #pragma unroll
     for (int i = 0; i < tile::accumulators; ++i) partial[i] = 0.0f;  // never read: each k-step's products start fresh
     bool landed = false;  // the stage at `at` has landed (tested while the last products ran)
-    // No bias, ReLU or amax: the tile stored after its k-steps skips the functor (see the header).
-    const bool plain = !overlapped_stores && amax == nullptr && fused.bias == nullptr && !fused.relu;
+    const bool asked = amax != nullptr || fused.bias != nullptr || fused.relu;  // the call's epilogue does anything
+    stored_amax<TD> staged_amax;  // the amax of staged tiles (amax_epilogue's: of tiles stored from registers)
+    constexpr int chunks = tile_block_scales<BlockN>::chunks;
     for (int item = schedule.first(); item < items; item += schedule.stride()) {
       const work_item w = schedule(item);
       const int row_base = w.tile_m * block_m + consumer * wgmma_m, col_base = w.tile_n * BlockN;
       const fragment_origin origin{row_base + warp_in_warpgroup * 16 + lane / 4,
                                    static_cast<long long>(col_base) + 2 * (lane % 4)};
-      // Blockwise: the thread's rows' A scales (0 outside A) and the tile's B scale row, per k-step.
-      const float* const a_scales0 = scales.a + origin.row0 * scales.k_blocks;
-      const float* const a_scales1 = a_scales0 + 8 * static_cast<long long>(scales.k_blocks);
-      const float* const b_scales = scales.b + static_cast<long long>(col_base / 128) * scales.k_blocks;
-      const bool row0_in = origin.row0 < p.m, row1_in = origin.row0 + 8 < p.m;
+      const tile_block_scales<BlockN> block_scales(scales, origin, col_base, p.m, p.n);  // read where blockwise
 #pragma unroll
       for (int i = 0; i < tile::accumulators; ++i) total[i] = 0.0f;
       for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
@@ -240,12 +178,10 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
         if constexpr (overlapped_stores) {
           if (p.staged) pending.store_next(p, &map_c, c_smem, c_barrier, c_buffer);
         }
-        float s0 = 1.0f, s1 = 1.0f;
-        if (blockwise) {
-          const float sb = b_scales[kt];
-          s0 = row0_in ? a_scales0[kt] * sb : 0.0f;
-          s1 = row1_in ? a_scales1[kt] * sb : 0.0f;
-        }
+        float s[chunks][2];  // the promotion's scale of each 64-column chunk and row: 1, or blockwise sA x sB
+#pragma unroll
+        for (int j = 0; j < chunks; ++j) s[j][0] = s[j][1] = 1.0f;
+        if (blockwise) block_scales.at(kt, s);
         at.advance();
         // Per-tensor and rowwise: ask now whether the next stage has landed, so that after the promotion its
         // products issue at once (blockwise: measured 1% slower, its scale loads already cover the wait).
@@ -253,25 +189,45 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
         wgmma_wait<0>();
         fence_operands(partial);
         if (lane == 0) loop::release(ring, stage);  // its products have completed: hand it back
-        promote(total, partial, s0, s1);
+        promote(total, partial, s);
       }
       apply_outer_scales(total, scales, origin, p.m, p.n);
-      const auto finish = [&](const auto& f) {
-        if (p.staged) {
-          if constexpr (overlapped_stores) {
-            pending.flush(p, &map_c, c_smem, c_barrier, c_buffer);  // what a short tile left
-            pending.take(total, p, row_base, col_base, f);
-          } else {
-            store_tile_staged<TD, c_buffers_here>(total, p, &map_c, c_smem, row_base, col_base, c_barrier, c_buffer, f);
-          }
+      const auto store_staged = [&](const auto& f) {
+        if constexpr (overlapped_stores) {
+          pending.flush(p, &map_c, c_smem, c_barrier, c_buffer);  // what a short tile left
+          pending.take(total, p, row_base, col_base, f);
         } else {
-          store_tile<TD>(total, p, origin.row0, origin.col0, f);
+          store_tile_staged<TD, c_buffers_here>(total, p, &map_c, c_smem, row_base, col_base, c_barrier, c_buffer, f);
         }
       };
-      if (plain) {
-        finish(epilogue::identity{});
+      if (!p.staged) {
+        // From registers (beta != 0, or D's rows not 16-byte aligned): the stored value includes beta * D, so
+        // the amax is taken per value, as it is stored (amax_epilogue).
+        if (asked) {
+          store_tile<TD>(total, p, origin.row0, origin.col0, fn);
+        } else {
+          store_tile<TD>(total, p, origin.row0, origin.col0, epilogue::identity{});
+        }
+      } else if (overlapped_stores && !asked) {
+        // 16-bit tiles stored during the next k-steps, nothing asked: the run-time functor, as measured (the
+        // identity ran 3-9% slower there: benchmarks/tuning/matmul.md#fp8, fourth look).
+        store_staged(fn);
       } else {
-        finish(fn);
+        // Staged: only the functor the call asked for (with_value_functor), and the amax from the tile as
+        // stored, after it (stored_amax: 16-bit D in packed pairs).
+        with_value_functor(fused, store_staged);
+        if (amax != nullptr && row_base < p.m) {
+          const bool whole = row_base + wgmma_m <= p.m && col_base + BlockN <= p.n;  // uniform
+          constexpr int n_acc = tile::accumulators;
+          if constexpr (overlapped_stores) {
+            staged_amax.template add<n_acc>([&](int i) { return pending.packed[i / 2]; }, origin, p.m, p.n, whole);
+          } else if constexpr (sizeof(TD) == 2) {
+            staged_amax.template add<n_acc>([&](int i) { return from_compute_pair<TD>(total[i], total[i + 1]); },
+                                            origin, p.m, p.n, whole);
+          } else {
+            staged_amax.template add<n_acc>([&](int i) { return __float_as_uint(total[i]); }, origin, p.m, p.n, whole);
+          }
+        }
       }
     }
     if constexpr (overlapped_stores) {
@@ -280,7 +236,7 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
     // The last C buffers are read before the CTA's shared memory goes.
     if (p.staged && tid_in_warpgroup == 0) tma_store_wait_read<0>();
     if (amax != nullptr) {
-      unsigned bits = fn.amax_bits;
+      unsigned bits = max(fn.amax_bits, staged_amax.bits());
       for (int offset = 16; offset > 0; offset /= 2) bits = max(bits, __shfl_xor_sync(0xFFFFFFFFu, bits, offset));
       if (lane == 0 && bits != 0) atomicMax(amax, bits);
     }

@@ -64,6 +64,19 @@ KF_HOST_DEVICE inline float block_scale(const scaled_gemm_args<TA, TB, TD>& g, s
   return g.scale_a[i * g.k_blocks + kb] * g.scale_b[(j / fp8_promotion_k) * g.k_blocks + kb];
 }
 
+/// Blockwise scales on a tile of D's columns [col_base, col_base + width), in
+/// wgmma's accumulator column groups of 8: the first group whose columns lie in
+/// the 128-column block of B's scales after col_base's, or width / 8 (none)
+/// where the tile ends inside col_base's block or the next block starts at or
+/// past n (its scales do not exist). The wgmma step's tiles start at multiples
+/// of 64 and are at most 192 wide, so a tile spans at most two blocks and the
+/// boundary, where there is one, falls on a 64-column chunk (group 8 or 16).
+KF_HOST_DEVICE constexpr int next_b_scale_block_group(long long col_base, int width, long long n) {
+  const long long block = static_cast<long long>(fp8_promotion_k);
+  const long long next = (col_base / block + 1) * block;
+  return next >= col_base + width || next >= n ? width / 8 : static_cast<int>((next - col_base) / 8);
+}
+
 /// The scale of the finished sum of D(i, j): sA * sB per tensor or per row / column, else 1.
 template <class TA, class TB, class TD>
 KF_HOST_DEVICE inline float outer_scale(const scaled_gemm_args<TA, TB, TD>& g, std::size_t i, std::size_t j) {

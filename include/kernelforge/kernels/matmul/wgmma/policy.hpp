@@ -105,19 +105,23 @@ constexpr std::size_t scaled_wide_min_waves = 4;
 
 /// The FP8 GEMM's tile width: 128 x 192 where those tiles make at least
 /// scaled_wide_min_waves waves of the resident CTAs and there are two tile
-/// rows (it runs in clusters of 2 sharing B) and the scales are not blockwise
-/// (a tile must lie in one 128-column block of B's scales); else
-/// choose_wgmma_block_n up to 128. The wide tile does 1.5x the products per
-/// promotion, stage barrier and byte of A; its fewer tiles lose more to the
-/// last wave. H200, one bench_scaled_matmul run, per-tensor / rowwise, ours /
-/// cuBLASLt at 128 x 192 vs 128 x 128 (benchmarks/tuning/matmul.md#fp8): 4096^3
-/// (5.3 waves) 0.751 vs 0.717, 8192x8192x1024 0.639 vs 0.576, 4096x7168x16384
-/// 0.804 vs 0.723, 8192^3 0.818 vs 0.681; 1024^3 (48 tiles) 0.558 vs 0.790.
-/// Between 1 and 5 waves not yet measured.
-inline int choose_scaled_block_n(std::size_t m, std::size_t n, int resident_ctas, bool blockwise) {
+/// rows (it runs in clusters of 2 sharing B); else choose_wgmma_block_n up to
+/// 128. The wide tile does 1.5x the products per promotion, stage barrier and
+/// byte of A; its fewer tiles lose more to the last wave. H200, one
+/// bench_scaled_matmul run, per-tensor / rowwise, ours / cuBLASLt at 128 x 192
+/// vs 128 x 128 (benchmarks/tuning/matmul.md#fp8): 4096^3 (5.3 waves) 0.751 vs
+/// 0.717, 8192x8192x1024 0.639 vs 0.576, 4096x7168x16384 0.804 vs 0.723, 8192^3
+/// 0.818 vs 0.681; 1024^3 (48 tiles) 0.558 vs 0.790. Between 1 and 5 waves not
+/// yet measured. Blockwise scales take the same rule: a 192-wide tile straddles
+/// two 128-column blocks of B's scales, and its promotion takes each 64-column
+/// chunk's block scale (scaled/03_wgmma.cuh, next_b_scale_block_group) -- for
+/// the same 1.5x per promotion, stage barrier and byte of A that lifted
+/// per-tensor; not yet measured (blockwise ran 0.61-0.70 of cuBLASLt at these
+/// shapes on 128 x 128).
+inline int choose_scaled_block_n(std::size_t m, std::size_t n, int resident_ctas) {
   const int narrow = choose_wgmma_block_n(m, n, resident_ctas, 128);
   const std::size_t tiles_m = ceil_div(m, wgmma_block_m);
-  if (blockwise || tiles_m < 2) return narrow;
+  if (tiles_m < 2) return narrow;
   const std::size_t wide_tiles = tiles_m * ceil_div(n, static_cast<std::size_t>(scaled_wide_block_n));
   const std::size_t wave = static_cast<std::size_t>(resident_ctas > 0 ? resident_ctas : 0);
   return wave > 0 && wide_tiles >= scaled_wide_min_waves * wave ? scaled_wide_block_n : narrow;
