@@ -34,13 +34,17 @@ inline double scale_of_b(const fp8_scales& s, const float* b, std::size_t p, std
 /// D = act(alpha * (sA op(A)) (sB op(B)) + beta * D + bias) in double, rounded
 /// once to TD. scale_a / scale_b: host copies of the scales (scales.mode says
 /// how many); bias: host copy or nullptr. Returns the amax of the rounded D;
-/// `scale` (when given) receives the m x n error scales.
+/// `scale` (when given) receives the m x n error scales, and `pre_activation`
+/// the m x n values before the threshold ReLU (a GPU sum within its error bound
+/// of the threshold may land on either side of the jump).
 template <class TA, class TB, class TD>
 double scaled_matmul(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha, const TA* A,
                      std::size_t lda, const TB* B, std::size_t ldb, const fp8_scales& scales, const float* scale_a,
                      const float* scale_b, float beta, TD* D, std::size_t ldd, const TD* bias, bool relu,
-                     float relu_threshold, std::vector<double>* scale = nullptr) {
+                     float relu_threshold, std::vector<double>* scale = nullptr,
+                     std::vector<double>* pre_activation = nullptr) {
   if (scale) scale->assign(m * n, 0.0);
+  if (pre_activation) pre_activation->assign(m * n, 0.0);
   if (m == 0 || n == 0) return 0.0;
   const std::size_t kb = (k + 127) / 128;
   std::vector<double> a(m * k), bt(n * k);  // dequantized: a[i*k + p] = sA op(A)(i,p); bt[j*k + p] = sB op(B)(p,j)
@@ -73,6 +77,7 @@ double scaled_matmul(op trans_a, op trans_b, std::size_t m, std::size_t n, std::
           value += to_double(bias[j]);
           s += std::fabs(to_double(bias[j]));
         }
+        if (pre_activation) (*pre_activation)[i * n + j] = value;
         if (relu && value <= relu_threshold) value = 0.0;
         D[i * ldd + j] = from_double<TD>(value);
         const double stored = std::fabs(to_double(D[i * ldd + j]));
