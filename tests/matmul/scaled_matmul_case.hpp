@@ -194,7 +194,7 @@ template <class TA, class TB, class TD>
         ref_area[i] = got_area[i];
       }
     }
-    if (near * 1000 > ref_area.size() + 1000) {
+    if (near * 20 > ref_area.size() + 20) {
       return ::testing::AssertionFailure()
              << near << " of " << ref_area.size()
              << " outputs lie within the error bound of the ReLU threshold: too loose [" << c.describe() << "]";
