@@ -25,8 +25,9 @@
 //                                  speedup_vs_unfused on the fused row (goal: >= 1.2);
 //                                  layers: those below plus n32_c64_56x56_k64_1x1
 //   conv2d_nhwc/<fp16|bf16|tf32>/<impl>/<layer>   channels_last: bench_conv_nhwc.cu
-//   conv2d_nhwc/fp32_emulated/best_vs_cudnn/<layer>   the fp32_emulated pair in NHWC, against
-//                                  cuDNN's FMA-only NHWC engine search: bench_conv_nhwc.cu
+//   conv2d_nhwc/<fp32|fp32_emulated>/best_vs_cudnn/<layer>   float under math_mode::exact or
+//                                  fp32_emulated in NHWC, against cuDNN's FMA-only NHWC engine
+//                                  search: bench_conv_nhwc.cu
 //   conv2d_backward/<fp16|bf16|tf32>/<data|filter|step>/<layer>   the gradients against
 //                                  cuDNN's, paired: bench_conv_backward.cu
 //   filter2d/fp32/...              8192 x 8192 single-channel images: bench_filter2d.cu

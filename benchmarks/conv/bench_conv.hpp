@@ -27,9 +27,10 @@ inline benchmark::internal::Benchmark* configure(benchmark::internal::Benchmark*
 /// conv2d_nhwc/tf32/cudnn_nchw rows run it on the layers conv2d/tf32 lacks.
 void bm_conv_cudnn(benchmark::State& state, const layer& L, bool tf32);
 
-/// The conv2d/fp32_emulated/best_vs_cudnn row of layer L (bench_conv_fp32_emulated.cu),
-/// in L's layout: the conv2d_nhwc/fp32_emulated rows run it on the NHWC layers.
-void bm_conv_fp32_emulated(benchmark::State& state, const layer& L);
+/// The conv2d/fp32_emulated/best_vs_cudnn row of layer L (bench_conv_fp32_emulated.cu)
+/// under `math` (fp32_emulated, or exact), in L's layout: the conv2d_nhwc/fp32_emulated
+/// and conv2d_nhwc/fp32 rows run it on the NHWC layers.
+void bm_conv_fp32_vs_cudnn(benchmark::State& state, const layer& L, kf::math_mode math);
 
 /// Registers the conv2d/fp32_emulated/ rows (bench_conv_fp32_emulated.cu).
 void register_conv2d_fp32_emulated();

@@ -34,10 +34,14 @@
 //   conv2d_nhwc/fp32_emulated/best_vs_cudnn/<layer>   float under math_mode::fp32_emulated paired
 //                                  with cuDNN's fastest FMA-only NHWC plan (the backend graph's
 //                                  engine search without TF32 engines; the legacy NHWC call with
-//                                  FMA math where no graph plan runs): bench_conv.cu's
-//                                  bm_conv_fp32_emulated, which documents its counters (the
-//                                  conv2d/fp32_emulated rows'); the RGB stem runs naive under it,
-//                                  as under exact math (C < 32: the exact kernels).
+//                                  FMA math where no graph plan runs): bench_conv_fp32_emulated.cu's
+//                                  bm_conv_fp32_vs_cudnn, which documents its counters (the
+//                                  conv2d/fp32_emulated rows'); the RGB stem runs the exact kernels
+//                                  under it (C < 32), as conv2d_nhwc/fp32 does.
+//   conv2d_nhwc/fp32/best_vs_cudnn/<layer>   float under math_mode::exact (the default: best
+//                                  through the NCHW kernels on transposed copies, nhwc_launch.cuh)
+//                                  paired with the same cuDNN plan, the same function and
+//                                  counters; checked against cuDNN (diff_vs_cudnn).
 //
 // The cudnn rows' engine is the fastest execution plan of a backend graph's
 // engine search, once per layer, its workspace allocated once (cudnn_graph.hpp);
@@ -378,8 +382,12 @@ void register_conv2d_nhwc() {
   register_nhwc<__nv_bfloat16>();
   register_nhwc<float>();
   for (const layer& L : nhwc_layers()) {
-    configure(benchmark::RegisterBenchmark(("conv2d_nhwc/fp32_emulated/best_vs_cudnn/" + L.name).c_str(),
-                                           [&L](benchmark::State& s) { bm_conv_fp32_emulated(s, L); }));
+    configure(
+        benchmark::RegisterBenchmark(("conv2d_nhwc/fp32/best_vs_cudnn/" + L.name).c_str(),
+                                     [&L](benchmark::State& s) { bm_conv_fp32_vs_cudnn(s, L, kf::math_mode::exact); }));
+    configure(benchmark::RegisterBenchmark(
+        ("conv2d_nhwc/fp32_emulated/best_vs_cudnn/" + L.name).c_str(),
+        [&L](benchmark::State& s) { bm_conv_fp32_vs_cudnn(s, L, kf::math_mode::fp32_emulated); }));
   }
 }
 

@@ -117,10 +117,16 @@
 //     and __nv_bfloat16 take either math mode. A stride above 8 is
 //     errc::unsupported.
 //   - best: implicit_gemm_wgmma where it applies (for float only under
-//     math_mode::tf32), else naive.
+//     math_mode::tf32); else, for float (math_mode::exact, the default, and
+//     the layers fp32_emulated leaves to it), NCHW best's kernels -- Winograd
+//     on 3x3 layers, the implicit GEMM elsewhere; exact fp32 FMA sums, or
+//     mma.sync under tf32 -- on copies of x and the filter transposed into a
+//     pooled workspace (plus y's N*K*P*Q floats, transposed into y at the
+//     end; a tensor whose two orders coincide is not copied); else (16-bit,
+//     or no workspace) naive.
 //   The other variants read NCHW only (errc::unsupported naming the layout).
-//   bias, options.relu and your own epilogue functor (<kernelforge/conv.cuh>,
-//   naive only so far) work as in NCHW; the functor's row is (n*P + p)*Q + q.
+//   bias and options.relu work as in NCHW; your own epilogue functor
+//   (<kernelforge/conv.cuh>) is NCHW only so far (errc::unsupported).
 #pragma once
 
 #include <cstddef>

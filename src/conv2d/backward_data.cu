@@ -11,7 +11,8 @@
 //    zero grid at stride > 1) with the filter turned by 180 degrees, K and C
 //    swapped, stride 1, padding dh (R-1) - ph, and the same dilation. It runs
 //    on conv2d_forward's best variant: the wgmma implicit GEMM on sm_90, the
-//    Winograd kernels for exact 3x3 NCHW layers. The turned filter is a copy
+//    Winograd kernels for exact 3x3 layers (float NHWC under exact math through
+//    the NCHW kernels on transposed copies, nhwc_launch.cuh). The turned filter is a copy
 //    (conv2d_filter_turn, into a pooled workspace), except for 16-bit NHWC on
 //    sm_90a where TMA reads dy and w in place: there step 7 reads w where it
 //    lies, tap t's slice being the layer's tap RS - 1 - t as an N-major B

@@ -4,7 +4,8 @@
 // float (NCHW and NHWC), __half and __nv_bfloat16 (NHWC), every variant without
 // an epilogue and with conv2d_options' fused threshold ReLU
 // (epilogue::bias_relu_threshold). The implicit-GEMM host side is gemm_launch.cuh
-// and the NHWC one nhwc_launch.cuh, both shared with <kernelforge/conv.cuh>.
+// (shared with <kernelforge/conv.cuh>), the NHWC one nhwc_launch.cuh (float's
+// exact NHWC calls run gemm_launch.cuh's kernels through transposed copies).
 #include <cstdint>
 #include <string>
 #include <type_traits>

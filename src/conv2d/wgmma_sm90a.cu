@@ -142,12 +142,12 @@ bool try_launch(int device, const conv2d_args<float>& a, const Epilogue& ep, cud
   if (!encode_conv2d_wgmma_maps(map_x, map_w, x_nhwc, w_krsc, a, c_stride, c_padded, plan)) return false;
 
   // Nothing is enqueued above: from here on the call runs to the end (or throws).
-  using conv2d_wgmma::transpose_rows_per_pass;
-  using conv2d_wgmma::transpose_tile;
-  const dim3 t_grid(static_cast<unsigned>(ceil_div(H * W, transpose_tile)),
-                    capped_grid_dim(ceil_div(C, transpose_tile)), capped_grid_dim(N));
-  conv2d_nchw_to_nhwc_tf32<<<t_grid, dim3(transpose_tile, transpose_rows_per_pass), 0, stream>>>(
-      a.x, x_nhwc, a.n, a.c, a.hw, static_cast<int>(c_stride));
+  using tiled_transpose::rows_per_pass;
+  using tiled_transpose::tile;
+  const dim3 t_grid(static_cast<unsigned>(ceil_div(H * W, tile)), capped_grid_dim(ceil_div(C, tile)),
+                    capped_grid_dim(N));
+  conv2d_nchw_to_nhwc_tf32<<<t_grid, dim3(tile, rows_per_pass), 0, stream>>>(a.x, x_nhwc, a.n, a.c, a.hw,
+                                                                             static_cast<int>(c_stride));
   check_launch(what);
   conv2d_kcrs_to_krsc_tf32<<<conv2d_wgmma_repack_blocks(device, K * RS * c_padded), conv2d_wgmma::filter_block, 0,
                              stream>>>(a.wt, w_krsc, a.k, a.c, a.rs, static_cast<int>(c_padded));

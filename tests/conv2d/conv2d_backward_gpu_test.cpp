@@ -44,12 +44,13 @@
 //     rounded to T once per chunk of images (a chunk keeps im2col under 1 GiB;
 //     the wgmma wgrad rounds once after its fp32 split-k reduction): every case
 //     here is one chunk (Conv2dBackwardCases.OneImageChunk), so once.
-//   Winograd (float NCHW under exact math, implicit_gemm / best, dx of a 3x3
-//   stride-1 dilation-1 layer with C, K >= 64, where the forward that computes
-//   dx takes Winograd F(2x2,3x3)): conv2d_gpu_test.cpp's bound
+//   Winograd (float NCHW and NHWC under exact math, implicit_gemm / best, dx of
+//   a 3x3 stride-1 dilation-1 layer with C, K >= 64, where the forward that
+//   computes dx takes Winograd F(2x2,3x3); in NHWC through the NCHW kernels,
+//   nhwc_launch.cuh): conv2d_gpu_test.cpp's bound
 //   4 sqrt(K + 12) 2^-24 E, E the Winograd error scale (winograd_bound.hpp) of
 //   that forward: dy (masked, spread) convolved with the filter turned by 180
-//   degrees, K and C swapped.
+//   degrees, K and C swapped (computed in NCHW, transposed for NHWC).
 // The fp32 bounds are proven worst cases and catch a wrong, lost or repeated
 // term, which moves an output by about S / n: every case keeps 2 n^2 u <= 1/2
 // (Conv2dBackwardCases.BoundsCanFail). Under TF32 the 2^-9 S term exceeds one
@@ -151,7 +152,7 @@ struct problem {
   std::size_t x_n = 0, w_n = 0, y_n = 0;
   term_counts terms;
   std::vector<double> dx, dx_scale, dw, dw_scale, db, db_scale;
-  std::vector<double> dx_winograd_scale;  // float NCHW where dx_may_run_winograd
+  std::vector<double> dx_winograd_scale;  // float where dx_may_run_winograd, in the layout's order
   kf::device_buffer<T> x, w, dy, relu_y;
   [[nodiscard]] const T* x_at() const { return x.data() + c->in_offset; }
   [[nodiscard]] const T* w_at() const { return w.data() + c->in_offset; }
@@ -220,6 +221,17 @@ const problem<T>& problem_for(kf::conv2d_layout layout, const grad_case& c) {
     if (layout == kf::conv2d_layout::nchw && dx_may_run_winograd(p)) {
       const forward_inputs in = dx_forward_inputs(p, dy, w, relu_y, c.threshold);
       pr.dx_winograd_scale = kf::test::winograd_scale(dx_forward(p), in.spread, in.turned, nullptr);
+    } else if (dx_may_run_winograd(p)) {  // NHWC: the same scale from the NCHW orders, transposed back
+      using kf::test::transpose_inner;
+      const std::size_t N = p.batch, C = p.in_channels, K = p.out_channels;
+      const std::size_t hw = p.in_height * p.in_width, rs = p.filter_height * p.filter_width, pq = P * Q;
+      kf::conv2d_params nchw = p;
+      nchw.layout = kf::conv2d_layout::nchw;
+      const std::vector<float> relu_y_nchw = relu_y.empty() ? relu_y : transpose_inner(relu_y, N, pq, K);
+      const forward_inputs in = dx_forward_inputs(nchw, transpose_inner(dy, N, pq, K), transpose_inner(w, K, rs, C),
+                                                  relu_y_nchw, c.threshold);
+      pr.dx_winograd_scale =
+          transpose_inner(kf::test::winograd_scale(dx_forward(nchw), in.spread, in.turned, nullptr), N, C, hw);
     }
   }
   pr.c = &c;

@@ -3,7 +3,9 @@
 // NCHW one on the same data transposed, the reference for __half and
 // __nv_bfloat16 against float, conv2d_forward's layout rules (the variants and
 // types NHWC and NCHW take, errc::unsupported before any CUDA call) and
-// to_string(conv2d_layout). The GPU results: conv2d_nhwc_gpu_test.cpp.
+// to_string(conv2d_layout), and the NHWC route (nhwc_plan.hpp: which kernels
+// an NHWC call tries, and the copies of float's route through the NCHW
+// kernels). The GPU results: conv2d_nhwc_gpu_test.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,6 +19,7 @@
 
 #include "kernelforge/conv.hpp"
 #include "kernelforge/error.hpp"
+#include "kernelforge/kernels/conv2d/nhwc_plan.hpp"
 #include "kernelforge/reference/conv.hpp"
 #include "test_support.hpp"
 
@@ -285,6 +288,72 @@ TEST(Conv2dLayoutNames, ToString) {
   EXPECT_STREQ(kf::to_string(kf::conv2d_layout::nchw), "nchw");
   EXPECT_STREQ(kf::to_string(kf::conv2d_layout::nhwc), "nhwc");
   EXPECT_STREQ(kf::to_string(static_cast<kf::conv2d_layout>(7)), "unknown");
+}
+
+// ---- (e) the route of an NHWC call (nhwc_plan.hpp) --------------------------------
+
+// Float under best takes the NCHW kernels through transposed copies whatever
+// the math mode (exact: the default, and the layers fp32_emulated's step 9
+// leaves, which conv2d.cu hands on as exact), after the wgmma kernel under
+// tf32 only; the 16-bit types never (those kernels are float only); naive and
+// implicit_gemm_wgmma by name never fall back to them.
+TEST(Conv2dNhwcRoute, FloatBestTakesTheNchwKernels) {
+  using v = kf::conv2d_variant;
+  using m = kf::math_mode;
+  const auto route = kf::detail::route_conv2d_nhwc;
+  for (const m math : {m::exact, m::tf32}) {
+    SCOPED_TRACE(math == m::exact ? "exact" : "tf32");
+    EXPECT_TRUE(route(v::best, math, true).nchw_kernels);
+    EXPECT_EQ(route(v::best, math, true).wgmma, math == m::tf32);  // TF32 products: tf32 only
+    EXPECT_FALSE(route(v::best, math, false).nchw_kernels);
+    EXPECT_TRUE(route(v::best, math, false).wgmma);
+    for (const bool is_float : {true, false}) {
+      EXPECT_FALSE(route(v::naive, math, is_float).wgmma);
+      EXPECT_FALSE(route(v::naive, math, is_float).nchw_kernels);
+      EXPECT_TRUE(route(v::implicit_gemm_wgmma, math, is_float).wgmma);
+      EXPECT_FALSE(route(v::implicit_gemm_wgmma, math, is_float).nchw_kernels);
+    }
+  }
+}
+
+// The copies: x, the filter and y each where its NHWC and NCHW orders differ,
+// each part a whole number of 256-byte blocks; none for a 1x1 layer's filter,
+// C = 1, K = 1, a one-pixel input or output.
+TEST(Conv2dNhwcRoute, CopiesWhereTheLayoutsDiffer) {
+  const auto plan = [](std::size_t n, std::size_t c, std::size_t h, std::size_t w, std::size_t k, std::size_t r,
+                       std::size_t s, std::size_t p, std::size_t q) {
+    return kf::detail::plan_conv2d_nhwc_as_nchw(n, c, h, w, k, r, s, p, q, sizeof(float), 256);
+  };
+  // The ResNet stem at N = 16: all three, x 16 * 3 * 224 * 224 floats.
+  const kf::detail::conv2d_nhwc_as_nchw_plan stem = plan(16, 3, 224, 224, 64, 7, 7, 112, 112);
+  EXPECT_TRUE(stem.x && stem.w && stem.y);
+  EXPECT_EQ(stem.x_bytes, 16u * 3 * 224 * 224 * 4);
+  EXPECT_EQ(stem.w_bytes, 37632u);  // 64 * 3 * 49 * 4 = 37632 = 147 * 256
+  EXPECT_EQ(stem.y_bytes, 16u * 64 * 112 * 112 * 4);
+  EXPECT_EQ(stem.bytes(), stem.x_bytes + stem.w_bytes + stem.y_bytes);
+  // Odd sizes round each part up to 256 bytes.
+  const kf::detail::conv2d_nhwc_as_nchw_plan odd = plan(1, 5, 3, 3, 7, 3, 3, 1, 1);
+  EXPECT_TRUE(odd.x && odd.w);
+  EXPECT_FALSE(odd.y);               // one output pixel: y is K long either way
+  EXPECT_EQ(odd.x_bytes, 256u);      // 45 floats
+  EXPECT_EQ(odd.w_bytes, 256u * 5);  // 315 floats
+  EXPECT_EQ(odd.y_bytes, 0u);
+  // 1x1: the filter is K x C in both orders.
+  const kf::detail::conv2d_nhwc_as_nchw_plan one = plan(2, 64, 14, 14, 256, 1, 1, 14, 14);
+  EXPECT_TRUE(one.x && one.y);
+  EXPECT_FALSE(one.w);
+  EXPECT_EQ(one.w_bytes, 0u);
+  // C = 1: x and the filter as they lie; K = 1: y written where it lies.
+  const kf::detail::conv2d_nhwc_as_nchw_plan c1 = plan(2, 1, 9, 11, 16, 3, 3, 9, 11);
+  EXPECT_FALSE(c1.x || c1.w);
+  EXPECT_TRUE(c1.y);
+  const kf::detail::conv2d_nhwc_as_nchw_plan k1 = plan(2, 8, 17, 19, 1, 3, 3, 17, 19);
+  EXPECT_TRUE(k1.x && k1.w);
+  EXPECT_FALSE(k1.y);
+  // A one-pixel input (padded to a 3x3 filter's reach): x as it lies.
+  EXPECT_FALSE(plan(2, 64, 1, 1, 7, 3, 3, 1, 1).x);
+  // A 1x1 layer on one image of one channel into one filter: nothing to copy.
+  EXPECT_EQ(plan(1, 1, 5, 5, 1, 1, 1, 5, 5).bytes(), 0u);
 }
 
 }  // namespace

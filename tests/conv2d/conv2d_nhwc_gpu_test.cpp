@@ -7,8 +7,10 @@
 // [1/8, 2], random signs, never zero, fixed seeds), rounded once to T.
 //
 // Variants: naive, best and implicit_gemm_wgmma for every type; float runs best
-// twice, under math_mode::exact (naive) and tf32 (the wgmma kernel where it
-// applies), and implicit_gemm_wgmma under tf32 (it refuses exact float math).
+// twice, under math_mode::exact (the NCHW kernels through transposed copies:
+// nhwc_launch.cuh) and tf32 (the wgmma kernel where it applies, else the same
+// NCHW route, whose best takes mma.sync on sm_80+), and implicit_gemm_wgmma
+// under tf32 (it refuses exact float math).
 // implicit_gemm_wgmma by name:
 //  - on a layer it does not compute (a stride above 8: none of the cases)
 //    raises errc::unsupported naming the unmet condition, on every device, and
@@ -19,14 +21,24 @@
 //  - elsewhere runs and is checked like the others.
 // best takes the wgmma kernel wherever it applies (strides up to 8; misaligned
 // x or weight and channel counts off 16 bytes through its column fold) and
-// falls back to naive elsewhere (float under exact math), so it must give the
-// right result on every case. A y one element off alignment
+// falls back elsewhere (float: the NCHW kernels; 16-bit: naive), so it must give
+// the right result on every case. A y one element off alignment
 // must work on every variant (the wgmma kernel's stores included).
+// Float's best under exact math runs the NCHW kernels of `best` on transposed
+// copies (Conv2dNhwcFloatBest checks it bit for bit against the NCHW call on
+// the same data, and fp32_emulated's stem, which step 9 leaves to it): the
+// implicit GEMM (fp32 FMA sums, the bound below), or Winograd F(2x2,3x3) on
+// 3x3 stride-1 layers with C, K >= 64 (plan.hpp; 7 of the cases), held to its
+// own worst case: every term of the algorithm (magnitudes summed: E, from
+// winograd_bound.hpp, >= S) passes at most C + 12 roundings
+// (conv2d_gpu_test.cpp counts them), so |y - ref| <= 2 (C + 12) u E. With E
+// 5-16x S on these inputs (conv2d_gpu_test.cpp), that stays below half of one
+// term's size S / (9 C) up to the cases' C = 136 (2.8e-4 S against 4.1e-4 S).
 //
 // Tolerance, per output, with S = sum |w| |x| + |bias| (the reference's error
 // scale), n = C*R*S + 1 rounding steps (one per product-sum, one for the bias)
 // and u = 2^-24 (fp32's unit roundoff):
-//   fp32 sums (float under exact math: naive):
+//   fp32 sums (float under exact math: naive, the implicit GEMM):
 //     |y - ref| <= 2 n u S.
 //     Recursive summation in fp32 is within gamma_n S ~ n u S of the exact sum
 //     whatever the order (Higham, Accuracy and Stability, 4.2); 2x covers
@@ -85,6 +97,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <iterator>
 #include <map>
 #include <ostream>
@@ -103,6 +116,7 @@
 #include "kernelforge/kernels/conv2d/wgmma_sm90a.hpp"
 #include "kernelforge/reference/conv.hpp"
 #include "test_support.hpp"
+#include "winograd_bound.hpp"
 
 namespace {
 
@@ -159,7 +173,7 @@ const std::vector<nhwc_case>& nhwc_cases() {
       {"c24_7x9_k64_7x7_p3_n1", nhwc(1, 24, 7, 9, 64, 7, 7, 1, 1, 3, 3), false},
       {"c128_8x8_k257_1x1_n1", nhwc(1, 128, 8, 8, 257, 1, 1, 1, 1, 0, 0), true},
       {"c64_1x1_k7_3x3_p1_one_pixel", nhwc(2, 64, 1, 1, 7, 3, 3, 1, 1, 1, 1), true},
-      // Strides: naive under best, errc::unsupported by name.
+      // Strides (the wgmma kernel's up to 8, float's NCHW route).
       {"stem_c3_29x29_k64_7x7_s2_p3_n3", nhwc(3, 3, 29, 29, 64, 7, 7, 2, 2, 3, 3), true},
       {"c16_17x15_k33_3x3_s2_p1", nhwc(3, 16, 17, 15, 33, 3, 3, 2, 2, 1, 1), true},
       {"c8_13x11_k20_3x5_s1x2_p1x2", nhwc(2, 8, 13, 11, 20, 3, 5, 1, 2, 1, 2), false},
@@ -224,6 +238,8 @@ template <class T>
 struct problem {
   std::size_t y_n = 0, crs = 0;
   std::vector<double> expected, scale;  // conv + bias (before any ReLU), and its error scale
+  std::vector<double> winograd;         // float on the layers best runs Winograd on: E (top of file), NPQK
+  std::vector<T> x_host, w_host;        // NHWC, KRSC
   kf::device_buffer<T> x, w, bias;
   const nhwc_case* c = nullptr;
   [[nodiscard]] const T* x_at() const { return x.data() + c->x_offset; }
@@ -248,6 +264,13 @@ const problem<T>& problem_for(const nhwc_case& c) {
   pr.scale.resize(pr.y_n);
   kf::reference::conv2d_forward_exact(p, x.data(), w.data(), c.bias ? bias.data() : nullptr, pr.expected.data(),
                                       pr.scale.data());
+  if constexpr (std::is_same_v<T, float>) {
+    if (kf::test::best_runs_winograd(p)) {
+      pr.winograd = kf::test::winograd_scale_nhwc(p, x, w, c.bias ? bias.data() : nullptr);
+    }
+  }
+  pr.x_host = x;
+  pr.w_host = w;
   pr.x = to_device_at(x, c.x_offset);
   pr.w = to_device_at(w, c.w_offset);
   pr.bias = kf::to_device(bias);
@@ -255,9 +278,11 @@ const problem<T>& problem_for(const nhwc_case& c) {
   return pr;
 }
 
-/// |y - ref| <= rel_ref |ref| + rel_scale S + abs (top of file).
+/// |y - ref| <= rel_ref |ref| + rel_scale S + abs (top of file); S from
+/// `scale` (Winograd's E) where set, else the problem's sum |w| |x| + |bias|.
 struct bound {
   double rel_ref = 0, rel_scale = 0, abs = 0;
+  const std::vector<double>* scale = nullptr;
 };
 
 /// Whether tensor cores may compute the call (then the TF32 and alignment
@@ -267,13 +292,17 @@ template <class T>
 bool tensor_cores_may_run(const nhwc_variant& v, const problem<T>& pr) {
   if (v.variant == kf::conv2d_variant::implicit_gemm_wgmma) return true;
   if (v.variant != kf::conv2d_variant::best) return false;
-  if (std::is_same_v<T, float> && v.math != kf::math_mode::tf32) return false;
+  if (std::is_same_v<T, float>) return v.math == kf::math_mode::tf32;  // wgmma, else the NCHW route's mma.sync
   const kf::conv2d_params& p = pr.c->p;
   return kf::detail::conv2d_nhwc_wgmma_unsupported_reason(p.stride_h, p.stride_w) == nullptr && wgmma_available();
 }
 
 template <class T>
 bound bound_for(const nhwc_variant& v, const problem<T>& pr) {
+  if (std::is_same_v<T, float> && v.variant == kf::conv2d_variant::best && v.math == kf::math_mode::exact &&
+      !pr.winograd.empty()) {  // Winograd: 2 (C + 12) u E (top of file)
+    return {0, 2 * (static_cast<double>(pr.c->p.in_channels) + 12) * fp32_u, 0, &pr.winograd};
+  }
   // n = C*R*S products and the bias.
   const kf::test::tolerance t = kf::test::conv2d::sum_tolerance<T>(pr.crs + 1, tensor_cores_may_run(v, pr));
   return {t.rel_ref, t.rel, t.abs};
@@ -284,12 +313,13 @@ bound bound_for(const nhwc_variant& v, const problem<T>& pr) {
 template <class T>
 ::testing::AssertionResult check(const std::vector<T>& got, std::size_t offset, const problem<T>& pr, bound b) {
   const nhwc_case& c = *pr.c;
+  const std::vector<double>& scale = b.scale != nullptr ? *b.scale : pr.scale;
   std::size_t bad = 0, near_threshold = 0;
   std::ostringstream report;
   for (std::size_t i = 0; i < pr.y_n; ++i) {
     const double g = kf::reference::to_double(got[offset + i]);
     const double pre = pr.expected[i];
-    const double tol = b.rel_ref * std::fabs(pre) + b.rel_scale * pr.scale[i] + b.abs;
+    const double tol = b.rel_ref * std::fabs(pre) + b.rel_scale * scale[i] + b.abs;
     bool ok;
     if (std::isnan(g)) {
       ok = false;  // the reference is never NaN: a NaN is an unwritten or broken output
@@ -436,6 +466,91 @@ TEST(Conv2dNhwcEmpty, BatchOrOutputChannelsZeroIsANoOp) {
   expect_empty_calls_are_no_ops<__nv_bfloat16>(std::begin(half_variants), std::end(half_variants));
 }
 
+// ---- float's best runs the NCHW kernels (nhwc_launch.cuh) -----------------------------
+
+/// Float's best in NHWC under `math` against the same call in NCHW on the same
+/// data (x, the filter and y transposed on the host): bit for bit, since the
+/// NHWC call runs the very NCHW kernels on transposed copies (the same plan:
+/// it depends on the extents and the device only). The naive kernel, which
+/// the NHWC call ran before, sums in another order and differs in the last
+/// bits on most outputs of these cases.
+void expect_nhwc_equals_nchw(const nhwc_case& c, kf::math_mode math) {
+  const problem<float>& pr = problem_for<float>(c);
+  const kf::conv2d_params& p = c.p;
+  const std::size_t P = kf::conv2d_output_height(p), Q = kf::conv2d_output_width(p);
+  const std::size_t hw = p.in_height * p.in_width, rs = p.filter_height * p.filter_width;
+  kf::conv2d_options options;
+  options.math = math;
+  options.relu = c.relu;
+  options.relu_threshold = c.threshold;
+  kf::device_buffer<float> y(c.y_offset + pr.y_n + 1);
+  kf::test::poison(y.data(), y.size_bytes());
+  kf::conv2d_forward<float>(p, pr.x_at(), pr.w_at(), pr.bias_at(), y.data() + c.y_offset, options);
+  kf::conv2d_params nchw = p;
+  nchw.layout = kf::conv2d_layout::nchw;
+  const kf::device_buffer<float> x_nchw =
+      kf::to_device(kf::test::transpose_inner(pr.x_host, p.batch, hw, p.in_channels));
+  const kf::device_buffer<float> w_kcrs =
+      kf::to_device(kf::test::transpose_inner(pr.w_host, p.out_channels, rs, p.in_channels));
+  kf::device_buffer<float> y_nchw(pr.y_n);
+  kf::test::poison(y_nchw.data(), y_nchw.size_bytes());
+  kf::conv2d_forward<float>(nchw, x_nchw.data(), w_kcrs.data(), pr.bias_at(), y_nchw.data(), options);
+  const std::vector<float> got = kf::to_host(y);
+  const std::vector<float> want = kf::test::transpose_inner(kf::to_host(y_nchw), p.batch, p.out_channels, P * Q);
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < pr.y_n; ++i) {
+    if (std::memcmp(&got[c.y_offset + i], &want[i], sizeof(float)) != 0 && differ++ < 8) {
+      ADD_FAILURE() << "y[" << i << "] = " << got[c.y_offset + i] << " in NHWC, " << want[i] << " in NCHW";
+    }
+  }
+  EXPECT_EQ(differ, 0u) << "outputs differ from the NCHW call's";
+  EXPECT_TRUE(std::isnan(got[c.y_offset + pr.y_n])) << "the element after y was written";
+}
+
+/// The cases of each condition the route branches on: all three copies (the
+/// stem, C = 3, stride 2; Winograd with the ReLU; a split over C*R*S), the
+/// filter used where it lies (1x1), x and the filter where they lie (C = 1), y
+/// written where it lies (K = 1), a misaligned y the last transpose writes.
+const char* const nchw_route_cases[] = {
+    "stem_c3_29x29_k64_7x7_s2_p3_n3",
+    "resnet_c64_28x28_k64_3x3_p1_n2_relu",
+    "c72_9x9_k130_3x3_p1_n1",
+    "c24_11x13_k257_1x1_n3",
+    "c1_9x11_k16_3x3_p1",
+    "c8_17x19_k1_3x3_p1",
+    "misaligned_y_c16_9x7_k130_relu",
+    "c16_23x21_k3_3x3_d2_p2",
+};
+
+const nhwc_case& case_named(const std::string& name) {
+  for (const nhwc_case& c : nhwc_cases()) {
+    if (name == c.name) return c;
+  }
+  ADD_FAILURE() << "no case " << name;
+  return nhwc_cases().front();
+}
+
+TEST(Conv2dNhwcFloatBest, ExactRunsTheNchwKernels) {
+  KF_SKIP_WITHOUT_GPU();
+  for (const char* name : nchw_route_cases) {
+    SCOPED_TRACE(name);
+    expect_nhwc_equals_nchw(case_named(name), kf::math_mode::exact);
+  }
+}
+
+// fp32_emulated hands the layers step 9 leaves (the stem: C < 32) to the exact
+// kernels: in NHWC now the NCHW ones through the copies, as in NCHW.
+TEST(Conv2dNhwcFloatBest, Fp32EmulatedStemRunsTheNchwKernels) {
+  KF_SKIP_WITHOUT_GPU();
+  if (!wgmma_available()) GTEST_SKIP() << "fp32_emulated runs on compute capability 9.0 with sm_90a code only";
+  const nhwc_case& stem = case_named("stem_c3_29x29_k64_7x7_s2_p3_n3");
+  ASSERT_NE(kf::detail::conv2d_fp32_emulated_unsupported_reason(
+                stem.p.in_channels, stem.p.filter_height * stem.p.filter_width, stem.p.stride_h, stem.p.stride_w),
+            nullptr)
+      << "step 9 takes the stem: this test no longer tests the fallback";
+  expect_nhwc_equals_nchw(stem, kf::math_mode::fp32_emulated);
+}
+
 // ---- the cases cover what they claim (no GPU needed) ----------------------------------
 
 /// The boxes_* cases: the wgmma kernel's pixel box (wgmma_plan.hpp's
@@ -530,6 +645,19 @@ TEST(Conv2dNhwcCases, FilterColumnCases) {
   EXPECT_GE(cooperative, 1);
   EXPECT_GE(folded, 1);
   EXPECT_GE(y_off, 1);
+}
+
+/// Float's best under exact math runs Winograd on 7 of the cases (through the
+/// NCHW route), which the Winograd bound then covers (top of file).
+TEST(Conv2dNhwcCases, WinogradCases) {
+  int winograd = 0, relu = 0;
+  for (const nhwc_case& c : nhwc_cases()) {
+    if (!kf::test::best_runs_winograd(c.p)) continue;
+    ++winograd;
+    relu += c.relu ? 1 : 0;
+  }
+  EXPECT_EQ(winograd, 7);
+  EXPECT_GE(relu, 2);
 }
 
 /// Every case's fp32 bound stays below half of one term's typical size

@@ -15,6 +15,20 @@
 
 namespace kf::test {
 
+/// b[i][k][j] = a[i][j][k] for `batches` rows x cols matrices: NHWC -> NCHW
+/// (rows = H W, cols = C) and back (rows = C, cols = H W), KRSC -> KCRS. The
+/// NHWC suites compute winograd_scale (NCHW only) through it.
+template <class T>
+std::vector<T> transpose_inner(const std::vector<T>& a, std::size_t batches, std::size_t rows, std::size_t cols) {
+  std::vector<T> b(a.size());
+  for (std::size_t i = 0; i < batches; ++i) {
+    for (std::size_t j = 0; j < rows; ++j) {
+      for (std::size_t k = 0; k < cols; ++k) b[(i * cols + k) * rows + j] = a[(i * rows + j) * cols + k];
+    }
+  }
+  return b;
+}
+
 /// The Winograd error scale E of every output (see the top of this file), in
 /// double, from the same inputs: y's layout (N x K x P x Q).
 inline std::vector<double> winograd_scale(const kf::conv2d_params& p, const std::vector<float>& x,
@@ -84,6 +98,18 @@ inline std::vector<double> winograd_scale(const kf::conv2d_params& p, const std:
     }
   }
   return scale;
+}
+
+/// winograd_scale of an NHWC layer p (x NHWC, w KRSC), in y's NHWC order (N x P x Q x K).
+inline std::vector<double> winograd_scale_nhwc(const kf::conv2d_params& p, const std::vector<float>& x,
+                                               const std::vector<float>& w, const float* bias) {
+  const std::size_t hw = p.in_height * p.in_width, rs = p.filter_height * p.filter_width;
+  const std::size_t pq = kf::conv2d_output_height(p) * kf::conv2d_output_width(p);
+  kf::conv2d_params nchw = p;
+  nchw.layout = kf::conv2d_layout::nchw;
+  const std::vector<double> e = winograd_scale(nchw, transpose_inner(x, p.batch, hw, p.in_channels),
+                                               transpose_inner(w, p.out_channels, rs, p.in_channels), bias);
+  return transpose_inner(e, p.batch, p.out_channels, pq);
 }
 
 /// Whether `best` with exact math runs Winograd (step 6 or step 8) on this layer

@@ -67,9 +67,7 @@ static_assert(smem_bytes<128, 3> <= max_smem_bytes && smem_bytes<64, 3> <= max_s
               "filter-column stages fit the opt-in");
 static_assert(a_slot_bytes<3> % swizzle_atom_bytes == 0, "every B slot starts on a swizzle atom");
 
-/// NCHW -> NHWC copy: 32 x 32 tiles of (channel, pixel) through shared memory.
-inline constexpr int transpose_tile = 32;
-inline constexpr int transpose_rows_per_pass = 8;
+/// The filter repack's block (wgmma_nchw_repack.cuh, grid-stride).
 inline constexpr int filter_block = 256;
 
 /// What the kernel needs besides the two tensor maps (filled by wgmma_sm90a.cu).

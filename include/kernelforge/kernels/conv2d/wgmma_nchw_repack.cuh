@@ -9,46 +9,29 @@
 #include "../arch/guards.cuh"
 #include "../common/kernel.cuh"
 #include "../common/numeric.cuh"
+#include "../common/transpose.cuh"
 #include "07_implicit_gemm_wgmma.cuh"
 
 namespace kf::detail {
 
+/// Rounds to TF32 as the NCHW input is transposed (transpose_tiles' convert).
+struct conv2d_round_to_tf32 {
+  __device__ __forceinline__ float operator()(float v) const { return round_to_tf32(v); }
+};
+
 /// dst[(n * H W + pixel) * c_stride + c] = tf32(x[(n * C + c) * H W + pixel]):
-/// NCHW -> NHWC, rounded to TF32. 32 x 32 (channel, pixel) tiles through shared
-/// memory, so both the reads (along pixels) and the writes (along channels)
-/// are coalesced. Grid: x over pixel tiles, y and z stride over channel tiles
-/// and images. Channels c_stride > C are not written (TMA never reads them).
-KF_KERNEL void __launch_bounds__(conv2d_wgmma::transpose_tile* conv2d_wgmma::transpose_rows_per_pass)
+/// NCHW -> NHWC, rounded to TF32, as the shared tiled transpose
+/// (common/transpose.cuh: 32 x 32 (channel, pixel) tiles through shared
+/// memory, both the reads along pixels and the writes along channels
+/// coalesced). Grid: x over pixel tiles, y and z stride over channel tiles and
+/// images. Channels c_stride > C are not written (TMA never reads them).
+KF_KERNEL void __launch_bounds__(tiled_transpose::threads)
     conv2d_nchw_to_nhwc_tf32(const float* __restrict__ x, float* __restrict__ dst, int n_images, int c, int hw,
                              int c_stride) {
 #if defined(__CUDA_ARCH__) && !KF_ARCH_SM90A
   __trap();
 #elif KF_ARCH_SM90A
-  using namespace conv2d_wgmma;
-  __shared__ float tile[transpose_tile][transpose_tile + 1];  // +1: the transposed read is conflict-free
-  const int tx = threadIdx.x, ty = threadIdx.y;
-  const long long pixel0 = static_cast<long long>(blockIdx.x) * transpose_tile;
-  const int c_tiles = (c + transpose_tile - 1) / transpose_tile;
-  for (int n = blockIdx.z; n < n_images; n += gridDim.z) {
-    for (int ct = blockIdx.y; ct < c_tiles; ct += gridDim.y) {
-      const int c0 = ct * transpose_tile;
-#pragma unroll
-      for (int i = 0; i < transpose_tile; i += transpose_rows_per_pass) {
-        const int ch = c0 + ty + i;
-        const long long pixel = pixel0 + tx;
-        tile[ty + i][tx] =
-            (ch < c && pixel < hw) ? round_to_tf32(x[(static_cast<long long>(n) * c + ch) * hw + pixel]) : 0.0f;
-      }
-      __syncthreads();
-#pragma unroll
-      for (int i = 0; i < transpose_tile; i += transpose_rows_per_pass) {
-        const long long pixel = pixel0 + ty + i;
-        const int ch = c0 + tx;
-        if (ch < c && pixel < hw) dst[(static_cast<long long>(n) * hw + pixel) * c_stride + ch] = tile[tx][ty + i];
-      }
-      __syncthreads();  // the tile is rewritten by the next (image, channel tile)
-    }
-  }
+  transpose_tiles(x, dst, n_images, c, hw, c_stride, conv2d_round_to_tf32{});
 #endif
 }
 
