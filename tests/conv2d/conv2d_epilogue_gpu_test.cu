@@ -20,7 +20,10 @@
 //    a residual add (a functor with state that reads a tensor shaped like y by
 //    row and column), an extended lambda that depends on row and column (a
 //    swapped or wrong index fails), and compose<bias_add, relu_threshold> with
-//    a second bias, on every variant that takes a functor x every layer;
+//    a second bias, on every variant that takes a functor x every layer; and
+//    the library's own bias_relu_threshold<float> as a functor with that second
+//    bias, which implicit_gemm_wgmma takes too (its kernel adds the functor's
+//    bias to the sums' start, once per tile: 07_implicit_gemm_wgmma.cuh);
 //  - Conv2dEpilogueUnsupported.UnsupportedCombinations: each (variant, kind of
 //    epilogue, class of layer) that must raise errc::unsupported, once (the two
 //    suites above leave them out): Winograd by name on a layer it does not
@@ -127,7 +130,11 @@ const problem& problem_for(const conv_case& cc) {
 }
 
 // ---- epilogues and their double-precision expectations ---------------------------
-enum class epi { relu, clamp, residual, lambda, compose_bias_relu };
+enum class epi { relu, clamp, residual, lambda, compose_bias_relu, bias_relu_threshold };
+
+/// The library's own epilogue types (the options' ReLU, or epilogue::bias_relu_threshold<float>
+/// passed as a functor): the precompiled kernels, implicit_gemm_wgmma's included, take them.
+bool library_epilogue(epi e) { return e == epi::relu || e == epi::bias_relu_threshold; }
 
 constexpr float clamp_lo = -1.5f, clamp_hi = 2.5f;
 constexpr float lambda_factor = 0.5f;
@@ -158,7 +165,8 @@ expectation expect(epi e, float threshold, const problem& pr, const conv_case& c
       const double extra = static_cast<double>(col % 5) - 0.125 * static_cast<double>(row % 7);
       return {v * lambda_factor + extra, s * lambda_factor + std::fabs(extra), v, NAN};
     }
-    case epi::compose_bias_relu: {
+    case epi::compose_bias_relu:
+    case epi::bias_relu_threshold: {
       const double b = v + pr.bias2[k];
       return {b <= compose_threshold ? 0.0 : b, s + std::fabs(pr.bias2[k]), b, compose_threshold};
     }
@@ -295,6 +303,10 @@ void run_functor(epi e, const conv_case& cc, const problem& pr, float* y, const 
                                 kf::epilogue::compose<kf::epilogue::bias_add<float>, kf::epilogue::relu_threshold>{
                                     {pr.d_bias2.data()}, {compose_threshold}},
                                 options);
+    case epi::bias_relu_threshold:
+      return kf::conv2d_forward(cc.p, x, w, bias, y,
+                                kf::epilogue::bias_relu_threshold<float>{pr.d_bias2.data(), true, compose_threshold},
+                                options);
     case epi::relu: break;
   }
   FAIL() << "no functor for this epilogue";
@@ -307,6 +319,7 @@ const char* epi_name(epi e) {
     case epi::residual: return "residual_add";
     case epi::lambda: return "lambda";
     case epi::compose_bias_relu: return "compose_bias_relu";
+    case epi::bias_relu_threshold: return "bias_relu_threshold";
   }
   return "unknown";
 }
@@ -365,7 +378,7 @@ constexpr float relu_thresholds[] = {-0.5f, 0.0f, 0.5f};
 /// One combination that must raise errc::unsupported whatever the device.
 struct unsupported_combination {
   kf::conv2d_variant variant;
-  epi epilogue;  // epi::relu: the options' fused ReLU; else a functor (it stands for all four)
+  epi epilogue;  // library_epilogue: the options' fused ReLU; else a functor (it stands for all four)
   layer_class layers;
 };
 
@@ -396,7 +409,7 @@ const unsupported_combination unsupported_combinations[] = {
 /// `cc` whatever the device (a row of unsupported_combinations).
 bool refused(kf::conv2d_variant variant, bool functor, const conv_case& cc) {
   for (const unsupported_combination& u : unsupported_combinations) {
-    if (u.variant == variant && (u.epilogue != epi::relu) == functor && u.layers == class_of(cc.p)) return true;
+    if (u.variant == variant && !library_epilogue(u.epilogue) == functor && u.layers == class_of(cc.p)) return true;
   }
   return false;
 }
@@ -460,8 +473,9 @@ std::vector<functor_param> functor_params() {
   std::vector<functor_param> params;
   for (const variant_case& vc : functor_variants()) {
     for (const conv_case& cc : epilogue_layers()) {
-      if (refused(vc.variant, true, cc)) continue;
-      for (epi e : {epi::clamp, epi::residual, epi::lambda, epi::compose_bias_relu}) params.emplace_back(vc, cc, e);
+      for (epi e : {epi::clamp, epi::residual, epi::lambda, epi::compose_bias_relu, epi::bias_relu_threshold}) {
+        if (!refused(vc.variant, !library_epilogue(e), cc)) params.emplace_back(vc, cc, e);
+      }
     }
   }
   return params;
@@ -480,7 +494,7 @@ TEST(Conv2dEpilogueUnsupported, UnsupportedCombinations) {
   KF_SKIP_WITHOUT_GPU();
   std::set<std::tuple<kf::conv2d_variant, bool, layer_class>> seen;
   for (const unsupported_combination& u : unsupported_combinations) {
-    const bool functor = u.epilogue != epi::relu;
+    const bool functor = !library_epilogue(u.epilogue);
     const std::string row = std::string(kf::to_string(u.variant)) + " with " + epi_name(u.epilogue) + " on a " +
                             class_name(u.layers) + " layer";
     SCOPED_TRACE(row);

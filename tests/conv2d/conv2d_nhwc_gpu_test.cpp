@@ -80,8 +80,11 @@
 // 64- and 128-wide tiles); stride 2 and asymmetric strides (1 x 2, 1 x 3);
 // dilation 2 (in place and folded); pad_h != pad_w; Q = 1 (W = 1, padded);
 // 1x1, 3x3, 3x5, 5x5, 7x7 (the ResNet stem: C = 3, stride 2, pad 3); N = 1,
-// 2, 3, 9; bias and none; the ReLU at thresholds -0.5, 0 and 0.5; two
-// ResNet-50 layers at N = 2; pixel boxes of the wgmma kernel's 128-row tiles
+// 2, 3, 9; bias and none; the ReLU at thresholds -0.5, 0, 0.25 and 0.5, with
+// the bias and without, on both of the wgmma kernel's schedules (checked
+// against the plan by Conv2dNhwcCases.FusedBiasReluCases: the sums start at
+// the bias there, 07_implicit_gemm_wgmma.cuh); two ResNet-50 layers at N = 2;
+// pixel boxes of the wgmma kernel's 128-row tiles
 // that span images and overhang the batch (7x7 at N = 3, 5x6 at N = 9: checked
 // against the plan by Conv2dNhwcCases.BoxesSpanImages); x, weight and y each
 // one element off alignment; the 16-bit filter-column tiles of the wgmma kernel
@@ -186,6 +189,9 @@ const std::vector<nhwc_case>& nhwc_cases() {
       // ResNet-50 layers at N = 2.
       with_relu({"resnet_c64_28x28_k64_3x3_p1_n2_relu", nhwc(2, 64, 28, 28, 64, 3, 3, 1, 1, 1, 1), true}, 0.0f),
       {"resnet_c256_14x14_k64_1x1_n2", nhwc(2, 256, 14, 14, 64, 1, 1, 1, 1, 0, 0), true},
+      // The bias with the ReLU on the cooperative schedule (a 1x1 layer's few k-steps), K past a
+      // 64-wide tile, a threshold that is not 0 (FusedBiasReluCases).
+      with_relu({"bias_relu_c256_7x9_k72_1x1_n2", nhwc(2, 256, 7, 9, 72, 1, 1, 1, 1, 0, 0), true}, 0.25f),
       // Pixel boxes that span images and overhang the batch (BoxesSpanImages).
       with_relu({"boxes_c64_7x7_k130_3x3_p1_n3_relu", nhwc(3, 64, 7, 7, 130, 3, 3, 1, 1, 1, 1), false}, 0.0f),
       {"boxes_c16_5x6_k70_3x3_p1_n9", nhwc(9, 16, 5, 6, 70, 3, 3, 1, 1, 1, 1), true},
@@ -586,6 +592,25 @@ kf::detail::conv2d_wgmma_tile half_plan_of(const nhwc_case& c) {
   return kf::detail::plan_conv2d_nhwc_wgmma_of(a);
 }
 
+/// The layer the wgmma kernel computes for case `c` in 16-bit: read in place,
+/// or its column fold (the filter's S columns folded into channels).
+struct half_layer {
+  bool in_place;
+  std::size_t channels, taps, c_chunks;  ///< c_chunks: 64-channel blocks
+  /// Its schedule (plan_nhwc_launch's: by taps x channel blocks).
+  [[nodiscard]] bool pingpong() const { return kf::detail::conv2d_wgmma_pingpong(taps * c_chunks); }
+};
+
+half_layer half_layer_of(const nhwc_case& c) {
+  const kf::conv2d_params& p = c.p;
+  half_layer l{};
+  l.in_place = c.x_offset == 0 && c.w_offset == 0 && p.in_channels * sizeof(__half) % 16 == 0;
+  l.channels = l.in_place ? p.in_channels : kf::detail::conv2d_nhwc_folded_channels(p.filter_width, p.in_channels, 2);
+  l.taps = p.filter_height * (l.in_place ? p.filter_width : 1);
+  l.c_chunks = (l.channels + 63) / 64;
+  return l;
+}
+
 /// The 16-bit filter-column tiles (07_implicit_gemm_wgmma.cuh, Rows = 3): the
 /// ResNet C64 3x3 layer takes them (at N = 2 here and at bench_conv's N = 32:
 /// this fails if the launch's plan falls back to one-tap k-steps), and the
@@ -605,11 +630,7 @@ TEST(Conv2dNhwcCases, FilterColumnCases) {
     }
     if (t.filter_rows == 1) continue;
     ++columns;
-    const bool in_place = c.x_offset == 0 && c.w_offset == 0 && p.in_channels * sizeof(__half) % 16 == 0;
-    const std::size_t channels =
-        in_place ? p.in_channels : kf::detail::conv2d_nhwc_folded_channels(p.filter_width, p.in_channels, 2);
-    const std::size_t taps = p.filter_height * (in_place ? p.filter_width : 1);
-    const std::size_t c_chunks = (channels + 63) / 64;
+    const half_layer l = half_layer_of(c);
     two_images += t.nt == 2 ? 1 : 0;
     one_image += t.nt == 1 ? 1 : 0;
     wide += t.bn == 128 ? 1 : 0;
@@ -619,11 +640,11 @@ TEST(Conv2dNhwcCases, FilterColumnCases) {
     relu += c.relu ? 1 : 0;
     bias += c.bias ? 1 : 0;
     no_bias += c.bias ? 0 : 1;
-    chunks += c_chunks > 1 ? 1 : 0;
-    partial_chunk += channels % 64 != 0 ? 1 : 0;
-    pingpong += kf::detail::conv2d_wgmma_pingpong(taps * c_chunks) ? 1 : 0;
-    cooperative += kf::detail::conv2d_wgmma_pingpong(taps * c_chunks) ? 0 : 1;
-    folded += in_place ? 0 : 1;
+    chunks += l.c_chunks > 1 ? 1 : 0;
+    partial_chunk += l.channels % 64 != 0 ? 1 : 0;
+    pingpong += l.pingpong() ? 1 : 0;
+    cooperative += l.pingpong() ? 0 : 1;
+    folded += l.in_place ? 0 : 1;
     y_off += c.y_offset > 0 ? 1 : 0;
   }
   // The bench layer (bench_conv's conv2d_nhwc rows): N = 32.
@@ -658,6 +679,31 @@ TEST(Conv2dNhwcCases, WinogradCases) {
   }
   EXPECT_EQ(winograd, 7);
   EXPECT_GE(relu, 2);
+}
+
+/// The fused bias + ReLU (the wgmma kernel's sums start at the bias, the
+/// epilogue thresholds: 07_implicit_gemm_wgmma.cuh) runs in the cases on both
+/// schedules -- ping-pong (a consumer warpgroup's two m64 blocks share the
+/// tile's columns) and cooperative -- with K past a tile's width and a
+/// threshold that is not 0, and the ReLU runs without a bias too.
+TEST(Conv2dNhwcCases, FusedBiasReluCases) {
+  int pingpong = 0, cooperative = 0, k_partial = 0, threshold = 0, relu_only = 0;
+  for (const nhwc_case& c : nhwc_cases()) {
+    const kf::conv2d_params& p = c.p;
+    if (!c.relu || kf::detail::conv2d_nhwc_wgmma_unsupported_reason(p.stride_h, p.stride_w) != nullptr) continue;
+    relu_only += c.bias ? 0 : 1;
+    if (!c.bias) continue;
+    const bool pp = half_layer_of(c).pingpong();
+    pingpong += pp ? 1 : 0;
+    cooperative += pp ? 0 : 1;
+    k_partial += p.out_channels % half_plan_of(c).bn != 0 ? 1 : 0;
+    threshold += c.threshold != 0.0f ? 1 : 0;
+  }
+  EXPECT_GE(pingpong, 1);
+  EXPECT_GE(cooperative, 1);
+  EXPECT_GE(k_partial, 1);
+  EXPECT_GE(threshold, 1);
+  EXPECT_GE(relu_only, 1);
 }
 
 /// Every case's fp32 bound stays below half of one term's typical size
