@@ -38,8 +38,7 @@ bool conv2d_wgrad_wgmma_available(int device) { return sm90a_code_runs_on(device
 namespace {
 
 constexpr const char* what = "kf::conv2d_backward_filter (implicit_gemm_wgmma)";
-/// The grid's y extent (the slices) at most.
-constexpr std::size_t max_grid_y = 65535;
+using conv2d_wgrad::max_grid_y;
 
 template <class T, int BM, int BN, int Rows>
 void launch_kernel(int device, const CUtensorMap& map_dy, const CUtensorMap& map_x,
@@ -57,38 +56,31 @@ void launch_kernel(int device, const CUtensorMap& map_dy, const CUtensorMap& map
 template <class T>
 bool make_params(const conv2d_args<T>& a, T* dw, float* partial, const conv2d_wgrad_wgmma_plan& plan,
                  conv2d_wgrad_wgmma::params<T>& prm) {
-  using z = std::size_t;
-  const z k_rsc = static_cast<z>(a.k) * static_cast<z>(a.crs);
-  if (k_rsc > static_cast<z>(INT_MAX) || plan.patches() > static_cast<z>(INT_MAX) - plan.patches_per_split ||
-      plan.tiles() > static_cast<z>(INT_MAX) || plan.split > max_grid_y || plan.split == 0) {
-    return false;
-  }
+  if (!conv2d_wgrad::geometry_of(a, plan, prm)) return false;
   prm.dw = dw;
   prm.partial = plan.split > 1 ? partial : nullptr;
-  prm.k = a.k;
-  prm.c = a.c;
-  prm.rsc = a.crs;
-  prm.s = a.s;
-  prm.pad_h = a.pad_h;
-  prm.pad_w = a.pad_w;
-  prm.dilation_h = a.dilation_h;
-  prm.dilation_w = a.dilation_w;
-  prm.stride_h = a.stride_h;
-  prm.stride_w = a.stride_w;
-  prm.wt = static_cast<int>(plan.wt);
-  prm.ht = static_cast<int>(plan.ht);
-  prm.nt = static_cast<int>(plan.nt);
-  prm.patches_q = static_cast<int>(plan.patches_q);
-  prm.patches_p = static_cast<int>(plan.patches_p);
-  prm.patches = static_cast<int>(plan.patches());
-  prm.tiles_k = static_cast<int>(plan.tiles_k);
-  prm.tiles_c = static_cast<int>(plan.tiles_c);
-  prm.patches_per_split = static_cast<int>(plan.patches_per_split);
   prm.box_row_bytes = static_cast<int>(plan.patch_pixels()) * conv2d_wgrad_wgmma::row_bytes;
   prm.x_box_bytes = static_cast<int>(plan.wt * plan.x_box_rows() * plan.nt) * conv2d_wgrad_wgmma::row_bytes;
-  prm.zero_tail = plan.patch_pixels() < static_cast<z>(conv2d_wgrad_wgmma::step_pixels);
   prm.pair_stores = reinterpret_cast<std::uintptr_t>(dw) % (2 * sizeof(T)) == 0;  // C even: every pair aligned
   return true;
+}
+
+/// x as (c, w, h, n) in boxes of `channels` (one 128-byte row) x wt stride_w x
+/// x_box_rows stride_h x nt, stepping by the stride: the patch's output pixels
+/// in order (filter-column tiles: 2 rows taller; stride_h is 1 there). Both steps'.
+template <class T>
+bool encode_x_map(CUtensorMap& map_x, const conv2d_args<T>& a, const conv2d_wgrad_wgmma_plan& plan,
+                  std::size_t channels) {
+  using z = std::size_t;
+  const z N = static_cast<z>(a.n), C = static_cast<z>(a.c), H = static_cast<z>(a.h), W = static_cast<z>(a.w);
+  const auto wt = static_cast<cuuint32_t>(plan.wt), nt = static_cast<cuuint32_t>(plan.nt);
+  const auto sw = static_cast<cuuint32_t>(a.stride_w), sh = static_cast<cuuint32_t>(a.stride_h);
+  const cuuint64_t x_dims[4] = {C, W, H, N};
+  const cuuint64_t x_strides[3] = {C * sizeof(T), W * C * sizeof(T), H * W * C * sizeof(T)};
+  const auto x_rows = static_cast<cuuint32_t>(plan.x_box_rows());
+  const cuuint32_t x_box[4] = {static_cast<cuuint32_t>(channels), wt * sw, x_rows * sh, nt};
+  const cuuint32_t x_steps[4] = {1, sw, sh, 1};
+  return encode_sw128_tiled(map_x, a.x, 4, x_dims, x_strides, x_box, x_steps);
 }
 
 /// dy as (k, q, p, n) in boxes of 64 x wt x ht x nt; x as (c, w, h, n) in boxes
@@ -99,22 +91,15 @@ template <class T>
 bool encode_maps(CUtensorMap& map_dy, CUtensorMap& map_x, const conv2d_args<T>& a, const T* dy,
                  const conv2d_wgrad_wgmma_plan& plan) {
   using z = std::size_t;
-  const z N = static_cast<z>(a.n), C = static_cast<z>(a.c), H = static_cast<z>(a.h), W = static_cast<z>(a.w);
-  const z K = static_cast<z>(a.k), P = static_cast<z>(a.p), Q = static_cast<z>(a.q);
+  const z N = static_cast<z>(a.n), K = static_cast<z>(a.k), P = static_cast<z>(a.p), Q = static_cast<z>(a.q);
   const auto channels = static_cast<cuuint32_t>(conv2d_wgrad_wgmma_box_channels);
   const auto wt = static_cast<cuuint32_t>(plan.wt), ht = static_cast<cuuint32_t>(plan.ht);
   const auto nt = static_cast<cuuint32_t>(plan.nt);
   const cuuint64_t dy_dims[4] = {K, Q, P, N};
   const cuuint64_t dy_strides[3] = {K * sizeof(T), Q * K * sizeof(T), P * Q * K * sizeof(T)};
   const cuuint32_t dy_box[4] = {channels, wt, ht, nt};
-  const auto sw = static_cast<cuuint32_t>(a.stride_w), sh = static_cast<cuuint32_t>(a.stride_h);
-  const cuuint64_t x_dims[4] = {C, W, H, N};
-  const cuuint64_t x_strides[3] = {C * sizeof(T), W * C * sizeof(T), H * W * C * sizeof(T)};
-  const auto x_rows = static_cast<cuuint32_t>(plan.x_box_rows());
-  const cuuint32_t x_box[4] = {channels, wt * sw, x_rows * sh, nt};
-  const cuuint32_t x_steps[4] = {1, sw, sh, 1};
   return encode_sw128_tiled(map_dy, dy, 4, dy_dims, dy_strides, dy_box) &&
-         encode_sw128_tiled(map_x, a.x, 4, x_dims, x_strides, x_box, x_steps);
+         encode_x_map(map_x, a, plan, conv2d_wgrad_wgmma_box_channels);
 }
 
 }  // namespace
@@ -172,60 +157,26 @@ void launch_tf32_kernel(int device, const CUtensorMap& map_x, const CUtensorMap&
 /// Step 4's parameters; false where a count overflows its ints or the grid.
 bool make_tf32_params(const conv2d_args<float>& a, float* dw, float* partial, const conv2d_wgrad_wgmma_plan& plan,
                       conv2d_wgrad_tf32::params& prm) {
-  using z = std::size_t;
-  const z k_rsc = static_cast<z>(a.k) * static_cast<z>(a.crs);
-  if (k_rsc > static_cast<z>(INT_MAX) || plan.patches() > static_cast<z>(INT_MAX) - plan.patches_per_split ||
-      plan.dy_t_columns() > static_cast<z>(INT_MAX) || plan.tiles() > static_cast<z>(INT_MAX) ||
-      plan.split > max_grid_y || plan.split == 0) {
+  // dy_t's columns: the pixel coordinate of its boxes is an int.
+  if (plan.dy_t_columns() > static_cast<std::size_t>(INT_MAX) || !conv2d_wgrad::geometry_of(a, plan, prm)) {
     return false;
   }
   prm.dw = dw;
   prm.partial = plan.split > 1 ? partial : nullptr;
-  prm.k = a.k;
-  prm.c = a.c;
-  prm.rsc = a.crs;
-  prm.s = a.s;
-  prm.pad_h = a.pad_h;
-  prm.pad_w = a.pad_w;
-  prm.dilation_h = a.dilation_h;
-  prm.dilation_w = a.dilation_w;
-  prm.stride_h = a.stride_h;
-  prm.stride_w = a.stride_w;
-  prm.wt = static_cast<int>(plan.wt);
-  prm.ht = static_cast<int>(plan.ht);
-  prm.nt = static_cast<int>(plan.nt);
-  prm.patches_q = static_cast<int>(plan.patches_q);
-  prm.patches_p = static_cast<int>(plan.patches_p);
-  prm.patches = static_cast<int>(plan.patches());
-  prm.tiles_k = static_cast<int>(plan.tiles_k);
-  prm.tiles_c = static_cast<int>(plan.tiles_c);
-  prm.patches_per_split = static_cast<int>(plan.patches_per_split);
   prm.x_box_bytes = static_cast<int>(plan.wt * plan.x_box_rows() * plan.nt) * conv2d_wgrad_tf32::row_bytes;
-  prm.zero_tail = plan.patch_pixels() < static_cast<z>(conv2d_wgrad_tf32::step_pixels);
   return true;
 }
 
-/// x as (c, w, h, n) in boxes of 32 x wt stride_w x (x_box_rows) stride_h x nt
-/// stepping by the stride, as step 3's; dy_t as (pixel column, k) in boxes of
-/// 32 x bn_gemm (the kernel's BN: the plan's bm output channels).
+/// x as step 3's map in boxes of 32 channels; dy_t as (pixel column, k) in
+/// boxes of 32 x the kernel's BN (the plan's bm output channels).
 bool encode_tf32_maps(CUtensorMap& map_x, CUtensorMap& map_dy, const conv2d_args<float>& a, const float* dy_t,
                       const conv2d_wgrad_wgmma_plan& plan) {
-  using z = std::size_t;
-  const z N = static_cast<z>(a.n), C = static_cast<z>(a.c), H = static_cast<z>(a.h), W = static_cast<z>(a.w);
-  const z K = static_cast<z>(a.k), columns = plan.dy_t_columns();
-  const auto channels = static_cast<cuuint32_t>(conv2d_wgrad_tf32::box_channels);
-  const auto wt = static_cast<cuuint32_t>(plan.wt), nt = static_cast<cuuint32_t>(plan.nt);
-  const auto sw = static_cast<cuuint32_t>(a.stride_w), sh = static_cast<cuuint32_t>(a.stride_h);
-  const cuuint64_t x_dims[4] = {C, W, H, N};
-  const cuuint64_t x_strides[3] = {C * sizeof(float), W * C * sizeof(float), H * W * C * sizeof(float)};
-  const auto x_rows = static_cast<cuuint32_t>(plan.x_box_rows());
-  const cuuint32_t x_box[4] = {channels, wt * sw, x_rows * sh, nt};
-  const cuuint32_t x_steps[4] = {1, sw, sh, 1};
-  const cuuint64_t dy_dims[2] = {columns, K};
+  const std::size_t columns = plan.dy_t_columns();
+  const cuuint64_t dy_dims[2] = {columns, static_cast<std::size_t>(a.k)};
   const cuuint64_t dy_strides[1] = {columns * sizeof(float)};
   const cuuint32_t dy_box[2] = {static_cast<cuuint32_t>(conv2d_wgrad_tf32::step_pixels),
                                 static_cast<cuuint32_t>(plan.bm)};
-  return encode_sw128_tiled(map_x, a.x, 4, x_dims, x_strides, x_box, x_steps) &&
+  return encode_x_map(map_x, a, plan, conv2d_wgrad_tf32::box_channels) &&
          encode_sw128_tiled(map_dy, dy_t, 2, dy_dims, dy_strides, dy_box);
 }
 
@@ -255,12 +206,7 @@ bool conv2d_wgrad_tf32_try_launch(int device, const conv2d_args<float>& a, conv2
   CUtensorMap map_x{}, map_dy{};
   if (!encode_tf32_maps(map_x, map_dy, a, dy_t, plan)) return false;
   // Nothing is enqueued above: from here on the call runs to the end (or throws).
-  conv2d_patch_walk walk;
-  walk.wt = prm.wt;
-  walk.ht = prm.ht;
-  walk.nt = prm.nt;
-  walk.patches_q = prm.patches_q;
-  walk.patches_p = prm.patches_p;
+  const conv2d_patch_walk walk{prm.wt, prm.ht, prm.nt, prm.patches_q, prm.patches_p};  // the kernel's patches
   const dim3 pre_grid(static_cast<unsigned>(plan.patches()), static_cast<unsigned>(dy_t_channel_blocks));
   const dim3 pre_block(conv2d_dy_patch_t_run, conv2d_grad_block / conv2d_dy_patch_t_run);
   conv2d_dy_patch_t<float><<<pre_grid, pre_block, 0, stream>>>(dy, walk, a.n, a.p, a.q, a.k,

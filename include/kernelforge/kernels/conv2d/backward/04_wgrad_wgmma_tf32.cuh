@@ -67,6 +67,7 @@
 #include "../../common/kernel.cuh"
 #include "../../matmul/wgmma/config.cuh"   // the warpgroup roles, the 128-byte swizzle, the register hand-off
 #include "../../matmul/wgmma/swap_ab.cuh"  // the conflict-free fragment map of N-major fp32 A
+#include "wgrad_wgmma/cta.cuh"             // the tile, the patches and the consumers' sums, step 3's
 #include "wgrad_wgmma_plan.hpp"
 
 namespace kf::detail {
@@ -130,19 +131,12 @@ struct shape {
   static_assert(smem_bytes <= wgmma::max_smem_bytes, "the stages fit the shared-memory opt-in");
 };
 
-/// What the kernel needs besides the two tensor maps (filled by backward_sm90a.cu).
-struct params {
-  float* dw = nullptr;        ///< KRSC, written where unsplit
-  float* partial = nullptr;   ///< split: slab z (K x RSC fp32) at partial + z * K * RSC; else nullptr
-  int k = 0, c = 0, rsc = 0;  ///< K, C, R S C
-  int s = 1;                  ///< filter width (taps along w)
-  int pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1, stride_h = 1, stride_w = 1;
-  int wt = 1, ht = 1, nt = 1;  ///< the patch: columns, rows, images
-  int patches_q = 0, patches_p = 0, patches = 0;
-  int tiles_k = 0, tiles_c = 0;
-  int patches_per_split = 0;
-  int x_box_bytes = 0;     ///< what one x box lands (patch pixels x 128; filter-column tiles: 8 x 6 pixels x 128)
-  bool zero_tail = false;  ///< the patch has fewer than 32 pixels: x rows past it are zeroed once
+/// What the kernel needs besides the two tensor maps (filled by backward_sm90a.cu):
+/// the layer and plan (conv2d_wgrad::geometry, step 3's), and:
+struct params : conv2d_wgrad::geometry {
+  float* dw = nullptr;       ///< KRSC, written where unsplit
+  float* partial = nullptr;  ///< split: slab z (K x RSC fp32) at partial + z * K * RSC; else nullptr
+  int x_box_bytes = 0;       ///< what one x box lands (patch pixels x 128; filter-column tiles: 8 x 6 pixels x 128)
 };
 
 }  // namespace conv2d_wgrad_tf32
@@ -172,29 +166,16 @@ KF_KERNEL void __launch_bounds__(conv2d_wgrad_tf32::threads, 1)
   unsigned char* const base_ptr = conv2d_wgrad_tf32_smem + (base - raw);
   const stage_ring<kStages> ring(base + kStages * sh::stage_bytes);
 
-  // The tile: output channels k0.., input channels c0.. of tap (r, s) (filter-column tiles: of taps (0..2, s)).
-  int t = static_cast<int>(blockIdx.x);
-  const int k0 = (t % prm.tiles_k) * BN;
-  t /= prm.tiles_k;
+  // The tile: output channels k0.., input channels c0.. of tap (r, s) (filter-column tiles: of taps
+  // (0..2, s)), step 3's order; the slice: patches [first, end).
   constexpr int tile_channels = BM / Rows;
-  const int c0 = (t % prm.tiles_c) * tile_channels;
-  const int tap = Rows == 1 ? t / prm.tiles_c : 0;
-  const int r = tap / prm.s;
-  const int s = Rows == 1 ? tap - r * prm.s : t / prm.tiles_c;
-  // The slice: patches [first, end).
-  const int first = static_cast<int>(blockIdx.y) * prm.patches_per_split;
-  const int end = min(first + prm.patches_per_split, prm.patches);
+  const conv2d_wgrad::cta_tile tile = conv2d_wgrad::cta_tile::of<BN, tile_channels, Rows>(prm);
+  const int k0 = tile.k0, c0 = tile.c0, tap = tile.tap, r = tile.r, s = tile.s;
+  const int first = tile.first, end = tile.end;
   const int steps = end - first;
 
-  if (prm.zero_tail) {
-    // TMA writes an x box's first patch-pixels rows only; the rows past them
-    // stay zero for the whole kernel (dy_t's columns there are zero: they add 0, never stale bits).
-    const uint4 zero = make_uint4(0, 0, 0, 0);
-    for (int i = static_cast<int>(threadIdx.x); i < kStages * sh::stage_bytes / 16; i += threads) {
-      reinterpret_cast<uint4*>(base_ptr)[i] = zero;
-    }
-    fence_proxy_async_shared();  // the zeros before TMA's writes (the async proxy)
-  }
+  // The x rows past a short patch stay zero (dy_t's columns there are zero too).
+  if (prm.zero_tail) conv2d_wgrad::zero_ring(base_ptr, kStages * sh::stage_bytes, threads);
   const int warpgroup = static_cast<int>(threadIdx.x) / warpgroup_threads;
   const int tid_in_warpgroup = static_cast<int>(threadIdx.x) % warpgroup_threads;
   if (threadIdx.x == 0) {  // the producer thread below
@@ -217,16 +198,12 @@ KF_KERNEL void __launch_bounds__(conv2d_wgrad_tf32::threads, 1)
       const int w_tap = s * prm.dilation_w - prm.pad_w, h_tap = r * prm.dilation_h - prm.pad_h;
       ring_position<kStages> at;
       for (int g = first; g < end; ++g) {
-        int m = g;  // patch g -> origin (n0, p0, q0): q fastest, then p, then n (wgrad_wgmma_plan.hpp)
-        const int q0 = (m % prm.patches_q) * prm.wt;
-        m /= prm.patches_q;
-        const int p0 = (m % prm.patches_p) * prm.ht;
-        const int n0 = (m / prm.patches_p) * prm.nt;
+        const conv2d_wgrad::patch_origin o(prm, g);
         const std::uint32_t full = ring.producer_acquire(at, stage_tx);
         const std::uint32_t stage = base + at.stage * sh::stage_bytes;
         for (int j = 0; j < x_live; ++j) {
-          tma_load_4d(stage + j * sh::x_box_bytes, &map_x, c0 + j * box_channels, q0 * prm.stride_w + w_tap,
-                      p0 * prm.stride_h + h_tap, n0, full);
+          tma_load_4d(stage + j * sh::x_box_bytes, &map_x, c0 + j * box_channels, o.q0 * prm.stride_w + w_tap,
+                      o.p0 * prm.stride_h + h_tap, o.n0, full);
         }
         tma_load_2d(stage + sh::a_bytes, &map_dy, g * step_pixels, k0, full);
         at.advance();
@@ -291,19 +268,11 @@ KF_KERNEL void __launch_bounds__(conv2d_wgrad_tf32::threads, 1)
       at.advance(consumer_warpgroups);
     }
 
-    // The two consumers' sums: consumer 1's through the ring, idle once both
-    // have finished (every stage the producer filled has been read).
-    float* const other = reinterpret_cast<float*>(base_ptr);
-    named_barrier_sync(consumers_barrier, consumer_warpgroups * warpgroup_threads);
-    if (consumer == 1) {
-#pragma unroll
-      for (int mb = 0; mb < kBlocks; ++mb) {
-#pragma unroll
-        for (int i = 0; i < kAcc; ++i) other[(mb * kAcc + i) * warpgroup_threads + tid_in_warpgroup] = d[mb][i];
-      }
+    // The two consumers' sums, in consumer 0 (consumer 1's through the idle ring).
+    if (!conv2d_wgrad::add_consumer_sums(d, reinterpret_cast<float*>(base_ptr), consumer, tid_in_warpgroup,
+                                         consumers_barrier)) {
+      return;
     }
-    named_barrier_sync(consumers_barrier, consumer_warpgroups * warpgroup_threads);
-    if (consumer == 1) return;
 
     // Accumulator i of m-block mb: row 16 warp + lane / 4 + 8 ((i % 4) / 2),
     // the input channel swap_row(warp, lane / 4 + 8 ((i % 4) / 2)) of the
@@ -328,8 +297,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgrad_tf32::threads, 1)
             const int k = k0 + 8 * g + 2 * (lane % 4) + e;
             if (k >= prm.k) continue;
             const int i = 4 * g + 2 * h + e;
-            out[static_cast<long long>(k) * prm.rsc + column] =
-                d[mb][i] + other[(mb * kAcc + i) * warpgroup_threads + tid_in_warpgroup];
+            out[static_cast<long long>(k) * prm.rsc + column] = d[mb][i];
           }
         }
       }
