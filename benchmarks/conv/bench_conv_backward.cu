@@ -12,6 +12,11 @@
 //             CONVOLUTION_BACKWARD_FILTER;
 //     step:   the training step's three convolutions back to back (forward,
 //             dx, dw) against cuDNN's three graphs.
+//   conv2d_backward/tf32/filter_wgmma/<layer>: the filter row on the
+//     implicit_gemm_wgmma variant (gradient step 4 wherever it applies, the
+//     1x1 stride-1 layer included, which `best` keeps on im2col + matmul:
+//     conv2d_wgrad_tf32_preferred), beside the filter row's best, to settle
+//     that route.
 //   Counters: gpu_s (ours), baseline_s (cuDNN), frac_cudnn (baseline_s /
 //   gpu_s), TFLOP/s (the forward's FLOPs per pass, 3x for the step),
 //   diff_vs_cudnn (max |ours - cuDNN| / max |cuDNN| of the pass's output);
@@ -144,7 +149,7 @@ cudnn_pass make_cudnn_pass(const layer& L, graph::conv_pass pass, const T* x, co
   return c;
 }
 
-enum class row_kind { data, filter, step };
+enum class row_kind { data, filter, step, filter_wgmma };
 
 /// One row: ours and cuDNN's for `kind` on layer L in T, paired; checked first.
 template <class T>
@@ -156,6 +161,10 @@ void bm_backward(benchmark::State& state, const layer& L, row_kind kind) {
 
   kf::conv2d_backward_options bo;
   bo.math = kf::math_mode::tf32;  // float: TF32 products; __half, __nv_bfloat16: no effect
+  if (kind == row_kind::filter_wgmma) {
+    bo.variant = kf::conv2d_backward_variant::implicit_gemm_wgmma;
+    kind = row_kind::filter;  // otherwise the filter row
+  }
   kf::conv2d_options fo;
   fo.math = kf::math_mode::tf32;
   auto ours_data = [&](cudaStream_t s) {
@@ -253,6 +262,11 @@ void register_backward() {
       const row_kind k = kind;
       configure(benchmark::RegisterBenchmark((type + name + L.name).c_str(),
                                              [&L, k](benchmark::State& s) { bm_backward<T>(s, L, k); }));
+    }
+    if constexpr (std::is_same_v<T, float>) {
+      configure(benchmark::RegisterBenchmark((type + "filter_wgmma/" + L.name).c_str(), [&L](benchmark::State& s) {
+        bm_backward<T>(s, L, row_kind::filter_wgmma);
+      }));
     }
   }
 }

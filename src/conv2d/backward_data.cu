@@ -34,6 +34,13 @@
 // TMA where they are (kernels/conv2d/backward/03_wgrad_wgmma.cuh; its launch in
 // backward_sm90a.cu), its split over the output pixels summed here by the shared
 // split-k reduction; elsewhere step 2.
+//
+// Gradient step 4 -- implicit_gemm_wgmma in TF32 (and best, but for 1x1
+// stride-1 unpadded layers: conv2d_wgrad_tf32_preferred): dw of NHWC float
+// layers under math_mode::tf32 on sm_90 as step 3's implicit GEMM transposed,
+// x's im2col tiles loaded by TMA and fed to wgmma from registers, dy read as
+// dy_t, a pre-pass's transpose in patch order
+// (kernels/conv2d/backward/04_wgrad_wgmma_tf32.cuh); elsewhere step 2.
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>

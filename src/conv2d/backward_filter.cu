@@ -174,70 +174,87 @@ bool wgrad_nchw_as_nt_gemm(const char* what, int device, const conv2d_args<T>& a
   return true;
 }
 
-/// dw of an NHWC 16-bit layer on the wgmma implicit GEMM (gradient step 3, see
-/// the top of backward_data.cu): planned here (wgrad_wgmma_plan.hpp) with its split's
-/// fp32 slabs -- and, under the ReLU mask, dy masked first (conv2d_dy_spread)
-/// -- in one pooled workspace, launched by backward_sm90a.cu, reduced here.
+/// dw of an NHWC layer on the wgmma implicit GEMM -- 16-bit: gradient step 3;
+/// float under math_mode::tf32: step 4 (see the top of backward_data.cu) --
+/// planned here (wgrad_wgmma_plan.hpp) with its split's fp32 slabs -- and, in
+/// 16 bits under the ReLU mask, dy masked first (conv2d_dy_spread); in TF32,
+/// dy_t, which step 4's launch writes through the mask -- in one pooled
+/// workspace, launched by backward_sm90a.cu, reduced here.
 /// A layer whose x TMA cannot read in place (C * sizeof(T) not a multiple of
 /// 16 bytes, as the RGB stem's C = 3, or x misaligned) runs as its column fold,
 /// the forward's (wgmma_sm90a.hpp): x folded into an R x 1 layer over C' = S C
 /// rounded up to 16 bytes, whose gradient dw' (K x R x C') holds each (k, r)'s
 /// S C values of dw first, copied out at the end. (The stem's dw: 159 us as
-/// im2col + matmul on the H200.)
+/// im2col + matmul on the H200, in fp16.)
 /// false (nothing enqueued but possibly the mask or the fold) where it does not
-/// run: float, NCHW, no sm_90a kernel for the device, a layer or pointer outside
-/// its reach, no workspace for the mask or the fold; without memory for the
-/// slabs it runs unsplit.
+/// run: NCHW, float under another math mode, float under `best` where step 2
+/// is preferred (conv2d_wgrad_tf32_preferred), no sm_90a kernel for the device,
+/// a layer or pointer outside its reach, no workspace for the mask, dy_t or
+/// the fold; without memory for the slabs it runs unsplit.
 template <class T>
 bool wgrad_as_wgmma(const char* what, int device, const conv2d_params& p, const conv2d_sizes& sizes,
                     const conv2d_args<T>& a, const T* dy, T* dw, const conv2d_backward_options& o, const T* relu_y) {
-  if constexpr (std::is_same_v<T, float>) {
-    return false;  // TF32 wgmma reads k-major operands only (03_wgrad_wgmma.cuh)
-  } else {
-    if (p.layout != conv2d_layout::nhwc || !conv2d_wgrad_wgmma_available(device)) return false;
-    constexpr z tma_bytes = 16;
-    const bool fold =
-        (p.in_channels * sizeof(T)) % tma_bytes != 0 || reinterpret_cast<std::uintptr_t>(a.x) % tma_bytes != 0;
-    // The layer the kernel reads: `a`, or its column fold (R x 1 at stride (stride_h, 1) over c_folded channels).
-    const z c_folded = fold ? conv2d_nhwc_folded_channels(p.filter_width, p.in_channels, sizeof(T)) : p.in_channels;
-    const z s_read = fold ? 1 : p.filter_width, stride_w_read = fold ? 1 : p.stride_w;
-    if (conv2d_wgrad_wgmma_unsupported_reason(c_folded, p.out_channels, sizeof(T), p.stride_h, stride_w_read) !=
-        nullptr) {
+  constexpr bool tf32 = std::is_same_v<T, float>;
+  if constexpr (tf32) {
+    if (o.math != math_mode::tf32) return false;
+    if (o.variant == conv2d_backward_variant::best &&
+        !conv2d_wgrad_tf32_preferred(p.filter_height, p.filter_width, p.stride_h, p.stride_w, p.pad_h, p.pad_w)) {
       return false;
     }
-    // TMA reads dy in place unless it is masked into the (aligned) workspace; x is read in place only where
-    // aligned (else folded).
-    const bool masked = o.relu;
-    if (!masked && reinterpret_cast<std::uintptr_t>(dy) % tma_bytes != 0) return false;
-    const z K = p.out_channels, rsc_read = p.filter_height * s_read * c_folded;
-    const int sms = limits_for(device).sm_count;
-    const auto plan_for = [&](bool unsplit) {
-      return plan_conv2d_wgrad_wgmma(p.batch, sizes.p, sizes.q, K, c_folded, p.filter_height, s_read, p.stride_h,
-                                     stride_w_read, p.dilation_h, static_cast<z>(sms > 0 ? sms : 1), unsplit);
-    };
-    conv2d_wgrad_wgmma_plan plan = plan_for(false);
-    // The workspace: [masked dy][x folded][dw' (folded)][the split's slabs]; all but the slabs are needed.
-    const z dy_bytes = masked ? aligned_bytes(sizes.y_elements, sizeof(T)) : 0;
-    const z x_fold_bytes = fold ? aligned_bytes(p.batch * p.in_height * sizes.q * c_folded, sizeof(T)) : 0;
-    const z dw_fold_bytes = fold ? aligned_bytes(K * rsc_read, sizeof(T)) : 0;
-    const z needed = dy_bytes + x_fold_bytes + dw_fold_bytes;
-    const pooled_workspace scratch(device, needed + plan.workspace_bytes(K, rsc_read), o.stream);
-    char* memory = scratch.data<char>();
-    const bool unsplit = memory == nullptr && plan.split > 1;  // no memory for the slabs: one slice, no slabs
-    const pooled_workspace needed_only(device, unsplit ? needed : 0, o.stream);
-    if (unsplit) {
-      plan = plan_for(true);
-      memory = needed_only.data<char>();
+  }
+  if (p.layout != conv2d_layout::nhwc || !conv2d_wgrad_wgmma_available(device)) return false;
+  constexpr z tma_bytes = 16;
+  const bool fold =
+      (p.in_channels * sizeof(T)) % tma_bytes != 0 || reinterpret_cast<std::uintptr_t>(a.x) % tma_bytes != 0;
+  // The layer the kernel reads: `a`, or its column fold (R x 1 at stride (stride_h, 1) over c_folded channels).
+  const z c_folded = fold ? conv2d_nhwc_folded_channels(p.filter_width, p.in_channels, sizeof(T)) : p.in_channels;
+  const z s_read = fold ? 1 : p.filter_width, stride_w_read = fold ? 1 : p.stride_w;
+  if (conv2d_wgrad_wgmma_unsupported_reason(c_folded, p.out_channels, sizeof(T), p.stride_h, stride_w_read) !=
+      nullptr) {
+    return false;
+  }
+  // 16-bit: TMA reads dy in place unless it is masked into the (aligned) workspace. TF32: dy_t is always
+  // written (any alignment of dy). x is read in place only where aligned (else folded).
+  const bool masked = o.relu;
+  if (!tf32 && !masked && reinterpret_cast<std::uintptr_t>(dy) % tma_bytes != 0) return false;
+  const z K = p.out_channels, rsc_read = p.filter_height * s_read * c_folded;
+  const int sms = limits_for(device).sm_count;
+  const auto plan_for = [&](bool unsplit) {
+    return plan_conv2d_wgrad_wgmma(p.batch, sizes.p, sizes.q, K, c_folded, p.filter_height, s_read, p.stride_h,
+                                   stride_w_read, p.dilation_h, static_cast<z>(sms > 0 ? sms : 1), unsplit, sizeof(T));
+  };
+  conv2d_wgrad_wgmma_plan plan = plan_for(false);
+  // The workspace: [masked dy or dy_t][x folded][dw' (folded)][the split's slabs]; all but the slabs are needed.
+  const z dy_bytes = tf32     ? aligned_bytes(K * plan.dy_t_columns(), sizeof(T))
+                     : masked ? aligned_bytes(sizes.y_elements, sizeof(T))
+                              : 0;
+  const z x_fold_bytes = fold ? aligned_bytes(p.batch * p.in_height * sizes.q * c_folded, sizeof(T)) : 0;
+  const z dw_fold_bytes = fold ? aligned_bytes(K * rsc_read, sizeof(T)) : 0;
+  const z needed = dy_bytes + x_fold_bytes + dw_fold_bytes;
+  const pooled_workspace scratch(device, needed + plan.workspace_bytes(K, rsc_read), o.stream);
+  char* memory = scratch.data<char>();
+  const bool unsplit = memory == nullptr && plan.split > 1;  // no memory for the slabs: one slice, no slabs
+  const pooled_workspace needed_only(device, unsplit ? needed : 0, o.stream);
+  if (unsplit) {
+    plan = plan_for(true);  // the same patches: dy_t's size holds
+    memory = needed_only.data<char>();
+  }
+  if (needed > 0 && memory == nullptr) return false;
+  conv2d_args<T> read = a;
+  T* dw_read = dw;
+  if (fold) {
+    T* const x_folded = reinterpret_cast<T*>(memory + dy_bytes);
+    read = conv2d_nhwc_column_fold_of(a, static_cast<int>(c_folded), x_folded);
+    dw_read = reinterpret_cast<T*>(memory + dy_bytes + x_fold_bytes);
+    if (!conv2d_nhwc_fold_input(device, a, c_folded, x_folded, o.stream, what)) return false;
+  }
+  float* const partial = plan.split > 1 ? reinterpret_cast<float*>(memory + needed) : nullptr;
+  if constexpr (tf32) {
+    float* const dy_t = reinterpret_cast<float*>(memory);
+    if (!conv2d_wgrad_tf32_try_launch(device, read, dy_reader(dy, o, relu_y), dy_t, dw_read, partial, plan, o.stream)) {
+      return false;
     }
-    if (needed > 0 && memory == nullptr) return false;
-    conv2d_args<T> read = a;
-    T* dw_read = dw;
-    if (fold) {
-      T* const x_folded = reinterpret_cast<T*>(memory + dy_bytes);
-      read = conv2d_nhwc_column_fold_of(a, static_cast<int>(c_folded), x_folded);
-      dw_read = reinterpret_cast<T*>(memory + dy_bytes + x_fold_bytes);
-      if (!conv2d_nhwc_fold_input(device, a, c_folded, x_folded, o.stream, what)) return false;
-    }
+  } else {
     const T* source = dy;
     if (masked) {
       T* const masked_dy = reinterpret_cast<T*>(memory);
@@ -245,21 +262,20 @@ bool wgrad_as_wgmma(const char* what, int device, const conv2d_params& p, const 
                        sizes.p, sizes.q, 1, 1, o.stream);
       source = masked_dy;
     }
-    float* const partial = plan.split > 1 ? reinterpret_cast<float*>(memory + needed) : nullptr;
     if (!conv2d_wgrad_wgmma_try_launch(device, read, source, dw_read, partial, plan, o.stream)) return false;
-    if (plan.split > 1) {
-      using store = conv2d_wgrad_split_k_store<T>;
-      (void)profile_of<&split_k_reduce<store>>(device, what);  // no_kernel_image before the launch (cached)
-      launch_split_k_reduce(device, partial, K, rsc_read, static_cast<int>(plan.split), store{dw_read}, o.stream, what);
-    }
-    if (fold) {  // dw (K x R x S C) = the first S C of each (k, r)'s c_folded values
-      const z row = p.filter_width * p.in_channels * sizeof(T);
-      cuda_check(cudaMemcpy2DAsync(dw, row, dw_read, c_folded * sizeof(T), row, K * p.filter_height,
-                                   cudaMemcpyDeviceToDevice, o.stream),
-                 what);
-    }
-    return true;
   }
+  if (plan.split > 1) {
+    using store = conv2d_wgrad_split_k_store<T>;
+    (void)profile_of<&split_k_reduce<store>>(device, what);  // no_kernel_image before the launch (cached)
+    launch_split_k_reduce(device, partial, K, rsc_read, static_cast<int>(plan.split), store{dw_read}, o.stream, what);
+  }
+  if (fold) {  // dw (K x R x S C) = the first S C of each (k, r)'s c_folded values
+    const z row = p.filter_width * p.in_channels * sizeof(T);
+    cuda_check(cudaMemcpy2DAsync(dw, row, dw_read, c_folded * sizeof(T), row, K * p.filter_height,
+                                 cudaMemcpyDeviceToDevice, o.stream),
+               what);
+  }
+  return true;
 }
 
 template <class T>

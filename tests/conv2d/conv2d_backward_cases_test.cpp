@@ -187,6 +187,79 @@ TEST(Conv2dBackwardCases, WgmmaWgradCases) {
   EXPECT_GE(out_misaligned, 1);
 }
 
+/// The cases the TF32 filter gradient (gradient step 4, 04_wgrad_wgmma_tf32.cuh)
+/// computes on sm_90 for float NHWC under math_mode::tf32 (implicit_gemm_wgmma;
+/// best too but for 1x1 stride-1 unpadded layers, conv2d_wgrad_tf32_preferred):
+/// every layer with something to sum (K is free: dy_t; strides up to 8), x read
+/// in place where C is a multiple of 4 and x aligned, else its column fold. Among
+/// them the shapes the brief of that step lists: 3 x 3 pad 1, stride 2 over odd
+/// sizes, dilation, 1x1 (best's route and the wgmma variant's), the 7 x 7 stem
+/// (folded), N = 1, C and K off the tiles (x boxes and dy_t rows partly past
+/// them), patches short of 32 pixels (x's zeroed tail), the mask, a split, and
+/// filter-column tiles (with two K tiles and a split); dw is poisoned in every case.
+TEST(Conv2dBackwardCases, WgmmaWgradTf32Cases) {
+  int runs = 0, in_place = 0, folded = 0, pad1_3x3 = 0, strided_odd = 0, dilated = 0, one_by_one_best = 0,
+      one_by_one_variant = 0, stem = 0, single_image = 0, c_off_tile = 0, k_off_tile = 0, short_patch = 0, masked = 0,
+      split = 0, columns = 0, columns_wide_k = 0, columns_split = 0, columns_masked = 0;
+  for (const grad_case& c : grad_cases()) {
+    const kf::conv2d_params& p = c.p;
+    if (p.batch == 0 || p.out_channels == 0) continue;
+    const bool fold = p.in_channels * 4 % 16 != 0 || c.in_offset > 0;
+    const std::size_t channels =
+        fold ? kf::detail::conv2d_nhwc_folded_channels(p.filter_width, p.in_channels, 4) : p.in_channels;
+    const std::size_t s = fold ? 1 : p.filter_width, stride_w = fold ? 1 : p.stride_w;
+    if (kf::detail::conv2d_wgrad_wgmma_unsupported_reason(channels, p.out_channels, 4, p.stride_h, stride_w) !=
+        nullptr) {
+      continue;
+    }
+    ++runs;
+    (fold ? folded : in_place) += 1;
+    const std::size_t P = kf::conv2d_output_height(p), Q = kf::conv2d_output_width(p);
+    const kf::detail::conv2d_wgrad_wgmma_plan plan = kf::detail::plan_conv2d_wgrad_wgmma(
+        p.batch, P, Q, p.out_channels, channels, p.filter_height, s, p.stride_h, stride_w, p.dilation_h, 132, false, 4);
+    const bool best = kf::detail::conv2d_wgrad_tf32_preferred(p.filter_height, p.filter_width, p.stride_h, p.stride_w,
+                                                              p.pad_h, p.pad_w);
+    pad1_3x3 += p.filter_height == 3 && p.filter_width == 3 && p.pad_h == 1 && p.stride_h == 1 ? 1 : 0;
+    strided_odd += p.stride_h > 1 && (p.in_height % 2 == 1 || p.in_width % 2 == 1) ? 1 : 0;
+    dilated += p.dilation_h > 1 ? 1 : 0;
+    const bool one_by_one = p.filter_height * p.filter_width == 1;
+    one_by_one_best += one_by_one && best ? 1 : 0;
+    one_by_one_variant += one_by_one && !best ? 1 : 0;
+    stem += p.filter_height == 7 && p.in_channels == 3 && fold ? 1 : 0;
+    single_image += p.batch == 1 ? 1 : 0;
+    c_off_tile += channels % 32 != 0 ? 1 : 0;
+    k_off_tile += p.out_channels % 64 != 0 ? 1 : 0;
+    short_patch += plan.patch_pixels() < plan.step_pixels ? 1 : 0;
+    masked += c.relu ? 1 : 0;
+    split += plan.split > 1 ? 1 : 0;
+    if (plan.filter_rows > 1) {
+      ++columns;
+      columns_wide_k += plan.tiles_k > 1 ? 1 : 0;
+      columns_split += plan.split > 1 ? 1 : 0;
+      columns_masked += c.relu ? 1 : 0;
+    }
+  }
+  EXPECT_GE(runs, 30);
+  EXPECT_GE(in_place, 10);
+  EXPECT_GE(folded, 5);
+  EXPECT_GE(pad1_3x3, 5);
+  EXPECT_GE(strided_odd, 3);
+  EXPECT_GE(dilated, 2);
+  EXPECT_GE(one_by_one_best, 1);
+  EXPECT_GE(one_by_one_variant, 1);
+  EXPECT_GE(stem, 1);
+  EXPECT_GE(single_image, 5);
+  EXPECT_GE(c_off_tile, 5);
+  EXPECT_GE(k_off_tile, 5);
+  EXPECT_GE(short_patch, 1);
+  EXPECT_GE(masked, 3);
+  EXPECT_GE(split, 3);
+  EXPECT_GE(columns, 2);
+  EXPECT_GE(columns_wide_k, 1);
+  EXPECT_GE(columns_split, 1);
+  EXPECT_GE(columns_masked, 1);
+}
+
 /// dx of 16-bit NHWC layers on sm_90 runs the forward's wgmma kernel
 /// (dx_forward) reading the layer's filter where it lies
 /// (conv2d_wgmma_filter::dgrad_unturned, backward/dgrad_plan.hpp) wherever TMA

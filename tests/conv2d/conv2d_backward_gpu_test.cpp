@@ -32,10 +32,14 @@
 //     dy (stride > 1 or the ReLU mask on the implicit path) and of im2col's
 //     padding cost no rounding, so n counts the non-zero terms only.
 //   TF32 (float under math_mode::tf32 on implicit_gemm / best: dx on the
-//   forward's TF32 kernels, dw on the TF32 tensor-core matmul):
+//   forward's TF32 kernels, dw on the TF32 tensor-core matmul -- or, NHWC on
+//   sm_90 under implicit_gemm_wgmma and best, on gradient step 4, whose x the
+//   tensor cores read truncated to TF32 and whose dy_t is rounded:
+//   Conv2dBackwardCases.WgmmaWgradTf32Cases lists what those cases cover):
 //     |got - ref| <= (2 * 2^-10 + 2^-20 + 2^-18 + 2 n u) S,
-//     as conv2d_nhwc_gpu_test.cpp: below 2^-10 per TF32 input, 2^-18 S for the
-//     tensor core's alignment of each k-group's products.
+//     as conv2d_nhwc_gpu_test.cpp: below 2^-10 per TF32 input (truncated or
+//     rounded), 2^-20 for their product, 2^-18 S for the tensor core's
+//     alignment of each k-group's products.
 //   __half and __nv_bfloat16 (fp32 sums rounded once to T):
 //     |got - ref| <= u_T |ref| + (1 + u_T) (2 n u + tc) S + a_T,
 //     u_T = 2^-11 or 2^-8, tc = 2^-18 where tensor cores may run (implicit_gemm,

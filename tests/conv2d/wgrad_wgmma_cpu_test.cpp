@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// CPU tests of gradient step 3, implicit_gemm_wgmma's filter gradient
-// (kernels/conv2d/backward/03_wgrad_wgmma.cuh): which layers it computes, and
-// its plan (wgrad_wgmma_plan.hpp) replayed as the kernel walks it -- every CTA
+// CPU tests of gradient steps 3 and 4, implicit_gemm_wgmma's filter gradient
+// (kernels/conv2d/backward/03_wgrad_wgmma.cuh: 16-bit; 04_wgrad_wgmma_tf32.cuh:
+// float in TF32, which `best` takes where conv2d_wgrad_tf32_preferred): which
+// layers it computes, and its plan (wgrad_wgmma_plan.hpp, for either element
+// size) replayed as the kernel walks it -- every CTA
 // (tile, slice), every patch of its slice, every row of its TMA boxes -- to show
 // that each (output pixel, filter tap) product of every output-channel and
 // input-channel block is summed exactly once, that dy's box row and x's box row
@@ -56,9 +58,12 @@ const std::vector<layer>& layers() {
 
 constexpr z h200_sms = 132;
 
-conv2d_wgrad_wgmma_plan plan_of(const layer& l, bool unsplit = false) {
+/// Element sizes of the two kernels: 2 (step 3) and 4 (step 4, TF32).
+constexpr z element_sizes[] = {2, 4};
+
+conv2d_wgrad_wgmma_plan plan_of(const layer& l, bool unsplit = false, z element_bytes = 2) {
   return plan_conv2d_wgrad_wgmma(l.n, l.p(), l.q(), l.k, l.c, l.r, l.s, l.stride_h, l.stride_w, l.dil_h, h200_sms,
-                                 unsplit);
+                                 unsplit, element_bytes);
 }
 
 TEST(Conv2dWgradWgmma, VariantName) {
@@ -70,7 +75,12 @@ TEST(Conv2dWgradWgmma, Applicability) {
   using kf::detail::conv2d_wgrad_wgmma_unsupported_reason;
   EXPECT_EQ(conv2d_wgrad_wgmma_unsupported_reason(64, 64, 2, 1, 1), nullptr);
   EXPECT_EQ(conv2d_wgrad_wgmma_unsupported_reason(8, 8, 2, 8, 8), nullptr);
-  EXPECT_NE(conv2d_wgrad_wgmma_unsupported_reason(64, 64, 4, 1, 1), nullptr);  // float: TF32 is k-major only
+  // float (TF32, step 4): dy_t is the pre-pass's, so K is free; C * 4 bytes a multiple of 16.
+  EXPECT_EQ(conv2d_wgrad_wgmma_unsupported_reason(64, 64, 4, 1, 1), nullptr);
+  EXPECT_EQ(conv2d_wgrad_wgmma_unsupported_reason(4, 17, 4, 8, 8), nullptr);
+  EXPECT_NE(conv2d_wgrad_wgmma_unsupported_reason(6, 64, 4, 1, 1), nullptr);  // 24-byte pixels
+  EXPECT_NE(conv2d_wgrad_wgmma_unsupported_reason(64, 64, 4, 9, 1), nullptr);
+  EXPECT_NE(conv2d_wgrad_wgmma_unsupported_reason(64, 64, 8, 1, 1), nullptr);  // double
   EXPECT_NE(conv2d_wgrad_wgmma_unsupported_reason(3, 64, 2, 2, 2), nullptr);   // the RGB stem: 6-byte pixels
   EXPECT_NE(conv2d_wgrad_wgmma_unsupported_reason(64, 12, 2, 1, 1), nullptr);  // dy rows of 24 bytes
   EXPECT_NE(conv2d_wgrad_wgmma_unsupported_reason(64, 64, 2, 9, 1), nullptr);  // past TMA's element stride
@@ -86,35 +96,42 @@ TEST(Conv2dWgradWgmma, Applicability) {
 /// (128 bytes: a multiple of 16 and the 128-byte swizzle's span), at most 64
 /// pixels (a stage's rows); its tiles are 64 or 128 wide.
 TEST(Conv2dWgradWgmma, BoxesWithinTmaLimits) {
-  for (const layer& l : layers()) {
-    SCOPED_TRACE(l.name);
-    const conv2d_wgrad_wgmma_plan plan = plan_of(l);
-    constexpr z box_limit = 256, element_bytes = 2;
-    const z inner_bytes = kf::detail::conv2d_wgrad_wgmma_box_channels * element_bytes;
-    EXPECT_EQ(inner_bytes % 16, 0u);
-    EXPECT_LE(inner_bytes, 128u);
-    EXPECT_GE(plan.wt, 1u);
-    EXPECT_GE(plan.ht, 1u);
-    EXPECT_GE(plan.nt, 1u);
-    EXPECT_LE(plan.patch_pixels(), kf::detail::conv2d_wgrad_wgmma_step_pixels);
-    EXPECT_LE(plan.wt * l.stride_w, box_limit);  // x's box, in x's pixels
-    EXPECT_LE(plan.x_box_rows() * l.stride_h, box_limit);
-    EXPECT_LE(plan.nt, box_limit);
-    EXPECT_LE(plan.nt, l.n);
-    if (plan.filter_rows == 1) {
-      EXPECT_LE(plan.wt, l.q());  // no patch wider (taller) than the output
-      EXPECT_LE(plan.ht, l.p());
-      EXPECT_TRUE(plan.bm == 64 || plan.bm == 128);
-      EXPECT_TRUE(plan.bn == 64 || plan.bn == 128);
-      EXPECT_EQ(plan.bm, l.k <= 64 ? 64u : 128u);
-      EXPECT_EQ(plan.bn, l.c <= 64 ? 64u : 128u);
-    } else {  // filter-column tiles: 8 x 8 patches of one image, 64 x (3 taps x 64 channels)
-      ASSERT_EQ(plan.filter_rows, 3u);
-      EXPECT_TRUE(l.r == 3 && l.stride_h == 1 && l.dil_h == 1);
-      EXPECT_EQ(std::vector<z>({plan.wt, plan.ht, plan.nt, plan.x_box_rows()}), std::vector<z>({8, 8, 1, 10}));
-      EXPECT_EQ(plan.bm, 64u);
-      EXPECT_EQ(plan.bn, 192u);
-      EXPECT_EQ(plan.tile_channels(), 64u);
+  for (const z element_bytes : element_sizes) {
+    for (const layer& l : layers()) {
+      SCOPED_TRACE(std::string(l.name) + (element_bytes == 4 ? " (TF32)" : ""));
+      const conv2d_wgrad_wgmma_plan plan = plan_of(l, false, element_bytes);
+      constexpr z box_limit = 256;
+      const z inner_bytes = kf::detail::conv2d_wgrad_wgmma_box_channels_of(element_bytes) * element_bytes;
+      EXPECT_EQ(inner_bytes % 16, 0u);
+      EXPECT_LE(inner_bytes, 128u);
+      EXPECT_GE(plan.wt, 1u);
+      EXPECT_GE(plan.ht, 1u);
+      EXPECT_GE(plan.nt, 1u);
+      const z step = kf::detail::conv2d_wgrad_wgmma_step_pixels_of(element_bytes);
+      EXPECT_EQ(plan.step_pixels, step);
+      EXPECT_LE(plan.patch_pixels(), step);
+      EXPECT_EQ(plan.dy_t_columns(), plan.patches() * step);
+      EXPECT_LE(step * element_bytes, 128u);       // TF32: dy_t's box, one 128-byte row of pixels
+      EXPECT_LE(plan.wt * l.stride_w, box_limit);  // x's box, in x's pixels
+      EXPECT_LE(plan.x_box_rows() * l.stride_h, box_limit);
+      EXPECT_LE(plan.nt, box_limit);
+      EXPECT_LE(plan.nt, l.n);
+      if (plan.filter_rows == 1) {
+        EXPECT_LE(plan.wt, l.q());  // no patch wider (taller) than the output
+        EXPECT_LE(plan.ht, l.p());
+        EXPECT_TRUE(plan.bm == 64 || plan.bm == 128);
+        EXPECT_TRUE(plan.bn == 64 || plan.bn == 128);
+        EXPECT_EQ(plan.bm, l.k <= 64 ? 64u : 128u);
+        EXPECT_EQ(plan.bn, l.c <= 64 ? 64u : 128u);
+      } else {  // filter-column tiles: 8 x 8 (TF32: 8 x 4) patches of one image, 64 x (3 taps x 64 channels)
+        ASSERT_EQ(plan.filter_rows, 3u);
+        EXPECT_TRUE(l.r == 3 && l.stride_h == 1 && l.dil_h == 1);
+        EXPECT_EQ(std::vector<z>({plan.wt, plan.ht, plan.nt, plan.x_box_rows()}),
+                  std::vector<z>({8, step / 8, 1, step / 8 + 2}));
+        EXPECT_EQ(plan.bm, 64u);
+        EXPECT_EQ(plan.bn, 192u);
+        EXPECT_EQ(plan.tile_channels(), 64u);
+      }
     }
   }
 }
@@ -123,27 +140,31 @@ TEST(Conv2dWgradWgmma, BoxesWithinTmaLimits) {
 /// where the tiles leave SMs idle, and then within one wave; the grid within
 /// CUDA's limits. Unsplit (no workspace): one slice of every patch.
 TEST(Conv2dWgradWgmma, SplitPartitionsTheReduction) {
-  for (const layer& l : layers()) {
-    SCOPED_TRACE(l.name);
-    for (const bool unsplit : {false, true}) {
-      const conv2d_wgrad_wgmma_plan plan = plan_of(l, unsplit);
-      ASSERT_GE(plan.split, 1u);
-      EXPECT_LE(plan.split, 65535u);
-      if (unsplit) EXPECT_EQ(plan.split, 1u);
-      if (plan.split > 1) {
-        EXPECT_LE(plan.tiles() * plan.split, h200_sms);
-        EXPECT_GE(plan.patches_per_split, kf::detail::conv2d_wgrad_wgmma_min_slice_steps);
-        EXPECT_EQ(plan.workspace_bytes(l.k, l.r * l.s * l.c), plan.split * l.k * l.r * l.s * l.c * sizeof(float));
-      } else {
-        EXPECT_EQ(plan.workspace_bytes(l.k, l.r * l.s * l.c), 0u);
+  for (const z element_bytes : element_sizes) {
+    for (const layer& l : layers()) {
+      SCOPED_TRACE(std::string(l.name) + (element_bytes == 4 ? " (TF32)" : ""));
+      for (const bool unsplit : {false, true}) {
+        const conv2d_wgrad_wgmma_plan plan = plan_of(l, unsplit, element_bytes);
+        // Unsplit (no memory for the slabs) keeps the patches: dy_t's size holds.
+        EXPECT_EQ(plan.dy_t_columns(), plan_of(l, !unsplit, element_bytes).dy_t_columns());
+        ASSERT_GE(plan.split, 1u);
+        EXPECT_LE(plan.split, 65535u);
+        if (unsplit) EXPECT_EQ(plan.split, 1u);
+        if (plan.split > 1) {
+          EXPECT_LE(plan.tiles() * plan.split, h200_sms);
+          EXPECT_GE(plan.patches_per_split, kf::detail::conv2d_wgrad_wgmma_min_slice_steps);
+          EXPECT_EQ(plan.workspace_bytes(l.k, l.r * l.s * l.c), plan.split * l.k * l.r * l.s * l.c * sizeof(float));
+        } else {
+          EXPECT_EQ(plan.workspace_bytes(l.k, l.r * l.s * l.c), 0u);
+        }
+        z next = 0;
+        for (z y = 0; y < plan.split; ++y) {
+          EXPECT_EQ(plan.slice_first(y), next);
+          EXPECT_LT(plan.slice_first(y), plan.slice_end(y)) << "slice " << y << " is empty";
+          next = plan.slice_end(y);
+        }
+        EXPECT_EQ(next, plan.patches());
       }
-      z next = 0;
-      for (z y = 0; y < plan.split; ++y) {
-        EXPECT_EQ(plan.slice_first(y), next);
-        EXPECT_LT(plan.slice_first(y), plan.slice_end(y)) << "slice " << y << " is empty";
-        next = plan.slice_end(y);
-      }
-      EXPECT_EQ(next, plan.patches());
     }
   }
 }
@@ -159,74 +180,79 @@ TEST(Conv2dWgradWgmma, SplitPartitionsTheReduction) {
 /// (k, q, p, n) tensor, so TMA fills it with zeros; the boxes loaded along K
 /// and C cover every channel of the tile below K and C.
 TEST(Conv2dWgradWgmma, EveryPixelTapProductOnce) {
-  for (const layer& l : layers()) {
-    SCOPED_TRACE(l.name);
-    const z P = l.p(), Q = l.q(), RS = l.r * l.s;
-    const conv2d_wgrad_wgmma_plan plan = plan_of(l);
-    // CTA columns: each (k tile, c tile, tap) once -- a filter-column tile covers the taps (0..2, s).
-    std::vector<int> column_seen(plan.tiles_k * plan.tiles_c * RS, 0);
-    ASSERT_EQ(plan.tiles() * plan.filter_rows, column_seen.size());
-    const z channels = plan.tile_channels();
-    for (z t = 0; t < plan.tiles(); ++t) {
-      z u = t;
-      const z kt = u % plan.tiles_k;
-      u /= plan.tiles_k;
-      const z ct = u % plan.tiles_c;
-      const z tap_tile = u / plan.tiles_c;
-      ASSERT_LT(tap_tile, plan.tap_tiles());
-      for (z row = 0; row < plan.filter_rows; ++row) {
-        const z tap = plan.filter_rows == 1 ? tap_tile : row * l.s + tap_tile;
-        ASSERT_LT(tap, RS);
-        ++column_seen[(tap * plan.tiles_c + ct) * plan.tiles_k + kt];
+  for (const z element_bytes : element_sizes) {
+    for (const layer& l : layers()) {
+      SCOPED_TRACE(std::string(l.name) + (element_bytes == 4 ? " (TF32)" : ""));
+      const z P = l.p(), Q = l.q(), RS = l.r * l.s;
+      const conv2d_wgrad_wgmma_plan plan = plan_of(l, false, element_bytes);
+      const z box_channels = kf::detail::conv2d_wgrad_wgmma_box_channels_of(element_bytes);
+      // CTA columns: each (k tile, c tile, tap) once -- a filter-column tile covers the taps (0..2, s).
+      std::vector<int> column_seen(plan.tiles_k * plan.tiles_c * RS, 0);
+      ASSERT_EQ(plan.tiles() * plan.filter_rows, column_seen.size());
+      const z channels = plan.tile_channels();
+      for (z t = 0; t < plan.tiles(); ++t) {
+        z u = t;
+        const z kt = u % plan.tiles_k;
+        u /= plan.tiles_k;
+        const z ct = u % plan.tiles_c;
+        const z tap_tile = u / plan.tiles_c;
+        ASSERT_LT(tap_tile, plan.tap_tiles());
+        for (z row = 0; row < plan.filter_rows; ++row) {
+          const z tap = plan.filter_rows == 1 ? tap_tile : row * l.s + tap_tile;
+          ASSERT_LT(tap, RS);
+          ++column_seen[(tap * plan.tiles_c + ct) * plan.tiles_k + kt];
+        }
+        // The channels its boxes load (wholly-outside boxes skipped) cover the tile's channels below K and C.
+        const z k0 = kt * plan.bm, c0 = ct * channels;
+        // 16-bit: dy's boxes of 64 channels (TF32: dy_t's one box of bm rows), x's of box_channels.
+        const z a_live = element_bytes == 2 ? std::min(plan.bm / 64, (l.k - k0 + 63) / 64) : 1;
+        const z a_channels = element_bytes == 2 ? 64 : plan.bm;
+        const z b_live = std::min(channels / box_channels, (l.c - c0 + box_channels - 1) / box_channels);
+        EXPECT_GE(k0 + a_channels * a_live, std::min(l.k, k0 + plan.bm));
+        EXPECT_GE(c0 + box_channels * b_live, std::min(l.c, c0 + channels));
+        EXPECT_GE(a_live, 1u);
+        EXPECT_GE(b_live, 1u);
       }
-      // The channels its boxes load (wholly-outside boxes skipped) cover the tile's channels below K and C.
-      const z k0 = kt * plan.bm, c0 = ct * channels;
-      const z a_live = std::min(plan.bm / 64, (l.k - k0 + 63) / 64);
-      const z b_live = std::min(channels / 64, (l.c - c0 + 63) / 64);
-      EXPECT_GE(k0 + 64 * a_live, std::min(l.k, k0 + plan.bm));
-      EXPECT_GE(c0 + 64 * b_live, std::min(l.c, c0 + channels));
-      EXPECT_GE(a_live, 1u);
-      EXPECT_GE(b_live, 1u);
-    }
-    for (int seen : column_seen) EXPECT_EQ(seen, 1);
+      for (int seen : column_seen) EXPECT_EQ(seen, 1);
 
-    // The pixels: the same for every CTA column (a column's slices walk the same patches); replay one
-    // column per tap to check x's coordinates too.
-    for (z tap = 0; tap < RS; ++tap) {
-      const z r = tap / l.s, s = tap % l.s;
-      std::vector<int> pixel_seen(l.n * P * Q, 0);
-      for (z y = 0; y < plan.split; ++y) {
-        for (z g = plan.slice_first(y); g < plan.slice_end(y); ++g) {
-          const kf::detail::conv2d_wgrad_patch_origin o = kf::detail::conv2d_wgrad_patch_of(plan, g);
-          // x's box origin as the producer computes it (may be negative: padding); a
-          // filter-column tile's box starts at row 0's input row, tap r's rows r image rows down it.
-          const bool columns = plan.filter_rows > 1;
-          const z box_r = columns ? 0 : r, row_offset = columns ? r : 0;
-          const long long w0 =
-              static_cast<long long>(o.q0 * l.stride_w + s * l.dil_w) - static_cast<long long>(l.pad_w);
-          const long long h0 =
-              static_cast<long long>(o.p0 * l.stride_h + box_r * l.dil_h) - static_cast<long long>(l.pad_h);
-          for (z i = 0; i < plan.patch_pixels(); ++i) {
-            const z jq = i % plan.wt, jp = i / plan.wt % plan.ht, jn = i / (plan.wt * plan.ht);
-            const z q = o.q0 + jq, p = o.p0 + jp, n = o.n0 + jn;  // dy's box element i: (k, q, p, n)
-            // x's element: box row i + row_offset wt (the B operand's start), stepped by the stride.
-            const z e = i + row_offset * plan.wt;
-            ASSERT_LT(e, plan.wt * plan.x_box_rows() * plan.nt);
-            const z xq = e % plan.wt, xrow = e / plan.wt % plan.x_box_rows(), xn = e / (plan.wt * plan.x_box_rows());
-            ASSERT_EQ(xn, jn);
-            const long long xw = w0 + static_cast<long long>(xq * l.stride_w);
-            const long long xh = h0 + static_cast<long long>(xrow * l.stride_h);
-            const bool inside = n < l.n && p < P && q < Q;
-            if (!inside) continue;  // dy's box is zero-filled there: the row adds 0
-            // The same output pixel: x's element is the tap's input pixel of (n, p, q).
-            ASSERT_EQ(xw, static_cast<long long>(q * l.stride_w + s * l.dil_w) - static_cast<long long>(l.pad_w));
-            ASSERT_EQ(xh, static_cast<long long>(p * l.stride_h + r * l.dil_h) - static_cast<long long>(l.pad_h));
-            ++pixel_seen[(n * P + p) * Q + q];
+      // The pixels: the same for every CTA column (a column's slices walk the same patches); replay one
+      // column per tap to check x's coordinates too.
+      for (z tap = 0; tap < RS; ++tap) {
+        const z r = tap / l.s, s = tap % l.s;
+        std::vector<int> pixel_seen(l.n * P * Q, 0);
+        for (z y = 0; y < plan.split; ++y) {
+          for (z g = plan.slice_first(y); g < plan.slice_end(y); ++g) {
+            const kf::detail::conv2d_wgrad_patch_origin o = kf::detail::conv2d_wgrad_patch_of(plan, g);
+            // x's box origin as the producer computes it (may be negative: padding); a
+            // filter-column tile's box starts at row 0's input row, tap r's rows r image rows down it.
+            const bool columns = plan.filter_rows > 1;
+            const z box_r = columns ? 0 : r, row_offset = columns ? r : 0;
+            const long long w0 =
+                static_cast<long long>(o.q0 * l.stride_w + s * l.dil_w) - static_cast<long long>(l.pad_w);
+            const long long h0 =
+                static_cast<long long>(o.p0 * l.stride_h + box_r * l.dil_h) - static_cast<long long>(l.pad_h);
+            for (z i = 0; i < plan.patch_pixels(); ++i) {
+              const z jq = i % plan.wt, jp = i / plan.wt % plan.ht, jn = i / (plan.wt * plan.ht);
+              const z q = o.q0 + jq, p = o.p0 + jp, n = o.n0 + jn;  // dy's box element i: (k, q, p, n)
+              // x's element: box row i + row_offset wt (the B operand's start), stepped by the stride.
+              const z e = i + row_offset * plan.wt;
+              ASSERT_LT(e, plan.wt * plan.x_box_rows() * plan.nt);
+              const z xq = e % plan.wt, xrow = e / plan.wt % plan.x_box_rows(), xn = e / (plan.wt * plan.x_box_rows());
+              ASSERT_EQ(xn, jn);
+              const long long xw = w0 + static_cast<long long>(xq * l.stride_w);
+              const long long xh = h0 + static_cast<long long>(xrow * l.stride_h);
+              const bool inside = n < l.n && p < P && q < Q;
+              if (!inside) continue;  // dy's box is zero-filled there: the row adds 0
+              // The same output pixel: x's element is the tap's input pixel of (n, p, q).
+              ASSERT_EQ(xw, static_cast<long long>(q * l.stride_w + s * l.dil_w) - static_cast<long long>(l.pad_w));
+              ASSERT_EQ(xh, static_cast<long long>(p * l.stride_h + r * l.dil_h) - static_cast<long long>(l.pad_h));
+              ++pixel_seen[(n * P + p) * Q + q];
+            }
           }
         }
-      }
-      for (z i = 0; i < pixel_seen.size(); ++i) {
-        ASSERT_EQ(pixel_seen[i], 1) << "tap " << tap << ", output pixel " << i;
+        for (z i = 0; i < pixel_seen.size(); ++i) {
+          ASSERT_EQ(pixel_seen[i], 1) << "tap " << tap << ", output pixel " << i;
+        }
       }
     }
   }
@@ -251,6 +277,49 @@ TEST(Conv2dWgradWgmma, BenchLayersPlans) {
   const conv2d_wgrad_wgmma_plan bottleneck = plan_of(layers()[3]);
   EXPECT_EQ(bottleneck.tiles(), 2u);  // 64 x 128, one tap, two C tiles
   EXPECT_GE(bottleneck.split, 60u);
+}
+
+/// Step 4 (TF32): the bench layers get full 32-pixel patches and fill the H200's SMs; the C64
+/// 56x56 layer takes filter-column tiles (8 x 4 patches: 96 x box rows and 64 of dy_t for three
+/// taps' products, against 3 x 128 one-tap).
+TEST(Conv2dWgradWgmma, BenchLayersPlansTf32) {
+  const conv2d_wgrad_wgmma_plan c64 = plan_of(layers()[0], false, 4);
+  EXPECT_EQ(c64.patch_pixels(), 32u);
+  EXPECT_EQ(c64.filter_rows, 3u);
+  EXPECT_EQ(std::vector<z>({c64.wt, c64.ht, c64.x_box_rows()}), std::vector<z>({8, 4, 6}));
+  EXPECT_EQ(c64.tiles(), 3u);
+  EXPECT_EQ(c64.split, 44u);
+  EXPECT_EQ(c64.dy_t_columns(), 32u * 56 * 56);  // no padding: every patch full
+  const conv2d_wgrad_wgmma_plan c128 = plan_of(layers()[1], false, 4);
+  EXPECT_EQ(c128.patch_pixels(), 32u);
+  EXPECT_EQ(c128.tiles(), 9u);  // 128 x 128 one-tap tiles
+  EXPECT_EQ(c128.split, 14u);
+  const conv2d_wgrad_wgmma_plan c256 = plan_of(layers()[2], false, 4);
+  EXPECT_EQ(c256.patch_pixels(), 32u);
+  EXPECT_EQ(c256.tiles(), 36u);
+  EXPECT_EQ(c256.split, 3u);
+  // The slices keep at least as many pixels as step 3's.
+  for (const layer& l : layers()) {
+    const conv2d_wgrad_wgmma_plan plan = plan_of(l, false, 4);
+    if (plan.split > 1) {
+      EXPECT_GE(plan.patches_per_split * plan.step_pixels,
+                kf::detail::conv2d_wgrad_wgmma_min_slice_steps * kf::detail::conv2d_wgrad_wgmma_step_pixels)
+          << l.name;
+    }
+  }
+}
+
+/// `best` takes step 4 for float NHWC under TF32 wherever step 2 would write an
+/// im2col matrix; not for 1x1 stride-1 unpadded layers, whose x is its own.
+TEST(Conv2dWgradWgmma, Tf32Route) {
+  using kf::detail::conv2d_wgrad_tf32_preferred;
+  // (r, s, stride_h, stride_w, pad_h, pad_w)
+  EXPECT_TRUE(conv2d_wgrad_tf32_preferred(3, 3, 1, 1, 1, 1));   // ResNet 3x3
+  EXPECT_TRUE(conv2d_wgrad_tf32_preferred(7, 7, 2, 2, 3, 3));   // the stem
+  EXPECT_TRUE(conv2d_wgrad_tf32_preferred(1, 1, 2, 2, 0, 0));   // 1x1 strided: im2col
+  EXPECT_TRUE(conv2d_wgrad_tf32_preferred(1, 1, 1, 1, 1, 0));   // 1x1 padded: im2col
+  EXPECT_TRUE(conv2d_wgrad_tf32_preferred(3, 1, 1, 1, 1, 0));   // 3 x 1
+  EXPECT_FALSE(conv2d_wgrad_tf32_preferred(1, 1, 1, 1, 0, 0));  // x is the im2col matrix
 }
 
 }  // namespace

@@ -94,6 +94,41 @@ TEST(MatmulWgmmaTf32, SwapFragmentMapping) {
   }
 }
 
+/// The same map over boxes of any height (swap_fragment_offset_in): the TF32
+/// filter gradient (conv2d/backward/04_wgrad_wgmma_tf32.cuh) loads its x
+/// fragments from boxes of 32 pixel rows, or 48 (filter-column tiles), and
+/// reaches k-step kk and filter tap r by adding 8 (kk + r) rows. Checked: every
+/// register, at every such shift, reads the element (k + shift, row) of the
+/// box the layout names, conflict-free.
+TEST(MatmulWgmmaTf32, SwapFragmentMappingTallBoxes) {
+  namespace w = kf::detail::wgmma;
+  for (const int box_rows : {32, 48}) {
+    const int box_bytes = box_rows * w::swizzle_row_bytes;
+    const auto n_major = [&](int k, int row) {
+      return (row / w::swap_box_rows) * box_bytes + k * w::swizzle_row_bytes +
+             (((row % w::swap_box_rows) / 4) ^ (k % 8)) * 16 + (row % 4) * 4;
+    };
+    for (int warp = 0; warp < kf::detail::warps_per_warpgroup; ++warp) {
+      for (int r = 0; r < 4; ++r) {
+        for (int shift = 0; shift + 8 <= box_rows; shift += 8) {
+          std::vector<int> banks;
+          for (int lane = 0; lane < 32; ++lane) {
+            const int row = w::swap_row(warp, lane / 4 + 8 * (r % 2));
+            const int k = lane % 4 + 4 * (r / 2);
+            const int offset = w::swap_fragment_offset_in(warp, lane, r, box_bytes) + shift * w::swizzle_row_bytes;
+            EXPECT_EQ(offset, n_major(k + shift, row))
+                << box_rows << " rows, warp " << warp << " lane " << lane << " a" << r << " shift " << shift;
+            banks.push_back((offset / 4) % 32);
+          }
+          std::sort(banks.begin(), banks.end());
+          EXPECT_EQ(std::unique(banks.begin(), banks.end()) - banks.begin(), 32)
+              << box_rows << " rows, warp " << warp << " a" << r << ": bank conflict";
+        }
+      }
+    }
+  }
+}
+
 // ---- CPU check of the skinny fp32-emulation step's X fragments ---------------
 
 /// Step 17 (17_wgmma_fp32_emulated_skinny.cuh) loads its large operand X's

@@ -85,6 +85,7 @@
 #include "../../common/kernel.cuh"
 #include "../../common/numeric.cuh"
 #include "../../matmul/wgmma/config.cuh"  // the warpgroup roles and the 128-byte swizzle, shared
+#include "wgrad_wgmma/cta.cuh"            // the tile, the patches and the consumers' sums, shared with step 4
 #include "wgrad_wgmma_plan.hpp"
 
 namespace kf::detail {
@@ -139,20 +140,13 @@ struct shape {
   static_assert(smem_bytes <= wgmma::max_smem_bytes, "the stages fit the shared-memory opt-in");
 };
 
-/// What the kernel needs besides the two tensor maps (filled by backward_sm90a.cu).
+/// What the kernel needs besides the two tensor maps (filled by backward_sm90a.cu):
+/// the layer and plan (conv2d_wgrad::geometry), and:
 template <class T>
-struct params {
-  T* dw = nullptr;            ///< KRSC, written where unsplit
-  float* partial = nullptr;   ///< split: slab z (K x RSC fp32) at partial + z * K * RSC; else nullptr
-  int k = 0, c = 0, rsc = 0;  ///< K, C, R S C
-  int s = 1;                  ///< filter width (taps along w)
-  int pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1, stride_h = 1, stride_w = 1;
-  int wt = 1, ht = 1, nt = 1;  ///< the patch: columns, rows, images
-  int patches_q = 0, patches_p = 0, patches = 0;
-  int tiles_k = 0, tiles_c = 0;
-  int patches_per_split = 0;
+struct params : conv2d_wgrad::geometry {
+  T* dw = nullptr;           ///< KRSC, written where unsplit
+  float* partial = nullptr;  ///< split: slab z (K x RSC fp32) at partial + z * K * RSC; else nullptr
   int box_row_bytes = 0;     ///< patch pixels x 128: what one box lands
-  bool zero_tail = false;    ///< the patch has fewer than 64 pixels: rows past it are zeroed once
   bool pair_stores = false;  ///< dw aligned to two elements (C is even): stores of element pairs
   int x_box_bytes = 0;       ///< what x's box lands (filter-column tiles: 8 x 10 pixels x 128)
 };
@@ -183,29 +177,15 @@ KF_KERNEL void __launch_bounds__(conv2d_wgrad_wgmma::threads, 1)
   unsigned char* const base_ptr = conv2d_wgrad_wgmma_smem + (base - raw);
   const stage_ring<kStages> ring(base + kStages * sh::stage_bytes);
 
-  // The tile: output channels k0.., input channels c0.. of tap (r, s).
-  int t = static_cast<int>(blockIdx.x);
-  const int k0 = (t % prm.tiles_k) * BM;
-  t /= prm.tiles_k;
+  // The tile: output channels k0.., input channels c0.. of tap (r, s); the slice: patches [first, end).
   constexpr int tile_channels = BN / Rows;
-  const int c0 = (t % prm.tiles_c) * tile_channels;
-  const int tap = Rows == 1 ? t / prm.tiles_c : 0;  // one-tap tiles: the tap
-  const int r = tap / prm.s;                        // filter-column tiles: rows 0 .. Rows - 1
-  const int s = Rows == 1 ? tap - r * prm.s : t / prm.tiles_c;
-  // The slice: patches [first, end).
-  const int first = static_cast<int>(blockIdx.y) * prm.patches_per_split;
-  const int end = min(first + prm.patches_per_split, prm.patches);
+  const conv2d_wgrad::cta_tile tile = conv2d_wgrad::cta_tile::of<BM, tile_channels, Rows>(prm);
+  const int k0 = tile.k0, c0 = tile.c0, tap = tile.tap, r = tile.r, s = tile.s;
+  const int first = tile.first, end = tile.end;
   const int steps = end - first;
 
-  if (prm.zero_tail) {
-    // TMA writes a box's first patch-pixels rows only; the rows past them stay
-    // zero for the whole kernel, in both operands, and add 0 (never stale bits).
-    const uint4 zero = make_uint4(0, 0, 0, 0);
-    for (int i = static_cast<int>(threadIdx.x); i < kStages * sh::stage_bytes / 16; i += threads) {
-      reinterpret_cast<uint4*>(base_ptr)[i] = zero;
-    }
-    fence_proxy_async_shared();  // the zeros before TMA's writes and wgmma's reads (the async proxy)
-  }
+  // The rows past a short patch stay zero, in both operands.
+  if (prm.zero_tail) conv2d_wgrad::zero_ring(base_ptr, kStages * sh::stage_bytes, threads);
   const int warpgroup = static_cast<int>(threadIdx.x) / warpgroup_threads;
   const int tid_in_warpgroup = static_cast<int>(threadIdx.x) % warpgroup_threads;
   if (threadIdx.x == 0) {  // the producer thread below
@@ -228,19 +208,15 @@ KF_KERNEL void __launch_bounds__(conv2d_wgrad_wgmma::threads, 1)
       const int w_tap = s * prm.dilation_w - prm.pad_w, h_tap = r * prm.dilation_h - prm.pad_h;
       ring_position<kStages> at;
       for (int g = first; g < end; ++g) {
-        int m = g;  // patch g -> origin (n0, p0, q0): q fastest, then p, then n (wgrad_wgmma_plan.hpp)
-        const int q0 = (m % prm.patches_q) * prm.wt;
-        m /= prm.patches_q;
-        const int p0 = (m % prm.patches_p) * prm.ht;
-        const int n0 = (m / prm.patches_p) * prm.nt;
+        const conv2d_wgrad::patch_origin o(prm, g);
         const std::uint32_t full = ring.producer_acquire(at, stage_tx);
         const std::uint32_t stage = base + at.stage * sh::stage_bytes;
         for (int j = 0; j < a_live; ++j) {
-          tma_load_4d(stage + j * box_bytes, &map_dy, k0 + j * box_channels, q0, p0, n0, full);
+          tma_load_4d(stage + j * box_bytes, &map_dy, k0 + j * box_channels, o.q0, o.p0, o.n0, full);
         }
         for (int j = 0; j < b_live; ++j) {
           tma_load_4d(stage + sh::a_bytes + j * sh::b_box_bytes, &map_x, c0 + j * box_channels,
-                      q0 * prm.stride_w + w_tap, p0 * prm.stride_h + h_tap, n0, full);
+                      o.q0 * prm.stride_w + w_tap, o.p0 * prm.stride_h + h_tap, o.n0, full);
         }
         at.advance();
       }
@@ -291,19 +267,11 @@ KF_KERNEL void __launch_bounds__(conv2d_wgrad_wgmma::threads, 1)
     for (int mb = 0; mb < sh::a_boxes; ++mb) fence_operands(d[mb]);
     if (previous >= 0 && lane == 0) ring.release(previous);
 
-    // The two consumers' sums: consumer 1's through the ring, idle once both
-    // have finished (every stage the producer filled has been read).
-    float* const other = reinterpret_cast<float*>(base_ptr);
-    named_barrier_sync(consumers_barrier, consumer_warpgroups * warpgroup_threads);
-    if (consumer == 1) {
-#pragma unroll
-      for (int mb = 0; mb < sh::a_boxes; ++mb) {
-#pragma unroll
-        for (int i = 0; i < kAcc; ++i) other[(mb * kAcc + i) * warpgroup_threads + tid_in_warpgroup] = d[mb][i];
-      }
+    // The two consumers' sums, in consumer 0 (consumer 1's through the idle ring).
+    if (!conv2d_wgrad::add_consumer_sums(d, reinterpret_cast<float*>(base_ptr), consumer, tid_in_warpgroup,
+                                         consumers_barrier)) {
+      return;
     }
-    named_barrier_sync(consumers_barrier, consumer_warpgroups * warpgroup_threads);
-    if (consumer == 1) return;
 
     // Accumulator i of a thread: row 16 warp + lane / 4 + 8 ((i % 4) / 2) of
     // its m64 block, column 8 (i / 4) + 2 (lane % 4) + i % 2. Column n is
@@ -325,8 +293,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgrad_wgmma::threads, 1)
           const int c = c0 + 8 * (Rows == 1 ? g : g % groups_per_tap) + 2 * (lane % 4);
           if (c >= prm.c) continue;  // C is a multiple of 8: c + 1 < C too
           const int i = 4 * g + 2 * h;
-          const float v0 = d[mb][i] + other[(mb * kAcc + i) * warpgroup_threads + tid_in_warpgroup];
-          const float v1 = d[mb][i + 1] + other[(mb * kAcc + i + 1) * warpgroup_threads + tid_in_warpgroup];
+          const float v0 = d[mb][i], v1 = d[mb][i + 1];
           if (partial != nullptr) {
             *reinterpret_cast<float2*>(partial + row + c) = make_float2(v0, v1);  // row + c even: 8-byte aligned
           } else if (prm.pair_stores) {

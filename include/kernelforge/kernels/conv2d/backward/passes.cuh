@@ -13,12 +13,15 @@
 //  * conv2d_col2im: dx summed from dcol = dy * w, for strided layers with few
 //    input channels (conv2d_widen: the fp32 operands of that GEMM);
 //  * conv2d_bias_grad: dbias, column sums of dy (two passes, deterministic);
-//  * conv2d_wgrad_split_k_store: gradient step 3's split-k store (dw from its
-//    summed fp32 slabs).
-// One thread per destination element, grid-stride; every destination element
-// written.
+//  * conv2d_dy_patch_t: gradient step 4's dy_t (dy transposed, in the order
+//    of its patches, rounded to TF32);
+//  * conv2d_wgrad_split_k_store: gradient steps 3 and 4's split-k store (dw
+//    from their summed fp32 slabs).
+// One thread per destination element, grid-stride (conv2d_dy_patch_t: a tile a
+// block); every destination element written.
 #pragma once
 
+#include "../../arch/mma_sm80.cuh"  // to_tf32
 #include "01_naive.cuh"
 
 namespace kf::detail {
@@ -99,6 +102,54 @@ KF_KERNEL void __launch_bounds__(conv2d_grad_block)
     div_pq.divmod(m, n, pixel);
     dy_t[idx] = from_compute<T>(static_cast<compute_t<T>>(
         dy((static_cast<long long>(n) * k + kk) * static_cast<long long>(div_pq.divisor) + pixel)));
+  }
+}
+
+/// The patches of gradient step 4 (04_wgrad_wgmma_tf32.cuh; the plan's
+/// conv2d_wgrad_wgmma_plan): wt x ht x nt output pixels, patches_q x
+/// patches_p a row of images, patch g at (q, p, n) origin (g % patches_q wt,
+/// g / patches_q % patches_p ht, g / (patches_q patches_p) nt).
+struct conv2d_patch_walk {
+  int wt = 1, ht = 1, nt = 1, patches_q = 1, patches_p = 1;
+};
+
+/// Tile of conv2d_dy_patch_t: one patch's run of pixels x this many output channels.
+constexpr int conv2d_dy_patch_t_channels = 32;
+/// A patch's run in dy_t (the TF32 wgrad's step: one 128-byte row of floats).
+constexpr int conv2d_dy_patch_t_run = 32;
+
+/// dy_t (K rows of gridDim.x runs of conv2d_dy_patch_t_run pixels; rows
+/// `columns` = gridDim.x runs apart) from NHWC dy (N x P x Q x K, read through
+/// the mask): run g holds patch g's pixels in the order of the kernel's x box
+/// (q fastest, then p, then n), dy_t[k][g run + i] = dy[n][p][q][k] of pixel i
+/// of patch g, rounded to TF32 (cvt.rna, where the GPU has it: the products
+/// read it as it is), 0 for i past the patch's pixels and for pixels past the
+/// output. Block (32, 8): patch blockIdx.x x channels 32 blockIdx.y.., through
+/// shared memory, so that dy is read along K and dy_t written along the pixels
+/// in 128-byte runs.
+template <class T>
+KF_KERNEL void __launch_bounds__(conv2d_grad_block)
+    conv2d_dy_patch_t(conv2d_dy_reader<T> dy, conv2d_patch_walk walk, int n_images, int p, int q, int k,
+                      long long columns, float* __restrict__ dy_t) {
+  constexpr int run = conv2d_dy_patch_t_run, channels = conv2d_dy_patch_t_channels;
+  __shared__ float tile[run][channels + 1];  // + 1: the transposed reads keep to distinct banks
+  const int g = static_cast<int>(blockIdx.x);
+  const int k0 = static_cast<int>(blockIdx.y) * channels;
+  const int q0 = (g % walk.patches_q) * walk.wt;
+  const int p0 = (g / walk.patches_q % walk.patches_p) * walk.ht;
+  const int n0 = g / (walk.patches_q * walk.patches_p) * walk.nt;
+  const int pixels = walk.wt * walk.ht * walk.nt;
+  const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
+  for (int i = ty; i < run; i += static_cast<int>(blockDim.y)) {
+    const int qq = q0 + i % walk.wt, pp = p0 + i / walk.wt % walk.ht, nn = n0 + i / (walk.wt * walk.ht);
+    const int kk = k0 + tx;
+    const bool inside = i < pixels && qq < q && pp < p && nn < n_images && kk < k;
+    tile[i][tx] = inside ? dy(conv2d_tensor_index<true>(nn, kk, pp, qq, k, p, q)) : 0.0f;
+  }
+  __syncthreads();
+  for (int j = ty; j < channels; j += static_cast<int>(blockDim.y)) {
+    if (k0 + j >= k) break;
+    dy_t[(k0 + j) * columns + static_cast<long long>(g) * run + tx] = __uint_as_float(to_tf32(tile[tx][j]));
   }
 }
 

@@ -42,13 +42,22 @@ __host__ __device__ constexpr int swap_row_in_box(int warp, int rr) {
 __host__ __device__ constexpr int swap_row(int warp, int rr) {
   return swap_box_rows * (warp / 2) + swap_row_in_box(warp, rr);
 }
+/// Byte offset, in a warpgroup's 64 rows of N-major fp32 A held as two boxes
+/// of 32 rows `box_bytes` apart (each box: k rows of 128 bytes, 128-byte
+/// swizzle), of fragment register r (0-3: a0..a3) of lane `lane` of warp
+/// `warp`, for the first k-step (k-step kk: + kk * 8 rows of 128 bytes). Also
+/// the TF32 filter gradient's x fragments (conv2d/backward/04_wgrad_wgmma_tf32.cuh),
+/// whose boxes are taller.
+__host__ __device__ constexpr int swap_fragment_offset_in(int warp, int lane, int r, int box_bytes) {
+  const int n = swap_row(warp, lane / 4 + 8 * (r % 2));
+  const int k = lane % 4 + 4 * (r / 2);
+  return (n / swap_box_rows) * box_bytes + swizzle_offset(k, 4 * (n % swap_box_rows));
+}
 /// Byte offset, in a stage's A (its 128 rows: 4 boxes), of fragment register r
 /// (0-3: a0..a3) of lane `lane` of warp `warp` of consumer warpgroup `consumer`,
 /// for the first k-step (k-step kk: + kk * 8 rows of 128 bytes).
 __host__ __device__ constexpr int swap_fragment_offset(int consumer, int warp, int lane, int r) {
-  const int n = swap_row(warp, lane / 4 + 8 * (r % 2)) + 2 * swap_box_rows * consumer;
-  const int k = lane % 4 + 4 * (r / 2);
-  return (n / swap_box_rows) * swap_box_bytes + swizzle_offset(k, 4 * (n % swap_box_rows));
+  return 2 * consumer * swap_box_bytes + swap_fragment_offset_in(warp, lane, r, swap_box_bytes);
 }
 
 #if KF_ARCH_SM90A
