@@ -62,9 +62,9 @@ bool same_non_finite(double got, double want) { return std::isnan(want) ? std::i
 //  * x NaN, w NaN: NaN wherever read;
 //  * x = FLT_MAX (its TF32 hi part rounds past TF32's largest finite value)
 //    times weights 0.5: finite outputs near 2^127.
-// Where the exact mode runs a direct kernel (NHWC: naive; NCHW with K < 64:
-// the implicit GEMM) ours must match its non-finite outputs one for one. Where
-// it runs Winograd (NCHW, C and K >= 64), the transforms add taps' terms
+// Where the exact mode runs a direct kernel (K < 64: the implicit GEMM) ours
+// must match its non-finite outputs one for one. Where it runs Winograd (C and
+// K >= 64, NCHW and -- through transposed copies -- NHWC), the transforms add taps' terms
 // before the products (an inf input can come out as inf - inf = NaN where
 // direct summation gives +-inf, FLT_MAX can overflow), so there ours must
 // match direct summation's pattern -- the double reference's -- and the count
@@ -74,12 +74,12 @@ TEST(Conv2dFp32Emulated, InfAndNanGiveTheExactModesResult) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   const kf::conv2d_params layers[] = {
       make_layer(2, 64, 9, 10, 40, 3, 3, 1, 1, 1, 1),  // NCHW: exact runs the implicit GEMM (K < 64)
-      in_layout(make_layer(2, 64, 9, 10, 64, 3, 3, 1, 1, 1, 1), kf::conv2d_layout::nhwc),  // NHWC: exact runs naive
+      in_layout(make_layer(2, 64, 9, 10, 64, 3, 3, 1, 1, 1, 1), kf::conv2d_layout::nhwc),  // NHWC: Winograd (copies)
       make_layer(2, 64, 9, 10, 64, 3, 3, 1, 1, 1, 1),                                      // NCHW: exact runs Winograd
   };
   std::uint64_t seed = 5000;
   for (const kf::conv2d_params& p : layers) {
-    const bool exact_is_direct = p.layout == kf::conv2d_layout::nhwc || !kf::test::best_runs_winograd(p);
+    const bool exact_is_direct = !kf::test::best_runs_winograd(p);
     SCOPED_TRACE(std::string(layout_name(p.layout)) + ", K = " + std::to_string(p.out_channels) +
                  (exact_is_direct ? " (exact: direct)" : " (exact: Winograd)"));
     // Where (n, c, h, w) of x, (k, c, r, s) of w live in p's layout.
