@@ -3,6 +3,8 @@
 // NHWC call (validate.cpp has checked the variant, types and geometry), for the
 // library's own epilogues (src/conv2d/conv2d.cu) and your functor
 // (<kernelforge/conv.cuh>).
+//  * best: few_channels_mma (step 10, few_channels.hpp) for the 16-bit layers
+//    its plan takes (C <= 4, R x S <= 64: the RGB stem) on sm_80+;
 //  * implicit_gemm_wgmma (step 7 in the NHWC layout, sm_90a object:
 //    wgmma_sm90a.hpp) where the device, the build and the layer allow it and the
 //    epilogue is one the object was compiled for;
@@ -21,6 +23,7 @@
 #include "../runtime/launcher.hpp"
 #include "01_naive.cuh"
 #include "args.cuh"
+#include "few_channels.hpp"
 #include "kernelforge/conv.hpp"
 #include "kernelforge/error.hpp"
 #include "wgmma_sm90a.hpp"
@@ -47,6 +50,12 @@ template <class T, class Epilogue>
 void dispatch_conv2d_nhwc(const char* what, int device, const conv2d_args<T>& a, const conv2d_options& options,
                           Epilogue ep) {
   const bool named = options.variant == conv2d_variant::implicit_gemm_wgmma;
+  if constexpr (!std::is_same_v<T, float> && conv2d_wgmma_epilogue_v<Epilogue>) {
+    if (options.variant == conv2d_variant::best && conv2d_best_takes_few_channels(plan_conv2d_few_channels_of(a)) &&
+        conv2d_nhwc_few_channels_try_launch(device, a, ep, options.stream)) {
+      return;
+    }
+  }
   if (named || (options.variant == conv2d_variant::best && conv2d_nhwc_tensor_cores_allowed<T>(options))) {
     if constexpr (conv2d_wgmma_epilogue_v<Epilogue>) {
       // conv2d_nhwc_wgmma_try_launch checks the device and the stride itself.
