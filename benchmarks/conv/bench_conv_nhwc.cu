@@ -31,6 +31,14 @@
 //                                  with the same product as one kf::matmul (y (NPQ x K) = x (NHW x C)
 //                                  w^T, w K x C), as dx's 1x1 path runs it; best_over_gemm = best's
 //                                  time / the GEMM's (> 1: the GEMM is faster). Both checked as best is.
+//   conv2d_nhwc/<fp16|bf16>/few_channels_vs_fold/<layer>   the layers of at most 4 input channels
+//                                  (the RGB stem): best (step 10, few_channels_mma, where its plan
+//                                  takes the layer and the device runs it) paired with the route it
+//                                  replaced, step 7 behind its column fold
+//                                  (conv2d_nhwc_wgmma_try_launch, fold pass included);
+//                                  fold_over_few_channels = the fold route's time / best's (> 1:
+//                                  step 10 is faster). Both checked as best is; skipped where either
+//                                  cannot run (step 7 needs sm_90).
 //   conv2d_nhwc/fp32_emulated/best_vs_cudnn/<layer>   float under math_mode::fp32_emulated paired
 //                                  with cuDNN's fastest FMA-only NHWC plan (the backend graph's
 //                                  engine search without TF32 engines; the legacy NHWC call with
@@ -75,6 +83,7 @@
 #include "cudnn_graph.hpp"
 #include "cudnn_timing.hpp"
 #include "gpu_benchmark.hpp"
+#include "kernelforge/kernels/conv2d/few_channels.hpp"
 #include "kernelforge/kernels/conv2d/wgmma_sm90a.hpp"
 #include "kernelforge/kernels/runtime/device_facts.hpp"
 #include "kernelforge/conv.hpp"
@@ -226,6 +235,25 @@ void bm_nhwc_cudnn_legacy(benchmark::State& state, const layer& L, bool fused) {
   }
 }
 
+/// A run of a paired row under its name ("/best", ...), for check_pair.
+using named_run = std::pair<const char*, std::function<void(cudaStream_t)>>;
+
+/// The two runs of a paired row, each checked against cuDNN (check_nhwc) under
+/// key + its name before the timing: false, the row skipped with the failure,
+/// when one fails or `launched` (set by a run whose launcher may decline) is false.
+template <class T>
+bool check_pair(benchmark::State& state, problem_data_t<T>& d, const std::string& key, const named_run (&runs)[2],
+                const bool& launched) {
+  for (const auto& [suffix, run] : runs) {
+    const nhwc_check& result = check_nhwc(key + suffix, d, key, false, run);
+    if (!result.failure.empty() || !launched) {
+      state.SkipWithError((key + suffix + ": " + (launched ? result.failure : "the kernel did not launch")).c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
 /// cuDNN in NHWC through its backend graph, the engine searched (cudnn_graph.hpp):
 /// the plain convolution, or (fused) with bias and ReLU; the baseline of frac_cudnn.
 template <class T>
@@ -285,14 +313,7 @@ void bm_nhwc_columns_vs_one_tap(benchmark::State& state, const layer& L) {
     launched = launched && kf::detail::conv2d_nhwc_wgmma_try_launch(device, args, kf::epilogue::identity{}, s,
                                                                     kf::detail::conv2d_nhwc_k_steps::one_tap);
   };
-  for (const auto& [suffix, run] :
-       {std::pair<const char*, std::function<void(cudaStream_t)>>{"/best", planned}, {"/one_tap", one_tap}}) {
-    const nhwc_check& result = check_nhwc(key + suffix, d, key, false, run);
-    if (!result.failure.empty() || !launched) {
-      state.SkipWithError((key + suffix + ": " + (launched ? result.failure : "the kernel did not launch")).c_str());
-      return;
-    }
-  }
+  if (!check_pair(state, d, key, {{"/best", planned}, {"/one_tap", one_tap}}, launched)) return;
   time_gpu_paired(state, planned, one_tap);
   set_flops(state, d.flops());
   state.counters["one_tap_over_planned"] = state.counters["baseline_s"] / state.counters["gpu_s"];
@@ -322,17 +343,40 @@ void bm_nhwc_gemm_vs_best(benchmark::State& state, const layer& L) {
     kf::matmul<T>(kf::op::none, kf::op::transpose, pixels, k, c, kf::compute_t<T>(1), d.x.data(), c, d.w.data(), c,
                   kf::compute_t<T>(0), d.y.data(), k, mo);
   };
-  for (const auto& [suffix, run] :
-       {std::pair<const char*, std::function<void(cudaStream_t)>>{"/best", best}, {"/gemm", gemm}}) {
-    const nhwc_check& result = check_nhwc(key + suffix, d, key, false, run);
-    if (!result.failure.empty()) {
-      state.SkipWithError((key + suffix + ": " + result.failure).c_str());
-      return;
-    }
-  }
+  if (!check_pair(state, d, key, {{"/best", best}, {"/gemm", gemm}}, true)) return;
   time_gpu_paired(state, best, gemm);
   set_flops(state, d.flops());
   state.counters["best_over_gemm"] = state.counters["gpu_s"] / state.counters["baseline_s"];
+}
+
+/// best (step 10 on few-channel layers) against step 7 behind its column fold,
+/// the route such layers took before, timed in turn; both checked against cuDNN first.
+template <class T>
+void bm_nhwc_few_channels_vs_fold(benchmark::State& state, const layer& L) {
+  KF_BENCH_REQUIRE_GPU(state);
+  const int device = kf::detail::current_device("bench_conv");
+  const std::string key = nhwc_key<T>(L);
+  problem_data_t<T>& d = nhwc_data<T>(L);
+  const kf::detail::conv2d_args<T> args = kf::detail::make_conv2d_args<T>(
+      d.p, kf::conv2d_output_height(d.p), kf::conv2d_output_width(d.p), d.x.data(), d.w.data(), nullptr, d.y.data());
+  if (!kf::detail::conv2d_wgmma_available(device) || !kf::detail::conv2d_few_channels_available(device) ||
+      !kf::detail::conv2d_best_takes_few_channels(kf::detail::plan_conv2d_few_channels_of(args))) {
+    state.SkipWithError("needs step 10 taking the layer (sm_80+) and step 7 (compute capability 9.0, sm_90a image)");
+    return;
+  }
+  kf::conv2d_options options;
+  auto best = [&](cudaStream_t s) {
+    options.stream = s;
+    kf::conv2d_forward<T>(d.p, d.x.data(), d.w.data(), nullptr, d.y.data(), options);
+  };
+  bool launched = true;
+  auto fold = [&](cudaStream_t s) {
+    launched = launched && kf::detail::conv2d_nhwc_wgmma_try_launch(device, args, kf::epilogue::identity{}, s);
+  };
+  if (!check_pair(state, d, key, {{"/best", best}, {"/fold", fold}}, launched)) return;
+  time_gpu_paired(state, best, fold);
+  set_flops(state, d.flops());
+  state.counters["fold_over_few_channels"] = state.counters["baseline_s"] / state.counters["gpu_s"];
 }
 
 /// The conv2d_nhwc/<type>/ rows of T: cudnn_legacy, cudnn, best,
@@ -366,6 +410,10 @@ void register_nhwc() {
     if (sizeof(T) == 2 && L.p.filter_height == 3 && L.p.stride_h == 1) {
       configure(benchmark::RegisterBenchmark((type + "columns_vs_one_tap/" + L.name).c_str(),
                                              [&L](benchmark::State& s) { bm_nhwc_columns_vs_one_tap<T>(s, L); }));
+    }
+    if (sizeof(T) == 2 && L.p.in_channels <= kf::detail::conv2d_few_channels_plan::channels) {
+      configure(benchmark::RegisterBenchmark((type + "few_channels_vs_fold/" + L.name).c_str(),
+                                             [&L](benchmark::State& s) { bm_nhwc_few_channels_vs_fold<T>(s, L); }));
     }
     if (sizeof(T) == 2 && L.p.filter_height == 1 && L.p.filter_width == 1 && L.p.stride_h == 1 && L.p.stride_w == 1 &&
         L.p.pad_h == 0 && L.p.pad_w == 0) {

@@ -56,6 +56,7 @@ STEP_ROWS = {
     K + "conv2d/09_implicit_gemm_wgmma_fp32_emulated.cuh": (
         ("bench_conv_fp32_emulated.json", "conv2d/fp32_emulated/best_vs_cudnn"),
         ("bench_conv_fp32_emulated.json", "conv2d_nhwc/fp32_emulated/best_vs_cudnn")),
+    K + "conv2d/10_few_channels_mma.cuh": (),  # not yet run on the H200 (few_channels_vs_fold rows)
     K + "conv2d/backward/01_naive.cuh": (),  # the correctness baseline, not benchmarked
     K + "conv2d/backward/03_wgrad_wgmma.cuh": (("bench_conv_backward.json", "conv2d_backward/fp16/filter"),
                                                ("bench_conv_backward.json", "conv2d_backward/bf16/filter")),

@@ -116,7 +116,11 @@
 //     read TF32: the low 13 mantissa bits of each input are dropped), __half
 //     and __nv_bfloat16 take either math mode. A stride above 8 is
 //     errc::unsupported.
-//   - best: implicit_gemm_wgmma where it applies (for float only under
+//   - best: for __half and __nv_bfloat16 layers of at most 4 input channels
+//     and 64 filter taps (the RGB stem) on compute capability 8.0+, a kernel
+//     of their own (mma.sync, the input patch and the filter in shared
+//     memory, no workspace; any stride, padding and dilation whose patch fits);
+//     else implicit_gemm_wgmma where it applies (for float only under
 //     math_mode::tf32); else, for float (math_mode::exact, the default, and
 //     the layers fp32_emulated leaves to it), NCHW best's kernels -- Winograd
 //     on 3x3 layers, the implicit GEMM elsewhere; exact fp32 FMA sums, or

@@ -19,6 +19,15 @@
 //    (conv2d_wgmma_available), raises errc::unsupported naming the variant and
 //    writes nothing; the numeric check is then skipped with that reason;
 //  - elsewhere runs and is checked like the others.
+// Step 10 (few_channels_mma: 16-bit, C <= 4, R x S <= 64; few_channel_cases
+// below) by force (conv2d_nhwc_few_channels_try_launch, its own variant row
+// "few_channels"), on its cases only:
+//  - on a layer its plan refuses (the few_refused_* cases) returns false and
+//    writes nothing, on every device;
+//  - on a device below sm_80 or a library without sm_80+ code returns false
+//    and writes nothing; the numeric check is then skipped with that reason;
+//  - elsewhere runs and is checked like the others (the tensor-core bound).
+// best takes step 10 on the 16-bit layers its plan takes, on sm_80+.
 // best takes the wgmma kernel wherever it applies (strides up to 8; misaligned
 // x or weight and channel counts off 16 bytes through its column fold) and
 // falls back elsewhere (float: the NCHW kernels; 16-bit: naive), so it must give
@@ -92,9 +101,12 @@
 // two images, 8 x 16 of one) and both widths, at 56x56 C64 and 28x28 C128, Q
 // not a multiple of 8, N up to 3, padding 2 at the top and bottom, the ReLU,
 // partial channel blocks, the column fold and misaligned y (checked against
-// the plan by Conv2dNhwcCases.FilterColumnCases). The reference's cost is
-// N P Q K C R S multiply-adds in double per case and type, cached across the
-// variants: 1.5e9 for the three types (about 7 s on 2 cores at -O2).
+// the plan by Conv2dNhwcCases.FilterColumnCases); step 10's cases (16-bit
+// only; their list says what they cover, Conv2dNhwcCases.FewChannelCases
+// checks it). The reference's cost is N P Q K C R S multiply-adds in double per
+// case and type, cached across the variants: 1.5e9 for the three types and
+// 0.6e9 for step 10's cases in the two 16-bit ones (the stem at N = 2: 0.24e9 a
+// type), about 10 s on 2 cores at -O2.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -107,6 +119,7 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <cuda_bf16.h>
@@ -115,6 +128,9 @@
 #include "conv2d_bounds.hpp"
 #include "conv2d_cases.hpp"
 #include "kernelforge/conv.hpp"
+#include "kernelforge/epilogue.cuh"
+#include "kernelforge/kernels/conv2d/few_channels.hpp"
+#include "kernelforge/kernels/conv2d/plan.hpp"
 #include "kernelforge/kernels/conv2d/wgmma_plan.hpp"
 #include "kernelforge/kernels/conv2d/wgmma_sm90a.hpp"
 #include "kernelforge/reference/conv.hpp"
@@ -216,10 +232,43 @@ const std::vector<nhwc_case>& nhwc_cases() {
   return cases;
 }
 
+/// The layers of step 10 (few_channels_mma: 16-bit, C <= 4, R x S <= 64), run
+/// on the 16-bit variants and step 10 forced (Conv2dNhwcCases.FewChannelCases
+/// checks what they cover against its plan): the ResNet stem at N = 2 and an
+/// odd-sized one at N = 1; C = 1, 2, 3, 4; 1x1, 3x3, 5x5, 7x7, 7x5 (dilation
+/// 2) and 8x8 (64 taps, no padding tap); stride 1 and 2; padding 0 to 3; K =
+/// 64, 32, 40, 16, 33 (odd: channels stored one by one) and 130 (three channel
+/// blocks); bands that overhang the output (P = 149 in bands of 17 rows;
+/// Q = 601 in three column tiles of 201) and warps past a band (7 x 31 pixels);
+/// bias, none and the ReLU; x, weight and y one element off alignment; and two
+/// layers it refuses (C = 8; 81 taps).
+const std::vector<nhwc_case>& few_channel_cases() {
+  static const std::vector<nhwc_case> cases = {
+      with_relu({"few_stem_c3_224x224_k64_7x7_s2_p3_n2_relu", nhwc(2, 3, 224, 224, 64, 7, 7, 2, 2, 3, 3), true}, 0.0f),
+      {"few_c3_97x61_k64_7x7_s2_p3_n1", nhwc(1, 3, 97, 61, 64, 7, 7, 2, 2, 3, 3), false},
+      {"few_c1_97x61_k32_5x5_p2", nhwc(2, 1, 97, 61, 32, 5, 5, 1, 1, 2, 2), true},
+      with_relu({"few_c2_45x67_k40_3x3_s2_p1_relu", nhwc(2, 2, 45, 67, 40, 3, 3, 2, 2, 1, 1), true}, 0.5f),
+      {"few_c4_33x29_k64_3x3_p0_n3", nhwc(3, 4, 33, 29, 64, 3, 3, 1, 1, 0, 0), true},
+      {"few_c3_41x37_k40_7x5_d2_p3x2", nhwc(2, 3, 41, 37, 40, 7, 5, 1, 1, 3, 2, 2), false},
+      {"few_c3_300x31_k130_5x5_s2_p1_n1", nhwc(1, 3, 300, 31, 130, 5, 5, 2, 2, 1, 1), true},
+      with_relu({"few_c4_19x23_k33_3x3_p1_relu", nhwc(2, 4, 19, 23, 33, 3, 3, 1, 1, 1, 1), true}, -0.5f),
+      {"few_c3_9x601_k32_3x3_p1_n1", nhwc(1, 3, 9, 601, 32, 3, 3, 1, 1, 1, 1), false},
+      {"few_c2_20x20_k16_8x8_s2_p3", nhwc(2, 2, 20, 20, 16, 8, 8, 2, 2, 3, 3), true},
+      {"few_c3_17x15_k64_1x1", nhwc(2, 3, 17, 15, 64, 1, 1, 1, 1, 0, 0), true},
+      misaligned({"few_misaligned_c3_31x29_k64_7x7_s2_p3", nhwc(2, 3, 31, 29, 64, 7, 7, 2, 2, 3, 3), true}, 1, 1, 1),
+      {"few_refused_c8_9x9_k16_3x3_p1", nhwc(2, 8, 9, 9, 16, 3, 3, 1, 1, 1, 1), true},
+      {"few_refused_c3_13x13_k16_9x9_p4", nhwc(1, 3, 13, 13, 16, 9, 9, 1, 1, 4, 4), false},
+  };
+  return cases;
+}
+
 struct nhwc_variant {
   const char* name;
   kf::conv2d_variant variant;
   kf::math_mode math;
+  /// Step 10 forced: conv2d_nhwc_few_channels_try_launch on the validated call
+  /// (16-bit types and few_channel_cases() only).
+  bool few_channels = false;
 };
 
 const nhwc_variant float_variants[] = {
@@ -234,9 +283,20 @@ const nhwc_variant half_variants[] = {
     {"best", kf::conv2d_variant::best, kf::math_mode::exact},
     {"implicit_gemm_wgmma", kf::conv2d_variant::implicit_gemm_wgmma, kf::math_mode::exact},
 };
+const nhwc_variant few_channels_forced = {"few_channels", kf::conv2d_variant::best, kf::math_mode::exact, true};
 
 /// Whether the wgmma kernel is in this library and this device runs it.
 bool wgmma_available() { return kf::detail::conv2d_wgmma_available(kf::get_device_info().device); }
+
+/// Whether step 10 is in this library and this device runs it (sm_80+).
+bool few_channels_available() { return kf::detail::conv2d_few_channels_available(kf::get_device_info().device); }
+
+/// Step 10's plan for the layer `p` in 16-bit elements.
+kf::detail::conv2d_few_channels_plan few_channels_plan(const kf::conv2d_params& p) {
+  return kf::detail::plan_conv2d_few_channels(
+      p.batch, p.in_channels, kf::conv2d_output_height(p), kf::conv2d_output_width(p), p.out_channels, p.filter_height,
+      p.filter_width, p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, sizeof(__half));
+}
 
 /// The inputs of one case in T, on the host and the device (each at its case's
 /// offset), and the reference: built once per type and case.
@@ -296,10 +356,14 @@ struct bound {
 /// layer, the pointers, the math mode and the device allow it.
 template <class T>
 bool tensor_cores_may_run(const nhwc_variant& v, const problem<T>& pr) {
-  if (v.variant == kf::conv2d_variant::implicit_gemm_wgmma) return true;
+  if (v.variant == kf::conv2d_variant::implicit_gemm_wgmma || v.few_channels) return true;
   if (v.variant != kf::conv2d_variant::best) return false;
   if (std::is_same_v<T, float>) return v.math == kf::math_mode::tf32;  // wgmma, else the NCHW route's mma.sync
   const kf::conv2d_params& p = pr.c->p;
+  if (!std::is_same_v<T, float> && kf::detail::conv2d_best_takes_few_channels(few_channels_plan(p)) &&
+      few_channels_available()) {
+    return true;
+  }
   return kf::detail::conv2d_nhwc_wgmma_unsupported_reason(p.stride_h, p.stride_w) == nullptr && wgmma_available();
 }
 
@@ -361,6 +425,33 @@ std::size_t written(const kf::device_buffer<T>& y) {
   return n;
 }
 
+/// What forcing step 10 on a case did.
+enum class few_channels_outcome { launched, refused, unavailable };
+
+/// Step 10 forced on case `c` (its y: d_y at the case's offset). Where its plan
+/// refuses the layer the launcher must return false on every device, and where
+/// it returns false otherwise the device or the build must lack the kernel;
+/// either way nothing may be written.
+template <class T>
+few_channels_outcome run_few_channels(const nhwc_case& c, const problem<T>& pr, kf::device_buffer<T>& d_y) {
+  const kf::conv2d_params& p = c.p;
+  const kf::detail::conv2d_args<T> a =
+      kf::detail::make_conv2d_args<T>(p, kf::conv2d_output_height(p), kf::conv2d_output_width(p), pr.x_at(), pr.w_at(),
+                                      pr.bias_at(), d_y.data() + c.y_offset);
+  const int device = kf::get_device_info().device;
+  const bool launched =
+      c.relu ? kf::detail::conv2d_nhwc_few_channels_try_launch(
+                   device, a, kf::epilogue::bias_relu_threshold<float>{nullptr, true, c.threshold}, nullptr)
+             : kf::detail::conv2d_nhwc_few_channels_try_launch(device, a, kf::epilogue::identity{}, nullptr);
+  const char* refused = few_channels_plan(p).unsupported;
+  if (launched && refused == nullptr) return few_channels_outcome::launched;
+  EXPECT_FALSE(launched) << "launched a layer its plan refuses: " << refused;
+  EXPECT_EQ(written(d_y), 0u) << "y was written";
+  if (refused != nullptr) return few_channels_outcome::refused;
+  EXPECT_FALSE(few_channels_available()) << "the launcher refused a layer its plan takes on a device that runs it";
+  return few_channels_outcome::unavailable;
+}
+
 template <class T>
 void run_case(const nhwc_variant& v, const nhwc_case& c) {
   const problem<T>& pr = problem_for<T>(c);
@@ -375,6 +466,15 @@ void run_case(const nhwc_variant& v, const nhwc_case& c) {
   const auto call = [&] {
     kf::conv2d_forward<T>(p, pr.x_at(), pr.w_at(), pr.bias_at(), d_y.data() + c.y_offset, options);
   };
+  if constexpr (!std::is_same_v<T, float>) {
+    const few_channels_outcome forced = v.few_channels ? run_few_channels(c, pr, d_y) : few_channels_outcome::launched;
+    if (forced == few_channels_outcome::refused) return;
+    if (forced == few_channels_outcome::unavailable) {
+      const kf::device_info dev = kf::get_device_info();
+      GTEST_SKIP() << "few_channels_mma needs compute capability 8.0 and the library's sm_80+ code (this device: sm_"
+                   << dev.cc_major << dev.cc_minor << "); checked that it refuses and writes nothing";
+    }
+  }
   if (v.variant == kf::conv2d_variant::implicit_gemm_wgmma) {
     const char* reason = kf::detail::conv2d_nhwc_wgmma_unsupported_reason(p.stride_h, p.stride_w);
     if (reason != nullptr) {  // the layer: refused on every device
@@ -391,7 +491,7 @@ void run_case(const nhwc_variant& v, const nhwc_case& c) {
                    << dev.cc_major << dev.cc_minor << "); checked that it refuses with errc::unsupported";
     }
   }
-  call();
+  if (!v.few_channels) call();
   const auto got = kf::to_host(d_y);
   if (c.y_offset) {
     ASSERT_TRUE(std::isnan(kf::reference::to_double(got[0]))) << "the element before y was written";
@@ -403,22 +503,28 @@ void run_case(const nhwc_variant& v, const nhwc_case& c) {
 struct nhwc_param {
   dtype type;
   nhwc_variant variant;
-  std::size_t case_index;
+  const nhwc_case* c;
 };
 
 void PrintTo(const nhwc_param& p, std::ostream* os) {
-  *os << dtype_name(p.type) << "/" << p.variant.name << "/" << nhwc_cases()[p.case_index].name;
+  *os << dtype_name(p.type) << "/" << p.variant.name << "/" << p.c->name;
 }
 
 /// Every type x its variants x every case: each case is a geometry or pointer
-/// condition the variants' dispatch or indexing branches on.
+/// condition the variants' dispatch or indexing branches on. The 16-bit types
+/// also run step 10's cases on their variants and on step 10 forced.
 std::vector<nhwc_param> nhwc_params() {
   std::vector<nhwc_param> params;
   for (dtype t : {dtype::f32, dtype::f16, dtype::bf16}) {
     const nhwc_variant* begin = t == dtype::f32 ? std::begin(float_variants) : std::begin(half_variants);
     const nhwc_variant* end = t == dtype::f32 ? std::end(float_variants) : std::end(half_variants);
     for (const nhwc_variant* v = begin; v != end; ++v) {
-      for (std::size_t i = 0; i < nhwc_cases().size(); ++i) params.push_back({t, *v, i});
+      for (const nhwc_case& c : nhwc_cases()) params.push_back({t, *v, &c});
+    }
+    if (t == dtype::f32) continue;
+    for (const nhwc_case& c : few_channel_cases()) {
+      for (const nhwc_variant* v = begin; v != end; ++v) params.push_back({t, *v, &c});
+      params.push_back({t, few_channels_forced, &c});
     }
   }
   return params;
@@ -429,7 +535,7 @@ class Conv2dNhwc : public ::testing::TestWithParam<nhwc_param> {};
 TEST_P(Conv2dNhwc, MatchesReference) {
   KF_SKIP_WITHOUT_GPU();
   const nhwc_param& param = GetParam();
-  const nhwc_case& c = nhwc_cases()[param.case_index];
+  const nhwc_case& c = *param.c;
   switch (param.type) {
     case dtype::f32: return run_case<float>(param.variant, c);
     case dtype::f16: return run_case<__half>(param.variant, c);
@@ -440,7 +546,7 @@ TEST_P(Conv2dNhwc, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Conv, Conv2dNhwc, ::testing::ValuesIn(nhwc_params()),
                          [](const ::testing::TestParamInfo<nhwc_param>& info) {
                            return std::string(dtype_name(info.param.type)) + "_" + info.param.variant.name + "_" +
-                                  nhwc_cases()[info.param.case_index].name;
+                                  info.param.c->name;
                          });
 
 // N = 0 and K = 0 are no-ops on every variant and type (before any device
@@ -709,10 +815,82 @@ TEST(Conv2dNhwcCases, FusedBiasReluCases) {
 /// Every case's fp32 bound stays below half of one term's typical size
 /// |w| |x| ~ S / (C*R*S), so a wrong tap, channel or filter fails (top of file).
 TEST(Conv2dNhwcCases, BoundsCanFail) {
-  for (const nhwc_case& c : nhwc_cases()) {
-    const double crs = static_cast<double>(c.p.in_channels * c.p.filter_height * c.p.filter_width);
-    EXPECT_LE(2 * (crs + 1) * fp32_u, 0.5 / crs) << c.name;
+  for (const auto* cases : {&nhwc_cases(), &few_channel_cases()}) {
+    for (const nhwc_case& c : *cases) {
+      const double crs = static_cast<double>(c.p.in_channels * c.p.filter_height * c.p.filter_width);
+      EXPECT_LE(2 * (crs + 1) * fp32_u, 0.5 / crs) << c.name;
+    }
   }
+}
+
+/// few_channel_cases() cover what their comment claims, against step 10's own
+/// plan (plan.hpp): the few_refused_* cases are refused and no other; the stem
+/// runs 7 full warps on bands of 2 x 112 pixels (at bench_conv's N = 16 too);
+/// bands overhang the output in rows and columns; warps run past a band;
+/// several channel blocks; odd K and K off 64; padding taps and none; every C
+/// up to 4, both strides, paddings 0 to 3, dilation 2, N = 1, the ReLU, bias
+/// and none, misaligned x and y.
+TEST(Conv2dNhwcCases, FewChannelCases) {
+  using plan_t = kf::detail::conv2d_few_channels_plan;
+  int row_overhang = 0, column_tiles = 0, warp_overhang = 0, blocks = 0, odd_k = 0, partial_block = 0;
+  int padding_taps = 0, whole_steps = 0, stride1 = 0, stride2 = 0, dilated = 0, single = 0, relu = 0, bias = 0;
+  int no_bias = 0, x_off = 0, y_off = 0;
+  int channels[plan_t::channels + 1] = {}, pads[4] = {};
+  for (const nhwc_case& c : few_channel_cases()) {
+    const kf::conv2d_params& p = c.p;
+    const plan_t l = few_channels_plan(p);
+    const bool refused = std::string(c.name).rfind("few_refused_", 0) == 0;
+    EXPECT_EQ(l.unsupported != nullptr, refused) << c.name << ": " << (l.unsupported ? l.unsupported : "taken");
+    if (refused) continue;
+    const std::size_t P = kf::conv2d_output_height(p), Q = kf::conv2d_output_width(p);
+    row_overhang += l.tile_p * l.tiles_p > P ? 1 : 0;
+    column_tiles += l.tiles_q > 1 && l.tile_q * l.tiles_q > Q ? 1 : 0;
+    warp_overhang += l.warps * plan_t::warp_pixels > l.tile_p * l.tile_q ? 1 : 0;
+    blocks += l.k_blocks > 1 ? 1 : 0;
+    odd_k += p.out_channels % 2 != 0 ? 1 : 0;
+    partial_block += p.out_channels % plan_t::block_n != 0 ? 1 : 0;
+    const std::size_t taps = p.filter_height * p.filter_width;
+    padding_taps += taps % plan_t::taps_per_step != 0 ? 1 : 0;
+    whole_steps += taps % plan_t::taps_per_step == 0 && taps > 1 ? 1 : 0;
+    stride1 += p.stride_h == 1 ? 1 : 0;
+    stride2 += p.stride_h == 2 ? 1 : 0;
+    dilated += p.dilation_h == 2 ? 1 : 0;
+    single += p.batch == 1 ? 1 : 0;
+    relu += c.relu ? 1 : 0;
+    bias += c.bias ? 1 : 0;
+    no_bias += c.bias ? 0 : 1;
+    x_off += c.x_offset > 0 ? 1 : 0;
+    y_off += c.y_offset > 0 ? 1 : 0;
+    ++channels[p.in_channels];
+    if (p.pad_h < 4) ++pads[p.pad_h];
+  }
+  for (std::size_t n : {std::size_t{2}, std::size_t{16}}) {
+    const plan_t stem = few_channels_plan(nhwc(n, 3, 224, 224, 64, 7, 7, 2, 2, 3, 3));
+    EXPECT_EQ(stem.unsupported, nullptr);
+    EXPECT_EQ(stem.tile_p * 100 + stem.tile_q, 2u * 100 + 112u);
+    EXPECT_EQ(stem.warps, 7u);
+    EXPECT_TRUE(kf::detail::conv2d_best_takes_few_channels(stem));
+  }
+  const std::pair<const char*, int> covered[] = {{"row overhang", row_overhang},
+                                                 {"column tiles", column_tiles},
+                                                 {"warp overhang", warp_overhang},
+                                                 {"channel blocks", blocks},
+                                                 {"odd K", odd_k},
+                                                 {"K off 64", partial_block},
+                                                 {"padding taps", padding_taps},
+                                                 {"whole k-steps", whole_steps},
+                                                 {"stride 1", stride1},
+                                                 {"stride 2", stride2},
+                                                 {"dilation 2", dilated},
+                                                 {"N = 1", single},
+                                                 {"ReLU", relu},
+                                                 {"bias", bias},
+                                                 {"no bias", no_bias},
+                                                 {"misaligned x", x_off},
+                                                 {"misaligned y", y_off}};
+  for (const auto& [what, count] : covered) EXPECT_GE(count, 1) << what;
+  for (std::size_t c = 1; c <= plan_t::channels; ++c) EXPECT_GE(channels[c], 1) << "C = " << c;
+  for (int pad = 0; pad < 4; ++pad) EXPECT_GE(pads[pad], 1) << "padding " << pad;
 }
 
 /// The misaligned_* cases and the layers whose pixels are not a whole number

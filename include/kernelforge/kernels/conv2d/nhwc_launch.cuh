@@ -3,6 +3,8 @@
 // NHWC call (validate.cpp has checked the variant, types and geometry), for the
 // library's own epilogues (src/conv2d/conv2d.cu; <kernelforge/conv.cuh> refuses
 // NHWC). The route (nhwc_plan.hpp's route_conv2d_nhwc, CPU-tested), in order:
+//  * best: few_channels_mma (step 10, few_channels.hpp) for the 16-bit layers
+//    its plan takes (C <= 4, R x S <= 64: the RGB stem) on sm_80+;
 //  * implicit_gemm_wgmma (step 7 in the NHWC layout, sm_90a object:
 //    wgmma_sm90a.hpp) where the device, the build and the layer allow it and the
 //    epilogue is one the object was compiled for: the 16-bit types, and float
@@ -33,6 +35,7 @@
 #include "../common/transpose.cuh"
 #include "01_naive.cuh"
 #include "args.cuh"
+#include "few_channels.hpp"
 #include "gemm_launch.cuh"
 #include "kernelforge/conv.hpp"
 #include "kernelforge/error.hpp"
@@ -91,6 +94,12 @@ template <class T, class Epilogue>
 void dispatch_conv2d_nhwc(const char* what, int device, const conv2d_args<T>& a, const conv2d_options& options,
                           Epilogue ep) {
   const bool named = options.variant == conv2d_variant::implicit_gemm_wgmma;
+  if constexpr (!std::is_same_v<T, float> && conv2d_wgmma_epilogue_v<Epilogue>) {
+    if (options.variant == conv2d_variant::best && conv2d_best_takes_few_channels(plan_conv2d_few_channels_of(a)) &&
+        conv2d_nhwc_few_channels_try_launch(device, a, ep, options.stream)) {
+      return;
+    }
+  }
   const conv2d_nhwc_route route = route_conv2d_nhwc(options.variant, options.math, std::is_same_v<T, float>);
   if (route.wgmma) {
     if constexpr (conv2d_wgmma_epilogue_v<Epilogue>) {

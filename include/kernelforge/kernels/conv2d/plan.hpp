@@ -4,8 +4,9 @@
 // (tests/conv2d/conv2d_cpu_test.cpp): the implicit GEMM's block tile and its
 // split-K (the shared planner, common/split_k_plan.hpp, with conv2d's
 // limits), where Winograd F(2x2,3x3) applies and what `best` runs in exact
-// fp32, and the workspace layouts of the two Winograd steps. No CUDA calls
-// here. (The wgmma step's rules: wgmma_plan.hpp.)
+// fp32, the workspace layouts of the two Winograd steps, and step 10's bands
+// (few-channel NHWC layers) and best's route to it. No CUDA calls here. (The
+// wgmma step's rules: wgmma_plan.hpp.)
 #pragma once
 
 #include <cstddef>
@@ -207,6 +208,106 @@ inline conv2d_winograd_fused_layout make_conv2d_winograd_fused_layout(std::size_
   l.grid_x = ceil_div(l.tiles, L::tiles_per_block);
   l.grid_y = ceil_div(k, L::filters);
   return l;
+}
+
+// ---- step 10: few input channels, large filters (10_few_channels_mma.cuh) ---------
+
+/// The shape of one step-10 launch: CTA (b, kb) computes output channels
+/// [64 kb, 64 kb + 64) of band b, tile_p x tile_q output pixels of one image,
+/// from a patch of patch_rows x patch_cols input pixels (each padded to 4
+/// channels, 8 bytes) and the filter (64 x k_steps 16-element rows: 4 taps of 4
+/// channels a k-step, + 16 bytes) in shared memory.
+struct conv2d_few_channels_plan {
+  static constexpr std::size_t channels = 4;         ///< C padded to this in shared memory (the domain's most)
+  static constexpr std::size_t taps_per_step = 4;    ///< mma.m16n8k16's k = 16 = 4 taps x 4 channels
+  static constexpr std::size_t block_n = 64;         ///< output channels per CTA (grid y)
+  static constexpr std::size_t warp_pixels = 32;     ///< output pixels per warp (two m16 fragments)
+  static constexpr std::size_t max_taps = 64;        ///< R * S: 16 k-steps, a 33 KB filter
+  static constexpr std::size_t pixel_bytes = 8;      ///< 4 16-bit channels
+  static constexpr std::size_t filter_row_pad = 16;  ///< bytes: an odd number of 16-byte chunks a row (ldmatrix)
+  static constexpr std::size_t max_grid_x = 2147483647;
+  std::size_t tile_p = 0, tile_q = 0, tiles_p = 0, tiles_q = 0;
+  std::size_t patch_rows = 0, patch_cols = 0;
+  std::size_t k_steps = 0, k_blocks = 0, bands = 0, warps = 0;
+  std::size_t filter_row_bytes = 0, table_offset = 0, patch_offset = 0, smem_bytes = 0;
+  /// nullptr when step 10 computes the layer with this plan; else what rules it out.
+  const char* unsupported = nullptr;
+};
+
+/// Fills the patch, grid and shared-memory fields of `l` from its tile.
+inline void size_conv2d_few_channels(conv2d_few_channels_plan& l, std::size_t n, std::size_t k, std::size_t r,
+                                     std::size_t s, std::size_t stride_h, std::size_t stride_w, std::size_t dilation_h,
+                                     std::size_t dilation_w) {
+  using L = conv2d_few_channels_plan;
+  l.patch_rows = (l.tile_p - 1) * stride_h + (r - 1) * dilation_h + 1;
+  l.patch_cols = (l.tile_q - 1) * stride_w + (s - 1) * dilation_w + 1;
+  l.k_steps = ceil_div(r * s, L::taps_per_step);
+  l.k_blocks = ceil_div(k, L::block_n);
+  l.bands = n * l.tiles_p * l.tiles_q;
+  l.warps = ceil_div(l.tile_p * l.tile_q, L::warp_pixels);
+  l.filter_row_bytes = l.k_steps * L::taps_per_step * L::pixel_bytes + L::filter_row_pad;
+  l.table_offset = L::block_n * l.filter_row_bytes;
+  l.patch_offset = l.table_offset + l.k_steps * 2 * 2 * sizeof(int);  // (lo, hi) tap offsets for each half-step
+  l.smem_bytes = l.patch_offset + l.patch_rows * l.patch_cols * L::pixel_bytes;
+}
+
+/// Step 10's plan for the NHWC layer N x C x H x W -> K x P x Q (R x S filter),
+/// its elements element_bytes wide. The band: up to
+/// conv2d_few_channels_max_pixels output pixels, whole output rows where a row
+/// fits (tile_q = Q, tile_p rows), else an even split of each row; both
+/// split evenly over the image (a last band as full as the others). A band whose
+/// patch and filter exceed conv2d_few_channels_smem_budget is halved in rows,
+/// then in columns. unsupported names the first condition that fails: 16-bit
+/// elements, C <= 4, R * S <= 64, a shared-memory footprint within the budget,
+/// and a grid within CUDA's limits.
+inline conv2d_few_channels_plan plan_conv2d_few_channels(std::size_t n, std::size_t c, std::size_t p, std::size_t q,
+                                                         std::size_t k, std::size_t r, std::size_t s,
+                                                         std::size_t stride_h, std::size_t stride_w,
+                                                         std::size_t dilation_h, std::size_t dilation_w,
+                                                         std::size_t element_bytes) {
+  using L = conv2d_few_channels_plan;
+  L l;
+  if (element_bytes != 2) {
+    l.unsupported = "the elements are not 16-bit (__half or __nv_bfloat16)";
+    return l;
+  }
+  if (c > L::channels) {
+    l.unsupported = "the layer has more than 4 input channels";
+    return l;
+  }
+  if (r * s > L::max_taps) {
+    l.unsupported = "the filter has more than 64 taps (R x S)";
+    return l;
+  }
+  const std::size_t max_pixels = conv2d_few_channels_max_pixels;
+  l.tiles_q = ceil_div(q, max_pixels);
+  l.tile_q = ceil_div(q, l.tiles_q);
+  l.tile_p = max_pixels / l.tile_q < p ? max_pixels / l.tile_q : p;
+  l.tiles_p = ceil_div(p, l.tile_p);
+  l.tile_p = ceil_div(p, l.tiles_p);
+  size_conv2d_few_channels(l, n, k, r, s, stride_h, stride_w, dilation_h, dilation_w);
+  while (l.smem_bytes > conv2d_few_channels_smem_budget && (l.tile_p > 1 || l.tile_q > 1)) {
+    if (l.tile_p > 1) {
+      l.tiles_p = ceil_div(p, ceil_div(l.tile_p, 2));
+      l.tile_p = ceil_div(p, l.tiles_p);
+    } else {
+      l.tiles_q = ceil_div(q, ceil_div(l.tile_q, 2));
+      l.tile_q = ceil_div(q, l.tiles_q);
+    }
+    size_conv2d_few_channels(l, n, k, r, s, stride_h, stride_w, dilation_h, dilation_w);
+  }
+  if (l.smem_bytes > conv2d_few_channels_smem_budget) {
+    l.unsupported = "the filter's reach (dilation and stride) needs more shared memory than the kernel's budget";
+  } else if (l.bands > L::max_grid_x || l.k_blocks > max_grid_yz) {
+    l.unsupported = "the layer needs more CTAs than a grid holds";
+  }
+  return l;
+}
+
+/// Whether `best` runs step 10 on an NHWC layer whose plan is `l` (the device
+/// check, sm_80+, is the launcher's).
+inline bool conv2d_best_takes_few_channels(const conv2d_few_channels_plan& l) {
+  return conv2d_best_uses_few_channels && l.unsupported == nullptr;
 }
 
 }  // namespace kf::detail

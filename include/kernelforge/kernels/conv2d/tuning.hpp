@@ -98,4 +98,24 @@ constexpr bool conv2d_best_uses_pipelined = false;
 /// vs 0.77; C256 14x14 (196, 1.48 waves: 74% of two waves busy) 0.61 vs 0.71.
 constexpr std::size_t conv2d_winograd_fused_fill_num = 9, conv2d_winograd_fused_fill_den = 10;
 
+// ---- step 10: few input channels, large filters (10_few_channels_mma.cuh) ---------
+
+/// Output pixels one CTA of step 10 computes at most (a band of whole output
+/// rows, or of a part of one): 8 warps of 32 pixels. More pixels per CTA
+/// spread the filter's load (once per CTA, 27 KB for the stem) over more
+/// products; fewer make more CTAs for small layers.
+/// Evidence: none measured yet; the stem's band (2 rows x 112 = 224 pixels, 7 warps) fills
+/// every warp (conv2d.md#conv2d_few_channels).
+constexpr std::size_t conv2d_few_channels_max_pixels = 256;
+/// Shared memory a step-10 CTA may use (filter + patch): two CTAs fit an SM of every
+/// sm_80+ GPU but the 100 KB ones, and every such GPU grants it to a block.
+/// Evidence: none measured; the stem takes 44 KB (conv2d.md#conv2d_few_channels).
+constexpr std::size_t conv2d_few_channels_smem_budget = 64 * 1024;
+/// Whether `best` runs step 10 on the 16-bit NHWC layers it computes (C <= 4)
+/// rather than step 7 behind its column fold.
+/// Evidence: not yet measured: the fp16 stem on step 7 behind its fold ran 138-141 us, cuDNN 51 us
+/// (conv2d.md#conv2d_nhwc_stem_fold); step 10 has no pass and 147 of each 208 reduction elements
+/// are data, step 7's k-steps 3/8 (conv2d.md#conv2d_few_channels: rows few_channels_vs_fold).
+constexpr bool conv2d_best_uses_few_channels = true;
+
 }  // namespace kf::detail
