@@ -198,7 +198,8 @@ bool wgrad_as_wgmma(const char* what, int device, const conv2d_params& p, const 
   if constexpr (tf32) {
     if (o.math != math_mode::tf32) return false;
     if (o.variant == conv2d_backward_variant::best &&
-        !conv2d_wgrad_tf32_preferred(p.filter_height, p.filter_width, p.stride_h, p.stride_w, p.pad_h, p.pad_w)) {
+        !conv2d_wgrad_tf32_preferred(p.in_channels, p.filter_height, p.filter_width, p.stride_h, p.stride_w, p.pad_h,
+                                     p.pad_w)) {
       return false;
     }
   }

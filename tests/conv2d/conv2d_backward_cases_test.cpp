@@ -217,8 +217,8 @@ TEST(Conv2dBackwardCases, WgmmaWgradTf32Cases) {
     const std::size_t P = kf::conv2d_output_height(p), Q = kf::conv2d_output_width(p);
     const kf::detail::conv2d_wgrad_wgmma_plan plan = kf::detail::plan_conv2d_wgrad_wgmma(
         p.batch, P, Q, p.out_channels, channels, p.filter_height, s, p.stride_h, stride_w, p.dilation_h, 132, false, 4);
-    const bool best = kf::detail::conv2d_wgrad_tf32_preferred(p.filter_height, p.filter_width, p.stride_h, p.stride_w,
-                                                              p.pad_h, p.pad_w);
+    const bool best = kf::detail::conv2d_wgrad_tf32_preferred(p.in_channels, p.filter_height, p.filter_width,
+                                                              p.stride_h, p.stride_w, p.pad_h, p.pad_w);
     pad1_3x3 += p.filter_height == 3 && p.filter_width == 3 && p.pad_h == 1 && p.stride_h == 1 ? 1 : 0;
     strided_odd += p.stride_h > 1 && (p.in_height % 2 == 1 || p.in_width % 2 == 1) ? 1 : 0;
     dilated += p.dilation_h > 1 ? 1 : 0;

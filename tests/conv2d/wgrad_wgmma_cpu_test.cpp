@@ -310,16 +310,19 @@ TEST(Conv2dWgradWgmma, BenchLayersPlansTf32) {
 }
 
 /// `best` takes step 4 for float NHWC under TF32 wherever step 2 would write an
-/// im2col matrix; not for 1x1 stride-1 unpadded layers, whose x is its own.
+/// im2col matrix and x is read in place; not for 1x1 stride-1 unpadded layers,
+/// whose x is its own, nor where C is not a multiple of 4 (the column fold).
 TEST(Conv2dWgradWgmma, Tf32Route) {
   using kf::detail::conv2d_wgrad_tf32_preferred;
-  // (r, s, stride_h, stride_w, pad_h, pad_w)
-  EXPECT_TRUE(conv2d_wgrad_tf32_preferred(3, 3, 1, 1, 1, 1));   // ResNet 3x3
-  EXPECT_TRUE(conv2d_wgrad_tf32_preferred(7, 7, 2, 2, 3, 3));   // the stem
-  EXPECT_TRUE(conv2d_wgrad_tf32_preferred(1, 1, 2, 2, 0, 0));   // 1x1 strided: im2col
-  EXPECT_TRUE(conv2d_wgrad_tf32_preferred(1, 1, 1, 1, 1, 0));   // 1x1 padded: im2col
-  EXPECT_TRUE(conv2d_wgrad_tf32_preferred(3, 1, 1, 1, 1, 0));   // 3 x 1
-  EXPECT_FALSE(conv2d_wgrad_tf32_preferred(1, 1, 1, 1, 0, 0));  // x is the im2col matrix
+  // (c, r, s, stride_h, stride_w, pad_h, pad_w)
+  EXPECT_TRUE(conv2d_wgrad_tf32_preferred(64, 3, 3, 1, 1, 1, 1));    // ResNet 3x3
+  EXPECT_FALSE(conv2d_wgrad_tf32_preferred(3, 7, 7, 2, 2, 3, 3));    // the stem: x through the fold
+  EXPECT_TRUE(conv2d_wgrad_tf32_preferred(4, 7, 7, 2, 2, 3, 3));     // 16-byte pixels: in place
+  EXPECT_FALSE(conv2d_wgrad_tf32_preferred(66, 3, 3, 1, 1, 1, 1));   // C off 4: the fold
+  EXPECT_TRUE(conv2d_wgrad_tf32_preferred(64, 1, 1, 2, 2, 0, 0));    // 1x1 strided: im2col
+  EXPECT_TRUE(conv2d_wgrad_tf32_preferred(64, 1, 1, 1, 1, 1, 0));    // 1x1 padded: im2col
+  EXPECT_TRUE(conv2d_wgrad_tf32_preferred(64, 3, 1, 1, 1, 1, 0));    // 3 x 1
+  EXPECT_FALSE(conv2d_wgrad_tf32_preferred(256, 1, 1, 1, 1, 0, 0));  // x is the im2col matrix
 }
 
 }  // namespace
