@@ -787,8 +787,7 @@ TEST(Conv2dNhwcCases, WinogradCases) {
   EXPECT_GE(relu, 2);
 }
 
-/// The fused bias + ReLU (the wgmma kernel's sums start at the bias, the
-/// epilogue thresholds: 07_implicit_gemm_wgmma.cuh) runs in the cases on both
+/// The fused bias + ReLU (07_implicit_gemm_wgmma.cuh's epilogue) runs in the cases on both
 /// schedules -- ping-pong (a consumer warpgroup's two m64 blocks share the
 /// tile's columns) and cooperative -- with K past a tile's width and a
 /// threshold that is not 0, and the ReLU runs without a bias too.

@@ -31,11 +31,8 @@
 //    mbarriers), two consumer warpgroups issue the products and keep one stage's
 //    products in flight; the ring runs on into the next tile while the
 //    consumers store the last one.
-//  * Epilogue: bias[k] + sum, the functor, and a masked store straight into
-//    NCHW y (for a fixed k, a tile's consecutive rows are consecutive q). The
-//    sums start at their channel's bias, loaded once per tile before the
-//    products (start_at_column_bias), so that the fused bias + ReLU costs a
-//    compare and a select per value, no load or branch (epilogue_split).
+//  * Epilogue: sum + bias[k], the functor, and a masked store straight into
+//    NCHW y (for a fixed k, a tile's consecutive rows are consecutive q).
 //
 // channels_last (NHWC x, KRSC filter, NPQK y; T = float, __half, __nv_bfloat16):
 //  * Strides up to 8: the A map steps through the input at the layer's stride
@@ -171,81 +168,13 @@ __device__ __forceinline__ void produce(const params<T>& prm, const stage_ring<S
 }
 #endif  // KF_ARCH_SM90A
 
-/// How the kernel applies an epilogue: `bias` -- the functor's own bias per
-/// column (nullptr: none), which start_at_column_bias puts into the sums' start
-/// -- and `value`, the functor store_tile applies to each value. The library's
-/// bias_relu_threshold<float> (conv2d_options' ReLU; a user may pass it with a
-/// bias too) splits into its bias and the same functor without it, whose
-/// nullptr is then a constant: no value pays a test of the pointer or a
-/// predicated load, only the threshold's compare and select. Any other functor
-/// (identity, a user's) is applied whole, with no bias of its own.
-template <class Epilogue>
-struct epilogue_split {
-  __device__ __forceinline__ static const float* bias(const Epilogue&) { return nullptr; }
-  __device__ __forceinline__ static const Epilogue& value(const Epilogue& ep) { return ep; }
-};
-template <>
-struct epilogue_split<epilogue::bias_relu_threshold<float>> {
-  using functor = epilogue::bias_relu_threshold<float>;
-  __device__ __forceinline__ static const float* bias(const functor& ep) { return ep.bias; }
-  __device__ __forceinline__ static functor value(const functor& ep) { return functor{nullptr, ep.relu, ep.threshold}; }
-};
-
-/// A consumer thread's sums of an m64 block of the tile in channel column k0
-/// start at the bias of their output channel, so that the products add onto it
-/// and the epilogue adds nothing: accumulator 4c + 2h + j sits at channel k0 +
-/// 8c + 2 (lane % 4) + j, and starts at prm.bias[k] (conv2d_args' bias, T) plus
-/// the functor's own bias where it has one (epilogue_split), in fp32; at +0
-/// without either. Once per tile, branch-free (a channel past K, never stored,
-/// reads channel K - 1), so that every load is issued before the first
-/// conversion waits for one: one load latency a tile, before its products.
-/// Why not in the epilogue: there a bias load between two stores of y cannot
-/// move above the first (y and the bias may alias, as far as the compiler
-/// knows), so each waits out its latency in turn; held in registers through
-/// the stores instead, the bias spills ping-pong's 128-wide instances, whose
-/// two blocks of sums take 128 of the 168 registers.
-template <int Acc, class T, class Epilogue>
-__device__ __forceinline__ void start_at_column_bias(float (&d)[Acc], const params<T>& prm, const Epilogue& ep, int k0,
-                                                     int lane) {
-  constexpr int columns = Acc / 2;  // 8 c + 2 (lane % 4) + j -> column 2 c + j
-  const auto channel = [&](int column) {
-    const int k = k0 + 8 * (column / 2) + 2 * (lane % 4) + column % 2;
-    return k < prm.k ? k : prm.k - 1;
-  };
-  float v[columns];
-#pragma unroll
-  for (int i = 0; i < columns; ++i) v[i] = 0.0f;
-  if (prm.bias != nullptr) {
-    T raw[columns];
-#pragma unroll
-    for (int i = 0; i < columns; ++i) raw[i] = prm.bias[channel(i)];
-#pragma unroll
-    for (int i = 0; i < columns; ++i) v[i] = to_compute(raw[i]);
-  }
-  const float* const functor_bias = epilogue_split<Epilogue>::bias(ep);
-  if (functor_bias != nullptr) {
-    float raw[columns];
-#pragma unroll
-    for (int i = 0; i < columns; ++i) raw[i] = functor_bias[channel(i)];
-#pragma unroll
-    for (int i = 0; i < columns; ++i) v[i] += raw[i];
-  }
-#pragma unroll
-  for (int i = 0; i < columns; ++i) {
-    d[4 * (i / 2) + i % 2] = v[i];      // row h = 0
-    d[4 * (i / 2) + 2 + i % 2] = v[i];  // row h = 1
-  }
-}
-
 /// One consumer warpgroup's 64 rows (row block `block` of the 128-row tile w)
-/// of a tile's sums d, the bias already in them (start_at_column_bias): the
-/// functor's per-value part (epilogue_split; fp32), the one rounding to T, and
-/// the masked store into y -- NCHW (NKPQ) or NHWC (NPQK). Rows past the box or
-/// outside the output are not stored.
+/// of a tile's sums d: + bias[k], the functor (fp32), the one rounding to T,
+/// and the masked store into y -- NCHW (NKPQ) or NHWC (NPQK). Rows past the
+/// box or outside the output are not stored.
 template <class T, conv2d_layout Layout, int Acc, class Epilogue>
 __device__ __forceinline__ void store_tile(const float (&d)[Acc], const params<T>& prm, const tile_origin& w, int block,
                                            int warp_in_warpgroup, int lane, const Epilogue& ep) {
-  const auto& fn = epilogue_split<Epilogue>::value(ep);
   // Accumulator i of a thread: row 16 * warp + lane / 4 + 8 * ((i % 4) / 2),
   // column 8 * (i / 4) + 2 * (lane % 4) + i % 2. Row -> pixel of the box.
 #pragma unroll
@@ -259,8 +188,12 @@ __device__ __forceinline__ void store_tile(const float (&d)[Acc], const params<T
     if (n >= prm.n || p >= prm.p || q >= prm.q) continue;  // the box overhangs the output
     const int pixel = p * prm.q + q;
     const long long gemm_row = static_cast<long long>(n) * prm.pq + pixel;
-    // Accumulator i at output channel k: the functor (fp32), the one rounding to T.
-    const auto out = [&](int i, int k) { return static_cast<float>(fn(d[i], gemm_row, k)); };
+    // Accumulator i at output channel k: + bias, the functor (fp32), the one rounding to T.
+    const auto out = [&](int i, int k) {
+      float v = d[i];
+      if (prm.bias != nullptr) v += to_compute(prm.bias[k]);
+      return static_cast<float>(ep(v, gemm_row, k));
+    };
     if constexpr (Layout == conv2d_layout::nchw) {
       T* const y_pixel = prm.y + static_cast<long long>(n) * prm.k * prm.pq + pixel;
 #pragma unroll
@@ -380,21 +313,18 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
     int own_tiles = 0;  // tiles this warpgroup has taken so far
     for (int t = first; t < prm.tiles; t += step, ++own_tiles) {
       const tile_origin w = tile_of<BN>(prm, t);
-      // The sums start at their channel's bias (ping-pong: its loads wait while the other warpgroup multiplies).
-      float d[kBlocks][kAcc];
-      start_at_column_bias(d[0], prm, ep, w.k0, lane);
-#pragma unroll
-      for (int m = 1; m < kBlocks; ++m) {  // ping-pong's second m64 block: the same columns
-#pragma unroll
-        for (int i = 0; i < kAcc; ++i) d[m][i] = d[0][i];
-      }
       if constexpr (PingPong) {
         if (consumer == 1) mbar_wait(mainloop_done, static_cast<std::uint32_t>(own_tiles & 1));
         if (consumer == 0 && own_tiles > 0)
           mbar_wait(mainloop_done + 8, static_cast<std::uint32_t>((own_tiles - 1) & 1));
       }
+      float d[kBlocks][kAcc];
 #pragma unroll
-      for (int m = 0; m < kBlocks; ++m) fence_operands(d[m]);
+      for (int m = 0; m < kBlocks; ++m) {
+#pragma unroll
+        for (int i = 0; i < kAcc; ++i) d[m][i] = 0.0f;
+        fence_operands(d[m]);
+      }
 
       int previous = -1;
       for (int kt = 0; kt < prm.k_steps; ++kt) {

@@ -33,8 +33,7 @@
 //    producer warpgroup gives its registers to the consumers (setmaxnreg).
 //  * Strides up to 8 and any padding and dilation, in both layouts: the A map
 //    of the split input steps through it as step 7's NHWC map does.
-//  * Epilogue: step 7's (the total starts at the bias; the fused threshold
-//    ReLU, NCHW or NHWC stores).
+//  * Epilogue: step 7's (bias, the fused threshold ReLU, NCHW or NHWC stores).
 // Cost: three times step 7's TF32 products and twice its operand bytes, plus
 // the pre-pass (reads x once, writes it twice). Layers with fewer than 32
 // channels, strides above 8 or C R S < 128 run the exact kernels instead
@@ -128,7 +127,6 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
     for (int t = blockIdx.x; t < prm.tiles; t += gridDim.x) {
       const tile_origin w = tile_of<BN>(prm, t);
       sums.reset();
-      start_at_column_bias(sums.total, prm, ep, w.k0, lane);  // step 7's: the total starts at the bias
       for (int kt = 0; kt < prm.k_steps; kt += 2) {
         wgmma::fp32_emulated_k_block<Apart>(ring, at, partial, correction, sums, lane, mma,
                                             [&](int st) { ring.release(st); });
