@@ -56,10 +56,13 @@ STEP_ROWS = {
     K + "conv2d/09_implicit_gemm_wgmma_fp32_emulated.cuh": (
         ("bench_conv_fp32_emulated.json", "conv2d/fp32_emulated/best_vs_cudnn"),
         ("bench_conv_fp32_emulated.json", "conv2d_nhwc/fp32_emulated/best_vs_cudnn")),
-    K + "conv2d/10_few_channels_mma.cuh": (),  # not yet run on the H200 (few_channels_vs_fold rows)
+    K + "conv2d/10_few_channels_mma.cuh": (("bench_conv_nhwc.json", "conv2d_nhwc/fp16/few_channels_vs_fold"),
+                                           ("bench_conv_nhwc.json", "conv2d_nhwc/bf16/few_channels_vs_fold")),
     K + "conv2d/backward/01_naive.cuh": (),  # the correctness baseline, not benchmarked
     K + "conv2d/backward/03_wgrad_wgmma.cuh": (("bench_conv_backward.json", "conv2d_backward/fp16/filter"),
                                                ("bench_conv_backward.json", "conv2d_backward/bf16/filter")),
+    K + "conv2d/backward/04_wgrad_wgmma_tf32.cuh": (
+        ("bench_conv_backward.json", "conv2d_backward/tf32/filter_wgmma"),),
     K + "filter2d/01_naive.cuh": ((FIL, "filter2d/fp32/naive"),),
     K + "filter2d/02_constant_memory.cuh": ((FIL, "filter2d/fp32/constant_memory"),),
     K + "filter2d/03_smem_tiled.cuh": ((FIL, "filter2d/fp32/smem_tiled"),),
