@@ -113,9 +113,8 @@ constexpr std::size_t conv2d_few_channels_max_pixels = 256;
 constexpr std::size_t conv2d_few_channels_smem_budget = 64 * 1024;
 /// Whether `best` runs step 10 on the 16-bit NHWC layers it computes (C <= 4)
 /// rather than step 7 behind its column fold.
-/// Evidence: not yet measured: the fp16 stem on step 7 behind its fold ran 138-141 us, cuDNN 51 us
-/// (conv2d.md#conv2d_nhwc_stem_fold); step 10 has no pass and 147 of each 208 reduction elements
-/// are data, step 7's k-steps 3/8 (conv2d.md#conv2d_few_channels: rows few_channels_vs_fold).
+/// Evidence: H200, the stem (N16 C3 224x224 K64 7x7 s2 p3), step 10 2.17x (fp16) and 2.15x (bf16)
+/// faster than step 7 behind its fold, paired (few_channels_vs_fold; conv2d.md#conv2d_few_channels).
 constexpr bool conv2d_best_uses_few_channels = true;
 
 }  // namespace kf::detail
