@@ -110,7 +110,7 @@ constexpr std::size_t conv2d_few_channels_max_pixels = 256;
 /// Shared memory a step-10 CTA may use (filter + patch): two CTAs fit an SM of every
 /// sm_80+ GPU but the 100 KB ones, and every such GPU grants it to a block.
 /// Evidence: none measured; the stem takes 44 KB (conv2d.md#conv2d_few_channels).
-constexpr std::size_t conv2d_few_channels_smem_budget = 64 * 1024;
+constexpr std::size_t conv2d_few_channels_smem_budget = std::size_t{64} * 1024;
 /// Whether `best` runs step 10 on the 16-bit NHWC layers it computes (C <= 4)
 /// rather than step 7 behind its column fold.
 /// Evidence: H200, the stem (N16 C3 224x224 K64 7x7 s2 p3), step 10 2.17x (fp16) and 2.15x (bf16)
