@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: Apache-2.0
+// The channels_last conv2d cases (conv2d_nhwc_cases.hpp) cover what
+// conv2d_nhwc_gpu_test.cpp's header says they cover, checked against the
+// kernels' plans on the CPU (no GPU needed): boxes spanning images, the
+// filter-column tiles, Winograd on float's NCHW route, the fused bias + ReLU on
+// both wgmma schedules, step 10's cases, the folded inputs, and bounds that
+// can fail.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <iterator>
+#include <map>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "conv2d_bounds.hpp"
+#include "conv2d_cases.hpp"
+#include "conv2d_nhwc_cases.hpp"
+#include "kernelforge/conv.hpp"
+#include "kernelforge/epilogue.cuh"
+#include "kernelforge/kernels/conv2d/few_channels.hpp"
+#include "kernelforge/kernels/conv2d/plan.hpp"
+#include "kernelforge/kernels/conv2d/wgmma_plan.hpp"
+#include "kernelforge/kernels/conv2d/wgmma_sm90a.hpp"
+#include "kernelforge/reference/conv.hpp"
+#include "test_support.hpp"
+#include "winograd_bound.hpp"
+
+namespace {
+
+/// The boxes_* cases: the wgmma kernel's pixel box (wgmma_plan.hpp's
+/// choose_conv2d_wgmma_tile) spans more than one image, and the last box
+/// overhangs the batch (rows past N*P*Q that the kernel must neither read as
+/// real pixels nor store).
+TEST(Conv2dNhwcCases, BoxesSpanImages) {
+  int boxes = 0;
+  for (const nhwc_case& c : nhwc_cases()) {
+    if (std::string(c.name).rfind("boxes_", 0) != 0) continue;
+    const std::size_t P = kf::conv2d_output_height(c.p), Q = kf::conv2d_output_width(c.p);
+    const kf::detail::conv2d_wgmma_tile t = kf::detail::choose_conv2d_wgmma_tile(c.p.batch, P, Q, c.p.out_channels);
+    EXPECT_GT(t.nt, 1u) << c.name << ": the box holds one image";
+    EXPECT_GT(t.nt * t.tiles_n, c.p.batch) << c.name << ": the last box does not overhang the batch";
+    ++boxes;
+  }
+  EXPECT_EQ(boxes, 2);
+}
+
+/// The plan the wgmma kernel runs case `c` with in 16-bit (conv2d_nhwc_wgmma_try_launch's:
+/// the layer where TMA reads it in place, else its column fold).
+kf::detail::conv2d_wgmma_tile half_plan_of(const nhwc_case& c) {
+  alignas(16) static const __half base[64] = {};
+  const __half* x = base + c.x_offset;
+  const __half* w = base + c.w_offset;
+  const std::size_t P = kf::conv2d_output_height(c.p), Q = kf::conv2d_output_width(c.p);
+  kf::detail::conv2d_args<__half> a = kf::detail::make_conv2d_args<__half>(c.p, P, Q, x, w, nullptr, nullptr);
+  if (!kf::detail::conv2d_nhwc_wgmma_reads_in_place(c.p.in_channels, sizeof(__half), x, w)) {
+    const std::size_t folded =
+        kf::detail::conv2d_nhwc_folded_channels(c.p.filter_width, c.p.in_channels, sizeof(__half));
+    a = kf::detail::conv2d_nhwc_column_fold_of(a, static_cast<int>(folded), x);
+  }
+  return kf::detail::plan_conv2d_nhwc_wgmma_of(a);
+}
+
+/// The layer the wgmma kernel computes for case `c` in 16-bit: read in place,
+/// or its column fold (the filter's S columns folded into channels).
+struct half_layer {
+  bool in_place;
+  std::size_t channels, taps, c_chunks;  ///< c_chunks: 64-channel blocks
+  /// Its schedule (plan_nhwc_launch's: by taps x channel blocks).
+  [[nodiscard]] bool pingpong() const { return kf::detail::conv2d_wgmma_pingpong(taps * c_chunks); }
+};
+
+half_layer half_layer_of(const nhwc_case& c) {
+  const kf::conv2d_params& p = c.p;
+  half_layer l{};
+  l.in_place = c.x_offset == 0 && c.w_offset == 0 && p.in_channels * sizeof(__half) % 16 == 0;
+  l.channels = l.in_place ? p.in_channels : kf::detail::conv2d_nhwc_folded_channels(p.filter_width, p.in_channels, 2);
+  l.taps = p.filter_height * (l.in_place ? p.filter_width : 1);
+  l.c_chunks = (l.channels + 63) / 64;
+  return l;
+}
+
+/// The 16-bit filter-column tiles (07_implicit_gemm_wgmma.cuh, Rows = 3): the
+/// ResNet C64 3x3 layer takes them (at N = 2 here and at bench_conv's N = 32:
+/// this fails if the launch's plan falls back to one-tap k-steps), and the
+/// cases that take them cover both tile forms and widths, both schedules,
+/// Q past a multiple of 8, several images, R = 6, the ReLU, bias and none,
+/// several and partial channel blocks, the column fold and misaligned y.
+TEST(Conv2dNhwcCases, FilterColumnCases) {
+  int columns = 0, two_images = 0, one_image = 0, wide = 0, q_overhang = 0, batch = 0, two_groups = 0, relu = 0;
+  int bias = 0, no_bias = 0, chunks = 0, partial_chunk = 0, pingpong = 0, cooperative = 0, folded = 0, y_off = 0;
+  for (const nhwc_case& c : nhwc_cases()) {
+    const kf::conv2d_params& p = c.p;
+    if (kf::detail::conv2d_nhwc_wgmma_unsupported_reason(p.stride_h, p.stride_w) != nullptr) continue;
+    const kf::detail::conv2d_wgmma_tile t = half_plan_of(c);
+    if (std::string(c.name) == "columns_c64_56x56_k64_3x3_p1_n2") {
+      EXPECT_EQ(t.filter_rows, 3u) << c.name << " must take the filter-column tiles";
+      EXPECT_EQ(t.nt, 2u) << c.name;
+    }
+    if (t.filter_rows == 1) continue;
+    ++columns;
+    const half_layer l = half_layer_of(c);
+    two_images += t.nt == 2 ? 1 : 0;
+    one_image += t.nt == 1 ? 1 : 0;
+    wide += t.bn == 128 ? 1 : 0;
+    q_overhang += kf::conv2d_output_width(p) % 8 != 0 ? 1 : 0;
+    batch += p.batch > 1 ? 1 : 0;
+    two_groups += p.filter_height == 6 ? 1 : 0;
+    relu += c.relu ? 1 : 0;
+    bias += c.bias ? 1 : 0;
+    no_bias += c.bias ? 0 : 1;
+    chunks += l.c_chunks > 1 ? 1 : 0;
+    partial_chunk += l.channels % 64 != 0 ? 1 : 0;
+    pingpong += l.pingpong() ? 1 : 0;
+    cooperative += l.pingpong() ? 0 : 1;
+    folded += l.in_place ? 0 : 1;
+    y_off += c.y_offset > 0 ? 1 : 0;
+  }
+  // The bench layer (bench_conv's conv2d_nhwc rows): N = 32.
+  kf::conv2d_params bench = nhwc(32, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1);
+  EXPECT_EQ(half_plan_of({"bench_c64_56x56_n32", bench, true}).filter_rows, 3u);
+  EXPECT_GE(columns, 8);
+  EXPECT_GE(two_images, 1);
+  EXPECT_GE(one_image, 1);
+  EXPECT_GE(wide, 1);
+  EXPECT_GE(q_overhang, 1);
+  EXPECT_GE(batch, 1);
+  EXPECT_GE(two_groups, 1);
+  EXPECT_GE(relu, 1);
+  EXPECT_GE(bias, 1);
+  EXPECT_GE(no_bias, 1);
+  EXPECT_GE(chunks, 1);
+  EXPECT_GE(partial_chunk, 1);
+  EXPECT_GE(pingpong, 1);
+  EXPECT_GE(cooperative, 1);
+  EXPECT_GE(folded, 1);
+  EXPECT_GE(y_off, 1);
+}
+
+/// Float's best under exact math runs Winograd on 7 of the cases (through the
+/// NCHW route), which the Winograd bound then covers (top of file).
+TEST(Conv2dNhwcCases, WinogradCases) {
+  int winograd = 0, relu = 0;
+  for (const nhwc_case& c : nhwc_cases()) {
+    if (!kf::test::best_runs_winograd(c.p)) continue;
+    ++winograd;
+    relu += c.relu ? 1 : 0;
+  }
+  EXPECT_EQ(winograd, 7);
+  EXPECT_GE(relu, 2);
+}
+
+/// The fused bias + ReLU (07_implicit_gemm_wgmma.cuh's epilogue) runs in the cases on both
+/// schedules -- ping-pong (a consumer warpgroup's two m64 blocks share the
+/// tile's columns) and cooperative -- with K past a tile's width and a
+/// threshold that is not 0, and the ReLU runs without a bias too.
+TEST(Conv2dNhwcCases, FusedBiasReluCases) {
+  int pingpong = 0, cooperative = 0, k_partial = 0, threshold = 0, relu_only = 0;
+  for (const nhwc_case& c : nhwc_cases()) {
+    const kf::conv2d_params& p = c.p;
+    if (!c.relu || kf::detail::conv2d_nhwc_wgmma_unsupported_reason(p.stride_h, p.stride_w) != nullptr) continue;
+    relu_only += c.bias ? 0 : 1;
+    if (!c.bias) continue;
+    const bool pp = half_layer_of(c).pingpong();
+    pingpong += pp ? 1 : 0;
+    cooperative += pp ? 0 : 1;
+    k_partial += p.out_channels % half_plan_of(c).bn != 0 ? 1 : 0;
+    threshold += c.threshold != 0.0f ? 1 : 0;
+  }
+  EXPECT_GE(pingpong, 1);
+  EXPECT_GE(cooperative, 1);
+  EXPECT_GE(k_partial, 1);
+  EXPECT_GE(threshold, 1);
+  EXPECT_GE(relu_only, 1);
+}
+
+/// Every case's fp32 bound stays below half of one term's typical size
+/// |w| |x| ~ S / (C*R*S), so a wrong tap, channel or filter fails (top of file).
+TEST(Conv2dNhwcCases, BoundsCanFail) {
+  for (const auto* cases : {&nhwc_cases(), &few_channel_cases()}) {
+    for (const nhwc_case& c : *cases) {
+      const double crs = static_cast<double>(c.p.in_channels * c.p.filter_height * c.p.filter_width);
+      EXPECT_LE(2 * (crs + 1) * fp32_u, 0.5 / crs) << c.name;
+    }
+  }
+}
+
+/// few_channel_cases() cover what their comment claims, against step 10's own
+/// plan (plan.hpp): the few_refused_* cases are refused and no other; the stem
+/// runs 7 full warps on bands of 2 x 112 pixels (at bench_conv's N = 16 too);
+/// bands overhang the output in rows and columns; warps run past a band;
+/// several channel blocks; odd K and K off 64; padding taps and none; every C
+/// up to 4, both strides, paddings 0 to 3, dilation 2, N = 1, the ReLU, bias
+/// and none, misaligned x and y.
+TEST(Conv2dNhwcCases, FewChannelCases) {
+  using plan_t = kf::detail::conv2d_few_channels_plan;
+  int row_overhang = 0, column_tiles = 0, warp_overhang = 0, blocks = 0, odd_k = 0, partial_block = 0;
+  int padding_taps = 0, whole_steps = 0, stride1 = 0, stride2 = 0, dilated = 0, single = 0, relu = 0, bias = 0;
+  int no_bias = 0, x_off = 0, y_off = 0;
+  int channels[plan_t::channels + 1] = {}, pads[4] = {};
+  for (const nhwc_case& c : few_channel_cases()) {
+    const kf::conv2d_params& p = c.p;
+    const plan_t l = few_channels_plan(p);
+    const bool refused = std::string(c.name).rfind("few_refused_", 0) == 0;
+    EXPECT_EQ(l.unsupported != nullptr, refused) << c.name << ": " << (l.unsupported ? l.unsupported : "taken");
+    if (refused) continue;
+    const std::size_t P = kf::conv2d_output_height(p), Q = kf::conv2d_output_width(p);
+    row_overhang += l.tile_p * l.tiles_p > P ? 1 : 0;
+    column_tiles += l.tiles_q > 1 && l.tile_q * l.tiles_q > Q ? 1 : 0;
+    warp_overhang += l.warps * plan_t::warp_pixels > l.tile_p * l.tile_q ? 1 : 0;
+    blocks += l.k_blocks > 1 ? 1 : 0;
+    odd_k += p.out_channels % 2 != 0 ? 1 : 0;
+    partial_block += p.out_channels % plan_t::block_n != 0 ? 1 : 0;
+    const std::size_t taps = p.filter_height * p.filter_width;
+    padding_taps += taps % plan_t::taps_per_step != 0 ? 1 : 0;
+    whole_steps += taps % plan_t::taps_per_step == 0 && taps > 1 ? 1 : 0;
+    stride1 += p.stride_h == 1 ? 1 : 0;
+    stride2 += p.stride_h == 2 ? 1 : 0;
+    dilated += p.dilation_h == 2 ? 1 : 0;
+    single += p.batch == 1 ? 1 : 0;
+    relu += c.relu ? 1 : 0;
+    bias += c.bias ? 1 : 0;
+    no_bias += c.bias ? 0 : 1;
+    x_off += c.x_offset > 0 ? 1 : 0;
+    y_off += c.y_offset > 0 ? 1 : 0;
+    ++channels[p.in_channels];
+    if (p.pad_h < 4) ++pads[p.pad_h];
+  }
+  for (std::size_t n : {std::size_t{2}, std::size_t{16}}) {
+    const plan_t stem = few_channels_plan(nhwc(n, 3, 224, 224, 64, 7, 7, 2, 2, 3, 3));
+    EXPECT_EQ(stem.unsupported, nullptr);
+    EXPECT_EQ(stem.tile_p * 100 + stem.tile_q, 2u * 100 + 112u);
+    EXPECT_EQ(stem.warps, 7u);
+    EXPECT_TRUE(kf::detail::conv2d_best_takes_few_channels(stem));
+  }
+  const std::pair<const char*, int> covered[] = {{"row overhang", row_overhang},
+                                                 {"column tiles", column_tiles},
+                                                 {"warp overhang", warp_overhang},
+                                                 {"channel blocks", blocks},
+                                                 {"odd K", odd_k},
+                                                 {"K off 64", partial_block},
+                                                 {"padding taps", padding_taps},
+                                                 {"whole k-steps", whole_steps},
+                                                 {"stride 1", stride1},
+                                                 {"stride 2", stride2},
+                                                 {"dilation 2", dilated},
+                                                 {"N = 1", single},
+                                                 {"ReLU", relu},
+                                                 {"bias", bias},
+                                                 {"no bias", no_bias},
+                                                 {"misaligned x", x_off},
+                                                 {"misaligned y", y_off}};
+  for (const auto& [what, count] : covered) EXPECT_GE(count, 1) << what;
+  for (std::size_t c = 1; c <= plan_t::channels; ++c) EXPECT_GE(channels[c], 1) << "C = " << c;
+  for (int pad = 0; pad < 4; ++pad) EXPECT_GE(pads[pad], 1) << "padding " << pad;
+}
+
+/// The misaligned_* cases and the layers whose pixels are not a whole number
+/// of 16 bytes are the ones the wgmma kernel does not read in place (it reads
+/// their column fold); the others it reads in place, whatever the type.
+TEST(Conv2dNhwcCases, FoldedCasesAreTheMisalignedAndOddChannelOnes) {
+  alignas(16) static const unsigned char base[64] = {};
+  int misaligned = 0, odd = 0;
+  for (const nhwc_case& c : nhwc_cases()) {
+    for (std::size_t bytes : {sizeof(float), sizeof(__half)}) {
+      const bool in_place = kf::detail::conv2d_nhwc_wgmma_reads_in_place(
+          c.p.in_channels, bytes, base + c.x_offset * bytes, base + c.w_offset * bytes);
+      const bool aligned = c.x_offset == 0 && c.w_offset == 0;
+      const bool whole = c.p.in_channels * bytes % 16 == 0;
+      EXPECT_EQ(in_place, aligned && whole) << c.name << " (" << bytes << "-byte elements)";
+      misaligned += aligned ? 0 : 1;
+      odd += whole ? 0 : 1;
+    }
+  }
+  EXPECT_EQ(misaligned, 4);  // two cases, two element sizes
+  EXPECT_GT(odd, 4);         // the stem (C = 3) among them
+}
+
+}  // namespace
