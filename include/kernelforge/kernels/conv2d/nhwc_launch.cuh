@@ -94,13 +94,11 @@ template <class T, class Epilogue>
 void dispatch_conv2d_nhwc(const char* what, int device, const conv2d_args<T>& a, const conv2d_options& options,
                           Epilogue ep) {
   const bool named = options.variant == conv2d_variant::implicit_gemm_wgmma;
-  if constexpr (!std::is_same_v<T, float> && conv2d_wgmma_epilogue_v<Epilogue>) {
-    if (options.variant == conv2d_variant::best && conv2d_best_takes_few_channels(plan_conv2d_few_channels_of(a)) &&
-        conv2d_nhwc_few_channels_try_launch(device, a, ep, options.stream)) {
-      return;
-    }
-  }
   const conv2d_nhwc_route route = route_conv2d_nhwc(options.variant, options.math, std::is_same_v<T, float>);
+  if constexpr (!std::is_same_v<T, float> && conv2d_wgmma_epilogue_v<Epilogue>) {
+    // It plans the layer once and declines (false, nothing enqueued) the ones it does not take.
+    if (route.few_channels && conv2d_nhwc_few_channels_try_launch(device, a, ep, options.stream)) return;
+  }
   if (route.wgmma) {
     if constexpr (conv2d_wgmma_epilogue_v<Epilogue>) {
       // conv2d_nhwc_wgmma_try_launch checks the device and the stride itself.

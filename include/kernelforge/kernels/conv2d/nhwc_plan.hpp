@@ -23,12 +23,17 @@
 
 #include "../common/grid.hpp"
 #include "kernelforge/conv.hpp"
+#include "tuning.hpp"
 
 namespace kf::detail {
 
 /// The kernels an NHWC call tries, in this order, before the naive kernel
 /// (which runs anywhere: conv2d_naive_nhwc).
 struct conv2d_nhwc_route {
+  /// Step 10, the few-channel kernel (16-bit `best` only, where tuning.hpp's
+  /// conv2d_best_uses_few_channels says so; conv2d_nhwc_few_channels_try_launch
+  /// plans the layer and declines the ones it does not take).
+  bool few_channels = false;
   /// implicit_gemm_wgmma in the NHWC layout (sm_90a; the 16-bit types always,
   /// float under math_mode::tf32 only: its products read TF32).
   bool wgmma = false;
@@ -44,6 +49,7 @@ inline conv2d_nhwc_route route_conv2d_nhwc(conv2d_variant variant, math_mode mat
   const bool best = variant == conv2d_variant::best;
   r.wgmma = variant == conv2d_variant::implicit_gemm_wgmma || (best && (!is_float || math == math_mode::tf32));
   r.nchw_kernels = best && is_float;
+  r.few_channels = best && !is_float && conv2d_best_uses_few_channels;
   return r;
 }
 
