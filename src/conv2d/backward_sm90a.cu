@@ -102,19 +102,27 @@ bool encode_maps(CUtensorMap& map_dy, CUtensorMap& map_x, const conv2d_args<T>& 
          encode_x_map(map_x, a, plan, conv2d_wgrad_wgmma_box_channels);
 }
 
+/// What both filter-gradient launches need before anything is enqueued: the
+/// sm_90a object on `device`, a layer the kernels read (channels, strides),
+/// x and the kernel's dy operand 16-byte aligned, and the split's partial
+/// slabs where the plan splits.
+template <class T>
+bool wgrad_launchable(int device, const conv2d_args<T>& a, const void* dy_operand, const float* partial,
+                      const conv2d_wgrad_wgmma_plan& plan) {
+  using z = std::size_t;
+  return conv2d_wgrad_wgmma_available(device) &&
+         conv2d_wgrad_wgmma_unsupported_reason(static_cast<z>(a.c), static_cast<z>(a.k), sizeof(T),
+                                               static_cast<z>(a.stride_h), static_cast<z>(a.stride_w)) == nullptr &&
+         conv2d_wgrad_wgmma_aligned(a.x, dy_operand) && (plan.split <= 1 || partial != nullptr);
+}
+
 }  // namespace
 
 template <class T>
 bool conv2d_wgrad_wgmma_try_launch(int device, const conv2d_args<T>& a, const T* dy, T* dw, float* partial,
                                    const conv2d_wgrad_wgmma_plan& plan, cudaStream_t stream) {
   using z = std::size_t;
-  if (!conv2d_wgrad_wgmma_available(device)) return false;
-  if (conv2d_wgrad_wgmma_unsupported_reason(static_cast<z>(a.c), static_cast<z>(a.k), sizeof(T),
-                                            static_cast<z>(a.stride_h), static_cast<z>(a.stride_w)) != nullptr ||
-      !conv2d_wgrad_wgmma_aligned(a.x, dy)) {
-    return false;
-  }
-  if (plan.split > 1 && partial == nullptr) return false;
+  if (!wgrad_launchable(device, a, dy, partial, plan)) return false;
   conv2d_wgrad_wgmma::params<T> prm;
   if (!make_params(a, dw, partial, plan, prm)) return false;
   CUtensorMap map_dy{}, map_x{};
@@ -185,14 +193,8 @@ bool encode_tf32_maps(CUtensorMap& map_x, CUtensorMap& map_dy, const conv2d_args
 bool conv2d_wgrad_tf32_try_launch(int device, const conv2d_args<float>& a, conv2d_dy_reader<float> dy, float* dy_t,
                                   float* dw, float* partial, const conv2d_wgrad_wgmma_plan& plan, cudaStream_t stream) {
   using z = std::size_t;
-  if (!conv2d_wgrad_wgmma_available(device)) return false;
-  if (conv2d_wgrad_wgmma_unsupported_reason(static_cast<z>(a.c), static_cast<z>(a.k), sizeof(float),
-                                            static_cast<z>(a.stride_h), static_cast<z>(a.stride_w)) != nullptr ||
-      !conv2d_wgrad_wgmma_aligned(a.x, dy_t)) {
-    return false;
-  }
+  if (!wgrad_launchable(device, a, dy_t, partial, plan)) return false;
   if (plan.step_pixels != static_cast<z>(conv2d_wgrad_tf32::step_pixels)) return false;  // a 16-bit plan
-  if (plan.split > 1 && partial == nullptr) return false;
   const bool columns = plan.filter_rows == conv2d_wgrad_wgmma_column_rows;
   // The kernel's GEMM tile: M = the plan's bn input-channel columns, N = its bm output channels.
   if (!(columns ? plan.bm == 64
