@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The channels_last conv2d cases (conv2d_nhwc_gpu_test.cpp runs them on the GPU,
-// conv2d_nhwc_cases_test.cpp checks on the CPU that they cover what they claim).
+// conv2d_nhwc_cases_test.cpp checks on the CPU that they cover what they claim),
+// and each case's inputs and reference in a type (problem_for).
 //
 // Geometry (nhwc_cases below): odd and prime H and W; C = 1, 3, 5, 7, 12, 24,
 // not multiples of 8 (C * sizeof(T) a multiple of 16 bytes, as the wgmma
@@ -31,7 +32,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <map>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <cuda_fp16.h>
@@ -40,6 +44,9 @@
 #include "conv2d_cases.hpp"
 #include "kernelforge/conv.hpp"
 #include "kernelforge/kernels/conv2d/plan.hpp"
+#include "kernelforge/reference/conv.hpp"
+#include "test_support.hpp"
+#include "winograd_bound.hpp"
 
 namespace {
 
@@ -171,6 +178,52 @@ kf::detail::conv2d_few_channels_plan few_channels_plan(const kf::conv2d_params& 
   return kf::detail::plan_conv2d_few_channels(
       p.batch, p.in_channels, kf::conv2d_output_height(p), kf::conv2d_output_width(p), p.out_channels, p.filter_height,
       p.filter_width, p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, sizeof(__half));
+}
+
+/// The inputs of one case in T, on the host and the device (each at its case's
+/// offset), and the reference: built once per type and case.
+template <class T>
+struct problem {
+  std::size_t y_n = 0, crs = 0;
+  std::vector<double> expected, scale;  // conv + bias (before any ReLU), and its error scale
+  std::vector<double> winograd;         // float on the layers best runs Winograd on: E (top of file), NPQK
+  std::vector<T> x_host, w_host;        // NHWC, KRSC
+  kf::device_buffer<T> x, w, bias;
+  const nhwc_case* c = nullptr;
+  [[nodiscard]] const T* x_at() const { return x.data() + c->x_offset; }
+  [[nodiscard]] const T* w_at() const { return w.data() + c->w_offset; }
+  [[nodiscard]] const T* bias_at() const { return c->bias ? bias.data() : nullptr; }
+};
+
+template <class T>
+const problem<T>& problem_for(const nhwc_case& c) {
+  static std::map<std::string, problem<T>> cache;
+  problem<T>& pr = cache[c.name];
+  if (pr.c != nullptr) return pr;
+  const kf::conv2d_params& p = c.p;
+  const std::size_t P = kf::conv2d_output_height(p), Q = kf::conv2d_output_width(p);
+  pr.crs = p.in_channels * p.filter_height * p.filter_width;
+  pr.y_n = p.batch * P * Q * p.out_channels;
+  const std::uint64_t seed = 2700 + 10 * static_cast<std::uint64_t>(dtype_of<T>());
+  const auto x = kf::test::random_vector<T>(p.batch * p.in_height * p.in_width * p.in_channels, seed + 1);
+  const auto w = kf::test::random_vector<T>(p.out_channels * pr.crs, seed + 2);
+  const auto bias = kf::test::random_vector<T>(p.out_channels, seed + 3);
+  pr.expected.resize(pr.y_n);
+  pr.scale.resize(pr.y_n);
+  kf::reference::conv2d_forward_exact(p, x.data(), w.data(), c.bias ? bias.data() : nullptr, pr.expected.data(),
+                                      pr.scale.data());
+  if constexpr (std::is_same_v<T, float>) {
+    if (kf::test::best_runs_winograd(p)) {
+      pr.winograd = kf::test::winograd_scale_nhwc(p, x, w, c.bias ? bias.data() : nullptr);
+    }
+  }
+  pr.x_host = x;
+  pr.w_host = w;
+  pr.x = to_device_at(x, c.x_offset);
+  pr.w = to_device_at(w, c.w_offset);
+  pr.bias = kf::to_device(bias);
+  pr.c = &c;
+  return pr;
 }
 
 }  // namespace

@@ -34,7 +34,7 @@
 // the right result on every case. A y one element off alignment
 // must work on every variant (the wgmma kernel's stores included).
 // Float's best under exact math runs the NCHW kernels of `best` on transposed
-// copies (Conv2dNhwcFloatBest checks it bit for bit against the NCHW call on
+// copies (Conv2dNhwcFloatBest, conv2d_nhwc_float_route_test.cpp, checks it bit for bit against the NCHW call on
 // the same data, and fp32_emulated's stem, which step 9 leaves to it): the
 // implicit GEMM (fp32 FMA sums, the bound below), or Winograd F(2x2,3x3) on
 // 3x3 stride-1 layers with C, K >= 64 (plan.hpp; 7 of the cases), held to its
@@ -144,52 +144,6 @@ bool wgmma_available() { return kf::detail::conv2d_wgmma_available(kf::get_devic
 
 /// Whether step 10 is in this library and this device runs it (sm_80+).
 bool few_channels_available() { return kf::detail::conv2d_few_channels_available(kf::get_device_info().device); }
-
-/// The inputs of one case in T, on the host and the device (each at its case's
-/// offset), and the reference: built once per type and case.
-template <class T>
-struct problem {
-  std::size_t y_n = 0, crs = 0;
-  std::vector<double> expected, scale;  // conv + bias (before any ReLU), and its error scale
-  std::vector<double> winograd;         // float on the layers best runs Winograd on: E (top of file), NPQK
-  std::vector<T> x_host, w_host;        // NHWC, KRSC
-  kf::device_buffer<T> x, w, bias;
-  const nhwc_case* c = nullptr;
-  [[nodiscard]] const T* x_at() const { return x.data() + c->x_offset; }
-  [[nodiscard]] const T* w_at() const { return w.data() + c->w_offset; }
-  [[nodiscard]] const T* bias_at() const { return c->bias ? bias.data() : nullptr; }
-};
-
-template <class T>
-const problem<T>& problem_for(const nhwc_case& c) {
-  static std::map<std::string, problem<T>> cache;
-  problem<T>& pr = cache[c.name];
-  if (pr.c != nullptr) return pr;
-  const kf::conv2d_params& p = c.p;
-  const std::size_t P = kf::conv2d_output_height(p), Q = kf::conv2d_output_width(p);
-  pr.crs = p.in_channels * p.filter_height * p.filter_width;
-  pr.y_n = p.batch * P * Q * p.out_channels;
-  const std::uint64_t seed = 2700 + 10 * static_cast<std::uint64_t>(dtype_of<T>());
-  const auto x = kf::test::random_vector<T>(p.batch * p.in_height * p.in_width * p.in_channels, seed + 1);
-  const auto w = kf::test::random_vector<T>(p.out_channels * pr.crs, seed + 2);
-  const auto bias = kf::test::random_vector<T>(p.out_channels, seed + 3);
-  pr.expected.resize(pr.y_n);
-  pr.scale.resize(pr.y_n);
-  kf::reference::conv2d_forward_exact(p, x.data(), w.data(), c.bias ? bias.data() : nullptr, pr.expected.data(),
-                                      pr.scale.data());
-  if constexpr (std::is_same_v<T, float>) {
-    if (kf::test::best_runs_winograd(p)) {
-      pr.winograd = kf::test::winograd_scale_nhwc(p, x, w, c.bias ? bias.data() : nullptr);
-    }
-  }
-  pr.x_host = x;
-  pr.w_host = w;
-  pr.x = to_device_at(x, c.x_offset);
-  pr.w = to_device_at(w, c.w_offset);
-  pr.bias = kf::to_device(bias);
-  pr.c = &c;
-  return pr;
-}
 
 /// |y - ref| <= rel_ref |ref| + rel_scale S + abs (top of file); S from
 /// `scale` (Winograd's E) where set, else the problem's sum |w| |x| + |bias|.
@@ -423,91 +377,6 @@ TEST(Conv2dNhwcEmpty, BatchOrOutputChannelsZeroIsANoOp) {
   expect_empty_calls_are_no_ops<float>(std::begin(float_variants), std::end(float_variants));
   expect_empty_calls_are_no_ops<__half>(std::begin(half_variants), std::end(half_variants));
   expect_empty_calls_are_no_ops<__nv_bfloat16>(std::begin(half_variants), std::end(half_variants));
-}
-
-// ---- float's best runs the NCHW kernels (nhwc_launch.cuh) -----------------------------
-
-/// Float's best in NHWC under `math` against the same call in NCHW on the same
-/// data (x, the filter and y transposed on the host): bit for bit, since the
-/// NHWC call runs the very NCHW kernels on transposed copies (the same plan:
-/// it depends on the extents and the device only). The naive kernel, which
-/// the NHWC call ran before, sums in another order and differs in the last
-/// bits on most outputs of these cases.
-void expect_nhwc_equals_nchw(const nhwc_case& c, kf::math_mode math) {
-  const problem<float>& pr = problem_for<float>(c);
-  const kf::conv2d_params& p = c.p;
-  const std::size_t P = kf::conv2d_output_height(p), Q = kf::conv2d_output_width(p);
-  const std::size_t hw = p.in_height * p.in_width, rs = p.filter_height * p.filter_width;
-  kf::conv2d_options options;
-  options.math = math;
-  options.relu = c.relu;
-  options.relu_threshold = c.threshold;
-  kf::device_buffer<float> y(c.y_offset + pr.y_n + 1);
-  kf::test::poison(y.data(), y.size_bytes());
-  kf::conv2d_forward<float>(p, pr.x_at(), pr.w_at(), pr.bias_at(), y.data() + c.y_offset, options);
-  kf::conv2d_params nchw = p;
-  nchw.layout = kf::conv2d_layout::nchw;
-  const kf::device_buffer<float> x_nchw =
-      kf::to_device(kf::test::transpose_inner(pr.x_host, p.batch, hw, p.in_channels));
-  const kf::device_buffer<float> w_kcrs =
-      kf::to_device(kf::test::transpose_inner(pr.w_host, p.out_channels, rs, p.in_channels));
-  kf::device_buffer<float> y_nchw(pr.y_n);
-  kf::test::poison(y_nchw.data(), y_nchw.size_bytes());
-  kf::conv2d_forward<float>(nchw, x_nchw.data(), w_kcrs.data(), pr.bias_at(), y_nchw.data(), options);
-  const std::vector<float> got = kf::to_host(y);
-  const std::vector<float> want = kf::test::transpose_inner(kf::to_host(y_nchw), p.batch, p.out_channels, P * Q);
-  std::size_t differ = 0;
-  for (std::size_t i = 0; i < pr.y_n; ++i) {
-    if (std::memcmp(&got[c.y_offset + i], &want[i], sizeof(float)) != 0 && differ++ < 8) {
-      ADD_FAILURE() << "y[" << i << "] = " << got[c.y_offset + i] << " in NHWC, " << want[i] << " in NCHW";
-    }
-  }
-  EXPECT_EQ(differ, 0u) << "outputs differ from the NCHW call's";
-  EXPECT_TRUE(std::isnan(got[c.y_offset + pr.y_n])) << "the element after y was written";
-}
-
-/// The cases of each condition the route branches on: all three copies (the
-/// stem, C = 3, stride 2; Winograd with the ReLU; a split over C*R*S), the
-/// filter used where it lies (1x1), x and the filter where they lie (C = 1), y
-/// written where it lies (K = 1), a misaligned y the last transpose writes.
-const char* const nchw_route_cases[] = {
-    "stem_c3_29x29_k64_7x7_s2_p3_n3",
-    "resnet_c64_28x28_k64_3x3_p1_n2_relu",
-    "c72_9x9_k130_3x3_p1_n1",
-    "c24_11x13_k257_1x1_n3",
-    "c1_9x11_k16_3x3_p1",
-    "c8_17x19_k1_3x3_p1",
-    "misaligned_y_c16_9x7_k130_relu",
-    "c16_23x21_k3_3x3_d2_p2",
-};
-
-const nhwc_case& case_named(const std::string& name) {
-  for (const nhwc_case& c : nhwc_cases()) {
-    if (name == c.name) return c;
-  }
-  ADD_FAILURE() << "no case " << name;
-  return nhwc_cases().front();
-}
-
-TEST(Conv2dNhwcFloatBest, ExactRunsTheNchwKernels) {
-  KF_SKIP_WITHOUT_GPU();
-  for (const char* name : nchw_route_cases) {
-    SCOPED_TRACE(name);
-    expect_nhwc_equals_nchw(case_named(name), kf::math_mode::exact);
-  }
-}
-
-// fp32_emulated hands the layers step 9 leaves (the stem: C < 32) to the exact
-// kernels: in NHWC now the NCHW ones through the copies, as in NCHW.
-TEST(Conv2dNhwcFloatBest, Fp32EmulatedStemRunsTheNchwKernels) {
-  KF_SKIP_WITHOUT_GPU();
-  if (!wgmma_available()) GTEST_SKIP() << "fp32_emulated runs on compute capability 9.0 with sm_90a code only";
-  const nhwc_case& stem = case_named("stem_c3_29x29_k64_7x7_s2_p3_n3");
-  ASSERT_NE(kf::detail::conv2d_fp32_emulated_unsupported_reason(
-                stem.p.in_channels, stem.p.filter_height * stem.p.filter_width, stem.p.stride_h, stem.p.stride_w),
-            nullptr)
-      << "step 9 takes the stem: this test no longer tests the fallback";
-  expect_nhwc_equals_nchw(stem, kf::math_mode::fp32_emulated);
 }
 
 }  // namespace
