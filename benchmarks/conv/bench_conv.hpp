@@ -38,6 +38,9 @@ void register_conv2d_fp32_emulated();
 /// Registers the conv2d_nhwc/ rows (bench_conv_nhwc.cu), after the conv2d/tf32/cudnn rows they read.
 void register_conv2d_nhwc();
 
+/// Registers the paired conv2d_nhwc rows (bench_conv_nhwc_pairs.cu), from register_conv2d_nhwc.
+void register_conv2d_nhwc_pairs();
+
 /// Registers the conv2d_backward/ rows (bench_conv_backward.cu): the gradients against cuDNN's, paired.
 void register_conv2d_backward();
 
