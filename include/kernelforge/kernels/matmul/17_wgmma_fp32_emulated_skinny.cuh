@@ -5,8 +5,7 @@
 // Compiled for sm_90a only; host side fp32_emulated_skinny_launch.cuh,
 // declaration wgmma_sm90a.hpp (wgmma_fp32_emulated_skinny_try_launch).
 //
-// What changes from step 15, and why it should be faster there (it is not yet:
-// see the H200 figure at the end):
+// What changes from step 15, and why it is faster there:
 //  * Bytes. Step 15's pre-pass reads each operand once and writes its hi and
 //    lo parts, and the kernel reads both parts: 20 bytes of HBM traffic for
 //    each 4-byte element, in two passes one after the other. Where C has few
@@ -43,10 +42,12 @@
 //    and k-block) on the CUDA cores, while the other consumer warpgroup's
 //    products run; 64-wide tiles (Y's hi and lo parts make its stage as wide
 //    as a 128-wide one).
-// H200, 2026-12-03, 128 x 8192 x 8192, paired with step 15 in one run: 40.3
-// TFLOP/s against step 15's 42.2 (0.96x; cuBLAS SGEMM 50.4), the same error
-// (4.7e-9). So `best` keeps step 15 (tuning.hpp: best_uses_fp32_emulated_skinny)
-// until the profile says where step 17's time goes:
+//  * The split has no branch (tf32_parts.cuh): with one, each of a thread's 16
+//    splits a k-block became a divergent branch and they ran one after the
+//    other, and step 17 was slower than step 15.
+// H200, 128 x 8192 x 8192, paired with step 15 in one run: 54.3 TFLOP/s against
+// step 15's 42.0 (1.29x; cuBLAS SGEMM 50.3), the same error (4.7e-9), so `best`
+// runs it on skinny shapes (tuning.hpp: best_uses_fp32_emulated_skinny):
 // benchmarks/tuning/matmul.md#fp32-emulation-for-skinny-products-step-17.
 #pragma once
 

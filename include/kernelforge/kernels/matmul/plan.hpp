@@ -125,8 +125,8 @@ constexpr fp32_emulated_route choose_fp32_emulated_route(int cc, bool wgmma_runs
 /// at most fp32_emulated_skinny_max_small, and the large one at least
 /// fp32_emulated_skinny_min_large (4 times that: the large operand's bytes are
 /// most of the traffic; below, both operands are small and step 15's pre-pass
-/// is short). Measured at 128 x 8192 x 8192 only, where step 17 ran at 0.96x
-/// step 15, so the switch tuning.hpp: best_uses_fp32_emulated_skinny is off
+/// is short). Measured at 128 x 8192 x 8192 only, where step 17 runs at 1.29x
+/// step 15 (the switch: tuning.hpp's best_uses_fp32_emulated_skinny)
 /// (benchmarks/tuning/matmul.md#fp32-emulation-for-skinny-products-step-17).
 constexpr std::size_t fp32_emulated_skinny_max_small = 256;
 constexpr std::size_t fp32_emulated_skinny_min_large = 1024;

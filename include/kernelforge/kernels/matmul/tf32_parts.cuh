@@ -13,6 +13,8 @@
 // mantissa bits are zero, which TF32 wgmma and mma.sync read without loss.
 #pragma once
 
+#include <cstdint>
+
 #include "../arch/mma_sm80.cuh"  // round_to_tf32
 
 namespace kf::detail {
@@ -21,11 +23,21 @@ namespace kf::detail {
 /// finite x that rounds up past the largest TF32 value keeps a finite hi
 /// (truncated: the low 13 bits dropped) so that only infinite inputs give
 /// infinite products.
+///
+/// Written without a branch: the kernels split 16 values of a k-block at once,
+/// and an early `return` for the rare non-finite x compiled to a divergent
+/// branch per value, which serialised the 16 splits (step 17's k-loop held 35
+/// branches). The selects below give the same bits for every input.
 __device__ __forceinline__ float2 split_tf32(float x) {
-  if (!isfinite(x)) return make_float2(x, 0.0f);
-  float hi = round_to_tf32(x);
-  if (isinf(hi)) hi = __uint_as_float(__float_as_uint(x) & 0xFFFFE000u);
-  return make_float2(hi, round_to_tf32(x - hi));
+  const std::uint32_t bits = __float_as_uint(x);
+  const std::uint32_t exponent_all_ones = 0x7F800000u;
+  const bool finite = (bits & exponent_all_ones) != exponent_all_ones;
+  const std::uint32_t rounded = to_tf32(x);
+  const bool rounded_overflows = (rounded & exponent_all_ones) == exponent_all_ones;  // finite x only
+  const std::uint32_t hi_finite = rounded_overflows ? (bits & 0xFFFFE000u) : rounded;
+  const float hi = __uint_as_float(finite ? hi_finite : bits);
+  const float lo = round_to_tf32(x - hi);
+  return make_float2(hi, finite ? lo : 0.0f);
 }
 
 }  // namespace kf::detail

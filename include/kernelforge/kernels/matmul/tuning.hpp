@@ -109,9 +109,10 @@ constexpr bool best_uses_large_tile = true;
 /// registers) on the skinny shapes plan.hpp's choose_fp32_emulated_large names;
 /// false: step 15 everywhere on the wgmma route (fp32_emulated_wgmma_kernel::skinny
 /// still forces step 17 for the tests and bench_matmul's skinny_vs_step15 rows).
-/// Evidence: H200 2026-12-03, 128x8192x8192, step 17 40.3 TFLOP/s against step 15's
-/// 42.2 in the same pairs (step15_over_skinny 0.956: step 17 is the slower), so not yet
+/// Evidence: H200 2026-12-04, 128x8192x8192, step 17 54.3 TFLOP/s against step 15's
+/// 42.0 in the same pairs (step15_over_skinny 1.291), once its split lost its branch
+/// (2026-12-03, with the branch: 40.3 against 42.2)
 /// (matmul.md#fp32-emulation-for-skinny-products-step-17).
-constexpr bool best_uses_fp32_emulated_skinny = false;
+constexpr bool best_uses_fp32_emulated_skinny = true;
 
 }  // namespace kf::detail
