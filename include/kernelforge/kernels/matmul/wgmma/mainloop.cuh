@@ -147,9 +147,12 @@ struct mainloop {
                                                                int warp, int lane) {
     operands o{};
     if constexpr (SwapAB) {
+      // Pinned (smem.cuh): left to itself, ptxas recomputed the four offsets from the thread index in
+      // every stage, about 40 instructions between the wait for the last products and this stage's
+      // fragment loads (the TF32 swapped product's k-loop held 98-105 instructions; pinned, 52-64).
 #pragma unroll
       for (int r = 0; r < 4; ++r)
-        o.a_fragment[r] = static_cast<std::uint32_t>(swap_fragment_offset(consumer, warp, lane, r));
+        o.a_fragment[r] = pinned(static_cast<std::uint32_t>(swap_fragment_offset(consumer, warp, lane, r)));
     }
     o.a_desc0 = smem_descriptor_sw128(a_smem + consumer * wgmma_m * swizzle_row_bytes);
     o.b_desc0 =
