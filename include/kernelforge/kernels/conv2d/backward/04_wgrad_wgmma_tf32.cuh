@@ -161,10 +161,12 @@ KF_KERNEL void __launch_bounds__(conv2d_wgrad_tf32::threads, 1)
   constexpr int kAcc = sh::accumulators;
   constexpr int kBlocks = sh::m_blocks;
   extern __shared__ unsigned char conv2d_wgrad_tf32_smem[];
-  const std::uint32_t raw = smem_address(conv2d_wgrad_tf32_smem);
-  const std::uint32_t base = (raw + swizzle_atom_bytes - 1) & ~std::uint32_t(swizzle_atom_bytes - 1);
-  unsigned char* const base_ptr = conv2d_wgrad_tf32_smem + (base - raw);
-  const stage_ring<kStages> ring(base + kStages * sh::stage_bytes);
+  // The stages, the ring after them, and the x rows past a short patch zeroed once (dy_t's columns
+  // there are zero too; cta.cuh: cta_start).
+  const conv2d_wgrad::cta_start<kStages, sh::stage_bytes, threads> cta(conv2d_wgrad_tf32_smem, prm.zero_tail, &map_x,
+                                                                       &map_dy);
+  const std::uint32_t base = cta.base;
+  const stage_ring<kStages>& ring = cta.ring;
 
   // The tile: output channels k0.., input channels c0.. of tap (r, s) (filter-column tiles: of taps
   // (0..2, s)), step 3's order; the slice: patches [first, end).
@@ -174,17 +176,8 @@ KF_KERNEL void __launch_bounds__(conv2d_wgrad_tf32::threads, 1)
   const int first = tile.first, end = tile.end;
   const int steps = end - first;
 
-  // The x rows past a short patch stay zero (dy_t's columns there are zero too).
-  if (prm.zero_tail) conv2d_wgrad::zero_ring(base_ptr, kStages * sh::stage_bytes, threads);
   const int warpgroup = static_cast<int>(threadIdx.x) / warpgroup_threads;
   const int tid_in_warpgroup = static_cast<int>(threadIdx.x) % warpgroup_threads;
-  if (threadIdx.x == 0) {  // the producer thread below
-    tma_prefetch_descriptor(&map_x);
-    tma_prefetch_descriptor(&map_dy);
-    ring.init(warps_per_warpgroup);  // each stage: the 4 warps of the one consumer that reads it
-    mbar_init_fence();
-  }
-  __syncthreads();
 
   if (warpgroup == 0) {
     // ---------------------------------------------------------------- producer
@@ -269,7 +262,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgrad_tf32::threads, 1)
     }
 
     // The two consumers' sums, in consumer 0 (consumer 1's through the idle ring).
-    if (!conv2d_wgrad::add_consumer_sums(d, reinterpret_cast<float*>(base_ptr), consumer, tid_in_warpgroup,
+    if (!conv2d_wgrad::add_consumer_sums(d, reinterpret_cast<float*>(cta.stages), consumer, tid_in_warpgroup,
                                          consumers_barrier)) {
       return;
     }

@@ -2,16 +2,22 @@
 // What the wgmma filter gradients (gradient steps 3 and 4: 03_wgrad_wgmma.cuh,
 // 04_wgrad_wgmma_tf32.cuh) share besides their operands: the layer and plan
 // as the kernels read them (geometry, filled on the host from
-// wgrad_wgmma_plan.hpp's plan), a CTA's tile and slice, a patch's origin, the
-// ring's zeroed tail, and the two consumers' sums added through shared memory.
+// wgrad_wgmma_plan.hpp's plan), a CTA's start (its shared memory, ring and
+// zeroed tail), its tile and slice, a patch's origin, and the two consumers'
+// sums added through shared memory.
 #pragma once
 
 #include <climits>
 #include <cstddef>
+#include <cstdint>
 
 #include "../../../arch/guards.cuh"
+#include "../../../arch/mbarrier_sm90.cuh"
+#include "../../../arch/pipeline_sm90.cuh"
+#include "../../../arch/smem.cuh"
 #include "../../../arch/tma_sm90.cuh"
 #include "../../../arch/warpgroup_sm90.cuh"
+#include "../../../matmul/wgmma/config.cuh"  // swizzle_atom_bytes
 #include "../../args.cuh"
 #include "../wgrad_wgmma_plan.hpp"
 
@@ -108,6 +114,34 @@ __device__ __forceinline__ void zero_ring(unsigned char* p, int bytes, int threa
   for (int i = static_cast<int>(threadIdx.x); i < bytes / 16; i += threads) reinterpret_cast<uint4*>(p)[i] = zero;
   fence_proxy_async_shared();  // the zeros before TMA's writes and wgmma's reads (the async proxy)
 }
+
+/// A CTA's start, the same in both kernels: the stages from the first
+/// swizzle-atom boundary of the dynamic shared memory (`smem`), the ring's
+/// barriers after its Stages stages of StageBytes; the rows past a short patch
+/// zeroed (zero_ring, where zero_tail); thread 0 prefetches both tensor maps
+/// and initialises the ring (each stage read by the 4 warps of one consumer);
+/// then the whole CTA (Threads threads) synchronises.
+template <int Stages, int StageBytes, int Threads>
+struct cta_start {
+  std::uint32_t base;     ///< stage 0's shared-memory address
+  unsigned char* stages;  ///< the same, as a pointer (the consumers' sums reuse it)
+  stage_ring<Stages> ring;
+
+  __device__ __forceinline__ cta_start(unsigned char* smem, bool zero_tail, const CUtensorMap* map0,
+                                       const CUtensorMap* map1)
+      : base((smem_address(smem) + wgmma::swizzle_atom_bytes - 1) & ~std::uint32_t(wgmma::swizzle_atom_bytes - 1)),
+        stages(smem + (base - smem_address(smem))),
+        ring(base + Stages * StageBytes) {
+    if (zero_tail) zero_ring(stages, Stages * StageBytes, Threads);
+    if (threadIdx.x == 0) {  // the producer thread
+      tma_prefetch_descriptor(map0);
+      tma_prefetch_descriptor(map1);
+      ring.init(warps_per_warpgroup);
+      mbar_init_fence();
+    }
+    __syncthreads();
+  }
+};
 
 /// The two consumer warpgroups' sums (each summed alternate steps of the same
 /// tile) into consumer 0's d: consumer 1's go through `other` (the ring, idle
