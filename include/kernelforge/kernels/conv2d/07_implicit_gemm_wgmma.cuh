@@ -31,8 +31,9 @@
 //    mbarriers), two consumer warpgroups issue the products and keep one stage's
 //    products in flight; the ring runs on into the next tile while the
 //    consumers store the last one.
-//  * Epilogue: sum + bias[k], the functor, and a masked store straight into
-//    NCHW y (for a fixed k, a tile's consecutive rows are consecutive q).
+//  * Epilogue (wgmma_store.cuh): sum + bias[k], the functor, and a masked store
+//    straight into NCHW y (for a fixed k, a tile's consecutive rows are
+//    consecutive q); the bias read a chunk of channels ahead of their stores.
 //
 // channels_last (NHWC x, KRSC filter, NPQK y; T = float, __half, __nv_bfloat16):
 //  * Strides up to 8: the A map steps through the input at the layer's stride
@@ -102,14 +103,10 @@
 #include "wgmma_config.cuh"
 #include "wgmma_filter_operand.cuh"
 #include "wgmma_plan.hpp"
+#include "wgmma_store.cuh"
 
 namespace kf::detail {
 namespace conv2d_wgmma {
-
-/// A tile's first output channel and the origin of its pixel box.
-struct tile_origin {
-  int k0, n0, p0, q0;
-};
 
 /// Tile t: channel tile t % tiles_k (BN channels each) of pixel box t / tiles_k (q fastest, then p, then n).
 template <int BN, class T>
@@ -167,63 +164,6 @@ __device__ __forceinline__ void produce(const params<T>& prm, const stage_ring<S
   }
 }
 #endif  // KF_ARCH_SM90A
-
-/// One consumer warpgroup's 64 rows (row block `block` of the 128-row tile w)
-/// of a tile's sums d: + bias[k], the functor (fp32), the one rounding to T,
-/// and the masked store into y -- NCHW (NKPQ) or NHWC (NPQK). Rows past the
-/// box or outside the output are not stored.
-template <class T, conv2d_layout Layout, int Acc, class Epilogue>
-__device__ __forceinline__ void store_tile(const float (&d)[Acc], const params<T>& prm, const tile_origin& w, int block,
-                                           int warp_in_warpgroup, int lane, const Epilogue& ep) {
-  // Accumulator i of a thread: row 16 * warp + lane / 4 + 8 * ((i % 4) / 2),
-  // column 8 * (i / 4) + 2 * (lane % 4) + i % 2. Row -> pixel of the box.
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int row = block * wgmma_m + warp_in_warpgroup * 16 + lane / 4 + 8 * h;
-    if (row >= prm.box_pixels) continue;  // past the box: stale shared memory, never stored
-    const int bq = row % prm.wt;
-    const int bp = (row / prm.wt) % prm.ht;
-    const int bn = row / (prm.wt * prm.ht);
-    const int n = w.n0 + bn, p = w.p0 + bp, q = w.q0 + bq;
-    if (n >= prm.n || p >= prm.p || q >= prm.q) continue;  // the box overhangs the output
-    const int pixel = p * prm.q + q;
-    const long long gemm_row = static_cast<long long>(n) * prm.pq + pixel;
-    // Accumulator i at output channel k: + bias, the functor (fp32), the one rounding to T.
-    const auto out = [&](int i, int k) {
-      float v = d[i];
-      if (prm.bias != nullptr) v += to_compute(prm.bias[k]);
-      return static_cast<float>(ep(v, gemm_row, k));
-    };
-    if constexpr (Layout == conv2d_layout::nchw) {
-      T* const y_pixel = prm.y + static_cast<long long>(n) * prm.k * prm.pq + pixel;
-#pragma unroll
-      for (int c = 0; c < Acc / 4; ++c) {
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-          const int k = w.k0 + 8 * c + 2 * (lane % 4) + j;
-          if (k < prm.k) y_pixel[static_cast<long long>(k) * prm.pq] = from_compute<T>(out(4 * c + 2 * h + j, k));
-        }
-      }
-    } else {  // NPQK: a thread's two neighbouring channels are neighbours in y
-      T* const y_row = prm.y + gemm_row * prm.k;
-#pragma unroll
-      for (int c = 0; c < Acc / 4; ++c) {
-        const int k = w.k0 + 8 * c + 2 * (lane % 4);
-        const int i = 4 * c + 2 * h;
-        if (prm.pair_stores && k < prm.k) {  // K even: k + 1 < K too
-          if constexpr (sizeof(T) == 4) {
-            *reinterpret_cast<float2*>(y_row + k) = make_float2(out(i, k), out(i + 1, k + 1));
-          } else {
-            *reinterpret_cast<std::uint32_t*>(y_row + k) = from_compute_pair<T>(out(i, k), out(i + 1, k + 1));
-          }
-        } else {
-          if (k < prm.k) y_row[k] = from_compute<T>(out(i, k));
-          if (k + 1 < prm.k) y_row[k + 1] = from_compute<T>(out(i + 1, k + 1));
-        }
-      }
-    }
-  }
-}
 
 }  // namespace conv2d_wgmma
 
