@@ -38,16 +38,20 @@
 //    carries the exact products' infinities and NaNs: no flag pass over X.
 //    Y's are flagged by its pre-pass, and then the Apart instance runs (both
 //    are launched, as step 15's, and the other returns at once).
-//  * Cost: the split (about ten instructions an element, 16 elements a thread
-//    and k-block) on the CUDA cores, while the other consumer warpgroup's
-//    products run; 64-wide tiles (Y's hi and lo parts make its stage as wide
-//    as a 128-wide one).
+//  * Split ahead: the split (about ten instructions an element, 16 elements a
+//    thread and k-block) runs on the CUDA cores while the tensor cores run the
+//    warpgroup's own previous k-block: k-block i's products are issued, then
+//    k-block i + 1's X fragments are loaded and split into a second register
+//    set, then i's products are waited for (two sets taken in turn, so each
+//    has fixed registers and ptxas keeps the products in flight). Cost: 64-wide
+//    tiles (Y's hi and lo parts make its stage as wide as a 128-wide one).
 //  * The split has no branch (tf32_parts.cuh): with one, each of a thread's 16
 //    splits a k-block became a divergent branch and they ran one after the
 //    other, and step 17 was slower than step 15.
-// H200, 128 x 8192 x 8192, paired with step 15 in one run: 54.3 TFLOP/s against
-// step 15's 42.0 (1.29x; cuBLAS SGEMM 50.3), the same error (4.7e-9), so `best`
-// runs it on skinny shapes (tuning.hpp: best_uses_fp32_emulated_skinny):
+// H200, 128 x 8192 x 8192, paired with step 15 in one run: 60.4 TFLOP/s against
+// step 15's 41.7 (1.45x; 1.29x before the split ran ahead), the same error
+// (4.7e-9); `best` runs it on skinny shapes (tuning.hpp:
+// best_uses_fp32_emulated_skinny), 1.19x cuBLAS SGEMM there:
 // benchmarks/tuning/matmul.md#fp32-emulation-for-skinny-products-step-17.
 #pragma once
 
@@ -163,36 +167,62 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
     const int c_barrier = 1 + consumer;
     // The parts as the products name them (fp32_emulated_products: mma(d, X's part, Y's part, fresh)).
     constexpr int hi = 0, lo = 1;
-    split_fragments x;
     int stage = 0;
-    // X's part (registers) x Y's part (the stage's hi or lo) over the k-block: 4 products.
-    // hi x lo reads hi_c: an inf or a NaN of X contributes no correction.
-    const auto mma = [&](float(&d)[tile::accumulators], int x_part, int y_part, bool fresh) {
-      constexpr int k_bytes = loop::elem::wgmma_k * loop::elem::bytes;  // 32 bytes along Y's swizzled row
+    // X's part (registers: the k-block's fragments f) x Y's part (the stage's hi or lo) over the
+    // k-block: 4 products. hi x lo reads hi_c: an inf or a NaN of X contributes no correction.
+    const auto mma_with = [&](const split_fragments& f) {
+      return [&](float(&d)[tile::accumulators], int x_part, int y_part, bool fresh) {
+        constexpr int k_bytes = loop::elem::wgmma_k * loop::elem::bytes;  // 32 bytes along Y's swizzled row
 #pragma unroll
-      for (int kk = 0; kk < split_k_steps; ++kk) {
-        const std::uint64_t b =
-            smem_descriptor_advance(y_desc0, stage * tile::b_tile_bytes + y_part * tile::b_part_bytes + kk * k_bytes);
-        const std::uint32_t(&a)[4] = x_part == lo ? x.lo[kk] : y_part == lo ? x.hi_c[kk] : x.hi[kk];
-        wgmma_m64nNk8_tf32_rs<block_n>(d, a, b, fresh && kk == 0 ? 0u : 1u);
-      }
+        for (int kk = 0; kk < split_k_steps; ++kk) {
+          const std::uint64_t b =
+              smem_descriptor_advance(y_desc0, stage * tile::b_tile_bytes + y_part * tile::b_part_bytes + kk * k_bytes);
+          const std::uint32_t(&a)[4] = x_part == lo ? f.lo[kk] : y_part == lo ? f.hi_c[kk] : f.hi[kk];
+          wgmma_m64nNk8_tf32_rs<block_n>(d, a, b, fresh && kk == 0 ? 0u : 1u);
+        }
+      };
     };
     fp32_emulated_sums<tile::accumulators> sums;
     // A k-block's products in the tensor cores (and, Apart, its corrections).
     float partial[tile::accumulators], correction[Apart ? tile::accumulators : 1];
 #pragma unroll
     for (int i = 0; i < tile::accumulators; ++i) partial[i] = 0.0f;  // never read: each k-block starts fresh
+    // Split ahead: k-block kt's products run while the next k-block's X fragments are loaded and split
+    // into the other set (two sets, taken in turn: the k-loop runs two k-blocks a turn, so each set's
+    // registers are fixed), so the split's CUDA-core work hides behind the tensor cores. The Apart
+    // instance (its corrections take 32 more registers) splits after the products, as before.
+    constexpr bool split_ahead = !Apart;
+    split_fragments x[split_ahead ? 2 : 1];
+    // One k-block on fragments `cur` (loaded); `next`: where the next k-block's go, if there is one.
+    const auto k_block_step = [&](split_fragments& cur, split_fragments& next, bool has_next) {
+      stage = at.stage;
+      const int this_stage = stage;
+      fp32_emulated_k_block_issue<Apart>(partial, correction, hi, lo, mma_with(cur));
+      at.advance();
+      if (has_next) {
+        ring.consumer_wait(at);
+        next.load(smem.a + at.stage * a_tile_bytes, x_offset, k_step_xor);
+      }
+      fp32_emulated_k_block_wait<Apart>(partial, correction);
+      if (lane == 0) loop::release(ring, this_stage);  // its products have completed
+      fp32_emulated_k_block_sum<Apart>(sums, partial, correction);
+    };
     for (int item = schedule.first(); item < items; item += schedule.stride()) {
       const work_item w = schedule(item);
       sums.reset();
-      for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+      if constexpr (split_ahead) {
         ring.consumer_wait(at);
-        stage = at.stage;
-        x.load(smem.a + stage * a_tile_bytes, x_offset, k_step_xor);
-        fp32_emulated_k_block_products<Apart>(partial, correction, hi, lo, mma);
-        if (lane == 0) loop::release(ring, stage);  // its products have completed
-        at.advance();
-        fp32_emulated_k_block_sum<Apart>(sums, partial, correction);
+        x[0].load(smem.a + at.stage * a_tile_bytes, x_offset, k_step_xor);
+        for (int kt = w.kt_begin; kt < w.kt_end; kt += 2) {
+          k_block_step(x[0], x[1], kt + 1 < w.kt_end);
+          if (kt + 1 < w.kt_end) k_block_step(x[1], x[0], kt + 2 < w.kt_end);
+        }
+      } else {
+        for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+          ring.consumer_wait(at);
+          x[0].load(smem.a + at.stage * a_tile_bytes, x_offset, k_step_xor);
+          k_block_step(x[0], x[0], false);
+        }
       }
       float(&total)[tile::accumulators] = sums.finish();
       // The X rows of the thread's accumulators (swap_row: the fragments' rows).

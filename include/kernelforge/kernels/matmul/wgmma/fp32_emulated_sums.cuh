@@ -16,12 +16,13 @@ namespace kf::detail::wgmma {
 
 #if KF_ARCH_SM90A
 /// A k-block's three products, in the order of ../fp32_emulated_sums.cuh
-/// (Apart: hi x hi into partial, the corrections into correction), issued
-/// and waited for. mma(d, a_part, b_part, fresh) issues one of them over the
-/// k-block's 32 of k; hi and lo name the parts as the caller's mma reads them.
+/// (Apart: hi x hi into partial, the corrections into correction), issued and
+/// committed, still in flight on return. mma(d, a_part, b_part, fresh) issues
+/// one of them over the k-block's 32 of k; hi and lo name the parts as the
+/// caller's mma reads them.
 template <bool Apart, int N, int C, class Mma>
-__device__ __forceinline__ void fp32_emulated_k_block_products(float (&partial)[N], float (&correction)[C], int hi,
-                                                               int lo, Mma&& mma) {
+__device__ __forceinline__ void fp32_emulated_k_block_issue(float (&partial)[N], float (&correction)[C], int hi, int lo,
+                                                            Mma&& mma) {
   wgmma_fence();
   if constexpr (Apart) {
     fp32_emulated_products_apart(partial, correction, hi, lo, mma);
@@ -29,9 +30,22 @@ __device__ __forceinline__ void fp32_emulated_k_block_products(float (&partial)[
     fp32_emulated_products(partial, hi, lo, mma);
   }
   wgmma_commit();
+}
+
+/// Waits for the products fp32_emulated_k_block_issue committed.
+template <bool Apart, int N, int C>
+__device__ __forceinline__ void fp32_emulated_k_block_wait(float (&partial)[N], float (&correction)[C]) {
   wgmma_wait<0>();
   fence_operands(partial);
   if constexpr (Apart) fence_operands(correction);
+}
+
+/// A k-block's three products, issued and waited for.
+template <bool Apart, int N, int C, class Mma>
+__device__ __forceinline__ void fp32_emulated_k_block_products(float (&partial)[N], float (&correction)[C], int hi,
+                                                               int lo, Mma&& mma) {
+  fp32_emulated_k_block_issue<Apart>(partial, correction, hi, lo, mma);
+  fp32_emulated_k_block_wait<Apart>(partial, correction);
 }
 
 /// A completed k-block's partial (Apart: and its corrections) into the sums.
