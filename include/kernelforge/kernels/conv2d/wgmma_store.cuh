@@ -92,17 +92,11 @@ __device__ __forceinline__ void store_tile_reading_bias_in_place(const float (&d
   }
 }
 
-/// One consumer warpgroup's 64 rows (row block `block` of the 128-row tile w)
-/// of a tile's sums d: + bias[k], the functor (fp32), the one rounding to T,
-/// and the masked store into y -- NCHW (NKPQ) or NHWC (NPQK). Rows past the
-/// box or outside the output are not stored.
+/// store_tile reading the bias ahead of its stores (where bias_read_ahead is true).
 template <class T, conv2d_layout Layout, int Acc, class Epilogue>
-__device__ __forceinline__ void store_tile(const float (&d)[Acc], const params<T>& prm, const tile_origin& w, int block,
-                                           int warp_in_warpgroup, int lane, const Epilogue& ep) {
-  if constexpr (!bias_read_ahead<T, Acc, Epilogue>) {
-    store_tile_reading_bias_in_place<T, Layout>(d, prm, w, block, warp_in_warpgroup, lane, ep);
-    return;
-  }
+__device__ __forceinline__ void store_tile_reading_bias_ahead(const float (&d)[Acc], const params<T>& prm,
+                                                              const tile_origin& w, int block, int warp_in_warpgroup,
+                                                              int lane, const Epilogue& ep) {
   // Accumulator i of a thread: row 16 * warp + lane / 4 + 8 * ((i % 4) / 2),
   // column 8 * (i / 4) + 2 * (lane % 4) + i % 2. Row -> pixel of the box.
   bool stored[2];         // the row is in the box and in the output
@@ -178,6 +172,20 @@ __device__ __forceinline__ void store_tile(const float (&d)[Acc], const params<T
         }
       }
     }
+  }
+}
+
+/// One consumer warpgroup's 64 rows (row block `block` of the 128-row tile w)
+/// of a tile's sums d: + bias[k], the functor (fp32), the one rounding to T,
+/// and the masked store into y -- NCHW (NKPQ) or NHWC (NPQK). Rows past the
+/// box or outside the output are not stored.
+template <class T, conv2d_layout Layout, int Acc, class Epilogue>
+__device__ __forceinline__ void store_tile(const float (&d)[Acc], const params<T>& prm, const tile_origin& w, int block,
+                                           int warp_in_warpgroup, int lane, const Epilogue& ep) {
+  if constexpr (bias_read_ahead<T, Acc, Epilogue>) {
+    store_tile_reading_bias_ahead<T, Layout>(d, prm, w, block, warp_in_warpgroup, lane, ep);
+  } else {
+    store_tile_reading_bias_in_place<T, Layout>(d, prm, w, block, warp_in_warpgroup, lane, ep);
   }
 }
 
