@@ -13,7 +13,8 @@
 #   scripts/gpu_check.sh pairs             bench_matmul's paired rows (best_vs_cublas, mcast_a_vs_b), ratios printed
 #   scripts/gpu_check.sh sanitize          compute-sanitizer memcheck + racecheck on the families' GPU tests
 #   scripts/gpu_check.sh sm90a_sanitize    memcheck, racecheck, synccheck on the sm_90a kernels (wgmma
-#                                          matmul and conv2d, NCHW and NHWC, TMA filter2d), small cases
+#                                          matmul and conv2d, NCHW and NHWC, its filter gradients,
+#                                          fp32 emulation, TMA filter2d), small cases
 #   scripts/gpu_check.sh racecheck         racecheck on the shared-memory kernels, small cases
 #   scripts/gpu_check.sh doctor            kernelforge-doctor (text, --json, --bandwidth, --self-test),
 #                                          the core tests, examples 04 and 05; outputs in $OUT/doctor/
@@ -46,6 +47,8 @@ t_scaled=tests/matmul/test_scaled_matmul_gpu
 t_conv2d=tests/conv2d/test_conv2d_gpu
 t_conv2d_epilogue=tests/conv2d/test_conv2d_epilogue
 t_conv2d_nhwc=tests/conv2d/test_conv2d_nhwc_gpu
+t_conv2d_backward=tests/conv2d/test_conv2d_backward_gpu
+t_fp32_emulated=tests/matmul/test_fp32_emulated_gpu
 t_filter2d=tests/filter2d/test_filter2d_gpu
 t_core=tests/core/test_core_gpu
 
@@ -157,6 +160,12 @@ step_sm90a_sanitize() {
   for tool in racecheck synccheck; do
     sanitize_one $tool $t_conv2d_nhwc "*implicit_gemm_wgmma_boxes*:*implicit_gemm_wgmma_misaligned_y*" || r=1
   done
+  # The wgmma filter gradients (gradient steps 3 and 4) on their 14x14 ResNet cases, and the
+  # skinny fp32 emulation (step 17: the split ahead of the products) on its awkward sizes.
+  for tool in memcheck racecheck synccheck; do
+    sanitize_one $tool $t_conv2d_backward "Conv/Conv2dBackwardFilter.*resnet_c64*" || r=1
+    sanitize_one $tool $t_fp32_emulated "Fp32EmulatedSkinny.*" || r=1
+  done
   return $r
 }
 
@@ -170,6 +179,7 @@ step_racecheck() {  # racecheck on shared-memory kernels, small cases (racecheck
    sanitize_one racecheck $t_matmul "Matmul/float.AllTransposes:Matmul/float.AlphaBetaPadding") || r=1
   sanitize_one racecheck $t_tc_f16 "*fp16_mma_sync*NN*:-*4095*:*4096*" || r=1
   sanitize_one racecheck $t_filter2d "*Filter2dFloat*best_3x3*:*Filter2dFloat*smem_tiled_5x5*" || r=1
+  sanitize_one racecheck $t_conv2d_nhwc "*few_c3_97x61*:*few_c1_97x61*" || r=1  # conv2d step 10 (the stem)
   sanitize_one memcheck $t_tc_tf32 "*:-*4095*" || r=1
   return $r
 }
