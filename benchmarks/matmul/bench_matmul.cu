@@ -166,7 +166,7 @@ struct row {
   int warmups = 3;
   int block_n = 0;  // wgmma_repack_b: the tile width, 0 by shape
   kf::detail::wgmma_cluster_mode multicast = kf::detail::wgmma_cluster_mode::by_shape;  // wgmma_cluster_mode rows
-  /// wgmma_emulated rows: step 15 or step 17 forced.
+  /// wgmma_emulated rows: step 15 or step 17 (split ahead or serial) forced.
   kf::detail::fp32_emulated_wgmma_kernel emulated = kf::detail::fp32_emulated_wgmma_kernel::by_shape;
 };
 
@@ -425,6 +425,11 @@ void register_fp32(const shape& s) {
     step15.name = "step15";
     step15.emulated = kf::detail::fp32_emulated_wgmma_kernel::step_15;
     register_pair("skinny_vs_step15", skinny, step15, skinny_vs_step15, s);
+    // Step 17's k-loop split ahead of the products (what it runs) against its serial one, same bits.
+    row serial = skinny;
+    serial.name = "skinny_serial";
+    serial.emulated = kf::detail::fp32_emulated_wgmma_kernel::skinny_serial;
+    register_pair("skinny_split_ahead_vs_serial", skinny, serial, split_ahead_vs_serial, s);
   }
   if ((is_cube(s) && s.m == 4096) || (s.m == 8192 && s.n == 8192 && s.k == 1024)) {
     for (const char* precision : {"fp32", "tf32"}) {

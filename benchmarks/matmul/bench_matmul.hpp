@@ -170,6 +170,10 @@ inline constexpr pair_names a_vs_b{"b_TFLOP/s", "a_over_b"};
 /// skinny_vs_step15 rows: fp32 emulation's step 17 first, step 15 second
 /// (step15_over_skinny: step 15's time / step 17's, above 1 where 17 is faster).
 inline constexpr pair_names skinny_vs_step15{"step15_TFLOP/s", "step15_over_skinny"};
+/// skinny_split_ahead_vs_serial rows: step 17 as it runs (the next k-block split
+/// while this one's products run) first, its serial k-loop second
+/// (serial_over_split_ahead: the serial time / the split-ahead one's).
+inline constexpr pair_names split_ahead_vs_serial{"serial_TFLOP/s", "serial_over_split_ahead"};
 
 /// Registers the fp32 and TF32 rows of shape s (bench_matmul.cu).
 void register_fp32(const shape& s);

@@ -29,6 +29,11 @@
 //                                            step15_over_skinny = step 15's time / step 17's; at the
 //                                            shapes step 17 is for (plan.hpp:
 //                                            choose_fp32_emulated_large: 128 x 8192 x 8192 here)
+//   matmul/fp32_emulated/skinny_split_ahead_vs_serial/<shape>  step 17 as it runs (the next k-block
+//                                            split while this one's products run) and with its serial
+//                                            k-loop (fp32_emulated_wgmma_kernel::skinny_serial), timed in
+//                                            turn: serial_over_split_ahead = the serial time / the other's;
+//                                            the same shapes, the same bits
 //   matmul/tf32/wgmma_repack_b/<shape>       the wgmma kernel with the row-major B repacked k-major in HBM
 //                                            first (wgmma_try_launch, wgmma_tf32_b_mode::repack)
 //   matmul/tf32/wgmma_mcast_{a,b}/<shape>    the wgmma kernel as tensor_core_tf32 runs it (B's source and

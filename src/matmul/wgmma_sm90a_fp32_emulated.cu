@@ -16,15 +16,21 @@ namespace kf::detail {
 bool wgmma_fp32_emulated_try_launch(const gemm_args<float>& args, const epilogue::bias_relu_threshold<float>& fused,
                                     int device, cudaStream_t stream, fp32_emulated_wgmma_kernel kernel) {
   // Skinny shapes (plan.hpp) may run step 17 (tuning.hpp: best_uses_fp32_emulated_skinny), the rest step 15.
-  const fp32_emulated_large large =
-      kernel == fp32_emulated_wgmma_kernel::step_15  ? fp32_emulated_large::none
-      : kernel == fp32_emulated_wgmma_kernel::skinny ? forced_fp32_emulated_large(args.m, args.n)
-      : best_uses_fp32_emulated_skinny               ? choose_fp32_emulated_large(args.m, args.n, args.k)
-                                                     : fp32_emulated_large::none;
-  if (large != fp32_emulated_large::none && wgmma_fp32_emulated_skinny_try_launch(args, fused, large, device, stream)) {
+  const bool forced_skinny =
+      kernel == fp32_emulated_wgmma_kernel::skinny || kernel == fp32_emulated_wgmma_kernel::skinny_serial;
+  const fp32_emulated_large large = kernel == fp32_emulated_wgmma_kernel::step_15 ? fp32_emulated_large::none
+                                    : forced_skinny ? forced_fp32_emulated_large(args.m, args.n)
+                                    : best_uses_fp32_emulated_skinny
+                                        ? choose_fp32_emulated_large(args.m, args.n, args.k)
+                                        : fp32_emulated_large::none;
+  const fp32_emulated_skinny_schedule schedule = kernel == fp32_emulated_wgmma_kernel::skinny_serial
+                                                     ? fp32_emulated_skinny_schedule::serial
+                                                     : fp32_emulated_skinny_schedule::split_ahead;
+  if (large != fp32_emulated_large::none &&
+      wgmma_fp32_emulated_skinny_try_launch(args, fused, large, device, stream, schedule)) {
     return true;
   }
-  if (kernel == fp32_emulated_wgmma_kernel::skinny) return false;  // forced, and it cannot run here
+  if (forced_skinny) return false;  // forced, and it cannot run here
   return fp32_emulated_host::try_launch(args, fused, device, stream, "kf::matmul (wgmma, fp32_emulated)");
 }
 

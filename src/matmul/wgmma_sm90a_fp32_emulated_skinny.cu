@@ -16,9 +16,9 @@ namespace kf::detail {
 
 bool wgmma_fp32_emulated_skinny_try_launch(const gemm_args<float>& args,
                                            const epilogue::bias_relu_threshold<float>& fused, fp32_emulated_large large,
-                                           int device, cudaStream_t stream) {
+                                           int device, cudaStream_t stream, fp32_emulated_skinny_schedule schedule) {
   return fp32_emulated_skinny_host::try_launch(args, fused, large, device, stream,
-                                               "kf::matmul (wgmma, fp32_emulated, skinny)");
+                                               "kf::matmul (wgmma, fp32_emulated, skinny)", schedule);
 }
 
 }  // namespace kf::detail
@@ -28,7 +28,7 @@ bool wgmma_fp32_emulated_skinny_try_launch(const gemm_args<float>& args,
 namespace kf::detail {
 
 bool wgmma_fp32_emulated_skinny_try_launch(const gemm_args<float>&, const epilogue::bias_relu_threshold<float>&,
-                                           fp32_emulated_large, int, cudaStream_t) {
+                                           fp32_emulated_large, int, cudaStream_t, fp32_emulated_skinny_schedule) {
   return false;
 }
 

@@ -4,52 +4,39 @@
 // with the large operand split into TF32 parts in the consumers' registers.
 // Compiled for sm_90a only; host side fp32_emulated_skinny_launch.cuh,
 // declaration wgmma_sm90a.hpp (wgmma_fp32_emulated_skinny_try_launch).
-//
-// What changes from step 15, and why it is faster there:
 //  * Bytes. Step 15's pre-pass reads each operand once and writes its hi and
-//    lo parts, and the kernel reads both parts: 20 bytes of HBM traffic for
-//    each 4-byte element, in two passes one after the other. Where C has few
-//    rows (128 x 8192 x 8192), B is nearly all of it: 1.3 GB, ~0.28 ms at
-//    4.8 TB/s, against ~0.1 ms of products at the TF32 peak. Here the large
-//    operand X is read once, as plain fp32, by TMA (4 bytes an element: 268 MB
-//    there), and split in registers (tf32_parts.cuh, the pre-pass's own
-//    split); only the small operand Y is pre-split (m x k: 8 MB there).
-//  * The large operand must be wgmma's A, the only operand it takes from
-//    registers (the RS form): where m is small the kernel computes C^T =
-//    op(B)^T op(A)^T, as step 14's swapped TF32 product, and stores it
-//    transposed with that product's epilogues (wgmma/swap_ab.cuh); where n
-//    is small, C = op(A) op(B) directly. X may be k-major or M-major in HBM
-//    (every transpose of A and B): wgmma/split_in_registers.cuh.
-//  * A stage is one k-block: 32 of k of X's 128 rows and Y's hi and lo parts
-//    of it, 64 rows each (a 128 x 64 tile: the sums of 64 x 64 a warpgroup,
-//    window and total, the partial and 48 fragment registers fit a thread,
-//    with room for the Apart instance's corrections). Small sides above 64
-//    run clusters of 2 CTAs on adjacent tiles of Y sharing X (TMA multicast):
-//    up to 128, X leaves HBM once. A single 64-wide tile column splits k
-//    (split-k through the workspace, as step 14) to fill the GPU; 128 x 8192
-//    x 8192 runs 64 clusters of 2, unsplit.
-//  * The same accuracy: the same parts, the same three products in the same
-//    order and sums (corrections first into a fresh partial, then hi x hi;
-//    promotion into a window, then the total: fp32_emulated_sums.cuh, through
-//    wgmma/fp32_emulated_sums.cuh's k-block products and sum).
-//  * Infinities and NaNs: an inf or a NaN of X is met in registers, where the
-//    hi part that its hi x lo correction reads is zeroed (its lo is zero
-//    already), so no inf ever multiplies a zero correction part and hi x hi
-//    carries the exact products' infinities and NaNs: no flag pass over X.
-//    Y's are flagged by its pre-pass, and then the Apart instance runs (both
-//    are launched, as step 15's, and the other returns at once).
-//  * Split ahead: the split (about ten instructions an element, 16 elements a
-//    thread and k-block) runs on the CUDA cores while the tensor cores run the
-//    warpgroup's own previous k-block: k-block i's products are issued, then
-//    k-block i + 1's X fragments are loaded and split into a second register
-//    set, then i's products are waited for (two sets taken in turn, so each
-//    has fixed registers and ptxas keeps the products in flight). Cost: 64-wide
-//    tiles (Y's hi and lo parts make its stage as wide as a 128-wide one).
-//  * The split has no branch (tf32_parts.cuh): with one, each of a thread's 16
-//    splits a k-block became a divergent branch and they ran one after the
-//    other, and step 17 was slower than step 15.
+//    lo parts, which its kernel reads: 20 bytes of HBM traffic an element, in
+//    two passes. At 128 x 8192 x 8192 that is 1.3 GB (~0.28 ms at 4.8 TB/s)
+//    against ~0.1 ms of products. Here the large operand X is read once, as
+//    plain fp32, by TMA (268 MB there), and split in registers (tf32_parts.cuh,
+//    the pre-pass's own split, without a branch: one per element made 16
+//    divergent chains a k-block); only the small operand Y is pre-split.
+//  * X must be wgmma's A, the operand it takes from registers: where m is
+//    small the kernel computes C^T = op(B)^T op(A)^T (step 14's swapped TF32
+//    product and its epilogues, wgmma/swap_ab.cuh), where n is small C = op(A)
+//    op(B). X is read k-major or M-major in place (wgmma/split_in_registers.cuh).
+//  * A stage is one k-block: 32 of k of X's 128 rows and Y's hi and lo parts,
+//    64 rows each (64-wide tiles: the sums, the partial and two sets of 48
+//    fragment registers fit a thread). Small sides above 64 run clusters of 2
+//    sharing X (TMA multicast); a single tile column splits k (as step 14).
+//  * The same accuracy as step 15: the same parts, products, order and sums
+//    (fp32_emulated_sums.cuh, via wgmma/fp32_emulated_sums.cuh).
+//  * Infinities and NaNs: X's are met in registers (the hi that hi x lo reads
+//    is zeroed, so no inf meets a zero correction part); Y's are flagged by
+//    its pre-pass and run the Apart instance (both are launched; the other
+//    returns at once).
+//  * Split ahead (SplitAhead): a warpgroup issues k-block i's products, then
+//    loads and splits k-block i + 1 (~10 instructions an element, 16 a
+//    thread) into its second fragment set while they run, then waits for
+//    them, releases stage i and sums. The sets are taken in turn by a loop
+//    unrolled over two k-blocks, so each has fixed registers: a rewritten
+//    fragment register would make ptxas wait for the products reading it.
+//    The partial is read before the next products overwrite it, so one
+//    k-block's products are in flight a warpgroup (the other's beside them).
+//    SplitAhead false splits after the products complete (the same bits; the
+//    paired bench row), as does Apart, whose corrections take 32 registers.
 // H200, 128 x 8192 x 8192, paired with step 15 in one run: 60.4 TFLOP/s against
-// step 15's 41.7 (1.45x; 1.29x before the split ran ahead), the same error
+// step 15's 41.7 (1.45x; 1.29x with the serial schedule), the same error
 // (4.7e-9); `best` runs it on skinny shapes (tuning.hpp:
 // best_uses_fp32_emulated_skinny), 1.19x cuBLAS SGEMM there:
 // benchmarks/tuning/matmul.md#fp32-emulation-for-skinny-products-step-17.
@@ -92,8 +79,11 @@ inline constexpr int skinny_block_n = 64;
 /// (p.m = n, p.n = m) and map_c is C in boxes of 64 rows x 32 (p.staged);
 /// else X is op(A), Y op(B)^T (C stored from registers). Apart: the instance
 /// for a Y with an inf or a NaN (*nonfinite != 0, set by Y's pre-pass); the
-/// launcher enqueues both, and the other one returns at once.
-template <int Cluster, bool Swap, bool Apart>
+/// launcher enqueues both, and the other one returns at once. SplitAhead: the
+/// k-loop's schedule (the top of this file; false: each k-block loaded and split
+/// after the previous one's products complete, the same bits, for the paired
+/// bench row and the tests); the Apart instance has no registers for it.
+template <int Cluster, bool Swap, bool Apart, bool SplitAhead>
 KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
     wgmma_fp32_emulated_skinny_kernel(const __grid_constant__ CUtensorMap map_x,
                                       const __grid_constant__ CUtensorMap map_y,
@@ -111,6 +101,7 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
   using loop = mainloop<float, tile, Cluster, false, share_x, false, false>;
   using m_major_loop = mainloop<float, tile, Cluster, false, share_x, false, true>;
   static_assert(Cluster == 1 || Cluster == max_cluster, "clusters of 1 or 2 CTAs (sharing X)");
+  static_assert(!(Apart && SplitAhead), "Apart's corrections leave no registers for a second fragment set");
   constexpr int k_block = loop::stage_k;  // 32: a stage is one k-block, as the pre-pass blocks Y
   static_assert(k_block == split_k_steps * loop::elem::wgmma_k, "a k-block is split_k_steps products");
   // Every CTA of a cluster reads the same flag: all of them return, before any barrier.
@@ -189,10 +180,9 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
     for (int i = 0; i < tile::accumulators; ++i) partial[i] = 0.0f;  // never read: each k-block starts fresh
     // Split ahead: k-block kt's products run while the next k-block's X fragments are loaded and split
     // into the other set (two sets, taken in turn: the k-loop runs two k-blocks a turn, so each set's
-    // registers are fixed), so the split's CUDA-core work hides behind the tensor cores. The Apart
-    // instance (its corrections take 32 more registers) splits after the products, as before.
-    constexpr bool split_ahead = !Apart;
-    split_fragments x[split_ahead ? 2 : 1];
+    // registers are fixed), so the split's CUDA-core work hides behind the tensor cores. Serial (and
+    // the Apart instance, whose corrections take 32 more registers): one set, split after the products.
+    split_fragments x[SplitAhead ? 2 : 1];
     // One k-block on fragments `cur` (loaded); `next`: where the next k-block's go, if there is one.
     const auto k_block_step = [&](split_fragments& cur, split_fragments& next, bool has_next) {
       stage = at.stage;
@@ -210,7 +200,7 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
     for (int item = schedule.first(); item < items; item += schedule.stride()) {
       const work_item w = schedule(item);
       sums.reset();
-      if constexpr (split_ahead) {
+      if constexpr (SplitAhead) {
         ring.consumer_wait(at);
         x[0].load(smem.a + at.stage * a_tile_bytes, x_offset, k_step_xor);
         for (int kt = w.kt_begin; kt < w.kt_end; kt += 2) {

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <limits>
+#include <type_traits>
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -30,26 +31,35 @@
 
 namespace kf::detail::fp32_emulated_skinny_host {
 
-/// wgmma_fp32_emulated_skinny_kernel<Cluster, Swap, *>: its two instances
-/// (finite Y; Y with an inf or a NaN), their shared memory and launch.
-template <int Cluster, bool Swap>
-using instance = fp32_emulated_instances<&wgmma_fp32_emulated_skinny_kernel<Cluster, Swap, false>,
-                                         &wgmma_fp32_emulated_skinny_kernel<Cluster, Swap, true>,
+/// wgmma_fp32_emulated_skinny_kernel<Cluster, Swap, *, *>: its two instances
+/// (finite Y, with the k-loop's schedule SplitAhead; Y with an inf or a NaN,
+/// serial), their shared memory and launch.
+template <int Cluster, bool Swap, bool SplitAhead>
+using instance = fp32_emulated_instances<&wgmma_fp32_emulated_skinny_kernel<Cluster, Swap, false, SplitAhead>,
+                                         &wgmma_fp32_emulated_skinny_kernel<Cluster, Swap, true, false>,
                                          wgmma::tile_config<skinny_block_n, false, 2>::smem_bytes, Cluster>;
 
-/// Calls f(instance<...>{}) for the cluster size (1, 2) and orientation chosen at run time.
+/// Calls f(instance<...>{}) for the cluster size (1, 2), orientation and schedule chosen at run time.
 template <class F>
-void with_instance(int cluster, bool swap, F&& f) {
-  if (swap) {
-    if (cluster == 1) {
-      f(instance<1, true>{});
+void with_instance(int cluster, bool swap, fp32_emulated_skinny_schedule schedule, F&& f) {
+  const auto with_schedule = [&](auto split_ahead) {
+    constexpr bool ahead = decltype(split_ahead)::value;
+    if (swap) {
+      if (cluster == 1) {
+        f(instance<1, true, ahead>{});
+      } else {
+        f(instance<2, true, ahead>{});
+      }
+    } else if (cluster == 1) {
+      f(instance<1, false, ahead>{});
     } else {
-      f(instance<2, true>{});
+      f(instance<2, false, ahead>{});
     }
-  } else if (cluster == 1) {
-    f(instance<1, false>{});
+  };
+  if (schedule == fp32_emulated_skinny_schedule::split_ahead) {
+    with_schedule(std::true_type{});
   } else {
-    f(instance<2, false>{});
+    with_schedule(std::false_type{});
   }
 }
 
@@ -71,7 +81,8 @@ inline large_operand large_operand_of(const gemm_args<float>& g, fp32_emulated_l
 
 /// See wgmma_fp32_emulated_skinny_try_launch (wgmma_sm90a.hpp).
 inline bool try_launch(const gemm_args<float>& g, const epilogue::bias_relu_threshold<float>& fused,
-                       fp32_emulated_large large, int device, cudaStream_t stream, const char* what) {
+                       fp32_emulated_large large, int device, cudaStream_t stream, const char* what,
+                       fp32_emulated_skinny_schedule schedule) {
   using wgmma::block_m;
   using wgmma::max_cluster;
   constexpr int block_n = skinny_block_n;
@@ -107,7 +118,7 @@ inline bool try_launch(const gemm_args<float>& g, const epilogue::bias_relu_thre
   operands.enqueue(g, stream, what);
 
   int resident = 0;
-  with_instance(cluster, swap, [&](auto chosen) { resident = decltype(chosen)::resident(device, what); });
+  with_instance(cluster, swap, schedule, [&](auto chosen) { resident = decltype(chosen)::resident(device, what); });
   // The kernel's m and n are X's rows and Y's (swapped: C's n and m).
   wgmma::params<float> p = wgmma::params_of(g.C, g.ldc, x.rows, small, g.k, g.alpha, g.beta, tiles_m, cluster_tiles_n);
   // Split-k where the tiles fill less than half the GPU (as step 14), in whole k-blocks.
@@ -124,7 +135,7 @@ inline bool try_launch(const gemm_args<float>& g, const epilogue::bias_relu_thre
 
   // Both instances; the one Y's flag does not name returns at once.
   const std::size_t items = tiles_m * cluster_tiles_n * static_cast<std::size_t>(p.splits);
-  with_instance(cluster, swap, [&](auto chosen) {
+  with_instance(cluster, swap, schedule, [&](auto chosen) {
     decltype(chosen)::launch(items, resident, stream, what, map_x, map_y, map_c, p, fused,
                              static_cast<const unsigned*>(operands.nonfinite()), x.k_major);
   });

@@ -74,9 +74,10 @@ bool wgmma_try_launch(const gemm_args<float>& args, const epilogue::bias_relu_th
 /// (the current one) or the workspace cannot be allocated. Pass a default
 /// bias_relu_threshold for none. Skinny shapes (plan.hpp:
 /// choose_fp32_emulated_large) run step 17 instead where it can (below) once
-/// tuning.hpp's best_uses_fp32_emulated_skinny is on (it is: 1.29x step 15);
-/// `kernel` forces one of the two (tests, benchmarks).
-enum class fp32_emulated_wgmma_kernel { by_shape, step_15, skinny };
+/// tuning.hpp's best_uses_fp32_emulated_skinny is on (it is: 1.45x step 15);
+/// `kernel` forces one of the two (tests, benchmarks): skinny_serial is step 17
+/// with its serial k-loop (fp32_emulated_skinny_schedule::serial).
+enum class fp32_emulated_wgmma_kernel { by_shape, step_15, skinny, skinny_serial };
 bool wgmma_fp32_emulated_try_launch(const gemm_args<float>& args, const epilogue::bias_relu_threshold<float>& fused,
                                     int device, cudaStream_t stream,
                                     fp32_emulated_wgmma_kernel kernel = fp32_emulated_wgmma_kernel::by_shape);
@@ -88,10 +89,15 @@ bool wgmma_fp32_emulated_try_launch(const gemm_args<float>& args, const epilogue
 /// floats. Returns false, having enqueued nothing, where the wgmma conditions
 /// above are not met on `device` (the current one), the large operand's rows
 /// are not 16-byte aligned (TMA reads it in place), or the workspace cannot be
-/// allocated.
-bool wgmma_fp32_emulated_skinny_try_launch(const gemm_args<float>& args,
-                                           const epilogue::bias_relu_threshold<float>& fused, fp32_emulated_large large,
-                                           int device, cudaStream_t stream);
+/// allocated. `schedule`: the k-loop's, split_ahead (the next k-block split
+/// while this one's products run) or serial (split after they complete); the
+/// same products, order and sums, so the same bits (the serial one is kept for
+/// bench_matmul's paired row and the tests' bit-for-bit comparison).
+enum class fp32_emulated_skinny_schedule { split_ahead, serial };
+bool wgmma_fp32_emulated_skinny_try_launch(
+    const gemm_args<float>& args, const epilogue::bias_relu_threshold<float>& fused, fp32_emulated_large large,
+    int device, cudaStream_t stream,
+    fp32_emulated_skinny_schedule schedule = fp32_emulated_skinny_schedule::split_ahead);
 
 /// The Hopper learning steps, which lead up to step 14 one idea at a time:
 /// 11 wgmma + TMA in one warpgroup, 12 warp specialization, 13 clusters
