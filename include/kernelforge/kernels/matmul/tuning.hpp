@@ -111,8 +111,8 @@ constexpr bool best_uses_large_tile = true;
 /// still forces step 17 for the tests and bench_matmul's skinny_vs_step15 rows).
 /// Evidence: H200 2026-12-04, 128x8192x8192, step 17 54.3 TFLOP/s against step 15's
 /// 42.0 in the same pairs (step15_over_skinny 1.291), once its split lost its branch
-/// (2026-12-03, with the branch: 40.3 against 42.2)
-/// (matmul.md#fp32-emulation-for-skinny-products-step-17).
+/// (2026-12-03, with the branch: 40.3 against 42.2); split ahead of the products,
+/// 60.4 against 41.7 (1.448) (matmul.md#fp32-emulation-for-skinny-products-step-17).
 constexpr bool best_uses_fp32_emulated_skinny = true;
 
 }  // namespace kf::detail
