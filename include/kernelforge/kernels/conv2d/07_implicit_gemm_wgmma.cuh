@@ -33,7 +33,8 @@
 //    consumers store the last one.
 //  * Epilogue (wgmma_store.cuh): sum + bias[k], the functor, and a masked store
 //    straight into NCHW y (for a fixed k, a tile's consecutive rows are
-//    consecutive q); the bias read a chunk of channels ahead of their stores.
+//    consecutive q); the tile's bias staged in shared memory after its main
+//    loop (one load a thread and a named barrier), read there by the stores.
 //
 // channels_last (NHWC x, KRSC filter, NPQK y; T = float, __half, __nv_bfloat16):
 //  * Strides up to 8: the A map steps through the input at the layer's stride
@@ -201,6 +202,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
   const stage_ring<kStages> ring(smem.ring);
   // Ping-pong: mainloop_done[c] completes a phase each time consumer c has issued a tile's products.
   const std::uint32_t mainloop_done = smem.mainloop_done;
+  float* const bias_smem = smem.bias_in(conv2d_wgmma_smem);  // the staged bias (wgmma_store.cuh)
 
   const int warpgroup = threadIdx.x / warpgroup_threads;
   const int tid_in_warpgroup = threadIdx.x % warpgroup_threads;
@@ -227,7 +229,6 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
     // ---------------------------------------------------------------- consumers
     const int consumer = warpgroup - 1;
     const int lane = tid_in_warpgroup % 32;
-    const int warp_in_warpgroup = tid_in_warpgroup / 32;
     const auto release = [&](int st) {
       if (lane == 0) ring.release(st);
     };
@@ -301,10 +302,10 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
       if (previous >= 0) release(previous);             // the tile's last stage, before the stores
       if constexpr (PingPong) at.advance(prm.k_steps);  // the other warpgroup's next tile
 
-#pragma unroll
-      for (int m = 0; m < kBlocks; ++m) {
-        store_tile<T, Layout>(d[m], prm, w, PingPong ? m : consumer, warp_in_warpgroup, lane, ep);
-      }
+      // Ping-pong: the warpgroup's two row blocks; cooperative: its own.
+      stage_bias_and_store<T, Layout, kBlocks, BN>(
+          bias_smem, consumer, own_tiles & 1, [&](int m) -> const float(&)[kAcc] { return d[m]; }, prm, w,
+          PingPong ? 0 : consumer, tid_in_warpgroup, ep);
     }
   }
 #endif

@@ -33,7 +33,8 @@
 //    producer warpgroup gives its registers to the consumers (setmaxnreg).
 //  * Strides up to 8 and any padding and dilation, in both layouts: the A map
 //    of the split input steps through it as step 7's NHWC map does.
-//  * Epilogue: step 7's (bias, the fused threshold ReLU, NCHW or NHWC stores).
+//  * Epilogue: step 7's (the bias staged in shared memory, the fused threshold
+//    ReLU, NCHW or NHWC stores: wgmma_store.cuh).
 // Cost: three times step 7's TF32 products and twice its operand bytes, plus
 // the pre-pass (reads x once, writes it twice). Layers with fewer than 32
 // channels, strides above 8 or C R S < 128 run the exact kernels instead
@@ -86,6 +87,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
   extern __shared__ unsigned char conv2d_wgmma_smem[];
   const smem_carve<BN> smem(smem_address(conv2d_wgmma_smem));
   const stage_ring<kStages> ring(smem.ring);
+  float* const bias_smem = smem.bias_in(conv2d_wgmma_smem);  // the staged bias (wgmma_store.cuh)
   const int warpgroup = threadIdx.x / warpgroup_threads;
   const int tid_in_warpgroup = threadIdx.x % warpgroup_threads;
   if (threadIdx.x == 0) {  // the producer thread below
@@ -105,7 +107,6 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
     setmaxnreg_inc<wgmma::consumer_registers>();
     const int consumer = warpgroup - 1;
     const int lane = tid_in_warpgroup % 32;
-    const int warp_in_warpgroup = tid_in_warpgroup / 32;
     // A (stage a, this warpgroup's 64 rows) x B (stage b): the stage's 32 channels in 4 products.
     const auto mma = [&](float(&d)[kAcc], int a_stage, int b_stage, bool fresh) {
       const std::uint32_t a_tile = smem.a + a_stage * a_tile_bytes + consumer * wgmma_m * row_bytes;
@@ -131,7 +132,12 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
         wgmma::fp32_emulated_k_block<Apart>(ring, at, partial, correction, sums, lane, mma,
                                             [&](int st) { ring.release(st); });
       }
-      store_tile<float, Layout>(sums.finish(), prm, w, consumer, warp_in_warpgroup, lane, ep);
+      const float(&total)[kAcc] = sums.finish();
+      // This warpgroup's tiles in turn: t = blockIdx.x + j gridDim.x, buffer j % 2.
+      const int turn = static_cast<int>(static_cast<unsigned>(t) / gridDim.x) & 1;
+      stage_bias_and_store<float, Layout, 1, BN>(
+          bias_smem, consumer, turn, [&](int) -> const float(&)[kAcc] { return total; }, prm, w, consumer,
+          tid_in_warpgroup, ep);
     }
   }
 #endif

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "../arch/pipeline_sm90.cuh"
+#include "../arch/smem.cuh"
 #include "../arch/warpgroup_sm90.cuh"
 #include "../arch/wgmma_sm90.cuh"
 #include "../matmul/wgmma/config.cuh"
@@ -43,6 +44,17 @@ static_assert(column_tap_bytes == swizzle_atom_bytes, "a filter-column box row o
 /// Ping-pong's two turn barriers (mainloop done, one per consumer warpgroup), after the ring's.
 inline constexpr int order_barrier_bytes = 2 * 8;
 
+/// The bias a tile's store adds, staged in shared memory (wgmma_store.cuh,
+/// stage_bias): per consumer warpgroup, 2 buffers (its tiles in turn) of up to 2
+/// slices (the call's bias, and the functor's own) of BN floats.
+inline constexpr int bias_buffers = 2;
+inline constexpr int bias_slices = 2;
+/// Consumer warpgroup c's named barrier for its staged bias: bias_barrier + c (0 is __syncthreads).
+inline constexpr int bias_barrier = 1;
+template <int BN>
+inline constexpr int bias_stage_bytes =
+    consumer_warpgroups* bias_buffers* bias_slices* BN* static_cast<int>(sizeof(float));
+
 /// A stage's B slot: Rows taps' filter slices of block_c x BN.
 template <int BN, int Rows = 1>
 inline constexpr int b_tile_bytes = Rows* BN* row_bytes;
@@ -55,16 +67,19 @@ using wgmma::max_smem_bytes;  // the shared-memory opt-in (227 KiB on sm_90)
 template <int BN, int Rows = 1>
 inline constexpr int stages = Rows == 1 ? (BN == 64 ? 8 : 6)
                                         : (max_smem_bytes - swizzle_atom_bytes - order_barrier_bytes -
-                                           stage_ring_barrier_bytes(8)) /
+                                           stage_ring_barrier_bytes(8) - bias_stage_bytes<BN>) /
                                               stage_bytes<BN, Rows>;
 /// Tiles start 1024-aligned (the swizzle is a function of the address bits):
-/// one atom of slack, then the stages, then the ring's barriers (pipeline_sm90.cuh).
+/// one atom of slack, then the stages, the ring's barriers (pipeline_sm90.cuh),
+/// ping-pong's turn barriers and the staged bias (smem_carve).
 template <int BN, int Rows = 1>
 inline constexpr int smem_bytes = swizzle_atom_bytes + stages<BN, Rows>* stage_bytes<BN, Rows> +
-                                  stage_ring_barrier_bytes(stages<BN, Rows>) + order_barrier_bytes;
+                                  stage_ring_barrier_bytes(stages<BN, Rows>) + order_barrier_bytes
+                                  + bias_stage_bytes<BN>;
 static_assert(smem_bytes<128, 3> <= max_smem_bytes && smem_bytes<64, 3> <= max_smem_bytes && stages<128, 3> >= 3 &&
                   stages<64, 3> >= 4,
               "filter-column stages fit the opt-in");
+static_assert(smem_bytes<128> <= max_smem_bytes && smem_bytes<64> <= max_smem_bytes, "one-tap stages fit the opt-in");
 static_assert(a_slot_bytes<3> % swizzle_atom_bytes == 0, "every B slot starts on a swizzle atom");
 
 /// The filter repack's block (wgmma_nchw_repack.cuh, grid-stride).
@@ -96,18 +111,27 @@ inline constexpr int accumulators = wgmma_accumulators<BN>;
 
 /// The dynamic shared memory of a CTA with tiles BN wide: 1024-aligned (the
 /// swizzle is a function of the address bits), the stages' A slots, their B
-/// slots, the ring's barriers, then ping-pong's two turn barriers.
+/// slots, the ring's barriers, ping-pong's two turn barriers, then the staged
+/// bias (16-aligned: the barriers before it take 16 bytes a pair).
 template <int BN, int Rows = 1>
 struct smem_carve {
   std::uint32_t a;              ///< stages x A slot
   std::uint32_t b;              ///< stages x B slot
   std::uint32_t ring;           ///< the stage ring's barriers
   std::uint32_t mainloop_done;  ///< ping-pong's turn barriers
+  std::uint32_t bias;           ///< bias_stage_bytes<BN>: the staged bias (wgmma_store.cuh)
   __device__ __forceinline__ explicit smem_carve(std::uint32_t raw)
       : a((raw + swizzle_atom_bytes - 1) & ~std::uint32_t(swizzle_atom_bytes - 1)),
         b(a + stages<BN, Rows> * a_slot_bytes<Rows>),
         ring(a + stages<BN, Rows> * stage_bytes<BN, Rows>),
-        mainloop_done(ring + stage_ring_barrier_bytes(stages<BN, Rows>)) {}
+        mainloop_done(ring + stage_ring_barrier_bytes(stages<BN, Rows>)),
+        bias(mainloop_done + order_barrier_bytes) {}
+  /// The staged bias as a pointer into `smem`, the kernel's __shared__ array (whose address
+  /// the carve was made from): the compiler then knows its accesses as shared-memory ones,
+  /// which no store into y can overlap.
+  __device__ __forceinline__ float* bias_in(unsigned char* smem) const {
+    return reinterpret_cast<float*>(smem + (bias - smem_address(smem)));
+  }
 };
 
 }  // namespace kf::detail::conv2d_wgmma
