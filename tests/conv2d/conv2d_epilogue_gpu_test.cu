@@ -22,8 +22,9 @@
 //    swapped or wrong index fails), and compose<bias_add, relu_threshold> with
 //    a second bias, on every variant that takes a functor x every layer; and
 //    the library's own bias_relu_threshold<float> as a functor with that second
-//    bias, which implicit_gemm_wgmma takes too (its epilogue applies the
-//    functor, its bias included, per value: 07_implicit_gemm_wgmma.cuh);
+//    bias, which implicit_gemm_wgmma takes too (its store stages the functor's
+//    bias in shared memory beside the call's, a second slice added after it,
+//    and applies the threshold per value: wgmma_store.cuh);
 //  - Conv2dEpilogueUnsupported.UnsupportedCombinations: each (variant, kind of
 //    epilogue, class of layer) that must raise errc::unsupported, once (the two
 //    suites above leave them out): Winograd by name on a layer it does not

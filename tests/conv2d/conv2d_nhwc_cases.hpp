@@ -7,8 +7,8 @@
 // not multiples of 8 (C * sizeof(T) a multiple of 16 bytes, as the wgmma
 // kernel needs to read x in place, for float at 12 and 24, for the 16-bit
 // types at 24 only; the others go through its column fold), and 8, 16, 32,
-// 64, 72, 136, 256; K = 1 (y a single column), 3, 63, 65, 130, 257 (around
-// 64- and 128-wide tiles); stride 2 and asymmetric strides (1 x 2, 1 x 3);
+// 48, 64, 72, 136, 256; K = 1 (y a single column), 3, 63, 65, 67, 130, 257
+// (around 64- and 128-wide tiles); stride 2 and asymmetric strides (1 x 2, 1 x 3);
 // dilation 2 (in place and folded); pad_h != pad_w; Q = 1 (W = 1, padded);
 // 1x1, 3x3, 3x5, 5x5, 7x7 (the ResNet stem: C = 3, stride 2, pad 3); N = 1,
 // 2, 3, 9; bias and none; the ReLU at thresholds -0.5, 0, 0.25 and 0.5, with
@@ -18,9 +18,10 @@
 // pixel boxes of the wgmma kernel's 128-row tiles
 // that span images and overhang the batch (7x7 at N = 3, 5x6 at N = 9: checked
 // against the plan by Conv2dNhwcCases.BoxesSpanImages); x, weight and y each
-// one element off alignment; the 16-bit filter-column tiles of the wgmma kernel
-// (wgmma_plan.hpp: 3x3 and 6x3 stride-1 layers) in both forms (8 x 8 pixels of
-// two images, 8 x 16 of one) and both widths, at 56x56 C64 and 28x28 C128, Q
+// one element off alignment, and y so with the bias and the ReLU on both of
+// the wgmma kernel's schedules (FusedBiasReluCases); the 16-bit filter-column
+// tiles of the wgmma kernel (wgmma_plan.hpp: 3x3 and 6x3 stride-1 layers) in
+// both forms (8 x 8 pixels of two images, 8 x 16 of one) and both widths, at 56x56 C64 and 28x28 C128, Q
 // not a multiple of 8, N up to 3, padding 2 at the top and bottom, the ReLU,
 // partial channel blocks, the column fold and misaligned y (checked against
 // the plan by Conv2dNhwcCases.FilterColumnCases); step 10's cases (16-bit
@@ -132,6 +133,17 @@ const std::vector<nhwc_case>& nhwc_cases() {
       misaligned({"misaligned_y_c64_15x15_k63_n1", nhwc(1, 64, 15, 15, 63, 3, 3, 1, 1, 1, 1), true}, 0, 0, 1),
       misaligned(with_relu({"misaligned_y_c16_9x7_k130_relu", nhwc(1, 16, 9, 7, 130, 3, 3, 1, 1, 1, 1), false}, 0.5f),
                  0, 0, 1),
+      // The bias and the ReLU (the wgmma kernel's bias staged in shared memory) with y one
+      // element off alignment (element stores) and K off every tile: on the ping-pong schedule
+      // (a 3x3 layer, K past a 128-wide tile), and on the cooperative one (1x1, K odd).
+      misaligned(
+          with_relu({"bias_relu_misaligned_y_c48_13x19_k130_n2", nhwc(2, 48, 13, 19, 130, 3, 3, 1, 1, 1, 1), true},
+                    0.25f),
+          0, 0, 1),
+      misaligned(
+          with_relu({"bias_relu_misaligned_y_c32_9x11_k67_1x1_n2", nhwc(2, 32, 9, 11, 67, 1, 1, 1, 1, 0, 0), true},
+                    -0.5f),
+          0, 0, 1),
       // Filter-column tiles (16-bit): the ResNet C64 layer (8 x 8 x 2 tiles, one image a
       // warpgroup), the C128 one (8 x 16, BN = 128, three stages), Q = 19 and P = 15
       // (padding 2 rows above and below), and R = 6 (two row groups a filter column).

@@ -160,28 +160,39 @@ TEST(Conv2dNhwcCases, WinogradCases) {
   EXPECT_GE(relu, 2);
 }
 
-/// The fused bias + ReLU (07_implicit_gemm_wgmma.cuh's epilogue) runs in the cases on both
+/// The fused bias + ReLU (07_implicit_gemm_wgmma.cuh's epilogue: the tile's
+/// bias staged in shared memory, wgmma_store.cuh) runs in the cases on both
 /// schedules -- ping-pong (a consumer warpgroup's two m64 blocks share the
-/// tile's columns) and cooperative -- with K past a tile's width and a
-/// threshold that is not 0, and the ReLU runs without a bias too.
+/// tile's columns and its staged bias) and cooperative (each warpgroup stages
+/// its own) -- with K past a tile's width and a threshold that is not 0, each
+/// schedule with y misaligned (element stores) and K off the tile at once; and
+/// the ReLU runs without a bias too (nothing staged).
 TEST(Conv2dNhwcCases, FusedBiasReluCases) {
   int pingpong = 0, cooperative = 0, k_partial = 0, threshold = 0, relu_only = 0;
+  int misaligned_pingpong = 0, misaligned_cooperative = 0;
   for (const nhwc_case& c : nhwc_cases()) {
     const kf::conv2d_params& p = c.p;
     if (!c.relu || kf::detail::conv2d_nhwc_wgmma_unsupported_reason(p.stride_h, p.stride_w) != nullptr) continue;
     relu_only += c.bias ? 0 : 1;
     if (!c.bias) continue;
     const bool pp = half_layer_of(c).pingpong();
+    const bool partial = p.out_channels % half_plan_of(c).bn != 0;
     pingpong += pp ? 1 : 0;
     cooperative += pp ? 0 : 1;
-    k_partial += p.out_channels % half_plan_of(c).bn != 0 ? 1 : 0;
+    k_partial += partial ? 1 : 0;
     threshold += c.threshold != 0.0f ? 1 : 0;
+    if (c.y_offset > 0 && partial) {
+      misaligned_pingpong += pp ? 1 : 0;
+      misaligned_cooperative += pp ? 0 : 1;
+    }
   }
   EXPECT_GE(pingpong, 1);
   EXPECT_GE(cooperative, 1);
   EXPECT_GE(k_partial, 1);
   EXPECT_GE(threshold, 1);
   EXPECT_GE(relu_only, 1);
+  EXPECT_GE(misaligned_pingpong, 1);
+  EXPECT_GE(misaligned_cooperative, 1);
 }
 
 /// Every case's fp32 bound stays below half of one term's typical size

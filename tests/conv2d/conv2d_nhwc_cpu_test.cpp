@@ -257,6 +257,37 @@ TEST(Conv2dLayoutValidation, SixteenBitTypesAreNhwcOnly) {
   EXPECT_NO_THROW(kf::conv2d_forward<float>(p, nullptr, fake(0x2000000), nullptr, nullptr, emulated));
 }
 
+/// The wgmma kernel reads the bias through the read-only path and stages it in
+/// shared memory once per tile (wgmma_store.cuh), which is right only because y
+/// may not overlap the bias: a bias that overlaps y by one element at either end
+/// is refused before any CUDA call, for every type and variant that runs NHWC.
+template <class T>
+void expect_bias_overlapping_y_refused() {
+  auto* x = reinterpret_cast<T*>(fake(0x1000000));
+  auto* w = reinterpret_cast<T*>(fake(0x2000000));
+  auto* y = reinterpret_cast<T*>(fake(0x3000000));
+  kf::conv2d_params p = make(2, 8, 8, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1);
+  p.layout = kf::conv2d_layout::nhwc;
+  const std::size_t y_n = 2 * 8 * 8 * 4;  // N P Q K
+  for (kf::conv2d_variant variant : {kf::conv2d_variant::best, kf::conv2d_variant::implicit_gemm_wgmma}) {
+    kf::conv2d_options o;
+    o.variant = variant;
+    o.relu = true;
+    if (sizeof(T) == sizeof(float)) o.math = kf::math_mode::tf32;
+    SCOPED_TRACE(kf::to_string(variant));
+    for (const T* bias : {y + y_n - 1, y - (p.out_channels - 1), y + 1}) {  // its first, last, every element in y
+      expect_error(kf::errc::invalid_argument, "'y' and 'bias' overlap; the output must be a separate array",
+                   [&] { kf::conv2d_forward<T>(p, x, w, bias, y, o); });
+    }
+  }
+}
+
+TEST(Conv2dLayoutValidation, NhwcBiasOverlappingYIsRefused) {
+  expect_bias_overlapping_y_refused<__half>();
+  expect_bias_overlapping_y_refused<__nv_bfloat16>();
+  expect_bias_overlapping_y_refused<float>();
+}
+
 TEST(Conv2dLayoutValidation, NhwcWgmmaByNameNamesTheUnmetCondition) {
   kf::conv2d_params p = make(1, 8, 8, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1);
   p.layout = kf::conv2d_layout::nhwc;
