@@ -155,10 +155,15 @@ step_sm90a_sanitize() {
     sanitize_one $tool $t_filter2d "*TmaPipeline*" || r=1
   done
   # The NHWC wgmma conv2d (every type): memcheck on every case, racecheck and
-  # synccheck on its ragged ones (boxes spanning images, a misaligned y).
+  # synccheck on its ragged ones (boxes spanning images, a misaligned y), the bias
+  # staged in shared memory on both schedules (bias_relu_misaligned_y_*), and the
+  # case whose warpgroups take more than two tiles each (many_tiles: a staged-bias
+  # buffer written again while the other is read, wgmma_store.cuh).
   sanitize_one memcheck $t_conv2d_nhwc "*implicit_gemm_wgmma*" || r=1
   for tool in racecheck synccheck; do
-    sanitize_one $tool $t_conv2d_nhwc "*implicit_gemm_wgmma_boxes*:*implicit_gemm_wgmma_misaligned_y*" || r=1
+    sanitize_one $tool $t_conv2d_nhwc \
+      "*implicit_gemm_wgmma_boxes*:*implicit_gemm_wgmma_misaligned_y*:*implicit_gemm_wgmma_bias_relu_misaligned_y*:*implicit_gemm_wgmma_many_tiles*" ||
+      r=1
   done
   # The wgmma filter gradients (gradient steps 3 and 4) on their 14x14 ResNet cases, and the
   # skinny fp32 emulation (step 17: the split ahead of the products) on its awkward sizes.
