@@ -340,6 +340,9 @@ TEST(Conv2dNhwcRoute, FloatBestTakesTheNchwKernels) {
     EXPECT_TRUE(route(v::best, math, false).wgmma);
     EXPECT_FALSE(route(v::best, math, true).few_channels);  // 16-bit only
     EXPECT_EQ(route(v::best, math, false).few_channels, kf::detail::conv2d_best_uses_few_channels);
+    EXPECT_FALSE(route(v::best, math, true).few_channels_persistent);  // 16-bit only
+    EXPECT_EQ(route(v::best, math, false).few_channels_persistent,
+              kf::detail::conv2d_best_uses_few_channels_persistent);
     for (const bool is_float : {true, false}) {
       EXPECT_FALSE(route(v::naive, math, is_float).wgmma);
       EXPECT_FALSE(route(v::naive, math, is_float).nchw_kernels);
@@ -347,6 +350,8 @@ TEST(Conv2dNhwcRoute, FloatBestTakesTheNchwKernels) {
       EXPECT_FALSE(route(v::implicit_gemm_wgmma, math, is_float).nchw_kernels);
       EXPECT_FALSE(route(v::naive, math, is_float).few_channels);
       EXPECT_FALSE(route(v::implicit_gemm_wgmma, math, is_float).few_channels);
+      EXPECT_FALSE(route(v::naive, math, is_float).few_channels_persistent);
+      EXPECT_FALSE(route(v::implicit_gemm_wgmma, math, is_float).few_channels_persistent);
     }
   }
 }

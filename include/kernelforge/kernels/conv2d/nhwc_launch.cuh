@@ -3,8 +3,9 @@
 // NHWC call (validate.cpp has checked the variant, types and geometry), for the
 // library's own epilogues (src/conv2d/conv2d.cu; <kernelforge/conv.cuh> refuses
 // NHWC). The route (nhwc_plan.hpp's route_conv2d_nhwc, CPU-tested), in order:
-//  * best: few_channels_mma (step 10, few_channels.hpp) for the 16-bit layers
-//    its plan takes (C <= 4, R x S <= 64: the RGB stem) on sm_80+;
+//  * best: few_channels_persistent (step 11, few_channels.hpp) for the 16-bit
+//    layers its plan takes (C <= 4, R x S <= 64: the RGB stem) on sm_80+, and
+//    few_channels_mma (step 10) for those step 11's shared-memory budget leaves;
 //  * implicit_gemm_wgmma (step 7 in the NHWC layout, sm_90a object:
 //    wgmma_sm90a.hpp) where the device, the build and the layer allow it and the
 //    epilogue is one the object was compiled for: the 16-bit types, and float
@@ -96,7 +97,11 @@ void dispatch_conv2d_nhwc(const char* what, int device, const conv2d_args<T>& a,
   const bool named = options.variant == conv2d_variant::implicit_gemm_wgmma;
   const conv2d_nhwc_route route = route_conv2d_nhwc(options.variant, options.math, std::is_same_v<T, float>);
   if constexpr (!std::is_same_v<T, float> && conv2d_wgmma_epilogue_v<Epilogue>) {
-    // It plans the layer once and declines (false, nothing enqueued) the ones it does not take.
+    // Each plans the layer and declines (false, nothing enqueued) the ones it does not take.
+    if (route.few_channels_persistent &&
+        conv2d_nhwc_few_channels_persistent_try_launch(device, a, ep, options.stream)) {
+      return;
+    }
     if (route.few_channels && conv2d_nhwc_few_channels_try_launch(device, a, ep, options.stream)) return;
   }
   if (route.wgmma) {

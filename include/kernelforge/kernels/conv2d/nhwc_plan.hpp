@@ -30,6 +30,11 @@ namespace kf::detail {
 /// The kernels an NHWC call tries, in this order, before the naive kernel
 /// (which runs anywhere: conv2d_naive_nhwc).
 struct conv2d_nhwc_route {
+  /// Step 11, the few-channel kernel on persistent CTAs (16-bit `best` only,
+  /// where tuning.hpp's conv2d_best_uses_few_channels_persistent says so;
+  /// conv2d_nhwc_few_channels_persistent_try_launch plans the layer and
+  /// declines the ones it does not take), ahead of step 10.
+  bool few_channels_persistent = false;
   /// Step 10, the few-channel kernel (16-bit `best` only, where tuning.hpp's
   /// conv2d_best_uses_few_channels says so; conv2d_nhwc_few_channels_try_launch
   /// plans the layer and declines the ones it does not take).
@@ -50,6 +55,7 @@ inline conv2d_nhwc_route route_conv2d_nhwc(conv2d_variant variant, math_mode mat
   r.wgmma = variant == conv2d_variant::implicit_gemm_wgmma || (best && (!is_float || math == math_mode::tf32));
   r.nchw_kernels = best && is_float;
   r.few_channels = best && !is_float && conv2d_best_uses_few_channels;
+  r.few_channels_persistent = best && !is_float && conv2d_best_uses_few_channels_persistent;
   return r;
 }
 

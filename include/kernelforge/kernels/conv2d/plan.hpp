@@ -4,8 +4,8 @@
 // (tests/conv2d/conv2d_cpu_test.cpp): the implicit GEMM's block tile and its
 // split-K (the shared planner, common/split_k_plan.hpp, with conv2d's
 // limits), where Winograd F(2x2,3x3) applies and what `best` runs in exact
-// fp32, the workspace layouts of the two Winograd steps, and step 10's bands
-// (few-channel NHWC layers) and best's route to it. No CUDA calls here. (The
+// fp32, the workspace layouts of the two Winograd steps, and steps 10 and 11's
+// bands (few-channel NHWC layers) and best's route to them. No CUDA calls here. (The
 // wgmma step's rules: wgmma_plan.hpp.)
 #pragma once
 
@@ -308,6 +308,74 @@ inline conv2d_few_channels_plan plan_conv2d_few_channels(std::size_t n, std::siz
 /// check, sm_80+, is the launcher's).
 inline bool conv2d_best_takes_few_channels(const conv2d_few_channels_plan& l) {
   return conv2d_best_uses_few_channels && l.unsupported == nullptr;
+}
+
+// ---- step 11: step 10's bands on persistent CTAs (11_few_channels_persistent.cuh) ---
+
+/// The shape of one step-11 launch: grid (grid_x, band.k_blocks), CTA (b, kb)
+/// computes bands b, b + grid_x, ... for output channels [64 kb, 64 kb + 64).
+/// band: step 10's plan (band, patch, filter rows and tap table; its own
+/// patch_offset and smem_bytes are step 10's layout, not this one). Shared
+/// memory, in order: the filter and the tap table as step 10 lays them out;
+/// the staging rows (the next band's patch_rows input rows as they lie in x,
+/// each from the 16-byte chunk that holds its first byte: stage_row_bytes a
+/// row); then the patch and the warps' output tiles (out_rows pixels of 64
+/// channels each, out_row_bytes a pixel), which before the first band hold the
+/// filter as it lies in the weight tensor.
+struct conv2d_few_channels_persistent_plan {
+  static constexpr std::size_t chunk = 16;     ///< bytes of one cp.async
+  static constexpr std::size_t out_rows = 16;  ///< a warp stages one m16 fragment's pixels at a time
+  /// A staged output pixel: 64 channels (its 16-byte chunks swizzled by the kernel).
+  static constexpr std::size_t out_row_bytes = conv2d_few_channels_plan::block_n * 2;
+  conv2d_few_channels_plan band;
+  std::size_t stage_row_bytes = 0, stage_offset = 0, patch_offset = 0, out_offset = 0, smem_bytes = 0;
+  std::size_t grid_x = 0;  ///< persistent CTAs along the bands
+  /// nullptr when step 11 computes the layer with this plan; else what rules it out.
+  const char* unsupported = nullptr;
+};
+
+/// Step 11's plan for the NHWC layer N x C x H x W -> K x P x Q (R x S filter),
+/// its elements element_bytes wide, on a GPU that holds resident_ctas CTAs of
+/// it at once (SMs x CTAs an SM at conv2d_few_channels_persistent_smem_budget,
+/// or fewer). The bands are step 10's; the grid has min(bands, resident_ctas /
+/// k_blocks) CTAs along them (at least one), each looping over its bands with
+/// a stride of the grid. unsupported: step 10's reason, or a footprint beyond
+/// conv2d_few_channels_persistent_smem_budget (step 10 then takes the layer).
+inline conv2d_few_channels_persistent_plan plan_conv2d_few_channels_persistent(
+    std::size_t n, std::size_t c, std::size_t w, std::size_t p, std::size_t q, std::size_t k, std::size_t r,
+    std::size_t s, std::size_t stride_h, std::size_t stride_w, std::size_t dilation_h, std::size_t dilation_w,
+    std::size_t element_bytes, std::size_t resident_ctas) {
+  using L = conv2d_few_channels_persistent_plan;
+  L l;
+  l.band = plan_conv2d_few_channels(n, c, p, q, k, r, s, stride_h, stride_w, dilation_h, dilation_w, element_bytes);
+  const conv2d_few_channels_plan& b = l.band;
+  if (b.unsupported != nullptr) {
+    l.unsupported = b.unsupported;
+    return l;
+  }
+  // A row's bytes may start anywhere in a chunk: one chunk more than they fill.
+  const std::size_t row_bytes = (b.patch_cols < w ? b.patch_cols : w) * c * element_bytes;
+  l.stage_row_bytes = (ceil_div(row_bytes, L::chunk) + 1) * L::chunk;
+  l.stage_offset = round_up(b.patch_offset, L::chunk);
+  l.patch_offset = l.stage_offset + b.patch_rows * l.stage_row_bytes;
+  l.out_offset =
+      l.patch_offset + round_up(b.patch_rows * b.patch_cols * conv2d_few_channels_plan::pixel_bytes, L::chunk);
+  const std::size_t tiles_end = l.out_offset + b.warps * L::out_rows * L::out_row_bytes;
+  const std::size_t raw_filter = (ceil_div(b.block_n * r * s * c * element_bytes, L::chunk) + 1) * L::chunk;
+  l.smem_bytes = tiles_end > l.patch_offset + raw_filter ? tiles_end : l.patch_offset + raw_filter;
+  if (l.smem_bytes > conv2d_few_channels_persistent_smem_budget) {
+    l.unsupported = "step 10's band with the staged rows and output tiles needs more shared memory than the budget";
+    return l;
+  }
+  const std::size_t per_block = resident_ctas / b.k_blocks;
+  l.grid_x = per_block < 1 ? 1 : (per_block < b.bands ? per_block : b.bands);
+  return l;
+}
+
+/// Whether `best` runs step 11 on an NHWC layer whose plan is `l` (ahead of
+/// step 10; the device check, sm_80+, is the launcher's).
+inline bool conv2d_best_takes_few_channels_persistent(const conv2d_few_channels_persistent_plan& l) {
+  return conv2d_best_uses_few_channels_persistent && l.unsupported == nullptr;
 }
 
 }  // namespace kf::detail

@@ -117,4 +117,16 @@ constexpr std::size_t conv2d_few_channels_smem_budget = std::size_t{64} * 1024;
 /// faster than step 7 behind its fold, paired (few_channels_vs_fold; conv2d.md#conv2d_few_channels).
 constexpr bool conv2d_best_uses_few_channels = true;
 
+// ---- step 11: step 10's bands on persistent CTAs (11_few_channels_persistent.cuh) -
+
+/// Shared memory a step-11 CTA may use (filter, tap table, the next band's
+/// staged rows, the patch and the warps' output tiles): two CTAs fit the SM of
+/// sm_80 (164 KB) and sm_90 (228 KB), one the 100 KB SM of sm_86 and sm_89. The
+/// launch grid is the resident CTAs at this size. A layer beyond it runs step 10.
+/// Evidence: none measured; the stem takes 71 KB (conv2d.md#conv2d_few_channels_persistent).
+constexpr std::size_t conv2d_few_channels_persistent_smem_budget = std::size_t{80} * 1024;
+/// Whether `best` runs step 11 on the layers its plan takes, ahead of step 10.
+/// Evidence: not yet measured (persistent_vs_one_band; conv2d.md#conv2d_few_channels_persistent).
+constexpr bool conv2d_best_uses_few_channels_persistent = true;
+
 }  // namespace kf::detail
