@@ -26,9 +26,10 @@
 // partial channel blocks, the column fold and misaligned y (checked against
 // the plan by Conv2dNhwcCases.FilterColumnCases); step 10's cases (16-bit
 // only; their list says what they cover, Conv2dNhwcCases.FewChannelCases
-// checks it). The reference's cost is N P Q K C R S multiply-adds in double per
-// case and type, cached across the variants: 1.5e9 for the three types and
-// 0.6e9 for step 10's cases in the two 16-bit ones (the stem at N = 2: 0.24e9 a
+// checks it; step 11's, Conv2dNhwcCases.PersistentCases). The reference's cost
+// is N P Q K C R S multiply-adds in double per case and type, cached across the
+// variants: 1.5e9 for the three types and 0.6e9 for steps 10 and 11's cases in
+// the two 16-bit ones (the stem at N = 2: 0.24e9 a
 // type), about 10 s on 2 cores at -O2.
 #pragma once
 
@@ -155,16 +156,19 @@ const std::vector<nhwc_case>& nhwc_cases() {
   return cases;
 }
 
-/// The layers of step 10 (few_channels_mma: 16-bit, C <= 4, R x S <= 64), run
-/// on the 16-bit variants and step 10 forced (Conv2dNhwcCases.FewChannelCases
-/// checks what they cover against its plan): the ResNet stem at N = 2 and an
+/// The layers of steps 10 and 11 (few_channels_mma, few_channels_persistent:
+/// 16-bit, C <= 4, R x S <= 64), run on the 16-bit variants and each step forced
+/// (Conv2dNhwcCases.FewChannelCases and PersistentCases check what they cover
+/// against the plans; step 11 also on a grid of 5 CTAs, each then looping over
+/// many bands: 22 or 23 of the stem's 112 at N = 2): the ResNet stem at N = 2 and an
 /// odd-sized one at N = 1; C = 1, 2, 3, 4; 1x1, 3x3, 5x5, 7x7, 7x5 (dilation
 /// 2) and 8x8 (64 taps, no padding tap); stride 1 and 2; padding 0 to 3; K =
 /// 64, 32, 40, 16, 33 (odd: channels stored one by one) and 130 (three channel
 /// blocks); bands that overhang the output (P = 149 in bands of 17 rows;
 /// Q = 601 in three column tiles of 201) and warps past a band (7 x 31 pixels);
-/// bias, none and the ReLU; x, weight and y one element off alignment; and two
-/// layers it refuses (C = 8; 81 taps).
+/// bias, none and the ReLU; x, weight and y one element off alignment; for
+/// step 11 the cases listed with them below; and two layers both refuse (C = 8;
+/// 81 taps).
 const std::vector<nhwc_case>& few_channel_cases() {
   static const std::vector<nhwc_case> cases = {
       with_relu({"few_stem_c3_224x224_k64_7x7_s2_p3_n2_relu", nhwc(2, 3, 224, 224, 64, 7, 7, 2, 2, 3, 3), true}, 0.0f),
@@ -179,6 +183,18 @@ const std::vector<nhwc_case>& few_channel_cases() {
       {"few_c2_20x20_k16_8x8_s2_p3", nhwc(2, 2, 20, 20, 16, 8, 8, 2, 2, 3, 3), true},
       {"few_c3_17x15_k64_1x1", nhwc(2, 3, 17, 15, 64, 1, 1, 1, 1, 0, 0), true},
       misaligned({"few_misaligned_c3_31x29_k64_7x7_s2_p3", nhwc(2, 3, 31, 29, 64, 7, 7, 2, 2, 3, 3), true}, 1, 1, 1),
+      // For step 11 (few_channels_persistent) above all: several bands an image (N = 5, 4, 3),
+      // 16-byte stores of part of a channel block (K = 24, 8) and of a second block of one
+      // chunk (K = 72), channel pairs (K = 20; y 4 bytes off 16), rows that start inside a
+      // 16-byte chunk of x (C W odd), x 3 elements off 16 bytes (its first and last chunks).
+      with_relu({"few_c3_37x41_k24_7x7_s2_p3_n5_relu", nhwc(5, 3, 37, 41, 24, 7, 7, 2, 2, 3, 3), true}, 0.25f),
+      {"few_c1_61x45_k8_3x3_s2_p1_n4", nhwc(4, 1, 61, 45, 8, 3, 3, 2, 2, 1, 1), false},
+      {"few_c2_23x29_k20_5x5_p2_n3", nhwc(3, 2, 23, 29, 20, 5, 5, 1, 1, 2, 2), true},
+      {"few_c4_27x25_k72_3x3_s2_p1", nhwc(2, 4, 27, 25, 72, 3, 3, 2, 2, 1, 1), true},
+      misaligned(with_relu({"few_misaligned_x3_y2_c3_29x33_k64_7x7_s2_p3_n3_relu",
+                            nhwc(3, 3, 29, 33, 64, 7, 7, 2, 2, 3, 3), true},
+                           0.0f),
+                 3, 0, 2),
       {"few_refused_c8_9x9_k16_3x3_p1", nhwc(2, 8, 9, 9, 16, 3, 3, 1, 1, 1, 1), true},
       {"few_refused_c3_13x13_k16_9x9_p4", nhwc(1, 3, 13, 13, 16, 9, 9, 1, 1, 4, 4), false},
   };
@@ -191,6 +207,17 @@ kf::detail::conv2d_few_channels_plan few_channels_plan(const kf::conv2d_params& 
       p.batch, p.in_channels, kf::conv2d_output_height(p), kf::conv2d_output_width(p), p.out_channels, p.filter_height,
       p.filter_width, p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, sizeof(__half));
 }
+
+/// Step 11's plan for the layer `p` in 16-bit elements, resident_ctas CTAs at once.
+kf::detail::conv2d_few_channels_persistent_plan persistent_plan(const kf::conv2d_params& p, std::size_t resident_ctas) {
+  return kf::detail::plan_conv2d_few_channels_persistent(
+      p.batch, p.in_channels, p.in_width, kf::conv2d_output_height(p), kf::conv2d_output_width(p), p.out_channels,
+      p.filter_height, p.filter_width, p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, sizeof(__half),
+      resident_ctas);
+}
+
+/// The grid the tests force step 11 onto besides the device's own: few CTAs, many bands each.
+constexpr std::size_t persistent_small_grid = 5;
 
 /// The inputs of one case in T, on the host and the device (each at its case's
 /// offset), and the reference: built once per type and case.

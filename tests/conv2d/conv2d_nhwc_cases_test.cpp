@@ -276,6 +276,54 @@ TEST(Conv2dNhwcCases, FewChannelCases) {
   for (int pad = 0; pad < 4; ++pad) EXPECT_GE(pads[pad], 1) << "padding " << pad;
 }
 
+/// few_channel_cases() cover step 11's own paths, against its plan (plan.hpp:
+/// plan_conv2d_few_channels_persistent): it takes every case step 10 takes (its
+/// budget holds them all), and among them: the 16-byte stores through shared
+/// memory (K % 8 == 0, y 16-byte aligned) with K below 64 and with a second
+/// channel block; channel pairs (K even, and K % 8 != 0 or y 4 bytes off 16);
+/// single channels (K odd or y 2 bytes off); rows of x that start inside a
+/// 16-byte chunk (C W odd); x off 16 bytes (its first and last chunks copied 2
+/// bytes at a time); on the tests' small grid, CTAs of 8 bands and more, and of
+/// more than one channel block; N = 1 and N > 2; the ReLU with a bias.
+TEST(Conv2dNhwcCases, PersistentCases) {
+  int vectors_below_64 = 0, vectors_blocks = 0, pairs = 0, singles = 0, mid_chunk_rows = 0, x_off = 0;
+  int many_bands = 0, small_grid_blocks = 0, single = 0, batches = 0, relu_bias = 0;
+  for (const nhwc_case& c : few_channel_cases()) {
+    const kf::conv2d_params& p = c.p;
+    const auto l = persistent_plan(p, 264);
+    const bool refused = std::string(c.name).rfind("few_refused_", 0) == 0;
+    EXPECT_EQ(l.unsupported != nullptr, refused) << c.name << ": " << (l.unsupported ? l.unsupported : "taken");
+    if (refused) continue;
+    const std::size_t k = p.out_channels;
+    const bool y16 = c.y_offset % 8 == 0;  // 2-byte elements: y 16-byte aligned
+    const bool vectors = k % 8 == 0 && y16;
+    vectors_below_64 += vectors && k < 64 ? 1 : 0;
+    vectors_blocks += vectors && l.band.k_blocks > 1 ? 1 : 0;
+    pairs += !vectors && k % 2 == 0 && c.y_offset % 2 == 0 ? 1 : 0;
+    singles += k % 2 != 0 || c.y_offset % 2 != 0 ? 1 : 0;
+    mid_chunk_rows += p.in_channels * p.in_width * 2 % 16 != 0 ? 1 : 0;
+    x_off += c.x_offset % 8 != 0 ? 1 : 0;
+    const auto small = persistent_plan(p, persistent_small_grid);
+    many_bands += small.band.bands >= 8 * small.grid_x ? 1 : 0;
+    small_grid_blocks += small.band.k_blocks > 1 && small.band.bands > small.grid_x ? 1 : 0;
+    single += p.batch == 1 ? 1 : 0;
+    batches += p.batch > 2 ? 1 : 0;
+    relu_bias += c.relu && c.bias ? 1 : 0;
+  }
+  const std::pair<const char*, int> covered[] = {{"16-byte stores, K < 64", vectors_below_64},
+                                                 {"16-byte stores, two channel blocks", vectors_blocks},
+                                                 {"channel pairs", pairs},
+                                                 {"single channels", singles},
+                                                 {"rows inside a chunk", mid_chunk_rows},
+                                                 {"x off 16 bytes", x_off},
+                                                 {"8 bands a CTA", many_bands},
+                                                 {"channel blocks on the small grid", small_grid_blocks},
+                                                 {"N = 1", single},
+                                                 {"N > 2", batches},
+                                                 {"ReLU with bias", relu_bias}};
+  for (const auto& [what, count] : covered) EXPECT_GE(count, 1) << what;
+}
+
 /// The misaligned_* cases and the layers whose pixels are not a whole number
 /// of 16 bytes are the ones the wgmma kernel does not read in place (it reads
 /// their column fold); the others it reads in place, whatever the type.

@@ -19,15 +19,20 @@
 //    (conv2d_wgmma_available), raises errc::unsupported naming the variant and
 //    writes nothing; the numeric check is then skipped with that reason;
 //  - elsewhere runs and is checked like the others.
-// Step 10 (few_channels_mma: 16-bit, C <= 4, R x S <= 64; few_channel_cases
-// below) by force (conv2d_nhwc_few_channels_try_launch, its own variant row
-// "few_channels"), on its cases only:
+// Steps 10 and 11 (few_channels_mma, few_channels_persistent: 16-bit, C <= 4,
+// R x S <= 64; few_channel_cases below) by force
+// (conv2d_nhwc_few_channels_try_launch and
+// conv2d_nhwc_few_channels_persistent_try_launch, variant rows "few_channels",
+// "few_channels_persistent" and "few_channels_persistent_5_ctas": step 11 on
+// the device's own grid, and on a grid of persistent_small_grid CTAs that loop
+// over many bands each), on their cases only:
 //  - on a layer its plan refuses (the few_refused_* cases) returns false and
 //    writes nothing, on every device;
 //  - on a device below sm_80 or a library without sm_80+ code returns false
 //    and writes nothing; the numeric check is then skipped with that reason;
 //  - elsewhere runs and is checked like the others (the tensor-core bound).
-// best takes step 10 on the 16-bit layers its plan takes, on sm_80+.
+// best takes step 11 on the 16-bit layers its plan takes, else step 10 where
+// its plan takes them, on sm_80+.
 // best takes the wgmma kernel wherever it applies (strides up to 8; misaligned
 // x or weight and channel counts off 16 bytes through its column fold) and
 // falls back elsewhere (float: the NCHW kernels; 16-bit: naive), so it must give
@@ -116,13 +121,18 @@
 
 namespace {
 
+/// A few-channel step forced on the validated call (16-bit types and few_channel_cases() only).
+enum class few_channels_step { none, one_band, persistent };
+
 struct nhwc_variant {
   const char* name;
   kf::conv2d_variant variant;
   kf::math_mode math;
-  /// Step 10 forced: conv2d_nhwc_few_channels_try_launch on the validated call
-  /// (16-bit types and few_channel_cases() only).
-  bool few_channels = false;
+  /// Step 10 (conv2d_nhwc_few_channels_try_launch) or step 11
+  /// (conv2d_nhwc_few_channels_persistent_try_launch) forced.
+  few_channels_step few_channels = few_channels_step::none;
+  /// Step 11: the most CTAs of its grid (0: the device's resident CTAs).
+  std::size_t max_ctas = 0;
 };
 
 const nhwc_variant float_variants[] = {
@@ -137,12 +147,18 @@ const nhwc_variant half_variants[] = {
     {"best", kf::conv2d_variant::best, kf::math_mode::exact},
     {"implicit_gemm_wgmma", kf::conv2d_variant::implicit_gemm_wgmma, kf::math_mode::exact},
 };
-const nhwc_variant few_channels_forced = {"few_channels", kf::conv2d_variant::best, kf::math_mode::exact, true};
+const nhwc_variant few_channels_forced[] = {
+    {"few_channels", kf::conv2d_variant::best, kf::math_mode::exact, few_channels_step::one_band},
+    {"few_channels_persistent", kf::conv2d_variant::best, kf::math_mode::exact, few_channels_step::persistent},
+    {"few_channels_persistent_5_ctas", kf::conv2d_variant::best, kf::math_mode::exact, few_channels_step::persistent,
+     persistent_small_grid},
+};
+static_assert(persistent_small_grid == 5, "the variant's name says its grid");
 
 /// Whether the wgmma kernel is in this library and this device runs it.
 bool wgmma_available() { return kf::detail::conv2d_wgmma_available(kf::get_device_info().device); }
 
-/// Whether step 10 is in this library and this device runs it (sm_80+).
+/// Whether steps 10 and 11 are in this library and this device runs them (sm_80+).
 bool few_channels_available() { return kf::detail::conv2d_few_channels_available(kf::get_device_info().device); }
 
 /// |y - ref| <= rel_ref |ref| + rel_scale S + abs (top of file); S from
@@ -157,7 +173,7 @@ struct bound {
 /// layer, the pointers, the math mode and the device allow it.
 template <class T>
 bool tensor_cores_may_run(const nhwc_variant& v, const problem<T>& pr) {
-  if (v.variant == kf::conv2d_variant::implicit_gemm_wgmma || v.few_channels) return true;
+  if (v.variant == kf::conv2d_variant::implicit_gemm_wgmma || v.few_channels != few_channels_step::none) return true;
   if (v.variant != kf::conv2d_variant::best) return false;
   if (std::is_same_v<T, float>) return v.math == kf::math_mode::tf32;  // wgmma, else the NCHW route's mma.sync
   const kf::conv2d_params& p = pr.c->p;
@@ -226,25 +242,36 @@ std::size_t written(const kf::device_buffer<T>& y) {
   return n;
 }
 
-/// What forcing step 10 on a case did.
+/// What forcing step 10 or 11 on a case did.
 enum class few_channels_outcome { launched, refused, unavailable };
 
-/// Step 10 forced on case `c` (its y: d_y at the case's offset). Where its plan
-/// refuses the layer the launcher must return false on every device, and where
-/// it returns false otherwise the device or the build must lack the kernel;
-/// either way nothing may be written.
+/// Step v.few_channels forced on case `c` with epilogue `ep`; true once enqueued.
+template <class T, class Epilogue>
+bool try_few_channels(const nhwc_variant& v, const kf::detail::conv2d_args<T>& a, const Epilogue& ep) {
+  const int device = kf::get_device_info().device;
+  if (v.few_channels == few_channels_step::persistent) {
+    return kf::detail::conv2d_nhwc_few_channels_persistent_try_launch(device, a, ep, nullptr, v.max_ctas);
+  }
+  return kf::detail::conv2d_nhwc_few_channels_try_launch(device, a, ep, nullptr);
+}
+
+/// Step v.few_channels forced on case `c` (its y: d_y at the case's offset).
+/// Where its plan refuses the layer the launcher must return false on every
+/// device, and where it returns false otherwise the device or the build must
+/// lack the kernel; either way nothing may be written.
 template <class T>
-few_channels_outcome run_few_channels(const nhwc_case& c, const problem<T>& pr, kf::device_buffer<T>& d_y) {
+few_channels_outcome run_few_channels(const nhwc_variant& v, const nhwc_case& c, const problem<T>& pr,
+                                      kf::device_buffer<T>& d_y) {
   const kf::conv2d_params& p = c.p;
   const kf::detail::conv2d_args<T> a =
       kf::detail::make_conv2d_args<T>(p, kf::conv2d_output_height(p), kf::conv2d_output_width(p), pr.x_at(), pr.w_at(),
                                       pr.bias_at(), d_y.data() + c.y_offset);
-  const int device = kf::get_device_info().device;
   const bool launched =
-      c.relu ? kf::detail::conv2d_nhwc_few_channels_try_launch(
-                   device, a, kf::epilogue::bias_relu_threshold<float>{nullptr, true, c.threshold}, nullptr)
-             : kf::detail::conv2d_nhwc_few_channels_try_launch(device, a, kf::epilogue::identity{}, nullptr);
-  const char* refused = few_channels_plan(p).unsupported;
+      c.relu ? try_few_channels(v, a, kf::epilogue::bias_relu_threshold<float>{nullptr, true, c.threshold})
+             : try_few_channels(v, a, kf::epilogue::identity{});
+  const char* refused = v.few_channels == few_channels_step::persistent
+                            ? persistent_plan(p, persistent_small_grid).unsupported
+                            : few_channels_plan(p).unsupported;
   if (launched && refused == nullptr) return few_channels_outcome::launched;
   EXPECT_FALSE(launched) << "launched a layer its plan refuses: " << refused;
   EXPECT_EQ(written(d_y), 0u) << "y was written";
@@ -268,11 +295,12 @@ void run_case(const nhwc_variant& v, const nhwc_case& c) {
     kf::conv2d_forward<T>(p, pr.x_at(), pr.w_at(), pr.bias_at(), d_y.data() + c.y_offset, options);
   };
   if constexpr (!std::is_same_v<T, float>) {
-    const few_channels_outcome forced = v.few_channels ? run_few_channels(c, pr, d_y) : few_channels_outcome::launched;
+    const few_channels_outcome forced =
+        v.few_channels != few_channels_step::none ? run_few_channels(v, c, pr, d_y) : few_channels_outcome::launched;
     if (forced == few_channels_outcome::refused) return;
     if (forced == few_channels_outcome::unavailable) {
       const kf::device_info dev = kf::get_device_info();
-      GTEST_SKIP() << "few_channels_mma needs compute capability 8.0 and the library's sm_80+ code (this device: sm_"
+      GTEST_SKIP() << v.name << " needs compute capability 8.0 and the library's sm_80+ code (this device: sm_"
                    << dev.cc_major << dev.cc_minor << "); checked that it refuses and writes nothing";
     }
   }
@@ -292,7 +320,7 @@ void run_case(const nhwc_variant& v, const nhwc_case& c) {
                    << dev.cc_major << dev.cc_minor << "); checked that it refuses with errc::unsupported";
     }
   }
-  if (!v.few_channels) call();
+  if (v.few_channels == few_channels_step::none) call();
   const auto got = kf::to_host(d_y);
   if (c.y_offset) {
     ASSERT_TRUE(std::isnan(kf::reference::to_double(got[0]))) << "the element before y was written";
@@ -313,7 +341,7 @@ void PrintTo(const nhwc_param& p, std::ostream* os) {
 
 /// Every type x its variants x every case: each case is a geometry or pointer
 /// condition the variants' dispatch or indexing branches on. The 16-bit types
-/// also run step 10's cases on their variants and on step 10 forced.
+/// also run the few-channel cases on their variants and on steps 10 and 11 forced.
 std::vector<nhwc_param> nhwc_params() {
   std::vector<nhwc_param> params;
   for (dtype t : {dtype::f32, dtype::f16, dtype::bf16}) {
@@ -325,7 +353,7 @@ std::vector<nhwc_param> nhwc_params() {
     if (t == dtype::f32) continue;
     for (const nhwc_case& c : few_channel_cases()) {
       for (const nhwc_variant* v = begin; v != end; ++v) params.push_back({t, *v, &c});
-      params.push_back({t, few_channels_forced, &c});
+      for (const nhwc_variant& f : few_channels_forced) params.push_back({t, f, &c});
     }
   }
   return params;
