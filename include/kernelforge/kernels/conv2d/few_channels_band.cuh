@@ -3,11 +3,12 @@
 // 11_few_channels_persistent.cuh), the parts both compute it with: the shape
 // constants and the plan as the kernels read it, a pixel's C <= 4 channels
 // padded to 4, the filter rows, the tap-offset table, the band's origin, its
-// patch and each thread's rows,
-// the k-loop of A loads from the patch, ldmatrix from the filter and
-// mma.sync.m16n8k16, and the store of channel pairs (32 bits) or single
-// channels after the bias and the epilogue functor. Step 10's header says how
-// the band, the patch and the fragments fit together.
+// patch and each thread's fragment rows, the k-loop of A loads from the patch,
+// ldmatrix from the filter and mma.sync.m16n8k16, and the store of channel
+// pairs (32 bits) or single channels after the bias and the epilogue functor.
+// Where the pixels come from is the caller's (step 10: global memory, pixel by
+// pixel; step 11: its staged rows). Step 10's header says how the band, the
+// patch and the fragments fit together.
 #pragma once
 
 #include <cstdint>
