@@ -19,6 +19,11 @@
 //   matmul/fp8_per_tensor/amax_vs_plain/<m>x<n>x<k>  ours (best) asked for D's amax and ours plain,
 //                     in turn (m, n >= 4096): TFLOP/s with the amax, plain_TFLOP/s, frac_plain =
 //                     t_plain / t_amax; the amax is checked against max |D| first
+//   matmul/fp8_<per_tensor|rowwise>/two_partials_vs_192/<m>x<n>x<k>  ours on the 128 x 144
+//                     two-partials tile and on the 128 x 192 tile (both forced:
+//                     kf::detail::scaled_wgmma_tile), in turn (m, n >= 4096): TFLOP/s of 128 x 144,
+//                     192_TFLOP/s, frac_192 = t_192 / t_144 (above 1: the two partial sets are
+//                     faster; tuning.hpp's best_uses_scaled_two_partials); both spot-checked first
 //   <mode>: per_tensor, rowwise, blockwise (kf::fp8_scaling)
 //
 // Shapes (m x n x k): 1024^3, 4096^3, 8192^3, 8192x8192x1024, 4096x7168x16384, 128x8192x8192, or
@@ -233,6 +238,36 @@ void bm_amax_vs_plain(benchmark::State& state, shape s) {
   }
 }
 
+/// matmul/fp8_<mode>/two_partials_vs_192/<shape>: ours on the two-partials tile (128 x 144) and on the
+/// 128 x 192 tile, both forced, in turn.
+void bm_two_partials_vs_192(benchmark::State& state, fp8_scaling mode, shape s) {
+  KF_BENCH_REQUIRE_GPU(state);
+  try {
+    using kf::detail::scaled_wgmma_tile;
+    operands& p = operands_for(s);
+    for (const scaled_wgmma_tile tile : {scaled_wgmma_tile::wide, scaled_wgmma_tile::two_partials}) {
+      check(cudaMemset(p.d.data(), 0xFF, p.d.size_bytes()), "poison D");
+      run_ours_tile(p, mode, tile, nullptr);
+      check(cudaDeviceSynchronize(), "spot check run");
+      const std::string wrong =
+          compare_d(tile == scaled_wgmma_tile::wide ? "ours (128 x 192)" : "ours (128 x 144)", p, mode);
+      if (!wrong.empty()) {
+        state.SkipWithError(wrong.c_str());
+        return;
+      }
+    }
+    time_gpu_paired(
+        state, [&](cudaStream_t stream) { run_ours_tile(p, mode, scaled_wgmma_tile::two_partials, stream); },
+        [&](cudaStream_t stream) { run_ours_tile(p, mode, scaled_wgmma_tile::wide, stream); });
+    set_flops(state, s.flops(), fp8_peak_tflops());
+    const double two_s = state.counters["gpu_s"], wide_s = state.counters["baseline_s"];
+    state.counters["192_TFLOP/s"] = wide_s > 0 ? s.flops() / wide_s / 1e12 : 0.0;
+    state.counters["frac_192"] = two_s > 0 ? wide_s / two_s : 0.0;
+  } catch (const std::exception& e) {  // kf::error too: errc::unsupported off Hopper
+    state.SkipWithError(e.what());
+  }
+}
+
 void register_all() {
   for (const shape& s : shapes()) {
     for (const fp8_scaling mode : modes) {
@@ -253,6 +288,15 @@ void register_all() {
           ->UseManualTime()
           ->Unit(benchmark::kMillisecond)
           ->MinTime(min_time_s);
+    }
+    if (s.m >= 4096 && s.n >= 4096) {
+      for (const fp8_scaling mode : {fp8_scaling::per_tensor, fp8_scaling::rowwise}) {
+        const std::string name = std::string("matmul/fp8_") + kf::to_string(mode) + "/two_partials_vs_192/" + s.name();
+        benchmark::RegisterBenchmark(name.c_str(), bm_two_partials_vs_192, mode, s)
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond)
+            ->MinTime(min_time_s);
+      }
     }
     if (s.m == s.n && s.n == s.k && (s.m == 4096 || s.m == 8192)) {
       for (const bool nn : {true, false}) {

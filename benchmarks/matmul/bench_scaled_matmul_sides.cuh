@@ -21,6 +21,7 @@
 
 #include "cublaslt_fp8.hpp"
 #include "gemm_bench.hpp"
+#include "kernelforge/kernels/matmul/scaled/forced_tile.hpp"
 #include "kernelforge/scaled_matmul.hpp"
 
 namespace kf::bench::scaled_matmul {
@@ -124,6 +125,16 @@ void run_ours(operands& p, fp8_scaling mode, kf::scaled_matmul_variant variant, 
                     a_km != nullptr ? p.s.m : p.s.k, b_kn != nullptr ? b_kn : p.b.data(),
                     b_kn != nullptr ? p.s.n : p.s.k, kf::fp8_scales{mode, sc.a_dev.data(), sc.b_dev.data()}, 0.0f,
                     p.d.data(), p.s.n, o);
+}
+
+/// Ours on TN with the wgmma step's tile forced (kf::detail::scaled_wgmma_tile): the paired tile rows.
+void run_ours_tile(operands& p, fp8_scaling mode, kf::detail::scaled_wgmma_tile tile, cudaStream_t stream) {
+  const scale_set& sc = p.scales_for(mode);
+  kf::scaled_matmul_options o;
+  o.stream = stream;
+  kf::detail::scaled_matmul_forced_tile(kf::op::none, kf::op::transpose, p.s.m, p.s.n, p.s.k, 1.0f, p.a.data(), p.s.k,
+                                        p.b.data(), p.s.k, kf::fp8_scales{mode, sc.a_dev.data(), sc.b_dev.data()}, 0.0f,
+                                        p.d.data(), p.s.n, o, tile);
 }
 
 /// D' = op(A') op(B') with A' our B and B' our A (the header comment's mapping).

@@ -6,6 +6,7 @@
 
 #include "kernelforge/kernels/matmul/scaled/01_naive.cuh"
 #include "kernelforge/kernels/matmul/scaled/02_mma_sync.cuh"
+#include "kernelforge/kernels/matmul/scaled/forced_tile.hpp"
 #include "kernelforge/kernels/matmul/scaled/validate.hpp"
 #include "kernelforge/kernels/matmul/scaled/wgmma_sm90a.hpp"
 #include "kernelforge/kernels/runtime/launcher.hpp"
@@ -66,12 +67,11 @@ scaled_gemm_args<TA, TB, TD> make_scaled_args(op trans_a, op trans_b, std::size_
   return g;
 }
 
-}  // namespace
-
+/// scaled_matmul_impl with the wgmma step's tile by shape or forced (`tile`: forced_tile.hpp).
 template <class TA, class TB, class TD>
-void scaled_matmul_impl(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha, const TA* A,
-                        std::size_t lda, const TB* B, std::size_t ldb, const fp8_scales& scales, float beta, TD* D,
-                        std::size_t ldd, const scaled_matmul_options& options) {
+void run_scaled_matmul(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha, const TA* A,
+                       std::size_t lda, const TB* B, std::size_t ldb, const fp8_scales& scales, float beta, TD* D,
+                       std::size_t ldd, const scaled_matmul_options& options, scaled_wgmma_tile tile) {
   validate_scaled_matmul(trans_a, trans_b, m, n, k, A, lda, B, ldb, scales, D, ldd, sizeof(TD), options);
   if (options.amax != nullptr) {  // the kernel folds |D| into it with atomicMax from 0
     cuda_check(cudaMemsetAsync(options.amax, 0, sizeof(float), options.stream), "kf::scaled_matmul (amax reset)");
@@ -85,7 +85,7 @@ void scaled_matmul_impl(op trans_a, op trans_b, std::size_t m, std::size_t n, st
   // else mma_sync where it takes the layout, else naive.
   const scaled_matmul_variant v = options.variant;
   if ((v == scaled_matmul_variant::best || v == scaled_matmul_variant::wgmma) &&
-      scaled_wgmma_try_launch(g, device, options.stream)) {
+      scaled_wgmma_try_launch(g, device, options.stream, tile)) {
     return;
   }
   if (v == scaled_matmul_variant::wgmma) {
@@ -106,10 +106,33 @@ void scaled_matmul_impl(op trans_a, op trans_b, std::size_t m, std::size_t n, st
   launch_scaled_naive(g, options.stream);
 }
 
+}  // namespace
+
+template <class TA, class TB, class TD>
+void scaled_matmul_impl(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha, const TA* A,
+                        std::size_t lda, const TB* B, std::size_t ldb, const fp8_scales& scales, float beta, TD* D,
+                        std::size_t ldd, const scaled_matmul_options& options) {
+  run_scaled_matmul(trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, scales, beta, D, ldd, options,
+                    scaled_wgmma_tile::by_shape);
+}
+
+template <class TA, class TB, class TD>
+void scaled_matmul_forced_tile(op trans_a, op trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
+                               const TA* A, std::size_t lda, const TB* B, std::size_t ldb, const fp8_scales& scales,
+                               float beta, TD* D, std::size_t ldd, const scaled_matmul_options& options,
+                               scaled_wgmma_tile tile) {
+  scaled_matmul_options forced = options;
+  forced.variant = scaled_matmul_variant::wgmma;
+  run_scaled_matmul(trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, scales, beta, D, ldd, forced, tile);
+}
+
 #define KF_INSTANTIATE_SCALED_MATMUL(TA, TB, TD)                                                                   \
   template void scaled_matmul_impl<TA, TB, TD>(op, op, std::size_t, std::size_t, std::size_t, float, const TA*,    \
                                                std::size_t, const TB*, std::size_t, const fp8_scales&, float, TD*, \
-                                               std::size_t, const scaled_matmul_options&);
+                                               std::size_t, const scaled_matmul_options&);                         \
+  template void scaled_matmul_forced_tile<TA, TB, TD>(                                                             \
+      op, op, std::size_t, std::size_t, std::size_t, float, const TA*, std::size_t, const TB*, std::size_t,        \
+      const fp8_scales&, float, TD*, std::size_t, const scaled_matmul_options&, scaled_wgmma_tile);
 KF_FOR_EACH_SCALED_MATMUL_TYPES(KF_INSTANTIATE_SCALED_MATMUL)
 #undef KF_INSTANTIATE_SCALED_MATMUL
 

@@ -15,8 +15,9 @@
 namespace kf::detail {
 
 template <class TA, class TB, class TD>
-bool scaled_wgmma_try_launch(const scaled_gemm_args<TA, TB, TD>& g, int device, cudaStream_t stream) {
-  return scaled_wgmma_host::try_launch(g, device, stream, "kf::scaled_matmul (wgmma)");
+bool scaled_wgmma_try_launch(const scaled_gemm_args<TA, TB, TD>& g, int device, cudaStream_t stream,
+                             scaled_wgmma_tile tile) {
+  return scaled_wgmma_host::try_launch(g, device, stream, "kf::scaled_matmul (wgmma)", tile);
 }
 
 }  // namespace kf::detail
@@ -26,7 +27,7 @@ bool scaled_wgmma_try_launch(const scaled_gemm_args<TA, TB, TD>& g, int device, 
 namespace kf::detail {
 
 template <class TA, class TB, class TD>
-bool scaled_wgmma_try_launch(const scaled_gemm_args<TA, TB, TD>&, int, cudaStream_t) {
+bool scaled_wgmma_try_launch(const scaled_gemm_args<TA, TB, TD>&, int, cudaStream_t, scaled_wgmma_tile) {
   return false;
 }
 
@@ -38,5 +39,5 @@ bool scaled_wgmma_try_launch(const scaled_gemm_args<TA, TB, TD>&, int, cudaStrea
 /// KF_FOR_EACH_SCALED_MATMUL_OPERANDS), at namespace scope.
 #define KF_INSTANTIATE_SCALED_WGMMA(TA, TB, TD)                                                                       \
   template bool kf::detail::scaled_wgmma_try_launch<TA, TB, TD>(const kf::detail::scaled_gemm_args<TA, TB, TD>&, int, \
-                                                                cudaStream_t);
+                                                                cudaStream_t, kf::detail::scaled_wgmma_tile);
 #define KF_INSTANTIATE_SCALED_WGMMA_FOR(TD) KF_FOR_EACH_SCALED_MATMUL_OPERANDS(KF_INSTANTIATE_SCALED_WGMMA, TD)

@@ -37,6 +37,7 @@
 #include <cuda_fp8.h>
 #include <cuda_runtime_api.h>
 
+#include "kernelforge/kernels/matmul/scaled/forced_tile.hpp"
 #include "kernelforge/reference/scaled_matmul.hpp"
 #include "kernelforge/scaled_matmul.hpp"
 #include "test_support.hpp"
@@ -79,12 +80,18 @@ struct scaled_case {
   bool bias = false, relu = false, amax = false, saturating = false;
   /// Where to put a NaN into op(A) (row nan_row, column 0): that row of D must be NaN.
   std::size_t nan_row = static_cast<std::size_t>(-1);
+  /// The wgmma step's tile: by shape (kf::scaled_matmul), or forced (kf::detail::scaled_matmul_forced_tile:
+  /// variant wgmma, whatever the variant passed).
+  kf::detail::scaled_wgmma_tile tile = kf::detail::scaled_wgmma_tile::by_shape;
 
   std::string describe() const {
     std::ostringstream o;
     o << m << "x" << n << "x" << k << (trans_a == op::none ? " N" : " T") << (trans_b == op::none ? "N " : "T ")
       << to_string(mode) << " alpha=" << alpha << " beta=" << beta << " pad=" << pad << " offset=" << offset
-      << (bias ? " bias" : "") << (relu ? " relu" : "") << (amax ? " amax" : "") << (saturating ? " saturating" : "");
+      << (bias ? " bias" : "") << (relu ? " relu" : "") << (amax ? " amax" : "") << (saturating ? " saturating" : "")
+      << (tile == kf::detail::scaled_wgmma_tile::wide           ? " tile=128x192"
+          : tile == kf::detail::scaled_wgmma_tile::two_partials ? " tile=128x144"
+                                                                : "");
     return o.str();
   }
 };
@@ -147,8 +154,14 @@ template <class TA, class TB, class TD>
   options.relu = c.relu;
   options.relu_threshold = 0.25f;
   options.amax = c.amax ? damax.data() : nullptr;
-  scaled_matmul(c.trans_a, c.trans_b, m, n, k, c.alpha, da.data() + c.offset, lda, db.data() + c.offset, ldb, scales,
-                c.beta, dd.data() + c.offset, ldd, options);
+  if (c.tile != kf::detail::scaled_wgmma_tile::by_shape) {
+    kf::detail::scaled_matmul_forced_tile(c.trans_a, c.trans_b, m, n, k, c.alpha, da.data() + c.offset, lda,
+                                          db.data() + c.offset, ldb, scales, c.beta, dd.data() + c.offset, ldd, options,
+                                          c.tile);
+  } else {
+    scaled_matmul(c.trans_a, c.trans_b, m, n, k, c.alpha, da.data() + c.offset, lda, db.data() + c.offset, ldb, scales,
+                  c.beta, dd.data() + c.offset, ldd, options);
+  }
   const std::vector<TD> got = to_host(dd);
   const std::vector<float> got_amax = to_host(damax);
 

@@ -9,7 +9,9 @@
 // inputs; empty shapes (m, n or k = 0).
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <tuple>
+#include <vector>
 
 #include "kernelforge/kernelforge.hpp"
 #include "scaled_matmul_case.hpp"
@@ -37,6 +39,14 @@ scaled_matmul_variant wgmma_or_best() {
   if (cudaGetDevice(&device) != cudaSuccess) return scaled_matmul_variant::best;
   cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
   return major == 9 ? scaled_matmul_variant::wgmma : scaled_matmul_variant::best;
+}
+
+/// Compute capability 9.0: the wgmma step runs (a forced tile throws errc::unsupported elsewhere).
+bool wgmma_device() {
+  int device = 0, major = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return false;
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  return major == 9;
 }
 
 #define KF_SKIP_WITHOUT_FP8()                                                       \
@@ -222,6 +232,81 @@ TEST(ScaledMatmulWgmma, WideTiles) {
   // A NaN in op(A)'s row 2000 (tile row 15): D's row and the amax are NaN, taken from the packed pairs.
   c.nan_row = 2000;
   EXPECT_TRUE((kf::test::check_scaled_matmul<__nv_fp8_e4m3, __nv_fp8_e4m3, __nv_bfloat16>(c, wgmma_or_best(), seed++)));
+}
+
+// The 128 x 144 two-partials tile (scaled/03_wgmma.cuh), forced (by shape only while tuning.hpp's
+// best_uses_scaled_two_partials is on), per-tensor and rowwise, at shapes crossing every edge of its
+// tiles -- m odd, n = 143, 145 and 289 (a last tile of one column), 1 x 1 -- and of its k-loop,
+// unrolled by 2: k = 127 and 129 (one and two k-steps: its two tails), 300 (three: the loop once,
+// then one), 385 (four: once, then two), 1000, 4096. D from registers (n not whole 16-byte units,
+// or beta != 0) and staged (n = 280, 296: two TMA chunks a tile and its last 16 columns from
+// registers), with bias, ReLU and amax, or the amax alone, or nothing; every operand pair and D type.
+scaled_case two_partials_case(std::size_t m, std::size_t n, std::size_t k, fp8_scaling mode) {
+  scaled_case c;
+  c.m = m, c.n = n, c.k = k, c.mode = mode;
+  c.tile = kf::detail::scaled_wgmma_tile::two_partials;
+  return c;
+}
+
+TYPED_TEST(ScaledMatmul, TwoPartialsTiles) {
+  KF_SKIP_WITHOUT_FP8();
+  if (!wgmma_device()) GTEST_SKIP() << "the wgmma step needs compute capability 9.0";
+  struct shape {
+    std::size_t m, n, k;
+  };
+  const shape shapes[] = {{1, 1, 129},     {1, 1, 4096},     {129, 143, 127}, {257, 145, 129},
+                          {300, 289, 385}, {131, 280, 1000}, {64, 296, 4096}, {383, 296, 300}};
+  std::uint64_t seed = 900;
+  for (fp8_scaling mode : {fp8_scaling::per_tensor, fp8_scaling::rowwise}) {
+    for (const shape& s : shapes) {
+      scaled_case c = two_partials_case(s.m, s.n, s.k, mode);
+      c.bias = c.relu = c.amax = true;
+      EXPECT_TRUE(run<TypeParam>(c, seed++, scaled_matmul_variant::wgmma));
+      c.beta = 0.5f;
+      c.alpha = 1.5f;
+      EXPECT_TRUE(run<TypeParam>(c, seed++, scaled_matmul_variant::wgmma));
+    }
+    for (const auto [bias, relu, amax] : {std::tuple{false, false, true}, std::tuple{false, false, false}}) {
+      scaled_case c = two_partials_case(383, 296, 640, mode);
+      c.bias = bias;
+      c.relu = relu;
+      c.amax = amax;
+      EXPECT_TRUE(run<TypeParam>(c, seed++, scaled_matmul_variant::wgmma));
+    }
+  }
+}
+
+// Two partial sets change when each k-step's products are promoted, not what is added or in what
+// order: D equals the 128 x 192 tile's bit for bit (float D, so that no rounding to D hides a
+// difference), per-tensor and rowwise, with ragged tiles and k.
+TEST(ScaledMatmulWgmma, TwoPartialsMatchWideTile) {
+  KF_SKIP_WITHOUT_FP8();
+  if (!wgmma_device()) GTEST_SKIP() << "the wgmma step needs compute capability 9.0";
+  using fp8 = __nv_fp8_e4m3;
+  const std::size_t m = 300, n = 296, k = 1000;
+  const std::vector<fp8> a = kf::test::random_vector<fp8>(m * k, 950, 0.25, 8.0);
+  const std::vector<fp8> b = kf::test::random_vector<fp8>(n * k, 951, 0.25, 8.0);
+  kf::device_buffer<fp8> da = kf::to_device(a), db = kf::to_device(b);
+  for (fp8_scaling mode : {fp8_scaling::per_tensor, fp8_scaling::rowwise}) {
+    const std::vector<float> sa = kf::test::random_scales(kf::test::scale_count_a(mode, m, k), 952);
+    const std::vector<float> sb = kf::test::random_scales(kf::test::scale_count_b(mode, n, k), 953);
+    kf::device_buffer<float> dsa = kf::to_device(sa), dsb = kf::to_device(sb);
+    const kf::fp8_scales scales{mode, dsa.data(), dsb.data()};
+    std::vector<float> d[2];
+    int i = 0;
+    for (const auto tile : {kf::detail::scaled_wgmma_tile::wide, kf::detail::scaled_wgmma_tile::two_partials}) {
+      kf::device_buffer<float> dd(m * n);
+      kf::detail::scaled_matmul_forced_tile(op::none, op::transpose, m, n, k, 1.0f, da.data(), k, db.data(), k, scales,
+                                            0.0f, dd.data(), n, kf::scaled_matmul_options{}, tile);
+      d[i++] = kf::to_host(dd);
+    }
+    std::size_t differ = 0, first = 0;
+    for (std::size_t e = 0; e < m * n; ++e) {
+      if (std::memcmp(&d[0][e], &d[1][e], sizeof(float)) != 0 && differ++ == 0) first = e;
+    }
+    EXPECT_EQ(differ, 0u) << kf::to_string(mode) << ": first at row " << first / n << ", column " << first % n << ": "
+                          << d[0][first] << " (128 x 192) vs " << d[1][first] << " (128 x 144)";
+  }
 }
 
 // The epilogue: alpha, beta (D read), bias, ReLU, amax; padded and misaligned storage.

@@ -115,4 +115,13 @@ constexpr bool best_uses_large_tile = true;
 /// 60.4 against 41.7 (1.448) (matmul.md#fp32-emulation-for-skinny-products-step-17).
 constexpr bool best_uses_fp32_emulated_skinny = true;
 
+/// Whether kf::scaled_matmul (per-tensor and rowwise scales) runs the FP8
+/// GEMM's 128 x 144 two-partials tile where wgmma/policy.hpp's
+/// choose_scaled_block_n picks 128 x 192: the next k-step's products issued
+/// into a second partial set before the last one is promoted, so the tensor
+/// cores do not drain every 128 of k (scaled/03_wgmma.cuh). Off until measured:
+/// bench_scaled_matmul's two_partials_vs_192 rows time both (forced) in turn.
+/// Evidence: not yet measured (matmul.md#fp8, fifth look).
+constexpr bool best_uses_scaled_two_partials = false;
+
 }  // namespace kf::detail

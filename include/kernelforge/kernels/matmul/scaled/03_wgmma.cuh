@@ -32,6 +32,18 @@
 //    promotion, per stage barrier and per byte of A: 8192^3 0.68 -> 0.82 of
 //    cuBLASLt. Its 16-bit D is stored after the tile (the packed pending tile
 //    would not fit beside the two sets).
+//  * Two partial sets (128 x 144; per-tensor and rowwise only, by shape while
+//    matmul/tuning.hpp's best_uses_scaled_two_partials is on, else forced):
+//    each consumer above drains its products every k-step, and both read the
+//    same stages, so they drain together (ncu, 8192^3: tensor pipe busy 89% of
+//    active cycles, cuBLASLt's 144-wide tile 96%). At 144 columns the total and
+//    two sets take 3 x 72 of 232 registers: step j's products go into set
+//    j % 2, step j + 1's are issued before j's are promoted (wait<1>), the loop
+//    unrolled by 2 so the sets' registers are static, and every path enters and
+//    leaves it with one set in flight (else ptxas serializes the products:
+//    C7514). The promotion order is the one-set path's: D matches 128 x 192 bit
+//    for bit. 5 stages; 16-bit D in two TMA chunks, the last 16 columns from
+//    registers. Not yet measured on the H200.
 //  * Scales: blockwise ones multiply each stage's partial (one A scale per row,
 //    one B scale per 128 columns); per-tensor and rowwise ones multiply the
 //    finished total once, before alpha / beta, the bias, the ReLU and the amax.
@@ -93,6 +105,8 @@ namespace wgmma {
 /// The FP8 kernel's tile: at 128 x 192 the tile is stored after its k-steps, in
 /// three chunks of 64 16-bit columns, each through a C buffer of its own (no
 /// chunk waits for an earlier store to read its buffer; 4 stages still fit).
+/// At 128 x 144 (two partial sets) two buffers a consumer, one per whole chunk
+/// of 16-bit D (the last 16 columns go from registers), beside 5 stages.
 template <int BlockN>
 using scaled_tile = tile_config<BlockN, false, 1, BlockN == 192 ? 3 : c_buffers>;
 
@@ -116,8 +130,12 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
   using tile = scaled_tile<BlockN>;
   using loop = mainloop<fp8_operands<TA, TB>, tile, Cluster, false, false, false, false>;
   static_assert(Cluster == 1 || Cluster == max_cluster, "clusters of 1 or 2 CTAs (sharing B)");
-  static_assert(BlockN == 64 || BlockN == 128 || BlockN == 192,
-                "the partial and the total of a 64 x BlockN tile must fit a thread's registers");
+  static_assert(BlockN == 64 || BlockN == 128 || BlockN == 144 || BlockN == 192,
+                "the partial(s) and the total of a 64 x BlockN tile must fit a thread's registers");
+  // 128 x 144: two partial sets, the next k-step's products issued before the last ones are promoted
+  // (per-tensor and rowwise scales only: the launcher never runs it blockwise).
+  constexpr bool two_partials = BlockN == 144;
+  static_assert(!two_partials || Cluster == max_cluster, "the two-partials tile runs in clusters of 2");
   extern __shared__ unsigned char wgmma_smem[];
   const cta_context<tile, Cluster> cta(smem_address(wgmma_smem));
   const auto& smem = cta.smem;
@@ -155,41 +173,86 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
     // (Not at 128 x 192: the packed tile's 48 registers beside the partial and the total's 192 would spill.)
     constexpr bool overlapped_stores = sizeof(TD) == 2 && BlockN <= 128;
     staged_tile_16<TD, tile::accumulators> pending;
-    float total[tile::accumulators], partial[tile::accumulators];
+    // The partial set(s): the odd k-steps' own set only at 128 x 144.
+    float total[tile::accumulators], partial[tile::accumulators], partial_odd[two_partials ? tile::accumulators : 1];
 #pragma unroll
     for (int i = 0; i < tile::accumulators; ++i) partial[i] = 0.0f;  // never read: each k-step's products start fresh
+#pragma unroll
+    for (int i = 0; i < (two_partials ? tile::accumulators : 1); ++i) partial_odd[i] = 0.0f;
     bool landed = false;  // the stage at `at` has landed (tested while the last products ran)
     const bool asked = amax != nullptr || fused.bias != nullptr || fused.relu;  // the call's epilogue does anything
     stored_amax<TD> staged_amax;  // the amax of staged tiles (amax_epilogue's: of tiles stored from registers)
-    constexpr int chunks = tile_block_scales<BlockN>::chunks;
     for (int item = schedule.first(); item < items; item += schedule.stride()) {
       const work_item w = schedule(item);
       const int row_base = w.tile_m * block_m + consumer * wgmma_m, col_base = w.tile_n * BlockN;
       const fragment_origin origin{row_base + warp_in_warpgroup * 16 + lane / 4,
                                    static_cast<long long>(col_base) + 2 * (lane % 4)};
-      const tile_block_scales<BlockN> block_scales(scales, origin, col_base, p.m, p.n);  // read where blockwise
 #pragma unroll
       for (int i = 0; i < tile::accumulators; ++i) total[i] = 0.0f;
-      for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
-        if (!landed) ring.consumer_wait(at);
-        const int stage = at.stage;
-        loop::template mma_stage<true>(partial, operands, smem.a, stage);
-        // While the products run: a chunk of the previous tile's stores, and this k-step's block scales.
-        if constexpr (overlapped_stores) {
-          if (p.staged) pending.store_next(p, &map_c, c_smem, c_barrier, c_buffer);
+      if constexpr (two_partials) {
+        // k-step j's products go into set j % 2 (partial, partial_odd: the loop is unrolled by 2, so each set's
+        // registers are named at compile time). Step j + 1's are issued before step j's are promoted: wait<1>
+        // returns once step j's have completed, with j + 1's still running, so the tensor cores have work
+        // queued through every promotion and release. The promotion order per accumulator is the one-set path's
+        // (total += partial_j in k order; its s_j is 1 for these scales).
+        // Every path holds step kt's products in flight in `partial` where the loop is entered, re-entered and
+        // left (ptxas serializes the products where a path may leave with a set in flight that it cannot place).
+        const auto issue = [&](float(&set)[tile::accumulators]) {
+          ring.consumer_wait(at);
+          const int stage = at.stage;
+          loop::template mma_stage<true>(set, operands, smem.a, stage);
+          at.advance();
+          return stage;
+        };
+        const auto retire = [&](float(&set)[tile::accumulators], int stage) {
+          fence_operands(set);
+          if (lane == 0) loop::release(ring, stage);  // its products have completed: hand it back
+          promote(total, set);
+        };
+        int kt = w.kt_begin;  // < w.kt_end: k > 0, unsplit
+        int stage_even = issue(partial);
+        for (; kt + 2 < w.kt_end; kt += 2) {
+          const int stage_odd = issue(partial_odd);
+          wgmma_wait<1>();  // step kt's products have completed, kt + 1's run on
+          retire(partial, stage_even);
+          stage_even = issue(partial);
+          wgmma_wait<1>();
+          retire(partial_odd, stage_odd);
         }
-        float s[chunks][2];  // the promotion's scale of each 64-column chunk and row: 1, or blockwise sA x sB
+        if (kt + 1 < w.kt_end) {  // two steps left
+          const int stage_odd = issue(partial_odd);
+          wgmma_wait<1>();
+          retire(partial, stage_even);
+          wgmma_wait<0>();
+          retire(partial_odd, stage_odd);
+        } else {
+          wgmma_wait<0>();
+          retire(partial, stage_even);
+        }
+      } else {
+        constexpr int chunks = tile_block_scales<BlockN>::chunks;
+        const tile_block_scales<BlockN> block_scales(scales, origin, col_base, p.m, p.n);  // read where blockwise
+        for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+          if (!landed) ring.consumer_wait(at);
+          const int stage = at.stage;
+          loop::template mma_stage<true>(partial, operands, smem.a, stage);
+          // While the products run: a chunk of the previous tile's stores, and this k-step's block scales.
+          if constexpr (overlapped_stores) {
+            if (p.staged) pending.store_next(p, &map_c, c_smem, c_barrier, c_buffer);
+          }
+          float s[chunks][2];  // the promotion's scale of each 64-column chunk and row: 1, or blockwise sA x sB
 #pragma unroll
-        for (int j = 0; j < chunks; ++j) s[j][0] = s[j][1] = 1.0f;
-        if (blockwise) block_scales.at(kt, s);
-        at.advance();
-        // Per-tensor and rowwise: ask now whether the next stage has landed, so that after the promotion its
-        // products issue at once (blockwise: measured 1% slower, its scale loads already cover the wait).
-        landed = !blockwise && ring.consumer_ready(at);
-        wgmma_wait<0>();
-        fence_operands(partial);
-        if (lane == 0) loop::release(ring, stage);  // its products have completed: hand it back
-        promote(total, partial, s);
+          for (int j = 0; j < chunks; ++j) s[j][0] = s[j][1] = 1.0f;
+          if (blockwise) block_scales.at(kt, s);
+          at.advance();
+          // Per-tensor and rowwise: ask now whether the next stage has landed, so that after the promotion its
+          // products issue at once (blockwise: measured 1% slower, its scale loads already cover the wait).
+          landed = !blockwise && ring.consumer_ready(at);
+          wgmma_wait<0>();
+          fence_operands(partial);
+          if (lane == 0) loop::release(ring, stage);  // its products have completed: hand it back
+          promote(total, partial, s);
+        }
       }
       apply_outer_scales(total, scales, origin, p.m, p.n);
       const auto store_staged = [&](const auto& f) {

@@ -47,6 +47,15 @@ __device__ __forceinline__ void promote(float (&total)[Accumulators], const floa
   }
 }
 
+/// total += partial: the promotion of per-tensor and rowwise scales (they
+/// multiply the finished total), as the two-partials tile runs it -- the same
+/// rounding as promote with s = 1 (fmaf(1, p, t) rounds p + t once).
+template <int Accumulators>
+__device__ __forceinline__ void promote(float (&total)[Accumulators], const float (&partial)[Accumulators]) {
+#pragma unroll
+  for (int i = 0; i < Accumulators; ++i) total[i] += partial[i];
+}
+
 /// Blockwise scales of one tile, per k-step: the thread's two rows' A scales
 /// (0 outside A), and B's scales of the tile's first 128-column block and of
 /// the next (a 192-wide tile may straddle two; the first again where it does

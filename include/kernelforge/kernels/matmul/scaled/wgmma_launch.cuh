@@ -42,11 +42,13 @@ struct scaled_instance {
 };
 
 /// Calls f(scaled_instance<...>{}) for the cluster size (1, 2) and tile width
-/// (192 in clusters of 2 only, 128, 64) chosen at run time.
+/// (192 and 144 in clusters of 2 only, 128, 64) chosen at run time.
 template <class TA, class TB, class TD, class F>
 void with_scaled_instance(int cluster, int block_n, F&& f) {
   if (block_n == scaled_wide_block_n) {
     f(scaled_instance<TA, TB, TD, 2, scaled_wide_block_n>{});
+  } else if (block_n == scaled_two_partials_block_n) {
+    f(scaled_instance<TA, TB, TD, 2, scaled_two_partials_block_n>{});
   } else if (block_n == 128) {
     if (cluster == 1) {
       f(scaled_instance<TA, TB, TD, 1, 128>{});
@@ -79,7 +81,8 @@ k_major_operand<T> k_major_source(const T* x, std::size_t row, std::size_t col) 
 
 /// See scaled_wgmma_try_launch (scaled/wgmma_sm90a.hpp).
 template <class TA, class TB, class TD>
-bool try_launch(const scaled_gemm_args<TA, TB, TD>& g, int device, cudaStream_t stream, const char* what) {
+bool try_launch(const scaled_gemm_args<TA, TB, TD>& g, int device, cudaStream_t stream, const char* what,
+                scaled_wgmma_tile tile) {
   using wgmma::block_m;
   using wgmma::max_cluster;
   constexpr int stage_k = wgmma::element<wgmma::fp8_operands<TA, TB>>::stage_k;
@@ -113,10 +116,13 @@ bool try_launch(const scaled_gemm_args<TA, TB, TD>& g, int device, cudaStream_t 
     b = {packed, ld_packed, true};
   }
 
-  // The tile width by shape, and clusters of 2 sharing B where there are two tile rows (always at 192).
+  // The tile width by shape (or forced), and clusters of 2 sharing B where there are two tile rows (always at
+  // 192 and 144, whose kernels run in clusters of 2 only: a forced one over a single tile row too).
   const std::size_t tiles_m = ceil_div(g.m, block_m);
-  const int block_n = choose_scaled_block_n(g.m, g.n, scaled_instance<TA, TB, TD, 1, 128>::resident(device, what));
-  const int cluster = tiles_m < 2 ? 1 : max_cluster;
+  const int block_n = choose_scaled_block_n(g.m, g.n, scaled_instance<TA, TB, TD, 1, 128>::resident(device, what),
+                                            g.mode == fp8_scaling::blockwise, tile);
+  const bool clustered_only = block_n == scaled_wide_block_n || block_n == scaled_two_partials_block_n;
+  const int cluster = tiles_m < 2 && !clustered_only ? 1 : max_cluster;
   const std::size_t tiles_n = ceil_div(g.n, static_cast<std::size_t>(block_n));
   const std::size_t cluster_tiles_m = ceil_div(tiles_m, static_cast<std::size_t>(cluster));
   if (cluster_tiles_m * tiles_n > static_cast<std::size_t>(std::numeric_limits<int>::max())) return false;

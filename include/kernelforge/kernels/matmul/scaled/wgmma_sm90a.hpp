@@ -11,6 +11,7 @@
 #include <cuda_fp8.h>
 #include <cuda_runtime_api.h>
 
+#include "../wgmma/policy.hpp"  // scaled_wgmma_tile
 #include "args.cuh"
 
 namespace kf::detail {
@@ -18,11 +19,13 @@ namespace kf::detail {
 /// Enqueues the scaled product `g` with the FP8 wgmma kernel on `device` (the
 /// current one, whose kernel image the caller has checked) and returns true; returns false, having enqueued nothing,
 /// where the sm_90a kernels do not run (wgmma_available), k == 0, m, n or k reach 2^31 - 512 (TMA coordinates), or no
-/// workspace can be had for a repack. The tile width is chosen by shape (128 or 64: choose_wgmma_block_n), and clusters
-/// of 2 CTAs share B where there are two tile rows or more. Operands FP8 wgmma cannot read in place (A transposed, B
-/// not transposed, rows not 16-byte aligned) are first repacked k-contiguous (pack_k_major.cuh). Shipped for the
-/// operand pairs and output types of kf::scaled_matmul.
+/// workspace can be had for a repack. The tile width is chosen by shape (192, 144, 128 or 64: choose_scaled_block_n),
+/// and clusters of 2 CTAs share B where there are two tile rows or more. Operands FP8 wgmma cannot read in place (A
+/// transposed, B not transposed, rows not 16-byte aligned) are first repacked k-contiguous (pack_k_major.cuh). Shipped
+/// for the operand pairs and output types of kf::scaled_matmul. `tile`: by shape (what the library runs), or forced
+/// (policy.hpp: scaled_wgmma_tile; the tests and bench_scaled_matmul's two_partials_vs_192 rows).
 template <class TA, class TB, class TD>
-bool scaled_wgmma_try_launch(const scaled_gemm_args<TA, TB, TD>& g, int device, cudaStream_t stream);
+bool scaled_wgmma_try_launch(const scaled_gemm_args<TA, TB, TD>& g, int device, cudaStream_t stream,
+                             scaled_wgmma_tile tile = scaled_wgmma_tile::by_shape);
 
 }  // namespace kf::detail

@@ -102,6 +102,18 @@ inline int choose_wgmma_block_n(std::size_t m, std::size_t n, int resident_ctas,
 /// thread), and the waves of resident CTAs its tiles must make for it to pay.
 constexpr int scaled_wide_block_n = 192;
 constexpr std::size_t scaled_wide_min_waves = 4;
+/// The FP8 GEMM's two-partials tile (scaled/03_wgmma.cuh): 3 x 72 accumulators
+/// a thread (the total and two partial sets), so the next k-step's products run
+/// while the last ones are promoted. Per-tensor and rowwise scales only (a
+/// 144-wide tile would cut B's 128-column scale blocks at columns that are no
+/// 64-column chunk boundary).
+constexpr int scaled_two_partials_block_n = 144;
+
+/// Which tile the FP8 GEMM runs: by shape (choose_scaled_block_n), or forced
+/// for the tests and bench_scaled_matmul's paired rows: `wide` the 128 x 192
+/// tile, `two_partials` the 128 x 144 one (per-tensor and rowwise; blockwise
+/// keeps the tile by shape). Both forced tiles run in clusters of 2.
+enum class scaled_wgmma_tile { by_shape, wide, two_partials };
 
 /// The FP8 GEMM's tile width: 128 x 192 where those tiles make at least
 /// scaled_wide_min_waves waves of the resident CTAs and there are two tile
@@ -118,13 +130,23 @@ constexpr std::size_t scaled_wide_min_waves = 4;
 /// the same 1.5x per promotion, stage barrier and byte of A that lifted
 /// per-tensor; not yet measured (blockwise ran 0.61-0.70 of cuBLASLt at these
 /// shapes on 128 x 128).
-inline int choose_scaled_block_n(std::size_t m, std::size_t n, int resident_ctas) {
+///
+/// Per-tensor and rowwise (not `blockwise`), where the rule picks 128 x 192,
+/// the two-partials tile (128 x 144, scaled_two_partials_block_n) takes its
+/// place while tuning.hpp's best_uses_scaled_two_partials is on. `tile` forces
+/// a tile for the tests and bench_scaled_matmul's two_partials_vs_192 rows
+/// (scaled_wgmma_tile), whatever the shape.
+inline int choose_scaled_block_n(std::size_t m, std::size_t n, int resident_ctas, bool blockwise = false,
+                                 scaled_wgmma_tile tile = scaled_wgmma_tile::by_shape) {
+  if (tile == scaled_wgmma_tile::wide) return scaled_wide_block_n;
+  if (tile == scaled_wgmma_tile::two_partials && !blockwise) return scaled_two_partials_block_n;
   const int narrow = choose_wgmma_block_n(m, n, resident_ctas, 128);
   const std::size_t tiles_m = ceil_div(m, wgmma_block_m);
   if (tiles_m < 2) return narrow;
   const std::size_t wide_tiles = tiles_m * ceil_div(n, static_cast<std::size_t>(scaled_wide_block_n));
   const std::size_t wave = static_cast<std::size_t>(resident_ctas > 0 ? resident_ctas : 0);
-  return wave > 0 && wide_tiles >= scaled_wide_min_waves * wave ? scaled_wide_block_n : narrow;
+  if (wave == 0 || wide_tiles < scaled_wide_min_waves * wave) return narrow;
+  return best_uses_scaled_two_partials && !blockwise ? scaled_two_partials_block_n : scaled_wide_block_n;
 }
 
 // ---- what a 2-CTA wgmma cluster does ----------------------------------------------
