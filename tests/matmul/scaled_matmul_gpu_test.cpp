@@ -234,8 +234,8 @@ TEST(ScaledMatmulWgmma, WideTiles) {
   EXPECT_TRUE((kf::test::check_scaled_matmul<__nv_fp8_e4m3, __nv_fp8_e4m3, __nv_bfloat16>(c, wgmma_or_best(), seed++)));
 }
 
-// The 128 x 144 two-partials tile (scaled/03_wgmma.cuh), forced (by shape only while tuning.hpp's
-// best_uses_scaled_two_partials is on), per-tensor and rowwise, at shapes crossing every edge of its
+// The 128 x 144 two-partials tile (scaled/03_wgmma.cuh), forced (best takes it by shape from k = 2048
+// where the wide tile would run: wgmma/policy.hpp, scaled_two_partials_min_k), per-tensor and rowwise, at shapes crossing every edge of its
 // tiles -- m odd, n = 143, 145 and 289 (a last tile of one column), 1 x 1 -- and of its k-loop,
 // unrolled by 2: k = 127 and 129 (one and two k-steps: its two tails), 300 (three: the loop once,
 // then one), 385 (four: once, then two), 1000, 4096. D from registers (n not whole 16-byte units,

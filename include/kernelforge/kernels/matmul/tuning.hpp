@@ -117,11 +117,14 @@ constexpr bool best_uses_fp32_emulated_skinny = true;
 
 /// Whether kf::scaled_matmul (per-tensor and rowwise scales) runs the FP8
 /// GEMM's 128 x 144 two-partials tile where wgmma/policy.hpp's
-/// choose_scaled_block_n picks 128 x 192: the next k-step's products issued
-/// into a second partial set before the last one is promoted, so the tensor
-/// cores do not drain every 128 of k (scaled/03_wgmma.cuh). Off until measured:
-/// bench_scaled_matmul's two_partials_vs_192 rows time both (forced) in turn.
-/// Evidence: not yet measured (matmul.md#fp8, fifth look).
-constexpr bool best_uses_scaled_two_partials = false;
+/// choose_scaled_block_n picks 128 x 192 and k is at least
+/// scaled_two_partials_min_k: the next k-step's products issued into a second
+/// partial set before the last one is promoted, so the tensor cores do not
+/// drain every 128 of k (scaled/03_wgmma.cuh). bench_scaled_matmul's
+/// two_partials_vs_192 rows time both (forced) in turn.
+/// Evidence: H200 2026-12-04, 144 over 192 in one run, per-tensor / rowwise:
+/// 4096^3 1.038 / 1.042, 8192^3 1.049 / 1.059, 4096x7168x16384 1.083 / 1.082;
+/// 8192x8192x1024 0.967 / 0.983, hence the depth rule (wgmma/policy.hpp).
+constexpr bool best_uses_scaled_two_partials = true;
 
 }  // namespace kf::detail

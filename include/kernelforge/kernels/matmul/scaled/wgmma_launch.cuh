@@ -119,7 +119,7 @@ bool try_launch(const scaled_gemm_args<TA, TB, TD>& g, int device, cudaStream_t 
   // The tile width by shape (or forced), and clusters of 2 sharing B where there are two tile rows (always at
   // 192 and 144, whose kernels run in clusters of 2 only: a forced one over a single tile row too).
   const std::size_t tiles_m = ceil_div(g.m, block_m);
-  const int block_n = choose_scaled_block_n(g.m, g.n, scaled_instance<TA, TB, TD, 1, 128>::resident(device, what),
+  const int block_n = choose_scaled_block_n(g.m, g.n, g.k, scaled_instance<TA, TB, TD, 1, 128>::resident(device, what),
                                             g.mode == fp8_scaling::blockwise, tile);
   const bool clustered_only = block_n == scaled_wide_block_n || block_n == scaled_two_partials_block_n;
   const int cluster = tiles_m < 2 && !clustered_only ? 1 : max_cluster;

@@ -108,6 +108,14 @@ constexpr std::size_t scaled_wide_min_waves = 4;
 /// 144-wide tile would cut B's 128-column scale blocks at columns that are no
 /// 64-column chunk boundary).
 constexpr int scaled_two_partials_block_n = 144;
+/// The depth from which the two-partials tile replaces the wide one by shape: its
+/// gain is in the k-loop (no drain at each promotion), its cost (a 144-wide tile
+/// loads 8/9 of the wide one's B per product, and makes 4/3 as many tiles) is
+/// paid per tile. H200, bench_scaled_matmul's two_partials_vs_192 rows, 144 over
+/// 192: 4096^3 1.038 / 1.042 (per-tensor / rowwise), 8192^3 1.049 / 1.059,
+/// 4096x7168x16384 1.083 / 1.082, but 8192x8192x1024 (8 k-steps of 128) 0.967 /
+/// 0.983 (benchmarks/tuning/matmul.md#fp8).
+constexpr std::size_t scaled_two_partials_min_k = 2048;
 
 /// Which tile the FP8 GEMM runs: by shape (choose_scaled_block_n), or forced
 /// for the tests and bench_scaled_matmul's paired rows: `wide` the 128 x 192
@@ -131,13 +139,14 @@ enum class scaled_wgmma_tile { by_shape, wide, two_partials };
 /// per-tensor; not yet measured (blockwise ran 0.61-0.70 of cuBLASLt at these
 /// shapes on 128 x 128).
 ///
-/// Per-tensor and rowwise (not `blockwise`), where the rule picks 128 x 192,
-/// the two-partials tile (128 x 144, scaled_two_partials_block_n) takes its
-/// place while tuning.hpp's best_uses_scaled_two_partials is on. `tile` forces
-/// a tile for the tests and bench_scaled_matmul's two_partials_vs_192 rows
-/// (scaled_wgmma_tile), whatever the shape.
-inline int choose_scaled_block_n(std::size_t m, std::size_t n, int resident_ctas, bool blockwise = false,
-                                 scaled_wgmma_tile tile = scaled_wgmma_tile::by_shape) {
+/// Per-tensor and rowwise (not `blockwise`), where the rule picks 128 x 192
+/// and k is at least scaled_two_partials_min_k, the two-partials tile (128 x
+/// 144, scaled_two_partials_block_n) takes its place while tuning.hpp's
+/// best_uses_scaled_two_partials is on. `tile` forces a tile for the tests and
+/// bench_scaled_matmul's two_partials_vs_192 rows (scaled_wgmma_tile), whatever
+/// the shape.
+inline int choose_scaled_block_n(std::size_t m, std::size_t n, std::size_t k, int resident_ctas,
+                                 bool blockwise = false, scaled_wgmma_tile tile = scaled_wgmma_tile::by_shape) {
   if (tile == scaled_wgmma_tile::wide) return scaled_wide_block_n;
   if (tile == scaled_wgmma_tile::two_partials && !blockwise) return scaled_two_partials_block_n;
   const int narrow = choose_wgmma_block_n(m, n, resident_ctas, 128);
@@ -146,7 +155,8 @@ inline int choose_scaled_block_n(std::size_t m, std::size_t n, int resident_ctas
   const std::size_t wide_tiles = tiles_m * ceil_div(n, static_cast<std::size_t>(scaled_wide_block_n));
   const std::size_t wave = static_cast<std::size_t>(resident_ctas > 0 ? resident_ctas : 0);
   if (wave == 0 || wide_tiles < scaled_wide_min_waves * wave) return narrow;
-  return best_uses_scaled_two_partials && !blockwise ? scaled_two_partials_block_n : scaled_wide_block_n;
+  const bool two_partials = best_uses_scaled_two_partials && !blockwise && k >= scaled_two_partials_min_k;
+  return two_partials ? scaled_two_partials_block_n : scaled_wide_block_n;
 }
 
 // ---- what a 2-CTA wgmma cluster does ----------------------------------------------
