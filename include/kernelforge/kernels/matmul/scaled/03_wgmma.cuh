@@ -32,8 +32,8 @@
 //    promotion, per stage barrier and per byte of A: 8192^3 0.68 -> 0.82 of
 //    cuBLASLt. Its 16-bit D is stored after the tile (the packed pending tile
 //    would not fit beside the two sets).
-//  * Two partial sets (128 x 144; per-tensor and rowwise only, by shape while
-//    matmul/tuning.hpp's best_uses_scaled_two_partials is on, else forced):
+//  * Two partial sets (128 x 144; per-tensor and rowwise only; by shape where
+//    128 x 192 would run and k >= 2048, wgmma/policy.hpp, else forced):
 //    each consumer above drains its products every k-step, and both read the
 //    same stages, so they drain together (ncu, 8192^3: tensor pipe busy 89% of
 //    active cycles, cuBLASLt's 144-wide tile 96%). At 144 columns the total and
@@ -43,7 +43,8 @@
 //    leaves it with one set in flight (else ptxas serializes the products:
 //    C7514). The promotion order is the one-set path's: D matches 128 x 192 bit
 //    for bit. 5 stages; 16-bit D in two TMA chunks, the last 16 columns from
-//    registers. Not yet measured on the H200.
+//    registers. H200, over the 192 tile: 8192^3 1.05, 4096x7168x16384 1.08,
+//    8192x8192x1024 0.97 (hence k >= 2048), benchmarks/tuning/matmul.md#fp8.
 //  * Scales: blockwise ones multiply each stage's partial (one A scale per row,
 //    one B scale per 128 columns); per-tensor and rowwise ones multiply the
 //    finished total once, before alpha / beta, the bias, the ReLU and the amax.
