@@ -9,6 +9,7 @@
 // CUDA's limits.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <initializer_list>
 #include <string>
@@ -158,22 +159,61 @@ conv2d_few_channels_persistent_plan persistent_plan(const layer& lay, std::size_
 }
 
 TEST(FewChannelsPersistentPlan, TheStem) {
-  // Step 10's bands (2 x 112 pixels, 896 of them at N = 16) on the H200's 132 SMs x 2 CTAs.
+  // On the H200's 132 SMs x 2 CTAs, bands of 16 x 16 pixels (8 warps): 784 at N = 16, 3 rounds
+  // of 264 CTAs (the last 256 full), where step 10's 2 x 112 (896 bands) take 4 rounds of 7
+  // warps with the last one 104 CTAs deep.
   const layer stem{16, 3, 224, 224, 64, 7, 7, 2, 3, 1};
+  ASSERT_EQ(stem.plan().bands, 896u);  // step 10's
   const conv2d_few_channels_persistent_plan l = persistent_plan(stem, 264);
   ASSERT_EQ(l.unsupported, nullptr);
-  EXPECT_EQ(l.band.bands, 896u);
-  EXPECT_EQ(l.grid_x, 264u);            // 3 or 4 bands a CTA
-  EXPECT_EQ(l.stage_row_bytes, 1360u);  // 224 pixels x 6 bytes = 84 chunks, + 1 for a row's offset in its chunk
+  EXPECT_EQ(l.band.tile_p, 16u);
+  EXPECT_EQ(l.band.tile_q, 16u);
+  EXPECT_EQ(l.band.warps, 8u);
+  EXPECT_EQ(l.band.bands, 784u);
+  EXPECT_EQ(l.grid_x, 264u);           // 2 or 3 bands a CTA
+  EXPECT_EQ(l.band.patch_rows, 37u);   // 15 x 2 + 7
+  EXPECT_EQ(l.band.patch_cols, 37u);
+  EXPECT_EQ(l.stage_row_bytes, 240u);  // 37 pixels x 6 bytes = 14 chunks, + 1 for a row's offset in its chunk
   EXPECT_EQ(l.stage_offset, 64u * 432u + 13u * 16u);
-  EXPECT_EQ(l.patch_offset, l.stage_offset + 9u * 1360u);
-  EXPECT_EQ(l.out_offset, l.patch_offset + 16496u);  // 229 x 9 pixels of 8 bytes, rounded up to 16
-  EXPECT_EQ(l.smem_bytes, l.out_offset + 7u * 16u * 128u);
-  EXPECT_EQ(l.smem_bytes, 70928u);                     // the figure in 11_few_channels_persistent.cuh's header
+  EXPECT_EQ(l.patch_offset, l.stage_offset + 37u * 240u);
+  EXPECT_EQ(l.out_offset, l.patch_offset + 10960u);  // 37 x 37 pixels of 8 bytes, rounded up to 16
+  EXPECT_EQ(l.smem_bytes, l.out_offset + 8u * 16u * 128u);
+  EXPECT_EQ(l.smem_bytes, 64080u);                     // the figure in 11_few_channels_persistent.cuh's header
   EXPECT_LE(2 * (l.smem_bytes + 1024), 164u * 1024u);  // two CTAs an SM on sm_80 (1 KB reserved a CTA)
   EXPECT_TRUE(kf::detail::conv2d_best_takes_few_channels_persistent(l));
-  // A small batch: one band a CTA.
-  EXPECT_EQ(persistent_plan(layer{1, 3, 224, 224, 64, 7, 7, 2, 3, 1}, 264).grid_x, 56u);
+  // A small batch: one round of bands of 4 warps (the fewest it takes), one band a CTA.
+  const conv2d_few_channels_persistent_plan one = persistent_plan(layer{1, 3, 224, 224, 64, 7, 7, 2, 3, 1}, 264);
+  EXPECT_EQ(one.band.warps, 4u);
+  EXPECT_LE(one.band.bands, 264u);
+  EXPECT_EQ(one.grid_x, one.band.bands);
+}
+
+/// Step 11's band against step 10's, over step 10's sweep, as the plan's cost
+/// counts it: never more warp-rounds for the busiest CTA on 264 CTAs, never
+/// more warps a band than 8 (the launch bounds), never fewer than 4 where the
+/// image and step 10's band have them.
+TEST(FewChannelsPersistentPlan, BandsNoWorseThanStep10s) {
+  int planned = 0, better = 0;
+  for_each_swept_layer({1, 2, 3, 4}, [&](const layer& lay) {
+    const conv2d_few_channels_persistent_plan l = persistent_plan(lay, 264);
+    if (l.unsupported != nullptr) return;
+    ++planned;
+    const kf::detail::conv2d_few_channels_plan ten = lay.plan();
+    const auto rounds = [](std::size_t bands, std::size_t grid) { return (bands + grid - 1) / grid; };
+    const std::size_t grid10 = std::min<std::size_t>(std::max<std::size_t>(264 / ten.k_blocks, 1), ten.bands);
+    const std::size_t cost10 = rounds(ten.bands, grid10) * ten.warps;
+    const std::size_t cost11 = rounds(l.band.bands, l.grid_x) * l.band.warps;
+    EXPECT_LE(cost11, cost10);
+    better += cost11 < cost10 ? 1 : 0;
+    EXPECT_LE(l.band.warps, 8u);
+    EXPECT_GE(l.band.warps, std::min<std::size_t>({4, (lay.p() * lay.q() + 31) / 32, ten.warps}));
+    EXPECT_LE(l.band.tile_p * l.band.tile_q, 256u);
+    EXPECT_GE(l.band.tile_p * l.band.tiles_p, lay.p());  // the bands cover the image
+    EXPECT_GE(l.band.tile_q * l.band.tiles_q, lay.q());
+    EXPECT_EQ(l.band.bands, lay.n * l.band.tiles_p * l.band.tiles_q);
+  });
+  EXPECT_GT(planned, 600);
+  EXPECT_GT(better, 0);
 }
 
 TEST(FewChannelsPersistentPlan, Grid) {

@@ -26,12 +26,16 @@
 //    chunks swizzled so that the pair writes and the 16-byte reads are free of
 //    bank conflicts, and stores 16-byte vectors; else pairs or single channels
 //    straight from the accumulators, as step 10 does.
-// Shared memory (plan.hpp: conv2d_few_channels_persistent_plan), the stem's
-// bands of 2 x 112 pixels (7 warps): filter 27,648 + tap table 208 + staged
-// rows 9 x 1,360 + patch 16,488 + output tiles 7 x 2,048 = 70,928 bytes (the
-// raw filter passes through the patch and tiles first). Two CTAs take 139 KB,
-// inside sm_80's 164 KB and sm_90's 228 KB; a third would fit the H200's shared
-// memory but not its registers (128 a thread: 3 x 224 x 128 > 64 K).
+// Bands (plan.hpp: plan_conv2d_few_channels_persistent): step 10's tile shape
+// rechosen for the persistent grid, so that the busiest CTA computes the
+// fewest warp-rounds -- the stem at N = 16 in 16 x 16 bands (8 warps), 784 of
+// them in 3 rounds of 264 CTAs, not step 10's 2 x 112 rows (896, 4 rounds with
+// the last 104 CTAs deep). Shared memory for it: filter 27,648 + tap table 208
+// + staged rows 37 x 240 + patch 37 x 37 x 8 (10,960) + output tiles 8 x 2,048
+// = 64,080 bytes (the raw filter passes through the patch and tiles first).
+// Two CTAs take 127 KB, inside sm_80's 164 KB and sm_90's 228 KB; a third would
+// fit the H200's shared memory but not its registers (128 a thread: 2 x 256 x
+// 128 = 64 K).
 // The band's parts (tap table, fragment loads, k-loop, pair stores) are step
 // 10's (few_channels_band.cuh). Device code for sm_80 and newer; below that
 // the kernel is a trap (the launcher checks the device and the image first).

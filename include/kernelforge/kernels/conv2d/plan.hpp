@@ -334,25 +334,13 @@ struct conv2d_few_channels_persistent_plan {
   const char* unsupported = nullptr;
 };
 
-/// Step 11's plan for the NHWC layer N x C x H x W -> K x P x Q (R x S filter),
-/// its elements element_bytes wide, on a GPU that holds resident_ctas CTAs of
-/// it at once (SMs x CTAs an SM at conv2d_few_channels_persistent_smem_budget,
-/// or fewer). The bands are step 10's; the grid has min(bands, resident_ctas /
-/// k_blocks) CTAs along them (at least one), each looping over its bands with
-/// a stride of the grid. unsupported: step 10's reason, or a footprint beyond
-/// conv2d_few_channels_persistent_smem_budget (step 10 then takes the layer).
-inline conv2d_few_channels_persistent_plan plan_conv2d_few_channels_persistent(
-    std::size_t n, std::size_t c, std::size_t w, std::size_t p, std::size_t q, std::size_t k, std::size_t r,
-    std::size_t s, std::size_t stride_h, std::size_t stride_w, std::size_t dilation_h, std::size_t dilation_w,
-    std::size_t element_bytes, std::size_t resident_ctas) {
+/// Fills step 11's shared-memory layout (stage_row_bytes ... smem_bytes) of
+/// `l` from its band (l.band), for an input W wide with C channels.
+inline void size_conv2d_few_channels_persistent(conv2d_few_channels_persistent_plan& l, std::size_t c,
+                                                std::size_t w, std::size_t r, std::size_t s,
+                                                std::size_t element_bytes) {
   using L = conv2d_few_channels_persistent_plan;
-  L l;
-  l.band = plan_conv2d_few_channels(n, c, p, q, k, r, s, stride_h, stride_w, dilation_h, dilation_w, element_bytes);
   const conv2d_few_channels_plan& b = l.band;
-  if (b.unsupported != nullptr) {
-    l.unsupported = b.unsupported;
-    return l;
-  }
   // A row's bytes may start anywhere in a chunk: one chunk more than they fill.
   const std::size_t row_bytes = (b.patch_cols < w ? b.patch_cols : w) * c * element_bytes;
   l.stage_row_bytes = (ceil_div(row_bytes, L::chunk) + 1) * L::chunk;
@@ -363,12 +351,85 @@ inline conv2d_few_channels_persistent_plan plan_conv2d_few_channels_persistent(
   const std::size_t tiles_end = l.out_offset + b.warps * L::out_rows * L::out_row_bytes;
   const std::size_t raw_filter = (ceil_div(b.block_n * r * s * c * element_bytes, L::chunk) + 1) * L::chunk;
   l.smem_bytes = tiles_end > l.patch_offset + raw_filter ? tiles_end : l.patch_offset + raw_filter;
+}
+
+/// Step 11's plan for the NHWC layer N x C x H x W -> K x P x Q (R x S filter),
+/// its elements element_bytes wide, on a GPU that holds resident_ctas CTAs of
+/// it at once (SMs x CTAs an SM at conv2d_few_channels_persistent_smem_budget,
+/// or fewer). The grid has min(bands, resident_ctas / k_blocks) CTAs along the
+/// bands (at least one), each looping over its bands with a stride of the grid.
+/// The band: where step 10's band fits the budget, the tile of at most
+/// conv2d_few_channels_max_pixels output pixels (tile_p rows x tile_q columns,
+/// each an even split of the image, columns at least min(Q, 8), at least 4
+/// warps or the image) that fits the
+/// budget and gives the fewest warp-rounds a CTA (the bands the busiest CTA
+/// takes x the warps a band), then the fewest patch pixels an output pixel (the
+/// halo the staged copies and the spread pay for), then the fewest bands. Step
+/// 10's band of whole rows leaves the grid's last round part-empty: the stem
+/// (N = 16) in 2 x 112 bands is 896 bands on 264 CTAs, 4 rounds of 7 warps with
+/// 104 CTAs in the last (ncu: SM active 81% of the elapsed cycles); in 16 x 16
+/// bands it is 784 bands, 3 rounds of 8 warps (768 against 896 pixel-rounds)
+/// with a 37 x 37 patch instead of 9 x 229. unsupported: step 10's reason, or
+/// step 10's band beyond the budget (step 10 then takes the layer).
+inline conv2d_few_channels_persistent_plan plan_conv2d_few_channels_persistent(
+    std::size_t n, std::size_t c, std::size_t w, std::size_t p, std::size_t q, std::size_t k, std::size_t r,
+    std::size_t s, std::size_t stride_h, std::size_t stride_w, std::size_t dilation_h, std::size_t dilation_w,
+    std::size_t element_bytes, std::size_t resident_ctas) {
+  using L = conv2d_few_channels_persistent_plan;
+  using B = conv2d_few_channels_plan;
+  L l;
+  l.band = plan_conv2d_few_channels(n, c, p, q, k, r, s, stride_h, stride_w, dilation_h, dilation_w, element_bytes);
+  if (l.band.unsupported != nullptr) {
+    l.unsupported = l.band.unsupported;
+    return l;
+  }
+  size_conv2d_few_channels_persistent(l, c, w, r, s, element_bytes);
   if (l.smem_bytes > conv2d_few_channels_persistent_smem_budget) {
     l.unsupported = "step 10's band with the staged rows and output tiles needs more shared memory than the budget";
     return l;
   }
-  const std::size_t per_block = resident_ctas / b.k_blocks;
-  l.grid_x = per_block < 1 ? 1 : (per_block < b.bands ? per_block : b.bands);
+  const std::size_t per_block = resident_ctas / l.band.k_blocks;
+  const auto grid_for = [&](std::size_t bands) { return per_block < 1 ? 1 : (per_block < bands ? per_block : bands); };
+  const auto warp_rounds = [&](const B& b) { return ceil_div(b.bands, grid_for(b.bands)) * b.warps; };
+  // The halo, compared as patch pixels x output pixels of the other band (no division).
+  const auto less_halo = [](const B& a, const B& b) {
+    return a.patch_rows * a.patch_cols * (b.tile_p * b.tile_q) < b.patch_rows * b.patch_cols * (a.tile_p * a.tile_q);
+  };
+  const std::size_t max_pixels = conv2d_few_channels_max_pixels;
+  const std::size_t min_cols = q < 8 ? q : 8;
+  // At least 4 warps a band (or the image): each CTA loads the whole filter once,
+  // so many CTAs of one small band each would pay it for little work.
+  const std::size_t image_warps = ceil_div(p * q, B::warp_pixels);
+  const std::size_t min_warps = image_warps < 4 ? image_warps : 4;
+  L best = l;
+  for (std::size_t tiles_q = ceil_div(q, max_pixels);; ++tiles_q) {
+    const std::size_t tile_q = ceil_div(q, tiles_q);
+    if (tile_q < min_cols) break;
+    if (tiles_q > 1 && ceil_div(q, tiles_q - 1) == tile_q) continue;  // the same split as tiles_q - 1
+    const std::size_t max_rows = max_pixels / tile_q < p ? max_pixels / tile_q : p;
+    for (std::size_t warps = min_warps; warps <= max_pixels / B::warp_pixels; ++warps) {
+      // The most rows that fit `warps` warps, split evenly over the image.
+      std::size_t rows = warps * B::warp_pixels / tile_q;
+      rows = rows < max_rows ? rows : max_rows;
+      if (rows == 0) continue;
+      L c11 = l;
+      c11.band.tiles_q = tiles_q;
+      c11.band.tile_q = tile_q;
+      c11.band.tiles_p = ceil_div(p, rows);
+      c11.band.tile_p = ceil_div(p, c11.band.tiles_p);
+      size_conv2d_few_channels(c11.band, n, k, r, s, stride_h, stride_w, dilation_h, dilation_w);
+      if (c11.band.bands > B::max_grid_x || c11.band.warps < min_warps) continue;
+      size_conv2d_few_channels_persistent(c11, c, w, r, s, element_bytes);
+      if (c11.smem_bytes > conv2d_few_channels_persistent_smem_budget) continue;
+      const std::size_t cost = warp_rounds(c11.band), best_cost = warp_rounds(best.band);
+      if (cost < best_cost || (cost == best_cost && (less_halo(c11.band, best.band) ||
+                                                     (!less_halo(best.band, c11.band) && c11.band.bands < best.band.bands)))) {
+        best = c11;
+      }
+    }
+  }
+  l = best;
+  l.grid_x = grid_for(l.band.bands);
   return l;
 }
 

@@ -127,7 +127,8 @@ constexpr bool conv2d_best_uses_few_channels = true;
 constexpr std::size_t conv2d_few_channels_persistent_smem_budget = std::size_t{80} * 1024;
 /// Whether `best` runs step 11 on the layers its plan takes, ahead of step 10.
 /// Evidence: H200 2026-12-04, the stem (N16 C3 224x224 K64 7x7 s2 p3), step 10's time over step
-/// 11's, paired (persistent_vs_one_band): fp16 1.514, bf16 1.524; 43.3 us (conv2d.md#conv2d_few_channels_persistent).
+/// 11's, paired (persistent_vs_one_band): fp16 1.514, bf16 1.524 (43.3 us) in step 10's bands; 2.015 / 2.020
+/// (32.8 us) in the bands its plan picks for the grid (conv2d.md#conv2d_few_channels_persistent).
 constexpr bool conv2d_best_uses_few_channels_persistent = true;
 
 }  // namespace kf::detail
