@@ -170,8 +170,8 @@ TEST(FewChannelsPersistentPlan, TheStem) {
   EXPECT_EQ(l.band.tile_q, 16u);
   EXPECT_EQ(l.band.warps, 8u);
   EXPECT_EQ(l.band.bands, 784u);
-  EXPECT_EQ(l.grid_x, 264u);           // 2 or 3 bands a CTA
-  EXPECT_EQ(l.band.patch_rows, 37u);   // 15 x 2 + 7
+  EXPECT_EQ(l.grid_x, 264u);          // 2 or 3 bands a CTA
+  EXPECT_EQ(l.band.patch_rows, 37u);  // 15 x 2 + 7
   EXPECT_EQ(l.band.patch_cols, 37u);
   EXPECT_EQ(l.stage_row_bytes, 240u);  // 37 pixels x 6 bytes = 14 chunks, + 1 for a row's offset in its chunk
   EXPECT_EQ(l.stage_offset, 64u * 432u + 13u * 16u);

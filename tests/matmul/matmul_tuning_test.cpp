@@ -247,20 +247,20 @@ TEST(MatmulTuning, WgmmaBlockNIsTheWidestThatFillsTheGpu) {
   using kf::detail::scaled_wgmma_tile;
   const int deep = kf::detail::best_uses_scaled_two_partials ? 144 : 192;
   static_assert(kf::detail::scaled_two_partials_min_k == 2048, "the cases below straddle it");
-  EXPECT_EQ(choose_scaled_block_n(8192, 8192, 8192, resident), deep);         // 64 x 43 = 2752 tiles
-  EXPECT_EQ(choose_scaled_block_n(8192, 8192, 2048, resident), deep);         // from 2048 of k
-  EXPECT_EQ(choose_scaled_block_n(8192, 8192, 2047, resident), 192);          // shallower: the wide tile
-  EXPECT_EQ(choose_scaled_block_n(8192, 8192, 1024, resident), 192);          // (8192x8192x1024: 144 lost)
-  EXPECT_EQ(choose_scaled_block_n(4096, 4096, 4096, resident), deep);         // 32 x 22 = 704
+  EXPECT_EQ(choose_scaled_block_n(8192, 8192, 8192, resident), deep);  // 64 x 43 = 2752 tiles
+  EXPECT_EQ(choose_scaled_block_n(8192, 8192, 2048, resident), deep);  // from 2048 of k
+  EXPECT_EQ(choose_scaled_block_n(8192, 8192, 2047, resident), 192);   // shallower: the wide tile
+  EXPECT_EQ(choose_scaled_block_n(8192, 8192, 1024, resident), 192);   // (8192x8192x1024: 144 lost)
+  EXPECT_EQ(choose_scaled_block_n(4096, 4096, 4096, resident), deep);  // 32 x 22 = 704
   EXPECT_EQ(choose_scaled_block_n(4096, 7168, 16384, resident), deep);
-  EXPECT_EQ(choose_scaled_block_n(2048, 2048, 8192, resident), 128);          // 16 x 11 = 176
-  EXPECT_EQ(choose_scaled_block_n(1024, 1024, 1024, resident), 64);           // 48 wide tiles; 64 of 128 x 128
-  EXPECT_EQ(choose_scaled_block_n(128, 8192, 8192, resident), 64);            // one tile row: no cluster
-  EXPECT_EQ(choose_scaled_block_n(2900, 4466, 130, resident), 192);           // the GPU test's: 23 x 24 = 552
+  EXPECT_EQ(choose_scaled_block_n(2048, 2048, 8192, resident), 128);           // 16 x 11 = 176
+  EXPECT_EQ(choose_scaled_block_n(1024, 1024, 1024, resident), 64);            // 48 wide tiles; 64 of 128 x 128
+  EXPECT_EQ(choose_scaled_block_n(128, 8192, 8192, resident), 64);             // one tile row: no cluster
+  EXPECT_EQ(choose_scaled_block_n(2900, 4466, 130, resident), 192);            // the GPU test's: 23 x 24 = 552
   EXPECT_EQ(choose_scaled_block_n(22 * 128, 24 * 192, 4096, resident), deep);  // 528: exactly 4 waves
   EXPECT_EQ(choose_scaled_block_n(22 * 128, 23 * 192, 4096, resident), 128);   // 506
-  EXPECT_EQ(choose_scaled_block_n(8192, 8192, 8192, 0), 128);                 // no resident count: never wide
-  EXPECT_EQ(choose_scaled_block_n(8192, 8192, 8192, resident, true), 192);    // blockwise
+  EXPECT_EQ(choose_scaled_block_n(8192, 8192, 8192, 0), 128);                  // no resident count: never wide
+  EXPECT_EQ(choose_scaled_block_n(8192, 8192, 8192, resident, true), 192);     // blockwise
   EXPECT_EQ(choose_scaled_block_n(2048, 2048, 8192, resident, true), 128);
   // Forced (the tests, bench_scaled_matmul's two_partials_vs_192 rows): whatever the shape, but
   // blockwise never takes 128 x 144 (it keeps the tile by shape).

@@ -235,12 +235,12 @@ TEST(ScaledMatmulWgmma, WideTiles) {
 }
 
 // The 128 x 144 two-partials tile (scaled/03_wgmma.cuh), forced (best takes it by shape from k = 2048
-// where the wide tile would run: wgmma/policy.hpp, scaled_two_partials_min_k), per-tensor and rowwise, at shapes crossing every edge of its
-// tiles -- m odd, n = 143, 145 and 289 (a last tile of one column), 1 x 1 -- and of its k-loop,
-// unrolled by 2: k = 127 and 129 (one and two k-steps: its two tails), 300 (three: the loop once,
-// then one), 385 (four: once, then two), 1000, 4096. D from registers (n not whole 16-byte units,
-// or beta != 0) and staged (n = 280, 296: two TMA chunks a tile and its last 16 columns from
-// registers), with bias, ReLU and amax, or the amax alone, or nothing; every operand pair and D type.
+// where the wide tile would run: wgmma/policy.hpp, scaled_two_partials_min_k), per-tensor and rowwise, at shapes
+// crossing every edge of its tiles -- m odd, n = 143, 145 and 289 (a last tile of one column), 1 x 1 -- and of its
+// k-loop, unrolled by 2: k = 127 and 129 (one and two k-steps: its two tails), 300 (three: the loop once, then one),
+// 385 (four: once, then two), 1000, 4096. D from registers (n not whole 16-byte units, or beta != 0) and staged (n =
+// 280, 296: two TMA chunks a tile and its last 16 columns from registers), with bias, ReLU and amax, or the amax alone,
+// or nothing; every operand pair and D type.
 scaled_case two_partials_case(std::size_t m, std::size_t n, std::size_t k, fp8_scaling mode) {
   scaled_case c;
   c.m = m, c.n = n, c.k = k, c.mode = mode;

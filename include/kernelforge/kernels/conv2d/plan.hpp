@@ -336,9 +336,8 @@ struct conv2d_few_channels_persistent_plan {
 
 /// Fills step 11's shared-memory layout (stage_row_bytes ... smem_bytes) of
 /// `l` from its band (l.band), for an input W wide with C channels.
-inline void size_conv2d_few_channels_persistent(conv2d_few_channels_persistent_plan& l, std::size_t c,
-                                                std::size_t w, std::size_t r, std::size_t s,
-                                                std::size_t element_bytes) {
+inline void size_conv2d_few_channels_persistent(conv2d_few_channels_persistent_plan& l, std::size_t c, std::size_t w,
+                                                std::size_t r, std::size_t s, std::size_t element_bytes) {
   using L = conv2d_few_channels_persistent_plan;
   const conv2d_few_channels_plan& b = l.band;
   // A row's bytes may start anywhere in a chunk: one chunk more than they fill.
@@ -422,8 +421,9 @@ inline conv2d_few_channels_persistent_plan plan_conv2d_few_channels_persistent(
       size_conv2d_few_channels_persistent(c11, c, w, r, s, element_bytes);
       if (c11.smem_bytes > conv2d_few_channels_persistent_smem_budget) continue;
       const std::size_t cost = warp_rounds(c11.band), best_cost = warp_rounds(best.band);
-      if (cost < best_cost || (cost == best_cost && (less_halo(c11.band, best.band) ||
-                                                     (!less_halo(best.band, c11.band) && c11.band.bands < best.band.bands)))) {
+      if (cost < best_cost ||
+          (cost == best_cost &&
+           (less_halo(c11.band, best.band) || (!less_halo(best.band, c11.band) && c11.band.bands < best.band.bands)))) {
         best = c11;
       }
     }

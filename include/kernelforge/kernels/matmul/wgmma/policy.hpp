@@ -145,8 +145,8 @@ enum class scaled_wgmma_tile { by_shape, wide, two_partials };
 /// best_uses_scaled_two_partials is on. `tile` forces a tile for the tests and
 /// bench_scaled_matmul's two_partials_vs_192 rows (scaled_wgmma_tile), whatever
 /// the shape.
-inline int choose_scaled_block_n(std::size_t m, std::size_t n, std::size_t k, int resident_ctas,
-                                 bool blockwise = false, scaled_wgmma_tile tile = scaled_wgmma_tile::by_shape) {
+inline int choose_scaled_block_n(std::size_t m, std::size_t n, std::size_t k, int resident_ctas, bool blockwise = false,
+                                 scaled_wgmma_tile tile = scaled_wgmma_tile::by_shape) {
   if (tile == scaled_wgmma_tile::wide) return scaled_wide_block_n;
   if (tile == scaled_wgmma_tile::two_partials && !blockwise) return scaled_two_partials_block_n;
   const int narrow = choose_wgmma_block_n(m, n, resident_ctas, 128);
