@@ -58,7 +58,8 @@ STEP_ROWS = {
         ("bench_conv_fp32_emulated.json", "conv2d_nhwc/fp32_emulated/best_vs_cudnn")),
     K + "conv2d/10_few_channels_mma.cuh": (("bench_conv_nhwc.json", "conv2d_nhwc/fp16/few_channels_vs_fold"),
                                            ("bench_conv_nhwc.json", "conv2d_nhwc/bf16/few_channels_vs_fold")),
-    K + "conv2d/11_few_channels_persistent.cuh": (),  # not yet run on the H200 (persistent_vs_one_band rows)
+    K + "conv2d/11_few_channels_persistent.cuh": (("bench_conv_nhwc.json", "conv2d_nhwc/fp16/persistent_vs_one_band"),
+                                                  ("bench_conv_nhwc.json", "conv2d_nhwc/bf16/persistent_vs_one_band")),
     K + "conv2d/backward/01_naive.cuh": (),  # the correctness baseline, not benchmarked
     K + "conv2d/backward/03_wgrad_wgmma.cuh": (("bench_conv_backward.json", "conv2d_backward/fp16/filter"),
                                                ("bench_conv_backward.json", "conv2d_backward/bf16/filter")),
