@@ -34,12 +34,10 @@ if [[ $what == tests || $what == all ]]; then
 fi
 if [[ $what == rows || $what == all ]]; then
   rb matmul/bench_scaled_matmul 'two_partials_vs_192|best_vs_cublaslt' scaled
-  rb conv/bench_conv 'conv2d_nhwc/(fp16|bf16)/resident_vs_staged/|conv2d_nhwc/(fp16|bf16|tf32)/(cudnn|best|best_fused|cudnn_fused)/n32_c256_56x56_k64_1x1' conv_1x1
 fi
 if [[ $what == san || $what == all ]]; then
   for tool in memcheck racecheck synccheck; do
     san $tool tests/matmul/test_scaled_matmul_gpu 'ScaledMatmul/*.TwoPartialsTiles:ScaledMatmulWgmma.TwoPartials*'
-    san $tool tests/conv2d/test_conv2d_nhwc_gpu '*implicit_gemm_wgmma*resident*:*implicit_gemm_wgmma*1x1*'
   done
 fi
 tar czf "$OUT/res.tgz" -C "$OUT" r
