@@ -108,9 +108,7 @@ bool conv2d_nhwc_few_channels_persistent_try_launch(int device, const conv2d_arg
                     few_channels::out_row_bytes == P::out_row_bytes,
                 "the kernel's layout is the plan's");
   constexpr auto run = persistent_kernel<T, Epilogue>;
-  if (plan_conv2d_few_channels_persistent_of(a, 1).unsupported != nullptr || !runs_sm80_image<run>(device)) {
-    return false;
-  }
+  if (!runs_sm80_image<run>(device)) return false;
   const device_limits& limits = limits_for(device);
   const std::size_t budget = std::min(conv2d_few_channels_persistent_smem_budget, limits.max_smem_per_block_optin);
   // Once per device, for every plan: the CTAs an SM holds at the budget (plans
@@ -119,8 +117,9 @@ bool conv2d_nhwc_few_channels_persistent_try_launch(int device, const conv2d_arg
       static_cast<std::size_t>(resident_blocks_per_sm<run>(device, few_channels::max_threads, budget, what_persistent));
   std::size_t resident = per_sm * static_cast<std::size_t>(limits.sm_count);
   if (max_ctas > 0 && max_ctas < resident) resident = max_ctas;
+  // One plan a call: whether it takes the layer does not depend on the grid.
   const P l = plan_conv2d_few_channels_persistent_of(a, resident);
-  if (l.smem_bytes > budget) return false;
+  if (l.unsupported != nullptr || l.smem_bytes > budget) return false;
   const bool y_pairs = a.k % 2 == 0 && is_aligned(a.y, 4);
   const bool y_vectors = a.k % 8 == 0 && is_aligned(a.y, 16);
   const dim3 grid(static_cast<std::uint32_t>(l.grid_x), static_cast<std::uint32_t>(l.band.k_blocks));

@@ -45,6 +45,7 @@
 #include "conv2d_bounds.hpp"
 #include "conv2d_cases.hpp"
 #include "kernelforge/conv.hpp"
+#include "kernelforge/kernels/conv2d/few_channels_plan.hpp"
 #include "kernelforge/kernels/conv2d/plan.hpp"
 #include "kernelforge/reference/conv.hpp"
 #include "test_support.hpp"

@@ -207,7 +207,7 @@ TEST(Conv2dNhwcCases, BoundsCanFail) {
 }
 
 /// few_channel_cases() cover what their comment claims, against step 10's own
-/// plan (plan.hpp): the few_refused_* cases are refused and no other; the stem
+/// plan (few_channels_plan.hpp): the few_refused_* cases are refused and no other; the stem
 /// runs 7 full warps on bands of 2 x 112 pixels (at bench_conv's N = 16 too);
 /// bands overhang the output in rows and columns; warps run past a band;
 /// several channel blocks; odd K and K off 64; padding taps and none; every C
@@ -276,7 +276,7 @@ TEST(Conv2dNhwcCases, FewChannelCases) {
   for (int pad = 0; pad < 4; ++pad) EXPECT_GE(pads[pad], 1) << "padding " << pad;
 }
 
-/// few_channel_cases() cover step 11's own paths, against its plan (plan.hpp:
+/// few_channel_cases() cover step 11's own paths, against its plan (few_channels_plan.hpp:
 /// plan_conv2d_few_channels_persistent): it takes every case step 10 takes (its
 /// budget holds them all), and among them: the 16-byte stores through shared
 /// memory (K % 8 == 0, y 16-byte aligned) with K below 64 and with a second

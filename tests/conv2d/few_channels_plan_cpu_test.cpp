@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// CPU tests of step 10's plan (plan.hpp: plan_conv2d_few_channels, the layers
+// CPU tests of step 10's plan (few_channels_plan.hpp: plan_conv2d_few_channels, the layers
 // it takes and how it cuts them into bands) and of best's route to it, and of
 // step 11's (plan_conv2d_few_channels_persistent: its shared-memory layout and
 // persistent grid). Part of test_conv2d. What the kernel relies on, over a sweep of layers: bands of at
@@ -14,7 +14,7 @@
 #include <initializer_list>
 #include <string>
 
-#include "kernelforge/kernels/conv2d/plan.hpp"
+#include "kernelforge/kernels/conv2d/few_channels_plan.hpp"
 #include "kernelforge/kernels/conv2d/tuning.hpp"
 
 namespace {

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // The paths by which test_fp32_emulated_gpu reaches math_mode::fp32_emulated
 // (Library, MmaSync, Skinny: fp32_emulated_gpu_test.cpp's header comment), shared by
-// its two sources (fp32_emulated_gpu_test.cpp, fp32_emulated_accuracy_gpu_test.cpp):
-// the parameterized suite Fp32Emulated, its skip rule and the call by path.
+// its sources (fp32_emulated_gpu_test.cpp, fp32_emulated_accuracy_gpu_test.cpp,
+// fp32_emulated_schedule_gpu_test.cpp): the parameterized suite Fp32Emulated, its skip
+// rule, the call by path and the inputs.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <cuda_runtime_api.h>
 
@@ -102,6 +104,18 @@ inline void emulated_matmul(path p, kf::op ta, kf::op tb, std::size_t m, std::si
   }
   ASSERT_TRUE(kf::detail::mma_sync_fp32_emulated_try_launch(g, fused, device, o.stream))
       << "step 16 found no workspace";
+}
+
+/// Uniform values in +-[0.1, 2) (no zeros), from seed.
+inline std::vector<float> plain_inputs(std::size_t n, std::uint64_t seed) {
+  std::vector<float> v(n);
+  std::uint64_t z = seed;
+  for (float& x : v) {
+    z = kf::test::mix64(z);
+    const double u = static_cast<double>(z >> 11) * 0x1.0p-53;
+    x = static_cast<float>((z & 1 ? -1.0 : 1.0) * (0.1 + 1.9 * u));
+  }
+  return v;
 }
 
 class Fp32Emulated : public ::testing::TestWithParam<path> {};

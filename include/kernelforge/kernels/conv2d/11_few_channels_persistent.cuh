@@ -26,7 +26,7 @@
 //    chunks swizzled so that the pair writes and the 16-byte reads are free of
 //    bank conflicts, and stores 16-byte vectors; else pairs or single channels
 //    straight from the accumulators, as step 10 does.
-// Bands (plan.hpp: plan_conv2d_few_channels_persistent): step 10's tile shape
+// Bands (few_channels_plan.hpp: plan_conv2d_few_channels_persistent): step 10's tile shape
 // rechosen for the persistent grid, so that the busiest CTA computes the
 // fewest warp-rounds -- the stem at N = 16 in 16 x 16 bands (8 warps), 784 of
 // them in 3 rounds of 264 CTAs, not step 10's 2 x 112 rows (896, 4 rounds with
@@ -62,7 +62,7 @@ inline constexpr int out_row_bytes = block_n * 2;  ///< 64 channels, their 16-by
 /// stem: about 9 a thread), so that their shared-memory reads overlap.
 inline constexpr int spread_unroll = 4;
 
-/// The launch's plan (plan.hpp's conv2d_few_channels_persistent_plan) as the kernel reads it.
+/// The launch's plan (few_channels_plan.hpp's conv2d_few_channels_persistent_plan) as the kernel reads it.
 struct persistent_tile {
   tile band;  ///< step 10's band; band.patch_offset: this layout's patch
   int bands = 0;

@@ -6,7 +6,7 @@
 // architecture it ships, the kernels' bodies for sm_80 and newer (a trap
 // below), for __half and __nv_bfloat16 and the library's own epilogues:
 // identity and the options' bias / threshold ReLU. The layers they compute:
-// plan_conv2d_few_channels and plan_conv2d_few_channels_persistent (plan.hpp).
+// plan_conv2d_few_channels and plan_conv2d_few_channels_persistent (few_channels_plan.hpp).
 #pragma once
 
 #include <cstddef>
@@ -15,11 +15,11 @@
 
 #include "args.cuh"
 #include "kernelforge/epilogue.cuh"
-#include "plan.hpp"
+#include "few_channels_plan.hpp"
 
 namespace kf::detail {
 
-/// Step 10's plan for the 16-bit NHWC layer `a` (plan.hpp).
+/// Step 10's plan for the 16-bit NHWC layer `a` (few_channels_plan.hpp).
 template <class T>
 conv2d_few_channels_plan plan_conv2d_few_channels_of(const conv2d_args<T>& a) {
   using z = std::size_t;
@@ -30,7 +30,7 @@ conv2d_few_channels_plan plan_conv2d_few_channels_of(const conv2d_args<T>& a) {
 }
 
 /// Step 11's plan for the 16-bit NHWC layer `a` on a GPU that holds
-/// resident_ctas of its CTAs at once (plan.hpp).
+/// resident_ctas of its CTAs at once (few_channels_plan.hpp).
 template <class T>
 conv2d_few_channels_persistent_plan plan_conv2d_few_channels_persistent_of(const conv2d_args<T>& a,
                                                                            std::size_t resident_ctas) {

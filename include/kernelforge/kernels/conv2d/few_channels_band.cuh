@@ -33,7 +33,7 @@ inline constexpr int max_threads = 256;  ///< conv2d_few_channels_max_pixels / w
 /// the other's products.
 inline constexpr int min_blocks_per_sm = 2;
 
-/// The launch's plan (plan.hpp's conv2d_few_channels_plan) as the kernels read it.
+/// The launch's plan (few_channels_plan.hpp's conv2d_few_channels_plan) as the kernels read it.
 struct tile {
   int tile_p = 0, tile_q = 0, tiles_p = 0, tiles_q = 0;
   int patch_rows = 0, patch_cols = 0;
