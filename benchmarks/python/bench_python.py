@@ -17,11 +17,12 @@
    every sample, median of the samples, against the C++ benchmark's GB/s for the
    same op (the "vectorized" row of bench_elementwise.json). Goal: within 3%.
 3. Matrix products through Python at 4096^3 and 8192^3, timed the same way (CUDA
-   events, L2 flushed, median), each beside torch's product on the same randn
+   events, L2 flushed, median) but paired: ours and torch's in turn sample by sample,
+   after a 50 ms warm-up of each (gpu_timing.gpu_ms_paired), beside torch's product on the same randn
    operands: kf.matmul in float16 and bfloat16 against torch.mm (cuBLAS), and
    kf.scaled_matmul (e4m3 x e4m3 -> bf16, per-tensor and row-wise scales) against
    torch._scaled_mm (cuBLASLt), b as the .t() of a row-major (n, k) weight.
-4. Convolutions through Python in channels_last memory, timed the same way, each beside
+4. Convolutions through Python in channels_last memory, timed the same way (paired), each beside
    torch.nn.functional.conv2d (cuDNN, torch.backends.cudnn.benchmark = True) on the same
    randn tensors: five ResNet-shaped layers (CONV_LAYERS) in float16, bfloat16 and
    float32 with TF32 allowed (kf.conv2d(tf32=True); cudnn.allow_tf32 on for torch),
@@ -55,7 +56,7 @@ import torch.nn.functional as F
 import kernelforge as kf
 import kernelforge.torch as kft
 from conv_rows import conv_rows, conv_train_rows
-from gpu_timing import gpu_ms
+from gpu_timing import gpu_ms, gpu_ms_paired
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_CPP_JSON = os.path.join(HERE, "..", "results", "h200", "bench_elementwise.json")
@@ -186,8 +187,7 @@ def matmul_rows(shapes=(4096, 8192)):
             a = torch.randn(m, k, device="cuda", dtype=dtype)
             b = torch.randn(k, n, device="cuda", dtype=dtype)
             out = torch.empty(m, n, device="cuda", dtype=dtype)
-            ours = gpu_ms(lambda: kf.matmul(a, b, out))
-            theirs = gpu_ms(lambda: torch.mm(a, b, out=out))
+            ours, theirs = gpu_ms_paired(lambda: kf.matmul(a, b, out), lambda: torch.mm(a, b, out=out))
             rows.append({"name": f"matmul/{str(dtype).split('.')[-1]}/{m}x{n}x{k}", "kf_TFLOP/s": flops / ours / 1e9,
                          "torch_TFLOP/s": flops / theirs / 1e9, "kf_over_torch": theirs / ours,
                          "baseline": "torch.mm (cuBLAS)"})
@@ -200,8 +200,8 @@ def matmul_rows(shapes=(4096, 8192)):
             "rowwise": (torch.rand(m, 1, device="cuda") + 0.5, torch.rand(1, n, device="cuda") + 0.5),
         }
         for mode, (sa, sb) in scales.items():
-            ours = gpu_ms(lambda: kf.scaled_matmul(a, w.t(), sa, sb, out_dtype=torch.bfloat16))
-            theirs = gpu_ms(lambda: torch._scaled_mm(a, w.t(), sa, sb, out_dtype=torch.bfloat16))
+            ours, theirs = gpu_ms_paired(lambda: kf.scaled_matmul(a, w.t(), sa, sb, out_dtype=torch.bfloat16),
+                                         lambda: torch._scaled_mm(a, w.t(), sa, sb, out_dtype=torch.bfloat16))
             rows.append({"name": f"scaled_matmul/fp8_{mode}/{m}x{n}x{k}", "kf_TFLOP/s": flops / ours / 1e9,
                          "torch_TFLOP/s": flops / theirs / 1e9, "kf_over_torch": theirs / ours,
                          "baseline": "torch._scaled_mm (cuBLASLt)"})

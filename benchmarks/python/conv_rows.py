@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 import kernelforge as kf
-from gpu_timing import gpu_ms
+from gpu_timing import gpu_ms, gpu_ms_paired
 
 
 # (name, N, C, H, W, K, R, S, stride, padding): ResNet-50's 3x3 layers at three widths, its
@@ -53,7 +53,7 @@ def conv_rows(layers=CONV_LAYERS, fused_layers=1):
                            "baseline": "F.conv2d (cuDNN, benchmark=True)" if op == "conv2d"
                            else "F.relu(F.conv2d(x, w, b)) (cuDNN, benchmark=True)"}
                     try:
-                        ours_ms, theirs_ms = gpu_ms(ours), gpu_ms(theirs)
+                        ours_ms, theirs_ms = gpu_ms_paired(ours, theirs)
                         row.update({"kf_ms": ours_ms, "torch_ms": theirs_ms, "kf_TFLOP/s": flops / ours_ms / 1e9,
                                     "torch_TFLOP/s": flops / theirs_ms / 1e9, "kf_over_torch": theirs_ms / ours_ms})
                         got, want = ours().float(), theirs().float()  # a broken kernel shows here, not as speed
@@ -95,7 +95,7 @@ def module_step_ms(c, k, r, s, stride, pad, dtype, tf32, memory_format, x, wt, d
         xg.grad = None
         module(xg).backward(dy)
 
-    return gpu_ms(lambda: step(ours)), gpu_ms(lambda: step(theirs))
+    return tuple(gpu_ms_paired(lambda: step(ours), lambda: step(theirs)))
 
 
 def conv_train_rows(layers=CONV_LAYERS):
@@ -134,11 +134,11 @@ def conv_train_rows(layers=CONV_LAYERS):
                        "baseline": "F.conv2d + aten.convolution_backward (cuDNN, benchmark=True)"}
                 try:
                     for part in ("forward", "dgrad", "wgrad"):
-                        a, b = gpu_ms(ours[part]), gpu_ms(theirs[part])
+                        a, b = gpu_ms_paired(ours[part], theirs[part])
                         row.update({f"{part}_kf_ms": a, f"{part}_torch_ms": b, f"{part}_kf_over_torch": b / a})
-                    a = gpu_ms(lambda: [f() for f in ours.values()])
-                    b = gpu_ms(lambda: (theirs["forward"](), bwd(dy, x, wt, None, st, pd, dl, False, [0, 0], 1,
-                                                                 [True, True, False])))
+                    a, b = gpu_ms_paired(lambda: [f() for f in ours.values()],
+                                         lambda: (theirs["forward"](), bwd(dy, x, wt, None, st, pd, dl, False,
+                                                                           [0, 0], 1, [True, True, False])))
                     row.update({"step_kf_ms": a, "step_torch_ms": b, "kf_over_torch": b / a,
                                 "kf_effective_TFLOP/s": 3 * flops / a / 1e9,
                                 "torch_effective_TFLOP/s": 3 * flops / b / 1e9})
