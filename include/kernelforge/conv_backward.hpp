@@ -71,7 +71,13 @@
 //                  x and dy 16-byte aligned and strides up to 8; elsewhere
 //                  (and for float, whose TF32 products read k-major operands
 //                  only) dw runs as implicit_gemm, as does dx always.
-//   best           implicit_gemm_wgmma where the workspace is available, else naive.
+//   best           implicit_gemm_wgmma where the workspace is available, else naive;
+//                  except dw of float NCHW layers of K <= 128 under
+//                  math_mode::exact: an implicit GEMM on the CUDA cores (any
+//                  device; gradient step 5, kernels/conv2d/backward/
+//                  05_wgrad_simt_fp32.cuh) that reads dy and x where they lie,
+//                  split over the output pixels like the wgmma one (fp32 sums
+//                  either way).
 #pragma once
 
 #include <cstddef>

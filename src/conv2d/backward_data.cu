@@ -41,6 +41,12 @@
 // x's im2col tiles loaded by TMA and fed to wgmma from registers, dy read as
 // dy_t, a pre-pass's transpose in patch order
 // (kernels/conv2d/backward/04_wgrad_wgmma_tf32.cuh); elsewhere step 2.
+//
+// Gradient step 5 -- best's dw of an exact-fp32 NCHW layer of K <= 128 (any architecture):
+// an implicit GEMM on the CUDA cores that reads dy and x where they lie, 64
+// output channels x 128 filter taps a CTA, the pixels split so the grid fills
+// the GPU (kernels/conv2d/backward/05_wgrad_simt_fp32.cuh; its launch in
+// backward_filter.cu). Step 2 stays the implicit_gemm variant.
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>

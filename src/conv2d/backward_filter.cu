@@ -17,6 +17,7 @@
 #include "kernelforge/kernels/common/split_k_reduce.cuh"
 #include "kernelforge/kernels/conv2d/args.cuh"
 #include "kernelforge/kernels/conv2d/backward/01_naive.cuh"
+#include "kernelforge/kernels/conv2d/backward/05_wgrad_simt_fp32.cuh"
 #include "kernelforge/kernels/conv2d/backward/passes.cuh"
 #include "kernelforge/kernels/conv2d/backward/wgrad_wgmma_sm90a.hpp"
 #include "kernelforge/kernels/conv2d/validate.hpp"
@@ -170,6 +171,36 @@ bool wgrad_nchw_as_nt_gemm(const char* what, int device, const conv2d_args<T>& a
     // dw (K x CRS) (+)= dy_t[:, pixels of the chunk] (K x pixels, rows NPQ apart) * col_t^T (pixels x CRS)
     matmul_impl<T>(op::none, op::transpose, K, crs, pixels, compute_t<T>(1), dy_t + n0 * pq, npq, col_t, pixels,
                    compute_t<T>(n0 == 0 ? 0 : 1), dw, crs, mo);
+  }
+  return true;
+}
+
+/// dw of an exact-fp32 NCHW layer on gradient step 5 (05_wgrad_simt_fp32.cuh:
+/// the implicit GEMM on the CUDA cores, dy and x read in place), its split over
+/// the pixels summed by the shared split-k reduction. false (nothing enqueued)
+/// where an index would pass 2^31 (one image of x, dw's slabs).
+bool wgrad_nchw_simt(const char* what, int device, const conv2d_args<float>& a, const float* dy, float* dw,
+                     const conv2d_backward_options& o, const float* relu_y) {
+  const z int_max = static_cast<z>(INT32_MAX), K = static_cast<z>(a.k), crs = static_cast<z>(a.crs);
+  if (static_cast<z>(a.c) * a.hw > int_max) return false;
+  constexpr auto kernel = &conv2d_wgrad_simt_fp32;
+  const int per_sm = resident_blocks_per_sm<kernel>(device, conv2d_wgrad_simt_threads, 0, what);
+  conv2d_wgrad_simt_plan plan =
+      plan_conv2d_wgrad_simt(K, crs, static_cast<z>(a.m), per_sm * limits_for(device).sm_count);
+  const pooled_workspace partial(device, plan.split.workspace_bytes(K, crs), o.stream);
+  if (plan.split.split > 1 && partial.data() == nullptr) plan.split = split_k_plan{1, static_cast<z>(a.m)};
+  const int split = plan.split.split;
+  if (split > 1 && static_cast<z>(split) * K * crs > int_max) return false;
+  const dim3 grid(static_cast<unsigned>(plan.tiles_taps), static_cast<unsigned>(plan.tiles_k),
+                  static_cast<unsigned>(split));
+  float* const out = split > 1 ? partial.data<float>() : dw;
+  kernel<<<grid, conv2d_wgrad_simt_threads, 0, o.stream>>>(a, dy_reader(dy, o, relu_y), out,
+                                                           static_cast<int>(plan.split.k_slice));
+  check_launch(what);
+  if (split > 1) {
+    using store = conv2d_wgrad_split_k_store<float>;
+    (void)profile_of<&split_k_reduce<store>>(device, what);  // no_kernel_image before the launch (cached)
+    launch_split_k_reduce(device, partial.data<float>(), K, crs, split, store{dw}, o.stream, what);
   }
   return true;
 }
@@ -333,6 +364,11 @@ void conv2d_backward_filter_impl(const conv2d_params& p, const T* x, const T* dy
     const bool wgmma =
         o.variant == conv2d_backward_variant::best || o.variant == conv2d_backward_variant::implicit_gemm_wgmma;
     if (wgmma && wgrad_as_wgmma(what, device, p, sizes, a, dy, dw, o, relu_y)) return;
+    if constexpr (std::is_same_v<T, float>) {
+      const bool simt = o.variant == conv2d_backward_variant::best && !nhwc && o.math == math_mode::exact &&
+                        conv2d_wgrad_simt_preferred(p.out_channels);
+      if (simt && wgrad_nchw_simt(what, device, a, dy, dw, o, relu_y)) return;
+    }
     if (nhwc ? wgrad_as_gemm(what, device, p, sizes, a, dy, dw, o, relu_y)
              : wgrad_nchw_as_nt_gemm(what, device, a, dy, dw, o, relu_y)) {
       return;

@@ -23,7 +23,8 @@
 // whose tap lies inside the image, at most N P Q; dbias: N P Q) and u = 2^-24:
 //   fp32 sums (float: naive, and implicit_gemm / implicit_gemm_wgmma / best
 //   under exact math, which
-//   run dx on the forward's exact kernels and dw on the fp32 SGEMM; dbias always):
+//   run dx on the forward's exact kernels and dw on the fp32 SGEMM, or NCHW
+//   under best on gradient step 5's fp32 implicit GEMM; dbias always):
 //     |got - ref| <= 2 n u S.
 //     Recursive summation in fp32 is within gamma_n S ~ n u S of the exact sum
 //     whatever the order or tree (Higham, Accuracy and Stability, 4.2: split-k

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
+// Host-side planning of gradient step 5 (05_wgrad_simt_fp32.cuh: dw of an
+// exact-fp32 NCHW layer as an implicit GEMM on the CUDA cores), as pure
+// functions the CPU tests cover (tests/conv2d/wgrad_simt_cpu_test.cpp): the
+// tile grid and the split of the reduction over the N P Q output pixels. No
+// CUDA calls.
+#pragma once
+
+#include <cstddef>
+
+#include "../../common/grid.hpp"
+#include "../../common/split_k_plan.hpp"
+
+namespace kf::detail {
+
+/// The kernel's tile: 64 output channels x 128 filter taps (c, r, s) of dw,
+/// reduced 16 output pixels a step, by 256 threads (4 x 8 sums each).
+constexpr std::size_t conv2d_wgrad_simt_block_k = 64;
+constexpr std::size_t conv2d_wgrad_simt_block_taps = 128;
+constexpr std::size_t conv2d_wgrad_simt_step_pixels = 16;
+constexpr int conv2d_wgrad_simt_threads = 256;
+/// Resident CTAs an SM the kernel is built for (__launch_bounds__: at most 128
+/// registers a thread; 25.6 KiB of shared memory each).
+constexpr int conv2d_wgrad_simt_blocks_per_sm = 2;
+/// Slices of the reduction of at least this many pixels on average (32 steps):
+/// shorter ones spend more on their start, their store and the reduction than
+/// they gain in parallelism.
+constexpr std::size_t conv2d_wgrad_simt_min_slice_pixels = 512;
+/// The split's fp32 partial tiles stay within this many bytes (a pooled workspace).
+constexpr std::size_t conv2d_wgrad_simt_max_workspace_bytes = std::size_t{64} << 20;
+
+/// best takes step 5 for layers of at most this many output channels; wider
+/// ones keep step 2 (im2col + kf::matmul), whose 128 x 256 SGEMM tiles are then
+/// full and do more multiply-adds per load than step 5's 4 x 8 per thread. H200,
+/// 2026-12-04, same run, exact fp32 NCHW dw, step 5 / step 2 time: N32 C64 56x56
+/// K64 0.293 / 0.690 ms, C128 28x28 K128 0.264 / 0.331, C256 14x14 K256 0.298 /
+/// 0.263, the 7x7 stem K64 0.238 / 0.779, the 1x1 C256 -> K64 0.145 / 0.461.
+constexpr std::size_t conv2d_wgrad_simt_max_k = 128;
+
+/// Whether `best` computes an exact-fp32 NCHW layer's dw with step 5.
+constexpr bool conv2d_wgrad_simt_preferred(std::size_t k) { return k <= conv2d_wgrad_simt_max_k; }
+
+/// The launch of gradient step 5 over a K x CRS dw reduced over `pixels` (N P Q).
+struct conv2d_wgrad_simt_plan {
+  std::size_t tiles_k = 0, tiles_taps = 0;  ///< the tile grid over dw
+  split_k_plan split;                       ///< slices of the pixels (k_slice: a multiple of the step)
+  [[nodiscard]] std::size_t tiles() const { return tiles_k * tiles_taps; }
+};
+
+/// Splits the pixels where the tiles fill at most half of `resident_blocks`
+/// (the kernel's CTAs the GPU holds at once), into slices that fill about
+/// them, each at least conv2d_wgrad_simt_min_slice_pixels long on average.
+inline conv2d_wgrad_simt_plan plan_conv2d_wgrad_simt(std::size_t k, std::size_t crs, std::size_t pixels,
+                                                     int resident_blocks) {
+  conv2d_wgrad_simt_plan plan;
+  plan.tiles_k = ceil_div(k, conv2d_wgrad_simt_block_k);
+  plan.tiles_taps = ceil_div(crs, conv2d_wgrad_simt_block_taps);
+  split_k_policy policy;
+  const std::size_t resident = resident_blocks > 0 ? static_cast<std::size_t>(resident_blocks) : 1;
+  policy.max_tiles = resident / 2;
+  policy.max_blocks = resident;
+  policy.min_mean_slice = conv2d_wgrad_simt_min_slice_pixels;
+  policy.granule = conv2d_wgrad_simt_step_pixels;
+  policy.slice_bytes = k * crs * sizeof(float);
+  policy.max_workspace_bytes = conv2d_wgrad_simt_max_workspace_bytes;
+  plan.split = plan_split_k(plan.tiles(), pixels, policy);
+  return plan;
+}
+
+}  // namespace kf::detail
