@@ -65,6 +65,9 @@ STEP_ROWS = {
                                                ("bench_conv_backward.json", "conv2d_backward/bf16/filter")),
     K + "conv2d/backward/04_wgrad_wgmma_tf32.cuh": (
         ("bench_conv_backward.json", "conv2d_backward/tf32/filter_wgmma"),),
+    # Exact fp32 NCHW: measured through torch (bench_python.json's conv2d_train fp32 rows);
+    # bench_conv_backward's cuDNN graphs are NHWC only.
+    K + "conv2d/backward/05_wgrad_simt_fp32.cuh": (),
     K + "filter2d/01_naive.cuh": ((FIL, "filter2d/fp32/naive"),),
     K + "filter2d/02_constant_memory.cuh": ((FIL, "filter2d/fp32/constant_memory"),),
     K + "filter2d/03_smem_tiled.cuh": ((FIL, "filter2d/fp32/smem_tiled"),),
