@@ -14,7 +14,7 @@
 //    channel, pixels contiguous within an image) and x's im2col rows, whose
 //    element (c r s, pixel n p q) is x[n][c][p sh + r dh - ph][q sw + s dw - pw]
 //    or 0 in the padding. Step 2 wrote and read back 231 MB of im2col and
-//    26 MB of dy^T for 2.5 GFLOP.
+//    26 MB of dy^T for 7.4 GFLOP.
 //  * A tile that fits dw. dw is small (64 x 576) and its reduction long:
 //    kf::matmul's fp32 tiles are 128 x 256, half empty on K = 64, and its split
 //    stops at 64 slices. Here a CTA owns 64 output channels x 128 taps, and the
@@ -30,7 +30,8 @@
 //    FFMAs against 48 shared loads of 16 bytes (SASS, sm_90: the step's loop is
 //    806 instructions, 512 of them FFMA; 121 registers, no spills).
 // Measured (H200, 2026-12-04, through torch, paired with aten's
-// convolution_backward on cuDNN in benchmark mode without TF32; same run):
+// convolution_backward on cuDNN in benchmark mode without TF32; step 5 and
+// cuDNN in one run, step 2 in a run of the same day):
 // N32 C64 56x56 3x3 0.686 ms at step 2 -> 0.268 (1.12x cuDNN's 0.299), the
 // 7x7 stem 0.782 -> 0.219 (1.02x), the 1x1 C256 -> K64 0.458 -> 0.124 (2.80x),
 // C128 28x28 0.331 -> 0.246 (0.48x: cuDNN runs it at 62 TFLOP/s of direct-
