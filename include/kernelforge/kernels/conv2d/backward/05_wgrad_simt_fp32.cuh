@@ -53,7 +53,7 @@ inline constexpr int bk = static_cast<int>(conv2d_wgrad_simt_block_k);      // 6
 inline constexpr int bt = static_cast<int>(conv2d_wgrad_simt_block_taps);   // 128 taps (c, r, s)
 inline constexpr int bp = static_cast<int>(conv2d_wgrad_simt_step_pixels);  // 16 pixels a step
 inline constexpr int threads = conv2d_wgrad_simt_threads;
-static_assert(threads == bp * 16, "a thread loads one pixel of 16 rows groups");
+static_assert(threads == bp * 16, "256 threads: 16 pixels x 16 groups of rows");
 inline constexpr int k_loads = bk / 16;  // dy values a thread loads a step (4)
 inline constexpr int t_loads = bt / 16;  // x values (8)
 // Shared rows padded to 4 floats more than a multiple of 32: the 16 pixels of
