@@ -1,43 +1,70 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The GPU run the wip/ series need, in one device call on a tree with them applied
-# (git am --3way wip/<name>.mbox for each; README.md here says what each must show).
-# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|rows|san|all]
+# (git am --3way wip/<name>.mbox; README.md here says what each must show).
+# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all]
 # Writes under $OUT/r and packs it as $OUT/res.tgz (the device returns at most 8 files).
-# Timings on the H200 (2026-12-04): build 110 s, full ctest 200 s, rows ~120 s, sanitizers ~60 s.
+# Timings on the H200 (2026-12-04): build of the conv2d tests ~90 s, test_conv2d_backward_gpu
+# ~5 s, the sanitizers ~60 s, the Python package ~85 s and the rows ~60 s.
 set -uo pipefail
 export CMAKE_GENERATOR=Ninja
 OUT=${OUT:-$PWD/out}
 R=$OUT/r
 mkdir -p "$R"
-B=build-bench/benchmarks
+B=build-bench/tests/conv2d
 what=${1:-all}
 say() { echo "$*" | tee -a "$R/summary.txt"; }
-rb() {  # BIN FILTER NAME [ENV=...]
-  timeout 200 "$B/$1" --benchmark_filter="$2" --benchmark_out="$R/$3.json" --benchmark_out_format=json \
-    --benchmark_counters_tabular=true >"$R/$3.log" 2>&1
-  say "$3 rc $?"
-}
-san() {  # TOOL BIN FILTER
-  timeout 150 compute-sanitizer --tool "$1" --error-exitcode 99 "build-bench/$2" --gtest_filter="$3" --gtest_brief=1 \
-    >"$R/san_$1_$(basename "$2")_$RANDOM.log" 2>&1
-  say "san $1 $2 [$3] rc $?"
+san() {  # TOOL FILTER
+  timeout 150 compute-sanitizer --tool "$1" --error-exitcode 99 "$B/test_conv2d_backward_gpu" --gtest_filter="$2" \
+    --gtest_brief=1 >"$R/san_$1_$RANDOM.log" 2>&1
+  say "san $1 [$2] rc $?"
 }
 if [[ $what == build || $what == all ]]; then
   t0=$(date +%s)
-  { cmake --preset bench >"$R/configure.log" 2>&1 && cmake --build --preset bench -j 16 >"$R/build.log" 2>&1; }
+  { cmake --preset bench >"$R/configure.log" 2>&1 &&
+    cmake --build --preset bench -j 16 --target test_conv2d test_conv2d_backward_gpu >"$R/build.log" 2>&1; }
   say "build rc $? $(($(date +%s) - t0)) s"
 fi
 if [[ $what == tests || $what == all ]]; then
-  timeout 400 ctest --test-dir build-bench -L gpu -j 8 --output-on-failure >"$R/ctest_gpu.log" 2>&1
-  say "ctest rc $?; $(grep -E 'tests passed|tests failed' "$R/ctest_gpu.log")"
-fi
-if [[ $what == rows || $what == all ]]; then
-  rb matmul/bench_scaled_matmul 'two_partials_vs_192|best_vs_cublaslt' scaled
+  "$B/test_conv2d" --gtest_brief=1 >"$R/cpu.log" 2>&1
+  say "test_conv2d rc $? $(tail -1 "$R/cpu.log")"
+  timeout 300 "$B/test_conv2d_backward_gpu" --gtest_brief=1 >"$R/bwd.log" 2>&1
+  say "test_conv2d_backward_gpu rc $? $(grep -E 'PASSED|FAILED' "$R/bwd.log" | tail -2 | tr '\n' ' ')"
 fi
 if [[ $what == san || $what == all ]]; then
-  for tool in memcheck racecheck synccheck; do
-    san $tool tests/matmul/test_scaled_matmul_gpu 'ScaledMatmul/*.TwoPartialsTiles:ScaledMatmulWgmma.TwoPartials*'
-  done
+  for tool in memcheck racecheck synccheck; do san $tool '*Filter*f32_nchw_exact_best*'; done
+fi
+if [[ $what == rows || $what == all ]]; then
+  site=/tmp/kf-site
+  CMAKE_BUILD_PARALLEL_LEVEL=16 python3 -m pip install --no-build-isolation --no-deps --no-index --target $site \
+    -C cmake.define.CMAKE_CUDA_ARCHITECTURES=90 -C build-dir=$site.build . >"$R/pip.log" 2>&1
+  say "pip rc $?"
+  # dw of exact fp32 NCHW through torch: best (steps 5 / 6) against implicit_gemm (step 2) and cuDNN, paired
+  (cd benchmarks/python && PYTHONPATH=$site:. timeout 240 python3 - >"$R/rows.txt" 2>&1 <<'PY'
+import json, os, torch, conv_rows
+import kernelforge as kf
+from gpu_timing import gpu_ms_paired
+torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32 = True, False
+bwd = torch.ops.aten.convolution_backward
+out = []
+for name, n, c, h, w, k, r, s, stride, pad in conv_rows.CONV_LAYERS:
+    x, wt = torch.randn(n, c, h, w, device="cuda"), torch.randn(k, c, r, s, device="cuda")
+    p, q = (h + 2 * pad - r) // stride + 1, (w + 2 * pad - s) // stride + 1
+    dy, dw = torch.randn(n, k, p, q, device="cuda"), torch.empty_like(wt)
+    theirs = lambda: bwd(dy, x, wt, None, [stride] * 2, [pad] * 2, [1, 1], False, [0, 0], 1, [False, True, False])
+    row = {"name": name}
+    for v in ("best", "implicit_gemm"):
+        ours = lambda: kf.conv2d_backward_filter(x, dy, wt.shape, stride=stride, padding=pad, out=dw, variant=v)
+        a, b = gpu_ms_paired(ours, theirs)
+        got, want = ours()[0], theirs()[1]
+        row.update({f"{v}_ms": a, f"torch_ms_{v}": b, f"{v}_over_torch": b / a,
+                    f"{v}_diff": float((got - want).abs().max() / want.abs().max())})
+    out.append(row)
+    print(name, " ".join(f"{kk}={vv:.4g}" for kk, vv in row.items() if kk != "name"))
+json.dump(out, open(os.environ["OUT"] + "/r/wgrad_fp32.json", "w"), indent=1)
+PY
+  )
+  say "rows rc $?"
+  cat "$R/rows.txt" >>"$R/summary.txt"
 fi
 tar czf "$OUT/res.tgz" -C "$OUT" r
