@@ -36,7 +36,7 @@ if [[ $what == san || $what == all ]]; then
 fi
 if [[ $what == rows || $what == all ]]; then
   site=/tmp/kf-site
-  CMAKE_BUILD_PARALLEL_LEVEL=16 python3 -m pip install --no-build-isolation --no-deps --no-index --target $site \
+  CMAKE_BUILD_PARALLEL_LEVEL=16 python3 -m pip install --upgrade --no-build-isolation --no-deps --no-index --target $site \
     -C cmake.define.CMAKE_CUDA_ARCHITECTURES=90 -C build-dir=$site.build . >"$R/pip.log" 2>&1
   say "pip rc $?"
   # dw of exact fp32 NCHW through torch: best (steps 5 / 6) against implicit_gemm (step 2) and cuDNN, paired
