@@ -175,10 +175,21 @@ bool wgrad_nchw_as_nt_gemm(const char* what, int device, const conv2d_args<T>& a
   return true;
 }
 
+/// dw (rows x cols, in T) = the sum of `split` fp32 slabs of it at `partial`, in
+/// slab order (the shared split-k reduction), for gradient steps 3, 4 and 5.
+template <class T>
+void sum_wgrad_slabs(const char* what, int device, const float* partial, z rows, z cols, int split, T* dw,
+                     cudaStream_t stream) {
+  using store = conv2d_wgrad_split_k_store<T>;
+  (void)profile_of<&split_k_reduce<store>>(device, what);  // no_kernel_image before the launch (cached)
+  launch_split_k_reduce(device, partial, rows, cols, split, store{dw}, stream, what);
+}
+
 /// dw of an exact-fp32 NCHW layer on gradient step 5 (05_wgrad_simt_fp32.cuh:
 /// the implicit GEMM on the CUDA cores, dy and x read in place), its split over
 /// the pixels summed by the shared split-k reduction. false (nothing enqueued)
-/// where an index would pass 2^31 (one image of x, dw's slabs).
+/// where an index into one image of x would pass 2^31 (the slabs cannot:
+/// wgrad_simt_plan.hpp's workspace cap).
 bool wgrad_nchw_simt(const char* what, int device, const conv2d_args<float>& a, const float* dy, float* dw,
                      const conv2d_backward_options& o, const float* relu_y) {
   const z int_max = static_cast<z>(INT32_MAX), K = static_cast<z>(a.k), crs = static_cast<z>(a.crs);
@@ -190,18 +201,13 @@ bool wgrad_nchw_simt(const char* what, int device, const conv2d_args<float>& a, 
   const pooled_workspace partial(device, plan.split.workspace_bytes(K, crs), o.stream);
   if (plan.split.split > 1 && partial.data() == nullptr) plan.split = split_k_plan{1, static_cast<z>(a.m)};
   const int split = plan.split.split;
-  if (split > 1 && static_cast<z>(split) * K * crs > int_max) return false;
   const dim3 grid(static_cast<unsigned>(plan.tiles_taps), static_cast<unsigned>(plan.tiles_k),
                   static_cast<unsigned>(split));
   float* const out = split > 1 ? partial.data<float>() : dw;
   kernel<<<grid, conv2d_wgrad_simt_threads, 0, o.stream>>>(a, dy_reader(dy, o, relu_y), out,
                                                            static_cast<int>(plan.split.k_slice));
   check_launch(what);
-  if (split > 1) {
-    using store = conv2d_wgrad_split_k_store<float>;
-    (void)profile_of<&split_k_reduce<store>>(device, what);  // no_kernel_image before the launch (cached)
-    launch_split_k_reduce(device, partial.data<float>(), K, crs, split, store{dw}, o.stream, what);
-  }
+  if (split > 1) sum_wgrad_slabs(what, device, partial.data<float>(), K, crs, split, dw, o.stream);
   return true;
 }
 
@@ -296,11 +302,8 @@ bool wgrad_as_wgmma(const char* what, int device, const conv2d_params& p, const 
     }
     if (!conv2d_wgrad_wgmma_try_launch(device, read, source, dw_read, partial, plan, o.stream)) return false;
   }
-  if (plan.split > 1) {
-    using store = conv2d_wgrad_split_k_store<T>;
-    (void)profile_of<&split_k_reduce<store>>(device, what);  // no_kernel_image before the launch (cached)
-    launch_split_k_reduce(device, partial, K, rsc_read, static_cast<int>(plan.split), store{dw_read}, o.stream, what);
-  }
+  if (plan.split > 1)
+    sum_wgrad_slabs(what, device, partial, K, rsc_read, static_cast<int>(plan.split), dw_read, o.stream);
   if (fold) {  // dw (K x R x S C) = the first S C of each (k, r)'s c_folded values
     const z row = p.filter_width * p.in_channels * sizeof(T);
     cuda_check(cudaMemcpy2DAsync(dw, row, dw_read, c_folded * sizeof(T), row, K * p.filter_height,

@@ -15,7 +15,7 @@
 //  * conv2d_bias_grad: dbias, column sums of dy (two passes, deterministic);
 //  * conv2d_dy_patch_t: gradient step 4's dy_t (dy transposed, in the order
 //    of its patches, rounded to TF32);
-//  * conv2d_wgrad_split_k_store: gradient steps 3 and 4's split-k store (dw
+//  * conv2d_wgrad_split_k_store: gradient steps 3, 4 and 5's split-k store (dw
 //    from their summed fp32 slabs).
 // One thread per destination element, grid-stride (conv2d_dy_patch_t: a tile a
 // block); every destination element written.

@@ -28,6 +28,9 @@ constexpr int conv2d_wgrad_simt_blocks_per_sm = 2;
 constexpr std::size_t conv2d_wgrad_simt_min_slice_pixels = 512;
 /// The split's fp32 partial tiles stay within this many bytes (a pooled workspace).
 constexpr std::size_t conv2d_wgrad_simt_max_workspace_bytes = std::size_t{64} << 20;
+/// The split-k reduction indexes the slabs with int: the cap keeps them below 2^31 floats.
+static_assert(conv2d_wgrad_simt_max_workspace_bytes / sizeof(float) < (std::size_t{1} << 31),
+              "step 5's slabs must stay below 2^31 elements");
 
 /// best takes step 5 for layers of at most this many output channels; wider
 /// ones keep step 2 (im2col + kf::matmul), whose 128 x 256 SGEMM tiles are then
