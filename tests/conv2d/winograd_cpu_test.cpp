@@ -74,6 +74,70 @@ TEST(Conv2dWinograd, TransformsComputeTheCorrelation) {
   }
 }
 
+// The filter gradient by the transposed transforms (winograd_transforms.hpp):
+// dw = G^T [sum over the 2 x 2 output blocks of (A dy A^T) (.) (B^T d B)] G, d the
+// 4 x 4 input tile the forward reads for the block, equals the direct sum
+// dw[r][s] = sum over (p, q) of dy[p][q] x[p + r - ph][q + s - pw] (0 outside x)
+// for layers whose output is not a whole number of blocks (P, Q odd), at
+// padding 0, 1 and 2: in double, to roundoff.
+TEST(Conv2dWinograd, TransposedTransformsComputeTheFilterGradient) {
+  struct layer {
+    int h, w, pad;
+  };
+  for (const layer L : {layer{7, 9, 1}, layer{8, 5, 1}, layer{9, 9, 0}, layer{6, 7, 2}, layer{3, 3, 1}}) {
+    const int p_out = L.h + 2 * L.pad - 2, q_out = L.w + 2 * L.pad - 2;  // 3x3, stride 1
+    const auto x = kf::test::random_vector<double>(static_cast<std::size_t>(L.h * L.w), 43);
+    const auto dy = kf::test::random_vector<double>(static_cast<std::size_t>(p_out * q_out), 44);
+    const auto x_at = [&](int i, int j) { return i < 0 || j < 0 || i >= L.h || j >= L.w ? 0.0 : x[i * L.w + j]; };
+    const auto dy_at = [&](int p, int q) { return p >= p_out || q >= q_out ? 0.0 : dy[p * q_out + q]; };
+    double m[16] = {};
+    for (int tp = 0; tp < p_out; tp += 2) {
+      for (int tq = 0; tq < q_out; tq += 2) {
+        double d[4][4], g2[2][2], u[16], v[16];
+        for (int i = 0; i < 4; ++i) {
+          for (int j = 0; j < 4; ++j) d[i][j] = x_at(tp - L.pad + i, tq - L.pad + j);
+        }
+        for (int i = 0; i < 2; ++i) {
+          for (int j = 0; j < 2; ++j) g2[i][j] = dy_at(tp + i, tq + j);
+        }
+        kf::detail::winograd_dy_transform(g2, u);
+        kf::detail::winograd_input_transform(d, v);
+        for (int b = 0; b < 16; ++b) m[b] += u[b] * v[b];
+      }
+    }
+    double dw[3][3];
+    kf::detail::winograd_filter_gradient_transform(m, dw);
+    for (int r = 0; r < 3; ++r) {
+      for (int sc = 0; sc < 3; ++sc) {
+        double direct = 0;
+        for (int p = 0; p < p_out; ++p) {
+          for (int q = 0; q < q_out; ++q) direct += dy_at(p, q) * x_at(p + r - L.pad, q + sc - L.pad);
+        }
+        EXPECT_NEAR(dw[r][sc], direct, 1e-11) << L.h << "x" << L.w << " pad " << L.pad << " tap " << r << sc;
+      }
+    }
+  }
+  // One unit output gradient and one unit input pixel: exactly 1 at the tap that
+  // joins them, 0 at the other eight.
+  for (int o = 0; o < 4; ++o) {
+    for (int pix = 0; pix < 16; ++pix) {
+      double g2[2][2] = {}, d[4][4] = {}, u[16], v[16], m[16], dw[3][3];
+      g2[o / 2][o % 2] = 1;
+      d[pix / 4][pix % 4] = 1;
+      kf::detail::winograd_dy_transform(g2, u);
+      kf::detail::winograd_input_transform(d, v);
+      for (int b = 0; b < 16; ++b) m[b] = u[b] * v[b];
+      kf::detail::winograd_filter_gradient_transform(m, dw);
+      for (int r = 0; r < 3; ++r) {
+        for (int sc = 0; sc < 3; ++sc) {
+          const bool hit = pix / 4 == o / 2 + r && pix % 4 == o % 2 + sc;
+          EXPECT_EQ(dw[r][sc], hit ? 1.0 : 0.0) << "output " << o << " pixel " << pix;
+        }
+      }
+    }
+  }
+}
+
 TEST(Conv2dWinograd, QualifiesOnly3x3Stride1Dilation1) {
   EXPECT_STREQ(kf::to_string(kf::conv2d_variant::winograd), "winograd");
   EXPECT_STREQ(kf::to_string(kf::conv2d_variant::winograd_fused), "winograd_fused");

@@ -10,6 +10,7 @@
 // cross-correlation y[i][j] = sum over (r, s) of g[r][s] d[i + r][j + s]; over
 // channels the products sum before the output transform. Index b = 4 xi + nu.
 // Multiplying by 1/2 is exact, so every transform is only additions' rounding.
+// Below them, the two more that the filter gradient takes (the forward transposed).
 #pragma once
 
 #include "../common/host_device.hpp"
@@ -66,6 +67,51 @@ KF_HOST_DEVICE inline void winograd_output_transform(const T (&m)[16], T (&y)[2]
   for (int i = 0; i < 2; ++i) {
     y[i][0] = f[i][0] + f[i][1] + f[i][2];
     y[i][1] = f[i][1] - f[i][2] - f[i][3];
+  }
+}
+
+// ---- the filter gradient (dw), by transposing the forward ---------------------------
+// y = A^T [(G g G^T) (.) V] A is linear in g; its transpose takes an output
+// gradient block dy (2 x 2) back to g's 3 x 3:
+//   dw = G^T [ sum over tiles of (A dy A^T) (.) (B^T d B) ] G,
+// d the same 4 x 4 input tile the forward reads for that output block (so V is
+// the forward's input transform), over every tile and image of a channel pair.
+
+/// u[4 xi + nu] = (A dy A^T)[xi][nu]; dy[i][j] the 2 x 2 block of output gradients
+/// (0 where the block passes P x Q). A = (A^T)^T = [1 0; 1 1; 1 -1; 0 -1] (4 x 2).
+template <class T>
+KF_HOST_DEVICE inline void winograd_dy_transform(const T (&dy)[2][2], T (&u)[16]) {
+  T e[4][2];  // A dy
+  for (int j = 0; j < 2; ++j) {
+    e[0][j] = dy[0][j];
+    e[1][j] = dy[0][j] + dy[1][j];
+    e[2][j] = dy[0][j] - dy[1][j];
+    e[3][j] = -dy[1][j];
+  }
+  for (int xi = 0; xi < 4; ++xi) {  // (A dy) A^T, row by row
+    u[xi * 4 + 0] = e[xi][0];
+    u[xi * 4 + 1] = e[xi][0] + e[xi][1];
+    u[xi * 4 + 2] = e[xi][0] - e[xi][1];
+    u[xi * 4 + 3] = -e[xi][1];
+  }
+}
+
+/// dw[r][s] = (G^T m G)[r][s]; m[4 xi + nu] the summed products (U (.) V over
+/// the tiles). G^T = [1 1/2 1/2 0; 0 1/2 -1/2 0; 0 1/2 1/2 1] (3 x 4).
+template <class T>
+KF_HOST_DEVICE inline void winograd_filter_gradient_transform(const T (&m)[16], T (&dw)[3][3]) {
+  const T half = T(0.5);
+  T f[3][4];  // G^T m
+  for (int j = 0; j < 4; ++j) {
+    const T m0 = m[j], m1 = m[4 + j], m2 = m[8 + j], m3 = m[12 + j];
+    f[0][j] = m0 + half * (m1 + m2);
+    f[1][j] = half * (m1 - m2);
+    f[2][j] = half * (m1 + m2) + m3;
+  }
+  for (int r = 0; r < 3; ++r) {  // (G^T m) G, row by row
+    dw[r][0] = f[r][0] + half * (f[r][1] + f[r][2]);
+    dw[r][1] = half * (f[r][1] - f[r][2]);
+    dw[r][2] = half * (f[r][1] + f[r][2]) + f[r][3];
   }
 }
 
