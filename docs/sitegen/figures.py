@@ -68,6 +68,7 @@ STEP_ROWS = {
     # Exact fp32 NCHW: measured through torch (bench_python.json's conv2d_train fp32 rows);
     # bench_conv_backward's cuDNN graphs are NHWC only.
     K + "conv2d/backward/05_wgrad_simt_fp32.cuh": (),
+    K + "conv2d/backward/06_wgrad_winograd.cuh": (),  # through torch too (bench_python's fp32 NCHW rows)
     K + "filter2d/01_naive.cuh": ((FIL, "filter2d/fp32/naive"),),
     K + "filter2d/02_constant_memory.cuh": ((FIL, "filter2d/fp32/constant_memory"),),
     K + "filter2d/03_smem_tiled.cuh": ((FIL, "filter2d/fp32/smem_tiled"),),

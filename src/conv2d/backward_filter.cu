@@ -16,8 +16,10 @@
 #include "kernelforge/kernels/common/numeric.cuh"
 #include "kernelforge/kernels/common/split_k_reduce.cuh"
 #include "kernelforge/kernels/conv2d/args.cuh"
+#include "kernelforge/kernels/conv2d/gemm_launch.cuh"  // conv2d_transform_grid
 #include "kernelforge/kernels/conv2d/backward/01_naive.cuh"
 #include "kernelforge/kernels/conv2d/backward/05_wgrad_simt_fp32.cuh"
+#include "kernelforge/kernels/conv2d/backward/06_wgrad_winograd.cuh"
 #include "kernelforge/kernels/conv2d/backward/passes.cuh"
 #include "kernelforge/kernels/conv2d/backward/wgrad_wgmma_sm90a.hpp"
 #include "kernelforge/kernels/conv2d/validate.hpp"
@@ -211,6 +213,54 @@ bool wgrad_nchw_simt(const char* what, int device, const conv2d_args<float>& a, 
   return true;
 }
 
+/// dw of an exact-fp32 NCHW 3x3 stride-1 layer by Winograd F(2x2, 3x3)
+/// (gradient step 6, 06_wgrad_winograd.cuh): x's and dy's transforms, the 16
+/// positions' products split over the tiles into slabs, their sum and G^T M G.
+/// false (nothing enqueued) without workspace or where an index would pass 2^31.
+bool wgrad_nchw_winograd(const char* what, int device, const conv2d_args<float>& a, const float* dy, float* dw,
+                         const conv2d_backward_options& o, const float* relu_y) {
+  const conv2d_winograd_layout l = make_conv2d_winograd_layout(
+      static_cast<z>(a.n), static_cast<z>(a.c), static_cast<z>(a.k), static_cast<z>(a.p), static_cast<z>(a.q));
+  const z K = static_cast<z>(a.k), C = static_cast<z>(a.c), int_max = static_cast<z>(INT32_MAX);
+  if (!l.indexable() || K * C > int_max) return false;
+  constexpr auto gemm = &conv2d_wgrad_winograd_gemm;
+  const int per_sm = resident_blocks_per_sm<gemm>(device, conv2d_wgrad_simt_threads, 0, what);
+  const conv2d_wgrad_winograd_plan plan =
+      plan_conv2d_wgrad_winograd(K, C, l.tiles, per_sm * limits_for(device).sm_count);
+  const int split = plan.split.split;
+  const z v_floats = conv2d_wgrad_winograd_positions * C * l.tiles_ld;
+  const z u_floats = conv2d_wgrad_winograd_positions * K * l.tiles_ld;
+  const z slab_floats = static_cast<z>(split) * conv2d_wgrad_winograd_positions * K * C;
+  const pooled_workspace workspace(device, (v_floats + u_floats + slab_floats) * sizeof(float), o.stream);
+  if (workspace.data() == nullptr) return false;
+  conv2d_winograd_args wa;
+  wa.a = a;
+  wa.tiles_h = static_cast<int>(l.tiles_h);
+  wa.tiles_w = static_cast<int>(l.tiles_w);
+  wa.tiles = static_cast<int>(l.tiles);
+  wa.tiles_ld = static_cast<int>(l.tiles_ld);
+  wa.div_tiles_w = fast_divmod(static_cast<unsigned>(l.tiles_w));
+  wa.div_tiles_h = fast_divmod(static_cast<unsigned>(l.tiles_h));
+  wa.div_c = fast_divmod(static_cast<unsigned>(a.c));
+  wa.div_k = fast_divmod(static_cast<unsigned>(a.k));
+  wa.v = workspace.data<float>();  // tiles_ld a multiple of 4: every part 16-byte aligned
+  float* const u_dy = wa.v + v_floats;
+  float* const slabs = u_dy + u_floats;
+  conv2d_winograd_input<><<<conv2d_transform_grid(device, l.tiles * C), winograd_transform_block, 0, o.stream>>>(wa);
+  check_launch(what);
+  conv2d_wgrad_winograd_dy<><<<conv2d_transform_grid(device, l.tiles * K), winograd_transform_block, 0, o.stream>>>(
+      wa, dy_reader(dy, o, relu_y), u_dy);
+  check_launch(what);
+  const dim3 grid(static_cast<unsigned>(plan.tiles_c), static_cast<unsigned>(plan.tiles_k),
+                  static_cast<unsigned>(split * static_cast<int>(conv2d_wgrad_winograd_positions)));
+  gemm<<<grid, conv2d_wgrad_simt_threads, 0, o.stream>>>(wa, u_dy, slabs, static_cast<int>(plan.split.k_slice));
+  check_launch(what);
+  conv2d_wgrad_winograd_output<>
+      <<<conv2d_transform_grid(device, K * C), winograd_transform_block, 0, o.stream>>>(a.k, a.c, slabs, split, dw);
+  check_launch(what);
+  return true;
+}
+
 /// dw of an NHWC layer on the wgmma implicit GEMM -- 16-bit: gradient step 3;
 /// float under math_mode::tf32: step 4 (see the top of backward_data.cu) --
 /// planned here (wgrad_wgmma_plan.hpp) with its split's fp32 slabs -- and, in
@@ -368,8 +418,12 @@ void conv2d_backward_filter_impl(const conv2d_params& p, const T* x, const T* dy
         o.variant == conv2d_backward_variant::best || o.variant == conv2d_backward_variant::implicit_gemm_wgmma;
     if (wgmma && wgrad_as_wgmma(what, device, p, sizes, a, dy, dw, o, relu_y)) return;
     if constexpr (std::is_same_v<T, float>) {
-      const bool simt = o.variant == conv2d_backward_variant::best && !nhwc && o.math == math_mode::exact &&
-                        conv2d_wgrad_simt_preferred(p.out_channels);
+      const bool exact_nchw = o.variant == conv2d_backward_variant::best && !nhwc && o.math == math_mode::exact;
+      const bool winograd = conv2d_winograd_unsupported_reason(p.filter_height, p.filter_width, p.stride_h, p.stride_w,
+                                                               p.dilation_h, p.dilation_w) == nullptr &&
+                            conv2d_wgrad_winograd_preferred(p.out_channels, p.in_channels);
+      if (exact_nchw && winograd && wgrad_nchw_winograd(what, device, a, dy, dw, o, relu_y)) return;
+      const bool simt = exact_nchw && conv2d_wgrad_simt_preferred(p.out_channels);
       if (simt && wgrad_nchw_simt(what, device, a, dy, dw, o, relu_y)) return;
     }
     if (nhwc ? wgrad_as_gemm(what, device, p, sizes, a, dy, dw, o, relu_y)

@@ -107,6 +107,9 @@ inline const std::vector<grad_case>& grad_cases() {
       {"columns_c16_k16_16x8_3x1_p1_n1", make_layer(1, 16, 16, 8, 16, 3, 1, 1, 1, 1, 0)},
       {"c16_k16_15x13_3x3_d2_p2_n2", make(2, 16, 15, 13, 16, 3, 3, 1, 2, 2)},
       with_relu({"relu05_c24_k16_13x11_3x3_s2_p1_n1", make(1, 24, 13, 11, 16, 3, 3, 2, 1, 1)}, 0.5f),
+      // Winograd dw (gradient step 6, float NCHW under best: 3x3 stride 1, K and C >= 128):
+      // odd P and Q (blocks past the output), the mask, K past the 64-row tiles, C past 128.
+      with_relu({"winograd_dw_c130_k129_9x7_3x3_p1_n2_relu0", make(2, 130, 9, 7, 129, 3, 3, 1, 1, 1)}, 0.0f),
   };
   return cases;
 }

@@ -13,6 +13,7 @@
 #include <cuda_fp16.h>
 
 #include "conv2d_backward_cases.hpp"
+#include "winograd_bound.hpp"
 #include "conv2d_bounds.hpp"
 #include "kernelforge/conv.hpp"
 #include "kernelforge/kernels/conv2d/backward/dgrad_plan.hpp"
@@ -80,13 +81,16 @@ TEST(Conv2dBackwardCases, DxIsTheForwardOfTheTurnedFilter) {
 /// The cases take the paths the top of file lists.
 TEST(Conv2dBackwardCases, CoverTheirPaths) {
   int pad_past_reach = 0, untouched_rows = 0, untouched_cols = 0, winograd = 0, relu_zero = 0, relu_positive = 0,
-      no_dbias = 0, empty_batch = 0, no_filters = 0, in_misaligned = 0, out_misaligned = 0, strided_relu = 0;
+      no_dbias = 0, empty_batch = 0, no_filters = 0, in_misaligned = 0, out_misaligned = 0, strided_relu = 0,
+      wgrad_winograd = 0, wgrad_winograd_masked = 0;
   for (const grad_case& c : grad_cases()) {
     const term_counts t = terms_of(c.p);
     pad_past_reach += dx_runs_as_forward(c.p) ? 0 : 1;
     untouched_rows += t.untouched_rows > 0 && dx_runs_as_forward(c.p) ? 1 : 0;
     untouched_cols += t.untouched_cols > 0 && dx_runs_as_forward(c.p) ? 1 : 0;
     winograd += dx_may_run_winograd(c.p) ? 1 : 0;
+    wgrad_winograd += kf::test::best_runs_wgrad_winograd(c.p) ? 1 : 0;
+    wgrad_winograd_masked += kf::test::best_runs_wgrad_winograd(c.p) && c.relu ? 1 : 0;
     relu_zero += c.relu && c.threshold == 0.0f ? 1 : 0;
     relu_positive += c.relu && c.threshold > 0.0f ? 1 : 0;
     strided_relu += c.relu && c.p.stride_h > 1 ? 1 : 0;
@@ -99,8 +103,12 @@ TEST(Conv2dBackwardCases, CoverTheirPaths) {
   EXPECT_EQ(pad_past_reach, 2);
   EXPECT_GE(untouched_rows, 3);  // stride 2 pad 0, stride 3, 1x1 stride 2
   EXPECT_GE(untouched_cols, 2);
-  // the two 14x14 layers, the misaligned 7x7 one, C128 K72, C136 K136 and the filter-column 19x21
-  EXPECT_EQ(winograd, 6);
+  // the two 14x14 layers, the misaligned 7x7 one, C128 K72, C136 K136, the filter-column 19x21
+  // and the Winograd dw case
+  EXPECT_EQ(winograd, 7);
+  // float NCHW dw under best by Winograd (gradient step 6): C136 K136 and C130 K129 (masked)
+  EXPECT_EQ(wgrad_winograd, 2);
+  EXPECT_EQ(wgrad_winograd_masked, 1);
   EXPECT_GE(relu_zero, 2);
   EXPECT_GE(relu_positive, 2);
   EXPECT_GE(strided_relu, 2);

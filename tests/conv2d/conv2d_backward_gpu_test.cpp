@@ -158,6 +158,7 @@ struct problem {
   term_counts terms;
   std::vector<double> dx, dx_scale, dw, dw_scale, db, db_scale;
   std::vector<double> dx_winograd_scale;  // float where dx_may_run_winograd, in the layout's order
+  std::vector<double> dw_winograd_scale;  // float NCHW where best_runs_wgrad_winograd (gradient step 6)
   kf::device_buffer<T> x, w, dy, relu_y;
   [[nodiscard]] const T* x_at() const { return x.data() + c->in_offset; }
   [[nodiscard]] const T* w_at() const { return w.data() + c->in_offset; }
@@ -223,6 +224,13 @@ const problem<T>& problem_for(kf::conv2d_layout layout, const grad_case& c) {
   kf::reference::conv2d_backward_filter_exact(p, x.data(), dy.data(), pr.dw.data(), pr.db.data(), pr.dw_scale.data(),
                                               pr.db_scale.data(), mask);
   if constexpr (std::is_same_v<T, float>) {
+    if (layout == kf::conv2d_layout::nchw && kf::test::best_runs_wgrad_winograd(p)) {
+      std::vector<float> masked = dy;  // as the kernels read dy: 0 where the forward's ReLU clipped
+      for (std::size_t i = 0; i < masked.size() && !relu_y.empty(); ++i) {
+        if (relu_y[i] <= c.threshold) masked[i] = 0.0f;
+      }
+      pr.dw_winograd_scale = kf::test::wgrad_winograd_scale(p, x, masked);
+    }
     if (layout == kf::conv2d_layout::nchw && dx_may_run_winograd(p)) {
       const forward_inputs in = dx_forward_inputs(p, dy, w, relu_y, c.threshold);
       pr.dx_winograd_scale = kf::test::winograd_scale(dx_forward(p), in.spread, in.turned, nullptr);
@@ -329,8 +337,15 @@ void run_filter(const grad_param& g) {
   const auto got_db = kf::to_host(d_db);
   ASSERT_TRUE(guards_untouched(got_dw, c.out_offset, pr.w_n));
   const bool implicit = g.v.value != kf::conv2d_backward_variant::naive;
-  const kf::test::tolerance tol = sum_tolerance<T>(pr.terms.dw, tensor_cores_may_run<T>(g.cfg, implicit));
-  EXPECT_TRUE(kf::test::all_close(got_dw, pr.dw, tol, &pr.dw_scale, c.out_offset)) << "dweight";
+  if (g.v.value == kf::conv2d_backward_variant::best && g.cfg.math == kf::math_mode::exact &&
+      !pr.dw_winograd_scale.empty()) {
+    const double tol = kf::test::wgrad_winograd_tolerance(pr.p);
+    EXPECT_TRUE(kf::test::all_close(got_dw, pr.dw, {tol, 0}, &pr.dw_winograd_scale, c.out_offset))
+        << "dweight, Winograd bound";
+  } else {
+    const kf::test::tolerance tol = sum_tolerance<T>(pr.terms.dw, tensor_cores_may_run<T>(g.cfg, implicit));
+    EXPECT_TRUE(kf::test::all_close(got_dw, pr.dw, tol, &pr.dw_scale, c.out_offset)) << "dweight";
+  }
   if (!c.dbias) {
     for (const T& v : got_db) ASSERT_TRUE(std::isnan(kf::reference::to_double(v))) << "dbias = nullptr was written";
     return;

@@ -84,6 +84,27 @@ TEST(Conv2dWgradSimtPlan, BestTakesItUpToK128) {
   EXPECT_FALSE(kf::detail::conv2d_wgrad_simt_preferred(256));
 }
 
+TEST(Conv2dWgradWinogradPlan, TheProductsFillTheGpu) {
+  using kf::detail::plan_conv2d_wgrad_winograd;
+  // N32 C128 28x28 (K128): 2 x 1 tiles x 16 positions, 6272 blocks of 2 x 2 outputs;
+  // N32 C256 14x14 (K256): 4 x 2 x 16, 1568 blocks.
+  const auto c128 = plan_conv2d_wgrad_winograd(128, 128, 6272, h200_resident);
+  EXPECT_EQ(c128.grid_tiles(), 32u);
+  EXPECT_EQ(c128.split.split, 8);
+  EXPECT_EQ(c128.split.k_slice, 784u);
+  const auto c256 = plan_conv2d_wgrad_winograd(256, 256, 1568, h200_resident);
+  EXPECT_EQ(c256.grid_tiles(), 128u);
+  EXPECT_EQ(c256.split.split, 2);
+  EXPECT_EQ(c256.split.k_slice, 784u);
+  // Slabs of 16 K x C partial sums within the cap: K = C = 512 (16 MiB a slab) at most 4.
+  const auto wide = plan_conv2d_wgrad_winograd(512, 512, 1 << 20, 1 << 20);
+  EXPECT_LE(wide.split.workspace_bytes(16 * 512, 512), kf::detail::conv2d_wgrad_simt_max_workspace_bytes);
+  // The rule: K and C both at least 128.
+  EXPECT_TRUE(kf::detail::conv2d_wgrad_winograd_preferred(128, 128));
+  EXPECT_FALSE(kf::detail::conv2d_wgrad_winograd_preferred(64, 256));
+  EXPECT_FALSE(kf::detail::conv2d_wgrad_winograd_preferred(256, 64));
+}
+
 TEST(Conv2dWgradSimtPlan, WorkspaceWithinItsCap) {
   // 512 x 4608 floats a slab (9.4 MB): at most 7 slabs fit 64 MiB.
   const conv2d_wgrad_simt_plan plan = plan_conv2d_wgrad_simt(512, 4608, 1 << 20, 1 << 20);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernelforge/conv.hpp"
+#include "kernelforge/kernels/conv2d/backward/wgrad_simt_plan.hpp"
 #include "kernelforge/kernels/conv2d/plan.hpp"
 
 namespace kf::test {
@@ -120,6 +121,101 @@ inline bool best_runs_winograd(const kf::conv2d_params& p) {
                                              p.stride_w, p.dilation_h, p.dilation_w);
   return kernel == kf::detail::conv2d_exact_kernel::winograd ||
          kernel == kf::detail::conv2d_exact_kernel::winograd_fused;
+}
+
+/// The Winograd error scale of the filter gradient by the transposed transforms
+/// (gradient step 6, 06_wgrad_winograd.cuh), per dw element (K x C x 3 x 3, NCHW
+/// layer): |G^T| (sum over the 2 x 2 output blocks t of (|A| |dy_t| |A^T|) (.)
+/// (|B^T| |x_t| |B|)) |G|, dy the gradient as the kernels read it (masked).
+inline std::vector<double> wgrad_winograd_scale(const kf::conv2d_params& p, const std::vector<float>& x,
+                                                const std::vector<float>& dy) {
+  static const double abs_gt[3][4] = {{1, 0.5, 0.5, 0}, {0, 0.5, 0.5, 0}, {0, 0.5, 0.5, 1}};
+  static const double abs_bt[4][4] = {{1, 0, 1, 0}, {0, 1, 1, 0}, {0, 1, 1, 0}, {0, 1, 0, 1}};
+  static const double abs_a[4][2] = {{1, 0}, {1, 1}, {1, 1}, {0, 1}};
+  const std::size_t N = p.batch, C = p.in_channels, H = p.in_height, W = p.in_width, K = p.out_channels;
+  const std::size_t P = kf::conv2d_output_height(p), Q = kf::conv2d_output_width(p);
+  const std::size_t TH = (P + 1) / 2, TW = (Q + 1) / 2;
+  std::vector<double> m(K * C * 16, 0.0), u(K * 16), v(C * 16), scale(K * C * 9);
+  for (std::size_t n = 0; n < N; ++n) {
+    for (std::size_t th = 0; th < TH; ++th) {
+      for (std::size_t tw = 0; tw < TW; ++tw) {
+        for (std::size_t k = 0; k < K; ++k) {  // |A| |dy_t| |A^T|
+          double g[2][2];
+          for (int i = 0; i < 2; ++i) {
+            for (int j = 0; j < 2; ++j) {
+              const std::size_t pp = 2 * th + i, qq = 2 * tw + j;
+              g[i][j] = pp < P && qq < Q ? std::fabs(dy[((n * K + k) * P + pp) * Q + qq]) : 0.0;
+            }
+          }
+          for (int xi = 0; xi < 4; ++xi) {
+            for (int nu = 0; nu < 4; ++nu) {
+              double t = 0;
+              for (int i = 0; i < 2; ++i) {
+                for (int j = 0; j < 2; ++j) t += abs_a[xi][i] * g[i][j] * abs_a[nu][j];
+              }
+              u[k * 16 + xi * 4 + nu] = t;
+            }
+          }
+        }
+        for (std::size_t c = 0; c < C; ++c) {  // |B^T| |x_t| |B|
+          double d[4][4];
+          for (int i = 0; i < 4; ++i) {
+            for (int j = 0; j < 4; ++j) {
+              const long ih = static_cast<long>(2 * th + i) - static_cast<long>(p.pad_h);
+              const long iw = static_cast<long>(2 * tw + j) - static_cast<long>(p.pad_w);
+              const bool in = ih >= 0 && iw >= 0 && ih < static_cast<long>(H) && iw < static_cast<long>(W);
+              d[i][j] =
+                  in ? std::fabs(x[((n * C + c) * H + static_cast<std::size_t>(ih)) * W + static_cast<std::size_t>(iw)])
+                     : 0.0;
+            }
+          }
+          for (int xi = 0; xi < 4; ++xi) {
+            for (int nu = 0; nu < 4; ++nu) {
+              double t = 0;
+              for (int i = 0; i < 4; ++i) {
+                for (int j = 0; j < 4; ++j) t += abs_bt[xi][i] * d[i][j] * abs_bt[nu][j];
+              }
+              v[c * 16 + xi * 4 + nu] = t;
+            }
+          }
+        }
+        for (std::size_t k = 0; k < K; ++k) {
+          for (std::size_t c = 0; c < C; ++c) {
+            for (int b = 0; b < 16; ++b) m[(k * C + c) * 16 + b] += u[k * 16 + b] * v[c * 16 + b];
+          }
+        }
+      }
+    }
+  }
+  for (std::size_t kc = 0; kc < K * C; ++kc) {
+    for (int r = 0; r < 3; ++r) {
+      for (int s2 = 0; s2 < 3; ++s2) {
+        double e = 0;
+        for (int xi = 0; xi < 4; ++xi) {
+          for (int nu = 0; nu < 4; ++nu) e += abs_gt[r][xi] * m[kc * 16 + xi * 4 + nu] * abs_gt[s2][nu];
+        }
+        scale[kc * 9 + r * 3 + s2] = e;
+      }
+    }
+  }
+  return scale;
+}
+
+/// Whether `best` under exact math runs the filter gradient of this float NCHW
+/// layer by Winograd (gradient step 6; backward_filter.cu's rule).
+inline bool best_runs_wgrad_winograd(const kf::conv2d_params& p) {
+  return kf::detail::conv2d_winograd_unsupported_reason(p.filter_height, p.filter_width, p.stride_h, p.stride_w,
+                                                        p.dilation_h, p.dilation_w) == nullptr &&
+         kf::detail::conv2d_wgrad_winograd_preferred(p.out_channels, p.in_channels);
+}
+
+/// 4 sqrt(T + 12) 2^-24 relative to wgrad_winograd_scale, T the 2 x 2 output
+/// blocks summed (N ceil(P / 2) ceil(Q / 2)): winograd_tolerance's form, the
+/// sum running over the blocks instead of the channels.
+inline double wgrad_winograd_tolerance(const kf::conv2d_params& p) {
+  const std::size_t P = kf::conv2d_output_height(p), Q = kf::conv2d_output_width(p);
+  const double blocks = static_cast<double>(p.batch * ((P + 1) / 2) * ((Q + 1) / 2));
+  return 4 * std::sqrt(blocks + 12) * std::ldexp(1.0, -24);
 }
 
 /// 4 sqrt(C + 12) 2^-24: Winograd's tolerance relative to winograd_scale.

@@ -70,4 +70,44 @@ inline conv2d_wgrad_simt_plan plan_conv2d_wgrad_simt(std::size_t k, std::size_t 
   return plan;
 }
 
+// ---- gradient step 6: Winograd dw on the same tile core ---------------------------
+/// The 16 transformed positions of Winograd F(2x2, 3x3) and the outputs a tile side.
+constexpr std::size_t conv2d_wgrad_winograd_positions = 16;
+
+/// best takes step 6 (Winograd dw) for exact-fp32 NCHW 3x3 stride-1 layers with
+/// at least this many output and input channels, where the products dominate
+/// the transforms' traffic. Not yet measured (set from the estimate in
+/// benchmarks/tuning/conv2d.md, "Plan for C128 / C256").
+constexpr std::size_t conv2d_wgrad_winograd_min_channels = 128;
+
+constexpr bool conv2d_wgrad_winograd_preferred(std::size_t k, std::size_t c) {
+  return k >= conv2d_wgrad_winograd_min_channels && c >= conv2d_wgrad_winograd_min_channels;
+}
+
+/// The launch of step 6's products: K x C for each of the 16 positions, reduced
+/// over the `tiles` (2 x 2 output blocks of every image), the tiles split like
+/// step 5's pixels; each slab holds the 16 positions' K x C partial sums.
+struct conv2d_wgrad_winograd_plan {
+  std::size_t tiles_k = 0, tiles_c = 0;  ///< the tile grid over one position's K x C
+  split_k_plan split;                    ///< slices of the tiles (k_slice: a multiple of 16)
+  [[nodiscard]] std::size_t grid_tiles() const { return tiles_k * tiles_c * conv2d_wgrad_winograd_positions; }
+};
+
+inline conv2d_wgrad_winograd_plan plan_conv2d_wgrad_winograd(std::size_t k, std::size_t c, std::size_t tiles,
+                                                             int resident_blocks) {
+  conv2d_wgrad_winograd_plan plan;
+  plan.tiles_k = ceil_div(k, conv2d_wgrad_simt_block_k);
+  plan.tiles_c = ceil_div(c, conv2d_wgrad_simt_block_taps);
+  split_k_policy policy;
+  const std::size_t resident = resident_blocks > 0 ? static_cast<std::size_t>(resident_blocks) : 1;
+  policy.max_tiles = resident / 2;
+  policy.max_blocks = resident;
+  policy.min_mean_slice = conv2d_wgrad_simt_min_slice_pixels;
+  policy.granule = conv2d_wgrad_simt_step_pixels;
+  policy.slice_bytes = conv2d_wgrad_winograd_positions * k * c * sizeof(float);
+  policy.max_workspace_bytes = conv2d_wgrad_simt_max_workspace_bytes;
+  plan.split = plan_split_k(plan.grid_tiles(), tiles, policy);
+  return plan;
+}
+
 }  // namespace kf::detail
