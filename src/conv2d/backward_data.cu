@@ -49,8 +49,8 @@
 // backward_filter.cu). Step 2 stays the implicit_gemm variant.
 //
 // Gradient step 6 -- best's dw of an exact-fp32 NCHW 3x3 stride-1 layer with K
-// and C >= 128: Winograd F(2x2, 3x3) by the forward's transforms transposed, the
-// 16 positions' products on step 5's tile core
+// and C >= 128: Winograd F(M x M, 3 x 3) (M = 2 or 4) by the forward's transforms
+// transposed, the positions' products on step 5's tile core
 // (kernels/conv2d/backward/06_wgrad_winograd.cuh).
 #include <algorithm>
 #include <cstdint>

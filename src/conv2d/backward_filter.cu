@@ -213,49 +213,52 @@ bool wgrad_nchw_simt(const char* what, int device, const conv2d_args<float>& a, 
   return true;
 }
 
-/// dw of an exact-fp32 NCHW 3x3 stride-1 layer by Winograd F(2x2, 3x3)
-/// (gradient step 6, 06_wgrad_winograd.cuh): x's and dy's transforms, the 16
-/// positions' products split over the tiles into slabs, their sum and G^T M G.
+/// dw of an exact-fp32 NCHW 3x3 stride-1 layer by Winograd F(M x M, 3 x 3)
+/// (gradient step 6, 06_wgrad_winograd.cuh): x's and dy's transforms, the
+/// positions' products split over the blocks into slabs, their sum and G^T M G.
 /// false (nothing enqueued) without workspace or where an index would pass 2^31.
+template <int M>
 bool wgrad_nchw_winograd(const char* what, int device, const conv2d_args<float>& a, const float* dy, float* dw,
                          const conv2d_backward_options& o, const float* relu_y) {
-  const conv2d_winograd_layout l = make_conv2d_winograd_layout(
-      static_cast<z>(a.n), static_cast<z>(a.c), static_cast<z>(a.k), static_cast<z>(a.p), static_cast<z>(a.q));
+  constexpr int positions = wgrad_winograd_block<M>::positions;
   const z K = static_cast<z>(a.k), C = static_cast<z>(a.c), int_max = static_cast<z>(INT32_MAX);
-  if (!l.indexable() || K * C > int_max) return false;
-  constexpr auto gemm = &conv2d_wgrad_winograd_gemm;
+  const z tiles_h = ceil_div(static_cast<z>(a.p), static_cast<z>(M));
+  const z tiles_w = ceil_div(static_cast<z>(a.q), static_cast<z>(M));
+  const z tiles = static_cast<z>(a.n) * tiles_h * tiles_w, tiles_ld = round_up(tiles, z{4});
+  if (tiles * std::max(K, C) > int_max || K * C > int_max) return false;
+  constexpr auto gemm = &conv2d_wgrad_winograd_gemm<positions>;
   const int per_sm = resident_blocks_per_sm<gemm>(device, conv2d_wgrad_simt_threads, 0, what);
   const conv2d_wgrad_winograd_plan plan =
-      plan_conv2d_wgrad_winograd(K, C, l.tiles, per_sm * limits_for(device).sm_count);
+      plan_conv2d_wgrad_winograd(K, C, tiles, per_sm * limits_for(device).sm_count, M);
   const int split = plan.split.split;
-  const z v_floats = conv2d_wgrad_winograd_positions * C * l.tiles_ld;
-  const z u_floats = conv2d_wgrad_winograd_positions * K * l.tiles_ld;
-  const z slab_floats = static_cast<z>(split) * conv2d_wgrad_winograd_positions * K * C;
+  const z v_floats = positions * C * tiles_ld, u_floats = positions * K * tiles_ld;
+  const z slab_floats = static_cast<z>(split) * positions * K * C;
   const pooled_workspace workspace(device, (v_floats + u_floats + slab_floats) * sizeof(float), o.stream);
   if (workspace.data() == nullptr) return false;
   conv2d_winograd_args wa;
   wa.a = a;
-  wa.tiles_h = static_cast<int>(l.tiles_h);
-  wa.tiles_w = static_cast<int>(l.tiles_w);
-  wa.tiles = static_cast<int>(l.tiles);
-  wa.tiles_ld = static_cast<int>(l.tiles_ld);
-  wa.div_tiles_w = fast_divmod(static_cast<unsigned>(l.tiles_w));
-  wa.div_tiles_h = fast_divmod(static_cast<unsigned>(l.tiles_h));
+  wa.tiles_h = static_cast<int>(tiles_h);
+  wa.tiles_w = static_cast<int>(tiles_w);
+  wa.tiles = static_cast<int>(tiles);
+  wa.tiles_ld = static_cast<int>(tiles_ld);
+  wa.div_tiles_w = fast_divmod(static_cast<unsigned>(tiles_w));
+  wa.div_tiles_h = fast_divmod(static_cast<unsigned>(tiles_h));
   wa.div_c = fast_divmod(static_cast<unsigned>(a.c));
   wa.div_k = fast_divmod(static_cast<unsigned>(a.k));
   wa.v = workspace.data<float>();  // tiles_ld a multiple of 4: every part 16-byte aligned
   float* const u_dy = wa.v + v_floats;
   float* const slabs = u_dy + u_floats;
-  conv2d_winograd_input<><<<conv2d_transform_grid(device, l.tiles * C), winograd_transform_block, 0, o.stream>>>(wa);
+  conv2d_wgrad_winograd_input<M>
+      <<<conv2d_transform_grid(device, tiles * C), winograd_transform_block, 0, o.stream>>>(wa);
   check_launch(what);
-  conv2d_wgrad_winograd_dy<><<<conv2d_transform_grid(device, l.tiles * K), winograd_transform_block, 0, o.stream>>>(
+  conv2d_wgrad_winograd_dy<M><<<conv2d_transform_grid(device, tiles * K), winograd_transform_block, 0, o.stream>>>(
       wa, dy_reader(dy, o, relu_y), u_dy);
   check_launch(what);
   const dim3 grid(static_cast<unsigned>(plan.tiles_c), static_cast<unsigned>(plan.tiles_k),
-                  static_cast<unsigned>(split * static_cast<int>(conv2d_wgrad_winograd_positions)));
+                  static_cast<unsigned>(split * positions));
   gemm<<<grid, conv2d_wgrad_simt_threads, 0, o.stream>>>(wa, u_dy, slabs, static_cast<int>(plan.split.k_slice));
   check_launch(what);
-  conv2d_wgrad_winograd_output<>
+  conv2d_wgrad_winograd_output<M>
       <<<conv2d_transform_grid(device, K * C), winograd_transform_block, 0, o.stream>>>(a.k, a.c, slabs, split, dw);
   check_launch(what);
   return true;
@@ -422,7 +425,9 @@ void conv2d_backward_filter_impl(const conv2d_params& p, const T* x, const T* dy
       const bool winograd = conv2d_winograd_unsupported_reason(p.filter_height, p.filter_width, p.stride_h, p.stride_w,
                                                                p.dilation_h, p.dilation_w) == nullptr &&
                             conv2d_wgrad_winograd_preferred(p.out_channels, p.in_channels);
-      if (exact_nchw && winograd && wgrad_nchw_winograd(what, device, a, dy, dw, o, relu_y)) return;
+      if (exact_nchw && winograd && wgrad_nchw_winograd<conv2d_wgrad_winograd_m>(what, device, a, dy, dw, o, relu_y)) {
+        return;
+      }
       const bool simt = exact_nchw && conv2d_wgrad_simt_preferred(p.out_channels);
       if (simt && wgrad_nchw_simt(what, device, a, dy, dw, o, relu_y)) return;
     }

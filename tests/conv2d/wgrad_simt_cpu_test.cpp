@@ -96,6 +96,11 @@ TEST(Conv2dWgradWinogradPlan, TheProductsFillTheGpu) {
   EXPECT_EQ(c256.grid_tiles(), 128u);
   EXPECT_EQ(c256.split.split, 2);
   EXPECT_EQ(c256.split.k_slice, 784u);
+  // F(4x4): 36 positions over N32 ceil(28 / 4)^2 = 1568 blocks at C128.
+  const auto c128_4 = plan_conv2d_wgrad_winograd(128, 128, 1568, h200_resident, 4);
+  EXPECT_EQ(c128_4.grid_tiles(), 72u);
+  EXPECT_EQ(c128_4.split.split, 3);
+  EXPECT_EQ(c128_4.split.k_slice, 528u);
   // Slabs of 16 K x C partial sums within the cap: K = C = 512 (16 MiB a slab) at most 4.
   const auto wide = plan_conv2d_wgrad_winograd(512, 512, 1 << 20, 1 << 20);
   EXPECT_LE(wide.split.workspace_bytes(16 * 512, 512), kf::detail::conv2d_wgrad_simt_max_workspace_bytes);

@@ -123,65 +123,76 @@ inline bool best_runs_winograd(const kf::conv2d_params& p) {
          kernel == kf::detail::conv2d_exact_kernel::winograd_fused;
 }
 
-/// The Winograd error scale of the filter gradient by the transposed transforms
-/// (gradient step 6, 06_wgrad_winograd.cuh), per dw element (K x C x 3 x 3, NCHW
-/// layer): |G^T| (sum over the 2 x 2 output blocks t of (|A| |dy_t| |A^T|) (.)
+/// The Winograd error scale of the filter gradient by F(m x m, 3 x 3) (gradient
+/// step 6, 06_wgrad_winograd.cuh; m = 2 or 4), per dw element (K x C x 3 x 3, NCHW
+/// layer): |G^T| (sum over the m x m output blocks t of (|A| |dy_t| |A^T|) (.)
 /// (|B^T| |x_t| |B|)) |G|, dy the gradient as the kernels read it (masked).
 inline std::vector<double> wgrad_winograd_scale(const kf::conv2d_params& p, const std::vector<float>& x,
-                                                const std::vector<float>& dy) {
-  static const double abs_gt[3][4] = {{1, 0.5, 0.5, 0}, {0, 0.5, 0.5, 0}, {0, 0.5, 0.5, 1}};
-  static const double abs_bt[4][4] = {{1, 0, 1, 0}, {0, 1, 1, 0}, {0, 1, 1, 0}, {0, 1, 0, 1}};
-  static const double abs_a[4][2] = {{1, 0}, {1, 1}, {1, 1}, {0, 1}};
+                                                const std::vector<float>& dy,
+                                                int m = kf::detail::conv2d_wgrad_winograd_m) {
+  // |B^T| (n x n), |A| (n x m), |G^T| (3 x n), n = m + 2, row-major.
+  static const std::vector<double> bt2 = {1, 0, 1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 0, 1};
+  static const std::vector<double> a2 = {1, 0, 1, 1, 1, 1, 0, 1};
+  static const std::vector<double> gt2 = {1, 0.5, 0.5, 0, 0, 0.5, 0.5, 0, 0, 0.5, 0.5, 1};
+  static const std::vector<double> bt4 = {4, 0, 5, 0, 1, 0, 0, 4, 4, 1, 1, 0, 0, 4, 4, 1, 1, 0,
+                                          0, 2, 1, 2, 1, 0, 0, 2, 1, 2, 1, 0, 0, 4, 0, 5, 0, 1};
+  static const std::vector<double> a4 = {1, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 4, 8, 1, 2, 4, 8, 0, 0, 0, 1};
+  static const std::vector<double> gt4 = {0.25, 1.0 / 6, 1.0 / 6, 1.0 / 24, 1.0 / 24, 0,
+                                          0,    1.0 / 6, 1.0 / 6, 1.0 / 12, 1.0 / 12, 0,
+                                          0,    1.0 / 6, 1.0 / 6, 1.0 / 6,  1.0 / 6,  1};
+  const std::vector<double>& bt = m == 4 ? bt4 : bt2;
+  const std::vector<double>& am = m == 4 ? a4 : a2;
+  const std::vector<double>& gt = m == 4 ? gt4 : gt2;
+  const int n = m + 2, pos = n * n;
   const std::size_t N = p.batch, C = p.in_channels, H = p.in_height, W = p.in_width, K = p.out_channels;
   const std::size_t P = kf::conv2d_output_height(p), Q = kf::conv2d_output_width(p);
-  const std::size_t TH = (P + 1) / 2, TW = (Q + 1) / 2;
-  std::vector<double> m(K * C * 16, 0.0), u(K * 16), v(C * 16), scale(K * C * 9);
-  for (std::size_t n = 0; n < N; ++n) {
+  const std::size_t M = static_cast<std::size_t>(m), TH = (P + M - 1) / M, TW = (Q + M - 1) / M;
+  std::vector<double> acc(K * C * pos, 0.0), u(K * pos), v(C * pos), scale(K * C * 9), g(M * M), d(pos);
+  for (std::size_t img = 0; img < N; ++img) {
     for (std::size_t th = 0; th < TH; ++th) {
       for (std::size_t tw = 0; tw < TW; ++tw) {
         for (std::size_t k = 0; k < K; ++k) {  // |A| |dy_t| |A^T|
-          double g[2][2];
-          for (int i = 0; i < 2; ++i) {
-            for (int j = 0; j < 2; ++j) {
-              const std::size_t pp = 2 * th + i, qq = 2 * tw + j;
-              g[i][j] = pp < P && qq < Q ? std::fabs(dy[((n * K + k) * P + pp) * Q + qq]) : 0.0;
+          for (std::size_t i = 0; i < M; ++i) {
+            for (std::size_t j = 0; j < M; ++j) {
+              const std::size_t pp = M * th + i, qq = M * tw + j;
+              g[i * M + j] = pp < P && qq < Q ? std::fabs(dy[((img * K + k) * P + pp) * Q + qq]) : 0.0;
             }
           }
-          for (int xi = 0; xi < 4; ++xi) {
-            for (int nu = 0; nu < 4; ++nu) {
+          for (int xi = 0; xi < n; ++xi) {
+            for (int nu = 0; nu < n; ++nu) {
               double t = 0;
-              for (int i = 0; i < 2; ++i) {
-                for (int j = 0; j < 2; ++j) t += abs_a[xi][i] * g[i][j] * abs_a[nu][j];
+              for (int i = 0; i < m; ++i) {
+                for (int j = 0; j < m; ++j) t += am[xi * m + i] * g[i * M + j] * am[nu * m + j];
               }
-              u[k * 16 + xi * 4 + nu] = t;
+              u[k * pos + xi * n + nu] = t;
             }
           }
         }
         for (std::size_t c = 0; c < C; ++c) {  // |B^T| |x_t| |B|
-          double d[4][4];
-          for (int i = 0; i < 4; ++i) {
-            for (int j = 0; j < 4; ++j) {
-              const long ih = static_cast<long>(2 * th + i) - static_cast<long>(p.pad_h);
-              const long iw = static_cast<long>(2 * tw + j) - static_cast<long>(p.pad_w);
+          for (int i = 0; i < n; ++i) {
+            for (int j = 0; j < n; ++j) {
+              const long ih = static_cast<long>(M * th) + i - static_cast<long>(p.pad_h);
+              const long iw = static_cast<long>(M * tw) + j - static_cast<long>(p.pad_w);
               const bool in = ih >= 0 && iw >= 0 && ih < static_cast<long>(H) && iw < static_cast<long>(W);
-              d[i][j] =
-                  in ? std::fabs(x[((n * C + c) * H + static_cast<std::size_t>(ih)) * W + static_cast<std::size_t>(iw)])
+              d[i * n + j] =
+                  in ? std::fabs(
+                           x[((img * C + c) * H + static_cast<std::size_t>(ih)) * W + static_cast<std::size_t>(iw)])
                      : 0.0;
             }
           }
-          for (int xi = 0; xi < 4; ++xi) {
-            for (int nu = 0; nu < 4; ++nu) {
+          for (int xi = 0; xi < n; ++xi) {
+            for (int nu = 0; nu < n; ++nu) {
               double t = 0;
-              for (int i = 0; i < 4; ++i) {
-                for (int j = 0; j < 4; ++j) t += abs_bt[xi][i] * d[i][j] * abs_bt[nu][j];
+              for (int i = 0; i < n; ++i) {
+                for (int j = 0; j < n; ++j) t += bt[xi * n + i] * d[i * n + j] * bt[nu * n + j];
               }
-              v[c * 16 + xi * 4 + nu] = t;
+              v[c * pos + xi * n + nu] = t;
             }
           }
         }
         for (std::size_t k = 0; k < K; ++k) {
           for (std::size_t c = 0; c < C; ++c) {
-            for (int b = 0; b < 16; ++b) m[(k * C + c) * 16 + b] += u[k * 16 + b] * v[c * 16 + b];
+            for (int b = 0; b < pos; ++b) acc[(k * C + c) * pos + b] += u[k * pos + b] * v[c * pos + b];
           }
         }
       }
@@ -191,8 +202,8 @@ inline std::vector<double> wgrad_winograd_scale(const kf::conv2d_params& p, cons
     for (int r = 0; r < 3; ++r) {
       for (int s2 = 0; s2 < 3; ++s2) {
         double e = 0;
-        for (int xi = 0; xi < 4; ++xi) {
-          for (int nu = 0; nu < 4; ++nu) e += abs_gt[r][xi] * m[kc * 16 + xi * 4 + nu] * abs_gt[s2][nu];
+        for (int xi = 0; xi < n; ++xi) {
+          for (int nu = 0; nu < n; ++nu) e += gt[r * n + xi] * acc[kc * pos + xi * n + nu] * gt[s2 * n + nu];
         }
         scale[kc * 9 + r * 3 + s2] = e;
       }
@@ -209,13 +220,14 @@ inline bool best_runs_wgrad_winograd(const kf::conv2d_params& p) {
          kf::detail::conv2d_wgrad_winograd_preferred(p.out_channels, p.in_channels);
 }
 
-/// 4 sqrt(T + 12) 2^-24 relative to wgrad_winograd_scale, T the 2 x 2 output
-/// blocks summed (N ceil(P / 2) ceil(Q / 2)): winograd_tolerance's form, the
-/// sum running over the blocks instead of the channels.
-inline double wgrad_winograd_tolerance(const kf::conv2d_params& p) {
-  const std::size_t P = kf::conv2d_output_height(p), Q = kf::conv2d_output_width(p);
-  const double blocks = static_cast<double>(p.batch * ((P + 1) / 2) * ((Q + 1) / 2));
-  return 4 * std::sqrt(blocks + 12) * std::ldexp(1.0, -24);
+/// 4 sqrt(T + (m + 2)^2) 2^-24 relative to wgrad_winograd_scale, T the m x m
+/// output blocks summed (N ceil(P / m) ceil(Q / m)): winograd_tolerance's form (its
+/// 12 for F(2x2)'s transforms taken as the positions), the sum running over the
+/// blocks instead of the channels.
+inline double wgrad_winograd_tolerance(const kf::conv2d_params& p, int m = kf::detail::conv2d_wgrad_winograd_m) {
+  const std::size_t P = kf::conv2d_output_height(p), Q = kf::conv2d_output_width(p), M = static_cast<std::size_t>(m);
+  const double blocks = static_cast<double>(p.batch * ((P + M - 1) / M) * ((Q + M - 1) / M));
+  return 4 * std::sqrt(blocks + (m + 2) * (m + 2)) * std::ldexp(1.0, -24);
 }
 
 /// 4 sqrt(C + 12) 2^-24: Winograd's tolerance relative to winograd_scale.

@@ -138,6 +138,46 @@ TEST(Conv2dWinograd, TransposedTransformsComputeTheFilterGradient) {
   }
 }
 
+// The same for F(4x4, 3x3) (6 x 6 tiles, 4 x 4 output blocks, 36 positions).
+TEST(Conv2dWinograd, TransposedTransforms4x4ComputeTheFilterGradient) {
+  struct layer {
+    int h, w, pad;
+  };
+  for (const layer L : {layer{9, 11, 1}, layer{8, 5, 1}, layer{13, 9, 0}, layer{6, 7, 2}, layer{3, 3, 1}}) {
+    const int p_out = L.h + 2 * L.pad - 2, q_out = L.w + 2 * L.pad - 2;
+    const auto x = kf::test::random_vector<double>(static_cast<std::size_t>(L.h * L.w), 45);
+    const auto dy = kf::test::random_vector<double>(static_cast<std::size_t>(p_out * q_out), 46);
+    const auto x_at = [&](int i, int j) { return i < 0 || j < 0 || i >= L.h || j >= L.w ? 0.0 : x[i * L.w + j]; };
+    const auto dy_at = [&](int p, int q) { return p >= p_out || q >= q_out ? 0.0 : dy[p * q_out + q]; };
+    double m[36] = {};
+    for (int tp = 0; tp < p_out; tp += 4) {
+      for (int tq = 0; tq < q_out; tq += 4) {
+        double d[6][6], g4[4][4], u[36], v[36];
+        for (int i = 0; i < 6; ++i) {
+          for (int j = 0; j < 6; ++j) d[i][j] = x_at(tp - L.pad + i, tq - L.pad + j);
+        }
+        for (int i = 0; i < 4; ++i) {
+          for (int j = 0; j < 4; ++j) g4[i][j] = dy_at(tp + i, tq + j);
+        }
+        kf::detail::winograd4_dy_transform(g4, u);
+        kf::detail::winograd4_input_transform(d, v);
+        for (int b = 0; b < 36; ++b) m[b] += u[b] * v[b];
+      }
+    }
+    double dw[3][3];
+    kf::detail::winograd4_filter_gradient_transform(m, dw);
+    for (int r = 0; r < 3; ++r) {
+      for (int sc = 0; sc < 3; ++sc) {
+        double direct = 0;
+        for (int p = 0; p < p_out; ++p) {
+          for (int q = 0; q < q_out; ++q) direct += dy_at(p, q) * x_at(p + r - L.pad, q + sc - L.pad);
+        }
+        EXPECT_NEAR(dw[r][sc], direct, 1e-10) << L.h << "x" << L.w << " pad " << L.pad << " tap " << r << sc;
+      }
+    }
+  }
+}
+
 TEST(Conv2dWinograd, QualifiesOnly3x3Stride1Dilation1) {
   EXPECT_STREQ(kf::to_string(kf::conv2d_variant::winograd), "winograd");
   EXPECT_STREQ(kf::to_string(kf::conv2d_variant::winograd_fused), "winograd_fused");

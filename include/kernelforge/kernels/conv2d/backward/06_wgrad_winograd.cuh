@@ -1,30 +1,33 @@
 // SPDX-License-Identifier: Apache-2.0
 // Gradient step 6 -- the filter gradient (wgrad) of an exact-fp32 NCHW 3x3
-// stride-1 layer by Winograd F(2x2, 3x3), the forward's transforms transposed
-// (winograd_transforms.hpp):
+// stride-1 layer by Winograd F(M x M, 3 x 3), M = 2 (the forward's transforms
+// transposed) or 4 (36 positions; winograd_transforms.hpp):
 //
 //   dw[k][c] = G^T [ sum over tiles t of (A dy_t A^T) (.) (B^T x_t B) ] G,
 //
-// t running over the 2 x 2 blocks of outputs of every image, x_t the 4 x 4
-// input tile the forward reads for block t, dy_t the block's output gradients
-// (0 past P x Q). Host side: the plan (wgrad_simt_plan.hpp) and the launch
-// (src/conv2d/backward_filter.cu).
+// t running over the M x M blocks of outputs of every image, x_t the
+// (M + 2) x (M + 2) input tile of block t, dy_t the block's output gradients
+// (0 past P x Q); wgrad_simt_plan.hpp's conv2d_wgrad_winograd_m picks M. Host
+// side: the plan (wgrad_simt_plan.hpp) and the launch (src/conv2d/backward_filter.cu).
 //
 // What changes from step 5 (the direct implicit GEMM), and why it should be
-// faster where the channels are many: per (k, c) pair and block, 16 products
-// of transformed values instead of 36 of direct ones (2.25x fewer), at the
-// price of three passes' traffic:
-//  1. x's transform V[b][c][t], the forward's own pass (06_winograd.cuh:
-//     conv2d_winograd_input);
+// faster where the channels are many: per (k, c) pair and block, (M + 2)^2
+// products of transformed values instead of 9 M^2 direct ones (2.25x fewer at
+// M = 2, 4x at M = 4), at the price of three passes' traffic:
+//  1. x's transform V[b][c][t] (conv2d_wgrad_winograd_input);
 //  2. dy's transform U[b][k][t] = (A dy_t A^T)[b] (conv2d_wgrad_winograd_dy,
 //     through the ReLU mask where the forward fused one);
-//  3. the 16 products M[b] (K x C) = U[b] V[b]^T, reduced over t: step 5's tile
+//  3. the products M[b] (K x C) = U[b] V[b]^T, reduced over t: step 5's tile
 //     core (tile_product: 64 x 128 tiles, 16 tiles t a step), its operands
 //     plain t-contiguous rows, grid z = the position and the slice of t
-//     (plan_conv2d_wgrad_winograd), each slice's 16 K x C sums to a slab;
+//     (plan_conv2d_wgrad_winograd), each slice's K x C sums of every position
+//     to a slab;
 //  4. the slabs summed in order and dw = G^T M G (conv2d_wgrad_winograd_output).
-// Accuracy: the transforms only add, subtract and halve (G's 1/2 is exact), so
-// each U, V and dw entry carries a few roundings beside the t-long fp32 sums;
+// Accuracy: at M = 2 the transforms only add, subtract and halve (exactly), at
+// M = 4 they also scale by up to 8 and by 1/6, 1/12, 1/24 (rounded), so each
+// U, V and dw entry carries a few roundings beside the t-long fp32 sums (on
+// random data F(2x2) is as accurate as the direct sum, F(4x4) about 3x worse:
+// benchmarks/tuning/winograd_dw/accuracy.cpp);
 // the error is bounded by the Winograd error scale of the transposed
 // transforms, E = |G^T| (sum over t of (|A| |dy_t| |A^T|) (.) (|B^T| |x_t| |B|)) |G|.
 // Not yet run on a GPU: kept out of main until it has (a patch series of 2026-12-04).
@@ -36,11 +39,67 @@
 
 namespace kf::detail {
 
+/// The block sizes of step 6: M x M outputs a block (F(M x M, 3 x 3)), (M + 2)^2
+/// input tiles and positions, and their three transforms (winograd_transforms.hpp).
+template <int M>
+struct wgrad_winograd_block;
+template <>
+struct wgrad_winograd_block<2> {
+  static constexpr int m = 2, n = 4, positions = 16;
+  __device__ static void input(const float (&d)[4][4], float (&v)[16]) { winograd_input_transform(d, v); }
+  __device__ static void dy(const float (&g)[2][2], float (&u)[16]) { winograd_dy_transform(g, u); }
+  __device__ static void output(const float (&m)[16], float (&w)[3][3]) { winograd_filter_gradient_transform(m, w); }
+};
+template <>
+struct wgrad_winograd_block<4> {
+  static constexpr int m = 4, n = 6, positions = 36;
+  __device__ static void input(const float (&d)[6][6], float (&v)[36]) { winograd4_input_transform(d, v); }
+  __device__ static void dy(const float (&g)[4][4], float (&u)[36]) { winograd4_dy_transform(g, u); }
+  __device__ static void output(const float (&m)[36], float (&w)[3][3]) { winograd4_filter_gradient_transform(m, w); }
+};
+
+/// V[b][c][t] = (B^T x_t B)[b] for every (n, c, th, tw), tw fastest; x_t the
+/// tile at (M th - ph, M tw - pw) of image n, channel c, 0 outside the image.
+template <int M>
+KF_KERNEL void __launch_bounds__(winograd_transform_block) conv2d_wgrad_winograd_input(conv2d_winograd_args wa) {
+  using block = wgrad_winograd_block<M>;
+  const conv2d_args<float>& a = wa.a;
+  const int total = a.n * a.c * wa.tiles_h * wa.tiles_w;  // < tiles * C < 2^31: checked by the launcher
+  const std::size_t plane = static_cast<std::size_t>(a.c) * wa.tiles_ld;
+  for (int idx = blockIdx.x * winograd_transform_block + threadIdx.x; idx < total;
+       idx += gridDim.x * winograd_transform_block) {
+    int rest, tw, th, n, c;
+    wa.div_tiles_w.divmod(idx, rest, tw);
+    wa.div_tiles_h.divmod(rest, rest, th);
+    wa.div_c.divmod(rest, n, c);
+    const int ih0 = th * M - a.pad_h, iw0 = tw * M - a.pad_w;
+    const float* image = a.x + (static_cast<std::size_t>(n) * a.c + c) * a.hw;
+    float d[block::n][block::n];
+#pragma unroll
+    for (int i = 0; i < block::n; ++i) {
+#pragma unroll
+      for (int j = 0; j < block::n; ++j) {
+        const int ih = ih0 + i, iw = iw0 + j;
+        const bool inside = static_cast<unsigned>(ih) < static_cast<unsigned>(a.h) &&
+                            static_cast<unsigned>(iw) < static_cast<unsigned>(a.w);
+        d[i][j] = inside ? __ldg(image + ih * a.w + iw) : 0.0f;
+      }
+    }
+    float v[block::positions];
+    block::input(d, v);
+    const int t = (n * wa.tiles_h + th) * wa.tiles_w + tw;
+    float* out = wa.v + static_cast<std::size_t>(c) * wa.tiles_ld + t;
+#pragma unroll
+    for (int b = 0; b < block::positions; ++b) out[b * plane] = v[b];
+  }
+}
+
 /// U[b][k][t] = (A dy_t A^T)[b] for every (n, k, th, tw), tw fastest; dy_t the
-/// 2 x 2 block at (2 th, 2 tw) of image n, channel k, read through the mask.
-template <int Unused = 0>  // a template: compiled where a launcher instantiates it
+/// M x M block at (M th, M tw) of image n, channel k (0 past P x Q), read through the mask.
+template <int M>
 KF_KERNEL void __launch_bounds__(winograd_transform_block)
     conv2d_wgrad_winograd_dy(conv2d_winograd_args wa, conv2d_dy_reader<float> dy, float* __restrict__ u_dy) {
+  using block = wgrad_winograd_block<M>;
   const conv2d_args<float>& a = wa.a;
   const int total = a.n * a.k * wa.tiles_h * wa.tiles_w;  // < tiles * K < 2^31: checked by the launcher
   const std::size_t plane = static_cast<std::size_t>(a.k) * wa.tiles_ld;
@@ -51,35 +110,38 @@ KF_KERNEL void __launch_bounds__(winograd_transform_block)
     wa.div_tiles_h.divmod(rest, rest, th);
     wa.div_k.divmod(rest, n, k);
     const long long channel = (static_cast<long long>(n) * a.k + k) * a.pq;
-    float g[2][2];
+    float g[M][M];
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < M; ++i) {
 #pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const int p = th * winograd_tile + i, q = tw * winograd_tile + j;
+      for (int j = 0; j < M; ++j) {
+        const int p = th * M + i, q = tw * M + j;
         g[i][j] = p < a.p && q < a.q ? dy(channel + static_cast<long long>(p) * a.q + q) : 0.0f;
       }
     }
-    float u[winograd_positions];
-    winograd_dy_transform(g, u);
+    float u[block::positions];
+    block::dy(g, u);
     const int t = (n * wa.tiles_h + th) * wa.tiles_w + tw;
     float* out = u_dy + static_cast<std::size_t>(k) * wa.tiles_ld + t;
 #pragma unroll
-    for (int b = 0; b < winograd_positions; ++b) out[b * plane] = u[b];
+    for (int b = 0; b < block::positions; ++b) out[b * plane] = u[b];
   }
 }
 
 /// One CTA: position b's K x C tile (blockIdx.y: 64 output channels, blockIdx.x:
 /// 128 input channels) over tiles [slice slice_tiles, + slice_tiles), b =
-/// blockIdx.z % 16, slice = blockIdx.z / 16; to slabs + (slice 16 + b) K C.
+/// blockIdx.z % Positions, slice = blockIdx.z / Positions; to slabs + (slice
+/// Positions + b) K C.
+template <int Positions>
 KF_KERNEL void __launch_bounds__(conv2d_wgrad_simt_threads, conv2d_wgrad_simt_blocks_per_sm)
     conv2d_wgrad_winograd_gemm(conv2d_winograd_args wa, const float* __restrict__ u_dy, float* __restrict__ slabs,
                                int slice_tiles) {
+  constexpr int positions = Positions;
   using namespace wgrad_simt;
   __shared__ __align__(16) smem s;
   const int tid = static_cast<int>(threadIdx.x);
-  const int b = static_cast<int>(blockIdx.z) % winograd_positions;
-  const int slice = static_cast<int>(blockIdx.z) / winograd_positions;
+  const int b = static_cast<int>(blockIdx.z) % positions;
+  const int slice = static_cast<int>(blockIdx.z) / positions;
   const int k0 = static_cast<int>(blockIdx.y) * bk, c0 = static_cast<int>(blockIdx.x) * bt;
   const int begin = slice * slice_tiles;
   const int end = static_cast<int>(min(static_cast<long long>(wa.tiles), static_cast<long long>(begin) + slice_tiles));
@@ -113,29 +175,30 @@ KF_KERNEL void __launch_bounds__(conv2d_wgrad_simt_threads, conv2d_wgrad_simt_bl
   float acc[4][8] = {};
   tile_product(loader, s, begin, end, acc);
   const long long plane = static_cast<long long>(wa.a.k) * wa.a.c;
-  store_tile(acc, slabs + (static_cast<long long>(slice) * winograd_positions + b) * plane, wa.a.k, wa.a.c, wa.a.c, k0,
-             c0);
+  store_tile(acc, slabs + (static_cast<long long>(slice) * positions + b) * plane, wa.a.k, wa.a.c, wa.a.c, k0, c0);
 }
 
 /// dw[k][c] = G^T M G, M[b] the sum of the `split` slabs' position-b values in
 /// slab order (one thread per (k, c), c fastest); dw is K x C x 3 x 3.
-template <int Unused = 0>
+template <int M>
 KF_KERNEL void __launch_bounds__(winograd_transform_block)
     conv2d_wgrad_winograd_output(int k_channels, int c_channels, const float* __restrict__ slabs, int split,
                                  float* __restrict__ dw) {
+  using block = wgrad_winograd_block<M>;
+  constexpr int positions = block::positions;
   const int total = k_channels * c_channels;  // < 2^31: checked by the launcher
   const long long plane = static_cast<long long>(total);
   for (int idx = blockIdx.x * winograd_transform_block + threadIdx.x; idx < total;
        idx += gridDim.x * winograd_transform_block) {
-    float m[winograd_positions];
+    float m[positions];
 #pragma unroll
-    for (int b = 0; b < winograd_positions; ++b) {
+    for (int b = 0; b < positions; ++b) {
       float sum = 0.0f;
-      for (int slice = 0; slice < split; ++slice) sum += slabs[(slice * winograd_positions + b) * plane + idx];
+      for (int slice = 0; slice < split; ++slice) sum += slabs[(slice * positions + b) * plane + idx];
       m[b] = sum;
     }
     float g[3][3];
-    winograd_filter_gradient_transform(m, g);
+    block::output(m, g);
     float* out = dw + static_cast<long long>(idx) * 9;
 #pragma unroll
     for (int r = 0; r < 3; ++r) {

@@ -71,8 +71,15 @@ inline conv2d_wgrad_simt_plan plan_conv2d_wgrad_simt(std::size_t k, std::size_t 
 }
 
 // ---- gradient step 6: Winograd dw on the same tile core ---------------------------
-/// The 16 transformed positions of Winograd F(2x2, 3x3) and the outputs a tile side.
-constexpr std::size_t conv2d_wgrad_winograd_positions = 16;
+/// Step 6's output blocks, M x M (F(M x M, 3 x 3)): 2 (16 positions, as accurate
+/// as the direct sum) or 4 (36 positions, 4x fewer products than direct, about 3x
+/// the rounding error: benchmarks/tuning/winograd_dw/accuracy.cpp). Unmeasured on a
+/// GPU: to be set from step 6's rows.
+constexpr int conv2d_wgrad_winograd_m = 2;
+/// The transformed positions of F(m x m, 3 x 3): (m + 2)^2.
+constexpr std::size_t conv2d_wgrad_winograd_positions_of(int m) {
+  return static_cast<std::size_t>(m + 2) * static_cast<std::size_t>(m + 2);
+}
 
 /// best takes step 6 (Winograd dw) for exact-fp32 NCHW 3x3 stride-1 layers with
 /// at least this many output and input channels, where the products dominate
@@ -84,18 +91,21 @@ constexpr bool conv2d_wgrad_winograd_preferred(std::size_t k, std::size_t c) {
   return k >= conv2d_wgrad_winograd_min_channels && c >= conv2d_wgrad_winograd_min_channels;
 }
 
-/// The launch of step 6's products: K x C for each of the 16 positions, reduced
-/// over the `tiles` (2 x 2 output blocks of every image), the tiles split like
-/// step 5's pixels; each slab holds the 16 positions' K x C partial sums.
+/// The launch of step 6's products: K x C for each of the (m + 2)^2 positions,
+/// reduced over the m x m output blocks, split like step 5's pixels; each slab
+/// holds every position's K x C partial sums.
 struct conv2d_wgrad_winograd_plan {
   std::size_t tiles_k = 0, tiles_c = 0;  ///< the tile grid over one position's K x C
   split_k_plan split;                    ///< slices of the tiles (k_slice: a multiple of 16)
-  [[nodiscard]] std::size_t grid_tiles() const { return tiles_k * tiles_c * conv2d_wgrad_winograd_positions; }
+  std::size_t positions = 0;             ///< (m + 2)^2
+  [[nodiscard]] std::size_t grid_tiles() const { return tiles_k * tiles_c * positions; }
 };
 
+/// tiles: the m x m output blocks of every image (N ceil(P / m) ceil(Q / m)).
 inline conv2d_wgrad_winograd_plan plan_conv2d_wgrad_winograd(std::size_t k, std::size_t c, std::size_t tiles,
-                                                             int resident_blocks) {
+                                                             int resident_blocks, int m = conv2d_wgrad_winograd_m) {
   conv2d_wgrad_winograd_plan plan;
+  plan.positions = conv2d_wgrad_winograd_positions_of(m);
   plan.tiles_k = ceil_div(k, conv2d_wgrad_simt_block_k);
   plan.tiles_c = ceil_div(c, conv2d_wgrad_simt_block_taps);
   split_k_policy policy;
@@ -104,7 +114,7 @@ inline conv2d_wgrad_winograd_plan plan_conv2d_wgrad_winograd(std::size_t k, std:
   policy.max_blocks = resident;
   policy.min_mean_slice = conv2d_wgrad_simt_min_slice_pixels;
   policy.granule = conv2d_wgrad_simt_step_pixels;
-  policy.slice_bytes = conv2d_wgrad_winograd_positions * k * c * sizeof(float);
+  policy.slice_bytes = plan.positions * k * c * sizeof(float);
   policy.max_workspace_bytes = conv2d_wgrad_simt_max_workspace_bytes;
   plan.split = plan_split_k(plan.grid_tiles(), tiles, policy);
   return plan;
