@@ -68,35 +68,38 @@ struct smem {
 };
 
 /// The reduction of one CTA's 64 x 128 tile over the pixels [begin, end), 16 a
-/// step: `loader.load(step_begin)` fills loader.a (the 4 values of the tile's A
-/// rows `row + 16 u` at pixel `step_begin + pixel`) and loader.b (8 values of its
-/// B rows), 0 past `end` or the rows; they go to shared memory through two
-/// buffers (one barrier a step, the next step's loads in flight during this
-/// one's products); each thread sums a 4 x 8 outer product per pixel into acc
-/// (A rows 4 tm + i, B rows 4 tn + j and 64 + 4 tn + j). Shared by step 5
-/// (A = dy, B = x's im2col, read in place) and step 6 (Winograd: A and B the
-/// transformed dy and x of one position).
-template <class Loader>
-__device__ __forceinline__ void tile_product(Loader& loader, smem& s, int begin, int end, float (&acc)[4][8]) {
+/// step: `load(step_begin, a, b)` (step_begin <= end) fills a (the 4 values of the tile's A rows
+/// `row + 16 u` at pixel `step_begin + pixel`, row = tid / 16, pixel = tid % 16)
+/// and b (8 values of its B rows), 0 past `end` or the rows; they go to shared
+/// memory through two buffers (one barrier a step, the next step's loads in
+/// flight during this one's products); each thread sums a 4 x 8 outer product
+/// per pixel into acc (A rows 4 tm + i, B rows 4 tn + j and 64 + 4 tn + j).
+/// Shared by step 5 (A = dy, B = x's im2col, read in place) and step 6
+/// (Winograd: A and B the transformed dy and x of one position).
+template <class Load>
+__device__ __forceinline__ void tile_product(const Load& load, smem& s, int begin, int end, float (&acc)[4][8]) {
   const int tid = static_cast<int>(threadIdx.x);
   const int pixel = tid % bp, row = tid / bp;
   const int tm = tid / 16, tn = tid % 16;
+  float a_next[k_loads], b_next[t_loads];
   auto store = [&](int buffer) {
 #pragma unroll
-    for (int u = 0; u < k_loads; ++u) s.dy[buffer][pixel][row + 16 * u] = loader.a[u];
+    for (int u = 0; u < k_loads; ++u) s.dy[buffer][pixel][row + 16 * u] = a_next[u];
 #pragma unroll
-    for (int u = 0; u < t_loads; ++u) s.x[buffer][pixel][row + 16 * u] = loader.b[u];
+    for (int u = 0; u < t_loads; ++u) s.x[buffer][pixel][row + 16 * u] = b_next[u];
   };
   const int steps = end > begin ? (end - begin + bp - 1) / bp : 0;
   if (steps > 0) {
-    loader.load(begin);
+    load(begin, a_next, b_next);
     store(0);
   }
   __syncthreads();
   for (int step = 0; step < steps; ++step) {
     const int buffer = step & 1;
-    const bool more = step + 1 < steps;
-    if (more) loader.load(begin + (step + 1) * bp);
+    // The next step's loads with no branch around them (after the last step they
+    // start at `end` and read nothing), so that the compiler cannot sink them
+    // below the products; likewise the store to the idle buffer.
+    load(step + 1 < steps ? begin + (step + 1) * bp : end, a_next, b_next);
 #pragma unroll
     for (int i = 0; i < bp; ++i) {
       const float4 d = *reinterpret_cast<const float4*>(&s.dy[buffer][i][4 * tm]);
@@ -110,7 +113,7 @@ __device__ __forceinline__ void tile_product(Loader& loader, smem& s, int begin,
         for (int c = 0; c < 8; ++c) acc[r][c] = fmaf(dv[r], xv[c], acc[r][c]);
       }
     }
-    if (more) store(buffer ^ 1);
+    store(buffer ^ 1);
     __syncthreads();
   }
 }
@@ -150,64 +153,52 @@ KF_KERNEL void __launch_bounds__(conv2d_wgrad_simt_threads, conv2d_wgrad_simt_bl
   const int end = static_cast<int>(min(static_cast<long long>(a.m), static_cast<long long>(begin) + slice_pixels));
 
   // ---- the loads: this thread's pixel of a step and rows of the tile
-  struct loader_t {
-    float a[k_loads], b[t_loads];
-    const conv2d_args<float>* args;
-    conv2d_dy_reader<float> dy;
-    int k0, end, pixel, row;
-    int x_offset[t_loads], h_reach[t_loads], w_reach[t_loads];
-    long long image_x, image_dy;
-    __device__ __forceinline__ void load(int step_begin) {
-      const conv2d_args<float>& a = *args;
-      const int t = step_begin + pixel;
-      const bool live = t < end;
-      int n = 0, pq = 0, p = 0, q = 0;
-      a.div_pq.divmod(live ? t : 0, n, pq);
-      a.div_q.divmod(pq, p, q);
-      const long long dy_at = n * image_dy + pq;
-#pragma unroll
-      for (int u = 0; u < k_loads; ++u) {
-        const int k = k0 + row + 16 * u;
-        this->a[u] = live && k < a.k ? dy(dy_at + static_cast<long long>(k) * a.pq) : 0.0f;
-      }
-      const int hp = p * a.stride_h, wq = q * a.stride_w;
-      const float* x_image = a.x + n * image_x + hp * a.w + wq;
-#pragma unroll
-      for (int u = 0; u < t_loads; ++u) {
-        const int h = hp + h_reach[u], w = wq + w_reach[u];
-        const bool inside = live && static_cast<unsigned>(h) < static_cast<unsigned>(a.h) &&
-                            static_cast<unsigned>(w) < static_cast<unsigned>(a.w);
-        b[u] = inside ? __ldg(x_image + x_offset[u]) : 0.0f;
-      }
-    }
-  } loader;
-  loader.args = &a;
-  loader.dy = dy;
-  loader.k0 = k0;
-  loader.end = end;
-  loader.pixel = tid % bp;
-  loader.row = tid / bp;  // rows row + 16 u
-  loader.image_x = static_cast<long long>(a.c) * a.hw;
-  loader.image_dy = static_cast<long long>(a.k) * a.pq;
+  const int pixel = tid % bp, row = tid / bp;  // rows row + 16 u
+  // Its taps' offsets into an image of x and their reach (dh r - ph, dw s - pw);
+  // taps past C R S reach nowhere (h_reach far below 0).
+  int x_offset[t_loads], h_reach[t_loads], w_reach[t_loads];
 #pragma unroll
   for (int u = 0; u < t_loads; ++u) {
-    const int tap = t0 + loader.row + 16 * u;
-    loader.h_reach[u] = -(1 << 29);
-    loader.w_reach[u] = 0;
-    loader.x_offset[u] = 0;
+    const int tap = t0 + row + 16 * u;
+    h_reach[u] = -(1 << 29);
+    w_reach[u] = 0;
+    x_offset[u] = 0;
     if (tap < a.crs) {
       int c = 0, rs = 0, r = 0, sc = 0;
       a.div_rs.divmod(tap, c, rs);
       a.div_s.divmod(rs, r, sc);
-      loader.h_reach[u] = r * a.dilation_h - a.pad_h;
-      loader.w_reach[u] = sc * a.dilation_w - a.pad_w;
-      loader.x_offset[u] =
-          c * a.hw + loader.h_reach[u] * a.w + loader.w_reach[u];  // within one image: the launcher's check
+      h_reach[u] = r * a.dilation_h - a.pad_h;
+      w_reach[u] = sc * a.dilation_w - a.pad_w;
+      x_offset[u] = c * a.hw + h_reach[u] * a.w + w_reach[u];  // within one image: the launcher's check
     }
   }
+  const long long image_x = static_cast<long long>(a.c) * a.hw;
+  const long long image_dy = static_cast<long long>(a.k) * a.pq;
+  auto load = [&](int step_begin, float(&dy_next)[k_loads], float(&x_next)[t_loads]) {
+    const int t = step_begin + pixel;
+    const bool live = pixel < end - step_begin;  // t < end, without overflow at step_begin = end
+    int n = 0, pq = 0, p = 0, q = 0;
+    a.div_pq.divmod(live ? t : 0, n, pq);
+    a.div_q.divmod(pq, p, q);
+    const long long dy_at = n * image_dy + pq;
+#pragma unroll
+    for (int u = 0; u < k_loads; ++u) {
+      const int k = k0 + row + 16 * u;
+      dy_next[u] = live && k < a.k ? dy(dy_at + static_cast<long long>(k) * a.pq) : 0.0f;
+    }
+    const int hp = p * a.stride_h, wq = q * a.stride_w;
+    const float* x_image = a.x + n * image_x + hp * a.w + wq;
+#pragma unroll
+    for (int u = 0; u < t_loads; ++u) {
+      const int h = hp + h_reach[u], w = wq + w_reach[u];
+      const bool inside = live && static_cast<unsigned>(h) < static_cast<unsigned>(a.h) &&
+                          static_cast<unsigned>(w) < static_cast<unsigned>(a.w);
+      x_next[u] = inside ? __ldg(x_image + x_offset[u]) : 0.0f;
+    }
+  };
 
   float acc[4][8] = {};
-  tile_product(loader, s, begin, end, acc);
+  tile_product(load, s, begin, end, acc);
   store_tile(acc, out + static_cast<long long>(blockIdx.z) * a.k * a.crs, a.k, a.crs, a.crs, k0, t0);
 }
 

@@ -145,35 +145,26 @@ KF_KERNEL void __launch_bounds__(conv2d_wgrad_simt_threads, conv2d_wgrad_simt_bl
   const int k0 = static_cast<int>(blockIdx.y) * bk, c0 = static_cast<int>(blockIdx.x) * bt;
   const int begin = slice * slice_tiles;
   const int end = static_cast<int>(min(static_cast<long long>(wa.tiles), static_cast<long long>(begin) + slice_tiles));
-  struct loader_t {
-    float a[k_loads], b[t_loads];
-    const float* u_rows;                 // U[b] from row k0 + row: rows 16 apart
-    const float* v_rows;                 // V[b] from row c0 + row
-    int ld, end, pixel, k_left, c_left;  // rows of A / B left from row `row` on (0 or less: none)
-    __device__ __forceinline__ void load(int step_begin) {
-      const int t = step_begin + pixel;
-      const bool live = t < end;
+  const int pixel = tid % bp, row = tid / bp;
+  const int ld = wa.tiles_ld;
+  const int k_left = wa.a.k - (k0 + row), c_left = wa.a.c - (c0 + row);                     // rows left from `row` on
+  const float* const u_rows = u_dy + (static_cast<long long>(b) * wa.a.k + k0 + row) * ld;  // U[b], rows 16 apart
+  const float* const v_rows = wa.v + (static_cast<long long>(b) * wa.a.c + c0 + row) * ld;  // V[b]
+  auto load = [&](int step_begin, float(&u_next)[k_loads], float(&v_next)[t_loads]) {
+    const int t = step_begin + pixel;
+    const bool live = pixel < end - step_begin;  // t < end
 #pragma unroll
-      for (int u = 0; u < k_loads; ++u) {
-        a[u] = live && 16 * u < k_left ? __ldg(u_rows + static_cast<long long>(16 * u) * ld + t) : 0.0f;
-      }
-#pragma unroll
-      for (int u = 0; u < t_loads; ++u) {
-        this->b[u] = live && 16 * u < c_left ? __ldg(v_rows + static_cast<long long>(16 * u) * ld + t) : 0.0f;
-      }
+    for (int u = 0; u < k_loads; ++u) {
+      u_next[u] = live && 16 * u < k_left ? __ldg(u_rows + static_cast<long long>(16 * u) * ld + t) : 0.0f;
     }
-  } loader;
-  const int row = tid / bp;
-  loader.ld = wa.tiles_ld;
-  loader.end = end;
-  loader.pixel = tid % bp;
-  loader.k_left = wa.a.k - (k0 + row);
-  loader.c_left = wa.a.c - (c0 + row);
-  loader.u_rows = u_dy + (static_cast<long long>(b) * wa.a.k + k0 + row) * wa.tiles_ld;
-  loader.v_rows = wa.v + (static_cast<long long>(b) * wa.a.c + c0 + row) * wa.tiles_ld;
+#pragma unroll
+    for (int u = 0; u < t_loads; ++u) {
+      v_next[u] = live && 16 * u < c_left ? __ldg(v_rows + static_cast<long long>(16 * u) * ld + t) : 0.0f;
+    }
+  };
 
   float acc[4][8] = {};
-  tile_product(loader, s, begin, end, acc);
+  tile_product(load, s, begin, end, acc);
   const long long plane = static_cast<long long>(wa.a.k) * wa.a.c;
   store_tile(acc, slabs + (static_cast<long long>(slice) * positions + b) * plane, wa.a.k, wa.a.c, wa.a.c, k0, c0);
 }
