@@ -216,7 +216,9 @@ bool wgrad_nchw_simt(const char* what, int device, const conv2d_args<float>& a, 
 /// dw of an exact-fp32 NCHW 3x3 stride-1 layer by Winograd F(M x M, 3 x 3)
 /// (gradient step 6, 06_wgrad_winograd.cuh): x's and dy's transforms, the
 /// positions' products split over the blocks into slabs, their sum and G^T M G.
-/// false (nothing enqueued) without workspace or where an index would pass 2^31.
+/// false (nothing enqueued) without workspace, where the workspace would pass
+/// im2col's cap (1 GiB; at M = 4 the transformed x and dy hold 2.25 values per
+/// pixel and channel, im2col 9) or where an index would pass 2^31.
 template <int M>
 bool wgrad_nchw_winograd(const char* what, int device, const conv2d_args<float>& a, const float* dy, float* dw,
                          const conv2d_backward_options& o, const float* relu_y) {
@@ -233,7 +235,9 @@ bool wgrad_nchw_winograd(const char* what, int device, const conv2d_args<float>&
   const int split = plan.split.split;
   const z v_floats = positions * C * tiles_ld, u_floats = positions * K * tiles_ld;
   const z slab_floats = static_cast<z>(split) * positions * K * C;
-  const pooled_workspace workspace(device, (v_floats + u_floats + slab_floats) * sizeof(float), o.stream);
+  const z workspace_bytes = (v_floats + u_floats + slab_floats) * sizeof(float);
+  if (workspace_bytes > conv2d_im2col_max_bytes) return false;  // step 5 / step 2 chunk instead
+  const pooled_workspace workspace(device, workspace_bytes, o.stream);
   if (workspace.data() == nullptr) return false;
   conv2d_winograd_args wa;
   wa.a = a;

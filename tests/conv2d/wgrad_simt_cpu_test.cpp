@@ -86,13 +86,13 @@ TEST(Conv2dWgradSimtPlan, BestTakesItUpToK128) {
 
 TEST(Conv2dWgradWinogradPlan, TheProductsFillTheGpu) {
   using kf::detail::plan_conv2d_wgrad_winograd;
-  // N32 C128 28x28 (K128): 2 x 1 tiles x 16 positions, 6272 blocks of 2 x 2 outputs;
-  // N32 C256 14x14 (K256): 4 x 2 x 16, 1568 blocks.
-  const auto c128 = plan_conv2d_wgrad_winograd(128, 128, 6272, h200_resident);
+  // F(2x2): N32 C128 28x28 (K128): 2 x 1 tiles x 16 positions, 6272 blocks of 2 x 2
+  // outputs; N32 C256 14x14 (K256): 4 x 2 x 16, 1568 blocks.
+  const auto c128 = plan_conv2d_wgrad_winograd(128, 128, 6272, h200_resident, 2);
   EXPECT_EQ(c128.grid_tiles(), 32u);
   EXPECT_EQ(c128.split.split, 8);
   EXPECT_EQ(c128.split.k_slice, 784u);
-  const auto c256 = plan_conv2d_wgrad_winograd(256, 256, 1568, h200_resident);
+  const auto c256 = plan_conv2d_wgrad_winograd(256, 256, 1568, h200_resident, 2);
   EXPECT_EQ(c256.grid_tiles(), 128u);
   EXPECT_EQ(c256.split.split, 2);
   EXPECT_EQ(c256.split.k_slice, 784u);
@@ -101,9 +101,17 @@ TEST(Conv2dWgradWinogradPlan, TheProductsFillTheGpu) {
   EXPECT_EQ(c128_4.grid_tiles(), 72u);
   EXPECT_EQ(c128_4.split.split, 3);
   EXPECT_EQ(c128_4.split.k_slice, 528u);
-  // Slabs of 16 K x C partial sums within the cap: K = C = 512 (16 MiB a slab) at most 4.
-  const auto wide = plan_conv2d_wgrad_winograd(512, 512, 1 << 20, 1 << 20);
-  EXPECT_LE(wide.split.workspace_bytes(16 * 512, 512), kf::detail::conv2d_wgrad_simt_max_workspace_bytes);
+  // F(4x4) at C256: 4 x 2 x 36 = 288 tiles, more than half the 264 resident CTAs:
+  // unsplit (two waves, the second short: benchmarks/tuning/conv2d.md).
+  const auto c256_4 = plan_conv2d_wgrad_winograd(256, 256, 32 * 4 * 4, h200_resident, 4);
+  EXPECT_EQ(c256_4.grid_tiles(), 288u);
+  EXPECT_EQ(c256_4.split.split, 1);
+  // The default M is the one the library compiles.
+  EXPECT_EQ(plan_conv2d_wgrad_winograd(128, 128, 1568, h200_resident).positions,
+            kf::detail::conv2d_wgrad_winograd_positions_of(kf::detail::conv2d_wgrad_winograd_m));
+  // Slabs of 36 K x C partial sums within the cap: K = C = 512 (36 MiB a slab) at most 1.
+  const auto wide = plan_conv2d_wgrad_winograd(512, 512, 1 << 20, 1 << 20, 4);
+  EXPECT_LE(wide.split.workspace_bytes(36 * 512, 512), kf::detail::conv2d_wgrad_simt_max_workspace_bytes);
   // The rule: K and C both at least 128.
   EXPECT_TRUE(kf::detail::conv2d_wgrad_winograd_preferred(128, 128));
   EXPECT_FALSE(kf::detail::conv2d_wgrad_winograd_preferred(64, 256));

@@ -30,7 +30,9 @@
 // benchmarks/tuning/winograd_dw/accuracy.cpp);
 // the error is bounded by the Winograd error scale of the transposed
 // transforms, E = |G^T| (sum over t of (|A| |dy_t| |A^T|) (.) (|B^T| |x_t| |B|)) |G|.
-// Not yet run on a GPU: kept out of main until it has (a patch series of 2026-12-04).
+// H200 (2026-12-04, dw through torch, paired, M = 4): 0.81 of cuDNN at N32 C128
+// 28x28 (step 5: 0.49), 0.67 at N32 C256 14x14 (step 2: 0.37); where the time
+// goes and what is next: benchmarks/tuning/conv2d.md, "Gradient step 6".
 #pragma once
 
 #include "../06_winograd.cuh"
@@ -181,12 +183,14 @@ KF_KERNEL void __launch_bounds__(winograd_transform_block)
   const long long plane = static_cast<long long>(total);
   for (int idx = blockIdx.x * winograd_transform_block + threadIdx.x; idx < total;
        idx += gridDim.x * winograd_transform_block) {
-    float m[positions];
+    // The slices outside, the positions inside: each slice's (M + 2)^2 loads are
+    // independent and in flight together (the other order waited for one load at
+    // a time: 23 us of 150 at the C128 layer). Each sum still runs in slab order.
+    float m[positions] = {};
+    for (int slice = 0; slice < split; ++slice) {
+      const float* slab = slabs + static_cast<long long>(slice) * positions * plane + idx;
 #pragma unroll
-    for (int b = 0; b < positions; ++b) {
-      float sum = 0.0f;
-      for (int slice = 0; slice < split; ++slice) sum += slabs[(slice * positions + b) * plane + idx];
-      m[b] = sum;
+      for (int b = 0; b < positions; ++b) m[b] += slab[b * plane];
     }
     float g[3][3];
     block::output(m, g);

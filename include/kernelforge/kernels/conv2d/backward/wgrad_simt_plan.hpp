@@ -73,9 +73,11 @@ inline conv2d_wgrad_simt_plan plan_conv2d_wgrad_simt(std::size_t k, std::size_t 
 // ---- gradient step 6: Winograd dw on the same tile core ---------------------------
 /// Step 6's output blocks, M x M (F(M x M, 3 x 3)): 2 (16 positions, as accurate
 /// as the direct sum) or 4 (36 positions, 4x fewer products than direct, about 3x
-/// the rounding error: benchmarks/tuning/winograd_dw/accuracy.cpp). Unmeasured on a
-/// GPU: to be set from step 6's rows.
-constexpr int conv2d_wgrad_winograd_m = 2;
+/// the rounding error: benchmarks/tuning/winograd_dw/accuracy.cpp). 4: on the H200
+/// (2026-12-04, dw through torch, paired) F(4x4) ran at 0.79 / 0.62 of cuDNN at the
+/// C128 / C256 layers, F(2x2) at 0.66 / 0.59 (benchmarks/tuning/conv2d.md,
+/// conv2d_wgrad_winograd_m). Only this M is compiled.
+constexpr int conv2d_wgrad_winograd_m = 4;
 /// The transformed positions of F(m x m, 3 x 3): (m + 2)^2.
 constexpr std::size_t conv2d_wgrad_winograd_positions_of(int m) {
   return static_cast<std::size_t>(m + 2) * static_cast<std::size_t>(m + 2);
@@ -83,8 +85,9 @@ constexpr std::size_t conv2d_wgrad_winograd_positions_of(int m) {
 
 /// best takes step 6 (Winograd dw) for exact-fp32 NCHW 3x3 stride-1 layers with
 /// at least this many output and input channels, where the products dominate
-/// the transforms' traffic. Not yet measured (set from the estimate in
-/// benchmarks/tuning/conv2d.md, "Plan for C128 / C256").
+/// the transforms' traffic: at C128 and C256 it ran 1.6x as fast as steps 5 / 2
+/// (H200, 2026-12-04); C64 stays on step 5 (1.19x cuDNN). Layers between 64 and
+/// 128 channels are not measured.
 constexpr std::size_t conv2d_wgrad_winograd_min_channels = 128;
 
 constexpr bool conv2d_wgrad_winograd_preferred(std::size_t k, std::size_t c) {
