@@ -39,11 +39,13 @@ if [[ $what == rows || $what == all ]]; then
   CMAKE_BUILD_PARALLEL_LEVEL=16 python3 -m pip install --upgrade --no-build-isolation --no-deps --no-index --target $site \
     -C cmake.define.CMAKE_CUDA_ARCHITECTURES=90 -C build-dir=$site.build . >"$R/pip.log" 2>&1
   say "pip rc $?"
-  # dw of exact fp32 NCHW through torch: best (steps 5 / 6) against implicit_gemm (step 2) and cuDNN, paired
+  # dw of exact fp32 NCHW through torch: best (steps 5 / 6) against implicit_gemm (step 2) and
+  # cuDNN, paired; best's kernels timed by torch.profiler (us a call)
   (cd benchmarks/python && PYTHONPATH=$site:. timeout 240 python3 - >"$R/rows.txt" 2>&1 <<'PY'
 import json, os, torch, conv_rows
 import kernelforge as kf
 from gpu_timing import gpu_ms_paired
+from torch.profiler import profile, ProfilerActivity
 torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32 = True, False
 bwd = torch.ops.aten.convolution_backward
 out = []
@@ -59,8 +61,19 @@ for name, n, c, h, w, k, r, s, stride, pad in conv_rows.CONV_LAYERS:
         got, want = ours()[0], theirs()[1]
         row.update({f"{v}_ms": a, f"torch_ms_{v}": b, f"{v}_over_torch": b / a,
                     f"{v}_diff": float((got - want).abs().max() / want.abs().max())})
+        if v == "best":
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                for _ in range(10):
+                    ours()
+                torch.cuda.synchronize()
+            ks = {}
+            for e in prof.events():
+                if e.device_type.name == "CUDA":
+                    ks.setdefault(e.name[:60], []).append(e.device_time)
+            row["best_kernels_us"] = {kk: sum(vv) / 10 for kk, vv in ks.items()}
     out.append(row)
-    print(name, " ".join(f"{kk}={vv:.4g}" for kk, vv in row.items() if kk != "name"))
+    print(name, " ".join(f"{kk}={vv:.4g}" if isinstance(vv, float) else f"{kk}={vv}"
+                         for kk, vv in row.items() if kk != "name"), flush=True)
 json.dump(out, open(os.environ["OUT"] + "/r/wgrad_fp32.json", "w"), indent=1)
 PY
   )
