@@ -28,7 +28,7 @@
 #include "cudnn_timing.hpp"
 #include "gpu_benchmark.hpp"
 #include "kernelforge/conv.hpp"
-#include "kernelforge/kernels/filter2d/window_launch.cuh"
+#include "kernelforge/kernels/filter2d/window_candidates.cuh"
 
 namespace kf::bench::conv {
 namespace {

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Defines the hook of window_candidates.hpp over the candidates of tuning.hpp
-// and their launch (window_launch.cuh).
+// and their launch (window_candidates.cuh).
 #include "window_candidates.hpp"
 
-#include "kernelforge/kernels/filter2d/window_launch.cuh"
+#include "kernelforge/kernels/filter2d/window_candidates.cuh"
 
 namespace kf::test {
 

@@ -5,7 +5,7 @@
 // check each on the awkward images) and the constants behind `best`'s choices.
 // Each carries one line of evidence: its section of benchmarks/tuning/filter2d.md.
 // The selection functions that use them: plan.hpp; the candidates' launch:
-// window_launch.cuh.
+// window_candidates.cuh.
 #pragma once
 
 #include <cstddef>
