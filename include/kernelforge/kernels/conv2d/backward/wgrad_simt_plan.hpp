@@ -50,6 +50,23 @@ struct conv2d_wgrad_simt_plan {
   [[nodiscard]] std::size_t tiles() const { return tiles_k * tiles_taps; }
 };
 
+/// How steps 5 and 6 split their reduction (the pixels, the blocks t): only
+/// where the tiles fill at most half of `resident_blocks` (the kernel's CTAs the
+/// GPU holds at once), into at most that many CTAs, slices of at least
+/// conv2d_wgrad_simt_min_slice_pixels on average in whole steps, slabs of
+/// slab_bytes within the workspace cap.
+inline split_k_policy wgrad_simt_split_policy(int resident_blocks, std::size_t slab_bytes) {
+  split_k_policy policy;
+  const std::size_t resident = resident_blocks > 0 ? static_cast<std::size_t>(resident_blocks) : 1;
+  policy.max_tiles = resident / 2;
+  policy.max_blocks = resident;
+  policy.min_mean_slice = conv2d_wgrad_simt_min_slice_pixels;
+  policy.granule = conv2d_wgrad_simt_step_pixels;
+  policy.slice_bytes = slab_bytes;
+  policy.max_workspace_bytes = conv2d_wgrad_simt_max_workspace_bytes;
+  return policy;
+}
+
 /// Splits the pixels where the tiles fill at most half of `resident_blocks`
 /// (the kernel's CTAs the GPU holds at once), into slices that fill about
 /// them, each at least conv2d_wgrad_simt_min_slice_pixels long on average.
@@ -58,15 +75,7 @@ inline conv2d_wgrad_simt_plan plan_conv2d_wgrad_simt(std::size_t k, std::size_t 
   conv2d_wgrad_simt_plan plan;
   plan.tiles_k = ceil_div(k, conv2d_wgrad_simt_block_k);
   plan.tiles_taps = ceil_div(crs, conv2d_wgrad_simt_block_taps);
-  split_k_policy policy;
-  const std::size_t resident = resident_blocks > 0 ? static_cast<std::size_t>(resident_blocks) : 1;
-  policy.max_tiles = resident / 2;
-  policy.max_blocks = resident;
-  policy.min_mean_slice = conv2d_wgrad_simt_min_slice_pixels;
-  policy.granule = conv2d_wgrad_simt_step_pixels;
-  policy.slice_bytes = k * crs * sizeof(float);
-  policy.max_workspace_bytes = conv2d_wgrad_simt_max_workspace_bytes;
-  plan.split = plan_split_k(plan.tiles(), pixels, policy);
+  plan.split = plan_split_k(plan.tiles(), pixels, wgrad_simt_split_policy(resident_blocks, k * crs * sizeof(float)));
   return plan;
 }
 
@@ -111,15 +120,8 @@ inline conv2d_wgrad_winograd_plan plan_conv2d_wgrad_winograd(std::size_t k, std:
   plan.positions = conv2d_wgrad_winograd_positions_of(m);
   plan.tiles_k = ceil_div(k, conv2d_wgrad_simt_block_k);
   plan.tiles_c = ceil_div(c, conv2d_wgrad_simt_block_taps);
-  split_k_policy policy;
-  const std::size_t resident = resident_blocks > 0 ? static_cast<std::size_t>(resident_blocks) : 1;
-  policy.max_tiles = resident / 2;
-  policy.max_blocks = resident;
-  policy.min_mean_slice = conv2d_wgrad_simt_min_slice_pixels;
-  policy.granule = conv2d_wgrad_simt_step_pixels;
-  policy.slice_bytes = plan.positions * k * c * sizeof(float);
-  policy.max_workspace_bytes = conv2d_wgrad_simt_max_workspace_bytes;
-  plan.split = plan_split_k(plan.grid_tiles(), tiles, policy);
+  plan.split = plan_split_k(plan.grid_tiles(), tiles,
+                            wgrad_simt_split_policy(resident_blocks, plan.positions * k * c * sizeof(float)));
   return plan;
 }
 
