@@ -33,6 +33,8 @@ if [[ $what == tests || $what == all ]]; then
 fi
 if [[ $what == san || $what == all ]]; then
   for tool in memcheck racecheck synccheck; do san $tool '*Filter*f32_nchw_exact_best*'; done
+  # gradient step 7 (wip/stem-dx-parity.mbox): the float NCHW best dx cases at stride 2 and 3
+  for tool in memcheck racecheck; do san $tool '*Data*f32_nchw*best*'; done
 fi
 if [[ $what == rows || $what == all ]]; then
   site=/tmp/kf-site
@@ -74,6 +76,21 @@ for name, n, c, h, w, k, r, s, stride, pad in conv_rows.CONV_LAYERS:
     out.append(row)
     print(name, " ".join(f"{kk}={vv:.4g}" if isinstance(vv, float) else f"{kk}={vv}"
                          for kk, vv in row.items() if kk != "name"), flush=True)
+# dx of the stem (gradient step 7 under best, step 2's dcol + col2im under implicit_gemm) against cuDNN
+name, n, c, h, w, k, r, s, stride, pad = [l for l in conv_rows.CONV_LAYERS if l[0].startswith("N16_C3")][0]
+x_shape, wt = (n, c, h, w), torch.randn(k, c, r, s, device="cuda")
+p, q = (h + 2 * pad - r) // stride + 1, (w + 2 * pad - s) // stride + 1
+dy, dx = torch.randn(n, k, p, q, device="cuda"), torch.empty(x_shape, device="cuda")
+theirs = lambda: bwd(dy, dx, wt, None, [stride] * 2, [pad] * 2, [1, 1], False, [0, 0], 1, [True, False, False])
+row = {"name": name + "_dx"}
+for v in ("best", "implicit_gemm"):
+    ours = lambda: kf.conv2d_backward_data(dy, wt, x_shape, stride=stride, padding=pad, out=dx, variant=v)
+    a, b = gpu_ms_paired(ours, theirs)
+    got, want = ours(), theirs()[0]
+    row.update({f"{v}_ms": a, f"torch_ms_{v}": b, f"{v}_over_torch": b / a,
+                f"{v}_diff": float((got - want).abs().max() / want.abs().max())})
+out.append(row)
+print(row["name"], " ".join(f"{kk}={vv:.4g}" for kk, vv in row.items() if kk != "name"), flush=True)
 json.dump(out, open(os.environ["OUT"] + "/r/wgrad_fp32.json", "w"), indent=1)
 PY
   )
