@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # The GPU run the wip/ series need, in one device call on a tree with them applied
 # (git am --3way wip/<name>.mbox; README.md here says what each must show).
-# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all]
+# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu]
+# (ncu after rows: it profiles step 6's and step 7's kernels through the package rows installed)
 # Writes under $OUT/r and packs it as $OUT/res.tgz (the device returns at most 8 files).
 # Timings on the H200 (2026-12-04): build of the conv2d tests ~90 s, test_conv2d_backward_gpu
 # ~5 s, the sanitizers ~60 s, the Python package ~85 s and the rows ~60 s.
@@ -96,5 +97,23 @@ PY
   )
   say "rows rc $?"
   cat "$R/rows.txt" >>"$R/summary.txt"
+fi
+if [[ $what == ncu ]]; then  # after rows (the package in /tmp/kf-site): step 6's and step 7's kernels profiled
+  cat >/tmp/ncu_calls.py <<'PY'
+import torch
+import kernelforge as kf
+torch.manual_seed(0)
+x, dy = torch.randn(32, 128, 28, 28, device="cuda"), torch.randn(32, 128, 28, 28, device="cuda")
+for _ in range(2):
+    kf.conv2d_backward_filter(x, dy, (128, 128, 3, 3), padding=1)  # step 6 at C128
+w, dy = torch.randn(64, 3, 7, 7, device="cuda"), torch.randn(16, 64, 112, 112, device="cuda")
+for _ in range(2):
+    kf.conv2d_backward_data(dy, w, (16, 3, 224, 224), stride=2, padding=3)  # the stem's dx
+torch.cuda.synchronize()
+PY
+  PYTHONPATH=/tmp/kf-site timeout 240 ncu --clock-control none --launch-skip 0 --launch-count 12 \
+    -k regex:'wgrad_winograd|dgrad_parity' --section SpeedOfLight --section WarpStateStats --section Occupancy \
+    --section LaunchStats python3 /tmp/ncu_calls.py >"$R/ncu.txt" 2>&1
+  say "ncu rc $? (r/ncu.txt)"
 fi
 tar czf "$OUT/res.tgz" -C "$OUT" r
