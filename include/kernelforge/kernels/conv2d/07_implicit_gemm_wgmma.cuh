@@ -1,87 +1,43 @@
 // SPDX-License-Identifier: Apache-2.0
 // Step 7 -- implicit_gemm_wgmma: the implicit GEMM on Hopper's warpgroup
 // tensor-core products (wgmma, sm_90a), fed by TMA: TF32 for float NCHW and
-// NHWC, f16 / bf16 for NHWC (channels_last). Device code; compiled for
-// sm_90a only (src/conv2d/sources.cmake). Host side: wgmma_sm90a.cu; host
-// interface: wgmma_sm90a.hpp; tile planning: wgmma_plan.hpp; its shape (roles,
-// stages, shared-memory carve, parameters): wgmma_config.cuh.
+// NHWC, f16 / bf16 for NHWC (channels_last). Device code, compiled for sm_90a
+// only (src/conv2d/sources.cmake). Host side: wgmma_sm90a.cu / .hpp; tiles:
+// wgmma_plan.hpp; roles, stages and the shared-memory carve: wgmma_config.cuh.
 //
-// What changes from implicit_gemm_tf32 (step 4, mma.sync) and the pipelined
-// step 5, and why it is faster on Hopper:
-//  * mma.sync runs Hopper's tensor cores at a fraction of their rate, and every
-//    operand passes through registers (fragment loads, TF32 conversion). A
-//    warpgroup's wgmma.m64nNk8 reads both operands from shared memory itself:
-//    two consumer warpgroups compute a 128 x BN tile (BN = 64 or 128).
-//  * No im2col address arithmetic per element: the input is first copied to
-//    NHWC (one pass, conv2d_nchw_to_nhwc_tf32 in wgmma_nchw_repack.cuh, into a pooled workspace; TF32
-//    wgmma reads both operands k-contiguous, and k here is the channel), and
-//    the A tile of one filter tap (r, s) and 32 channels is then ONE 4-D TMA
-//    box of the NHWC tensor: 32 channels x wt columns x ht rows x nt images
-//    (<= 128 pixels, planned by wgmma_plan.hpp), at (c0, q0 - pad_w + s dil_w,
-//    p0 - pad_h + r dil_h, n0). TMA zero-fills what lies outside the image (the
-//    padding) and past C, and writes each pixel's 32 channels as one 128-byte
-//    row in the 128-byte swizzle: wgmma's K-major layout, as in the matmul's
-//    step 14. The filter (KCRS -> K x R x S x C padded to 32 with zeros,
-//    conv2d_kcrs_to_krsc_tf32) is a 3-D map (c, tap, k) read in boxes of
-//    32 x 1 x BN: TMA zero-fills past C there too.
-//  * Both copies round to TF32 (cvt.rna) as they write, so the products see
-//    rounded inputs as in step 4 (wgmma itself would truncate the fp32 bits).
-//  * Warp specialization and a persistent grid, as the matmul's step 14: one
-//    producer warp issues the TMA copies into a ring of stages (full / empty
-//    mbarriers), two consumer warpgroups issue the products and keep one stage's
-//    products in flight; the ring runs on into the next tile while the
-//    consumers store the last one.
-//  * Epilogue (wgmma_store.cuh): sum + bias[k], the functor, and a masked store
-//    straight into NCHW y (for a fixed k, a tile's consecutive rows are
-//    consecutive q); the tile's bias staged in shared memory after its main
-//    loop (one load a thread and a named barrier), read there by the stores.
-//
-// channels_last (NHWC x, KRSC filter, NPQK y; T = float, __half, __nv_bfloat16):
-//  * Strides up to 8: the A map steps through the input at the layer's stride
-//    (TMA element strides), so a box of wt x ht output pixels is one copy of
-//    the stride-th input pixels under them, for each filter tap.
-//  * No copies at all: the two maps read the caller's x and filter where they
-//    are (C * sizeof(T) a multiple of 16 bytes, 16-byte aligned), a stage's
-//    128-byte row being 32 floats or 64 16-bit channels; wgmma::element<T>
-//    (the matmul's) picks m64nNk8 TF32 or m64nNk16 f16 / bf16. TF32 here reads
-//    the float bits as they are (the tensor cores drop the low 13), so float
-//    NHWC errs up to 2^-10 per input where NCHW's rounding copy errs 2^-11.
-//  * y[pixel][k]: a thread's two neighbouring accumulators are neighbouring
-//    channels, stored as one pair (float2, or two 16-bit values rounded at
-//    once) when K is even and y aligned to a pair.
-//  * Ping-pong (wgmma_plan.hpp: layers of 9 or more k-steps): each consumer
-//    warpgroup takes its own tile, all 128 rows (two m64 products per k slice),
-//    the two in turn, so that one stores its tile while the other multiplies;
-//    cooperative (both on one tile, 64 rows each) stores with the tensor cores
-//    idle. The turns are two mbarriers (mainloop_done), as CUTLASS's ping-pong
-//    kernel orders its math warpgroups. Measured on the H200: up to 10% on 3x3
-//    layers, 1-7% slower on a 4-k-step 1x1 layer (benchmarks/tuning/conv2d.md).
-//  * Filter-column tiles (Rows = 3; 16-bit NHWC at stride_h = dilation_h = 1, R
-//    a multiple of 3; wgmma_plan.hpp picks them where they load fewer rows):
-//    the kernel is bound by its operand loads, and one-tap k-steps load a
-//    128-pixel A box per tap although taps (r, s), (r + 1, s), (r + 2, s) read
-//    input rows one apart. With tiles 8 output columns wide (8 x 16 pixels of
-//    one image, or 8 x 8 of two), one A box of 8 x (ht + 2) input pixels per
-//    image holds all three taps' operands, tap j's starting j image rows --
-//    j x 1024 bytes, one whole swizzle atom -- further in (filter_column.hpp):
-//    the descriptor of the first tap's, advanced. A k-step then loads that box
-//    and the three taps' filter slices and issues three taps' products: 144 or
-//    160 + 3 BN rows for three taps where one-tap steps load 3 x (128 + BN).
-//    Q need not be a multiple of 8: the last tile column overhangs the output
-//    as one-tap boxes do (TMA's zero fill, or pixels whose outputs are not stored).
-//  * dx reads the filter where it lies (Filter = dgrad_unturned, 16-bit NHWC;
-//    src/conv2d/backward_data.cu): dx is this kernel's convolution of dy with
-//    the filter turned by 180 degrees, K and C swapped, whose B slice for tap t
-//    is the layer's w[:, tap RS - 1 - t, :] unchanged -- K rows (the
-//    reduction), C contiguous (the outputs): an N-major B, loaded as boxes of
-//    64 channels x 64 rows and read with wgmma's transpose bit
-//    (wgmma_filter_operand.cuh). This drops the turn pass (a launch of one
-//    uncoalesced thread an element) and its workspace; one-tap and
-//    filter-column k-steps, either schedule. float keeps the turn (TF32 wgmma
-//    has no transpose bit); the forward's own instances are unchanged.
-// Stride 1 only (wgmma_plan.hpp); dilation and any padding are free (TMA).
-// Its measured speed: the docs site's learning path (docs/build_site.py) and
-// benchmarks/tuning/conv2d.md#conv2d_wgmma_best_min_channels (bench_conv).
+// What changes from steps 4 and 5 (mma.sync), and why it is faster on Hopper:
+//  * wgmma.m64nNk8 (TF32) / k16 (16-bit) reads both operands from shared
+//    memory: no fragment loads or per-element conversion in registers; two
+//    consumer warpgroups compute a 128 x BN tile (BN = 64 or 128).
+//  * No im2col arithmetic: the A tile of one filter tap (32 floats or 64
+//    16-bit channels, at most 128 output pixels) is ONE 4-D TMA box of the
+//    NHWC input at the tap's offset, zero-filled outside the image and past C,
+//    written in wgmma's 128-byte swizzle (as matmul step 14); the filter is a
+//    3-D map (c, tap, k) read a tap's channels x BN at a time. Float NCHW is first copied
+//    to NHWC and the filter to K x R x S x C (wgmma_nchw_repack.cuh), both
+//    rounding to TF32; NHWC is read where it lies (C * sizeof(T) a multiple of
+//    16 bytes), at strides up to 8 (TMA element strides; NCHW: stride 1).
+//  * Warp specialization on a persistent grid: one producer warp fills a ring
+//    of stages (full / empty mbarriers), the consumers keep one stage's
+//    products in flight, and the ring runs on into the next tile while the
+//    last one is stored.
+//  * Ping-pong (NHWC layers of 9 or more k-steps): each consumer warpgroup takes a
+//    tile of its own and the two alternate on two mbarriers, so one stores
+//    while the other multiplies (CUTLASS's ping-pong order).
+//  * Filter-column tiles (16-bit NHWC, stride_h = dilation_h = 1, R a multiple
+//    of 3): taps (r, s), (r + 1, s), (r + 2, s) read input rows one apart, so
+//    one A box of 8 x (ht + 2) pixels holds all three, tap j a 1024-byte swizzle
+//    atom further in (filter_column.hpp): fewer operand rows a product where
+//    the kernel is bound by its loads.
+//  * dx (16-bit NHWC, backward_data.cu) reads the layer's filter unturned: the
+//    turned filter's slice for a tap is w[:, RS - 1 - t, :] as stored, an
+//    N-major B read with wgmma's transpose bit (wgmma_filter_operand.cuh).
+//  * Epilogue (wgmma_store.cuh): sum + bias (staged in shared memory once a
+//    tile), the functor, a masked store (NHWC: neighbouring channels in pairs).
+// Rounding: NCHW's copies round to TF32 (2^-11 a value); NHWC float is read as
+// stored and the tensor cores drop its low 13 bits (2^-10). Dilation and any
+// padding are free (TMA). Measured speed and the evidence for each choice:
+// benchmarks/tuning/conv2d.md.
 #pragma once
 
 #include <cstdint>

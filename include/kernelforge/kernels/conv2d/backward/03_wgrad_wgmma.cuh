@@ -2,73 +2,41 @@
 // Gradient step 3 -- implicit_gemm_wgmma: the filter gradient (wgrad) of an
 // NHWC layer in __half / __nv_bfloat16 as an implicit GEMM on Hopper's
 // warpgroup products (wgmma, sm_90a), both operands loaded by TMA straight
-// from the caller's x and dy. Device code; compiled for sm_90a only
-// (src/conv2d/sources.cmake). Host side: src/conv2d/backward_sm90a.cu;
-// host interface: wgrad_wgmma_sm90a.hpp; planning: wgrad_wgmma_plan.hpp.
+// from the caller's x and dy. Device code, sm_90a only. Host side:
+// src/conv2d/backward_sm90a.cu, wgrad_wgmma_sm90a.hpp; plan: wgrad_wgmma_plan.hpp.
 //
-//   dw (K x RSC) = dy^T (K x NPQ) * im2col(x) (NPQ x RSC),  M = K, N = R S C,
-//   reduced over the N P Q output pixels (CUTLASS's wgrad: "A (output
-//   gradient) is tiled, and B (activation) is loaded in im2col mode").
+//   dw (K x RSC) = dy^T (K x NPQ) * im2col(x) (NPQ x RSC), reduced over the
+//   output pixels (CUTLASS's wgrad: A the output gradient, B x in im2col mode).
 //
-// What changes from step 2 (implicit_gemm: im2col into a pooled workspace,
-// dy^T packed for the GEMM's A, kf::matmul with split-k, then its reduction)
-// and why it is faster:
-//  * No im2col matrix. The B tile of filter tap (r, s) and 64 input channels is
-//    ONE 4-D TMA box of the NHWC x -- the same box the forward kernel (step 7,
-//    07_implicit_gemm_wgmma.cuh) loads for its A operand: 64 channels x wt x ht
-//    x nt pixels at the layer's stride (TMA element strides), zero-filled where
-//    the tap falls into the padding. Step 2 wrote (and read back) R S times x
-//    (115 MB for the N32 C64 56x56 3x3 layer: 42 us of 130).
-//  * No packing of dy^T. The A tile (64 output channels x the patch's pixels)
-//    is one 4-D TMA box of dy seen as K x Q x P x N: in shared memory it is
-//    pixel-outer, channel-inner -- an M-major A, which the 16-bit wgmma reads
-//    in place with its transpose bit (imm-trans-a). Likewise x's box is an
-//    N-major B (imm-trans-b), as the matmul's step 14 reads an n-contiguous B.
-//  * The reduction is cut into whole output-pixel patches (wgrad_wgmma_plan.hpp),
-//    not runs of NPQ rows: dy's box and x's box then cover the same pixels in
-//    the same order (q fastest, then p, then n), row i of both being pixel i of
-//    the patch, whatever the image rows and the stride do.
-//  * A tile fits the layer: bm = 64 output channels where K <= 64 (step 2's
-//    128-row matmul tiles were half empty on K = 64 layers), 128 otherwise.
-//    Both consumer warpgroups compute the whole bm x bn tile over alternate
-//    reduction steps (even stages consumer 0, odd stages consumer 1: the ring
-//    has an even number of stages, so each stage has one reader), then add
-//    their sums through shared memory: no half-empty products whatever bm.
-//  * Filter-column tiles (Rows = 3, BN = 192; wgrad_wgmma_plan.hpp): a 3-row
-//    filter at stride_h = dilation_h = 1 reads, for its taps (0, s), (1, s) and
-//    (2, s), input rows that are one row apart. Over 8 x 8 patches the three x
-//    boxes are one box of 8 x 10 input pixels, and tap r's B operand is that box
-//    from row 8 r on: one descriptor whose 64-channel N blocks are 1024 bytes (8
-//    rows) apart instead of a box apart. Per step: 64 + 80 box rows for three
-//    taps' products instead of 3 x (64 + 64), and a third of the steps. The
-//    kernel is bound by that traffic (ncu, N32 C64 56x56 at 64 x 64 one-tap
-//    tiles: 49.5 us, 20% of the SM's math, 22% of its memory throughput).
-//  * Split-k over the pixels (grid.y slices of whole patches): a layer's output
-//    is small (64 x 576 for C64 K64 3x3) and its reduction long (100352
-//    pixels), so the tiles alone cannot fill 132 SMs. Each slice writes its fp32
-//    tile to its slab of a pooled workspace and the shared deterministic
-//    reduction (common/split_k_reduce.cuh, launched from backward_filter.cu) sums the
-//    slabs in order and rounds to T once. Unsplit, the CTA rounds and stores dw.
-// Measured (H200, 2026-12-03, fp16, dw with dbias, CUDA events; details in
-// benchmarks/tuning/conv2d.md#conv2d_backward-gradient-step-3-wgrad-on-wgmma):
-// N32 C64 56x56 3x3 132 us at step 2 -> 41.3 us; C128 28x28 71 -> 37.9; C256
-// 14x14 50 -> 37.5; the stem (through the fold) 456 -> 98; 1x1 C256 -> K64
-// 67 -> 47.1. Without dbias, through torch: 1.30 / 1.08 / 0.76 / 1.22 / 0.84
-// of cuDNN's wgrad on those five.
+// What changes from step 2 (im2col in a workspace, dy^T packed, kf::matmul with
+// split-k) and why it is faster:
+//  * No im2col matrix: the B tile of tap (r, s) and 64 channels is ONE 4-D TMA
+//    box of x (the box step 7's forward loads for A), zero-filled in the
+//    padding, at the layer's stride. No packing of dy^T: the A tile is one box
+//    of dy seen as K x Q x P x N, pixel-outer in shared memory -- an M-major A
+//    that 16-bit wgmma reads with its transpose bit (x's box likewise N-major).
+//  * The reduction runs over whole output-pixel patches, so dy's and x's boxes
+//    hold the same pixels in the same order whatever the image rows and stride.
+//  * Tiles fit the layer (bm = 64 output channels where K <= 64, else 128); the
+//    two consumer warpgroups take alternate stages of the whole tile and add
+//    their sums through shared memory: no half-empty products.
+//  * Filter-column tiles (R = 3 at stride_h = dilation_h = 1): taps (0, s),
+//    (1, s), (2, s) read input rows one apart, so one 8 x 10 pixel box serves
+//    all three (tap r from row 8 r on, a 1024-byte step): 64 + 80 box rows for
+//    three taps' products instead of 3 x (64 + 64) -- the kernel is bound by
+//    that traffic.
+//  * Split-k over the pixels (whole patches a slice): the output is small and
+//    the reduction long; slices write fp32 slabs that the shared deterministic
+//    reduction (common/split_k_reduce.cuh) sums in order and rounds once.
 // Layers TMA cannot read in place (C * sizeof(T) not a multiple of 16 bytes,
-// as the RGB stem's, or x misaligned) come here as their column fold
-// (backward_filter.cu: x folded into an R x 1 layer over S C channels, the forward's).
-// Not here: float (TF32 wgmma reads both operands k-major only, and both are
-// MN-major here; float keeps step 2), K whose rows are not a multiple of 16
-// bytes (TMA strides), strides above 8 (TMA element strides) and misaligned dy:
-// step 2 (backward_filter.cu decides). The ReLU mask: backward_filter.cu masks dy
-// into a workspace first (conv2d_dy_spread) and points the map there.
-// Note: x is read under the patch's whole box, including the pixels of output
-// positions past P or Q (the last patch of a row may overhang); dy's box is
-// zero there, so they add 0 -- unless such an x value is Inf or NaN, which
-// would turn a sum that never includes it into NaN (only x pixels no valid
-// output reads can be affected: the last input rows / columns of a layer whose
-// stride skips them).
+// as the RGB stem's, or x misaligned) come as their column fold; float, K rows
+// off 16 bytes, strides above 8 and misaligned dy take step 2
+// (backward_filter.cu decides); the ReLU mask is applied to dy in a workspace.
+// Note: x is read under the patch's whole box, including pixels of output
+// positions past P or Q, which meet dy's zeros -- unless such an x value is Inf
+// or NaN, which then turns a sum that never includes it into NaN (only input
+// rows / columns a layer's stride never reads). Measured speed and the choices'
+// evidence: benchmarks/tuning/conv2d.md, "gradient step 3".
 #pragma once
 
 #include <cstdint>
