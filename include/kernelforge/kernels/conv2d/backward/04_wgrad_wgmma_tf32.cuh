@@ -2,55 +2,37 @@
 // Gradient step 4 -- implicit_gemm_wgmma in TF32: the filter gradient (wgrad)
 // of an NHWC float layer under math_mode::tf32 as an implicit GEMM on Hopper's
 // warpgroup products (wgmma, sm_90a), x loaded by TMA straight from the
-// caller's tensor. Device code; compiled for sm_90a only
-// (src/conv2d/sources.cmake). Host side: src/conv2d/backward_sm90a.cu;
-// host interface: wgrad_wgmma_sm90a.hpp; planning: wgrad_wgmma_plan.hpp.
+// caller's tensor. Device code, sm_90a only. Host side:
+// src/conv2d/backward_sm90a.cu, wgrad_wgmma_sm90a.hpp; plan: wgrad_wgmma_plan.hpp.
 //
-//   dw^T (RSC x K) = im2col(x)^T (RSC x NPQ) * dy (NPQ x K),  M = R S C, N = K,
-//   reduced over the N P Q output pixels; the epilogue stores the transpose.
+//   dw^T (RSC x K) = im2col(x)^T (RSC x NPQ) * dy (NPQ x K), reduced over the
+//   output pixels; the epilogue stores the transpose.
 //
-// What changes from step 2 (the only float path before it: an explicit im2col
-// into a pooled workspace, then kf::matmul(op::transpose, op::none) in TF32)
-// and why it is faster:
-//  * No im2col matrix. Step 2 writes and reads back R S times x (231 MB for
-//    the N32 C64 56x56 3x3 layer); here the A tile of filter tap (r, s) and 32
-//    input channels is ONE 4-D TMA box of the NHWC x -- step 3's box, at the
-//    layer's stride (TMA element strides), zero-filled in the padding.
-//  * Neither operand is MN-major where TF32 wgmma reads it. Over the pixels
-//    (the reduction) both x (C contiguous) and dy (K contiguous) are MN-major
-//    in NHWC; 16-bit wgmma reads that in place with its transpose bits (step 3),
-//    TF32 wgmma has none: B must be k-major in shared memory, and step 2's
-//    matmul gets two MN-major operands. Here x is wgmma's A, which may come
-//    from REGISTERS in any layout: the consumer warps load it from the TMA box
-//    with the swapped TF32 product's conflict-free fragment map (matmul's
-//    wgmma/swap_ab.cuh: swap_fragment_offset_in; its permuted rows are undone
-//    by the epilogue), as the matmul's step 14 does for an n-contiguous B. dy
-//    is B, k-major: dy_t, K rows of the pixels in patch order, written by a
-//    pre-pass (conv2d_dy_patch_t, passes.cuh: through the ReLU mask, rounded to
-//    TF32; 26 MB written for that layer's 100352 x 64 dy) and read by 2-D TMA
-//    boxes of 32 pixels (one 128-byte row) x bn output channels.
-//  * Step 3's machinery, not a copy: its plan (wgrad_wgmma_plan.hpp, with
-//    element_bytes = 4: 32-pixel patches), its tiles and their order, its pixel
-//    split-k with the shared deterministic reduction, its column fold for
-//    layers TMA cannot read in place (C * 4 bytes not a multiple of 16, as the
-//    RGB stem's, or x misaligned: backward_filter.cu), its filter-column tiles
-//    (a 3-row filter at stride_h = dilation_h = 1: the three taps' A m-blocks
-//    are one box of 8 x (4 + 2) input pixels, tap r's from row 8 r on: 96 x
-//    box rows and 64 of dy_t for three taps' products instead of 3 x (64 +
-//    64)), its two consumers on alternate steps summed through shared memory.
-//  * Registers: a consumer holds its tile's accumulators (bn / 2 a 64-row
-//    m-block) and one step's fragments (16 an m-block), so the producer gives
-//    its registers to the consumers (setmaxnreg, as the matmul's roles). A
-//    consumer waits for its products before it reloads fragments; the other
-//    consumer's products keep the tensor cores busy meanwhile.
-// Figures: benchmarks/tuning/conv2d.md (bench_conv_backward's
-// conv2d_backward/tf32/filter rows).
-// Not here: K is free (dy_t), C * 4 bytes must be a multiple of 16 and x
-// 16-byte aligned (else the column fold), strides up to 8 (TMA element
-// strides); 1x1 stride-1 unpadded layers stay on step 2 under `best` (x is its
-// own im2col: conv2d_wgrad_tf32_preferred). As in step 3, x is read under the
-// patch's whole box, including the pixels of output positions past P or Q;
-// dy_t is zero there, so they add 0 -- unless such an x value is Inf or NaN.
+// What changes from step 2 (im2col in a workspace, kf::matmul in TF32) and why
+// it is faster:
+//  * No im2col matrix (231 MB written and read back for N32 C64 56x56 3x3): the
+//    A tile of tap (r, s) and 32 channels is ONE 4-D TMA box of x -- step 3's.
+//  * TF32 wgmma has no transpose bit: B must be k-major in shared memory, and
+//    over the pixels both x and dy are MN-major in NHWC. So x is wgmma's A from
+//    REGISTERS, which may take any layout: the consumers load it from the TMA
+//    box with the swapped TF32 product's conflict-free fragment map (matmul's
+//    wgmma/swap_ab.cuh; the epilogue undoes its row permutation). dy is B,
+//    k-major: dy_t, K rows of the pixels in patch order, written by a pre-pass
+//    (conv2d_dy_patch_t in passes.cuh: masked, rounded to TF32) and read in
+//    2-D TMA boxes of 32 pixels x bn output channels.
+//  * Step 3's machinery, not a copy: its plan (32-pixel patches at 4 bytes), its
+//    tiles and order, its pixel split-k and deterministic reduction, its column
+//    fold for layers TMA cannot read in place, its filter-column tiles, its two
+//    consumers on alternate steps summed through shared memory.
+//  * Registers: a consumer holds its accumulators and one step's fragments, so
+//    the producer gives its registers away (setmaxnreg); while one consumer
+//    reloads fragments the other's products keep the tensor cores busy.
+// Not here: C * 4 bytes off 16 or x misaligned (the column fold), strides above
+// 8; 1x1 stride-1 unpadded layers stay on step 2 under `best` (x is its own
+// im2col: conv2d_wgrad_tf32_preferred). As in step 3, x is read under the
+// patch's whole box: an Inf or NaN in input rows / columns the stride never
+// reads turns sums that never include it into NaN. Figures:
+// benchmarks/tuning/conv2d.md (bench_conv_backward's tf32 filter rows).
 #pragma once
 
 #include <cstdint>
