@@ -78,8 +78,8 @@
 //                  05_wgrad_simt_fp32.cuh) that reads dy and x where they lie,
 //                  split over the output pixels like the wgmma one (fp32 sums
 //                  either way); and of float NCHW 3x3 stride-1 layers with K and
-//                  C >= 128 under math_mode::exact: Winograd F(2x2, 3x3) or
-//                  F(4x4, 3x3) (gradient step 6, 06_wgrad_winograd.cuh).
+//                  C >= 128 under math_mode::exact: Winograd F(4x4, 3x3)
+//                  (gradient step 6, 06_wgrad_winograd.cuh).
 #pragma once
 
 #include <cstddef>

@@ -2,7 +2,8 @@
 // What the gradients' launchers (backward_data.cu: dx, backward_filter.cu: dw
 // and dbias) share: the grid of the passes (kernels/conv2d/backward/passes.cuh),
 // dy read through the ReLU mask, workspace sizes, dy's spread / reordering, and
-// the cap on im2col and dcol matrices. Host code, in kf::detail::conv2d_grad.
+// the cap on im2col and dcol matrices, the slabs' sum and the exact-fp32 NCHW
+// dw entry (backward_filter_fp32.cu). Host code, in kf::detail::conv2d_grad.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +12,7 @@
 
 #include "kernelforge/conv_backward.hpp"
 #include "kernelforge/kernels/common/grid.hpp"
+#include "kernelforge/kernels/conv2d/args.cuh"
 #include "kernelforge/kernels/conv2d/backward/passes.cuh"
 #include "kernelforge/kernels/runtime/launcher.hpp"
 
@@ -54,5 +56,19 @@ void launch_dy_spread(const char* what, int device, bool in_nhwc, bool out_nhwc,
   }
   check_launch(what);
 }
+
+/// dw (rows x cols, in T) = the sum of `split` fp32 slabs of it at `partial`, in
+/// slab order (the shared split-k reduction), for gradient steps 3 to 6
+/// (backward_filter.cu; float, __half and __nv_bfloat16).
+template <class T>
+void sum_wgrad_slabs(const char* what, int device, const float* partial, z rows, z cols, int split, T* dw,
+                     cudaStream_t stream);
+
+/// best's dw of an exact-fp32 NCHW layer on the CUDA cores
+/// (backward_filter_fp32.cu): gradient step 6 (Winograd) for 3x3 stride-1 layers
+/// of K, C >= 128, else step 5 where K <= 128; false (nothing enqueued) where
+/// neither takes it, and the caller goes on to step 2.
+bool wgrad_exact_nchw_fp32(const char* what, int device, const conv2d_params& p, const conv2d_args<float>& a,
+                           const float* dy, float* dw, const conv2d_backward_options& o, const float* relu_y);
 
 }  // namespace kf::detail::conv2d_grad

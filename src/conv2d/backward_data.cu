@@ -46,12 +46,12 @@
 // an implicit GEMM on the CUDA cores that reads dy and x where they lie, 64
 // output channels x 128 filter taps a CTA, the pixels split so the grid fills
 // the GPU (kernels/conv2d/backward/05_wgrad_simt_fp32.cuh; its launch in
-// backward_filter.cu). Step 2 stays the implicit_gemm variant.
+// backward_filter_fp32.cu). Step 2 stays the implicit_gemm variant.
 //
 // Gradient step 6 -- best's dw of an exact-fp32 NCHW 3x3 stride-1 layer with K
-// and C >= 128: Winograd F(M x M, 3 x 3) (M = 2 or 4) by the forward's transforms
-// transposed, the positions' products on step 5's tile core
-// (kernels/conv2d/backward/06_wgrad_winograd.cuh).
+// and C >= 128: Winograd F(4x4, 3x3) by the forward's transforms transposed, the
+// positions' products on step 5's tile core (kernels/conv2d/backward/
+// 06_wgrad_winograd.cuh). Steps 5 and 6 launch from backward_filter_fp32.cu.
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>

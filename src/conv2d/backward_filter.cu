@@ -16,10 +16,7 @@
 #include "kernelforge/kernels/common/numeric.cuh"
 #include "kernelforge/kernels/common/split_k_reduce.cuh"
 #include "kernelforge/kernels/conv2d/args.cuh"
-#include "kernelforge/kernels/conv2d/gemm_launch.cuh"  // conv2d_transform_grid
 #include "kernelforge/kernels/conv2d/backward/01_naive.cuh"
-#include "kernelforge/kernels/conv2d/backward/05_wgrad_simt_fp32.cuh"
-#include "kernelforge/kernels/conv2d/backward/06_wgrad_winograd.cuh"
 #include "kernelforge/kernels/conv2d/backward/passes.cuh"
 #include "kernelforge/kernels/conv2d/backward/wgrad_wgmma_sm90a.hpp"
 #include "kernelforge/kernels/conv2d/validate.hpp"
@@ -177,97 +174,6 @@ bool wgrad_nchw_as_nt_gemm(const char* what, int device, const conv2d_args<T>& a
   return true;
 }
 
-/// dw (rows x cols, in T) = the sum of `split` fp32 slabs of it at `partial`, in
-/// slab order (the shared split-k reduction), for gradient steps 3, 4 and 5.
-template <class T>
-void sum_wgrad_slabs(const char* what, int device, const float* partial, z rows, z cols, int split, T* dw,
-                     cudaStream_t stream) {
-  using store = conv2d_wgrad_split_k_store<T>;
-  (void)profile_of<&split_k_reduce<store>>(device, what);  // no_kernel_image before the launch (cached)
-  launch_split_k_reduce(device, partial, rows, cols, split, store{dw}, stream, what);
-}
-
-/// dw of an exact-fp32 NCHW layer on gradient step 5 (05_wgrad_simt_fp32.cuh:
-/// the implicit GEMM on the CUDA cores, dy and x read in place), its split over
-/// the pixels summed by the shared split-k reduction. false (nothing enqueued)
-/// where an index into one image of x would pass 2^31 (the slabs cannot:
-/// wgrad_simt_plan.hpp's workspace cap).
-bool wgrad_nchw_simt(const char* what, int device, const conv2d_args<float>& a, const float* dy, float* dw,
-                     const conv2d_backward_options& o, const float* relu_y) {
-  const z int_max = static_cast<z>(INT32_MAX), K = static_cast<z>(a.k), crs = static_cast<z>(a.crs);
-  if (static_cast<z>(a.c) * a.hw > int_max) return false;
-  constexpr auto kernel = &conv2d_wgrad_simt_fp32;
-  const int per_sm = resident_blocks_per_sm<kernel>(device, conv2d_wgrad_simt_threads, 0, what);
-  conv2d_wgrad_simt_plan plan =
-      plan_conv2d_wgrad_simt(K, crs, static_cast<z>(a.m), per_sm * limits_for(device).sm_count);
-  const pooled_workspace partial(device, plan.split.workspace_bytes(K, crs), o.stream);
-  if (plan.split.split > 1 && partial.data() == nullptr) plan.split = split_k_plan{1, static_cast<z>(a.m)};
-  const int split = plan.split.split;
-  const dim3 grid(static_cast<unsigned>(plan.tiles_taps), static_cast<unsigned>(plan.tiles_k),
-                  static_cast<unsigned>(split));
-  float* const out = split > 1 ? partial.data<float>() : dw;
-  kernel<<<grid, conv2d_wgrad_simt_threads, 0, o.stream>>>(a, dy_reader(dy, o, relu_y), out,
-                                                           static_cast<int>(plan.split.k_slice));
-  check_launch(what);
-  if (split > 1) sum_wgrad_slabs(what, device, partial.data<float>(), K, crs, split, dw, o.stream);
-  return true;
-}
-
-/// dw of an exact-fp32 NCHW 3x3 stride-1 layer by Winograd F(M x M, 3 x 3)
-/// (gradient step 6, 06_wgrad_winograd.cuh): x's and dy's transforms, the
-/// positions' products split over the blocks into slabs, their sum and G^T M G.
-/// false (nothing enqueued) without workspace, where the workspace would pass
-/// im2col's cap (1 GiB; at M = 4 the transformed x and dy hold 2.25 values per
-/// pixel and channel, im2col 9) or where an index would pass 2^31.
-template <int M>
-bool wgrad_nchw_winograd(const char* what, int device, const conv2d_args<float>& a, const float* dy, float* dw,
-                         const conv2d_backward_options& o, const float* relu_y) {
-  constexpr int positions = wgrad_winograd_block<M>::positions;
-  const z K = static_cast<z>(a.k), C = static_cast<z>(a.c), int_max = static_cast<z>(INT32_MAX);
-  const z tiles_h = ceil_div(static_cast<z>(a.p), static_cast<z>(M));
-  const z tiles_w = ceil_div(static_cast<z>(a.q), static_cast<z>(M));
-  const z tiles = static_cast<z>(a.n) * tiles_h * tiles_w, tiles_ld = round_up(tiles, z{4});
-  if (tiles * std::max(K, C) > int_max || K * C > int_max) return false;
-  constexpr auto gemm = &conv2d_wgrad_winograd_gemm<positions>;
-  const int per_sm = resident_blocks_per_sm<gemm>(device, conv2d_wgrad_simt_threads, 0, what);
-  const conv2d_wgrad_winograd_plan plan =
-      plan_conv2d_wgrad_winograd(K, C, tiles, per_sm * limits_for(device).sm_count, M);
-  const int split = plan.split.split;
-  const z v_floats = positions * C * tiles_ld, u_floats = positions * K * tiles_ld;
-  const z slab_floats = static_cast<z>(split) * positions * K * C;
-  const z workspace_bytes = (v_floats + u_floats + slab_floats) * sizeof(float);
-  if (workspace_bytes > conv2d_im2col_max_bytes) return false;  // step 5 / step 2 chunk instead
-  const pooled_workspace workspace(device, workspace_bytes, o.stream);
-  if (workspace.data() == nullptr) return false;
-  conv2d_winograd_args wa;
-  wa.a = a;
-  wa.tiles_h = static_cast<int>(tiles_h);
-  wa.tiles_w = static_cast<int>(tiles_w);
-  wa.tiles = static_cast<int>(tiles);
-  wa.tiles_ld = static_cast<int>(tiles_ld);
-  wa.div_tiles_w = fast_divmod(static_cast<unsigned>(tiles_w));
-  wa.div_tiles_h = fast_divmod(static_cast<unsigned>(tiles_h));
-  wa.div_c = fast_divmod(static_cast<unsigned>(a.c));
-  wa.div_k = fast_divmod(static_cast<unsigned>(a.k));
-  wa.v = workspace.data<float>();  // tiles_ld a multiple of 4: every part 16-byte aligned
-  float* const u_dy = wa.v + v_floats;
-  float* const slabs = u_dy + u_floats;
-  conv2d_wgrad_winograd_input<M>
-      <<<conv2d_transform_grid(device, tiles * C), winograd_transform_block, 0, o.stream>>>(wa);
-  check_launch(what);
-  conv2d_wgrad_winograd_dy<M><<<conv2d_transform_grid(device, tiles * K), winograd_transform_block, 0, o.stream>>>(
-      wa, dy_reader(dy, o, relu_y), u_dy);
-  check_launch(what);
-  const dim3 grid(static_cast<unsigned>(plan.tiles_c), static_cast<unsigned>(plan.tiles_k),
-                  static_cast<unsigned>(split * positions));
-  gemm<<<grid, conv2d_wgrad_simt_threads, 0, o.stream>>>(wa, u_dy, slabs, static_cast<int>(plan.split.k_slice));
-  check_launch(what);
-  conv2d_wgrad_winograd_output<M>
-      <<<conv2d_transform_grid(device, K * C), winograd_transform_block, 0, o.stream>>>(a.k, a.c, slabs, split, dw);
-  check_launch(what);
-  return true;
-}
-
 /// dw of an NHWC layer on the wgmma implicit GEMM -- 16-bit: gradient step 3;
 /// float under math_mode::tf32: step 4 (see the top of backward_data.cu) --
 /// planned here (wgrad_wgmma_plan.hpp) with its split's fp32 slabs -- and, in
@@ -403,6 +309,21 @@ void launch_bias_grad(const char* what, int device, const conv2d_args<T>& a, con
 
 }  // namespace
 
+namespace conv2d_grad {
+
+template <class T>
+void sum_wgrad_slabs(const char* what, int device, const float* partial, z rows, z cols, int split, T* dw,
+                     cudaStream_t stream) {
+  using store = conv2d_wgrad_split_k_store<T>;
+  (void)profile_of<&split_k_reduce<store>>(device, what);  // no_kernel_image before the launch (cached)
+  launch_split_k_reduce(device, partial, rows, cols, split, store{dw}, stream, what);
+}
+template void sum_wgrad_slabs<float>(const char*, int, const float*, z, z, int, float*, cudaStream_t);
+template void sum_wgrad_slabs<__half>(const char*, int, const float*, z, z, int, __half*, cudaStream_t);
+template void sum_wgrad_slabs<__nv_bfloat16>(const char*, int, const float*, z, z, int, __nv_bfloat16*, cudaStream_t);
+
+}  // namespace conv2d_grad
+
 template <class T>
 void conv2d_backward_filter_impl(const conv2d_params& p, const T* x, const T* dy, T* dw, T* dbias,
                                  const conv2d_backward_options& o, const T* relu_y) {
@@ -426,14 +347,7 @@ void conv2d_backward_filter_impl(const conv2d_params& p, const T* x, const T* dy
     if (wgmma && wgrad_as_wgmma(what, device, p, sizes, a, dy, dw, o, relu_y)) return;
     if constexpr (std::is_same_v<T, float>) {
       const bool exact_nchw = o.variant == conv2d_backward_variant::best && !nhwc && o.math == math_mode::exact;
-      const bool winograd = conv2d_winograd_unsupported_reason(p.filter_height, p.filter_width, p.stride_h, p.stride_w,
-                                                               p.dilation_h, p.dilation_w) == nullptr &&
-                            conv2d_wgrad_winograd_preferred(p.out_channels, p.in_channels);
-      if (exact_nchw && winograd && wgrad_nchw_winograd<conv2d_wgrad_winograd_m>(what, device, a, dy, dw, o, relu_y)) {
-        return;
-      }
-      const bool simt = exact_nchw && conv2d_wgrad_simt_preferred(p.out_channels);
-      if (simt && wgrad_nchw_simt(what, device, a, dy, dw, o, relu_y)) return;
+      if (exact_nchw && conv2d_grad::wgrad_exact_nchw_fp32(what, device, p, a, dy, dw, o, relu_y)) return;
     }
     if (nhwc ? wgrad_as_gemm(what, device, p, sizes, a, dy, dw, o, relu_y)
              : wgrad_nchw_as_nt_gemm(what, device, a, dy, dw, o, relu_y)) {

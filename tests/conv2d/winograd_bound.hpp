@@ -123,6 +123,20 @@ inline bool best_runs_winograd(const kf::conv2d_params& p) {
          kernel == kf::detail::conv2d_exact_kernel::winograd_fused;
 }
 
+/// out (rows x rows) = L in L^T, L rows x inner and in inner x inner, row-major:
+/// the magnitudes' transforms of wgrad_winograd_scale.
+inline void sandwich(const double* l, int rows, int inner, const double* in, double* out) {
+  for (int xi = 0; xi < rows; ++xi) {
+    for (int nu = 0; nu < rows; ++nu) {
+      double t = 0;
+      for (int i = 0; i < inner; ++i) {
+        for (int j = 0; j < inner; ++j) t += l[xi * inner + i] * in[i * inner + j] * l[nu * inner + j];
+      }
+      out[xi * rows + nu] = t;
+    }
+  }
+}
+
 /// The Winograd error scale of the filter gradient by F(m x m, 3 x 3) (gradient
 /// step 6, 06_wgrad_winograd.cuh; m = 2 or 4), per dw element (K x C x 3 x 3, NCHW
 /// layer): |G^T| (sum over the m x m output blocks t of (|A| |dy_t| |A^T|) (.)
@@ -158,15 +172,7 @@ inline std::vector<double> wgrad_winograd_scale(const kf::conv2d_params& p, cons
               g[i * M + j] = pp < P && qq < Q ? std::fabs(dy[((img * K + k) * P + pp) * Q + qq]) : 0.0;
             }
           }
-          for (int xi = 0; xi < n; ++xi) {
-            for (int nu = 0; nu < n; ++nu) {
-              double t = 0;
-              for (int i = 0; i < m; ++i) {
-                for (int j = 0; j < m; ++j) t += am[xi * m + i] * g[i * M + j] * am[nu * m + j];
-              }
-              u[k * pos + xi * n + nu] = t;
-            }
-          }
+          sandwich(am.data(), n, m, g.data(), &u[k * pos]);
         }
         for (std::size_t c = 0; c < C; ++c) {  // |B^T| |x_t| |B|
           for (int i = 0; i < n; ++i) {
@@ -180,15 +186,7 @@ inline std::vector<double> wgrad_winograd_scale(const kf::conv2d_params& p, cons
                      : 0.0;
             }
           }
-          for (int xi = 0; xi < n; ++xi) {
-            for (int nu = 0; nu < n; ++nu) {
-              double t = 0;
-              for (int i = 0; i < n; ++i) {
-                for (int j = 0; j < n; ++j) t += bt[xi * n + i] * d[i * n + j] * bt[nu * n + j];
-              }
-              v[c * pos + xi * n + nu] = t;
-            }
-          }
+          sandwich(bt.data(), n, n, d.data(), &v[c * pos]);
         }
         for (std::size_t k = 0; k < K; ++k) {
           for (std::size_t c = 0; c < C; ++c) {
@@ -198,26 +196,14 @@ inline std::vector<double> wgrad_winograd_scale(const kf::conv2d_params& p, cons
       }
     }
   }
-  for (std::size_t kc = 0; kc < K * C; ++kc) {
-    for (int r = 0; r < 3; ++r) {
-      for (int s2 = 0; s2 < 3; ++s2) {
-        double e = 0;
-        for (int xi = 0; xi < n; ++xi) {
-          for (int nu = 0; nu < n; ++nu) e += gt[r * n + xi] * acc[kc * pos + xi * n + nu] * gt[s2 * n + nu];
-        }
-        scale[kc * 9 + r * 3 + s2] = e;
-      }
-    }
-  }
+  for (std::size_t kc = 0; kc < K * C; ++kc) sandwich(gt.data(), 3, n, &acc[kc * pos], &scale[kc * 9]);  // |G^T| . |G|
   return scale;
 }
 
 /// Whether `best` under exact math runs the filter gradient of this float NCHW
 /// layer by Winograd (gradient step 6; backward_filter.cu's rule).
 inline bool best_runs_wgrad_winograd(const kf::conv2d_params& p) {
-  return kf::detail::conv2d_winograd_unsupported_reason(p.filter_height, p.filter_width, p.stride_h, p.stride_w,
-                                                        p.dilation_h, p.dilation_w) == nullptr &&
-         kf::detail::conv2d_wgrad_winograd_preferred(p.out_channels, p.in_channels);
+  return kf::detail::conv2d_wgrad_winograd_applies(p);
 }
 
 /// 4 sqrt(T + (m + 2)^2) 2^-24 relative to wgrad_winograd_scale, T the m x m

@@ -74,49 +74,59 @@ TEST(Conv2dWinograd, TransformsComputeTheCorrelation) {
   }
 }
 
-// The filter gradient by the transposed transforms (winograd_transforms.hpp):
-// dw = G^T [sum over the 2 x 2 output blocks of (A dy A^T) (.) (B^T d B)] G, d the
-// 4 x 4 input tile the forward reads for the block, equals the direct sum
-// dw[r][s] = sum over (p, q) of dy[p][q] x[p + r - ph][q + s - pw] (0 outside x)
-// for layers whose output is not a whole number of blocks (P, Q odd), at
-// padding 0, 1 and 2: in double, to roundoff.
-TEST(Conv2dWinograd, TransposedTransformsComputeTheFilterGradient) {
+// The filter gradient by the transposed transforms (winograd_transforms.hpp:
+// winograd_dw_transforms<M>): dw = G^T [sum over the M x M output blocks of
+// (A dy A^T) (.) (B^T d B)] G, d the (M + 2) x (M + 2) input tile the forward reads
+// for the block, equals the direct sum dw[r][s] = sum over (p, q) of dy[p][q]
+// x[p + r - ph][q + s - pw] (0 outside x) for layers whose output is not a whole
+// number of blocks, at padding 0, 1 and 2: in double, to roundoff (tolerance).
+template <int M>
+void expect_transposed_transforms_compute_dw(std::uint64_t seed, double tolerance) {
+  using transforms = kf::detail::winograd_dw_transforms<M>;
+  constexpr int n = transforms::n, positions = transforms::positions;
   struct layer {
     int h, w, pad;
   };
-  for (const layer L : {layer{7, 9, 1}, layer{8, 5, 1}, layer{9, 9, 0}, layer{6, 7, 2}, layer{3, 3, 1}}) {
+  for (const layer L : {layer{7, 9, 1}, layer{9, 11, 1}, layer{8, 5, 1}, layer{9, 9, 0}, layer{13, 9, 0},
+                        layer{6, 7, 2}, layer{3, 3, 1}}) {
     const int p_out = L.h + 2 * L.pad - 2, q_out = L.w + 2 * L.pad - 2;  // 3x3, stride 1
-    const auto x = kf::test::random_vector<double>(static_cast<std::size_t>(L.h * L.w), 43);
-    const auto dy = kf::test::random_vector<double>(static_cast<std::size_t>(p_out * q_out), 44);
+    const auto x = kf::test::random_vector<double>(static_cast<std::size_t>(L.h * L.w), seed);
+    const auto dy = kf::test::random_vector<double>(static_cast<std::size_t>(p_out * q_out), seed + 1);
     const auto x_at = [&](int i, int j) { return i < 0 || j < 0 || i >= L.h || j >= L.w ? 0.0 : x[i * L.w + j]; };
     const auto dy_at = [&](int p, int q) { return p >= p_out || q >= q_out ? 0.0 : dy[p * q_out + q]; };
-    double m[16] = {};
-    for (int tp = 0; tp < p_out; tp += 2) {
-      for (int tq = 0; tq < q_out; tq += 2) {
-        double d[4][4], g2[2][2], u[16], v[16];
-        for (int i = 0; i < 4; ++i) {
-          for (int j = 0; j < 4; ++j) d[i][j] = x_at(tp - L.pad + i, tq - L.pad + j);
+    double m[positions] = {};
+    for (int tp = 0; tp < p_out; tp += M) {
+      for (int tq = 0; tq < q_out; tq += M) {
+        double d[n][n], g[M][M], u[positions], v[positions];
+        for (int i = 0; i < n; ++i) {
+          for (int j = 0; j < n; ++j) d[i][j] = x_at(tp - L.pad + i, tq - L.pad + j);
         }
-        for (int i = 0; i < 2; ++i) {
-          for (int j = 0; j < 2; ++j) g2[i][j] = dy_at(tp + i, tq + j);
+        for (int i = 0; i < M; ++i) {
+          for (int j = 0; j < M; ++j) g[i][j] = dy_at(tp + i, tq + j);
         }
-        kf::detail::winograd_dy_transform(g2, u);
-        kf::detail::winograd_input_transform(d, v);
-        for (int b = 0; b < 16; ++b) m[b] += u[b] * v[b];
+        transforms::dy(g, u);
+        transforms::input(d, v);
+        for (int b = 0; b < positions; ++b) m[b] += u[b] * v[b];
       }
     }
     double dw[3][3];
-    kf::detail::winograd_filter_gradient_transform(m, dw);
+    transforms::output(m, dw);
     for (int r = 0; r < 3; ++r) {
       for (int sc = 0; sc < 3; ++sc) {
         double direct = 0;
         for (int p = 0; p < p_out; ++p) {
           for (int q = 0; q < q_out; ++q) direct += dy_at(p, q) * x_at(p + r - L.pad, q + sc - L.pad);
         }
-        EXPECT_NEAR(dw[r][sc], direct, 1e-11) << L.h << "x" << L.w << " pad " << L.pad << " tap " << r << sc;
+        EXPECT_NEAR(dw[r][sc], direct, tolerance)
+            << "F(" << M << "x" << M << ") " << L.h << "x" << L.w << " pad " << L.pad << " tap " << r << sc;
       }
     }
   }
+}
+
+// F(2x2, 3x3): 4 x 4 tiles, 2 x 2 output blocks, 16 positions.
+TEST(Conv2dWinograd, TransposedTransformsComputeTheFilterGradient) {
+  expect_transposed_transforms_compute_dw<2>(43, 1e-11);
   // One unit output gradient and one unit input pixel: exactly 1 at the tap that
   // joins them, 0 at the other eight.
   for (int o = 0; o < 4; ++o) {
@@ -138,44 +148,9 @@ TEST(Conv2dWinograd, TransposedTransformsComputeTheFilterGradient) {
   }
 }
 
-// The same for F(4x4, 3x3) (6 x 6 tiles, 4 x 4 output blocks, 36 positions).
+// F(4x4, 3x3): 6 x 6 tiles, 4 x 4 output blocks, 36 positions.
 TEST(Conv2dWinograd, TransposedTransforms4x4ComputeTheFilterGradient) {
-  struct layer {
-    int h, w, pad;
-  };
-  for (const layer L : {layer{9, 11, 1}, layer{8, 5, 1}, layer{13, 9, 0}, layer{6, 7, 2}, layer{3, 3, 1}}) {
-    const int p_out = L.h + 2 * L.pad - 2, q_out = L.w + 2 * L.pad - 2;
-    const auto x = kf::test::random_vector<double>(static_cast<std::size_t>(L.h * L.w), 45);
-    const auto dy = kf::test::random_vector<double>(static_cast<std::size_t>(p_out * q_out), 46);
-    const auto x_at = [&](int i, int j) { return i < 0 || j < 0 || i >= L.h || j >= L.w ? 0.0 : x[i * L.w + j]; };
-    const auto dy_at = [&](int p, int q) { return p >= p_out || q >= q_out ? 0.0 : dy[p * q_out + q]; };
-    double m[36] = {};
-    for (int tp = 0; tp < p_out; tp += 4) {
-      for (int tq = 0; tq < q_out; tq += 4) {
-        double d[6][6], g4[4][4], u[36], v[36];
-        for (int i = 0; i < 6; ++i) {
-          for (int j = 0; j < 6; ++j) d[i][j] = x_at(tp - L.pad + i, tq - L.pad + j);
-        }
-        for (int i = 0; i < 4; ++i) {
-          for (int j = 0; j < 4; ++j) g4[i][j] = dy_at(tp + i, tq + j);
-        }
-        kf::detail::winograd4_dy_transform(g4, u);
-        kf::detail::winograd4_input_transform(d, v);
-        for (int b = 0; b < 36; ++b) m[b] += u[b] * v[b];
-      }
-    }
-    double dw[3][3];
-    kf::detail::winograd4_filter_gradient_transform(m, dw);
-    for (int r = 0; r < 3; ++r) {
-      for (int sc = 0; sc < 3; ++sc) {
-        double direct = 0;
-        for (int p = 0; p < p_out; ++p) {
-          for (int q = 0; q < q_out; ++q) direct += dy_at(p, q) * x_at(p + r - L.pad, q + sc - L.pad);
-        }
-        EXPECT_NEAR(dw[r][sc], direct, 1e-10) << L.h << "x" << L.w << " pad " << L.pad << " tap " << r << sc;
-      }
-    }
-  }
+  expect_transposed_transforms_compute_dw<4>(45, 1e-10);
 }
 
 TEST(Conv2dWinograd, QualifiesOnly3x3Stride1Dilation1) {

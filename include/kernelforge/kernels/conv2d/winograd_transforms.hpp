@@ -184,4 +184,42 @@ KF_HOST_DEVICE inline void winograd4_filter_gradient_transform(const T (&m)[36],
   for (int r = 0; r < 3; ++r) winograd4_gt(&f[6 * r], &dw[r][0], 1, 1);  // (G^T m) G, row by row
 }
 
+/// The filter gradient's three transforms by block size: F(M x M, 3 x 3) with
+/// M x M output blocks, n x n = (M + 2)^2 input tiles and positions. Gradient
+/// step 6 (06_wgrad_winograd.cuh) and its CPU tests read them from here.
+template <int M>
+struct winograd_dw_transforms;
+template <>
+struct winograd_dw_transforms<2> {
+  static constexpr int m = 2, n = 4, positions = 16;
+  template <class T>
+  KF_HOST_DEVICE static void input(const T (&d)[4][4], T (&v)[16]) {
+    winograd_input_transform(d, v);
+  }
+  template <class T>
+  KF_HOST_DEVICE static void dy(const T (&g)[2][2], T (&u)[16]) {
+    winograd_dy_transform(g, u);
+  }
+  template <class T>
+  KF_HOST_DEVICE static void output(const T (&mm)[16], T (&w)[3][3]) {
+    winograd_filter_gradient_transform(mm, w);
+  }
+};
+template <>
+struct winograd_dw_transforms<4> {
+  static constexpr int m = 4, n = 6, positions = 36;
+  template <class T>
+  KF_HOST_DEVICE static void input(const T (&d)[6][6], T (&v)[36]) {
+    winograd4_input_transform(d, v);
+  }
+  template <class T>
+  KF_HOST_DEVICE static void dy(const T (&g)[4][4], T (&u)[36]) {
+    winograd4_dy_transform(g, u);
+  }
+  template <class T>
+  KF_HOST_DEVICE static void output(const T (&mm)[36], T (&w)[3][3]) {
+    winograd4_filter_gradient_transform(mm, w);
+  }
+};
+
 }  // namespace kf::detail

@@ -2,7 +2,7 @@
 // Gradient step 5 -- the filter gradient (wgrad) of an exact-fp32 NCHW layer
 // as an implicit GEMM on the CUDA cores (every architecture; fp32 FFMA, so the
 // result is exact fp32 sums like step 2's, in another order). Host side: the
-// plan (wgrad_simt_plan.hpp) and the launch (src/conv2d/backward_filter.cu).
+// plan (wgrad_simt_plan.hpp) and the launch (src/conv2d/backward_filter_fp32.cu).
 //
 //   dw (K x CRS, KCRS order) = dy (K x NPQ) * im2col(x)^T (NPQ x CRS),
 //   reduced over the N P Q output pixels.

@@ -8,7 +8,7 @@
 // t running over the M x M blocks of outputs of every image, x_t the
 // (M + 2) x (M + 2) input tile of block t, dy_t the block's output gradients
 // (0 past P x Q); wgrad_simt_plan.hpp's conv2d_wgrad_winograd_m picks M. Host
-// side: the plan (wgrad_simt_plan.hpp) and the launch (src/conv2d/backward_filter.cu).
+// side: the plan (wgrad_simt_plan.hpp) and the launch (src/conv2d/backward_filter_fp32.cu).
 //
 // What changes from step 5 (the direct implicit GEMM), and why it should be
 // faster where the channels are many: per (k, c) pair and block, (M + 2)^2
@@ -41,30 +41,11 @@
 
 namespace kf::detail {
 
-/// The block sizes of step 6: M x M outputs a block (F(M x M, 3 x 3)), (M + 2)^2
-/// input tiles and positions, and their three transforms (winograd_transforms.hpp).
-template <int M>
-struct wgrad_winograd_block;
-template <>
-struct wgrad_winograd_block<2> {
-  static constexpr int m = 2, n = 4, positions = 16;
-  __device__ static void input(const float (&d)[4][4], float (&v)[16]) { winograd_input_transform(d, v); }
-  __device__ static void dy(const float (&g)[2][2], float (&u)[16]) { winograd_dy_transform(g, u); }
-  __device__ static void output(const float (&m)[16], float (&w)[3][3]) { winograd_filter_gradient_transform(m, w); }
-};
-template <>
-struct wgrad_winograd_block<4> {
-  static constexpr int m = 4, n = 6, positions = 36;
-  __device__ static void input(const float (&d)[6][6], float (&v)[36]) { winograd4_input_transform(d, v); }
-  __device__ static void dy(const float (&g)[4][4], float (&u)[36]) { winograd4_dy_transform(g, u); }
-  __device__ static void output(const float (&m)[36], float (&w)[3][3]) { winograd4_filter_gradient_transform(m, w); }
-};
-
 /// V[b][c][t] = (B^T x_t B)[b] for every (n, c, th, tw), tw fastest; x_t the
 /// tile at (M th - ph, M tw - pw) of image n, channel c, 0 outside the image.
 template <int M>
 KF_KERNEL void __launch_bounds__(winograd_transform_block) conv2d_wgrad_winograd_input(conv2d_winograd_args wa) {
-  using block = wgrad_winograd_block<M>;
+  using block = winograd_dw_transforms<M>;
   const conv2d_args<float>& a = wa.a;
   const int total = a.n * a.c * wa.tiles_h * wa.tiles_w;  // < tiles * C < 2^31: checked by the launcher
   const std::size_t plane = static_cast<std::size_t>(a.c) * wa.tiles_ld;
@@ -101,7 +82,7 @@ KF_KERNEL void __launch_bounds__(winograd_transform_block) conv2d_wgrad_winograd
 template <int M>
 KF_KERNEL void __launch_bounds__(winograd_transform_block)
     conv2d_wgrad_winograd_dy(conv2d_winograd_args wa, conv2d_dy_reader<float> dy, float* __restrict__ u_dy) {
-  using block = wgrad_winograd_block<M>;
+  using block = winograd_dw_transforms<M>;
   const conv2d_args<float>& a = wa.a;
   const int total = a.n * a.k * wa.tiles_h * wa.tiles_w;  // < tiles * K < 2^31: checked by the launcher
   const std::size_t plane = static_cast<std::size_t>(a.k) * wa.tiles_ld;
@@ -177,7 +158,7 @@ template <int M>
 KF_KERNEL void __launch_bounds__(winograd_transform_block)
     conv2d_wgrad_winograd_output(int k_channels, int c_channels, const float* __restrict__ slabs, int split,
                                  float* __restrict__ dw) {
-  using block = wgrad_winograd_block<M>;
+  using block = winograd_dw_transforms<M>;
   constexpr int positions = block::positions;
   const int total = k_channels * c_channels;  // < 2^31: checked by the launcher
   const long long plane = static_cast<long long>(total);

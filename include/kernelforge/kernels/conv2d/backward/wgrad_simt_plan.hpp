@@ -10,6 +10,8 @@
 
 #include "../../common/grid.hpp"
 #include "../../common/split_k_plan.hpp"
+#include "../plan.hpp"  // conv2d_winograd_unsupported_reason
+#include "kernelforge/conv.hpp"
 
 namespace kf::detail {
 
@@ -101,6 +103,14 @@ constexpr std::size_t conv2d_wgrad_winograd_min_channels = 128;
 
 constexpr bool conv2d_wgrad_winograd_preferred(std::size_t k, std::size_t c) {
   return k >= conv2d_wgrad_winograd_min_channels && c >= conv2d_wgrad_winograd_min_channels;
+}
+
+/// Whether best's exact-fp32 NCHW dw of layer p runs step 6: the forward
+/// Winograd's geometry (3x3, stride 1, no dilation) and K, C >= 128.
+inline bool conv2d_wgrad_winograd_applies(const conv2d_params& p) {
+  return conv2d_winograd_unsupported_reason(p.filter_height, p.filter_width, p.stride_h, p.stride_w, p.dilation_h,
+                                            p.dilation_w) == nullptr &&
+         conv2d_wgrad_winograd_preferred(p.out_channels, p.in_channels);
 }
 
 /// The launch of step 6's products: K x C for each of the (m + 2)^2 positions,
