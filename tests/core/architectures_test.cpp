@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernelforge/device.hpp"
+#include "kernelforge/kernels/arch/ptx_sharing.hpp"
 
 #ifndef KF_EXPECTED_ARCHITECTURES
 #error "tests/core/CMakeLists.txt must define KF_EXPECTED_ARCHITECTURES"
@@ -98,6 +99,22 @@ TEST(CompiledArchitectures, ParserHandlesEveryCMakeSpelling) {
   EXPECT_EQ(parse("native").symbolic, "native");
   EXPECT_EQ(parse("all-major").symbolic, "all-major");
   EXPECT_TRUE(parse("").numbers.empty());
+}
+
+// KERNELFORGE_PTX_SHARING's source-level rule (kernels/arch/ptx_sharing.hpp): the
+// default pair passes, and each way two architectures' device code can differ is
+// caught. A pair also needs equal PTX (scripts/compare_ptx.sh), which this cannot see.
+TEST(PtxSharing, SameDeviceCodeOnlyWhereNothingTellsThemApart) {
+  using kf::detail::same_device_code;
+  EXPECT_TRUE(same_device_code(110, 100));  // the default pair
+  EXPECT_TRUE(same_device_code(103, 100));  // same code at the source level (its PTX differs: not paired)
+  EXPECT_TRUE(same_device_code(121, 120));
+  EXPECT_FALSE(same_device_code(100, 110));  // PTX never runs on an older architecture
+  EXPECT_FALSE(same_device_code(120, 100));  // warp_tiled / large_tile tuning: small vs large shared memory
+  EXPECT_FALSE(same_device_code(89, 86));    // KF_ARCH_SM89: FP8 mma.sync
+  EXPECT_FALSE(same_device_code(86, 80));    // tuning
+  EXPECT_FALSE(same_device_code(80, 75));    // KF_ARCH_SM80: cp.async, mma.sync TF32
+  EXPECT_TRUE(same_device_code(100, 90));    // same source-level code; the PTX differs a lot: not paired
 }
 
 }  // namespace

@@ -27,26 +27,18 @@
 //    broadcast) and the warp 4 consecutive float4s; per LDS.128 of B each
 //    quarter-warp reads 8 consecutive float4s (128 bytes: all 32 banks once)
 //    and the 4 quarter-warps the same ones. No bank conflicts, one wavefront.
-//  * Copies: an operand stored k-outer (A transposed, B untransposed) is
-//    copied row by row as stored (warp_tiled's tile_copier: 16-byte cp.async
-//    where aligned, 4-byte otherwise). An operand stored k-inner (A
-//    untransposed, B transposed) is transposed on the way in by 4-byte
-//    cp.async (k_inner_copier below): each warp copies 4 rows x 8 k, and the
-//    row stride BM + 4 (4 mod 32 floats) puts those 32 stores in 32
-//    different banks. Any alignment and leading dimension runs in this
-//    kernel (no fallback to warp_tiled); values of k past the end are
-//    zero-filled, rows past m or n are zero-filled (k-outer copies) or read
-//    the last row (k-inner copies: they feed only outputs that are not stored).
-//  * 3 stages: while one k-slice is computed the next two are in flight; a
-//    stage is refilled right after the barrier that ends its last read.
+//  * Copies: a k-outer operand (A transposed, B untransposed) is copied row by
+//    row as stored (warp_tiled's tile_copier: 16-byte cp.async where aligned,
+//    4-byte otherwise); a k-inner one is transposed on the way in by 4-byte
+//    cp.async (k_inner_copier below), the row stride BM + 4 putting a warp's
+//    32 stores in 32 banks. Any alignment and leading dimension runs here;
+//    edges are zero-filled, or (k-inner rows) read rows that are never stored.
+//  * 3 stages, each refilled right after the barrier that ends its last read;
+//    grouped rasterization and split-k as in warp_tiled.
 //  * Epilogue: each quarter-warp stores 8 consecutive float4s (128 bytes) of a
-//    row of C, so the stores coalesce without staging through shared memory;
-//    the Epilogue functor (kernelforge/epilogue.cuh) is applied to every value
-//    after the alpha / beta scaling, right before its store.
-//  * Grouped rasterization (common/raster.hpp) and split-k (split_k.cuh) as in
-//    warp_tiled.
-// Its measured speed: benchmarks/tuning/matmul.md#large_tile_128x256 and the docs site's learning path
-// (docs/build_site.py) (bench_matmul).
+//    row of C, coalesced without staging; the Epilogue functor is applied to
+//    every value after the alpha / beta scaling, right before its store.
+// Measured: benchmarks/tuning/matmul.md#large_tile_128x256 (bench_matmul).
 #pragma once
 
 #include <cstddef>

@@ -29,22 +29,16 @@
 //    step 9; the k-block around it: wgmma/fp32_emulated_sums.cuh.)
 //  * Infinities and NaNs: an inf times a zero lo part makes a NaN no exact
 //    product makes, so where the pre-pass saw any (a flag in device memory)
-//    the corrections go into a partial of their own and are left out wherever
-//    hi x hi is not finite (hi keeps every zero, sign, inf and NaN of x, so hi
-//    x hi has the exact products' infinities and NaNs). That loop is its own
-//    instance of the kernel (Apart = true): both instances are launched and
-//    the one the flag does not name returns at once, so the common loop keeps
-//    the registers and the speed it had alone.
+//    the corrections go into a partial of their own, left out wherever hi x hi
+//    is not finite (hi keeps every zero, sign, inf and NaN of x). That loop is
+//    its own instance (Apart = true), so the common loop keeps its registers.
 //  * Cost: three times step 14's products, twice its operand bytes, and a
-//    pre-pass that reads each operand once and writes it twice. Ceiling: a
-//    third of the TF32 rate (495 / 3 = 165 TFLOP/s of fp32 work on the H200),
-//    against SGEMM's 66.9 TFLOP/s FMA peak. Short k (< fp32_emulated_min_k)
-//    runs the exact steps instead (plan.hpp).
-// H200, bench_matmul 2026-12-03, paired with cuBLAS SGEMM (two instances):
-// 2048^3 1.86x, 4096^3 2.37x, 8192^3 2.37x, 8192x8192x1024 2.53x, 1024^3 1.60x;
-// 128 x 8192 x 8192 0.86x (the pre-pass's 768 MB of B traffic). With the inf /
-// NaN loop in the same kernel it was 1.76 / 2.19 / 2.17 / 2.51 / 1.69.
-// Accuracy and the rest:
+//    pre-pass that reads each operand once and writes it twice. Ceiling: 495 /
+//    3 = 165 TFLOP/s of fp32 work on the H200, against SGEMM's 66.9 FMA peak.
+//    Short k (< fp32_emulated_min_k) runs the exact steps.
+// H200, bench_matmul 2026-12-03, paired with cuBLAS SGEMM: 2048^3 1.86x,
+// 4096^3 2.37x, 8192^3 2.37x, 8192x8192x1024 2.53x, 1024^3 1.60x; 128 x 8192 x
+// 8192 0.86x (the pre-pass's B traffic). Accuracy and the rest:
 // benchmarks/tuning/matmul.md#fp32-emulation-on-tf32-tensor-cores-step-15-math_modefp32_emulated.
 #pragma once
 
