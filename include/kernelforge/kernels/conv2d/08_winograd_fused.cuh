@@ -7,17 +7,13 @@
 // 4x the input and the output. For N32 C64 56x56 K64 (T = 25088 tiles) that is
 // ~103 MB each, ~460 MB of traffic in all (~115 us at 4 TB/s), against 3.3
 // GFLOP of products (~70 us of FMA at a realistic 48 TFLOP/s): the passes, not
-// the FMAs, held it (0.80 / 0.74 / 0.78 of cuDNN on the three ResNet layers).
-// Two ways to remove passes were weighed:
-//  (A) transform the input inside the GEMM's load (no V in HBM): ~206 MB less,
-//      but M still goes out and back (~206 MB, ~50 us): at best about at par;
-//  (B) also apply A^T M A in the GEMM's epilogue (no M in HBM either): the call
-//      then reads x (~26 MB, its 4x4 patches overlap through L1/L2), U (tiny;
-//      from L2) and writes y (~26 MB): ~13 us of HBM time under ~70 us of FMAs.
-// (B) is this step. The cost is that one block must hold all 16 positions b of
-// its (k, t) products until the last channel: here 64 filters x 32 tiles x 16
-// positions = 32768 accumulators on 512 threads (64 each, under the 128
-// registers a 512-thread block may use at one block per SM).
+// the FMAs, held it. Here the input is transformed inside the GEMM's load (no V
+// in HBM) and A^T M A applied in its epilogue (no M either): the call reads x
+// (~26 MB, its 4x4 patches overlap through L1/L2) and U, and writes y (~26 MB):
+// ~13 us of HBM time under ~70 us of FMAs. The cost is that one block must
+// hold all 16 positions b of its (k, t) products until the last channel: here
+// 64 filters x 32 tiles x 16 positions = 32768 accumulators on 512 threads (64
+// each, under the 128 registers a 512-thread block may use at one block per SM).
 //
 // The block (conv2d_winograd_fused_layout in plan.hpp: 64 filters x 32 tiles):
 //  * warp b (16 warps) computes position b's 64 x 32 product M[b] = U[b] V[b]

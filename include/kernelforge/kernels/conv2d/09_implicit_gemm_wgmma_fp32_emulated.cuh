@@ -21,13 +21,9 @@
 //    per k-block (hi lo, lo hi, then hi hi on top: wgmma truncates as it adds),
 //    promoted into fp32 registers with round-to-nearest (a window of 32
 //    k-blocks, then the total); the two consumer warpgroups drift apart so
-//    that one promotes while the other's products run. (A second partial in
-//    flight instead, k-block j + 1's products issued before k-block j's sum,
-//    was 8-15% slower on the H200: each warpgroup then holds two k-blocks'
-//    stages, and the 6-8-stage ring runs dry.) Inputs with an inf or a NaN run
-//    the kernel's other instance (Apart), which leaves the corrections out
-//    wherever hi hi is not finite, so infinities and NaNs are those of the
-//    exact products.
+//    that one promotes while the other's products run. Inputs with an inf or a
+//    NaN run the kernel's other instance (Apart), which leaves the corrections
+//    out wherever hi hi is not finite: infinities and NaNs as the exact products.
 //  * Cooperative only (both consumer warpgroups on one 128-row tile): the sums
 //    and partials of a thread take three times step 7's accumulators, so the
 //    producer warpgroup gives its registers to the consumers (setmaxnreg).
@@ -43,8 +39,7 @@
 // the same run (N32 3x3 p1 layers C64 56x56 / C128 28x28 / C256 14x14): NCHW
 // 1.14x / 1.11x / 1.14x (63-73 TFLOP/s), NHWC 2.41x / 1.50x / 2.04x (cuDNN's NHWC
 // fp32 is slower); max error 2-5e-8 of sum |x w| against cuDNN's 6e-8 to 1.6e-6.
-// ncu, C64 NCHW: the x pre-pass 27 us, the kernel 107 us (SM 58%), the idle
-// Apart instance 2.4 us. More: benchmarks/tuning/conv2d.md#conv2d-fp32-emulation.
+// More (the profile, what was tried): benchmarks/tuning/conv2d.md#conv2d-fp32-emulation.
 #pragma once
 
 #include <cstdint>

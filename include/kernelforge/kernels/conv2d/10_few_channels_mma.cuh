@@ -34,15 +34,11 @@
 //    zero, so a NaN or infinity in x cannot meet a padding zero of the filter.
 //  * Epilogue: + bias[k], the functor, one rounding to T, stored as channel
 //    pairs (32 bits) where y is 4-byte aligned and K even, else one by one.
-// What it leaves on the table: each CTA loads its patch and filter, then
-// computes, with no overlap inside the CTA (two CTAs an SM overlap each other;
-// step 11 loads the next band while it computes this one); C = 1 or 2 multiply
-// 3 or 2 zero channels; K < 64 computes the rest as zeros. The parts steps 10
-// and 11 share (tap table, fragment loads, k-loop, pair stores):
-// few_channels_band.cuh.
-// Device code for sm_80 and newer; below that the kernel is a trap (the
-// launcher checks the device and the image's architecture first).
-// Its measured speed: benchmarks/tuning/conv2d.md#conv2d_few_channels (bench_conv).
+// What it leaves on the table: a CTA loads its patch and filter, then computes,
+// with no overlap inside it (step 11 loads the next band meanwhile); C = 1 or 2
+// multiply zero channels; K < 64 computes the rest as zeros. The parts steps 10
+// and 11 share: few_channels_band.cuh. sm_80 and newer (below, a trap the
+// launcher never reaches). Measured: benchmarks/tuning/conv2d.md#conv2d_few_channels.
 #pragma once
 
 #include <cstdint>

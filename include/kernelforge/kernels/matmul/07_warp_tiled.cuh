@@ -34,16 +34,13 @@
 //    aligned with leading dimensions that are multiples of 4; otherwise the
 //    Vec = false instantiation copies 4-byte elements (same pipeline).
 //    Chunks that straddle the matrix edge are zero-filled by cp.async itself.
-//  * Blocks are rasterized in groups of 8 tile-rows so that blocks running at
-//    the same time share their A and B panels in L2.
-//  * Split-k (split_k.cuh): products with too few tiles to fill the GPU split
-//    k over extra blocks and reduce the partial tiles deterministically.
+//  * Blocks rasterized in groups of 8 tile-rows share A and B panels in L2;
+//    products with too few tiles split k (split_k.cuh, deterministic reduction).
 //  * Epilogue functor (kernelforge/epilogue.cuh): applied in registers to each
-//    finished alpha * acc + beta * C, once, just before the store; with split-k,
-//    by the reduction, never to a partial tile. identity (the default) costs nothing.
-// Limit: ~91% FFMA issue in the inner loop at one 128x128 block per SM (168 registers).
-// Its measured speed: the docs site's learning path (docs/build_site.py) and
-// benchmarks/tuning/matmul.md#warp_tiled_large_smem (bench_matmul).
+//    finished alpha * acc + beta * C just before the store (with split-k, by
+//    the reduction, never to a partial tile); identity costs nothing.
+// Limit: ~91% FFMA issue in the inner loop at one 128x128 block per SM (168
+// registers). Measured: benchmarks/tuning/matmul.md#warp_tiled_large_smem.
 #pragma once
 
 #include <cstddef>
