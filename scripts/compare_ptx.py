@@ -16,6 +16,7 @@ differing lines); 2: usage. About a minute an architecture on two cores.
 
 import argparse
 import concurrent.futures
+import difflib
 import json
 import pathlib
 import shlex
@@ -59,8 +60,6 @@ def compare(entry, real, ptx, tmp):
         outs[arch] = body(out)
     if outs[real] == outs[ptx]:
         return name, None
-    import difflib
-
     changed = sum(1 for d in difflib.ndiff(outs[ptx], outs[real]) if d[:1] in "+-")
     return name, f"{changed} lines differ"
 
@@ -76,6 +75,10 @@ def main():
     except ValueError:
         parser.error("--pair is <real>:<ptx>, e.g. 110:100")
     build = pathlib.Path(opts.build).resolve()
+    if not (build / "compile_commands.json").is_file():
+        print(f"{build}/compile_commands.json not found: configure the tree first (cmake --preset default)",
+              file=sys.stderr)
+        return 2
     commands = json.loads((build / "compile_commands.json").read_text())
     root = pathlib.Path(__file__).resolve().parent.parent
     entries = [

@@ -1,0 +1,30 @@
+# SPDX-License-Identifier: Apache-2.0
+# kernelforge_tests: what `ctest --preset default` runs -- the library, the doctor,
+# every test and example executable -- and not the benchmarks, which it never runs:
+# the test workflow builds this target (CMakePresets.json, build preset "tests");
+# `cmake --build build` builds everything, benchmarks included (CI does both).
+function(_kf_executables_under dir out)
+  get_property(targets DIRECTORY "${dir}" PROPERTY BUILDSYSTEM_TARGETS)
+  set(found "")
+  foreach(t IN LISTS targets)
+    get_target_property(type ${t} TYPE)
+    if(type STREQUAL "EXECUTABLE")
+      list(APPEND found ${t})
+    endif()
+  endforeach()
+  get_property(subdirs DIRECTORY "${dir}" PROPERTY SUBDIRECTORIES)
+  foreach(sub IN LISTS subdirs)
+    _kf_executables_under("${sub}" below)
+    list(APPEND found ${below})
+  endforeach()
+  set(${out} ${found} PARENT_SCOPE)
+endfunction()
+add_custom_target(kernelforge_tests)
+add_dependencies(kernelforge_tests kernelforge kernelforge-doctor)
+foreach(dir IN ITEMS tests examples)
+  string(TOUPPER "${dir}" _kf_dir_option)
+  if(KERNELFORGE_BUILD_${_kf_dir_option})
+    _kf_executables_under("${CMAKE_CURRENT_SOURCE_DIR}/${dir}" _kf_executables)
+    add_dependencies(kernelforge_tests ${_kf_executables})
+  endif()
+endforeach()
