@@ -94,8 +94,10 @@ bool wgrad_nchw_winograd(const char* what, int device, const conv2d_args<float>&
                   static_cast<unsigned>(split * positions));
   gemm<<<grid, conv2d_wgrad_simt_threads, 0, o.stream>>>(wa, u_dy, slabs, static_cast<int>(plan.split.k_slice));
   check_launch(what);
+  const z output_threads = ceil_div(K * C, static_cast<z>(wgrad_winograd_output_pairs)) * winograd_transform_block;
   conv2d_wgrad_winograd_output<M>
-      <<<conv2d_transform_grid(device, K * C), winograd_transform_block, 0, o.stream>>>(a.k, a.c, slabs, split, dw);
+      <<<conv2d_transform_grid(device, output_threads), winograd_transform_block, 0, o.stream>>>(a.k, a.c, slabs, split,
+                                                                                                 dw);
   check_launch(what);
   return true;
 }

@@ -101,11 +101,24 @@ TEST(Conv2dWgradWinogradPlan, TheProductsFillTheGpu) {
   EXPECT_EQ(c128_4.grid_tiles(), 72u);
   EXPECT_EQ(c128_4.split.split, 3);
   EXPECT_EQ(c128_4.split.k_slice, 528u);
-  // F(4x4) at C256: 4 x 2 x 36 = 288 tiles, more than half the 264 resident CTAs:
-  // unsplit (two waves, the second short: benchmarks/tuning/conv2d.md).
+  // F(4x4) at C256: 4 x 2 x 36 = 288 tiles over 264 resident CTAs, past half a wave:
+  // unsplit they take 2 waves, the second 9% full; split 3 (slices of 176 of the 512
+  // blocks), 4 waves of a third: 1.33.
   const auto c256_4 = plan_conv2d_wgrad_winograd(256, 256, 32 * 4 * 4, h200_resident, 4);
   EXPECT_EQ(c256_4.grid_tiles(), 288u);
-  EXPECT_EQ(c256_4.split.split, 1);
+  EXPECT_EQ(c256_4.split.split, 3);
+  EXPECT_EQ(c256_4.split.k_slice, 176u);
+  // A full wave stays unsplit: 264 tiles (2 waves at s = 2 or 3 would be no better).
+  using kf::detail::even_out_the_waves;
+  kf::detail::split_k_policy policy;
+  policy.granule = 16;
+  EXPECT_EQ(even_out_the_waves(264, 512, 264, policy).split, 1);
+  // Too few blocks to cut (slices under 128): unsplit.
+  EXPECT_EQ(even_out_the_waves(288, 200, 264, policy).split, 1);
+  // Slabs past the workspace cap: unsplit.
+  policy.slice_bytes = 40u << 20;
+  policy.max_workspace_bytes = 64u << 20;
+  EXPECT_EQ(even_out_the_waves(288, 512, 264, policy).split, 1);
   // The default M is the one the library compiles.
   EXPECT_EQ(plan_conv2d_wgrad_winograd(128, 128, 1568, h200_resident).positions,
             kf::detail::conv2d_wgrad_winograd_positions_of(kf::detail::conv2d_wgrad_winograd_m));

@@ -22,7 +22,8 @@
 //     plain t-contiguous rows, grid z = the position and the slice of t
 //     (plan_conv2d_wgrad_winograd), each slice's K x C sums of every position
 //     to a slab;
-//  4. the slabs summed in order and dw = G^T M G (conv2d_wgrad_winograd_output).
+//  4. the slabs summed in order and dw = G^T M G (conv2d_wgrad_winograd_output,
+//     64 (k, c) pairs a block).
 // Accuracy: at M = 2 the transforms only add, subtract and halve (exactly), at
 // M = 4 they also scale by up to 8 and by 1/6, 1/12, 1/24 (rounded), so each
 // U, V and dw entry carries a few roundings beside the t-long fp32 sums (on
@@ -152,35 +153,61 @@ KF_KERNEL void __launch_bounds__(conv2d_wgrad_simt_threads, conv2d_wgrad_simt_bl
   store_tile(acc, slabs + (static_cast<long long>(slice) * positions + b) * plane, wa.a.k, wa.a.c, wa.a.c, k0, c0);
 }
 
+/// (k, c) pairs a block of the output pass takes at a time.
+inline constexpr int wgrad_winograd_output_pairs = 64;
+
 /// dw[k][c] = G^T M G, M[b] the sum of the `split` slabs' position-b values in
-/// slab order (one thread per (k, c), c fastest); dw is K x C x 3 x 3.
+/// slab order; dw is K x C x 3 x 3. A block takes 64 pairs (k, c) at a time, c
+/// fastest: its 256 threads first sum the 64 x (M + 2)^2 slab values (each
+/// thread (M + 2)^2 / 4 of them, a slice's loads in flight together) into shared
+/// memory, then 64 threads apply G^T . G and the block writes the 64 x 9 values
+/// of dw in one coalesced run. One thread per pair doing all of it had only
+/// K C threads (16,384 at C128: 4 warps an SM) waiting on loads.
 template <int M>
 KF_KERNEL void __launch_bounds__(winograd_transform_block)
     conv2d_wgrad_winograd_output(int k_channels, int c_channels, const float* __restrict__ slabs, int split,
                                  float* __restrict__ dw) {
   using block = winograd_dw_transforms<M>;
-  constexpr int positions = block::positions;
+  constexpr int positions = block::positions, pairs = wgrad_winograd_output_pairs;
+  constexpr int threads = winograd_transform_block, sums = positions * pairs / threads;
+  static_assert(positions * pairs % threads == 0 && threads % pairs == 0, "whole positions a thread");
+  __shared__ float m_s[positions][pairs];  // the summed slabs, [position][pair]
+  __shared__ float w_s[pairs * 9];         // dw of the block's pairs, in dw's order
+  const int tid = static_cast<int>(threadIdx.x);
   const int total = k_channels * c_channels;  // < 2^31: checked by the launcher
   const long long plane = static_cast<long long>(total);
-  for (int idx = blockIdx.x * winograd_transform_block + threadIdx.x; idx < total;
-       idx += gridDim.x * winograd_transform_block) {
-    // The slices outside, the positions inside: each slice's (M + 2)^2 loads are
-    // independent and in flight together (the other order waited for one load at
-    // a time: 23 us of 150 at the C128 layer). Each sum still runs in slab order.
-    float m[positions] = {};
-    for (int slice = 0; slice < split; ++slice) {
-      const float* slab = slabs + static_cast<long long>(slice) * positions * plane + idx;
+  const int pair = tid % pairs, b0 = tid / pairs;  // this thread's positions: b0 + (threads / pairs) j
+  for (long long first = static_cast<long long>(blockIdx.x) * pairs; first < total;
+       first += static_cast<long long>(gridDim.x) * pairs) {
+    const long long idx = first + pair;
+    float m[sums] = {};
+    if (idx < total) {
+      for (int slice = 0; slice < split; ++slice) {  // slab order: each sum as the serial one
+        const float* slab = slabs + static_cast<long long>(slice) * positions * plane + idx;
 #pragma unroll
-      for (int b = 0; b < positions; ++b) m[b] += slab[b * plane];
+        for (int j = 0; j < sums; ++j) m[j] += slab[(b0 + threads / pairs * j) * plane];
+      }
     }
-    float g[3][3];
-    block::output(m, g);
-    float* out = dw + static_cast<long long>(idx) * 9;
 #pragma unroll
-    for (int r = 0; r < 3; ++r) {
+    for (int j = 0; j < sums; ++j) m_s[b0 + threads / pairs * j][pair] = m[j];
+    __syncthreads();
+    if (tid < pairs) {
+      float mb[positions];
 #pragma unroll
-      for (int s = 0; s < 3; ++s) out[3 * r + s] = g[r][s];
+      for (int b = 0; b < positions; ++b) mb[b] = m_s[b][tid];
+      float g[3][3];
+      block::output(mb, g);
+#pragma unroll
+      for (int r = 0; r < 3; ++r) {
+#pragma unroll
+        for (int s = 0; s < 3; ++s) w_s[tid * 9 + 3 * r + s] = g[r][s];
+      }
     }
+    __syncthreads();
+    const int count = static_cast<int>(min(static_cast<long long>(pairs), total - first)) * 9;
+    float* const out = dw + static_cast<long long>(first) * 9;
+    for (int e = tid; e < count; e += threads) out[e] = w_s[e];
+    __syncthreads();  // m_s and w_s are refilled by the next pairs
   }
 }
 

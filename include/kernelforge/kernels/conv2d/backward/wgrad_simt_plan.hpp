@@ -123,6 +123,37 @@ struct conv2d_wgrad_winograd_plan {
   [[nodiscard]] std::size_t grid_tiles() const { return tiles_k * tiles_c * positions; }
 };
 
+/// Step 6's slices past half a wave hold at least this many blocks (8 steps of 16).
+constexpr std::size_t conv2d_wgrad_winograd_min_wave_slice = 128;
+
+/// Past half a wave a split can still even out the waves: `grid` CTAs over
+/// `resident` slots take ceil(grid / resident) waves, and a split s cuts each
+/// CTA's work s ways, so the products take about ceil(grid s / resident) / s
+/// wave-lengths. The s <= 3 that makes that smallest (the first of equals), where
+/// it is at least a fifth below the unsplit grid's, its slices at least
+/// conv2d_wgrad_winograd_min_wave_slice blocks and its slabs within the
+/// workspace cap; else unsplit. F(4x4) at N32 C256 14x14: 288 tiles over 264
+/// slots, 2 waves unsplit, 1.33 at s = 3 (not yet measured).
+inline split_k_plan even_out_the_waves(std::size_t grid, std::size_t blocks, std::size_t resident,
+                                       const split_k_policy& policy) {
+  const auto waves = [&](std::size_t s) { return static_cast<double>(ceil_div(grid * s, resident)) / s; };
+  split_k_plan best{1, blocks};
+  double best_waves = waves(1);
+  for (std::size_t s = 2; s <= 3; ++s) {
+    const std::size_t slice = round_up(ceil_div(blocks, s), policy.granule);
+    const std::size_t used = ceil_div(blocks, slice);
+    if (used != s || blocks - (used - 1) * slice < conv2d_wgrad_winograd_min_wave_slice / 2 ||
+        slice < conv2d_wgrad_winograd_min_wave_slice || s * policy.slice_bytes > policy.max_workspace_bytes) {
+      continue;
+    }
+    if (waves(s) < best_waves && waves(s) <= 0.8 * waves(1)) {
+      best = split_k_plan{static_cast<int>(s), slice};
+      best_waves = waves(s);
+    }
+  }
+  return best;
+}
+
 /// tiles: the m x m output blocks of every image (N ceil(P / m) ceil(Q / m)).
 inline conv2d_wgrad_winograd_plan plan_conv2d_wgrad_winograd(std::size_t k, std::size_t c, std::size_t tiles,
                                                              int resident_blocks, int m = conv2d_wgrad_winograd_m) {
@@ -130,8 +161,10 @@ inline conv2d_wgrad_winograd_plan plan_conv2d_wgrad_winograd(std::size_t k, std:
   plan.positions = conv2d_wgrad_winograd_positions_of(m);
   plan.tiles_k = ceil_div(k, conv2d_wgrad_simt_block_k);
   plan.tiles_c = ceil_div(c, conv2d_wgrad_simt_block_taps);
-  plan.split = plan_split_k(plan.grid_tiles(), tiles,
-                            wgrad_simt_split_policy(resident_blocks, plan.positions * k * c * sizeof(float)));
+  const split_k_policy policy = wgrad_simt_split_policy(resident_blocks, plan.positions * k * c * sizeof(float));
+  plan.split = plan_split_k(plan.grid_tiles(), tiles, policy);
+  if (plan.grid_tiles() > policy.max_tiles)
+    plan.split = even_out_the_waves(plan.grid_tiles(), tiles, policy.max_blocks, policy);
   return plan;
 }
 
