@@ -108,6 +108,24 @@ KF_KERNEL void __launch_bounds__(winograd_transform_block) conv2d_winograd_filte
   }
 }
 
+/// Item idx of a transform pass over (n, channel, th, tw), tw fastest: its
+/// image, channel (div_channels: of C or K), tile row and column, and t, the
+/// tile's index over every image ((n tiles_h + th) tiles_w + tw). The forward's
+/// input and output passes and gradient step 6's x and dy passes share it.
+struct winograd_tile_item {
+  int n, ch, th, tw, t;
+};
+__device__ __forceinline__ winograd_tile_item winograd_tile_item_of(const conv2d_winograd_args& wa,
+                                                                    const fast_divmod& div_channels, int idx) {
+  winograd_tile_item it{};
+  int rest = 0;
+  wa.div_tiles_w.divmod(idx, rest, it.tw);
+  wa.div_tiles_h.divmod(rest, rest, it.th);
+  div_channels.divmod(rest, it.n, it.ch);
+  it.t = (it.n * wa.tiles_h + it.th) * wa.tiles_w + it.tw;
+  return it;
+}
+
 /// V[b][c][t] = (B^T d B)[b], d the 4 x 4 input tile of tile t (zero outside
 /// the image). One thread per (n, c, th, tw), tw fastest (coalesced V stores).
 template <int Unused = 0>  // a template: see conv2d_winograd_filter
@@ -116,10 +134,8 @@ KF_KERNEL void __launch_bounds__(winograd_transform_block) conv2d_winograd_input
   const int total = a.n * a.c * wa.tiles_h * wa.tiles_w;  // < tiles * C < 2^31: checked by the launcher
   for (int idx = blockIdx.x * winograd_transform_block + threadIdx.x; idx < total;
        idx += gridDim.x * winograd_transform_block) {
-    int rest, tw, th, n, c;
-    wa.div_tiles_w.divmod(idx, rest, tw);
-    wa.div_tiles_h.divmod(rest, rest, th);
-    wa.div_c.divmod(rest, n, c);
+    const winograd_tile_item item = winograd_tile_item_of(wa, wa.div_c, idx);
+    const int n = item.n, c = item.ch, th = item.th, tw = item.tw, t = item.t;
     const int ih0 = th * winograd_tile - a.pad_h, iw0 = tw * winograd_tile - a.pad_w;
     const float* plane = a.x + (static_cast<std::size_t>(n) * a.c + c) * a.hw;
     float d[4][4];
@@ -135,7 +151,6 @@ KF_KERNEL void __launch_bounds__(winograd_transform_block) conv2d_winograd_input
     }
     float v[winograd_positions];
     winograd_input_transform(d, v);
-    const int t = (n * wa.tiles_h + th) * wa.tiles_w + tw;
     const std::size_t plane_v = static_cast<std::size_t>(a.c) * wa.tiles_ld;
     float* out = wa.v + static_cast<std::size_t>(c) * wa.tiles_ld + t;
 #pragma unroll
@@ -222,11 +237,8 @@ KF_KERNEL void __launch_bounds__(winograd_transform_block)
   const std::size_t plane_m = static_cast<std::size_t>(a.k) * wa.tiles_ld;
   for (int idx = blockIdx.x * winograd_transform_block + threadIdx.x; idx < total;
        idx += gridDim.x * winograd_transform_block) {
-    int rest, tw, th, n, k;
-    wa.div_tiles_w.divmod(idx, rest, tw);
-    wa.div_tiles_h.divmod(rest, rest, th);
-    wa.div_k.divmod(rest, n, k);
-    const int t = (n * wa.tiles_h + th) * wa.tiles_w + tw;
+    const winograd_tile_item item = winograd_tile_item_of(wa, wa.div_k, idx);
+    const int n = item.n, k = item.ch, th = item.th, tw = item.tw, t = item.t;
     const float* in = wa.mm + static_cast<std::size_t>(k) * wa.tiles_ld + t;
     float m[winograd_positions];
 #pragma unroll

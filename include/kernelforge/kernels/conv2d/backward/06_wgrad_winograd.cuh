@@ -52,10 +52,8 @@ KF_KERNEL void __launch_bounds__(winograd_transform_block) conv2d_wgrad_winograd
   const std::size_t plane = static_cast<std::size_t>(a.c) * wa.tiles_ld;
   for (int idx = blockIdx.x * winograd_transform_block + threadIdx.x; idx < total;
        idx += gridDim.x * winograd_transform_block) {
-    int rest, tw, th, n, c;
-    wa.div_tiles_w.divmod(idx, rest, tw);
-    wa.div_tiles_h.divmod(rest, rest, th);
-    wa.div_c.divmod(rest, n, c);
+    const winograd_tile_item item = winograd_tile_item_of(wa, wa.div_c, idx);
+    const int n = item.n, c = item.ch, th = item.th, tw = item.tw, t = item.t;
     const int ih0 = th * M - a.pad_h, iw0 = tw * M - a.pad_w;
     const float* image = a.x + (static_cast<std::size_t>(n) * a.c + c) * a.hw;
     float d[block::n][block::n];
@@ -71,7 +69,6 @@ KF_KERNEL void __launch_bounds__(winograd_transform_block) conv2d_wgrad_winograd
     }
     float v[block::positions];
     block::input(d, v);
-    const int t = (n * wa.tiles_h + th) * wa.tiles_w + tw;
     float* out = wa.v + static_cast<std::size_t>(c) * wa.tiles_ld + t;
 #pragma unroll
     for (int b = 0; b < block::positions; ++b) out[b * plane] = v[b];
@@ -89,10 +86,8 @@ KF_KERNEL void __launch_bounds__(winograd_transform_block)
   const std::size_t plane = static_cast<std::size_t>(a.k) * wa.tiles_ld;
   for (int idx = blockIdx.x * winograd_transform_block + threadIdx.x; idx < total;
        idx += gridDim.x * winograd_transform_block) {
-    int rest, tw, th, n, k;
-    wa.div_tiles_w.divmod(idx, rest, tw);
-    wa.div_tiles_h.divmod(rest, rest, th);
-    wa.div_k.divmod(rest, n, k);
+    const winograd_tile_item item = winograd_tile_item_of(wa, wa.div_k, idx);
+    const int n = item.n, k = item.ch, th = item.th, tw = item.tw, t = item.t;
     const long long channel = (static_cast<long long>(n) * a.k + k) * a.pq;
     float g[M][M];
 #pragma unroll
@@ -105,7 +100,6 @@ KF_KERNEL void __launch_bounds__(winograd_transform_block)
     }
     float u[block::positions];
     block::dy(g, u);
-    const int t = (n * wa.tiles_h + th) * wa.tiles_w + tw;
     float* out = u_dy + static_cast<std::size_t>(k) * wa.tiles_ld + t;
 #pragma unroll
     for (int b = 0; b < block::positions; ++b) out[b * plane] = u[b];
