@@ -67,6 +67,28 @@ struct smem {
   float x[2][bp][t_stride];   // [buffer][pixel][tap]
 };
 
+/// One buffer's products: acc[r][c] += A[i][4 tm + r] B[i][...] over its 16
+/// pixels i, B columns 4 tn + c (c < 4) and 64 + 4 tn + c - 4; tm = tid / 16,
+/// tn = tid % 16. Step 5's and step 6's main loops share it.
+__device__ __forceinline__ void buffer_product(const float (&a)[bp][k_stride], const float (&b)[bp][t_stride],
+                                               float (&acc)[4][8]) {
+  const int tid = static_cast<int>(threadIdx.x);
+  const int tm = tid / 16, tn = tid % 16;
+#pragma unroll
+  for (int i = 0; i < bp; ++i) {
+    const float4 d = *reinterpret_cast<const float4*>(&a[i][4 * tm]);
+    const float4 x0 = *reinterpret_cast<const float4*>(&b[i][4 * tn]);
+    const float4 x1 = *reinterpret_cast<const float4*>(&b[i][64 + 4 * tn]);
+    const float dv[4] = {d.x, d.y, d.z, d.w};
+    const float xv[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+#pragma unroll
+      for (int c = 0; c < 8; ++c) acc[r][c] = fmaf(dv[r], xv[c], acc[r][c]);
+    }
+  }
+}
+
 /// The reduction of one CTA's 64 x 128 tile over the pixels [begin, end), 16 a
 /// step: `load(step_begin, a, b)` (step_begin <= end) fills a (the 4 values of the tile's A rows
 /// `row + 16 u` at pixel `step_begin + pixel`, row = tid / 16, pixel = tid % 16)
@@ -80,7 +102,6 @@ template <class Load>
 __device__ __forceinline__ void tile_product(const Load& load, smem& s, int begin, int end, float (&acc)[4][8]) {
   const int tid = static_cast<int>(threadIdx.x);
   const int pixel = tid % bp, row = tid / bp;
-  const int tm = tid / 16, tn = tid % 16;
   float a_next[k_loads], b_next[t_loads];
   auto store = [&](int buffer) {
 #pragma unroll
@@ -100,19 +121,7 @@ __device__ __forceinline__ void tile_product(const Load& load, smem& s, int begi
     // start at `end` and read nothing), so that the compiler cannot sink them
     // below the products; likewise the store to the idle buffer.
     load(step + 1 < steps ? begin + (step + 1) * bp : end, a_next, b_next);
-#pragma unroll
-    for (int i = 0; i < bp; ++i) {
-      const float4 d = *reinterpret_cast<const float4*>(&s.dy[buffer][i][4 * tm]);
-      const float4 x0 = *reinterpret_cast<const float4*>(&s.x[buffer][i][4 * tn]);
-      const float4 x1 = *reinterpret_cast<const float4*>(&s.x[buffer][i][64 + 4 * tn]);
-      const float dv[4] = {d.x, d.y, d.z, d.w};
-      const float xv[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-#pragma unroll
-        for (int c = 0; c < 8; ++c) acc[r][c] = fmaf(dv[r], xv[c], acc[r][c]);
-      }
-    }
+    buffer_product(s.dy[buffer], s.x[buffer], acc);
     store(buffer ^ 1);
     __syncthreads();
   }

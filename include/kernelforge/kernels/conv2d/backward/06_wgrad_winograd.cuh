@@ -18,7 +18,8 @@
 //  2. dy's transform U[b][k][t] = (A dy_t A^T)[b] (conv2d_wgrad_winograd_dy,
 //     through the ReLU mask where the forward fused one);
 //  3. the products M[b] (K x C) = U[b] V[b]^T, reduced over t: step 5's tile
-//     core (tile_product: 64 x 128 tiles, 16 tiles t a step), its operands
+//     core (buffer_product: 64 x 128 tiles, 16 tiles t a step) on a 3-stage
+//     cp.async ring (U and V need no work on the way to shared memory), its operands
 //     plain t-contiguous rows, grid z = the position and the slice of t
 //     (plan_conv2d_wgrad_winograd), each slice's K x C sums of every position
 //     to a slab;
@@ -36,6 +37,7 @@
 // goes and what is next: benchmarks/tuning/conv2d.md, "Gradient step 6".
 #pragma once
 
+#include "../../arch/cp_async.cuh"
 #include "../06_winograd.cuh"
 #include "../winograd_transforms.hpp"
 #include "05_wgrad_simt_fp32.cuh"
@@ -106,43 +108,76 @@ KF_KERNEL void __launch_bounds__(winograd_transform_block)
   }
 }
 
+/// Stages of step 6's products ring: 16 blocks t a stage, 12.8 KB each (38.4
+/// KB of static shared memory, two CTAs an SM).
+inline constexpr int wgrad_winograd_stages = 3;
+
+struct wgrad_winograd_ring {
+  float u[wgrad_winograd_stages][wgrad_simt::bp][wgrad_simt::k_stride];  // [stage][block t][output channel]
+  float v[wgrad_winograd_stages][wgrad_simt::bp][wgrad_simt::t_stride];  // [stage][block t][input channel]
+};
+
 /// One CTA: position b's K x C tile (blockIdx.y: 64 output channels, blockIdx.x:
 /// 128 input channels) over tiles [slice slice_tiles, + slice_tiles), b =
 /// blockIdx.z % Positions, slice = blockIdx.z / Positions; to slabs + (slice
-/// Positions + b) K C.
+/// Positions + b) K C. Step 5's products (buffer_product) on a ring of
+/// wgrad_winograd_stages buffers that cp.async fills straight from U and V
+/// (plain rows: no mask or im2col to apply on the way, unlike step 5), so the
+/// loads of two steps ahead are in flight during a step's products and no
+/// registers stage them; one barrier a step.
 template <int Positions>
 KF_KERNEL void __launch_bounds__(conv2d_wgrad_simt_threads, conv2d_wgrad_simt_blocks_per_sm)
     conv2d_wgrad_winograd_gemm(conv2d_winograd_args wa, const float* __restrict__ u_dy, float* __restrict__ slabs,
                                int slice_tiles) {
-  constexpr int positions = Positions;
+  constexpr int positions = Positions, stages = wgrad_winograd_stages;
   using namespace wgrad_simt;
-  __shared__ __align__(16) smem s;
+  __shared__ __align__(16) wgrad_winograd_ring ring;
   const int tid = static_cast<int>(threadIdx.x);
   const int b = static_cast<int>(blockIdx.z) % positions;
   const int slice = static_cast<int>(blockIdx.z) / positions;
   const int k0 = static_cast<int>(blockIdx.y) * bk, c0 = static_cast<int>(blockIdx.x) * bt;
   const int begin = slice * slice_tiles;
   const int end = static_cast<int>(min(static_cast<long long>(wa.tiles), static_cast<long long>(begin) + slice_tiles));
+  const int steps = end > begin ? (end - begin + bp - 1) / bp : 0;
   const int pixel = tid % bp, row = tid / bp;
   const int ld = wa.tiles_ld;
   const int k_left = wa.a.k - (k0 + row), c_left = wa.a.c - (c0 + row);                     // rows left from `row` on
   const float* const u_rows = u_dy + (static_cast<long long>(b) * wa.a.k + k0 + row) * ld;  // U[b], rows 16 apart
   const float* const v_rows = wa.v + (static_cast<long long>(b) * wa.a.c + c0 + row) * ld;  // V[b]
-  auto load = [&](int step_begin, float(&u_next)[k_loads], float(&v_next)[t_loads]) {
-    const int t = step_begin + pixel;
-    const bool live = pixel < end - step_begin;  // t < end
+  // Step `step`'s copies into its stage (this thread: block t = begin + 16 step +
+  // pixel of rows row + 16 u; zero-filled past end or the rows), one commit group
+  // a step, empty past the last step so that the waits count the same.
+  auto issue = [&](int step) {
+    if (step < steps) {
+      const int stage = step % stages, step_begin = begin + step * bp;
+      const bool live = pixel < end - step_begin;  // t < end
+      const int t = live ? step_begin + pixel : 0;
 #pragma unroll
-    for (int u = 0; u < k_loads; ++u) {
-      u_next[u] = live && 16 * u < k_left ? __ldg(u_rows + static_cast<long long>(16 * u) * ld + t) : 0.0f;
-    }
+      for (int u = 0; u < k_loads; ++u) {
+        const bool in = live && 16 * u < k_left;
+        cp_async_4(&ring.u[stage][pixel][row + 16 * u], in ? u_rows + static_cast<long long>(16 * u) * ld + t : u_dy,
+                   in ? 4 : 0);
+      }
 #pragma unroll
-    for (int u = 0; u < t_loads; ++u) {
-      v_next[u] = live && 16 * u < c_left ? __ldg(v_rows + static_cast<long long>(16 * u) * ld + t) : 0.0f;
+      for (int u = 0; u < t_loads; ++u) {
+        const bool in = live && 16 * u < c_left;
+        cp_async_4(&ring.v[stage][pixel][row + 16 * u], in ? v_rows + static_cast<long long>(16 * u) * ld + t : u_dy,
+                   in ? 4 : 0);
+      }
     }
+    cp_async_commit();
   };
 
   float acc[4][8] = {};
-  tile_product(load, s, begin, end, acc);
+#pragma unroll
+  for (int step = 0; step < stages - 1; ++step) issue(step);
+  for (int step = 0; step < steps; ++step) {
+    cp_async_wait<stages - 2>();  // this step's group has landed (for this thread)
+    __syncthreads();              // ... for every thread; and the stage refilled next was read by all
+    issue(step + stages - 1);
+    buffer_product(ring.u[step % stages], ring.v[step % stages], acc);
+  }
+  cp_async_wait<0>();
   const long long plane = static_cast<long long>(wa.a.k) * wa.a.c;
   store_tile(acc, slabs + (static_cast<long long>(slice) * positions + b) * plane, wa.a.k, wa.a.c, wa.a.c, k0, c0);
 }
