@@ -65,6 +65,7 @@
 #include "kernelforge/kernels/common/numeric.cuh"
 #include "kernelforge/kernels/conv2d/args.cuh"
 #include "kernelforge/kernels/conv2d/backward/01_naive.cuh"
+#include "kernelforge/kernels/conv2d/backward/07_dgrad_parity_fp32.cuh"
 #include "kernelforge/kernels/conv2d/backward/dgrad_plan.hpp"
 #include "kernelforge/kernels/conv2d/backward/passes.cuh"
 #include "kernelforge/kernels/conv2d/validate.hpp"
@@ -102,6 +103,33 @@ void launch_dgrad_naive(const char* what, int device, const conv2d_args<T>& a, c
     conv2d_dgrad_naive<T, false><<<blocks, conv2d_grad_block, 0, stream>>>(a, dy, dx);
   }
   check_launch(what);
+}
+
+/// Gradient step 7 (07_dgrad_parity_fp32.cuh): dx of a float NCHW layer by its
+/// parity classes, one launch for the groups of 4 channels and one for the rest.
+void dgrad_by_parity(const char* what, int device, const conv2d_params& p, const conv2d_sizes& sizes, const float* dy,
+                     const float* w, float* dx, const conv2d_backward_options& o, const float* relu_y) {
+  namespace dp = dgrad_parity;
+  (void)device;
+  const conv2d_args<float> a = make_conv2d_args<float>(p, sizes.p, sizes.q, nullptr, w, nullptr, nullptr);
+  const z class_rows = ceil_div(static_cast<z>(p.in_height), static_cast<z>(p.stride_h));
+  const z class_cols = ceil_div(static_cast<z>(p.in_width), static_cast<z>(p.stride_w));
+  const z tiles_j = ceil_div(class_cols, static_cast<z>(dp::tile_j));
+  const z tiles = ceil_div(class_rows, static_cast<z>(dp::tile_i)) * tiles_j;
+  const z classes = static_cast<z>(p.stride_h * p.stride_w), full = p.in_channels / 4, rest = p.in_channels % 4;
+  const conv2d_dy_reader<float> reader = dy_reader(dy, o, relu_y);
+  auto launch = [&](auto group, z groups, int c_first) {
+    constexpr int G = decltype(group)::value;
+    const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(classes * groups),
+                    static_cast<unsigned>(p.batch));
+    conv2d_dgrad_parity_fp32<G><<<grid, dp::threads, 0, o.stream>>>(a, reader, dx, c_first, static_cast<int>(tiles_j));
+    check_launch(what);
+  };
+  const int c_rest = static_cast<int>(4 * full);
+  if (full > 0) launch(std::integral_constant<int, 4>{}, full, 0);
+  if (rest == 1) launch(std::integral_constant<int, 1>{}, 1, c_rest);
+  if (rest == 2) launch(std::integral_constant<int, 2>{}, 1, c_rest);
+  if (rest == 3) launch(std::integral_constant<int, 3>{}, 1, c_rest);
 }
 
 /// dx of a strided layer with few input channels (conv2d_dgrad_path::gemm_col2im) as
@@ -205,6 +233,13 @@ bool dgrad_as_forward(const char* what, int device, const conv2d_params& p, cons
     matmul_impl<T>(op::none, op::none, sizes.x_elements / p.in_channels, p.in_channels, p.out_channels, compute_t<T>(1),
                    dy, p.out_channels, w, p.in_channels, compute_t<T>(0), dx, p.in_channels, mo);
     return true;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (path == conv2d_dgrad_path::gemm_col2im && o.variant == conv2d_backward_variant::best &&
+        conv2d_dgrad_parity_fits(p)) {
+      dgrad_by_parity(what, device, p, sizes, dy, w, dx, o, relu_y);
+      return true;
+    }
   }
   if (path == conv2d_dgrad_path::gemm_col2im && dgrad_as_gemm_col2im(what, device, p, sizes, dy, w, dx, o, relu_y)) {
     return true;

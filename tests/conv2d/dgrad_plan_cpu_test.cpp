@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <utility>
+#include <vector>
 
 #include "conv2d_cases.hpp"
 #include "kernelforge/conv.hpp"
@@ -101,6 +103,56 @@ TEST(Conv2dDgradPlan, BenchLayers) {
   EXPECT_EQ(plan_conv2d_dgrad(nhwc(make(32, 256, 56, 56, 64, 1, 1, 1, 0, 1)), 2, false), conv2d_dgrad_path::matmul);
   EXPECT_EQ(plan_conv2d_dgrad(nhwc(make(16, 3, 224, 224, 64, 7, 7, 2, 3, 1)), 2, false),
             conv2d_dgrad_path::gemm_col2im);
+}
+
+}  // namespace
+
+namespace {
+
+// Gradient step 7's class algebra (dgrad_parity_of): for every input row h the
+// taps the class decomposition visits, (r0 + u stride, i + e - u) for u below its
+// taps with the dy row inside [0, P), are exactly the (r, p) with h = p stride -
+// pad + r of the forward's definition -- over strides 1-4, filters 1-9, pads up
+// to the reach and odd sizes. A wrong first tap, offset or count fails it.
+TEST(Conv2dDgradParity, ClassesVisitEveryTapOnce) {
+  int checked = 0;
+  for (int stride = 1; stride <= 4; ++stride) {
+    for (int filter = 1; filter <= 9; ++filter) {
+      for (int pad = 0; pad < filter; ++pad) {
+        for (int in : {1, 2, 7, 13, 23}) {
+          if (in + 2 * pad < filter) continue;
+          const int out = (in + 2 * pad - filter) / stride + 1;
+          for (int h = 0; h < in; ++h) {
+            const int a = h % stride, i = h / stride;
+            const kf::detail::dgrad_parity_dim d = kf::detail::dgrad_parity_of(a, stride, pad, filter, in);
+            ASSERT_EQ(d.size, (in - a + stride - 1) / stride);
+            std::vector<std::pair<int, int>> want, got;
+            for (int r = 0; r < filter; ++r) {
+              const int num = h + pad - r;
+              if (num >= 0 && num % stride == 0 && num / stride < out) want.emplace_back(r, num / stride);
+            }
+            for (int u = 0; u < d.taps; ++u) {
+              const int r = d.first + u * stride, p = i + d.offset - u;
+              ASSERT_LT(r, filter);
+              if (p >= 0 && p < out) got.emplace_back(r, p);
+            }
+            ASSERT_EQ(got, want) << "stride " << stride << " filter " << filter << " pad " << pad << " h " << h;
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 1000);
+}
+
+TEST(Conv2dDgradParity, WhichLayersFit) {
+  using kf::detail::conv2d_dgrad_parity_fits;
+  EXPECT_TRUE(conv2d_dgrad_parity_fits(make(16, 3, 224, 224, 64, 7, 7, 2, 3, 1)));  // the stem: 4 x 4 taps a class
+  EXPECT_TRUE(conv2d_dgrad_parity_fits(make(2, 5, 17, 14, 8, 5, 5, 3, 1, 1)));
+  EXPECT_FALSE(conv2d_dgrad_parity_fits(make(2, 3, 23, 19, 8, 9, 9, 2, 4, 1)));  // 5 taps a class
+  EXPECT_FALSE(conv2d_dgrad_parity_fits(make(2, 8, 13, 11, 8, 3, 3, 2, 1, 2)));  // dilation
+  EXPECT_FALSE(conv2d_dgrad_parity_fits(nhwc(make(16, 3, 224, 224, 64, 7, 7, 2, 3, 1))));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 
+#include "../../common/host_device.hpp"
 #include "../wgmma_plan.hpp"
 #include "kernelforge/conv.hpp"
 
@@ -36,6 +37,34 @@ inline bool conv2d_dgrad_prefers_col2im(const conv2d_params& p, std::size_t elem
   if (p.stride_h == 1 && p.stride_w == 1) return false;
   return p.layout == conv2d_layout::nhwc ? (p.in_channels * element_bytes) % 16 != 0
                                          : p.in_channels < few_nchw_channels;
+}
+
+/// Whether best's float NCHW dx of a gemm_col2im layer runs gradient step 7
+/// instead (07_dgrad_parity_fp32.cuh: each parity class a stride-1 correlation
+/// of dy with a sub-filter of at most 4 x 4 taps): no dilation, R <= 4
+/// stride_h and S <= 4 stride_w, at most 65,535 images (the grid's z).
+inline bool conv2d_dgrad_parity_fits(const conv2d_params& p) {
+  constexpr std::size_t sub_filter_taps = 4;
+  return p.layout == conv2d_layout::nchw && p.dilation_h == 1 && p.dilation_w == 1 &&
+         p.filter_height <= sub_filter_taps * p.stride_h && p.filter_width <= sub_filter_taps * p.stride_w &&
+         p.batch <= 65535;
+}
+
+/// The geometry of one parity class along one dimension (host and device).
+struct dgrad_parity_dim {
+  int first = 0;   ///< r0 (or s0): the class's first tap
+  int taps = 0;    ///< its taps, r0 + u stride < R (0: the class receives nothing)
+  int offset = 0;  ///< e: dy index = class index + e - u
+  int size = 0;    ///< the class's pixels along the dimension, ceil((H - a) / stride)
+};
+
+KF_HOST_DEVICE inline dgrad_parity_dim dgrad_parity_of(int a, int stride, int pad, int filter, int in) {
+  dgrad_parity_dim d;
+  d.first = (a + pad) % stride;
+  d.taps = d.first < filter ? (filter - d.first + stride - 1) / stride : 0;
+  d.offset = (a + pad - d.first) / stride;
+  d.size = a < in ? (in - a + stride - 1) / stride : 0;
+  return d;
 }
 
 /// The path of dx for the validated layer p (element_bytes: sizeof(T); relu:
