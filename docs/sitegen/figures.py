@@ -69,6 +69,7 @@ STEP_ROWS = {
     # bench_conv_backward's cuDNN graphs are NHWC only.
     K + "conv2d/backward/05_wgrad_simt_fp32.cuh": (),
     K + "conv2d/backward/06_wgrad_winograd.cuh": (),  # through torch too (bench_python's fp32 NCHW rows)
+    K + "conv2d/backward/07_dgrad_parity_fp32.cuh": (),  # through torch (conv2d_wgrad_fp32.json's stem dx row)
     K + "filter2d/01_naive.cuh": ((FIL, "filter2d/fp32/naive"),),
     K + "filter2d/02_constant_memory.cuh": ((FIL, "filter2d/fp32/constant_memory"),),
     K + "filter2d/03_smem_tiled.cuh": ((FIL, "filter2d/fp32/smem_tiled"),),

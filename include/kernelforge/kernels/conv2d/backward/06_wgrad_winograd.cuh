@@ -32,9 +32,10 @@
 // benchmarks/tuning/winograd_dw/accuracy.cpp);
 // the error is bounded by the Winograd error scale of the transposed
 // transforms, E = |G^T| (sum over t of (|A| |dy_t| |A^T|) (.) (|B^T| |x_t| |B|)) |G|.
-// H200 (2026-12-04, dw through torch, paired, M = 4): 0.81 of cuDNN at N32 C128
-// 28x28 (step 5: 0.49), 0.67 at N32 C256 14x14 (step 2: 0.37); where the time
-// goes and what is next: benchmarks/tuning/conv2d.md, "Gradient step 6".
+// H200 (2026-12-05, dw through torch, paired, M = 4): 0.94 of cuDNN at N32 C128
+// 28x28 (step 5: 0.49), 0.78 at N32 C256 14x14 (step 2: 0.37); where the time
+// goes and what is next: benchmarks/tuning/conv2d.md, "Gradient step 6" and
+// "Gradient steps 6 and 7 on the H200".
 #pragma once
 
 #include "../../arch/cp_async.cuh"

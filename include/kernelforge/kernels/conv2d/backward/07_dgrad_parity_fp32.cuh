@@ -22,7 +22,9 @@
 // 11 dy values. dy is read through the forward's ReLU mask where there is one.
 // Sums run in k, then u, then v order in fp32 (exact math: the terms of each
 // output, as the direct sum). Host side: src/conv2d/backward_data.cu
-// (dgrad_by_parity), the rule in dgrad_plan.hpp. Not yet run on a GPU.
+// (dgrad_by_parity), the rule in dgrad_plan.hpp. H200 (2026-12-05, through
+// torch, paired): the stem's dx 0.68 of cuDNN (step 2's route: 0.52); latency-
+// bound (ncu: benchmarks/tuning/conv2d.md, "Gradient steps 6 and 7 on the H200").
 #pragma once
 
 #include <type_traits>
