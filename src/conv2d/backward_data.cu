@@ -107,10 +107,9 @@ void launch_dgrad_naive(const char* what, int device, const conv2d_args<T>& a, c
 
 /// Gradient step 7 (07_dgrad_parity_fp32.cuh): dx of a float NCHW layer by its
 /// parity classes, one launch for the groups of 4 channels and one for the rest.
-void dgrad_by_parity(const char* what, int device, const conv2d_params& p, const conv2d_sizes& sizes, const float* dy,
+void dgrad_by_parity(const char* what, const conv2d_params& p, const conv2d_sizes& sizes, const float* dy,
                      const float* w, float* dx, const conv2d_backward_options& o, const float* relu_y) {
   namespace dp = dgrad_parity;
-  (void)device;
   const conv2d_args<float> a = make_conv2d_args<float>(p, sizes.p, sizes.q, nullptr, w, nullptr, nullptr);
   const z class_rows = ceil_div(static_cast<z>(p.in_height), static_cast<z>(p.stride_h));
   const z class_cols = ceil_div(static_cast<z>(p.in_width), static_cast<z>(p.stride_w));
@@ -237,7 +236,7 @@ bool dgrad_as_forward(const char* what, int device, const conv2d_params& p, cons
   if constexpr (std::is_same_v<T, float>) {
     if (path == conv2d_dgrad_path::gemm_col2im && o.variant == conv2d_backward_variant::best &&
         conv2d_dgrad_parity_fits(p)) {
-      dgrad_by_parity(what, device, p, sizes, dy, w, dx, o, relu_y);
+      dgrad_by_parity(what, p, sizes, dy, w, dx, o, relu_y);
       return true;
     }
   }

@@ -132,8 +132,10 @@ constexpr std::size_t conv2d_wgrad_winograd_min_wave_slice = 128;
 /// wave-lengths. The s <= 3 that makes that smallest (the first of equals), where
 /// it is at least a fifth below the unsplit grid's, its slices at least
 /// conv2d_wgrad_winograd_min_wave_slice blocks and its slabs within the
-/// workspace cap; else unsplit. F(4x4) at N32 C256 14x14: 288 tiles over 264
-/// slots, 2 waves unsplit, 1.33 at s = 3 (not yet measured).
+/// workspace cap; else unsplit. Written for F(4x4) at N32 C256 14x14 when the
+/// products held 264 slots (288 tiles: 2 waves unsplit, 1.33 at s = 3); since
+/// the cp.async ring (396 slots on the H200) no measured layer splits here:
+/// C128's 216 and C256's 288 tiles are one wave.
 inline split_k_plan even_out_the_waves(std::size_t grid, std::size_t blocks, std::size_t resident,
                                        const split_k_policy& policy) {
   const auto waves = [&](std::size_t s) { return static_cast<double>(ceil_div(grid * s, resident)) / s; };
