@@ -16,19 +16,24 @@
 // the forward's multiply-adds exactly once each, and nothing written but dx.
 // A CTA takes one image, one class, one group of up to 4 channels and a 16 x 64
 // tile of the class's grid; K goes through shared memory 4 channels at a time
-// (the dy tile with its 3-row and 3-column halo, the chunk's sub-filter values
-// laid out [k][u][v][c] for one 16-byte load a tap); a thread holds 8
-// consecutive columns x the group's channels and slides each sub-filter row over
-// 11 dy values. dy is read through the forward's ReLU mask where there is one.
-// Sums run in k, then u, then v order in fp32 (exact math: the terms of each
-// output, as the direct sum). Host side: src/conv2d/backward_data.cu
-// (dgrad_by_parity), the rule in dgrad_plan.hpp. H200 (2026-12-05, through
-// torch, paired): the stem's dx 0.68 of cuDNN (step 2's route: 0.52); latency-
-// bound (ncu: benchmarks/tuning/conv2d.md, "Gradient steps 6 and 7 on the H200").
+// on a ring of two slots filled by cp.async, so the next chunk's copies fly
+// while this one's products run (the dy tile with its 3-row and 3-column halo,
+// the chunk's sub-filter values laid out [k][u][v][c] for one 16-byte load a
+// tap); a thread holds 8 consecutive columns x the group's channels and
+// slides each sub-filter row over 11 dy values. dy is read through the
+// forward's ReLU mask where there is one (through registers: the ring's copies
+// carry no mask). Sums run in k, then u, then v order in fp32 (exact math: the
+// terms of each output, as the direct sum). Host side:
+// src/conv2d/backward_data.cu (dgrad_by_parity), the rule in dgrad_plan.hpp.
+// H200 (2026-12-05, through torch, paired): the stem's dx 0.89-0.91 of cuDNN
+// with the ring (0.68 with a synchronous fill; step 2's route: 0.52); still
+// latency-bound, 1.36 waves (benchmarks/tuning/conv2d.md, "Gradient step 7's
+// ring").
 #pragma once
 
 #include <type_traits>
 
+#include "../../arch/cp_async.cuh"
 #include "../../common/kernel.cuh"
 #include "../args.cuh"
 #include "01_naive.cuh"
@@ -47,9 +52,9 @@ inline constexpr int chunk = 4;                           // dy channels a pass 
 inline constexpr int rows = tile_i + taps - 1;            // 19 dy rows with the halo
 inline constexpr int row_stride = tile_j + taps;          // 68: 67 columns, rows 16-byte aligned
 
-struct smem {
-  float dy[chunk][rows][row_stride];
-  float w[chunk][taps][taps][4];  // [k][u][v][c], 0 past the group's channels or the taps
+struct smem {  // a ring of two chunks: 43.5 KB
+  float dy[2][chunk][rows][row_stride];
+  float w[2][chunk][taps][taps][4];  // [k][u][v][c], 0 past the group's channels or the taps
 };
 
 }  // namespace dgrad_parity
@@ -57,8 +62,10 @@ struct smem {
 /// Grid: x = tiles of the class grid (ceil(rows / 16) x ceil(columns / 64), at
 /// most), y = the stride_h x stride_w classes x channel groups of Group (channels
 /// c_first + Group g ...), z = images. Group channels each: 1 to 4.
+/// 5 CTAs an SM: 96 registers (a few spilled around the copies, none in the
+/// products) and 5 rings of 44 KB in the H200's 228 KB of shared memory.
 template <int Group>
-KF_KERNEL void __launch_bounds__(dgrad_parity::threads)
+KF_KERNEL void __launch_bounds__(dgrad_parity::threads, 5)
     conv2d_dgrad_parity_fp32(conv2d_args<float> a, conv2d_dy_reader<float> dy, float* __restrict__ dx, int c_first,
                              int tiles_j) {
   using namespace dgrad_parity;
@@ -91,43 +98,53 @@ KF_KERNEL void __launch_bounds__(dgrad_parity::threads)
     offset[e] = inside ? p * a.q + q : -1;
   }
 
-  float acc[Group][cols] = {};
-  for (int k0 = 0; k0 < a.k; k0 += chunk) {
-    // The chunk's dy tile (0 outside dy or past K) and sub-filter values; the
-    // mask's test chosen once a chunk, not per value (uniform branch).
-    auto fill_tile = [&](auto masked) {
+  // One chunk of K into ring slot `slot`: the dy tile (0 outside dy or past K)
+  // and the sub-filter values (0 past the group's channels, the taps or K). Every
+  // copy reads a valid address (channel and offset clamped) and zero-fills what
+  // lies outside, so no branch per value. Without the ReLU mask the copies are
+  // cp.async: the next chunk lands while this one's products run. With the mask
+  // a value needs dy and y, so it goes through registers (the mask's test chosen
+  // once a call, not per value: Masked is a compile-time tag).
+  auto load_chunk = [&](auto masked, int slot, int k0) {
+#pragma unroll 1
+    for (int kk = 0; kk < chunk; ++kk) {
+      const bool k_inside = k0 + kk < a.k;
+      const long long plane = image_dy + static_cast<long long>(k_inside ? k0 + kk : a.k - 1) * a.pq;
+      float* const tile = &s.dy[slot][kk][0][0];
 #pragma unroll
-      for (int kk = 0; kk < chunk; ++kk) {
-        // Every load reads a valid address (channel and offset clamped) and the
-        // value is then selected: no branch per value.
-        const bool k_inside = k0 + kk < a.k;
-        const long long plane = image_dy + static_cast<long long>(k_inside ? k0 + kk : a.k - 1) * a.pq;
-        float* const tile = &s.dy[kk][0][0];
-#pragma unroll
-        for (int e = 0; e < fills; ++e) {
-          const int idx = tid + e * threads;
-          if (fill % threads != 0 && idx >= fill) continue;
-          const long long at = plane + (offset[e] >= 0 ? offset[e] : 0);
-          float v;
-          if constexpr (decltype(masked)::value) {
-            v = dy(at);
-          } else {
-            v = __ldg(dy.dy + at);
-          }
-          tile[idx] = k_inside && offset[e] >= 0 ? v : 0.0f;
+      for (int e = 0; e < fills; ++e) {
+        const int idx = tid + e * threads;
+        if (fill % threads != 0 && idx >= fill) continue;
+        const long long at = plane + (offset[e] >= 0 ? offset[e] : 0);
+        const bool live = k_inside && offset[e] >= 0;
+        if constexpr (decltype(masked)::value) {
+          const float v = dy(at);
+          tile[idx] = live ? v : 0.0f;
+        } else {
+          cp_async_4(tile + idx, dy.dy + at, live ? 4 : 0);
         }
       }
-    };
-    if (dy.relu_y == nullptr) {
-      fill_tile(std::false_type{});
-    } else {
-      fill_tile(std::true_type{});
     }
     for (int e = tid; e < chunk * taps * taps * 4; e += threads) {
       const int kk = e / (taps * taps * 4), u = e / (taps * 4) % taps, v = e / 4 % taps, c = e % 4;
       const int k = k0 + kk, r = dh.first + u * a.stride_h, sx = dw.first + v * a.stride_w;
       const bool live = k < a.k && c < Group && u < dh.taps && v < dw.taps;
-      s.w[kk][u][v][c] = live ? __ldg(a.wt + ((static_cast<long long>(k) * a.c + c0 + c) * a.r + r) * a.s + sx) : 0.0f;
+      const long long at = live ? ((static_cast<long long>(k) * a.c + c0 + c) * a.r + r) * a.s + sx : 0;
+      cp_async_4(&s.w[slot][kk][u][v][c], a.wt + at, live ? 4 : 0);
+    }
+    cp_async_commit();
+  };
+
+  float acc[Group][cols] = {};
+  // One chunk's products from ring slot `slot`, after filling the other slot
+  // with the next chunk and waiting for this one's copies. The other slot was
+  // last read in the previous chunk, behind its closing barrier.
+  auto step = [&](auto masked, int slot, int k0) {
+    if (k0 + chunk < a.k) {
+      load_chunk(masked, slot ^ 1, k0 + chunk);
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
     }
     __syncthreads();
 #pragma unroll
@@ -138,7 +155,7 @@ KF_KERNEL void __launch_bounds__(dgrad_parity::threads)
         // dy row p = i + e_a - u: shared row ty + taps - 1 - u; the thread's window
         // of columns tx cols + [0, cols + taps - 1).
         float row[cols + taps];
-        const float* src = &s.dy[kk][ty + taps - 1 - u][tx * cols];
+        const float* src = &s.dy[slot][kk][ty + taps - 1 - u][tx * cols];
 #pragma unroll
         for (int e = 0; e < (cols + taps) / 4; ++e) {
           const float4 v4 = *reinterpret_cast<const float4*>(src + 4 * e);
@@ -150,7 +167,7 @@ KF_KERNEL void __launch_bounds__(dgrad_parity::threads)
 #pragma unroll
         for (int v = 0; v < taps; ++v) {
           if (v >= dw.taps) continue;
-          const float4 wv = *reinterpret_cast<const float4*>(&s.w[kk][u][v][0]);
+          const float4 wv = *reinterpret_cast<const float4*>(&s.w[slot][kk][u][v][0]);
           const float wc[4] = {wv.x, wv.y, wv.z, wv.w};
 #pragma unroll
           for (int px = 0; px < cols; ++px) {
@@ -163,6 +180,16 @@ KF_KERNEL void __launch_bounds__(dgrad_parity::threads)
       }
     }
     __syncthreads();
+  };
+  auto products = [&](auto masked) {
+    if (a.k == 0) return;  // dx = 0: no chunk to load (its channel clamp needs K > 0)
+    load_chunk(masked, 0, 0);
+    for (int k0 = 0, slot = 0; k0 < a.k; k0 += chunk, slot ^= 1) step(masked, slot, k0);
+  };
+  if (dy.relu_y == nullptr) {
+    products(std::false_type{});
+  } else {
+    products(std::true_type{});
   }
 
   const int i = i0 + ty;
