@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # The GPU run the wip/ series need, in one device call on a tree with them applied
 # (git am --3way wip/<name>.mbox; README.md here says what each must show).
-# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu]
+# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|train]
+# (workflow: the bench workflow from scratch, timed, then the rest built, ~520 s on 2026-12-05;
+#  train: every layer's training step in every mode through torch, conv_rows.conv_train_rows)
 # (ncu after rows: it profiles step 6's and step 7's kernels through the package rows installed)
 # Writes under $OUT/r and packs it as $OUT/res.tgz (the device returns at most 8 files).
 # Timings on the H200 (2026-12-04): build of the conv2d tests ~90 s, test_conv2d_backward_gpu
@@ -98,6 +100,36 @@ PY
   say "rows rc $?"
   cat "$R/rows.txt" >>"$R/summary.txt"
 fi
+case $what in  # after rows for train (the package in /tmp/kf-site); workflow on a fresh tree
+workflow)
+  nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu --format=csv >"$R/smi.txt"
+  rm -rf build-bench
+  t0=$(date +%s)
+  cmake --workflow --preset bench >"$R/workflow.log" 2>&1
+  say "bench workflow rc $? $(($(date +%s) - t0)) s"
+  grep -E "^\[[0-9]+/[0-9]+\]" "$R/workflow.log" | tail -1 >>"$R/summary.txt"
+  grep -E "Test +#|tests passed|Total Test" "$R/workflow.log" >>"$R/summary.txt"
+  mkdir -p "$R/results" && cp build-bench/results/*.json "$R/results/" 2>/dev/null
+  t0=$(date +%s)
+  cmake --build --preset bench -j 16 >"$R/build_tests.log" 2>&1
+  say "build the rest rc $? $(($(date +%s) - t0)) s"
+  ;;
+train)  # every layer's training step, every mode (conv_rows.conv_train_rows), package in /tmp/kf-site
+  (cd benchmarks/python && PYTHONPATH=/tmp/kf-site:. timeout 280 python3 - >"$R/train.txt" 2>&1 <<'PY'
+import json, os, conv_rows
+rows = conv_rows.conv_train_rows()
+for r in rows:
+    if "error" in r:
+        print(r["name"], "error", r["error"]); continue
+    print(f"{r['name']:<58} step {r['kf_over_torch']:.3f} fwd {r['forward_kf_over_torch']:.3f} "
+          f"dgrad {r['dgrad_kf_over_torch']:.3f} wgrad {r['wgrad_kf_over_torch']:.3f}", flush=True)
+json.dump(rows, open(os.environ["OUT"] + "/r/train.json", "w"), indent=1)
+PY
+  )
+  say "train rc $?"
+  cat "$R/train.txt" >>"$R/summary.txt"
+  ;;
+esac
 if [[ $what == ncu ]]; then  # after rows (the package in /tmp/kf-site): step 6's and step 7's kernels profiled
   cat >/tmp/ncu_calls.py <<'PY'
 import torch
