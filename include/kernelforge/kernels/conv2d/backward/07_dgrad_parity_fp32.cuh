@@ -52,7 +52,7 @@ inline constexpr int chunk = 4;                           // dy channels a pass 
 inline constexpr int rows = tile_i + taps - 1;            // 19 dy rows with the halo
 inline constexpr int row_stride = tile_j + taps;          // 68: 67 columns, rows 16-byte aligned
 
-struct smem {  // a ring of two chunks: 43.5 KB
+struct smem {  // a ring of two chunks: 44,416 bytes
   float dy[2][chunk][rows][row_stride];
   float w[2][chunk][taps][taps][4];  // [k][u][v][c], 0 past the group's channels or the taps
 };
