@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The GPU run the wip/ series need, in one device call on a tree with them applied
 # (git am --3way wip/<name>.mbox; README.md here says what each must show).
-# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|train]
+# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|train|stem]
 # (workflow: the bench workflow from scratch, timed, then the rest built, ~520 s on 2026-12-05;
 #  train: every layer's training step in every mode through torch, conv_rows.conv_train_rows)
 # (ncu after rows: it profiles step 6's and step 7's kernels through the package rows installed)
@@ -10,6 +10,10 @@
 # Timings on the H200 (2026-12-04): build of the conv2d tests ~90 s, test_conv2d_backward_gpu
 # ~5 s, the sanitizers ~60 s, the Python package ~85 s and the rows ~60 s.
 set -uo pipefail
+if [[ $# -gt 1 ]]; then  # several modes: one after another, in the order given
+  for mode in "$@"; do bash "${BASH_SOURCE[0]}" "$mode"; done
+  exit 0
+fi
 export CMAKE_GENERATOR=Ninja
 OUT=${OUT:-$PWD/out}
 R=$OUT/r
@@ -33,6 +37,10 @@ if [[ $what == tests || $what == all ]]; then
   say "test_conv2d rc $? $(tail -1 "$R/cpu.log")"
   timeout 300 "$B/test_conv2d_backward_gpu" --gtest_brief=1 >"$R/bwd.log" 2>&1
   say "test_conv2d_backward_gpu rc $? $(grep -E 'PASSED|FAILED' "$R/bwd.log" | tail -2 | tr '\n' ' ')"
+  # wip/stem-dx-rows8.mbox's 8-row tiles (the switch is read once a process)
+  KF_EXP_PARITY_TILE_ROWS=8 timeout 200 "$B/test_conv2d_backward_gpu" --gtest_filter='*Data*' --gtest_brief=1 \
+    >"$R/bwd_rows8.log" 2>&1
+  say "dx cases, 8-row tiles, rc $? $(grep -E 'PASSED|FAILED' "$R/bwd_rows8.log" | tail -2 | tr '\n' ' ')"
 fi
 if [[ $what == san || $what == all ]]; then
   for tool in memcheck racecheck synccheck; do san $tool '*Filter*f32_nchw_exact_best*'; done
@@ -101,6 +109,44 @@ PY
   cat "$R/rows.txt" >>"$R/summary.txt"
 fi
 case $what in  # after rows for train (the package in /tmp/kf-site); workflow on a fresh tree
+stem)  # after rows (the package in /tmp/kf-site): the stem's dx, 16- and 8-row tiles, one process each, then ncu
+  for tr in 16 8; do
+    (cd benchmarks/python && KF_EXP_PARITY_TILE_ROWS=$tr PYTHONPATH=/tmp/kf-site:. timeout 120 python3 - \
+      >"$R/stem$tr.txt" 2>&1 <<'PY'
+import torch, conv_rows
+import kernelforge as kf
+from gpu_timing import gpu_ms_paired
+torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32 = True, False
+bwd = torch.ops.aten.convolution_backward
+name, n, c, h, w, k, r, s, stride, pad = [l for l in conv_rows.CONV_LAYERS if l[0].startswith("N16_C3")][0]
+x_shape, wt = (n, c, h, w), torch.randn(k, c, r, s, device="cuda")
+p, q = (h + 2 * pad - r) // stride + 1, (w + 2 * pad - s) // stride + 1
+dy, dx = torch.randn(n, k, p, q, device="cuda"), torch.empty(x_shape, device="cuda")
+theirs = lambda: bwd(dy, dx, wt, None, [stride] * 2, [pad] * 2, [1, 1], False, [0, 0], 1, [True, False, False])
+ours = lambda: kf.conv2d_backward_data(dy, wt, x_shape, stride=stride, padding=pad, out=dx, variant="best")
+for _ in range(2):
+    a, b = gpu_ms_paired(ours, theirs)
+    got, want = ours(), theirs()[0]
+    print("ours_ms", a, "cudnn_ms", b, "ratio", b / a, "diff", float((got - want).abs().max() / want.abs().max()), flush=True)
+PY
+    )
+    say "stem dx, $tr-row tiles: $(tr '\n' ' ' <"$R/stem$tr.txt")"
+  done
+  cat >/tmp/ncu_stem.py <<'PY'
+import torch
+import kernelforge as kf
+w, dy = torch.randn(64, 3, 7, 7, device="cuda"), torch.randn(16, 64, 112, 112, device="cuda")
+for _ in range(2):
+    kf.conv2d_backward_data(dy, w, (16, 3, 224, 224), stride=2, padding=3)
+torch.cuda.synchronize()
+PY
+  for tr in 16 8; do
+    KF_EXP_PARITY_TILE_ROWS=$tr PYTHONPATH=/tmp/kf-site timeout 100 ncu --clock-control none --launch-count 1 \
+      -k regex:dgrad_parity --section SpeedOfLight --section Occupancy --section LaunchStats --section SchedulerStats \
+      --metrics sm__cycles_active.avg,sm__cycles_elapsed.avg python3 /tmp/ncu_stem.py >"$R/ncu_stem$tr.txt" 2>&1
+    say "ncu stem $tr rc $?"
+  done
+  ;;
 workflow)
   nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu --format=csv >"$R/smi.txt"
   rm -rf build-bench
