@@ -46,6 +46,8 @@ if [[ $what == san || $what == all ]]; then
   for tool in memcheck racecheck synccheck; do san $tool '*Filter*f32_nchw_exact_best*'; done
   # gradient step 7 (wip/stem-dx-parity.mbox): the float NCHW best dx cases at stride 2 and 3
   for tool in memcheck racecheck; do san $tool '*Data*f32_nchw*best*'; done
+  # wip/stem-dx-rows8.mbox: the same with the 8-row tiles
+  for tool in memcheck racecheck synccheck; do (export KF_EXP_PARITY_TILE_ROWS=8; san $tool '*Data*f32_nchw*best*'); done
 fi
 if [[ $what == rows || $what == all ]]; then
   site=/tmp/kf-site
