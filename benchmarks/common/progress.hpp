@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // A progress line per benchmark case on stderr ("[bench 12, 95 s] matmul/...
-// done"), so a user running the whole suite (minutes) sees it working, also
-// when stdout goes to a file or ctest. The tables still print on stdout through
-// Google Benchmark's console reporter, which this wraps.
+// done (0.41 s, 0.30 s sampling)"), so a user running the whole suite (minutes)
+// sees it working, also when stdout goes to a file or ctest, and sees where a
+// case's time went: its wall time, and how much of it its sample loops took
+// (time_gpu / time_gpu_paired: the samples, the L2 flush and the event wait
+// before each); the rest is its setup (inputs, plans, vendor searches, checks).
+// The tables still print on stdout through Google Benchmark's console
+// reporter, which this wraps.
 //
 // Usage, in main():  const bool tabular = kf::bench::wants_tabular(argc, argv);  (before Initialize)
 //                    ... benchmark::Initialize(&argc, argv); ...
@@ -20,6 +24,14 @@
 
 namespace kf::bench {
 
+/// Seconds the case being run has spent in its sample loops so far (every run
+/// Google Benchmark makes of it, its estimating runs included); reset as each
+/// case is reported.
+inline double& case_sampling_seconds() {
+  static double seconds = 0;
+  return seconds;
+}
+
 class progress_reporter : public benchmark::ConsoleReporter {
  public:
   explicit progress_reporter(OutputOptions options) : ConsoleReporter(options) {}
@@ -28,12 +40,16 @@ class progress_reporter : public benchmark::ConsoleReporter {
     ConsoleReporter::ReportRuns(runs);
     if (runs.empty()) return;
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    std::fprintf(stderr, "[bench %zu, %.0f s] %s done\n", ++cases_, s, runs.front().benchmark_name().c_str());
+    std::fprintf(stderr, "[bench %zu, %.0f s] %s done (%.2f s, %.2f s sampling)\n", ++cases_, s,
+                 runs.front().benchmark_name().c_str(), s - last_, case_sampling_seconds());
     std::fflush(stderr);
+    last_ = s;
+    case_sampling_seconds() = 0;
   }
 
  private:
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  double last_ = 0;  // seconds since start_ when the last case was reported
   std::size_t cases_ = 0;
 };
 
