@@ -153,6 +153,12 @@ TEST(Conv2dDgradParity, WhichLayersFit) {
   EXPECT_FALSE(conv2d_dgrad_parity_fits(make(2, 3, 23, 19, 8, 9, 9, 2, 4, 1)));  // 5 taps a class
   EXPECT_FALSE(conv2d_dgrad_parity_fits(make(2, 8, 13, 11, 8, 3, 3, 2, 1, 2)));  // dilation
   EXPECT_FALSE(conv2d_dgrad_parity_fits(nhwc(make(16, 3, 224, 224, 64, 7, 7, 2, 3, 1))));
+  // More classes x channel groups than the grid's y holds: col2im, not step 7
+  // (256 x 256 strides, one group; 150 x 150, three groups of C = 9).
+  EXPECT_FALSE(conv2d_dgrad_parity_fits(make(1, 3, 600, 600, 8, 3, 3, 256, 0, 1)));
+  EXPECT_TRUE(conv2d_dgrad_parity_fits(make(1, 3, 600, 600, 8, 3, 3, 255, 0, 1)));
+  EXPECT_FALSE(conv2d_dgrad_parity_fits(make(1, 9, 600, 600, 8, 3, 3, 150, 0, 1)));
+  EXPECT_TRUE(conv2d_dgrad_parity_fits(make(1, 9, 600, 600, 8, 3, 3, 147, 0, 1)));
 }
 
 }  // namespace

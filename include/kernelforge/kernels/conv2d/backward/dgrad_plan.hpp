@@ -42,12 +42,15 @@ inline bool conv2d_dgrad_prefers_col2im(const conv2d_params& p, std::size_t elem
 /// Whether best's float NCHW dx of a gemm_col2im layer runs gradient step 7
 /// instead (07_dgrad_parity_fp32.cuh: each parity class a stride-1 correlation
 /// of dy with a sub-filter of at most 4 x 4 taps): no dilation, R <= 4
-/// stride_h and S <= 4 stride_w, at most 65,535 images (the grid's z).
+/// stride_h and S <= 4 stride_w, at most 65,535 images (the grid's z) and
+/// 65,535 classes x groups of 4 channels (its y: stride_h stride_w classes
+/// times the groups of one launch, at most ceil(C / 4)).
 inline bool conv2d_dgrad_parity_fits(const conv2d_params& p) {
-  constexpr std::size_t sub_filter_taps = 4;
+  constexpr std::size_t sub_filter_taps = 4, grid_yz = 65535;
+  const std::size_t groups = (p.in_channels + 3) / 4;
   return p.layout == conv2d_layout::nchw && p.dilation_h == 1 && p.dilation_w == 1 &&
          p.filter_height <= sub_filter_taps * p.stride_h && p.filter_width <= sub_filter_taps * p.stride_w &&
-         p.batch <= 65535;
+         p.batch <= grid_yz && p.stride_h * p.stride_w * groups <= grid_yz;
 }
 
 /// The geometry of one parity class along one dimension (host and device).
