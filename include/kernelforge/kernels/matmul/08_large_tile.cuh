@@ -2,9 +2,9 @@
 // Step 8 -- large_tile: 128 outputs per thread, register double-buffered
 // fragments, both operands k-major in shared memory.
 //
-// Block tile 128 x 256 (or 256 x 128, chosen per shape: plan.hpp), 8 warps
-// of 64 x 64, each thread 16 x 8 outputs. What changed from warp_tiled, and why
-// it is faster:
+// Block tile 128 x 256 (or 256 x 128, chosen per shape: plan.hpp; misaligned
+// calls always 256 x 128: large_tile_launch.cuh), 8 warps of 64 x 64, each
+// thread 16 x 8 outputs. What changed from warp_tiled, and why it is faster:
 //  * Twice the work per thread. warp_tiled's 64 accumulators per thread make
 //    16 FMAs per 16-byte shared load; at 128 accumulators it is 21 (6 LDS.128
 //    per k-step: 4 of A, 2 of B, for 128 FMAs), and the block's 128 x 256 tile

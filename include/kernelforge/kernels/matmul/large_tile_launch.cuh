@@ -76,17 +76,25 @@ void launch_large_tile_with(const gemm_args<float>& g, cudaStream_t stream, int 
 }
 
 /// Picks the orientation (plan.hpp: large_tile_prefers_256x128) and launches.
+/// The 4-byte forms (a k-outer operand whose rows are not 16-byte aligned) are
+/// built in the 256 x 128 orientation alone: they are 3 of a fused instance's
+/// 14 kernels an architecture saved, for calls that lose at most the wave
+/// quantization the other orientation would save
+/// (benchmarks/tuning/matmul.md#large_tile_misaligned_forms).
 template <warp_tiled_tuning_id Id, bool AlignedOnly, class Epilogue>
 void launch_large_tile_for(const gemm_args<float>& g, cudaStream_t stream, int device, const Epilogue& ep) {
   using wide = large_tile_128x256<Id>;
   using tall = large_tile_256x128<Id>;
+  if constexpr (!AlignedOnly) {
+    if (!large_tile_vec(g)) return launch_large_tile_with<tall, false>(g, stream, device, ep);
+  }
   // Both orientations run one block per SM (registers), so one occupancy query serves the choice.
   const int resident =
       large_tile_blocks_per_sm<wide, false, false, true, Epilogue>(device) * limits_for(device).sm_count;
   if (large_tile_prefers_256x128(g.m, g.n, resident)) {
-    launch_large_tile_with<tall, AlignedOnly>(g, stream, device, ep);
+    launch_large_tile_with<tall, true>(g, stream, device, ep);
   } else {
-    launch_large_tile_with<wide, AlignedOnly>(g, stream, device, ep);
+    launch_large_tile_with<wide, true>(g, stream, device, ep);
   }
 }
 
