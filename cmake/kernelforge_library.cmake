@@ -46,16 +46,25 @@ endif()
 # compute_100 in every translation unit of the library, so one front-end pass
 # serves both and ptxas runs once for each: the fatbin keeps sm_110 machine code,
 # the same instructions, and the default-list build does one front-end pass per
-# file fewer (about 70 s of CPU on two cores; scripts/compare_ptx.sh checks a
-# toolkit). Not sm_103 from compute_100 nor sm_121 from compute_120: their PTX
-# differs in a few files (address arithmetic). A pair applies where the list
-# has <real> as machine code only ("110-real") and <ptx> as machine code.
+# file fewer (about 70 s of CPU on two cores; scripts/compare_ptx.py checks a
+# toolkit). Not sm_103 from compute_100 nor sm_121 from compute_120 in every
+# file: their PTX differs in six (address arithmetic; below for sm_103's other 11).
+# A pair applies where the list has <real> as machine code only ("110-real") and
+# <ptx> as machine code.
 # Empty: one front-end pass per architecture.
 set(KERNELFORGE_PTX_SHARING "110:100" CACHE STRING
     "Real CUDA architectures built from another one's PTX (<real>:<ptx> pairs; empty: none)")
+# Pairs that hold in some files only: for a pair <real>:<ptx> here, the files named
+# in cmake/ptx_sharing_<real>_<ptx>.txt (their PTX is equal, checked as above) build
+# sm_<real> from compute_<ptx>'s PTX, and the others keep their own pass. With CUDA
+# 13.0, 103:100 holds in 11 of the library's 17 CUDA files, the heaviest among them
+# (the SIMT, mma.sync and FP8 matrix steps, filter2d): about 50 s of CPU fewer on two
+# cores for the default list, the same machine code. Empty: none.
+set(KERNELFORGE_PTX_SHARING_BY_FILE "103:100" CACHE STRING
+    "Real CUDA architectures built from another one's PTX in the files cmake/ptx_sharing_<real>_<ptx>.txt lists")
 
-# _kf_share_ptx(<target> <architectures>): applies KERNELFORGE_PTX_SHARING to the
-# target's architecture list, and writes kernelforge_ptx_sharing.inc (the pairs
+# _kf_share_ptx(<target> <architectures>): applies KERNELFORGE_PTX_SHARING and
+# KERNELFORGE_PTX_SHARING_BY_FILE to the target's architecture list, and writes kernelforge_ptx_sharing.inc (the pairs
 # that apply, for src/runtime/architectures.cu) into a folder on its include path.
 function(_kf_share_ptx name archs)
   set(kept ${archs})
@@ -73,6 +82,49 @@ function(_kf_share_ptx name archs)
       string(APPEND pairs "KF_PTX_SHARED_PAIR(${real}, ${ptx})\n")
       message(STATUS "kernelforge: ${name}: sm_${real} machine code built from compute_${ptx}'s PTX")
     endif()
+  endforeach()
+  # Per-file pairs: the architecture leaves the target's list, and each CUDA source
+  # gets its machine code back through a flag of its own, from compute_<ptx> where
+  # the list names it, else from compute_<real>.
+  get_target_property(sources ${name} SOURCES)
+  foreach(pair IN LISTS KERNELFORGE_PTX_SHARING_BY_FILE)
+    if(NOT pair MATCHES "^([0-9]+):([0-9]+)$")
+      message(FATAL_ERROR "KERNELFORGE_PTX_SHARING_BY_FILE: '${pair}' is not <real>:<ptx> (e.g. 103:100)")
+    endif()
+    set(real ${CMAKE_MATCH_1})
+    set(ptx ${CMAKE_MATCH_2})
+    if(NOT ("${real}-real" IN_LIST kept AND ("${ptx}-real" IN_LIST kept OR "${ptx}" IN_LIST kept)))
+      continue()
+    endif()
+    set(list_file "${PROJECT_SOURCE_DIR}/cmake/ptx_sharing_${real}_${ptx}.txt")
+    if(NOT EXISTS "${list_file}")
+      message(FATAL_ERROR "KERNELFORGE_PTX_SHARING_BY_FILE: ${pair} has no file list ${list_file}")
+    endif()
+    file(STRINGS "${list_file}" shared REGEX "^[^#]")
+    list(TRANSFORM shared PREPEND "${PROJECT_SOURCE_DIR}/")
+    list(REMOVE_ITEM kept "${real}-real")
+    set(count 0)
+    set(total 0)
+    foreach(source IN LISTS sources)
+      if(NOT source MATCHES "\\.cu$")
+        continue()
+      endif()
+      get_filename_component(path "${source}" ABSOLUTE BASE_DIR "${PROJECT_SOURCE_DIR}")
+      math(EXPR total "${total} + 1")
+      if(path IN_LIST shared)
+        set(from ${ptx})
+        math(EXPR count "${count} + 1")
+      else()
+        set(from ${real})
+      endif()
+      set_property(SOURCE "${path}" TARGET_DIRECTORY ${name} APPEND PROPERTY COMPILE_OPTIONS
+                   "--generate-code=arch=compute_${from}$<COMMA>code=[sm_${real}]")
+    endforeach()
+    if(count GREATER 0)
+      string(APPEND pairs "KF_PTX_SHARED_PAIR(${real}, ${ptx})\n")
+    endif()
+    message(STATUS "kernelforge: ${name}: sm_${real} machine code built from compute_${ptx}'s PTX in ${count} of "
+                   "${total} CUDA files (cmake/ptx_sharing_${real}_${ptx}.txt)")
   endforeach()
   if(gencode)
     set_target_properties(${name} PROPERTIES CUDA_ARCHITECTURES "${kept}")

@@ -3,6 +3,11 @@
 """Checks a KERNELFORGE_PTX_SHARING pair: equal PTX in every library file.
 
     scripts/compare_ptx.py --build build --pair 110:100 [--jobs 2]
+    scripts/compare_ptx.py --build build --pair 103:100 --files cmake/ptx_sharing_103_100.txt
+
+With --files (a KERNELFORGE_PTX_SHARING_BY_FILE pair), only the files its list
+names (one path from the repository root a line, # comments) are compared: the
+ones that build sm_<real> from compute_<ptx>'s PTX.
 
 For each CUDA source of the library target (from <build>/compile_commands.json:
 a configured tree, nothing needs to be built), writes its PTX for compute_<real>
@@ -69,6 +74,7 @@ def main():
     parser.add_argument("--build", required=True, help="a configured build tree (compile_commands.json)")
     parser.add_argument("--pair", required=True, help="<real>:<ptx>, e.g. 110:100")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--files", help="compare only the files this list names (cmake/ptx_sharing_<real>_<ptx>.txt)")
     opts = parser.parse_args()
     try:
         real, ptx = (int(x) for x in opts.pair.split(":"))
@@ -88,6 +94,18 @@ def main():
         and "CMakeFiles/kernelforge.dir/" in e.get("output", e["command"])
         and pathlib.Path(e["file"]).resolve().is_relative_to(root / "src")
     ]
+    if opts.files:
+        listed = {
+            line.strip()
+            for line in pathlib.Path(opts.files).read_text().splitlines()
+            if line.strip() and not line.startswith("#")
+        }
+        entries = [e for e in entries if pathlib.Path(e["file"]).resolve().relative_to(root).as_posix() in listed]
+        missing = listed - {pathlib.Path(e["file"]).resolve().relative_to(root).as_posix() for e in entries}
+        if missing:
+            print(f"{opts.files} names files the kernelforge target does not compile: {sorted(missing)}",
+                  file=sys.stderr)
+            return 2
     if not entries:
         print(f"no CUDA source of the kernelforge target in {build}/compile_commands.json", file=sys.stderr)
         return 2

@@ -9,7 +9,10 @@
 // sm_110 machine code in the fatbin, the instructions that compute_110's own
 // pass would give. KERNELFORGE_PTX_SHARING (cmake/kernelforge_library.cmake)
 // lists such pairs; with CUDA 13.0 the library's PTX for compute_110 equals its
-// PTX for compute_100 in every translation unit (scripts/compare_ptx.sh).
+// PTX for compute_100 in every translation unit (scripts/compare_ptx.py).
+// KERNELFORGE_PTX_SHARING_BY_FILE lists pairs that hold in some translation units
+// only (compute_103 and compute_100: 11 of 17), each with the list of those units
+// (cmake/ptx_sharing_<real>_<ptx>.txt); the others keep their own front-end pass.
 //
 // same_device_code() is the source-level half of that condition: the library's
 // device code reads the architecture only through the guards of guards.cuh
