@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # The GPU run the wip/ series need, in one device call on a tree with them applied
 # (git am --3way wip/<name>.mbox; README.md here says what each must show).
-# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|train|stem]
+# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|train|stem|mintime]
+# (mintime, after workflow: bench_conv's preset rows at KF_BENCH_MIN_TIME 0.1 and 0.05, each timed, JSON kept)
 # (workflow: the bench workflow from scratch, timed, then the rest built, ~520 s on 2026-12-05;
 #  train: every layer's training step in every mode through torch, conv_rows.conv_train_rows)
 # (ncu after rows: it profiles step 6's and step 7's kernels through the package rows installed)
@@ -178,6 +179,15 @@ PY
   cat "$R/train.txt" >>"$R/summary.txt"
   ;;
 esac
+if [[ $what == mintime ]]; then  # after workflow (build-bench built): bench_conv at 0.1 s and 0.05 s a row
+  filter=$(python3 -c "import json; p=json.load(open('CMakePresets.json')); print([t for t in p['testPresets'] if t['name']=='bench'][0]['environment']['BENCHMARK_FILTER'])")
+  for mt in 0.1 0.05; do
+    t0=$(date +%s)
+    BENCHMARK_FILTER="$filter" KF_BENCH_MIN_TIME=$mt timeout 400 build-bench/benchmarks/conv/bench_conv \
+      --benchmark_out="$R/bench_conv_mt$mt.json" --benchmark_out_format=json >"$R/bench_conv_mt$mt.log" 2>&1
+    say "bench_conv min_time $mt rc $? $(($(date +%s) - t0)) s"
+  done
+fi
 if [[ $what == ncu ]]; then  # after rows (the package in /tmp/kf-site): step 6's and step 7's kernels profiled
   cat >/tmp/ncu_calls.py <<'PY'
 import torch

@@ -189,6 +189,23 @@ void time_gpu_paired(benchmark::State& state, Work&& work, Baseline&& baseline, 
   state.counters["baseline_s"] = baseline_s / n;
 }
 
+/// The minimum GPU time a row timed by Google Benchmark's MinTime gathers
+/// (bench_conv, bench_scaled_matmul): `fallback` seconds, or the environment's
+/// KF_BENCH_MIN_TIME (seconds, at least 0.001) where set. Read when the rows
+/// register; a value that is not such a number is a std::invalid_argument
+/// (benchmark_main: the binary exits 2, naming it).
+inline double min_time_seconds(double fallback) {
+  const char* text = std::getenv("KF_BENCH_MIN_TIME");
+  if (text == nullptr || *text == '\0') return fallback;
+  char* end = nullptr;
+  const double seconds = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !(seconds >= 0.001)) {
+    throw std::invalid_argument(std::string("KF_BENCH_MIN_TIME=") + text +
+                                ": give the minimum GPU time of a row in seconds, at least 0.001 (e.g. 0.05)");
+  }
+  return seconds;
+}
+
 /// The device-to-device copy rate measured in this run (GB/s, read + write),
 /// set by the family's copy benchmark; 0 until then.
 inline double& copy_rate_gbs() {

@@ -223,18 +223,21 @@ void register_conv2d() {
   }
 }
 
-struct registrar {
-  registrar() {
-    register_conv2d();
-    register_conv2d_fp32_emulated();  // bench_conv_fp32_emulated.cu
-    register_conv2d_nhwc();           // bench_conv_nhwc.cu
-    register_conv2d_backward();       // bench_conv_backward.cu (after conv2d_nhwc: it shares its forward plans)
-    register_filter2d();              // bench_filter2d.cu
-  }
-};
-const registrar register_all;
+/// Every file's rows, at run time (benchmark_main: a bad KF_BENCH_* setting ends the run with status 2).
+void register_all() {
+  register_conv2d();
+  register_conv2d_fp32_emulated();  // bench_conv_fp32_emulated.cu
+  register_conv2d_nhwc();           // bench_conv_nhwc.cu
+  register_conv2d_backward();       // bench_conv_backward.cu (after conv2d_nhwc: it shares its forward plans)
+  register_filter2d();              // bench_filter2d.cu
+}
 
 }  // namespace
 }  // namespace kf::bench::conv
 
-KF_BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  ::kf::bench::main_options o;
+  o.binary = "bench_conv";
+  o.register_rows = &::kf::bench::conv::register_all;
+  return ::kf::bench::benchmark_main(argc, argv, o);
+}

@@ -9,10 +9,12 @@
 #include <benchmark/benchmark.h>
 
 #include "conv_problem.hpp"
+#include "gpu_benchmark.hpp"
 
 namespace kf::bench::conv {
 
-// Every benchmark runs for at least this much GPU time: 0.1 s is over 100 samples
+// Every benchmark runs for at least this much GPU time (KF_BENCH_MIN_TIME
+// overrides it: gpu_benchmark.hpp, min_time_seconds): 0.1 s is over 100 samples
 // of the slowest row timed this way (filter2d constant_memory 5x5, 0.93 ms) and
 // 500 to 2000 of the convolutions (at 0.25 s the binary took 94 s).
 constexpr double min_time_s = 0.1;
@@ -20,7 +22,7 @@ constexpr double min_time_s = 0.1;
 /// iterations > 0: a fixed count instead of the minimum time (Google Benchmark takes one or the other).
 inline benchmark::internal::Benchmark* configure(benchmark::internal::Benchmark* b, int iterations = 0) {
   b->UseManualTime()->Unit(benchmark::kMillisecond);
-  return iterations > 0 ? b->Iterations(iterations) : b->MinTime(min_time_s);
+  return iterations > 0 ? b->Iterations(iterations) : b->MinTime(min_time_seconds(min_time_s));
 }
 
 /// The conv2d/<fp32|tf32>/cudnn row of layer L (bench_conv.cu); the

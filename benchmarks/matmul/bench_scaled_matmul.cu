@@ -90,7 +90,7 @@
 namespace kf::bench::scaled_matmul {
 namespace {
 
-constexpr double min_time_s = 0.1;    // of ours' GPU time per row
+constexpr double min_time_s = 0.1;    // of ours' GPU time per row (KF_BENCH_MIN_TIME overrides it)
 constexpr double slow_call_s = 0.02;  // ours slower than this a call: no extra warm-ups
 constexpr double naive_max_fma = 1024.0 * 1024.0 * 1024.0;
 constexpr fp8_scaling modes[] = {fp8_scaling::per_tensor, fp8_scaling::rowwise, fp8_scaling::blockwise};
@@ -276,18 +276,18 @@ void register_all() {
         benchmark::RegisterBenchmark((prefix + "naive/" + s.name()).c_str(), bm_naive, mode, s)
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond)
-            ->MinTime(min_time_s);
+            ->MinTime(min_time_seconds(min_time_s));
       }
       benchmark::RegisterBenchmark((prefix + "best_vs_cublaslt/" + s.name()).c_str(), bm_best_vs_cublaslt, mode, s)
           ->UseManualTime()
           ->Unit(benchmark::kMillisecond)
-          ->MinTime(min_time_s);
+          ->MinTime(min_time_seconds(min_time_s));
     }
     if (s.m >= 4096 && s.n >= 4096) {
       benchmark::RegisterBenchmark(("matmul/fp8_per_tensor/amax_vs_plain/" + s.name()).c_str(), bm_amax_vs_plain, s)
           ->UseManualTime()
           ->Unit(benchmark::kMillisecond)
-          ->MinTime(min_time_s);
+          ->MinTime(min_time_seconds(min_time_s));
     }
     if (s.m >= 4096 && s.n >= 4096) {
       for (const fp8_scaling mode : {fp8_scaling::per_tensor, fp8_scaling::rowwise}) {
@@ -295,7 +295,7 @@ void register_all() {
         benchmark::RegisterBenchmark(name.c_str(), bm_two_partials_vs_192, mode, s)
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond)
-            ->MinTime(min_time_s);
+            ->MinTime(min_time_seconds(min_time_s));
       }
     }
     if (s.m == s.n && s.n == s.k && (s.m == 4096 || s.m == 8192)) {
@@ -304,7 +304,7 @@ void register_all() {
         benchmark::RegisterBenchmark(name.c_str(), bm_layout_vs_tn, nn, s)
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond)
-            ->MinTime(min_time_s);
+            ->MinTime(min_time_seconds(min_time_s));
       }
     }
   }
