@@ -63,20 +63,33 @@ set(KERNELFORGE_PTX_SHARING "110:100" CACHE STRING
 set(KERNELFORGE_PTX_SHARING_BY_FILE "103:100" CACHE STRING
     "Real CUDA architectures built from another one's PTX in the files cmake/ptx_sharing_<real>_<ptx>.txt lists")
 
+# _kf_ptx_pair(<variable> <pair> <list variable>): sets `real` and `ptx` from
+# "<real>:<ptx>" (else a FATAL_ERROR naming <variable>), and `applies` to whether
+# the pair applies to the list: <real> as machine code only ("110-real") and <ptx>
+# as machine code.
+macro(_kf_ptx_pair variable pair archs)
+  if(NOT "${pair}" MATCHES "^([0-9]+):([0-9]+)$")
+    message(FATAL_ERROR "${variable}: '${pair}' is not <real>:<ptx> (e.g. 110:100)")
+  endif()
+  set(real ${CMAKE_MATCH_1})
+  set(ptx ${CMAKE_MATCH_2})
+  set(applies OFF)
+  if("${real}-real" IN_LIST ${archs} AND ("${ptx}-real" IN_LIST ${archs} OR "${ptx}" IN_LIST ${archs}))
+    set(applies ON)
+  endif()
+endmacro()
+
 # _kf_share_ptx(<target> <architectures>): applies KERNELFORGE_PTX_SHARING and
-# KERNELFORGE_PTX_SHARING_BY_FILE to the target's architecture list, and writes kernelforge_ptx_sharing.inc (the pairs
-# that apply, for src/runtime/architectures.cu) into a folder on its include path.
+# KERNELFORGE_PTX_SHARING_BY_FILE to the target's architecture list, and writes
+# kernelforge_ptx_sharing.inc (the pairs that apply, for src/runtime/architectures.cu)
+# into a folder on its include path.
 function(_kf_share_ptx name archs)
   set(kept ${archs})
   set(gencode "")
   set(pairs "")
   foreach(pair IN LISTS KERNELFORGE_PTX_SHARING)
-    if(NOT pair MATCHES "^([0-9]+):([0-9]+)$")
-      message(FATAL_ERROR "KERNELFORGE_PTX_SHARING: '${pair}' is not <real>:<ptx> (e.g. 110:100)")
-    endif()
-    set(real ${CMAKE_MATCH_1})
-    set(ptx ${CMAKE_MATCH_2})
-    if("${real}-real" IN_LIST kept AND ("${ptx}-real" IN_LIST kept OR "${ptx}" IN_LIST kept))
+    _kf_ptx_pair(KERNELFORGE_PTX_SHARING "${pair}" kept)
+    if(applies)
       list(REMOVE_ITEM kept "${real}-real")
       list(APPEND gencode "--generate-code=arch=compute_${ptx}$<COMMA>code=[sm_${real}]")
       string(APPEND pairs "KF_PTX_SHARED_PAIR(${real}, ${ptx})\n")
@@ -88,12 +101,8 @@ function(_kf_share_ptx name archs)
   # the list names it, else from compute_<real>.
   get_target_property(sources ${name} SOURCES)
   foreach(pair IN LISTS KERNELFORGE_PTX_SHARING_BY_FILE)
-    if(NOT pair MATCHES "^([0-9]+):([0-9]+)$")
-      message(FATAL_ERROR "KERNELFORGE_PTX_SHARING_BY_FILE: '${pair}' is not <real>:<ptx> (e.g. 103:100)")
-    endif()
-    set(real ${CMAKE_MATCH_1})
-    set(ptx ${CMAKE_MATCH_2})
-    if(NOT ("${real}-real" IN_LIST kept AND ("${ptx}-real" IN_LIST kept OR "${ptx}" IN_LIST kept)))
+    _kf_ptx_pair(KERNELFORGE_PTX_SHARING_BY_FILE "${pair}" kept)
+    if(NOT applies)
       continue()
     endif()
     set(list_file "${PROJECT_SOURCE_DIR}/cmake/ptx_sharing_${real}_${ptx}.txt")
