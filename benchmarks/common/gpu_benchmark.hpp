@@ -16,7 +16,6 @@
 
 #include <benchmark/benchmark.h>
 
-#include <chrono>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -138,14 +137,15 @@ void time_gpu(benchmark::State& state, Work&& work, cudaStream_t stream = nullpt
   sample_timer timer;
   double total_s = 0;
   std::size_t calls = 0;
-  const auto loop_start = std::chrono::steady_clock::now();
-  for (auto _ : state) {
-    const double s = timer.seconds(work, stream);
-    state.SetIterationTime(s);
-    total_s += s;
-    ++calls;
+  {
+    const sampling_scope sampling;
+    for (auto _ : state) {
+      const double s = timer.seconds(work, stream);
+      state.SetIterationTime(s);
+      total_s += s;
+      ++calls;
+    }
   }
-  case_sampling_seconds() += std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
   check(cudaGetLastError(), "benchmarked work");
   state.counters["gpu_s"] = calls ? total_s / static_cast<double>(calls) : 0.0;
 }
@@ -168,21 +168,22 @@ void time_gpu_paired(benchmark::State& state, Work&& work, Baseline&& baseline, 
   sample_timer timer;
   double work_s = 0, baseline_s = 0;
   std::size_t calls = 0;
-  const auto loop_start = std::chrono::steady_clock::now();
-  for (auto _ : state) {
-    double w = 0;
-    if (calls % 2 == 0) {
-      w = timer.seconds(work, stream);
-      baseline_s += timer.seconds(baseline, stream);
-    } else {
-      baseline_s += timer.seconds(baseline, stream);
-      w = timer.seconds(work, stream);
+  {
+    const sampling_scope sampling;
+    for (auto _ : state) {
+      double w = 0;
+      if (calls % 2 == 0) {
+        w = timer.seconds(work, stream);
+        baseline_s += timer.seconds(baseline, stream);
+      } else {
+        baseline_s += timer.seconds(baseline, stream);
+        w = timer.seconds(work, stream);
+      }
+      state.SetIterationTime(w);
+      work_s += w;
+      ++calls;
     }
-    state.SetIterationTime(w);
-    work_s += w;
-    ++calls;
   }
-  case_sampling_seconds() += std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
   check(cudaGetLastError(), "benchmarked work");
   const double n = calls ? static_cast<double>(calls) : 1.0;
   state.counters["gpu_s"] = work_s / n;

@@ -32,6 +32,21 @@ inline double& case_sampling_seconds() {
   return seconds;
 }
 
+/// Adds the seconds of its scope (a sample loop of time_gpu / time_gpu_paired)
+/// to case_sampling_seconds().
+class sampling_scope {
+ public:
+  sampling_scope() = default;
+  sampling_scope(const sampling_scope&) = delete;
+  sampling_scope& operator=(const sampling_scope&) = delete;
+  ~sampling_scope() {
+    case_sampling_seconds() += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
 class progress_reporter : public benchmark::ConsoleReporter {
  public:
   explicit progress_reporter(OutputOptions options) : ConsoleReporter(options) {}

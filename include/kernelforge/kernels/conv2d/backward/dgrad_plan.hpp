@@ -7,6 +7,7 @@
 
 #include <cstddef>
 
+#include "../../common/grid.hpp"
 #include "../../common/host_device.hpp"
 #include "../wgmma_plan.hpp"
 #include "kernelforge/conv.hpp"
@@ -46,11 +47,11 @@ inline bool conv2d_dgrad_prefers_col2im(const conv2d_params& p, std::size_t elem
 /// 65,535 classes x groups of 4 channels (its y: stride_h stride_w classes
 /// times the groups of one launch, at most ceil(C / 4)).
 inline bool conv2d_dgrad_parity_fits(const conv2d_params& p) {
-  constexpr std::size_t sub_filter_taps = 4, grid_yz = 65535;
-  const std::size_t groups = (p.in_channels + 3) / 4;
+  constexpr std::size_t sub_filter_taps = 4, channels_per_group = 4;
+  const std::size_t groups = ceil_div(p.in_channels, channels_per_group);
   return p.layout == conv2d_layout::nchw && p.dilation_h == 1 && p.dilation_w == 1 &&
          p.filter_height <= sub_filter_taps * p.stride_h && p.filter_width <= sub_filter_taps * p.stride_w &&
-         p.batch <= grid_yz && p.stride_h * p.stride_w * groups <= grid_yz;
+         p.batch <= max_grid_yz && p.stride_h * p.stride_w * groups <= max_grid_yz;
 }
 
 /// The geometry of one parity class along one dimension (host and device).
