@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The GPU run the wip/ series need, in one device call on a tree with them applied
 # (git am --3way wip/<name>.mbox; README.md here says what each must show).
-# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|train|stem|mintime]
+# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|step8|train|stem|mintime]
 # (mintime, after workflow: bench_conv's preset rows at KF_BENCH_MIN_TIME 0.1 and 0.05, each timed, JSON kept)
 # (workflow: the bench workflow from scratch, timed, then the rest built, ~520 s on 2026-12-05;
 #  train: every layer's training step in every mode through torch, conv_rows.conv_train_rows)
@@ -179,9 +179,40 @@ PY
   cat "$R/train.txt" >>"$R/summary.txt"
   ;;
 esac
-if [[ $what == mintime ]]; then  # after workflow (build-bench built): bench_conv at 0.1 s and 0.05 s a row
+if [[ $what == step8 ]]; then  # gradient step 8 (16-bit NHWC stem dx on mma.sync): build, its tests, sanitizers, rows
+  t0=$(date +%s)
+  { cmake --preset bench >"$R/configure.log" 2>&1 &&
+    cmake --build --preset bench -j 16 --target test_conv2d test_conv2d_backward_gpu bench_conv >"$R/build.log" 2>&1; }
+  say "build rc $? $(($(date +%s) - t0)) s"
+  "$B/test_conv2d" --gtest_brief=1 >"$R/cpu.log" 2>&1
+  say "test_conv2d rc $? $(tail -1 "$R/cpu.log")"
+  timeout 300 "$B/test_conv2d_backward_gpu" --gtest_brief=1 >"$R/bwd.log" 2>&1
+  say "test_conv2d_backward_gpu rc $? $(grep -E 'PASSED|FAILED' "$R/bwd.log" | tail -3 | tr '\n' ' ')"
+  grep -E "^\[  FAILED|Failure" "$R/bwd.log" | head -20 >>"$R/summary.txt"
+  f='*Data*nhwc*best_stem*:*Data*nhwc*best_c3_*:*Data*nhwc*best_c5_*:*Data*nhwc*best_c17_*'
+  f="$f:*Data*nhwc*best_relu05_c[35]_*:*Data*nhwc*best_misaligned_*_c[13]*"
+  for tool in memcheck racecheck synccheck; do san $tool "$f"; done
+  BENCHMARK_FILTER='conv2d_backward/(fp16|bf16|tf32)/(data|step)/n16' timeout 200 build-bench/benchmarks/conv/bench_conv \
+    --benchmark_out="$R/bench_step8.json" --benchmark_out_format=json >"$R/bench_step8.log" 2>&1
+  say "bench stem rows rc $?"
+  grep -E "^conv2d_backward" "$R/bench_step8.log" >>"$R/summary.txt"
+  KF_BENCH_MIN_TIME=0.001 timeout 100 ncu --clock-control none --launch-count 2 -k regex:dgrad_parity_mma --section SpeedOfLight \
+    --section WarpStateStats --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
+    build-bench/benchmarks/conv/bench_conv --benchmark_filter='conv2d_backward/fp16/data/n16' >"$R/ncu_step8.txt" 2>&1
+  say "ncu step 8 rc $?"
+fi
+if [[ $what == gputests ]]; then  # after workflow (build-bench, everything built): the whole GPU suite
+  t0=$(date +%s)
+  cmake --build --preset bench -j 16 >"$R/build_rest2.log" 2>&1
+  say "build rc $? $(($(date +%s) - t0)) s"
+  t0=$(date +%s)
+  ctest --test-dir build-bench -L gpu -j 8 --timeout 300 >"$R/ctest_gpu.log" 2>&1
+  say "ctest -L gpu rc $? $(($(date +%s) - t0)) s: $(grep -E 'tests passed|tests failed' "$R/ctest_gpu.log")"
+  grep -E "Failed|\*\*\*|Not Run|Skipped" "$R/ctest_gpu.log" >>"$R/summary.txt"
+fi
+if [[ $what == mintime ]]; then  # after workflow (build-bench built): bench_conv at KF_MINTIMES (default 0.1 0.05) s a row
   filter=$(python3 -c "import json; p=json.load(open('CMakePresets.json')); print([t for t in p['testPresets'] if t['name']=='bench'][0]['environment']['BENCHMARK_FILTER'])")
-  for mt in 0.1 0.05; do
+  for mt in ${KF_MINTIMES:-0.1 0.05}; do
     t0=$(date +%s)
     BENCHMARK_FILTER="$filter" KF_BENCH_MIN_TIME=$mt timeout 400 build-bench/benchmarks/conv/bench_conv \
       --benchmark_out="$R/bench_conv_mt$mt.json" --benchmark_out_format=json >"$R/bench_conv_mt$mt.log" 2>&1
