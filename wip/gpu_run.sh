@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The GPU run the wip/ series need, in one device call on a tree with them applied
 # (git am --3way wip/<name>.mbox; README.md here says what each must show).
-# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|step8|train|stem|mintime]
+# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|step8|step8full|train|stem|mintime]
 # (mintime, after workflow: bench_conv's preset rows at KF_BENCH_MIN_TIME 0.1 and 0.05, each timed, JSON kept)
 # (workflow: the bench workflow from scratch, timed, then the rest built, ~520 s on 2026-12-05;
 #  train: every layer's training step in every mode through torch, conv_rows.conv_train_rows)
@@ -200,6 +200,26 @@ if [[ $what == step8 ]]; then  # gradient step 8 (16-bit NHWC stem dx on mma.syn
     --section WarpStateStats --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
     build-bench/benchmarks/conv/bench_conv --benchmark_filter='conv2d_backward/fp16/data/n16' >"$R/ncu_step8.txt" 2>&1
   say "ncu step 8 rc $?"
+fi
+if [[ $what == step8full ]]; then  # one fresh-machine call: everything built, step 8's tests, the whole GPU suite, rows
+  t0=$(date +%s)
+  { cmake --preset bench >"$R/configure.log" 2>&1 && cmake --build --preset bench -j 16 >"$R/build.log" 2>&1; }
+  say "build everything rc $? $(($(date +%s) - t0)) s"
+  tail -3 "$R/build.log" >>"$R/summary.txt"
+  timeout 120 "$B/test_conv2d_backward_gpu" --gtest_brief=1 >"$R/bwd.log" 2>&1
+  say "test_conv2d_backward_gpu rc $? $(grep -E 'PASSED|FAILED' "$R/bwd.log" | tail -3 | tr '\n' ' ')"
+  grep -E "^\[  FAILED|Failure" "$R/bwd.log" | head -20 >>"$R/summary.txt"
+  BENCHMARK_FILTER='conv2d_backward/(fp16|bf16|tf32)/(data|step)/n16' timeout 100 build-bench/benchmarks/conv/bench_conv \
+    --benchmark_out="$R/bench_step8.json" --benchmark_out_format=json >"$R/bench_step8.log" 2>&1
+  say "bench stem rows rc $?"
+  grep -E "^conv2d_backward" "$R/bench_step8.log" >>"$R/summary.txt"
+  t0=$(date +%s)
+  timeout 300 ctest --test-dir build-bench -L gpu -j 8 --timeout 280 >"$R/ctest_gpu.log" 2>&1
+  say "ctest -L gpu rc $? $(($(date +%s) - t0)) s: $(grep -E 'tests passed|tests failed' "$R/ctest_gpu.log")"
+  grep -E "\*\*\*|Failed  |Not Run" "$R/ctest_gpu.log" >>"$R/summary.txt"
+  f='*Data*nhwc*best_stem*:*Data*nhwc*best_c3_*:*Data*nhwc*best_c5_*:*Data*nhwc*best_c17_*'
+  f="$f:*Data*nhwc*best_relu05_c[35]_*:*Data*nhwc*best_misaligned_*_c[13]*"
+  for tool in memcheck racecheck synccheck; do san $tool "$f"; done
 fi
 if [[ $what == gputests ]]; then  # after workflow (build-bench, everything built): the whole GPU suite
   t0=$(date +%s)
