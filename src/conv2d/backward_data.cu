@@ -52,6 +52,14 @@
 // and C >= 128: Winograd F(4x4, 3x3) by the forward's transforms transposed, the
 // positions' products on step 5's tile core (kernels/conv2d/backward/
 // 06_wgrad_winograd.cuh). Steps 5 and 6 launch from backward_filter_fp32.cu.
+//
+// Gradient steps 7 and 8 -- best's dx of a strided layer with few input
+// channels (the RGB stem) by its parity classes, each a stride-1 correlation of
+// dy with a sub-filter of at most 4 x 4 taps, instead of step 2's dcol + col2im:
+// step 7 for float NCHW on the CUDA cores (07_dgrad_parity_fp32.cuh), step 8 for
+// 16-bit NHWC on the tensor cores, mma.sync (08_dgrad_parity_mma.cuh). Both
+// launch from here (dgrad_by_parity, dgrad_by_parity_mma; the rules in
+// backward/dgrad_plan.hpp).
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
@@ -61,11 +69,13 @@
 
 #include "backward_common.cuh"
 #include "kernelforge/conv_backward.hpp"
+#include "kernelforge/kernels/common/alignment.hpp"
 #include "kernelforge/kernels/common/grid.hpp"
 #include "kernelforge/kernels/common/numeric.cuh"
 #include "kernelforge/kernels/conv2d/args.cuh"
 #include "kernelforge/kernels/conv2d/backward/01_naive.cuh"
 #include "kernelforge/kernels/conv2d/backward/07_dgrad_parity_fp32.cuh"
+#include "kernelforge/kernels/conv2d/backward/08_dgrad_parity_mma.cuh"
 #include "kernelforge/kernels/conv2d/backward/dgrad_plan.hpp"
 #include "kernelforge/kernels/conv2d/backward/passes.cuh"
 #include "kernelforge/kernels/conv2d/validate.hpp"
@@ -129,6 +139,40 @@ void dgrad_by_parity(const char* what, const conv2d_params& p, const conv2d_size
   if (rest == 1) launch(std::integral_constant<int, 1>{}, 1, c_rest);
   if (rest == 2) launch(std::integral_constant<int, 2>{}, 1, c_rest);
   if (rest == 3) launch(std::integral_constant<int, 3>{}, 1, c_rest);
+}
+
+/// Gradient step 8 (08_dgrad_parity_mma.cuh): dx of an NHWC layer (16-bit, or
+/// float as TF32) by its parity classes on the tensor cores, one launch for
+/// every group of 8 channels. dy by cp.async where its pixels are whole 16-byte
+/// pieces (K * sizeof(T) a multiple of 16, dy 16-byte aligned, no mask). false
+/// (nothing enqueued) where the device runs no sm_80 image of the kernel.
+template <class T>
+bool dgrad_by_parity_mma(const char* what, int device, const conv2d_params& p, const conv2d_sizes& sizes, const T* dy,
+                         const T* w, T* dx, const conv2d_backward_options& o, const T* relu_y) {
+  namespace dm = dgrad_parity_mma;
+  constexpr int min_cc = 80;  // mma.sync m16n8k16 on f16 / bf16, m16n8k8 on TF32
+  const conv2d_args<T> a = make_conv2d_args<T>(p, sizes.p, sizes.q, nullptr, w, nullptr, nullptr);
+  const conv2d_dy_reader<T> reader = dy_reader(dy, o, relu_y);
+  const z tiles_j =
+      ceil_div(ceil_div(static_cast<z>(p.in_width), static_cast<z>(p.stride_w)), static_cast<z>(dm::tile_j));
+  const z tiles =
+      ceil_div(ceil_div(static_cast<z>(p.in_height), static_cast<z>(p.stride_h)), static_cast<z>(dm::tile_i)) * tiles_j;
+  const dim3 grid(static_cast<unsigned>(tiles),
+                  static_cast<unsigned>(p.stride_h * p.stride_w * ceil_div(p.in_channels, static_cast<z>(dm::group))),
+                  static_cast<unsigned>(p.batch));
+  auto launch = [&](auto kernel_tag) {
+    constexpr auto kernel = decltype(kernel_tag)::value;
+    if (!runs_image_for<kernel>(device, min_cc, what)) return false;
+    allow_dynamic_smem<kernel>(device, dm::smem_bytes, what);
+    kernel<<<grid, dm::threads, dm::smem_bytes, o.stream>>>(a, reader, dx, static_cast<int>(tiles_j));
+    check_launch(what);
+    return true;
+  };
+  const bool async = p.out_channels * sizeof(T) % 16 == 0 && is_aligned(dy, 16) && reader.relu_y == nullptr;
+  return async ? launch(std::integral_constant<decltype(&conv2d_dgrad_parity_mma<T, true>),
+                                               &conv2d_dgrad_parity_mma<T, true>>{})
+               : launch(std::integral_constant<decltype(&conv2d_dgrad_parity_mma<T, false>),
+                                               &conv2d_dgrad_parity_mma<T, false>>{});
 }
 
 /// dx of a strided layer with few input channels (conv2d_dgrad_path::gemm_col2im) as
@@ -239,6 +283,11 @@ bool dgrad_as_forward(const char* what, int device, const conv2d_params& p, cons
       dgrad_by_parity(what, p, sizes, dy, w, dx, o, relu_y);
       return true;
     }
+  }
+  if (path == conv2d_dgrad_path::gemm_col2im && o.variant == conv2d_backward_variant::best &&
+      conv2d_dgrad_parity_mma_fits(p, sizeof(T), o.math) &&
+      dgrad_by_parity_mma(what, device, p, sizes, dy, w, dx, o, relu_y)) {
+    return true;
   }
   if (path == conv2d_dgrad_path::gemm_col2im && dgrad_as_gemm_col2im(what, device, p, sizes, dy, w, dx, o, relu_y)) {
     return true;

@@ -36,7 +36,7 @@ constexpr auto persistent_kernel = &conv2d_few_channels_persistent<T, Epilogue>;
 /// Whether `device` runs an sm_80+ image of `Kernel` (profile_of: cached; errc::no_kernel_image without one).
 template <auto Kernel>
 bool runs_sm80_image(int device) {
-  return compute_capability(device) >= min_cc && profile_of<Kernel>(device, what).ptx_version >= min_cc;
+  return runs_image_for<Kernel>(device, min_cc, what);
 }
 
 few_channels::tile tile_of(const conv2d_few_channels_plan& l, bool y_pairs) {

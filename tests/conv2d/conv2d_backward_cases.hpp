@@ -107,6 +107,12 @@ inline const std::vector<grad_case>& grad_cases() {
       {"columns_c16_k16_16x8_3x1_p1_n1", make_layer(1, 16, 16, 8, 16, 3, 1, 1, 1, 1, 0)},
       {"c16_k16_15x13_3x3_d2_p2_n2", make(2, 16, 15, 13, 16, 3, 3, 1, 2, 2)},
       with_relu({"relu05_c24_k16_13x11_3x3_s2_p1_n1", make(1, 24, 13, 11, 16, 3, 3, 2, 1, 1)}, 0.5f),
+      // Gradient step 8 (16-bit NHWC dx by parity classes on mma.sync): the stem over 2 x 3
+      // tiles of 16 x 32 class pixels; 2 x 2 taps a class and K = 24 (a partial second chunk
+      // of 16); dy and dx one element off 16 bytes (dy through registers).
+      {"stem_c3_k64_45x133_7x7_s2_p3_n1", make(1, 3, 45, 133, 64, 7, 7, 2, 3, 1)},
+      {"c3_k24_19x17_4x4_s2_p1_n2", make(2, 3, 19, 17, 24, 4, 4, 2, 1, 1)},
+      misaligned({"misaligned_in_out_c3_k16_15x13_7x7_s2_p3_n2", make(2, 3, 15, 13, 16, 7, 7, 2, 3, 1)}, 1, 1),
       // Winograd dw (gradient step 6, float NCHW under best: 3x3 stride 1, K and C >= 128):
       // odd P and Q (blocks past the output), the mask, K past the 64-row tiles, C past 128.
       with_relu({"winograd_dw_c130_k129_9x7_3x3_p1_n2_relu0", make(2, 130, 9, 7, 129, 3, 3, 1, 1, 1)}, 0.0f),

@@ -117,8 +117,66 @@ TEST(Conv2dBackwardCases, CoverTheirPaths) {
   EXPECT_GE(no_dbias, 2);
   EXPECT_EQ(empty_batch, 1);
   EXPECT_EQ(no_filters, 1);
-  EXPECT_EQ(in_misaligned, 3);
-  EXPECT_EQ(out_misaligned, 4);
+  EXPECT_EQ(in_misaligned, 4);
+  EXPECT_EQ(out_misaligned, 5);
+}
+
+/// The cases whose NHWC dx best computes by gradient step 8
+/// (08_dgrad_parity_mma.cuh; on a device that runs sm_80 code), in 16-bit and
+/// in float under TF32: dy by cp.async (K * sizeof(T) % 16 == 0, aligned, no
+/// mask) and through registers (otherwise, or misaligned, or masked), a
+/// partial chunk of k, several chunks, more than one tile of 16 x 32 class
+/// pixels along each dimension, more than one group of 8 channels, classes no
+/// tap reaches (dx = 0 there), a misaligned dx.
+TEST(Conv2dBackwardCases, DgradParityMmaCases) {
+  for (const std::size_t bytes : {std::size_t{2}, std::size_t{4}}) {
+    SCOPED_TRACE(bytes);
+    const std::size_t chunk = 32 / bytes;  // k of one product
+    int runs = 0, async = 0, registers = 0, masked = 0, partial_chunk = 0, chunks = 0, tiles_i = 0, tiles_j = 0,
+        groups = 0, empty_class = 0, out_misaligned = 0;
+    for (const grad_case& c : grad_cases()) {
+      kf::conv2d_params p = c.p;
+      p.layout = kf::conv2d_layout::nhwc;
+      if (p.batch == 0 || p.out_channels == 0) continue;
+      if (kf::detail::plan_conv2d_dgrad(p, bytes, c.relu) != kf::detail::conv2d_dgrad_path::gemm_col2im) continue;
+      if (!kf::detail::conv2d_dgrad_parity_mma_fits(p, bytes, kf::math_mode::tf32)) continue;
+      ++runs;
+      const bool by_copies = p.out_channels * bytes % 16 == 0 && c.in_offset * bytes % 16 == 0 && !c.relu;
+      async += by_copies ? 1 : 0;
+      registers += by_copies ? 0 : 1;
+      masked += c.relu ? 1 : 0;
+      partial_chunk += p.out_channels % chunk != 0 ? 1 : 0;
+      chunks += p.out_channels > chunk ? 1 : 0;
+      tiles_i += (p.in_height + p.stride_h - 1) / p.stride_h > 16 ? 1 : 0;
+      tiles_j += (p.in_width + p.stride_w - 1) / p.stride_w > 32 ? 1 : 0;
+      groups += p.in_channels > 8 ? 1 : 0;
+      bool some_empty = false;
+      for (std::size_t a = 0; a < p.stride_h; ++a) {
+        for (std::size_t b = 0; b < p.stride_w; ++b) {
+          const auto dh =
+              kf::detail::dgrad_parity_of(static_cast<int>(a), static_cast<int>(p.stride_h), static_cast<int>(p.pad_h),
+                                          static_cast<int>(p.filter_height), static_cast<int>(p.in_height));
+          const auto dw =
+              kf::detail::dgrad_parity_of(static_cast<int>(b), static_cast<int>(p.stride_w), static_cast<int>(p.pad_w),
+                                          static_cast<int>(p.filter_width), static_cast<int>(p.in_width));
+          some_empty = some_empty || dh.taps == 0 || dw.taps == 0;
+        }
+      }
+      empty_class += some_empty ? 1 : 0;
+      out_misaligned += c.out_offset > 0 ? 1 : 0;
+    }
+    EXPECT_GE(runs, 8);
+    EXPECT_GE(async, 3);
+    EXPECT_GE(registers, 3);
+    EXPECT_GE(masked, 2);
+    EXPECT_GE(partial_chunk, 2);
+    EXPECT_GE(chunks, 3);
+    EXPECT_GE(tiles_i, 1);
+    EXPECT_GE(tiles_j, 1);
+    EXPECT_GE(groups, 2);
+    EXPECT_GE(empty_class, 1);
+    EXPECT_GE(out_misaligned, 2);
+  }
 }
 
 /// The cases the wgmma filter gradient computes on sm_90 in __half and

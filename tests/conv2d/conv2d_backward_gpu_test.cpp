@@ -44,8 +44,10 @@
 //   __half and __nv_bfloat16 (fp32 sums rounded once to T):
 //     |got - ref| <= u_T |ref| + (1 + u_T) (2 n u + tc) S + a_T,
 //     u_T = 2^-11 or 2^-8, tc = 2^-18 where tensor cores may run (implicit_gemm,
-//     implicit_gemm_wgmma and best: dx's forward and dw's matmul or wgmma
-//     implicit GEMM) else 0, a_T = 2^-25 (half's underflow) or 0. dw's sums are
+//     implicit_gemm_wgmma and best: dx's forward, or under best gradient
+//     step 8's mma.sync by parity classes (Conv2dBackwardCases.DgradParityMmaCases
+//     lists its cases), and dw's matmul or wgmma implicit GEMM) else 0, a_T =
+//     2^-25 (half's underflow) or 0. dw's sums are
 //     rounded to T once per chunk of images (a chunk keeps im2col under 1 GiB;
 //     the wgmma wgrad rounds once after its fp32 split-k reduction): every case
 //     here is one chunk (Conv2dBackwardCases.OneImageChunk), so once.

@@ -105,6 +105,22 @@ TEST(Conv2dDgradPlan, BenchLayers) {
             conv2d_dgrad_path::gemm_col2im);
 }
 
+TEST(Conv2dDgradParity, WhichLayersFitTheTensorCores) {
+  using kf::detail::conv2d_dgrad_parity_mma_fits;
+  constexpr kf::math_mode exact = kf::math_mode::exact, tf32 = kf::math_mode::tf32;
+  const kf::conv2d_params stem = make(16, 3, 224, 224, 64, 7, 7, 2, 3, 1);
+  EXPECT_TRUE(conv2d_dgrad_parity_mma_fits(nhwc(stem), 2, exact));  // 16-bit: any math mode
+  EXPECT_TRUE(conv2d_dgrad_parity_mma_fits(nhwc(stem), 4, tf32));
+  EXPECT_FALSE(conv2d_dgrad_parity_mma_fits(nhwc(stem), 4, exact));  // exact float: not on TF32
+  EXPECT_FALSE(conv2d_dgrad_parity_mma_fits(stem, 2, exact));        // NCHW
+  EXPECT_TRUE(conv2d_dgrad_parity_mma_fits(nhwc(make(2, 5, 17, 14, 8, 5, 5, 3, 1, 1)), 2, exact));
+  EXPECT_FALSE(conv2d_dgrad_parity_mma_fits(nhwc(make(2, 3, 23, 19, 8, 9, 9, 2, 4, 1)), 2, exact));  // 5 taps a class
+  EXPECT_FALSE(conv2d_dgrad_parity_mma_fits(nhwc(make(2, 8, 13, 11, 8, 3, 3, 2, 1, 2)), 2, exact));  // dilation
+  // Classes x groups of 8 channels past the grid's y: 150 x 150 strides, three groups of C = 17.
+  EXPECT_FALSE(conv2d_dgrad_parity_mma_fits(nhwc(make(1, 17, 600, 600, 8, 3, 3, 150, 0, 1)), 2, exact));
+  EXPECT_TRUE(conv2d_dgrad_parity_mma_fits(nhwc(make(1, 17, 600, 600, 8, 3, 3, 147, 0, 1)), 2, exact));
+}
+
 }  // namespace
 
 namespace {

@@ -41,7 +41,7 @@ constexpr int conv2d_tf32_min_cc = 80;
 /// errc::no_kernel_image when the translation unit holds no image for the device.
 template <auto Kernel>
 bool conv2d_compiled_for_sm80(int device, const char* what) {
-  return profile_of<Kernel>(device, what).ptx_version >= conv2d_tf32_min_cc;
+  return runs_image_for<Kernel>(device, conv2d_tf32_min_cc, what);
 }
 
 inline dim3 conv2d_gemm_grid(const char* what, const conv2d_args<float>& a, int bm, int bn, std::size_t split = 1) {

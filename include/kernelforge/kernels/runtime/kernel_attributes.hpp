@@ -8,6 +8,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "device_facts.hpp"  // compute_capability
 #include "launch_plan.hpp"
 #include "per_device.hpp"
 
@@ -34,6 +35,16 @@ const kernel_profile& profile_of(int device, const char* what) {
   return profiles.get(device, [what](kernel_profile& p, int d) {
     query_kernel_profile(p, reinterpret_cast<const void*>(Kernel), d, what);
   });
+}
+
+/// Whether `device` runs an image of `Kernel` built for compute capability
+/// min_cc or newer: the device is min_cc or newer and the image was not
+/// JIT-compiled from an older architecture's PTX (whose body traps where the
+/// kernel needs min_cc's instructions). errc::no_kernel_image where the library
+/// holds no image of it for the device.
+template <auto Kernel>
+bool runs_image_for(int device, int min_cc, const char* what) {
+  return compute_capability(device) >= min_cc && profile_of<Kernel>(device, what).ptx_version >= min_cc;
 }
 
 void set_dynamic_smem_limit(const void* kernel, int bytes, const char* what);

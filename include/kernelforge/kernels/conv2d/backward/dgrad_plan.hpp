@@ -54,6 +54,21 @@ inline bool conv2d_dgrad_parity_fits(const conv2d_params& p) {
          p.batch <= max_grid_yz && p.stride_h * p.stride_w * groups <= max_grid_yz;
 }
 
+/// Whether best's NHWC dx of a gemm_col2im layer runs gradient step 8 instead
+/// (08_dgrad_parity_mma.cuh: step 7's parity classes as mma.sync products, 8
+/// input channels a CTA; the device must run sm_80 code, which the launcher
+/// checks): 16-bit elements, or float under math_mode::tf32; no dilation, R <= 4
+/// stride_h and S <= 4 stride_w, at most 65,535 images (the grid's z) and 65,535
+/// classes x groups of 8 channels (its y).
+inline bool conv2d_dgrad_parity_mma_fits(const conv2d_params& p, std::size_t element_bytes, math_mode math) {
+  constexpr std::size_t sub_filter_taps = 4, channels_per_group = 8;
+  const std::size_t groups = ceil_div(p.in_channels, channels_per_group);
+  const bool tensor_cores = element_bytes == 2 || (element_bytes == 4 && math == math_mode::tf32);
+  return p.layout == conv2d_layout::nhwc && tensor_cores && p.dilation_h == 1 && p.dilation_w == 1 &&
+         p.filter_height <= sub_filter_taps * p.stride_h && p.filter_width <= sub_filter_taps * p.stride_w &&
+         p.batch <= max_grid_yz && p.stride_h * p.stride_w * groups <= max_grid_yz;
+}
+
 /// The geometry of one parity class along one dimension (host and device).
 struct dgrad_parity_dim {
   int first = 0;   ///< r0 (or s0): the class's first tap
