@@ -70,6 +70,9 @@ STEP_ROWS = {
     K + "conv2d/backward/05_wgrad_simt_fp32.cuh": (),
     K + "conv2d/backward/06_wgrad_winograd.cuh": (),  # through torch too (bench_python's fp32 NCHW rows)
     K + "conv2d/backward/07_dgrad_parity_fp32.cuh": (),  # through torch (conv2d_wgrad_fp32.json's stem dx row)
+    # The stem's rows of bench_conv_backward (conv2d_backward/<fp16|bf16|tf32>/data): the committed
+    # JSON predates step 8 (its stem rows ran step 2's dcol + col2im).
+    K + "conv2d/backward/08_dgrad_parity_mma.cuh": (),
     K + "filter2d/01_naive.cuh": ((FIL, "filter2d/fp32/naive"),),
     K + "filter2d/02_constant_memory.cuh": ((FIL, "filter2d/fp32/constant_memory"),),
     K + "filter2d/03_smem_tiled.cuh": ((FIL, "filter2d/fp32/smem_tiled"),),
