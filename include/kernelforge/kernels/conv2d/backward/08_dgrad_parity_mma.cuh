@@ -110,8 +110,9 @@ __device__ __forceinline__ void mma_chunk(float (&d)[4], const std::uint32_t (&a
 /// Grid: x = tiles of the class grid (ceil(ceil(H / sh) / 16) x ceil(ceil(W / sw)
 /// / 32)), y = the stride_h x stride_w classes x groups of 8 input channels
 /// (class fastest), z = images. Async: dy by cp.async (K * sizeof(T) % 16 == 0,
-/// dy 16-byte aligned, no mask), else through registers. 50,752 bytes of dynamic shared
-/// memory (the ring), 4 CTAs an SM on the H200.
+/// dy 16-byte aligned, no mask), else through registers. 76,128 bytes of
+/// dynamic shared memory (the ring) and 107-109 registers (sm_90): 3 CTAs an SM
+/// on the H200.
 template <class T, bool Async>
 KF_KERNEL void __launch_bounds__(dgrad_parity_mma::threads, 3)
     conv2d_dgrad_parity_mma(conv2d_args<T> a, conv2d_dy_reader<T> dy, T* __restrict__ dx, int tiles_j) {
@@ -207,8 +208,8 @@ KF_KERNEL void __launch_bounds__(dgrad_parity_mma::threads, 3)
   };
 
   // ---- the products ----
-  float acc[warp_rows][4] =
-      {};  // row ti: class row i0 + wr0 + ti; m16n8 fragment (columns g, g + 8; channels 2t, 2t + 1)
+  // acc[ti]: class row i0 + wr0 + ti, an m16n8 fragment (class columns g, g + 8; channels 2t, 2t + 1).
+  float acc[warp_rows][4] = {};
   // ldmatrix lanes: matrix lane / 8 is (its rows 0-7 or 8-15, piece 0 or 1).
   const int a_row = (lane / 8 % 2) * 8 + lane % 8, a_piece = lane / 16;
   auto products = [&](std::uint32_t slot) {
