@@ -34,6 +34,10 @@
 // TF32 reads dy's floats as stored (the tensor cores drop their low 13 bits)
 // and rounds the filter's. Host side: src/conv2d/backward_data.cu
 // (dgrad_by_parity_mma), the rule in dgrad_plan.hpp.
+// H100 (2026-12-05, bench_conv, paired; no H200 was lent that day): the stem's
+// dx 2.60 / 2.67 / 2.04 of cuDNN in fp16 / bf16 / TF32, where step 2's route
+// ran 0.65 / 0.66 / 1.04 on the H200; latency-bound, 2.8 warps a scheduler
+// (benchmarks/tuning/conv2d.md, "Gradient step 8").
 #pragma once
 
 #include <cstdint>
