@@ -56,10 +56,10 @@
 // Gradient steps 7 and 8 -- best's dx of a strided layer with few input
 // channels (the RGB stem) by its parity classes, each a stride-1 correlation of
 // dy with a sub-filter of at most 4 x 4 taps, instead of step 2's dcol + col2im:
-// step 7 for float NCHW on the CUDA cores (07_dgrad_parity_fp32.cuh), step 8 for
-// 16-bit NHWC on the tensor cores, mma.sync (08_dgrad_parity_mma.cuh). Both
-// launch from here (dgrad_by_parity, dgrad_by_parity_mma; the rules in
-// backward/dgrad_plan.hpp).
+// step 7 for exact float NCHW on the CUDA cores (07_dgrad_parity_fp32.cuh),
+// step 8 for NHWC -- 16-bit, and float under TF32 -- on the tensor cores,
+// mma.sync (08_dgrad_parity_mma.cuh). Both launch from here (dgrad_by_parity,
+// dgrad_by_parity_mma; the rules in backward/dgrad_plan.hpp).
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
