@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The GPU run the wip/ series need, in one device call on a tree with them applied
 # (git am --3way wip/<name>.mbox; README.md here says what each must show).
-# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|step8|step8full|train|stem|mintime]
+# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|step8|step8full|ab8|train|stem|mintime]
 # (mintime, after workflow: bench_conv's preset rows at KF_BENCH_MIN_TIME 0.1 and 0.05, each timed, JSON kept)
 # (workflow: the bench workflow from scratch, timed, then the rest built, ~520 s on 2026-12-05;
 #  train: every layer's training step in every mode through torch, conv_rows.conv_train_rows)
@@ -220,6 +220,33 @@ if [[ $what == step8full ]]; then  # one fresh-machine call: everything built, s
   f='*Data*nhwc*best_stem*:*Data*nhwc*best_c3_*:*Data*nhwc*best_c5_*:*Data*nhwc*best_c17_*'
   f="$f:*Data*nhwc*best_relu05_c[35]_*:*Data*nhwc*best_misaligned_*_c[13]*"
   for tool in memcheck racecheck synccheck; do san $tool "$f"; done
+fi
+if [[ $what == ab8 ]]; then  # step 8's two A/B patches: main's stem rows, then each patch on top (tests, rows), ncu
+  rows8() {  # LABEL: the stem's dx rows in fp16 / bf16 / TF32, paired with cuDNN
+    BENCHMARK_FILTER='conv2d_backward/(fp16|bf16|tf32)/data/n16' timeout 90 build-bench/benchmarks/conv/bench_conv \
+      --benchmark_out="$R/rows_$1.json" --benchmark_out_format=json >"$R/rows_$1.log" 2>&1
+    say "rows $1 rc $?"
+    python3 -c "import json,sys; [print(b['name'].split('/min_time')[0], 'ours %.1f us' % (b['gpu_s']*1e6), 'cudnn %.1f us' % (b['baseline_s']*1e6), 'ratio %.3f' % b['frac_cudnn']) for b in json.load(open(sys.argv[1]))['benchmarks']]" "$R/rows_$1.json" >>"$R/summary.txt"
+  }
+  build8() {  # LABEL
+    t0=$(date +%s)
+    cmake --build --preset bench -j 16 --target bench_conv test_conv2d_backward_gpu >"$R/build_$1.log" 2>&1
+    say "build $1 rc $? $(($(date +%s) - t0)) s"
+  }
+  cmake --preset bench >"$R/configure.log" 2>&1
+  build8 main
+  rows8 main
+  for p in 1-order 2-planes; do
+    patch -p1 -s <"wip/step8-ilp-$p.mbox" || { say "patch $p failed"; break; }
+    build8 "$p"
+    timeout 60 "$B/test_conv2d_backward_gpu" --gtest_brief=1 --gtest_filter='*Data*nhwc*best*' >"$R/tests_$p.log" 2>&1
+    say "dx nhwc best cases after $p rc $? $(grep -E 'PASSED|FAILED' "$R/tests_$p.log" | tail -2 | tr '\n' ' ')"
+    rows8 "$p"
+  done
+  KF_BENCH_MIN_TIME=0.001 timeout 100 ncu --clock-control none --launch-count 1 -k regex:dgrad_parity_mma \
+    --section SpeedOfLight --section WarpStateStats --section Occupancy --section SchedulerStats \
+    build-bench/benchmarks/conv/bench_conv --benchmark_filter='conv2d_backward/fp16/data/n16' >"$R/ncu_ab8.txt" 2>&1
+  say "ncu (both patches) rc $?"
 fi
 if [[ $what == gputests ]]; then  # after workflow (build-bench, everything built): the whole GPU suite
   t0=$(date +%s)
