@@ -125,7 +125,8 @@ void dgrad_by_parity(const char* what, const conv2d_params& p, const conv2d_size
   const z class_cols = ceil_div(static_cast<z>(p.in_width), static_cast<z>(p.stride_w));
   const z tiles_j = ceil_div(class_cols, static_cast<z>(dp::tile_j));
   const z tiles = ceil_div(class_rows, static_cast<z>(dp::tile_i)) * tiles_j;
-  const z classes = static_cast<z>(p.stride_h * p.stride_w), full = p.in_channels / 4, rest = p.in_channels % 4;
+  const z classes = static_cast<z>(p.stride_h * p.stride_w), full = p.in_channels / dgrad_parity_group,
+          rest = p.in_channels % dgrad_parity_group;
   const conv2d_dy_reader<float> reader = dy_reader(dy, o, relu_y);
   auto launch = [&](auto group, z groups, int c_first) {
     constexpr int G = decltype(group)::value;
@@ -134,8 +135,8 @@ void dgrad_by_parity(const char* what, const conv2d_params& p, const conv2d_size
     conv2d_dgrad_parity_fp32<G><<<grid, dp::threads, 0, o.stream>>>(a, reader, dx, c_first, static_cast<int>(tiles_j));
     check_launch(what);
   };
-  const int c_rest = static_cast<int>(4 * full);
-  if (full > 0) launch(std::integral_constant<int, 4>{}, full, 0);
+  const int c_rest = static_cast<int>(dgrad_parity_group * full);
+  if (full > 0) launch(std::integral_constant<int, static_cast<int>(dgrad_parity_group)>{}, full, 0);
   if (rest == 1) launch(std::integral_constant<int, 1>{}, 1, c_rest);
   if (rest == 2) launch(std::integral_constant<int, 2>{}, 1, c_rest);
   if (rest == 3) launch(std::integral_constant<int, 3>{}, 1, c_rest);
@@ -160,8 +161,8 @@ bool dgrad_by_parity_mma(const char* what, int device, const conv2d_params& p, c
   const dim3 grid(static_cast<unsigned>(tiles),
                   static_cast<unsigned>(p.stride_h * p.stride_w * ceil_div(p.in_channels, static_cast<z>(dm::group))),
                   static_cast<unsigned>(p.batch));
-  auto launch = [&](auto kernel_tag) {
-    constexpr auto kernel = decltype(kernel_tag)::value;
+  auto launch = [&](auto async) {
+    constexpr auto kernel = &conv2d_dgrad_parity_mma<T, decltype(async)::value>;
     if (!runs_image_for<kernel>(device, min_cc, what)) return false;
     allow_dynamic_smem<kernel>(device, dm::smem_bytes, what);
     kernel<<<grid, dm::threads, dm::smem_bytes, o.stream>>>(a, reader, dx, static_cast<int>(tiles_j));
@@ -169,10 +170,7 @@ bool dgrad_by_parity_mma(const char* what, int device, const conv2d_params& p, c
     return true;
   };
   const bool async = p.out_channels * sizeof(T) % 16 == 0 && is_aligned(dy, 16) && reader.relu_y == nullptr;
-  return async ? launch(std::integral_constant<decltype(&conv2d_dgrad_parity_mma<T, true>),
-                                               &conv2d_dgrad_parity_mma<T, true>>{})
-               : launch(std::integral_constant<decltype(&conv2d_dgrad_parity_mma<T, false>),
-                                               &conv2d_dgrad_parity_mma<T, false>>{});
+  return async ? launch(std::true_type{}) : launch(std::false_type{});
 }
 
 /// dx of a strided layer with few input channels (conv2d_dgrad_path::gemm_col2im) as

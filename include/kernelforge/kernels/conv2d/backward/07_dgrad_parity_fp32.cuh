@@ -43,7 +43,7 @@ namespace kf::detail {
 
 namespace dgrad_parity {
 
-inline constexpr int taps = 4;                            // sub-filter taps a dimension, at most
+inline constexpr int taps = dgrad_parity_max_taps;        // sub-filter taps a dimension, at most
 inline constexpr int tile_i = 16;                         // class rows a CTA
 inline constexpr int cols = 8;                            // class columns a thread
 inline constexpr int tile_j = 8 * cols;                   // class columns a CTA (8 threads a row)
@@ -69,7 +69,7 @@ KF_KERNEL void __launch_bounds__(dgrad_parity::threads, 5)
     conv2d_dgrad_parity_fp32(conv2d_args<float> a, conv2d_dy_reader<float> dy, float* __restrict__ dx, int c_first,
                              int tiles_j) {
   using namespace dgrad_parity;
-  static_assert(Group >= 1 && Group <= 4, "1 to 4 channels a group");
+  static_assert(Group >= 1 && Group <= static_cast<int>(dgrad_parity_group), "1 to 4 channels a group");
   __shared__ __align__(16) smem s;
   const int tid = static_cast<int>(threadIdx.x);
   const int classes = a.stride_h * a.stride_w;

@@ -57,13 +57,13 @@ namespace kf::detail {
 
 namespace dgrad_parity_mma {
 
-inline constexpr int taps = 4;                // sub-filter taps a dimension, at most
-inline constexpr int warp_rows = 8;           // class rows a warp (one m16 block each)
-inline constexpr int warp_cols = 16;          // class columns a warp: an m16 block's rows
-inline constexpr int tile_i = 2 * warp_rows;  // 16 class rows a CTA
-inline constexpr int tile_j = 2 * warp_cols;  // 32 class columns a CTA
-inline constexpr int threads = 4 * 32;        // 4 warps, 2 x 2
-inline constexpr int group = 8;               // input channels a CTA: an n8 product
+inline constexpr int taps = dgrad_parity_max_taps;    // sub-filter taps a dimension, at most
+inline constexpr int warp_rows = 8;                   // class rows a warp (one m16 block each)
+inline constexpr int warp_cols = 16;                  // class columns a warp: an m16 block's rows
+inline constexpr int tile_i = 2 * warp_rows;          // 16 class rows a CTA
+inline constexpr int tile_j = 2 * warp_cols;          // 32 class columns a CTA
+inline constexpr int threads = 4 * 32;                // 4 warps, 2 x 2
+inline constexpr int group = dgrad_parity_mma_group;  // input channels a CTA: an n8 product
 /// dy channels a ring slot: one product's k, 32 bytes (16 halves: m16n8k16; 8 floats: m16n8k8 TF32).
 template <class T>
 inline constexpr int chunk = 32 / static_cast<int>(sizeof(T));

@@ -40,33 +40,41 @@ inline bool conv2d_dgrad_prefers_col2im(const conv2d_params& p, std::size_t elem
                                          : p.in_channels < few_nchw_channels;
 }
 
+/// The most taps a parity class's sub-filter has along one dimension in
+/// gradient steps 7 and 8 (their shared tiles hold 4 x 4), and the input
+/// channels one CTA of each computes (step 7: up to 4, a float4 of the filter;
+/// step 8: an n8 product).
+inline constexpr int dgrad_parity_max_taps = 4;
+inline constexpr std::size_t dgrad_parity_group = 4;
+inline constexpr int dgrad_parity_mma_group = 8;
+
+/// The geometry steps 7 and 8 share: no dilation, R <= 4 stride_h and S <= 4
+/// stride_w (sub-filters of at most 4 x 4 taps), at most 65,535 images (the
+/// grid's z) and 65,535 classes x groups of `channels_per_group` input channels
+/// (its y: stride_h stride_w classes times the groups).
+inline bool conv2d_dgrad_parity_geometry_fits(const conv2d_params& p, std::size_t channels_per_group) {
+  constexpr std::size_t taps = dgrad_parity_max_taps;
+  const std::size_t groups = ceil_div(p.in_channels, channels_per_group);
+  return p.dilation_h == 1 && p.dilation_w == 1 && p.filter_height <= taps * p.stride_h &&
+         p.filter_width <= taps * p.stride_w && p.batch <= max_grid_yz &&
+         p.stride_h * p.stride_w * groups <= max_grid_yz;
+}
+
 /// Whether best's float NCHW dx of a gemm_col2im layer runs gradient step 7
 /// instead (07_dgrad_parity_fp32.cuh: each parity class a stride-1 correlation
-/// of dy with a sub-filter of at most 4 x 4 taps): no dilation, R <= 4
-/// stride_h and S <= 4 stride_w, at most 65,535 images (the grid's z) and
-/// 65,535 classes x groups of 4 channels (its y: stride_h stride_w classes
-/// times the groups of one launch, at most ceil(C / 4)).
+/// of dy with a small sub-filter, on the CUDA cores).
 inline bool conv2d_dgrad_parity_fits(const conv2d_params& p) {
-  constexpr std::size_t sub_filter_taps = 4, channels_per_group = 4;
-  const std::size_t groups = ceil_div(p.in_channels, channels_per_group);
-  return p.layout == conv2d_layout::nchw && p.dilation_h == 1 && p.dilation_w == 1 &&
-         p.filter_height <= sub_filter_taps * p.stride_h && p.filter_width <= sub_filter_taps * p.stride_w &&
-         p.batch <= max_grid_yz && p.stride_h * p.stride_w * groups <= max_grid_yz;
+  return p.layout == conv2d_layout::nchw && conv2d_dgrad_parity_geometry_fits(p, dgrad_parity_group);
 }
 
 /// Whether best's NHWC dx of a gemm_col2im layer runs gradient step 8 instead
-/// (08_dgrad_parity_mma.cuh: step 7's parity classes as mma.sync products, 8
-/// input channels a CTA; the device must run sm_80 code, which the launcher
-/// checks): 16-bit elements, or float under math_mode::tf32; no dilation, R <= 4
-/// stride_h and S <= 4 stride_w, at most 65,535 images (the grid's z) and 65,535
-/// classes x groups of 8 channels (its y).
+/// (08_dgrad_parity_mma.cuh: step 7's parity classes as mma.sync products; the
+/// device must run sm_80 code, which the launcher checks): 16-bit elements, or
+/// float under math_mode::tf32.
 inline bool conv2d_dgrad_parity_mma_fits(const conv2d_params& p, std::size_t element_bytes, math_mode math) {
-  constexpr std::size_t sub_filter_taps = 4, channels_per_group = 8;
-  const std::size_t groups = ceil_div(p.in_channels, channels_per_group);
   const bool tensor_cores = element_bytes == 2 || (element_bytes == 4 && math == math_mode::tf32);
-  return p.layout == conv2d_layout::nhwc && tensor_cores && p.dilation_h == 1 && p.dilation_w == 1 &&
-         p.filter_height <= sub_filter_taps * p.stride_h && p.filter_width <= sub_filter_taps * p.stride_w &&
-         p.batch <= max_grid_yz && p.stride_h * p.stride_w * groups <= max_grid_yz;
+  return p.layout == conv2d_layout::nhwc && tensor_cores &&
+         conv2d_dgrad_parity_geometry_fits(p, dgrad_parity_mma_group);
 }
 
 /// The geometry of one parity class along one dimension (host and device).
