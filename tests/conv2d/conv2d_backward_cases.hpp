@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The cases of the conv2d gradient suite (conv2d_backward_gpu_test.cpp: what
 // they cover and the bounds they are checked against are described there) and
-// what the suite and its coverage checks (conv2d_backward_cases_test.cpp)
+// what the suite and its coverage checks (conv2d_backward_cases_test.cpp,
+// conv2d_backward_dx_cases_test.cpp)
 // derive from a case: the terms an output sums, whether dx runs as a forward
 // convolution and that forward's inputs.
 #pragma once

@@ -3,7 +3,8 @@
 // computes conv2d's data gradient, and where its forward reads the layer's
 // filter unturned on step 7 (conv2d_wgmma_filter::dgrad_unturned) rather than
 // a turned copy. The gradient suite's cases that take each route:
-// conv2d_backward_cases_test.cpp. Part of test_conv2d.
+// conv2d_backward_cases_test.cpp and conv2d_backward_dx_cases_test.cpp. Part of
+// test_conv2d.
 #include <gtest/gtest.h>
 
 #include <cstddef>
