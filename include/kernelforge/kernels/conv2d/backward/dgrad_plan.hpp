@@ -48,23 +48,28 @@ inline constexpr int dgrad_parity_max_taps = 4;
 inline constexpr std::size_t dgrad_parity_group = 4;
 inline constexpr int dgrad_parity_mma_group = 8;
 
-/// The geometry steps 7 and 8 share: no dilation, R <= 4 stride_h and S <= 4
-/// stride_w (sub-filters of at most 4 x 4 taps), at most 65,535 images (the
-/// grid's z) and 65,535 classes x groups of `channels_per_group` input channels
-/// (its y: stride_h stride_w classes times the groups).
-inline bool conv2d_dgrad_parity_geometry_fits(const conv2d_params& p, std::size_t channels_per_group) {
+/// The layers steps 7 and 8 can split into parity classes: no dilation, R <= 4
+/// stride_h and S <= 4 stride_w (sub-filters of at most 4 x 4 taps). Each rule
+/// below adds its own grid's bounds.
+inline bool conv2d_dgrad_parity_geometry_fits(const conv2d_params& p) {
   constexpr std::size_t taps = dgrad_parity_max_taps;
-  const std::size_t groups = ceil_div(p.in_channels, channels_per_group);
   return p.dilation_h == 1 && p.dilation_w == 1 && p.filter_height <= taps * p.stride_h &&
-         p.filter_width <= taps * p.stride_w && p.batch <= max_grid_yz &&
-         p.stride_h * p.stride_w * groups <= max_grid_yz;
+         p.filter_width <= taps * p.stride_w;
+}
+
+/// Whether the grid of a parity kernel with `channels_per_group` input channels
+/// a CTA fits: at most 65,535 images (its z) and 65,535 classes x groups (its
+/// y: stride_h stride_w classes times the groups).
+inline bool conv2d_dgrad_parity_grid_fits(const conv2d_params& p, std::size_t channels_per_group) {
+  return p.batch <= max_grid_yz && p.stride_h * p.stride_w * ceil_div(p.in_channels, channels_per_group) <= max_grid_yz;
 }
 
 /// Whether best's float NCHW dx of a gemm_col2im layer runs gradient step 7
 /// instead (07_dgrad_parity_fp32.cuh: each parity class a stride-1 correlation
 /// of dy with a small sub-filter, on the CUDA cores).
 inline bool conv2d_dgrad_parity_fits(const conv2d_params& p) {
-  return p.layout == conv2d_layout::nchw && conv2d_dgrad_parity_geometry_fits(p, dgrad_parity_group);
+  return p.layout == conv2d_layout::nchw && conv2d_dgrad_parity_geometry_fits(p) &&
+         conv2d_dgrad_parity_grid_fits(p, dgrad_parity_group);
 }
 
 /// Whether best's NHWC dx of a gemm_col2im layer runs gradient step 8 instead
@@ -73,8 +78,8 @@ inline bool conv2d_dgrad_parity_fits(const conv2d_params& p) {
 /// float under math_mode::tf32.
 inline bool conv2d_dgrad_parity_mma_fits(const conv2d_params& p, std::size_t element_bytes, math_mode math) {
   const bool tensor_cores = element_bytes == 2 || (element_bytes == 4 && math == math_mode::tf32);
-  return p.layout == conv2d_layout::nhwc && tensor_cores &&
-         conv2d_dgrad_parity_geometry_fits(p, dgrad_parity_mma_group);
+  return p.layout == conv2d_layout::nhwc && tensor_cores && conv2d_dgrad_parity_geometry_fits(p) &&
+         conv2d_dgrad_parity_grid_fits(p, dgrad_parity_mma_group);
 }
 
 /// The geometry of one parity class along one dimension (host and device).
