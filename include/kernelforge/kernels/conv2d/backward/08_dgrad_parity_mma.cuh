@@ -22,8 +22,9 @@
 // 16-row product a class row). K goes through shared memory 32 bytes of
 // channels at a time (16 halves or 8 floats: one product's k) on a ring of two
 // slots: the dy tile with its 3-row, 3-column halo, and the chunk's sub-filter
-// laid out [tap][c][k], in rows of 48 bytes, so every ldmatrix is free of bank
-// conflicts and its address the lane's plus a constant. The A fragment of dy
+// laid out [tap][c][k], each as two planes of 16-byte pieces, so every ldmatrix
+// reads 128 contiguous bytes (no bank conflict) at the lane's address plus a
+// constant. The A fragment of dy
 // row sr serves every output row it reaches (u = 0..3: row sr - 3 + u), so a
 // warp loads 11 A fragments a column shift, not 32; the chunk's 16 B fragments
 // stay in registers. dy comes by cp.async where its pixels are whole 16-byte
@@ -34,10 +35,12 @@
 // TF32 reads dy's floats as stored (the tensor cores drop their low 13 bits)
 // and rounds the filter's. Host side: src/conv2d/backward_data.cu
 // (dgrad_by_parity_mma), the rule in dgrad_plan.hpp.
-// H100 (2026-12-05, bench_conv, paired; no H200 was lent that day): the stem's
-// dx 2.60 / 2.67 / 2.04 of cuDNN in fp16 / bf16 / TF32, where step 2's route
-// ran 0.65 / 0.66 / 1.04 on the H200; latency-bound, 2.8 warps a scheduler
-// (benchmarks/tuning/conv2d.md, "Gradient step 8").
+// H200 (2026-12-05, bench_conv, paired): the stem's dx 2.69 / 2.73 / 2.21 of
+// cuDNN in fp16 / bf16 / TF32 (81.7 / 81.9 / 145.6 us), where step 2's route
+// ran 0.65 / 0.66 / 1.04; the products in groups of disjoint output rows and
+// the two-plane slots took it from 97.4 us (2.27 of cuDNN) to 87.0, then 81.7;
+// still latency-bound: 3.65 warps a scheduler, 0.89 eligible, 0.52 issued a
+// cycle (benchmarks/tuning/conv2d.md, "Gradient step 8").
 #pragma once
 
 #include <cstdint>
@@ -70,20 +73,25 @@ inline constexpr int chunk = 32 / static_cast<int>(sizeof(T));
 inline constexpr int rows = tile_i + taps - 1;  // 19 dy rows with the halo
 inline constexpr int cols = tile_j + taps - 1;  // 35 dy columns
 inline constexpr int piece_bytes = 16;          // 8 channels: one row of an ldmatrix 8 x 8 matrix
-/// A dy pixel's (or a filter tap's channel's) row in shared memory: the chunk's
-/// two 16-byte pieces and 16 bytes of padding, so the 8 rows of any 8
-/// consecutive ones that an ldmatrix reads fall in 8 different bank quads (48 j
-/// mod 128 for j = 0..7: 16-byte slots 0 3 6 1 4 7 2 5), and an operand's address is
-/// the lane's own plus a constant (a swizzle would make it depend on both).
-inline constexpr int row_bytes = 3 * piece_bytes;                // 48
-inline constexpr int dy_bytes = rows * cols * row_bytes;         // 31,920
-inline constexpr int w_bytes = taps * taps * group * row_bytes;  // 6,144: [tap][c][k]
-inline constexpr int slot_bytes = dy_bytes + w_bytes;            // 38,064
-inline constexpr int smem_bytes = 2 * slot_bytes;                // 76,128: the ring
-static_assert(taps * taps * group == threads, "a thread loads one [tap][c] row of the filter slot");
+/// A slot holds the dy tile's pixels and the filter's [tap][c] rows as planes
+/// of 16-byte pieces: piece 0 of every row, then piece 1 (channels 0-7 and 8-15
+/// of a 16-bit chunk, 0-3 and 4-7 of a float one). The 8 rows an ldmatrix reads
+/// are 8 consecutive rows of one plane, 128 contiguous bytes: no bank conflict,
+/// no padding, and an operand's address is the lane's own plus a constant.
+inline constexpr int dy_rows = rows * cols;                 // 665 pixels
+inline constexpr int w_rows = taps * taps * group;          // 128: [tap][c]
+inline constexpr int dy_bytes = 2 * dy_rows * piece_bytes;  // 21,280
+inline constexpr int w_bytes = 2 * w_rows * piece_bytes;    // 4,096
+inline constexpr int slot_bytes = dy_bytes + w_bytes;       // 25,376
+inline constexpr int smem_bytes = 2 * slot_bytes;           // 50,752: the ring
+static_assert(w_rows == threads, "a thread loads one [tap][c] row of the filter slot");
 
-/// Byte offset of byte `byte` (0..31) of row `row` (a dy pixel, or tap * 8 + c).
-__host__ __device__ constexpr int byte_at(int row, int byte) { return row * row_bytes + byte; }
+/// Byte offset of byte `byte` (0..31) of row `row` in a region of `Rows` rows
+/// (the dy tile: dy_rows; the filter: w_rows, after it).
+template <int Rows>
+__host__ __device__ constexpr int byte_at(int row, int byte) {
+  return byte / piece_bytes * Rows * piece_bytes + row * piece_bytes + byte % piece_bytes;
+}
 
 /// The 32-bit word of a filter row that holds k (word) -- two 16-bit values,
 /// the lower k first in memory -- or one TF32 value (rounded to nearest).
@@ -114,11 +122,11 @@ __device__ __forceinline__ void mma_chunk(float (&d)[4], const std::uint32_t (&a
 /// Grid: x = tiles of the class grid (ceil(ceil(H / sh) / 16) x ceil(ceil(W / sw)
 /// / 32)), y = the stride_h x stride_w classes x groups of 8 input channels
 /// (class fastest), z = images. Async: dy by cp.async (K * sizeof(T) % 16 == 0,
-/// dy 16-byte aligned, no mask), else through registers. 76,128 bytes of
-/// dynamic shared memory (the ring) and 107-109 registers (sm_90): 3 CTAs an SM
-/// on the H200.
+/// dy 16-byte aligned, no mask), else through registers. 50,752 bytes of
+/// dynamic shared memory (the ring), at most 128 registers: 4 CTAs an SM on the
+/// H200.
 template <class T, bool Async>
-KF_KERNEL void __launch_bounds__(dgrad_parity_mma::threads, 3)
+KF_KERNEL void __launch_bounds__(dgrad_parity_mma::threads, 4)
     conv2d_dgrad_parity_mma(conv2d_args<T> a, conv2d_dy_reader<T> dy, T* __restrict__ dx, int tiles_j) {
 #if defined(__CUDA_ARCH__) && !KF_ARCH_SM80
   __trap();  // mma.sync m16n8k16 needs sm_80; the launcher never selects this kernel below it
@@ -160,7 +168,7 @@ KF_KERNEL void __launch_bounds__(dgrad_parity_mma::threads, 3)
         const long long at = dy_offset(pix);
         const int k = k0 + piece * kPiece;
         const bool live = at >= 0 && k < a.k;
-        cp_async_16(dgrad_parity_mma_smem + (slot - ring) + byte_at(pix, piece * piece_bytes),
+        cp_async_16(dgrad_parity_mma_smem + (slot - ring) + byte_at<dy_rows>(pix, piece * piece_bytes),
                     dy.dy + (live ? at + k : 0), live ? 16 : 0);
       }
       cp_async_commit();
@@ -175,8 +183,8 @@ KF_KERNEL void __launch_bounds__(dgrad_parity_mma::threads, 3)
           v = dy.dy[at + k];
           if (dy.relu_y != nullptr && to_compute(dy.relu_y[at + k]) <= dy.threshold) v = from_compute<T>(0.0f);
         }
-        *reinterpret_cast<T*>(dgrad_parity_mma_smem + (slot - ring) + byte_at(pix, kk * static_cast<int>(sizeof(T)))) =
-            v;
+        *reinterpret_cast<T*>(dgrad_parity_mma_smem + (slot - ring) +
+                              byte_at<dy_rows>(pix, kk * static_cast<int>(sizeof(T)))) = v;
       }
     }
   };
@@ -206,9 +214,9 @@ KF_KERNEL void __launch_bounds__(dgrad_parity_mma::threads, 3)
     }
   };
   auto store_w = [&](std::uint32_t slot, const std::uint32_t(&wv)[kWords]) {
-    unsigned char* const row = dgrad_parity_mma_smem + (slot + dy_bytes - ring) + byte_at(tid, 0);
-    *reinterpret_cast<uint4*>(row) = make_uint4(wv[0], wv[1], wv[2], wv[3]);
-    *reinterpret_cast<uint4*>(row + piece_bytes) = make_uint4(wv[4], wv[5], wv[6], wv[7]);
+    unsigned char* const w_base = dgrad_parity_mma_smem + (slot + dy_bytes - ring);
+    *reinterpret_cast<uint4*>(w_base + byte_at<w_rows>(tid, 0)) = make_uint4(wv[0], wv[1], wv[2], wv[3]);
+    *reinterpret_cast<uint4*>(w_base + byte_at<w_rows>(tid, piece_bytes)) = make_uint4(wv[4], wv[5], wv[6], wv[7]);
   };
 
   // ---- the products ----
@@ -219,32 +227,40 @@ KF_KERNEL void __launch_bounds__(dgrad_parity_mma::threads, 3)
   auto products = [&](std::uint32_t slot) {
     // This lane's ldmatrix rows: A, dy pixel (wr0, wc0 + a_row), piece a_piece (then a
     // constant offset an operand); B, tap lane / 16's channel lane % 8, piece lane / 8 % 2.
-    const std::uint32_t a_lane = slot + byte_at(wr0 * cols + wc0 + a_row, a_piece * piece_bytes);
-    const std::uint32_t b_lane = slot + dy_bytes + byte_at(lane / 16 * group + lane % 8, lane / 8 % 2 * piece_bytes);
+    const std::uint32_t a_lane = slot + byte_at<dy_rows>(wr0 * cols + wc0 + a_row, a_piece * piece_bytes);
+    const std::uint32_t b_lane =
+        slot + dy_bytes + byte_at<w_rows>(lane / 16 * group + lane % 8, lane / 8 % 2 * piece_bytes);
     // B fragments of the 16 taps (u, v), two taps an ldmatrix_x4: matrices (tap, piece).
     std::uint32_t b[taps * taps][2];
 #pragma unroll
     for (int t = 0; t < taps * taps; t += 2) {
-      ldmatrix_x4_b_pair(b[t], b[t + 1], b_lane + byte_at(t * group, 0));
+      ldmatrix_x4_b_pair(b[t], b[t + 1], b_lane + byte_at<w_rows>(t * group, 0));
     }
+    // dy rows first, first + 4, first + 8 reach disjoint output rows (sr - 3 .. sr), so their
+    // products go in turn: up to 12 independent ones between two into one accumulator.
+    constexpr int last = taps - 1, dy_rows = warp_rows + last, group_rows = (dy_rows + taps - 1) / taps;
 #pragma unroll
-    for (int sr = 0; sr < warp_rows + taps - 1; ++sr) {
-      // Output rows ti = sr - (taps - 1) + u read dy row sr (with tap u): u in [u_lo, u_hi].
-      constexpr int last = taps - 1;
-      const int u_lo = sr < last ? last - sr : 0;
-      const int u_hi = sr + 1 > warp_rows ? last - (sr + 1 - warp_rows) : last;
-      if (u_lo >= dh.taps) continue;  // uniform: no tap of the class reaches this row
+    for (int first = 0; first < taps; ++first) {
 #pragma unroll
       for (int v = 0; v < taps; ++v) {
         if (v >= dw.taps) continue;  // uniform
-        // A: dy row wr0 + sr, columns wc0 + (taps - 1 - v) + [0, 16).
-        std::uint32_t frag[4];
-        ldmatrix_x4(frag, a_lane + byte_at(sr * cols + last - v, 0));
+        std::uint32_t frag[group_rows][4];
+#pragma unroll
+        for (int q = 0; q < group_rows; ++q) {
+          const int sr = first + taps * q;
+          // A: dy row wr0 + sr, columns wc0 + (taps - 1 - v) + [0, 16); none where no tap of the class reaches sr.
+          if (sr >= dy_rows || (sr < last && last - sr >= dh.taps)) continue;
+          ldmatrix_x4(frag[q], a_lane + byte_at<dy_rows>(sr * cols + last - v, 0));
+        }
 #pragma unroll
         for (int u = 0; u < taps; ++u) {
-          if (u < u_lo || u > u_hi) continue;  // compile time
-          if (u >= dh.taps) continue;          // uniform
-          mma_chunk<T>(acc[sr - last + u], frag, b[u * taps + v]);
+          if (u >= dh.taps) continue;  // uniform
+#pragma unroll
+          for (int q = 0; q < group_rows; ++q) {
+            const int sr = first + taps * q, ti = sr - last + u;       // output row ti reads dy row sr with tap u
+            if (sr >= dy_rows || ti < 0 || ti >= warp_rows) continue;  // compile time
+            mma_chunk<T>(acc[ti], frag[q], b[u * taps + v]);
+          }
         }
       }
     }
