@@ -130,9 +130,10 @@ void dgrad_by_parity(const char* what, const conv2d_params& p, const conv2d_size
   const conv2d_dy_reader<float> reader = dy_reader(dy, o, relu_y);
   auto launch = [&](auto group, z groups, int c_first) {
     constexpr int G = decltype(group)::value;
-    const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(classes * groups),
-                    static_cast<unsigned>(p.batch));
-    conv2d_dgrad_parity_fp32<G><<<grid, dp::threads, 0, o.stream>>>(a, reader, dx, c_first, static_cast<int>(tiles_j));
+    const dim3 grid(static_cast<unsigned>(tiles * groups), static_cast<unsigned>(p.batch),
+                    static_cast<unsigned>(classes));
+    conv2d_dgrad_parity_fp32<G><<<grid, dp::threads, 0, o.stream>>>(a, reader, dx, c_first, static_cast<int>(tiles),
+                                                                    static_cast<int>(tiles_j));
     check_launch(what);
   };
   const int c_rest = static_cast<int>(dgrad_parity_group * full);

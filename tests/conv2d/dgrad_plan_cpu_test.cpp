@@ -170,12 +170,62 @@ TEST(Conv2dDgradParity, WhichLayersFit) {
   EXPECT_FALSE(conv2d_dgrad_parity_fits(make(2, 3, 23, 19, 8, 9, 9, 2, 4, 1)));  // 5 taps a class
   EXPECT_FALSE(conv2d_dgrad_parity_fits(make(2, 8, 13, 11, 8, 3, 3, 2, 1, 2)));  // dilation
   EXPECT_FALSE(conv2d_dgrad_parity_fits(nhwc(make(16, 3, 224, 224, 64, 7, 7, 2, 3, 1))));
-  // More classes x channel groups than the grid's y holds: col2im, not step 7
-  // (256 x 256 strides, one group; 150 x 150, three groups of C = 9).
+  // More classes than the grid's z holds (256 x 256 strides): col2im, not step 7.
+  // The channel groups ride in x, so three groups no longer count against it.
   EXPECT_FALSE(conv2d_dgrad_parity_fits(make(1, 3, 600, 600, 8, 3, 3, 256, 0, 1)));
   EXPECT_TRUE(conv2d_dgrad_parity_fits(make(1, 3, 600, 600, 8, 3, 3, 255, 0, 1)));
-  EXPECT_FALSE(conv2d_dgrad_parity_fits(make(1, 9, 600, 600, 8, 3, 3, 150, 0, 1)));
+  EXPECT_TRUE(conv2d_dgrad_parity_fits(make(1, 9, 600, 600, 8, 3, 3, 150, 0, 1)));
   EXPECT_TRUE(conv2d_dgrad_parity_fits(make(1, 9, 600, 600, 8, 3, 3, 147, 0, 1)));
+}
+
+// Step 7's grid order (dgrad_parity_class_of_rank): the ranks are a permutation
+// of the classes, their taps never grow along it, and ties keep the classes'
+// order. The stem (7x7, stride 2, pad 3): classes (a, b) = (1, 1) with 4 x 4
+// taps, then (0, 1) and (1, 0) with 3 x 4 and 4 x 3, then (0, 0) with 3 x 3.
+TEST(Conv2dDgradParity, ClassesRunHeaviestFirst) {
+  using kf::detail::dgrad_parity_class_of_rank;
+  using kf::detail::dgrad_parity_of;
+  const int stem[4] = {dgrad_parity_class_of_rank(0, 2, 2, 3, 3, 7, 7, 224, 224),
+                       dgrad_parity_class_of_rank(1, 2, 2, 3, 3, 7, 7, 224, 224),
+                       dgrad_parity_class_of_rank(2, 2, 2, 3, 3, 7, 7, 224, 224),
+                       dgrad_parity_class_of_rank(3, 2, 2, 3, 3, 7, 7, 224, 224)};
+  EXPECT_EQ(stem[0], 3);
+  EXPECT_EQ(stem[1], 1);
+  EXPECT_EQ(stem[2], 2);
+  EXPECT_EQ(stem[3], 0);
+  int checked = 0;
+  for (int sh = 1; sh <= 4; ++sh) {  // up to 16 classes: the sorted range
+    for (int sw = 1; sw <= 4; ++sw) {
+      for (int filter : {1, 2, 3, 5, 7}) {
+        for (int pad = 0; pad < filter; ++pad) {
+          for (int in : {1, 3, 8, 13}) {
+            if (in + 2 * pad < filter) continue;
+            const int classes = sh * sw;
+            std::vector<int> order(classes), seen(classes, 0);
+            int last = 1 << 30;
+            for (int rank = 0; rank < classes; ++rank) {
+              const int cls = dgrad_parity_class_of_rank(rank, sh, sw, pad, pad, filter, filter, in, in + 1);
+              ASSERT_GE(cls, 0);
+              ASSERT_LT(cls, classes);
+              ++seen[cls];
+              const auto dh = dgrad_parity_of(cls / sw, sh, pad, filter, in);
+              const auto dw = dgrad_parity_of(cls % sw, sw, pad, filter, in + 1);
+              const int weight = dh.size > 0 && dw.size > 0 ? dh.taps * dw.taps : 0;
+              ASSERT_LE(weight, last) << "stride " << sh << "x" << sw << " filter " << filter << " rank " << rank;
+              if (weight == last) ASSERT_GT(cls, order[rank - 1]);  // ties in the classes' order
+              last = weight;
+              order[rank] = cls;
+            }
+            for (int cls = 0; cls < classes; ++cls) ASSERT_EQ(seen[cls], 1);
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 500);
+  // Above 16 classes, the classes' own order.
+  for (int rank = 0; rank < 25; ++rank) EXPECT_EQ(dgrad_parity_class_of_rank(rank, 5, 5, 0, 0, 3, 3, 9, 9), rank);
 }
 
 }  // namespace

@@ -25,10 +25,11 @@
 // carry no mask). Sums run in k, then u, then v order in fp32 (exact math: the
 // terms of each output, as the direct sum). Host side:
 // src/conv2d/backward_data.cu (dgrad_by_parity), the rule in dgrad_plan.hpp.
-// H200 (2026-12-05, through torch, paired): the stem's dx 0.89-0.91 of cuDNN
-// with the ring (0.68 with a synchronous fill; step 2's route: 0.52); still
-// latency-bound, 1.36 waves (benchmarks/tuning/conv2d.md, "Gradient step 7's
-// ring").
+// H200 (2026-12-05, through torch, paired): the stem's dx 1.03-1.05 of cuDNN
+// (0.249-0.250 ms against 0.255-0.264) with the classes heaviest first and one loop of
+// products; 0.89-0.91 with the ring alone, 0.68 with a synchronous fill, step
+// 2's route 0.52. SMs active 89% of the kernel's cycles (85% before)
+// (benchmarks/tuning/conv2d.md, "Gradient step 7's ring").
 #pragma once
 
 #include <type_traits>
@@ -59,26 +60,29 @@ struct smem {  // a ring of two chunks: 44,416 bytes
 
 }  // namespace dgrad_parity
 
-/// Grid: x = tiles of the class grid (ceil(rows / 16) x ceil(columns / 64), at
-/// most), y = the stride_h x stride_w classes x channel groups of Group (channels
-/// c_first + Group g ...), z = images. Group channels each: 1 to 4.
-/// 5 CTAs an SM: 96 registers (a few spilled around the copies, none in the
-/// products) and 5 rings of 44 KB in the H200's 228 KB of shared memory.
+/// Grid: x = channel groups of Group (channels c_first + Group g ...) x the
+/// class grid's `tiles` (ceil(rows / 16) x ceil(columns / 64), at most), y =
+/// images, z = the stride_h x stride_w classes by rank, heaviest first
+/// (dgrad_parity_class_of_rank), since CTAs start in the order of z, y, x.
+/// Group channels each: 1 to 4. 5 CTAs an SM: 96 registers (a few spilled
+/// around the copies, none in the products) and 5 rings of 44 KB in the H200's
+/// 228 KB of shared memory.
 template <int Group>
 KF_KERNEL void __launch_bounds__(dgrad_parity::threads, 5)
     conv2d_dgrad_parity_fp32(conv2d_args<float> a, conv2d_dy_reader<float> dy, float* __restrict__ dx, int c_first,
-                             int tiles_j) {
+                             int tiles, int tiles_j) {
   using namespace dgrad_parity;
   static_assert(Group >= 1 && Group <= static_cast<int>(dgrad_parity_group), "1 to 4 channels a group");
   __shared__ __align__(16) smem s;
   const int tid = static_cast<int>(threadIdx.x);
-  const int classes = a.stride_h * a.stride_w;
-  const int cls = static_cast<int>(blockIdx.y) % classes, group = static_cast<int>(blockIdx.y) / classes;
+  const int cls = dgrad_parity_class_of_rank(static_cast<int>(blockIdx.z), a.stride_h, a.stride_w, a.pad_h, a.pad_w,
+                                             a.r, a.s, a.h, a.w);
+  const int tile = static_cast<int>(blockIdx.x) % tiles, group = static_cast<int>(blockIdx.x) / tiles;
   const int ca = cls / a.stride_w, cb = cls % a.stride_w;
   const dgrad_parity_dim dh = dgrad_parity_of(ca, a.stride_h, a.pad_h, a.r, a.h);
   const dgrad_parity_dim dw = dgrad_parity_of(cb, a.stride_w, a.pad_w, a.s, a.w);
-  const int i0 = static_cast<int>(blockIdx.x) / tiles_j * tile_i, j0 = static_cast<int>(blockIdx.x) % tiles_j * tile_j;
-  const int n = static_cast<int>(blockIdx.z), c0 = c_first + Group * group;
+  const int i0 = tile / tiles_j * tile_i, j0 = tile % tiles_j * tile_j;
+  const int n = static_cast<int>(blockIdx.y), c0 = c_first + Group * group;
   if (i0 >= dh.size || j0 >= dw.size) return;  // the whole CTA: no barrier reached
   const int ty = tid / (tile_j / cols), tx = tid % (tile_j / cols);
   // dy's tile origin: shared row sr, column sc hold dy[p0 + sr][q0 + sc].
@@ -104,7 +108,7 @@ KF_KERNEL void __launch_bounds__(dgrad_parity::threads, 5)
   // lies outside, so no branch per value. Without the ReLU mask the copies are
   // cp.async: the next chunk lands while this one's products run. With the mask
   // a value needs dy and y, so it goes through registers (the mask's test chosen
-  // once a call, not per value: Masked is a compile-time tag).
+  // once a chunk, not per value: Masked is a compile-time tag).
   auto load_chunk = [&](auto masked, int slot, int k0) {
 #pragma unroll 1
     for (int kk = 0; kk < chunk; ++kk) {
@@ -138,10 +142,21 @@ KF_KERNEL void __launch_bounds__(dgrad_parity::threads, 5)
   float acc[Group][cols] = {};
   // One chunk's products from ring slot `slot`, after filling the other slot
   // with the next chunk and waiting for this one's copies. The other slot was
-  // last read in the previous chunk, behind its closing barrier.
-  auto step = [&](auto masked, int slot, int k0) {
+  // last read in the previous chunk, behind its closing barrier. One loop of
+  // products for both loads (a uniform branch a chunk), so the kernel holds
+  // it once.
+  const bool masked = dy.relu_y != nullptr;
+  auto load = [&](int slot, int k0) {
+    if (masked) {
+      load_chunk(std::true_type{}, slot, k0);
+    } else {
+      load_chunk(std::false_type{}, slot, k0);
+    }
+  };
+  for (int k0 = 0, slot = 0; k0 < a.k; k0 += chunk, slot ^= 1) {
+    if (k0 == 0) load(0, 0);  // inside the loop: K = 0 loads nothing (the channel clamp needs K > 0)
     if (k0 + chunk < a.k) {
-      load_chunk(masked, slot ^ 1, k0 + chunk);
+      load(slot ^ 1, k0 + chunk);
       cp_async_wait<1>();
     } else {
       cp_async_wait<0>();
@@ -180,16 +195,6 @@ KF_KERNEL void __launch_bounds__(dgrad_parity::threads, 5)
       }
     }
     __syncthreads();
-  };
-  auto products = [&](auto masked) {
-    if (a.k == 0) return;  // dx = 0: no chunk to load (its channel clamp needs K > 0)
-    load_chunk(masked, 0, 0);
-    for (int k0 = 0, slot = 0; k0 < a.k; k0 += chunk, slot ^= 1) step(masked, slot, k0);
-  };
-  if (dy.relu_y == nullptr) {
-    products(std::false_type{});
-  } else {
-    products(std::true_type{});
   }
 
   const int i = i0 + ty;

@@ -57,19 +57,21 @@ inline bool conv2d_dgrad_parity_geometry_fits(const conv2d_params& p) {
          p.filter_width <= taps * p.stride_w;
 }
 
-/// Whether the grid of a parity kernel with `channels_per_group` input channels
-/// a CTA fits: at most 65,535 images (its z) and 65,535 classes x groups (its
-/// y: stride_h stride_w classes times the groups).
+/// Whether step 8's grid, with `channels_per_group` input channels a CTA, fits:
+/// at most 65,535 images (its z) and 65,535 classes x groups (its y: stride_h
+/// stride_w classes times the groups).
 inline bool conv2d_dgrad_parity_grid_fits(const conv2d_params& p, std::size_t channels_per_group) {
   return p.batch <= max_grid_yz && p.stride_h * p.stride_w * ceil_div(p.in_channels, channels_per_group) <= max_grid_yz;
 }
 
 /// Whether best's float NCHW dx of a gemm_col2im layer runs gradient step 7
 /// instead (07_dgrad_parity_fp32.cuh: each parity class a stride-1 correlation
-/// of dy with a small sub-filter, on the CUDA cores).
+/// of dy with a small sub-filter, on the CUDA cores). Its grid: images on y
+/// (at most 65,535), the classes on z heaviest first (at most 65,535), the
+/// channel groups in x with the tiles.
 inline bool conv2d_dgrad_parity_fits(const conv2d_params& p) {
-  return p.layout == conv2d_layout::nchw && conv2d_dgrad_parity_geometry_fits(p) &&
-         conv2d_dgrad_parity_grid_fits(p, dgrad_parity_group);
+  return p.layout == conv2d_layout::nchw && conv2d_dgrad_parity_geometry_fits(p) && p.batch <= max_grid_yz &&
+         p.stride_h * p.stride_w <= max_grid_yz;
 }
 
 /// Whether best's NHWC dx of a gemm_col2im layer runs gradient step 8 instead
@@ -97,6 +99,35 @@ KF_HOST_DEVICE inline dgrad_parity_dim dgrad_parity_of(int a, int stride, int pa
   d.offset = (a + pad - d.first) / stride;
   d.size = a < in ? (in - a + stride - 1) / stride : 0;
   return d;
+}
+
+/// Step 7's grid runs the classes heaviest first, so that a partial last wave
+/// holds the shortest CTAs (a class's CTAs take time in proportion to its taps,
+/// 16, 12, 12 and 9 on the stem; as a list schedule of 896 CTAs on the H200's
+/// 660 slots that is 24 time units against 28 in the classes' own order): the
+/// class of rank `rank` when classes are sorted by taps (dh.taps x dw.taps, 0
+/// for a class with no pixels) descending, ties by class index (a stride_w +
+/// b). Above 16 classes the classes' own order (the sort is O(classes^2)).
+KF_HOST_DEVICE inline int dgrad_parity_class_of_rank(int rank, int stride_h, int stride_w, int pad_h, int pad_w, int r,
+                                                     int s, int h, int w) {
+  constexpr int sorted_classes = 16;
+  const int classes = stride_h * stride_w;
+  if (classes > sorted_classes) return rank;
+  auto weight = [&](int cls) {
+    const dgrad_parity_dim dh = dgrad_parity_of(cls / stride_w, stride_h, pad_h, r, h);
+    const dgrad_parity_dim dw = dgrad_parity_of(cls % stride_w, stride_w, pad_w, s, w);
+    return dh.size > 0 && dw.size > 0 ? dh.taps * dw.taps : 0;
+  };
+  for (int cls = 0; cls < classes; ++cls) {
+    const int mine = weight(cls);
+    int ahead = 0;  // classes sorted before cls
+    for (int other = 0; other < classes; ++other) {
+      const int theirs = weight(other);
+      ahead += theirs > mine || (theirs == mine && other < cls) ? 1 : 0;
+    }
+    if (ahead == rank) return cls;
+  }
+  return rank;  // not reached: the ranks are a permutation of the classes
 }
 
 /// The path of dx for the validated layer p (element_bytes: sizeof(T); relu:
