@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # The GPU run the wip/ series need, in one device call on a tree with them applied
 # (git am --3way wip/<name>.mbox; README.md here says what each must show).
-# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|step8|step8full|ab8|train|stem|mintime]
+# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|full|train|mintime]
 # (mintime, after workflow: bench_conv's preset rows at KF_BENCH_MIN_TIME 0.1 and 0.05, each timed, JSON kept)
-# (workflow: the bench workflow from scratch, timed, then the rest built, ~520 s on 2026-12-05;
+# (workflow: the bench workflow from scratch, timed, then the rest built, ~505 s on 2026-12-05;
+#  full: a fresh machine's one call: everything built, the backward tests, the stem's rows, ctest -L gpu;
 #  train: every layer's training step in every mode through torch, conv_rows.conv_train_rows)
 # (ncu after rows: it profiles step 6's and step 7's kernels through the package rows installed)
 # Writes under $OUT/r and packs it as $OUT/res.tgz (the device returns at most 8 files).
@@ -38,17 +39,11 @@ if [[ $what == tests || $what == all ]]; then
   say "test_conv2d rc $? $(tail -1 "$R/cpu.log")"
   timeout 300 "$B/test_conv2d_backward_gpu" --gtest_brief=1 >"$R/bwd.log" 2>&1
   say "test_conv2d_backward_gpu rc $? $(grep -E 'PASSED|FAILED' "$R/bwd.log" | tail -2 | tr '\n' ' ')"
-  # wip/stem-dx-rows8.mbox's 8-row tiles (the switch is read once a process)
-  KF_EXP_PARITY_TILE_ROWS=8 timeout 200 "$B/test_conv2d_backward_gpu" --gtest_filter='*Data*' --gtest_brief=1 \
-    >"$R/bwd_rows8.log" 2>&1
-  say "dx cases, 8-row tiles, rc $? $(grep -E 'PASSED|FAILED' "$R/bwd_rows8.log" | tail -2 | tr '\n' ' ')"
 fi
 if [[ $what == san || $what == all ]]; then
   for tool in memcheck racecheck synccheck; do san $tool '*Filter*f32_nchw_exact_best*'; done
-  # gradient step 7 (wip/stem-dx-parity.mbox): the float NCHW best dx cases at stride 2 and 3
-  for tool in memcheck racecheck; do san $tool '*Data*f32_nchw*best*'; done
-  # wip/stem-dx-rows8.mbox: the same with the 8-row tiles
-  for tool in memcheck racecheck synccheck; do (export KF_EXP_PARITY_TILE_ROWS=8; san $tool '*Data*f32_nchw*best*'); done
+  # gradient step 7: the float NCHW best dx cases at stride 2 and 3
+  for tool in memcheck racecheck synccheck; do san $tool '*Data*f32_nchw*best*'; done
 fi
 if [[ $what == rows || $what == all ]]; then
   site=/tmp/kf-site
@@ -112,44 +107,6 @@ PY
   cat "$R/rows.txt" >>"$R/summary.txt"
 fi
 case $what in  # after rows for train (the package in /tmp/kf-site); workflow on a fresh tree
-stem)  # after rows (the package in /tmp/kf-site): the stem's dx, 16- and 8-row tiles, one process each, then ncu
-  for tr in 16 8; do
-    (cd benchmarks/python && KF_EXP_PARITY_TILE_ROWS=$tr PYTHONPATH=/tmp/kf-site:. timeout 120 python3 - \
-      >"$R/stem$tr.txt" 2>&1 <<'PY'
-import torch, conv_rows
-import kernelforge as kf
-from gpu_timing import gpu_ms_paired
-torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32 = True, False
-bwd = torch.ops.aten.convolution_backward
-name, n, c, h, w, k, r, s, stride, pad = [l for l in conv_rows.CONV_LAYERS if l[0].startswith("N16_C3")][0]
-x_shape, wt = (n, c, h, w), torch.randn(k, c, r, s, device="cuda")
-p, q = (h + 2 * pad - r) // stride + 1, (w + 2 * pad - s) // stride + 1
-dy, dx = torch.randn(n, k, p, q, device="cuda"), torch.empty(x_shape, device="cuda")
-theirs = lambda: bwd(dy, dx, wt, None, [stride] * 2, [pad] * 2, [1, 1], False, [0, 0], 1, [True, False, False])
-ours = lambda: kf.conv2d_backward_data(dy, wt, x_shape, stride=stride, padding=pad, out=dx, variant="best")
-for _ in range(2):
-    a, b = gpu_ms_paired(ours, theirs)
-    got, want = ours(), theirs()[0]
-    print("ours_ms", a, "cudnn_ms", b, "ratio", b / a, "diff", float((got - want).abs().max() / want.abs().max()), flush=True)
-PY
-    )
-    say "stem dx, $tr-row tiles: $(tr '\n' ' ' <"$R/stem$tr.txt")"
-  done
-  cat >/tmp/ncu_stem.py <<'PY'
-import torch
-import kernelforge as kf
-w, dy = torch.randn(64, 3, 7, 7, device="cuda"), torch.randn(16, 64, 112, 112, device="cuda")
-for _ in range(2):
-    kf.conv2d_backward_data(dy, w, (16, 3, 224, 224), stride=2, padding=3)
-torch.cuda.synchronize()
-PY
-  for tr in 16 8; do
-    KF_EXP_PARITY_TILE_ROWS=$tr PYTHONPATH=/tmp/kf-site timeout 100 ncu --clock-control none --launch-count 1 \
-      -k regex:dgrad_parity --section SpeedOfLight --section Occupancy --section LaunchStats --section SchedulerStats \
-      --metrics sm__cycles_active.avg,sm__cycles_elapsed.avg python3 /tmp/ncu_stem.py >"$R/ncu_stem$tr.txt" 2>&1
-    say "ncu stem $tr rc $?"
-  done
-  ;;
 workflow)
   nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu --format=csv >"$R/smi.txt"
   rm -rf build-bench
@@ -179,29 +136,7 @@ PY
   cat "$R/train.txt" >>"$R/summary.txt"
   ;;
 esac
-if [[ $what == step8 ]]; then  # gradient step 8 (16-bit NHWC stem dx on mma.sync): build, its tests, sanitizers, rows
-  t0=$(date +%s)
-  { cmake --preset bench >"$R/configure.log" 2>&1 &&
-    cmake --build --preset bench -j 16 --target test_conv2d test_conv2d_backward_gpu bench_conv >"$R/build.log" 2>&1; }
-  say "build rc $? $(($(date +%s) - t0)) s"
-  "$B/test_conv2d" --gtest_brief=1 >"$R/cpu.log" 2>&1
-  say "test_conv2d rc $? $(tail -1 "$R/cpu.log")"
-  timeout 300 "$B/test_conv2d_backward_gpu" --gtest_brief=1 >"$R/bwd.log" 2>&1
-  say "test_conv2d_backward_gpu rc $? $(grep -E 'PASSED|FAILED' "$R/bwd.log" | tail -3 | tr '\n' ' ')"
-  grep -E "^\[  FAILED|Failure" "$R/bwd.log" | head -20 >>"$R/summary.txt"
-  f='*Data*nhwc*best_stem*:*Data*nhwc*best_c3_*:*Data*nhwc*best_c5_*:*Data*nhwc*best_c17_*'
-  f="$f:*Data*nhwc*best_relu05_c[35]_*:*Data*nhwc*best_misaligned_*_c[13]*"
-  for tool in memcheck racecheck synccheck; do san $tool "$f"; done
-  BENCHMARK_FILTER='conv2d_backward/(fp16|bf16|tf32)/(data|step)/n16' timeout 200 build-bench/benchmarks/conv/bench_conv \
-    --benchmark_out="$R/bench_step8.json" --benchmark_out_format=json >"$R/bench_step8.log" 2>&1
-  say "bench stem rows rc $?"
-  grep -E "^conv2d_backward" "$R/bench_step8.log" >>"$R/summary.txt"
-  KF_BENCH_MIN_TIME=0.001 timeout 100 ncu --clock-control none --launch-count 2 -k regex:dgrad_parity_mma --section SpeedOfLight \
-    --section WarpStateStats --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
-    build-bench/benchmarks/conv/bench_conv --benchmark_filter='conv2d_backward/fp16/data/n16' >"$R/ncu_step8.txt" 2>&1
-  say "ncu step 8 rc $?"
-fi
-if [[ $what == step8full ]]; then  # one fresh-machine call: everything built, step 8's tests, the whole GPU suite, rows
+if [[ $what == full ]]; then  # one fresh-machine call: everything built, the backward tests, the whole GPU suite, the stem rows
   t0=$(date +%s)
   { cmake --preset bench >"$R/configure.log" 2>&1 && cmake --build --preset bench -j 16 >"$R/build.log" 2>&1; }
   say "build everything rc $? $(($(date +%s) - t0)) s"
@@ -210,9 +145,9 @@ if [[ $what == step8full ]]; then  # one fresh-machine call: everything built, s
   say "test_conv2d_backward_gpu rc $? $(grep -E 'PASSED|FAILED' "$R/bwd.log" | tail -3 | tr '\n' ' ')"
   grep -E "^\[  FAILED|Failure" "$R/bwd.log" | head -20 >>"$R/summary.txt"
   BENCHMARK_FILTER='conv2d_backward/(fp16|bf16|tf32)/(data|step)/n16' timeout 100 build-bench/benchmarks/conv/bench_conv \
-    --benchmark_out="$R/bench_step8.json" --benchmark_out_format=json >"$R/bench_step8.log" 2>&1
+    --benchmark_out="$R/bench_stem.json" --benchmark_out_format=json >"$R/bench_stem.log" 2>&1
   say "bench stem rows rc $?"
-  grep -E "^conv2d_backward" "$R/bench_step8.log" >>"$R/summary.txt"
+  grep -E "^conv2d_backward" "$R/bench_stem.log" >>"$R/summary.txt"
   t0=$(date +%s)
   timeout 300 ctest --test-dir build-bench -L gpu -j 8 --timeout 280 >"$R/ctest_gpu.log" 2>&1
   say "ctest -L gpu rc $? $(($(date +%s) - t0)) s: $(grep -E 'tests passed|tests failed' "$R/ctest_gpu.log")"
@@ -220,33 +155,6 @@ if [[ $what == step8full ]]; then  # one fresh-machine call: everything built, s
   f='*Data*nhwc*best_stem*:*Data*nhwc*best_c3_*:*Data*nhwc*best_c5_*:*Data*nhwc*best_c17_*'
   f="$f:*Data*nhwc*best_relu05_c[35]_*:*Data*nhwc*best_misaligned_*_c[13]*"
   for tool in memcheck racecheck synccheck; do san $tool "$f"; done
-fi
-if [[ $what == ab8 ]]; then  # step 8's two A/B patches: main's stem rows, then each patch on top (tests, rows), ncu
-  rows8() {  # LABEL: the stem's dx rows in fp16 / bf16 / TF32, paired with cuDNN
-    BENCHMARK_FILTER='conv2d_backward/(fp16|bf16|tf32)/data/n16' timeout 90 build-bench/benchmarks/conv/bench_conv \
-      --benchmark_out="$R/rows_$1.json" --benchmark_out_format=json >"$R/rows_$1.log" 2>&1
-    say "rows $1 rc $?"
-    python3 -c "import json,sys; [print(b['name'].split('/min_time')[0], 'ours %.1f us' % (b['gpu_s']*1e6), 'cudnn %.1f us' % (b['baseline_s']*1e6), 'ratio %.3f' % b['frac_cudnn']) for b in json.load(open(sys.argv[1]))['benchmarks']]" "$R/rows_$1.json" >>"$R/summary.txt"
-  }
-  build8() {  # LABEL
-    t0=$(date +%s)
-    cmake --build --preset bench -j 16 --target bench_conv test_conv2d_backward_gpu >"$R/build_$1.log" 2>&1
-    say "build $1 rc $? $(($(date +%s) - t0)) s"
-  }
-  cmake --preset bench >"$R/configure.log" 2>&1
-  build8 main
-  rows8 main
-  for p in 1-order 2-planes; do
-    patch -p1 -s <"wip/step8-ilp-$p.mbox" || { say "patch $p failed"; break; }
-    build8 "$p"
-    timeout 60 "$B/test_conv2d_backward_gpu" --gtest_brief=1 --gtest_filter='*Data*nhwc*best*' >"$R/tests_$p.log" 2>&1
-    say "dx nhwc best cases after $p rc $? $(grep -E 'PASSED|FAILED' "$R/tests_$p.log" | tail -2 | tr '\n' ' ')"
-    rows8 "$p"
-  done
-  KF_BENCH_MIN_TIME=0.001 timeout 100 ncu --clock-control none --launch-count 1 -k regex:dgrad_parity_mma \
-    --section SpeedOfLight --section WarpStateStats --section Occupancy --section SchedulerStats \
-    build-bench/benchmarks/conv/bench_conv --benchmark_filter='conv2d_backward/fp16/data/n16' >"$R/ncu_ab8.txt" 2>&1
-  say "ncu (both patches) rc $?"
 fi
 if [[ $what == gputests ]]; then  # after workflow (build-bench, everything built): the whole GPU suite
   t0=$(date +%s)

@@ -2,8 +2,9 @@
 """Each step's measured figures on the H200, read from the committed benchmark JSON
 (benchmarks/results/h200/), never copied: a new run committed there changes the site.
 
-STEP_ROWS says which benchmark rows measure which step file: the JSON file and the
-row's "<op>/<type>/<impl>" prefix (bench_* naming, benchmarks/report.py's docstring).
+STEP_ROWS says which benchmark rows measure which step file: the JSON file, the
+row's "<op>/<type>/<impl>" prefix (bench_* naming, benchmarks/report.py's docstring) and,
+where a step runs only some of those sizes, the start of the sizes it runs.
 A step with no row (not measured on the H200) is listed with an empty tuple; the
 site says so on its section."""
 import sys
@@ -70,9 +71,9 @@ STEP_ROWS = {
     K + "conv2d/backward/05_wgrad_simt_fp32.cuh": (),
     K + "conv2d/backward/06_wgrad_winograd.cuh": (),  # through torch too (bench_python's fp32 NCHW rows)
     K + "conv2d/backward/07_dgrad_parity_fp32.cuh": (),  # through torch (conv2d_wgrad_fp32.json's stem dx row)
-    # The stem's rows of bench_conv_backward (conv2d_backward/<fp16|bf16|tf32>/data): the committed
-    # JSON predates step 8 (its stem rows ran step 2's dcol + col2im).
-    K + "conv2d/backward/08_dgrad_parity_mma.cuh": (),
+    # best's dx runs step 8 on the stem alone (the strided few-channel layers).
+    K + "conv2d/backward/08_dgrad_parity_mma.cuh": tuple(
+        ("bench_conv_backward.json", f"conv2d_backward/{t}/data", "n16_c3_") for t in ("fp16", "bf16", "tf32")),
     K + "filter2d/01_naive.cuh": ((FIL, "filter2d/fp32/naive"),),
     K + "filter2d/02_constant_memory.cuh": ((FIL, "filter2d/fp32/constant_memory"),),
     K + "filter2d/03_smem_tiled.cuh": ((FIL, "filter2d/fp32/smem_tiled"),),
@@ -124,12 +125,12 @@ def step_rows(step_path):
         raise KeyError(f"{step_path}: no entry in docs/sitegen/figures.py STEP_ROWS (add the benchmark rows that "
                        f"measure it, or an empty tuple if none do)")
     out = []
-    for json_name, prefix in STEP_ROWS[step_path]:
+    for json_name, prefix, *sizes in STEP_ROWS[step_path]:
         _, rows = runs(json_name)
         cells = []
         for size, record in rows.get(prefix, []):
             value, unit = rate(record)
-            if value is None:
+            if value is None or (sizes and not size.startswith(sizes[0])):
                 continue
             peak = record["counters"].get("frac_peak")
             cells.append((size, value, unit, comparisons(record["counters"]), peak))
