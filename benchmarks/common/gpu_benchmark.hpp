@@ -225,8 +225,22 @@ inline void set_bandwidth(benchmark::State& state, double bytes) {
   state.counters["bytes"] = bytes;
 }
 
+/// The dense tensor-core peak (TFLOP/s) for products of `element_bytes`-byte
+/// operands: TF32 (4) taken as 8 x the FP32 peak on compute capability 8.0,
+/// 9.x and 10.x (A100, H100/H200, B200), 1 x elsewhere; 16-bit (2) twice it,
+/// FP8 (1) four times.
+inline double tensor_peak_tflops(std::size_t element_bytes) {
+  const kf::device_info& d = device();
+  const int cc = d.cc_major * 10 + d.cc_minor;
+  const bool datacenter = cc == 80 || (cc >= 90 && cc < 120);
+  const double tf32 = d.peak_fp32_tflops * (datacenter ? 8.0 : 1.0);
+  return element_bytes >= 4 ? tf32 : tf32 * static_cast<double>(4 / element_bytes);
+}
+inline double tf32_peak_tflops() { return tensor_peak_tflops(4); }
+
 /// Counters for a compute-bound call doing `flops`: TFLOP/s and fraction of
-/// `peak_tflops` (default: the device's FP32 peak).
+/// `peak_tflops` (default: the device's FP32 peak; a tensor-core call passes
+/// tensor_peak_tflops).
 inline void set_flops(benchmark::State& state, double flops, double peak_tflops = 0) {
   const double s = state.counters["gpu_s"];
   const double tflops = s > 0 ? flops / s / 1e12 : 0;

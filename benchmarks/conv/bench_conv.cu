@@ -104,7 +104,7 @@ void bm_conv_kf(benchmark::State& state, const layer& L, kf::conv2d_variant vari
     return;
   }
   time_gpu(state, run);
-  set_flops(state, d.flops());
+  set_flops(state, d.flops(), conv_peak_tflops<float>(math == kf::math_mode::tf32));
   state.counters["diff_vs_cudnn"] = diff;
   set_frac_cudnn(state, (math == kf::math_mode::tf32 ? "tf32/" : "fp32/") + L.name);
 }
@@ -152,7 +152,7 @@ void bm_bias_relu_kf(benchmark::State& state, const layer& L, bool tf32, bool fu
     return;
   }
   time_gpu(state, run);
-  set_flops(state, d.flops());
+  set_flops(state, d.flops(), conv_peak_tflops<float>(tf32));
   state.counters["diff_vs_cudnn"] = diff;
   set_frac_cudnn(state, "bias_relu/" + key);
   if (!fused) {

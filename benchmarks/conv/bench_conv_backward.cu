@@ -242,7 +242,7 @@ void bm_backward(benchmark::State& state, const layer& L, row_kind kind) {
   time_gpu_paired(state, ours_all, cudnn_all);
   if (!cudnn_runs_succeeded(state, status, "conv2d_backward rows")) return;
   const double flops = d.flops() * (kind == row_kind::step ? 3.0 : 1.0);
-  set_flops(state, flops);
+  set_flops(state, flops, conv_peak_tflops<T>(true));  // float under TF32
   const double ours_s = state.counters["gpu_s"], cudnn_s = state.counters["baseline_s"];
   state.counters["frac_cudnn"] = ours_s > 0 ? cudnn_s / ours_s : 0;
   state.counters["cudnn_TFLOP/s"] = cudnn_s > 0 ? flops / cudnn_s / 1e12 : 0;

@@ -120,7 +120,7 @@ void bm_nhwc_kf(benchmark::State& state, const layer& L, bool fused) {
     return;
   }
   time_gpu(state, run);
-  set_flops(state, d.flops());
+  set_flops(state, d.flops(), conv_peak_tflops<T>(true));
   state.counters["diff_vs_cudnn"] = result.diff;
   set_frac_cudnn(state, (fused ? "bias_relu/" : "") + key);
 }

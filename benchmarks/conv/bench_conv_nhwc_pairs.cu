@@ -68,7 +68,7 @@ bool time_best_against(benchmark::State& state, const layer& L, const char* name
   auto other = [&](cudaStream_t s) { launched = launched && launch(s); };
   if (!check_pair(state, d, key, {{"/best", best}, {name, other}}, launched)) return false;
   time_gpu_paired(state, best, other);
-  set_flops(state, d.flops());
+  set_flops(state, d.flops(), conv_peak_tflops<T>(true));
   state.counters[counter] = state.counters["baseline_s"] / state.counters["gpu_s"];
   return true;
 }
@@ -117,7 +117,7 @@ void bm_nhwc_gemm_vs_best(benchmark::State& state, const layer& L) {
   };
   if (!check_pair(state, d, key, {{"/best", best}, {"/gemm", gemm}}, true)) return;
   time_gpu_paired(state, best, gemm);
-  set_flops(state, d.flops());
+  set_flops(state, d.flops(), conv_peak_tflops<T>(true));
   state.counters["best_over_gemm"] = state.counters["gpu_s"] / state.counters["baseline_s"];
 }
 

@@ -25,6 +25,14 @@
 
 namespace kf::bench::conv {
 
+/// The peak a conv row's frac_peak is of: the FP32 peak for float on the CUDA
+/// cores (exact math; also fp32_emulated, whose flops are fp32's), the tensor
+/// cores' for 16-bit operands and for float on TF32.
+template <class T>
+double conv_peak_tflops(bool tf32) {
+  return std::is_same_v<T, float> && !tf32 ? device().peak_fp32_tflops : tensor_peak_tflops(sizeof(T));
+}
+
 struct layer {
   std::string name;
   kf::conv2d_params p;

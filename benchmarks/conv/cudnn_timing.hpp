@@ -98,7 +98,7 @@ void time_cudnn(benchmark::State& state, problem_data_t<T>& d, const std::string
   // The tf32 rows, registered after all fp32 rows, check against cuDNN's TF32 output.
   (fused ? d.have_cudnn_fused_result : d.have_cudnn_result) = true;
   cudnn_seconds()[seconds_key] = state.counters["gpu_s"];
-  set_flops(state, d.flops());
+  set_flops(state, d.flops(), conv_peak_tflops<T>(tensor_ops));
   state.SetLabel(std::string("algo ") + std::to_string(static_cast<int>(call.c.algo)));
 }
 
@@ -134,7 +134,7 @@ void time_cudnn_graph(benchmark::State& state, problem_data_t<T>& d, const std::
   if (!cudnn_runs_succeeded(state, status, "cuDNN graph")) return;
   (fused ? d.have_cudnn_fused_result : d.have_cudnn_result) = true;
   cudnn_seconds()[seconds_key] = state.counters["gpu_s"];
-  set_flops(state, d.flops());
+  set_flops(state, d.flops(), conv_peak_tflops<T>(true));  // TF32 allowed for float
   state.SetLabel(plan.label());
   const auto legacy = cudnn_seconds().find("legacy/" + seconds_key);
   if (legacy != cudnn_seconds().end() && state.counters["gpu_s"] > 0) {

@@ -152,7 +152,7 @@ void bm_matmul16(benchmark::State& state, bool cublas_row, kf::matmul_variant va
     time_gpu(
         state, [&](cudaStream_t stream) { run16<T>(cublas_row, variant, p, stream, block_n, multicast, step); },
         nullptr, 3);
-    set_flops(state, s.flops(), 2.0 * tf32_peak_tflops());
+    set_flops(state, s.flops(), tensor_peak_tflops(2));
     const std::string key = std::string(precision16<T>()) + "/" + s.name();
     const double t = state.counters["gpu_s"];
     if (cublas_row) {
@@ -190,7 +190,7 @@ void bm_pair16(benchmark::State& state, side16 first, side16 second, pair_names 
       run16<T>(x.cublas_row, x.variant, p, stream, 0, x.multicast);
     };
     time_pair(
-        state, s, 2.0 * tf32_peak_tflops(), names,
+        state, s, tensor_peak_tflops(2), names,
         [&](int side) {
           const side16& x = side == 0 ? first : second;
           return spot_check16<T>(x.cublas_row, x.variant, p, 0, x.multicast);

@@ -107,7 +107,7 @@ const std::vector<shape>& shapes() {
 }
 
 /// FP8 dense peak (TFLOP/s): 4 x the TF32 estimate (gemm_bench.hpp).
-double fp8_peak_tflops() { return 4.0 * tf32_peak_tflops(); }
+double fp8_peak_tflops() { return tensor_peak_tflops(1); }
 
 // ---- rows --------------------------------------------------------------------------
 /// matmul/fp8_<mode>/best_vs_cublaslt/<shape>: ours (best) and cuBLASLt in turn, or ours

@@ -53,16 +53,6 @@ __host__ __device__ inline std::uint64_t mix64(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
-/// The TF32 dense peak (TFLOP/s) taken as 8 x the FP32 peak on compute capability
-/// 8.0, 9.x and 10.x (A100, H100/H200, B200), 1 x elsewhere; 16-bit is twice
-/// it, FP8 four times.
-inline double tf32_peak_tflops() {
-  const kf::device_info& d = device();
-  const int cc = d.cc_major * 10 + d.cc_minor;
-  const bool datacenter = cc == 80 || (cc >= 90 && cc < 120);
-  return d.peak_fp32_tflops * (datacenter ? 8.0 : 1.0);
-}
-
 /// What a pair row (time_gpu_paired) reports beside its first side's TFLOP/s:
 /// the second side's rate and the ratio (the second's time / the first's, from
 /// the same pairs).
