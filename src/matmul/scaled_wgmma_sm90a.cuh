@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // FP8 step 3, the wgmma GEMM's definition for its translation units, one per
-// output type (scaled_wgmma_sm90a_{bf16,f16,f32}.cu: each holds 15 of the 45
-// kernels, so that they compile in parallel): compiled for sm_90a alone
+// operand pair and output type (scaled_wgmma_sm90a_<out>_<a>_<b>.cu: each holds 5
+// of the 45 kernels, so that they compile in parallel; one per output type took
+// 43 s, the longest unit of the sm_90 build): compiled for sm_90a alone
 // (src/matmul/sources.cmake), or as stubs where the library has no 90.
 // Declarations and what they promise: scaled/wgmma_sm90a.hpp.
 #pragma once
@@ -35,9 +36,8 @@ bool scaled_wgmma_try_launch(const scaled_gemm_args<TA, TB, TD>&, int, cudaStrea
 
 #endif
 
-/// The explicit instantiations of one output type TD (its operand pairs:
-/// KF_FOR_EACH_SCALED_MATMUL_OPERANDS), at namespace scope.
+/// The explicit instantiation of one operand pair and output type, at namespace
+/// scope (one per KF_FOR_EACH_SCALED_MATMUL_TYPES entry, each in its own unit).
 #define KF_INSTANTIATE_SCALED_WGMMA(TA, TB, TD)                                                                       \
   template bool kf::detail::scaled_wgmma_try_launch<TA, TB, TD>(const kf::detail::scaled_gemm_args<TA, TB, TD>&, int, \
                                                                 cudaStream_t, kf::detail::scaled_wgmma_tile);
-#define KF_INSTANTIATE_SCALED_WGMMA_FOR(TD) KF_FOR_EACH_SCALED_MATMUL_OPERANDS(KF_INSTANTIATE_SCALED_WGMMA, TD)

@@ -1,5 +1,0 @@
-// SPDX-License-Identifier: Apache-2.0
-// FP8 step 3, the wgmma GEMM's instances with __nv_bfloat16 output (scaled_wgmma_sm90a.cuh).
-#include "scaled_wgmma_sm90a.cuh"
-
-KF_INSTANTIATE_SCALED_WGMMA_FOR(__nv_bfloat16)

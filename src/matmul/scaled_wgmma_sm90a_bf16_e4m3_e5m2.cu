@@ -1,0 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// FP8 step 3, the wgmma GEMM's instances for e4m3 x e5m2 operands with __nv_bfloat16 output
+// (scaled_wgmma_sm90a.cuh; one translation unit per operand pair and output type).
+#include "scaled_wgmma_sm90a.cuh"
+
+KF_INSTANTIATE_SCALED_WGMMA(__nv_fp8_e4m3, __nv_fp8_e5m2, __nv_bfloat16)
