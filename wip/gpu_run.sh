@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The GPU run the wip/ series need, in one device call on a tree with them applied
 # (git am --3way wip/<name>.mbox; README.md here says what each must show).
-# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|full|train|mintime]
+# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|full|train|mintime|buildtime]
 # (mintime, after workflow: bench_conv's preset rows at KF_BENCH_MIN_TIME 0.1 and 0.05, each timed, JSON kept)
 # (workflow: the bench workflow from scratch, timed, then the rest built, ~505 s on 2026-12-05;
 #  full: a fresh machine's one call: everything built, the backward tests, the stem's rows, ctest -L gpu;
@@ -191,5 +191,20 @@ PY
     -k regex:'wgrad_winograd|dgrad_parity' --section SpeedOfLight --section WarpStateStats --section Occupancy \
     --section LaunchStats python3 /tmp/ncu_calls.py >"$R/ncu.txt" 2>&1
   say "ncu rc $? (r/ncu.txt)"
+fi
+if [[ $what == buildtime ]]; then  # the bench build timed, its longest units (ninja log), then bench_conv as the preset runs it
+  # (writes straight to $OUT: a call that runs out of time still returns what it wrote)
+  t0=$(date +%s)
+  cmake --preset bench >"$OUT/configure.log" 2>&1
+  t1=$(date +%s)
+  cmake --build --preset benchmarks -j 16 >"$OUT/build.log" 2>&1
+  echo "configure $((t1 - t0)) s, build rc $? $(($(date +%s) - t1)) s" | tee -a "$OUT/summary.txt"
+  awk 'NR>1 {printf "%7.1f %7.1f %s\n", ($2-$1)/1000, $1/1000, $4}' build-bench/.ninja_log | sort -rn | head -30 >>"$OUT/summary.txt"
+  filter=$(python3 -c "import json; p=json.load(open('CMakePresets.json')); t=[t for t in p['testPresets'] if t['name']=='bench'][0]['environment']; print(t['BENCHMARK_FILTER'], t['KF_BENCH_MIN_TIME'])")
+  t0=$(date +%s)
+  BENCHMARK_FILTER="${filter% *}" KF_BENCH_MIN_TIME="${filter#* }" timeout 200 build-bench/benchmarks/conv/bench_conv \
+    --benchmark_out="$OUT/bench_conv.json" --benchmark_out_format=json >"$OUT/bench_conv.log" 2>&1
+  echo "bench_conv (bench preset) rc $? $(($(date +%s) - t0)) s" | tee -a "$OUT/summary.txt"
+  exit 0
 fi
 tar czf "$OUT/res.tgz" -C "$OUT" r
