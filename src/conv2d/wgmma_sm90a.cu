@@ -6,111 +6,24 @@
 // passes; NHWC (float, __half, __nv_bfloat16) is read where it is. dx's
 // forward (16-bit NHWC, backward_data.cu) reads the layer's filter unturned.
 //
-// This translation unit is built for sm_90a only (src/conv2d/sources.cmake). It must
-// instantiate no kernel that other translation units instantiate too (their
-// weak copies could be the ones the program registers, and other GPUs would
-// then find no image): so it includes neither gemm_launch.cuh nor any other
-// step, only the step-7 kernels, which nothing else instantiates.
-#include "kernelforge/kernels/conv2d/wgmma_sm90a.hpp"
-
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
+// This translation unit holds float NCHW and the device check; the NHWC launchers
+// (one unit per element type) and what they share: wgmma_sm90a_nhwc.cuh, which
+// says why no two units may instantiate one kernel. Built for sm_90a only
+// (src/conv2d/sources.cmake).
+#include "wgmma_sm90a_nhwc.cuh"
 
 #if defined(KERNELFORGE_HAS_SM90A)
 
 #include <climits>
 #include <cstddef>
-#include <cstdint>
 
-#include <cuda.h>
-
-#include "kernelforge/kernels/common/alignment.hpp"
-#include "kernelforge/kernels/common/grid.hpp"
-#include "kernelforge/kernels/common/vector_access.cuh"
-#include "kernelforge/kernels/conv2d/07_implicit_gemm_wgmma.cuh"
 #include "kernelforge/kernels/conv2d/wgmma_nchw_repack.cuh"
-#include "kernelforge/kernels/conv2d/wgmma_host.cuh"
-#include "kernelforge/kernels/conv2d/wgmma_nhwc_fold.cuh"
-#include "kernelforge/kernels/runtime/launcher.hpp"
-#include "kernelforge/kernels/runtime/tensor_map.hpp"
 
 namespace kf::detail {
 
 bool conv2d_wgmma_available(int device) { return sm90a_code_runs_on(device); }
 
 namespace {
-
-constexpr const char* what = "kf::conv2d_forward (implicit_gemm_wgmma)";
-/// NHWC rows (one pixel's channels) padded to 16 bytes: TMA strides are multiples of 16.
-constexpr std::size_t tma_stride_floats = 4;
-
-template <class T, conv2d_layout Layout, int BN, class Epilogue, bool PingPong = false, int Rows = 1,
-          conv2d_wgmma_filter Filter = conv2d_wgmma_filter::forward>
-void launch_kernel(int device, const CUtensorMap& map_x, const CUtensorMap& map_w, const conv2d_wgmma::params<T>& prm,
-                   const Epilogue& ep, cudaStream_t stream) {
-  constexpr auto kernel = &conv2d_implicit_gemm_wgmma<T, Layout, BN, PingPong, Epilogue, Rows, Filter>;
-  constexpr int smem = conv2d_wgmma::smem_bytes<BN, Rows>;
-  const int resident = resident_clusters<kernel>(device, conv2d_wgmma::threads, smem, 1, what);
-  const int grid = prm.tiles < resident ? prm.tiles : resident;  // persistent
-  kernel<<<grid, conv2d_wgmma::threads, smem, stream>>>(map_x, map_w, prm, ep);
-  check_launch(what);
-}
-
-/// The kernel for the plan's tile width and schedule (wgmma_plan.hpp); Rows:
-/// the taps a k-step holds (3: filter-column tiles, 16-bit NHWC); Filter: where
-/// its B operand comes from (the unturned filter: dx, 16-bit NHWC).
-template <class T, conv2d_layout Layout, class Epilogue, int Rows = 1,
-          conv2d_wgmma_filter Filter = conv2d_wgmma_filter::forward>
-void launch_planned(int device, const CUtensorMap& map_x, const CUtensorMap& map_w, const conv2d_wgmma::params<T>& prm,
-                    std::size_t bn, bool pingpong, const Epilogue& ep, cudaStream_t stream) {
-  if constexpr (Layout == conv2d_layout::nhwc) {  // NCHW: cooperative only (ping-pong unmeasured there)
-    if (pingpong && bn == 64) {
-      return launch_kernel<T, Layout, 64, Epilogue, true, Rows, Filter>(device, map_x, map_w, prm, ep, stream);
-    }
-    if (pingpong) {
-      return launch_kernel<T, Layout, 128, Epilogue, true, Rows, Filter>(device, map_x, map_w, prm, ep, stream);
-    }
-  }
-  if (bn == 64) {
-    return launch_kernel<T, Layout, 64, Epilogue, false, Rows, Filter>(device, map_x, map_w, prm, ep, stream);
-  }
-  launch_kernel<T, Layout, 128, Epilogue, false, Rows, Filter>(device, map_x, map_w, prm, ep, stream);
-}
-
-/// An NHWC plan's kernel: one tap a k-step, or the filter-column instances (16-bit only).
-template <class T, class Epilogue, conv2d_wgmma_filter Filter = conv2d_wgmma_filter::forward>
-void launch_planned_nhwc(int device, const CUtensorMap& map_x, const CUtensorMap& map_w,
-                         const conv2d_wgmma::params<T>& prm, const conv2d_wgmma_tile& plan, bool pingpong,
-                         const Epilogue& ep, cudaStream_t stream) {
-  constexpr conv2d_layout nhwc = conv2d_layout::nhwc;
-  if constexpr (sizeof(T) == 2) {
-    if (plan.filter_rows > 1) {
-      constexpr int rows = static_cast<int>(conv2d_nhwc_wgmma_column_rows);
-      return launch_planned<T, nhwc, Epilogue, rows, Filter>(device, map_x, map_w, prm, plan.bn, pingpong, ep, stream);
-    }
-  }
-  launch_planned<T, nhwc, Epilogue, 1, Filter>(device, map_x, map_w, prm, plan.bn, pingpong, ep, stream);
-}
-
-/// What an NHWC launch runs with: the tile plan, the kernel's parameters and the schedule.
-template <class T>
-struct nhwc_launch_plan {
-  conv2d_wgmma_tile tile;
-  conv2d_wgmma::params<T> prm;
-  bool pingpong = false;
-};
-
-/// The launch plan of the layer `f` the kernel computes (the caller's, or its
-/// column fold); false where a count would overflow the kernel's ints.
-template <class T>
-bool plan_nhwc_launch(const conv2d_args<T>& f, conv2d_nhwc_k_steps k_steps, nhwc_launch_plan<T>& out) {
-  using z = std::size_t;
-  out.tile = plan_conv2d_nhwc_wgmma_of(f, sizeof(T), k_steps);
-  if (!make_conv2d_wgmma_params(f, out.tile, out.prm)) return false;
-  // Ping-pong by the tile's taps x channel blocks (its products), whatever a k-step holds.
-  out.pingpong = conv2d_wgmma_pingpong(static_cast<z>(f.rs) * static_cast<z>(out.prm.c_chunks));
-  return true;
-}
 
 /// NCHW float: x and the filter copied to NHWC / K x RS x C (TF32-rounded) in a
 /// pooled workspace, then the kernel.
@@ -128,7 +41,7 @@ bool try_launch(int device, const conv2d_args<float>& a, const Epilogue& ep, cud
   conv2d_wgmma::params<float> prm;
   if (!make_conv2d_wgmma_params(a, plan, prm)) return false;
 
-  const z c_stride = round_up(C, tma_stride_floats);
+  const z c_stride = round_up(C, conv2d_wgmma_launch::tma_stride_floats);
   const z c_padded = static_cast<z>(prm.c_chunks) * conv2d_wgmma_block_c;
   const z x_bytes = round_up(N * H * W * c_stride * sizeof(float), workspace_alignment);
   const z w_bytes = K * RS * c_padded * sizeof(float);
@@ -148,11 +61,12 @@ bool try_launch(int device, const conv2d_args<float>& a, const Epilogue& ep, cud
                     capped_grid_dim(N));
   conv2d_nchw_to_nhwc_tf32<<<t_grid, dim3(tile, rows_per_pass), 0, stream>>>(a.x, x_nhwc, a.n, a.c, a.hw,
                                                                              static_cast<int>(c_stride));
-  check_launch(what);
+  check_launch(conv2d_wgmma_launch::what);
   conv2d_kcrs_to_krsc_tf32<<<conv2d_wgmma_repack_blocks(device, K * RS * c_padded), conv2d_wgmma::filter_block, 0,
                              stream>>>(a.wt, w_krsc, a.k, a.c, a.rs, static_cast<int>(c_padded));
-  check_launch(what);
-  launch_planned<float, conv2d_layout::nchw>(device, map_x, map_w, prm, plan.bn, false, ep, stream);
+  check_launch(conv2d_wgmma_launch::what);
+  conv2d_wgmma_launch::launch_planned<float, conv2d_layout::nchw>(device, map_x, map_w, prm, plan.bn, false, ep,
+                                                                  stream);
   return true;
 }
 
@@ -166,110 +80,6 @@ bool conv2d_wgmma_try_launch(int device, const conv2d_args<float>& a, const epil
 bool conv2d_wgmma_try_launch(int device, const conv2d_args<float>& a, const epilogue::bias_relu_threshold<float>& ep,
                              cudaStream_t stream) {
   return try_launch(device, a, ep, stream);
-}
-
-/// The fold's geometry for `a` over c_folded channels; false where an index
-/// would overflow the fold kernel's ints (x_folded's elements among them).
-template <class T>
-bool fold_geometry(const conv2d_args<T>& a, std::size_t c_folded, conv2d_nhwc_fold_geometry& fold) {
-  using z = std::size_t;
-  const z x_items = static_cast<z>(a.n) * static_cast<z>(a.h) * static_cast<z>(a.q) * c_folded;
-  return x_items <= static_cast<z>(INT_MAX) &&
-         make_conv2d_nhwc_fold_geometry(static_cast<z>(a.n), static_cast<z>(a.h), static_cast<z>(a.w),
-                                        static_cast<z>(a.c), static_cast<z>(a.q), static_cast<z>(a.s),
-                                        static_cast<z>(a.stride_w), static_cast<z>(a.pad_w),
-                                        static_cast<z>(a.dilation_w), c_folded, sizeof(T), fold);
-}
-
-/// conv2d_nhwc_fold_columns of `a`'s input into x_folded (16-byte aligned);
-/// `call` names the call in errors.
-template <class T>
-void launch_fold(int device, const conv2d_args<T>& a, const conv2d_nhwc_fold_geometry& fold, T* x_folded,
-                 cudaStream_t stream, const char* call = what) {
-  const unsigned blocks =
-      conv2d_wgmma_repack_blocks(device, static_cast<std::size_t>(fold.vectors));  // a thread a 16-byte vector
-  conv2d_nhwc_fold_columns<T><<<blocks, conv2d_wgmma::filter_block, 0, stream>>>(a.x, x_folded, fold);
-  check_launch(call);
-}
-
-/// NHWC (any T): the kernel reads x and the filter in place where TMA can
-/// (conv2d_nhwc_wgmma_reads_in_place), else from their column fold (the
-/// filter's S columns folded into channels, in a pooled workspace: an R x 1
-/// layer over round_up(S C, 16 bytes) channels; 07_implicit_gemm_wgmma.cuh).
-template <class T, class Epilogue>
-bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& a, const Epilogue& ep, cudaStream_t stream,
-                                  conv2d_nhwc_k_steps k_steps) {
-  if (!conv2d_wgmma_available(device)) return false;
-  using z = std::size_t;
-  if (conv2d_nhwc_wgmma_unsupported_reason(static_cast<z>(a.stride_h), static_cast<z>(a.stride_w)) != nullptr) {
-    return false;
-  }
-  const bool in_place = conv2d_nhwc_wgmma_reads_in_place(static_cast<z>(a.c), sizeof(T), a.x, a.wt);
-  const z c_folded = conv2d_nhwc_folded_channels(static_cast<z>(a.s), static_cast<z>(a.c), sizeof(T));
-  const z x_items = static_cast<z>(a.n) * static_cast<z>(a.h) * static_cast<z>(a.q) * c_folded;
-  const z w_items = static_cast<z>(a.k) * static_cast<z>(a.r) * c_folded;
-  conv2d_nhwc_fold_geometry fold;
-  if (!in_place && (w_items > static_cast<z>(INT_MAX) || !fold_geometry(a, c_folded, fold))) return false;
-  // The layer the kernel computes: `a`, or its column fold (x_folded set below).
-  conv2d_args<T> f = in_place ? a : conv2d_nhwc_column_fold_of(a, static_cast<int>(c_folded), a.x);
-  nhwc_launch_plan<T> run;
-  if (!plan_nhwc_launch(f, k_steps, run)) return false;
-  const conv2d_wgmma_tile& plan = run.tile;
-  CUtensorMap map_x{}, map_w{};
-  if (in_place) {
-    if (!encode_conv2d_wgmma_maps(map_x, map_w, a.x, a.wt, a, static_cast<z>(a.c), static_cast<z>(a.c), plan))
-      return false;
-    launch_planned_nhwc<T>(device, map_x, map_w, run.prm, plan, run.pingpong, ep, stream);
-    return true;
-  }
-  const z x_bytes = round_up(x_items * sizeof(T), workspace_alignment);
-  // Returned to the pool on `stream` when this function returns or throws.
-  const pooled_workspace scratch(device, x_bytes + w_items * sizeof(T), stream);
-  if (scratch.data() == nullptr) return false;  // no pool or no memory: best takes the naive kernel
-  // x_folded: the workspace's start (256-byte aligned, as cudaMalloc's); w_folded x_bytes on, a multiple
-  // of 256. The fold stores whole 16-byte vectors into x_folded (TMA needs 16 bytes too: encode_conv2d_wgmma_maps).
-  T* const x_folded = scratch.data<T>();
-  T* const w_folded = reinterpret_cast<T*>(scratch.data<char>() + x_bytes);
-  if (!is_aligned(x_folded, vector_bytes)) return false;
-  if (!encode_conv2d_wgmma_maps(map_x, map_w, x_folded, w_folded, f, c_folded, c_folded, plan)) return false;
-  // Nothing is enqueued above: from here on the call runs to the end (or throws).
-  launch_fold(device, a, fold, x_folded, stream);
-  conv2d_krsc_fold_columns<T><<<conv2d_wgmma_repack_blocks(device, w_items), conv2d_wgmma::filter_block, 0, stream>>>(
-      a.wt, w_folded, a.k, a.r, a.s * a.c, f.c);
-  check_launch(what);
-  launch_planned_nhwc<T>(device, map_x, map_w, run.prm, plan, run.pingpong, ep, stream);
-  return true;
-}
-
-/// dx's forward `f` (16-bit) with the layer's filter f.wt read unturned: the
-/// forward's plan, schedule and input map as for a layer read in place, the
-/// filter's map and kernels those of conv2d_wgmma_filter::dgrad_unturned.
-template <class T>
-bool conv2d_nhwc_wgmma_dgrad_try_launch(int device, const conv2d_args<T>& f, cudaStream_t stream) {
-  using z = std::size_t;
-  if (!conv2d_wgmma_available(device) || f.stride_h != 1 || f.stride_w != 1) return false;
-  if (!conv2d_dgrad_wgmma_reads_in_place(static_cast<z>(f.c), static_cast<z>(f.k), sizeof(T), f.x, f.wt)) return false;
-  nhwc_launch_plan<T> run;
-  if (!plan_nhwc_launch(f, conv2d_nhwc_k_steps::planned, run)) return false;
-  CUtensorMap map_x{}, map_w{};
-  if (!encode_conv2d_wgmma_x_map(map_x, f.x, f, static_cast<z>(f.c), run.tile) ||
-      !encode_conv2d_wgmma_unturned_filter_map(map_w, f.wt, f)) {
-    return false;
-  }
-  launch_planned_nhwc<T, epilogue::identity, conv2d_wgmma_filter::dgrad_unturned>(
-      device, map_x, map_w, run.prm, run.tile, run.pingpong, epilogue::identity{}, stream);
-  return true;
-}
-
-template <class T>
-bool conv2d_nhwc_fold_input(int device, const conv2d_args<T>& a, std::size_t c_folded, T* x_folded, cudaStream_t stream,
-                            const char* call) {
-  conv2d_nhwc_fold_geometry fold;
-  if (!conv2d_wgmma_available(device) || !is_aligned(x_folded, vector_bytes) || !fold_geometry(a, c_folded, fold)) {
-    return false;
-  }
-  launch_fold(device, a, fold, x_folded, stream, call);
-  return true;
 }
 
 }  // namespace kf::detail
@@ -287,40 +97,6 @@ bool conv2d_wgmma_try_launch(int, const conv2d_args<float>&, const epilogue::bia
   return false;
 }
 
-template <class T, class Epilogue>
-bool conv2d_nhwc_wgmma_try_launch(int, const conv2d_args<T>&, const Epilogue&, cudaStream_t, conv2d_nhwc_k_steps) {
-  return false;
-}
-
-template <class T>
-bool conv2d_nhwc_wgmma_dgrad_try_launch(int, const conv2d_args<T>&, cudaStream_t) {
-  return false;
-}
-
-template <class T>
-bool conv2d_nhwc_fold_input(int, const conv2d_args<T>&, std::size_t, T*, cudaStream_t, const char*) {
-  return false;
-}
-
 }  // namespace kf::detail
 
 #endif
-
-// The instances the NHWC launcher (nhwc_launch.cuh) and the gradients' (backward_data.cu, backward_filter.cu) call,
-// of either definition above.
-namespace kf::detail {
-
-#define KF_CONV2D_NHWC_WGMMA_INSTANCE(T)                                                                              \
-  template bool conv2d_nhwc_wgmma_try_launch(int, const conv2d_args<T>&, const epilogue::identity&, cudaStream_t,     \
-                                             conv2d_nhwc_k_steps);                                                    \
-  template bool conv2d_nhwc_wgmma_try_launch(int, const conv2d_args<T>&, const epilogue::bias_relu_threshold<float>&, \
-                                             cudaStream_t, conv2d_nhwc_k_steps);                                      \
-  template bool conv2d_nhwc_fold_input(int, const conv2d_args<T>&, std::size_t, T*, cudaStream_t, const char*);
-KF_CONV2D_NHWC_WGMMA_INSTANCE(float)
-KF_CONV2D_NHWC_WGMMA_INSTANCE(__half)
-KF_CONV2D_NHWC_WGMMA_INSTANCE(__nv_bfloat16)
-#undef KF_CONV2D_NHWC_WGMMA_INSTANCE
-template bool conv2d_nhwc_wgmma_dgrad_try_launch(int, const conv2d_args<__half>&, cudaStream_t);
-template bool conv2d_nhwc_wgmma_dgrad_try_launch(int, const conv2d_args<__nv_bfloat16>&, cudaStream_t);
-
-}  // namespace kf::detail

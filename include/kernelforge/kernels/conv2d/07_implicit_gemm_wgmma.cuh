@@ -2,7 +2,8 @@
 // Step 7 -- implicit_gemm_wgmma: the implicit GEMM on Hopper's warpgroup
 // tensor-core products (wgmma, sm_90a), fed by TMA: TF32 for float NCHW and
 // NHWC, f16 / bf16 for NHWC (channels_last). Device code, compiled for sm_90a
-// only (src/conv2d/sources.cmake). Host side: wgmma_sm90a.cu / .hpp; tiles:
+// only (src/conv2d/sources.cmake). Host side: wgmma_sm90a.cu (float NCHW),
+// wgmma_sm90a_nhwc.cuh (NHWC, a unit per type), wgmma_sm90a.hpp; tiles:
 // wgmma_plan.hpp; roles, stages and the shared-memory carve: wgmma_config.cuh.
 //
 // What changes from steps 4 and 5 (mma.sync), and why it is faster on Hopper:

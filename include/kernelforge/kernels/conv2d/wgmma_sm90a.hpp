@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Step 7 -- implicit_gemm_wgmma, host interface: what the conv2d launcher
 // (gemm_launch.cuh) calls. The kernel (07_implicit_gemm_wgmma.cuh) and its
-// launch (wgmma_sm90a.cu) are compiled for sm_90a only (src/conv2d/sources.cmake),
-// for the library's own epilogues: identity and the options' bias /
-// threshold ReLU. Without 90 in CMAKE_CUDA_ARCHITECTURES, wgmma_sm90a.cu
-// compiles to stubs that return false.
+// launch (src/conv2d/wgmma_sm90a.cu: float NCHW; wgmma_sm90a_nhwc_<type>.cu:
+// NHWC) are compiled for sm_90a only (src/conv2d/sources.cmake), for the
+// library's own epilogues: identity and the options' bias / threshold ReLU.
+// Without 90 in CMAKE_CUDA_ARCHITECTURES, those units compile to stubs that
+// return false.
 #pragma once
 
 #include <cstddef>
