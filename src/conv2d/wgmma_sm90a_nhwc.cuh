@@ -154,7 +154,8 @@ bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& a, const Epi
   const z x_items = static_cast<z>(a.n) * static_cast<z>(a.h) * static_cast<z>(a.q) * c_folded;
   const z w_items = static_cast<z>(a.k) * static_cast<z>(a.r) * c_folded;
   conv2d_nhwc_fold_geometry fold;
-  if (!in_place && (w_items > static_cast<z>(INT_MAX) || !conv2d_wgmma_launch::fold_geometry(a, c_folded, fold))) return false;
+  if (!in_place && (w_items > static_cast<z>(INT_MAX) || !conv2d_wgmma_launch::fold_geometry(a, c_folded, fold)))
+    return false;
   // The layer the kernel computes: `a`, or its column fold (x_folded set below).
   conv2d_args<T> f = in_place ? a : conv2d_nhwc_column_fold_of(a, static_cast<int>(c_folded), a.x);
   conv2d_wgmma_launch::nhwc_launch_plan<T> run;
@@ -210,7 +211,8 @@ template <class T>
 bool conv2d_nhwc_fold_input(int device, const conv2d_args<T>& a, std::size_t c_folded, T* x_folded, cudaStream_t stream,
                             const char* call) {
   conv2d_nhwc_fold_geometry fold;
-  if (!conv2d_wgmma_available(device) || !is_aligned(x_folded, vector_bytes) || !conv2d_wgmma_launch::fold_geometry(a, c_folded, fold)) {
+  if (!conv2d_wgmma_available(device) || !is_aligned(x_folded, vector_bytes) ||
+      !conv2d_wgmma_launch::fold_geometry(a, c_folded, fold)) {
     return false;
   }
   conv2d_wgmma_launch::launch_fold(device, a, fold, x_folded, stream, call);
@@ -251,4 +253,3 @@ bool conv2d_nhwc_fold_input(int, const conv2d_args<T>&, std::size_t, T*, cudaStr
   template bool conv2d_nhwc_wgmma_try_launch(int, const conv2d_args<T>&, const epilogue::bias_relu_threshold<float>&, \
                                              cudaStream_t, conv2d_nhwc_k_steps);                                      \
   template bool conv2d_nhwc_fold_input(int, const conv2d_args<T>&, std::size_t, T*, cudaStream_t, const char*);
-
