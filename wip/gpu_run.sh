@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The GPU run the wip/ series need, in one device call on a tree with them applied
 # (git am --3way wip/<name>.mbox; README.md here says what each must show).
-# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|full|train|mintime|buildtime]
+# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|full|train|mintime|buildtime|profile1x1]
 # (mintime, after workflow: bench_conv's preset rows at KF_BENCH_MIN_TIME 0.1 and 0.05, each timed, JSON kept)
 # (workflow: the bench workflow from scratch, timed, then the rest built, ~505 s on 2026-12-05;
 #  full: a fresh machine's one call: everything built, the backward tests, the stem's rows, ctest -L gpu;
@@ -191,6 +191,18 @@ PY
     -k regex:'wgrad_winograd|dgrad_parity' --section SpeedOfLight --section WarpStateStats --section Occupancy \
     --section LaunchStats python3 /tmp/ncu_calls.py >"$R/ncu.txt" 2>&1
   say "ncu rc $? (r/ncu.txt)"
+fi
+if [[ $what == profile1x1 ]]; then  # after a build of bench_conv: the 1x1 layer's 16-bit forward and dw, ours and cuDNN's, under ncu
+  # (issues 27 and 28: what bounds the forward at 0.80-0.85 of cuDNN and dw at 0.85; each kernel of one sample)
+  b=build-bench/benchmarks/conv/bench_conv
+  for row in 'conv2d_nhwc/fp16/(best|cudnn)/n32_c256_56x56_k64_1x1' 'conv2d_backward/fp16/filter/n32_c256_56x56_k64_1x1'; do
+    tag=$(echo "$row" | cut -d/ -f1)
+    KF_BENCH_MIN_TIME=0.001 timeout 150 ncu --clock-control none --launch-skip 4 --launch-count 12 \
+      --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
+      --section Occupancy --section LaunchStats --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \
+      "$b" --benchmark_filter="$row" >"$R/ncu_1x1_$tag.txt" 2>&1
+    say "ncu 1x1 $tag rc $? ($(grep -c 'Section: GPU Speed Of Light' "$R/ncu_1x1_$tag.txt") kernels)"
+  done
 fi
 if [[ $what == buildtime ]]; then  # the bench build timed, its longest units (ninja log), then bench_conv as the preset runs it
   # (writes straight to $OUT: a call that runs out of time still returns what it wrote)
