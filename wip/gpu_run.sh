@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The GPU run the wip/ series need, in one device call on a tree with them applied
 # (git am --3way wip/<name>.mbox; README.md here says what each must show).
-# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|full|train|mintime|buildtime|profile1x1]
+# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|full|train|mintime|buildtime|profile1x1|abwide]
 # (mintime, after workflow: bench_conv's preset rows at KF_BENCH_MIN_TIME 0.1 and 0.05, each timed, JSON kept)
 # (workflow: the bench workflow from scratch, timed, then the rest built, ~505 s on 2026-12-05;
 #  full: a fresh machine's one call: everything built, the backward tests, the stem's rows, ctest -L gpu;
@@ -191,6 +191,29 @@ PY
     -k regex:'wgrad_winograd|dgrad_parity' --section SpeedOfLight --section WarpStateStats --section Occupancy \
     --section LaunchStats python3 /tmp/ncu_calls.py >"$R/ncu.txt" 2>&1
   say "ncu rc $? (r/ncu.txt)"
+fi
+if [[ $what == abwide ]]; then  # wip/wgrad-wide.mbox: the 1x1 dw rows on main, then patched (tests, sanitizers, rows)
+  rowsw() {  # LABEL: the 1x1 layer's 16-bit dw and step rows, paired with cuDNN
+    BENCHMARK_FILTER='conv2d_backward/(fp16|bf16)/(filter|step)/n32_c256_56x56_k64_1x1' timeout 90 \
+      build-bench/benchmarks/conv/bench_conv --benchmark_out="$R/rows_$1.json" --benchmark_out_format=json \
+      >"$R/rows_$1.log" 2>&1
+    say "rows $1 rc $?"
+    python3 -c "import json,sys; [print(b['name'].split('/min_time')[0], 'ours %.1f us' % (b['gpu_s']*1e6), 'cudnn %.1f us' % (b['baseline_s']*1e6), 'ratio %.3f' % b['frac_cudnn']) for b in json.load(open(sys.argv[1]))['benchmarks']]" "$R/rows_$1.json" >>"$R/summary.txt"
+  }
+  cmake --preset bench >"$R/configure.log" 2>&1
+  t0=$(date +%s)
+  cmake --build --preset bench -j 16 --target bench_conv test_conv2d_backward_gpu >"$R/build_main.log" 2>&1
+  say "build main rc $? $(($(date +%s) - t0)) s"
+  rowsw main
+  patch -p1 -s <wip/wgrad-wide.mbox || say "patch failed"
+  t0=$(date +%s)
+  cmake --build --preset bench -j 16 --target bench_conv test_conv2d_backward_gpu >"$R/build_wide.log" 2>&1
+  say "build wide rc $? $(($(date +%s) - t0)) s"
+  timeout 150 "$B/test_conv2d_backward_gpu" --gtest_brief=1 >"$R/bwd_wide.log" 2>&1
+  say "test_conv2d_backward_gpu rc $? $(grep -E 'PASSED|FAILED' "$R/bwd_wide.log" | tail -3 | tr '\n' ' ')"
+  grep -E "^\[  FAILED|Failure" "$R/bwd_wide.log" | head -20 >>"$R/summary.txt"
+  for tool in memcheck racecheck synccheck; do san $tool '*Filter*wide_*'; done
+  rowsw wide
 fi
 if [[ $what == profile1x1 ]]; then  # after a build of bench_conv: the 1x1 layer's 16-bit forward and dw, ours and cuDNN's, under ncu
   # (issues 27 and 28: what bounds the forward at 0.80-0.85 of cuDNN and dw at 0.85; each kernel of one sample)
