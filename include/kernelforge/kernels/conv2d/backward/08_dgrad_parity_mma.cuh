@@ -24,10 +24,11 @@
 // slots: the dy tile with its 3-row, 3-column halo, and the chunk's sub-filter
 // laid out [tap][c][k], each as two planes of 16-byte pieces, so every ldmatrix
 // reads 128 contiguous bytes (no bank conflict) at the lane's address plus a
-// constant. The A fragment of dy
-// row sr serves every output row it reaches (u = 0..3: row sr - 3 + u), so a
-// warp loads 11 A fragments a column shift, not 32; the chunk's 16 B fragments
-// stay in registers. dy comes by cp.async where its pixels are whole 16-byte
+// constant. The A fragment of dy row sr serves every output row it reaches
+// (u = 0..3: row sr - 3 + u), so a warp loads 11 A fragments a column shift,
+// not 32; the products go by dy rows first, first + 4, first + 8 in turn, whose
+// output rows are disjoint, so up to 12 independent products separate two into
+// one accumulator; the chunk's 16 B fragments stay in registers. dy comes by cp.async where its pixels are whole 16-byte
 // pieces (K * sizeof(T) a multiple of 16, dy 16-byte aligned, no ReLU mask: the
 // next chunk lands while this one's products run), else through registers
 // element by element (any K, any alignment, the forward's mask). Sums in fp32
