@@ -24,18 +24,18 @@
 // slots: the dy tile with its 3-row, 3-column halo, and the chunk's sub-filter
 // laid out [tap][c][k], each as two planes of 16-byte pieces, so every ldmatrix
 // reads 128 contiguous bytes (no bank conflict) at the lane's address plus a
-// constant. The A fragment of dy row sr serves every output row it reaches
-// (u = 0..3: row sr - 3 + u), so a warp loads 11 A fragments a column shift,
-// not 32; the products go by dy rows first, first + 4, first + 8 in turn, whose
-// output rows are disjoint, so up to 12 independent products separate two into
-// one accumulator; the chunk's 16 B fragments stay in registers. dy comes by cp.async where its pixels are whole 16-byte
-// pieces (K * sizeof(T) a multiple of 16, dy 16-byte aligned, no ReLU mask: the
-// next chunk lands while this one's products run), else through registers
-// element by element (any K, any alignment, the forward's mask). Sums in fp32
-// (the tensor cores' order within a product), rounded to T once at the store;
-// TF32 reads dy's floats as stored (the tensor cores drop their low 13 bits)
-// and rounds the filter's. Host side: src/conv2d/backward_data.cu
-// (dgrad_by_parity_mma), the rule in dgrad_plan.hpp.
+// constant. The A fragment of dy row sr serves every output row it reaches (u =
+// 0..3: row sr - 3 + u), so a warp loads 11 A fragments a column shift, not 32;
+// the products go by dy rows first, first + 4, first + 8 in turn, whose output
+// rows are disjoint, so up to 12 independent products separate two into one
+// accumulator; the chunk's 16 B fragments stay in registers. dy comes by
+// cp.async where its pixels are whole 16-byte pieces (K * sizeof(T) a multiple
+// of 16, dy 16-byte aligned, no ReLU mask: the next chunk lands while this
+// one's products run), else through registers element by element (any K, any
+// alignment, the forward's mask). Sums in fp32 (the tensor cores' order within
+// a product), rounded to T once at the store; TF32 reads dy's floats as stored
+// (the tensor cores drop their low 13 bits) and rounds the filter's. Host side:
+// src/conv2d/backward_data.cu (dgrad_by_parity_mma), the rule in dgrad_plan.hpp.
 // H200 (2026-12-05, bench_conv, paired): the stem's dx 2.69 / 2.73 / 2.21 of
 // cuDNN in fp16 / bf16 / TF32 (81.7 / 81.9 / 145.6 us), where step 2's route
 // ran 0.65 / 0.66 / 1.04; the products in groups of disjoint output rows and
