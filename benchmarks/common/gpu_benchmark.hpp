@@ -236,7 +236,6 @@ inline double tensor_peak_tflops(std::size_t element_bytes) {
   const double tf32 = d.peak_fp32_tflops * (datacenter ? 8.0 : 1.0);
   return element_bytes >= 4 ? tf32 : tf32 * static_cast<double>(4 / element_bytes);
 }
-inline double tf32_peak_tflops() { return tensor_peak_tflops(4); }
 
 /// Counters for a compute-bound call doing `flops`: TFLOP/s and fraction of
 /// `peak_tflops` (default: the device's FP32 peak; a tensor-core call passes

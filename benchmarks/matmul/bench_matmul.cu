@@ -284,7 +284,7 @@ void bm_matmul(benchmark::State& state, row r, shape s) {
     }
     time_gpu(
         state, [&](cudaStream_t stream) { run(r, p, stream); }, nullptr, r.warmups);
-    set_flops(state, s.flops(), r.precision == "tf32" ? tf32_peak_tflops() : 0.0);
+    set_flops(state, s.flops(), r.precision == "tf32" ? tensor_peak_tflops(4) : 0.0);
     const std::string key = r.precision + "/" + s.name();
     const double t = state.counters["gpu_s"];
     if (r.kind == impl::cublas) {
@@ -321,7 +321,7 @@ void bm_pair(benchmark::State& state, row first, row second, pair_names names, s
     operands& p = operands_for(s);
     double errors[2] = {0, 0};  // each side's spot-check error: a speed is reported with its accuracy
     time_pair(
-        state, s, first.precision == "tf32" ? tf32_peak_tflops() : 0.0, names,
+        state, s, first.precision == "tf32" ? tensor_peak_tflops(4) : 0.0, names,
         [&](int side) {
           std::string wrong = spot_check(side == 0 ? first : second, p);
           errors[side] = last_spot_error();

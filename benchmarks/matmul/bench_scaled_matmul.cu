@@ -106,9 +106,6 @@ const std::vector<shape>& shapes() {
   return s;
 }
 
-/// FP8 dense peak (TFLOP/s): 4 x the TF32 estimate (gemm_bench.hpp).
-double fp8_peak_tflops() { return tensor_peak_tflops(1); }
-
 // ---- rows --------------------------------------------------------------------------
 /// matmul/fp8_<mode>/best_vs_cublaslt/<shape>: ours (best) and cuBLASLt in turn, or ours
 /// alone where cuBLASLt cannot run the mode.
@@ -128,7 +125,7 @@ void bm_best_vs_cublaslt(benchmark::State& state, fp8_scaling mode, shape s) {
     const int ours_warmups = call_s > slow_call_s ? 0 : 3;  // the checked call warmed a slow kernel up
     if (!plan.unsupported.empty()) {
       time_gpu(state, ours, nullptr, ours_warmups);
-      set_flops(state, s.flops(), fp8_peak_tflops());
+      set_flops(state, s.flops(), tensor_peak_tflops(1));
       state.counters["cublaslt_unsupported"] = 1;
       state.SetLabel("cuBLASLt: " + plan.unsupported);
       return;
@@ -141,7 +138,7 @@ void bm_best_vs_cublaslt(benchmark::State& state, fp8_scaling mode, shape s) {
     for (int i = 0; i < ours_warmups; ++i) ours(nullptr);
     for (int i = 0; i < 3; ++i) theirs(nullptr);
     time_gpu_paired(state, ours, theirs, nullptr, 0);
-    set_pair_counters(state, s.flops(), fp8_peak_tflops(), vs_cublas);
+    set_pair_counters(state, s.flops(), tensor_peak_tflops(1), vs_cublas);
   } catch (const std::exception& e) {  // kf::error too: errc::unsupported where the GPU has no FP8
     state.SkipWithError(e.what());
   }
@@ -161,7 +158,7 @@ void bm_naive(benchmark::State& state, fp8_scaling mode, shape s) {
     time_gpu(
         state, [&](cudaStream_t stream) { run_ours(p, mode, kf::scaled_matmul_variant::naive, stream); }, nullptr,
         call_s > slow_call_s ? 0 : 3);
-    set_flops(state, s.flops(), fp8_peak_tflops());
+    set_flops(state, s.flops(), tensor_peak_tflops(1));
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
   }
@@ -189,7 +186,7 @@ void bm_layout_vs_tn(benchmark::State& state, bool nn, shape s) {
     time_gpu_paired(
         state, [&](cudaStream_t stream) { run_ours(p, mode, best, stream, a_km, b_kn); },
         [&](cudaStream_t stream) { run_ours(p, mode, best, stream); });
-    set_flops(state, s.flops(), fp8_peak_tflops());
+    set_flops(state, s.flops(), tensor_peak_tflops(1));
     const double layout_s = state.counters["gpu_s"], tn_s = state.counters["baseline_s"];
     state.counters["tn_TFLOP/s"] = tn_s > 0 ? s.flops() / tn_s / 1e12 : 0.0;
     state.counters["frac_tn"] = layout_s > 0 ? tn_s / layout_s : 0.0;
@@ -229,7 +226,7 @@ void bm_amax_vs_plain(benchmark::State& state, shape s) {
     time_gpu_paired(
         state, [&](cudaStream_t stream) { run_ours(p, mode, best, stream, nullptr, nullptr, amax.data()); },
         [&](cudaStream_t stream) { run_ours(p, mode, best, stream); });
-    set_flops(state, s.flops(), fp8_peak_tflops());
+    set_flops(state, s.flops(), tensor_peak_tflops(1));
     const double amax_s = state.counters["gpu_s"], plain_s = state.counters["baseline_s"];
     state.counters["plain_TFLOP/s"] = plain_s > 0 ? s.flops() / plain_s / 1e12 : 0.0;
     state.counters["frac_plain"] = amax_s > 0 ? plain_s / amax_s : 0.0;
@@ -259,7 +256,7 @@ void bm_two_partials_vs_192(benchmark::State& state, fp8_scaling mode, shape s) 
     time_gpu_paired(
         state, [&](cudaStream_t stream) { run_ours_tile(p, mode, scaled_wgmma_tile::two_partials, stream); },
         [&](cudaStream_t stream) { run_ours_tile(p, mode, scaled_wgmma_tile::wide, stream); });
-    set_flops(state, s.flops(), fp8_peak_tflops());
+    set_flops(state, s.flops(), tensor_peak_tflops(1));
     const double two_s = state.counters["gpu_s"], wide_s = state.counters["baseline_s"];
     state.counters["192_TFLOP/s"] = wide_s > 0 ? s.flops() / wide_s / 1e12 : 0.0;
     state.counters["frac_192"] = two_s > 0 ? wide_s / two_s : 0.0;

@@ -33,12 +33,6 @@ constexpr auto kernel = &conv2d_few_channels_mma<T, Epilogue>;
 template <class T, class Epilogue>
 constexpr auto persistent_kernel = &conv2d_few_channels_persistent<T, Epilogue>;
 
-/// Whether `device` runs an sm_80+ image of `Kernel` (profile_of: cached; errc::no_kernel_image without one).
-template <auto Kernel>
-bool runs_sm80_image(int device) {
-  return runs_image_for<Kernel>(device, min_cc, what);
-}
-
 few_channels::tile tile_of(const conv2d_few_channels_plan& l, bool y_pairs) {
   few_channels::tile t;
   t.tile_p = static_cast<int>(l.tile_p);
@@ -72,8 +66,8 @@ few_channels::persistent_tile persistent_tile_of(const conv2d_few_channels_persi
 }  // namespace
 
 bool conv2d_few_channels_available(int device) {
-  return runs_sm80_image<kernel<__half, epilogue::identity>>(device) &&
-         runs_sm80_image<persistent_kernel<__half, epilogue::identity>>(device);
+  return runs_image_for<kernel<__half, epilogue::identity>>(device, min_cc, what) &&
+         runs_image_for<persistent_kernel<__half, epilogue::identity>>(device, min_cc, what);
 }
 
 template <class T, class Epilogue>
@@ -87,7 +81,7 @@ bool conv2d_nhwc_few_channels_try_launch(int device, const conv2d_args<T>& a, co
   const conv2d_few_channels_plan l = plan_conv2d_few_channels_of(a);
   if (l.unsupported != nullptr) return false;
   constexpr auto run = kernel<T, Epilogue>;
-  if (!runs_sm80_image<run>(device)) return false;
+  if (!runs_image_for<run>(device, min_cc, what)) return false;
   const std::size_t optin = limits_for(device).max_smem_per_block_optin;
   if (l.smem_bytes > optin) return false;
   // Once per device, for every plan: the budget (or all the device grants, if less).
@@ -108,7 +102,7 @@ bool conv2d_nhwc_few_channels_persistent_try_launch(int device, const conv2d_arg
                     few_channels::out_row_bytes == P::out_row_bytes,
                 "the kernel's layout is the plan's");
   constexpr auto run = persistent_kernel<T, Epilogue>;
-  if (!runs_sm80_image<run>(device)) return false;
+  if (!runs_image_for<run>(device, min_cc, what)) return false;
   const device_limits& limits = limits_for(device);
   const std::size_t budget = std::min(conv2d_few_channels_persistent_smem_budget, limits.max_smem_per_block_optin);
   // Once per device, for every plan: the CTAs an SM holds at the budget (plans

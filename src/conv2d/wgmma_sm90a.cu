@@ -25,6 +25,9 @@ bool conv2d_wgmma_available(int device) { return sm90a_code_runs_on(device); }
 
 namespace {
 
+/// NHWC rows (one pixel's channels) padded to 16 bytes: TMA strides are multiples of 16.
+constexpr std::size_t tma_stride_floats = 4;
+
 /// NCHW float: x and the filter copied to NHWC / K x RS x C (TF32-rounded) in a
 /// pooled workspace, then the kernel.
 template <class Epilogue>
@@ -41,7 +44,7 @@ bool try_launch(int device, const conv2d_args<float>& a, const Epilogue& ep, cud
   conv2d_wgmma::params<float> prm;
   if (!make_conv2d_wgmma_params(a, plan, prm)) return false;
 
-  const z c_stride = round_up(C, conv2d_wgmma_launch::tma_stride_floats);
+  const z c_stride = round_up(C, tma_stride_floats);
   const z c_padded = static_cast<z>(prm.c_chunks) * conv2d_wgmma_block_c;
   const z x_bytes = round_up(N * H * W * c_stride * sizeof(float), workspace_alignment);
   const z w_bytes = K * RS * c_padded * sizeof(float);

@@ -40,8 +40,6 @@ namespace kf::detail {
 namespace conv2d_wgmma_launch {
 
 inline constexpr const char* what = "kf::conv2d_forward (implicit_gemm_wgmma)";
-/// NHWC rows (one pixel's channels) padded to 16 bytes: TMA strides are multiples of 16.
-inline constexpr std::size_t tma_stride_floats = 4;
 
 template <class T, conv2d_layout Layout, int BN, class Epilogue, bool PingPong = false, int Rows = 1,
           conv2d_wgmma_filter Filter = conv2d_wgmma_filter::forward>

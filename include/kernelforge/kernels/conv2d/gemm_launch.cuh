@@ -36,14 +36,6 @@ namespace kf::detail {
 /// The first architecture with TF32 tensor cores (mma.sync ... .tf32).
 constexpr int conv2d_tf32_min_cc = 80;
 
-/// Whether `Kernel` was compiled from PTX for sm_80 or newer on this device
-/// (not JIT-compiled from an older architecture's PTX, whose body is a trap).
-/// errc::no_kernel_image when the translation unit holds no image for the device.
-template <auto Kernel>
-bool conv2d_compiled_for_sm80(int device, const char* what) {
-  return runs_image_for<Kernel>(device, conv2d_tf32_min_cc, what);
-}
-
 inline dim3 conv2d_gemm_grid(const char* what, const conv2d_args<float>& a, int bm, int bn, std::size_t split = 1) {
   const std::size_t gx = ceil_div(static_cast<std::size_t>(a.m), bm);
   const std::size_t gy = ceil_div(static_cast<std::size_t>(a.k), bn);
@@ -101,7 +93,9 @@ bool launch_conv2d_tf32(const char* what, int device, const conv2d_args<float>& 
   constexpr int BM = Tile::bm, BN = Tile::bn, WM = Tile::tf32_warps_m, WN = Tile::tf32_warps_n;
   // The identity instantiation the split-K partials use comes from the same
   // translation unit, so it has the same architectures as this one.
-  if (!conv2d_compiled_for_sm80<&conv2d_implicit_gemm_tf32<BM, BN, WM, WN, Epilogue>>(device, what)) return false;
+  if (!runs_image_for<&conv2d_implicit_gemm_tf32<BM, BN, WM, WN, Epilogue>>(device, conv2d_tf32_min_cc, what)) {
+    return false;
+  }
   run_conv2d_gemm_plan(
       what, device, a, plan, ep, stream,
       [&](const conv2d_args<float>& args, auto e, bool, int slices_per_split, std::size_t split) {

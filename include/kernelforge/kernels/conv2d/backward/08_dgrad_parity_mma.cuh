@@ -101,10 +101,9 @@ __device__ __forceinline__ std::uint32_t filter_word(const T (&v)[4 / sizeof(T)]
   if constexpr (std::is_same_v<T, float>) {
     return to_tf32(v[0]);
   } else {
-    std::uint16_t lo, hi;
-    memcpy(&lo, &v[0], 2);
-    memcpy(&hi, &v[1], 2);
-    return static_cast<std::uint32_t>(lo) | static_cast<std::uint32_t>(hi) << 16;
+    std::uint32_t word;
+    memcpy(&word, v, sizeof(word));
+    return word;
   }
 }
 
@@ -239,7 +238,7 @@ KF_KERNEL void __launch_bounds__(dgrad_parity_mma::threads, 4)
     }
     // dy rows first, first + 4, first + 8 reach disjoint output rows (sr - 3 .. sr), so their
     // products go in turn: up to 12 independent ones between two into one accumulator.
-    constexpr int last = taps - 1, dy_rows = warp_rows + last, group_rows = (dy_rows + taps - 1) / taps;
+    constexpr int last = taps - 1, warp_dy_rows = warp_rows + last, group_rows = (warp_dy_rows + taps - 1) / taps;
 #pragma unroll
     for (int first = 0; first < taps; ++first) {
 #pragma unroll
@@ -250,7 +249,7 @@ KF_KERNEL void __launch_bounds__(dgrad_parity_mma::threads, 4)
         for (int q = 0; q < group_rows; ++q) {
           const int sr = first + taps * q;
           // A: dy row wr0 + sr, columns wc0 + (taps - 1 - v) + [0, 16); none where no tap of the class reaches sr.
-          if (sr >= dy_rows || (sr < last && last - sr >= dh.taps)) continue;
+          if (sr >= warp_dy_rows || (sr < last && last - sr >= dh.taps)) continue;
           ldmatrix_x4(frag[q], a_lane + byte_at<dy_rows>(sr * cols + last - v, 0));
         }
 #pragma unroll
@@ -258,8 +257,8 @@ KF_KERNEL void __launch_bounds__(dgrad_parity_mma::threads, 4)
           if (u >= dh.taps) continue;  // uniform
 #pragma unroll
           for (int q = 0; q < group_rows; ++q) {
-            const int sr = first + taps * q, ti = sr - last + u;       // output row ti reads dy row sr with tap u
-            if (sr >= dy_rows || ti < 0 || ti >= warp_rows) continue;  // compile time
+            const int sr = first + taps * q, ti = sr - last + u;            // output row ti reads dy row sr with tap u
+            if (sr >= warp_dy_rows || ti < 0 || ti >= warp_rows) continue;  // compile time
             mma_chunk<T>(acc[ti], frag[q], b[u * taps + v]);
           }
         }
