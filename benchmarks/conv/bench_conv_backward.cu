@@ -105,21 +105,16 @@ backward_data_t<T>& backward_data(const layer& L) {
   return *slot;
 }
 
-/// max |got - want| / max |want| over n device elements; NaN when got holds a
-/// NaN. `differing` (if given) adds the count of elements whose values differ.
+/// max |got - want| / max |want| over n device elements (on the GPU:
+/// device_compare.cuh); NaN when got holds a NaN, +inf when want does.
+/// `differing` (if given) adds the count of elements whose values differ.
 template <class T>
 double max_relative_difference(const T* got_device, const T* want_device, std::size_t n,
                                std::size_t* differing = nullptr) {
-  const std::vector<T> got = copy_to_host(got_device, n), want = copy_to_host(want_device, n);
-  double diff = 0, ref = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const double g = kf::reference::to_double(got[i]), w = kf::reference::to_double(want[i]);
-    if (std::isnan(g)) return NAN;
-    diff = std::max(diff, std::fabs(g - w));
-    ref = std::max(ref, std::fabs(w));
-    if (differing != nullptr && g != w) ++*differing;
-  }
-  return ref > 0 ? diff / ref : diff;
+  const device_difference r = compare_on_device(got_device, want_device, n);
+  if (r.nan_in_got) return NAN;
+  if (differing != nullptr) *differing += static_cast<std::size_t>(r.differing);
+  return r.relative();
 }
 
 /// A cuDNN graph plan and its variant pack, ready to run; `error` says why not.

@@ -19,6 +19,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
+#include "device_compare.cuh"
 #include "gpu_benchmark.hpp"
 #include "kernelforge/conv.hpp"
 #include "kernelforge/reference/elementwise.hpp"
@@ -179,21 +180,13 @@ std::vector<T> copy_to_host(const T* device, std::size_t n) {
   return host;
 }
 
-/// max |got - want| / max |want| over the output (0 when there is no cuDNN result yet);
-/// want: cuDNN's plain output, or `want_device` when given.
+/// max |got - want| / max |want| over the output (0 when there is no cuDNN result yet; +inf
+/// where a difference is NaN), computed on the GPU (device_compare.cuh); want: cuDNN's plain
+/// output, or `want_device` when given.
 template <class T>
 double relative_difference(const problem_data_t<T>& d, const T* got_device, const T* want_device = nullptr) {
   if (!want_device && !d.have_cudnn_result) return 0;
-  const std::vector<T> got = copy_to_host(got_device, d.y_size());
-  const std::vector<T> want = copy_to_host(want_device ? want_device : d.y_cudnn.data(), d.y_size());
-  double max_diff = 0, max_ref = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double g = kf::reference::to_double(got[i]), r = kf::reference::to_double(want[i]);
-    const double diff = std::fabs(g - r);
-    max_diff = std::isnan(diff) ? INFINITY : std::max(max_diff, diff);
-    max_ref = std::max(max_ref, std::fabs(r));
-  }
-  return max_ref > 0 ? max_diff / max_ref : max_diff;
+  return compare_on_device(got_device, want_device ? want_device : d.y_cudnn.data(), d.y_size()).relative();
 }
 
 }  // namespace kf::bench::conv
