@@ -191,7 +191,8 @@ void time_gpu_paired(benchmark::State& state, Work&& work, Baseline&& baseline, 
 }
 
 /// The minimum GPU time a row timed by Google Benchmark's MinTime gathers
-/// (bench_conv, bench_scaled_matmul): `fallback` seconds, or the environment's
+/// (bench_conv, bench_scaled_matmul; bench_matmul sizes its iteration counts by
+/// it): `fallback` seconds, or the environment's
 /// KF_BENCH_MIN_TIME (seconds, at least 0.001) where set. Read when the rows
 /// register; a value that is not such a number is a std::invalid_argument
 /// (benchmark_main: the binary exits 2, naming it).

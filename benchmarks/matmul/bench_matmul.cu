@@ -301,7 +301,7 @@ void register_row(const row& r, const shape& s) {
   const std::string name = "matmul/" + r.precision + "/" + r.name + "/" + s.name();
   const double seconds = s.flops() / (r.expected_tflops * 1e12);
   const auto iterations =
-      std::clamp(static_cast<std::int64_t>(target_seconds / seconds), min_iterations, max_iterations);
+      std::clamp(static_cast<std::int64_t>(row_seconds() / seconds), min_iterations, max_iterations);
   benchmark::RegisterBenchmark(name.c_str(), bm_matmul, r, s)
       ->UseManualTime()
       ->Unit(benchmark::kMillisecond)

@@ -110,14 +110,20 @@ inline std::map<std::string, double>& cublas_times() {
   return t;
 }
 
-// Iteration counts: ~target_seconds of GPU time per row, from a rough expected rate.
-inline constexpr double target_seconds = 0.25;
+/// Iteration counts: about row_seconds() of GPU time a row, from a rough
+/// expected rate: 0.25 s, or KF_BENCH_MIN_TIME where set (min_time_seconds; the
+/// `bench` preset 0.05 s, `bench-all` 0.1 s, as bench_conv's rows). Read when
+/// the rows register.
+inline double row_seconds() {
+  static const double seconds = min_time_seconds(0.25);
+  return seconds;
+}
 inline constexpr std::int64_t min_iterations = 2, max_iterations = 500;
 
 /// Iterations of a pair row: each runs both products; at least 10 pairs.
 inline std::int64_t paired_iterations(const shape& s, double expected_tflops) {
   const double seconds = 2 * s.flops() / (expected_tflops * 1e12);
-  return std::clamp(static_cast<std::int64_t>(target_seconds / seconds), std::int64_t{10}, max_iterations);
+  return std::clamp(static_cast<std::int64_t>(row_seconds() / seconds), std::int64_t{10}, max_iterations);
 }
 
 /// One pair row: check(0) and check(1) spot-check the two sides ("" or what is

@@ -210,7 +210,7 @@ void register_16bit_rows(const shape& s) {
     const std::string full = std::string("matmul/") + precision16<T>() + "/" + name + "/" + s.name();
     const double seconds = s.flops() / (expected_tflops * 1e12);
     const auto iterations =
-        std::clamp(static_cast<std::int64_t>(target_seconds / seconds), min_iterations, max_iterations);
+        std::clamp(static_cast<std::int64_t>(row_seconds() / seconds), min_iterations, max_iterations);
     benchmark::RegisterBenchmark(full.c_str(), bm_matmul16<T>, cublas_row, variant, s, block_n, multicast, step)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond)

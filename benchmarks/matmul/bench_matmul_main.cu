@@ -109,7 +109,8 @@
 // Time budget (< 4 minutes on an H200): the slow steps (naive, coalesced,
 // smem_tiled, blocktile_1d) run on 1024^3, 2048^3 and 4096^3 only (naive at
 // 4096^3 takes ~0.1-0.3 s a call: 1 warm-up, 2 timed); the fast ones and cuBLAS
-// on every shape, with iteration counts sized to ~0.25 s of GPU time per row.
+// on every shape, with iteration counts sized to ~0.25 s of GPU time per row
+// (KF_BENCH_MIN_TIME where set: the `bench` preset's 0.05 s).
 // Before a row is timed, a spot check compares 16 entries of its result with
 // a double-precision dot product on the host: a wrong kernel is reported as
 // an error, never timed.
