@@ -2,13 +2,16 @@
 # SPDX-License-Identifier: Apache-2.0
 # The GPU run the wip/ series need, in one device call on a tree with them applied
 # (git am --3way wip/<name>.mbox; README.md here says what each must show).
-# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|full|train|mintime|buildtime|profile1x1|abwide]
+# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|full|train|mintime|buildtime|profile1x1|abwide|ab]
 # (mintime, after workflow: bench_conv's preset rows at KF_BENCH_MIN_TIME 0.1 and 0.05, each timed, JSON kept)
 # (workflow: the bench workflow from scratch, timed, then the rest built, ~505 s on 2026-12-05;
 #  full: a fresh machine's one call: everything built, the backward tests, the stem's rows, ctest -L gpu;
 #  train: every layer's training step in every mode through torch, conv_rows.conv_train_rows)
 # (ncu after rows: it profiles step 6's and step 7's kernels through the package rows installed)
 # Writes under $OUT/r and packs it as $OUT/res.tgz (the device returns at most 8 files).
+# A warm machine keeps what an earlier call changed in its copy of the tree (patches applied
+# there stay applied, and ninja may not rebuild what the next copy brings back): start a call
+# on a warm machine with `git checkout -- include src tests benchmarks` there (2026-12-05).
 # Timings on the H200 (2026-12-04): build of the conv2d tests ~90 s, test_conv2d_backward_gpu
 # ~5 s, the sanitizers ~60 s, the Python package ~85 s and the rows ~60 s.
 set -uo pipefail
@@ -215,16 +218,51 @@ if [[ $what == abwide ]]; then  # wip/wgrad-wide.mbox: the 1x1 dw rows on main, 
   for tool in memcheck racecheck synccheck; do san $tool '*Filter*wide_*'; done
   rowsw wide
 fi
-if [[ $what == profile1x1 ]]; then  # after a build of bench_conv: the 1x1 layer's 16-bit forward and dw, ours and cuDNN's, under ncu
-  # (issues 27 and 28: what bounds the forward at 0.80-0.85 of cuDNN and dw at 0.85; each kernel of one sample)
+if [[ $what == ab ]]; then  # wip/<name>.mbox for each name in $KF_AB, in turn, on what the tree has: rows, tests, sanitizers
+  # (KF_AB="wgrad-wide:*Filter*wide_* wgrad-cluster:*Filter*cluster_*:*Filter*c136_k136*": name:sanitizer filter;
+  #  the rows: the 16-bit dw and step rows of the 1x1 and C256 layers, paired with cuDNN; build-bench kept)
+  rowsab() {  # LABEL
+    BENCHMARK_FILTER='conv2d_backward/(fp16|bf16)/(filter|step)/n32_c256_(56x56_k64_1x1|14x14_k256_3x3_p1)' timeout 120 \
+      build-bench/benchmarks/conv/bench_conv --benchmark_out="$R/rows_$1.json" --benchmark_out_format=json \
+      >"$R/rows_$1.log" 2>&1
+    say "rows $1 rc $?"
+    python3 -c "import json,sys; [print(b['name'].split('/min_time')[0], 'ours %.1f us' % (b['gpu_s']*1e6), 'cudnn %.1f us' % (b['baseline_s']*1e6), 'ratio %.3f' % b['frac_cudnn']) for b in json.load(open(sys.argv[1]))['benchmarks']]" "$R/rows_$1.json" >>"$R/summary.txt"
+  }
+  [[ -f build-bench/build.ninja ]] || cmake --preset bench >"$R/configure.log" 2>&1
+  t0=$(date +%s)
+  cmake --build --preset bench -j 16 --target bench_conv test_conv2d_backward_gpu >"$R/build_base.log" 2>&1
+  say "build base rc $? $(($(date +%s) - t0)) s"
+  rowsab base
+  for item in ${KF_AB:-}; do
+    name=${item%%:*} filter=${item#*:}
+    patch -p1 -s <"wip/$name.mbox" || say "patch $name failed"
+    t0=$(date +%s)
+    cmake --build --preset bench -j 16 --target bench_conv test_conv2d_backward_gpu >"$R/build_$name.log" 2>&1
+    say "build $name rc $? $(($(date +%s) - t0)) s"
+    timeout 150 "$B/test_conv2d_backward_gpu" --gtest_brief=1 >"$R/bwd_$name.log" 2>&1
+    say "test_conv2d_backward_gpu ($name) rc $? $(grep -E 'PASSED|FAILED' "$R/bwd_$name.log" | tail -3 | tr '\n' ' ')"
+    grep -E "^\[  FAILED|Failure" "$R/bwd_$name.log" | head -20 >>"$R/summary.txt"
+    for tool in memcheck racecheck synccheck; do san $tool "$filter"; done
+    rowsab "$name"
+  done
+fi
+if [[ $what == profile1x1 ]]; then  # after a build of bench_conv: the 1x1 layer's 16-bit forward and dw, and the C256 dw, ours and cuDNN's, under ncu
+  # (issues 27 and 28). Ours and cuDNN's kernels are captured apart (-k): without a filter the
+  # first launches are cuDNN's engine search and ours are never reached (2026-12-05, sixth session).
   b=build-bench/benchmarks/conv/bench_conv
-  for row in 'conv2d_nhwc/fp16/(best|cudnn)/n32_c256_56x56_k64_1x1' 'conv2d_backward/fp16/filter/n32_c256_56x56_k64_1x1'; do
-    tag=$(echo "$row" | cut -d/ -f1)
-    KF_BENCH_MIN_TIME=0.001 timeout 150 ncu --clock-control none --launch-skip 4 --launch-count 12 \
-      --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
-      --section Occupancy --section LaunchStats --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \
-      "$b" --benchmark_filter="$row" >"$R/ncu_1x1_$tag.txt" 2>&1
-    say "ncu 1x1 $tag rc $? ($(grep -c 'Section: GPU Speed Of Light' "$R/ncu_1x1_$tag.txt") kernels)"
+  for row in 'conv2d_nhwc/fp16/best/n32_c256_56x56_k64_1x1' 'conv2d_backward/fp16/filter/n32_c256_56x56_k64_1x1' \
+    'conv2d_backward/fp16/filter/n32_c256_14x14_k256_3x3_p1'; do
+    tag=$(echo "$row" | tr '/' '_')
+    for who in ours cudnn; do
+      k='regex:conv2d_|split_k|wgrad_wgmma'
+      [[ $who == cudnn ]] && k='regex:nvjet|xmma|cutlass|splitK|^Kernel'
+      KF_BENCH_MIN_TIME=0.001 timeout 120 ncu --clock-control none -k "$k" --launch-skip 2 --launch-count 4 \
+        --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
+        --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis --section SourceCounters \
+        --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum,lts__t_bytes.sum \
+        "$b" --benchmark_filter="$row" >"$R/ncu_${tag}_$who.txt" 2>&1
+      say "ncu $row $who rc $? ($(grep -c 'Section: GPU Speed Of Light' "$R/ncu_${tag}_$who.txt") kernels)"
+    done
   done
 fi
 if [[ $what == buildtime ]]; then  # the bench build timed, its longest units (ninja log), then bench_conv as the preset runs it
