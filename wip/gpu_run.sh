@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The GPU run the wip/ series need, in one device call on a tree with them applied
 # (git am --3way wip/<name>.mbox; README.md here says what each must show).
-# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|full|train|mintime|buildtime|profile1x1|abwide|ab]
+# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|full|train|mintime|buildtime|profile1x1|abwide|ab|tmaprobe]
 # (mintime, after workflow: bench_conv's preset rows at KF_BENCH_MIN_TIME 0.1 and 0.05, each timed, JSON kept)
 # (workflow: the bench workflow from scratch, timed, then the rest built, ~505 s on 2026-12-05;
 #  full: a fresh machine's one call: everything built, the backward tests, the stem's rows, ctest -L gpu;
@@ -264,6 +264,12 @@ if [[ $what == profile1x1 ]]; then  # after a build of bench_conv: the 1x1 layer
       say "ncu $row $who rc $? ($(grep -c 'Section: GPU Speed Of Light' "$R/ncu_${tag}_$who.txt") kernels)"
     done
   done
+fi
+if [[ $what == tmaprobe ]]; then  # wip/probes/tma_rows.cu: TMA boxes of step 3's geometries streamed into a ring, no math (~10 s)
+  nvcc -std=c++17 -O3 -arch=sm_90a -Iinclude wip/probes/tma_rows.cu -o /tmp/tma_rows >"$R/tma_build.log" 2>&1 &&
+    timeout 60 /tmp/tma_rows >"$R/tma_rows.txt" 2>&1
+  say "tmaprobe rc $?"
+  cat "$R/tma_rows.txt" >>"$R/summary.txt"
 fi
 if [[ $what == buildtime ]]; then  # the bench build timed, its longest units (ninja log), then bench_conv as the preset runs it
   # (writes straight to $OUT: a call that runs out of time still returns what it wrote)

@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: Apache-2.0
+// Probe (not part of the library): how fast the box geometries of gradient step 3
+// (03_wgrad_wgmma.cuh) and forward step 7 stream from L2 into an SM's stage ring by
+// TMA, with nothing else running -- the question behind issue 28's C256 dw, whose
+// kernel issues 0.17 instructions a cycle and reaches 31% of L2 and 31% of the SM
+// (ncu, H100, 2026-12-05), and issue 27's 1x1 forward (56% of HBM).
+//
+// Each CTA (one per SM) is one producer thread and one consumer warp that waits for
+// each stage and releases it at once: no math, so the time is the loads' own. A stage
+// holds `boxes` boxes of 64 16-bit channels x `pixels` pixels (8 KiB each), like
+// step 3's (2 of dy + 2 of x for 128 x 128 tiles). The geometries (x NHWC fp16):
+//   c256_2x2x16: N32 14x14 C256, boxes 64 ch x 2 w x 2 h x 16 n (step 3's C256 patch):
+//                every 128-byte row from another pixel, 512 bytes apart
+//   c256_5d:     the same bytes through a 5-D view (64, C/64, W, H, N), boxes
+//                64 x 2 channel blocks x 2 x 2 x 8: 256 contiguous bytes a pixel
+//   c64_8x8:     N32 56x56 C64, boxes 64 ch x 8 w x 8 h (step 3's C64 patch): 1 KiB runs
+//   c256_8x8:    N32 56x56 C256, boxes 64 ch x 8 w x 8 h (the 1x1 layer's x)
+// For each: GB/s over all SMs (L2-resident: the tensor is read once before timing)
+// at 4, 5 and 6 stages in the ring (6 x 32 KiB: the most that fits), and microseconds a stage a CTA.
+// Build and run (the device): nvcc -std=c++17 -O3 -arch=sm_90a -Iinclude wip/probes/tma_rows.cu -o /tmp/tma_rows && /tmp/tma_rows
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include <cuda.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "kernelforge/kernels/arch/cluster_sm90.cuh"
+#include "kernelforge/kernels/arch/mbarrier_sm90.cuh"
+#include "kernelforge/kernels/arch/pipeline_sm90.cuh"
+#include "kernelforge/kernels/arch/smem.cuh"
+#include "kernelforge/kernels/arch/tma_sm90.cuh"
+#include "kernelforge/kernels/runtime/tensor_map.hpp"
+
+using namespace kf::detail;
+
+#define CHECK(x)                                                                        \
+  do {                                                                                  \
+    cudaError_t e_ = (x);                                                               \
+    if (e_ != cudaSuccess) {                                                            \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                     \
+    }                                                                                   \
+  } while (0)
+
+constexpr int box_bytes = 8192;  // 64 pixels x 128 bytes
+constexpr int boxes = 4;         // a stage: 32 KiB
+constexpr int stage_bytes = boxes * box_bytes;
+
+struct walk {  // box origins: patch g -> (w0, h0, n0); channel block j of the stage's boxes
+  int patches_w, patches_h, wt, ht, nt, channel_blocks;
+  int rank5;  // 1: the 5-D map (its second dimension the channel block)
+};
+
+__device__ __forceinline__ void tma_load_5d(std::uint32_t dst, const CUtensorMap* map, int a, int b, int c, int d,
+                                            int e, std::uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5, "
+      "%6}], [%7];\n" ::"r"(dst),
+      "l"(map), "r"(a), "r"(b), "r"(c), "r"(d), "r"(e), "r"(bar)
+      : "memory");
+}
+
+template <int Stages>
+__global__ void __launch_bounds__(64, 1) stream_boxes(const __grid_constant__ CUtensorMap map, walk wk, int steps) {
+#if KF_ARCH_SM90A
+  extern __shared__ unsigned char smem[];
+  const std::uint32_t base = (smem_address(smem) + 1023) & ~1023u;
+  const stage_ring<Stages> ring(base + Stages * stage_bytes);
+  if (threadIdx.x == 0) {
+    ring.init(1);
+    mbar_init_fence();
+  }
+  __syncthreads();
+  const int patches = wk.patches_w * wk.patches_h * (32 / wk.nt);
+  ring_position<Stages> at;
+  if (threadIdx.x == 0) {  // the producer
+    for (int i = 0; i < steps; ++i) {
+      const int g = (static_cast<int>(blockIdx.x) * 7 + i) % patches;  // CTAs spread over the patches
+      const int w0 = (g % wk.patches_w) * wk.wt, h0 = (g / wk.patches_w % wk.patches_h) * wk.ht;
+      const int n0 = g / (wk.patches_w * wk.patches_h) * wk.nt;
+      const std::uint32_t full = ring.producer_acquire(at, stage_bytes);
+      const std::uint32_t stage = base + at.stage * stage_bytes;
+      for (int j = 0; j < boxes; ++j) {
+        const int block = (i + j) % wk.channel_blocks;
+        if (wk.rank5) {
+          tma_load_5d(stage + j * box_bytes, &map, 0, (block / 2) * 2, w0, h0, n0, full);
+        } else {
+          tma_load_4d(stage + j * box_bytes, &map, block * 64, w0, h0, n0, full);
+        }
+      }
+      at.advance();
+    }
+  } else if (threadIdx.x == 32) {  // the consumer warp's lane 0: wait, release
+    for (int i = 0; i < steps; ++i) {
+      ring.consumer_wait(at);
+      ring.release(at.stage);
+      at.advance();
+    }
+  }
+#endif
+}
+
+__device__ __forceinline__ void tma_load_4d_multicast_probe(std::uint32_t dst, const CUtensorMap* map, int x, int y,
+                                                            int z, int w, std::uint32_t bar, std::uint16_t mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3, %4, %5}], [%6], %7;\n" ::"r"(dst),
+      "l"(map), "r"(x), "r"(y), "r"(z), "r"(w), "r"(bar), "h"(mask)
+      : "memory");
+}
+
+/// The same stream in clusters of Cluster CTAs along x that read the same boxes: CTA r
+/// issues box j of a stage where j % Cluster == r and multicasts it to the cluster, so each
+/// CTA issues 1 / Cluster of what lands in its ring (is the cap the issuing TMA unit's or
+/// the receiving SM's?).
+template <int Stages, int Cluster>
+__global__ void __launch_bounds__(64, 1) stream_multicast(const __grid_constant__ CUtensorMap map, walk wk, int steps) {
+#if KF_ARCH_SM90A
+  extern __shared__ unsigned char smem[];
+  const std::uint32_t base = (smem_address(smem) + 1023) & ~1023u;
+  const stage_ring<Stages> ring(base + Stages * stage_bytes);
+  if (threadIdx.x == 0) {
+    ring.init(Cluster);  // every CTA's consumer releases every CTA's stage
+    mbar_init_fence();
+  }
+  __syncthreads();
+  cluster_sync();
+  const int rank = static_cast<int>(cluster_rank());
+  const int patches = wk.patches_w * wk.patches_h * (32 / wk.nt);
+  const int cluster_id = static_cast<int>(blockIdx.x) / Cluster;
+  ring_position<Stages> at;
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < steps; ++i) {
+      const int g = (cluster_id * 7 + i) % patches;
+      const int w0 = (g % wk.patches_w) * wk.wt, h0 = (g / wk.patches_w % wk.patches_h) * wk.ht;
+      const int n0 = g / (wk.patches_w * wk.patches_h) * wk.nt;
+      const std::uint32_t full = ring.producer_acquire(at, stage_bytes);
+      const std::uint32_t stage = base + at.stage * stage_bytes;
+      for (int j = rank; j < boxes; j += Cluster) {
+        const int block = (i + j) % wk.channel_blocks;
+        tma_load_4d_multicast_probe(stage + j * box_bytes, &map, block * 64, w0, h0, n0, full,
+                                    static_cast<std::uint16_t>((1u << Cluster) - 1));
+      }
+      at.advance();
+    }
+  } else if (threadIdx.x == 32) {
+    for (int i = 0; i < steps; ++i) {
+      ring.consumer_wait(at);
+      ring.template release_cluster<Cluster>(at.stage);
+      at.advance();
+    }
+  }
+  cluster_sync();
+#endif
+}
+
+struct geometry {
+  const char* name;
+  int n, h, w, c;
+  int wt, ht, nt;  // the box's pixels
+  bool five_d;
+};
+
+template <int Stages>
+double run(const geometry& g, const __half* x, int sms, int steps) {
+  CUtensorMap map{};
+  bool ok;
+  if (!g.five_d) {
+    const cuuint64_t dims[4] = {static_cast<cuuint64_t>(g.c), static_cast<cuuint64_t>(g.w),
+                                static_cast<cuuint64_t>(g.h), static_cast<cuuint64_t>(g.n)};
+    const cuuint64_t strides[3] = {g.c * 2ull, static_cast<cuuint64_t>(g.w) * g.c * 2, 1ull * g.h * g.w * g.c * 2};
+    const cuuint32_t box[4] = {64, static_cast<cuuint32_t>(g.wt), static_cast<cuuint32_t>(g.ht),
+                               static_cast<cuuint32_t>(g.nt)};
+    ok = encode_sw128_tiled(map, x, 4, dims, strides, box);
+  } else {  // (64 channels, channel block, w, h, n): two blocks a box
+    const cuuint64_t dims[5] = {64, static_cast<cuuint64_t>(g.c / 64), static_cast<cuuint64_t>(g.w),
+                                static_cast<cuuint64_t>(g.h), static_cast<cuuint64_t>(g.n)};
+    const cuuint64_t strides[4] = {128, g.c * 2ull, static_cast<cuuint64_t>(g.w) * g.c * 2,
+                                   1ull * g.h * g.w * g.c * 2};
+    const cuuint32_t box[5] = {64, 2, static_cast<cuuint32_t>(g.wt), static_cast<cuuint32_t>(g.ht),
+                               static_cast<cuuint32_t>(g.nt)};
+    ok = encode_sw128_tiled(map, x, 5, dims, strides, box);
+  }
+  if (!ok) {
+    std::printf("%s: the map was rejected\n", g.name);
+    return 0;
+  }
+  walk wk{g.w / g.wt, g.h / g.ht, g.wt, g.ht, g.nt, g.c / 64, g.five_d ? 1 : 0};
+  const int smem = 1024 + Stages * stage_bytes + stage_ring_barrier_bytes(Stages);
+  CHECK(cudaFuncSetAttribute(stream_boxes<Stages>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  stream_boxes<Stages><<<sms, 64, smem>>>(map, wk, steps);  // warm: the tensor into L2
+  CHECK(cudaDeviceSynchronize());
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  CHECK(cudaEventRecord(a));
+  stream_boxes<Stages><<<sms, 64, smem>>>(map, wk, steps);
+  CHECK(cudaEventRecord(b));
+  CHECK(cudaEventSynchronize(b));
+  float ms = 0;
+  CHECK(cudaEventElapsedTime(&ms, a, b));
+  const double bytes = 1.0 * sms * steps * stage_bytes;
+  std::printf("%-12s stages %d: %8.1f GB/s in all, %6.2f GB/s an SM, %6.3f us a stage a CTA (%.3f ms)\n", g.name,
+              Stages, bytes / (ms * 1e-3) / 1e9, bytes / sms / (ms * 1e-3) / 1e9, ms * 1e3 / steps, ms);
+  return ms;
+}
+
+/// stream_multicast over the 4-D map of geometry g (not the 5-D one).
+template <int Stages, int Cluster>
+void run_multicast(const geometry& g, const __half* x, int ctas, int steps) {
+  CUtensorMap map{};
+  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(g.c), static_cast<cuuint64_t>(g.w), static_cast<cuuint64_t>(g.h),
+                              static_cast<cuuint64_t>(g.n)};
+  const cuuint64_t strides[3] = {g.c * 2ull, static_cast<cuuint64_t>(g.w) * g.c * 2, 1ull * g.h * g.w * g.c * 2};
+  const cuuint32_t box[4] = {64, static_cast<cuuint32_t>(g.wt), static_cast<cuuint32_t>(g.ht),
+                             static_cast<cuuint32_t>(g.nt)};
+  if (!encode_sw128_tiled(map, x, 4, dims, strides, box)) return;
+  walk wk{g.w / g.wt, g.h / g.ht, g.wt, g.ht, g.nt, g.c / 64, 0};
+  const int smem = 1024 + Stages * stage_bytes + stage_ring_barrier_bytes(Stages);
+  auto kernel = stream_multicast<Stages, Cluster>;
+  CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(ctas / Cluster * Cluster));
+  config.blockDim = dim3(64);
+  config.dynamicSmemBytes = static_cast<std::size_t>(smem);
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = Cluster;
+  attribute.val.clusterDim.y = 1;
+  attribute.val.clusterDim.z = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  CHECK(cudaLaunchKernelEx(&config, kernel, map, wk, steps));
+  CHECK(cudaDeviceSynchronize());
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  CHECK(cudaEventRecord(a));
+  CHECK(cudaLaunchKernelEx(&config, kernel, map, wk, steps));
+  CHECK(cudaEventRecord(b));
+  CHECK(cudaEventSynchronize(b));
+  float ms = 0;
+  CHECK(cudaEventElapsedTime(&ms, a, b));
+  const int n = ctas / Cluster * Cluster;
+  const double landed = 1.0 * n * steps * stage_bytes;
+  std::printf("%-12s multicast %d, stages %d, %d CTAs: %6.2f GB/s landed an SM (%6.2f issued), %6.3f us a stage\n", g.name,
+              Cluster, Stages, n, landed / n / (ms * 1e-3) / 1e9, landed / n / Cluster / (ms * 1e-3) / 1e9,
+              ms * 1e3 / steps);
+}
+
+int main(int argc, char** argv) {
+  int sms = 0;  // CTAs: one an SM, or argv[1] of them (is a CTA's rate its own limit, or the L2's shared one?)
+  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  if (argc > 1) sms = std::atoi(argv[1]);
+  const geometry geometries[] = {
+      {"c256_2x2x16", 32, 14, 14, 256, 2, 2, 16, false},
+      {"c256_5d", 32, 14, 14, 256, 2, 2, 8, true},
+      {"c64_8x8", 32, 56, 56, 64, 8, 8, 1, false},
+      {"c256_8x8", 32, 56, 56, 256, 8, 8, 1, false},
+  };
+  for (const geometry& g : geometries) {
+    const std::size_t n = static_cast<std::size_t>(g.n) * g.h * g.w * g.c;
+    std::vector<__half> host(n);
+    for (std::size_t i = 0; i < n; ++i) host[i] = __float2half(static_cast<float>(i % 17) - 8.0f);
+    __half* x = nullptr;
+    CHECK(cudaMalloc(&x, n * sizeof(__half)));
+    CHECK(cudaMemcpy(x, host.data(), n * sizeof(__half), cudaMemcpyHostToDevice));
+    constexpr int steps = 400;
+    run<4>(g, x, sms, steps);
+    run<6>(g, x, sms, steps);
+    run<5>(g, x, sms, steps);
+    if (!g.five_d) {
+      run_multicast<6, 2>(g, x, sms, steps);
+      run_multicast<6, 4>(g, x, sms, steps);
+    }
+    CHECK(cudaFree(x));
+  }
+  return 0;
+}
