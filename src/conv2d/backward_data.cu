@@ -68,6 +68,7 @@
 #include <cuda_fp16.h>
 
 #include "backward_common.cuh"
+#include "kernelforge/kernels/arch/compute_capability.hpp"
 #include "kernelforge/conv_backward.hpp"
 #include "kernelforge/kernels/common/alignment.hpp"
 #include "kernelforge/kernels/common/grid.hpp"
@@ -152,7 +153,6 @@ template <class T>
 bool dgrad_by_parity_mma(const char* what, int device, const conv2d_params& p, const conv2d_sizes& sizes, const T* dy,
                          const T* w, T* dx, const conv2d_backward_options& o, const T* relu_y) {
   namespace dm = dgrad_parity_mma;
-  constexpr int min_cc = 80;  // mma.sync m16n8k16 on f16 / bf16, m16n8k8 on TF32
   const conv2d_args<T> a = make_conv2d_args<T>(p, sizes.p, sizes.q, nullptr, w, nullptr, nullptr);
   const conv2d_dy_reader<T> reader = dy_reader(dy, o, relu_y);
   const z tiles_j =
@@ -164,7 +164,7 @@ bool dgrad_by_parity_mma(const char* what, int device, const conv2d_params& p, c
                   static_cast<unsigned>(p.batch));
   auto launch = [&](auto async) {
     constexpr auto kernel = &conv2d_dgrad_parity_mma<T, decltype(async)::value>;
-    if (!runs_image_for<kernel>(device, min_cc, what)) return false;
+    if (!runs_image_for<kernel>(device, mma_sync_min_cc, what)) return false;
     allow_dynamic_smem<kernel>(device, dm::smem_bytes, what);
     kernel<<<grid, dm::threads, dm::smem_bytes, o.stream>>>(a, reader, dx, static_cast<int>(tiles_j));
     check_launch(what);

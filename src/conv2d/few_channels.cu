@@ -15,6 +15,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "kernelforge/kernels/arch/compute_capability.hpp"
 #include "kernelforge/kernels/common/alignment.hpp"
 #include "kernelforge/kernels/conv2d/10_few_channels_mma.cuh"
 #include "kernelforge/kernels/conv2d/11_few_channels_persistent.cuh"
@@ -25,8 +26,6 @@ namespace {
 
 constexpr const char* what = "kf::conv2d_forward (few_channels_mma)";
 constexpr const char* what_persistent = "kf::conv2d_forward (few_channels_persistent)";
-/// mma.sync.m16n8k16 with f16 / bf16 operands and fp32 sums.
-constexpr int min_cc = 80;
 
 template <class T, class Epilogue>
 constexpr auto kernel = &conv2d_few_channels_mma<T, Epilogue>;
@@ -66,8 +65,8 @@ few_channels::persistent_tile persistent_tile_of(const conv2d_few_channels_persi
 }  // namespace
 
 bool conv2d_few_channels_available(int device) {
-  return runs_image_for<kernel<__half, epilogue::identity>>(device, min_cc, what) &&
-         runs_image_for<persistent_kernel<__half, epilogue::identity>>(device, min_cc, what);
+  return runs_image_for<kernel<__half, epilogue::identity>>(device, mma_sync_min_cc, what) &&
+         runs_image_for<persistent_kernel<__half, epilogue::identity>>(device, mma_sync_min_cc, what);
 }
 
 template <class T, class Epilogue>
@@ -81,7 +80,7 @@ bool conv2d_nhwc_few_channels_try_launch(int device, const conv2d_args<T>& a, co
   const conv2d_few_channels_plan l = plan_conv2d_few_channels_of(a);
   if (l.unsupported != nullptr) return false;
   constexpr auto run = kernel<T, Epilogue>;
-  if (!runs_image_for<run>(device, min_cc, what)) return false;
+  if (!runs_image_for<run>(device, mma_sync_min_cc, what)) return false;
   const std::size_t optin = limits_for(device).max_smem_per_block_optin;
   if (l.smem_bytes > optin) return false;
   // Once per device, for every plan: the budget (or all the device grants, if less).
@@ -102,7 +101,7 @@ bool conv2d_nhwc_few_channels_persistent_try_launch(int device, const conv2d_arg
                     few_channels::out_row_bytes == P::out_row_bytes,
                 "the kernel's layout is the plan's");
   constexpr auto run = persistent_kernel<T, Epilogue>;
-  if (!runs_image_for<run>(device, min_cc, what)) return false;
+  if (!runs_image_for<run>(device, mma_sync_min_cc, what)) return false;
   const device_limits& limits = limits_for(device);
   const std::size_t budget = std::min(conv2d_few_channels_persistent_smem_budget, limits.max_smem_per_block_optin);
   // Once per device, for every plan: the CTAs an SM holds at the budget (plans

@@ -83,7 +83,7 @@ fp32_emulated_route route_fp32_emulated(int device, std::size_t k) {
   const int cc = compute_capability(device);
   const fp32_emulated_route route = choose_fp32_emulated_route(cc, wgmma_available(device), k);
   if (route == fp32_emulated_route::unsupported) {
-    throw_needs_compute_capability(matmul_what, device, fp32_emulated_min_cc,
+    throw_needs_compute_capability(matmul_what, device, mma_sync_min_cc,
                                    "options.math = fp32_emulated (TF32 tensor cores: wgmma on 9.0 with the "
                                    "library's sm_90a image, mma.sync from 8.0)",
                                    "use math_mode::exact for fp32 accuracy on this GPU");
@@ -95,9 +95,9 @@ fp32_emulated_route route_fp32_emulated(int device, std::size_t k) {
 /// variant wgmma_f16) where available, else mma.sync. errc::unsupported below 8.0.
 template <class T>
 void launch_tensor_core_16bit(matmul_variant variant, const gemm_args<T>& g, cudaStream_t stream, int device) {
-  if (compute_capability(device) < tensor_core_min_cc) {
+  if (compute_capability(device) < mma_sync_min_cc) {
     throw_needs_compute_capability(
-        matmul_what, device, tensor_core_min_cc,
+        matmul_what, device, mma_sync_min_cc,
         std::string("variant ") + to_string(variant) + " (fp16 / bf16 tensor cores with fp32 accumulation)",
         "use variant naive (or best)");
   }
@@ -115,7 +115,7 @@ matmul_variant resolve(matmul_variant requested, math_mode math, int device, std
                        bool custom_epilogue = false) {
   if (requested != matmul_variant::best) return requested;
   if constexpr (std::is_same_v<T, float>) {
-    if (math == math_mode::tf32 && compute_capability(device) >= tensor_core_min_cc) {
+    if (math == math_mode::tf32 && compute_capability(device) >= mma_sync_min_cc) {
       return matmul_variant::tensor_core_tf32;
     }
     // The fastest exact-fp32 step for this image and shape (plan.hpp: best_is_large_tile).
@@ -124,7 +124,7 @@ matmul_variant resolve(matmul_variant requested, math_mode math, int device, std
     return matmul_variant::warp_tiled;
   } else if constexpr (is_16bit<T>) {
     // wgmma where it runs (it falls back to mma.sync itself); naive below 8.0.
-    return compute_capability(device) >= tensor_core_min_cc ? matmul_variant::wgmma_f16 : matmul_variant::naive;
+    return compute_capability(device) >= mma_sync_min_cc ? matmul_variant::wgmma_f16 : matmul_variant::naive;
   } else {
     return matmul_variant::blocktile_2d;  // the register-tiled step compiled for double
   }

@@ -173,9 +173,8 @@ void validate_matmul(op trans_a, op trans_b, std::size_t m, std::size_t n, std::
 }
 
 void require_tensor_cores(int device) {
-  if (compute_capability(device) >= tensor_core_min_cc) return;
-  throw_needs_compute_capability(matmul_what, device, tensor_core_min_cc,
-                                 "variant tensor_core_tf32 (TF32 tensor cores)",
+  if (compute_capability(device) >= mma_sync_min_cc) return;
+  throw_needs_compute_capability(matmul_what, device, mma_sync_min_cc, "variant tensor_core_tf32 (TF32 tensor cores)",
                                  "use variant best with math_mode::exact");
 }
 

@@ -398,7 +398,7 @@ TEST(MatmulTuning, Fp32EmulatedRoute) {
   // wgmma_available is true only on 9.0 with the sm_90a image.
   EXPECT_EQ(choose_fp32_emulated_route(90, true, long_k), route::wgmma);
   EXPECT_EQ(choose_fp32_emulated_route(90, true, 65536), route::wgmma);
-  EXPECT_EQ(kf::detail::fp32_emulated_min_cc, 80);
+  EXPECT_EQ(kf::detail::mma_sync_min_cc, 80);
 }
 
 /// Step 17 (the large operand split in registers) where one side is at most

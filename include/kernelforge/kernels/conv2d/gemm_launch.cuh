@@ -15,6 +15,7 @@
 #include <string>
 #include <type_traits>
 
+#include "../arch/compute_capability.hpp"
 #include "../common/grid.hpp"
 #include "../common/vector_access.cuh"
 #include "../runtime/launcher.hpp"
@@ -32,9 +33,6 @@
 #include "wgmma_sm90a.hpp"
 
 namespace kf::detail {
-
-/// The first architecture with TF32 tensor cores (mma.sync ... .tf32).
-constexpr int conv2d_tf32_min_cc = 80;
 
 inline dim3 conv2d_gemm_grid(const char* what, const conv2d_args<float>& a, int bm, int bn, std::size_t split = 1) {
   const std::size_t gx = ceil_div(static_cast<std::size_t>(a.m), bm);
@@ -93,7 +91,7 @@ bool launch_conv2d_tf32(const char* what, int device, const conv2d_args<float>& 
   constexpr int BM = Tile::bm, BN = Tile::bn, WM = Tile::tf32_warps_m, WN = Tile::tf32_warps_n;
   // The identity instantiation the split-K partials use comes from the same
   // translation unit, so it has the same architectures as this one.
-  if (!runs_image_for<&conv2d_implicit_gemm_tf32<BM, BN, WM, WN, Epilogue>>(device, conv2d_tf32_min_cc, what)) {
+  if (!runs_image_for<&conv2d_implicit_gemm_tf32<BM, BN, WM, WN, Epilogue>>(device, mma_sync_min_cc, what)) {
     return false;
   }
   run_conv2d_gemm_plan(
@@ -343,7 +341,7 @@ void dispatch_conv2d_gemm(const char* what, int device, const conv2d_args<float>
       return launch_conv2d_winograd_fused_by_name(what, device, a, ep, options.stream);
     case conv2d_variant::implicit_gemm_tf32: {
       const int cc = compute_capability(device);
-      if (cc < conv2d_tf32_min_cc) {
+      if (cc < mma_sync_min_cc) {
         throw_unsupported(what,
                           "conv2d_variant::implicit_gemm_tf32 needs TF32 tensor cores (compute capability 8.0 or "
                           "newer); this device is sm_" +
@@ -365,7 +363,7 @@ void dispatch_conv2d_gemm(const char* what, int device, const conv2d_args<float>
       launch_conv2d_implicit_gemm_wgmma(device, a, ep, options.stream)) {
     return;
   }
-  if (options.math == math_mode::tf32 && compute_capability(device) >= conv2d_tf32_min_cc &&
+  if (options.math == math_mode::tf32 && compute_capability(device) >= mma_sync_min_cc &&
       launch_conv2d_implicit_gemm_tf32(what, device, a, ep, options.stream)) {
     return;
   }

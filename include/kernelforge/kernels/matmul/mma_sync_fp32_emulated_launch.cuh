@@ -45,8 +45,8 @@ void with_instance(int block_n, F&& f) {
 template <class Epilogue>
 bool try_launch(const gemm_args<float>& g, const Epilogue& ep, int device, cudaStream_t stream, const char* what) {
   // Every check before any work: a false return has enqueued nothing.
-  if (compute_capability(device) < fp32_emulated_min_cc) {
-    throw_needs_compute_capability(what, device, fp32_emulated_min_cc,
+  if (compute_capability(device) < mma_sync_min_cc) {
+    throw_needs_compute_capability(what, device, mma_sync_min_cc,
                                    "options.math = fp32_emulated (TF32 tensor cores, mma.sync)",
                                    "use math_mode::exact for fp32 accuracy on this GPU");
   }

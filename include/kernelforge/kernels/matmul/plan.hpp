@@ -12,6 +12,7 @@
 
 #include <cstddef>
 
+#include "../arch/compute_capability.hpp"
 #include "../common/grid.hpp"
 #include "../common/host_device.hpp"
 #include "../common/split_k_plan.hpp"
@@ -93,9 +94,6 @@ KF_TUNING_FN bool best_is_large_tile(warp_tiled_tuning_id arch, std::size_t m, s
 /// Step 16 (mma.sync) uses the same bound, not yet measured on its own.
 constexpr std::size_t fp32_emulated_min_k = 128;
 
-/// The emulation's products are TF32 mma.sync (step 16) at the least: compute capability 8.0.
-constexpr int fp32_emulated_min_cc = 80;
-
 /// What runs a math_mode::fp32_emulated product.
 ///  * unsupported: the device has no TF32 tensor cores (errc::unsupported);
 ///  * exact: k < fp32_emulated_min_k, the exact fp32 steps;
@@ -109,7 +107,7 @@ enum class fp32_emulated_route { unsupported, exact, wgmma, mma_sync };
 /// which the sm_90a kernels run or not (wgmma_available), for a product's k
 /// (k > 0). The device decides first: an unsupported device is one for every k.
 constexpr fp32_emulated_route choose_fp32_emulated_route(int cc, bool wgmma_runs, std::size_t k) {
-  if (cc < fp32_emulated_min_cc) return fp32_emulated_route::unsupported;
+  if (cc < mma_sync_min_cc) return fp32_emulated_route::unsupported;
   if (k < fp32_emulated_min_k) return fp32_emulated_route::exact;
   return wgmma_runs ? fp32_emulated_route::wgmma : fp32_emulated_route::mma_sync;
 }

@@ -8,16 +8,13 @@
 #include <cstddef>
 #include <type_traits>
 
+#include "../arch/compute_capability.hpp"
 #include "kernelforge/matmul.hpp"
 
 namespace kf::detail {
 
 /// The name every kf::matmul error starts with.
 inline constexpr const char* matmul_what = "kf::matmul";
-
-/// Tensor cores (mma.sync with TF32, fp16 or bf16 operands and fp32
-/// accumulation) exist from compute capability 8.0.
-inline constexpr int tensor_core_min_cc = 80;
 
 /// The 16-bit element types (fp32 accumulation, compute_t<T> = float).
 template <class T>
