@@ -17,7 +17,8 @@
 //   c256_8x8:    N32 56x56 C256, boxes 64 ch x 8 w x 8 h (the 1x1 layer's x)
 // For each: GB/s over all SMs (L2-resident: the tensor is read once before timing)
 // at 4, 5 and 6 stages in the ring (6 x 32 KiB: the most that fits), and microseconds a stage a CTA.
-// Build and run (the device): nvcc -std=c++17 -O3 -arch=sm_90a -Iinclude wip/probes/tma_rows.cu -o /tmp/tma_rows && /tmp/tma_rows
+// Build and run (the device): nvcc -std=c++17 -O3 -arch=sm_90a -Iinclude wip/probes/tma_rows.cu -o /tmp/tma_rows &&
+// /tmp/tma_rows
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -35,13 +36,13 @@
 
 using namespace kf::detail;
 
-#define CHECK(x)                                                                        \
-  do {                                                                                  \
-    cudaError_t e_ = (x);                                                               \
-    if (e_ != cudaSuccess) {                                                            \
+#define CHECK(x)                                                                              \
+  do {                                                                                        \
+    cudaError_t e_ = (x);                                                                     \
+    if (e_ != cudaSuccess) {                                                                  \
       std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                     \
-    }                                                                                   \
+      std::exit(1);                                                                           \
+    }                                                                                         \
   } while (0)
 
 constexpr int box_bytes = 8192;  // 64 pixels x 128 bytes
@@ -177,8 +178,7 @@ double run(const geometry& g, const __half* x, int sms, int steps) {
   } else {  // (64 channels, channel block, w, h, n): two blocks a box
     const cuuint64_t dims[5] = {64, static_cast<cuuint64_t>(g.c / 64), static_cast<cuuint64_t>(g.w),
                                 static_cast<cuuint64_t>(g.h), static_cast<cuuint64_t>(g.n)};
-    const cuuint64_t strides[4] = {128, g.c * 2ull, static_cast<cuuint64_t>(g.w) * g.c * 2,
-                                   1ull * g.h * g.w * g.c * 2};
+    const cuuint64_t strides[4] = {128, g.c * 2ull, static_cast<cuuint64_t>(g.w) * g.c * 2, 1ull * g.h * g.w * g.c * 2};
     const cuuint32_t box[5] = {64, 2, static_cast<cuuint32_t>(g.wt), static_cast<cuuint32_t>(g.ht),
                                static_cast<cuuint32_t>(g.nt)};
     ok = encode_sw128_tiled(map, x, 5, dims, strides, box);
@@ -245,8 +245,8 @@ void run_multicast(const geometry& g, const __half* x, int ctas, int steps) {
   CHECK(cudaEventElapsedTime(&ms, a, b));
   const int n = ctas / Cluster * Cluster;
   const double landed = 1.0 * n * steps * stage_bytes;
-  std::printf("%-12s multicast %d, stages %d, %d CTAs: %6.2f GB/s landed an SM (%6.2f issued), %6.3f us a stage\n", g.name,
-              Cluster, Stages, n, landed / n / (ms * 1e-3) / 1e9, landed / n / Cluster / (ms * 1e-3) / 1e9,
+  std::printf("%-12s multicast %d, stages %d, %d CTAs: %6.2f GB/s landed an SM (%6.2f issued), %6.3f us a stage\n",
+              g.name, Cluster, Stages, n, landed / n / (ms * 1e-3) / 1e9, landed / n / Cluster / (ms * 1e-3) / 1e9,
               ms * 1e3 / steps);
 }
 
