@@ -10,8 +10,9 @@
 # (ncu after rows: it profiles step 6's and step 7's kernels through the package rows installed)
 # Writes under $OUT/r and packs it as $OUT/res.tgz (the device returns at most 8 files).
 # A warm machine keeps what an earlier call changed in its copy of the tree (patches applied
-# there stay applied, and ninja may not rebuild what the next copy brings back): start a call
-# on a warm machine with `git checkout -- include src tests benchmarks` there (2026-12-05).
+# there stay applied, and ninja may not rebuild what the next copy brings back; the copy's .git
+# need not match this checkout's HEAD, so `git checkout` there is no reset; 2026-12-05): a call
+# that patches the tree undoes its patches before it ends (`ab` does).
 # Timings on the H200 (2026-12-04): build of the conv2d tests ~90 s, test_conv2d_backward_gpu
 # ~5 s, the sanitizers ~60 s, the Python package ~85 s and the rows ~60 s.
 set -uo pipefail
@@ -233,6 +234,7 @@ if [[ $what == ab ]]; then  # wip/<name>.mbox for each name in $KF_AB, in turn, 
   cmake --build --preset bench -j 16 --target bench_conv test_conv2d_backward_gpu >"$R/build_base.log" 2>&1
   say "build base rc $? $(($(date +%s) - t0)) s"
   rowsab base
+  applied=""
   for item in ${KF_AB:-}; do
     name=${item%%:*} filter=${item#*:}
     patch -p1 -s <"wip/$name.mbox" || say "patch $name failed"
@@ -244,6 +246,10 @@ if [[ $what == ab ]]; then  # wip/<name>.mbox for each name in $KF_AB, in turn, 
     grep -E "^\[  FAILED|Failure" "$R/bwd_$name.log" | head -20 >>"$R/summary.txt"
     for tool in memcheck racecheck synccheck; do san $tool "$filter"; done
     rowsab "$name"
+    applied="$name $applied"
+  done
+  for name in ${applied:-}; do  # the copy as it came: a warm machine keeps it for the next call
+    patch -R -p1 -s <"wip/$name.mbox" || say "patch -R $name failed"
   done
 fi
 if [[ $what == profile1x1 ]]; then  # after a build of bench_conv: the 1x1 layer's 16-bit forward and dw, and the C256 dw, ours and cuDNN's, under ncu
