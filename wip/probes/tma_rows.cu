@@ -250,6 +250,102 @@ void run_multicast(const geometry& g, const __half* x, int ctas, int steps) {
               ms * 1e3 / steps);
 }
 
+/// From DRAM (issue 27's 1x1 forward streams its 51 MB input once): N128 56x56 C256 (205
+/// MB, four times the L2), read once in order, each CTA taking every gridDim.x-th 8 x 8
+/// patch; a stage is the patch's 64 pixels x 256 channels (32 KiB) as four boxes, either
+/// one 64-channel block each (4-D: 128-byte pieces, what step 7's boxes read) or a 4 x 4
+/// pixel quarter with all four blocks each (5-D: 512 contiguous bytes a pixel).
+template <int Stages>
+__global__ void __launch_bounds__(64, 1)
+    stream_dram(const __grid_constant__ CUtensorMap map, int patches_w, int patches_h, int patches, bool five_d) {
+#if KF_ARCH_SM90A
+  extern __shared__ unsigned char smem[];
+  const std::uint32_t base = (smem_address(smem) + 1023) & ~1023u;
+  const stage_ring<Stages> ring(base + Stages * stage_bytes);
+  if (threadIdx.x == 0) {
+    ring.init(1);
+    mbar_init_fence();
+  }
+  __syncthreads();
+  const int steps =
+      (patches - static_cast<int>(blockIdx.x) + static_cast<int>(gridDim.x) - 1) / static_cast<int>(gridDim.x);
+  ring_position<Stages> at;
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < steps; ++i) {
+      const int g = static_cast<int>(blockIdx.x) + i * static_cast<int>(gridDim.x);
+      const int w0 = (g % patches_w) * 8, h0 = (g / patches_w % patches_h) * 8, n0 = g / (patches_w * patches_h);
+      const std::uint32_t full = ring.producer_acquire(at, stage_bytes);
+      const std::uint32_t stage = base + at.stage * stage_bytes;
+      for (int j = 0; j < boxes; ++j) {
+        if (five_d) {
+          tma_load_5d(stage + j * box_bytes, &map, 0, 0, w0 + (j % 2) * 4, h0 + (j / 2) * 4, n0, full);
+        } else {
+          tma_load_4d(stage + j * box_bytes, &map, j * 64, w0, h0, n0, full);
+        }
+      }
+      at.advance();
+    }
+  } else if (threadIdx.x == 32) {
+    for (int i = 0; i < steps; ++i) {
+      ring.consumer_wait(at);
+      ring.release(at.stage);
+      at.advance();
+    }
+  }
+#endif
+}
+
+void run_dram(int ctas) {
+  constexpr int n = 128, h = 56, w = 56, c = 256;
+  const std::size_t elements = static_cast<std::size_t>(n) * h * w * c;
+  __half* x = nullptr;
+  CHECK(cudaMalloc(&x, elements * sizeof(__half)));
+  CHECK(cudaMemset(x, 0x3c, elements * sizeof(__half)));
+  void* flush = nullptr;  // evicts x from L2 between the runs
+  const std::size_t flush_bytes = std::size_t{256} << 20;
+  CHECK(cudaMalloc(&flush, flush_bytes));
+  for (const bool five_d : {false, true}) {
+    CUtensorMap map{};
+    bool ok;
+    if (!five_d) {
+      const cuuint64_t dims[4] = {c, w, h, n};
+      const cuuint64_t strides[3] = {c * 2ull, 1ull * w * c * 2, 1ull * h * w * c * 2};
+      const cuuint32_t box[4] = {64, 8, 8, 1};
+      ok = encode_sw128_tiled(map, x, 4, dims, strides, box);
+    } else {
+      const cuuint64_t dims[5] = {64, c / 64, w, h, n};
+      const cuuint64_t strides[4] = {128, c * 2ull, 1ull * w * c * 2, 1ull * h * w * c * 2};
+      const cuuint32_t box[5] = {64, 4, 4, 4, 1};
+      ok = encode_sw128_tiled(map, x, 5, dims, strides, box);
+    }
+    if (!ok) {
+      std::printf("dram %s: the map was rejected\n", five_d ? "5-D" : "4-D");
+      continue;
+    }
+    constexpr int stages = 6;
+    const int smem = 1024 + stages * stage_bytes + stage_ring_barrier_bytes(stages);
+    CHECK(cudaFuncSetAttribute(stream_dram<stages>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    const int patches = n * (h / 8) * (w / 8);
+    for (int rep = 0; rep < 2; ++rep) {
+      CHECK(cudaMemset(flush, rep, flush_bytes));
+      cudaEvent_t a, b;
+      CHECK(cudaEventCreate(&a));
+      CHECK(cudaEventCreate(&b));
+      CHECK(cudaEventRecord(a));
+      stream_dram<stages><<<ctas, 64, smem>>>(map, w / 8, h / 8, patches, five_d);
+      CHECK(cudaEventRecord(b));
+      CHECK(cudaEventSynchronize(b));
+      float ms = 0;
+      CHECK(cudaEventElapsedTime(&ms, a, b));
+      std::printf("dram N128 56x56 C256 %s, %d CTAs: %7.1f GB/s (%.3f ms for %.0f MB)\n",
+                  five_d ? "5-D 512-byte pixels" : "4-D 128-byte pieces", ctas, elements * 2.0 / (ms * 1e-3) / 1e9, ms,
+                  elements * 2.0 / 1e6);
+    }
+  }
+  CHECK(cudaFree(flush));
+  CHECK(cudaFree(x));
+}
+
 int main(int argc, char** argv) {
   int sms = 0;  // CTAs: one an SM, or argv[1] of them (is a CTA's rate its own limit, or the L2's shared one?)
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
@@ -277,5 +373,6 @@ int main(int argc, char** argv) {
     }
     CHECK(cudaFree(x));
   }
+  run_dram(sms);
   return 0;
 }
