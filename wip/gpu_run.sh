@@ -253,7 +253,7 @@ if [[ $what == ab ]]; then  # wip/<name>.mbox for each name in $KF_AB, in turn, 
   done
 fi
 if [[ $what == profile1x1 ]]; then  # after a build of bench_conv: the 1x1 layer's 16-bit forward and dw, and the C256 dw, ours and cuDNN's, under ncu
-  # (issues 27 and 28). Ours and cuDNN's kernels are captured apart (-k): without a filter the
+  # (the layers below cuDNN in the training step). Ours and cuDNN's kernels are captured apart (-k): without a filter the
   # first launches are cuDNN's engine search and ours are never reached (2026-12-05, sixth session).
   b=build-bench/benchmarks/conv/bench_conv
   for row in 'conv2d_nhwc/fp16/best/n32_c256_56x56_k64_1x1' 'conv2d_backward/fp16/filter/n32_c256_56x56_k64_1x1' \

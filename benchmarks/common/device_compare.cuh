@@ -12,9 +12,8 @@
 //   r.relative()   // max |got - want| / max |want|; +inf where a difference is NaN
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>  // memcpy
@@ -35,6 +34,10 @@ struct element_bound {
   double per_want = 0;
   double per_scale = 0;
   double constant = 0;
+  /// The largest |got - want| allowed where the reference is `want` and the scale `scale`.
+  __host__ __device__ double at(double want, double scale) const {
+    return per_want * fabs(want) + per_scale * scale + constant;
+  }
 };
 
 /// What compare_on_device found.
@@ -54,11 +57,11 @@ struct device_difference_bits {  // the kernel's accumulators: doubles >= 0 as t
   unsigned long long max_diff, max_want, differing, outside, first_outside, nan_in_got;
 };
 
+/// float, __half or __nv_bfloat16 as a double (the 16-bit types through float).
 template <class T>
 __device__ inline double compare_value(T v) {
   return static_cast<double>(static_cast<float>(v));
 }
-__device__ inline double compare_value(float v) { return v; }
 
 template <class T>
 __global__ void compare_kernel(const T* got, const T* want, const T* scale, std::size_t n, bool bounded,
@@ -74,8 +77,7 @@ __global__ void compare_kernel(const T* got, const T* want, const T* scale, std:
     nan_in_got |= isnan(g) ? 1ull : 0ull;
     differing += g != w ? 1ull : 0ull;
     if (bounded) {
-      const double tol = b.per_want * fabs(w) + b.per_scale * (scale ? compare_value(scale[i]) : 0.0) + b.constant;
-      if (!(d <= tol)) {  // true for NaN
+      if (!(d <= b.at(w, scale ? compare_value(scale[i]) : 0.0))) {  // true for NaN
         ++outside;
         first = first < i ? first : i;
       }

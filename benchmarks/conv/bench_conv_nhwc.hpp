@@ -146,9 +146,7 @@ const nhwc_check& check_nhwc(const std::string& row, problem_data_t<T>& d, const
     const std::size_t first = static_cast<std::size_t>(r.first_outside);
     const double got = kf::reference::to_double(copy_to_host(d.y.data() + first, 1)[0]);
     const double want = kf::reference::to_double(copy_to_host(want_device + first, 1)[0]);
-    const double tol = bound.per_want * std::fabs(want) +
-                       bound.per_scale * kf::reference::to_double(copy_to_host(scale.data() + first, 1)[0]) +
-                       bound.constant;
+    const double tol = bound.at(want, kf::reference::to_double(copy_to_host(scale.data() + first, 1)[0]));
     result.failure = std::to_string(bad) + " of " + std::to_string(d.y_size()) + " outputs differ from cuDNN's; [" +
                      std::to_string(first) + "]: " + std::to_string(got) + " vs " + std::to_string(want) + " (bound " +
                      std::to_string(tol) + ")";

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Probe (not part of the library): how fast the box geometries of gradient step 3
 // (03_wgrad_wgmma.cuh) and forward step 7 stream from L2 into an SM's stage ring by
-// TMA, with nothing else running -- the question behind issue 28's C256 dw, whose
+// TMA, with nothing else running -- the question behind the 16-bit C256 dw, whose
 // kernel issues 0.17 instructions a cycle and reaches 31% of L2 and 31% of the SM
-// (ncu, H100, 2026-12-05), and issue 27's 1x1 forward (56% of HBM).
+// (ncu, H100, 2026-12-05), and the 16-bit 1x1 forward (56% of HBM).
 //
 // Each CTA (one per SM) is one producer thread and one consumer warp that waits for
 // each stage and releases it at once: no math, so the time is the loads' own. A stage
@@ -32,6 +32,7 @@
 #include "kernelforge/kernels/arch/pipeline_sm90.cuh"
 #include "kernelforge/kernels/arch/smem.cuh"
 #include "kernelforge/kernels/arch/tma_sm90.cuh"
+#include "kernelforge/kernels/runtime/kernel_attributes.hpp"  // cluster_launch_config
 #include "kernelforge/kernels/runtime/tensor_map.hpp"
 
 using namespace kf::detail;
@@ -63,42 +64,76 @@ __device__ __forceinline__ void tma_load_5d(std::uint32_t dst, const CUtensorMap
       : "memory");
 }
 
+#if KF_ARCH_SM90A  // the device parts exist for sm_90a alone (the kernels' bodies below likewise)
+/// A CTA's ring (the kernels below share it): `Stages` stages of stage_bytes from the
+/// first 1024-byte boundary of `smem`, each released by `readers` arrivals a round.
+template <int Stages>
+struct probe_ring {
+  std::uint32_t base;
+  stage_ring<Stages> ring;
+  __device__ probe_ring(unsigned char* smem, unsigned readers)
+      : base((smem_address(smem) + 1023) & ~1023u), ring(base + Stages * stage_bytes) {
+    if (threadIdx.x == 0) {
+      ring.init(readers);
+      mbar_init_fence();
+    }
+    __syncthreads();
+  }
+  [[nodiscard]] __device__ std::uint32_t stage(const ring_position<Stages>& at) const {
+    return base + at.stage * stage_bytes;
+  }
+};
+
+/// The consumer: waits for each of `steps` stages and releases it at once (in every CTA
+/// of a cluster of `Cluster`: their copies land in this CTA's stages too).
+template <int Stages, int Cluster = 1>
+__device__ void drain(const stage_ring<Stages>& ring, int steps) {
+  ring_position<Stages> at;
+  for (int i = 0; i < steps; ++i) {
+    ring.consumer_wait(at);
+    if constexpr (Cluster > 1) {
+      ring.template release_cluster<Cluster>(at.stage);
+    } else {
+      ring.release(at.stage);
+    }
+    at.advance();
+  }
+}
+
+/// Patch g's origin (w0, h0, n0) in the walk.
+struct origin {
+  int w0, h0, n0;
+  __device__ origin(const walk& wk, int g)
+      : w0((g % wk.patches_w) * wk.wt),
+        h0((g / wk.patches_w % wk.patches_h) * wk.ht),
+        n0(g / (wk.patches_w * wk.patches_h) * wk.nt) {}
+};
+
+#endif
+
 template <int Stages>
 __global__ void __launch_bounds__(64, 1) stream_boxes(const __grid_constant__ CUtensorMap map, walk wk, int steps) {
 #if KF_ARCH_SM90A
   extern __shared__ unsigned char smem[];
-  const std::uint32_t base = (smem_address(smem) + 1023) & ~1023u;
-  const stage_ring<Stages> ring(base + Stages * stage_bytes);
-  if (threadIdx.x == 0) {
-    ring.init(1);
-    mbar_init_fence();
-  }
-  __syncthreads();
+  const probe_ring<Stages> r(smem, 1);
   const int patches = wk.patches_w * wk.patches_h * (32 / wk.nt);
-  ring_position<Stages> at;
   if (threadIdx.x == 0) {  // the producer
+    ring_position<Stages> at;
     for (int i = 0; i < steps; ++i) {
-      const int g = (static_cast<int>(blockIdx.x) * 7 + i) % patches;  // CTAs spread over the patches
-      const int w0 = (g % wk.patches_w) * wk.wt, h0 = (g / wk.patches_w % wk.patches_h) * wk.ht;
-      const int n0 = g / (wk.patches_w * wk.patches_h) * wk.nt;
-      const std::uint32_t full = ring.producer_acquire(at, stage_bytes);
-      const std::uint32_t stage = base + at.stage * stage_bytes;
+      const origin o(wk, (static_cast<int>(blockIdx.x) * 7 + i) % patches);  // CTAs spread over the patches
+      const std::uint32_t full = r.ring.producer_acquire(at, stage_bytes);
       for (int j = 0; j < boxes; ++j) {
         const int block = (i + j) % wk.channel_blocks;
         if (wk.rank5) {
-          tma_load_5d(stage + j * box_bytes, &map, 0, (block / 2) * 2, w0, h0, n0, full);
+          tma_load_5d(r.stage(at) + j * box_bytes, &map, 0, (block / 2) * 2, o.w0, o.h0, o.n0, full);
         } else {
-          tma_load_4d(stage + j * box_bytes, &map, block * 64, w0, h0, n0, full);
+          tma_load_4d(r.stage(at) + j * box_bytes, &map, block * 64, o.w0, o.h0, o.n0, full);
         }
       }
       at.advance();
     }
-  } else if (threadIdx.x == 32) {  // the consumer warp's lane 0: wait, release
-    for (int i = 0; i < steps; ++i) {
-      ring.consumer_wait(at);
-      ring.release(at.stage);
-      at.advance();
-    }
+  } else if (threadIdx.x == 32) {  // the consumer warp's lane 0
+    drain(r.ring, steps);
   }
 #endif
 }
@@ -120,223 +155,179 @@ template <int Stages, int Cluster>
 __global__ void __launch_bounds__(64, 1) stream_multicast(const __grid_constant__ CUtensorMap map, walk wk, int steps) {
 #if KF_ARCH_SM90A
   extern __shared__ unsigned char smem[];
-  const std::uint32_t base = (smem_address(smem) + 1023) & ~1023u;
-  const stage_ring<Stages> ring(base + Stages * stage_bytes);
-  if (threadIdx.x == 0) {
-    ring.init(Cluster);  // every CTA's consumer releases every CTA's stage
-    mbar_init_fence();
-  }
-  __syncthreads();
+  const probe_ring<Stages> r(smem, Cluster);  // every CTA's consumer releases every CTA's stage
   cluster_sync();
   const int rank = static_cast<int>(cluster_rank());
   const int patches = wk.patches_w * wk.patches_h * (32 / wk.nt);
   const int cluster_id = static_cast<int>(blockIdx.x) / Cluster;
-  ring_position<Stages> at;
   if (threadIdx.x == 0) {
+    ring_position<Stages> at;
     for (int i = 0; i < steps; ++i) {
-      const int g = (cluster_id * 7 + i) % patches;
-      const int w0 = (g % wk.patches_w) * wk.wt, h0 = (g / wk.patches_w % wk.patches_h) * wk.ht;
-      const int n0 = g / (wk.patches_w * wk.patches_h) * wk.nt;
-      const std::uint32_t full = ring.producer_acquire(at, stage_bytes);
-      const std::uint32_t stage = base + at.stage * stage_bytes;
+      const origin o(wk, (cluster_id * 7 + i) % patches);
+      const std::uint32_t full = r.ring.producer_acquire(at, stage_bytes);
       for (int j = rank; j < boxes; j += Cluster) {
         const int block = (i + j) % wk.channel_blocks;
-        tma_load_4d_multicast_probe(stage + j * box_bytes, &map, block * 64, w0, h0, n0, full,
+        tma_load_4d_multicast_probe(r.stage(at) + j * box_bytes, &map, block * 64, o.w0, o.h0, o.n0, full,
                                     static_cast<std::uint16_t>((1u << Cluster) - 1));
       }
       at.advance();
     }
   } else if (threadIdx.x == 32) {
-    for (int i = 0; i < steps; ++i) {
-      ring.consumer_wait(at);
-      ring.template release_cluster<Cluster>(at.stage);
-      at.advance();
-    }
+    drain<Stages, Cluster>(r.ring, steps);
   }
   cluster_sync();
 #endif
 }
 
+/// From DRAM (the 1x1 forward streams its 51 MB input once): N128 56x56 C256 (205
+/// MB, four times the L2), read once in order, each CTA taking every gridDim.x-th 8 x 8
+/// patch; a stage is the patch's 64 pixels x 256 channels (32 KiB) as four boxes, either
+/// one 64-channel block each (4-D: 128-byte pieces, what step 7's boxes read) or a 4 x 4
+/// pixel quarter with all four blocks each (5-D: 512 contiguous bytes a pixel).
+template <int Stages>
+__global__ void __launch_bounds__(64, 1) stream_dram(const __grid_constant__ CUtensorMap map, walk wk, int patches) {
+#if KF_ARCH_SM90A
+  extern __shared__ unsigned char smem[];
+  const probe_ring<Stages> r(smem, 1);
+  const int steps =
+      (patches - static_cast<int>(blockIdx.x) + static_cast<int>(gridDim.x) - 1) / static_cast<int>(gridDim.x);
+  if (threadIdx.x == 0) {
+    ring_position<Stages> at;
+    for (int i = 0; i < steps; ++i) {
+      const origin o(wk, static_cast<int>(blockIdx.x) + i * static_cast<int>(gridDim.x));
+      const std::uint32_t full = r.ring.producer_acquire(at, stage_bytes);
+      for (int j = 0; j < boxes; ++j) {
+        if (wk.rank5) {
+          tma_load_5d(r.stage(at) + j * box_bytes, &map, 0, 0, o.w0 + (j % 2) * 4, o.h0 + (j / 2) * 4, o.n0, full);
+        } else {
+          tma_load_4d(r.stage(at) + j * box_bytes, &map, j * 64, o.w0, o.h0, o.n0, full);
+        }
+      }
+      at.advance();
+    }
+  } else if (threadIdx.x == 32) {
+    drain(r.ring, steps);
+  }
+#endif
+}
+
+// ---- host ------------------------------------------------------------------------------
+
 struct geometry {
   const char* name;
   int n, h, w, c;
   int wt, ht, nt;  // the box's pixels
-  bool five_d;
+  bool five_d;     // boxes of `blocks` 64-channel blocks through the 5-D view (below)
 };
 
-template <int Stages>
-double run(const geometry& g, const __half* x, int sms, int steps) {
-  CUtensorMap map{};
-  bool ok;
-  if (!g.five_d) {
-    const cuuint64_t dims[4] = {static_cast<cuuint64_t>(g.c), static_cast<cuuint64_t>(g.w),
-                                static_cast<cuuint64_t>(g.h), static_cast<cuuint64_t>(g.n)};
-    const cuuint64_t strides[3] = {g.c * 2ull, static_cast<cuuint64_t>(g.w) * g.c * 2, 1ull * g.h * g.w * g.c * 2};
-    const cuuint32_t box[4] = {64, static_cast<cuuint32_t>(g.wt), static_cast<cuuint32_t>(g.ht),
-                               static_cast<cuuint32_t>(g.nt)};
-    ok = encode_sw128_tiled(map, x, 4, dims, strides, box);
-  } else {  // (64 channels, channel block, w, h, n): two blocks a box
-    const cuuint64_t dims[5] = {64, static_cast<cuuint64_t>(g.c / 64), static_cast<cuuint64_t>(g.w),
-                                static_cast<cuuint64_t>(g.h), static_cast<cuuint64_t>(g.n)};
-    const cuuint64_t strides[4] = {128, g.c * 2ull, static_cast<cuuint64_t>(g.w) * g.c * 2, 1ull * g.h * g.w * g.c * 2};
-    const cuuint32_t box[5] = {64, 2, static_cast<cuuint32_t>(g.wt), static_cast<cuuint32_t>(g.ht),
-                               static_cast<cuuint32_t>(g.nt)};
-    ok = encode_sw128_tiled(map, x, 5, dims, strides, box);
+/// An NHWC fp16 tensor's map in boxes of 64 channels x wt x ht x nt pixels, or -- blocks
+/// > 1 -- through the 5-D view (64 channels, channel block, w, h, n) in boxes of `blocks`
+/// consecutive channel blocks (blocks x 128 contiguous bytes a pixel).
+bool encode_nhwc(CUtensorMap& map, const __half* x, const geometry& g, int blocks) {
+  using u64 = cuuint64_t;
+  using u32 = cuuint32_t;
+  const u64 pixel = g.c * 2ull, row = pixel * g.w, image = row * g.h;
+  if (blocks == 1) {
+    const u64 dims[4] = {u64(g.c), u64(g.w), u64(g.h), u64(g.n)};
+    const u64 strides[3] = {pixel, row, image};
+    const u32 box[4] = {64, u32(g.wt), u32(g.ht), u32(g.nt)};
+    return encode_sw128_tiled(map, x, 4, dims, strides, box);
   }
-  if (!ok) {
-    std::printf("%s: the map was rejected\n", g.name);
-    return 0;
-  }
-  walk wk{g.w / g.wt, g.h / g.ht, g.wt, g.ht, g.nt, g.c / 64, g.five_d ? 1 : 0};
+  const u64 dims[5] = {64, u64(g.c / 64), u64(g.w), u64(g.h), u64(g.n)};
+  const u64 strides[4] = {128, pixel, row, image};
+  const u32 box[5] = {64, u32(blocks), u32(g.wt), u32(g.ht), u32(g.nt)};
+  return encode_sw128_tiled(map, x, 5, dims, strides, box);
+}
+
+/// The dynamic shared memory of a `Stages` ring (with the alignment's slack), opted in for `kernel`.
+template <int Stages, class Kernel>
+int ring_smem(Kernel kernel) {
   const int smem = 1024 + Stages * stage_bytes + stage_ring_barrier_bytes(Stages);
-  CHECK(cudaFuncSetAttribute(stream_boxes<Stages>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  stream_boxes<Stages><<<sms, 64, smem>>>(map, wk, steps);  // warm: the tensor into L2
-  CHECK(cudaDeviceSynchronize());
+  CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  return smem;
+}
+
+/// Milliseconds `launch` takes on the default stream, by events.
+template <class Launch>
+float time_ms(Launch&& launch) {
   cudaEvent_t a, b;
   CHECK(cudaEventCreate(&a));
   CHECK(cudaEventCreate(&b));
   CHECK(cudaEventRecord(a));
-  stream_boxes<Stages><<<sms, 64, smem>>>(map, wk, steps);
+  launch();
   CHECK(cudaEventRecord(b));
   CHECK(cudaEventSynchronize(b));
   float ms = 0;
   CHECK(cudaEventElapsedTime(&ms, a, b));
-  const double bytes = 1.0 * sms * steps * stage_bytes;
-  std::printf("%-12s stages %d: %8.1f GB/s in all, %6.2f GB/s an SM, %6.3f us a stage a CTA (%.3f ms)\n", g.name,
-              Stages, bytes / (ms * 1e-3) / 1e9, bytes / sms / (ms * 1e-3) / 1e9, ms * 1e3 / steps, ms);
+  CHECK(cudaEventDestroy(a));
+  CHECK(cudaEventDestroy(b));
   return ms;
 }
 
-/// stream_multicast over the 4-D map of geometry g (not the 5-D one).
+template <int Stages>
+void run(const geometry& g, const __half* x, int sms, int steps) {
+  CUtensorMap map{};
+  if (!encode_nhwc(map, x, g, g.five_d ? 2 : 1)) {
+    std::printf("%s: the map was rejected\n", g.name);
+    return;
+  }
+  const walk wk{g.w / g.wt, g.h / g.ht, g.wt, g.ht, g.nt, g.c / 64, g.five_d ? 1 : 0};
+  const int smem = ring_smem<Stages>(stream_boxes<Stages>);
+  auto launch = [&] { stream_boxes<Stages><<<sms, 64, smem>>>(map, wk, steps); };
+  launch();  // warm: the tensor into L2
+  CHECK(cudaDeviceSynchronize());
+  const float ms = time_ms(launch);
+  const double bytes = 1.0 * sms * steps * stage_bytes;
+  std::printf("%-12s stages %d: %8.1f GB/s in all, %6.2f GB/s an SM, %6.3f us a stage a CTA (%.3f ms)\n", g.name,
+              Stages, bytes / (ms * 1e-3) / 1e9, bytes / sms / (ms * 1e-3) / 1e9, ms * 1e3 / steps, ms);
+}
+
+/// stream_multicast over the 4-D map of geometry g.
 template <int Stages, int Cluster>
 void run_multicast(const geometry& g, const __half* x, int ctas, int steps) {
   CUtensorMap map{};
-  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(g.c), static_cast<cuuint64_t>(g.w), static_cast<cuuint64_t>(g.h),
-                              static_cast<cuuint64_t>(g.n)};
-  const cuuint64_t strides[3] = {g.c * 2ull, static_cast<cuuint64_t>(g.w) * g.c * 2, 1ull * g.h * g.w * g.c * 2};
-  const cuuint32_t box[4] = {64, static_cast<cuuint32_t>(g.wt), static_cast<cuuint32_t>(g.ht),
-                             static_cast<cuuint32_t>(g.nt)};
-  if (!encode_sw128_tiled(map, x, 4, dims, strides, box)) return;
-  walk wk{g.w / g.wt, g.h / g.ht, g.wt, g.ht, g.nt, g.c / 64, 0};
-  const int smem = 1024 + Stages * stage_bytes + stage_ring_barrier_bytes(Stages);
+  if (!encode_nhwc(map, x, g, 1)) return;
+  const walk wk{g.w / g.wt, g.h / g.ht, g.wt, g.ht, g.nt, g.c / 64, 0};
   auto kernel = stream_multicast<Stages, Cluster>;
-  CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(ctas / Cluster * Cluster));
-  config.blockDim = dim3(64);
-  config.dynamicSmemBytes = static_cast<std::size_t>(smem);
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = Cluster;
-  attribute.val.clusterDim.y = 1;
-  attribute.val.clusterDim.z = 1;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  CHECK(cudaLaunchKernelEx(&config, kernel, map, wk, steps));
-  CHECK(cudaDeviceSynchronize());
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
-  CHECK(cudaEventRecord(a));
-  CHECK(cudaLaunchKernelEx(&config, kernel, map, wk, steps));
-  CHECK(cudaEventRecord(b));
-  CHECK(cudaEventSynchronize(b));
-  float ms = 0;
-  CHECK(cudaEventElapsedTime(&ms, a, b));
   const int n = ctas / Cluster * Cluster;
+  cudaLaunchAttribute cluster_dims{};
+  const cudaLaunchConfig_t config = cluster_launch_config(dim3(static_cast<unsigned>(n)), dim3(64),
+                                                          ring_smem<Stages>(kernel), nullptr, Cluster, cluster_dims);
+  auto launch = [&] { CHECK(cudaLaunchKernelEx(&config, kernel, map, wk, steps)); };
+  launch();
+  CHECK(cudaDeviceSynchronize());
+  const float ms = time_ms(launch);
   const double landed = 1.0 * n * steps * stage_bytes;
   std::printf("%-12s multicast %d, stages %d, %d CTAs: %6.2f GB/s landed an SM (%6.2f issued), %6.3f us a stage\n",
               g.name, Cluster, Stages, n, landed / n / (ms * 1e-3) / 1e9, landed / n / Cluster / (ms * 1e-3) / 1e9,
               ms * 1e3 / steps);
 }
 
-/// From DRAM (issue 27's 1x1 forward streams its 51 MB input once): N128 56x56 C256 (205
-/// MB, four times the L2), read once in order, each CTA taking every gridDim.x-th 8 x 8
-/// patch; a stage is the patch's 64 pixels x 256 channels (32 KiB) as four boxes, either
-/// one 64-channel block each (4-D: 128-byte pieces, what step 7's boxes read) or a 4 x 4
-/// pixel quarter with all four blocks each (5-D: 512 contiguous bytes a pixel).
-template <int Stages>
-__global__ void __launch_bounds__(64, 1)
-    stream_dram(const __grid_constant__ CUtensorMap map, int patches_w, int patches_h, int patches, bool five_d) {
-#if KF_ARCH_SM90A
-  extern __shared__ unsigned char smem[];
-  const std::uint32_t base = (smem_address(smem) + 1023) & ~1023u;
-  const stage_ring<Stages> ring(base + Stages * stage_bytes);
-  if (threadIdx.x == 0) {
-    ring.init(1);
-    mbar_init_fence();
-  }
-  __syncthreads();
-  const int steps =
-      (patches - static_cast<int>(blockIdx.x) + static_cast<int>(gridDim.x) - 1) / static_cast<int>(gridDim.x);
-  ring_position<Stages> at;
-  if (threadIdx.x == 0) {
-    for (int i = 0; i < steps; ++i) {
-      const int g = static_cast<int>(blockIdx.x) + i * static_cast<int>(gridDim.x);
-      const int w0 = (g % patches_w) * 8, h0 = (g / patches_w % patches_h) * 8, n0 = g / (patches_w * patches_h);
-      const std::uint32_t full = ring.producer_acquire(at, stage_bytes);
-      const std::uint32_t stage = base + at.stage * stage_bytes;
-      for (int j = 0; j < boxes; ++j) {
-        if (five_d) {
-          tma_load_5d(stage + j * box_bytes, &map, 0, 0, w0 + (j % 2) * 4, h0 + (j / 2) * 4, n0, full);
-        } else {
-          tma_load_4d(stage + j * box_bytes, &map, j * 64, w0, h0, n0, full);
-        }
-      }
-      at.advance();
-    }
-  } else if (threadIdx.x == 32) {
-    for (int i = 0; i < steps; ++i) {
-      ring.consumer_wait(at);
-      ring.release(at.stage);
-      at.advance();
-    }
-  }
-#endif
-}
-
 void run_dram(int ctas) {
-  constexpr int n = 128, h = 56, w = 56, c = 256;
-  const std::size_t elements = static_cast<std::size_t>(n) * h * w * c;
+  const geometry g4{"dram", 128, 56, 56, 256, 8, 8, 1, false};
+  const geometry g5{"dram", 128, 56, 56, 256, 4, 4, 1, true};  // 4 x 4 pixels, all four channel blocks
+  const std::size_t elements = static_cast<std::size_t>(g4.n) * g4.h * g4.w * g4.c;
   __half* x = nullptr;
   CHECK(cudaMalloc(&x, elements * sizeof(__half)));
   CHECK(cudaMemset(x, 0x3c, elements * sizeof(__half)));
   void* flush = nullptr;  // evicts x from L2 between the runs
   const std::size_t flush_bytes = std::size_t{256} << 20;
   CHECK(cudaMalloc(&flush, flush_bytes));
+  constexpr int stages = 6;
+  const int smem = ring_smem<stages>(stream_dram<stages>);
+  const int patches = g4.n * (g4.h / 8) * (g4.w / 8);
+  const walk wk{g4.w / 8, g4.h / 8, 8, 8, 1, g4.c / 64, 0};  // 8 x 8 patches; rank5 set below
   for (const bool five_d : {false, true}) {
     CUtensorMap map{};
-    bool ok;
-    if (!five_d) {
-      const cuuint64_t dims[4] = {c, w, h, n};
-      const cuuint64_t strides[3] = {c * 2ull, 1ull * w * c * 2, 1ull * h * w * c * 2};
-      const cuuint32_t box[4] = {64, 8, 8, 1};
-      ok = encode_sw128_tiled(map, x, 4, dims, strides, box);
-    } else {
-      const cuuint64_t dims[5] = {64, c / 64, w, h, n};
-      const cuuint64_t strides[4] = {128, c * 2ull, 1ull * w * c * 2, 1ull * h * w * c * 2};
-      const cuuint32_t box[5] = {64, 4, 4, 4, 1};
-      ok = encode_sw128_tiled(map, x, 5, dims, strides, box);
-    }
-    if (!ok) {
+    if (!encode_nhwc(map, x, five_d ? g5 : g4, five_d ? g4.c / 64 : 1)) {
       std::printf("dram %s: the map was rejected\n", five_d ? "5-D" : "4-D");
       continue;
     }
-    constexpr int stages = 6;
-    const int smem = 1024 + stages * stage_bytes + stage_ring_barrier_bytes(stages);
-    CHECK(cudaFuncSetAttribute(stream_dram<stages>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    const int patches = n * (h / 8) * (w / 8);
+    walk w = wk;
+    w.rank5 = five_d ? 1 : 0;
     for (int rep = 0; rep < 2; ++rep) {
       CHECK(cudaMemset(flush, rep, flush_bytes));
-      cudaEvent_t a, b;
-      CHECK(cudaEventCreate(&a));
-      CHECK(cudaEventCreate(&b));
-      CHECK(cudaEventRecord(a));
-      stream_dram<stages><<<ctas, 64, smem>>>(map, w / 8, h / 8, patches, five_d);
-      CHECK(cudaEventRecord(b));
-      CHECK(cudaEventSynchronize(b));
-      float ms = 0;
-      CHECK(cudaEventElapsedTime(&ms, a, b));
+      const float ms = time_ms([&] { stream_dram<stages><<<ctas, 64, smem>>>(map, w, patches); });
       std::printf("dram N128 56x56 C256 %s, %d CTAs: %7.1f GB/s (%.3f ms for %.0f MB)\n",
                   five_d ? "5-D 512-byte pixels" : "4-D 128-byte pieces", ctas, elements * 2.0 / (ms * 1e-3) / 1e9, ms,
                   elements * 2.0 / 1e6);
