@@ -139,6 +139,8 @@ bool conv2d_wgrad_wgmma_try_launch(int device, const conv2d_args<T>& a, const T*
     launch_kernel<T, 64, 128, 1>(device, map_dy, map_x, prm, plan, stream);
   } else if (plan.bn == 64) {
     launch_kernel<T, 128, 64, 1>(device, map_dy, map_x, prm, plan, stream);
+  } else if (plan.bn == conv2d_wgrad_wgmma_split_bn) {
+    launch_kernel<T, 128, static_cast<int>(conv2d_wgrad_wgmma_split_bn), 1>(device, map_dy, map_x, prm, plan, stream);
   } else {
     launch_kernel<T, 128, 128, 1>(device, map_dy, map_x, prm, plan, stream);
   }

@@ -96,6 +96,10 @@ inline const std::vector<grad_case>& grad_cases() {
       // Filter-column tiles: two K tiles, 8 x 8 patches overhanging 19 x 21, a split.
       {"columns_c64_k128_19x21_3x3_p1_n2", make(2, 64, 19, 21, 128, 3, 3, 1, 1, 1)},
       misaligned({"misaligned_out_c16_k16_9x7_3x3_p1_n2", make(2, 16, 9, 7, 16, 3, 3, 1, 1, 1)}, 0, 1),
+      // The 128 x 256 tile split by rows: K one box past 128 (consumer 1's rows past K), C
+      // past its last box, stride 2, the mask, a split; a 1x1 layer with C past 256.
+      with_relu({"split_c200_k136_29x25_3x3_s2_p1_n4_relu0", make(4, 200, 29, 25, 136, 3, 3, 2, 1, 1)}, 0.0f),
+      {"split_c264_k200_9x11_1x1_n5", make(5, 264, 9, 11, 200, 1, 1, 1, 0, 1)},
       // dx's forward reading the filter unturned (16-bit NHWC, C and K multiples of 8):
       // 1x1 at stride 2 and masked, 5x5, 7x7, R = 6 (two filter-column groups), 3 x 1
       // columns (cooperative), dilation at stride 1, stride 2 over odd sizes with the mask.

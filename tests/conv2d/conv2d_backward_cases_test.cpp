@@ -104,9 +104,9 @@ TEST(Conv2dBackwardCases, CoverTheirPaths) {
   EXPECT_EQ(pad_past_reach, 2);
   EXPECT_GE(untouched_rows, 3);  // stride 2 pad 0, stride 3, 1x1 stride 2
   EXPECT_GE(untouched_cols, 2);
-  // the two 14x14 layers, the misaligned 7x7 one, C128 K72, C136 K136, the filter-column 19x21
-  // and the Winograd dw case
-  EXPECT_EQ(winograd, 7);
+  // the two 14x14 layers, the misaligned 7x7 one, C128 K72, C136 K136, the filter-column 19x21,
+  // the Winograd dw case and the strided 128 x 256 case (its dx: dy spread, stride 1)
+  EXPECT_EQ(winograd, 8);
   // float NCHW dw under best by Winograd (gradient step 6): C136 K136 and C130 K129 (masked)
   EXPECT_EQ(wgrad_winograd, 2);
   EXPECT_EQ(wgrad_winograd_masked, 1);
@@ -150,6 +150,8 @@ TEST(Conv2dBackwardCases, WgmmaWgradCases) {
   EXPECT_GE(folded_misaligned, 1);
   int one_tap_3x3 = 0, columns = 0, columns_wide_k = 0, columns_partial_c = 0, columns_masked = 0, columns_split = 0,
       columns_out_misaligned = 0;
+  int rows_split = 0, rows_split_slices = 0, rows_split_masked = 0, rows_split_k_one_block = 0,
+      rows_split_partial_c = 0;
   for (const grad_case& c : grad_cases()) {
     const kf::conv2d_params& p = c.p;
     const bool applies = kf::detail::conv2d_wgrad_wgmma_unsupported_reason(p.in_channels, p.out_channels, 2, p.stride_h,
@@ -170,6 +172,13 @@ TEST(Conv2dBackwardCases, WgmmaWgradCases) {
                                             p.filter_width, p.stride_h, p.stride_w, p.dilation_h, 132);
     const bool three_by_three = p.filter_height == 3 && p.filter_width == 3 && p.stride_h == 1;
     one_tap_3x3 += three_by_three && plan.filter_rows == 1 ? 1 : 0;
+    if (plan.bn == kf::detail::conv2d_wgrad_wgmma_split_bn) {  // 128 x 256, split by rows
+      ++rows_split;
+      rows_split_slices += plan.split > 1 ? 1 : 0;
+      rows_split_masked += c.relu ? 1 : 0;
+      rows_split_k_one_block += p.out_channels % 128 != 0 && p.out_channels % 128 <= 64 ? 1 : 0;  // consumer 1 idle
+      rows_split_partial_c += p.in_channels % 256 != 0 ? 1 : 0;
+    }
     if (plan.filter_rows > 1) {
       ++columns;
       columns_wide_k += plan.tiles_k > 1 ? 1 : 0;
@@ -179,6 +188,11 @@ TEST(Conv2dBackwardCases, WgmmaWgradCases) {
       columns_out_misaligned += c.out_offset > 0 ? 1 : 0;
     }
   }
+  EXPECT_GE(rows_split, 2);
+  EXPECT_GE(rows_split_slices, 1);
+  EXPECT_GE(rows_split_masked, 1);
+  EXPECT_GE(rows_split_k_one_block, 1);
+  EXPECT_GE(rows_split_partial_c, 1);
   EXPECT_GE(one_tap_3x3, 1);
   EXPECT_GE(columns, 4);
   EXPECT_GE(columns_wide_k, 1);

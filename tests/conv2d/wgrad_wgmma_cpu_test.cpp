@@ -120,9 +120,11 @@ TEST(Conv2dWgradWgmma, BoxesWithinTmaLimits) {
         EXPECT_LE(plan.wt, l.q());  // no patch wider (taller) than the output
         EXPECT_LE(plan.ht, l.p());
         EXPECT_TRUE(plan.bm == 64 || plan.bm == 128);
-        EXPECT_TRUE(plan.bn == 64 || plan.bn == 128);
+        const bool split = plan.bn == kf::detail::conv2d_wgrad_wgmma_split_bn;  // 16-bit, C > 128, K > 64
+        EXPECT_TRUE(plan.bn == 64 || plan.bn == 128 || split);
         EXPECT_EQ(plan.bm, l.k <= 64 ? 64u : 128u);
-        EXPECT_EQ(plan.bn, l.c <= 64 ? 64u : 128u);
+        EXPECT_EQ(plan.bn, l.c <= 64 ? 64u : split ? 256u : 128u);
+        if (split) EXPECT_TRUE(element_bytes == 2 && l.c > 128 && l.k > 64);
       } else {  // filter-column tiles: 8 x 8 (TF32: 8 x 4) patches of one image, 64 x (3 taps x 64 channels)
         ASSERT_EQ(plan.filter_rows, 3u);
         EXPECT_TRUE(l.r == 3 && l.stride_h == 1 && l.dil_h == 1);
@@ -272,9 +274,12 @@ TEST(Conv2dWgradWgmma, BenchLayersPlans) {
   EXPECT_EQ(c128.split, 14u);
   const conv2d_wgrad_wgmma_plan c256 = plan_of(layers()[2]);
   EXPECT_EQ(c256.patch_pixels(), 64u);  // 2 x 2 x 16
-  EXPECT_EQ(c256.tiles(), 36u);
-  EXPECT_EQ(c256.split, 3u);
+  EXPECT_EQ(c256.bn, 256u);             // 128 x 256 split by rows: 4.2 MFLOP a 48 KiB stage
+  EXPECT_EQ(c256.tiles(), 18u);
+  EXPECT_EQ(c256.split, 7u);                           // 126 of 132 SMs
+  EXPECT_EQ(plan_of(layers()[2], false, 4).bn, 128u);  // TF32 (step 4) has no split tiles
   const conv2d_wgrad_wgmma_plan bottleneck = plan_of(layers()[3]);
+  EXPECT_EQ(bottleneck.bn, 128u);     // K = 64: no split tile (64 x 256 by columns ran slower)
   EXPECT_EQ(bottleneck.tiles(), 2u);  // 64 x 128, one tap, two C tiles
   EXPECT_GE(bottleneck.split, 60u);
 }

@@ -19,7 +19,11 @@
 //    hold the same pixels in the same order whatever the image rows and stride.
 //  * Tiles fit the layer (bm = 64 output channels where K <= 64, else 128); the
 //    two consumer warpgroups take alternate stages of the whole tile and add
-//    their sums through shared memory: no half-empty products.
+//    their sums through shared memory: no half-empty products. Where C > 128
+//    and K > 64 (16-bit) the tiles are 128 x 256, split between the consumers
+//    by rows instead (both on every stage, m64n256 each): twice the products a
+//    landed byte -- an SM takes in only about 73 GB/s by TMA, which bounds
+//    128-wide tiles (wgrad_wgmma_plan.hpp).
 //  * Filter-column tiles (R = 3 at stride_h = dilation_h = 1): taps (0, s),
 //    (1, s), (2, s) read input rows one apart, so one 8 x 10 pixel box serves
 //    all three (tap r from row 8 r on, a 1024-byte step): 64 + 80 box rows for
@@ -82,13 +86,19 @@ inline constexpr int column_patch = static_cast<int>(conv2d_wgrad_wgmma_column_p
 
 /// What the tile bm x bn sets: BM / 64 boxes of dy and BN / 64 boxes of x per
 /// stage (filter-column tiles, Rows > 1: one x box of Rows - 1 more image rows
-/// than the patch), as many stages as ring_bytes holds (12, 10, 8 or 6: even,
-/// so that alternate steps keep to one consumer's stages), and each consumer's
-/// accumulators (BM / 64 blocks of m64nBN).
+/// than the patch), as many stages as ring_bytes holds (12, 10, 8, 6 or 4:
+/// even, so that alternate steps keep to one consumer's stages), and each
+/// consumer's accumulators (BM / 64 blocks of m64nBN). The 128 x 256 tile is
+/// split between the consumers by rows instead, both reading every stage (each
+/// its own m64 block of the 256 columns: m64n256).
 template <int BM, int BN, int Rows>
 struct shape {
-  static_assert(Rows == 1 ? (BM == 64 || BM == 128) && (BN == 64 || BN == 128) : BM == 64 && BN == 64 * Rows,
-                "wgrad tiles 64 or 128 x 64 or 128, or 64 x 64 Rows");
+  static_assert(Rows == 1 ? ((BM == 64 || BM == 128) && (BN == 64 || BN == 128)) || (BM == 128 && BN == 256)
+                          : BM == 64 && BN == 64 * Rows,
+                "wgrad tiles 64 or 128 x 64 or 128, 128 x 256, or 64 x 64 Rows");
+  /// Both consumers on every stage, consumer c on m64 block c (else alternate
+  /// stages, each the whole tile).
+  static constexpr bool split_rows = BN == 256;
   static constexpr int a_boxes = BM / box_channels;
   static constexpr int b_boxes = Rows == 1 ? BN / box_channels : 1;
   static constexpr int a_bytes = a_boxes * box_bytes;
@@ -100,11 +110,17 @@ struct shape {
   static constexpr int stage_bytes = a_bytes + b_boxes * b_box_bytes;
   static constexpr int stages = ring_bytes / stage_bytes;
   static constexpr int accumulators = wgmma_accumulators<BN>;  ///< per m64 block per thread
+  /// The m64 blocks a consumer sums: all of the tile's, or (split_rows) one.
+  static constexpr int consumer_blocks = split_rows ? 1 : a_boxes;
+  /// Warps that read a stage before it is refilled.
+  static constexpr int stage_readers = (split_rows ? consumer_warpgroups : 1) * warps_per_warpgroup;
   /// Tiles start 1024-aligned (the swizzle is a function of the address bits):
   /// one atom of slack, the stages, then the ring's barriers.
   static constexpr int smem_bytes = swizzle_atom_bytes + stages * stage_bytes + stage_ring_barrier_bytes(stages);
-  static_assert(stages % 2 == 0 && stages >= 4, "an even ring: each stage is read by one consumer");
-  static_assert(BM * BN * 4 <= stages * stage_bytes, "consumer 1's fp32 tile fits the idle ring");
+  static_assert(split_rows || (stages % 2 == 0 && stages >= 4), "an even ring: each stage is read by one consumer");
+  static_assert(!split_rows || stages >= 3, "a ring");
+  static_assert(!split_rows || a_boxes == consumer_warpgroups, "a row block a consumer");
+  static_assert(split_rows || BM * BN * 4 <= stages * stage_bytes, "consumer 1's fp32 tile fits the idle ring");
   static_assert(smem_bytes <= wgmma::max_smem_bytes, "the stages fit the shared-memory opt-in");
 };
 
@@ -143,7 +159,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgrad_wgmma::threads, 1)
   // The stages, the ring after them, and the rows past a short patch zeroed once: they stay zero, in
   // both operands (cta.cuh: cta_start).
   const conv2d_wgrad::cta_start<kStages, sh::stage_bytes, threads> cta(conv2d_wgrad_wgmma_smem, prm.zero_tail, &map_dy,
-                                                                       &map_x);
+                                                                       &map_x, sh::stage_readers);
   const std::uint32_t base = cta.base;
   const stage_ring<kStages>& ring = cta.ring;
 
@@ -187,9 +203,12 @@ KF_KERNEL void __launch_bounds__(conv2d_wgrad_wgmma::threads, 1)
     const int consumer = warpgroup - 1;
     const int lane = tid_in_warpgroup % 32;
     const int warp = tid_in_warpgroup / 32;
-    float d[sh::a_boxes][kAcc];
+    constexpr int blocks = sh::consumer_blocks;
+    // The consumer's first m64 block: 0 (it sums every block), or -- split_rows -- its own.
+    const int block0 = sh::split_rows ? consumer : 0;
+    float d[blocks][kAcc];
 #pragma unroll
-    for (int mb = 0; mb < sh::a_boxes; ++mb) {
+    for (int mb = 0; mb < blocks; ++mb) {
 #pragma unroll
       for (int i = 0; i < kAcc; ++i) d[mb][i] = 0.0f;
       fence_operands(d[mb]);
@@ -200,18 +219,21 @@ KF_KERNEL void __launch_bounds__(conv2d_wgrad_wgmma::threads, 1)
     // leading byte offset); 8-pixel atoms 1024 bytes apart.
     const std::uint64_t a_desc0 = smem_descriptor_sw128(base, box_bytes, swizzle_atom_bytes);
     const std::uint64_t b_desc0 = smem_descriptor_sw128(base + sh::a_bytes, sh::b_block_bytes, swizzle_atom_bytes);
+    // Alternate stages (consumer 1 from stage 1), or -- split_rows -- every stage.
+    constexpr int stride = sh::split_rows ? 1 : consumer_warpgroups;
     ring_position<kStages> at;
-    if (consumer == 1) at.advance();
+    if (!sh::split_rows && consumer == 1) at.advance();
     int previous = -1;
-    for (int step = consumer; step < steps; step += consumer_warpgroups) {
+    for (int step = sh::split_rows ? 0 : consumer; step < steps; step += stride) {
       ring.consumer_wait(at);
       const std::uint32_t stage_offset = at.stage * sh::stage_bytes;
       wgmma_fence();
 #pragma unroll
-      for (int mb = 0; mb < sh::a_boxes; ++mb) {
+      for (int mb = 0; mb < blocks; ++mb) {
 #pragma unroll
         for (int kk = 0; kk < products; ++kk) {
-          const std::uint64_t a = smem_descriptor_advance(a_desc0, stage_offset + mb * box_bytes + kk * product_bytes);
+          const std::uint64_t a =
+              smem_descriptor_advance(a_desc0, stage_offset + (block0 + mb) * box_bytes + kk * product_bytes);
           const std::uint64_t b = smem_descriptor_advance(b_desc0, stage_offset + kk * product_bytes);
           wgmma_m64nNk16<T, BN, /*TransB=*/1, /*TransA=*/1>(d[mb], a, b);
         }
@@ -221,17 +243,20 @@ KF_KERNEL void __launch_bounds__(conv2d_wgrad_wgmma::threads, 1)
       wgmma_wait<1>();
       if (previous >= 0 && lane == 0) ring.release(previous);
       previous = at.stage;
-      at.advance(consumer_warpgroups);
+      at.advance(stride);
     }
     wgmma_wait<0>();
 #pragma unroll
-    for (int mb = 0; mb < sh::a_boxes; ++mb) fence_operands(d[mb]);
+    for (int mb = 0; mb < blocks; ++mb) fence_operands(d[mb]);
     if (previous >= 0 && lane == 0) ring.release(previous);
 
-    // The two consumers' sums, in consumer 0 (consumer 1's through the idle ring).
-    if (!conv2d_wgrad::add_consumer_sums(d, reinterpret_cast<float*>(cta.stages), consumer, tid_in_warpgroup,
-                                         consumers_barrier)) {
-      return;
+    // The two consumers' sums, in consumer 0 (consumer 1's through the idle ring);
+    // split_rows: each consumer holds its own rows' sums.
+    if constexpr (!sh::split_rows) {
+      if (!conv2d_wgrad::add_consumer_sums(d, reinterpret_cast<float*>(cta.stages), consumer, tid_in_warpgroup,
+                                           consumers_barrier)) {
+        return;
+      }
     }
 
     // Accumulator i of a thread: row 16 warp + lane / 4 + 8 ((i % 4) / 2) of
@@ -241,10 +266,10 @@ KF_KERNEL void __launch_bounds__(conv2d_wgrad_wgmma::threads, 1)
     const long long slab = static_cast<long long>(prm.k) * prm.rsc;
     float* const partial = prm.partial != nullptr ? prm.partial + blockIdx.y * slab : nullptr;
 #pragma unroll
-    for (int mb = 0; mb < sh::a_boxes; ++mb) {
+    for (int mb = 0; mb < blocks; ++mb) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int k = k0 + mb * wgmma_m + warp * 16 + lane / 4 + 8 * h;
+        const int k = k0 + (block0 + mb) * wgmma_m + warp * 16 + lane / 4 + 8 * h;
         if (k >= prm.k) continue;
 #pragma unroll
         for (int g = 0; g < kAcc / 4; ++g) {

@@ -102,8 +102,19 @@ inline bool conv2d_wgrad_wgmma_aligned(const void* x, const void* dy) {
 
 /// The output tile's rows (output channels): 64 (one wgmma m64 block) where K <= 64, else 128.
 inline std::size_t conv2d_wgrad_wgmma_bm(std::size_t k) { return k <= 64 ? 64 : 128; }
-/// The output tile's columns (input channels of one tap): 64 where C <= 64, else 128.
+/// The output tile's columns (input channels of one tap): 64 where C <= 64, else 128
+/// (or the split tiles' 256: plan_conv2d_wgrad_wgmma).
 inline std::size_t conv2d_wgrad_wgmma_bn(std::size_t c) { return c <= 64 ? 64 : 128; }
+
+/// The split tile's columns (16-bit, C > 128, K > 64): 256 input channels of one
+/// tap by 128 output channels split by rows between the two consumers (each
+/// m64n256 on every stage: 03_wgrad_wgmma.cuh's split_rows). It does 4.2 MFLOP a
+/// landed 48 KiB where 128 x 128 does 2.1 a 32 KiB: an SM takes in about 73 GB/s
+/// by TMA (wip/probes/tma_rows.cu, H100), so the 128-wide tiles wait on their
+/// loads (benchmarks/tuning/conv2d.md, "What bounds gradient step 3"). Not where
+/// K <= 64: 64 x 256 split by columns measured slower on the 1x1 C256 K64 layer
+/// (38.1 against 33.2 us, H200: twice the fp32 partial slabs for its 131 slices).
+constexpr std::size_t conv2d_wgrad_wgmma_split_bn = 256;
 
 /// A wgrad launch: the patch, the tiles, the split.
 struct conv2d_wgrad_wgmma_plan {
@@ -212,6 +223,15 @@ inline conv2d_wgrad_wgmma_plan plan_conv2d_wgrad_wgmma(std::size_t n, std::size_
   plan.tiles_k = ceil_div(k, plan.bm);
   plan.tiles_c = ceil_div(c, plan.bn);
   plan.taps = r * s;
+  if (element_bytes == 2 && c > 128 && plan.bm == 128) {  // the split tile, where it loads fewer rows
+    conv2d_wgrad_wgmma_plan split = plan;
+    split.bn = conv2d_wgrad_wgmma_split_bn;
+    split.tiles_c = ceil_div(c, split.bn);
+    if (conv2d_wgrad_wgmma_rows_cost(split, k, c, element_bytes) <
+        conv2d_wgrad_wgmma_rows_cost(plan, k, c, element_bytes)) {
+      plan = split;
+    }
+  }
   if (conv2d_wgrad_wgmma_columns_fit(r, stride_h, dilation_h)) {
     conv2d_wgrad_wgmma_plan columns = plan;
     constexpr std::size_t side = conv2d_wgrad_wgmma_column_patch;

@@ -119,7 +119,8 @@ __device__ __forceinline__ void zero_ring(unsigned char* p, int bytes, int threa
 /// swizzle-atom boundary of the dynamic shared memory (`smem`), the ring's
 /// barriers after its Stages stages of StageBytes; the rows past a short patch
 /// zeroed (zero_ring, where zero_tail); thread 0 prefetches both tensor maps
-/// and initialises the ring (each stage read by the 4 warps of one consumer);
+/// and initialises the ring (each stage read by `readers` warps: the 4 of one
+/// consumer, or of both where both read every stage);
 /// then the whole CTA (Threads threads) synchronises.
 template <int Stages, int StageBytes, int Threads>
 struct cta_start {
@@ -128,7 +129,7 @@ struct cta_start {
   stage_ring<Stages> ring;
 
   __device__ __forceinline__ cta_start(unsigned char* smem, bool zero_tail, const CUtensorMap* map0,
-                                       const CUtensorMap* map1)
+                                       const CUtensorMap* map1, unsigned readers = warps_per_warpgroup)
       : base((smem_address(smem) + wgmma::swizzle_atom_bytes - 1) & ~std::uint32_t(wgmma::swizzle_atom_bytes - 1)),
         stages(smem + (base - smem_address(smem))),
         ring(base + Stages * StageBytes) {
@@ -136,7 +137,7 @@ struct cta_start {
     if (threadIdx.x == 0) {  // the producer thread
       tma_prefetch_descriptor(map0);
       tma_prefetch_descriptor(map1);
-      ring.init(warps_per_warpgroup);
+      ring.init(readers);
       mbar_init_fence();
     }
     __syncthreads();
