@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The GPU run the wip/ series need, in one device call on a tree with them applied
 # (git am --3way wip/<name>.mbox; README.md here says what each must show).
-# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|full|train|mintime|buildtime|profile1x1|abwide|ab|tmaprobe]
+# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|land|full|train|mintime|buildtime|profile1x1|abwide|ab|tmaprobe]
 # (mintime, after workflow: bench_conv's preset rows at KF_BENCH_MIN_TIME 0.1 and 0.05, each timed, JSON kept)
 # (workflow: the bench workflow from scratch, timed, then the rest built, ~505 s on 2026-12-05;
 #  full: a fresh machine's one call: everything built, the backward tests, the stem's rows, ctest -L gpu;
@@ -27,6 +27,12 @@ mkdir -p "$R"
 B=build-bench/tests/conv2d
 what=${1:-all}
 say() { echo "$*" | tee -a "$R/summary.txt"; }
+# The files a call patched and put back: touched now, so that ninja rebuilds what was built from
+# the patched text (the next call's copy of the tree brings their old times back; 2026-12-05).
+if [[ -f build-bench/.kf_touch ]]; then
+  sort -u build-bench/.kf_touch | xargs -r touch
+  rm -f build-bench/.kf_touch
+fi
 san() {  # TOOL FILTER
   timeout 150 compute-sanitizer --tool "$1" --error-exitcode 99 "$B/test_conv2d_backward_gpu" --gtest_filter="$2" \
     --gtest_brief=1 >"$R/san_$1_$RANDOM.log" 2>&1
@@ -160,6 +166,23 @@ if [[ $what == full ]]; then  # one fresh-machine call: everything built, the ba
   f="$f:*Data*nhwc*best_relu05_c[35]_*:*Data*nhwc*best_misaligned_*_c[13]*"
   for tool in memcheck racecheck synccheck; do san $tool "$f"; done
 fi
+if [[ $what == land ]]; then  # a fresh machine's one call for a change landed on main: everything built, the CPU conv2d
+  # tests, the whole GPU suite, the sanitizers on $KF_SAN (a gtest filter of test_conv2d_backward_gpu), the 16-bit C256 and 1x1 rows
+  t0=$(date +%s)
+  { cmake --preset bench >"$R/configure.log" 2>&1 && cmake --build --preset bench -j 16 >"$R/build.log" 2>&1; }
+  say "build everything rc $? $(($(date +%s) - t0)) s"
+  "$B/test_conv2d" --gtest_brief=1 >"$R/cpu.log" 2>&1
+  say "test_conv2d rc $? $(tail -1 "$R/cpu.log")"
+  t0=$(date +%s)
+  timeout 280 ctest --test-dir build-bench -L gpu -j 8 --timeout 270 >"$R/ctest_gpu.log" 2>&1
+  say "ctest -L gpu rc $? $(($(date +%s) - t0)) s: $(grep -E 'tests passed|tests failed' "$R/ctest_gpu.log")"
+  grep -E "Failed|\*\*\*|Not Run" "$R/ctest_gpu.log" >>"$R/summary.txt"
+  [[ -n ${KF_SAN:-} ]] && for tool in memcheck racecheck synccheck; do san $tool "$KF_SAN"; done
+  BENCHMARK_FILTER='conv2d_backward/(fp16|bf16)/(filter|step)/n32_c256_(56x56_k64_1x1|14x14_k256_3x3_p1)' timeout 60 \
+    build-bench/benchmarks/conv/bench_conv --benchmark_out="$R/rows_land.json" --benchmark_out_format=json >"$R/rows_land.log" 2>&1
+  say "rows rc $?"
+  python3 -c "import json,sys; [print(b['name'].split('/min_time')[0], 'ours %.1f us' % (b['gpu_s']*1e6), 'cudnn %.1f us' % (b['baseline_s']*1e6), 'ratio %.3f' % b['frac_cudnn']) for b in json.load(open(sys.argv[1]))['benchmarks']]" "$R/rows_land.json" >>"$R/summary.txt"
+fi
 if [[ $what == gputests ]]; then  # after workflow (build-bench, everything built): the whole GPU suite
   t0=$(date +%s)
   cmake --build --preset bench -j 16 >"$R/build_rest2.log" 2>&1
@@ -250,6 +273,7 @@ if [[ $what == ab ]]; then  # wip/<name>.mbox for each name in $KF_AB, in turn, 
   done
   for name in ${applied:-}; do  # the copy as it came: a warm machine keeps it for the next call
     patch -R -p1 -s <"wip/$name.mbox" || say "patch -R $name failed"
+    sed -n 's#^+++ b/##p' "wip/$name.mbox" >>build-bench/.kf_touch
   done
 fi
 if [[ $what == profile1x1 ]]; then  # after a build of bench_conv: the 1x1 layer's 16-bit forward and dw, and the C256 dw, ours and cuDNN's, under ncu
