@@ -262,8 +262,11 @@ if [[ $what == ab ]]; then  # wip/<name>.mbox for each name in $KF_AB, in turn, 
     name=${item%%:*} filter=${item#*:}
     patch -p1 -s <"wip/$name.mbox" || say "patch $name failed"
     t0=$(date +%s)
-    cmake --build --preset bench -j 16 --target bench_conv test_conv2d_backward_gpu >"$R/build_$name.log" 2>&1
+    cmake --build --preset bench -j 16 --target bench_conv test_conv2d test_conv2d_backward_gpu >"$R/build_$name.log" 2>&1
     say "build $name rc $? $(($(date +%s) - t0)) s"
+    "$B/test_conv2d" --gtest_brief=1 >"$R/cpu_$name.log" 2>&1
+    say "test_conv2d ($name) rc $? $(tail -1 "$R/cpu_$name.log")"
+    grep -E "^\[  FAILED|Failure" "$R/cpu_$name.log" | head -10 >>"$R/summary.txt"
     timeout 150 "$B/test_conv2d_backward_gpu" --gtest_brief=1 >"$R/bwd_$name.log" 2>&1
     say "test_conv2d_backward_gpu ($name) rc $? $(grep -E 'PASSED|FAILED' "$R/bwd_$name.log" | tail -3 | tr '\n' ' ')"
     grep -E "^\[  FAILED|Failure" "$R/bwd_$name.log" | head -20 >>"$R/summary.txt"
