@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The GPU run the wip/ series need, in one device call on a tree with them applied
 # (git am --3way wip/<name>.mbox; README.md here says what each must show).
-# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|land|full|train|mintime|buildtime|profile1x1|abwide|ab|tmaprobe]
+# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|land|full|train|mintime|buildtime|profile1x1|abwide|ab|abfresh|tmaprobe]
 # (mintime, after workflow: bench_conv's preset rows at KF_BENCH_MIN_TIME 0.1 and 0.05, each timed, JSON kept)
 # (workflow: the bench workflow from scratch, timed, then the rest built, ~505 s on 2026-12-05;
 #  full: a fresh machine's one call: everything built, the backward tests, the stem's rows, ctest -L gpu;
@@ -278,6 +278,33 @@ if [[ $what == ab ]]; then  # wip/<name>.mbox for each name in $KF_AB, in turn, 
     patch -R -p1 -s <"wip/$name.mbox" || say "patch -R $name failed"
     sed -n 's#^+++ b/##p' "wip/$name.mbox" >>build-bench/.kf_touch
   done
+fi
+if [[ $what == abfresh ]]; then  # one patch (KF_AB="name:sanitizer filter") on a fresh machine short of device time:
+  # patched first (build, test_conv2d_backward_gpu, sanitizers, the rows), then main's rows; build-bench kept
+  name=${KF_AB%%:*} filter=${KF_AB#*:}
+  rowsq() {  # LABEL: the 16-bit C256 dw and step rows, paired with cuDNN
+    BENCHMARK_FILTER='conv2d_backward/(fp16|bf16)/(filter|step)/n32_c256_14x14_k256_3x3_p1' timeout 60 \
+      build-bench/benchmarks/conv/bench_conv --benchmark_out="$R/rows_$1.json" --benchmark_out_format=json >"$R/rows_$1.log" 2>&1
+    say "rows $1 rc $?"
+    python3 -c "import json,sys; [print(b['name'].split('/min_time')[0], 'ours %.1f us' % (b['gpu_s']*1e6), 'cudnn %.1f us' % (b['baseline_s']*1e6), 'ratio %.3f' % b['frac_cudnn']) for b in json.load(open(sys.argv[1]))['benchmarks']]" "$R/rows_$1.json" >>"$R/summary.txt"
+  }
+  patch -p1 -s <"wip/$name.mbox" || say "patch $name failed"
+  t0=$(date +%s)
+  { cmake --preset bench >"$R/configure.log" 2>&1 &&
+    cmake --build --preset bench -j 16 --target bench_conv test_conv2d_backward_gpu >"$R/build_$name.log" 2>&1; }
+  say "build $name rc $? $(($(date +%s) - t0)) s"
+  grep -E "error" "$R/build_$name.log" | head -5 >>"$R/summary.txt"
+  timeout 100 "$B/test_conv2d_backward_gpu" --gtest_brief=1 >"$R/bwd_$name.log" 2>&1
+  say "test_conv2d_backward_gpu ($name) rc $? $(grep -E 'PASSED|FAILED' "$R/bwd_$name.log" | tail -3 | tr '\n' ' ')"
+  grep -E "^\[  FAILED|Failure" "$R/bwd_$name.log" | head -20 >>"$R/summary.txt"
+  rowsq "$name"
+  for tool in memcheck racecheck synccheck; do san $tool "$filter"; done
+  patch -R -p1 -s <"wip/$name.mbox" || say "patch -R $name failed"
+  t0=$(date +%s)
+  cmake --build --preset bench -j 16 --target bench_conv >"$R/build_main.log" 2>&1
+  say "build main rc $? $(($(date +%s) - t0)) s"
+  rowsq main
+  sed -n 's#^+++ b/##p' "wip/$name.mbox" >>build-bench/.kf_touch
 fi
 if [[ $what == profile1x1 ]]; then  # after a build of bench_conv: the 1x1 layer's 16-bit forward and dw, and the C256 dw, ours and cuDNN's, under ncu
   # (the layers below cuDNN in the training step). Ours and cuDNN's kernels are captured apart (-k): without a filter the
