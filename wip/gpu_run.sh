@@ -314,9 +314,10 @@ if [[ $what == profile1x1 ]]; then  # after a build of bench_conv: the 1x1 layer
     'conv2d_backward/fp16/filter/n32_c256_14x14_k256_3x3_p1'; do
     tag=$(echo "$row" | tr '/' '_')
     for who in ours cudnn; do
-      k='regex:conv2d_|split_k|wgrad_wgmma'
-      [[ $who == cudnn ]] && k='regex:nvjet|xmma|cutlass|splitK|^Kernel'
-      KF_BENCH_MIN_TIME=0.001 timeout 120 ncu --clock-control none -k "$k" --launch-skip 2 --launch-count 4 \
+      # ours by namespace (a name filter like conv2d_ also catches cuDNN's engine search, which runs first)
+      k='regex:kf::' base=demangled
+      [[ $who == cudnn ]] && k='regex:nvjet|xmma|cutlass|splitK|^Kernel' base=function
+      KF_BENCH_MIN_TIME=0.001 timeout 120 ncu --clock-control none --kernel-name-base $base -k "$k" --launch-skip 2 --launch-count 4 \
         --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
         --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis --section SourceCounters \
         --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum,lts__t_bytes.sum \
