@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # The GPU run the wip/ series need, in one device call on a tree with them applied
 # (git am --3way wip/<name>.mbox; README.md here says what each must show).
-# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|land|full|train|mintime|buildtime|profile1x1|abwide|ab|abfresh|tmaprobe]
+# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|land|train|mintime|buildtime|profile1x1|ab|abfresh|tmaprobe]
 # (mintime, after workflow: bench_conv's preset rows at KF_BENCH_MIN_TIME 0.1 and 0.05, each timed, JSON kept)
 # (workflow: the bench workflow from scratch, timed, then the rest built, ~505 s on 2026-12-05;
-#  full: a fresh machine's one call: everything built, the backward tests, the stem's rows, ctest -L gpu;
+#  land: a fresh machine's one call for a change on main: everything built, the CPU conv2d tests, ctest -L gpu;
 #  train: every layer's training step in every mode through torch, conv_rows.conv_train_rows)
 # (ncu after rows: it profiles step 6's and step 7's kernels through the package rows installed)
 # Writes under $OUT/r and packs it as $OUT/res.tgz (the device returns at most 8 files).
@@ -33,6 +33,15 @@ if [[ -f build-bench/.kf_touch ]]; then
   sort -u build-bench/.kf_touch | xargs -r touch
   rm -f build-bench/.kf_touch
 fi
+# The 16-bit dw and step rows of the C256 and 1x1 layers (or KF_ROWS, a Google Benchmark filter), paired
+# with cuDNN: LABEL -> $R/rows_LABEL.json, a line a row in the summary.
+ROWS_DEFAULT='conv2d_backward/(fp16|bf16)/(filter|step)/n32_c256_(56x56_k64_1x1|14x14_k256_3x3_p1)'
+rows_of() {  # LABEL
+  BENCHMARK_FILTER="${KF_ROWS:-$ROWS_DEFAULT}" timeout 120 build-bench/benchmarks/conv/bench_conv \
+    --benchmark_out="$R/rows_$1.json" --benchmark_out_format=json >"$R/rows_$1.log" 2>&1
+  say "rows $1 rc $?"
+  python3 -c "import json,sys; [print(b['name'].split('/min_time')[0], 'ours %.1f us' % (b['gpu_s']*1e6), 'cudnn %.1f us' % (b['baseline_s']*1e6), 'ratio %.3f' % b['frac_cudnn']) for b in json.load(open(sys.argv[1]))['benchmarks']]" "$R/rows_$1.json" >>"$R/summary.txt"
+}
 san() {  # TOOL FILTER
   timeout 150 compute-sanitizer --tool "$1" --error-exitcode 99 "$B/test_conv2d_backward_gpu" --gtest_filter="$2" \
     --gtest_brief=1 >"$R/san_$1_$RANDOM.log" 2>&1
@@ -146,26 +155,6 @@ PY
   cat "$R/train.txt" >>"$R/summary.txt"
   ;;
 esac
-if [[ $what == full ]]; then  # one fresh-machine call: everything built, the backward tests, the whole GPU suite, the stem rows
-  t0=$(date +%s)
-  { cmake --preset bench >"$R/configure.log" 2>&1 && cmake --build --preset bench -j 16 >"$R/build.log" 2>&1; }
-  say "build everything rc $? $(($(date +%s) - t0)) s"
-  tail -3 "$R/build.log" >>"$R/summary.txt"
-  timeout 120 "$B/test_conv2d_backward_gpu" --gtest_brief=1 >"$R/bwd.log" 2>&1
-  say "test_conv2d_backward_gpu rc $? $(grep -E 'PASSED|FAILED' "$R/bwd.log" | tail -3 | tr '\n' ' ')"
-  grep -E "^\[  FAILED|Failure" "$R/bwd.log" | head -20 >>"$R/summary.txt"
-  BENCHMARK_FILTER='conv2d_backward/(fp16|bf16|tf32)/(data|step)/n16' timeout 100 build-bench/benchmarks/conv/bench_conv \
-    --benchmark_out="$R/bench_stem.json" --benchmark_out_format=json >"$R/bench_stem.log" 2>&1
-  say "bench stem rows rc $?"
-  grep -E "^conv2d_backward" "$R/bench_stem.log" >>"$R/summary.txt"
-  t0=$(date +%s)
-  timeout 300 ctest --test-dir build-bench -L gpu -j 8 --timeout 280 >"$R/ctest_gpu.log" 2>&1
-  say "ctest -L gpu rc $? $(($(date +%s) - t0)) s: $(grep -E 'tests passed|tests failed' "$R/ctest_gpu.log")"
-  grep -E "\*\*\*|Failed  |Not Run" "$R/ctest_gpu.log" >>"$R/summary.txt"
-  f='*Data*nhwc*best_stem*:*Data*nhwc*best_c3_*:*Data*nhwc*best_c5_*:*Data*nhwc*best_c17_*'
-  f="$f:*Data*nhwc*best_relu05_c[35]_*:*Data*nhwc*best_misaligned_*_c[13]*"
-  for tool in memcheck racecheck synccheck; do san $tool "$f"; done
-fi
 if [[ $what == land ]]; then  # a fresh machine's one call for a change landed on main: everything built, the CPU conv2d
   # tests, the whole GPU suite, the sanitizers on $KF_SAN (a gtest filter of test_conv2d_backward_gpu), the 16-bit C256 and 1x1 rows
   t0=$(date +%s)
@@ -178,10 +167,7 @@ if [[ $what == land ]]; then  # a fresh machine's one call for a change landed o
   say "ctest -L gpu rc $? $(($(date +%s) - t0)) s: $(grep -E 'tests passed|tests failed' "$R/ctest_gpu.log")"
   grep -E "Failed|\*\*\*|Not Run" "$R/ctest_gpu.log" >>"$R/summary.txt"
   [[ -n ${KF_SAN:-} ]] && for tool in memcheck racecheck synccheck; do san $tool "$KF_SAN"; done
-  BENCHMARK_FILTER='conv2d_backward/(fp16|bf16)/(filter|step)/n32_c256_(56x56_k64_1x1|14x14_k256_3x3_p1)' timeout 60 \
-    build-bench/benchmarks/conv/bench_conv --benchmark_out="$R/rows_land.json" --benchmark_out_format=json >"$R/rows_land.log" 2>&1
-  say "rows rc $?"
-  python3 -c "import json,sys; [print(b['name'].split('/min_time')[0], 'ours %.1f us' % (b['gpu_s']*1e6), 'cudnn %.1f us' % (b['baseline_s']*1e6), 'ratio %.3f' % b['frac_cudnn']) for b in json.load(open(sys.argv[1]))['benchmarks']]" "$R/rows_land.json" >>"$R/summary.txt"
+  rows_of land
 fi
 if [[ $what == gputests ]]; then  # after workflow (build-bench, everything built): the whole GPU suite
   t0=$(date +%s)
@@ -219,44 +205,14 @@ PY
     --section LaunchStats python3 /tmp/ncu_calls.py >"$R/ncu.txt" 2>&1
   say "ncu rc $? (r/ncu.txt)"
 fi
-if [[ $what == abwide ]]; then  # wip/wgrad-wide.mbox: the 1x1 dw rows on main, then patched (tests, sanitizers, rows)
-  rowsw() {  # LABEL: the 1x1 layer's 16-bit dw and step rows, paired with cuDNN
-    BENCHMARK_FILTER='conv2d_backward/(fp16|bf16)/(filter|step)/n32_c256_56x56_k64_1x1' timeout 90 \
-      build-bench/benchmarks/conv/bench_conv --benchmark_out="$R/rows_$1.json" --benchmark_out_format=json \
-      >"$R/rows_$1.log" 2>&1
-    say "rows $1 rc $?"
-    python3 -c "import json,sys; [print(b['name'].split('/min_time')[0], 'ours %.1f us' % (b['gpu_s']*1e6), 'cudnn %.1f us' % (b['baseline_s']*1e6), 'ratio %.3f' % b['frac_cudnn']) for b in json.load(open(sys.argv[1]))['benchmarks']]" "$R/rows_$1.json" >>"$R/summary.txt"
-  }
-  cmake --preset bench >"$R/configure.log" 2>&1
-  t0=$(date +%s)
-  cmake --build --preset bench -j 16 --target bench_conv test_conv2d_backward_gpu >"$R/build_main.log" 2>&1
-  say "build main rc $? $(($(date +%s) - t0)) s"
-  rowsw main
-  patch -p1 -s <wip/wgrad-wide.mbox || say "patch failed"
-  t0=$(date +%s)
-  cmake --build --preset bench -j 16 --target bench_conv test_conv2d_backward_gpu >"$R/build_wide.log" 2>&1
-  say "build wide rc $? $(($(date +%s) - t0)) s"
-  timeout 150 "$B/test_conv2d_backward_gpu" --gtest_brief=1 >"$R/bwd_wide.log" 2>&1
-  say "test_conv2d_backward_gpu rc $? $(grep -E 'PASSED|FAILED' "$R/bwd_wide.log" | tail -3 | tr '\n' ' ')"
-  grep -E "^\[  FAILED|Failure" "$R/bwd_wide.log" | head -20 >>"$R/summary.txt"
-  for tool in memcheck racecheck synccheck; do san $tool '*Filter*wide_*'; done
-  rowsw wide
-fi
 if [[ $what == ab ]]; then  # wip/<name>.mbox for each name in $KF_AB, in turn, on what the tree has: rows, tests, sanitizers
-  # (KF_AB="wgrad-wide:*Filter*wide_* wgrad-cluster:*Filter*cluster_*:*Filter*c136_k136*": name:sanitizer filter;
-  #  the rows: the 16-bit dw and step rows of the 1x1 and C256 layers, paired with cuDNN; build-bench kept)
-  rowsab() {  # LABEL
-    BENCHMARK_FILTER='conv2d_backward/(fp16|bf16)/(filter|step)/n32_c256_(56x56_k64_1x1|14x14_k256_3x3_p1)' timeout 120 \
-      build-bench/benchmarks/conv/bench_conv --benchmark_out="$R/rows_$1.json" --benchmark_out_format=json \
-      >"$R/rows_$1.log" 2>&1
-    say "rows $1 rc $?"
-    python3 -c "import json,sys; [print(b['name'].split('/min_time')[0], 'ours %.1f us' % (b['gpu_s']*1e6), 'cudnn %.1f us' % (b['baseline_s']*1e6), 'ratio %.3f' % b['frac_cudnn']) for b in json.load(open(sys.argv[1]))['benchmarks']]" "$R/rows_$1.json" >>"$R/summary.txt"
-  }
+  # (KF_AB="wgrad-slice-cluster:*Filter*split_* other:*Filter*x_*": name:sanitizer filter; the rows: rows_of;
+  #  build-bench kept)
   [[ -f build-bench/build.ninja ]] || cmake --preset bench >"$R/configure.log" 2>&1
   t0=$(date +%s)
   cmake --build --preset bench -j 16 --target bench_conv test_conv2d_backward_gpu >"$R/build_base.log" 2>&1
   say "build base rc $? $(($(date +%s) - t0)) s"
-  rowsab base
+  rows_of base
   applied=""
   for item in ${KF_AB:-}; do
     name=${item%%:*} filter=${item#*:}
@@ -271,7 +227,7 @@ if [[ $what == ab ]]; then  # wip/<name>.mbox for each name in $KF_AB, in turn, 
     say "test_conv2d_backward_gpu ($name) rc $? $(grep -E 'PASSED|FAILED' "$R/bwd_$name.log" | tail -3 | tr '\n' ' ')"
     grep -E "^\[  FAILED|Failure" "$R/bwd_$name.log" | head -20 >>"$R/summary.txt"
     for tool in memcheck racecheck synccheck; do san $tool "$filter"; done
-    rowsab "$name"
+    rows_of "$name"
     applied="$name $applied"
   done
   for name in ${applied:-}; do  # the copy as it came: a warm machine keeps it for the next call
@@ -282,12 +238,7 @@ fi
 if [[ $what == abfresh ]]; then  # one patch (KF_AB="name:sanitizer filter") on a fresh machine short of device time:
   # patched first (build, test_conv2d_backward_gpu, sanitizers, the rows), then main's rows; build-bench kept
   name=${KF_AB%%:*} filter=${KF_AB#*:}
-  rowsq() {  # LABEL: the 16-bit C256 dw and step rows, paired with cuDNN
-    BENCHMARK_FILTER='conv2d_backward/(fp16|bf16)/(filter|step)/n32_c256_14x14_k256_3x3_p1' timeout 60 \
-      build-bench/benchmarks/conv/bench_conv --benchmark_out="$R/rows_$1.json" --benchmark_out_format=json >"$R/rows_$1.log" 2>&1
-    say "rows $1 rc $?"
-    python3 -c "import json,sys; [print(b['name'].split('/min_time')[0], 'ours %.1f us' % (b['gpu_s']*1e6), 'cudnn %.1f us' % (b['baseline_s']*1e6), 'ratio %.3f' % b['frac_cudnn']) for b in json.load(open(sys.argv[1]))['benchmarks']]" "$R/rows_$1.json" >>"$R/summary.txt"
-  }
+  KF_ROWS=${KF_ROWS:-'conv2d_backward/(fp16|bf16)/(filter|step)/n32_c256_14x14_k256_3x3_p1'}  # the C256 rows only
   patch -p1 -s <"wip/$name.mbox" || say "patch $name failed"
   t0=$(date +%s)
   { cmake --preset bench >"$R/configure.log" 2>&1 &&
@@ -297,14 +248,13 @@ if [[ $what == abfresh ]]; then  # one patch (KF_AB="name:sanitizer filter") on 
   timeout 100 "$B/test_conv2d_backward_gpu" --gtest_brief=1 >"$R/bwd_$name.log" 2>&1
   say "test_conv2d_backward_gpu ($name) rc $? $(grep -E 'PASSED|FAILED' "$R/bwd_$name.log" | tail -3 | tr '\n' ' ')"
   grep -E "^\[  FAILED|Failure" "$R/bwd_$name.log" | head -20 >>"$R/summary.txt"
-  rowsq "$name"
+  rows_of "$name"
   for tool in memcheck racecheck synccheck; do san $tool "$filter"; done
   patch -R -p1 -s <"wip/$name.mbox" || say "patch -R $name failed"
   t0=$(date +%s)
   cmake --build --preset bench -j 16 --target bench_conv >"$R/build_main.log" 2>&1
   say "build main rc $? $(($(date +%s) - t0)) s"
-  rowsq main
-  sed -n 's#^+++ b/##p' "wip/$name.mbox" >>build-bench/.kf_touch
+  rows_of main  # main rebuilt after the patch went back: nothing for the next call to touch
 fi
 if [[ $what == profile1x1 ]]; then  # after a build of bench_conv: the 1x1 layer's 16-bit forward and dw, and the C256 dw, ours and cuDNN's, under ncu
   # (the layers below cuDNN in the training step). Ours and cuDNN's kernels are captured apart (-k): without a filter the

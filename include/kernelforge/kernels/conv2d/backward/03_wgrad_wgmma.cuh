@@ -86,9 +86,9 @@ inline constexpr int column_patch = static_cast<int>(conv2d_wgrad_wgmma_column_p
 
 /// What the tile bm x bn sets: BM / 64 boxes of dy and BN / 64 boxes of x per
 /// stage (filter-column tiles, Rows > 1: one x box of Rows - 1 more image rows
-/// than the patch), as many stages as ring_bytes holds (12, 10, 8, 6 or 4:
-/// even, so that alternate steps keep to one consumer's stages), and each
-/// consumer's accumulators (BM / 64 blocks of m64nBN). The 128 x 256 tile is
+/// than the patch), as many stages as ring_bytes holds (12, 10, 8 or 6: even,
+/// so that alternate steps keep to one consumer's stages), and each consumer's
+/// accumulators (BM / 64 blocks of m64nBN). The 128 x 256 tile (4 stages) is
 /// split between the consumers by rows instead, both reading every stage (each
 /// its own m64 block of the 256 columns: m64n256).
 template <int BM, int BN, int Rows>

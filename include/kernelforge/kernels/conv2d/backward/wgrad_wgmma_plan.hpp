@@ -103,7 +103,7 @@ inline bool conv2d_wgrad_wgmma_aligned(const void* x, const void* dy) {
 /// The output tile's rows (output channels): 64 (one wgmma m64 block) where K <= 64, else 128.
 inline std::size_t conv2d_wgrad_wgmma_bm(std::size_t k) { return k <= 64 ? 64 : 128; }
 /// The output tile's columns (input channels of one tap): 64 where C <= 64, else 128
-/// (or the split tiles' 256: plan_conv2d_wgrad_wgmma).
+/// (or the split tile's 256: plan_conv2d_wgrad_wgmma).
 inline std::size_t conv2d_wgrad_wgmma_bn(std::size_t c) { return c <= 64 ? 64 : 128; }
 
 /// The split tile's columns (16-bit, C > 128, K > 64): 256 input channels of one
