@@ -106,6 +106,9 @@ bool plan_nhwc_launch(const conv2d_args<T>& f, conv2d_nhwc_k_steps k_steps, nhwc
   if (!make_conv2d_wgmma_params(f, out.tile, out.prm)) return false;
   // Ping-pong by the tile's taps x channel blocks (its products), whatever a k-step holds.
   out.pingpong = conv2d_wgmma_pingpong(static_cast<z>(f.rs) * static_cast<z>(out.prm.c_chunks));
+  out.prm.resident_filter = conv2d_wgmma_resident_filter(
+      out.tile.tiles_k, out.pingpong, static_cast<z>(out.prm.k_steps),
+      static_cast<z>(conv2d_wgmma::ring_stages(static_cast<int>(out.tile.bn), static_cast<int>(out.tile.filter_rows))));
   return true;
 }
 

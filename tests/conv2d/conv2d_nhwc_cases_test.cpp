@@ -195,6 +195,35 @@ TEST(Conv2dNhwcCases, FusedBiasReluCases) {
   EXPECT_GE(misaligned_cooperative, 1);
 }
 
+/// The cases that take step 7's resident filter in 16-bit (conv2d_wgmma_resident_filter, by the
+/// launch's plan): one-tap and filter-column tiles, a partial channel tile, the bias with the ReLU,
+/// and the column fold. Ring stages as wgmma_config.cuh's ring_stages: 8 and 6 for one-tap tiles
+/// 64 and 128 wide, 5 and 3 for filter-column ones.
+TEST(Conv2dNhwcCases, ResidentFilterCases) {
+  int resident = 0, one_tap = 0, columns = 0, k_partial = 0, bias_relu = 0, folded = 0;
+  for (const nhwc_case& c : nhwc_cases()) {
+    const kf::conv2d_params& p = c.p;
+    if (kf::detail::conv2d_nhwc_wgmma_unsupported_reason(p.stride_h, p.stride_w) != nullptr) continue;
+    const kf::detail::conv2d_wgmma_tile t = half_plan_of(c);
+    const half_layer l = half_layer_of(c);
+    const std::size_t steps = t.filter_rows > 1 ? l.taps / t.filter_rows * l.c_chunks : l.taps * l.c_chunks;
+    const std::size_t ring = t.filter_rows > 1 ? (t.bn == 64 ? 5 : 3) : (t.bn == 64 ? 8 : 6);
+    if (!kf::detail::conv2d_wgmma_resident_filter(t.tiles_k, l.pingpong(), steps, ring)) continue;
+    ++resident;
+    one_tap += t.filter_rows == 1 ? 1 : 0;
+    columns += t.filter_rows > 1 ? 1 : 0;
+    k_partial += p.out_channels % t.bn != 0 ? 1 : 0;
+    bias_relu += c.bias && c.relu ? 1 : 0;
+    folded += l.in_place ? 0 : 1;
+  }
+  EXPECT_GE(resident, 4);
+  EXPECT_GE(one_tap, 1);
+  EXPECT_GE(columns, 1);
+  EXPECT_GE(k_partial, 1);
+  EXPECT_GE(bias_relu, 1);
+  EXPECT_GE(folded, 1);
+}
+
 /// Every case's fp32 bound stays below half of one term's typical size
 /// |w| |x| ~ S / (C*R*S), so a wrong tap, channel or filter fails (top of file).
 TEST(Conv2dNhwcCases, BoundsCanFail) {

@@ -81,6 +81,15 @@ TEST(Conv2dWgmma, NhwcConditionsAndSchedule) {
   EXPECT_FALSE(conv2d_wgmma_pingpong(8));
   EXPECT_FALSE(conv2d_wgmma_pingpong(4));
   EXPECT_FALSE(conv2d_wgmma_pingpong(1));
+  // A resident filter (tuning/conv2d.md#conv2d_wgmma_resident_filter): one channel tile, the cooperative
+  // schedule, every k-step's slices in a stage of the ring (8 stages for 64-wide one-tap tiles).
+  using kf::detail::conv2d_wgmma_resident_filter;
+  EXPECT_TRUE(conv2d_wgmma_resident_filter(1, false, 4, 8));   // the 1x1 C256 K64 layer in 16-bit
+  EXPECT_TRUE(conv2d_wgmma_resident_filter(1, false, 8, 8));   // ... in TF32: every stage of the ring
+  EXPECT_TRUE(conv2d_wgmma_resident_filter(1, false, 7, 8));   // the TF32 stem's column fold (R = 7 k-steps)
+  EXPECT_FALSE(conv2d_wgmma_resident_filter(1, false, 9, 8));  // more k-steps than stages
+  EXPECT_FALSE(conv2d_wgmma_resident_filter(2, false, 4, 8));  // two channel tiles read different slices
+  EXPECT_FALSE(conv2d_wgmma_resident_filter(1, true, 3, 8));   // ping-pong keeps its turn barriers
 }
 
 TEST(Conv2dWgmma, RefusedBeforeAnyLaunch) {

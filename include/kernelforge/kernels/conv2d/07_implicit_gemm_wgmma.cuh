@@ -33,6 +33,11 @@
 //  * dx (16-bit NHWC, backward_data.cu) reads the layer's filter unturned: the
 //    turned filter's slice for a tap is w[:, RS - 1 - t, :] as stored, an
 //    N-major B read with wgmma's transpose bit (wgmma_filter_operand.cuh).
+//  * A resident filter: where one channel tile covers K and the cooperative
+//    schedule's k-steps fit the ring (the 1x1 layer; the TF32 stem's column
+//    fold, 7 k-steps), the producer loads every k-step's filter slices once a
+//    CTA into the stages' B slots, and each stage then carries only its A box
+//    (conv2d_wgmma_resident_filter: the TF32 stem 93 -> 71 us on the H200).
 //  * Epilogue (wgmma_store.cuh): sum + bias (staged in shared memory once a
 //    tile), the functor, a masked store (NHWC: neighbouring channels in pairs).
 // Rounding: NCHW's copies round to TF32 (2^-11 a value); NHWC float is read as
@@ -92,11 +97,27 @@ __device__ __forceinline__ tile_origin tile_of(const params<T>& prm, int t) {
 template <class T, int BN, int Stages, int Rows = 1, conv2d_wgmma_filter Filter = conv2d_wgmma_filter::forward>
 __device__ __forceinline__ void produce(const params<T>& prm, const stage_ring<Stages>& ring, std::uint32_t a_smem,
                                         std::uint32_t b_smem, const CUtensorMap* map_x, const CUtensorMap* map_w,
-                                        int first, int step) {
+                                        int first, int step, std::uint32_t filter_ready = 0) {
   ring_position<Stages> at;  // runs on across tiles
-  const unsigned stage_tx = static_cast<unsigned>(prm.a_box_bytes + b_tile_bytes<BN, Rows>);
   // R S, for the unturned filter's 180-degree turn (k_steps = R / Rows * S * c_chunks).
   const int taps = Filter == conv2d_wgmma_filter::forward ? 0 : prm.k_steps / prm.c_chunks * Rows;
+  // k-step (group, chunk)'s Rows filter slices of channel tile k0 into the B slot at b_slot.
+  const auto load_filter = [&](int group, int chunk, int k0, std::uint32_t b_slot, std::uint32_t bar) {
+    const int g = group / prm.s, s = group - g * prm.s;
+#pragma unroll
+    for (int j = 0; j < Rows; ++j) {
+      load_filter_slice<T, BN, Filter>(b_slot + j * b_tile_bytes<BN>, map_w, (g * Rows + j) * prm.s + s, taps,
+                                       chunk * block_c<T>, k0, bar);
+    }
+  };
+  // A resident filter (params::resident_filter): every k-step's slices once, k-step kt's in stage kt's B slot.
+  if (prm.resident_filter) {
+    mbar_arrive_expect_tx(filter_ready, static_cast<unsigned>(prm.k_steps * b_tile_bytes<BN, Rows>));
+    for (int kt = 0; kt < prm.k_steps; ++kt) {
+      load_filter(kt / prm.c_chunks, kt % prm.c_chunks, 0, b_smem + kt * b_tile_bytes<BN, Rows>, filter_ready);
+    }
+  }
+  const unsigned stage_tx = static_cast<unsigned>(prm.a_box_bytes + (prm.resident_filter ? 0 : b_tile_bytes<BN, Rows>));
   for (int t = first; t < prm.tiles; t += step) {
     const tile_origin w = tile_of<BN>(prm, t);
     int group = 0, chunk = 0;  // k-step = group * c_chunks + chunk; group = g * S + s
@@ -104,15 +125,10 @@ __device__ __forceinline__ void produce(const params<T>& prm, const stage_ring<S
       const std::uint32_t full = ring.producer_acquire(at, stage_tx);
       const int g = group / prm.s, s = group - g * prm.s;
       const int r0 = g * Rows;
-      const int c0 = chunk * block_c<T>;
-      tma_load_4d(a_smem + at.stage * a_slot_bytes<Rows>, map_x, c0,
+      tma_load_4d(a_smem + at.stage * a_slot_bytes<Rows>, map_x, chunk * block_c<T>,
                   w.q0 * prm.stride_w - prm.pad_w + s * prm.dilation_w,
                   w.p0 * prm.stride_h - prm.pad_h + r0 * prm.dilation_h, w.n0, full);
-#pragma unroll
-      for (int j = 0; j < Rows; ++j) {
-        load_filter_slice<T, BN, Filter>(b_smem + at.stage * b_tile_bytes<BN, Rows> + j * b_tile_bytes<BN>, map_w,
-                                         (r0 + j) * prm.s + s, taps, c0, w.k0, full);
-      }
+      if (!prm.resident_filter) load_filter(group, chunk, w.k0, b_smem + at.stage * b_tile_bytes<BN, Rows>, full);
       if (++chunk == prm.c_chunks) {
         chunk = 0;
         ++group;
@@ -159,6 +175,10 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
   const stage_ring<kStages> ring(smem.ring);
   // Ping-pong: mainloop_done[c] completes a phase each time consumer c has issued a tile's products.
   const std::uint32_t mainloop_done = smem.mainloop_done;
+  // A resident filter (cooperative tiles only; the host never asks ping-pong for one): its barrier
+  // takes ping-pong's first turn barrier's place.
+  const bool resident_filter = !PingPong && prm.resident_filter;
+  const std::uint32_t filter_ready = smem.mainloop_done;
   float* const bias_smem = smem.bias_in(conv2d_wgmma_smem);  // the staged bias (wgmma_store.cuh)
 
   const int warpgroup = threadIdx.x / warpgroup_threads;
@@ -172,6 +192,8 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
     if constexpr (PingPong) {
       mbar_init(mainloop_done, warpgroup_threads);
       mbar_init(mainloop_done + 8, warpgroup_threads);
+    } else {
+      if (resident_filter) mbar_init(filter_ready, 1);
     }
     mbar_init_fence();
   }
@@ -180,7 +202,8 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
   if (warpgroup == 0) {
     // ---------------------------------------------------------------- producer
     if (tid_in_warpgroup == 0) {
-      produce<T, BN, kStages, Rows, Filter>(prm, ring, a_smem, b_smem, &map_x, &map_w, blockIdx.x, gridDim.x);
+      produce<T, BN, kStages, Rows, Filter>(prm, ring, a_smem, b_smem, &map_x, &map_w, blockIdx.x, gridDim.x,
+                                            filter_ready);
     }
   } else {
     // ---------------------------------------------------------------- consumers
@@ -208,7 +231,8 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
       step *= 2;
       if (consumer == 1) at.advance(prm.k_steps);
     }
-    int own_tiles = 0;  // tiles this warpgroup has taken so far
+    if (resident_filter) mbar_wait(filter_ready, 0);  // the filter, once
+    int own_tiles = 0;                                // tiles this warpgroup has taken so far
     for (int t = first; t < prm.tiles; t += step, ++own_tiles) {
       const tile_origin w = tile_of<BN>(prm, t);
       if constexpr (PingPong) {
@@ -227,7 +251,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
       int previous = -1;
       for (int kt = 0; kt < prm.k_steps; ++kt) {
         ring.consumer_wait(at);
-        const std::uint32_t b_stage = b_smem + at.stage * kBTile;
+        const std::uint32_t b_stage = b_smem + (resident_filter ? kt : at.stage) * kBTile;
         wgmma_fence();
 #pragma unroll
         for (int j = 0; j < Rows; ++j) {  // tap (r0 + j, s): its A rows one swizzle atom a tap further in

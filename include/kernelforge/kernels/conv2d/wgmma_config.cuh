@@ -103,7 +103,14 @@ struct params {
   int a_box_bytes = 0;       ///< what one A box lands: box_pixels (filter-column: 8 nt (ht + Rows - 1)) x 128
   int a_block_bytes = 0;     ///< where m64 block 1 starts in the A box (filter-column tiles; else 64 x 128)
   bool pair_stores = false;  ///< NHWC: K even and y aligned to two elements (stores of element pairs)
+  /// The filter loaded once a CTA, k-step kt's slices in stage kt's B slot (conv2d_wgmma_resident_filter); step 7 only.
+  bool resident_filter = false;
 };
+
+/// The ring's stages for a tile BN wide of Rows taps a k-step (BN 64 or 128, Rows 1 or 3), for the host.
+constexpr int ring_stages(int bn, int rows) {
+  return bn == 64 ? (rows == 1 ? stages<64, 1> : stages<64, 3>) : (rows == 1 ? stages<128, 1> : stages<128, 3>);
+}
 
 /// Accumulators per consumer thread of m64nBNk8: BN / 2.
 template <int BN>

@@ -130,6 +130,20 @@ constexpr std::size_t conv2d_wgmma_pingpong_min_k_steps = 9;
 
 inline bool conv2d_wgmma_pingpong(std::size_t k_steps) { return k_steps >= conv2d_wgmma_pingpong_min_k_steps; }
 
+/// Whether the kernel keeps the layer's filter resident in shared memory: with
+/// one channel tile (tiles_k = 1) every tile reads the same filter slices, so
+/// where the cooperative schedule's k-steps fit its ring (k_steps <=
+/// ring_stages: k-step kt's slices in stage kt's B slot) the producer loads them
+/// once a CTA and each stage carries only its A box. Ping-pong's two turn
+/// barriers and its longer k-loops are left alone. Measured on the H200
+/// (benchmarks/tuning/conv2d.md#conv2d_wgmma_resident_filter): the TF32 stem
+/// (its column fold, 7 k-steps) 93 -> 71 us; the 1x1 C256 layer (4 k-steps in
+/// 16-bit, 8 in TF32) unchanged within 1.5%.
+inline bool conv2d_wgmma_resident_filter(std::size_t tiles_k, bool pingpong, std::size_t k_steps,
+                                         std::size_t ring_stages) {
+  return tiles_k == 1 && !pingpong && k_steps <= ring_stages;
+}
+
 /// One block tile: a box of nt images x ht output rows x wt output columns
 /// (wt * ht * nt <= 128 pixels; GEMM row i of the tile is pixel (i / (wt ht),
 /// i / wt % ht, i % wt) of the box) by bn output channels.
