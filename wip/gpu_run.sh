@@ -40,10 +40,10 @@ rows_of() {  # LABEL
   BENCHMARK_FILTER="${KF_ROWS:-$ROWS_DEFAULT}" timeout 120 build-bench/benchmarks/conv/bench_conv \
     --benchmark_out="$R/rows_$1.json" --benchmark_out_format=json >"$R/rows_$1.log" 2>&1
   say "rows $1 rc $?"
-  python3 -c "import json,sys; [print(b['name'].split('/min_time')[0], 'ours %.1f us' % (b['gpu_s']*1e6), 'cudnn %.1f us' % (b['baseline_s']*1e6), 'ratio %.3f' % b['frac_cudnn']) for b in json.load(open(sys.argv[1]))['benchmarks']]" "$R/rows_$1.json" >>"$R/summary.txt"
+  python3 -c "import json,sys; [print(b['name'].split('/min_time')[0], 'ours %.1f us' % (b['gpu_s']*1e6), 'cudnn %.1f us' % (b.get('baseline_s', 0)*1e6), 'ratio %.3f' % b.get('frac_cudnn', 0)) for b in json.load(open(sys.argv[1]))['benchmarks']]" "$R/rows_$1.json" >>"$R/summary.txt"
 }
-san() {  # TOOL FILTER
-  timeout 150 compute-sanitizer --tool "$1" --error-exitcode 99 "$B/test_conv2d_backward_gpu" --gtest_filter="$2" \
+san() {  # TOOL FILTER (of KF_SAN_BIN, default test_conv2d_backward_gpu)
+  timeout 150 compute-sanitizer --tool "$1" --error-exitcode 99 "$B/${KF_SAN_BIN:-test_conv2d_backward_gpu}" --gtest_filter="$2" \
     --gtest_brief=1 >"$R/san_$1_$RANDOM.log" 2>&1
   say "san $1 [$2] rc $?"
 }
@@ -206,11 +206,12 @@ PY
   say "ncu rc $? (r/ncu.txt)"
 fi
 if [[ $what == ab ]]; then  # wip/<name>.mbox for each name in $KF_AB, in turn, on what the tree has: rows, tests, sanitizers
-  # (KF_AB="wgrad-slice-cluster:*Filter*split_* other:*Filter*x_*": name:sanitizer filter; the rows: rows_of;
-  #  build-bench kept)
+  # (KF_AB="wgrad-slice-cluster:*Filter*split_* other:*Filter*x_*": name:sanitizer filter (of KF_SAN_BIN);
+  #  the rows: rows_of; the GPU tests: KF_AB_TESTS, default test_conv2d_backward_gpu; build-bench kept)
+  AB_TESTS=${KF_AB_TESTS:-test_conv2d_backward_gpu}
   [[ -f build-bench/build.ninja ]] || cmake --preset bench >"$R/configure.log" 2>&1
   t0=$(date +%s)
-  cmake --build --preset bench -j 16 --target bench_conv test_conv2d_backward_gpu >"$R/build_base.log" 2>&1
+  cmake --build --preset bench -j 16 --target bench_conv $AB_TESTS >"$R/build_base.log" 2>&1
   say "build base rc $? $(($(date +%s) - t0)) s"
   rows_of base
   applied=""
@@ -218,14 +219,16 @@ if [[ $what == ab ]]; then  # wip/<name>.mbox for each name in $KF_AB, in turn, 
     name=${item%%:*} filter=${item#*:}
     patch -p1 -s <"wip/$name.mbox" || say "patch $name failed"
     t0=$(date +%s)
-    cmake --build --preset bench -j 16 --target bench_conv test_conv2d test_conv2d_backward_gpu >"$R/build_$name.log" 2>&1
+    cmake --build --preset bench -j 16 --target bench_conv test_conv2d $AB_TESTS >"$R/build_$name.log" 2>&1
     say "build $name rc $? $(($(date +%s) - t0)) s"
     "$B/test_conv2d" --gtest_brief=1 >"$R/cpu_$name.log" 2>&1
     say "test_conv2d ($name) rc $? $(tail -1 "$R/cpu_$name.log")"
     grep -E "^\[  FAILED|Failure" "$R/cpu_$name.log" | head -10 >>"$R/summary.txt"
-    timeout 150 "$B/test_conv2d_backward_gpu" --gtest_brief=1 >"$R/bwd_$name.log" 2>&1
-    say "test_conv2d_backward_gpu ($name) rc $? $(grep -E 'PASSED|FAILED' "$R/bwd_$name.log" | tail -3 | tr '\n' ' ')"
-    grep -E "^\[  FAILED|Failure" "$R/bwd_$name.log" | head -20 >>"$R/summary.txt"
+    for t in $AB_TESTS; do
+      timeout 150 "$B/$t" --gtest_brief=1 >"$R/${t}_$name.log" 2>&1
+      say "$t ($name) rc $? $(grep -E 'PASSED|FAILED' "$R/${t}_$name.log" | tail -3 | tr '\n' ' ')"
+      grep -E "^\[  FAILED|Failure" "$R/${t}_$name.log" | head -20 >>"$R/summary.txt"
+    done
     for tool in memcheck racecheck synccheck; do san $tool "$filter"; done
     rows_of "$name"
     applied="$name $applied"
