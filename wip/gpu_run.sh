@@ -267,8 +267,9 @@ if [[ $what == profile1x1 ]]; then  # after a build of bench_conv: the 1x1 layer
     'conv2d_backward/fp16/filter/n32_c256_14x14_k256_3x3_p1'; do
     tag=$(echo "$row" | tr '/' '_')
     for who in ours cudnn; do
-      # ours by namespace (a name filter like conv2d_ also catches cuDNN's engine search, which runs first)
-      k='regex:kf::' base=demangled
+      # ours by namespace (a name filter like conv2d_ also catches cuDNN's engine search, which runs first;
+      # kf:: alone also caught bench_conv's comparison kernels, kf::bench::compare_kernel: 2026-12-05)
+      k='regex:kf::detail::' base=demangled
       [[ $who == cudnn ]] && k='regex:nvjet|xmma|cutlass|splitK|^Kernel' base=function
       KF_BENCH_MIN_TIME=0.001 timeout 120 ncu --clock-control none --kernel-name-base $base -k "$k" --launch-skip 2 --launch-count 4 \
         --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats \

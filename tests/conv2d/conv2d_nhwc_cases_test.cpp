@@ -206,7 +206,8 @@ TEST(Conv2dNhwcCases, ResidentFilterCases) {
     if (kf::detail::conv2d_nhwc_wgmma_unsupported_reason(p.stride_h, p.stride_w) != nullptr) continue;
     const kf::detail::conv2d_wgmma_tile t = half_plan_of(c);
     const half_layer l = half_layer_of(c);
-    const std::size_t steps = t.filter_rows > 1 ? l.taps / t.filter_rows * l.c_chunks : l.taps * l.c_chunks;
+    const std::size_t steps = kf::detail::conv2d_nhwc_wgmma_k_steps(t, l.channels, p.filter_height,
+                                                                    l.in_place ? p.filter_width : 1, sizeof(__half));
     const std::size_t ring = t.filter_rows > 1 ? (t.bn == 64 ? 5 : 3) : (t.bn == 64 ? 8 : 6);
     if (!kf::detail::conv2d_wgmma_resident_filter(t.tiles_k, l.pingpong(), steps, ring)) continue;
     ++resident;
