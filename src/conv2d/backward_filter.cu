@@ -250,6 +250,7 @@ bool wgrad_as_wgmma(const char* what, int device, const conv2d_params& p, const 
     if (!conv2d_nhwc_fold_input(device, a, c_folded, x_folded, o.stream, what)) return false;
   }
   float* const partial = plan.split > 1 ? reinterpret_cast<float*>(memory + needed) : nullptr;
+  bool slabs_left = plan.split > 1;  // the split's slabs, for sum_wgrad_slabs (step 3 sums them itself where it can)
   if constexpr (tf32) {
     float* const dy_t = reinterpret_cast<float*>(memory);
     if (!conv2d_wgrad_tf32_try_launch(device, read, dy_reader(dy, o, relu_y), dy_t, dw_read, partial, plan, o.stream)) {
@@ -263,10 +264,16 @@ bool wgrad_as_wgmma(const char* what, int device, const conv2d_params& p, const 
                        sizes.p, sizes.q, 1, 1, o.stream);
       source = masked_dy;
     }
-    if (!conv2d_wgrad_wgmma_try_launch(device, read, source, dw_read, partial, plan, o.stream)) return false;
+    // The slabs summed in the kernel where its rule says so (conv2d_wgrad_wgmma_sums_in_kernel), else below.
+    auto* const arrivals = conv2d_wgrad_wgmma_sums_in_kernel(plan)
+                               ? reinterpret_cast<unsigned*>(memory + needed + plan.slab_bytes(K, rsc_read))
+                               : nullptr;
+    const wgrad_launched launched =
+        conv2d_wgrad_wgmma_try_launch(device, read, source, dw_read, partial, arrivals, plan, o.stream);
+    if (launched == wgrad_launched::nothing) return false;
+    slabs_left = launched == wgrad_launched::slabs;
   }
-  if (plan.split > 1)
-    sum_wgrad_slabs(what, device, partial, K, rsc_read, static_cast<int>(plan.split), dw_read, o.stream);
+  if (slabs_left) sum_wgrad_slabs(what, device, partial, K, rsc_read, static_cast<int>(plan.split), dw_read, o.stream);
   if (fold) {  // dw (K x R x S C) = the first S C of each (k, r)'s c_folded values
     const z row = p.filter_width * p.in_channels * sizeof(T);
     cuda_check(cudaMemcpy2DAsync(dw, row, dw_read, c_folded * sizeof(T), row, K * p.filter_height,

@@ -40,16 +40,42 @@ namespace {
 constexpr const char* what = "kf::conv2d_backward_filter (implicit_gemm_wgmma)";
 using conv2d_wgrad::max_grid_y;
 
+/// Enqueues step 3 with `prm`; a split plan's slabs summed in the kernel where
+/// `arrivals` (a counter a tile) is given and every CTA of the grid is resident
+/// at once (a cooperative launch: the tile's slices wait for each other), else
+/// left in prm.partial. Returns what it left (wgrad_launched::dw or ::slabs).
 template <class T, int BM, int BN, int Rows>
-void launch_kernel(int device, const CUtensorMap& map_dy, const CUtensorMap& map_x,
-                   const conv2d_wgrad_wgmma::params<T>& prm, const conv2d_wgrad_wgmma_plan& plan, cudaStream_t stream) {
+wgrad_launched launch_kernel(int device, const CUtensorMap& map_dy, const CUtensorMap& map_x,
+                             conv2d_wgrad_wgmma::params<T> prm, unsigned* arrivals, const conv2d_wgrad_wgmma_plan& plan,
+                             cudaStream_t stream) {
   constexpr auto kernel = &conv2d_wgrad_wgmma_kernel<T, BM, BN, Rows>;
   constexpr int smem = conv2d_wgrad_wgmma::shape<BM, BN, Rows>::smem_bytes;
-  // Sets the kernel's shared-memory opt-in (once per device); the grid is not persistent.
-  (void)resident_clusters<kernel>(device, conv2d_wgrad_wgmma::threads, smem, 1, what);
+  // Sets the kernel's shared-memory opt-in (once per device); also the CTAs the device holds at once.
+  const int resident = resident_clusters<kernel>(device, conv2d_wgrad_wgmma::threads, smem, 1, what);
   const dim3 grid(static_cast<unsigned>(plan.tiles()), static_cast<unsigned>(plan.split));
+  if (plan.split > 1 && arrivals != nullptr && plan.tiles() * plan.split <= static_cast<std::size_t>(resident)) {
+    cuda_check(cudaMemsetAsync(arrivals, 0, plan.tiles() * sizeof(unsigned), stream), what);
+    prm.arrivals = arrivals;
+    cudaLaunchAttribute cooperative{};
+    cooperative.id = cudaLaunchAttributeCooperative;
+    cooperative.val.cooperative = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = grid;
+    config.blockDim = dim3(conv2d_wgrad_wgmma::threads);
+    config.dynamicSmemBytes = smem;
+    config.stream = stream;
+    config.attrs = &cooperative;
+    config.numAttrs = 1;
+    const cudaError_t launched = cudaLaunchKernelEx(&config, kernel, map_dy, map_x, prm);
+    if (launched == cudaSuccess) return wgrad_launched::dw;
+    // Fewer SMs than the device has (MPS, green contexts): the slabs go to the reduction kernel.
+    if (launched != cudaErrorCooperativeLaunchTooLarge) cuda_check(launched, what);
+    (void)cudaGetLastError();
+    prm.arrivals = nullptr;
+  }
   kernel<<<grid, conv2d_wgrad_wgmma::threads, smem, stream>>>(map_dy, map_x, prm);
   check_launch(what);
+  return plan.split > 1 ? wgrad_launched::slabs : wgrad_launched::dw;
 }
 
 /// The kernel's parameters; false where a count overflows its ints or the grid.
@@ -119,32 +145,30 @@ bool wgrad_launchable(int device, const conv2d_args<T>& a, const void* dy_operan
 }  // namespace
 
 template <class T>
-bool conv2d_wgrad_wgmma_try_launch(int device, const conv2d_args<T>& a, const T* dy, T* dw, float* partial,
-                                   const conv2d_wgrad_wgmma_plan& plan, cudaStream_t stream) {
-  using z = std::size_t;
-  if (!wgrad_launchable(device, a, dy, partial, plan)) return false;
+wgrad_launched conv2d_wgrad_wgmma_try_launch(int device, const conv2d_args<T>& a, const T* dy, T* dw, float* partial,
+                                             unsigned* arrivals, const conv2d_wgrad_wgmma_plan& plan,
+                                             cudaStream_t stream) {
+  constexpr wgrad_launched nothing = wgrad_launched::nothing;
+  if (!wgrad_launchable(device, a, dy, partial, plan)) return nothing;
   conv2d_wgrad_wgmma::params<T> prm;
-  if (!make_params(a, dw, partial, plan, prm)) return false;
+  if (!make_params(a, dw, partial, plan, prm)) return nothing;
   CUtensorMap map_dy{}, map_x{};
-  if (!encode_maps(map_dy, map_x, a, dy, plan)) return false;
+  if (!encode_maps(map_dy, map_x, a, dy, plan)) return nothing;
   // Nothing is enqueued above: from here on the call runs to the end (or throws).
+  constexpr int column_rows = static_cast<int>(conv2d_wgrad_wgmma_column_rows);
   if (plan.filter_rows == conv2d_wgrad_wgmma_column_rows) {
-    launch_kernel<T, 64, 64 * conv2d_wgrad_wgmma_column_rows, conv2d_wgrad_wgmma_column_rows>(device, map_dy, map_x,
-                                                                                              prm, plan, stream);
-  } else if (plan.filter_rows != 1) {
-    return false;  // no kernel for that tiling (the planner makes none)
-  } else if (plan.bm == 64 && plan.bn == 64) {
-    launch_kernel<T, 64, 64, 1>(device, map_dy, map_x, prm, plan, stream);
-  } else if (plan.bm == 64) {
-    launch_kernel<T, 64, 128, 1>(device, map_dy, map_x, prm, plan, stream);
-  } else if (plan.bn == 64) {
-    launch_kernel<T, 128, 64, 1>(device, map_dy, map_x, prm, plan, stream);
-  } else if (plan.bn == conv2d_wgrad_wgmma_split_bn) {
-    launch_kernel<T, 128, static_cast<int>(conv2d_wgrad_wgmma_split_bn), 1>(device, map_dy, map_x, prm, plan, stream);
-  } else {
-    launch_kernel<T, 128, 128, 1>(device, map_dy, map_x, prm, plan, stream);
+    return launch_kernel<T, 64, 64 * column_rows, column_rows>(device, map_dy, map_x, prm, arrivals, plan, stream);
   }
-  return true;
+  if (plan.filter_rows != 1) return nothing;  // no kernel for that tiling (the planner makes none)
+  if (plan.bm == 64 && plan.bn == 64)
+    return launch_kernel<T, 64, 64, 1>(device, map_dy, map_x, prm, arrivals, plan, stream);
+  if (plan.bm == 64) return launch_kernel<T, 64, 128, 1>(device, map_dy, map_x, prm, arrivals, plan, stream);
+  if (plan.bn == 64) return launch_kernel<T, 128, 64, 1>(device, map_dy, map_x, prm, arrivals, plan, stream);
+  if (plan.bn == conv2d_wgrad_wgmma_split_bn) {
+    constexpr int split_bn = static_cast<int>(conv2d_wgrad_wgmma_split_bn);
+    return launch_kernel<T, 128, split_bn, 1>(device, map_dy, map_x, prm, arrivals, plan, stream);
+  }
+  return launch_kernel<T, 128, 128, 1>(device, map_dy, map_x, prm, arrivals, plan, stream);
 }
 
 namespace {
@@ -240,9 +264,9 @@ namespace kf::detail {
 bool conv2d_wgrad_wgmma_available(int) { return false; }
 
 template <class T>
-bool conv2d_wgrad_wgmma_try_launch(int, const conv2d_args<T>&, const T*, T*, float*, const conv2d_wgrad_wgmma_plan&,
-                                   cudaStream_t) {
-  return false;
+wgrad_launched conv2d_wgrad_wgmma_try_launch(int, const conv2d_args<T>&, const T*, T*, float*, unsigned*,
+                                             const conv2d_wgrad_wgmma_plan&, cudaStream_t) {
+  return wgrad_launched::nothing;
 }
 
 bool conv2d_wgrad_tf32_try_launch(int, const conv2d_args<float>&, conv2d_dy_reader<float>, float*, float*, float*,
@@ -255,9 +279,11 @@ bool conv2d_wgrad_tf32_try_launch(int, const conv2d_args<float>&, conv2d_dy_read
 #endif
 
 namespace kf::detail {
-template bool conv2d_wgrad_wgmma_try_launch<__half>(int, const conv2d_args<__half>&, const __half*, __half*, float*,
-                                                    const conv2d_wgrad_wgmma_plan&, cudaStream_t);
-template bool conv2d_wgrad_wgmma_try_launch<__nv_bfloat16>(int, const conv2d_args<__nv_bfloat16>&, const __nv_bfloat16*,
-                                                           __nv_bfloat16*, float*, const conv2d_wgrad_wgmma_plan&,
-                                                           cudaStream_t);
+template wgrad_launched conv2d_wgrad_wgmma_try_launch<__half>(int, const conv2d_args<__half>&, const __half*, __half*,
+                                                              float*, unsigned*, const conv2d_wgrad_wgmma_plan&,
+                                                              cudaStream_t);
+template wgrad_launched conv2d_wgrad_wgmma_try_launch<__nv_bfloat16>(int, const conv2d_args<__nv_bfloat16>&,
+                                                                     const __nv_bfloat16*, __nv_bfloat16*, float*,
+                                                                     unsigned*, const conv2d_wgrad_wgmma_plan&,
+                                                                     cudaStream_t);
 }  // namespace kf::detail

@@ -155,7 +155,9 @@ TEST(Conv2dWgradWgmma, SplitPartitionsTheReduction) {
         if (plan.split > 1) {
           EXPECT_LE(plan.tiles() * plan.split, h200_sms);
           EXPECT_GE(plan.patches_per_split, kf::detail::conv2d_wgrad_wgmma_min_slice_steps);
-          EXPECT_EQ(plan.workspace_bytes(l.k, l.r * l.s * l.c), plan.split * l.k * l.r * l.s * l.c * sizeof(float));
+          EXPECT_EQ(plan.slab_bytes(l.k, l.r * l.s * l.c), plan.split * l.k * l.r * l.s * l.c * sizeof(float));
+          EXPECT_EQ(plan.workspace_bytes(l.k, l.r * l.s * l.c),
+                    plan.slab_bytes(l.k, l.r * l.s * l.c) + plan.tiles() * sizeof(unsigned));
         } else {
           EXPECT_EQ(plan.workspace_bytes(l.k, l.r * l.s * l.c), 0u);
         }
@@ -282,6 +284,24 @@ TEST(Conv2dWgradWgmma, BenchLayersPlans) {
   EXPECT_EQ(bottleneck.bn, 128u);     // K = 64: no split tile (64 x 256 by columns ran slower)
   EXPECT_EQ(bottleneck.tiles(), 2u);  // 64 x 128, one tap, two C tiles
   EXPECT_GE(bottleneck.split, 60u);
+}
+
+/// Step 3 sums a split's slabs in the kernel where each storing thread has at most one quad of its
+/// CTA's share of the tile (conv2d_wgrad_wgmma_sums_in_kernel): the bench layers of many slices
+/// (measured faster so), not those of few (measured slower), never an unsplit plan.
+TEST(Conv2dWgradWgmma, SlabsSummedInTheKernelWhereAQuadAThread) {
+  using kf::detail::conv2d_wgrad_wgmma_storing_threads;
+  using kf::detail::conv2d_wgrad_wgmma_sums_in_kernel;
+  EXPECT_TRUE(conv2d_wgrad_wgmma_sums_in_kernel(plan_of(layers()[0])));       // C64: 3,072 quads / 44 = 70
+  EXPECT_FALSE(conv2d_wgrad_wgmma_sums_in_kernel(plan_of(layers()[1])));      // C128: 4,096 / 14 = 293
+  EXPECT_FALSE(conv2d_wgrad_wgmma_sums_in_kernel(plan_of(layers()[2])));      // C256: 8,192 / 7 = 1,171 (of 256)
+  EXPECT_TRUE(conv2d_wgrad_wgmma_sums_in_kernel(plan_of(layers()[3])));       // 1x1: 2,048 / 66 = 32
+  EXPECT_EQ(conv2d_wgrad_wgmma_storing_threads(plan_of(layers()[2])), 256u);  // the tile split by rows
+  EXPECT_EQ(conv2d_wgrad_wgmma_storing_threads(plan_of(layers()[3])), 128u);
+  for (const layer& l : layers()) {
+    SCOPED_TRACE(l.name);
+    EXPECT_FALSE(conv2d_wgrad_wgmma_sums_in_kernel(plan_of(l, /*unsplit=*/true)));
+  }
 }
 
 /// Step 4 (TF32): the bench layers get full 32-pixel patches and fill the H200's SMs; the C64

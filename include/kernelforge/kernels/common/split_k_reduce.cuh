@@ -43,21 +43,47 @@ constexpr int split_k_reduce_blocks_per_sm = 8;
 /// Slab loads in flight per thread (added in slab order after they land).
 constexpr int split_k_reduce_batch = 8;
 
+/// How split_k_sum_slabs reads a slab: plain loads (the reduction kernel, launched
+/// after the slabs were written), or through L2 only (slabs that other CTAs of
+/// the same launch wrote: conv2d's gradient step 3, wgrad_wgmma/slab_sum.cuh).
+struct slab_load_plain {
+  template <class V>
+  __device__ __forceinline__ V operator()(const V* p) const {
+    return *p;
+  }
+};
+struct slab_load_l2 {
+  template <class V>
+  __device__ __forceinline__ V operator()(const V* p) const {
+    return __ldcg(p);
+  }
+};
+
 /// s += the slabs z = 1 .. split - 1 of element i (slab stride `slab`), in
 /// order, their loads issued split_k_reduce_batch at a time.
-template <class V, class Add>
+template <class V, class Add, class Load = slab_load_plain>
 __device__ __forceinline__ void split_k_sum_slabs(V& s, const V* __restrict__ slabs, std::size_t slab, std::size_t i,
-                                                  int split, Add add) {
+                                                  int split, Add add, Load load = {}) {
   int z = 1;
   for (; z + split_k_reduce_batch <= split; z += split_k_reduce_batch) {
     V v[split_k_reduce_batch];
 #pragma unroll
-    for (int j = 0; j < split_k_reduce_batch; ++j) v[j] = slabs[(z + j) * slab + i];
+    for (int j = 0; j < split_k_reduce_batch; ++j) v[j] = load(slabs + (z + j) * slab + i);
 #pragma unroll
     for (int j = 0; j < split_k_reduce_batch; ++j) add(s, v[j]);
   }
-  for (; z < split; ++z) add(s, slabs[z * slab + i]);
+  for (; z < split; ++z) add(s, load(slabs + z * slab + i));
 }
+
+/// The float4 sum split_k_sum_slabs adds with.
+struct add_float4 {
+  __device__ __forceinline__ void operator()(float4& a, const float4& v) const {
+    a.x += v.x;
+    a.y += v.y;
+    a.z += v.z;
+    a.w += v.w;
+  }
+};
 
 /// workspace: `split` slabs of `count` (= rows x cols < 2^31) floats; cols: the
 /// slab's row length; vector: cols % 4 == 0 and the workspace 16-byte aligned.
@@ -72,12 +98,7 @@ KF_KERNEL void __launch_bounds__(split_k_reduce_block)
     const std::size_t slab4 = static_cast<std::size_t>(count) / 4;
     for (std::size_t i = first; i < slab4; i += stride) {
       float4 s = ws4[i];
-      split_k_sum_slabs(s, ws4, slab4, i, split, [](float4& a, const float4& v) {
-        a.x += v.x;
-        a.y += v.y;
-        a.z += v.z;
-        a.w += v.w;
-      });
+      split_k_sum_slabs(s, ws4, slab4, i, split, add_float4{});
       const int e = static_cast<int>(i * 4);
       int row, col;
       cols.divmod(e, row, col);

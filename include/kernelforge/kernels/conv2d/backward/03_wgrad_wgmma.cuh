@@ -30,8 +30,10 @@
 //    three taps' products instead of 3 x (64 + 64) -- the kernel is bound by
 //    that traffic.
 //  * Split-k over the pixels (whole patches a slice): the output is small and
-//    the reduction long; slices write fp32 slabs that the shared deterministic
-//    reduction (common/split_k_reduce.cuh) sums in order and rounds once.
+//    the reduction long; slices write fp32 slabs, summed in slab order and
+//    rounded once: by the tile's slices together where each thread then sums at
+//    most one quad (a cooperative launch, one wave: wgrad_wgmma/slab_sum.cuh),
+//    else by the shared deterministic reduction (common/split_k_reduce.cuh).
 // Layers TMA cannot read in place (C * sizeof(T) not a multiple of 16 bytes,
 // as the RGB stem's, or x misaligned) come as their column fold; float, K rows
 // off 16 bytes, strides above 8 and misaligned dy take step 2
@@ -58,6 +60,7 @@
 #include "../../common/numeric.cuh"
 #include "../../matmul/wgmma/config.cuh"  // the warpgroup roles and the 128-byte swizzle, shared
 #include "wgrad_wgmma/cta.cuh"            // the tile, the patches and the consumers' sums, shared with step 4
+#include "wgrad_wgmma/slab_sum.cuh"       // the split's slabs summed by its own CTAs
 #include "wgrad_wgmma_plan.hpp"
 
 namespace kf::detail {
@@ -80,6 +83,8 @@ inline constexpr int ring_bytes = 192 * 1024;              ///< the stages' shar
 static_assert(box_channels * 2 == row_bytes, "a box row: 64 16-bit channels");
 /// The named barrier of the two consumer warpgroups (0 is __syncthreads').
 inline constexpr int consumers_barrier = 1;
+/// The named barrier of the threads that store a slab (slab_sum.cuh).
+inline constexpr int slab_barrier = 2;
 
 /// Filter-column tiles: the patch's output columns (its rows: step_pixels / column_patch).
 inline constexpr int column_patch = static_cast<int>(conv2d_wgrad_wgmma_column_patch);
@@ -130,6 +135,9 @@ template <class T>
 struct params : conv2d_wgrad::geometry {
   T* dw = nullptr;           ///< KRSC, written where unsplit
   float* partial = nullptr;  ///< split: slab z (K x RSC fp32) at partial + z * K * RSC; else nullptr
+  /// split, its slabs summed in the kernel (a cooperative launch): one zeroed
+  /// counter a tile (wgrad_wgmma/slab_sum.cuh); else nullptr (the caller sums them)
+  unsigned* arrivals = nullptr;
   int box_row_bytes = 0;     ///< patch pixels x 128: what one box lands
   bool pair_stores = false;  ///< dw aligned to two elements (C is even): stores of element pairs
   int x_box_bytes = 0;       ///< what x's box lands (filter-column tiles: 8 x 10 pixels x 128)
@@ -290,6 +298,12 @@ KF_KERNEL void __launch_bounds__(conv2d_wgrad_wgmma::threads, 1)
           }
         }
       }
+    }
+    if (prm.arrivals != nullptr) {  // the split's slabs, summed by the tile's slices together
+      constexpr int storers = (sh::split_rows ? consumer_warpgroups : 1) * warpgroup_threads;
+      const int storer = (sh::split_rows ? consumer : 0) * warpgroup_threads + tid_in_warpgroup;
+      conv2d_wgrad::sum_tile_slabs<T, BM, tile_channels, Rows>(prm, tile, prm.partial, prm.arrivals + blockIdx.x,
+                                                               prm.dw, prm.pair_stores, storer, storers, slab_barrier);
     }
   }
 #endif

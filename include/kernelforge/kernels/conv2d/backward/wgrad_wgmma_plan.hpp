@@ -147,10 +147,38 @@ struct conv2d_wgrad_wgmma_plan {
   /// TF32: the columns of dy_t (K rows of one step_pixels run a patch).
   [[nodiscard]] std::size_t dy_t_columns() const { return patches() * step_pixels; }
   /// The fp32 partial sums of a split launch (split slabs of K x RSC), none unsplit.
-  [[nodiscard]] std::size_t workspace_bytes(std::size_t k, std::size_t rsc) const {
+  [[nodiscard]] std::size_t slab_bytes(std::size_t k, std::size_t rsc) const {
     return split > 1 ? split * k * rsc * sizeof(float) : 0;
   }
+  /// A split launch's workspace: the slabs, then a 32-bit arrival counter a tile
+  /// (gradient step 3 sums the slabs in the kernel: wgrad_wgmma/slab_sum.cuh); none unsplit.
+  [[nodiscard]] std::size_t workspace_bytes(std::size_t k, std::size_t rsc) const {
+    return split > 1 ? slab_bytes(k, rsc) + tiles() * sizeof(unsigned) : 0;
+  }
 };
+
+/// Threads of gradient step 3's CTA that store a tile's sums: one consumer
+/// warpgroup, or both where the 128 x 256 tile is split between them by rows.
+inline std::size_t conv2d_wgrad_wgmma_storing_threads(const conv2d_wgrad_wgmma_plan& plan) {
+  return plan.bn == conv2d_wgrad_wgmma_split_bn ? 256 : 128;
+}
+
+/// Whether a split 16-bit launch sums its slabs in the kernel, the tile's
+/// slices together (wgrad_wgmma/slab_sum.cuh), rather than in the reduction
+/// kernel: where each storing thread has at most one quad (four outputs) of
+/// its CTA's share of the tile to sum (bm x bn / 4 / split quads). The slabs'
+/// loads of one quad are latency-bound from L2 with one CTA an SM, so the
+/// shares of several quads a thread were slower than the kernel (H100, fp16 dw,
+/// 2026-12-05: 44 slices of 64 x 192 column tiles, 70 quads a CTA, 27.3 ->
+/// 26.5 us; the 1x1 C256 K64's 66 of 64 x 128, 32 quads, 42.6 -> 40.1; but 14
+/// slices of 128 x 128, 293 quads, 28.0 -> 29.9 and 7 of 128 x 256, 1,171
+/// quads, 27.7 -> 29.9: benchmarks/tuning/conv2d.md, "the split's slabs summed
+/// by its own CTAs").
+inline bool conv2d_wgrad_wgmma_sums_in_kernel(const conv2d_wgrad_wgmma_plan& plan) {
+  if (plan.split <= 1) return false;
+  const std::size_t quads = plan.bm * plan.bn / 4;
+  return ceil_div(quads, plan.split) <= conv2d_wgrad_wgmma_storing_threads(plan);
+}
 
 /// Patch index g -> its origin (n0, p0, q0): q fastest, then p, then n (as the kernel's producer).
 struct conv2d_wgrad_patch_origin {

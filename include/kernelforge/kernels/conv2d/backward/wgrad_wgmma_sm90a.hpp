@@ -22,19 +22,33 @@ namespace kf::detail {
 /// is compute capability 9.0 (sm_90a code runs there only).
 bool conv2d_wgrad_wgmma_available(int device);
 
+/// What a filter-gradient launch enqueued.
+enum class wgrad_launched {
+  nothing,  ///< the kernel does not run here: nothing enqueued
+  dw,       ///< dw written (unsplit, or the split's slabs summed in the kernel)
+  slabs,    ///< the split's fp32 slabs, for the caller to sum into dw
+};
+
 /// Enqueues dw of the NHWC layer `a` (a.x: x; geometry from `a`; T = __half or
 /// __nv_bfloat16) from dy (NPQK, unmasked or already masked) with the plan
 /// `plan` (plan_conv2d_wgrad_wgmma): unsplit it writes dw; split (plan.split >
-/// 1) it writes plan.split slabs of K x RSC fp32 sums to `partial`
-/// (plan.workspace_bytes), which the caller reduces into dw. Returns true; or
-/// false, having enqueued nothing, when the kernel is not available on
-/// `device`, the layer or its pointers are outside what it computes
-/// (conv2d_wgrad_wgmma_unsupported_reason, conv2d_wgrad_wgmma_aligned), a count
-/// overflows its ints or the grid, a split plan has no `partial`, or the driver
-/// has no cuTensorMapEncodeTiled or rejects a map.
+/// 1) it writes plan.split slabs of K x RSC fp32 sums to `partial` and, given
+/// `arrivals` (plan.tiles() counters: the workspace after the slabs,
+/// plan.workspace_bytes; the caller passes them where
+/// conv2d_wgrad_wgmma_sums_in_kernel), sums them into dw itself in a
+/// cooperative launch (wgrad_wgmma/slab_sum.cuh); where that launch is refused
+/// (fewer resident CTAs than the grid) or `arrivals` is null, the caller sums
+/// the slabs.
+/// Returns wgrad_launched::dw or ::slabs; or ::nothing, having enqueued nothing,
+/// when the kernel is not available on `device`, the layer or its pointers are
+/// outside what it computes (conv2d_wgrad_wgmma_unsupported_reason,
+/// conv2d_wgrad_wgmma_aligned), a count overflows its ints or the grid, a split
+/// plan has no `partial`, or the driver has no cuTensorMapEncodeTiled or
+/// rejects a map.
 template <class T>
-bool conv2d_wgrad_wgmma_try_launch(int device, const conv2d_args<T>& a, const T* dy, T* dw, float* partial,
-                                   const conv2d_wgrad_wgmma_plan& plan, cudaStream_t stream);
+wgrad_launched conv2d_wgrad_wgmma_try_launch(int device, const conv2d_args<T>& a, const T* dy, T* dw, float* partial,
+                                             unsigned* arrivals, const conv2d_wgrad_wgmma_plan& plan,
+                                             cudaStream_t stream);
 
 /// Enqueues dw of the float NHWC layer `a` (a.x: x, 16-byte aligned; geometry
 /// from `a`) in TF32 (gradient step 4) with the plan `plan`

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+// The split's fp32 slabs summed by the split's own CTAs (gradient step 3,
+// 03_wgrad_wgmma.cuh), instead of by a second kernel (common/split_k_reduce.cuh).
+//
+// A split wgrad launch is one wave (the planner keeps tiles x slices within the
+// resident CTAs: wgrad_wgmma_plan.hpp), and its launch is cooperative, so every
+// CTA of a tile -- one a slice -- is resident at once and may wait for the
+// others. Each CTA writes its slab of the tile, arrives at the tile's counter
+// (release, GPU scope), waits until all `split` slices have (acquire), and then
+// sums 1/split of the tile's elements over the slabs, in slab order z = 0, 1, ...
+// -- split_k_reduce's order, so the same bits -- and writes them to dw.
+//
+// What it improves over the second kernel: no launch and no gap between the
+// two, and the reduction's reads (split x the tile, fp32) spread over all the
+// split's SMs while the slabs are hot in L2. It is faster where a CTA's share is
+// a few quads over many slabs (the 1x1 C256 K64 dw, 66 slices: 42.6 -> 40.1 us on
+// the H100) and slower where it is several quads a thread over few slabs (the
+// C256 dw, 7 slices: 27.7 -> 29.9 us), so the launcher asks
+// conv2d_wgrad_wgmma_sums_in_kernel (wgrad_wgmma_plan.hpp) first; measurements:
+// benchmarks/tuning/conv2d.md, "the split's slabs summed by its own CTAs". The
+// counters (one a tile, zeroed before the launch) live after the slabs in the
+// split's workspace.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda/atomic>
+
+#include "../../../arch/guards.cuh"
+#include "../../../arch/warpgroup_sm90.cuh"  // named_barrier_sync
+#include "../../../common/numeric.cuh"
+#include "../../../common/split_k_reduce.cuh"  // split_k_sum_slabs: the slab order
+#include "cta.cuh"
+
+namespace kf::detail::conv2d_wgrad {
+
+#if KF_ARCH_SM90A
+/// Returns once all `split` slices' CTAs of this CTA's tile have written their
+/// slabs, this CTA's too: its `threads` storing threads (thread 0 .. threads - 1,
+/// named barrier `barrier`) have each stored their part; thread 0 arrives at
+/// the tile's counter `arrivals` and waits for the others.
+__device__ __forceinline__ void wait_for_tile_slabs(unsigned* arrivals, unsigned split, int thread, int threads,
+                                                    int barrier) {
+  __threadfence();                       // this thread's slab stores, visible GPU-wide ...
+  named_barrier_sync(barrier, threads);  // ... every storing thread's ...
+  if (thread == 0) {
+    cuda::atomic_ref<unsigned, cuda::thread_scope_device> count(*arrivals);
+    count.fetch_add(1u, cuda::std::memory_order_release);  // ... before the arrival
+    while (count.load(cuda::std::memory_order_acquire) < split) __nanosleep(64);
+  }
+  named_barrier_sync(barrier, threads);  // the other slices' slabs visible to every thread
+}
+
+/// dw of this CTA's share of its tile: the tile's valid elements (output
+/// channels k0 .. k0 + KTile - 1 below K; columns as the kernel stores them:
+/// one tap's CTile channels, or -- filter-column tiles, Rows > 1 -- CTile
+/// channels of each of the taps (0 .. Rows - 1, s)), four columns at a time,
+/// quads [y Q / split, (y + 1) Q / split) of the tile's Q for slice y, each the
+/// sum of the `split` slabs in slab order. C is a multiple of 8 and c0 of
+/// CTile, so a quad that starts below C ends there and is 16-byte aligned in a
+/// slab (pair_stores: dw aligned to element pairs).
+template <class T, int KTile, int CTile, int Rows>
+__device__ __forceinline__ void sum_tile_slabs(const geometry& g, const cta_tile& tile, const float* partial,
+                                               unsigned* arrivals, T* dw, bool pair_stores, int thread, int threads,
+                                               int barrier) {
+  const auto split = gridDim.y;
+  wait_for_tile_slabs(arrivals, split, thread, threads, barrier);
+  constexpr int quads_per_row = CTile * Rows / 4;
+  constexpr int quads = KTile * quads_per_row;
+  const auto y = static_cast<int>(blockIdx.y);
+  const int first = static_cast<int>(static_cast<long long>(quads) * y / split);
+  const int end = static_cast<int>(static_cast<long long>(quads) * (y + 1) / split);
+  const auto* slabs = reinterpret_cast<const float4*>(partial);
+  const std::size_t slab4 = static_cast<std::size_t>(g.k) * static_cast<std::size_t>(g.rsc) / 4;
+  for (int q = first + thread; q < end; q += threads) {
+    const int k = tile.k0 + q / quads_per_row;
+    const int n = 4 * (q % quads_per_row);
+    const int tap = Rows == 1 ? tile.tap : (n / CTile) * g.s + tile.s;
+    const int c = tile.c0 + (Rows == 1 ? n : n % CTile);
+    if (k >= g.k || c >= g.c) continue;
+    const std::size_t e = static_cast<std::size_t>(k) * static_cast<std::size_t>(g.rsc) +
+                          static_cast<std::size_t>(tap) * static_cast<std::size_t>(g.c) + static_cast<std::size_t>(c);
+    float4 s = __ldcg(slabs + e / 4);
+    split_k_sum_slabs(s, slabs, slab4, e / 4, static_cast<int>(split), add_float4{}, slab_load_l2{});
+    if (pair_stores) {
+      auto* out = reinterpret_cast<std::uint32_t*>(dw + e);
+      out[0] = from_compute_pair<T>(s.x, s.y);
+      out[1] = from_compute_pair<T>(s.z, s.w);
+    } else {
+      dw[e] = from_compute<T>(s.x);
+      dw[e + 1] = from_compute<T>(s.y);
+      dw[e + 2] = from_compute<T>(s.z);
+      dw[e + 3] = from_compute<T>(s.w);
+    }
+  }
+}
+#endif  // KF_ARCH_SM90A
+
+}  // namespace kf::detail::conv2d_wgrad
