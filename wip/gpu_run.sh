@@ -166,8 +166,8 @@ if [[ $what == land ]]; then  # a fresh machine's one call for a change landed o
   timeout 280 ctest --test-dir build-bench -L gpu -j 8 --timeout 270 >"$R/ctest_gpu.log" 2>&1
   say "ctest -L gpu rc $? $(($(date +%s) - t0)) s: $(grep -E 'tests passed|tests failed' "$R/ctest_gpu.log")"
   grep -E "Failed|\*\*\*|Not Run" "$R/ctest_gpu.log" >>"$R/summary.txt"
+  rows_of land  # before the sanitizers: the rows are what a call cut short by its time limit must keep
   [[ -n ${KF_SAN:-} ]] && for tool in memcheck racecheck synccheck; do san $tool "$KF_SAN"; done
-  rows_of land
 fi
 if [[ $what == gputests ]]; then  # after workflow (build-bench, everything built): the whole GPU suite
   t0=$(date +%s)
@@ -242,18 +242,29 @@ if [[ $what == abfresh ]]; then  # one patch (KF_AB="name:sanitizer filter") on 
   # patched first (build, test_conv2d_backward_gpu, sanitizers, the rows), then main's rows; build-bench kept
   name=${KF_AB%%:*} filter=${KF_AB#*:}
   KF_ROWS=${KF_ROWS:-'conv2d_backward/(fp16|bf16)/(filter|step)/n32_c256_14x14_k256_3x3_p1'}  # the C256 rows only
+  # KF_AB_TESTS: the GPU test binaries to build and run patched (default test_conv2d_backward_gpu), each
+  # "binary" or "binary:gtest filter" (a patch to a shared kernel: the other families' binaries, filtered)
+  AB_TESTS=${KF_AB_TESTS:-test_conv2d_backward_gpu}
   patch -p1 -s <"wip/$name.mbox" || say "patch $name failed"
   t0=$(date +%s)
   { cmake --preset bench >"$R/configure.log" 2>&1 &&
-    cmake --build --preset bench -j 16 --target bench_conv test_conv2d_backward_gpu >"$R/build_$name.log" 2>&1; }
+    cmake --build --preset bench -j 16 --target bench_conv $(for t in $AB_TESTS; do echo "${t%%:*}"; done) \
+      >"$R/build_$name.log" 2>&1; }
   say "build $name rc $? $(($(date +%s) - t0)) s"
   grep -E "error" "$R/build_$name.log" | head -5 >>"$R/summary.txt"
-  timeout 100 "$B/test_conv2d_backward_gpu" --gtest_brief=1 >"$R/bwd_$name.log" 2>&1
-  say "test_conv2d_backward_gpu ($name) rc $? $(grep -E 'PASSED|FAILED' "$R/bwd_$name.log" | tail -3 | tr '\n' ' ')"
-  grep -E "^\[  FAILED|Failure" "$R/bwd_$name.log" | head -20 >>"$R/summary.txt"
-  rows_of "$name"
+  rows_of "$name"  # before the tests: what a call cut short must keep
+  for t in $AB_TESTS; do
+    bin=${t%%:*} gfilter='*'
+    [[ $t == *:* ]] && gfilter=${t#*:}
+    timeout 100 "$(find build-bench/tests -name "$bin" -type f | head -1)" --gtest_filter="$gfilter" --gtest_brief=1 \
+      >"$R/${bin}_$name.log" 2>&1
+    say "$bin [$gfilter] ($name) rc $? $(grep -E 'PASSED|FAILED' "$R/${bin}_$name.log" | tail -3 | tr '\n' ' ')"
+    grep -E "^\[  FAILED|Failure" "$R/${bin}_$name.log" | head -20 >>"$R/summary.txt"
+  done
   for tool in memcheck racecheck synccheck; do san $tool "$filter"; done
   patch -R -p1 -s <"wip/$name.mbox" || say "patch -R $name failed"
+  # What the patch touched, rebuilt: the copy's old timestamps would not make ninja do it (2026-12-05)
+  sed -n 's#^+++ b/##p' "wip/$name.mbox" | while read -r f; do [[ -e $f ]] && touch "$f"; done
   t0=$(date +%s)
   cmake --build --preset bench -j 16 --target bench_conv >"$R/build_main.log" 2>&1
   say "build main rc $? $(($(date +%s) - t0)) s"
