@@ -81,6 +81,12 @@ struct residual_add {
 };
 }  // namespace conv2d_epilogue_test
 
+// The clamp instantiation, for conv2d_epilogue_errors_test.cu too (it declares it extern: compiled once).
+template void kf::detail::conv2d_forward_epilogue<float, kf::epilogue::clamp>(const kf::conv2d_params&, const float*,
+                                                                              const float*, const float*, float*,
+                                                                              kf::epilogue::clamp,
+                                                                              const kf::conv2d_options&);
+
 namespace {
 
 using conv2d_epilogue_test::residual_add;
