@@ -208,10 +208,11 @@ fi
 if [[ $what == ab ]]; then  # wip/<name>.mbox for each name in $KF_AB, in turn, on what the tree has: rows, tests, sanitizers
   # (KF_AB="wgrad-slice-cluster:*Filter*split_* other:*Filter*x_*": name:sanitizer filter (of KF_SAN_BIN);
   #  the rows: rows_of; the GPU tests: KF_AB_TESTS, default test_conv2d_backward_gpu; build-bench kept)
-  AB_TESTS=${KF_AB_TESTS:-test_conv2d_backward_gpu}
+  AB_TESTS=${KF_AB_TESTS:-test_conv2d_backward_gpu}  # each "binary" or "binary:gtest filter", as abfresh's
+  AB_BINS=$(for t in $AB_TESTS; do echo "${t%%:*}"; done)
   [[ -f build-bench/build.ninja ]] || cmake --preset bench >"$R/configure.log" 2>&1
   t0=$(date +%s)
-  cmake --build --preset bench -j 16 --target bench_conv $AB_TESTS >"$R/build_base.log" 2>&1
+  cmake --build --preset bench -j 16 --target bench_conv $AB_BINS >"$R/build_base.log" 2>&1
   say "build base rc $? $(($(date +%s) - t0)) s"
   rows_of base
   applied=""
@@ -219,15 +220,18 @@ if [[ $what == ab ]]; then  # wip/<name>.mbox for each name in $KF_AB, in turn, 
     name=${item%%:*} filter=${item#*:}
     patch -p1 -s <"wip/$name.mbox" || say "patch $name failed"
     t0=$(date +%s)
-    cmake --build --preset bench -j 16 --target bench_conv test_conv2d $AB_TESTS >"$R/build_$name.log" 2>&1
+    cmake --build --preset bench -j 16 --target bench_conv test_conv2d $AB_BINS >"$R/build_$name.log" 2>&1
     say "build $name rc $? $(($(date +%s) - t0)) s"
     "$B/test_conv2d" --gtest_brief=1 >"$R/cpu_$name.log" 2>&1
     say "test_conv2d ($name) rc $? $(tail -1 "$R/cpu_$name.log")"
     grep -E "^\[  FAILED|Failure" "$R/cpu_$name.log" | head -10 >>"$R/summary.txt"
     for t in $AB_TESTS; do
-      timeout 150 "$B/$t" --gtest_brief=1 >"$R/${t}_$name.log" 2>&1
-      say "$t ($name) rc $? $(grep -E 'PASSED|FAILED' "$R/${t}_$name.log" | tail -3 | tr '\n' ' ')"
-      grep -E "^\[  FAILED|Failure" "$R/${t}_$name.log" | head -20 >>"$R/summary.txt"
+      bin=${t%%:*} gfilter='*'
+      [[ $t == *:* ]] && gfilter=${t#*:}
+      timeout 150 "$(find build-bench/tests -name "$bin" -type f | head -1)" --gtest_filter="$gfilter" --gtest_brief=1 \
+        >"$R/${bin}_$name.log" 2>&1
+      say "$bin [$gfilter] ($name) rc $? $(grep -E 'PASSED|FAILED' "$R/${bin}_$name.log" | tail -3 | tr '\n' ' ')"
+      grep -E "^\[  FAILED|Failure" "$R/${bin}_$name.log" | head -20 >>"$R/summary.txt"
     done
     for tool in memcheck racecheck synccheck; do san $tool "$filter"; done
     rows_of "$name"
