@@ -47,6 +47,17 @@ san() {  # TOOL FILTER (of KF_SAN_BIN, default test_conv2d_backward_gpu)
     --gtest_brief=1 >"$R/san_$1_$RANDOM.log" 2>&1
   say "san $1 [$2] rc $?"
 }
+ab_tests() {  # LABEL: each of $AB_TESTS ("binary" or "binary:gtest filter"), found under build-bench/tests
+  local t bin gfilter
+  for t in $AB_TESTS; do
+    bin=${t%%:*} gfilter='*'
+    [[ $t == *:* ]] && gfilter=${t#*:}
+    timeout 150 "$(find build-bench/tests -name "$bin" -type f | head -1)" --gtest_filter="$gfilter" --gtest_brief=1 \
+      >"$R/${bin}_$1.log" 2>&1
+    say "$bin [$gfilter] ($1) rc $? $(grep -E 'PASSED|FAILED' "$R/${bin}_$1.log" | tail -3 | tr '\n' ' ')"
+    grep -E "^\[  FAILED|Failure" "$R/${bin}_$1.log" | head -20 >>"$R/summary.txt"
+  done
+}
 if [[ $what == build || $what == all ]]; then
   t0=$(date +%s)
   { cmake --preset bench >"$R/configure.log" 2>&1 &&
@@ -225,14 +236,7 @@ if [[ $what == ab ]]; then  # wip/<name>.mbox for each name in $KF_AB, in turn, 
     "$B/test_conv2d" --gtest_brief=1 >"$R/cpu_$name.log" 2>&1
     say "test_conv2d ($name) rc $? $(tail -1 "$R/cpu_$name.log")"
     grep -E "^\[  FAILED|Failure" "$R/cpu_$name.log" | head -10 >>"$R/summary.txt"
-    for t in $AB_TESTS; do
-      bin=${t%%:*} gfilter='*'
-      [[ $t == *:* ]] && gfilter=${t#*:}
-      timeout 150 "$(find build-bench/tests -name "$bin" -type f | head -1)" --gtest_filter="$gfilter" --gtest_brief=1 \
-        >"$R/${bin}_$name.log" 2>&1
-      say "$bin [$gfilter] ($name) rc $? $(grep -E 'PASSED|FAILED' "$R/${bin}_$name.log" | tail -3 | tr '\n' ' ')"
-      grep -E "^\[  FAILED|Failure" "$R/${bin}_$name.log" | head -20 >>"$R/summary.txt"
-    done
+    ab_tests "$name"
     for tool in memcheck racecheck synccheck; do san $tool "$filter"; done
     rows_of "$name"
     applied="$name $applied"
@@ -257,14 +261,7 @@ if [[ $what == abfresh ]]; then  # one patch (KF_AB="name:sanitizer filter") on 
   say "build $name rc $? $(($(date +%s) - t0)) s"
   grep -E "error" "$R/build_$name.log" | head -5 >>"$R/summary.txt"
   rows_of "$name"  # before the tests: what a call cut short must keep
-  for t in $AB_TESTS; do
-    bin=${t%%:*} gfilter='*'
-    [[ $t == *:* ]] && gfilter=${t#*:}
-    timeout 100 "$(find build-bench/tests -name "$bin" -type f | head -1)" --gtest_filter="$gfilter" --gtest_brief=1 \
-      >"$R/${bin}_$name.log" 2>&1
-    say "$bin [$gfilter] ($name) rc $? $(grep -E 'PASSED|FAILED' "$R/${bin}_$name.log" | tail -3 | tr '\n' ' ')"
-    grep -E "^\[  FAILED|Failure" "$R/${bin}_$name.log" | head -20 >>"$R/summary.txt"
-  done
+  ab_tests "$name"
   for tool in memcheck racecheck synccheck; do san $tool "$filter"; done
   patch -R -p1 -s <"wip/$name.mbox" || say "patch -R $name failed"
   # What the patch touched, rebuilt: the copy's old timestamps would not make ninja do it (2026-12-05)

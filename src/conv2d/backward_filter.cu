@@ -264,10 +264,9 @@ bool wgrad_as_wgmma(const char* what, int device, const conv2d_params& p, const 
                        sizes.p, sizes.q, 1, 1, o.stream);
       source = masked_dy;
     }
-    // The slabs summed in the kernel where its rule says so (conv2d_wgrad_wgmma_sums_in_kernel), else below.
-    auto* const arrivals = conv2d_wgrad_wgmma_sums_in_kernel(plan)
-                               ? reinterpret_cast<unsigned*>(memory + needed + plan.slab_bytes(K, rsc_read))
-                               : nullptr;
+    // The tiles' counters, after the slabs: the launch sums the slabs itself where that gains (else below).
+    auto* const arrivals =
+        plan.split > 1 ? reinterpret_cast<unsigned*>(memory + needed + plan.slab_bytes(K, rsc_read)) : nullptr;
     const wgrad_launched launched =
         conv2d_wgrad_wgmma_try_launch(device, read, source, dw_read, partial, arrivals, plan, o.stream);
     if (launched == wgrad_launched::nothing) return false;

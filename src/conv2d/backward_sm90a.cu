@@ -41,9 +41,10 @@ constexpr const char* what = "kf::conv2d_backward_filter (implicit_gemm_wgmma)";
 using conv2d_wgrad::max_grid_y;
 
 /// Enqueues step 3 with `prm`; a split plan's slabs summed in the kernel where
-/// `arrivals` (a counter a tile) is given and every CTA of the grid is resident
-/// at once (a cooperative launch: the tile's slices wait for each other), else
-/// left in prm.partial. Returns what it left (wgrad_launched::dw or ::slabs).
+/// `arrivals` (a counter a tile) is given, the plan gains by it
+/// (conv2d_wgrad_wgmma_sums_in_kernel) and every CTA of the grid is resident at
+/// once (a cooperative launch: the tile's slices wait for each other), else left
+/// in prm.partial. Returns what it left (wgrad_launched::dw or ::slabs).
 template <class T, int BM, int BN, int Rows>
 wgrad_launched launch_kernel(int device, const CUtensorMap& map_dy, const CUtensorMap& map_x,
                              conv2d_wgrad_wgmma::params<T> prm, unsigned* arrivals, const conv2d_wgrad_wgmma_plan& plan,
@@ -53,19 +54,13 @@ wgrad_launched launch_kernel(int device, const CUtensorMap& map_dy, const CUtens
   // Sets the kernel's shared-memory opt-in (once per device); also the CTAs the device holds at once.
   const int resident = resident_clusters<kernel>(device, conv2d_wgrad_wgmma::threads, smem, 1, what);
   const dim3 grid(static_cast<unsigned>(plan.tiles()), static_cast<unsigned>(plan.split));
-  if (plan.split > 1 && arrivals != nullptr && plan.tiles() * plan.split <= static_cast<std::size_t>(resident)) {
+  if (arrivals != nullptr && conv2d_wgrad_wgmma_sums_in_kernel(plan) &&
+      plan.tiles() * plan.split <= static_cast<std::size_t>(resident)) {
     cuda_check(cudaMemsetAsync(arrivals, 0, plan.tiles() * sizeof(unsigned), stream), what);
     prm.arrivals = arrivals;
     cudaLaunchAttribute cooperative{};
-    cooperative.id = cudaLaunchAttributeCooperative;
-    cooperative.val.cooperative = 1;
-    cudaLaunchConfig_t config{};
-    config.gridDim = grid;
-    config.blockDim = dim3(conv2d_wgrad_wgmma::threads);
-    config.dynamicSmemBytes = smem;
-    config.stream = stream;
-    config.attrs = &cooperative;
-    config.numAttrs = 1;
+    const cudaLaunchConfig_t config =
+        cooperative_launch_config(grid, dim3(conv2d_wgrad_wgmma::threads), smem, stream, cooperative);
     const cudaError_t launched = cudaLaunchKernelEx(&config, kernel, map_dy, map_x, prm);
     if (launched == cudaSuccess) return wgrad_launched::dw;
     // Fewer SMs than the device has (MPS, green contexts): the slabs go to the reduction kernel.

@@ -11,8 +11,10 @@
 // (steps 6 and 8), the wgmma kernel's stores, naive's and smem_tiled's. Their
 // classes: direct stores, split-K, misaligned y, Winograd's layers (3x3,
 // stride 1), wgmma's (stride 1), strided ones.
-//  - Conv2dEpilogueStorePaths: that claim, checked against the launcher's plan
-//    (plan.hpp) for the H200's 132 SMs (no GPU needed) and for this device;
+//  - Conv2dEpilogueStorePaths (conv2d_epilogue_store_paths_test.cpp): that claim,
+//    checked against the launcher's plan (plan.hpp) for the H200's 132 SMs (no GPU
+//    needed) and for this device; the layers, the kinds of epilogue and the
+//    combinations every device refuses: conv2d_epilogue_layers.hpp;
 //  - Conv2dFusedRelu: conv2d_options.relu on every variant x every layer, the
 //    threshold (-0.5, 0, 0.5) cycling with the layer's index; precompiled in the
 //    library;
@@ -61,6 +63,7 @@
 #include <vector>
 
 #include "conv2d_cases.hpp"
+#include "conv2d_epilogue_layers.hpp"
 #include "kernelforge/conv.cuh"
 #include "kernelforge/kernels/conv2d/plan.hpp"
 #include "kernelforge/reference/conv.hpp"
@@ -91,7 +94,8 @@ namespace {
 
 using conv2d_epilogue_test::residual_add;
 
-using namespace kf::test::conv2d;  // conv2d_cases.hpp
+using namespace kf::test::conv2d;           // conv2d_cases.hpp
+using namespace kf::test::conv2d_epilogue;  // conv2d_epilogue_layers.hpp
 
 /// The problem's host and device tensors and its reference before the epilogue,
 /// built once per case.
@@ -137,12 +141,6 @@ const problem& problem_for(const conv_case& cc) {
 }
 
 // ---- epilogues and their double-precision expectations ---------------------------
-enum class epi { relu, clamp, residual, lambda, compose_bias_relu, bias_relu_threshold };
-
-/// The library's own epilogue types (the options' ReLU, or epilogue::bias_relu_threshold<float>
-/// passed as a functor): the precompiled kernels, implicit_gemm_wgmma's included, take them.
-bool library_epilogue(epi e) { return e == epi::relu || e == epi::bias_relu_threshold; }
-
 constexpr float clamp_lo = -1.5f, clamp_hi = 2.5f;
 constexpr float lambda_factor = 0.5f;
 constexpr float compose_threshold = 0.25f;
@@ -319,107 +317,7 @@ void run_functor(epi e, const conv_case& cc, const problem& pr, float* y, const 
   FAIL() << "no functor for this epilogue";
 }
 
-const char* epi_name(epi e) {
-  switch (e) {
-    case epi::relu: return "relu";
-    case epi::clamp: return "clamp";
-    case epi::residual: return "residual_add";
-    case epi::lambda: return "lambda";
-    case epi::compose_bias_relu: return "compose_bias_relu";
-    case epi::bias_relu_threshold: return "bias_relu_threshold";
-  }
-  return "unknown";
-}
-
-// ---- the layers, and the combinations no device runs ---------------------------------
-/// What decides whether winograd, winograd_fused and implicit_gemm_wgmma take a
-/// layer: Winograd F(2x2,3x3) computes 3x3 filters at stride 1 and dilation 1,
-/// the wgmma kernel stride-1 layers.
-enum class layer_class { winograd, not_3x3, dilated, strided };
-
-layer_class class_of(const kf::conv2d_params& p) {
-  if (p.stride_h != 1 || p.stride_w != 1) return layer_class::strided;
-  if (p.filter_height != 3 || p.filter_width != 3) return layer_class::not_3x3;
-  if (p.dilation_h != 1 || p.dilation_w != 1) return layer_class::dilated;
-  return layer_class::winograd;
-}
-
-const char* class_name(layer_class c) {
-  switch (c) {
-    case layer_class::winograd: return "3x3 stride 1 (Winograd's)";
-    case layer_class::not_3x3: return "stride 1, not 3x3";
-    case layer_class::dilated: return "3x3 stride 1, dilated";
-    case layer_class::strided: return "strided";
-  }
-  return "unknown";
-}
-
-/// The layers, from conv_cases, and the store path each takes in the
-/// implicit-GEMM variants on the H200 (Conv2dEpilogueStorePaths checks that
-/// together they take every path the whole list takes). Two have no bias, so
-/// that every kind of store (the kernels', split-K's, Winograd's, wgmma's) also
-/// runs without one. Conv2dFusedRelu's threshold cycles with the index: each
-/// class of layer meets every threshold.
-const char* const epilogue_layer_names[] = {
-    "boxes_span_images_n9_c40_5x6_k70",       // split-K after 128x128, scalar (P*Q = 30)
-    "pointwise_1x1_c67",                      // 64x64, scalar stores (P*Q = 99); not 3x3
-    "dilated_3x3_d2_c67",                     // split-K after 128x64, scalar (P*Q = 483); dilated; no bias
-    "stride2_pad2_5x5_c19",                   // strided: split-K after 128x64, float4
-    "splitk_c128_14x14_k256",                 // split-K after 128x128, float4; best exact: Winograd
-    "gemm_tile_128x64_misaligned_y_no_bias",  // 128x64, scalar stores (y misaligned); no bias
-    "resnet_stem_7x7_s2_p3",                  // strided: 64x64, float4 stores
-    "gemm_tile_128x128",                      // 128x128, float4 stores
-};
-
-const std::vector<conv_case>& epilogue_layers() {
-  static const std::vector<conv_case> layers = [] {
-    std::vector<conv_case> v;
-    for (const char* name : epilogue_layer_names) v.push_back(case_named(name));
-    return v;
-  }();
-  return layers;
-}
-
 constexpr float relu_thresholds[] = {-0.5f, 0.0f, 0.5f};
-
-/// One combination that must raise errc::unsupported whatever the device.
-struct unsupported_combination {
-  kf::conv2d_variant variant;
-  epi epilogue;  // library_epilogue: the options' fused ReLU; else a functor (it stands for all four)
-  layer_class layers;
-};
-
-const unsupported_combination unsupported_combinations[] = {
-    // Winograd F(2x2,3x3) by name (validation): 3x3 filters at stride 1 and dilation 1 only.
-    {kf::conv2d_variant::winograd, epi::relu, layer_class::not_3x3},
-    {kf::conv2d_variant::winograd, epi::relu, layer_class::dilated},
-    {kf::conv2d_variant::winograd, epi::relu, layer_class::strided},
-    {kf::conv2d_variant::winograd, epi::clamp, layer_class::not_3x3},
-    {kf::conv2d_variant::winograd, epi::residual, layer_class::dilated},
-    {kf::conv2d_variant::winograd, epi::lambda, layer_class::strided},
-    {kf::conv2d_variant::winograd_fused, epi::relu, layer_class::not_3x3},
-    {kf::conv2d_variant::winograd_fused, epi::relu, layer_class::dilated},
-    {kf::conv2d_variant::winograd_fused, epi::relu, layer_class::strided},
-    {kf::conv2d_variant::winograd_fused, epi::compose_bias_relu, layer_class::not_3x3},
-    {kf::conv2d_variant::winograd_fused, epi::clamp, layer_class::dilated},
-    {kf::conv2d_variant::winograd_fused, epi::residual, layer_class::strided},
-    // implicit_gemm_wgmma: stride-1 layers only (validation), and the library's
-    // own epilogues only (a functor of this translation unit, on any layer).
-    {kf::conv2d_variant::implicit_gemm_wgmma, epi::relu, layer_class::strided},
-    {kf::conv2d_variant::implicit_gemm_wgmma, epi::clamp, layer_class::winograd},
-    {kf::conv2d_variant::implicit_gemm_wgmma, epi::residual, layer_class::not_3x3},
-    {kf::conv2d_variant::implicit_gemm_wgmma, epi::lambda, layer_class::dilated},
-    {kf::conv2d_variant::implicit_gemm_wgmma, epi::compose_bias_relu, layer_class::strided},
-};
-
-/// Whether `variant` with the fused ReLU or a functor (`functor`) must refuse
-/// `cc` whatever the device (a row of unsupported_combinations).
-bool refused(kf::conv2d_variant variant, bool functor, const conv_case& cc) {
-  for (const unsupported_combination& u : unsupported_combinations) {
-    if (u.variant == variant && !library_epilogue(u.epilogue) == functor && u.layers == class_of(cc.p)) return true;
-  }
-  return false;
-}
 
 // ---- the options' fused threshold ReLU, every variant --------------------------------
 using relu_param = std::tuple<variant_case, conv_case, float>;
@@ -467,12 +365,6 @@ TEST_P(Conv2dEpilogueFunctor, MatchesReference) {
   const kf::conv2d_options options = options_for(vc);
   expect_matches(vc, cc, e, compose_threshold,
                  [&](const problem& pr, float* y) { run_functor(e, cc, pr, y, options); });
-}
-
-/// The variants that take a functor (naive and smem_tiled refuse it:
-/// Conv2dEpilogueErrors.VariantsWithoutEpilogueAreUnsupported).
-std::vector<variant_case> functor_variants() {
-  return variants_except({kf::conv2d_variant::naive, kf::conv2d_variant::smem_tiled});
 }
 
 /// Every variant that takes a functor x every layer it takes x every functor.
@@ -544,112 +436,6 @@ TEST(Conv2dEpilogueUnsupported, NhwcLayout) {
     kf::conv2d_forward(p, x.data(), w.data(), nullptr, y.data(), kf::epilogue::clamp{-1.0f, 1.0f});
   });
   expect_unwritten(y);
-}
-
-// ---- the store paths --------------------------------------------------------------------
-/// A device as the launcher sees it when it picks a kernel and a plan.
-struct device_facts {
-  std::string name;
-  int sm_count = 0;
-  bool tf32 = false;            ///< TF32 tensor cores (compute capability 8.0+)
-  bool winograd_fused = false;  ///< grants winograd_fused's 168 KB block (sm_90, sm_100)
-  bool wgmma = false;           ///< runs the library's sm_90a wgmma kernel
-};
-
-device_facts h200() { return {"the H200 (132 SMs)", 132, true, true, true}; }
-
-device_facts this_device() {
-  const kf::device_info info = kf::get_device_info();
-  return {"this device (" + info.name + ", " + std::to_string(info.sm_count) + " SMs)", info.sm_count,
-          device_has_tf32(), winograd_fused_fits(), kf::detail::conv2d_wgmma_available(info.device)};
-}
-
-/// Where the implicit-GEMM kernel `kernel` leaves `cc`'s output: its own stores
-/// (float4 where it has them and P*Q % 4 == 0 and y is 16-byte aligned, else
-/// scalar) or, split-K, the shared split-k reduction's (float4 or scalar, the same rule),
-/// after the block tile of the plan.
-std::string gemm_store_path(const char* kernel, bool float4_stores, const conv_case& cc, int sm_count) {
-  const kf::conv2d_params& p = cc.p;
-  const kf::detail::conv2d_gemm_plan plan = gemm_plan(p, sm_count);
-  const bool float4 = kf::conv2d_output_height(p) * kf::conv2d_output_width(p) % 4 == 0 && cc.y_offset % 4 == 0;
-  const std::string tile = plan.tile == kf::detail::conv2d_gemm_tile::m128_n128  ? "128x128"
-                           : plan.tile == kf::detail::conv2d_gemm_tile::m128_n64 ? "128x64"
-                                                                                 : "64x64";
-  if (plan.split > 1) {
-    return std::string("split-K reduction (") + (float4 ? "float4" : "scalar") + ") after " + kernel + " " + tile;
-  }
-  return std::string(kernel) + " " + tile + ((float4 && float4_stores) ? ", float4 stores" : ", scalar stores");
-}
-
-/// The kernel that stores `vc`'s output for `cc` with the fused ReLU or a functor
-/// on device `d`, and how (gemm_launch.cuh's dispatch); empty where `d` cannot
-/// run the variant.
-std::string store_path(const variant_case& vc, bool functor, const conv_case& cc, const device_facts& d) {
-  using v = kf::conv2d_variant;
-  const kf::conv2d_params& p = cc.p;
-  switch (vc.variant) {
-    case v::naive: return "naive";
-    case v::smem_tiled: return "smem_tiled";
-    case v::implicit_gemm: return gemm_store_path("implicit_gemm", true, cc, d.sm_count);
-    case v::implicit_gemm_pipelined: return gemm_store_path("implicit_gemm_pipelined", true, cc, d.sm_count);
-    case v::implicit_gemm_tf32: return d.tf32 ? gemm_store_path("implicit_gemm_tf32", false, cc, d.sm_count) : "";
-    case v::winograd: return "winograd's output transform";
-    case v::winograd_fused: return d.winograd_fused ? "winograd_fused" : "";
-    case v::implicit_gemm_wgmma: return d.wgmma ? "implicit_gemm_wgmma" : "";
-    case v::best: break;
-  }
-  if (vc.math == kf::math_mode::tf32) {
-    // The sm_90a object holds the library's own epilogues: a functor takes mma.sync.
-    if (!functor && d.wgmma && kf::detail::conv2d_wgmma_preferred(p.in_channels, p.stride_h, p.stride_w)) {
-      return "implicit_gemm_wgmma";
-    }
-    if (d.tf32) return gemm_store_path("implicit_gemm_tf32", false, cc, d.sm_count);
-  }
-  switch (kf::detail::choose_conv2d_exact_kernel(p.in_channels, p.out_channels, p.filter_height, p.filter_width,
-                                                 p.stride_h, p.stride_w, p.dilation_h, p.dilation_w)) {
-    case kf::detail::conv2d_exact_kernel::winograd_fused: {
-      const auto l = kf::detail::make_conv2d_winograd_fused_layout(
-          p.batch, p.in_channels, p.out_channels, kf::conv2d_output_height(p), kf::conv2d_output_width(p));
-      // One 168 KB block per SM at a time.
-      const auto sms = static_cast<std::size_t>(d.sm_count);
-      if (d.winograd_fused && l.launchable() &&
-          kf::detail::conv2d_winograd_fused_fills_waves(l.grid_x * l.grid_y, sms)) {
-        return "winograd_fused";
-      }
-      return "winograd's output transform";
-    }
-    case kf::detail::conv2d_exact_kernel::winograd: return "winograd's output transform";
-    case kf::detail::conv2d_exact_kernel::implicit_gemm_pipelined:
-      return gemm_store_path("implicit_gemm_pipelined", true, cc, d.sm_count);
-    case kf::detail::conv2d_exact_kernel::implicit_gemm: break;
-  }
-  return gemm_store_path("implicit_gemm", true, cc, d.sm_count);
-}
-
-// The layers take every store path the whole case list takes, for every variant
-// and both kinds of epilogue (leaving out what unsupported_combinations refuses):
-// on the H200 (no GPU needed: the launcher's plan for 132 SMs) and on this device.
-TEST(Conv2dEpilogueStorePaths, LayersTakeEveryPathOfTheCaseList) {
-  std::vector<device_facts> devices{h200()};
-  if (kf::test::gpu_unavailable_reason().empty()) devices.push_back(this_device());
-  for (const device_facts& d : devices) {
-    for (const bool functor : {false, true}) {
-      for (const variant_case& vc : functor ? functor_variants() : variants_except({})) {
-        const auto paths = [&](const auto& cases) {
-          std::set<std::string> found;
-          for (const conv_case& cc : cases) {
-            if (!refused(vc.variant, functor, cc)) found.insert(store_path(vc, functor, cc, d));
-          }
-          return found;
-        };
-        const std::set<std::string> tested = paths(epilogue_layers());
-        for (const std::string& path : paths(conv_cases)) {
-          EXPECT_EQ(tested.count(path), 1u) << vc.name << (functor ? " with a functor" : " with the fused ReLU")
-                                            << " on " << d.name << ": no layer takes " << path;
-        }
-      }
-    }
-  }
 }
 
 }  // namespace

@@ -73,16 +73,35 @@ int resident_blocks_per_sm(int device, int threads, std::size_t smem_bytes, cons
   });
 }
 
-/// A configuration for cudaLaunchKernelEx (and the cluster occupancy query):
-/// clusters of `cluster` blocks along x, through `attribute`, which must outlive
-/// it; cluster 1 is an ordinary launch (no attribute).
-inline cudaLaunchConfig_t cluster_launch_config(dim3 grid, dim3 block, std::size_t smem_bytes, cudaStream_t stream,
-                                                int cluster, cudaLaunchAttribute& attribute) {
+/// A configuration for cudaLaunchKernelEx with no attribute.
+inline cudaLaunchConfig_t launch_config(dim3 grid, dim3 block, std::size_t smem_bytes, cudaStream_t stream) {
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = smem_bytes;
   config.stream = stream;
+  return config;
+}
+
+/// A configuration for cudaLaunchKernelEx of a cooperative launch (every block
+/// resident at once, or cudaErrorCooperativeLaunchTooLarge), through
+/// `attribute`, which must outlive it.
+inline cudaLaunchConfig_t cooperative_launch_config(dim3 grid, dim3 block, std::size_t smem_bytes, cudaStream_t stream,
+                                                    cudaLaunchAttribute& attribute) {
+  cudaLaunchConfig_t config = launch_config(grid, block, smem_bytes, stream);
+  attribute.id = cudaLaunchAttributeCooperative;
+  attribute.val.cooperative = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  return config;
+}
+
+/// A configuration for cudaLaunchKernelEx (and the cluster occupancy query):
+/// clusters of `cluster` blocks along x, through `attribute`, which must outlive
+/// it; cluster 1 is an ordinary launch (no attribute).
+inline cudaLaunchConfig_t cluster_launch_config(dim3 grid, dim3 block, std::size_t smem_bytes, cudaStream_t stream,
+                                                int cluster, cudaLaunchAttribute& attribute) {
+  cudaLaunchConfig_t config = launch_config(grid, block, smem_bytes, stream);
   attribute.id = cudaLaunchAttributeClusterDimension;
   attribute.val.clusterDim.x = static_cast<unsigned>(cluster);
   attribute.val.clusterDim.y = 1;

@@ -34,9 +34,9 @@ enum class wgrad_launched {
 /// `plan` (plan_conv2d_wgrad_wgmma): unsplit it writes dw; split (plan.split >
 /// 1) it writes plan.split slabs of K x RSC fp32 sums to `partial` and, given
 /// `arrivals` (plan.tiles() counters: the workspace after the slabs,
-/// plan.workspace_bytes; the caller passes them where
-/// conv2d_wgrad_wgmma_sums_in_kernel), sums them into dw itself in a
-/// cooperative launch (wgrad_wgmma/slab_sum.cuh); where that launch is refused
+/// plan.workspace_bytes), sums them into dw itself in a cooperative launch
+/// (wgrad_wgmma/slab_sum.cuh) where the plan gains by it
+/// (conv2d_wgrad_wgmma_sums_in_kernel); elsewhere, where that launch is refused
 /// (fewer resident CTAs than the grid) or `arrivals` is null, the caller sums
 /// the slabs.
 /// Returns wgrad_launched::dw or ::slabs; or ::nothing, having enqueued nothing,
