@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The GPU run the wip/ series need, in one device call on a tree with them applied
 # (git am --3way wip/<name>.mbox; README.md here says what each must show).
-# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|land|train|mintime|buildtime|profile1x1|ab|abfresh|tmaprobe]
+# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|land|train|mintime|buildtime|profile1x1|ab|abfresh|abland|tmaprobe]
 # (mintime, after workflow: bench_conv's preset rows at KF_BENCH_MIN_TIME 0.1 and 0.05, each timed, JSON kept)
 # (workflow: the bench workflow from scratch, timed, then the rest built, ~505 s on 2026-12-05;
 #  land: a fresh machine's one call for a change on main: everything built, the CPU conv2d tests, ctest -L gpu;
@@ -36,14 +36,21 @@ fi
 # The 16-bit dw and step rows of the C256 and 1x1 layers (or KF_ROWS, a Google Benchmark filter), paired
 # with cuDNN: LABEL -> $R/rows_LABEL.json, a line a row in the summary.
 ROWS_DEFAULT='conv2d_backward/(fp16|bf16)/(filter|step)/n32_c256_(56x56_k64_1x1|14x14_k256_3x3_p1)'
-rows_of() {  # LABEL
-  BENCHMARK_FILTER="${KF_ROWS:-$ROWS_DEFAULT}" timeout 120 build-bench/benchmarks/conv/bench_conv \
+rows_of() {  # LABEL (KF_BENCH: the benchmark binary under build-bench/benchmarks, default conv/bench_conv)
+  BENCHMARK_FILTER="${KF_ROWS:-$ROWS_DEFAULT}" timeout 150 "build-bench/benchmarks/${KF_BENCH:-conv/bench_conv}" \
     --benchmark_out="$R/rows_$1.json" --benchmark_out_format=json >"$R/rows_$1.log" 2>&1
   say "rows $1 rc $?"
-  python3 -c "import json,sys; [print(b['name'].split('/min_time')[0], 'ours %.1f us' % (b['gpu_s']*1e6), 'cudnn %.1f us' % (b.get('baseline_s', 0)*1e6), 'ratio %.3f' % b.get('frac_cudnn', 0)) for b in json.load(open(sys.argv[1]))['benchmarks']]" "$R/rows_$1.json" >>"$R/summary.txt"
+  python3 -c "
+import json, sys
+for b in json.load(open(sys.argv[1]))['benchmarks']:
+    extra = ' '.join('%s %.4g' % (k, v) for k, v in sorted(b.items())
+                     if isinstance(v, float) and ('frac_c' in k or '_over_' in k or 'error' in k))
+    print(b['name'].split('/iterations')[0].split('/min_time')[0], 'ours %.1f us' % (b['gpu_s'] * 1e6),
+          'base %.1f us' % (b.get('baseline_s', 0) * 1e6), extra)" "$R/rows_$1.json" >>"$R/summary.txt"
 }
-san() {  # TOOL FILTER (of KF_SAN_BIN, default test_conv2d_backward_gpu)
-  timeout 150 compute-sanitizer --tool "$1" --error-exitcode 99 "$B/${KF_SAN_BIN:-test_conv2d_backward_gpu}" --gtest_filter="$2" \
+san() {  # TOOL FILTER (of KF_SAN_BIN, a test binary under build-bench/tests, default test_conv2d_backward_gpu)
+  timeout 150 compute-sanitizer --tool "$1" --error-exitcode 99 \
+    "$(find build-bench/tests -name "${KF_SAN_BIN:-test_conv2d_backward_gpu}" -type f | head -1)" --gtest_filter="$2" \
     --gtest_brief=1 >"$R/san_$1_$RANDOM.log" 2>&1
   say "san $1 [$2] rc $?"
 }
@@ -217,13 +224,13 @@ PY
   say "ncu rc $? (r/ncu.txt)"
 fi
 if [[ $what == ab ]]; then  # wip/<name>.mbox for each name in $KF_AB, in turn, on what the tree has: rows, tests, sanitizers
-  # (KF_AB="wgrad-slice-cluster:*Filter*split_* other:*Filter*x_*": name:sanitizer filter (of KF_SAN_BIN);
+  # (KF_AB="wgrad-slice-cluster:*Filter*split_* other:*Filter*x_*": name:sanitizer filter (of KF_SAN_BIN; - for none);
   #  the rows: rows_of; the GPU tests: KF_AB_TESTS, default test_conv2d_backward_gpu; build-bench kept)
   AB_TESTS=${KF_AB_TESTS:-test_conv2d_backward_gpu}  # each "binary" or "binary:gtest filter", as abfresh's
   AB_BINS=$(for t in $AB_TESTS; do echo "${t%%:*}"; done)
   [[ -f build-bench/build.ninja ]] || cmake --preset bench >"$R/configure.log" 2>&1
   t0=$(date +%s)
-  cmake --build --preset bench -j 16 --target bench_conv $AB_BINS >"$R/build_base.log" 2>&1
+  cmake --build --preset bench -j 16 --target "$(basename "${KF_BENCH:-bench_conv}")" $AB_BINS >"$R/build_base.log" 2>&1
   say "build base rc $? $(($(date +%s) - t0)) s"
   rows_of base
   applied=""
@@ -231,19 +238,46 @@ if [[ $what == ab ]]; then  # wip/<name>.mbox for each name in $KF_AB, in turn, 
     name=${item%%:*} filter=${item#*:}
     patch -p1 -s <"wip/$name.mbox" || say "patch $name failed"
     t0=$(date +%s)
-    cmake --build --preset bench -j 16 --target bench_conv test_conv2d $AB_BINS >"$R/build_$name.log" 2>&1
+    cmake --build --preset bench -j 16 --target "$(basename "${KF_BENCH:-bench_conv}")" test_conv2d $AB_BINS >"$R/build_$name.log" 2>&1
     say "build $name rc $? $(($(date +%s) - t0)) s"
     "$B/test_conv2d" --gtest_brief=1 >"$R/cpu_$name.log" 2>&1
     say "test_conv2d ($name) rc $? $(tail -1 "$R/cpu_$name.log")"
     grep -E "^\[  FAILED|Failure" "$R/cpu_$name.log" | head -10 >>"$R/summary.txt"
+    rows_of "$name"  # before the tests and sanitizers: what a call cut short must keep
     ab_tests "$name"
-    for tool in memcheck racecheck synccheck; do san $tool "$filter"; done
-    rows_of "$name"
+    [[ $filter != - ]] && for tool in memcheck racecheck synccheck; do san $tool "$filter"; done
     applied="$name $applied"
   done
   for name in ${applied:-}; do  # the copy as it came: a warm machine keeps it for the next call
     patch -R -p1 -s <"wip/$name.mbox" || say "patch -R $name failed"
     sed -n 's#^+++ b/##p' "wip/$name.mbox" >>build-bench/.kf_touch
+  done
+fi
+if [[ $what == abland ]]; then  # a fresh machine: main's rows (KF_BENCH, KF_ROWS), then every patch of KF_AB ("name:sanitizer
+  # filter of KF_SAN_BIN" ...) applied, everything built, ctest -L gpu, the rows again, the sanitizers; the patches undone
+  t0=$(date +%s)
+  { cmake --preset bench >"$R/configure.log" 2>&1 &&
+    cmake --build --preset bench -j 16 --target "$(basename "${KF_BENCH:-bench_conv}")" >"$R/build_base.log" 2>&1; }
+  say "build base rc $? $(($(date +%s) - t0)) s"
+  rows_of base
+  for item in ${KF_AB:-}; do patch -p1 -s <"wip/${item%%:*}.mbox" || say "patch ${item%%:*} failed"; done
+  t0=$(date +%s)
+  cmake --build --preset bench -j 16 >"$R/build.log" 2>&1
+  say "build everything (patched) rc $? $(($(date +%s) - t0)) s"
+  grep -E "error" "$R/build.log" | head -5 >>"$R/summary.txt"
+  rows_of patched
+  t0=$(date +%s)
+  timeout 280 ctest --test-dir build-bench -L gpu -j 8 --timeout 270 >"$R/ctest_gpu.log" 2>&1
+  say "ctest -L gpu (patched) rc $? $(($(date +%s) - t0)) s: $(grep -E 'tests passed|tests failed' "$R/ctest_gpu.log")"
+  grep -E "Failed|\*\*\*|Not Run" "$R/ctest_gpu.log" >>"$R/summary.txt"
+  for item in ${KF_AB:-}; do
+    filter=${item#*:}
+    [[ $filter != - ]] && for tool in memcheck racecheck synccheck; do san $tool "$filter"; done
+  done
+  rows_of patched2
+  for item in ${KF_AB:-}; do
+    patch -R -p1 -s <"wip/${item%%:*}.mbox" || say "patch -R ${item%%:*} failed"
+    sed -n 's#^+++ b/##p' "wip/${item%%:*}.mbox" >>build-bench/.kf_touch
   done
 fi
 if [[ $what == abfresh ]]; then  # one patch (KF_AB="name:sanitizer filter") on a fresh machine short of device time:
