@@ -290,7 +290,7 @@ if [[ $what == abfresh ]]; then  # one patch (KF_AB="name:sanitizer filter") on 
   patch -p1 -s <"wip/$name.mbox" || say "patch $name failed"
   t0=$(date +%s)
   { cmake --preset bench >"$R/configure.log" 2>&1 &&
-    cmake --build --preset bench -j 16 --target bench_conv $(for t in $AB_TESTS; do echo "${t%%:*}"; done) \
+    cmake --build --preset bench -j 16 --target "$(basename "${KF_BENCH:-bench_conv}")" $(for t in $AB_TESTS; do echo "${t%%:*}"; done) \
       >"$R/build_$name.log" 2>&1; }
   say "build $name rc $? $(($(date +%s) - t0)) s"
   grep -E "error" "$R/build_$name.log" | head -5 >>"$R/summary.txt"
@@ -301,7 +301,7 @@ if [[ $what == abfresh ]]; then  # one patch (KF_AB="name:sanitizer filter") on 
   # What the patch touched, rebuilt: the copy's old timestamps would not make ninja do it (2026-12-05)
   sed -n 's#^+++ b/##p' "wip/$name.mbox" | while read -r f; do [[ -e $f ]] && touch "$f"; done
   t0=$(date +%s)
-  cmake --build --preset bench -j 16 --target bench_conv >"$R/build_main.log" 2>&1
+  cmake --build --preset bench -j 16 --target "$(basename "${KF_BENCH:-bench_conv}")" >"$R/build_main.log" 2>&1
   say "build main rc $? $(($(date +%s) - t0)) s"
   rows_of main  # main rebuilt after the patch went back: nothing for the next call to touch
 fi
