@@ -4,6 +4,9 @@
 // tensor_core_tf32_test.cu): the mma.sync kernel's padding (bank-conflict free,
 // stages that fit), the swapped TF32 product's A fragments, step 17's X
 // fragments, and the staged epilogue's stores into its swizzled C buffers.
+// And on the GPU, step 17's split of its X fragments into TF32 parts over every
+// float (Tf32Parts, at the end: one kernel here rather than a file of its own,
+// whose 12-architecture compile would cost the test workflow ~10 s).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,9 +14,13 @@
 #include <set>
 #include <vector>
 
+#include <cuda_runtime_api.h>
+
 #include "kernelforge/kernels/matmul/tensor_core_tf32_launch.cuh"
+#include "kernelforge/kernels/matmul/tf32_parts.cuh"                // step 17's split
 #include "kernelforge/kernels/matmul/wgmma/split_in_registers.cuh"  // step 17's fragments
 #include "kernelforge/kernels/matmul/wgmma/swap_ab.cuh"             // the transpose and staged-store mappings
+#include "test_support.hpp"
 
 namespace {
 
@@ -268,6 +275,67 @@ TEST(MatmulWgmmaTf32, StagedEpilogueMapping) {
     EXPECT_EQ(misplaced, 0u) << "elements not where the 128-byte swizzle puts them";
     EXPECT_EQ(std::count(written.begin(), written.end(), 1), w::c_buffer_bytes) << "every byte written exactly once";
   }
+}
+
+// ---- fp32 -> TF32 parts (tf32_parts.cuh) over every one of the 2^32 float
+// bit patterns, on the GPU ----------------------------------------------------
+// split_tf32_unguarded, which step 17 runs on a k-block's 16 values before it
+// falls back to split_tf32 (wgmma/split_in_registers.cuh), must give
+// split_tf32's hi and lo bit for bit wherever its remainder is finite, and its
+// remainder must be non-finite for exactly the inputs where the two may
+// differ: inf and NaN (2 x 2^23 patterns) and the finite values within half a
+// TF32 step of FLT_MAX (0x7F7FF000-0x7F7FFFFF and their negatives: 2 x 4096),
+// whose hi would round to inf. Both counts are asserted, so a split that gave
+// up on more values (every k-block on the slow path) fails as well as a wrong one.
+struct split_counts {
+  unsigned long long mismatched;  // remainder finite, parts differ from split_tf32's
+  unsigned long long not_finite;  // remainder inf or NaN (the caller's slow path)
+  unsigned long long unexpected;  // remainder not finite for an x that split_tf32_unguarded must handle
+};
+
+__global__ void compare_splits(split_counts* counts) {
+  unsigned long long mismatched = 0, not_finite = 0, unexpected = 0;
+  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < (1ull << 32);
+       i += stride) {
+    const auto bits = static_cast<std::uint32_t>(i);
+    const float x = __uint_as_float(bits);
+    float remainder;
+    const float2 fast = kf::detail::split_tf32_unguarded(x, remainder);
+    const float2 guarded = kf::detail::split_tf32(x);
+    const std::uint32_t magnitude = bits & 0x7FFFFFFFu;
+    const bool may_differ = magnitude >= 0x7F7FF000u;  // rounds past FLT_MAX, or inf / NaN
+    if (isfinite(remainder)) {
+      mismatched += __float_as_uint(fast.x) != __float_as_uint(guarded.x) ||
+                    __float_as_uint(fast.y) != __float_as_uint(guarded.y);
+    } else {
+      ++not_finite;
+      unexpected += !may_differ;
+    }
+  }
+  atomicAdd(&counts->mismatched, mismatched);
+  atomicAdd(&counts->not_finite, not_finite);
+  atomicAdd(&counts->unexpected, unexpected);
+}
+
+TEST(Tf32Parts, UnguardedSplitIsTheGuardedOneWhereverItsRemainderIsFinite) {
+  KF_SKIP_WITHOUT_GPU();
+  int device = 0, major = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), cudaSuccess);
+  if (major < 8) GTEST_SKIP() << "cvt.rna.tf32.f32 (split_tf32's rounding) needs compute capability 8.0";
+  split_counts* counts = nullptr;
+  ASSERT_EQ(cudaMalloc(&counts, sizeof(split_counts)), cudaSuccess);
+  ASSERT_EQ(cudaMemset(counts, 0, sizeof(split_counts)), cudaSuccess);
+  compare_splits<<<1024, 256>>>(counts);
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  split_counts got{};
+  ASSERT_EQ(cudaMemcpy(&got, counts, sizeof(got), cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaFree(counts), cudaSuccess);
+  EXPECT_EQ(got.mismatched, 0u);
+  EXPECT_EQ(got.unexpected, 0u);
+  // inf and NaN: exponent all ones, either sign (2 x 2^23); finite values that round to inf: 2 x 4096.
+  EXPECT_EQ(got.not_finite, 2ull * (1ull << 23) + 2ull * 4096u);
 }
 
 }  // namespace

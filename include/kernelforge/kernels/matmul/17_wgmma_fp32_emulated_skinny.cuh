@@ -8,9 +8,11 @@
 //    lo parts, which its kernel reads: 20 bytes of HBM traffic an element, in
 //    two passes. At 128 x 8192 x 8192 that is 1.3 GB (~0.28 ms at 4.8 TB/s)
 //    against ~0.1 ms of products. Here the large operand X is read once, as
-//    plain fp32, by TMA (268 MB there), and split in registers (tf32_parts.cuh,
-//    the pre-pass's own split, without a branch: one per element made 16
-//    divergent chains a k-block); only the small operand Y is pre-split.
+//    plain fp32, by TMA (268 MB there), and split in registers into the
+//    pre-pass's parts, bit for bit (wgmma/split_in_registers.cuh: a thread's
+//    16 values a k-block split unguarded, 7 instructions each, and again with
+//    the pre-pass's guarded split_tf32 only where one is inf, NaN or rounds
+//    past FLT_MAX); only the small operand Y is pre-split.
 //  * X must be wgmma's A, the operand it takes from registers: where m is
 //    small the kernel computes C^T = op(B)^T op(A)^T (step 14's swapped TF32
 //    product and its epilogues, wgmma/swap_ab.cuh), where n is small C = op(A)
@@ -26,8 +28,8 @@
 //    its pre-pass and run the Apart instance (both are launched; the other
 //    returns at once).
 //  * Split ahead (SplitAhead): a warpgroup issues k-block i's products, then
-//    loads and splits k-block i + 1 (~10 instructions an element, 16 a
-//    thread) into its second fragment set while they run, then waits for
+//    loads and splits k-block i + 1 (16 values a thread) into its second
+//    fragment set while they run, then waits for
 //    them, releases stage i and sums. The sets are taken in turn by a loop
 //    unrolled over two k-blocks, so each has fixed registers: a rewritten
 //    fragment register would make ptxas wait for the products reading it.

@@ -61,17 +61,48 @@ struct split_fragments {
 
   /// Loads and splits the k-block in the stage at x_stage; offset: the
   /// thread's k-step-0 offsets, k_step_xor: m_major_k_step_xor or k_major_k_step_xor.
+  /// The thread's 16 values are split unguarded (7 instructions a value, against
+  /// ~16 with split_tf32's guards and the predicates they hold), and again by
+  /// split_tf32 only where one of them is inf, NaN or rounds past FLT_MAX
+  /// (tf32_parts.cuh: split_tf32_unguarded): the same bits either way.
   __device__ __forceinline__ void load(std::uint32_t x_stage, const std::uint32_t (&offset)[4],
                                        std::uint32_t k_step_xor) {
+    // The k-step offsets made here, each k-block (a LOP3 each): hoisted out of the k-loop, ptxas kept
+    // all 16 live across it and spilled them into the loop (13 LDL a k-block).
+    std::uint32_t base[4];
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      base[r] = offset[r];
+      asm volatile("" : "+r"(base[r]));
+    }
+    const auto value = [&](int kk, int r) {
+      return __uint_as_float(load_shared_b32(x_stage + (base[r] ^ (kk * k_step_xor))));
+    };
+    float remainders = 0.0f;  // finite iff every unguarded split below is split_tf32's
 #pragma unroll
     for (int kk = 0; kk < split_k_steps; ++kk) {
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
-        const float x = __uint_as_float(load_shared_b32(x_stage + (offset[r] ^ (kk * k_step_xor))));
-        const float2 parts = split_tf32(x);
-        hi[kk][r] = __float_as_uint(parts.x);
-        hi_c[kk][r] = isfinite(x) ? hi[kk][r] : 0u;
+        float remainder;
+        const float2 parts = split_tf32_unguarded(value(kk, r), remainder);
+        remainders += remainder;
+        hi[kk][r] = hi_c[kk][r] = __float_as_uint(parts.x);
         lo[kk][r] = __float_as_uint(parts.y);
+      }
+    }
+    // Rare: this thread's values loaded again (the stage stays until its products are done; keeping
+    // them in registers spilled the offsets) and split with split_tf32's guards.
+    if (__builtin_expect(!isfinite(remainders), 0)) {
+#pragma unroll
+      for (int kk = 0; kk < split_k_steps; ++kk) {
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const float x = value(kk, r);
+          const float2 parts = split_tf32(x);
+          hi[kk][r] = __float_as_uint(parts.x);
+          hi_c[kk][r] = isfinite(x) ? hi[kk][r] : 0u;
+          lo[kk][r] = __float_as_uint(parts.y);
+        }
       }
     }
     // The split ends here, before the products' wgmma_fence: left to the
