@@ -29,10 +29,10 @@
 //    returns at once).
 //  * Split ahead (SplitAhead): a warpgroup issues k-block i's products, then
 //    loads and splits k-block i + 1 (16 values a thread) into its second
-//    fragment set while they run, then waits for
-//    them, releases stage i and sums. The sets are taken in turn by a loop
-//    unrolled over two k-blocks, so each has fixed registers: a rewritten
-//    fragment register would make ptxas wait for the products reading it.
+//    fragment set while they run, then waits for them, releases stage i and
+//    sums. The sets are taken in turn by a loop unrolled over two k-blocks,
+//    so each has fixed registers: a rewritten fragment register would make
+//    ptxas wait for the products reading it.
 //    The partial is read before the next products overwrite it, so one
 //    k-block's products are in flight a warpgroup (the other's beside them).
 //    SplitAhead false splits after the products complete (the same bits; the

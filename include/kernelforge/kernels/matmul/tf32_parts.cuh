@@ -40,7 +40,7 @@ __device__ __forceinline__ float2 split_tf32(float x) {
   return make_float2(hi, finite ? lo : 0.0f);
 }
 
-/// round-to-nearest (ties away) fp32 -> TF32 bits of a value that stays
+/// The round-to-nearest (ties away) fp32 -> TF32 bits of a value that stays
 /// finite when rounded: the 13 dropped bits' half added to the magnitude, then
 /// dropped (what cvt.rna.tf32.f32 does there; it adds a guard for inf and NaN).
 __host__ __device__ __forceinline__ std::uint32_t tf32_bits_of_finite(std::uint32_t bits) {
@@ -52,9 +52,9 @@ __host__ __device__ __forceinline__ std::uint32_t tf32_bits_of_finite(std::uint3
 /// split_in_registers.cuh). Returns x's parts as split_tf32 gives them
 /// whenever `remainder` comes back finite. It does not otherwise: x inf or NaN,
 /// or x within half a TF32 step of FLT_MAX (hi rounds to inf), all make the
-/// remainder x - hi inf or NaN. So a caller sums its values' remainders (none
-/// finite above 2^117, so 16 of them cannot overflow: a finite sum means
-/// every one was finite) and redoes the lot with split_tf32 if the sum is not.
+/// remainder x - hi inf or NaN. So a caller sums its values' remainders (a
+/// finite one is below 2^117, so 16 of them cannot overflow: a finite sum
+/// means every one was finite) and redoes the lot with split_tf32 if it is not.
 __device__ __forceinline__ float2 split_tf32_unguarded(float x, float& remainder) {
   const float hi = __uint_as_float(tf32_bits_of_finite(__float_as_uint(x)));
   remainder = x - hi;
