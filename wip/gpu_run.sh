@@ -54,6 +54,10 @@ san() {  # TOOL FILTER (of KF_SAN_BIN, a test binary under build-bench/tests, de
     --gtest_brief=1 >"$R/san_$1_$RANDOM.log" 2>&1
   say "san $1 [$2] rc $?"
 }
+undo_patch() {  # NAME: wip/NAME.mbox taken back out, and what it touched marked for the next call's touch
+  patch -R -p1 -s <"wip/$1.mbox" || say "patch -R $1 failed"
+  sed -n 's#^+++ b/##p' "wip/$1.mbox" >>build-bench/.kf_touch
+}
 ab_tests() {  # LABEL: each of $AB_TESTS ("binary" or "binary:gtest filter"), found under build-bench/tests
   local t bin gfilter
   for t in $AB_TESTS; do
@@ -248,10 +252,7 @@ if [[ $what == ab ]]; then  # wip/<name>.mbox for each name in $KF_AB, in turn, 
     [[ $filter != - ]] && for tool in memcheck racecheck synccheck; do san $tool "$filter"; done
     applied="$name $applied"
   done
-  for name in ${applied:-}; do  # the copy as it came: a warm machine keeps it for the next call
-    patch -R -p1 -s <"wip/$name.mbox" || say "patch -R $name failed"
-    sed -n 's#^+++ b/##p' "wip/$name.mbox" >>build-bench/.kf_touch
-  done
+  for name in ${applied:-}; do undo_patch "$name"; done  # the copy as it came: a warm machine keeps it
 fi
 if [[ $what == abland ]]; then  # a fresh machine: main's rows (KF_BENCH, KF_ROWS), then every patch of KF_AB ("name:sanitizer
   # filter of KF_SAN_BIN" ...) applied, everything built, ctest -L gpu, the rows again, the sanitizers; the patches undone
@@ -275,10 +276,7 @@ if [[ $what == abland ]]; then  # a fresh machine: main's rows (KF_BENCH, KF_ROW
     [[ $filter != - ]] && for tool in memcheck racecheck synccheck; do san $tool "$filter"; done
   done
   rows_of patched2
-  for item in ${KF_AB:-}; do
-    patch -R -p1 -s <"wip/${item%%:*}.mbox" || say "patch -R ${item%%:*} failed"
-    sed -n 's#^+++ b/##p' "wip/${item%%:*}.mbox" >>build-bench/.kf_touch
-  done
+  for item in ${KF_AB:-}; do undo_patch "${item%%:*}"; done
 fi
 if [[ $what == abfresh ]]; then  # one patch (KF_AB="name:sanitizer filter") on a fresh machine short of device time:
   # patched first (build, test_conv2d_backward_gpu, sanitizers, the rows), then main's rows; build-bench kept
