@@ -40,7 +40,8 @@
 // 128 x 8192 x 8192, paired in one run: H200 (2026-12-04, the guarded split)
 // 60.4 TFLOP/s against step 15's 41.7 (1.45x; 1.29x with the serial
 // schedule), 1.19x cuBLAS SGEMM; H100 (2026-12-06) guarded 59.9 TFLOP/s,
-// 1.17x SGEMM, unguarded 82.5, 1.63x SGEMM; the same error (4.7e-9). `best`
+// 1.17x SGEMM, unguarded 82.5, 1.63x SGEMM; H200 (2026-12-06) unguarded 83.7,
+// 1.66x SGEMM; the same error (4.7e-9). `best`
 // runs it on skinny shapes (tuning.hpp: best_uses_fp32_emulated_skinny):
 // benchmarks/tuning/matmul.md#fp32-emulation-for-skinny-products-step-17.
 #pragma once
