@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The GPU run the wip/ series need, in one device call on a tree with them applied
 # (git am --3way wip/<name>.mbox; README.md here says what each must show).
-# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|land|train|mintime|buildtime|profile1x1|ab|abfresh|abland|tmaprobe]
+# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|land|train|mintime|buildtime|profile1x1|ab|abfresh|abland|abpair|tmaprobe]
 # (mintime, after workflow: bench_conv's preset rows at KF_BENCH_MIN_TIME 0.1 and 0.05, each timed, JSON kept)
 # (workflow: the bench workflow from scratch, timed, then the rest built, ~505 s on 2026-12-05;
 #  land: a fresh machine's one call for a change on main: everything built, the CPU conv2d tests, ctest -L gpu;
@@ -302,6 +302,24 @@ if [[ $what == abfresh ]]; then  # one patch (KF_AB="name:sanitizer filter") on 
   cmake --build --preset bench -j 16 --target "$(basename "${KF_BENCH:-bench_conv}")" >"$R/build_main.log" 2>&1
   say "build main rc $? $(($(date +%s) - t0)) s"
   rows_of main  # main rebuilt after the patch went back: nothing for the next call to touch
+fi
+if [[ $what == abpair ]]; then  # one patch (KF_AB=name): main in build-bench and the patched copy in /tmp/kf-ab/build-bench,
+  # built at once (8 jobs each), then KF_BENCH's KF_ROWS alternated main, patched, main, patched (KF_PAIRS rounds,
+  # default 2): a change's rows against main's where one run of each cannot tell a change from the machine
+  name=${KF_AB%%:*}
+  rm -rf /tmp/kf-ab && mkdir -p /tmp/kf-ab && cp -a . /tmp/kf-ab/ && rm -rf /tmp/kf-ab/build-bench
+  (cd /tmp/kf-ab && patch -p1 -s <"wip/$name.mbox") || say "patch $name failed"
+  t0=$(date +%s)
+  target=$(basename "${KF_BENCH:-bench_conv}")
+  { cmake --preset bench >"$R/configure.log" 2>&1 && cmake --build --preset bench -j 8 --target "$target" >"$R/build_main.log" 2>&1; } &
+  { (cd /tmp/kf-ab && cmake --preset bench >"$R/configure_ab.log" 2>&1 &&
+     cmake --build --preset bench -j 8 --target "$target" >"$R/build_$name.log" 2>&1); } &
+  wait
+  say "builds $(($(date +%s) - t0)) s: $(ls build-bench/benchmarks/${KF_BENCH:-conv/bench_conv} /tmp/kf-ab/build-bench/benchmarks/${KF_BENCH:-conv/bench_conv} 2>&1 | tr '\n' ' ')"
+  for round in $(seq "${KF_PAIRS:-2}"); do
+    rows_of "main$round"
+    (cd /tmp/kf-ab && R=$R rows_of "$name$round")
+  done
 fi
 if [[ $what == profile1x1 ]]; then  # after a build of bench_conv: the 1x1 layer's 16-bit forward and dw, and the C256 dw, ours and cuDNN's, under ncu
   # (the layers below cuDNN in the training step). Ours and cuDNN's kernels are captured apart (-k): without a filter the
