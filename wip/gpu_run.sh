@@ -303,23 +303,50 @@ if [[ $what == abfresh ]]; then  # one patch (KF_AB="name:sanitizer filter") on 
   say "build main rc $? $(($(date +%s) - t0)) s"
   rows_of main  # main rebuilt after the patch went back: nothing for the next call to touch
 fi
-if [[ $what == abpair ]]; then  # one patch (KF_AB=name): main in build-bench and the patched copy in /tmp/kf-ab/build-bench,
-  # built at once (8 jobs each), then KF_BENCH's KF_ROWS alternated main, patched, main, patched (KF_PAIRS rounds,
-  # default 2): a change's rows against main's where one run of each cannot tell a change from the machine
-  name=${KF_AB%%:*}
-  rm -rf /tmp/kf-ab && mkdir -p /tmp/kf-ab && cp -a . /tmp/kf-ab/ && rm -rf /tmp/kf-ab/build-bench
-  (cd /tmp/kf-ab && patch -p1 -s <"wip/$name.mbox") || say "patch $name failed"
-  t0=$(date +%s)
+if [[ $what == abpair ]]; then  # patches (KF_AB="name:sanitizer filter of KF_SAN_BIN ..."; - for none): main in build-bench and
+  # each patched copy in /tmp/kf-ab-<name>/build-bench, built at once, then KF_BENCH's KF_ROWS alternated main, each patch,
+  # main, ... (KF_PAIRS rounds, default 2): a change's rows against main's where one run of each cannot tell a change from
+  # the machine. Then per patch: KF_AB_TESTS (each "binary" or "binary:gtest filter", as ab's) and the sanitizers; and
+  # with KF_NCU_ROW (a benchmark filter), each tree's kernels of that row under ncu (KF_NCU_K: the kernel regex)
+  names=""
+  for item in ${KF_AB:-}; do names="$names ${item%%:*}"; done
+  AB_TESTS=${KF_AB_TESTS:-}
   target=$(basename "${KF_BENCH:-bench_conv}")
-  { cmake --preset bench >"$R/configure.log" 2>&1 && cmake --build --preset bench -j 8 --target "$target" >"$R/build_main.log" 2>&1; } &
-  { (cd /tmp/kf-ab && cmake --preset bench >"$R/configure_ab.log" 2>&1 &&
-     cmake --build --preset bench -j 8 --target "$target" >"$R/build_$name.log" 2>&1); } &
+  jobs=$((16 / (1 + $(echo $names | wc -w))))
+  t0=$(date +%s)
+  { cmake --preset bench >"$R/configure.log" 2>&1 &&
+    cmake --build --preset bench -j $jobs --target "$target" >"$R/build_main.log" 2>&1; } &
+  for name in $names; do
+    rm -rf "/tmp/kf-ab-$name" && mkdir -p "/tmp/kf-ab-$name" && tar --exclude=./build-bench -cf - . | tar -xf - -C "/tmp/kf-ab-$name"
+    (cd "/tmp/kf-ab-$name" && patch -p1 -s <"wip/$name.mbox") || say "patch $name failed"
+    { (cd "/tmp/kf-ab-$name" && cmake --preset bench >"$R/configure_$name.log" 2>&1 &&
+       cmake --build --preset bench -j $jobs --target "$target" $(for t in $AB_TESTS; do echo "${t%%:*}"; done) \
+         >"$R/build_$name.log" 2>&1); } &
+  done
   wait
-  say "builds $(($(date +%s) - t0)) s: $(ls build-bench/benchmarks/${KF_BENCH:-conv/bench_conv} /tmp/kf-ab/build-bench/benchmarks/${KF_BENCH:-conv/bench_conv} 2>&1 | tr '\n' ' ')"
+  say "builds $(($(date +%s) - t0)) s: $(ls build-bench/benchmarks/${KF_BENCH:-conv/bench_conv} /tmp/kf-ab-*/build-bench/benchmarks/${KF_BENCH:-conv/bench_conv} 2>&1 | wc -l) binaries"
   for round in $(seq "${KF_PAIRS:-2}"); do
     rows_of "main$round"
-    (cd /tmp/kf-ab && R=$R rows_of "$name$round")
+    for name in $names; do (cd "/tmp/kf-ab-$name" && rows_of "$name$round"); done
   done
+  for item in ${KF_AB:-}; do
+    name=${item%%:*} filter=${item#*:}
+    [[ $item == *:* ]] || filter=-
+    (
+      cd "/tmp/kf-ab-$name" || exit
+      [[ -n $AB_TESTS ]] && ab_tests "$name"
+      [[ $filter != - ]] && for tool in memcheck racecheck synccheck; do san $tool "$filter"; done
+    )
+  done
+  if [[ -n ${KF_NCU_ROW:-} ]]; then
+    for tree in . $(for name in $names; do echo "/tmp/kf-ab-$name"; done); do
+      tag=$(basename "$tree"); [[ $tree == . ]] && tag=main
+      KF_BENCH_MIN_TIME=0.001 timeout 60 ncu --clock-control none -k "regex:${KF_NCU_K:-implicit_gemm_wgmma_fp32_emulated}" \
+        --launch-count 2 --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
+        "$tree/build-bench/benchmarks/${KF_BENCH:-conv/bench_conv}" --benchmark_filter="$KF_NCU_ROW" >"$R/ncu_$tag.txt" 2>&1
+      say "ncu $tag rc $?: $(grep -E 'Duration|Issue Slots Busy|No Eligible' "$R/ncu_$tag.txt" | awk '{print $1, $2, $(NF)}' | tr '\n' ' ')"
+    done
+  fi
 fi
 if [[ $what == profile1x1 ]]; then  # after a build of bench_conv: the 1x1 layer's 16-bit forward and dw, and the C256 dw, ours and cuDNN's, under ncu
   # (the layers below cuDNN in the training step). Ours and cuDNN's kernels are captured apart (-k): without a filter the
