@@ -48,7 +48,8 @@ endif()
 # the same instructions, and the default-list build does one front-end pass per
 # file fewer (about 70 s of CPU on two cores; scripts/compare_ptx.py checks a
 # toolkit). Not sm_103 from compute_100 nor sm_121 from compute_120 in every
-# file: their PTX differs in six (address arithmetic; below for sm_103's other 11).
+# file: their PTX differs in six (address arithmetic; below for sm_103's other 11);
+# nor sm_120 from compute_100: it differs in the three SIMT matrix files (below for the other 14).
 # A pair applies where the list has <real> as machine code only ("110-real") and
 # <ptx> as machine code.
 # Empty: one front-end pass per architecture.
@@ -62,8 +63,10 @@ set(KERNELFORGE_PTX_SHARING "110:100" CACHE STRING
 # cores for the default list, the same machine code. 89:86 holds in 14 of the 17
 # (all but the FP8 mma.sync step and two conv2d files): the device code may differ
 # between 8.6 and 8.9 (KF_ARCH_SM89), so .ci/run compares that list's PTX on every
-# change. Empty: none.
-set(KERNELFORGE_PTX_SHARING_BY_FILE "103:100;89:86" CACHE STRING
+# change. 120:100 holds in 14 of the 17 (all but the SIMT matrix steps, whose tuning
+# follows the shared memory: warp_tiled_tuning_for), checked by .ci/run likewise;
+# about 8% of those files' CPU time. Empty: none.
+set(KERNELFORGE_PTX_SHARING_BY_FILE "103:100;89:86;120:100" CACHE STRING
     "Real CUDA architectures built from another one's PTX in the files cmake/ptx_sharing_<real>_<ptx>.txt lists")
 
 # _kf_ptx_pair(<variable> <pair> <list variable>): sets `real` and `ptx` from
