@@ -61,12 +61,15 @@ set(KERNELFORGE_PTX_SHARING "110:100" CACHE STRING
 # 13.0, 103:100 holds in 11 of the library's 17 CUDA files, the heaviest among them
 # (the SIMT, mma.sync and FP8 matrix steps, filter2d): about 50 s of CPU fewer on two
 # cores for the default list, the same machine code. 89:86 holds in 14 of the 17
-# (all but the FP8 mma.sync step and two conv2d files): the device code may differ
-# between 8.6 and 8.9 (KF_ARCH_SM89), so .ci/run compares that list's PTX on every
-# change. 120:100 holds in 14 of the 17 (all but the SIMT matrix steps, whose tuning
-# follows the shared memory: warp_tiled_tuning_for), checked by .ci/run likewise;
-# about 8% of those files' CPU time. Empty: none.
-set(KERNELFORGE_PTX_SHARING_BY_FILE "103:100;89:86;120:100" CACHE STRING
+# (all but the FP8 mma.sync step and two conv2d files; listed: the 3 that 89:80 does
+# not take): the device code may differ between 8.6 and 8.9 (KF_ARCH_SM89), so
+# .ci/run compares that list's PTX on every change. 120:100 holds in 14 of the 17 (all but the SIMT matrix steps, whose tuning
+# follows the shared memory: warp_tiled_tuning_for), 86:80 and 89:80 in 12 (neither
+# the SIMT steps nor conv2d.cu, and either backward_data.cu or the FP8 step), each
+# checked by .ci/run likewise: a front-end pass is about 8% of such a file's CPU
+# time. Where a file is in several lists of one architecture the first pair takes
+# it (89:80 before 89:86: the SIMT steps take sm_89 from compute_86). Empty: none.
+set(KERNELFORGE_PTX_SHARING_BY_FILE "103:100;86:80;89:80;89:86;120:100" CACHE STRING
     "Real CUDA architectures built from another one's PTX in the files cmake/ptx_sharing_<real>_<ptx>.txt lists")
 
 # _kf_ptx_pair(<variable> <pair> <list variable>): sets `real` and `ptx` from
@@ -103,11 +106,22 @@ function(_kf_share_ptx name archs)
     endif()
   endforeach()
   # Per-file pairs: the architecture leaves the target's list, and each CUDA source
-  # gets its machine code back through a flag of its own, from compute_<ptx> where
-  # the list names it, else from compute_<real>.
+  # gets its machine code back through a flag of its own, from compute_<ptx> of the
+  # first pair (in the order listed) whose list names it, else from compute_<real>.
+  # A pair is checked against the list as configured, so a later pair may take its
+  # PTX from an architecture an earlier pair took out (89:86 after 86:80).
   get_target_property(sources ${name} SOURCES)
+  set(cuda_sources "")
+  foreach(source IN LISTS sources)
+    if(source MATCHES "\\.cu$")
+      get_filename_component(path "${source}" ABSOLUTE BASE_DIR "${PROJECT_SOURCE_DIR}")
+      list(APPEND cuda_sources "${path}")
+    endif()
+  endforeach()
+  list(LENGTH cuda_sources total)
+  set(reals "")
   foreach(pair IN LISTS KERNELFORGE_PTX_SHARING_BY_FILE)
-    _kf_ptx_pair(KERNELFORGE_PTX_SHARING_BY_FILE "${pair}" kept)
+    _kf_ptx_pair(KERNELFORGE_PTX_SHARING_BY_FILE "${pair}" archs)
     if(NOT applies)
       continue()
     endif()
@@ -118,28 +132,32 @@ function(_kf_share_ptx name archs)
     file(STRINGS "${list_file}" shared REGEX "^[^#]")
     list(TRANSFORM shared PREPEND "${PROJECT_SOURCE_DIR}/")
     list(REMOVE_ITEM kept "${real}-real")
+    if(NOT real IN_LIST reals)
+      list(APPEND reals ${real})
+      set(claimed_${real} "")
+    endif()
     set(count 0)
-    set(total 0)
-    foreach(source IN LISTS sources)
-      if(NOT source MATCHES "\\.cu$")
-        continue()
-      endif()
-      get_filename_component(path "${source}" ABSOLUTE BASE_DIR "${PROJECT_SOURCE_DIR}")
-      math(EXPR total "${total} + 1")
-      if(path IN_LIST shared)
-        set(from ${ptx})
+    foreach(path IN LISTS cuda_sources)
+      if(path IN_LIST shared AND NOT path IN_LIST claimed_${real})
+        set_property(SOURCE "${path}" TARGET_DIRECTORY ${name} APPEND PROPERTY COMPILE_OPTIONS
+                     "--generate-code=arch=compute_${ptx}$<COMMA>code=[sm_${real}]")
+        list(APPEND claimed_${real} "${path}")
         math(EXPR count "${count} + 1")
-      else()
-        set(from ${real})
       endif()
-      set_property(SOURCE "${path}" TARGET_DIRECTORY ${name} APPEND PROPERTY COMPILE_OPTIONS
-                   "--generate-code=arch=compute_${from}$<COMMA>code=[sm_${real}]")
     endforeach()
     if(count GREATER 0)
       string(APPEND pairs "KF_PTX_SHARED_FILE_PAIR(${real}, ${ptx})\n")
     endif()
     message(STATUS "kernelforge: ${name}: sm_${real} machine code built from compute_${ptx}'s PTX in ${count} of "
                    "${total} CUDA files (cmake/ptx_sharing_${real}_${ptx}.txt)")
+  endforeach()
+  foreach(real IN LISTS reals)  # the files no pair of `real` took: their own pass
+    foreach(path IN LISTS cuda_sources)
+      if(NOT path IN_LIST claimed_${real})
+        set_property(SOURCE "${path}" TARGET_DIRECTORY ${name} APPEND PROPERTY COMPILE_OPTIONS
+                     "--generate-code=arch=compute_${real}$<COMMA>code=[sm_${real}]")
+      endif()
+    endforeach()
   endforeach()
   if(NOT "${kept}" STREQUAL "${archs}")  # either kind of pair took an architecture out
     set_target_properties(${name} PROPERTIES CUDA_ARCHITECTURES "${kept}")

@@ -11,12 +11,13 @@
 // lists such pairs; with CUDA 13.0 the library's PTX for compute_110 equals its
 // PTX for compute_100 in every translation unit (scripts/compare_ptx.py).
 // KERNELFORGE_PTX_SHARING_BY_FILE lists pairs that hold in some translation units
-// only (compute_103 and compute_100: 11 of 17; compute_89 and compute_86, and
-// compute_120 and compute_100: 14 of 17), each with the list of those units
+// only (compute_103 and compute_100: 11 of 17; compute_120 and compute_100: 14;
+// compute_86 and compute_80, compute_89 and compute_80: 12; compute_89 and
+// compute_86 for the 3 SIMT matrix steps), each with the list of those units
 // (cmake/ptx_sharing_<real>_<ptx>.txt); the others keep their own front-end pass.
-// Such a pair may cross a threshold below (89:86 does: the listed files do not
-// read KF_ARCH_SM89, the others do; 120:100 the SIMT matrix tuning, which the
-// listed files do not read), so it is checked on the listed files' PTX
+// Such a pair may cross a threshold below (89:80 and 89:86 do: the listed files
+// do not read KF_ARCH_SM89; 86:80, 89:80 and 120:100 the SIMT matrix tuning, which
+// the listed files do not read), so it is checked on the listed files' PTX
 // (scripts/compare_ptx.py --files, run by .ci/run) rather than by same_device_code.
 //
 // same_device_code() is the source-level half of that condition: the library's
