@@ -16,6 +16,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "kernelforge/device_buffer.hpp"
 #include "kernelforge/kernels/matmul/tensor_core_tf32_launch.cuh"
 #include "kernelforge/kernels/matmul/tf32_parts.cuh"                // step 17's split
 #include "kernelforge/kernels/matmul/wgmma/split_in_registers.cuh"  // step 17's fragments
@@ -324,14 +325,10 @@ TEST(Tf32Parts, UnguardedSplitIsTheGuardedOneWhereverItsRemainderIsFinite) {
   ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
   ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), cudaSuccess);
   if (major < 8) GTEST_SKIP() << "cvt.rna.tf32.f32 (split_tf32's rounding) needs compute capability 8.0";
-  split_counts* counts = nullptr;
-  ASSERT_EQ(cudaMalloc(&counts, sizeof(split_counts)), cudaSuccess);
-  ASSERT_EQ(cudaMemset(counts, 0, sizeof(split_counts)), cudaSuccess);
-  compare_splits<<<1024, 256>>>(counts);
+  kf::device_buffer<split_counts> counts = kf::to_device(std::vector<split_counts>(1));  // zeroed
+  compare_splits<<<1024, 256>>>(counts.data());
   ASSERT_EQ(cudaGetLastError(), cudaSuccess);
-  split_counts got{};
-  ASSERT_EQ(cudaMemcpy(&got, counts, sizeof(got), cudaMemcpyDeviceToHost), cudaSuccess);
-  ASSERT_EQ(cudaFree(counts), cudaSuccess);
+  const split_counts got = kf::to_host(counts)[0];
   EXPECT_EQ(got.mismatched, 0u);
   EXPECT_EQ(got.unexpected, 0u);
   // inf and NaN: exponent all ones, either sign (2 x 2^23); finite values that round to inf: 2 x 4096.
