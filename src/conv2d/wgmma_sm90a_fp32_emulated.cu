@@ -34,22 +34,42 @@ namespace {
 
 constexpr const char* what = "kf::conv2d_forward (implicit_gemm_wgmma_fp32_emulated)";
 
-/// Both instances of the kernel for y's layout and the tile width, persistent.
+template <conv2d_layout Layout, int BN, bool Apart, class Epilogue>
+constexpr auto instance = &conv2d_implicit_gemm_wgmma_fp32_emulated<Layout, BN, Apart, Epilogue>;
+
+/// Returns f(layout, bn) with y's layout and the tile width as constants.
+template <class F>
+decltype(auto) with_layout_and_width(conv2d_layout layout, std::size_t bn, F&& f) {
+  using nchw = std::integral_constant<conv2d_layout, conv2d_layout::nchw>;
+  using nhwc = std::integral_constant<conv2d_layout, conv2d_layout::nhwc>;
+  using bn64 = std::integral_constant<int, 64>;
+  using bn128 = std::integral_constant<int, 128>;
+  if (layout == conv2d_layout::nhwc) return bn == 64 ? f(nhwc{}, bn64{}) : f(nhwc{}, bn128{});
+  return bn == 64 ? f(nchw{}, bn64{}) : f(nchw{}, bn128{});
+}
+
+/// The CTAs both instances keep resident at once (the persistent grid's most);
+/// the queries also set each instance's shared-memory limit.
 template <conv2d_layout Layout, int BN, class Epilogue>
-void launch_instances(int device, const CUtensorMap& map_x, const CUtensorMap& map_w,
+int resident_ctas(int device) {
+  constexpr int smem = conv2d_wgmma::smem_bytes<BN>;
+  const int common =
+      resident_clusters<instance<Layout, BN, false, Epilogue>>(device, conv2d_wgmma::threads, smem, 1, what);
+  const int apart =
+      resident_clusters<instance<Layout, BN, true, Epilogue>>(device, conv2d_wgmma::threads, smem, 1, what);
+  return common < apart ? common : apart;
+}
+
+/// Both instances of the kernel, persistent, on `grid` CTAs.
+template <conv2d_layout Layout, int BN, class Epilogue>
+void launch_instances(int grid, const CUtensorMap& map_x, const CUtensorMap& map_w,
                       const conv2d_wgmma::params<float>& prm, const Epilogue& ep, const unsigned* nonfinite,
                       cudaStream_t stream) {
-  constexpr auto common = &conv2d_implicit_gemm_wgmma_fp32_emulated<Layout, BN, false, Epilogue>;
-  constexpr auto apart = &conv2d_implicit_gemm_wgmma_fp32_emulated<Layout, BN, true, Epilogue>;
   constexpr int smem = conv2d_wgmma::smem_bytes<BN>;
-  // The queries also set each instance's shared-memory limit.
-  const int resident_common = resident_clusters<common>(device, conv2d_wgmma::threads, smem, 1, what);
-  const int resident_apart = resident_clusters<apart>(device, conv2d_wgmma::threads, smem, 1, what);
-  const int resident = resident_common < resident_apart ? resident_common : resident_apart;
-  const int grid = prm.tiles < resident ? prm.tiles : resident;
-  common<<<grid, conv2d_wgmma::threads, smem, stream>>>(map_x, map_w, prm, ep, nonfinite);
+  instance<Layout, BN, false, Epilogue>
+      <<<grid, conv2d_wgmma::threads, smem, stream>>>(map_x, map_w, prm, ep, nonfinite);
   check_launch(what);
-  apart<<<grid, conv2d_wgmma::threads, smem, stream>>>(map_x, map_w, prm, ep, nonfinite);
+  instance<Layout, BN, true, Epilogue><<<grid, conv2d_wgmma::threads, smem, stream>>>(map_x, map_w, prm, ep, nonfinite);
   check_launch(what);
 }
 
@@ -72,21 +92,40 @@ bool try_launch(int device, const conv2d_args<float>& a, conv2d_layout layout, c
   conv2d_wgmma::params<float> prm;
   if (!make_conv2d_wgmma_params(s, plan, prm)) return false;
 
+  // The persistent grid, and its last round split over the CTAs that would wait
+  // (wgmma_last_round.cuh): a k-block is 2 k-steps, its hi and lo chunks.
+  const int resident = with_layout_and_width(layout, plan.bn, [&](auto layout_tag, auto bn_tag) {
+    return resident_ctas<decltype(layout_tag)::value, decltype(bn_tag)::value, Epilogue>(device);
+  });
+  const int grid = prm.tiles < resident ? prm.tiles : resident;
+  const conv2d_wgmma_last_round last_round =
+      plan_conv2d_wgmma_last_round(static_cast<z>(prm.tiles), static_cast<z>(grid), static_cast<z>(prm.k_steps) / 2, 2);
+  const z split_tiles = static_cast<z>(prm.tiles) - last_round.split_from;
+  prm.split_parts = static_cast<int>(last_round.parts);
+  prm.split_from = static_cast<int>(last_round.split_from);
+  prm.split_steps = static_cast<int>(last_round.part_steps);
+
   const z x_bytes = round_up(N * H * W * ld * sizeof(float), workspace_alignment);
   const z w_bytes = round_up(K * RS * ld * sizeof(float), workspace_alignment);
+  // The split tiles' sums: a slot of the tile's BN x 128 floats a part (each consumer warpgroup's half).
+  const z sums_bytes = split_tiles * last_round.parts * plan.bn * conv2d_wgmma::block_m * sizeof(float);
+  // The flag of a non-finite input, then a counter per split tile and consumer warpgroup: zeroed together.
+  const z counters = 1 + split_tiles * conv2d_wgmma::consumer_warpgroups;
   // Returned to the pool on `stream` when this function returns or throws.
-  const pooled_workspace scratch(device, x_bytes + w_bytes + sizeof(unsigned), stream);
+  const pooled_workspace scratch(device, x_bytes + w_bytes + sums_bytes + counters * sizeof(unsigned), stream);
   if (scratch.data() == nullptr) return false;  // the caller reports it
   float* const x_split = scratch.data<float>();
   float* const w_split = reinterpret_cast<float*>(scratch.data<char>() + x_bytes);
-  unsigned* const nonfinite = reinterpret_cast<unsigned*>(scratch.data<char>() + x_bytes + w_bytes);
+  prm.split_sums = split_tiles == 0 ? nullptr : reinterpret_cast<float*>(scratch.data<char>() + x_bytes + w_bytes);
+  unsigned* const nonfinite = reinterpret_cast<unsigned*>(scratch.data<char>() + x_bytes + w_bytes + sums_bytes);
+  prm.split_arrivals = split_tiles == 0 ? nullptr : nonfinite + 1;
   CUtensorMap map_x{}, map_w{};
   s.x = x_split;
   s.wt = w_split;
   if (!encode_conv2d_wgmma_maps(map_x, map_w, s.x, s.wt, s, ld, ld, plan)) return false;
 
   // Nothing is enqueued above: from here on the call runs to the end (or throws).
-  cuda_check(cudaMemsetAsync(nonfinite, 0, sizeof(unsigned), stream), what);
+  cuda_check(cudaMemsetAsync(nonfinite, 0, counters * sizeof(unsigned), stream), what);
   const z HW = H * W;
   if (layout == conv2d_layout::nhwc) {
     // x: N H W pixels of C contiguous channels; the filter: K R S taps of C.
@@ -97,19 +136,10 @@ bool try_launch(int device, const conv2d_args<float>& a, conv2d_layout layout, c
     launch_split_tf32_pack_batched(a.x, N, C * HW, 1, HW, HW, C, x_split, HW * ld, nonfinite, stream, what);
     launch_split_tf32_pack_batched(a.wt, K, C * RS, 1, RS, RS, C, w_split, RS * ld, nonfinite, stream, what);
   }
-  const auto run = [&](auto layout_tag) {
-    constexpr conv2d_layout L = decltype(layout_tag)::value;
-    if (plan.bn == 64) {
-      launch_instances<L, 64>(device, map_x, map_w, prm, ep, nonfinite, stream);
-    } else {
-      launch_instances<L, 128>(device, map_x, map_w, prm, ep, nonfinite, stream);
-    }
-  };
-  if (layout == conv2d_layout::nhwc) {
-    run(std::integral_constant<conv2d_layout, conv2d_layout::nhwc>{});
-  } else {
-    run(std::integral_constant<conv2d_layout, conv2d_layout::nchw>{});
-  }
+  with_layout_and_width(layout, plan.bn, [&](auto layout_tag, auto bn_tag) {
+    launch_instances<decltype(layout_tag)::value, decltype(bn_tag)::value>(grid, map_x, map_w, prm, ep, nonfinite,
+                                                                           stream);
+  });
   return true;
 }
 

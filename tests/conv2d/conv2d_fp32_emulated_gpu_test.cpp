@@ -25,6 +25,8 @@
 //    exact kernels and are held to the same bound.
 //  * The fused bias and threshold ReLU (thresholds 0 and 0.25) against a CPU
 //    model of them.
+//  * The last round split over the CTAs that would wait (2, 3 and 4 parts a
+//    tile, on layers sized from the GPU's SM count), both layouts, and with a NaN.
 //  * Infinities and NaNs, and the accuracy against the exact mode:
 //    conv2d_fp32_emulated_accuracy_gpu_test.cpp (the same binary).
 // Runtime: the double references on the CPU dominate (about 4e8 multiply-adds
@@ -36,6 +38,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -47,6 +50,7 @@
 #include "conv2d_cases.hpp"
 #include "conv2d_fp32_emulated_support.hpp"
 #include "kernelforge/conv.hpp"
+#include "kernelforge/kernels/conv2d/wgmma_plan.hpp"
 #include "kernelforge/reference/conv.hpp"
 #include "test_support.hpp"
 
@@ -229,6 +233,66 @@ TEST(Conv2dFp32EmulatedCases, ExactCasesAreTheOnesTheKernelLeaves) {
   }
   EXPECT_EQ(exact, 4);
   EXPECT_GE(kernel, 15);
+}
+
+// ---- the persistent grid's last round, split -------------------------------------------
+
+// Layers whose last round on this GPU would leave most CTAs idle, so that step 9
+// splits each of its tiles over 2, 3 and 4 CTAs (plan_conv2d_wgmma_last_round,
+// wgmma_last_round.cuh; the grid is one CTA an SM: the kernel's ~200 KB of shared
+// memory): C 64 (18 k-blocks of 32 channels, hi and lo), 8x8 images two to a
+// tile (the last tile half empty), K 12, 3x3 pad 1, the bias on, in both
+// layouts, against the double reference, y NaN-poisoned with one element past
+// it. Once with a NaN in an image of a split tile, which runs the kernel's inf /
+// NaN instance: NaN exactly at the 9 x K outputs that read it.
+TEST(Conv2dFp32Emulated, LastRoundSplitOverIdleCtas) {
+  KF_SKIP_WITHOUT_EMULATION();
+  int device = 0, sms = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), cudaSuccess);
+  const auto grid = static_cast<std::size_t>(sms);
+  std::uint64_t seed = 6000;
+  for (const std::size_t parts : {2u, 3u, 4u}) {
+    const std::size_t tiles = grid + grid / parts;  // grid / parts tiles in the last round
+    const std::size_t n = 2 * tiles - 1, k = 12;
+    const kf::conv2d_params base = make_layer(n, 64, 8, 8, k, 3, 3, 1, 1, 1, 1);
+    ASSERT_EQ(kf::detail::choose_conv2d_wgmma_tile(n, 8, 8, k).tiles(), tiles);
+    ASSERT_EQ(kf::detail::plan_conv2d_wgmma_last_round(tiles, grid, 18, 2).parts, parts) << "not split as meant";
+    for (const kf::conv2d_layout layout : {kf::conv2d_layout::nchw, kf::conv2d_layout::nhwc}) {
+      for (const bool with_nan : {false, true}) {
+        if (with_nan && (parts != 3 || layout != kf::conv2d_layout::nhwc)) continue;  // once
+        const kf::conv2d_params p = in_layout(base, layout);
+        SCOPED_TRACE(std::string(layout_name(layout)) + ", " + std::to_string(parts) + " parts" +
+                     (with_nan ? ", a NaN in x" : ""));
+        std::vector<float> x = uniform_inputs(x_size(p), seed), w = uniform_inputs(w_size(p), seed + 1);
+        const std::vector<float> bias = uniform_inputs(k, seed + 2);
+        seed += 3;
+        if (with_nan) {
+          x[kf::reference::conv2d_reference_indexer(p, "last_round").x(n - 2, 5, 3, 4)] =
+              std::numeric_limits<float>::quiet_NaN();
+        }
+        const std::size_t y_n = y_size(p);
+        std::vector<double> ref(y_n), scale(y_n);
+        kf::reference::conv2d_forward_exact(p, x.data(), w.data(), bias.data(), ref.data(), scale.data());
+        const auto d_x = kf::to_device(x), d_w = kf::to_device(w), d_bias = kf::to_device(bias);
+        kf::device_buffer<float> d_y(y_n + 1);  // one element past y: must stay NaN
+        kf::test::poison(d_y.data(), d_y.size_bytes());
+        kf::conv2d_forward<float>(p, d_x.data(), d_w.data(), d_bias.data(), d_y.data(), emulated());
+        const std::vector<float> got = kf::to_host(d_y);
+        ASSERT_TRUE(std::isnan(got[y_n])) << "the element after y was written";
+        const double tol = exact_tolerance(p);
+        std::size_t bad = 0, nans = 0;
+        for (std::size_t i = 0; i < y_n; ++i) {
+          const bool ok = std::isnan(ref[i]) ? std::isnan(got[i])
+                                             : std::isfinite(got[i]) && std::fabs(got[i] - ref[i]) <= tol * scale[i];
+          nans += std::isnan(ref[i]) ? 1 : 0;
+          if (!ok && bad++ < 5) ADD_FAILURE() << "y[" << i << "] = " << got[i] << ", want " << ref[i];
+        }
+        EXPECT_EQ(bad, 0u);
+        EXPECT_EQ(nans, with_nan ? 9 * k : 0u);
+      }
+    }
+  }
 }
 
 // ---- the fused epilogue ----------------------------------------------------------------

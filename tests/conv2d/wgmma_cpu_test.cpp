@@ -193,6 +193,72 @@ TEST(Conv2dWgmma, PixelBoxPlan) {
   }
 }
 
+/// Every tile's k-steps computed exactly once by the units of `plan`
+/// (conv2d_wgmma_unit_of), each unit's run non-empty and on k-block
+/// boundaries, a tile's parts numbered 0 .. parts - 1 in order.
+void expect_units_cover_every_tile(const kf::detail::conv2d_wgmma_last_round& plan, int tiles, int k_steps,
+                                   int block_steps) {
+  std::vector<std::vector<int>> visits(tiles, std::vector<int>(k_steps, 0));
+  const int units = static_cast<int>(plan.units(static_cast<std::size_t>(tiles)));
+  for (int u = 0; u < units; ++u) {
+    const auto unit = kf::detail::conv2d_wgmma_unit_of(
+        u, static_cast<int>(plan.split_from), static_cast<int>(plan.parts), static_cast<int>(plan.part_steps), k_steps);
+    ASSERT_GE(unit.tile, 0);
+    ASSERT_LT(unit.tile, tiles);
+    ASSERT_LT(unit.kt_begin, unit.kt_end) << "unit " << u;
+    EXPECT_EQ(unit.kt_begin % block_steps, 0);
+    EXPECT_EQ(unit.part,
+              unit.tile < static_cast<int>(plan.split_from) ? 0 : unit.kt_begin / static_cast<int>(plan.part_steps));
+    for (int kt = unit.kt_begin; kt < unit.kt_end; ++kt) ++visits[unit.tile][kt];
+  }
+  for (int t = 0; t < tiles; ++t) {
+    for (int kt = 0; kt < k_steps; ++kt) ASSERT_EQ(visits[t][kt], 1) << "tile " << t << ", k-step " << kt;
+  }
+}
+
+// The persistent grid's last round (plan_conv2d_wgmma_last_round,
+// wgmma_last_round.cuh): split where it leaves most of the grid idle, into at
+// most 4 parts of at least 4 k-blocks, and the units cover every tile's k-steps once.
+TEST(Conv2dWgmma, LastRoundSplit) {
+  using kf::detail::plan_conv2d_wgmma_last_round;
+  // N32 C128 28x28 K128 3x3 in fp32 emulation: 196 tiles of 36 k-blocks (9 taps x 4 channel
+  // chunks, each a hi and a lo k-step) on 132 CTAs: the last round's 64 tiles in 2 parts of 18.
+  const auto c128 = plan_conv2d_wgmma_last_round(196, 132, 36, 2);
+  EXPECT_EQ(std::vector<std::size_t>({c128.split_from, c128.parts, c128.part_steps, c128.units(196)}),
+            (std::vector<std::size_t>{132, 2, 36, 132 + 128}));
+  expect_units_cover_every_tile(c128, 196, 72, 2);
+  // One round, or every round full: no split. N32 C64 56x56 K64 (784 tiles) and C256 14x14 (98).
+  for (const std::size_t tiles : {98u, 132u, 264u}) {
+    const auto p = plan_conv2d_wgmma_last_round(tiles, 132, 36, 2);
+    EXPECT_EQ(p.parts, 1u) << tiles;
+    EXPECT_EQ(p.split_from, tiles);
+    EXPECT_EQ(p.units(tiles), tiles);
+  }
+  EXPECT_EQ(plan_conv2d_wgmma_last_round(784, 132, 18, 2).parts, 1u);  // 124 of 132 left: 132 / 124 = 1, no split
+  // A last round of few tiles: at most 4 parts; fewer where the tile's k-blocks run short.
+  EXPECT_EQ(plan_conv2d_wgmma_last_round(140, 132, 36, 2).parts, 4u);
+  EXPECT_EQ(plan_conv2d_wgmma_last_round(140, 132, 12, 2).parts, 3u);
+  EXPECT_EQ(plan_conv2d_wgmma_last_round(140, 132, 7, 2).parts, 1u);
+  // 18 k-blocks in 4 parts: 5, 5, 5, 3.
+  const auto four = plan_conv2d_wgmma_last_round(150, 132, 18, 2);
+  EXPECT_EQ(std::vector<std::size_t>({four.split_from, four.parts, four.part_steps}),
+            (std::vector<std::size_t>{132, 4, 10}));
+  expect_units_cover_every_tile(four, 150, 36, 2);
+  // The part count never leaves a part empty, and every split fits the idle CTAs.
+  for (std::size_t grid : {1u, 7u, 66u, 132u}) {
+    for (std::size_t tiles = 1; tiles < 3 * grid + 2; tiles += 1 + grid / 13) {
+      for (std::size_t k_blocks : {1u, 4u, 9u, 13u, 36u}) {
+        const auto p = plan_conv2d_wgmma_last_round(tiles, grid, k_blocks, 2);
+        SCOPED_TRACE("tiles " + std::to_string(tiles) + ", grid " + std::to_string(grid) + ", k-blocks " +
+                     std::to_string(k_blocks));
+        EXPECT_LE(p.parts, 4u);
+        EXPECT_LE((tiles - p.split_from) * p.parts, grid);
+        expect_units_cover_every_tile(p, static_cast<int>(tiles), static_cast<int>(2 * k_blocks), 2);
+      }
+    }
+  }
+}
+
 /// The column fold by its definition (wgmma_nhwc_fold.cuh): x N x H x W x C,
 /// the result N x H x Q x C', 0 outside the image and past S C.
 template <class T>

@@ -65,6 +65,7 @@
 #include "kernelforge/epilogue.cuh"
 #include "wgmma_config.cuh"
 #include "wgmma_filter_operand.cuh"
+#include "wgmma_last_round.cuh"
 #include "wgmma_plan.hpp"
 #include "wgmma_store.cuh"
 
@@ -85,7 +86,8 @@ __device__ __forceinline__ tile_origin tile_of(const params<T>& prm, int t) {
 }
 
 #if KF_ARCH_SM90A
-/// The producer thread: for tiles first, first + step, ... every k-step's A box
+/// The producer thread: for units first, first + step, ... (wgmma_last_round.cuh:
+/// tiles, and in step 9's split last round parts of tiles) every k-step's A box
 /// (the shifted pixels of Rows taps (r0, s) .. (r0 + Rows - 1, s), block_c
 /// channels: one tap's pixels, or -- Rows > 1 -- the filter-column box) and
 /// its Rows B slices (each tap's block_c x BN filter slice, read as Filter
@@ -118,10 +120,12 @@ __device__ __forceinline__ void produce(const params<T>& prm, const stage_ring<S
     }
   }
   const unsigned stage_tx = static_cast<unsigned>(prm.a_box_bytes + (prm.resident_filter ? 0 : b_tile_bytes<BN, Rows>));
-  for (int t = first; t < prm.tiles; t += step) {
-    const tile_origin w = tile_of<BN>(prm, t);
-    int group = 0, chunk = 0;  // k-step = group * c_chunks + chunk; group = g * S + s
-    for (int kt = 0; kt < prm.k_steps; ++kt) {
+  for (int u = first; u < units(prm); u += step) {
+    const work_unit unit = unit_of(prm, u);  // a tile, or (step 9's last round) a part of one
+    const tile_origin w = tile_of<BN>(prm, unit.tile);
+    // k-step = group * c_chunks + chunk; group = g * S + s
+    int group = unit.kt_begin / prm.c_chunks, chunk = unit.kt_begin - group * prm.c_chunks;
+    for (int kt = unit.kt_begin; kt < unit.kt_end; ++kt) {
       const std::uint32_t full = ring.producer_acquire(at, stage_tx);
       const int g = group / prm.s, s = group - g * prm.s;
       const int r0 = g * Rows;

@@ -20,10 +20,15 @@
 //    15 does (matmul/fp32_emulated_sums.cuh): a fresh tensor-core partial
 //    per k-block (hi lo, lo hi, then hi hi on top: wgmma truncates as it adds),
 //    promoted into fp32 registers with round-to-nearest (a window of 32
-//    k-blocks, then the total); the two consumer warpgroups drift apart so
-//    that one promotes while the other's products run. Inputs with an inf or a
-//    NaN run the kernel's other instance (Apart), which leaves the corrections
-//    out wherever hi hi is not finite: infinities and NaNs as the exact products.
+//    k-blocks, then the total); the two consumer warpgroups issue their
+//    products in turn (warpgroup_turns), so that one promotes while the
+//    other's products run. Inputs with an inf or a NaN run the kernel's other
+//    instance (Apart), which leaves the corrections out wherever hi hi is not
+//    finite: infinities and NaNs as the exact products.
+//  * The persistent grid's last round split (wgmma_last_round.cuh): where the
+//    last round of tiles would leave most CTAs idle (N32 C128 28x28: 196 tiles
+//    on 132 CTAs), each of its tiles runs as 2 to 4 runs of k-blocks on the CTAs
+//    that would wait, and the last run to finish adds the others' sums.
 //  * Cooperative only (both consumer warpgroups on one 128-row tile): the sums
 //    and partials of a thread take three times step 7's accumulators, so the
 //    producer warpgroup gives its registers to the consumers (setmaxnreg).
@@ -120,20 +125,28 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
 #pragma unroll
     for (int i = 0; i < kAcc; ++i) partial[i] = 0.0f;
     ring_position<kStages> at;
-    for (int t = blockIdx.x; t < prm.tiles; t += gridDim.x) {
-      const tile_origin w = tile_of<BN>(prm, t);
+    // The consumers issue their k-blocks' products in turn (0, 1, 0, ...): one's sums then run
+    // beside the other's products. Left to drift, the two could settle in step, both summing
+    // while the tensor cores wait.
+    const warpgroup_turns turns(turn_barrier, consumer);
+    if (consumer == 1) turns.pass();
+    int stores = 0;  // this warpgroup's tiles stored so far: their staged bias takes buffer stores % 2
+    for (int u = blockIdx.x; u < units(prm); u += gridDim.x) {
+      const work_unit unit = unit_of(prm, u);  // a tile, or in the last round a part of one
+      const tile_origin w = tile_of<BN>(prm, unit.tile);
       sums.reset();
-      for (int kt = 0; kt < prm.k_steps; kt += 2) {
-        wgmma::fp32_emulated_k_block<Apart>(ring, at, partial, correction, sums, lane, mma,
-                                            [&](int st) { ring.release(st); });
+      for (int kt = unit.kt_begin; kt < unit.kt_end; kt += 2) {
+        wgmma::fp32_emulated_k_block<Apart>(
+            ring, at, partial, correction, sums, lane, mma, [&](int st) { ring.release(st); }, turns);
       }
-      const float(&total)[kAcc] = sums.finish();
-      // This warpgroup's tiles in turn: t = blockIdx.x + j gridDim.x, buffer j % 2.
-      const int turn = static_cast<int>(static_cast<unsigned>(t) / gridDim.x) & 1;
+      float(&total)[kAcc] = sums.finish();
+      // A part: the part that arrives last stores the tile's sums, the others nothing.
+      if (is_split(prm, unit) && !sum_split_tile(prm, unit, consumer, tid_in_warpgroup, total)) continue;
       stage_bias_and_store<float, Layout, 1, BN>(
-          bias_smem, consumer, turn, [&](int) -> const float(&)[kAcc] { return total; }, prm, w, consumer,
+          bias_smem, consumer, stores++ & 1, [&](int) -> const float(&)[kAcc] { return total; }, prm, w, consumer,
           tid_in_warpgroup, ep);
     }
+    if (consumer == 0) turns.take();  // consumer 1's last pass
   }
 #endif
 }

@@ -98,6 +98,20 @@ constexpr bool conv2d_best_uses_pipelined = false;
 /// vs 0.77; C256 14x14 (196, 1.48 waves: 74% of two waves busy) 0.61 vs 0.71.
 constexpr std::size_t conv2d_winograd_fused_fill_num = 9, conv2d_winograd_fused_fill_den = 10;
 
+// ---- steps 7 and 9 (wgmma): the persistent grid's last round ------------------
+
+/// The most CTAs one tile of a persistent wgmma grid's last round is split
+/// over (plan_conv2d_wgmma_last_round): each part sums its share of the
+/// tile's k-blocks and the last to finish adds the others' fp32 partials (read
+/// from L2) before its store, so more parts cost more of those reads.
+/// Evidence: H100 2026-12-06, fp32 emulation, N32 C128 28x28 K128 (2 parts): NCHW -3%, NHWC -6%
+/// (conv2d.md#conv2d_wgmma_last_round; 3 and 4 parts tested, not timed).
+constexpr std::size_t conv2d_wgmma_last_round_max_parts = 4;
+/// The fewest k-blocks a part keeps: below it a part spends its time filling
+/// the ring and summing partials.
+/// Evidence: none measured; the three ResNet 3x3 layers' parts keep 18 or more.
+constexpr std::size_t conv2d_wgmma_last_round_min_k_blocks = 4;
+
 // ---- step 10: few input channels, large filters (10_few_channels_mma.cuh) ---------
 
 /// Output pixels one CTA of step 10 computes at most (a band of whole output

@@ -51,6 +51,10 @@ inline constexpr int bias_buffers = 2;
 inline constexpr int bias_slices = 2;
 /// Consumer warpgroup c's named barrier for its staged bias: bias_barrier + c (0 is __syncthreads).
 inline constexpr int bias_barrier = 1;
+/// The consumer warpgroups' turns at the tensor cores (step 9; warpgroup_turns): barriers turn_barrier, + 1.
+inline constexpr int turn_barrier = bias_barrier + consumer_warpgroups;
+/// Consumer warpgroup c's named barrier for a split tile's arrival (wgmma_last_round.cuh): split_barrier + c.
+inline constexpr int split_barrier = turn_barrier + consumer_warpgroups;
 template <int BN>
 inline constexpr int bias_stage_bytes =
     consumer_warpgroups* bias_buffers* bias_slices* BN* static_cast<int>(sizeof(float));
@@ -105,6 +109,13 @@ struct params {
   bool pair_stores = false;  ///< NHWC: K even and y aligned to two elements (stores of element pairs)
   /// The filter loaded once a CTA, k-step kt's slices in stage kt's B slot (conv2d_wgmma_resident_filter); step 7 only.
   bool resident_filter = false;
+  /// The last round's split (plan_conv2d_wgmma_last_round, wgmma_last_round.cuh); step 9 only.
+  /// split_parts = 1: every unit a whole tile, and the rest unused.
+  int split_parts = 1;
+  int split_from = 0;                  ///< the first split tile
+  int split_steps = 0;                 ///< k-steps of a part
+  float* split_sums = nullptr;         ///< a slot of fp32 sums per split tile, part and consumer warpgroup
+  unsigned* split_arrivals = nullptr;  ///< a counter per split tile and consumer warpgroup, zero at the launch
 };
 
 /// The ring's stages for a tile BN wide of Rows taps a k-step (BN 64 or 128, Rows 1 or 3), for the host.

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "../../arch/guards.cuh"
+#include "../../arch/warpgroup_sm90.cuh"
 #include "../../arch/wgmma_sm90.cuh"
 #include "../fp32_emulated_sums.cuh"
 
@@ -59,21 +60,31 @@ __device__ __forceinline__ void fp32_emulated_k_block_sum(fp32_emulated_sums<N>&
   }
 }
 
+/// No turns: a warpgroup issues its products whenever its stages are full.
+struct no_turns {
+  __device__ __forceinline__ void take() const {}
+  __device__ __forceinline__ void pass() const {}
+};
+
 /// One k-block of a tile, as both kernels run it: the ring's next pair of
 /// stages (`at`: the k-block's hi, then its lo), their products (Apart: into
-/// partial and correction), the wait for them, both stages handed back
+/// partial and correction; issued in this warpgroup's turn, `turns`:
+/// warpgroup_turns or no_turns), the wait for them, both stages handed back
 /// (release(stage), by each warp's lane 0), and the partial added to the sums.
-template <bool Apart, class Ring, class Position, int N, int C, class Mma, class Release>
+template <bool Apart, class Ring, class Position, int N, int C, class Mma, class Release, class Turns = no_turns>
 __device__ __forceinline__ void fp32_emulated_k_block(const Ring& ring, Position& at, float (&partial)[N],
                                                       float (&correction)[C], fp32_emulated_sums<N>& sums, int lane,
-                                                      Mma&& mma, Release&& release) {
+                                                      Mma&& mma, Release&& release, const Turns& turns = {}) {
   ring.consumer_wait(at);
   const int hi = at.stage;
   at.advance();
   ring.consumer_wait(at);
   const int lo = at.stage;
   at.advance();
-  fp32_emulated_k_block_products<Apart>(partial, correction, hi, lo, mma);
+  turns.take();
+  fp32_emulated_k_block_issue<Apart>(partial, correction, hi, lo, mma);
+  turns.pass();
+  fp32_emulated_k_block_wait<Apart>(partial, correction);
   if (lane == 0) {  // their products have completed: hand both stages back
     release(hi);
     release(lo);
