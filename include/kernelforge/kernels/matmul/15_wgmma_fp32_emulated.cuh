@@ -24,9 +24,12 @@
 //    a `window` of 32 k-blocks, and the window into the total: two levels, as
 //    one running total's error grows with the count of its additions times its
 //    size (on the H200 the single total was the largest error at large k). The
-//    two consumer warpgroups take turns: one promotes while the other's
-//    products run. (fp32_emulated_sums.cuh, shared with step 16 and conv2d's
-//    step 9; the k-block around it: wgmma/fp32_emulated_sums.cuh.)
+//    two consumer warpgroups issue their products in turn (warpgroup_turns):
+//    one promotes while the other's products run; left to drift, they could
+//    settle in step, both summing while the tensor cores wait (8192^3 on an
+//    H100: 9.8 -> 8.4 ms with the turns). (fp32_emulated_sums.cuh, shared with
+//    step 16 and conv2d's step 9; the k-block around it:
+//    wgmma/fp32_emulated_sums.cuh.)
 //  * Infinities and NaNs: an inf times a zero lo part makes a NaN no exact
 //    product makes, so where the pre-pass saw any (a flag in device memory)
 //    the corrections go into a partial of their own, left out wherever hi x hi
@@ -129,13 +132,16 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
     float partial[tile::accumulators], correction[Apart ? tile::accumulators : 1];
 #pragma unroll
     for (int i = 0; i < tile::accumulators; ++i) partial[i] = 0.0f;  // never read: each k-block starts fresh
+    // The consumers issue their k-blocks' products in turn (warpgroup_turns; conv2d step 9 does too).
+    const warpgroup_turns turns(turn_barrier, consumer);
+    if (consumer == 1) turns.pass();
     for (int item = schedule.first(); item < items; item += schedule.stride()) {
       const work_item w = schedule(item);
       const int row_base = w.tile_m * block_m + consumer * wgmma_m, col_base = w.tile_n * BlockN;
       sums.reset();
       for (int kt = w.kt_begin; kt < w.kt_end; kt += 2) {
-        fp32_emulated_k_block<Apart>(ring, at, partial, correction, sums, lane, mma,
-                                     [&](int st) { loop::release(ring, st); });
+        fp32_emulated_k_block<Apart>(
+            ring, at, partial, correction, sums, lane, mma, [&](int st) { loop::release(ring, st); }, turns);
       }
       float(&total)[tile::accumulators] = sums.finish();
       const long long row0 = row_base + warp_in_warpgroup * 16 + lane / 4;
@@ -148,6 +154,7 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
         store_tile<float>(total, p, row0, col0, fused);
       }
     }
+    if (consumer == 0) turns.take();  // consumer 1's last pass
     // The last C buffers are read before the CTA's shared memory goes.
     if (p.staged && tid_in_warpgroup == 0) tma_store_wait_read<0>();
   }

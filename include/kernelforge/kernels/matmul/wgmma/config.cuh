@@ -60,6 +60,9 @@ inline constexpr int c_buffers = 2;
 inline constexpr int c_buffer_bytes = wgmma_m * swizzle_row_bytes;                     // 8 KiB
 inline constexpr int c_smem_bytes = consumer_warpgroups * c_buffers * c_buffer_bytes;  // 32 KiB
 inline constexpr int c_box_rows = wgmma_m;                                             ///< C's TMA box: 64 rows
+/// The fp32 emulation's consumers take turns at named barriers turn_barrier and
+/// turn_barrier + 1 (warpgroup_turns), after the staged epilogue's (1 + consumer).
+inline constexpr int turn_barrier = 1 + consumer_warpgroups;
 static_assert(c_buffer_bytes % swizzle_atom_bytes == 0, "every C buffer must start on a swizzle atom");
 /// The XOR a staged store applies to a thread's base offset for column group
 /// pair p (16-bit: stmatrix.x4 of groups 2p, 2p + 1) or group g (float): two 16-byte slots.
