@@ -16,7 +16,8 @@
 //   c64_8x8:     N32 56x56 C64, boxes 64 ch x 8 w x 8 h (step 3's C64 patch): 1 KiB runs
 //   c256_8x8:    N32 56x56 C256, boxes 64 ch x 8 w x 8 h (the 1x1 layer's x)
 // For each: GB/s over all SMs (L2-resident: the tensor is read once before timing)
-// at 4, 5 and 6 stages in the ring (6 x 32 KiB: the most that fits), and microseconds a stage a CTA.
+// at 4, 5 and 6 stages in the ring (6 x 32 KiB: the most that fits), and microseconds a stage a CTA;
+// then from DRAM: 32 KiB stages of whole pixels, and step 7's 1x1 tiles at 4, 8 and 12 stages.
 // Build and run (the device): nvcc -std=c++17 -O3 -arch=sm_90a -Iinclude wip/probes/tma_rows.cu -o /tmp/tma_rows &&
 // /tmp/tma_rows
 #include <cstdio>
@@ -65,14 +66,14 @@ __device__ __forceinline__ void tma_load_5d(std::uint32_t dst, const CUtensorMap
 }
 
 #if KF_ARCH_SM90A  // the device parts exist for sm_90a alone (the kernels' bodies below likewise)
-/// A CTA's ring (the kernels below share it): `Stages` stages of stage_bytes from the
+/// A CTA's ring (the kernels below share it): `Stages` stages of StageBytes from the
 /// first 1024-byte boundary of `smem`, each released by `readers` arrivals a round.
-template <int Stages>
+template <int Stages, int StageBytes = stage_bytes>
 struct probe_ring {
   std::uint32_t base;
   stage_ring<Stages> ring;
   __device__ probe_ring(unsigned char* smem, unsigned readers)
-      : base((smem_address(smem) + 1023) & ~1023u), ring(base + Stages * stage_bytes) {
+      : base((smem_address(smem) + 1023) & ~1023u), ring(base + Stages * StageBytes) {
     if (threadIdx.x == 0) {
       ring.init(readers);
       mbar_init_fence();
@@ -80,7 +81,7 @@ struct probe_ring {
     __syncthreads();
   }
   [[nodiscard]] __device__ std::uint32_t stage(const ring_position<Stages>& at) const {
-    return base + at.stage * stage_bytes;
+    return base + at.stage * StageBytes;
   }
 };
 
@@ -211,6 +212,36 @@ __global__ void __launch_bounds__(64, 1) stream_dram(const __grid_constant__ CUt
 #endif
 }
 
+/// From DRAM as conv2d step 7 reads the 1x1 layer (N32 C256 56x56 K64, 16-bit, resident
+/// filter): a tile is 2 images x 8 x 8 pixels (128), its A box 64 channels of them (16 KiB),
+/// and its 4 channel blocks go into 4 consecutive stages of 16 KiB -- a ring of `Stages`
+/// such stages (the kernel: 8, its 24 KiB stages' B slots unused) -- where stream_dram
+/// above lands all 256 channels of 64 pixels in one 32 KiB stage of a 6-stage ring. Are
+/// the kernel's 56-58% of HBM (ncu, H100) its bytes in flight (8 x 16 KiB against 6 x 32)?
+template <int Stages>
+__global__ void __launch_bounds__(64, 1) stream_dram_tiles(const __grid_constant__ CUtensorMap map, walk wk,
+                                                           int tiles) {
+#if KF_ARCH_SM90A
+  constexpr int tile_stage_bytes = 2 * box_bytes;  // 128 pixels x 128 bytes
+  extern __shared__ unsigned char smem[];
+  const probe_ring<Stages, tile_stage_bytes> r(smem, 1);
+  const int my_tiles =
+      (tiles - static_cast<int>(blockIdx.x) + static_cast<int>(gridDim.x) - 1) / static_cast<int>(gridDim.x);
+  const int steps = my_tiles * wk.channel_blocks;
+  if (threadIdx.x == 0) {
+    ring_position<Stages> at;
+    for (int i = 0; i < steps; ++i) {
+      const origin o(wk, static_cast<int>(blockIdx.x) + i / wk.channel_blocks * static_cast<int>(gridDim.x));
+      const std::uint32_t full = r.ring.producer_acquire(at, tile_stage_bytes);
+      tma_load_4d(r.stage(at), &map, i % wk.channel_blocks * 64, o.w0, o.h0, o.n0, full);
+      at.advance();
+    }
+  } else if (threadIdx.x == 32) {
+    drain(r.ring, steps);
+  }
+#endif
+}
+
 // ---- host ------------------------------------------------------------------------------
 
 struct geometry {
@@ -240,9 +271,9 @@ bool encode_nhwc(CUtensorMap& map, const __half* x, const geometry& g, int block
 }
 
 /// The dynamic shared memory of a `Stages` ring (with the alignment's slack), opted in for `kernel`.
-template <int Stages, class Kernel>
+template <int Stages, class Kernel, int StageBytes = stage_bytes>
 int ring_smem(Kernel kernel) {
-  const int smem = 1024 + Stages * stage_bytes + stage_ring_barrier_bytes(Stages);
+  const int smem = 1024 + Stages * StageBytes + stage_ring_barrier_bytes(Stages);
   CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   return smem;
 }
@@ -337,6 +368,35 @@ void run_dram(int ctas) {
   CHECK(cudaFree(x));
 }
 
+/// stream_dram_tiles over N128 56x56 C256 (205 MB, four times the L2), L2 flushed first.
+template <int Stages>
+void run_dram_tiles(int ctas) {
+  const geometry g{"dram", 128, 56, 56, 256, 8, 8, 2, false};
+  const std::size_t elements = static_cast<std::size_t>(g.n) * g.h * g.w * g.c;
+  __half* x = nullptr;
+  CHECK(cudaMalloc(&x, elements * sizeof(__half)));
+  CHECK(cudaMemset(x, 0x3c, elements * sizeof(__half)));
+  void* flush = nullptr;
+  const std::size_t flush_bytes = std::size_t{256} << 20;
+  CHECK(cudaMalloc(&flush, flush_bytes));
+  CUtensorMap map{};
+  if (!encode_nhwc(map, x, g, 1)) {
+    std::printf("dram tiles: the map was rejected\n");
+    return;
+  }
+  const int smem = ring_smem<Stages, decltype(&stream_dram_tiles<Stages>), 2 * box_bytes>(stream_dram_tiles<Stages>);
+  const int tiles = g.n / g.nt * (g.h / g.ht) * (g.w / g.wt);
+  const walk wk{g.w / g.wt, g.h / g.ht, g.wt, g.ht, g.nt, g.c / 64, 0};
+  for (int rep = 0; rep < 2; ++rep) {
+    CHECK(cudaMemset(flush, rep, flush_bytes));
+    const float ms = time_ms([&] { stream_dram_tiles<Stages><<<ctas, 64, smem>>>(map, wk, tiles); });
+    std::printf("dram N128 56x56 C256 as step 7's 1x1 tiles, %2d stages of 16 KiB, %d CTAs: %7.1f GB/s (%.3f ms)\n",
+                Stages, ctas, elements * 2.0 / (ms * 1e-3) / 1e9, ms);
+  }
+  CHECK(cudaFree(flush));
+  CHECK(cudaFree(x));
+}
+
 int main(int argc, char** argv) {
   int sms = 0;  // CTAs: one an SM, or argv[1] of them (is a CTA's rate its own limit, or the L2's shared one?)
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
@@ -365,5 +425,8 @@ int main(int argc, char** argv) {
     CHECK(cudaFree(x));
   }
   run_dram(sms);
+  run_dram_tiles<4>(sms);
+  run_dram_tiles<8>(sms);  // the kernel's ring
+  run_dram_tiles<12>(sms);
   return 0;
 }
