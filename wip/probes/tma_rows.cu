@@ -219,8 +219,8 @@ __global__ void __launch_bounds__(64, 1) stream_dram(const __grid_constant__ CUt
 /// above lands all 256 channels of 64 pixels in one 32 KiB stage of a 6-stage ring. Are
 /// the kernel's 56-58% of HBM (ncu, H100) its bytes in flight (8 x 16 KiB against 6 x 32)?
 template <int Stages>
-__global__ void __launch_bounds__(64, 1) stream_dram_tiles(const __grid_constant__ CUtensorMap map, walk wk,
-                                                           int tiles) {
+__global__ void __launch_bounds__(64, 1)
+    stream_dram_tiles(const __grid_constant__ CUtensorMap map, walk wk, int tiles) {
 #if KF_ARCH_SM90A
   constexpr int tile_stage_bytes = 2 * box_bytes;  // 128 pixels x 128 bytes
   extern __shared__ unsigned char smem[];
