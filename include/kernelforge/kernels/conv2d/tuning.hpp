@@ -104,7 +104,8 @@ constexpr std::size_t conv2d_winograd_fused_fill_num = 9, conv2d_winograd_fused_
 /// over (plan_conv2d_wgmma_last_round): each part sums its share of the
 /// tile's k-blocks and the last to finish adds the others' fp32 partials (read
 /// from L2) before its store, so more parts cost more of those reads.
-/// Evidence: H100 2026-12-06, fp32 emulation, N32 C128 28x28 K128 (2 parts): NCHW -3%, NHWC -6%
+/// Evidence: H100 2026-12-06, fp32 emulation, N32 C128 28x28 K128 (2 parts), with the consumers'
+/// turns: NCHW 114.4 -> 101.6 us, NHWC 103.4 -> 91.4 (-11%; without the turns -3% / -6%)
 /// (conv2d.md#conv2d_wgmma_last_round; 3 and 4 parts tested, not timed).
 constexpr std::size_t conv2d_wgmma_last_round_max_parts = 4;
 /// The fewest k-blocks a part keeps: below it a part spends its time filling
