@@ -65,19 +65,30 @@ __device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
 
 /// Two warpgroups taking turns (named barriers `first` and `first` + 1, each of
 /// both warpgroups' 256 threads): take() waits until the other warpgroup has
-/// passed, pass() hands it the turn without waiting. Warpgroup 1 passes once
-/// before its first take(), so that warpgroup 0 goes first, and warpgroup 0
-/// takes once after its last pass(), so that every barrier completes. The
-/// barrier ids are broadcast from lane 0: an id the compiler cannot prove
-/// warp-uniform makes the code after each barrier look divergent, and a wgmma
-/// k-loop around it then moves its descriptor arithmetic out of the uniform
-/// datapath (conv2d step 9: 244 -> 278 SASS instructions a k-block at BN 64).
+/// passed, pass() hands it the turn without waiting. Between start() and
+/// finish() each warpgroup calls take() and pass() in pairs, as often as the
+/// other: start() has warpgroup 1 pass once, so that warpgroup 0 goes first,
+/// and finish() has warpgroup 0 take warpgroup 1's last pass, so that every
+/// barrier completes. The barrier ids are broadcast from lane 0: an id the
+/// compiler cannot prove warp-uniform makes the code after each barrier look
+/// divergent, and a wgmma k-loop around it then moves its descriptor arithmetic
+/// out of the uniform datapath (conv2d step 9: 244 -> 278 SASS instructions a
+/// k-block at BN 64).
 struct warpgroup_turns {
   int mine, theirs;
+  bool goes_first;  ///< warpgroup 0
   __device__ __forceinline__ warpgroup_turns(int first, int which)
-      : mine(__shfl_sync(0xFFFFFFFFu, first + which, 0)), theirs(__shfl_sync(0xFFFFFFFFu, first + 1 - which, 0)) {}
+      : mine(__shfl_sync(0xFFFFFFFFu, first + which, 0)),
+        theirs(__shfl_sync(0xFFFFFFFFu, first + 1 - which, 0)),
+        goes_first(which == 0) {}
   __device__ __forceinline__ void take() const { named_barrier_sync(mine, 2 * warpgroup_threads); }
   __device__ __forceinline__ void pass() const { named_barrier_arrive(theirs, 2 * warpgroup_threads); }
+  __device__ __forceinline__ void start() const {
+    if (!goes_first) pass();
+  }
+  __device__ __forceinline__ void finish() const {
+    if (goes_first) take();
+  }
 };
 #endif  // KF_ARCH_SM90A
 

@@ -131,7 +131,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
     // beside the other's products. Left to drift, the two could settle in step, both summing
     // while the tensor cores wait.
     const warpgroup_turns turns(turn_barrier, consumer);
-    if (consumer == 1) turns.pass();
+    turns.start();
     int stores = 0;  // this warpgroup's tiles stored so far: their staged bias takes buffer stores % 2
     for (int u = blockIdx.x; u < units(prm); u += gridDim.x) {
       const work_unit unit = unit_of(prm, u);  // a tile, or in the last round a part of one
@@ -148,7 +148,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
           bias_smem, consumer, stores++ & 1, [&](int) -> const float(&)[kAcc] { return total; }, prm, w, consumer,
           tid_in_warpgroup, ep);
     }
-    if (consumer == 0) turns.take();  // consumer 1's last pass
+    turns.finish();
   }
 #endif
 }

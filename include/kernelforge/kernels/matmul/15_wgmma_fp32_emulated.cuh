@@ -134,7 +134,7 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
     for (int i = 0; i < tile::accumulators; ++i) partial[i] = 0.0f;  // never read: each k-block starts fresh
     // The consumers issue their k-blocks' products in turn (warpgroup_turns; conv2d step 9 does too).
     const warpgroup_turns turns(turn_barrier, consumer);
-    if (consumer == 1) turns.pass();
+    turns.start();
     for (int item = schedule.first(); item < items; item += schedule.stride()) {
       const work_item w = schedule(item);
       const int row_base = w.tile_m * block_m + consumer * wgmma_m, col_base = w.tile_n * BlockN;
@@ -154,7 +154,7 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
         store_tile<float>(total, p, row0, col0, fused);
       }
     }
-    if (consumer == 0) turns.take();  // consumer 1's last pass
+    turns.finish();
     // The last C buffers are read before the CTA's shared memory goes.
     if (p.staged && tid_in_warpgroup == 0) tma_store_wait_read<0>();
   }

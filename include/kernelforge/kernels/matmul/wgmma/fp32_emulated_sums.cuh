@@ -41,14 +41,6 @@ __device__ __forceinline__ void fp32_emulated_k_block_wait(float (&partial)[N], 
   if constexpr (Apart) fence_operands(correction);
 }
 
-/// A k-block's three products, issued and waited for.
-template <bool Apart, int N, int C, class Mma>
-__device__ __forceinline__ void fp32_emulated_k_block_products(float (&partial)[N], float (&correction)[C], int hi,
-                                                               int lo, Mma&& mma) {
-  fp32_emulated_k_block_issue<Apart>(partial, correction, hi, lo, mma);
-  fp32_emulated_k_block_wait<Apart>(partial, correction);
-}
-
 /// A completed k-block's partial (Apart: and its corrections) into the sums.
 template <bool Apart, int N, int C>
 __device__ __forceinline__ void fp32_emulated_k_block_sum(fp32_emulated_sums<N>& sums, const float (&partial)[N],
@@ -60,21 +52,15 @@ __device__ __forceinline__ void fp32_emulated_k_block_sum(fp32_emulated_sums<N>&
   }
 }
 
-/// No turns: a warpgroup issues its products whenever its stages are full.
-struct no_turns {
-  __device__ __forceinline__ void take() const {}
-  __device__ __forceinline__ void pass() const {}
-};
-
 /// One k-block of a tile, as both kernels run it: the ring's next pair of
 /// stages (`at`: the k-block's hi, then its lo), their products (Apart: into
-/// partial and correction; issued in this warpgroup's turn, `turns`:
-/// warpgroup_turns or no_turns), the wait for them, both stages handed back
+/// partial and correction; issued in this warpgroup's turn of `turns`), the
+/// wait for them, both stages handed back
 /// (release(stage), by each warp's lane 0), and the partial added to the sums.
-template <bool Apart, class Ring, class Position, int N, int C, class Mma, class Release, class Turns = no_turns>
+template <bool Apart, class Ring, class Position, int N, int C, class Mma, class Release>
 __device__ __forceinline__ void fp32_emulated_k_block(const Ring& ring, Position& at, float (&partial)[N],
                                                       float (&correction)[C], fp32_emulated_sums<N>& sums, int lane,
-                                                      Mma&& mma, Release&& release, const Turns& turns = {}) {
+                                                      Mma&& mma, Release&& release, const warpgroup_turns& turns) {
   ring.consumer_wait(at);
   const int hi = at.stage;
   at.advance();
