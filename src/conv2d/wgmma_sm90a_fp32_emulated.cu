@@ -98,7 +98,7 @@ bool try_launch(int device, const conv2d_args<float>& a, conv2d_layout layout, c
     return resident_ctas<decltype(layout_tag)::value, decltype(bn_tag)::value, Epilogue>(device);
   });
   const int grid = prm.tiles < resident ? prm.tiles : resident;
-  const conv2d_wgmma_last_round last_round =
+  const last_round_plan last_round =
       plan_conv2d_wgmma_last_round(static_cast<z>(prm.tiles), static_cast<z>(grid), static_cast<z>(prm.k_steps) / 2, 2);
   const z split_tiles = static_cast<z>(prm.tiles) - last_round.split_from;
   prm.split_parts = static_cast<int>(last_round.parts);

@@ -194,15 +194,14 @@ TEST(Conv2dWgmma, PixelBoxPlan) {
 }
 
 /// Every tile's k-steps computed exactly once by the units of `plan`
-/// (conv2d_wgmma_unit_of), each unit's run non-empty and on k-block
+/// (last_round_unit_of), each unit's run non-empty and on k-block
 /// boundaries, a tile's parts numbered 0 .. parts - 1 in order.
-void expect_units_cover_every_tile(const kf::detail::conv2d_wgmma_last_round& plan, int tiles, int k_steps,
-                                   int block_steps) {
+void expect_units_cover_every_tile(const kf::detail::last_round_plan& plan, int tiles, int k_steps, int block_steps) {
   std::vector<std::vector<int>> visits(tiles, std::vector<int>(k_steps, 0));
   const int units = static_cast<int>(plan.units(static_cast<std::size_t>(tiles)));
   for (int u = 0; u < units; ++u) {
-    const auto unit = kf::detail::conv2d_wgmma_unit_of(
-        u, static_cast<int>(plan.split_from), static_cast<int>(plan.parts), static_cast<int>(plan.part_steps), k_steps);
+    const auto unit = kf::detail::last_round_unit_of(u, static_cast<int>(plan.split_from), static_cast<int>(plan.parts),
+                                                     static_cast<int>(plan.part_steps), k_steps);
     ASSERT_GE(unit.tile, 0);
     ASSERT_LT(unit.tile, tiles);
     ASSERT_LT(unit.kt_begin, unit.kt_end) << "unit " << u;

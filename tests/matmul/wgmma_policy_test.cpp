@@ -7,6 +7,7 @@
 
 #include <cstddef>
 
+#include "kernelforge/kernels/common/last_round.hpp"
 #include "kernelforge/kernels/matmul/plan.hpp"
 #include "kernelforge/kernels/matmul/wgmma/policy.hpp"
 
@@ -143,6 +144,33 @@ TEST(MatmulTuning, WgmmaBlockNIsTheWidestThatFillsTheGpu) {
   EXPECT_EQ(choose_wgmma_block_n(2048, 2048, 120), 256);
   // No resident count (no occupancy): every width "fills"; the widest.
   EXPECT_EQ(choose_wgmma_block_n(1, 1, 0), 256);
+}
+
+// The FP8 step's last round (common/last_round.hpp, plan_last_round with wgmma/policy.hpp's
+// scaled_last_round_max_parts and _min_k_steps) on 66 clusters of 2 (132 SMs): split where few
+// cluster tiles are left for the last round, not where it is more than half full.
+TEST(MatmulTuning, ScaledLastRoundSplitsWhereFewTilesAreLeft) {
+  const auto plan = [](std::size_t cluster_tiles, std::size_t k) {
+    return kf::detail::plan_last_round(cluster_tiles, 66, (k + 127) / 128, 1, kf::detail::scaled_last_round_max_parts,
+                                       kf::detail::scaled_last_round_min_k_steps);
+  };
+  // 4096^3 at 128 x 144: 16 cluster rows x 29 columns = 464, 7 rounds and 2 left: 4 parts of 8 k-steps.
+  const auto cube = plan(16 * 29, 4096);
+  EXPECT_EQ(cube.parts, 4u);
+  EXPECT_EQ(cube.split_from, 462u);
+  EXPECT_EQ(cube.part_steps, 8u);
+  EXPECT_EQ(cube.units(464), 462u + 2 * 4);
+  // 4096x7168x16384: 16 x 50 = 800, 8 left: 66 / 8 parts, at most 4, of 32 k-steps.
+  const auto deep = plan(16 * 50, 16384);
+  EXPECT_EQ(deep.parts, 4u);
+  EXPECT_EQ(deep.split_from, 792u);
+  EXPECT_EQ(deep.part_steps, 32u);
+  EXPECT_EQ(plan(32 * 57, 8192).parts, 1u);  // 8192^3: 1,824, 42 left: not split
+  EXPECT_EQ(plan(32 * 43, 1024).parts, 1u);  // 8192x8192x1024 at 128 x 192: 1,376, 56 left
+  EXPECT_EQ(plan(66 * 4, 4096).parts, 1u);   // whole rounds
+  EXPECT_EQ(plan(50, 4096).parts, 1u);       // one round
+  EXPECT_EQ(plan(16 * 29, 512).parts, 1u);   // 4 k-steps: too short to split
+  EXPECT_EQ(plan(16 * 29, 1024).parts, 2u);  // 8 k-steps: 2 parts of 4
 }
 
 TEST(MatmulTuning, WgmmaClusterSharesAForNarrowTiles) {

@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "../common/grid.hpp"
+#include "../common/last_round.hpp"
 #include "filter_column.hpp"
 #include "tuning.hpp"
 
@@ -224,66 +225,17 @@ inline conv2d_wgmma_tile choose_conv2d_wgmma_tile(std::size_t n, std::size_t p, 
 
 // ---- the persistent grid's last round --------------------------------------
 
-/// How a persistent grid of `grid` CTAs walks `tiles` tiles: whole tiles
-/// (units 0 .. split_from - 1, round by round), then -- where the last round
-/// would leave most of the grid idle -- each of the last round's tiles split
-/// into `parts` runs of k-steps, a unit each, for the CTAs that would have
-/// waited (conv2d/wgmma_last_round.cuh). parts = 1: no split.
-struct conv2d_wgmma_last_round {
-  std::size_t split_from = 0;  ///< the first split tile (a multiple of the grid)
-  std::size_t parts = 1;       ///< units each split tile becomes
-  std::size_t part_steps = 0;  ///< k-steps of a part (the last part's may be fewer)
-
-  /// The grid's units: the whole tiles, then the split tiles' parts.
-  [[nodiscard]] std::size_t units(std::size_t tiles) const { return split_from + (tiles - split_from) * parts; }
-};
-
-/// What a CTA computes in one turn of the persistent loop: tile `tile`'s
-/// k-steps [kt_begin, kt_end), part `part` of the tile's parts (0 of 1: the
-/// whole tile).
-struct conv2d_wgmma_unit {
-  int tile, kt_begin, kt_end, part;
-};
-
-/// Unit u of a grid split as plan_conv2d_wgmma_last_round says (parts = 1: no
-/// split): tile u whole below split_from; past it, the split tiles' parts in
-/// turn, so a tile's parts run on adjacent CTAs of the last round. Host and
-/// device code (the kernels' unit_of, the CPU tests).
-KF_HOST_DEVICE constexpr conv2d_wgmma_unit conv2d_wgmma_unit_of(int u, int split_from, int parts, int part_steps,
-                                                                int k_steps) {
-  if (parts == 1 || u < split_from) return {u, 0, k_steps, 0};
-  const int i = u - split_from;
-  const int part = i % parts;
-  const int begin = part * part_steps;
-  const int end = begin + part_steps < k_steps ? begin + part_steps : k_steps;
-  return {split_from + i / parts, begin, end, part};
-}
-
-/// The last round of `tiles` tiles on `grid` CTAs, each tile k_blocks k-blocks
-/// of block_steps ring stages (step 9: 2, a k-block's hi and lo stages; a part
-/// keeps whole k-blocks). A last round of r tiles (0 < r < grid) takes as long
-/// as a whole one; split into parts = grid / r runs (at most
-/// conv2d_wgmma_last_round_max_parts, each at least
-/// conv2d_wgmma_last_round_min_k_blocks long) it takes about 1 / parts of one,
-/// plus the sum of the parts. N32 C128 28x28 K128 3x3 (fp32 emulated, 196
-/// tiles of 36 k-blocks on 132 CTAs): 64 tiles in the last round, 2 parts of 18.
-inline conv2d_wgmma_last_round plan_conv2d_wgmma_last_round(std::size_t tiles, std::size_t grid, std::size_t k_blocks,
-                                                            std::size_t block_steps) {
-  conv2d_wgmma_last_round plan;
-  plan.split_from = tiles;
-  plan.part_steps = k_blocks * block_steps;
-  if (grid == 0 || tiles <= grid || tiles % grid == 0) return plan;  // one round, or every round full
-  const std::size_t last = tiles % grid;
-  std::size_t parts = grid / last;
-  if (parts > conv2d_wgmma_last_round_max_parts) parts = conv2d_wgmma_last_round_max_parts;
-  const std::size_t most_by_length = k_blocks / conv2d_wgmma_last_round_min_k_blocks;
-  if (parts > most_by_length) parts = most_by_length;
-  if (parts < 2) return plan;
-  const std::size_t part_blocks = ceil_div(k_blocks, parts);
-  plan.parts = ceil_div(k_blocks, part_blocks);  // no empty part (18 k-blocks in 4: 5, 5, 5, 3)
-  plan.split_from = tiles - last;
-  plan.part_steps = part_blocks * block_steps;
-  return plan;
+/// The last round of `tiles` tiles on `grid` CTAs, split over the CTAs that
+/// would wait (common/last_round.hpp, conv2d/wgmma_last_round.cuh), each tile
+/// k_blocks k-blocks of block_steps ring stages (step 9: 2, a k-block's hi and
+/// lo stages), at most conv2d_wgmma_last_round_max_parts parts of at least
+/// conv2d_wgmma_last_round_min_k_blocks. N32 C128 28x28 K128 3x3 (fp32
+/// emulated, 196 tiles of 36 k-blocks on 132 CTAs): 64 tiles in the last
+/// round, 2 parts of 18.
+inline last_round_plan plan_conv2d_wgmma_last_round(std::size_t tiles, std::size_t grid, std::size_t k_blocks,
+                                                    std::size_t block_steps) {
+  return plan_last_round(tiles, grid, k_blocks, block_steps, conv2d_wgmma_last_round_max_parts,
+                         conv2d_wgmma_last_round_min_k_blocks);
 }
 
 // ---- filter-column tiles (16-bit NHWC): one A box a filter column's taps --------

@@ -19,12 +19,13 @@
 //    with scale-d = 0), and once they complete the consumer adds the partial
 //    into an fp32 total on the CUDA cores (times the stage's block scales,
 //    blockwise) -- every 128 of k, as DeepSeek-V3 and CUTLASS do. The two
-//    consumer warpgroups take turns: while one promotes, the other's products
-//    keep the tensor cores busy. The stage is released as soon as its products
-//    complete. (Two partial sets, the next k-step's products issued before the
-//    last ones are promoted, spilled at 168 + 64 registers and ran at 0.67-0.75
-//    of this on the H200; each k-step's products in two halves of 64 columns,
-//    one promoted while the other's run, 0.89-0.96: benchmarks/tuning/matmul.md#fp8.)
+//    consumer warpgroups issue their products in turn (warpgroup_turns): while
+//    one promotes, the other's products keep the tensor cores busy. The stage
+//    is released as soon as its products complete. (Two partial sets, the
+//    next k-step's products issued before the last ones are promoted, spilled
+//    at 168 + 64 registers and ran at 0.67-0.75 of this on the H200; each
+//    k-step's products in two halves of 64 columns, one promoted while the
+//    other's run, 0.89-0.96: benchmarks/tuning/matmul.md#fp8.)
 //  * Tiles of 128 x 192 where they are many (wgmma/policy.hpp:
 //    choose_scaled_block_n), else 128 x 128 or 128 x 64: the partial and the
 //    total need 2 x 96 registers a thread at 192 (a 128 x 256 tile would need
@@ -67,6 +68,13 @@
 //    a thread, the largest cost between two tiles (H200, per-tensor without
 //    bias, ReLU or amax, ours / cuBLASLt: 8192x8192x1024 0.66 -> 0.93 from
 //    skipping it; with them, not yet measured: benchmarks/tuning/matmul.md#fp8).
+//  * The persistent grid's last round split (common/last_round.hpp): where the
+//    last round of cluster tiles would leave most clusters idle (4096^3 at 128
+//    x 144: 464 cluster tiles on 66 clusters, a last round of 2), each of its
+//    tiles runs as up to 4 parts of its k-steps on the clusters that would
+//    wait; each part's warpgroups write their fp32 sums to a workspace, and
+//    the part that arrives last adds them in part order and stores the tile
+//    (common/last_round_sum.cuh, as conv2d step 9).
 //  * The path from one stage's products to the next is kept short, since the
 //    promotion sits on it: the ring's barrier address is computed once
 //    (arch/smem.cuh: pinned; ptxas had re-read the CTA's cluster rank every
@@ -87,6 +95,7 @@
 #include "../../arch/warpgroup_sm90.cuh"
 #include "../../arch/wgmma_sm90.cuh"
 #include "../../common/kernel.cuh"
+#include "../../common/last_round_sum.cuh"
 #include "../wgmma/config.cuh"
 #include "../wgmma/cta.cuh"
 #include "../wgmma/element.cuh"
@@ -145,9 +154,9 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
   // Every consumer warp of every CTA whose products read a stage (B is multicast) releases it.
   cta.init_barriers(&map_a, &map_b, &map_c, p.staged, consumer_warpgroups * warps_per_warpgroup * loop::stage_readers);
   barriers_ready_arrive<Cluster>();
-  const tile_scheduler<TD, Cluster, false, false> schedule{p, (p.k + loop::stage_k - 1) / loop::stage_k,
-                                                           static_cast<int>(rank)};
-  const int items = schedule.items();
+  // LastRound: the last round's cluster tiles may run as parts on the clusters that would wait.
+  const tile_scheduler<TD, Cluster, false, false, true> schedule{p, (p.k + loop::stage_k - 1) / loop::stage_k,
+                                                                 static_cast<int>(rank)};
   barriers_ready_wait<Cluster>();
 
   if (warpgroup == 0) {
@@ -180,10 +189,17 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
     for (int i = 0; i < tile::accumulators; ++i) partial[i] = 0.0f;  // never read: each k-step's products start fresh
 #pragma unroll
     for (int i = 0; i < (two_partials ? tile::accumulators : 1); ++i) partial_odd[i] = 0.0f;
+    // The consumers issue their k-steps' products in turn (0, 1, 0, ...; warpgroup_turns, as matmul step 15
+    // and conv2d step 9): one's products then complete a k-step's time before the other's, so each promotes
+    // while the other's products run. Left to drift, the two could settle in step, both promoting while the
+    // tensor cores wait (ncu, 8192^3: the tensor pipe busy 89% of active cycles, cuBLASLt's 96%).
+    const warpgroup_turns turns(turn_barrier, consumer);
+    turns.start();
     bool landed = false;  // the stage at `at` has landed (tested while the last products ran)
     const bool asked = amax != nullptr || fused.bias != nullptr || fused.relu;  // the call's epilogue does anything
     stored_amax<TD> staged_amax;  // the amax of staged tiles (amax_epilogue's: of tiles stored from registers)
-    for (int item = schedule.first(); item < items; item += schedule.stride()) {
+    // items() is read from the parameters at each turn: kept in a register across the tile, it spilled at 128 x 144.
+    for (int item = schedule.first(); item < schedule.items(); item += schedule.stride()) {
       const work_item w = schedule(item);
       const int row_base = w.tile_m * block_m + consumer * wgmma_m, col_base = w.tile_n * BlockN;
       const fragment_origin origin{row_base + warp_in_warpgroup * 16 + lane / 4,
@@ -201,7 +217,9 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
         const auto issue = [&](float(&set)[tile::accumulators]) {
           ring.consumer_wait(at);
           const int stage = at.stage;
+          turns.take();
           loop::template mma_stage<true>(set, operands, smem.a, stage);
+          turns.pass();
           at.advance();
           return stage;
         };
@@ -210,7 +228,7 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
           if (lane == 0) loop::release(ring, stage);  // its products have completed: hand it back
           promote(total, set);
         };
-        int kt = w.kt_begin;  // < w.kt_end: k > 0, unsplit
+        int kt = w.kt_begin;  // < w.kt_end: k > 0, and a last-round part keeps at least one k-step
         int stage_even = issue(partial);
         for (; kt + 2 < w.kt_end; kt += 2) {
           const int stage_odd = issue(partial_odd);
@@ -236,7 +254,9 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
         for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
           if (!landed) ring.consumer_wait(at);
           const int stage = at.stage;
+          turns.take();
           loop::template mma_stage<true>(partial, operands, smem.a, stage);
+          turns.pass();
           // While the products run: a chunk of the previous tile's stores, and this k-step's block scales.
           if constexpr (overlapped_stores) {
             if (p.staged) pending.store_next(p, &map_c, c_smem, c_barrier, c_buffer);
@@ -253,6 +273,17 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
           fence_operands(partial);
           if (lane == 0) loop::release(ring, stage);  // its products have completed: hand it back
           promote(total, partial, s);
+        }
+      }
+      // A part of a split tile (the last round, common/last_round.hpp): the part that arrives last stores the
+      // tile's sums (every part's, in part order), the others nothing.
+      // (Items past split_from are the split tiles' parts in turn: last_round_unit_of.)
+      if (p.split_parts > 1 && item >= p.split_from) {
+        const int split = item - p.split_from;
+        if (!sum_split_tile(p, split / p.split_parts, split % p.split_parts,
+                            static_cast<int>(rank) * consumer_warpgroups + consumer, Cluster * consumer_warpgroups,
+                            split_barrier + consumer, tid_in_warpgroup, total)) {
+          continue;
         }
       }
       apply_outer_scales(total, scales, origin, p.m, p.n);
@@ -294,6 +325,7 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
         }
       }
     }
+    turns.finish();
     if constexpr (overlapped_stores) {
       if (p.staged) pending.flush(p, &map_c, c_smem, c_barrier, c_buffer);  // the last tile's
     }

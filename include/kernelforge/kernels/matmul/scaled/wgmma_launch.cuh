@@ -2,7 +2,8 @@
 // The host side of the FP8 wgmma GEMM (scaled/03_wgmma.cuh), for its sm_90a
 // translation units alone (src/matmul/scaled_wgmma_sm90a_*.cu): the repack of
 // operands FP8 wgmma cannot read in place, the TMA maps, the tile width and
-// cluster by shape, the persistent grid and the cluster launch.
+// cluster by shape, the persistent grid (its last round split over the
+// clusters that would wait) and the cluster launch.
 #pragma once
 
 #include <cstddef>
@@ -14,6 +15,7 @@
 
 #include "../../common/alignment.hpp"
 #include "../../common/grid.hpp"
+#include "../../common/last_round.hpp"
 #include "../../runtime/kernel_attributes.hpp"
 #include "../../runtime/launcher.hpp"
 #include "../../runtime/tensor_map.hpp"
@@ -36,6 +38,7 @@ template <class TA, class TB, class TD, int Cluster, int BlockN>
 struct scaled_instance {
   static constexpr auto kernel = &scaled_wgmma_kernel<TA, TB, TD, Cluster, BlockN>;
   static constexpr int smem_bytes = wgmma::scaled_tile<BlockN>::smem_bytes;
+  static constexpr int accumulators = wgmma::scaled_tile<BlockN>::accumulators;  ///< a consumer thread's
   static int resident(int device, const char* what) {
     return resident_clusters<kernel>(device, wgmma::threads, smem_bytes, Cluster, what);
   }
@@ -158,6 +161,26 @@ bool try_launch(const scaled_gemm_args<TA, TB, TD>& g, int device, cudaStream_t 
     const std::size_t items = cluster_tiles_m * tiles_n;
     const std::size_t held = static_cast<std::size_t>(I::resident(device, what));
     const std::size_t clusters = items < held ? items : held;
+    // The last round of cluster tiles split over the clusters that would wait (common/last_round.hpp): each
+    // part's fp32 sums go to a slot of the workspace (a slot per split tile, part, CTA and consumer
+    // warpgroup), and a counter per split tile, CTA and consumer warpgroup tells the part that arrives last.
+    const last_round_plan last_round = plan_last_round(items, clusters, static_cast<std::size_t>(p.split_k_tiles), 1,
+                                                       scaled_last_round_max_parts, scaled_last_round_min_k_steps);
+    const std::size_t split_tiles = items - last_round.split_from;
+    const std::size_t groups = static_cast<std::size_t>(cluster) * wgmma::consumer_warpgroups;
+    const std::size_t sums_bytes = round_up(split_tiles * last_round.parts * groups * I::accumulators *
+                                                static_cast<std::size_t>(warpgroup_threads) * sizeof(float),
+                                            workspace_alignment);
+    const std::size_t counter_bytes = split_tiles * groups * sizeof(unsigned);
+    const pooled_workspace split_scratch(device, split_tiles == 0 ? 0 : sums_bytes + counter_bytes, stream);
+    if (split_tiles > 0 && split_scratch.data() != nullptr) {  // without a workspace the last round runs unsplit
+      p.split_parts = static_cast<int>(last_round.parts);
+      p.split_from = static_cast<int>(last_round.split_from);
+      p.split_steps = static_cast<int>(last_round.part_steps);
+      p.split_sums = split_scratch.data<float>();
+      p.split_arrivals = reinterpret_cast<unsigned*>(split_scratch.data<char>() + sums_bytes);
+      cuda_check(cudaMemsetAsync(p.split_arrivals, 0, counter_bytes, stream), what);
+    }
     cudaLaunchAttribute cluster_dims{};
     const cudaLaunchConfig_t config =
         cluster_launch_config(dim3(static_cast<unsigned>(clusters * cluster)), dim3(wgmma::threads), I::smem_bytes,

@@ -60,9 +60,13 @@ inline constexpr int c_buffers = 2;
 inline constexpr int c_buffer_bytes = wgmma_m * swizzle_row_bytes;                     // 8 KiB
 inline constexpr int c_smem_bytes = consumer_warpgroups * c_buffers * c_buffer_bytes;  // 32 KiB
 inline constexpr int c_box_rows = wgmma_m;                                             ///< C's TMA box: 64 rows
-/// The fp32 emulation's consumers take turns at named barriers turn_barrier and
-/// turn_barrier + 1 (warpgroup_turns), after the staged epilogue's (1 + consumer).
+/// Where the consumers issue their products in turn (warpgroup_turns: step 15's
+/// fp32 emulation, the FP8 kernel), they take turns at named barriers
+/// turn_barrier and turn_barrier + 1, after the staged epilogue's (1 + consumer).
 inline constexpr int turn_barrier = 1 + consumer_warpgroups;
+/// Consumer warpgroup c's named barrier for a split tile's arrival (the FP8
+/// kernel's last round, common/last_round_sum.cuh): split_barrier + c.
+inline constexpr int split_barrier = turn_barrier + consumer_warpgroups;
 static_assert(c_buffer_bytes % swizzle_atom_bytes == 0, "every C buffer must start on a swizzle atom");
 /// The XOR a staged store applies to a thread's base offset for column group
 /// pair p (16-bit: stmatrix.x4 of groups 2p, 2p + 1) or group g (float): two 16-byte slots.
@@ -195,6 +199,13 @@ struct params {
   int splits = 1;
   int split_k_tiles = 0;
   float* partial = nullptr;
+  /// The last round split over the clusters that would wait (common/last_round.hpp; the FP8 kernel
+  /// only, unsplit by `splits`): split_parts = 1, every work item a whole cluster tile.
+  int split_parts = 1;
+  int split_from = 0;                  ///< the first split cluster tile
+  int split_steps = 0;                 ///< k-steps of a part
+  float* split_sums = nullptr;         ///< a slot of fp32 sums per split tile, part, CTA and consumer warpgroup
+  unsigned* split_arrivals = nullptr;  ///< a counter per split tile, CTA and consumer warpgroup, zero at the launch
 };
 
 /// The parameters of a call: C, the extents and the scalars from `args`, the

@@ -117,6 +117,18 @@ constexpr int scaled_two_partials_block_n = 144;
 /// 0.983 (benchmarks/tuning/matmul.md#fp8).
 constexpr std::size_t scaled_two_partials_min_k = 2048;
 
+/// The FP8 GEMM's persistent grid splits its last round of cluster tiles over
+/// the clusters that would wait (common/last_round.hpp: plan_last_round), into
+/// at most scaled_last_round_max_parts parts of at least
+/// scaled_last_round_min_k_steps k-steps of 128. Where it applies: 4096^3 at
+/// 128 x 144 is 464 cluster tiles on 66 clusters (7.03 rounds: a last round of
+/// 2, 4 parts each), 4096x7168x16384 800 (12.12 rounds, a last round of 8, 4
+/// parts); 8192^3 (1,824 cluster tiles, a last round of 42: more than half the
+/// grid busy) and shapes whose rounds come out whole are not split. The same split took conv2d step 9's C128 layer 11%
+/// faster (H100, conv2d.md#conv2d_wgmma_last_round). Not yet measured here.
+constexpr std::size_t scaled_last_round_max_parts = 4;
+constexpr std::size_t scaled_last_round_min_k_steps = 4;
+
 /// Which tile the FP8 GEMM runs: by shape (choose_scaled_block_n), or forced
 /// for the tests and bench_scaled_matmul's paired rows: `wide` the 128 x 192
 /// tile, `two_partials` the 128 x 144 one (per-tensor and rowwise; blockwise

@@ -6,9 +6,12 @@
 // in grouped order (raster_group cluster rows at a time) so that the CTAs
 // running together share A's rows and B's columns in L2. Producer and
 // consumers walk the same items, so the stage ring runs on from one tile into
-// the next with no fill, launch or barrier set-up per tile.
+// the next with no fill, launch or barrier set-up per tile. With LastRound (the
+// FP8 kernel), the items past the whole cluster tiles are the last round's
+// tiles' parts (common/last_round.hpp).
 #pragma once
 
+#include "../../common/last_round.hpp"
 #include "../../common/raster.hpp"
 #include "config.cuh"
 
@@ -25,8 +28,9 @@ struct work_item {
 /// the second CTA's tile may lie wholly outside C: it still loads and multicasts
 /// its half for its peer, TMA fills its own half with zeros and its stores skip
 /// everything.
-template <class T, int Cluster, bool MulticastA, bool ClusterSplitK>
+template <class T, int Cluster, bool MulticastA, bool ClusterSplitK, bool LastRound = false>
 struct tile_scheduler {
+  static_assert(!LastRound || !ClusterSplitK, "the last round's parts run on whole clusters");
   static constexpr int b_sharers = cluster_sharing<Cluster, MulticastA, ClusterSplitK>::b_sharers;
   static constexpr int a_sharers = cluster_sharing<Cluster, MulticastA, ClusterSplitK>::a_sharers;
 
@@ -35,15 +39,27 @@ struct tile_scheduler {
   int rank;     ///< this CTA's rank in its cluster
 
   [[nodiscard]] __device__ __forceinline__ int items() const {
-    return p.cluster_tiles_m * p.cluster_tiles_n * p.splits;
+    const int tiles = p.cluster_tiles_m * p.cluster_tiles_n * p.splits;
+    if constexpr (LastRound) return p.split_from + (tiles - p.split_from) * p.split_parts;  // parts 1: tiles
+    return tiles;
   }
   /// This CTA's first item, and the distance to its next.
   [[nodiscard]] __device__ __forceinline__ static int first() { return static_cast<int>(blockIdx.x) / Cluster; }
   [[nodiscard]] __device__ __forceinline__ static int stride() { return static_cast<int>(gridDim.x) / Cluster; }
 
   [[nodiscard]] __device__ __forceinline__ work_item operator()(int item) const {
-    const tile_coord t = grouped_tile(item / p.splits, p.cluster_tiles_m, p.cluster_tiles_n, raster_group);
     work_item w;
+    if constexpr (LastRound) {  // unsplit by `splits`: an item is a cluster tile, or a part of one
+      const last_round_unit u = last_round_unit_of(item, p.split_from, p.split_parts, p.split_steps, k_tiles);
+      const tile_coord t = grouped_tile(u.tile, p.cluster_tiles_m, p.cluster_tiles_n, raster_group);
+      w.tile_m = static_cast<int>(t.m) * b_sharers + (MulticastA ? 0 : rank);
+      w.tile_n = static_cast<int>(t.n) * a_sharers + (MulticastA ? rank : 0);
+      w.slice = 0;
+      w.kt_begin = u.kt_begin;
+      w.kt_end = u.kt_end;
+      return w;
+    }
+    const tile_coord t = grouped_tile(item / p.splits, p.cluster_tiles_m, p.cluster_tiles_n, raster_group);
     if constexpr (ClusterSplitK) {
       // CTA r takes the k-steps [r * half, (r + 1) * half) (half rounded up:
       // with an odd count CTA 1 has one step fewer, with a single step none,
