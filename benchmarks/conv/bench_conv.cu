@@ -33,9 +33,10 @@
 //   filter2d/fp32/...              8192 x 8192 single-channel images: bench_filter2d.cu
 // Layers: the ResNet-50 layers of conv_problem.hpp (layers()).
 //
-// cuDNN runs first in each group; its algorithm comes from
-// cudnnFindConvolutionForwardAlgorithm, run once per layer and math mode before
-// timing, with its workspace allocated once (the conv2d_nhwc cudnn and
+// cuDNN runs first in each group; its algorithm is the fastest of those
+// cudnnFindConvolutionForwardAlgorithm returns within 1.5x of its best, timed
+// again in the rows' own way (cudnn_baseline.hpp, fastest_retimed), once per
+// layer and math mode before timing, with its workspace allocated once (the conv2d_nhwc cudnn and
 // cudnn_fused rows: the fastest execution plan of a backend graph's engine
 // search). Every kernelforge result is checked against cuDNN's output before
 // it is timed (the run stops with an error otherwise): here within

@@ -3,8 +3,9 @@
 // math_mode::fp32_emulated paired with cuDNN's fastest exact fp32, each speed
 // beside both errors on a sample of outputs against a double reference.
 //
-//   conv2d/fp32_emulated/best_vs_cudnn/<layer>   NCHW: cuDNN's cudnnFind plan
-//                                  (the conv2d/fp32/cudnn row's: FMA math, no TF32);
+//   conv2d/fp32_emulated/best_vs_cudnn/<layer>   NCHW: cuDNN's fastest FMA-math
+//                                  algorithm, cudnnFind's candidates timed again
+//                                  (the conv2d/fp32/cudnn row's plan; no TF32);
 //                                  layers the kernel leaves (the RGB stem) run the
 //                                  exact kernels. Timed in turn (time_gpu_paired) on
 //                                  randn x and w (random_normal_values). Counters:
