@@ -97,7 +97,7 @@ constexpr int retime_samples = 15;
 /// set to the winner, with its workspace.
 template <class T>
 const cudnnConvolutionFwdAlgoPerf_t& fastest_retimed(cudnn_plan& c, const problem_data_t<T>& d, const std::string& key,
-                                                    const std::vector<cudnnConvolutionFwdAlgoPerf_t>& candidates) {
+                                                     const std::vector<cudnnConvolutionFwdAlgoPerf_t>& candidates) {
   std::size_t most_bytes = 0;  // one workspace, the largest of the candidates'
   for (const auto& perf : candidates) {
     use_algorithm(c, perf, true);
@@ -182,8 +182,8 @@ cudnn_plan& cudnn_plan_for(const std::string& key, const problem_data_t<T>& d, b
   // whatever cudnnFind's noise.
   std::vector<cudnnConvolutionFwdAlgoPerf_t> candidates;
   for (int k = 0; k < returned; ++k) {
-    const bool usable = perf[k].status == CUDNN_STATUS_SUCCESS &&
-                        (tensor_ops || perf[k].mathType != CUDNN_TENSOR_OP_MATH);
+    const bool usable =
+        perf[k].status == CUDNN_STATUS_SUCCESS && (tensor_ops || perf[k].mathType != CUDNN_TENSOR_OP_MATH);
     if (usable && (candidates.empty() || perf[k].time <= 1.5f * candidates.front().time)) {
       candidates.push_back(perf[k]);
     }
