@@ -74,7 +74,8 @@
 //    tiles runs as up to 4 parts of its k-steps on the clusters that would
 //    wait; each part's warpgroups write their fp32 sums to a workspace, and
 //    the part that arrives last adds them in part order and stores the tile
-//    (common/last_round_sum.cuh, as conv2d step 9).
+//    (common/last_round_sum.cuh, as conv2d step 9). H100, with the consumers'
+//    turns: 4096x7168x16384 per-tensor 0.95 -> 0.99 of cuBLASLt.
 //  * The path from one stage's products to the next is kept short, since the
 //    promotion sits on it: the ring's barrier address is computed once
 //    (arch/smem.cuh: pinned; ptxas had re-read the CTA's cluster rank every

@@ -125,7 +125,9 @@ constexpr std::size_t scaled_two_partials_min_k = 2048;
 /// 2, 4 parts each), 4096x7168x16384 800 (12.12 rounds, a last round of 8, 4
 /// parts); 8192^3 (1,824 cluster tiles, a last round of 42: more than half the
 /// grid busy) and shapes whose rounds come out whole are not split. The same split took conv2d step 9's C128 layer 11%
-/// faster (H100, conv2d.md#conv2d_wgmma_last_round). Not yet measured here.
+/// faster (H100, conv2d.md#conv2d_wgmma_last_round). Evidence: H100 2026-12-06, with the consumers' turns, two
+/// alternated runs, ours / cuBLASLt: 4096x7168x16384 per-tensor 0.950 -> 0.992, blockwise 0.80 -> 0.84; 4096^3
+/// blockwise 0.80 -> 0.82, per-tensor 0.885 -> 0.888 (matmul.md#fp8, "Seventh look, measured").
 constexpr std::size_t scaled_last_round_max_parts = 4;
 constexpr std::size_t scaled_last_round_min_k_steps = 4;
 
