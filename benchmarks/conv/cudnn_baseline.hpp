@@ -71,15 +71,21 @@ struct cudnn_plan {
   std::size_t workspace_bytes = 0;
 };
 
-/// Plan c set to run `perf`'s algorithm in its math; with_workspace: and its
-/// workspace allocated (else the caller's stays).
-inline void use_algorithm(cudnn_plan& c, const cudnnConvolutionFwdAlgoPerf_t& perf, bool with_workspace) {
+/// Plan c set to run `perf`'s algorithm in its math; returns the workspace that
+/// algorithm needs (the caller allocates it).
+inline std::size_t use_algorithm(cudnn_plan& c, const cudnnConvolutionFwdAlgoPerf_t& perf) {
   c.algo = perf.algo;
   cudnn_check(cudnnSetConvolutionMathType(c.conv_desc, perf.mathType), "cudnnSetConvolutionMathType");
-  if (!with_workspace) return;
-  cudnn_check(cudnnGetConvolutionForwardWorkspaceSize(cudnn(), c.x_desc, c.w_desc, c.conv_desc, c.y_desc, c.algo,
-                                                      &c.workspace_bytes),
-              "cudnnGetConvolutionForwardWorkspaceSize");
+  std::size_t bytes = 0;
+  cudnn_check(
+      cudnnGetConvolutionForwardWorkspaceSize(cudnn(), c.x_desc, c.w_desc, c.conv_desc, c.y_desc, c.algo, &bytes),
+      "cudnnGetConvolutionForwardWorkspaceSize");
+  return bytes;
+}
+
+/// use_algorithm, with the algorithm's own workspace allocated into c.
+inline void use_algorithm_with_workspace(cudnn_plan& c, const cudnnConvolutionFwdAlgoPerf_t& perf) {
+  c.workspace_bytes = use_algorithm(c, perf);
   c.workspace = kf::device_buffer<unsigned char>(c.workspace_bytes);
 }
 
@@ -94,15 +100,12 @@ constexpr int retime_samples = 15;
 /// round (as time_gpu_paired: the same clocks for each), after one untimed round;
 /// the median of each. Writes a scratch output (d's outputs keep the checked
 /// results) and one line on stderr with every candidate's time; plan c is left
-/// set to the winner, with its workspace.
+/// set to the winner, with its own workspace.
 template <class T>
-const cudnnConvolutionFwdAlgoPerf_t& fastest_retimed(cudnn_plan& c, const problem_data_t<T>& d, const std::string& key,
-                                                     const std::vector<cudnnConvolutionFwdAlgoPerf_t>& candidates) {
+void fastest_retimed(cudnn_plan& c, const problem_data_t<T>& d, const std::string& key,
+                     const std::vector<cudnnConvolutionFwdAlgoPerf_t>& candidates) {
   std::size_t most_bytes = 0;  // one workspace, the largest of the candidates'
-  for (const auto& perf : candidates) {
-    use_algorithm(c, perf, true);
-    most_bytes = std::max(most_bytes, c.workspace_bytes);
-  }
+  for (const auto& perf : candidates) most_bytes = std::max(most_bytes, use_algorithm(c, perf));
   c.workspace = kf::device_buffer<unsigned char>(most_bytes);
   c.workspace_bytes = most_bytes;
   kf::device_buffer<T> scratch_y(d.y_size());
@@ -111,25 +114,24 @@ const cudnnConvolutionFwdAlgoPerf_t& fastest_retimed(cudnn_plan& c, const proble
   sample_timer timer;
   for (int round = 0; round <= retime_samples; ++round) {
     for (std::size_t i = 0; i < n; ++i) {
-      use_algorithm(c, candidates[i], false);
+      use_algorithm(c, candidates[i]);
       const auto call = [&](cudaStream_t s) { run_cudnn(c, d.x.data(), d.w.data(), scratch_y.data(), s); };
       const double s = timer.seconds(call, nullptr);
       if (round > 0) samples[i].push_back(s);  // round 0: first-call costs out
     }
   }
   std::size_t best = 0;
-  std::vector<double> median(n);
+  double best_median = 0;
   std::string report = "cudnn plan " + key + ":";
   for (std::size_t i = 0; i < n; ++i) {
     std::nth_element(samples[i].begin(), samples[i].begin() + retime_samples / 2, samples[i].end());
-    median[i] = samples[i][retime_samples / 2];
-    if (median[i] < median[best]) best = i;
+    const double median = samples[i][retime_samples / 2];
+    if (i == 0 || median < best_median) best = i, best_median = median;
     report += " algo " + std::to_string(static_cast<int>(candidates[i].algo)) + " " +
-              std::to_string(median[i] * 1e6).substr(0, 6) + " us;";
+              std::to_string(median * 1e6).substr(0, 6) + " us;";
   }
   std::fprintf(stderr, "%s fastest: algo %d\n", report.c_str(), static_cast<int>(candidates[best].algo));
-  use_algorithm(c, candidates[best], true);
-  return candidates[best];
+  use_algorithm_with_workspace(c, candidates[best]);
 }
 
 /// The plan for problem `key`: d's layout and element type, fp32 accumulation;

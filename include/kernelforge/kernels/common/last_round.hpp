@@ -41,17 +41,28 @@ struct last_round_unit {
   int tile, kt_begin, kt_end, part;
 };
 
+/// Where a unit past split_from lies among the split tiles: split tile
+/// `split` (counted from 0, the tile split_from + split) and its part.
+struct last_round_part {
+  int split, part;
+};
+
+/// Unit u (>= split_from, parts > 1) as a split tile's part: the split tiles'
+/// parts in turn, so a tile's parts run on adjacent CTAs of the last round.
+KF_HOST_DEVICE constexpr last_round_part last_round_part_of(int u, int split_from, int parts) {
+  const int i = u - split_from;
+  return {i / parts, i % parts};
+}
+
 /// Unit u of a grid split as a last_round_plan says (parts = 1: no split):
-/// tile u whole below split_from; past it, the split tiles' parts in turn, so
-/// a tile's parts run on adjacent CTAs of the last round.
+/// tile u whole below split_from; past it, a split tile's part (last_round_part_of).
 KF_HOST_DEVICE constexpr last_round_unit last_round_unit_of(int u, int split_from, int parts, int part_steps,
                                                             int k_steps) {
   if (parts == 1 || u < split_from) return {u, 0, k_steps, 0};
-  const int i = u - split_from;
-  const int part = i % parts;
-  const int begin = part * part_steps;
+  const last_round_part at = last_round_part_of(u, split_from, parts);
+  const int begin = at.part * part_steps;
   const int end = begin + part_steps < k_steps ? begin + part_steps : k_steps;
-  return {split_from + i / parts, begin, end, part};
+  return {split_from + at.split, begin, end, at.part};
 }
 
 /// The last round of `tiles` tiles on `grid` CTAs (or clusters), each tile

@@ -96,6 +96,7 @@
 #include "../../arch/warpgroup_sm90.cuh"
 #include "../../arch/wgmma_sm90.cuh"
 #include "../../common/kernel.cuh"
+#include "../../common/last_round.hpp"
 #include "../../common/last_round_sum.cuh"
 #include "../wgmma/config.cuh"
 #include "../wgmma/cta.cuh"
@@ -277,13 +278,12 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
         }
       }
       // A part of a split tile (the last round, common/last_round.hpp): the part that arrives last stores the
-      // tile's sums (every part's, in part order), the others nothing.
-      // (Items past split_from are the split tiles' parts in turn: last_round_unit_of.)
+      // tile's sums (every part's, in part order), the others nothing. (Decoded again from the item, not kept
+      // from the scheduler's: two more registers across the k-loop.)
       if (p.split_parts > 1 && item >= p.split_from) {
-        const int split = item - p.split_from;
-        if (!sum_split_tile(p, split / p.split_parts, split % p.split_parts,
-                            static_cast<int>(rank) * consumer_warpgroups + consumer, Cluster * consumer_warpgroups,
-                            split_barrier + consumer, tid_in_warpgroup, total)) {
+        const last_round_part at = last_round_part_of(item, p.split_from, p.split_parts);
+        if (!sum_split_tile(p, at.split, at.part, static_cast<int>(rank) * consumer_warpgroups + consumer,
+                            Cluster * consumer_warpgroups, split_barrier + consumer, tid_in_warpgroup, total)) {
           continue;
         }
       }

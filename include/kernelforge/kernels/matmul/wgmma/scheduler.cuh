@@ -49,17 +49,17 @@ struct tile_scheduler {
 
   [[nodiscard]] __device__ __forceinline__ work_item operator()(int item) const {
     work_item w;
+    int cluster_tile;
     if constexpr (LastRound) {  // unsplit by `splits`: an item is a cluster tile, or a part of one
       const last_round_unit u = last_round_unit_of(item, p.split_from, p.split_parts, p.split_steps, k_tiles);
-      const tile_coord t = grouped_tile(u.tile, p.cluster_tiles_m, p.cluster_tiles_n, raster_group);
-      w.tile_m = static_cast<int>(t.m) * b_sharers + (MulticastA ? 0 : rank);
-      w.tile_n = static_cast<int>(t.n) * a_sharers + (MulticastA ? rank : 0);
+      cluster_tile = u.tile;
       w.slice = 0;
       w.kt_begin = u.kt_begin;
       w.kt_end = u.kt_end;
-      return w;
+    } else {
+      cluster_tile = item / p.splits;
     }
-    const tile_coord t = grouped_tile(item / p.splits, p.cluster_tiles_m, p.cluster_tiles_n, raster_group);
+    const tile_coord t = grouped_tile(cluster_tile, p.cluster_tiles_m, p.cluster_tiles_n, raster_group);
     if constexpr (ClusterSplitK) {
       // CTA r takes the k-steps [r * half, (r + 1) * half) (half rounded up:
       // with an odd count CTA 1 has one step fewer, with a single step none,
@@ -74,9 +74,11 @@ struct tile_scheduler {
     }
     w.tile_m = static_cast<int>(t.m) * b_sharers + (MulticastA ? 0 : rank);
     w.tile_n = static_cast<int>(t.n) * a_sharers + (MulticastA ? rank : 0);
-    w.slice = item % p.splits;
-    w.kt_begin = w.slice * p.split_k_tiles;
-    w.kt_end = min(k_tiles, w.kt_begin + p.split_k_tiles);
+    if constexpr (!LastRound) {
+      w.slice = item % p.splits;
+      w.kt_begin = w.slice * p.split_k_tiles;
+      w.kt_end = min(k_tiles, w.kt_begin + p.split_k_tiles);
+    }
     return w;
   }
 };
