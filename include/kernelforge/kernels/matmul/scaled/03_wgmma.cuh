@@ -8,80 +8,36 @@
 // memory and issues 16 x 8 x 32 products; one block a tile, no overlap of its
 // loads, products and stores beyond cp.async's stages), and why it is faster:
 //  * The Hopper GEMM's machinery, reused rather than copied (matmul step 14):
-//    TMA copies into a ring of shared-memory stages (arch/pipeline_sm90.cuh), a
-//    producer warpgroup and two consumer warpgroups (wgmma/producer.cuh), the
-//    persistent tile scheduler (wgmma/scheduler.cuh), clusters of 2 CTAs that
-//    multicast B (wgmma/mainloop.cuh), and the staged or register epilogue
-//    (wgmma/epilogue.cuh). FP8 brings only its element (wgmma/element.cuh: one
-//    byte, wgmma.m64nNk32, a stage's k = 128 = one 128-byte swizzled row).
+//    TMA into a ring of stages, a producer and two consumer warpgroups, the
+//    persistent tile scheduler, clusters of 2 CTAs that multicast B, the staged
+//    epilogue. FP8 brings its element (wgmma/element.cuh: wgmma.m64nNk32; a
+//    stage's k of 128 is one 128-byte swizzled row).
 //  * The promotion: FP8 wgmma keeps only about 14 bits of its sums, so each
-//    stage's products go into a fresh partial accumulator (the first product
-//    with scale-d = 0), and once they complete the consumer adds the partial
-//    into an fp32 total on the CUDA cores (times the stage's block scales,
-//    blockwise) -- every 128 of k, as DeepSeek-V3 and CUTLASS do. The two
-//    consumer warpgroups issue their products in turn (warpgroup_turns): while
-//    one promotes, the other's products keep the tensor cores busy. The stage
-//    is released as soon as its products complete. (Two partial sets, the
-//    next k-step's products issued before the last ones are promoted, spilled
-//    at 168 + 64 registers and ran at 0.67-0.75 of this on the H200; each
-//    k-step's products in two halves of 64 columns, one promoted while the
-//    other's run, 0.89-0.96: benchmarks/tuning/matmul.md#fp8.)
-//  * Tiles of 128 x 192 where they are many (wgmma/policy.hpp:
-//    choose_scaled_block_n), else 128 x 128 or 128 x 64: the partial and the
-//    total need 2 x 96 registers a thread at 192 (a 128 x 256 tile would need
-//    256, more than a thread has). The wider tile does 1.5x the products per
-//    promotion, per stage barrier and per byte of A: 8192^3 0.68 -> 0.82 of
-//    cuBLASLt. Its 16-bit D is stored after the tile (the packed pending tile
-//    would not fit beside the two sets).
-//  * Two partial sets (128 x 144; per-tensor and rowwise only; by shape where
-//    128 x 192 would run and k >= 2048, wgmma/policy.hpp, else forced):
-//    each consumer above drains its products every k-step, and both read the
-//    same stages, so they drain together (ncu, 8192^3: tensor pipe busy 89% of
-//    active cycles, cuBLASLt's 144-wide tile 96%). At 144 columns the total and
-//    two sets take 3 x 72 of 232 registers: step j's products go into set
-//    j % 2, step j + 1's are issued before j's are promoted (wait<1>), the loop
-//    unrolled by 2 so the sets' registers are static, and every path enters and
-//    leaves it with one set in flight (else ptxas serializes the products:
-//    C7514). The promotion order is the one-set path's: D matches 128 x 192 bit
-//    for bit. 5 stages; 16-bit D in two TMA chunks, the last 16 columns from
-//    registers. H200, over the 192 tile: 8192^3 1.05, 4096x7168x16384 1.08,
-//    8192x8192x1024 0.97 (hence k >= 2048), benchmarks/tuning/matmul.md#fp8.
-//  * Scales: blockwise ones multiply each stage's partial (one A scale per row,
-//    one B scale per 128 columns); per-tensor and rowwise ones multiply the
-//    finished total once, before alpha / beta, the bias, the ReLU and the amax.
-//    A 192-wide tile straddles two 128-column blocks of B's scales (at column
-//    64 or 128 of the tile, by its position), so blockwise takes the wide tile
-//    too: the boundary falls between 64-column chunks (args.cuh:
-//    next_b_scale_block_group, once per tile), each k-step loads both blocks'
-//    scales while its products run and forms one sA x sB per chunk and row (a
-//    select per chunk), and the promotion stays one FFMA an accumulator. Not
-//    yet measured on the H200 (blockwise ran 0.61-0.70 of cuBLASLt on 128 x 128).
-//  * 16-bit D is stored during the next tile's k-steps (staged_tile_16, as step 14)
-//    at 128 x 128 and 128 x 64. At 128 x 192 the tile is stored after its
-//    k-steps, while both consumers' tensor-core work waits, so that store is
-//    kept short: each of its three chunks has a C buffer of its own
-//    (scaled_tile), and each value pays only for what the call asked
-//    (scaled/epilogue.cuh): the functor is picked once per call among identity,
-//    bias, ReLU and both (each inlined), and the amax is taken after the store
-//    from the values as rounded to D, two 16-bit values an instruction -- where
-//    one functor doing all of it cost about 6 instructions a value, 96 values
-//    a thread, the largest cost between two tiles (H200, per-tensor without
-//    bias, ReLU or amax, ours / cuBLASLt: 8192x8192x1024 0.66 -> 0.93 from
-//    skipping it; with them, not yet measured: benchmarks/tuning/matmul.md#fp8).
-//  * The persistent grid's last round split (common/last_round.hpp): where the
-//    last round of cluster tiles would leave most clusters idle (4096^3 at 128
-//    x 144: 464 cluster tiles on 66 clusters, a last round of 2), each of its
-//    tiles runs as up to 4 parts of its k-steps on the clusters that would
-//    wait; each part's warpgroups write their fp32 sums to a workspace, and
-//    the part that arrives last adds them in part order and stores the tile
-//    (common/last_round_sum.cuh, as conv2d step 9). H100, with the consumers'
-//    turns: 4096x7168x16384 per-tensor 0.95 -> 0.99 of cuBLASLt.
-//  * The path from one stage's products to the next is kept short, since the
-//    promotion sits on it: the ring's barrier address is computed once
-//    (arch/smem.cuh: pinned; ptxas had re-read the CTA's cluster rank every
-//    k-step), and per-tensor / rowwise consumers test whether the next stage has
-//    landed while the products still run (stage_ring::consumer_ready).
-// Its figures on the H200 (ours / cuBLASLt, every mode and shape):
+//    k-step's products start a fresh partial (scale-d = 0) and, once complete,
+//    are added into an fp32 total on the CUDA cores (times the block scales,
+//    blockwise; promotion.cuh) -- every 128 of k, as DeepSeek-V3 and CUTLASS.
+//  * Keeping the tensor cores fed through the promotions: the two consumers
+//    issue their products in turn (warpgroup_turns), so one promotes while the
+//    other's products run; and per-tensor / rowwise tiles of 128 x 144 keep two
+//    partial sets (the total and the sets: 3 x 72 of 232 registers): k-step j +
+//    1's products are issued before j's are promoted. The loop is unrolled by 2
+//    so each set's registers are static, and every path enters and leaves it
+//    with one set in flight (else ptxas serializes the products: C7514).
+//    Blockwise tiles are 128 x 192 with one set (a scale per 64-column chunk
+//    and row, args.cuh); narrow tiles where the wide ones are too few
+//    (wgmma/policy.hpp: choose_scaled_block_n).
+//  * Scales: blockwise ones multiply each partial; per-tensor and rowwise ones
+//    the finished total once, before alpha / beta, the bias, the ReLU and the
+//    amax (scaled/epilogue.cuh: only what the call asked for runs, the functor
+//    picked once per call; the amax from the values as stored).
+//  * 16-bit D of narrow tiles is stored during the next tile's k-steps
+//    (staged_tile_16); the wide tiles' after their k-steps, each chunk through
+//    a C buffer of its own.
+//  * The persistent grid's last round (common/last_round.hpp): where it would
+//    leave most clusters idle, its tiles run as up to 4 parts of their k-steps
+//    on the clusters that would wait; the part that ends last adds the others'
+//    fp32 sums and stores the tile (common/last_round_sum.cuh, as conv2d step 9).
+// Measured against cuBLASLt, and what each choice gained or lost:
 // benchmarks/tuning/matmul.md#fp8 and the documentation site's Compare GPUs page.
 #pragma once
 
