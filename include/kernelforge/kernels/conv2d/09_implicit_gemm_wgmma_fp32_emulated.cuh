@@ -40,12 +40,11 @@
 // the pre-pass (reads x once, writes it twice). Layers with fewer than 32
 // channels, strides above 8 or C R S < 128 run the exact kernels instead
 // (wgmma_plan.hpp: conv2d_fp32_emulated_takes).
-// H200, bench_conv 2026-12-03, paired with cuDNN's fastest exact fp32 algorithm of
-// the same run (N32 3x3 p1 layers C64 56x56 / C128 28x28 / C256 14x14): NCHW
-// 1.14x / 1.11x / 1.14x (63-73 TFLOP/s), NHWC 2.41x / 1.50x / 2.04x (cuDNN's NHWC
-// fp32 is slower); max error 2-5e-8 of sum |x w| against cuDNN's 6e-8 to 1.6e-6.
-// With the turns and the last-round split (2026-12-06, H100, two runs): C128
-// 114.4 -> 101.1 us, NCHW 1.256 / 1.291x cuDNN, NHWC 1.74 / 1.73x.
+// Figures (bench_conv, paired with cuDNN's fastest exact fp32 algorithm of the
+// same process, re-timed; N32 3x3 p1 C64 56x56 / C128 28x28 / C256 14x14), H100
+// (2026-12-06, the last figures; the H200's are owed): NCHW 1.14 / 1.09 / 1.11x,
+// NHWC against cuDNN's NHWC 2.22 / 1.73 / 2.09x; max error 2-5e-8 of sum |x w|
+// against cuDNN's 6e-8 to 1.6e-6.
 // More (the profile, what was tried): benchmarks/tuning/conv2d.md#conv2d-fp32-emulation.
 #pragma once
 
