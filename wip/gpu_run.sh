@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The GPU run the wip/ series need, in one device call on a tree with them applied
 # (git am --3way wip/<name>.mbox; README.md here says what each must show).
-# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|land|train|mintime|buildtime|profile1x1|ab|abfresh|abland|abpair|tmaprobe]
+# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|land|train|mintime|buildtime|profile1x1|ab|abfresh|abland|abpair|tmaprobe|ncufp8]
 # (mintime, after workflow: bench_conv's preset rows at KF_BENCH_MIN_TIME 0.1 and 0.05, each timed, JSON kept)
 # (workflow: the bench workflow from scratch, timed, then the rest built, ~505 s on 2026-12-05;
 #  land: a fresh machine's one call for a change on main: everything built, the CPU conv2d tests, ctest -L gpu;
@@ -367,6 +367,30 @@ if [[ $what == profile1x1 ]]; then  # after a build of bench_conv: the 1x1 layer
         "$b" --benchmark_filter="$row" >"$R/ncu_${tag}_$who.txt" 2>&1
       say "ncu $row $who rc $? ($(grep -c 'Section: GPU Speed Of Light' "$R/ncu_${tag}_$who.txt") kernels)"
     done
+  done
+fi
+if [[ $what == ncufp8 ]]; then  # after a build of bench_scaled_matmul (main's, and /tmp/kf-ab-*'s if an abpair built them):
+  # the FP8 kernel at 4096^3 per-tensor with source-level stall sampling (where the staged store's ~2,000 cycles a
+  # tile go), one warm launch (the spot check and warm-ups skipped) per tree; ncu's report kept for the source view
+  for tree in . /tmp/kf-ab-*; do
+    [[ -x $tree/build-bench/benchmarks/matmul/bench_scaled_matmul ]] || continue
+    tag=$(basename "$tree"); [[ $tree == . ]] && tag=main
+    KF_BENCH_MIN_TIME=0.001 timeout 150 ncu --clock-control none -k 'regex:scaled_wgmma' --launch-skip 3 --launch-count 1 \
+      --set full --import-source yes -o "$R/ncufp8_$tag" \
+      "$tree/build-bench/benchmarks/matmul/bench_scaled_matmul" \
+      --benchmark_filter='matmul/fp8_per_tensor/best_vs_cublaslt/4096x4096x4096' >"$R/ncufp8_$tag.log" 2>&1
+    say "ncufp8 $tag rc $?"
+    ncu --import "$R/ncufp8_$tag.ncu-rep" --page source --csv --print-source sass 2>/dev/null |
+      python3 -c "
+import csv, sys
+rows = list(csv.reader(sys.stdin))
+head = rows[0]
+stall = [i for i, h in enumerate(head) if 'Warp Stall Sampling (All' in h]
+src = head.index('Source') if 'Source' in head else 1
+if not stall: sys.exit(0)
+total = sum(float(r[stall[0]] or 0) for r in rows[1:] if len(r) > stall[0] and r[stall[0]].replace('.', '').isdigit())
+top = sorted((float(r[stall[0]]), r[src]) for r in rows[1:] if len(r) > stall[0] and r[stall[0]].replace('.', '').isdigit())[-25:]
+for v, t in reversed(top): print('%5.1f%%  %s' % (100 * v / max(total, 1), t[:110]))" >>"$R/summary.txt"
   done
 fi
 if [[ $what == tmaprobe ]]; then  # wip/probes/tma_rows.cu: TMA boxes of step 3's geometries streamed into a ring, no math (~10 s)
