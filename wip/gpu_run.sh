@@ -371,7 +371,7 @@ if [[ $what == profile1x1 ]]; then  # after a build of bench_conv: the 1x1 layer
 fi
 if [[ $what == ncufp8 ]]; then  # after a build of bench_scaled_matmul (main's, and /tmp/kf-ab-*'s if an abpair built them):
   # the FP8 kernel at 4096^3 per-tensor with source-level stall sampling (where the staged store's ~2,000 cycles a
-  # tile go), one warm launch (the spot check and warm-ups skipped) per tree; ncu's report kept for the source view
+  # tile go), one warm launch (the spot check and warm-ups skipped) per tree; the source page kept as CSV
   for tree in . /tmp/kf-ab-*; do
     [[ -x $tree/build-bench/benchmarks/matmul/bench_scaled_matmul ]] || continue
     tag=$(basename "$tree"); [[ $tree == . ]] && tag=main
@@ -380,8 +380,9 @@ if [[ $what == ncufp8 ]]; then  # after a build of bench_scaled_matmul (main's, 
       "$tree/build-bench/benchmarks/matmul/bench_scaled_matmul" \
       --benchmark_filter='matmul/fp8_per_tensor/best_vs_cublaslt/4096x4096x4096' >"$R/ncufp8_$tag.log" 2>&1
     say "ncufp8 $tag rc $?"
-    ncu --import "$R/ncufp8_$tag.ncu-rep" --page source --csv --print-source sass 2>/dev/null |
-      python3 -c "
+    ncu --import "$R/ncufp8_$tag.ncu-rep" --page source --csv --print-source sass >"$R/ncufp8_$tag.csv" 2>/dev/null
+    rm -f "$R/ncufp8_$tag.ncu-rep"  # (tens of MB: the CSV of the source page is what comes back)
+    python3 -c "
 import csv, sys
 rows = list(csv.reader(sys.stdin))
 head = rows[0]
@@ -390,7 +391,7 @@ src = head.index('Source') if 'Source' in head else 1
 if not stall: sys.exit(0)
 total = sum(float(r[stall[0]] or 0) for r in rows[1:] if len(r) > stall[0] and r[stall[0]].replace('.', '').isdigit())
 top = sorted((float(r[stall[0]]), r[src]) for r in rows[1:] if len(r) > stall[0] and r[stall[0]].replace('.', '').isdigit())[-25:]
-for v, t in reversed(top): print('%5.1f%%  %s' % (100 * v / max(total, 1), t[:110]))" >>"$R/summary.txt"
+for v, t in reversed(top): print('%5.1f%%  %s' % (100 * v / max(total, 1), t[:110]))" <"$R/ncufp8_$tag.csv" >>"$R/summary.txt"
   done
 fi
 if [[ $what == tmaprobe ]]; then  # wip/probes/tma_rows.cu: TMA boxes of step 3's geometries streamed into a ring, no math (~10 s)
