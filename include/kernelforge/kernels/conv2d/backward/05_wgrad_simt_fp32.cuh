@@ -29,15 +29,12 @@
 //    this one's products) and multiplies a 4 x 8 outer product per pixel: 512
 //    FFMAs against 48 shared loads of 16 bytes (SASS, sm_90: the step's loop is
 //    806 instructions, 512 of them FFMA; 121 registers, no spills).
-// Measured (H200, 2026-12-04, through torch, paired with aten's
-// convolution_backward on cuDNN in benchmark mode without TF32; step 5 and
-// cuDNN in one run, step 2 in a run of the same day):
-// N32 C64 56x56 3x3 0.686 ms at step 2 -> 0.268 (1.12x cuDNN's 0.299), the
-// 7x7 stem 0.782 -> 0.219 (1.02x), the 1x1 C256 -> K64 0.458 -> 0.124 (2.80x),
-// C128 28x28 0.331 -> 0.246 (0.48x: cuDNN runs it at 62 TFLOP/s of direct-
-// convolution flops, above the fp32 peak of 67 only a fast algorithm such as
-// Winograd reaches; we run 28-30). At K = 256 step 2 is faster (C256 14x14:
-// 0.263 against 0.298 ms), so best keeps it there (wgrad_simt_plan.hpp).
+// H200 (2026-12-04, through torch, paired with cuDNN without TF32): N32 C64
+// 56x56 3x3 1.12x cuDNN, the 7x7 stem 1.02x, the 1x1 C256 -> K64 2.80x, C128
+// 28x28 0.48x (cuDNN's Winograd: 62 TFLOP/s of direct-convolution flops, past
+// what FMA reaches); at K = 256 step 2 is faster, so best keeps it there
+// (wgrad_simt_plan.hpp). The steps before: benchmarks/tuning/conv2d.md,
+// "Gradient step 5".
 #pragma once
 
 #include "../../common/kernel.cuh"

@@ -25,11 +25,9 @@
 // carry no mask). Sums run in k, then u, then v order in fp32 (exact math: the
 // terms of each output, as the direct sum). Host side:
 // src/conv2d/backward_data.cu (dgrad_by_parity), the rule in dgrad_plan.hpp.
-// H200 (2026-12-05, through torch, paired): the stem's dx 1.03-1.05 of cuDNN
-// (0.249-0.250 ms against 0.255-0.264) with the classes heaviest first and one loop of
-// products; 0.89-0.91 with the ring alone, 0.68 with a synchronous fill, step
-// 2's route 0.52. SMs active 89% of the kernel's cycles (85% before)
-// (benchmarks/tuning/conv2d.md, "Gradient step 7's ring").
+// H200 (2026-12-05, through torch, paired): the stem's dx 1.03-1.05 of cuDNN;
+// how it got there (the ring, the classes heaviest first):
+// benchmarks/tuning/conv2d.md, "Gradient step 7's ring".
 #pragma once
 
 #include <type_traits>

@@ -37,11 +37,9 @@
 // (the tensor cores drop their low 13 bits) and rounds the filter's. Host side:
 // src/conv2d/backward_data.cu (dgrad_by_parity_mma), the rule in dgrad_plan.hpp.
 // H200 (2026-12-05, bench_conv, paired): the stem's dx 2.69 / 2.73 / 2.21 of
-// cuDNN in fp16 / bf16 / TF32 (81.7 / 81.9 / 145.6 us), where step 2's route
-// ran 0.65 / 0.66 / 1.04; the products in groups of disjoint output rows and
-// the two-plane slots took it from 97.4 us (2.27 of cuDNN) to 87.0, then 81.7;
-// still latency-bound: 3.65 warps a scheduler, 0.89 eligible, 0.52 issued a
-// cycle (benchmarks/tuning/conv2d.md, "Gradient step 8").
+// cuDNN in fp16 / bf16 / TF32; still latency-bound (0.52 instructions issued a
+// scheduler cycle); the steps to it: benchmarks/tuning/conv2d.md, "Gradient
+// step 8".
 #pragma once
 
 #include <cstdint>
