@@ -17,7 +17,8 @@
 //   c256_8x8:    N32 56x56 C256, boxes 64 ch x 8 w x 8 h (the 1x1 layer's x)
 // For each: GB/s over all SMs (L2-resident: the tensor is read once before timing)
 // at 4, 5 and 6 stages in the ring (6 x 32 KiB: the most that fits), and microseconds a stage a CTA;
-// then from DRAM: 32 KiB stages of whole pixels, and step 7's 1x1 tiles at 4, 8 and 12 stages.
+// then cuDNN's unsplit C256 dw plan (dy shared in clusters of 3, x each CTA's own: 24 KiB
+// stages); then from DRAM: 32 KiB stages of whole pixels, and step 7's 1x1 tiles at 4, 8 and 12 stages.
 // Its parts: tma_probe.cuh (the ring, the maps, the timing), tma_dram.cuh (the DRAM streams).
 // Build and run (the device): nvcc -std=c++17 -O3 -arch=sm_90a -Iinclude wip/probes/tma_rows.cu -o /tmp/tma_rows &&
 // /tmp/tma_rows
@@ -94,6 +95,54 @@ __global__ void __launch_bounds__(64, 1) stream_multicast(const __grid_constant_
 #endif
 }
 
+/// cuDNN's unsplit dw plan for the C256 14x14 layer (72 CTAs of 128 x 64 in clusters of 3:
+/// 03_wgrad_wgmma.cuh's notes): a stage of 3 boxes (24 KiB) -- two boxes of dy that the
+/// cluster's CTAs share (box j issued by CTA j % Cluster, multicast to all) and one box of x
+/// of the CTA's own (another channel block per rank, not multicast). Shared = false: every
+/// CTA loads all three itself (the plan without the cluster). What lands an SM, against the
+/// ~73 GB/s one SM took in by plain TMA and ~75-90 by multicast of whole stages.
+constexpr int shared_own_stage_bytes = 3 * box_bytes;
+
+template <int Stages, int Cluster, bool Shared>
+__global__ void __launch_bounds__(64, 1)
+    stream_shared_and_own(const __grid_constant__ CUtensorMap map, walk wk, int steps) {
+#if KF_ARCH_SM90A
+  extern __shared__ unsigned char smem[];
+  const probe_ring<Stages, shared_own_stage_bytes> r(smem, Shared ? Cluster : 1);
+  if constexpr (Shared) cluster_sync();
+  const int rank = Shared ? static_cast<int>(cluster_rank()) : 0;
+  const int patches = wk.patches_w * wk.patches_h * (32 / wk.nt);
+  const int cluster_id = static_cast<int>(blockIdx.x) / Cluster;
+  if (threadIdx.x == 0) {
+    ring_position<Stages> at;
+    for (int i = 0; i < steps; ++i) {
+      const origin o(wk, (cluster_id * 7 + i) % patches);
+      const std::uint32_t full = r.ring.producer_acquire(at, shared_own_stage_bytes);
+      for (int j = 0; j < 2; ++j) {  // dy's two boxes: channel blocks 0 and 1
+        if constexpr (Shared) {
+          if (j % Cluster == rank) {
+            tma_load_4d_multicast_probe(r.stage(at) + j * box_bytes, &map, j * 64, o.w0, o.h0, o.n0, full,
+                                        static_cast<std::uint16_t>((1u << Cluster) - 1));
+          }
+        } else {
+          tma_load_4d(r.stage(at) + j * box_bytes, &map, j * 64, o.w0, o.h0, o.n0, full);
+        }
+      }
+      const int own_block = (2 + static_cast<int>(blockIdx.x) % Cluster) % wk.channel_blocks;  // x: the CTA's own
+      tma_load_4d(r.stage(at) + 2 * box_bytes, &map, own_block * 64, o.w0, o.h0, o.n0, full);
+      at.advance();
+    }
+  } else if (threadIdx.x == 32) {
+    if constexpr (Shared) {
+      drain<Stages, Cluster>(r.ring, steps);
+    } else {
+      drain<Stages>(r.ring, steps);
+    }
+  }
+  if constexpr (Shared) cluster_sync();
+#endif
+}
+
 // ---- host ------------------------------------------------------------------------------
 
 template <int Stages>
@@ -135,6 +184,28 @@ void run_multicast(const geometry& g, const __half* x, int ctas, int steps) {
               ms * 1e3 / steps);
 }
 
+/// stream_shared_and_own over the 4-D map of geometry g, `ctas` CTAs (clusters of Cluster where Shared).
+template <int Stages, int Cluster, bool Shared>
+void run_shared_and_own(const geometry& g, const __half* x, int ctas, int steps) {
+  CUtensorMap map{};
+  if (!encode_nhwc(map, x, g, 1)) return;
+  const walk wk{g.w / g.wt, g.h / g.ht, g.wt, g.ht, g.nt, g.c / 64, 0};
+  auto kernel = stream_shared_and_own<Stages, Cluster, Shared>;
+  const int n = ctas / Cluster * Cluster;
+  const int smem = ring_smem<Stages, decltype(kernel), shared_own_stage_bytes>(kernel);
+  cudaLaunchAttribute cluster_dims{};
+  const cudaLaunchConfig_t config =
+      cluster_launch_config(dim3(static_cast<unsigned>(n)), dim3(64), smem, nullptr, Shared ? Cluster : 1, cluster_dims);
+  auto launch = [&] { CHECK(cudaLaunchKernelEx(&config, kernel, map, wk, steps)); };
+  launch();
+  CHECK(cudaDeviceSynchronize());
+  const float ms = time_ms(launch);
+  const double landed = 1.0 * n * steps * shared_own_stage_bytes;
+  std::printf("%-12s dy shared by %d (%s) + own x, stages %d, %d CTAs: %6.2f GB/s landed an SM, %6.3f us a stage\n",
+              g.name, Cluster, Shared ? "multicast" : "each loads all", Stages, n, landed / n / (ms * 1e-3) / 1e9,
+              ms * 1e3 / steps);
+}
+
 int main(int argc, char** argv) {
   int sms = 0;  // CTAs: one an SM, or argv[1] of them (is a CTA's rate its own limit, or the L2's shared one?)
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
@@ -159,6 +230,21 @@ int main(int argc, char** argv) {
     if (!g.five_d) {
       run_multicast<6, 2>(g, x, sms, steps);
       run_multicast<6, 4>(g, x, sms, steps);
+    }
+    CHECK(cudaFree(x));
+  }
+  {  // cuDNN's unsplit C256 dw plan: 72 CTAs in clusters of 3 sharing dy, each its own x (and 132 CTAs)
+    const geometry& g = geometries[0];
+    const std::size_t n = static_cast<std::size_t>(g.n) * g.h * g.w * g.c;
+    std::vector<__half> host(n);
+    for (std::size_t i = 0; i < n; ++i) host[i] = __float2half(static_cast<float>(i % 13) - 6.0f);
+    __half* x = nullptr;
+    CHECK(cudaMalloc(&x, n * sizeof(__half)));
+    CHECK(cudaMemcpy(x, host.data(), n * sizeof(__half), cudaMemcpyHostToDevice));
+    for (const int ctas : {72, sms}) {
+      run_shared_and_own<8, 3, true>(g, x, ctas, 400);
+      run_shared_and_own<8, 3, false>(g, x, ctas, 400);
+      run_shared_and_own<4, 3, true>(g, x, ctas, 400);
     }
     CHECK(cudaFree(x));
   }
