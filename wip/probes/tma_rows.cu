@@ -194,8 +194,8 @@ void run_shared_and_own(const geometry& g, const __half* x, int ctas, int steps)
   const int n = ctas / Cluster * Cluster;
   const int smem = ring_smem<Stages, decltype(kernel), shared_own_stage_bytes>(kernel);
   cudaLaunchAttribute cluster_dims{};
-  const cudaLaunchConfig_t config =
-      cluster_launch_config(dim3(static_cast<unsigned>(n)), dim3(64), smem, nullptr, Shared ? Cluster : 1, cluster_dims);
+  const cudaLaunchConfig_t config = cluster_launch_config(dim3(static_cast<unsigned>(n)), dim3(64), smem, nullptr,
+                                                          Shared ? Cluster : 1, cluster_dims);
   auto launch = [&] { CHECK(cudaLaunchKernelEx(&config, kernel, map, wk, steps)); };
   launch();
   CHECK(cudaDeviceSynchronize());
