@@ -71,11 +71,14 @@ struct cudnn_plan {
   std::size_t workspace_bytes = 0;
 };
 
-/// Plan c set to run `perf`'s algorithm in its math; returns the workspace that
-/// algorithm needs (the caller allocates it).
-inline std::size_t use_algorithm(cudnn_plan& c, const cudnnConvolutionFwdAlgoPerf_t& perf) {
+/// Plan c set to run `perf`'s algorithm in its math (its workspace as it was).
+inline void use_algorithm(cudnn_plan& c, const cudnnConvolutionFwdAlgoPerf_t& perf) {
   c.algo = perf.algo;
   cudnn_check(cudnnSetConvolutionMathType(c.conv_desc, perf.mathType), "cudnnSetConvolutionMathType");
+}
+
+/// The workspace plan c's algorithm needs.
+inline std::size_t algorithm_workspace_bytes(const cudnn_plan& c) {
   std::size_t bytes = 0;
   cudnn_check(
       cudnnGetConvolutionForwardWorkspaceSize(cudnn(), c.x_desc, c.w_desc, c.conv_desc, c.y_desc, c.algo, &bytes),
@@ -85,7 +88,8 @@ inline std::size_t use_algorithm(cudnn_plan& c, const cudnnConvolutionFwdAlgoPer
 
 /// use_algorithm, with the algorithm's own workspace allocated into c.
 inline void use_algorithm_with_workspace(cudnn_plan& c, const cudnnConvolutionFwdAlgoPerf_t& perf) {
-  c.workspace_bytes = use_algorithm(c, perf);
+  use_algorithm(c, perf);
+  c.workspace_bytes = algorithm_workspace_bytes(c);
   c.workspace = kf::device_buffer<unsigned char>(c.workspace_bytes);
 }
 
@@ -105,7 +109,10 @@ template <class T>
 void fastest_retimed(cudnn_plan& c, const problem_data_t<T>& d, const std::string& key,
                      const std::vector<cudnnConvolutionFwdAlgoPerf_t>& candidates) {
   std::size_t most_bytes = 0;  // one workspace, the largest of the candidates'
-  for (const auto& perf : candidates) most_bytes = std::max(most_bytes, use_algorithm(c, perf));
+  for (const auto& perf : candidates) {
+    use_algorithm(c, perf);
+    most_bytes = std::max(most_bytes, algorithm_workspace_bytes(c));
+  }
   c.workspace = kf::device_buffer<unsigned char>(most_bytes);
   c.workspace_bytes = most_bytes;
   kf::device_buffer<T> scratch_y(d.y_size());

@@ -20,7 +20,9 @@
 
 namespace kf::test::scaled_gpu {
 
+// The names both test files use, brought in with the namespace (using namespace kf::test::scaled_gpu).
 using kf::fp8_scaling;
+using kf::op;
 using kf::scaled_matmul_variant;
 using kf::test::scaled_case;
 
@@ -32,21 +34,18 @@ inline bool fp8_device() {
   return major * 10 + minor >= 89;
 }
 
-/// The variant the wgmma tests force: wgmma on compute capability 9.0 (it throws
-/// rather than fall back, so a silent fallback cannot pass), else best.
-inline scaled_matmul_variant wgmma_or_best() {
-  int device = 0, major = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return scaled_matmul_variant::best;
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-  return major == 9 ? scaled_matmul_variant::wgmma : scaled_matmul_variant::best;
-}
-
 /// Compute capability 9.0: the wgmma step runs (a forced tile throws errc::unsupported elsewhere).
 inline bool wgmma_device() {
   int device = 0, major = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return false;
   cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
   return major == 9;
+}
+
+/// The variant the wgmma tests force: wgmma on compute capability 9.0 (it throws
+/// rather than fall back, so a silent fallback cannot pass), else best.
+inline scaled_matmul_variant wgmma_or_best() {
+  return wgmma_device() ? scaled_matmul_variant::wgmma : scaled_matmul_variant::best;
 }
 
 #define KF_SKIP_WITHOUT_FP8()                                                                             \

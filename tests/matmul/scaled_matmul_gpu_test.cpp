@@ -19,12 +19,7 @@
 
 namespace {
 
-using kf::fp8_scaling;
-using kf::op;
-using kf::scaled_matmul_variant;
-using kf::test::scaled_case;
-
-using namespace kf::test::scaled_gpu;  // scaled_matmul_gpu_support.hpp
+using namespace kf::test::scaled_gpu;  // scaled_matmul_gpu_support.hpp: its helpers and the names both files use
 
 template <class T>
 class ScaledMatmul : public ::testing::Test {};
