@@ -68,6 +68,29 @@ TYPED_TEST(ScaledMatmulTwoPartials, Tiles) {
   }
 }
 
+// The 128 x 64 tile (what best runs where 128-wide tiles would not fill the GPU) keeps two partial sets for
+// per-tensor and rowwise scales and one set blockwise (scaled/03_wgmma.cuh: a run-time choice in one
+// instance): 1024 x 200 (32 tiles of 128 x 64) at k = 127, 129, 300, 385 (one to four k-steps: the two-set
+// loop's tails and one pass of its body) and 1024, every scaling mode, with bias, ReLU and amax; 16-bit D staged
+// (its chunks stored during the k-steps of a CTA's next tile or after its last).
+TYPED_TEST(ScaledMatmulTwoPartials, NarrowTile) {
+  KF_SKIP_WITHOUT_FP8();
+  if (!wgmma_device()) GTEST_SKIP() << "the wgmma step needs compute capability 9.0";
+  int device = 0, sms = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), cudaSuccess);
+  ASSERT_EQ(kf::detail::choose_scaled_block_n(1024, 200, 1024, sms), 64) << "not the 128 x 64 tile";
+  std::uint64_t seed = 1900;
+  for (fp8_scaling mode : {fp8_scaling::per_tensor, fp8_scaling::rowwise, fp8_scaling::blockwise}) {
+    for (const std::size_t k : {127u, 129u, 300u, 385u, 1024u}) {
+      scaled_case c;
+      c.m = 1024, c.n = 200, c.k = k, c.mode = mode;
+      c.bias = c.relu = c.amax = true;
+      EXPECT_TRUE(run<TypeParam>(c, seed++, scaled_matmul_variant::wgmma));
+    }
+  }
+}
+
 // Two partial sets change when each k-step's products are promoted, not what is added or in what
 // order: D equals the 128 x 192 tile's bit for bit (float D, so that no rounding to D hides a
 // difference), per-tensor and rowwise, with ragged tiles and k.

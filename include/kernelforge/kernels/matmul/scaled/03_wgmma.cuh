@@ -18,11 +18,12 @@
 //    blockwise; promotion.cuh) -- every 128 of k, as DeepSeek-V3 and CUTLASS.
 //  * Keeping the tensor cores fed through the promotions: the two consumers
 //    issue their products in turn (warpgroup_turns), so one promotes while the
-//    other's products run; and per-tensor / rowwise tiles of 128 x 144 keep two
-//    partial sets (the total and the sets: 3 x 72 of 232 registers): k-step j +
-//    1's products are issued before j's are promoted. The loop is unrolled by 2
-//    so each set's registers are static, and every path enters and leaves it
-//    with one set in flight (else ptxas serializes the products: C7514).
+//    other's products run; and per-tensor / rowwise tiles of 128 x 144 and
+//    128 x 64 keep two partial sets (the total and the sets: 3 x 72 of 232
+//    registers at 144): k-step j + 1's products are issued before j's are
+//    promoted. The loop is unrolled by 2 so each set's registers are static,
+//    and every path enters and leaves it with one set in flight (else ptxas
+//    serializes the products: C7514).
 //    Blockwise tiles are 128 x 192 with one set (a scale per 64-column chunk
 //    and row, args.cuh); narrow tiles where the wide ones are too few
 //    (wgmma/policy.hpp: choose_scaled_block_n).
@@ -100,9 +101,12 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
   static_assert(Cluster == 1 || Cluster == max_cluster, "clusters of 1 or 2 CTAs (sharing B)");
   static_assert(BlockN == 64 || BlockN == 128 || BlockN == 144 || BlockN == 192,
                 "the partial(s) and the total of a 64 x BlockN tile must fit a thread's registers");
-  // 128 x 144: two partial sets, the next k-step's products issued before the last ones are promoted
-  // (per-tensor and rowwise scales only: the launcher never runs it blockwise).
+  // Two partial sets, the next k-step's products issued before the last ones are promoted: always at 128 x 144
+  // (per-tensor and rowwise scales only: the launcher never runs it blockwise), and at 128 x 64 where the scales
+  // are not blockwise (a run-time choice: its three sets take 96 registers; its tiles are few and short -- 1024^3 --
+  // so each k-step's drain is most of the k-loop).
   constexpr bool two_partials = BlockN == 144;
+  constexpr bool may_two_partials = two_partials || BlockN == 64;
   static_assert(!two_partials || Cluster == max_cluster, "the two-partials tile runs in clusters of 2");
   extern __shared__ unsigned char wgmma_smem[];
   const cta_context<tile, Cluster> cta(smem_address(wgmma_smem));
@@ -142,11 +146,12 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
     constexpr bool overlapped_stores = sizeof(TD) == 2 && BlockN <= 128;
     staged_tile_16<TD, tile::accumulators> pending;
     // The partial set(s): the odd k-steps' own set only at 128 x 144.
-    float total[tile::accumulators], partial[tile::accumulators], partial_odd[two_partials ? tile::accumulators : 1];
+    float total[tile::accumulators], partial[tile::accumulators],
+        partial_odd[may_two_partials ? tile::accumulators : 1];
 #pragma unroll
     for (int i = 0; i < tile::accumulators; ++i) partial[i] = 0.0f;  // never read: each k-step's products start fresh
 #pragma unroll
-    for (int i = 0; i < (two_partials ? tile::accumulators : 1); ++i) partial_odd[i] = 0.0f;
+    for (int i = 0; i < (may_two_partials ? tile::accumulators : 1); ++i) partial_odd[i] = 0.0f;
     // The consumers issue their k-steps' products in turn (0, 1, 0, ...; warpgroup_turns, as matmul step 15
     // and conv2d step 9): one's products then complete a k-step's time before the other's, so each promotes
     // while the other's products run. Left to drift, the two could settle in step, both promoting while the
@@ -164,74 +169,94 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
                                    static_cast<long long>(col_base) + 2 * (lane % 4)};
 #pragma unroll
       for (int i = 0; i < tile::accumulators; ++i) total[i] = 0.0f;
-      if constexpr (two_partials) {
-        // k-step j's products go into set j % 2 (partial, partial_odd: the loop is unrolled by 2, so each set's
-        // registers are named at compile time). Step j + 1's are issued before step j's are promoted: wait<1>
-        // returns once step j's have completed, with j + 1's still running, so the tensor cores have work
-        // queued through every promotion and release. The promotion order per accumulator is the one-set path's
-        // (total += partial_j in k order; its s_j is 1 for these scales).
-        // Every path holds step kt's products in flight in `partial` where the loop is entered, re-entered and
-        // left (ptxas serializes the products where a path may leave with a set in flight that it cannot place).
-        const auto issue = [&](float(&set)[tile::accumulators]) {
-          ring.consumer_wait(at);
-          const int stage = at.stage;
-          turns.take();
-          loop::template mma_stage<true>(set, operands, smem.a, stage);
-          turns.pass();
-          at.advance();
-          return stage;
-        };
-        const auto retire = [&](float(&set)[tile::accumulators], int stage) {
-          fence_operands(set);
-          if (lane == 0) loop::release(ring, stage);  // its products have completed: hand it back
-          promote(total, set);
-        };
-        int kt = w.kt_begin;  // < w.kt_end: k > 0, and a last-round part keeps at least one k-step
-        int stage_even = issue(partial);
-        for (; kt + 2 < w.kt_end; kt += 2) {
-          const int stage_odd = issue(partial_odd);
-          wgmma_wait<1>();  // step kt's products have completed, kt + 1's run on
-          retire(partial, stage_even);
-          stage_even = issue(partial);
-          wgmma_wait<1>();
-          retire(partial_odd, stage_odd);
+      // The k-loop: two partial sets (two_sets_loop) or one (one_set_loop).
+      const auto two_sets_loop = [&] {
+        if constexpr (may_two_partials) {  // (partial_odd is a set only there)
+          // k-step j's products go into set j % 2 (partial, partial_odd: the loop is unrolled by 2, so each set's
+          // registers are named at compile time). Step j + 1's are issued before step j's are promoted: wait<1>
+          // returns once step j's have completed, with j + 1's still running, so the tensor cores have work
+          // queued through every promotion and release. The promotion order per accumulator is the one-set path's
+          // (total += partial_j in k order; its s_j is 1 for these scales).
+          // Every path holds step kt's products in flight in `partial` where the loop is entered, re-entered and
+          // left (ptxas serializes the products where a path may leave with a set in flight that it cannot place).
+          const auto issue = [&](float(&set)[tile::accumulators]) {
+            ring.consumer_wait(at);
+            const int stage = at.stage;
+            turns.take();
+            loop::template mma_stage<true>(set, operands, smem.a, stage);
+            turns.pass();
+            if constexpr (overlapped_stores) {  // while the products run: a chunk of the previous tile's stores
+              if (p.staged) pending.store_next(p, &map_c, c_smem, c_barrier, c_buffer);
+            }
+            at.advance();
+            return stage;
+          };
+          const auto retire = [&](float(&set)[tile::accumulators], int stage) {
+            fence_operands(set);
+            if (lane == 0) loop::release(ring, stage);  // its products have completed: hand it back
+            promote(total, set);
+          };
+          int kt = w.kt_begin;  // < w.kt_end: k > 0, and a last-round part keeps at least one k-step
+          int stage_even = issue(partial);
+          for (; kt + 2 < w.kt_end; kt += 2) {
+            const int stage_odd = issue(partial_odd);
+            wgmma_wait<1>();  // step kt's products have completed, kt + 1's run on
+            retire(partial, stage_even);
+            stage_even = issue(partial);
+            wgmma_wait<1>();
+            retire(partial_odd, stage_odd);
+          }
+          if (kt + 1 < w.kt_end) {  // two steps left
+            const int stage_odd = issue(partial_odd);
+            wgmma_wait<1>();
+            retire(partial, stage_even);
+            wgmma_wait<0>();
+            retire(partial_odd, stage_odd);
+          } else {
+            wgmma_wait<0>();
+            retire(partial, stage_even);
+          }
         }
-        if (kt + 1 < w.kt_end) {  // two steps left
-          const int stage_odd = issue(partial_odd);
-          wgmma_wait<1>();
-          retire(partial, stage_even);
-          wgmma_wait<0>();
-          retire(partial_odd, stage_odd);
+      };
+      const auto one_set_loop = [&] {
+        if constexpr (!two_partials) {  // (128 x 144 never runs blockwise)
+          constexpr int chunks = tile_block_scales<BlockN>::chunks;
+          const tile_block_scales<BlockN> block_scales(scales, origin, col_base, p.m, p.n);  // read where blockwise
+          for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+            if (!landed) ring.consumer_wait(at);
+            const int stage = at.stage;
+            turns.take();
+            loop::template mma_stage<true>(partial, operands, smem.a, stage);
+            turns.pass();
+            // While the products run: a chunk of the previous tile's stores, and this k-step's block scales.
+            if constexpr (overlapped_stores) {
+              if (p.staged) pending.store_next(p, &map_c, c_smem, c_barrier, c_buffer);
+            }
+            float s[chunks][2];  // the promotion's scale of each 64-column chunk and row: 1, or blockwise sA x sB
+#pragma unroll
+            for (int j = 0; j < chunks; ++j) s[j][0] = s[j][1] = 1.0f;
+            if (blockwise) block_scales.at(kt, s);
+            at.advance();
+            // Per-tensor and rowwise: ask now whether the next stage has landed, so that after the promotion its
+            // products issue at once (blockwise: measured 1% slower, its scale loads already cover the wait).
+            landed = !blockwise && ring.consumer_ready(at);
+            wgmma_wait<0>();
+            fence_operands(partial);
+            if (lane == 0) loop::release(ring, stage);  // its products have completed: hand it back
+            promote(total, partial, s);
+          }
+        }
+      };
+      if constexpr (two_partials) {
+        two_sets_loop();
+      } else if constexpr (may_two_partials) {
+        if (blockwise) {
+          one_set_loop();
         } else {
-          wgmma_wait<0>();
-          retire(partial, stage_even);
+          two_sets_loop();
         }
       } else {
-        constexpr int chunks = tile_block_scales<BlockN>::chunks;
-        const tile_block_scales<BlockN> block_scales(scales, origin, col_base, p.m, p.n);  // read where blockwise
-        for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
-          if (!landed) ring.consumer_wait(at);
-          const int stage = at.stage;
-          turns.take();
-          loop::template mma_stage<true>(partial, operands, smem.a, stage);
-          turns.pass();
-          // While the products run: a chunk of the previous tile's stores, and this k-step's block scales.
-          if constexpr (overlapped_stores) {
-            if (p.staged) pending.store_next(p, &map_c, c_smem, c_barrier, c_buffer);
-          }
-          float s[chunks][2];  // the promotion's scale of each 64-column chunk and row: 1, or blockwise sA x sB
-#pragma unroll
-          for (int j = 0; j < chunks; ++j) s[j][0] = s[j][1] = 1.0f;
-          if (blockwise) block_scales.at(kt, s);
-          at.advance();
-          // Per-tensor and rowwise: ask now whether the next stage has landed, so that after the promotion its
-          // products issue at once (blockwise: measured 1% slower, its scale loads already cover the wait).
-          landed = !blockwise && ring.consumer_ready(at);
-          wgmma_wait<0>();
-          fence_operands(partial);
-          if (lane == 0) loop::release(ring, stage);  // its products have completed: hand it back
-          promote(total, partial, s);
-        }
+        one_set_loop();
       }
       // A part of a split tile (the last round, common/last_round.hpp): the part that arrives last stores the
       // tile's sums (every part's, in part order), the others nothing. (Decoded again from the item, not kept
