@@ -127,15 +127,20 @@ bool try_launch(int device, const conv2d_args<float>& a, conv2d_layout layout, c
   // Nothing is enqueued above: from here on the call runs to the end (or throws).
   cuda_check(cudaMemsetAsync(nonfinite, 0, counters * sizeof(unsigned), stream), what);
   const z HW = H * W;
+  // Both operands split by one launch (launch_split_tf32_pack_pair).
+  split_tf32_operand xs, ws;
+  xs.src = a.x, xs.dst = x_split, xs.k = C;
+  ws.src = a.wt, ws.dst = w_split, ws.k = C;
   if (layout == conv2d_layout::nhwc) {
     // x: N H W pixels of C contiguous channels; the filter: K R S taps of C.
-    launch_split_tf32_pack(a.x, C, 1, N * HW, C, x_split, nonfinite, stream, what);
-    launch_split_tf32_pack(a.wt, C, 1, K * RS, C, w_split, nonfinite, stream, what);
+    xs.row_stride = C, xs.rows = N * HW;
+    ws.row_stride = C, ws.rows = K * RS;
   } else {
     // x: per image, H W pixels (contiguous) by C channels H W apart; the filter: per k, R S taps by C.
-    launch_split_tf32_pack_batched(a.x, N, C * HW, 1, HW, HW, C, x_split, HW * ld, nonfinite, stream, what);
-    launch_split_tf32_pack_batched(a.wt, K, C * RS, 1, RS, RS, C, w_split, RS * ld, nonfinite, stream, what);
+    xs.batch = N, xs.src_batch = C * HW, xs.row_stride = 1, xs.k_stride = HW, xs.rows = HW, xs.dst_batch = HW * ld;
+    ws.batch = K, ws.src_batch = C * RS, ws.row_stride = 1, ws.k_stride = RS, ws.rows = RS, ws.dst_batch = RS * ld;
   }
+  launch_split_tf32_pack_pair(xs, ws, nonfinite, stream, what);
   with_layout_and_width(layout, plan.bn, [&](auto layout_tag, auto bn_tag) {
     launch_instances<decltype(layout_tag)::value, decltype(bn_tag)::value>(grid, map_x, map_w, prm, ep, nonfinite,
                                                                            stream);

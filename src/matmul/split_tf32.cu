@@ -30,4 +30,29 @@ void launch_split_tf32_pack_batched(const float* src, std::size_t batch, std::si
   }
 }
 
+void launch_split_tf32_pack_pair(const split_tf32_operand& first, const split_tf32_operand& second, unsigned* nonfinite,
+                                 cudaStream_t stream, const char* what) {
+  const auto tiles_of = [](const split_tf32_operand& o) {
+    split_tf32_tiles t;
+    t.o = o;
+    t.ld = split_tf32_ld(o.k);
+    t.k_blocks = ceil_div(o.k, std::size_t{split_block_k});
+    t.row_blocks = ceil_div(o.rows, std::size_t{split_block_k});
+    t.blocks = t.k_blocks * t.row_blocks * o.batch;
+    return t;
+  };
+  const split_tf32_tiles a = tiles_of(first), b = tiles_of(second);
+  constexpr std::size_t max_x = 2147483647;  // gridDim.x (a.blocks + b.blocks cannot wrap a 64-bit size_t)
+  if (a.blocks == 0 || b.blocks == 0 || a.blocks + b.blocks > max_x) {  // an empty set, or too many blocks for one grid
+    for (const split_tf32_operand* o : {&first, &second}) {
+      launch_split_tf32_pack_batched(o->src, o->batch, o->src_batch, o->row_stride, o->k_stride, o->rows, o->k, o->dst,
+                                     o->dst_batch, nonfinite, stream, what);
+    }
+    return;
+  }
+  split_tf32_pack_pair_kernel<float>
+      <<<static_cast<unsigned>(a.blocks + b.blocks), dim3(split_block_k, 8), 0, stream>>>(a, b, nonfinite);
+  check_launch(what);
+}
+
 }  // namespace kf::detail

@@ -11,8 +11,9 @@
 //    and x w ~ hi hi + hi lo + lo hi, three TF32 products whose dropped lo lo
 //    term is below 2^-22 of the product. A pre-pass writes x as NHWC with, per
 //    32 channels, the 32 hi values then the 32 lo values (from NCHW or NHWC
-//    alike, zero past C), and the filter as K x RS x (the same per 32 channels);
-//    a non-finite input sets a flag in device memory.
+//    alike, zero past C), and the filter as K x RS x (the same per 32 channels),
+//    both in one launch (launch_split_tf32_pack_pair: 1.4-3.4% off each layer
+//    against a launch each); a non-finite input sets a flag in device memory.
 //  * The producer is step 7's, unchanged: over the split maps its channel
 //    chunks simply alternate hi, lo, so a k-block (32 channels of one filter
 //    tap) arrives as two consecutive ring stages, its A and B boxes each.
@@ -42,8 +43,8 @@
 // (wgmma_plan.hpp: conv2d_fp32_emulated_takes).
 // Figures (bench_conv, paired with cuDNN's fastest exact fp32 algorithm of the
 // same process, re-timed; N32 3x3 p1 C64 56x56 / C128 28x28 / C256 14x14), H100
-// (2026-12-06, the last figures; the H200's are owed): NCHW 1.14 / 1.09 / 1.11x,
-// NHWC against cuDNN's NHWC 2.22 / 1.73 / 2.09x; max error 2-5e-8 of sum |x w|
+// (2026-12-06, the last figures; the H200's are owed): NCHW 1.19 / 1.11 / 1.12x,
+// NHWC against cuDNN's NHWC 2.27 / 1.79 / 2.16x; max error 2-5e-8 of sum |x w|
 // against cuDNN's 6e-8 to 1.6e-6.
 // More (the profile, what was tried): benchmarks/tuning/conv2d.md#conv2d-fp32-emulation.
 #pragma once

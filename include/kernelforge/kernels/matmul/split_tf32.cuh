@@ -43,26 +43,20 @@ inline constexpr int split_block_k = 32;
 /// The packed row stride (elements) of an operand with k columns: hi and lo per 32 of k.
 inline std::size_t split_tf32_ld(std::size_t k) { return 2 * ceil_div(k, std::size_t{split_block_k}) * split_block_k; }
 
-/// One 32 x 32 tile (rows x k) per block of 32 x 8 threads: read coalesced
+/// One 32 x 32 tile (rows x k) by a block of 32 x 8 threads: read coalesced
 /// along whichever of the source's strides is 1 (through shared memory), then
-/// written as coalesced 128-byte rows of hi and of lo. Grid z: a batch of such
-/// operands, src_batch and dst_batch elements apart.
-/// src(r, p) = src[r * row_stride + p * k_stride]; dst row r at dst + r * ld.
-/// *nonfinite gets a non-zero bit where any element is infinite or NaN (the
-/// GEMM then keeps its correction products apart: 15_wgmma_fp32_emulated.cuh).
-/// Float is a template parameter (float only): a template kernel is
-/// instantiated only where it is launched (src/matmul/split_tf32.cu).
+/// written as coalesced 128-byte rows of hi and of lo. The tile's rows start at
+/// r0, its k at kb * 32. src(r, p) = src[r * row_stride + p * k_stride]; dst
+/// row r at dst + r * ld. *nonfinite gets a non-zero bit where any element is
+/// infinite or NaN (the GEMM then keeps its correction products apart:
+/// 15_wgmma_fp32_emulated.cuh).
 template <class Float>
-KF_KERNEL void __launch_bounds__(256)
-    split_tf32_pack_kernel(const Float* __restrict__ src, std::size_t src_batch, std::size_t row_stride,
-                           std::size_t k_stride, std::size_t rows, std::size_t k, float* __restrict__ dst,
-                           std::size_t dst_batch, std::size_t ld, unsigned* __restrict__ nonfinite) {
+__device__ __forceinline__ void split_tf32_pack_tile(const Float* __restrict__ src, std::size_t row_stride,
+                                                     std::size_t k_stride, std::size_t rows, std::size_t k,
+                                                     float* __restrict__ dst, std::size_t ld, std::size_t r0,
+                                                     std::size_t kb, unsigned* __restrict__ nonfinite) {
   static_assert(std::is_same_v<Float, float>, "fp32 operands only");
   __shared__ float tile[split_block_k][split_block_k + 1];
-  src += blockIdx.z * src_batch;
-  dst += blockIdx.z * dst_batch;
-  const std::size_t r0 = static_cast<std::size_t>(blockIdx.y) * split_block_k;
-  const std::size_t kb = blockIdx.x;  // the k block
   const std::size_t p0 = kb * split_block_k;
   const int tx = threadIdx.x, ty = threadIdx.y;
   const bool k_contiguous = k_stride == 1;
@@ -87,6 +81,60 @@ KF_KERNEL void __launch_bounds__(256)
     out[split_block_k + tx] = parts.y;
   }
 }
+
+/// split_tf32_pack_tile over a grid: x the k blocks, y the row blocks, z a
+/// batch of operands src_batch and dst_batch elements apart.
+/// Float is a template parameter (float only): a template kernel is
+/// instantiated only where it is launched (src/matmul/split_tf32.cu).
+template <class Float>
+KF_KERNEL void __launch_bounds__(256)
+    split_tf32_pack_kernel(const Float* __restrict__ src, std::size_t src_batch, std::size_t row_stride,
+                           std::size_t k_stride, std::size_t rows, std::size_t k, float* __restrict__ dst,
+                           std::size_t dst_batch, std::size_t ld, unsigned* __restrict__ nonfinite) {
+  split_tf32_pack_tile(src + blockIdx.z * src_batch, row_stride, k_stride, rows, k, dst + blockIdx.z * dst_batch, ld,
+                       static_cast<std::size_t>(blockIdx.y) * split_block_k, blockIdx.x, nonfinite);
+}
+
+/// One operand set of a split: `batch` operands of rows x k, operand b's
+/// element (r, p) = src[b * src_batch + r * row_stride + p * k_stride], into
+/// dst (operand b's rows x split_tf32_ld(k) at dst + b * dst_batch).
+struct split_tf32_operand {
+  const float* src = nullptr;
+  std::size_t batch = 1, src_batch = 0, row_stride = 0, k_stride = 1, rows = 0, k = 0;
+  float* dst = nullptr;
+  std::size_t dst_batch = 0;
+};
+
+/// An operand set as split_tf32_pack_pair_kernel walks it: its tiles in block order.
+struct split_tf32_tiles {
+  split_tf32_operand o;
+  std::size_t ld = 0, k_blocks = 0, row_blocks = 0, blocks = 0;  ///< blocks: k_blocks x row_blocks x batch
+};
+
+/// Two operand sets split by one launch (a 1-D grid: the first set's tiles,
+/// then the second's), where two launches cost the second's launch and tail:
+/// conv2d step 9's filter beside its input (N32 C128 28x28, H100 ncu: the
+/// filter's own launch 4.1 us beside the input's 13.4), matmul steps 15 and
+/// 16's op(B)^T beside op(A).
+template <class Float>
+KF_KERNEL void __launch_bounds__(256)
+    split_tf32_pack_pair_kernel(const split_tf32_tiles first, const split_tf32_tiles second,
+                                unsigned* __restrict__ nonfinite) {
+  static_assert(std::is_same_v<Float, float>, "fp32 operands only");
+  std::size_t i = blockIdx.x;
+  const bool in_first = i < first.blocks;
+  const split_tf32_tiles& t = in_first ? first : second;
+  if (!in_first) i -= first.blocks;
+  const std::size_t kb = i % t.k_blocks, rb = (i / t.k_blocks) % t.row_blocks, b = i / (t.k_blocks * t.row_blocks);
+  split_tf32_pack_tile(t.o.src + b * t.o.src_batch, t.o.row_stride, t.o.k_stride, t.o.rows, t.o.k,
+                       t.o.dst + b * t.o.dst_batch, t.ld, rb * split_block_k, kb, nonfinite);
+}
+
+/// Enqueues the splits of both operand sets, by one launch where the grid
+/// allows (else one launch_split_tf32_pack_batched each), or-ing 1 into
+/// *nonfinite (device memory, zeroed by the caller) where an element is inf or NaN.
+void launch_split_tf32_pack_pair(const split_tf32_operand& first, const split_tf32_operand& second, unsigned* nonfinite,
+                                 cudaStream_t stream, const char* what);
 
 /// Enqueues the split of `batch` operands of `rows` x k (operand b's element
 /// (r, p) = src[b * src_batch + r * row_stride + p * k_stride]) into dst
@@ -140,6 +188,10 @@ class split_gemm_operands {
     // op(A)(i, p) = A[i * a_row + p * a_col]; op(B)^T(j, p) = op(B)(p, j) = B[j * b_col + p * b_row].
     const std::size_t a_row = g.trans_a ? 1 : g.lda, a_col = g.trans_a ? g.lda : 1;
     const std::size_t b_row = g.trans_b ? 1 : g.ldb, b_col = g.trans_b ? g.ldb : 1;
+    split_tf32_operand a_set, b_set;
+    a_set.src = g.A, a_set.row_stride = a_row, a_set.k_stride = a_col, a_set.rows = g.m, a_set.k = g.k, a_set.dst = a();
+    b_set.src = g.B, b_set.row_stride = b_col, b_set.k_stride = b_row, b_set.rows = g.n, b_set.k = g.k, b_set.dst = b();
+    if (a() != nullptr && b() != nullptr) return launch_split_tf32_pack_pair(a_set, b_set, nonfinite(), stream, what);
     if (a() != nullptr) launch_split_tf32_pack(g.A, a_row, a_col, g.m, g.k, a(), nonfinite(), stream, what);
     if (b() != nullptr) launch_split_tf32_pack(g.B, b_col, b_row, g.n, g.k, b(), nonfinite(), stream, what);
   }
