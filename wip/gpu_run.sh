@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The GPU run the wip/ series need, in one device call on a tree with them applied
 # (git am --3way wip/<name>.mbox; README.md here says what each must show).
-# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|land|train|mintime|buildtime|profile1x1|ab|abfresh|abland|abpair|tmaprobe|ncufp8]
+# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|land|train|mintime|buildtime|profile1x1|ab|abfresh|abland|abpair|abpair2|tmaprobe|ncufp8|ncufp8mem]
 # (mintime, after workflow: bench_conv's preset rows at KF_BENCH_MIN_TIME 0.1 and 0.05, each timed, JSON kept)
 # (workflow: the bench workflow from scratch, timed, then the rest built, ~505 s on 2026-12-05;
 #  land: a fresh machine's one call for a change on main: everything built, the CPU conv2d tests, ctest -L gpu;
@@ -45,7 +45,7 @@ import json, sys
 for b in json.load(open(sys.argv[1]))['benchmarks']:
     extra = ' '.join('%s %.4g' % (k, v) for k, v in sorted(b.items())
                      if isinstance(v, float) and ('frac_c' in k or '_over_' in k or 'error' in k))
-    print(b['name'].split('/iterations')[0].split('/min_time')[0], 'ours %.1f us' % (b['gpu_s'] * 1e6),
+    print(b['name'].split('/iterations')[0].split('/min_time')[0], 'ours %.1f us' % (b.get('gpu_s', 0) * 1e6),
           'base %.1f us' % (b.get('baseline_s', 0) * 1e6), extra)" "$R/rows_$1.json" >>"$R/summary.txt"
 }
 san() {  # TOOL FILTER (of KF_SAN_BIN, a test binary under build-bench/tests, default test_conv2d_backward_gpu)
@@ -385,13 +385,50 @@ if [[ $what == ncufp8 ]]; then  # after a build of bench_scaled_matmul (main's, 
     python3 -c "
 import csv, sys
 rows = list(csv.reader(sys.stdin))
-head = rows[0]
+at = next((i for i, r in enumerate(rows) if 'Source' in r), 0)  # (the first line names the kernel)
+head, rows = rows[at], rows[at:]
 stall = [i for i, h in enumerate(head) if 'Warp Stall Sampling (All' in h]
 src = head.index('Source') if 'Source' in head else 1
 if not stall: sys.exit(0)
 total = sum(float(r[stall[0]] or 0) for r in rows[1:] if len(r) > stall[0] and r[stall[0]].replace('.', '').isdigit())
 top = sorted((float(r[stall[0]]), r[src]) for r in rows[1:] if len(r) > stall[0] and r[stall[0]].replace('.', '').isdigit())[-25:]
 for v, t in reversed(top): print('%5.1f%%  %s' % (100 * v / max(total, 1), t[:110]))" <"$R/ncufp8_$tag.csv" >>"$R/summary.txt"
+  done
+fi
+if [[ $what == abpair2 ]]; then  # after an abpair: a second binary (KF_BENCH2, e.g. matmul/bench_matmul) built in main and in
+  # each /tmp/kf-ab-* tree, its KF_ROWS2 alternated main, each patch, main, ... (KF_PAIRS rounds, default 2)
+  t0=$(date +%s)
+  for tree in . /tmp/kf-ab-*; do
+    [[ -d $tree/build-bench ]] || continue
+    (cd "$tree" && cmake --build --preset bench -j 16 --target "$(basename "$KF_BENCH2")" >>"$R/build2.log" 2>&1) ||
+      say "build2 $tree failed"
+  done
+  say "abpair2 builds $(($(date +%s) - t0)) s"
+  for round in $(seq "${KF_PAIRS:-2}"); do
+    for tree in . /tmp/kf-ab-*; do
+      [[ -x $tree/build-bench/benchmarks/$KF_BENCH2 ]] || continue
+      tag=$(basename "$tree"); [[ $tree == . ]] && tag=main
+      (cd "$tree" && KF_BENCH=$KF_BENCH2 KF_ROWS=$KF_ROWS2 rows_of "${tag#kf-ab-}_2nd$round")
+    done
+  done
+fi
+if [[ $what == ncufp8mem ]]; then  # after an abpair that built fp8-store-probe: where the 144 tile's store costs L2 traffic
+  # (the 14th session's lts__t_bytes: 830 MB main, 736 MB without the store, for 32 MB of D). At 4096^3 per-tensor, ours
+  # (main and the probe) and cuBLASLt's kernel, one warm launch each: L2 sectors by operation, DRAM bytes, SM cycles.
+  m=gpu__time_duration.sum,sm__cycles_active.avg,sm__cycles_active.max,lts__t_bytes.sum,lts__t_sectors_op_read.sum
+  m=$m,lts__t_sectors_op_write.sum,lts__t_sectors_op_red.sum,lts__t_sectors_op_atom.sum,dram__bytes_read.sum
+  m=$m,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum
+  m=$m,lts__t_sector_op_read_hit_rate.pct,lts__t_sector_op_write_hit_rate.pct,l1tex__m_xbar2l1tex_read_bytes.sum
+  m=$m,l1tex__m_l1tex2xbar_write_bytes.sum,smsp__inst_executed.sum
+  for tree in . /tmp/kf-ab-fp8-store-probe; do
+    [[ -x $tree/build-bench/benchmarks/matmul/bench_scaled_matmul ]] || continue
+    tag=$(basename "$tree"); [[ $tree == . ]] && tag=main
+    KF_BENCH_MIN_TIME=0.001 timeout 120 ncu --clock-control none -k 'regex:scaled_wgmma|nvjet' --launch-skip 4 \
+      --launch-count 4 --metrics "$m" "$tree/build-bench/benchmarks/matmul/bench_scaled_matmul" \
+      --benchmark_filter='matmul/fp8_per_tensor/best_vs_cublaslt/4096x4096x4096' >"$R/ncufp8mem_$tag.txt" 2>&1
+    say "ncufp8mem $tag rc $?"
+    grep -E '^  [a-zA-Z_]+|lts__|dram__|gpu__time|sm__cycles|l1tex__|smsp__inst' "$R/ncufp8mem_$tag.txt" | awk '{print $1, $NF}' \
+      | sed 's/(CUtensorMap.*//' >>"$R/summary.txt"
   done
 fi
 if [[ $what == tmaprobe ]]; then  # wip/probes/tma_rows.cu: TMA boxes of step 3's geometries streamed into a ring, no math (~10 s)
