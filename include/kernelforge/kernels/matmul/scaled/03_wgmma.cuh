@@ -145,7 +145,7 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
     // (Not at 128 x 192: the packed tile's 48 registers beside the partial and the total's 192 would spill.)
     constexpr bool overlapped_stores = sizeof(TD) == 2 && BlockN <= 128;
     staged_tile_16<TD, tile::accumulators> pending;
-    // The partial set(s): the odd k-steps' own set only at 128 x 144.
+    // The partial set(s): the odd k-steps' own set only at 128 x 144 and 128 x 64.
     float total[tile::accumulators], partial[tile::accumulators],
         partial_odd[may_two_partials ? tile::accumulators : 1];
 #pragma unroll
