@@ -412,7 +412,7 @@ if [[ $what == abpair2 ]]; then  # after an abpair: a second binary (KF_BENCH2, 
     done
   done
 fi
-if [[ $what == ncufp8mem ]]; then  # after an abpair that built fp8-store-probe: where the 144 tile's store costs L2 traffic
+if [[ $what == ncufp8mem ]]; then  # after an abpair (fp8-store-probe and the store patches): where the 144 tile's store costs L2 traffic
   # (the 14th session's lts__t_bytes: 830 MB main, 736 MB without the store, for 32 MB of D). At 4096^3 per-tensor, ours
   # (main and the probe) and cuBLASLt's kernel, one warm launch each: L2 sectors by operation, DRAM bytes, SM cycles.
   m=gpu__time_duration.sum,sm__cycles_active.avg,sm__cycles_active.max,lts__t_bytes.sum,lts__t_sectors_op_read.sum
@@ -420,7 +420,7 @@ if [[ $what == ncufp8mem ]]; then  # after an abpair that built fp8-store-probe:
   m=$m,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum
   m=$m,lts__t_sector_op_read_hit_rate.pct,lts__t_sector_op_write_hit_rate.pct,l1tex__m_xbar2l1tex_read_bytes.sum
   m=$m,l1tex__m_l1tex2xbar_write_bytes.sum,smsp__inst_executed.sum
-  for tree in . /tmp/kf-ab-fp8-store-probe; do
+  for tree in . /tmp/kf-ab-*; do
     [[ -x $tree/build-bench/benchmarks/matmul/bench_scaled_matmul ]] || continue
     tag=$(basename "$tree"); [[ $tree == . ]] && tag=main
     KF_BENCH_MIN_TIME=0.001 timeout 120 ncu --clock-control none -k 'regex:scaled_wgmma|nvjet' --launch-skip 4 \
