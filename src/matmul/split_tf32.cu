@@ -43,8 +43,11 @@ void launch_split_tf32_pack_pair(const split_tf32_operand& first, const split_tf
   };
   const split_tf32_tiles a = tiles_of(first), b = tiles_of(second);
   constexpr std::size_t max_x = 2147483647;  // gridDim.x (a.blocks + b.blocks cannot wrap a 64-bit size_t)
-  if (a.blocks == 0 || b.blocks == 0 || a.blocks + b.blocks > max_x) {  // an empty set, or too many blocks for one grid
+  // A set without a destination is not split; one set, or too many blocks for one grid: a launch a set.
+  const bool both = first.dst != nullptr && second.dst != nullptr;
+  if (!both || a.blocks == 0 || b.blocks == 0 || a.blocks + b.blocks > max_x) {
     for (const split_tf32_operand* o : {&first, &second}) {
+      if (o->dst == nullptr) continue;
       launch_split_tf32_pack_batched(o->src, o->batch, o->src_batch, o->row_stride, o->k_stride, o->rows, o->k, o->dst,
                                      o->dst_batch, nonfinite, stream, what);
     }

@@ -131,8 +131,9 @@ KF_KERNEL void __launch_bounds__(256)
 }
 
 /// Enqueues the splits of both operand sets, by one launch where the grid
-/// allows (else one launch_split_tf32_pack_batched each), or-ing 1 into
-/// *nonfinite (device memory, zeroed by the caller) where an element is inf or NaN.
+/// allows (else one launch_split_tf32_pack_batched each; a set whose dst is
+/// null is not split), or-ing 1 into *nonfinite (device memory, zeroed by the
+/// caller) where an element is inf or NaN.
 void launch_split_tf32_pack_pair(const split_tf32_operand& first, const split_tf32_operand& second, unsigned* nonfinite,
                                  cudaStream_t stream, const char* what);
 
@@ -143,13 +144,6 @@ void launch_split_tf32_pack_pair(const split_tf32_operand& first, const split_tf
 void launch_split_tf32_pack_batched(const float* src, std::size_t batch, std::size_t src_batch, std::size_t row_stride,
                                     std::size_t k_stride, std::size_t rows, std::size_t k, float* dst,
                                     std::size_t dst_batch, unsigned* nonfinite, cudaStream_t stream, const char* what);
-
-/// One operand: `rows` x k (src(r, p) = src[r * row_stride + p * k_stride]) into dst (rows x split_tf32_ld(k)).
-inline void launch_split_tf32_pack(const float* src, std::size_t row_stride, std::size_t k_stride, std::size_t rows,
-                                   std::size_t k, float* dst, unsigned* nonfinite, cudaStream_t stream,
-                                   const char* what) {
-  launch_split_tf32_pack_batched(src, 1, 0, row_stride, k_stride, rows, k, dst, 0, nonfinite, stream, what);
-}
 
 /// Which operands of a product split_gemm_operands splits: both (steps 15 and
 /// 16), or op(A) alone / op(B)^T alone (step 17, which splits the other one
@@ -191,9 +185,7 @@ class split_gemm_operands {
     split_tf32_operand a_set, b_set;
     a_set.src = g.A, a_set.row_stride = a_row, a_set.k_stride = a_col, a_set.rows = g.m, a_set.k = g.k, a_set.dst = a();
     b_set.src = g.B, b_set.row_stride = b_col, b_set.k_stride = b_row, b_set.rows = g.n, b_set.k = g.k, b_set.dst = b();
-    if (a() != nullptr && b() != nullptr) return launch_split_tf32_pack_pair(a_set, b_set, nonfinite(), stream, what);
-    if (a() != nullptr) launch_split_tf32_pack(g.A, a_row, a_col, g.m, g.k, a(), nonfinite(), stream, what);
-    if (b() != nullptr) launch_split_tf32_pack(g.B, b_col, b_row, g.n, g.k, b(), nonfinite(), stream, what);
+    launch_split_tf32_pack_pair(a_set, b_set, nonfinite(), stream, what);  // (a null a() or b(): that one unsplit)
   }
 
  private:
