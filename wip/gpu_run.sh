@@ -343,8 +343,10 @@ if [[ $what == abpair ]]; then  # patches (KF_AB="name:sanitizer filter of KF_SA
       tag=$(basename "$tree"); [[ $tree == . ]] && tag=main
       KF_BENCH_MIN_TIME=0.001 timeout 60 ncu --clock-control none -k "regex:${KF_NCU_K:-implicit_gemm_wgmma_fp32_emulated}" \
         --launch-count 2 --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
+        --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum \
         "$tree/build-bench/benchmarks/${KF_BENCH:-conv/bench_conv}" --benchmark_filter="$KF_NCU_ROW" >"$R/ncu_$tag.txt" 2>&1
-      say "ncu $tag rc $?: $(grep -E 'Duration|Issue Slots Busy|No Eligible' "$R/ncu_$tag.txt" | awk '{print $1, $2, $(NF)}' | tr '\n' ' ')"
+      # DRAM reads past the inputs' bytes: partial-sector writes read back (NCHW's 16-byte runs of y)
+      say "ncu $tag rc $?: $(grep -E 'Duration|Issue Slots Busy|No Eligible|dram__bytes_(read|write).sum|lts__t_bytes.sum' "$R/ncu_$tag.txt" | awk '{print $1, $(NF-1), $(NF)}' | tr '\n' ' ')"
     done
   fi
 fi
