@@ -191,9 +191,10 @@ bool wgrad_nchw_as_nt_gemm(const char* what, int device, const conv2d_args<T>& a
 /// is preferred (conv2d_wgrad_tf32_preferred), no sm_90a kernel for the device,
 /// a layer or pointer outside its reach, no workspace for the mask, dy_t or
 /// the fold; without memory for the slabs it runs unsplit.
+/// A pointwise layer's patches are runs of consecutive pixels (conv2d_pointwise_as_one_row).
 template <class T>
-bool wgrad_as_wgmma(const char* what, int device, const conv2d_params& p, const conv2d_sizes& sizes,
-                    const conv2d_args<T>& a, const T* dy, T* dw, const conv2d_backward_options& o, const T* relu_y) {
+bool wgrad_as_wgmma(const char* what, int device, const conv2d_params& p, const conv2d_args<T>& layer, const T* dy,
+                    T* dw, const conv2d_backward_options& o, const T* relu_y) {
   constexpr bool tf32 = std::is_same_v<T, float>;
   if constexpr (tf32) {
     if (o.math != math_mode::tf32) return false;
@@ -204,6 +205,8 @@ bool wgrad_as_wgmma(const char* what, int device, const conv2d_params& p, const 
     }
   }
   if (p.layout != conv2d_layout::nhwc || !conv2d_wgrad_wgmma_available(device)) return false;
+  const conv2d_args<T> a = conv2d_is_pointwise(layer) ? conv2d_pointwise_as_one_row(layer) : layer;
+  const z n = static_cast<z>(a.n), out_p = static_cast<z>(a.p), out_q = static_cast<z>(a.q);
   constexpr z tma_bytes = 16;
   const bool fold =
       (p.in_channels * sizeof(T)) % tma_bytes != 0 || reinterpret_cast<std::uintptr_t>(a.x) % tma_bytes != 0;
@@ -221,15 +224,15 @@ bool wgrad_as_wgmma(const char* what, int device, const conv2d_params& p, const 
   const z K = p.out_channels, rsc_read = p.filter_height * s_read * c_folded;
   const int sms = limits_for(device).sm_count;
   const auto plan_for = [&](bool unsplit) {
-    return plan_conv2d_wgrad_wgmma(p.batch, sizes.p, sizes.q, K, c_folded, p.filter_height, s_read, p.stride_h,
-                                   stride_w_read, p.dilation_h, static_cast<z>(sms > 0 ? sms : 1), unsplit, sizeof(T));
+    return plan_conv2d_wgrad_wgmma(n, out_p, out_q, K, c_folded, p.filter_height, s_read, p.stride_h, stride_w_read,
+                                   static_cast<z>(a.dilation_h), static_cast<z>(sms > 0 ? sms : 1), unsplit, sizeof(T));
   };
   conv2d_wgrad_wgmma_plan plan = plan_for(false);
   // The workspace: [masked dy or dy_t][x folded][dw' (folded)][the split's slabs]; all but the slabs are needed.
   const z dy_bytes = tf32     ? aligned_bytes(K * plan.dy_t_columns(), sizeof(T))
-                     : masked ? aligned_bytes(sizes.y_elements, sizeof(T))
+                     : masked ? aligned_bytes(n * out_p * out_q * K, sizeof(T))
                               : 0;
-  const z x_fold_bytes = fold ? aligned_bytes(p.batch * p.in_height * sizes.q * c_folded, sizeof(T)) : 0;
+  const z x_fold_bytes = fold ? aligned_bytes(n * static_cast<z>(a.h) * out_q * c_folded, sizeof(T)) : 0;
   const z dw_fold_bytes = fold ? aligned_bytes(K * rsc_read, sizeof(T)) : 0;
   const z needed = dy_bytes + x_fold_bytes + dw_fold_bytes;
   const pooled_workspace scratch(device, needed + plan.workspace_bytes(K, rsc_read), o.stream);
@@ -260,8 +263,8 @@ bool wgrad_as_wgmma(const char* what, int device, const conv2d_params& p, const 
     const T* source = dy;
     if (masked) {
       T* const masked_dy = reinterpret_cast<T*>(memory);
-      launch_dy_spread(what, device, true, true, dy_reader(dy, o, relu_y), masked_dy, p.batch, K, sizes.p, sizes.q,
-                       sizes.p, sizes.q, 1, 1, o.stream);
+      launch_dy_spread(what, device, true, true, dy_reader(dy, o, relu_y), masked_dy, n, K, out_p, out_q, out_p, out_q,
+                       1, 1, o.stream);
       source = masked_dy;
     }
     // The tiles' counters, after the slabs: the launch sums the slabs itself where that gains (else below).
@@ -350,7 +353,7 @@ void conv2d_backward_filter_impl(const conv2d_params& p, const T* x, const T* dy
   if (o.variant != conv2d_backward_variant::naive) {
     const bool wgmma =
         o.variant == conv2d_backward_variant::best || o.variant == conv2d_backward_variant::implicit_gemm_wgmma;
-    if (wgmma && wgrad_as_wgmma(what, device, p, sizes, a, dy, dw, o, relu_y)) return;
+    if (wgmma && wgrad_as_wgmma(what, device, p, a, dy, dw, o, relu_y)) return;
     if constexpr (std::is_same_v<T, float>) {
       const bool exact_nchw = o.variant == conv2d_backward_variant::best && !nhwc && o.math == math_mode::exact;
       if (exact_nchw && conv2d_grad::wgrad_exact_nchw_fp32(what, device, p, a, dy, dw, o, relu_y)) return;

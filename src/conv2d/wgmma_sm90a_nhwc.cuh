@@ -142,11 +142,13 @@ void launch_fold(int device, const conv2d_args<T>& a, const conv2d_nhwc_fold_geo
 /// (conv2d_nhwc_wgmma_reads_in_place), else from their column fold (the
 /// filter's S columns folded into channels, in a pooled workspace: an R x 1
 /// layer over round_up(S C, 16 bytes) channels; 07_implicit_gemm_wgmma.cuh).
+/// A pointwise layer runs as one row of N H W pixels (conv2d_pointwise_as_one_row).
 template <class T, class Epilogue>
-bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& a, const Epilogue& ep, cudaStream_t stream,
+bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& layer, const Epilogue& ep, cudaStream_t stream,
                                   conv2d_nhwc_k_steps k_steps) {
   if (!conv2d_wgmma_available(device)) return false;
   using z = std::size_t;
+  const conv2d_args<T> a = conv2d_is_pointwise(layer) ? conv2d_pointwise_as_one_row(layer) : layer;
   if (conv2d_nhwc_wgmma_unsupported_reason(static_cast<z>(a.stride_h), static_cast<z>(a.stride_w)) != nullptr) {
     return false;
   }
@@ -188,12 +190,14 @@ bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& a, const Epi
   return true;
 }
 
-/// dx's forward `f` (16-bit) with the layer's filter f.wt read unturned: the
-/// forward's plan, schedule and input map as for a layer read in place, the
-/// filter's map and kernels those of conv2d_wgmma_filter::dgrad_unturned.
+/// dx's forward `layer` (16-bit) with the layer's filter read unturned: the
+/// forward's plan, schedule and input map as for a layer read in place (a pointwise
+/// one as one row of pixels), the filter's map and kernels those of
+/// conv2d_wgmma_filter::dgrad_unturned.
 template <class T>
-bool conv2d_nhwc_wgmma_dgrad_try_launch(int device, const conv2d_args<T>& f, cudaStream_t stream) {
+bool conv2d_nhwc_wgmma_dgrad_try_launch(int device, const conv2d_args<T>& layer, cudaStream_t stream) {
   using z = std::size_t;
+  const conv2d_args<T> f = conv2d_is_pointwise(layer) ? conv2d_pointwise_as_one_row(layer) : layer;
   if (!conv2d_wgmma_available(device) || f.stride_h != 1 || f.stride_w != 1) return false;
   if (!conv2d_dgrad_wgmma_reads_in_place(static_cast<z>(f.c), static_cast<z>(f.k), sizeof(T), f.x, f.wt)) return false;
   conv2d_wgmma_launch::nhwc_launch_plan<T> run;

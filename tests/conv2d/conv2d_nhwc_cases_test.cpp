@@ -56,19 +56,73 @@ TEST(Conv2dNhwcCases, BoxesSpanImages) {
 }
 
 /// The plan the wgmma kernel runs case `c` with in 16-bit (conv2d_nhwc_wgmma_try_launch's:
-/// the layer where TMA reads it in place, else its column fold).
+/// the layer -- a pointwise one as one row of pixels -- where TMA reads it in place, else
+/// its column fold).
 kf::detail::conv2d_wgmma_tile half_plan_of(const nhwc_case& c) {
   alignas(16) static const __half base[64] = {};
   const __half* x = base + c.x_offset;
   const __half* w = base + c.w_offset;
   const std::size_t P = kf::conv2d_output_height(c.p), Q = kf::conv2d_output_width(c.p);
   kf::detail::conv2d_args<__half> a = kf::detail::make_conv2d_args<__half>(c.p, P, Q, x, w, nullptr, nullptr);
+  if (kf::detail::conv2d_is_pointwise(a)) a = kf::detail::conv2d_pointwise_as_one_row(a);
   if (!kf::detail::conv2d_nhwc_wgmma_reads_in_place(c.p.in_channels, sizeof(__half), x, w)) {
     const std::size_t folded =
         kf::detail::conv2d_nhwc_folded_channels(c.p.filter_width, c.p.in_channels, sizeof(__half));
     a = kf::detail::conv2d_nhwc_column_fold_of(a, static_cast<int>(folded), x);
   }
   return kf::detail::plan_conv2d_nhwc_wgmma_of(a);
+}
+
+/// Pointwise layers (1 x 1, stride 1, no padding; any dilation) run as one image of one row
+/// of N P Q pixels: the same GEMM rows, so the same memory and the epilogue's same row
+/// argument, in tiles of 128 consecutive pixels -- never more tiles than boxes of rows and
+/// images (each box holds at most 128 pixels). The cases hold several such layers, ragged
+/// and whole, with several images.
+TEST(Conv2dNhwcCases, PointwiseLayersRunAsOneRow) {
+  using kf::detail::conv2d_args;
+  int pointwise = 0, ragged = 0, images = 0;
+  for (const nhwc_case& c : nhwc_cases()) {
+    const std::size_t P = kf::conv2d_output_height(c.p), Q = kf::conv2d_output_width(c.p);
+    const conv2d_args<__half> a = kf::detail::make_conv2d_args<__half>(c.p, P, Q, nullptr, nullptr, nullptr, nullptr);
+    const bool expected = c.p.filter_height == 1 && c.p.filter_width == 1 && c.p.stride_h == 1 && c.p.stride_w == 1 &&
+                          c.p.pad_h == 0 && c.p.pad_w == 0;
+    EXPECT_EQ(kf::detail::conv2d_is_pointwise(a), expected) << c.name;
+    if (!expected) continue;
+    ++pointwise;
+    const conv2d_args<__half> f = kf::detail::conv2d_pointwise_as_one_row(a);
+    const std::size_t m = c.p.batch * P * Q;
+    EXPECT_EQ(std::vector<int>({f.n, f.h, f.p, f.dilation_h, f.dilation_w}), (std::vector<int>{1, 1, 1, 1, 1}))
+        << c.name;
+    EXPECT_EQ(std::vector<std::size_t>({static_cast<std::size_t>(f.w), static_cast<std::size_t>(f.q),
+                                        static_cast<std::size_t>(f.hw), static_cast<std::size_t>(f.pq),
+                                        static_cast<std::size_t>(f.m)}),
+              std::vector<std::size_t>(5, m))
+        << c.name;
+    EXPECT_EQ(std::vector<int>({f.c, f.k, f.r, f.s, f.crs, f.rs}), (std::vector<int>{a.c, a.k, a.r, a.s, a.crs, a.rs}))
+        << c.name;
+    EXPECT_EQ(f.div_q.divisor, static_cast<unsigned>(m)) << c.name;
+    EXPECT_EQ(f.div_pq.divisor, static_cast<unsigned>(m)) << c.name;
+    const kf::detail::conv2d_wgmma_tile row = kf::detail::choose_conv2d_wgmma_tile(1, 1, m, c.p.out_channels);
+    const kf::detail::conv2d_wgmma_tile boxes = kf::detail::choose_conv2d_wgmma_tile(c.p.batch, P, Q, c.p.out_channels);
+    EXPECT_EQ(std::vector<std::size_t>({row.wt, row.ht, row.nt}), (std::vector<std::size_t>{m < 128 ? m : 128, 1, 1}))
+        << c.name;
+    EXPECT_LE(row.tiles(), boxes.tiles()) << c.name;
+    ragged += m % 128 != 0 ? 1 : 0;
+    images += c.p.batch > 1 ? 1 : 0;
+  }
+  EXPECT_GE(pointwise, 4);
+  EXPECT_GE(ragged, 2);
+  EXPECT_GE(images, 2);
+  // A dilated 1 x 1 filter reads the pixel at its own place too; a stride or padding does not.
+  kf::conv2d_params p = nhwc(2, 8, 5, 7, 4, 1, 1, 1, 1, 0, 0, 2);
+  EXPECT_TRUE(kf::detail::conv2d_is_pointwise(
+      kf::detail::make_conv2d_args<__half>(p, 5, 7, nullptr, nullptr, nullptr, nullptr)));
+  p = nhwc(2, 8, 5, 7, 4, 1, 1, 2, 2, 0, 0);
+  EXPECT_FALSE(kf::detail::conv2d_is_pointwise(
+      kf::detail::make_conv2d_args<__half>(p, 3, 4, nullptr, nullptr, nullptr, nullptr)));
+  p = nhwc(2, 8, 5, 7, 4, 1, 1, 1, 1, 1, 1);
+  EXPECT_FALSE(kf::detail::conv2d_is_pointwise(
+      kf::detail::make_conv2d_args<__half>(p, 7, 9, nullptr, nullptr, nullptr, nullptr)));
 }
 
 /// The layer the wgmma kernel computes for case `c` in 16-bit: read in place,

@@ -75,4 +75,26 @@ conv2d_args<T> make_conv2d_args(const conv2d_params& p, std::size_t P, std::size
   return a;
 }
 
+/// Whether each output pixel reads the input pixel at its own place and no other:
+/// a 1 x 1 filter at stride 1 without padding (then P = H and Q = W, whatever the dilation).
+template <class T>
+bool conv2d_is_pointwise(const conv2d_args<T>& a) {
+  return a.r == 1 && a.s == 1 && a.stride_h == 1 && a.stride_w == 1 && a.pad_h == 0 && a.pad_w == 0;
+}
+
+/// A pointwise layer (conv2d_is_pointwise) as one image of one row of N H W pixels: the
+/// same memory, and every pixel keeps its GEMM row m = (n P + p) Q + q (the epilogue's row).
+/// The wgmma kernels then tile runs of consecutive pixels, contiguous in NHWC, rather than
+/// boxes of rows and images (each k-step of a box reads pieces of pixels far apart).
+template <class T>
+conv2d_args<T> conv2d_pointwise_as_one_row(const conv2d_args<T>& a) {
+  conv2d_args<T> f = a;
+  f.n = f.h = f.p = 1;
+  f.w = f.q = f.hw = f.pq = a.m;  // N H W = N P Q pixels
+  f.dilation_h = f.dilation_w = 1;
+  f.div_pq = fast_divmod(static_cast<unsigned>(f.pq));
+  f.div_q = fast_divmod(static_cast<unsigned>(f.q));
+  return f;
+}
+
 }  // namespace kf::detail
