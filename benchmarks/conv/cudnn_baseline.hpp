@@ -10,6 +10,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -96,8 +97,10 @@ inline void use_algorithm_with_workspace(cudnn_plan& c, const cudnnConvolutionFw
 template <class T>
 void run_cudnn(cudnn_plan& c, const T* x, const T* w, T* y, cudaStream_t stream);
 
-/// Samples per candidate when cudnn_plan_for times cudnnFind's algorithms again.
-constexpr int retime_samples = 15;
+/// Samples per candidate when cudnn_plan_for times cudnnFind's algorithms again,
+/// after warm_up_ms of untimed calls.
+constexpr int retime_samples = 25;
+constexpr int warm_up_ms = 100;
 
 /// Which of `candidates` (cudnnFind's results) runs fastest on d in the rows'
 /// timing: the candidates' calls taken in turn, one L2-flushed sample of each a
@@ -119,6 +122,15 @@ void fastest_retimed(cudnn_plan& c, const problem_data_t<T>& d, const std::strin
   const std::size_t n = candidates.size();
   std::vector<std::vector<double>> samples(n);
   sample_timer timer;
+  // The GPU at its working clock first: a process's first plans otherwise time
+  // their candidates on a GPU still clocking up (H100, 2026-12-06: the same
+  // algorithm at 124 us in one process and 138 us in the next).
+  use_algorithm(c, candidates.front());
+  const auto warm_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(warm_up_ms);
+  while (std::chrono::steady_clock::now() < warm_until) {
+    for (int i = 0; i < 10; ++i) run_cudnn(c, d.x.data(), d.w.data(), scratch_y.data(), nullptr);
+    check(cudaStreamSynchronize(nullptr), "cudnn plan warm-up");
+  }
   for (int round = 0; round <= retime_samples; ++round) {
     for (std::size_t i = 0; i < n; ++i) {
       use_algorithm(c, candidates[i]);
