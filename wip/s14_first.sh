@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The fourteenth session's first device call: on an H200, the bench workflow from a fresh tree (issue 25's
-# 240 s) and the rest built; on anything else, `land` with cudnn-retime-warm (everything built, ctest -L gpu, rows).
+# 240 s) and the rest built; on anything else, `land` (everything built, ctest -L gpu, rows).
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT/r"
 name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
@@ -8,7 +8,6 @@ echo "device: $name" | tee -a "$OUT/r/summary.txt"
 if [[ $name == *H200* ]]; then
   bash wip/gpu_run.sh workflow
 else
-  patch -p1 -s < wip/cudnn-retime-warm.mbox
   KF_ROWS='conv2d(_nhwc)?/fp32_emulated/best_vs_cudnn/n32_|conv2d/fp32/cudnn/n32_|conv2d_nhwc/tf32/(best|best_fused|cudnn|cudnn_fused)/' \
     bash wip/gpu_run.sh land
   for i in 2 3; do
@@ -17,8 +16,6 @@ else
       >"$OUT/r/conv_fp32e_$i.log" 2>&1
     echo "conv rows $i rc $?" >>"$OUT/r/summary.txt"
   done
-  patch -R -p1 -s < wip/cudnn-retime-warm.mbox
-  sed -n 's#^+++ b/##p' wip/cudnn-retime-warm.mbox >>build-bench/.kf_touch
 fi
 cd "$OUT" && tar czf res.tgz r && rm -rf r
 tar xzf res.tgz -O r/summary.txt | tail -70

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The fourteenth session's rows on a built tree (build-bench): with cudnn-retime-warm applied, bench_conv's
+# The fourteenth session's rows on a built tree (build-bench): bench_conv's
 # fp32-emulation and TF32 NHWC rows (three processes), then bench_matmul's fp32_emulated best_vs_cublas rows and
 # bench_scaled_matmul's best_vs_cublaslt rows. Optional first argument `tests`: the whole ctest -L gpu first.
 OUT=${OUT:-$PWD/out}
@@ -7,7 +7,6 @@ R=$OUT/r
 mkdir -p "$R"
 echo "device: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" | tee -a "$R/summary.txt"
 [[ ${1:-} == tests ]] && bash wip/gpu_run.sh gputests && tar xzf "$OUT/res.tgz" -C "$OUT"
-patch -p1 -s < wip/cudnn-retime-warm.mbox
 cmake --build --preset bench -j 16 --target bench_conv >"$R/build_rows.log" 2>&1
 echo "build bench_conv rc $?" >>"$R/summary.txt"
 one() {  # LABEL BINARY FILTER
@@ -26,8 +25,6 @@ one conv1 conv/bench_conv 'conv2d(_nhwc)?/fp32_emulated/best_vs_cudnn/n32_|conv2
 one conv2 conv/bench_conv 'conv2d(_nhwc)?/fp32_emulated/best_vs_cudnn/n32_|conv2d/fp32/cudnn/n32_'
 one conv3 conv/bench_conv 'conv2d(_nhwc)?/fp32_emulated/best_vs_cudnn/n32_|conv2d/fp32/cudnn/n32_'
 grep -h "cudnn plan" "$R"/rows_conv*.log | sort | uniq -c >>"$R/summary.txt"
-patch -R -p1 -s < wip/cudnn-retime-warm.mbox
-sed -n 's#^+++ b/##p' wip/cudnn-retime-warm.mbox >>build-bench/.kf_touch
 cmake --build --preset bench -j 16 --target bench_matmul bench_scaled_matmul >"$R/build_rows2.log" 2>&1
 one matmul matmul/bench_matmul 'matmul/fp32_emulated/best_vs_cublas/'
 KF_BENCH_MIN_TIME=0.1 one fp8 matmul/bench_scaled_matmul 'best_vs_cublaslt/'
