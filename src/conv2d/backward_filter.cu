@@ -191,7 +191,7 @@ bool wgrad_nchw_as_nt_gemm(const char* what, int device, const conv2d_args<T>& a
 /// is preferred (conv2d_wgrad_tf32_preferred), no sm_90a kernel for the device,
 /// a layer or pointer outside its reach, no workspace for the mask, dy_t or
 /// the fold; without memory for the slabs it runs unsplit.
-/// A pointwise layer's patches are runs of consecutive pixels (conv2d_pointwise_as_one_row).
+/// A pointwise layer's patches are runs of consecutive pixels (conv2d_one_row_if_pointwise).
 template <class T>
 bool wgrad_as_wgmma(const char* what, int device, const conv2d_params& p, const conv2d_args<T>& layer, const T* dy,
                     T* dw, const conv2d_backward_options& o, const T* relu_y) {
@@ -205,7 +205,7 @@ bool wgrad_as_wgmma(const char* what, int device, const conv2d_params& p, const 
     }
   }
   if (p.layout != conv2d_layout::nhwc || !conv2d_wgrad_wgmma_available(device)) return false;
-  const conv2d_args<T> a = conv2d_is_pointwise(layer) ? conv2d_pointwise_as_one_row(layer) : layer;
+  const conv2d_args<T> a = conv2d_one_row_if_pointwise(layer);
   const z n = static_cast<z>(a.n), out_p = static_cast<z>(a.p), out_q = static_cast<z>(a.q);
   constexpr z tma_bytes = 16;
   const bool fold =

@@ -73,14 +73,13 @@ void launch_instances(int grid, const CUtensorMap& map_x, const CUtensorMap& map
   check_launch(what);
 }
 
-/// A pointwise NHWC layer runs as one row of N H W pixels (conv2d_pointwise_as_one_row; NCHW's
+/// A pointwise NHWC layer runs as one row of N H W pixels (conv2d_one_row_if_pointwise; NCHW's
 /// y keeps its image stride, so not there).
 template <class Epilogue>
 bool try_launch(int device, const conv2d_args<float>& layer, conv2d_layout layout, const Epilogue& ep,
                 cudaStream_t stream) {
   using z = std::size_t;
-  const conv2d_args<float> a =
-      layout == conv2d_layout::nhwc && conv2d_is_pointwise(layer) ? conv2d_pointwise_as_one_row(layer) : layer;
+  const conv2d_args<float> a = layout == conv2d_layout::nhwc ? conv2d_one_row_if_pointwise(layer) : layer;
   // Every check before any work: a false return has enqueued nothing. (The
   // caller has checked the layer: conv2d_fp32_emulated_unsupported_reason.)
   if (!conv2d_wgmma_available(device)) return false;

@@ -142,13 +142,13 @@ void launch_fold(int device, const conv2d_args<T>& a, const conv2d_nhwc_fold_geo
 /// (conv2d_nhwc_wgmma_reads_in_place), else from their column fold (the
 /// filter's S columns folded into channels, in a pooled workspace: an R x 1
 /// layer over round_up(S C, 16 bytes) channels; 07_implicit_gemm_wgmma.cuh).
-/// A pointwise layer runs as one row of N H W pixels (conv2d_pointwise_as_one_row).
+/// A pointwise layer runs as one row of N H W pixels (conv2d_one_row_if_pointwise).
 template <class T, class Epilogue>
 bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& layer, const Epilogue& ep, cudaStream_t stream,
                                   conv2d_nhwc_k_steps k_steps) {
   if (!conv2d_wgmma_available(device)) return false;
   using z = std::size_t;
-  const conv2d_args<T> a = conv2d_is_pointwise(layer) ? conv2d_pointwise_as_one_row(layer) : layer;
+  const conv2d_args<T> a = conv2d_one_row_if_pointwise(layer);
   if (conv2d_nhwc_wgmma_unsupported_reason(static_cast<z>(a.stride_h), static_cast<z>(a.stride_w)) != nullptr) {
     return false;
   }
@@ -197,7 +197,7 @@ bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& layer, const
 template <class T>
 bool conv2d_nhwc_wgmma_dgrad_try_launch(int device, const conv2d_args<T>& layer, cudaStream_t stream) {
   using z = std::size_t;
-  const conv2d_args<T> f = conv2d_is_pointwise(layer) ? conv2d_pointwise_as_one_row(layer) : layer;
+  const conv2d_args<T> f = conv2d_one_row_if_pointwise(layer);
   if (!conv2d_wgmma_available(device) || f.stride_h != 1 || f.stride_w != 1) return false;
   if (!conv2d_dgrad_wgmma_reads_in_place(static_cast<z>(f.c), static_cast<z>(f.k), sizeof(T), f.x, f.wt)) return false;
   conv2d_wgmma_launch::nhwc_launch_plan<T> run;

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The channels_last conv2d cases (conv2d_nhwc_cases.hpp) cover what
 // conv2d_nhwc_gpu_test.cpp's header says they cover, checked against the
-// kernels' plans on the CPU (no GPU needed): boxes spanning images, the
-// filter-column tiles, Winograd on float's NCHW route, the fused bias + ReLU on
-// both wgmma schedules, step 10's cases, the folded inputs, and bounds that
-// can fail.
+// kernels' plans on the CPU (no GPU needed): boxes spanning images, pointwise
+// layers as one row, the filter-column tiles, Winograd on float's NCHW route, the
+// fused bias + ReLU on both wgmma schedules, the resident filter, the folded inputs,
+// and bounds that can fail. Steps 10 and 11's cases: conv2d_nhwc_few_channel_cases_test.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -64,7 +64,7 @@ kf::detail::conv2d_wgmma_tile half_plan_of(const nhwc_case& c) {
   const __half* w = base + c.w_offset;
   const std::size_t P = kf::conv2d_output_height(c.p), Q = kf::conv2d_output_width(c.p);
   kf::detail::conv2d_args<__half> a = kf::detail::make_conv2d_args<__half>(c.p, P, Q, x, w, nullptr, nullptr);
-  if (kf::detail::conv2d_is_pointwise(a)) a = kf::detail::conv2d_pointwise_as_one_row(a);
+  a = kf::detail::conv2d_one_row_if_pointwise(a);
   if (!kf::detail::conv2d_nhwc_wgmma_reads_in_place(c.p.in_channels, sizeof(__half), x, w)) {
     const std::size_t folded =
         kf::detail::conv2d_nhwc_folded_channels(c.p.filter_width, c.p.in_channels, sizeof(__half));
@@ -73,36 +73,22 @@ kf::detail::conv2d_wgmma_tile half_plan_of(const nhwc_case& c) {
   return kf::detail::plan_conv2d_nhwc_wgmma_of(a);
 }
 
-/// Pointwise layers (1 x 1, stride 1, no padding; any dilation) run as one image of one row
-/// of N P Q pixels: the same GEMM rows, so the same memory and the epilogue's same row
-/// argument, in tiles of 128 consecutive pixels -- never more tiles than boxes of rows and
-/// images (each box holds at most 128 pixels). The cases hold several such layers, ragged
-/// and whole, with several images.
+/// The pointwise cases (1 x 1, stride 1, no padding) run as one row of N P Q pixels
+/// (conv2d_one_row_if_pointwise, whose arguments wgmma_cpu_test.cpp checks): tiles of 128
+/// consecutive pixels, never more than the boxes of rows and images would be. The cases hold
+/// several such layers, ragged and whole, with several images.
 TEST(Conv2dNhwcCases, PointwiseLayersRunAsOneRow) {
-  using kf::detail::conv2d_args;
   int pointwise = 0, ragged = 0, images = 0;
   for (const nhwc_case& c : nhwc_cases()) {
     const std::size_t P = kf::conv2d_output_height(c.p), Q = kf::conv2d_output_width(c.p);
-    const conv2d_args<__half> a = kf::detail::make_conv2d_args<__half>(c.p, P, Q, nullptr, nullptr, nullptr, nullptr);
+    const auto a = kf::detail::make_conv2d_args<__half>(c.p, P, Q, nullptr, nullptr, nullptr, nullptr);
     const bool expected = c.p.filter_height == 1 && c.p.filter_width == 1 && c.p.stride_h == 1 && c.p.stride_w == 1 &&
                           c.p.pad_h == 0 && c.p.pad_w == 0;
     EXPECT_EQ(kf::detail::conv2d_is_pointwise(a), expected) << c.name;
     if (!expected) continue;
     ++pointwise;
-    const conv2d_args<__half> f = kf::detail::conv2d_pointwise_as_one_row(a);
     const std::size_t m = c.p.batch * P * Q;
-    EXPECT_EQ(std::vector<int>({f.n, f.h, f.p, f.dilation_h, f.dilation_w}), (std::vector<int>{1, 1, 1, 1, 1}))
-        << c.name;
-    EXPECT_EQ(std::vector<std::size_t>({static_cast<std::size_t>(f.w), static_cast<std::size_t>(f.q),
-                                        static_cast<std::size_t>(f.hw), static_cast<std::size_t>(f.pq),
-                                        static_cast<std::size_t>(f.m)}),
-              std::vector<std::size_t>(5, m))
-        << c.name;
-    EXPECT_EQ(std::vector<int>({f.c, f.k, f.r, f.s, f.crs, f.rs}), (std::vector<int>{a.c, a.k, a.r, a.s, a.crs, a.rs}))
-        << c.name;
-    EXPECT_EQ(f.div_q.divisor, static_cast<unsigned>(m)) << c.name;
-    EXPECT_EQ(f.div_pq.divisor, static_cast<unsigned>(m)) << c.name;
-    const kf::detail::conv2d_wgmma_tile row = kf::detail::choose_conv2d_wgmma_tile(1, 1, m, c.p.out_channels);
+    const kf::detail::conv2d_wgmma_tile row = half_plan_of(c);
     const kf::detail::conv2d_wgmma_tile boxes = kf::detail::choose_conv2d_wgmma_tile(c.p.batch, P, Q, c.p.out_channels);
     EXPECT_EQ(std::vector<std::size_t>({row.wt, row.ht, row.nt}), (std::vector<std::size_t>{m < 128 ? m : 128, 1, 1}))
         << c.name;
@@ -113,16 +99,6 @@ TEST(Conv2dNhwcCases, PointwiseLayersRunAsOneRow) {
   EXPECT_GE(pointwise, 4);
   EXPECT_GE(ragged, 2);
   EXPECT_GE(images, 2);
-  // A dilated 1 x 1 filter reads the pixel at its own place too; a stride or padding does not.
-  kf::conv2d_params p = nhwc(2, 8, 5, 7, 4, 1, 1, 1, 1, 0, 0, 2);
-  EXPECT_TRUE(kf::detail::conv2d_is_pointwise(
-      kf::detail::make_conv2d_args<__half>(p, 5, 7, nullptr, nullptr, nullptr, nullptr)));
-  p = nhwc(2, 8, 5, 7, 4, 1, 1, 2, 2, 0, 0);
-  EXPECT_FALSE(kf::detail::conv2d_is_pointwise(
-      kf::detail::make_conv2d_args<__half>(p, 3, 4, nullptr, nullptr, nullptr, nullptr)));
-  p = nhwc(2, 8, 5, 7, 4, 1, 1, 1, 1, 1, 1);
-  EXPECT_FALSE(kf::detail::conv2d_is_pointwise(
-      kf::detail::make_conv2d_args<__half>(p, 7, 9, nullptr, nullptr, nullptr, nullptr)));
 }
 
 /// The layer the wgmma kernel computes for case `c` in 16-bit: read in place,
@@ -288,124 +264,6 @@ TEST(Conv2dNhwcCases, BoundsCanFail) {
       EXPECT_LE(2 * (crs + 1) * fp32_u, 0.5 / crs) << c.name;
     }
   }
-}
-
-/// few_channel_cases() cover what their comment claims, against step 10's own
-/// plan (few_channels_plan.hpp): the few_refused_* cases are refused and no other; the stem
-/// runs 7 full warps on bands of 2 x 112 pixels (at bench_conv's N = 16 too);
-/// bands overhang the output in rows and columns; warps run past a band;
-/// several channel blocks; odd K and K off 64; padding taps and none; every C
-/// up to 4, both strides, paddings 0 to 3, dilation 2, N = 1, the ReLU, bias
-/// and none, misaligned x and y.
-TEST(Conv2dNhwcCases, FewChannelCases) {
-  using plan_t = kf::detail::conv2d_few_channels_plan;
-  int row_overhang = 0, column_tiles = 0, warp_overhang = 0, blocks = 0, odd_k = 0, partial_block = 0;
-  int padding_taps = 0, whole_steps = 0, stride1 = 0, stride2 = 0, dilated = 0, single = 0, relu = 0, bias = 0;
-  int no_bias = 0, x_off = 0, y_off = 0;
-  int channels[plan_t::channels + 1] = {}, pads[4] = {};
-  for (const nhwc_case& c : few_channel_cases()) {
-    const kf::conv2d_params& p = c.p;
-    const plan_t l = few_channels_plan(p);
-    const bool refused = std::string(c.name).rfind("few_refused_", 0) == 0;
-    EXPECT_EQ(l.unsupported != nullptr, refused) << c.name << ": " << (l.unsupported ? l.unsupported : "taken");
-    if (refused) continue;
-    const std::size_t P = kf::conv2d_output_height(p), Q = kf::conv2d_output_width(p);
-    row_overhang += l.tile_p * l.tiles_p > P ? 1 : 0;
-    column_tiles += l.tiles_q > 1 && l.tile_q * l.tiles_q > Q ? 1 : 0;
-    warp_overhang += l.warps * plan_t::warp_pixels > l.tile_p * l.tile_q ? 1 : 0;
-    blocks += l.k_blocks > 1 ? 1 : 0;
-    odd_k += p.out_channels % 2 != 0 ? 1 : 0;
-    partial_block += p.out_channels % plan_t::block_n != 0 ? 1 : 0;
-    const std::size_t taps = p.filter_height * p.filter_width;
-    padding_taps += taps % plan_t::taps_per_step != 0 ? 1 : 0;
-    whole_steps += taps % plan_t::taps_per_step == 0 && taps > 1 ? 1 : 0;
-    stride1 += p.stride_h == 1 ? 1 : 0;
-    stride2 += p.stride_h == 2 ? 1 : 0;
-    dilated += p.dilation_h == 2 ? 1 : 0;
-    single += p.batch == 1 ? 1 : 0;
-    relu += c.relu ? 1 : 0;
-    bias += c.bias ? 1 : 0;
-    no_bias += c.bias ? 0 : 1;
-    x_off += c.x_offset > 0 ? 1 : 0;
-    y_off += c.y_offset > 0 ? 1 : 0;
-    ++channels[p.in_channels];
-    if (p.pad_h < 4) ++pads[p.pad_h];
-  }
-  for (std::size_t n : {std::size_t{2}, std::size_t{16}}) {
-    const plan_t stem = few_channels_plan(nhwc(n, 3, 224, 224, 64, 7, 7, 2, 2, 3, 3));
-    EXPECT_EQ(stem.unsupported, nullptr);
-    EXPECT_EQ(stem.tile_p * 100 + stem.tile_q, 2u * 100 + 112u);
-    EXPECT_EQ(stem.warps, 7u);
-    EXPECT_TRUE(kf::detail::conv2d_best_takes_few_channels(stem));
-  }
-  const std::pair<const char*, int> covered[] = {{"row overhang", row_overhang},
-                                                 {"column tiles", column_tiles},
-                                                 {"warp overhang", warp_overhang},
-                                                 {"channel blocks", blocks},
-                                                 {"odd K", odd_k},
-                                                 {"K off 64", partial_block},
-                                                 {"padding taps", padding_taps},
-                                                 {"whole k-steps", whole_steps},
-                                                 {"stride 1", stride1},
-                                                 {"stride 2", stride2},
-                                                 {"dilation 2", dilated},
-                                                 {"N = 1", single},
-                                                 {"ReLU", relu},
-                                                 {"bias", bias},
-                                                 {"no bias", no_bias},
-                                                 {"misaligned x", x_off},
-                                                 {"misaligned y", y_off}};
-  for (const auto& [what, count] : covered) EXPECT_GE(count, 1) << what;
-  for (std::size_t c = 1; c <= plan_t::channels; ++c) EXPECT_GE(channels[c], 1) << "C = " << c;
-  for (int pad = 0; pad < 4; ++pad) EXPECT_GE(pads[pad], 1) << "padding " << pad;
-}
-
-/// few_channel_cases() cover step 11's own paths, against its plan (few_channels_plan.hpp:
-/// plan_conv2d_few_channels_persistent): it takes every case step 10 takes (its
-/// budget holds them all), and among them: the 16-byte stores through shared
-/// memory (K % 8 == 0, y 16-byte aligned) with K below 64 and with a second
-/// channel block; channel pairs (K even, and K % 8 != 0 or y 4 bytes off 16);
-/// single channels (K odd or y 2 bytes off); rows of x that start inside a
-/// 16-byte chunk (C W odd); x off 16 bytes (its first and last chunks copied 2
-/// bytes at a time); on the tests' small grid, CTAs of 8 bands and more, and of
-/// more than one channel block; N = 1 and N > 2; the ReLU with a bias.
-TEST(Conv2dNhwcCases, PersistentCases) {
-  int vectors_below_64 = 0, vectors_blocks = 0, pairs = 0, singles = 0, mid_chunk_rows = 0, x_off = 0;
-  int many_bands = 0, small_grid_blocks = 0, single = 0, batches = 0, relu_bias = 0;
-  for (const nhwc_case& c : few_channel_cases()) {
-    const kf::conv2d_params& p = c.p;
-    const auto l = persistent_plan(p, 264);
-    const bool refused = std::string(c.name).rfind("few_refused_", 0) == 0;
-    EXPECT_EQ(l.unsupported != nullptr, refused) << c.name << ": " << (l.unsupported ? l.unsupported : "taken");
-    if (refused) continue;
-    const std::size_t k = p.out_channels;
-    const bool y16 = c.y_offset % 8 == 0;  // 2-byte elements: y 16-byte aligned
-    const bool vectors = k % 8 == 0 && y16;
-    vectors_below_64 += vectors && k < 64 ? 1 : 0;
-    vectors_blocks += vectors && l.band.k_blocks > 1 ? 1 : 0;
-    pairs += !vectors && k % 2 == 0 && c.y_offset % 2 == 0 ? 1 : 0;
-    singles += k % 2 != 0 || c.y_offset % 2 != 0 ? 1 : 0;
-    mid_chunk_rows += p.in_channels * p.in_width * 2 % 16 != 0 ? 1 : 0;
-    x_off += c.x_offset % 8 != 0 ? 1 : 0;
-    const auto small = persistent_plan(p, persistent_small_grid);
-    many_bands += small.band.bands >= 8 * small.grid_x ? 1 : 0;
-    small_grid_blocks += small.band.k_blocks > 1 && small.band.bands > small.grid_x ? 1 : 0;
-    single += p.batch == 1 ? 1 : 0;
-    batches += p.batch > 2 ? 1 : 0;
-    relu_bias += c.relu && c.bias ? 1 : 0;
-  }
-  const std::pair<const char*, int> covered[] = {{"16-byte stores, K < 64", vectors_below_64},
-                                                 {"16-byte stores, two channel blocks", vectors_blocks},
-                                                 {"channel pairs", pairs},
-                                                 {"single channels", singles},
-                                                 {"rows inside a chunk", mid_chunk_rows},
-                                                 {"x off 16 bytes", x_off},
-                                                 {"8 bands a CTA", many_bands},
-                                                 {"channel blocks on the small grid", small_grid_blocks},
-                                                 {"N = 1", single},
-                                                 {"N > 2", batches},
-                                                 {"ReLU with bias", relu_bias}};
-  for (const auto& [what, count] : covered) EXPECT_GE(count, 1) << what;
 }
 
 /// The misaligned_* cases and the layers whose pixels are not a whole number

@@ -16,6 +16,7 @@
 #include "kernelforge/conv.hpp"
 #include "kernelforge/error.hpp"
 #include "kernelforge/kernels/common/fast_divmod.cuh"
+#include "kernelforge/kernels/conv2d/args.cuh"
 #include "kernelforge/kernels/conv2d/filter_column.hpp"
 #include "kernelforge/kernels/conv2d/plan.hpp"
 #include "kernelforge/kernels/conv2d/wgmma_nhwc_fold_index.hpp"
@@ -320,6 +321,42 @@ void expect_fold_matches_definition() {
     }
   }
   EXPECT_GT(layers, 900);  // 990 of the 1458 combinations have an output column
+}
+
+/// conv2d_one_row_if_pointwise: a pointwise layer (1 x 1, stride 1, no padding; any dilation)
+/// becomes one image of one row of N P Q pixels -- the same GEMM rows, so the same memory and
+/// the epilogue's same row argument -- and any other layer is returned as it is.
+TEST(Conv2dWgmma, PointwiseLayersAsOneRow) {
+  using kf::detail::conv2d_args;
+  const auto layer = [](std::size_t n, std::size_t c, std::size_t h, std::size_t w, std::size_t k, std::size_t stride,
+                        std::size_t pad, std::size_t dilation) {
+    kf::conv2d_params p{n, c, h, w, k, 1, 1, stride, stride, pad, pad, dilation, dilation, kf::conv2d_layout::nhwc};
+    return kf::detail::make_conv2d_args<float>(p, kf::conv2d_output_height(p), kf::conv2d_output_width(p), nullptr,
+                                               nullptr, nullptr, nullptr);
+  };
+  // Ragged and whole, one image and several, dilated: as the GPU suites' pointwise cases.
+  for (const conv2d_args<float>& a :
+       {layer(3, 24, 11, 13, 257, 1, 0, 1), layer(1, 128, 8, 8, 257, 1, 0, 1), layer(2, 256, 14, 14, 64, 1, 0, 1),
+        layer(2, 32, 9, 11, 67, 1, 0, 1), layer(2, 8, 5, 7, 4, 1, 0, 2)}) {
+    ASSERT_TRUE(kf::detail::conv2d_is_pointwise(a)) << a.n << " x " << a.h << " x " << a.w;
+    const conv2d_args<float> f = kf::detail::conv2d_one_row_if_pointwise(a);
+    const auto m = static_cast<std::size_t>(a.n) * static_cast<std::size_t>(a.p) * static_cast<std::size_t>(a.q);
+    EXPECT_EQ(std::vector<int>({f.n, f.h, f.p, f.dilation_h, f.dilation_w}), (std::vector<int>{1, 1, 1, 1, 1}));
+    EXPECT_EQ(std::vector<std::size_t>({static_cast<std::size_t>(f.w), static_cast<std::size_t>(f.q),
+                                        static_cast<std::size_t>(f.hw), static_cast<std::size_t>(f.pq),
+                                        static_cast<std::size_t>(f.m)}),
+              std::vector<std::size_t>(5, m));
+    EXPECT_EQ(std::vector<int>({f.c, f.k, f.r, f.s, f.crs, f.rs}), (std::vector<int>{a.c, a.k, a.r, a.s, a.crs, a.rs}));
+    EXPECT_EQ(f.div_q.divisor, static_cast<unsigned>(m));
+    EXPECT_EQ(f.div_pq.divisor, static_cast<unsigned>(m));
+  }
+  // A stride or padding reads other pixels: those layers stay as they are.
+  for (const conv2d_args<float>& a : {layer(2, 8, 5, 7, 4, 2, 0, 1), layer(2, 8, 5, 7, 4, 1, 1, 1)}) {
+    EXPECT_FALSE(kf::detail::conv2d_is_pointwise(a));
+    const conv2d_args<float> f = kf::detail::conv2d_one_row_if_pointwise(a);
+    EXPECT_EQ(std::vector<int>({f.n, f.h, f.w, f.p, f.q, f.hw, f.pq}),
+              (std::vector<int>{a.n, a.h, a.w, a.p, a.q, a.hw, a.pq}));
+  }
 }
 
 TEST(Conv2dWgmma, NhwcColumnFoldIndexing) {

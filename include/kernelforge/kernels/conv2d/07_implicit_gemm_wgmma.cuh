@@ -19,10 +19,10 @@
 //    rounding to TF32; NHWC is read where it lies (C * sizeof(T) a multiple of
 //    16 bytes), at strides up to 8 (TMA element strides; NCHW: stride 1).
 //  * Pointwise layers (1 x 1, stride 1, no padding) run as one row of N H W
-//    pixels (args.cuh: conv2d_pointwise_as_one_row): a tile is 128 consecutive
+//    pixels (args.cuh: conv2d_one_row_if_pointwise): a tile is 128 consecutive
 //    pixels, so its four 64-channel k-steps read the quarters of one 64 KiB run
 //    of x rather than pieces of pixels spread over rows and images
-//    (conv2d_pointwise_as_one_row in benchmarks/tuning/conv2d.md).
+//    (conv2d_one_row_if_pointwise in benchmarks/tuning/conv2d.md).
 //  * Warp specialization on a persistent grid: one producer warp fills a ring
 //    of stages (full / empty mbarriers), the consumers keep one stage's
 //    products in flight, and the ring runs on into the next tile while the

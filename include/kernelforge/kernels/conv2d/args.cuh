@@ -82,12 +82,13 @@ bool conv2d_is_pointwise(const conv2d_args<T>& a) {
   return a.r == 1 && a.s == 1 && a.stride_h == 1 && a.stride_w == 1 && a.pad_h == 0 && a.pad_w == 0;
 }
 
-/// A pointwise layer (conv2d_is_pointwise) as one image of one row of N H W pixels: the
-/// same memory, and every pixel keeps its GEMM row m = (n P + p) Q + q (the epilogue's row).
-/// The wgmma kernels then tile runs of consecutive pixels, contiguous in NHWC, rather than
-/// boxes of rows and images (each k-step of a box reads pieces of pixels far apart).
+/// A pointwise layer (conv2d_is_pointwise) as one image of one row of N H W pixels, any
+/// other layer as it is: the same memory, and every pixel keeps its GEMM row m = (n P + p)
+/// Q + q (the epilogue's row). The NHWC wgmma kernels then tile runs of consecutive pixels
+/// rather than boxes of rows and images (each k-step of a box reads pieces of pixels far apart).
 template <class T>
-conv2d_args<T> conv2d_pointwise_as_one_row(const conv2d_args<T>& a) {
+conv2d_args<T> conv2d_one_row_if_pointwise(const conv2d_args<T>& a) {
+  if (!conv2d_is_pointwise(a)) return a;
   conv2d_args<T> f = a;
   f.n = f.h = f.p = 1;
   f.w = f.q = f.hw = f.pq = a.m;  // N H W = N P Q pixels
