@@ -308,8 +308,9 @@ if [[ $what == abpair ]]; then  # patches (KF_AB="name:sanitizer filter of KF_SA
   # main, ... (KF_PAIRS rounds, default 2): a change's rows against main's where one run of each cannot tell a change from
   # the machine. Then per patch: KF_AB_TESTS (each "binary" or "binary:gtest filter", as ab's) and the sanitizers; and
   # with KF_NCU_ROW (a benchmark filter), each tree's kernels of that row under ncu (KF_NCU_K: the kernel regex)
+  # (an item may name its own sanitizer binary: "name@binary:filter", else KF_SAN_BIN's)
   names=""
-  for item in ${KF_AB:-}; do names="$names ${item%%:*}"; done
+  for item in ${KF_AB:-}; do names="$names $(item_name=${item%%:*}; echo "${item_name%%@*}")"; done
   AB_TESTS=${KF_AB_TESTS:-}
   target=$(basename "${KF_BENCH:-bench_conv}")
   jobs=$((16 / (1 + $(echo $names | wc -w))))
@@ -332,7 +333,11 @@ if [[ $what == abpair ]]; then  # patches (KF_AB="name:sanitizer filter of KF_SA
   for item in ${KF_AB:-}; do
     name=${item%%:*} filter=${item#*:}
     [[ $item == *:* ]] || filter=-
+    san_bin=${KF_SAN_BIN:-}
+    [[ $name == *@* ]] && san_bin=${name#*@}
+    name=${name%%@*}
     (
+      [[ -n $san_bin ]] && export KF_SAN_BIN=$san_bin
       cd "/tmp/kf-ab-$name" || exit
       [[ -n $AB_TESTS && $name != *-probe ]] && ab_tests "$name"  # a probe's output is wrong by design
       [[ $filter != - ]] && for tool in memcheck racecheck synccheck; do san $tool "$filter"; done
