@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The seventeenth session's A/B calls, two patches a call (gpu_run.sh abpair: three trees built at once,
+# The seventeenth session's A/B calls, two or three patches a call (gpu_run.sh abpair: the trees built at once,
 # rows alternated main, patch 1, patch 2, main, ...), so that a scarce device start tests four patches in
 # two calls instead of four:
 #   conv: nchw-quad-stores (issue 29's NCHW stores, with the ncu line) and c128-bn64-probe (issue 27's C128)
-#   fp8:  fp8-pack and fp8-blockwise-two-partials (issue 26), then bench_matmul's pack and fp32_emulated rows
-#         in the same trees (abpair2: the pack's f32 / f16 rows, and matmul steps 15 / 16 with the split pair)
+#   fp8:  fp8-pack, fp8-blockwise-two-partials and fp8-square-probe (issue 26: 128 x 128 with two partial
+#         sets where 128 x 144 runs today)
+#   fp8b: at once after fp8 (its trees): bench_matmul's pack and fp32_emulated rows in the same trees
+#         (abpair2: the pack's f32 / f16 rows, and matmul steps 15 / 16 with the split pair)
 # Each prints the summary's tail; the results come back as $OUT/res.tgz.
 OUT=${OUT:-$PWD/out}
 export OUT
@@ -20,16 +22,17 @@ case ${1:-} in
     ;;
   fp8)
     KF_BENCH=matmul/bench_scaled_matmul \
-      KF_AB='fp8-pack@test_matmul_pack:*SmallShapesForSanitizers* fp8-blockwise-two-partials@test_scaled_matmul_gpu:*TwoPartials*:*LastRoundSplit*' \
+      KF_AB='fp8-pack@test_matmul_pack:*SmallShapesForSanitizers* fp8-blockwise-two-partials@test_scaled_matmul_gpu:*TwoPartials*:*LastRoundSplit* fp8-square-probe' \
       KF_AB_TESTS='test_matmul_pack test_matmul_pack_layout test_scaled_matmul_gpu test_matmul_cpu' \
       KF_BENCH_MIN_TIME=0.1 \
-      KF_ROWS='fp8_per_tensor/((nn|tt)_vs_tn|best_vs_cublaslt/4096x4096x4096)|fp8_blockwise/(two_partials_vs_192|best_vs_cublaslt)' \
+      KF_ROWS='fp8_per_tensor/(nn|tt)_vs_tn|fp8_(per_tensor|rowwise|blockwise)/best_vs_cublaslt/(4096x4096x4096|8192x8192x8192|8192x8192x1024|4096x7168x16384)|fp8_blockwise/two_partials_vs_192' \
       bash wip/gpu_run.sh abpair
-    tar xzf "$OUT/res.tgz" -C "$OUT"
+    ;;
+  fp8b)  # at once after `fp8`, on the same warm machine (its /tmp/kf-ab-* trees)
     KF_BENCH2=matmul/bench_matmul KF_ROWS2='matmul/pack/|matmul/fp32_emulated/best_vs_cublas/' bash wip/gpu_run.sh abpair2
     ;;
   *)
-    echo "usage: bash wip/s17_calls.sh conv|fp8" >&2
+    echo "usage: bash wip/s17_calls.sh conv|fp8|fp8b" >&2
     exit 2
     ;;
 esac
