@@ -19,7 +19,7 @@ case ${1:-} in
     KF_AB='tile-loads-together:*1x1*' \
       KF_AB_TESTS='test_conv2d_nhwc_gpu:*1x1* test_conv2d_backward_gpu:*1x1*' \
       KF_SAN_BIN=test_conv2d_nhwc_gpu \
-      KF_ROWS='conv2d_nhwc/(fp16|bf16|tf32)/(best|best_fused|cudnn|cudnn_fused)/n32_c256_56x56_k64_1x1|conv2d_backward/(fp16|bf16)/(data|step)/n32_c256_56x56_k64_1x1' \
+      KF_ROWS='conv2d_nhwc/(fp16|bf16|tf32)/(best|best_fused|cudnn|cudnn_fused)/(n32_c256_56x56_k64_1x1|n16_c3_224x224_k64_7x7_s2_p3)|conv2d_backward/(fp16|bf16)/(data|step)/n32_c256_56x56_k64_1x1' \
       KF_NCU_ROW='conv2d_nhwc/fp16/best/n32_c256_56x56_k64_1x1' KF_NCU_K='implicit_gemm_wgmma' bash wip/gpu_run.sh abpair
     ;;
   conv)
