@@ -2,6 +2,7 @@
 # The seventeenth session's A/B calls, two or three patches a call (gpu_run.sh abpair: the trees built at once,
 # rows alternated main, patch 1, patch 2, main, ...), so that a scarce device start tests four patches in
 # two calls instead of four:
+#   pwland: one call: the whole GPU suite on main + pointwise-both, the 1x1 rows against cuDNN, the sanitizers
 #   pw:   the 16-bit 1x1 layer: tile-loads-together (a tile's four channel-block boxes asked for at once; the
 #         DRAM probe streamed a stage's blocks together at 2.58-2.68 TB/s, one block a stage at 2.23-2.30),
 #         and pointwise-both (it with staged-y: y through shared memory and TMA stores, whole 128-byte rows)
@@ -16,6 +17,16 @@ export OUT
 mkdir -p "$OUT/r"
 echo "device: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" | tee -a "$OUT/r/summary.txt"
 case ${1:-} in
+  pwland)  # one call for a scarce device: main with pointwise-both applied, everything built, ctest -L gpu, the
+    # 1x1 and stem rows against cuDNN (main's ratios from earlier runs: H100 fp16 / bf16 forward 0.864 / 0.866,
+    # step 0.898 / 0.902), the sanitizers on the NHWC *1x1* cases; the patch taken back out at the end
+    R=$OUT/r
+    patch -p1 -s <wip/pointwise-both.mbox || echo "patch pointwise-both failed" | tee -a "$R/summary.txt"
+    KF_ROWS='conv2d_nhwc/(fp16|bf16)/(best|best_fused|cudnn|cudnn_fused)/(n32_c256_56x56_k64_1x1|n16_c3_224x224_k64_7x7_s2_p3)|conv2d_backward/(fp16|bf16)/(data|filter|step)/n32_c256_56x56_k64_1x1' \
+      KF_SAN_BIN=test_conv2d_nhwc_gpu KF_SAN='*16_implicit_gemm_wgmma_*1x1*' bash wip/gpu_run.sh land
+    patch -R -p1 -s <wip/pointwise-both.mbox
+    sed -n 's#^+++ b/##p' wip/pointwise-both.mbox >>build-bench/.kf_touch
+    ;;
   pw)  # the 16-bit 1x1 layer (issue 27's forward, 28's step): tile-loads-together, and it with staged-y (the
     # staged y's own effect is the difference: one tree fewer to build on a scarce device)
     KF_AB='tile-loads-together:*1x1* pointwise-both:*1x1*' \
@@ -43,7 +54,7 @@ case ${1:-} in
     KF_BENCH2=matmul/bench_matmul KF_ROWS2='matmul/pack/|matmul/fp32_emulated/best_vs_cublas/' bash wip/gpu_run.sh abpair2
     ;;
   *)
-    echo "usage: bash wip/s17_calls.sh pw|conv|fp8|fp8b" >&2
+    echo "usage: bash wip/s17_calls.sh pwland|pw|conv|fp8|fp8b" >&2
     exit 2
     ;;
 esac
