@@ -16,6 +16,10 @@ OUT=${OUT:-$PWD/out}
 export OUT
 mkdir -p "$OUT/r"
 echo "device: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" | tee -a "$OUT/r/summary.txt"
+# A call cut short by its limit returns only a few files under $OUT: the summary so far is copied there
+# KF_CALL_LIMIT - 15 s in (the run's timeout_s; default 585).
+(sleep $((${KF_CALL_LIMIT:-585} - 15)); cp "$OUT/r/summary.txt" "$OUT/summary_partial.txt") >/dev/null 2>&1 &
+disown
 case ${1:-} in
   pwland)  # one call for a scarce device: main with pointwise-both applied, everything built, ctest -L gpu, the
     # 1x1 and stem rows against cuDNN (main's ratios from earlier runs: H100 fp16 / bf16 forward 0.864 / 0.866,
