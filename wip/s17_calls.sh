@@ -2,10 +2,7 @@
 # The seventeenth session's A/B calls, two or three patches a call (gpu_run.sh abpair: the trees built at once,
 # rows alternated main, patch 1, patch 2, main, ...), so that a scarce device start tests four patches in
 # two calls instead of four:
-#   pwland: one call: the whole GPU suite on main + pointwise-both, the 1x1 rows against cuDNN, the sanitizers
-#   pw:   the 16-bit 1x1 layer: tile-loads-together (a tile's four channel-block boxes asked for at once; the
-#         DRAM probe streamed a stage's blocks together at 2.58-2.68 TB/s, one block a stage at 2.23-2.30),
-#         and pointwise-both (it with staged-y: y through shared memory and TMA stores, whole 128-byte rows)
+#   (pwland and pw, the 16-bit 1x1 layer's loads together and staged y, ran and landed in this session)
 #   conv: nchw-quad-stores (issue 29's NCHW stores, with the ncu line) and c128-bn64-probe (issue 27's C128)
 #   fp8:  fp8-pack, fp8-blockwise-two-partials and fp8-square-probe (issue 26: 128 x 128 with two partial
 #         sets where 128 x 144 runs today)
@@ -21,24 +18,6 @@ echo "device: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" | 
 (sleep $((${KF_CALL_LIMIT:-585} - 15)); cp "$OUT/r/summary.txt" "$OUT/summary_partial.txt") >/dev/null 2>&1 &
 disown
 case ${1:-} in
-  pwland)  # one call for a scarce device: main with pointwise-both applied, everything built, ctest -L gpu, the
-    # 1x1 and stem rows against cuDNN (main's ratios from earlier runs: H100 fp16 / bf16 forward 0.864 / 0.866,
-    # step 0.898 / 0.902), the sanitizers on the NHWC *1x1* cases; the patch taken back out at the end
-    R=$OUT/r
-    patch -p1 -s <wip/pointwise-both.mbox || echo "patch pointwise-both failed" | tee -a "$R/summary.txt"
-    KF_ROWS='conv2d_nhwc/(fp16|bf16)/(best|best_fused|cudnn|cudnn_fused)/(n32_c256_56x56_k64_1x1|n16_c3_224x224_k64_7x7_s2_p3)|conv2d_backward/(fp16|bf16)/(data|filter|step)/n32_c256_56x56_k64_1x1' \
-      KF_SAN_BIN=test_conv2d_nhwc_gpu KF_SAN='*16_implicit_gemm_wgmma_*1x1*' bash wip/gpu_run.sh land
-    patch -R -p1 -s <wip/pointwise-both.mbox
-    sed -n 's#^+++ b/##p' wip/pointwise-both.mbox >>build-bench/.kf_touch
-    ;;
-  pw)  # the 16-bit 1x1 layer (issue 27's forward, 28's step): tile-loads-together, and it with staged-y (the
-    # staged y's own effect is the difference: one tree fewer to build on a scarce device)
-    KF_AB='tile-loads-together:*1x1* pointwise-both:*1x1*' \
-      KF_AB_TESTS='test_conv2d_nhwc_gpu:*1x1*:Conv2dNhwcCases.* test_conv2d_backward_gpu:*1x1*' \
-      KF_SAN_BIN=test_conv2d_nhwc_gpu \
-      KF_ROWS='conv2d_nhwc/(fp16|bf16)/(best|best_fused|cudnn|cudnn_fused)/(n32_c256_56x56_k64_1x1|n16_c3_224x224_k64_7x7_s2_p3)|conv2d_backward/(fp16|bf16)/(data|step)/n32_c256_56x56_k64_1x1' \
-      KF_NCU_ROW='conv2d_nhwc/fp16/best/n32_c256_56x56_k64_1x1' KF_NCU_K='implicit_gemm_wgmma' bash wip/gpu_run.sh abpair
-    ;;
   conv)
     KF_AB='nchw-quad-stores:*LastRoundSplit*:*InfAndNan* c128-bn64-probe' \
       KF_AB_TESTS='test_conv2d_fp32_emulated_gpu test_conv2d_gpu test_conv2d_epilogue test_conv2d' \
@@ -58,7 +37,7 @@ case ${1:-} in
     KF_BENCH2=matmul/bench_matmul KF_ROWS2='matmul/pack/|matmul/fp32_emulated/best_vs_cublas/' bash wip/gpu_run.sh abpair2
     ;;
   *)
-    echo "usage: bash wip/s17_calls.sh pwland|pw|conv|fp8|fp8b" >&2
+    echo "usage: bash wip/s17_calls.sh conv|fp8|fp8b" >&2
     exit 2
     ;;
 esac

@@ -44,49 +44,52 @@ inline constexpr const char* what = "kf::conv2d_forward (implicit_gemm_wgmma)";
 template <class T, conv2d_layout Layout, int BN, class Epilogue, bool PingPong = false, int Rows = 1,
           conv2d_wgmma_filter Filter = conv2d_wgmma_filter::forward>
 void launch_kernel(int device, const CUtensorMap& map_x, const CUtensorMap& map_w, const conv2d_wgmma::params<T>& prm,
-                   const Epilogue& ep, cudaStream_t stream) {
+                   const Epilogue& ep, cudaStream_t stream, const CUtensorMap& map_y) {
   constexpr auto kernel = &conv2d_implicit_gemm_wgmma<T, Layout, BN, PingPong, Epilogue, Rows, Filter>;
   constexpr int smem = conv2d_wgmma::smem_bytes<BN, Rows>;
   const int resident = resident_clusters<kernel>(device, conv2d_wgmma::threads, smem, 1, what);
   const int grid = prm.tiles < resident ? prm.tiles : resident;  // persistent
-  kernel<<<grid, conv2d_wgmma::threads, smem, stream>>>(map_x, map_w, prm, ep);
+  kernel<<<grid, conv2d_wgmma::threads, smem, stream>>>(map_x, map_w, map_y, prm, ep);
   check_launch(what);
 }
 
 /// The kernel for the plan's tile width and schedule (wgmma_plan.hpp); Rows:
 /// the taps a k-step holds (3: filter-column tiles, 16-bit NHWC); Filter: where
-/// its B operand comes from (the unturned filter: dx, 16-bit NHWC).
+/// its B operand comes from (the unturned filter: dx, 16-bit NHWC); map_y: y's
+/// map where prm.staged_y (else unread).
 template <class T, conv2d_layout Layout, class Epilogue, int Rows = 1,
           conv2d_wgmma_filter Filter = conv2d_wgmma_filter::forward>
 void launch_planned(int device, const CUtensorMap& map_x, const CUtensorMap& map_w, const conv2d_wgmma::params<T>& prm,
-                    std::size_t bn, bool pingpong, const Epilogue& ep, cudaStream_t stream) {
+                    std::size_t bn, bool pingpong, const Epilogue& ep, cudaStream_t stream,
+                    const CUtensorMap& map_y = CUtensorMap{}) {
   if constexpr (Layout == conv2d_layout::nhwc) {  // NCHW: cooperative only (ping-pong unmeasured there)
     if (pingpong && bn == 64) {
-      return launch_kernel<T, Layout, 64, Epilogue, true, Rows, Filter>(device, map_x, map_w, prm, ep, stream);
+      return launch_kernel<T, Layout, 64, Epilogue, true, Rows, Filter>(device, map_x, map_w, prm, ep, stream, map_y);
     }
     if (pingpong) {
-      return launch_kernel<T, Layout, 128, Epilogue, true, Rows, Filter>(device, map_x, map_w, prm, ep, stream);
+      return launch_kernel<T, Layout, 128, Epilogue, true, Rows, Filter>(device, map_x, map_w, prm, ep, stream, map_y);
     }
   }
   if (bn == 64) {
-    return launch_kernel<T, Layout, 64, Epilogue, false, Rows, Filter>(device, map_x, map_w, prm, ep, stream);
+    return launch_kernel<T, Layout, 64, Epilogue, false, Rows, Filter>(device, map_x, map_w, prm, ep, stream, map_y);
   }
-  launch_kernel<T, Layout, 128, Epilogue, false, Rows, Filter>(device, map_x, map_w, prm, ep, stream);
+  launch_kernel<T, Layout, 128, Epilogue, false, Rows, Filter>(device, map_x, map_w, prm, ep, stream, map_y);
 }
 
 /// An NHWC plan's kernel: one tap a k-step, or the filter-column instances (16-bit only).
 template <class T, class Epilogue, conv2d_wgmma_filter Filter = conv2d_wgmma_filter::forward>
 void launch_planned_nhwc(int device, const CUtensorMap& map_x, const CUtensorMap& map_w,
                          const conv2d_wgmma::params<T>& prm, const conv2d_wgmma_tile& plan, bool pingpong,
-                         const Epilogue& ep, cudaStream_t stream) {
+                         const Epilogue& ep, cudaStream_t stream, const CUtensorMap& map_y = CUtensorMap{}) {
   constexpr conv2d_layout nhwc = conv2d_layout::nhwc;
   if constexpr (sizeof(T) == 2) {
     if (plan.filter_rows > 1) {
       constexpr int rows = static_cast<int>(conv2d_nhwc_wgmma_column_rows);
-      return launch_planned<T, nhwc, Epilogue, rows, Filter>(device, map_x, map_w, prm, plan.bn, pingpong, ep, stream);
+      return launch_planned<T, nhwc, Epilogue, rows, Filter>(device, map_x, map_w, prm, plan.bn, pingpong, ep, stream,
+                                                             map_y);
     }
   }
-  launch_planned<T, nhwc, Epilogue, 1, Filter>(device, map_x, map_w, prm, plan.bn, pingpong, ep, stream);
+  launch_planned<T, nhwc, Epilogue, 1, Filter>(device, map_x, map_w, prm, plan.bn, pingpong, ep, stream, map_y);
 }
 
 /// What an NHWC launch runs with: the tile plan, the kernel's parameters and the schedule.
@@ -106,10 +109,36 @@ bool plan_nhwc_launch(const conv2d_args<T>& f, conv2d_nhwc_k_steps k_steps, nhwc
   if (!make_conv2d_wgmma_params(f, out.tile, out.prm)) return false;
   // Ping-pong by the tile's taps x channel blocks (its products), whatever a k-step holds.
   out.pingpong = conv2d_wgmma_pingpong(static_cast<z>(f.rs) * static_cast<z>(out.prm.c_chunks));
-  out.prm.resident_filter = conv2d_wgmma_resident_filter(
-      out.tile.tiles_k, out.pingpong, static_cast<z>(out.prm.k_steps),
-      static_cast<z>(conv2d_wgmma::ring_stages(static_cast<int>(out.tile.bn), static_cast<int>(out.tile.filter_rows))));
+  const auto stages =
+      static_cast<z>(conv2d_wgmma::ring_stages(static_cast<int>(out.tile.bn), static_cast<int>(out.tile.filter_rows)));
+  out.prm.resident_filter =
+      conv2d_wgmma_resident_filter(out.tile.tiles_k, out.pingpong, static_cast<z>(out.prm.k_steps), stages);
+  out.prm.tile_loads_together =
+      conv2d_wgmma_tile_loads_together(out.prm.resident_filter, static_cast<z>(out.prm.k_steps), stages);
   return true;
+}
+
+/// Whether the kernel stores a 16-bit pointwise layer's y through shared memory and TMA
+/// (params::staged_y, by conv2d_wgmma_staged_y), and y's map for it (NPQ rows of K, boxes
+/// of 64 channels x 64 pixels).
+template <class T>
+bool stage_y(const conv2d_args<T>& a, const nhwc_launch_plan<T>& run, CUtensorMap& map_y) {
+  if constexpr (sizeof(T) != 2) {
+    return false;
+  } else {
+    using z = std::size_t;
+    const conv2d_wgmma::params<T>& prm = run.prm;
+    static_assert(conv2d_wgmma::y_buffers * conv2d_wgmma::consumer_warpgroups == 4, "conv2d_wgmma_staged_y's 4 slots");
+    if (!conv2d_wgmma_staged_y(sizeof(T), prm.n == 1 && prm.p == 1, run.pingpong, prm.resident_filter, run.tile.bn,
+                               run.tile.filter_rows, static_cast<z>(prm.k_steps),
+                               static_cast<z>(conv2d_wgmma::ring_stages(static_cast<int>(run.tile.bn), 1)),
+                               static_cast<z>(a.k), is_aligned(a.y, vector_bytes))) {
+      return false;
+    }
+    return encode_sw128(map_y, static_cast<const T*>(a.y), static_cast<z>(a.k), static_cast<z>(prm.q),
+                        static_cast<z>(a.k), static_cast<cuuint32_t>(conv2d_wgmma::block_c<T>),
+                        static_cast<cuuint32_t>(conv2d_wgmma::wgmma_m));
+  }
 }
 
 /// The fold's geometry for `a` over c_folded channels; false where an index
@@ -168,7 +197,9 @@ bool conv2d_nhwc_wgmma_try_launch(int device, const conv2d_args<T>& layer, const
   if (in_place) {
     if (!encode_conv2d_wgmma_maps(map_x, map_w, a.x, a.wt, a, static_cast<z>(a.c), static_cast<z>(a.c), plan))
       return false;
-    conv2d_wgmma_launch::launch_planned_nhwc<T>(device, map_x, map_w, run.prm, plan, run.pingpong, ep, stream);
+    CUtensorMap map_y{};
+    run.prm.staged_y = conv2d_wgmma_launch::stage_y(a, run, map_y);
+    conv2d_wgmma_launch::launch_planned_nhwc<T>(device, map_x, map_w, run.prm, plan, run.pingpong, ep, stream, map_y);
     return true;
   }
   const z x_bytes = round_up(x_items * sizeof(T), workspace_alignment);

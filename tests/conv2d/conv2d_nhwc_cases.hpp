@@ -146,6 +146,14 @@ const std::vector<nhwc_case>& nhwc_cases() {
           with_relu({"bias_relu_misaligned_y_c32_9x11_k67_1x1_n2", nhwc(2, 32, 9, 11, 67, 1, 1, 1, 1, 0, 0), true},
                     -0.5f),
           0, 0, 1),
+      // 16-bit pointwise y through shared memory and TMA (params::staged_y: one row of pixels, K <= 64 a
+      // multiple of 8, C <= 256): the bias and the ReLU, N H W off the 128-pixel tile, fewer pixels than one
+      // warpgroup's 64, K = 8 and 40 (boxes clipped at K), 1 and 3 channel blocks, and 392 tiles (about 3 a
+      // CTA: each warpgroup's two C buffers taken in turn).
+      with_relu({"staged_y_c256_7x9_k64_1x1_n2_relu", nhwc(2, 256, 7, 9, 64, 1, 1, 1, 1, 0, 0), true}, 0.25f),
+      {"staged_y_c64_5x7_k40_1x1_n1", nhwc(1, 64, 5, 7, 40, 1, 1, 1, 1, 0, 0), true},
+      with_relu({"staged_y_c192_13x11_k8_1x1_n3_relu", nhwc(3, 192, 13, 11, 8, 1, 1, 1, 1, 0, 0), false}, -0.5f),
+      {"staged_y_c64_56x56_k64_1x1_n16", nhwc(16, 64, 56, 56, 64, 1, 1, 1, 1, 0, 0), true},
       // Filter-column tiles (16-bit): the ResNet C64 layer (8 x 8 x 2 tiles, one image a
       // warpgroup), the C128 one (8 x 16, BN = 128, three stages), Q = 19 and P = 15
       // (padding 2 rows above and below), and R = 6 (two row groups a filter column).

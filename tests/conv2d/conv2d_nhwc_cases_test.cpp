@@ -3,7 +3,7 @@
 // conv2d_nhwc_gpu_test.cpp's header says they cover, checked against the
 // kernels' plans on the CPU (no GPU needed): boxes spanning images, pointwise
 // layers as one row, the filter-column tiles, Winograd on float's NCHW route, the
-// fused bias + ReLU on both wgmma schedules, the resident filter, the folded inputs,
+// fused bias + ReLU on both wgmma schedules, the resident filter, 16-bit y staged for TMA, the folded inputs,
 // and bounds that can fail. Steps 10 and 11's cases: conv2d_nhwc_few_channel_cases_test.cpp.
 #include <gtest/gtest.h>
 
@@ -225,21 +225,47 @@ TEST(Conv2dNhwcCases, FusedBiasReluCases) {
   EXPECT_GE(misaligned_cooperative, 1);
 }
 
+/// Case `c`'s 16-bit launch as the host plans it: the tile, the layer, the k-steps, the ring's
+/// stages (wgmma_config.cuh's ring_stages: 8 and 6 for one-tap tiles 64 and 128 wide, 5 and 3 for
+/// filter-column ones) and whether the filter is resident (conv2d_wgmma_resident_filter).
+struct half_launch {
+  kf::detail::conv2d_wgmma_tile tile;
+  half_layer layer;
+  std::size_t steps, ring;
+  bool resident;
+};
+
+half_launch half_launch_of(const nhwc_case& c) {
+  const kf::conv2d_params& p = c.p;
+  half_launch h{half_plan_of(c), half_layer_of(c), 0, 0, false};
+  const kf::detail::conv2d_wgmma_tile& t = h.tile;
+  h.steps = kf::detail::conv2d_nhwc_wgmma_k_steps(t, h.layer.channels, p.filter_height,
+                                                  h.layer.in_place ? p.filter_width : 1, sizeof(__half));
+  h.ring = t.filter_rows > 1 ? (t.bn == 64 ? 5 : 3) : (t.bn == 64 ? 8 : 6);
+  h.resident = kf::detail::conv2d_wgmma_resident_filter(t.tiles_k, h.layer.pingpong(), h.steps, h.ring);
+  return h;
+}
+
+/// The cases the wgmma kernel takes (its strides), each with its 16-bit launch.
+std::vector<std::pair<nhwc_case, half_launch>> wgmma_half_launches() {
+  std::vector<std::pair<nhwc_case, half_launch>> out;
+  for (const nhwc_case& c : nhwc_cases()) {
+    if (kf::detail::conv2d_nhwc_wgmma_unsupported_reason(c.p.stride_h, c.p.stride_w) != nullptr) continue;
+    out.emplace_back(c, half_launch_of(c));
+  }
+  return out;
+}
+
 /// The cases that take step 7's resident filter in 16-bit (conv2d_wgmma_resident_filter, by the
 /// launch's plan): one-tap and filter-column tiles, a partial channel tile, the bias with the ReLU,
-/// and the column fold. Ring stages as wgmma_config.cuh's ring_stages: 8 and 6 for one-tap tiles
-/// 64 and 128 wide, 5 and 3 for filter-column ones.
+/// and the column fold.
 TEST(Conv2dNhwcCases, ResidentFilterCases) {
   int resident = 0, one_tap = 0, columns = 0, k_partial = 0, bias_relu = 0, folded = 0;
-  for (const nhwc_case& c : nhwc_cases()) {
+  for (const auto& [c, h] : wgmma_half_launches()) {
     const kf::conv2d_params& p = c.p;
-    if (kf::detail::conv2d_nhwc_wgmma_unsupported_reason(p.stride_h, p.stride_w) != nullptr) continue;
-    const kf::detail::conv2d_wgmma_tile t = half_plan_of(c);
-    const half_layer l = half_layer_of(c);
-    const std::size_t steps = kf::detail::conv2d_nhwc_wgmma_k_steps(t, l.channels, p.filter_height,
-                                                                    l.in_place ? p.filter_width : 1, sizeof(__half));
-    const std::size_t ring = t.filter_rows > 1 ? (t.bn == 64 ? 5 : 3) : (t.bn == 64 ? 8 : 6);
-    if (!kf::detail::conv2d_wgmma_resident_filter(t.tiles_k, l.pingpong(), steps, ring)) continue;
+    const kf::detail::conv2d_wgmma_tile& t = h.tile;
+    const half_layer& l = h.layer;
+    if (!h.resident) continue;
     ++resident;
     one_tap += t.filter_rows == 1 ? 1 : 0;
     columns += t.filter_rows > 1 ? 1 : 0;
@@ -253,6 +279,48 @@ TEST(Conv2dNhwcCases, ResidentFilterCases) {
   EXPECT_GE(k_partial, 1);
   EXPECT_GE(bias_relu, 1);
   EXPECT_GE(folded, 1);
+}
+
+/// The cases whose 16-bit y goes through shared memory and TMA (conv2d_wgmma_staged_y, by the
+/// launch's plan): the staged_y_* ones and the ResNet 1x1 layer, and no other; between them the
+/// bias with the ReLU, a ragged last tile, fewer pixels than a warpgroup's 64 rows, K below the
+/// 64-wide box, 1 and 3 channel blocks, and more than 2 tiles a CTA of a full H200. Misaligned y
+/// and K odd keep the register stores.
+TEST(Conv2dNhwcCases, StagedYCases) {
+  int staged = 0, bias_relu = 0, ragged = 0, few_pixels = 0, narrow_k = 0, one_block = 0, three_blocks = 0;
+  int many_tiles = 0;
+  for (const auto& [c, h] : wgmma_half_launches()) {
+    const kf::conv2d_params& p = c.p;
+    const kf::detail::conv2d_wgmma_tile& t = h.tile;
+    const half_layer& l = h.layer;
+    const std::size_t P = kf::conv2d_output_height(p), Q = kf::conv2d_output_width(p), m = p.batch * P * Q;
+    const bool pointwise = p.filter_height == 1 && p.filter_width == 1 && p.stride_h == 1 && p.stride_w == 1 &&
+                           p.pad_h == 0 && p.pad_w == 0;
+    const bool takes =
+        kf::detail::conv2d_wgmma_staged_y(2, pointwise && l.in_place, l.pingpong(), h.resident, t.bn, t.filter_rows,
+                                          h.steps, h.ring, p.out_channels, c.y_offset == 0);
+    // Every layer that stages y (4 k-steps at most of 8 stages) asks for a tile's boxes together too.
+    if (takes) EXPECT_TRUE(kf::detail::conv2d_wgmma_tile_loads_together(h.resident, h.steps, h.ring)) << c.name;
+    const std::string name = c.name;
+    EXPECT_EQ(takes, name.rfind("staged_y_", 0) == 0 || name == "resnet_c256_14x14_k64_1x1_n2") << name;
+    if (!takes) continue;
+    ++staged;
+    bias_relu += c.bias && c.relu ? 1 : 0;
+    ragged += m % 128 != 0 ? 1 : 0;
+    few_pixels += m < 64 ? 1 : 0;
+    narrow_k += p.out_channels < 64 ? 1 : 0;
+    one_block += l.c_chunks == 1 ? 1 : 0;
+    three_blocks += l.c_chunks == 3 ? 1 : 0;
+    many_tiles += (m + 127) / 128 > 2 * 132 ? 1 : 0;
+  }
+  EXPECT_EQ(staged, 5);
+  EXPECT_GE(bias_relu, 1);
+  EXPECT_GE(ragged, 2);
+  EXPECT_GE(few_pixels, 1);
+  EXPECT_GE(narrow_k, 2);
+  EXPECT_GE(one_block, 2);
+  EXPECT_GE(three_blocks, 1);
+  EXPECT_GE(many_tiles, 1);
 }
 
 /// Every case's fp32 bound stays below half of one term's typical size

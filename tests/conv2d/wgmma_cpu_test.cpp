@@ -91,6 +91,28 @@ TEST(Conv2dWgmma, NhwcConditionsAndSchedule) {
   EXPECT_FALSE(conv2d_wgmma_resident_filter(1, false, 9, 8));  // more k-steps than stages
   EXPECT_FALSE(conv2d_wgmma_resident_filter(2, false, 4, 8));  // two channel tiles read different slices
   EXPECT_FALSE(conv2d_wgmma_resident_filter(1, true, 3, 8));   // ping-pong keeps its turn barriers
+  // A tile's boxes asked for together (tuning/conv2d.md#conv2d_wgmma_tile_loads_together): a resident
+  // filter whose k-steps fill at most half the ring.
+  using kf::detail::conv2d_wgmma_tile_loads_together;
+  EXPECT_TRUE(conv2d_wgmma_tile_loads_together(true, 4, 8));    // the 1x1 C256 K64 layer in 16-bit
+  EXPECT_TRUE(conv2d_wgmma_tile_loads_together(true, 1, 8));    // one channel block
+  EXPECT_FALSE(conv2d_wgmma_tile_loads_together(true, 8, 8));   // ... in TF32: the whole ring at once
+  EXPECT_FALSE(conv2d_wgmma_tile_loads_together(true, 7, 8));   // the TF32 stem's column fold
+  EXPECT_FALSE(conv2d_wgmma_tile_loads_together(false, 4, 8));  // stages that carry filter slices too
+  // y through shared memory and TMA (tuning/conv2d.md#conv2d_wgmma_staged_y): 16-bit, one row of
+  // pixels, cooperative, a resident filter of one 64-wide tile leaving 4 B slots, K x 2 bytes a multiple
+  // of 16, y aligned.
+  using kf::detail::conv2d_wgmma_staged_y;
+  EXPECT_TRUE(conv2d_wgmma_staged_y(2, true, false, true, 64, 1, 4, 8, 64, true));     // the 1x1 C256 K64 layer
+  EXPECT_TRUE(conv2d_wgmma_staged_y(2, true, false, true, 64, 1, 1, 8, 8, true));      // K = 8: 16-byte rows
+  EXPECT_FALSE(conv2d_wgmma_staged_y(4, true, false, true, 64, 1, 4, 8, 64, true));    // TF32
+  EXPECT_FALSE(conv2d_wgmma_staged_y(2, false, false, true, 64, 1, 4, 8, 64, true));   // rows and images
+  EXPECT_FALSE(conv2d_wgmma_staged_y(2, true, true, true, 64, 1, 4, 8, 64, true));     // ping-pong
+  EXPECT_FALSE(conv2d_wgmma_staged_y(2, true, false, false, 64, 1, 4, 8, 64, true));   // the filter in the B slots
+  EXPECT_FALSE(conv2d_wgmma_staged_y(2, true, false, true, 128, 1, 2, 6, 128, true));  // 128-wide tiles
+  EXPECT_FALSE(conv2d_wgmma_staged_y(2, true, false, true, 64, 1, 5, 8, 64, true));    // 3 B slots free
+  EXPECT_FALSE(conv2d_wgmma_staged_y(2, true, false, true, 64, 1, 4, 8, 60, true));    // 120-byte rows
+  EXPECT_FALSE(conv2d_wgmma_staged_y(2, true, false, true, 64, 1, 4, 8, 64, false));   // y misaligned
 }
 
 TEST(Conv2dWgmma, RefusedBeforeAnyLaunch) {

@@ -19,10 +19,8 @@
 //    rounding to TF32; NHWC is read where it lies (C * sizeof(T) a multiple of
 //    16 bytes), at strides up to 8 (TMA element strides; NCHW: stride 1).
 //  * Pointwise layers (1 x 1, stride 1, no padding) run as one row of N H W
-//    pixels (args.cuh: conv2d_one_row_if_pointwise): a tile is 128 consecutive
-//    pixels, so its four 64-channel k-steps read the quarters of one 64 KiB run
-//    of x rather than pieces of pixels spread over rows and images
-//    (conv2d_one_row_if_pointwise in benchmarks/tuning/conv2d.md).
+//    pixels (conv2d_one_row_if_pointwise): a tile is 128 consecutive pixels,
+//    its four 64-channel k-steps the quarters of one 64 KiB run of x.
 //  * Warp specialization on a persistent grid: one producer warp fills a ring
 //    of stages (full / empty mbarriers), the consumers keep one stage's
 //    products in flight, and the ring runs on into the next tile while the
@@ -40,11 +38,15 @@
 //    N-major B read with wgmma's transpose bit (wgmma_filter_operand.cuh).
 //  * A resident filter: where one channel tile covers K and the cooperative
 //    schedule's k-steps fit the ring (the 1x1 layer; the TF32 stem's column
-//    fold, 7 k-steps), the producer loads every k-step's filter slices once a
-//    CTA into the stages' B slots, and each stage then carries only its A box
-//    (conv2d_wgmma_resident_filter: the TF32 stem 93 -> 71 us on the H200).
+//    fold), the producer loads the filter's slices once a CTA into the stages'
+//    B slots, and a stage carries only its A box (conv2d_wgmma_resident_filter);
+//    where a tile's k-steps fill at most half the ring, it takes them all before
+//    asking for any box: its channel blocks reach DRAM together
+//    (conv2d_wgmma_tile_loads_together).
 //  * Epilogue (wgmma_store.cuh): sum + bias (staged in shared memory once a
-//    tile), the functor, a masked store (NHWC: neighbouring channels in pairs).
+//    tile), the functor, a masked store (NHWC: neighbouring channels in pairs);
+//    16-bit pointwise y goes through shared memory and TMA stores in whole
+//    128-byte rows (conv2d_wgmma_staged_y).
 // Rounding: NCHW's copies round to TF32 (2^-11 a value); NHWC float is read as
 // stored and the tensor cores drop its low 13 bits (2^-10). Dilation and any
 // padding are free (TMA). Measured speed and the evidence for each choice:
@@ -66,6 +68,7 @@
 #include "../common/kernel.cuh"
 #include "../common/numeric.cuh"
 #include "../matmul/wgmma/element.cuh"
+#include "../matmul/wgmma/epilogue.cuh"
 #include "kernelforge/conv.hpp"
 #include "kernelforge/epilogue.cuh"
 #include "wgmma_config.cuh"
@@ -125,13 +128,21 @@ __device__ __forceinline__ void produce(const params<T>& prm, const stage_ring<S
     }
   }
   const unsigned stage_tx = static_cast<unsigned>(prm.a_box_bytes + (prm.resident_filter ? 0 : b_tile_bytes<BN, Rows>));
+  // params::tile_loads_together (a resident filter, a tile's k-steps in at most half the ring: the 16-bit 1x1
+  // layer's 4 of 8): a tile's stages are taken before any of its boxes is asked for, so its channel blocks --
+  // quarters of the same pixels -- reach DRAM together rather than a stage's landing apart.
+  const bool together = prm.tile_loads_together;
   for (int u = first; u < units(prm); u += step) {
     const work_unit unit = unit_of(prm, u);  // a tile, or (step 9's last round) a part of one
     const tile_origin w = tile_of<BN>(prm, unit.tile);
     // k-step = group * c_chunks + chunk; group = g * S + s
     int group = unit.kt_begin / prm.c_chunks, chunk = unit.kt_begin - group * prm.c_chunks;
+    if (together) {
+      ring_position<Stages> ahead = at;
+      for (int kt = unit.kt_begin; kt < unit.kt_end; ++kt, ahead.advance()) ring.producer_acquire(ahead, stage_tx);
+    }
     for (int kt = unit.kt_begin; kt < unit.kt_end; ++kt) {
-      const std::uint32_t full = ring.producer_acquire(at, stage_tx);
+      const std::uint32_t full = together ? ring.full(at.stage) : ring.producer_acquire(at, stage_tx);
       const int g = group / prm.s, s = group - g * prm.s;
       const int r0 = g * Rows;
       tma_load_4d(a_smem + at.stage * a_slot_bytes<Rows>, map_x, chunk * block_c<T>,
@@ -166,7 +177,8 @@ template <class T, conv2d_layout Layout, int BN, bool PingPong, class Epilogue, 
           conv2d_wgmma_filter Filter = conv2d_wgmma_filter::forward>
 KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
     conv2d_implicit_gemm_wgmma(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w,
-                               const conv2d_wgmma::params<T> prm, const Epilogue ep) {
+                               const __grid_constant__ CUtensorMap map_y, const conv2d_wgmma::params<T> prm,
+                               const Epilogue ep) {
 #if defined(__CUDA_ARCH__) && !KF_ARCH_SM90A
   __trap();  // wgmma needs sm_90a; this file is compiled for nothing else
 #elif KF_ARCH_SM90A
@@ -178,6 +190,10 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
   constexpr int kStages = stages<BN, Rows>;
   constexpr int kBTile = b_tile_bytes<BN, Rows>;
   constexpr int kAcc = accumulators<BN>;
+  // params::staged_y: 16-bit y through shared memory and TMA (the host asks it of these instances alone).
+  constexpr bool kMayStageY = Layout == conv2d_layout::nhwc && sizeof(T) == 2 && !PingPong && BN == 64 && Rows == 1 &&
+                              Filter == conv2d_wgmma_filter::forward;
+  static_assert(!kMayStageY || kBTile == wgmma::c_buffer_bytes, "a y chunk fills one B slot");
   extern __shared__ unsigned char conv2d_wgmma_smem[];
   const smem_carve<BN, Rows> smem(smem_address(conv2d_wgmma_smem));
   const std::uint32_t a_smem = smem.a, b_smem = smem.b;
@@ -242,6 +258,9 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
     }
     if (resident_filter) mbar_wait(filter_ready, 0);  // the filter, once
     int own_tiles = 0;                                // tiles this warpgroup has taken so far
+    [[maybe_unused]] int y_buffer = 0;                // params::staged_y: this warpgroup's next C buffer
+    [[maybe_unused]] const std::uint32_t y_smem =
+        b_smem + (kStages - y_buffers * (consumer_warpgroups - consumer)) * kBTile;
     for (int t = first; t < prm.tiles; t += step, ++own_tiles) {
       const tile_origin w = tile_of<BN>(prm, t);
       if constexpr (PingPong) {
@@ -292,10 +311,20 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
       if (previous >= 0) release(previous);             // the tile's last stage, before the stores
       if constexpr (PingPong) at.advance(prm.k_steps);  // the other warpgroup's next tile
 
+      if constexpr (kMayStageY) {
+        if (prm.staged_y) {
+          store_y_staged<T, BN>(d[0], bias_smem, consumer, own_tiles & 1, prm, w, tid_in_warpgroup, ep, &map_y, y_smem,
+                                y_buffer);
+          continue;
+        }
+      }
       // Ping-pong: the warpgroup's two row blocks; cooperative: its own.
       stage_bias_and_store<T, Layout, kBlocks, BN>(
           bias_smem, consumer, own_tiles & 1, [&](int m) -> const float(&)[kAcc] { return d[m]; }, prm, w,
           PingPong ? 0 : consumer, tid_in_warpgroup, ep);
+    }
+    if constexpr (kMayStageY) {  // the last C buffers are read before the CTA's shared memory goes
+      if (prm.staged_y && tid_in_warpgroup == 0) tma_store_wait_read<0>();
     }
   }
 #endif

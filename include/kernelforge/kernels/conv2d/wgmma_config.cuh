@@ -55,6 +55,11 @@ inline constexpr int bias_barrier = 1;
 inline constexpr int turn_barrier = bias_barrier + consumer_warpgroups;
 /// Consumer warpgroup c's named barrier for a split tile's arrival (wgmma_last_round.cuh): split_barrier + c.
 inline constexpr int split_barrier = turn_barrier + consumer_warpgroups;
+/// Consumer warpgroup c's named barrier for its staged y chunks (params::staged_y): y_barrier + c.
+inline constexpr int y_barrier = split_barrier + consumer_warpgroups;
+/// params::staged_y: a consumer's C buffers (64 pixels x 64 channels of 16-bit y, 8 KiB each), the last
+/// 2 x consumer_warpgroups B slots of the ring, which a resident filter of at most stages - 4 k-steps leaves free.
+inline constexpr int y_buffers = 2;
 template <int BN>
 inline constexpr int bias_stage_bytes =
     consumer_warpgroups* bias_buffers* bias_slices* BN* static_cast<int>(sizeof(float));
@@ -109,6 +114,11 @@ struct params {
   bool pair_stores = false;  ///< NHWC: K even and y aligned to two elements (stores of element pairs)
   /// The filter loaded once a CTA, k-step kt's slices in stage kt's B slot (conv2d_wgmma_resident_filter); step 7 only.
   bool resident_filter = false;
+  /// A tile's stages taken before any of its boxes is asked for (conv2d_wgmma_tile_loads_together); step 7 only.
+  bool tile_loads_together = false;
+  /// 16-bit y of a pointwise layer (one row of pixels, cooperative, resident filter, BN 64) stored through
+  /// shared memory and TMA (the kernel's map_y: y as NPQ x K): whole 128-byte rows (conv2d_wgmma_staged_y).
+  bool staged_y = false;
   /// The last round's split (plan_conv2d_wgmma_last_round, wgmma_last_round.cuh); step 9 only.
   /// split_parts = 1: every unit a whole tile, and the rest unused.
   int split_parts = 1;

@@ -146,6 +146,32 @@ inline bool conv2d_wgmma_resident_filter(std::size_t tiles_k, bool pingpong, std
   return tiles_k == 1 && !pingpong && k_steps <= ring_stages;
 }
 
+/// Whether step 7's producer takes all of a tile's stages before it asks for any of its boxes
+/// (params::tile_loads_together), so that the tile's channel blocks -- quarters of the same pixels --
+/// reach DRAM together, not a stage's landing apart: with a resident filter (the stages carry A boxes
+/// alone) whose k-steps fill at most half the ring. Taking a whole ring at once would drain it (the
+/// TF32 1x1 layer: 8 k-steps of 8 stages; the TF32 stem's fold: 7). bench_conv's 16-bit 1x1 C256
+/// layer takes it (4 of 8): benchmarks/tuning/conv2d.md#conv2d_wgmma_tile_loads_together.
+inline bool conv2d_wgmma_tile_loads_together(bool resident_filter, std::size_t k_steps, std::size_t ring_stages) {
+  return resident_filter && 2 * k_steps <= ring_stages;
+}
+
+/// Whether step 7 stores a 16-bit layer's y through shared memory and TMA (params::staged_y) rather
+/// than 4-byte pairs from registers, each of which writes half of a 16-byte piece of y: where y is
+/// one run of 128-byte rows a tile -- a pointwise layer as one row of pixels (conv2d_one_row_if_pointwise)
+/// with one 64-wide channel tile -- on the cooperative schedule with a resident filter whose k-steps
+/// leave the ring's last 4 B slots free for the two consumers' two C buffers each (8 KiB, 64 pixels x
+/// 64 channels), y 16-byte aligned and its rows (K elements) whole 16-byte units (TMA's strides).
+/// bench_conv's 1x1 C256 K64 layer takes it (4 k-steps of 8 stages):
+/// benchmarks/tuning/conv2d.md#conv2d_wgmma_staged_y.
+inline bool conv2d_wgmma_staged_y(std::size_t element_bytes, bool one_row, bool pingpong, bool resident_filter,
+                                  std::size_t bn, std::size_t filter_rows, std::size_t k_steps, std::size_t ring_stages,
+                                  std::size_t k, bool y_aligned) {
+  constexpr std::size_t free_slots = 4, tma_stride_bytes = 16;
+  return element_bytes == 2 && one_row && !pingpong && resident_filter && bn == 64 && filter_rows == 1 &&
+         k_steps + free_slots <= ring_stages && (k * element_bytes) % tma_stride_bytes == 0 && y_aligned;
+}
+
 /// One block tile: a box of nt images x ht output rows x wt output columns
 /// (wt * ht * nt <= 128 pixels; GEMM row i of the tile is pixel (i / (wt ht),
 /// i / wt % ht, i % wt) of the box) by bn output channels.

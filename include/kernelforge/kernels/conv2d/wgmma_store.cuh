@@ -32,6 +32,7 @@
 #include "../common/numeric.cuh"
 #include "kernelforge/conv.hpp"
 #include "kernelforge/epilogue.cuh"
+#include "../matmul/wgmma/epilogue.cuh"
 #include "wgmma_config.cuh"
 
 namespace kf::detail::conv2d_wgmma {
@@ -224,6 +225,44 @@ __device__ __forceinline__ void stage_bias_and_store(float* cta_bias, int consum
     store(std::integral_constant<int, 1>{});
   } else if constexpr (split_epilogue<Epilogue>::own_bias) {
     store(std::integral_constant<int, 2>{});  // a functor's bias beside the call's: a user's, never the library's
+  }
+}
+/// A pointwise layer's 16-bit tile (params::staged_y; one row of pixels, so the consumer's 64 rows of y are
+/// one run of 64 x K elements): the bias staged as stage_bias_and_store does, then the matmul's staged
+/// store (wgmma/epilogue.cuh: the bias and functor applied in registers, the tile written to one of the
+/// consumer's y_buffers C buffers at y_smem in the 128-byte swizzle and stored by a TMA box of 64 pixels x 64
+/// channels, clipped to y): whole 128-byte rows, where the register stores write 4 bytes of each 16.
+template <class T, int BN, int Acc, class Epilogue>
+__device__ __forceinline__ void store_y_staged(float (&d)[Acc], float* cta_bias, int consumer, int turn,
+                                               const params<T>& prm, const tile_origin& w, int thread,
+                                               const Epilogue& ep, const CUtensorMap* map_y, std::uint32_t y_smem,
+                                               int& y_buffer) {
+  const float* slices = nullptr;
+  const int count = stage_bias<BN>(cta_bias, consumer, turn, prm, ep, w.k0, thread, slices);
+  wgmma::params<T> y;
+  y.C = prm.y;
+  y.ldc = prm.k;
+  y.m = prm.q;  // one row of N H W pixels
+  y.n = prm.k;
+  y.alpha = 1.0f;
+  y.beta = 0.0f;
+  const int row_base = w.q0 + consumer * wgmma_m;
+  const auto after = split_epilogue<Epilogue>::after_bias(ep);
+  const auto store = [&](const auto& fn) {
+    wgmma::store_tile_staged<T, y_buffers>(d, y, map_y, y_smem, row_base, w.k0, y_barrier + consumer, y_buffer, fn);
+  };
+  if (count == 0) {
+    if constexpr (std::is_same_v<Epilogue, epilogue::identity>) {
+      store(epilogue::identity{});
+    } else {
+      store(after);
+    }
+  } else if (count == 1) {
+    store([&](float v, long long row, long long col) { return after(v + slices[col - w.k0], row, col); });
+  } else {  // a functor's bias beside the call's, added in store_tile's order
+    store([&](float v, long long row, long long col) {
+      return after((v + slices[col - w.k0]) + slices[BN + col - w.k0], row, col);
+    });
   }
 }
 #endif  // KF_ARCH_SM90A
