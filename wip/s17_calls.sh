@@ -3,6 +3,8 @@
 # rows alternated main, patch 1, patch 2, main, ...), so that a scarce device start tests four patches in
 # two calls instead of four:
 #   (pwland and pw, the 16-bit 1x1 layer's loads together and staged y, ran and landed in this session)
+#   pwsplit: how that gain splits (pw-y-only-probe: the loads stage by stage again; pw-loads-only-probe: y
+#         from registers again)
 #   conv: nchw-quad-stores (issue 29's NCHW stores, with the ncu line) and c128-bn64-probe (issue 27's C128)
 #   fp8:  fp8-pack, fp8-blockwise-two-partials and fp8-square-probe (issue 26: 128 x 128 with two partial
 #         sets where 128 x 144 runs today)
@@ -18,6 +20,10 @@ echo "device: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" | 
 (sleep $((${KF_CALL_LIMIT:-585} - 15)); cp "$OUT/r/summary.txt" "$OUT/summary_partial.txt") >/dev/null 2>&1 &
 disown
 case ${1:-} in
+  pwsplit)  # how the 16-bit 1x1 forward's gain splits: main against main with either change switched off
+    KF_AB='pw-y-only-probe pw-loads-only-probe' \
+      KF_ROWS='conv2d_nhwc/(fp16|bf16)/(best|best_fused|cudnn|cudnn_fused)/n32_c256_56x56_k64_1x1' bash wip/gpu_run.sh abpair
+    ;;
   conv)
     KF_AB='nchw-quad-stores:*LastRoundSplit*:*InfAndNan* c128-bn64-probe' \
       KF_AB_TESTS='test_conv2d_fp32_emulated_gpu test_conv2d_gpu test_conv2d_epilogue test_conv2d' \
@@ -37,7 +43,7 @@ case ${1:-} in
     KF_BENCH2=matmul/bench_matmul KF_ROWS2='matmul/pack/|matmul/fp32_emulated/best_vs_cublas/' bash wip/gpu_run.sh abpair2
     ;;
   *)
-    echo "usage: bash wip/s17_calls.sh conv|fp8|fp8b" >&2
+    echo "usage: bash wip/s17_calls.sh pwsplit|conv|fp8|fp8b" >&2
     exit 2
     ;;
 esac
