@@ -98,6 +98,7 @@ struct nhwc_launch_plan {
   conv2d_wgmma_tile tile;
   conv2d_wgmma::params<T> prm;
   bool pingpong = false;
+  std::size_t ring_stages = 0;  ///< the kernel's stages (wgmma_config.cuh's ring_stages for the tile)
 };
 
 /// The launch plan of the layer `f` the kernel computes (the caller's, or its
@@ -109,12 +110,12 @@ bool plan_nhwc_launch(const conv2d_args<T>& f, conv2d_nhwc_k_steps k_steps, nhwc
   if (!make_conv2d_wgmma_params(f, out.tile, out.prm)) return false;
   // Ping-pong by the tile's taps x channel blocks (its products), whatever a k-step holds.
   out.pingpong = conv2d_wgmma_pingpong(static_cast<z>(f.rs) * static_cast<z>(out.prm.c_chunks));
-  const auto stages =
+  out.ring_stages =
       static_cast<z>(conv2d_wgmma::ring_stages(static_cast<int>(out.tile.bn), static_cast<int>(out.tile.filter_rows)));
   out.prm.resident_filter =
-      conv2d_wgmma_resident_filter(out.tile.tiles_k, out.pingpong, static_cast<z>(out.prm.k_steps), stages);
+      conv2d_wgmma_resident_filter(out.tile.tiles_k, out.pingpong, static_cast<z>(out.prm.k_steps), out.ring_stages);
   out.prm.tile_loads_together =
-      conv2d_wgmma_tile_loads_together(out.prm.resident_filter, static_cast<z>(out.prm.k_steps), stages);
+      conv2d_wgmma_tile_loads_together(out.prm.resident_filter, static_cast<z>(out.prm.k_steps), out.ring_stages);
   return true;
 }
 
@@ -123,22 +124,14 @@ bool plan_nhwc_launch(const conv2d_args<T>& f, conv2d_nhwc_k_steps k_steps, nhwc
 /// of 64 channels x 64 pixels).
 template <class T>
 bool stage_y(const conv2d_args<T>& a, const nhwc_launch_plan<T>& run, CUtensorMap& map_y) {
-  if constexpr (sizeof(T) != 2) {
-    return false;
-  } else {
-    using z = std::size_t;
-    const conv2d_wgmma::params<T>& prm = run.prm;
-    static_assert(conv2d_wgmma::y_buffers * conv2d_wgmma::consumer_warpgroups == 4, "conv2d_wgmma_staged_y's 4 slots");
-    if (!conv2d_wgmma_staged_y(sizeof(T), prm.n == 1 && prm.p == 1, run.pingpong, prm.resident_filter, run.tile.bn,
-                               run.tile.filter_rows, static_cast<z>(prm.k_steps),
-                               static_cast<z>(conv2d_wgmma::ring_stages(static_cast<int>(run.tile.bn), 1)),
-                               static_cast<z>(a.k), is_aligned(a.y, vector_bytes))) {
-      return false;
-    }
-    return encode_sw128(map_y, static_cast<const T*>(a.y), static_cast<z>(a.k), static_cast<z>(prm.q),
-                        static_cast<z>(a.k), static_cast<cuuint32_t>(conv2d_wgmma::block_c<T>),
-                        static_cast<cuuint32_t>(conv2d_wgmma::wgmma_m));
-  }
+  using z = std::size_t;
+  const conv2d_wgmma::params<T>& prm = run.prm;
+  return conv2d_wgmma_staged_y(sizeof(T), prm.n == 1 && prm.p == 1, run.pingpong, prm.resident_filter, run.tile.bn,
+                               run.tile.filter_rows, static_cast<z>(prm.k_steps), run.ring_stages, static_cast<z>(a.k),
+                               is_aligned(a.y, vector_bytes)) &&
+         encode_sw128(map_y, static_cast<const T*>(a.y), static_cast<z>(a.k), static_cast<z>(prm.q),
+                      static_cast<z>(a.k), static_cast<cuuint32_t>(conv2d_wgmma::block_c<T>),
+                      static_cast<cuuint32_t>(conv2d_wgmma::wgmma_m));
 }
 
 /// The fold's geometry for `a` over c_folded channels; false where an index

@@ -68,7 +68,7 @@
 #include "../common/kernel.cuh"
 #include "../common/numeric.cuh"
 #include "../matmul/wgmma/element.cuh"
-#include "../matmul/wgmma/epilogue.cuh"
+#include "../matmul/wgmma/config.cuh"
 #include "kernelforge/conv.hpp"
 #include "kernelforge/epilogue.cuh"
 #include "wgmma_config.cuh"

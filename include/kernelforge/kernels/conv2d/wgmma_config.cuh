@@ -57,9 +57,9 @@ inline constexpr int turn_barrier = bias_barrier + consumer_warpgroups;
 inline constexpr int split_barrier = turn_barrier + consumer_warpgroups;
 /// Consumer warpgroup c's named barrier for its staged y chunks (params::staged_y): y_barrier + c.
 inline constexpr int y_barrier = split_barrier + consumer_warpgroups;
-/// params::staged_y: a consumer's C buffers (64 pixels x 64 channels of 16-bit y, 8 KiB each), the last
-/// 2 x consumer_warpgroups B slots of the ring, which a resident filter of at most stages - 4 k-steps leaves free.
-inline constexpr int y_buffers = 2;
+/// params::staged_y: a consumer's C buffers (64 pixels x 64 channels of 16-bit y, 8 KiB each), its share of
+/// the ring's last conv2d_wgmma_staged_y_slots B slots, which the rule leaves free of the resident filter.
+inline constexpr int y_buffers = static_cast<int>(conv2d_wgmma_staged_y_slots) / consumer_warpgroups;
 template <int BN>
 inline constexpr int bias_stage_bytes =
     consumer_warpgroups* bias_buffers* bias_slices* BN* static_cast<int>(sizeof(float));

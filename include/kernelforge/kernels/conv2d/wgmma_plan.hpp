@@ -164,12 +164,16 @@ inline bool conv2d_wgmma_tile_loads_together(bool resident_filter, std::size_t k
 /// 64 channels), y 16-byte aligned and its rows (K elements) whole 16-byte units (TMA's strides).
 /// bench_conv's 1x1 C256 K64 layer takes it (4 k-steps of 8 stages):
 /// benchmarks/tuning/conv2d.md#conv2d_wgmma_staged_y.
+/// The B slots conv2d_wgmma_staged_y needs free: two 8 KiB C buffers for each of the two consumer warpgroups.
+constexpr std::size_t conv2d_wgmma_staged_y_slots = 4;
+
 inline bool conv2d_wgmma_staged_y(std::size_t element_bytes, bool one_row, bool pingpong, bool resident_filter,
                                   std::size_t bn, std::size_t filter_rows, std::size_t k_steps, std::size_t ring_stages,
                                   std::size_t k, bool y_aligned) {
-  constexpr std::size_t free_slots = 4, tma_stride_bytes = 16;
+  constexpr std::size_t tma_stride_bytes = 16;
   return element_bytes == 2 && one_row && !pingpong && resident_filter && bn == 64 && filter_rows == 1 &&
-         k_steps + free_slots <= ring_stages && (k * element_bytes) % tma_stride_bytes == 0 && y_aligned;
+         k_steps + conv2d_wgmma_staged_y_slots <= ring_stages && (k * element_bytes) % tma_stride_bytes == 0 &&
+         y_aligned;
 }
 
 /// One block tile: a box of nt images x ht output rows x wt output columns
