@@ -76,14 +76,14 @@
 //                                                 (C += a row-broadcast m x n bias matrix, in place),
 //                                                 then kf::relu_threshold_forward in place: the same
 //                                                 result in three passes; 4096^3 and 8192x8192x1024 only
-//   matmul/pack/memcpy_{f32,f16}/<rows>x<k>      cudaMemcpyAsync of a rows x k operand (device to device):
+//   matmul/pack/memcpy_{f32,f16,fp8}/<rows>x<k>  cudaMemcpyAsync of a rows x k operand (device to device):
 //                                                the copy rate the pack rows' frac_copy divides by
-//   matmul/pack/{f32,f16}_transpose/<rows>x<k>  the wgmma steps' repack alone (wgmma_pack_k_major,
+//   matmul/pack/{f32,f16,fp8}_transpose/<rows>x<k>  the wgmma steps' repack alone (wgmma_pack_k_major,
 //                                                include/kernelforge/kernels/matmul/pack_k_major.cuh) of a k x rows
 //                                                operand stored rows-contiguous (TF32 B of the row-major product, a
-//                                                transposed A): 16-byte loads and stores
-//   matmul/pack/{f32,f16}_copy/<rows>x<k>       the same of a k-contiguous operand (no transpose)
-//   matmul/pack/{f32,f16}_{transpose,copy}_misaligned/4096x4096  the source one element past an aligned
+//                                                transposed A, FP8's B of the NN product): 16-byte loads and stores
+//   matmul/pack/{f32,f16,fp8}_copy/<rows>x<k>   the same of a k-contiguous operand (no transpose)
+//   matmul/pack/{f32,f16,fp8}_{transpose,copy}_misaligned/4096x4096  the source one element past an aligned
 //                                                address: element-wise loads (what the GEMM repacks
 //                                                misaligned operands with), 16-byte stores
 //                                                pack rows: GB/s = (bytes read + bytes written) / time,

@@ -12,11 +12,13 @@
 
 #include <benchmark/benchmark.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime_api.h>
 
 #include "bench_matmul.hpp"
 #include "gemm_bench.hpp"
 #include "gpu_benchmark.hpp"
+#include "kernelforge/kernels/matmul/scaled/wgmma_sm90a.hpp"  // the FP8 repack
 #include "kernelforge/kernels/matmul/wgmma_sm90a.hpp"
 #include "kernelforge/kernelforge.hpp"
 
@@ -30,7 +32,7 @@ struct pack_shape {
 };
 
 /// A rows x k operand's source (one element of slack for the misaligned rows) and
-/// its packed copy, as raw bytes: the f32 and f16 rows read them as their type.
+/// its packed copy, as raw bytes: the f32, f16 and fp8 rows read them as their type.
 struct pack_buffers {
   pack_shape s;
   kf::device_buffer<float> src, dst;
@@ -126,8 +128,8 @@ void bm_pack(benchmark::State& state, pack_shape s, bool copy, bool misaligned) 
 void register_pack() {
   constexpr std::int64_t pack_iterations = 200;
   for (const pack_shape s : {pack_shape{4096, 4096}, pack_shape{8192, 8192}}) {
-    for (const std::size_t element_bytes : {std::size_t{4}, std::size_t{2}}) {
-      const std::string type = element_bytes == 4 ? "f32" : "f16";
+    for (const std::size_t element_bytes : {std::size_t{4}, std::size_t{2}, std::size_t{1}}) {
+      const std::string type = element_bytes == 4 ? "f32" : element_bytes == 2 ? "f16" : "fp8";
       benchmark::RegisterBenchmark(("matmul/pack/memcpy_" + type + "/" + s.name()).c_str(), bm_pack_memcpy, s,
                                    element_bytes)
           ->UseManualTime()
@@ -138,9 +140,10 @@ void register_pack() {
         for (const bool copy : {false, true}) {
           const std::string name =
               "matmul/pack/" + type + (copy ? "_copy" : "_transpose") + (misaligned ? "_misaligned/" : "/") + s.name();
-          auto* b = element_bytes == 4
-                        ? benchmark::RegisterBenchmark(name.c_str(), bm_pack<float>, s, copy, misaligned)
-                        : benchmark::RegisterBenchmark(name.c_str(), bm_pack<__half>, s, copy, misaligned);
+          auto* b = element_bytes == 4 ? benchmark::RegisterBenchmark(name.c_str(), bm_pack<float>, s, copy, misaligned)
+                    : element_bytes == 2
+                        ? benchmark::RegisterBenchmark(name.c_str(), bm_pack<__half>, s, copy, misaligned)
+                        : benchmark::RegisterBenchmark(name.c_str(), bm_pack<__nv_fp8_e4m3>, s, copy, misaligned);
           b->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(pack_iterations);
         }
       }

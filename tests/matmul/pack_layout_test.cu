@@ -9,8 +9,10 @@
 //    whole 128-byte lines (8 consecutive chunks, starting on a multiple of 8);
 //  * no bank conflicts: the scatter of a source chunk (one element of it per
 //    instruction, 32 lanes) touches at most one 32-bit word per bank (lanes that
-//    share a word do not conflict), and every quarter-warp of a 128-bit read of
+//    share a word do not conflict; 1-byte elements: 8-byte runs of k, 16
+//    distinct slots a half-warp), and every quarter-warp of a 128-bit read of
 //    destination chunks touches 8 distinct 16-byte bank groups;
+//  * the 1-byte case's register transpose (transpose_bytes_4x4) on the host;
 //  * argument validation of the test/benchmark entry point wgmma_pack_k_major.
 #include <gtest/gtest.h>
 
@@ -63,7 +65,9 @@ TYPED_TEST(MatmulPackLayout, TileIsAPermutationWithWholeChunks) {
 }
 
 /// Every chunk of a rows x chunks tile once; per warp instruction, 4 rows x one 128-byte line each.
-void expect_sweep_covers(int rows, int chunks, int accesses) {
+/// row_of(t, i), column_of(t): access i of thread t (the shared sweep where not given).
+template <class RowOf, class ColumnOf>
+void expect_sweep_covers(int rows, int chunks, int accesses, RowOf row_of, ColumnOf column_of) {
   SCOPED_TRACE("sweep of " + std::to_string(rows) + " rows x " + std::to_string(chunks) + " chunks");
   ASSERT_EQ(rows * chunks, accesses * pk::threads);
   std::vector<int> hits(rows * chunks, 0);
@@ -72,7 +76,7 @@ void expect_sweep_covers(int rows, int chunks, int accesses) {
       std::map<int, std::set<int>> line;  // row -> chunks of this instruction
       for (int lane = 0; lane < pk::warp_size; ++lane) {
         const int t = warp * pk::warp_size + lane;
-        const int row = pk::first_row(t, chunks) + i * pk::row_step(chunks), col = pk::column(t, chunks);
+        const int row = row_of(t, i), col = column_of(t);
         ASSERT_LT(row, rows);
         ASSERT_LT(col, chunks);
         ++hits[row * chunks + col];
@@ -89,10 +93,34 @@ void expect_sweep_covers(int rows, int chunks, int accesses) {
   for (int c = 0; c < rows * chunks; ++c) ASSERT_EQ(hits[c], 1) << "chunk " << c;
 }
 
+void expect_sweep_covers(int rows, int chunks, int accesses) {
+  expect_sweep_covers(
+      rows, chunks, accesses, [&](int t, int i) { return pk::first_row(t, chunks) + i * pk::row_step(chunks); },
+      [&](int t) { return pk::column(t, chunks); });
+}
+
 TYPED_TEST(MatmulPackLayout, SweepsCoverEveryChunkOnceInWholeLines) {
   using L = kf::detail::pack_layout<TypeParam>;
   expect_sweep_covers(L::tile_rows, L::dst_chunks, L::dst_accesses);  // destination rows (both cases)
-  expect_sweep_covers(L::tile_k, L::src_chunks, L::src_accesses);     // source rows (transposing)
+  expect_sweep_covers(                                                // source rows (transposing)
+      L::tile_k, L::src_chunks, L::src_accesses, [](int t, int i) { return L::src_row(t, i); },
+      [](int t) { return L::src_column(t); });
+  if constexpr (sizeof(TypeParam) == 1) {  // a thread's source rows: 8 consecutive k, 8-aligned (8-byte runs)
+    for (int t = 0; t < pk::threads; ++t) {
+      EXPECT_EQ(L::src_row(t, 0) % L::src_accesses, 0) << "thread " << t;
+      for (int i = 1; i < L::src_accesses; ++i) EXPECT_EQ(L::src_row(t, i), L::src_row(t, 0) + i) << "thread " << t;
+    }
+  }
+}
+
+// The 1-byte transposing case's register transpose: out[b] byte i = w[i] byte b, for distinct bytes.
+TEST(MatmulPackLayout, ByteTransposeIsATranspose) {
+  unsigned w[4], out[4];
+  for (int i = 0; i < 4; ++i) w[i] = 0x03020100u + 0x10101010u * static_cast<unsigned>(i);  // byte b of w[i]: 16 i + b
+  kf::detail::transpose_bytes_4x4(w, out);
+  for (int b = 0; b < 4; ++b) {
+    for (int i = 0; i < 4; ++i) EXPECT_EQ((out[b] >> (8 * i)) & 0xFFu, 16u * i + b) << "out[" << b << "] byte " << i;
+  }
 }
 
 TYPED_TEST(MatmulPackLayout, SharedMemoryAccessesAreBankConflictFree) {
@@ -100,20 +128,41 @@ TYPED_TEST(MatmulPackLayout, SharedMemoryAccessesAreBankConflictFree) {
   using L = kf::detail::pack_layout<T>;
   constexpr int banks = 32, word = 4, group = 16;
   for (int warp = 0; warp < pk::warps; ++warp) {
-    // The scatter: instruction (i, e) stores element e of each lane's source chunk.
-    for (int i = 0; i < L::src_accesses; ++i) {
-      for (int e = 0; e < L::vec; ++e) {
-        std::map<int, std::set<int>> words_of_bank;
-        for (int lane = 0; lane < pk::warp_size; ++lane) {
-          const int t = warp * pk::warp_size + lane;
-          const int p = pk::first_row(t, L::src_chunks) + i * pk::row_step(L::src_chunks);
-          const int x = pk::column(t, L::src_chunks) * L::vec + e;
-          const int w = L::offset(x, p) * static_cast<int>(sizeof(T)) / word;
-          words_of_bank[w % banks].insert(w);
+    if constexpr (sizeof(T) == 1) {
+      // The scatter of 1-byte elements: instruction (j, b) stores, per lane, the 8 bytes of k src_row(t, 0) ..
+      // + 7 at x = 16 src_column(t) + 4 j + b. 8-byte stores run by half-warps: each half's 16 lanes must
+      // take 16 distinct 8-byte slots of the 128 bytes of banks (2 wavefronts a warp, the fewest).
+      for (int j = 0; j < 4; ++j) {
+        for (int b = 0; b < 4; ++b) {
+          for (int half = 0; half < 2; ++half) {
+            std::set<int> slots;
+            for (int lane = 16 * half; lane < 16 * half + 16; ++lane) {
+              const int t = warp * pk::warp_size + lane;
+              const int offset = L::offset(L::src_column(t) * L::vec + 4 * j + b, L::src_row(t, 0));
+              ASSERT_EQ(offset % 8, 0) << "an 8-byte store is 8-byte aligned";
+              slots.insert(offset / 8 % (banks * word / 8));
+            }
+            EXPECT_EQ(slots.size(), 16u) << "scatter conflict: warp " << warp << " word " << j << " byte " << b
+                                         << " half " << half;
+          }
         }
-        for (const auto& [bank, words] : words_of_bank) {
-          EXPECT_EQ(words.size(), 1u) << "scatter conflict: warp " << warp << " access " << i << " element " << e
-                                      << " bank " << bank;
+      }
+    } else {
+      // The scatter (2- and 4-byte elements): instruction (i, e) stores element e of each lane's source chunk.
+      for (int i = 0; i < L::src_accesses; ++i) {
+        for (int e = 0; e < L::vec; ++e) {
+          std::map<int, std::set<int>> words_of_bank;
+          for (int lane = 0; lane < pk::warp_size; ++lane) {
+            const int t = warp * pk::warp_size + lane;
+            const int p = L::src_row(t, i);
+            const int x = L::src_column(t) * L::vec + e;
+            const int w = L::offset(x, p) * static_cast<int>(sizeof(T)) / word;
+            words_of_bank[w % banks].insert(w);
+          }
+          for (const auto& [bank, words] : words_of_bank) {
+            EXPECT_EQ(words.size(), 1u) << "scatter conflict: warp " << warp << " access " << i << " element " << e
+                                        << " bank " << bank;
+          }
         }
       }
     }

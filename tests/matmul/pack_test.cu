@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The wgmma steps' repacking pass (include/kernelforge/kernels/matmul/pack_k_major.cuh) on the GPU,
 // through wgmma_pack_k_major, against a CPU transpose / copy. The GEMM tests
-// (tensor_core_tf32_test.cu, tensor_core_f16_test.cu) run it inside products;
-// this one reaches every instance directly -- float, __half, __nv_bfloat16 x
+// (tensor_core_tf32_test.cu, tensor_core_f16_test.cu, scaled_matmul_gpu_test.cpp) run it inside
+// products; this one reaches every instance directly -- float, __half, __nv_bfloat16, FP8 e4m3 x
 // transposing or copying x 16-byte or element-wise loads -- including the
 // 16-byte copy, which the GEMM never takes (it repacks a k-contiguous operand
 // only when its rows are misaligned).
@@ -12,11 +12,11 @@
 // an aligned address, a leading dimension one element past a 16-byte multiple,
 // and tight (aligned or not by the shape); the source's padding holds NaN, so
 // a kernel that copied it would fail. dst is poisoned (0xFF bytes: NaN in all
-// three types) with a 16-byte guard before it; afterwards columns 0..k-1 hold
+// four types) with a 16-byte guard before it; afterwards columns 0..k-1 hold
 // the operand, k up to k rounded up to 16 bytes hold +0 (the kernel's zero
 // pad), the rest of a wider ld_dst and the guard are still poison.
 // Shapes: 1 and primes, non-multiples of every tile (64 rows x 64 floats / 128
-// halves), and a k past 65535 k-tiles (the grid's y extent is capped and the
+// halves, 128 rows x 256 FP8), and a k past 65535 k-tiles (the grid's y extent is capped and the
 // kernel strides over the rest).
 #include <gtest/gtest.h>
 
@@ -30,9 +30,11 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime_api.h>
 
-#include "kernelforge/kernels/matmul/pack_k_major.cuh"  // pack_layout: the tile extents
+#include "kernelforge/kernels/matmul/pack_k_major.cuh"        // pack_layout: the tile extents
+#include "kernelforge/kernels/matmul/scaled/wgmma_sm90a.hpp"  // the FP8 instance
 #include "kernelforge/kernels/matmul/wgmma_sm90a.hpp"
 #include "test_support.hpp"
 
@@ -141,13 +143,13 @@ struct extent {
   std::size_t rows, k;
 };
 
-// 1 and primes, one tile, tiles +- 1, several tiles in both directions.
-const extent extents[] = {{1, 1},    {1, 5},    {5, 1},     {3, 64},    {64, 64},    {64, 128},
-                          {63, 127}, {65, 129}, {127, 257}, {300, 520}, {1031, 1000}};
+// 1 and primes, one tile, tiles +- 1 (FP8's 128 x 256 too), several tiles in both directions.
+const extent extents[] = {{1, 1},    {1, 5},     {5, 1},     {3, 64},    {64, 64},     {64, 128}, {63, 127},
+                          {65, 129}, {127, 257}, {129, 255}, {300, 520}, {1031, 1000}, {257, 769}};
 
 template <class T>
 class MatmulPack : public ::testing::Test {};
-using element_types = ::testing::Types<float, __half, __nv_bfloat16>;
+using element_types = ::testing::Types<float, __half, __nv_bfloat16, __nv_fp8_e4m3>;
 TYPED_TEST_SUITE(MatmulPack, element_types);
 
 TYPED_TEST(MatmulPack, MatchesCpuTransposeAndCopy) {

@@ -26,6 +26,11 @@
 //    (tests/matmul/pack_test.cu checks both on the CPU).
 //  * The copy case (source already k-contiguous, misaligned rows) needs no
 //    shared memory at all: loads to registers, then 16-byte stores.
+//  * 1-byte elements (FP8, transposing): each thread reads 8 consecutive k
+//    and transposes them in registers by byte permutes, storing 8-byte runs
+//    of k into the tile (16 stores a thread instead of 128 single bytes), and
+//    every chunk is built as four words (a chunk of one-byte elements built
+//    element by element spilled 376-1004 bytes a thread).
 //  * One tile per block, as many blocks as tiles (4096 at 4096 x 4096 floats):
 //    at ~8 resident blocks an SM that is several waves on 132 SMs.
 // The pad between k and the row stride is zero up to k rounded up to 16 bytes
@@ -35,7 +40,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "../arch/guards.cuh"
 #include "../common/alignment.hpp"
@@ -53,9 +60,12 @@ namespace pack {
 inline constexpr int threads = 256;
 inline constexpr int warp_size = 32;
 inline constexpr int warps = threads / warp_size;
-/// At most 64 registers a thread (no spills at that cap, ptxas -v on sm_90a):
-/// at least 4 blocks, 1024 threads and 64 KiB of loads in flight, an SM.
+/// At most 64 registers a thread (no spills at that cap for 4- and 2-byte
+/// elements, ptxas -v on sm_90a): at least 4 blocks, 1024 threads and 64 KiB of
+/// loads in flight, an SM. 1-byte elements: at most 80 (3 blocks, 96 KiB in
+/// flight): at 64, their 8 chunks a thread spilled 40-240 bytes.
 inline constexpr int min_blocks_per_sm = 4;
+inline constexpr int min_blocks_per_sm_1byte = 3;
 inline constexpr int chunk_bytes = static_cast<int>(vector_bytes);  ///< one 16-byte access
 /// A warp instruction covers 4 rows x 8 chunks: one 128-byte line of each row,
 /// and in shared memory the 8 chunks of one quarter-warp's 128-bit access.
@@ -98,6 +108,20 @@ struct pack_layout {
   /// Transposing source side: tile_k source rows (one per k) x 64 elements.
   static constexpr int src_chunks = tile_rows / vec;                        // 16, 8 or 8
   static constexpr int src_accesses = tile_k * src_chunks / pack::threads;  // 4 (FP8: 8)
+  /// The transposing sweep: access i of thread t reads source row (a k)
+  /// src_row(t, i), chunk src_column(t). 4- and 2-byte elements: the shared
+  /// sweep (rows row_step apart). 1-byte elements: a thread's 8 rows are
+  /// consecutive k, so that registers transpose them by byte permutes
+  /// (transpose_bytes_4x4) into 8-byte runs of k; a warp instruction still reads
+  /// 4 rows' whole 128-byte lines (lanes 8 apart are 8 rows apart).
+  KF_HOST_DEVICE static constexpr int src_row(int t, int i) {
+    if constexpr (sizeof(T) == 1) {
+      return t / pack::chunks_per_line * src_accesses + i;
+    } else {
+      return pack::first_row(t, src_chunks) + i * pack::row_step(src_chunks);
+    }
+  }
+  KF_HOST_DEVICE static constexpr int src_column(int t) { return pack::column(t, src_chunks); }
   static_assert(dst_chunks % pack::chunks_per_line == 0 && src_chunks % pack::chunks_per_line == 0,
                 "a warp instruction covers whole 128-byte lines");
   static_assert(pack::warps % pack::line_groups(dst_chunks) == 0 && pack::warps % pack::line_groups(src_chunks) == 0,
@@ -119,6 +143,53 @@ struct pack_layout {
   }
 };
 
+/// __byte_perm on the host too (the CPU tests check transpose_bytes_4x4): byte
+/// n of the result is byte (s >> 4 n) & 7 of the 8 bytes y:x (x the low four).
+KF_HOST_DEVICE inline unsigned byte_perm(unsigned x, unsigned y, unsigned s) {
+#if defined(__CUDA_ARCH__)
+  return __byte_perm(x, y, s);
+#else
+  const unsigned long long xy = (static_cast<unsigned long long>(y) << 32) | x;
+  unsigned r = 0;
+  for (int n = 0; n < 4; ++n) r |= static_cast<unsigned>((xy >> (8 * ((s >> (4 * n)) & 7))) & 0xFF) << (8 * n);
+  return r;
+#endif
+}
+
+/// Rows w[0..3] of a 4 x 4 byte matrix (byte b of w[i] is element (i, b)) ->
+/// its columns: byte i of out[b] is element (i, b). Eight PRMTs.
+KF_HOST_DEVICE inline void transpose_bytes_4x4(const unsigned (&w)[4], unsigned (&out)[4]) {
+  const unsigned lo01 = byte_perm(w[0], w[1], 0x5140), lo23 = byte_perm(w[2], w[3], 0x5140);  // bytes 0, 1
+  const unsigned hi01 = byte_perm(w[0], w[1], 0x7362), hi23 = byte_perm(w[2], w[3], 0x7362);  // bytes 2, 3
+  out[0] = byte_perm(lo01, lo23, 0x5410);
+  out[1] = byte_perm(lo01, lo23, 0x7632);
+  out[2] = byte_perm(hi01, hi23, 0x5410);
+  out[3] = byte_perm(hi01, hi23, 0x7632);
+}
+
+/// A 16-byte chunk of a line as four words: one 16-byte load where Aligned and
+/// the chunk lies within `extent` (j: the chunk's first element), else element
+/// by element, zero past the extent. Built as words, not as an array of T: an
+/// array of 16 one-byte elements filled one by one went to local memory (ptxas:
+/// 376-1004 bytes of spill in the FP8 instances).
+template <bool Aligned, class T>
+__device__ __forceinline__ uint4 load_chunk_words(const T* line, long long j, long long extent) {
+  constexpr int vec = static_cast<int>(vector_bytes / sizeof(T));
+  if (Aligned && j + vec <= extent) return *reinterpret_cast<const uint4*>(line);
+  using bits_t =
+      std::conditional_t<sizeof(T) == 1, unsigned char, std::conditional_t<sizeof(T) == 2, unsigned short, unsigned>>;
+  unsigned w[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+  for (int e = 0; e < vec; ++e) {
+    if (j + e < extent) {
+      bits_t b;
+      std::memcpy(&b, line + e, sizeof b);
+      w[e * sizeof(T) / 4] |= static_cast<unsigned>(b) << (8 * (e * sizeof(T) % 4));
+    }
+  }
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
 /// dst (rows x k, k-contiguous, row stride ld_dst, 16-byte aligned rows) = the
 /// operand whose element (x, p) lies at src[x * ld_src + p] (SourceKContiguous)
 /// or src[p * ld_src + x]; columns k up to k rounded up to 16 bytes are zero.
@@ -127,7 +198,8 @@ struct pack_layout {
 /// at 65535 and strided). T: float (TF32 step), the 16-bit types (step 14) or
 /// the FP8 types (the scaled GEMM, scaled/03_wgmma.cuh).
 template <bool SourceKContiguous, bool SourceAligned, class T>
-KF_KERNEL void __launch_bounds__(pack::threads, pack::min_blocks_per_sm)
+KF_KERNEL void __launch_bounds__(pack::threads,
+                                 sizeof(T) == 1 ? pack::min_blocks_per_sm_1byte : pack::min_blocks_per_sm)
     pack_k_major_kernel(const T* __restrict__ src, long long ld_src, T* __restrict__ dst, long long ld_dst,
                         long long rows, long long k) {
 #if defined(__CUDA_ARCH__) && !KF_ARCH_SM90A
@@ -139,10 +211,9 @@ KF_KERNEL void __launch_bounds__(pack::threads, pack::min_blocks_per_sm)
   const int t = threadIdx.x;
   // A chunk of `extent` elements starting at line[j] (j a multiple of vec), zero past the extent.
   const auto load_chunk = [](const T* line, long long j, long long extent) {
-    if (SourceAligned && j + vec <= extent) return load16(line);
+    const uint4 u = load_chunk_words<SourceAligned>(line, j, extent);
     chunk_t c;
-#pragma unroll
-    for (int e = 0; e < vec; ++e) c.v[e] = j + e < extent ? line[e] : T(0.0f);
+    std::memcpy(&c, &u, sizeof c);
     return c;
   };
   const long long k_out = (k + vec - 1) / vec * vec;  // written: k, then zeros to a whole chunk
@@ -172,25 +243,51 @@ KF_KERNEL void __launch_bounds__(pack::threads, pack::min_blocks_per_sm)
     } else {
       __shared__ alignas(pack::chunk_bytes) T tile[L::tile_elements];
       // Source rows are k: a thread's chunk holds x = src_col .. src_col + vec - 1 at p = src_row (+ steps).
-      constexpr int src_step = pack::row_step(L::src_chunks);
-      const int src_row = pack::first_row(t, L::src_chunks), src_col = pack::column(t, L::src_chunks) * vec;
+      const int src_row = L::src_row(t, 0), src_col = L::src_column(t) * vec;
       const long long src_p = p0 + src_row, src_x = x0 + src_col;
       const T* const src_at = src + src_p * ld_src + src_x;
+      if constexpr (sizeof(T) == 1) {
+        // 1-byte elements: the thread's 8 rows are k = src_p .. src_p + 7. Word j of each chunk (x = src_col +
+        // 4 j .. + 3) of rows 0-3 and of rows 4-7 transposed by byte permutes gives, per x, those 8 k as two
+        // words: one 8-byte store each, 16 a thread, instead of 128 single-byte stores (2 wavefronts a warp
+        // instruction, the fewest 256 bytes take: checked by test_matmul_pack_layout).
+        unsigned w[L::src_accesses][4];
 #pragma unroll
-      for (int i = 0; i < L::src_accesses; ++i) {
-        if (src_p + i * src_step < k) {
-          v[i] = load_chunk(src_at + i * src_step * ld_src, src_x, rows);
-        } else {
-#pragma unroll
-          for (int e = 0; e < vec; ++e) v[i].v[e] = T(0.0f);  // the zero pad up to k_out
+        for (int i = 0; i < L::src_accesses; ++i) {
+          const uint4 u = src_p + i < k ? load_chunk_words<SourceAligned>(src_at + i * ld_src, src_x, rows)
+                                        : make_uint4(0u, 0u, 0u, 0u);  // the zero pad up to k_out
+          w[i][0] = u.x, w[i][1] = u.y, w[i][2] = u.z, w[i][3] = u.w;
         }
-      }
 #pragma unroll
-      for (int i = 0; i < L::src_accesses; ++i) {
-        // Element e of the chunk: x = src_col + e, one tile row further each (the swizzle is x / vec's).
-        T* const column = &tile[L::offset(src_col, src_row + i * src_step)];
+        for (int j = 0; j < 4; ++j) {
+          const unsigned first[4] = {w[0][j], w[1][j], w[2][j], w[3][j]},
+                         second[4] = {w[4][j], w[5][j], w[6][j], w[7][j]};
+          unsigned lo[4], hi[4];
+          transpose_bytes_4x4(first, lo);   // lo[b]: k src_row .. + 3 of x = src_col + 4 j + b
+          transpose_bytes_4x4(second, hi);  // hi[b]: k src_row + 4 .. + 7
 #pragma unroll
-        for (int e = 0; e < vec; ++e) column[e * L::tile_k] = v[i].v[e];
+          for (int b = 0; b < 4; ++b) {
+            *reinterpret_cast<uint2*>(&tile[L::offset(src_col + 4 * j + b, src_row)]) = make_uint2(lo[b], hi[b]);
+          }
+        }
+      } else {
+        constexpr int src_step = pack::row_step(L::src_chunks);
+#pragma unroll
+        for (int i = 0; i < L::src_accesses; ++i) {
+          if (src_p + i * src_step < k) {
+            v[i] = load_chunk(src_at + i * src_step * ld_src, src_x, rows);
+          } else {
+#pragma unroll
+            for (int e = 0; e < vec; ++e) v[i].v[e] = T(0.0f);  // the zero pad up to k_out
+          }
+        }
+#pragma unroll
+        for (int i = 0; i < L::src_accesses; ++i) {
+          // Element e of the chunk: x = src_col + e, one tile row further each (the swizzle is x / vec's).
+          T* const column = &tile[L::offset(src_col, src_row + i * src_step)];
+#pragma unroll
+          for (int e = 0; e < vec; ++e) column[e * L::tile_k] = v[i].v[e];
+        }
       }
       __syncthreads();
 #pragma unroll

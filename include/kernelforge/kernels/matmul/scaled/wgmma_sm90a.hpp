@@ -6,6 +6,8 @@
 // files compile to stubs that return false (as matmul's wgmma_sm90a.hpp).
 #pragma once
 
+#include <cstddef>
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -27,5 +29,10 @@ namespace kf::detail {
 template <class TA, class TB, class TD>
 bool scaled_wgmma_try_launch(const scaled_gemm_args<TA, TB, TD>& g, int device, cudaStream_t stream,
                              scaled_wgmma_tile tile = scaled_wgmma_tile::by_shape);
+
+/// The FP8 repack alone (pack_k_major.cuh, the instance the GEMM runs for e4m3; a byte copy, the same for e5m2), for
+/// tests and benchmarks: as wgmma_pack_k_major of the other element types (matmul/wgmma_sm90a.hpp).
+bool wgmma_pack_k_major(const __nv_fp8_e4m3* src, std::size_t ld_src, bool source_k_contiguous, __nv_fp8_e4m3* dst,
+                        std::size_t ld_dst, std::size_t rows, std::size_t k, cudaStream_t stream);
 
 }  // namespace kf::detail
