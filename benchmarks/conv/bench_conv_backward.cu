@@ -14,9 +14,12 @@
 //             dx, dw) against cuDNN's three graphs.
 //   conv2d_backward/tf32/filter_wgmma/<layer>: the filter row on the
 //     implicit_gemm_wgmma variant (gradient step 4 wherever it applies, the
-//     1x1 stride-1 layer included, which `best` keeps on im2col + matmul:
+//     1x1 stride-1 layer included, which `best` runs on step 9:
 //     conv2d_wgrad_tf32_preferred), beside the filter row's best, to settle
 //     that route.
+//   conv2d_backward/tf32/filter_gemm/<pointwise layer>: the filter row on the
+//     implicit_gemm variant (gradient step 2: kf::matmul on x as it lies),
+//     the route `best` took for pointwise layers before step 9.
 //   Counters: gpu_s (ours), baseline_s (cuDNN), frac_cudnn (baseline_s /
 //   gpu_s), TFLOP/s (the forward's FLOPs per pass, 3x for the step),
 //   diff_vs_cudnn (max |ours - cuDNN| / max |cuDNN| of the pass's output);
@@ -144,7 +147,7 @@ cudnn_pass make_cudnn_pass(const layer& L, graph::conv_pass pass, const T* x, co
   return c;
 }
 
-enum class row_kind { data, filter, step, filter_wgmma };
+enum class row_kind { data, filter, step, filter_wgmma, filter_gemm };
 
 /// One row: ours and cuDNN's for `kind` on layer L in T, paired; checked first.
 template <class T>
@@ -156,8 +159,9 @@ void bm_backward(benchmark::State& state, const layer& L, row_kind kind) {
 
   kf::conv2d_backward_options bo;
   bo.math = kf::math_mode::tf32;  // float: TF32 products; __half, __nv_bfloat16: no effect
-  if (kind == row_kind::filter_wgmma) {
-    bo.variant = kf::conv2d_backward_variant::implicit_gemm_wgmma;
+  if (kind == row_kind::filter_wgmma || kind == row_kind::filter_gemm) {
+    bo.variant = kind == row_kind::filter_wgmma ? kf::conv2d_backward_variant::implicit_gemm_wgmma
+                                                : kf::conv2d_backward_variant::implicit_gemm;
     kind = row_kind::filter;  // otherwise the filter row
   }
   kf::conv2d_options fo;
@@ -262,6 +266,11 @@ void register_backward() {
       configure(benchmark::RegisterBenchmark((type + "filter_wgmma/" + L.name).c_str(), [&L](benchmark::State& s) {
         bm_backward<T>(s, L, row_kind::filter_wgmma);
       }));
+      if (L.p.filter_height == 1 && L.p.filter_width == 1 && L.p.stride_h == 1 && L.p.pad_h == 0) {
+        configure(benchmark::RegisterBenchmark((type + "filter_gemm/" + L.name).c_str(), [&L](benchmark::State& s) {
+          bm_backward<T>(s, L, row_kind::filter_gemm);
+        }));
+      }
     }
   }
 }

@@ -36,7 +36,7 @@
 // split-k reduction; elsewhere step 2.
 //
 // Gradient step 4 -- implicit_gemm_wgmma in TF32 (and best, but for 1x1
-// stride-1 unpadded layers: conv2d_wgrad_tf32_preferred): dw of NHWC float
+// stride-1 unpadded layers, step 9's: conv2d_wgrad_tf32_preferred): dw of NHWC float
 // layers under math_mode::tf32 on sm_90 as step 3's implicit GEMM transposed,
 // x's im2col tiles loaded by TMA and fed to wgmma from registers, dy read as
 // dy_t, a pre-pass's transpose in patch order
@@ -60,6 +60,16 @@
 // step 8 for NHWC -- 16-bit, and float under TF32 -- on the tensor cores,
 // mma.sync (08_dgrad_parity_mma.cuh). Both launch from here (dgrad_by_parity,
 // dgrad_by_parity_mma; the rules in backward/dgrad_plan.hpp).
+//
+// Gradient step 9 -- best's dw of a pointwise float NHWC layer (1x1, stride 1,
+// no padding) under math_mode::tf32 on sm_90: dw = dy^T x with both operands
+// read once where they lie, by TMA, and multiplied on mma.sync, whose
+// fragments the threads load from any layout (TF32 wgmma reads only k-major
+// operands, which pixel-major dy and x are not: steps 2 and 4 move one of
+// them through memory once more); the pixels split over the SMs, the slabs
+// summed by the CTAs (09_wgrad_mma_tf32_pointwise.cuh; its launch in
+// backward_pointwise_sm90a.cu, its rule in backward_filter.cu's
+// wgrad_as_pointwise_mma); elsewhere step 2.
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>

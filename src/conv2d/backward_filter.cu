@@ -18,6 +18,7 @@
 #include "kernelforge/kernels/conv2d/args.cuh"
 #include "kernelforge/kernels/conv2d/backward/01_naive.cuh"
 #include "kernelforge/kernels/conv2d/backward/passes.cuh"
+#include "kernelforge/kernels/conv2d/backward/wgrad_pointwise_sm90a.hpp"
 #include "kernelforge/kernels/conv2d/backward/wgrad_wgmma_sm90a.hpp"
 #include "kernelforge/kernels/conv2d/validate.hpp"
 #include "kernelforge/kernels/conv2d/wgmma_sm90a.hpp"
@@ -285,6 +286,37 @@ bool wgrad_as_wgmma(const char* what, int device, const conv2d_params& p, const 
   return true;
 }
 
+/// dw of a pointwise float NHWC layer under math_mode::tf32 and `best` on
+/// gradient step 9 (sm_90: 09_wgrad_mma_tf32_pointwise.cuh, dy and x read once
+/// where they lie, dy masked by relu_y in the kernel), planned here
+/// (wgrad_pointwise_plan.hpp) with its split's slabs; false (nothing enqueued)
+/// where it does not run: another layout, math mode, variant or layer, no
+/// sm_90a kernel for the device, an operand off 16 bytes (step 2 then, or step
+/// 4 under implicit_gemm_wgmma). Without memory for the slabs it runs unsplit.
+bool wgrad_as_pointwise_mma(const char* what, int device, const conv2d_params& p, const conv2d_args<float>& layer,
+                            const float* dy, float* dw, const conv2d_backward_options& o, const float* relu_y) {
+  if (o.math != math_mode::tf32 || o.variant != conv2d_backward_variant::best || p.layout != conv2d_layout::nhwc ||
+      !conv2d_is_pointwise(layer) || !conv2d_wgrad_wgmma_available(device)) {
+    return false;
+  }
+  const conv2d_args<float> a = conv2d_one_row_if_pointwise(layer);
+  const z pixels = static_cast<z>(a.m), K = p.out_channels, C = p.in_channels;
+  if (conv2d_wgrad_pointwise_unsupported_reason(C, K, pixels) != nullptr) return false;
+  const int sms = limits_for(device).sm_count;
+  conv2d_wgrad_wgmma_plan plan = plan_conv2d_wgrad_pointwise(pixels, K, C, static_cast<z>(sms > 0 ? sms : 1));
+  const pooled_workspace scratch(device, plan.workspace_bytes(K, C), o.stream);
+  if (plan.split > 1 && scratch.data() == nullptr) plan = plan_conv2d_wgrad_pointwise(pixels, K, C, 1, true);
+  float* const partial = plan.split > 1 ? scratch.data<float>() : nullptr;
+  auto* const arrivals =
+      plan.split > 1 ? reinterpret_cast<unsigned*>(scratch.data<char>() + plan.slab_bytes(K, C)) : nullptr;
+  const wgrad_launched launched = conv2d_wgrad_pointwise_try_launch(
+      device, a, dy, o.relu ? relu_y : nullptr, o.relu_threshold, dw, partial, arrivals, plan, o.stream);
+  if (launched == wgrad_launched::nothing) return false;
+  if (launched == wgrad_launched::slabs)
+    sum_wgrad_slabs(what, device, partial, K, C, static_cast<int>(plan.split), dw, o.stream);
+  return true;
+}
+
 template <class T>
 void launch_bias_grad(const char* what, int device, const conv2d_args<T>& a, conv2d_dy_reader<T> dy, T* dbias,
                       bool nhwc, cudaStream_t stream) {
@@ -351,6 +383,9 @@ void conv2d_backward_filter_impl(const conv2d_params& p, const T* x, const T* dy
   const conv2d_dy_reader<T> reader = dy_reader(dy, o, relu_y);
   if (dbias != nullptr) launch_bias_grad(what, device, a, reader, dbias, nhwc, o.stream);
   if (o.variant != conv2d_backward_variant::naive) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (wgrad_as_pointwise_mma(what, device, p, a, dy, dw, o, relu_y)) return;
+    }
     const bool wgmma =
         o.variant == conv2d_backward_variant::best || o.variant == conv2d_backward_variant::implicit_gemm_wgmma;
     if (wgmma && wgrad_as_wgmma(what, device, p, a, dy, dw, o, relu_y)) return;

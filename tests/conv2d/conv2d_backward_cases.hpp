@@ -100,6 +100,10 @@ inline const std::vector<grad_case>& grad_cases() {
       // past its last box, stride 2, the mask, a split; a 1x1 layer with C past 256.
       with_relu({"split_c200_k136_29x25_3x3_s2_p1_n4_relu0", make(4, 200, 29, 25, 136, 3, 3, 2, 1, 1)}, 0.0f),
       {"split_c264_k200_9x11_1x1_n5", make(5, 264, 9, 11, 200, 1, 1, 1, 0, 1)},
+      // Gradient step 9 (float NHWC pointwise under TF32, best): the mask with a split of 7
+      // slices; dw one element off 16 bytes (unsplit: element stores).
+      with_relu({"relu05_pointwise_c40_k24_31x29_n2", make(2, 40, 31, 29, 24, 1, 1, 1, 0, 1)}, 0.5f),
+      misaligned({"misaligned_out_pointwise_c16_k24_9x7_n2", make(2, 16, 9, 7, 24, 1, 1, 1, 0, 1)}, 0, 1),
       // dx's forward reading the filter unturned (16-bit NHWC, C and K multiples of 8):
       // 1x1 at stride 2 and masked, 5x5, 7x7, R = 6 (two filter-column groups), 3 x 1
       // columns (cooperative), dilation at stride 1, stride 2 over odd sizes with the mask.

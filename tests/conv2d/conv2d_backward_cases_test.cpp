@@ -18,6 +18,7 @@
 #include "conv2d_bounds.hpp"
 #include "kernelforge/conv.hpp"
 #include "kernelforge/kernels/conv2d/backward/dgrad_plan.hpp"
+#include "kernelforge/kernels/conv2d/backward/wgrad_pointwise_plan.hpp"
 #include "kernelforge/kernels/conv2d/backward/wgrad_wgmma_plan.hpp"
 #include "kernelforge/kernels/conv2d/wgmma_plan.hpp"
 #include "kernelforge/reference/conv.hpp"
@@ -117,7 +118,7 @@ TEST(Conv2dBackwardCases, CoverTheirPaths) {
   EXPECT_EQ(empty_batch, 1);
   EXPECT_EQ(no_filters, 1);
   EXPECT_EQ(in_misaligned, 4);
-  EXPECT_EQ(out_misaligned, 5);
+  EXPECT_EQ(out_misaligned, 6);
 }
 
 /// The cases the wgmma filter gradient computes on sm_90 in __half and
@@ -212,7 +213,8 @@ TEST(Conv2dBackwardCases, WgmmaWgradCases) {
 
 /// The cases the TF32 filter gradient (gradient step 4, 04_wgrad_wgmma_tf32.cuh)
 /// computes on sm_90 for float NHWC under math_mode::tf32 (implicit_gemm_wgmma;
-/// best too but for 1x1 stride-1 unpadded layers, conv2d_wgrad_tf32_preferred):
+/// best too but for 1x1 stride-1 unpadded layers, conv2d_wgrad_tf32_preferred:
+/// step 9 there, PointwiseWgradTf32Cases below, else step 2):
 /// every layer with something to sum (K is free: dy_t; strides up to 8), x read
 /// in place where C is a multiple of 4 and x aligned, else its column fold. Among
 /// them the shapes the brief of that step lists: 3 x 3 pad 1, stride 2 over odd
@@ -281,6 +283,50 @@ TEST(Conv2dBackwardCases, WgmmaWgradTf32Cases) {
   EXPECT_GE(columns_wide_k, 1);
   EXPECT_GE(columns_split, 1);
   EXPECT_GE(columns_masked, 1);
+}
+
+/// The cases gradient step 9 (09_wgrad_mma_tf32_pointwise.cuh) computes on sm_90
+/// for float NHWC under math_mode::tf32 and best: pointwise layers (1x1, stride
+/// 1, no padding) with C and K multiples of 4 and x, dy and relu_y 16-byte
+/// aligned (no in_offset), something to sum. Among them: unsplit and split
+/// launches (the slabs summed in the kernel), K and C past their 32-channel
+/// boxes, a second tile along K and along C, the mask (split too), and dw off
+/// 16 bytes. Splits of more slices than the suite's bounds allow (n <= 2048)
+/// are checked exactly on integer data: conv2d_backward_pointwise_gpu_test.cpp.
+TEST(Conv2dBackwardCases, PointwiseWgradTf32Cases) {
+  int runs = 0, unsplit = 0, split = 0, k_off_box = 0, c_off_box = 0, two_k_tiles = 0, two_c_tiles = 0, masked = 0,
+      masked_split = 0, out_misaligned = 0;
+  for (const grad_case& c : grad_cases()) {
+    const kf::conv2d_params& p = c.p;
+    const bool pointwise = p.filter_height == 1 && p.filter_width == 1 && p.stride_h == 1 && p.stride_w == 1 &&
+                           p.pad_h == 0 && p.pad_w == 0;
+    const std::size_t pixels = p.batch * kf::conv2d_output_height(p) * kf::conv2d_output_width(p);
+    if (!pointwise || c.in_offset > 0 || pixels == 0 || p.out_channels == 0 ||
+        kf::detail::conv2d_wgrad_pointwise_unsupported_reason(p.in_channels, p.out_channels, pixels) != nullptr) {
+      continue;
+    }
+    ++runs;
+    const kf::detail::conv2d_wgrad_wgmma_plan plan =
+        kf::detail::plan_conv2d_wgrad_pointwise(pixels, p.out_channels, p.in_channels, 132);
+    (plan.split > 1 ? split : unsplit) += 1;
+    k_off_box += p.out_channels % 32 != 0 ? 1 : 0;
+    c_off_box += p.in_channels % 32 != 0 ? 1 : 0;
+    two_k_tiles += plan.tiles_k > 1 ? 1 : 0;
+    two_c_tiles += plan.tiles_c > 1 ? 1 : 0;
+    masked += c.relu ? 1 : 0;
+    masked_split += c.relu && plan.split > 1 ? 1 : 0;
+    out_misaligned += c.out_offset > 0 ? 1 : 0;
+  }
+  EXPECT_GE(runs, 4);
+  EXPECT_GE(unsplit, 2);
+  EXPECT_GE(split, 2);
+  EXPECT_GE(k_off_box, 2);
+  EXPECT_GE(c_off_box, 2);
+  EXPECT_GE(two_k_tiles, 1);
+  EXPECT_GE(two_c_tiles, 1);
+  EXPECT_GE(masked, 2);
+  EXPECT_GE(masked_split, 1);
+  EXPECT_GE(out_misaligned, 1);
 }
 
 }  // namespace

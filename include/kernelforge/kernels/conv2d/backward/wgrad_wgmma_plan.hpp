@@ -80,10 +80,10 @@ inline const char* conv2d_wgrad_wgmma_unsupported_reason(std::size_t c, std::siz
 /// Whether `best` runs the TF32 filter gradient (step 4) for this float NHWC
 /// layer of c input channels under math_mode::tf32, where the device has it;
 /// else step 2 (im2col and a TF32 matmul). Not where x is its own im2col
-/// matrix (1x1, stride 1, no padding): step 2 then writes no im2col and its
-/// matmul reads x and dy once, as step 4 does after its dy_t pre-pass (which
-/// moves dy twice more); H200, N32 C256 56x56 K64 1x1: step 4 0.57 of cuDNN,
-/// step 2 0.75. Nor where x's pixels are not a whole number of 16 bytes (C not
+/// matrix (1x1, stride 1, no padding): gradient step 9 reads x and dy once
+/// there (09_wgrad_mma_tf32_pointwise.cuh; step 2 where it does not apply),
+/// where step 4 moves dy twice more for its dy_t pre-pass (H200, N32 C256
+/// 56x56 K64 1x1: step 4 0.57 of cuDNN, step 2 0.75). Nor where x's pixels are not a whole number of 16 bytes (C not
 /// a multiple of 4), which step 4 reads through the column fold: the RGB stem
 /// (N16 C3 224x224 K64 7x7 s2) ran 0.68 of cuDNN there, step 2 0.88.
 inline bool conv2d_wgrad_tf32_preferred(std::size_t c, std::size_t r, std::size_t s, std::size_t stride_h,
@@ -220,6 +220,25 @@ inline std::size_t conv2d_wgrad_wgmma_rows_cost(const conv2d_wgrad_wgmma_plan& p
   return plan.tap_tiles() * plan.patches() * (dy_rows + x_rows) + plan.tiles() * plan.patches() * step_overhead_rows;
 }
 
+/// The split of a filter-gradient plan's patches (its tiles and patches set;
+/// steps 3, 4 and 9): where the tiles are fewer than the `resident_ctas` CTAs
+/// the GPU holds at once, the shared planner (plan_split_k) cuts the patches
+/// into the most slices that keep the grid within one wave, slices of at least
+/// min_mean_slice patches on average and the fp32 slabs (slab_floats each)
+/// within conv2d_wgrad_wgmma_max_workspace_bytes.
+inline void conv2d_wgrad_split_patches(conv2d_wgrad_wgmma_plan& plan, std::size_t slab_floats,
+                                       std::size_t resident_ctas, std::size_t min_mean_slice) {
+  split_k_policy policy;
+  policy.max_tiles = resident_ctas;
+  policy.max_blocks = resident_ctas;
+  policy.min_mean_slice = min_mean_slice;
+  policy.slice_bytes = slab_floats * sizeof(float);
+  policy.max_workspace_bytes = conv2d_wgrad_wgmma_max_workspace_bytes;
+  const split_k_plan cut = plan_split_k(plan.tiles(), plan.patches(), policy);
+  plan.split = static_cast<std::size_t>(cut.split);
+  plan.patches_per_split = cut.k_slice;
+}
+
 /// The plan for an N x P x Q output, K output channels, C input channels and an
 /// R x S filter at the given stride and dilation_h, on a GPU that holds
 /// `resident_ctas` CTAs at once (one per SM), for elements of element_bytes (2:
@@ -281,15 +300,8 @@ inline conv2d_wgrad_wgmma_plan plan_conv2d_wgrad_wgmma(std::size_t n, std::size_
   }
   plan.patches_per_split = plan.patches();
   if (unsplit) return plan;
-  split_k_policy policy;
-  policy.max_tiles = resident_ctas;
-  policy.max_blocks = resident_ctas;
-  policy.min_mean_slice = conv2d_wgrad_wgmma_min_slice_steps * conv2d_wgrad_wgmma_step_pixels / plan.step_pixels;
-  policy.slice_bytes = k * c * r * s * sizeof(float);
-  policy.max_workspace_bytes = conv2d_wgrad_wgmma_max_workspace_bytes;
-  const split_k_plan cut = plan_split_k(plan.tiles(), plan.patches(), policy);
-  plan.split = static_cast<std::size_t>(cut.split);
-  plan.patches_per_split = cut.k_slice;
+  conv2d_wgrad_split_patches(plan, k * c * r * s, resident_ctas,
+                             conv2d_wgrad_wgmma_min_slice_steps * conv2d_wgrad_wgmma_step_pixels / plan.step_pixels);
   return plan;
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The split's fp32 slabs summed by the split's own CTAs (gradient step 3,
-// 03_wgrad_wgmma.cuh), instead of by a second kernel (common/split_k_reduce.cuh).
+// The split's fp32 slabs summed by the split's own CTAs (gradient steps 3 and
+// 9: 03_wgrad_wgmma.cuh, 09_wgrad_mma_tf32_pointwise.cuh), instead of by a second kernel (common/split_k_reduce.cuh).
 //
 // A split wgrad launch is one wave (the planner keeps tiles x slices within the
 // resident CTAs: wgrad_wgmma_plan.hpp), and its launch is cooperative, so every
@@ -92,6 +92,62 @@ __device__ __forceinline__ void sum_tile_slabs(const geometry& g, const cta_tile
       dw[e + 1] = from_compute<T>(s.y);
       dw[e + 2] = from_compute<T>(s.z);
       dw[e + 3] = from_compute<T>(s.w);
+    }
+  }
+}
+
+/// sum_tile_slabs for float dw of one-tap tiles where the split is long and a
+/// CTA's share short (gradient step 9, 09_wgrad_mma_tf32_pointwise.cuh: 131
+/// slices of a 64 x 256 tile, 32 quads a CTA): Lanes threads of a warp share a
+/// quad, lane j summing slabs j, j + Lanes, ... in order (their loads batched
+/// as split_k_sum_slabs batches them), and the lanes' sums added by a fixed
+/// shuffle tree: the same bits run to run, though not split_k_reduce's. One
+/// quad a thread would wait on split / 8 rounds of L2 latency; here split /
+/// (8 Lanes). `threads` is a multiple of 32; Lanes a power of two up to 32.
+template <int KTile, int CTile, int Lanes>
+__device__ __forceinline__ void sum_tile_slabs_spread(const geometry& g, const cta_tile& tile, const float* partial,
+                                                      unsigned* arrivals, float* dw, int thread, int threads,
+                                                      int barrier) {
+  static_assert(Lanes > 0 && Lanes <= 32 && (Lanes & (Lanes - 1)) == 0, "Lanes: a power of two within a warp");
+  const auto split = static_cast<int>(gridDim.y);
+  wait_for_tile_slabs(arrivals, static_cast<unsigned>(split), thread, threads, barrier);
+  constexpr int quads_per_row = CTile / 4;
+  constexpr int quads = KTile * quads_per_row;
+  const auto y = static_cast<long long>(blockIdx.y);
+  const int first = static_cast<int>(quads * y / split);
+  const int end = static_cast<int>(quads * (y + 1) / split);
+  const auto* slabs = reinterpret_cast<const float4*>(partial);
+  const std::size_t slab4 = static_cast<std::size_t>(g.k) * static_cast<std::size_t>(g.rsc) / 4;
+  const int lane = thread % Lanes;
+  // Every thread runs every pass (the shuffles need the whole warp); a quad past the share adds zeros.
+  for (int base = first; base < end; base += threads / Lanes) {
+    const int q = base + thread / Lanes;
+    const int k = tile.k0 + q / quads_per_row;
+    const int c = tile.c0 + 4 * (q % quads_per_row);
+    const bool mine = q < end && k < g.k && c < g.c;
+    const std::size_t e = static_cast<std::size_t>(k) * static_cast<std::size_t>(g.rsc) +
+                          static_cast<std::size_t>(tile.tap) * static_cast<std::size_t>(g.c) +
+                          static_cast<std::size_t>(c);
+    float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (mine && lane < split) {
+      // Slabs lane, lane + Lanes, ...: split_k_sum_slabs over a view of every Lanes-th slab.
+      const int mine_split = (split - lane + Lanes - 1) / Lanes;
+      s = __ldcg(slabs + static_cast<std::size_t>(lane) * slab4 + e / 4);
+      split_k_sum_slabs(s, slabs + static_cast<std::size_t>(lane) * slab4, slab4 * Lanes, e / 4, mine_split,
+                        add_float4{}, slab_load_l2{});
+    }
+#pragma unroll
+    for (int d = Lanes / 2; d > 0; d /= 2) {
+      s.x += __shfl_down_sync(0xFFFFFFFFu, s.x, d, Lanes);
+      s.y += __shfl_down_sync(0xFFFFFFFFu, s.y, d, Lanes);
+      s.z += __shfl_down_sync(0xFFFFFFFFu, s.z, d, Lanes);
+      s.w += __shfl_down_sync(0xFFFFFFFFu, s.w, d, Lanes);
+    }
+    if (mine && lane == 0) {
+      dw[e] = s.x;
+      dw[e + 1] = s.y;
+      dw[e + 2] = s.z;
+      dw[e + 3] = s.w;
     }
   }
 }
