@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The eighteenth session's landing call: gradient step 9 with truncated operands, the FP8 two-partials tile at
-# 128 x 128 and the FP8 repack, in the working tree as it is. Most important first (the call may be cut short:
+# The landing call for wip/pw-truncate.mbox and wip/fp8-square.mbox (apply both first: patch -p1 < wip/<name>.mbox):
+# gradient step 9 with truncated operands and the FP8 two-partials tile at 128 x 128, in the working tree as it is
+# (2048^3 among the FP8 shapes: a narrow shape that now runs the two-partials tile by shape). Most important first
+# (the call may be cut short:
 # the summary so far is copied to $OUT/summary_partial.txt KF_CALL_LIMIT - 15 s in): the build, the three
 # changes' GPU tests, their rows, the sanitizers, the pack rows, ncu of step 9. Writes $OUT/res.tgz.
 set -uo pipefail
@@ -40,9 +42,10 @@ timeout 240 "$S" --gtest_brief=1 >"$R/scaled.log" 2>&1
 say "test_scaled_matmul_gpu rc $? ($(( $(date +%s) - t1 )) s): $(tail -1 "$R/scaled.log")"
 grep -E "FAILED|Failure" "$R/scaled.log" | head -10 >>"$R/summary.txt"
 rows pw conv/bench_conv 'conv2d_backward/tf32/(filter|step)/n32_c256_56x56_k64_1x1'
-KF_BENCH_MIN_TIME=0.1 rows fp8 matmul/bench_scaled_matmul \
-  'fp8_(per_tensor|rowwise)/best_vs_cublaslt/(4096x4096x4096|8192x8192x8192)'
-for tool in memcheck racecheck; do
+KF_BENCH_FP8_SHAPES=4096x4096x4096,8192x8192x8192,4096x7168x16384,8192x8192x1024,2048x2048x2048 \
+  KF_BENCH_MIN_TIME=0.1 rows fp8 matmul/bench_scaled_matmul \
+  'fp8_(per_tensor|rowwise)/best_vs_cublaslt/(4096x4096x4096|8192x8192x8192|4096x7168x16384|8192x8192x1024|2048x2048x2048)|fp8_per_tensor/two_partials_vs_192/4096x4096x4096'
+for tool in memcheck racecheck synccheck; do
   timeout 60 compute-sanitizer --tool $tool --error-exitcode 99 "$T" \
     --gtest_filter='*f32_nhwc_tf32_best*1x1*:*f32_nhwc_tf32_best*pointwise*:*Pointwise*c64_k64_33x31*:*Pointwise*relu1*' \
     --gtest_brief=1 >"$R/san_pw_$tool.log" 2>&1
