@@ -182,8 +182,11 @@ __device__ __forceinline__ uint4 load_chunk_words(const T* line, long long j, lo
 #pragma unroll
   for (int e = 0; e < vec; ++e) {
     if (j + e < extent) {
+      // A typed load, then the bits: a memcpy straight from `line` went out as byte loads and PRMTs
+      // for 4- and 2-byte elements (4x the LDGs of the element loads it replaced, sm_90a).
+      const T element = line[e];
       bits_t b;
-      std::memcpy(&b, line + e, sizeof b);
+      std::memcpy(&b, &element, sizeof b);
       w[e * sizeof(T) / 4] |= static_cast<unsigned>(b) << (8 * (e * sizeof(T) % 4));
     }
   }
