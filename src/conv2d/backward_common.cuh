@@ -2,8 +2,9 @@
 // What the gradients' launchers (backward_data.cu: dx, backward_filter.cu: dw
 // and dbias) share: the grid of the passes (kernels/conv2d/backward/passes.cuh),
 // dy read through the ReLU mask, workspace sizes, dy's spread / reordering, and
-// the cap on im2col and dcol matrices, the slabs' sum and the exact-fp32 NCHW
-// dw entry (backward_filter_fp32.cu). Host code, in kf::detail::conv2d_grad.
+// the cap on im2col and dcol matrices, the slabs' sum and the entries of dw's
+// other units (backward_filter_fp32.cu: exact fp32 NCHW; backward_filter_sm90.cu:
+// steps 3, 4 and 9). Host code, in kf::detail::conv2d_grad.
 #pragma once
 
 #include <cstddef>
@@ -70,5 +71,19 @@ void sum_wgrad_slabs(const char* what, int device, const float* partial, z rows,
 /// neither takes it, and the caller goes on to step 2.
 bool wgrad_exact_nchw_fp32(const char* what, int device, const conv2d_params& p, const conv2d_args<float>& a,
                            const float* dy, float* dw, const conv2d_backward_options& o, const float* relu_y);
+
+/// best's dw of an NHWC layer on sm_90 (backward_filter_sm90.cu): gradient step 3
+/// (16-bit) or 4 (float under math_mode::tf32; implicit_gemm_wgmma too) on the
+/// wgmma implicit GEMM; false (nothing enqueued but possibly the mask or the
+/// fold) where it does not run, and the caller goes on to step 2.
+template <class T>
+bool wgrad_as_wgmma(const char* what, int device, const conv2d_params& p, const conv2d_args<T>& layer, const T* dy,
+                    T* dw, const conv2d_backward_options& o, const T* relu_y);
+
+/// best's dw of a pointwise float NHWC layer under math_mode::tf32 on sm_90
+/// (backward_filter_sm90.cu): gradient step 9; false (nothing enqueued) where it
+/// does not run.
+bool wgrad_as_pointwise_mma(const char* what, int device, const conv2d_params& p, const conv2d_args<float>& layer,
+                            const float* dy, float* dw, const conv2d_backward_options& o, const float* relu_y);
 
 }  // namespace kf::detail::conv2d_grad

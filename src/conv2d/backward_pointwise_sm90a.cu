@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Gradient step 9, host side -- the TF32 pointwise filter gradient's launch
 // (kernel: 09_wgrad_mma_tf32_pointwise.cuh; interface: wgrad_pointwise_sm90a.hpp):
-// the tensor maps, the parameters, the grid (tiles x slices) and the
-// cooperative launch whose CTAs sum their slabs.
+// the tensor maps and the parameters; the grid and the cooperative launch
+// whose CTAs sum their slabs are step 3's (wgrad_wgmma/split_launch.hpp).
 //
 // Built for sm_90a only (src/conv2d/sources.cmake); it instantiates only the
 // step-9 kernel, which nothing else instantiates.
@@ -16,8 +16,7 @@
 #include <cuda.h>
 
 #include "kernelforge/kernels/conv2d/backward/09_wgrad_mma_tf32_pointwise.cuh"
-#include "kernelforge/kernels/runtime/kernel_attributes.hpp"
-#include "kernelforge/kernels/runtime/launcher.hpp"
+#include "kernelforge/kernels/conv2d/backward/wgrad_wgmma/split_launch.hpp"
 #include "kernelforge/kernels/runtime/tensor_map.hpp"
 
 namespace kf::detail {
@@ -26,34 +25,15 @@ namespace {
 
 constexpr const char* what = "kf::conv2d_backward_filter (TF32 pointwise, mma.sync)";
 
-/// Enqueues the kernel; a split plan's slabs summed in the kernel where
-/// `arrivals` is given and every CTA of the grid is resident at once (a
-/// cooperative launch), else left in prm.partial. Returns what it left.
+/// Enqueues the kernel (wgrad_wgmma/split_launch.hpp): a split plan's slabs summed in the kernel, else
+/// left in prm.partial.
 template <bool Masked>
 wgrad_launched launch_kernel(int device, const CUtensorMap& map_dy, const CUtensorMap& map_x, const CUtensorMap& map_y,
-                             conv2d_wgrad_pointwise::params prm, unsigned* arrivals,
+                             const conv2d_wgrad_pointwise::params& prm, unsigned* arrivals,
                              const conv2d_wgrad_wgmma_plan& plan, cudaStream_t stream) {
-  constexpr auto kernel = &conv2d_wgrad_pointwise_kernel<Masked>;
-  constexpr int threads = conv2d_wgrad_pointwise::threads;
-  constexpr int smem = conv2d_wgrad_pointwise::shape<Masked>::smem_bytes;
-  // Sets the kernel's shared-memory opt-in (once per device); also the CTAs the device holds at once.
-  const int resident = resident_clusters<kernel>(device, threads, smem, 1, what);
-  const dim3 grid(static_cast<unsigned>(plan.tiles()), static_cast<unsigned>(plan.split));
-  if (arrivals != nullptr && plan.split > 1 && plan.tiles() * plan.split <= static_cast<std::size_t>(resident)) {
-    cuda_check(cudaMemsetAsync(arrivals, 0, plan.tiles() * sizeof(unsigned), stream), what);
-    prm.arrivals = arrivals;
-    cudaLaunchAttribute cooperative{};
-    const cudaLaunchConfig_t config = cooperative_launch_config(grid, dim3(threads), smem, stream, cooperative);
-    const cudaError_t launched = cudaLaunchKernelEx(&config, kernel, map_dy, map_x, map_y, prm);
-    if (launched == cudaSuccess) return wgrad_launched::dw;
-    // Fewer SMs than the device has (MPS, green contexts): the slabs go to the reduction kernel.
-    if (launched != cudaErrorCooperativeLaunchTooLarge) cuda_check(launched, what);
-    (void)cudaGetLastError();
-    prm.arrivals = nullptr;
-  }
-  kernel<<<grid, threads, smem, stream>>>(map_dy, map_x, map_y, prm);
-  check_launch(what);
-  return plan.split > 1 ? wgrad_launched::slabs : wgrad_launched::dw;
+  return conv2d_wgrad::launch_summing_slabs<&conv2d_wgrad_pointwise_kernel<Masked>>(
+      device, conv2d_wgrad_pointwise::threads, conv2d_wgrad_pointwise::shape<Masked>::smem_bytes, prm, arrivals,
+      plan.split > 1, plan, stream, what, map_dy, map_x, map_y);
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }

@@ -27,6 +27,7 @@
 #include "kernelforge/kernels/conv2d/backward/03_wgrad_wgmma.cuh"
 #include "kernelforge/kernels/conv2d/backward/04_wgrad_wgmma_tf32.cuh"
 #include "kernelforge/kernels/conv2d/backward/passes.cuh"
+#include "kernelforge/kernels/conv2d/backward/wgrad_wgmma/split_launch.hpp"
 #include "kernelforge/kernels/runtime/kernel_attributes.hpp"
 #include "kernelforge/kernels/runtime/launcher.hpp"
 #include "kernelforge/kernels/runtime/tensor_map.hpp"
@@ -40,37 +41,15 @@ namespace {
 constexpr const char* what = "kf::conv2d_backward_filter (implicit_gemm_wgmma)";
 using conv2d_wgrad::max_grid_y;
 
-/// Enqueues step 3 with `prm`; a split plan's slabs summed in the kernel where
-/// `arrivals` (a counter a tile) is given, the plan gains by it
-/// (conv2d_wgrad_wgmma_sums_in_kernel) and every CTA of the grid is resident at
-/// once (a cooperative launch: the tile's slices wait for each other), else left
-/// in prm.partial. Returns what it left (wgrad_launched::dw or ::slabs).
+/// Enqueues step 3 with `prm` (wgrad_wgmma/split_launch.hpp): a split plan's slabs summed in the kernel
+/// where the plan gains by it (conv2d_wgrad_wgmma_sums_in_kernel), else left in prm.partial.
 template <class T, int BM, int BN, int Rows>
 wgrad_launched launch_kernel(int device, const CUtensorMap& map_dy, const CUtensorMap& map_x,
-                             conv2d_wgrad_wgmma::params<T> prm, unsigned* arrivals, const conv2d_wgrad_wgmma_plan& plan,
-                             cudaStream_t stream) {
-  constexpr auto kernel = &conv2d_wgrad_wgmma_kernel<T, BM, BN, Rows>;
-  constexpr int smem = conv2d_wgrad_wgmma::shape<BM, BN, Rows>::smem_bytes;
-  // Sets the kernel's shared-memory opt-in (once per device); also the CTAs the device holds at once.
-  const int resident = resident_clusters<kernel>(device, conv2d_wgrad_wgmma::threads, smem, 1, what);
-  const dim3 grid(static_cast<unsigned>(plan.tiles()), static_cast<unsigned>(plan.split));
-  if (arrivals != nullptr && conv2d_wgrad_wgmma_sums_in_kernel(plan) &&
-      plan.tiles() * plan.split <= static_cast<std::size_t>(resident)) {
-    cuda_check(cudaMemsetAsync(arrivals, 0, plan.tiles() * sizeof(unsigned), stream), what);
-    prm.arrivals = arrivals;
-    cudaLaunchAttribute cooperative{};
-    const cudaLaunchConfig_t config =
-        cooperative_launch_config(grid, dim3(conv2d_wgrad_wgmma::threads), smem, stream, cooperative);
-    const cudaError_t launched = cudaLaunchKernelEx(&config, kernel, map_dy, map_x, prm);
-    if (launched == cudaSuccess) return wgrad_launched::dw;
-    // Fewer SMs than the device has (MPS, green contexts): the slabs go to the reduction kernel.
-    if (launched != cudaErrorCooperativeLaunchTooLarge) cuda_check(launched, what);
-    (void)cudaGetLastError();
-    prm.arrivals = nullptr;
-  }
-  kernel<<<grid, conv2d_wgrad_wgmma::threads, smem, stream>>>(map_dy, map_x, prm);
-  check_launch(what);
-  return plan.split > 1 ? wgrad_launched::slabs : wgrad_launched::dw;
+                             const conv2d_wgrad_wgmma::params<T>& prm, unsigned* arrivals,
+                             const conv2d_wgrad_wgmma_plan& plan, cudaStream_t stream) {
+  return conv2d_wgrad::launch_summing_slabs<&conv2d_wgrad_wgmma_kernel<T, BM, BN, Rows>>(
+      device, conv2d_wgrad_wgmma::threads, conv2d_wgrad_wgmma::shape<BM, BN, Rows>::smem_bytes, prm, arrivals,
+      conv2d_wgrad_wgmma_sums_in_kernel(plan), plan, stream, what, map_dy, map_x);
 }
 
 /// The kernel's parameters; false where a count overflows its ints or the grid.

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # The convolution family: the forward launcher (the step kernels are headers it
 # includes), its checks, the gradients' launchers (backward_data.cu, backward_filter.cu,
-# backward_filter_fp32.cu: exact-fp32 NCHW dw on the CUDA cores),
+# backward_filter_fp32.cu: exact-fp32 NCHW dw on the CUDA cores, backward_filter_sm90.cu:
+# dw's sm_90 routes),
 # step 10 (few_channels.cu: C <= 4 NHWC layers on mma.sync; built for every architecture
 # like the launcher, its kernel's body for sm_80+), and the sm_90a sources, compiled for
 # sm_90a alone (cmake/kernelforge_sm90a.cmake): step 7 (wgmma_sm90a.cu: the wgmma implicit
@@ -14,6 +15,7 @@ list(APPEND KERNELFORGE_SOURCES "${CMAKE_CURRENT_LIST_DIR}/validate.cpp")
 list(APPEND KERNELFORGE_SOURCES "${CMAKE_CURRENT_LIST_DIR}/backward_data.cu")
 list(APPEND KERNELFORGE_SOURCES "${CMAKE_CURRENT_LIST_DIR}/backward_filter.cu")
 list(APPEND KERNELFORGE_SOURCES "${CMAKE_CURRENT_LIST_DIR}/backward_filter_fp32.cu")
+list(APPEND KERNELFORGE_SOURCES "${CMAKE_CURRENT_LIST_DIR}/backward_filter_sm90.cu")
 list(APPEND KERNELFORGE_SOURCES "${CMAKE_CURRENT_LIST_DIR}/few_channels.cu")
 kernelforge_add_sm90a_sources("wgmma conv2d (TF32)"
   "${CMAKE_CURRENT_LIST_DIR}/wgmma_sm90a.cu"

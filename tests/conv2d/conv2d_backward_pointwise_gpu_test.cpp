@@ -3,7 +3,7 @@
 // a pointwise NHWC float layer, best on sm_90) on reductions too long for the
 // suite's bounds: conv2d_backward_gpu_test.cpp keeps n = N P Q <= 2048 so that a
 // lost term fails, which caps its splits at 8 slices; here splits of 10 to 123
-// slices (sum_tile_slabs_spread's 8 lanes a quad, split not a multiple of 8) are
+// slices (sum_tile_slabs' 8 lanes a quad, split not a multiple of 8) are
 // checked EXACTLY. x and dy are small integers (|v| <= 3, never 0), which TF32
 // holds exactly, so every product is exact and every partial sum is an integer
 // below 2^24, exact in fp32 whatever the order: dw must equal the integer

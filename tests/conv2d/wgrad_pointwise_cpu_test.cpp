@@ -5,7 +5,7 @@
 // (tile, slice) and every 32-pixel patch of its slice -- to show that each
 // pixel of every K x C tile is summed exactly once, that the split stays within
 // one wave and the workspace cap, that the slices are long enough to fill the
-// ring, and that the slab sums' shares (sum_tile_slabs_spread) partition each
+// ring, and that the slab sums' shares (sum_tile_slabs, 8 lanes a quad) partition each
 // tile's quads. Part of test_conv2d.
 #include <gtest/gtest.h>
 
@@ -87,7 +87,7 @@ TEST(Conv2dWgradPointwise, TheOneByOneLayerFillsTheGpu) {
   EXPECT_EQ(plan.patches_per_split, 24u);
 }
 
-/// sum_tile_slabs_spread's shares: slice y sums quads [Q y / split, Q (y + 1) / split) of its tile's Q
+/// sum_tile_slabs' shares at 8 lanes a quad: slice y sums quads [Q y / split, Q (y + 1) / split) of its tile's Q
 /// = 64 x 256 / 4, Lanes = 8 threads a quad, each lane the slabs lane, lane + 8, ...: every (quad, slab)
 /// pair is read once over the slices and lanes.
 TEST(Conv2dWgradPointwise, SlabSumSharesPartitionTheTile) {

@@ -156,6 +156,9 @@ inline bool conv2d_wgmma_tile_loads_together(bool resident_filter, std::size_t k
   return resident_filter && 2 * k_steps <= ring_stages;
 }
 
+/// The B slots conv2d_wgmma_staged_y needs free: two 8 KiB C buffers for each of the two consumer warpgroups.
+constexpr std::size_t conv2d_wgmma_staged_y_slots = 4;
+
 /// Whether step 7 stores a 16-bit layer's y through shared memory and TMA (params::staged_y) rather
 /// than 4-byte pairs from registers, each of which writes half of a 16-byte piece of y: where y is
 /// one run of 128-byte rows a tile -- a pointwise layer as one row of pixels (conv2d_one_row_if_pointwise)
@@ -164,9 +167,6 @@ inline bool conv2d_wgmma_tile_loads_together(bool resident_filter, std::size_t k
 /// 64 channels), y 16-byte aligned and its rows (K elements) whole 16-byte units (TMA's strides).
 /// bench_conv's 1x1 C256 K64 layer takes it (4 k-steps of 8 stages):
 /// benchmarks/tuning/conv2d.md#conv2d_wgmma_staged_y.
-/// The B slots conv2d_wgmma_staged_y needs free: two 8 KiB C buffers for each of the two consumer warpgroups.
-constexpr std::size_t conv2d_wgmma_staged_y_slots = 4;
-
 inline bool conv2d_wgmma_staged_y(std::size_t element_bytes, bool one_row, bool pingpong, bool resident_filter,
                                   std::size_t bn, std::size_t filter_rows, std::size_t k_steps, std::size_t ring_stages,
                                   std::size_t k, bool y_aligned) {

@@ -29,7 +29,7 @@
 //    6 loads a k-step feed 16 products (a warp's 32 x 64).
 //  * The pixels are split over the SMs (a grid of one wave) and the slices'
 //    fp32 slabs summed by the CTAs themselves (wgrad_wgmma/slab_sum.cuh,
-//    sum_tile_slabs_spread), or by the split-k reduction where the launch
+//    sum_tile_slabs with 8 lanes a quad), or by the split-k reduction where the launch
 //    cannot be cooperative.
 //  * Under the forward's ReLU the mask is read beside dy (relu_y's boxes, the
 //    same offsets) and applied to the fragments: no masked copy of dy.
@@ -50,7 +50,7 @@
 #include "../../common/kernel.cuh"
 #include "wgrad_pointwise_plan.hpp"
 #include "wgrad_wgmma/cta.cuh"       // geometry, cta_tile, cta_start: steps 3 and 4's
-#include "wgrad_wgmma/slab_sum.cuh"  // sum_tile_slabs_spread
+#include "wgrad_wgmma/slab_sum.cuh"  // sum_tile_slabs with 8 lanes a quad
 
 namespace kf::detail {
 namespace conv2d_wgrad_pointwise {
@@ -71,7 +71,7 @@ inline constexpr int k_steps = step_pixels / 8;
 inline constexpr int ring_bytes = 200 * 1024;  ///< the stages' shared memory
 /// The named barrier of the consumers' slab sums (0 is __syncthreads').
 inline constexpr int consumers_barrier = 1;
-/// Threads that share a quad when the slabs are summed (sum_tile_slabs_spread).
+/// Threads that share a quad when the slabs are summed (sum_tile_slabs' Lanes).
 inline constexpr int slab_lanes = 8;
 static_assert(m_frags == 2 && n_frags == 8, "a lane's 16-byte chunk: 2 m-fragments x 2 rows, 4 n-fragments");
 static_assert(warp_m == box_channels && warp_n == 2 * box_channels, "a warp reads one dy box and two x boxes");
@@ -263,9 +263,9 @@ KF_KERNEL void __launch_bounds__(conv2d_wgrad_pointwise::threads, 1)
     }
   }
   if (prm.arrivals != nullptr) {  // the split's slabs, summed by the tile's slices together
-    conv2d_wgrad::sum_tile_slabs_spread<bm, bn, slab_lanes>(prm, tile, prm.partial, prm.arrivals + blockIdx.x, prm.dw,
-                                                            static_cast<int>(threadIdx.x), consumer_threads,
-                                                            consumers_barrier);
+    conv2d_wgrad::sum_tile_slabs<float, bm, bn, 1, slab_lanes>(prm, tile, prm.partial, prm.arrivals + blockIdx.x,
+                                                               prm.dw, false, static_cast<int>(threadIdx.x),
+                                                               consumer_threads, consumers_barrier);
   }
 #endif
 }

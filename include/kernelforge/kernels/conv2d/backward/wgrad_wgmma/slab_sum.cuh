@@ -57,15 +57,23 @@ __device__ __forceinline__ void wait_for_tile_slabs(unsigned* arrivals, unsigned
 /// one tap's CTile channels, or -- filter-column tiles, Rows > 1 -- CTile
 /// channels of each of the taps (0 .. Rows - 1, s)), four columns at a time,
 /// quads [y Q / split, (y + 1) Q / split) of the tile's Q for slice y, each the
-/// sum of the `split` slabs in slab order. C is a multiple of 8 and c0 of
+/// sum of the `split` slabs in slab order. C is a multiple of 4 and c0 of
 /// CTile, so a quad that starts below C ends there and is 16-byte aligned in a
-/// slab (pair_stores: dw aligned to element pairs).
-template <class T, int KTile, int CTile, int Rows>
+/// slab (pair_stores, 16-bit dw: aligned to element pairs).
+/// Lanes > 1, where the split is long and a CTA's share short (gradient step 9,
+/// 09_wgrad_mma_tf32_pointwise.cuh: 131 slices of a 64 x 256 tile, 32 quads a
+/// CTA): Lanes threads of a warp share a quad, lane j summing slabs j, j +
+/// Lanes, ... in order, and the lanes' sums added by a fixed shuffle tree --
+/// the same bits run to run, though not split_k_reduce's. One quad a thread
+/// waits on split / 8 rounds of L2 latency (split_k_sum_slabs's batches);
+/// Lanes a quad, on split / (8 Lanes). `threads` is then a multiple of 32.
+template <class T, int KTile, int CTile, int Rows, int Lanes = 1>
 __device__ __forceinline__ void sum_tile_slabs(const geometry& g, const cta_tile& tile, const float* partial,
                                                unsigned* arrivals, T* dw, bool pair_stores, int thread, int threads,
                                                int barrier) {
-  const auto split = gridDim.y;
-  wait_for_tile_slabs(arrivals, split, thread, threads, barrier);
+  static_assert(Lanes > 0 && Lanes <= 32 && (Lanes & (Lanes - 1)) == 0, "Lanes: a power of two within a warp");
+  const auto split = static_cast<int>(gridDim.y);
+  wait_for_tile_slabs(arrivals, static_cast<unsigned>(split), thread, threads, barrier);
   constexpr int quads_per_row = CTile * Rows / 4;
   constexpr int quads = KTile * quads_per_row;
   const auto y = static_cast<int>(blockIdx.y);
@@ -73,82 +81,47 @@ __device__ __forceinline__ void sum_tile_slabs(const geometry& g, const cta_tile
   const int end = static_cast<int>(static_cast<long long>(quads) * (y + 1) / split);
   const auto* slabs = reinterpret_cast<const float4*>(partial);
   const std::size_t slab4 = static_cast<std::size_t>(g.k) * static_cast<std::size_t>(g.rsc) / 4;
-  for (int q = first + thread; q < end; q += threads) {
+  const int lane = thread % Lanes;
+  // Every thread runs every pass (Lanes > 1: the shuffles need the whole warp); a quad past the share or the
+  // tile's valid elements loads and stores nothing.
+  for (int base = first; base < end; base += threads / Lanes) {
+    const int q = base + thread / Lanes;
     const int k = tile.k0 + q / quads_per_row;
     const int n = 4 * (q % quads_per_row);
     const int tap = Rows == 1 ? tile.tap : (n / CTile) * g.s + tile.s;
     const int c = tile.c0 + (Rows == 1 ? n : n % CTile);
-    if (k >= g.k || c >= g.c) continue;
-    const std::size_t e = static_cast<std::size_t>(k) * static_cast<std::size_t>(g.rsc) +
-                          static_cast<std::size_t>(tap) * static_cast<std::size_t>(g.c) + static_cast<std::size_t>(c);
-    float4 s = __ldcg(slabs + e / 4);
-    split_k_sum_slabs(s, slabs, slab4, e / 4, static_cast<int>(split), add_float4{}, slab_load_l2{});
-    if (pair_stores) {
-      auto* out = reinterpret_cast<std::uint32_t*>(dw + e);
-      out[0] = from_compute_pair<T>(s.x, s.y);
-      out[1] = from_compute_pair<T>(s.z, s.w);
-    } else {
-      dw[e] = from_compute<T>(s.x);
-      dw[e + 1] = from_compute<T>(s.y);
-      dw[e + 2] = from_compute<T>(s.z);
-      dw[e + 3] = from_compute<T>(s.w);
-    }
-  }
-}
-
-/// sum_tile_slabs for float dw of one-tap tiles where the split is long and a
-/// CTA's share short (gradient step 9, 09_wgrad_mma_tf32_pointwise.cuh: 131
-/// slices of a 64 x 256 tile, 32 quads a CTA): Lanes threads of a warp share a
-/// quad, lane j summing slabs j, j + Lanes, ... in order (their loads batched
-/// as split_k_sum_slabs batches them), and the lanes' sums added by a fixed
-/// shuffle tree: the same bits run to run, though not split_k_reduce's. One
-/// quad a thread would wait on split / 8 rounds of L2 latency; here split /
-/// (8 Lanes). `threads` is a multiple of 32; Lanes a power of two up to 32.
-template <int KTile, int CTile, int Lanes>
-__device__ __forceinline__ void sum_tile_slabs_spread(const geometry& g, const cta_tile& tile, const float* partial,
-                                                      unsigned* arrivals, float* dw, int thread, int threads,
-                                                      int barrier) {
-  static_assert(Lanes > 0 && Lanes <= 32 && (Lanes & (Lanes - 1)) == 0, "Lanes: a power of two within a warp");
-  const auto split = static_cast<int>(gridDim.y);
-  wait_for_tile_slabs(arrivals, static_cast<unsigned>(split), thread, threads, barrier);
-  constexpr int quads_per_row = CTile / 4;
-  constexpr int quads = KTile * quads_per_row;
-  const auto y = static_cast<long long>(blockIdx.y);
-  const int first = static_cast<int>(quads * y / split);
-  const int end = static_cast<int>(quads * (y + 1) / split);
-  const auto* slabs = reinterpret_cast<const float4*>(partial);
-  const std::size_t slab4 = static_cast<std::size_t>(g.k) * static_cast<std::size_t>(g.rsc) / 4;
-  const int lane = thread % Lanes;
-  // Every thread runs every pass (the shuffles need the whole warp); a quad past the share adds zeros.
-  for (int base = first; base < end; base += threads / Lanes) {
-    const int q = base + thread / Lanes;
-    const int k = tile.k0 + q / quads_per_row;
-    const int c = tile.c0 + 4 * (q % quads_per_row);
     const bool mine = q < end && k < g.k && c < g.c;
     const std::size_t e = static_cast<std::size_t>(k) * static_cast<std::size_t>(g.rsc) +
-                          static_cast<std::size_t>(tile.tap) * static_cast<std::size_t>(g.c) +
-                          static_cast<std::size_t>(c);
+                          static_cast<std::size_t>(tap) * static_cast<std::size_t>(g.c) + static_cast<std::size_t>(c);
     float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (mine && lane < split) {
-      // Slabs lane, lane + Lanes, ...: split_k_sum_slabs over a view of every Lanes-th slab.
-      const int mine_split = (split - lane + Lanes - 1) / Lanes;
-      s = __ldcg(slabs + static_cast<std::size_t>(lane) * slab4 + e / 4);
-      split_k_sum_slabs(s, slabs + static_cast<std::size_t>(lane) * slab4, slab4 * Lanes, e / 4, mine_split,
-                        add_float4{}, slab_load_l2{});
+    if (mine && lane < split) {  // slabs lane, lane + Lanes, ...: every Lanes-th slab from the lane's
+      const float4* const lane_slabs = slabs + static_cast<std::size_t>(lane) * slab4;
+      s = __ldcg(lane_slabs + e / 4);
+      split_k_sum_slabs(s, lane_slabs, slab4 * Lanes, e / 4, (split - lane + Lanes - 1) / Lanes, add_float4{},
+                        slab_load_l2{});
     }
+    if constexpr (Lanes > 1) {
 #pragma unroll
-    for (int d = Lanes / 2; d > 0; d /= 2) {
-      s.x += __shfl_down_sync(0xFFFFFFFFu, s.x, d, Lanes);
-      s.y += __shfl_down_sync(0xFFFFFFFFu, s.y, d, Lanes);
-      s.z += __shfl_down_sync(0xFFFFFFFFu, s.z, d, Lanes);
-      s.w += __shfl_down_sync(0xFFFFFFFFu, s.w, d, Lanes);
+      for (int d = Lanes / 2; d > 0; d /= 2) {
+        s.x += __shfl_down_sync(0xFFFFFFFFu, s.x, d, Lanes);
+        s.y += __shfl_down_sync(0xFFFFFFFFu, s.y, d, Lanes);
+        s.z += __shfl_down_sync(0xFFFFFFFFu, s.z, d, Lanes);
+        s.w += __shfl_down_sync(0xFFFFFFFFu, s.w, d, Lanes);
+      }
     }
-    if (mine && lane == 0) {
-      dw[e] = s.x;
-      dw[e + 1] = s.y;
-      dw[e + 2] = s.z;
-      dw[e + 3] = s.w;
+    if (!mine || lane != 0) continue;
+    if constexpr (sizeof(T) == 2) {  // (pair_stores: 16-bit dw only)
+      if (pair_stores) {
+        auto* out = reinterpret_cast<std::uint32_t*>(dw + e);
+        out[0] = from_compute_pair<T>(s.x, s.y);
+        out[1] = from_compute_pair<T>(s.z, s.w);
+        continue;
+      }
     }
+    dw[e] = from_compute<T>(s.x);
+    dw[e + 1] = from_compute<T>(s.y);
+    dw[e + 2] = from_compute<T>(s.z);
+    dw[e + 3] = from_compute<T>(s.w);
   }
 }
 #endif  // KF_ARCH_SM90A
