@@ -9,7 +9,7 @@
 #   two (~450 s): the rows the issues' goals are read from: pairs_vs_single (3x3, three types), step 9's
 #       fp32-emulation rows with the pairs on and off alternated, the FP8 best_vs_cublaslt rows
 #       (fp8-square), matmul fp32_emulated best_vs_cublas.
-#   three (~300 s): the sanitizers on the three patches' cases.
+#   three (~300 s): the sanitizers on the three patches' cases, and ncu of gradient step 9.
 # On an H200 (issue 25's figure), a call of its own: `bash wip/gpu_run.sh workflow` (the bench workflow from a
 # fresh tree, timed, then the rest built: ~500 s).
 set -uo pipefail
@@ -87,6 +87,12 @@ three)
       --gtest_brief=1 >"$R/san_fp8_$tool.log" 2>&1
     say "san fp8 $tool rc $?"
   done
+  # gradient step 9 (the 1x1 TF32 dw) under ncu: pw-truncate's rounding instructions gone from its k-loop
+  KF_BENCH_MIN_TIME=0.001 timeout 60 ncu --clock-control none -k 'regex:conv2d_wgrad_pointwise' --launch-skip 2 \
+    --launch-count 1 --section SpeedOfLight --section WarpStateStats --metrics dram__bytes_read.sum,gpu__time_duration.sum \
+    build-bench/benchmarks/conv/bench_conv --benchmark_filter='conv2d_backward/tf32/filter/n32_c256_56x56_k64_1x1' \
+    >"$R/ncu_pw.txt" 2>&1
+  say "ncu pw rc $?: $(grep -E 'Duration|DRAM Throughput|dram__bytes_read.sum' "$R/ncu_pw.txt" | awk '{print $1, $(NF-1), $NF}' | tr '\n' ' ')"
   ;;
 esac
 cd "$OUT" && tar czf res.tgz r && rm -rf r
