@@ -19,10 +19,10 @@
 //   matmul/fp8_per_tensor/amax_vs_plain/<m>x<n>x<k>  ours (best) asked for D's amax and ours plain,
 //                     in turn (m, n >= 4096): TFLOP/s with the amax, plain_TFLOP/s, frac_plain =
 //                     t_plain / t_amax; the amax is checked against max |D| first
-//   matmul/fp8_<per_tensor|rowwise>/two_partials_vs_192/<m>x<n>x<k>  ours on the 128 x 144
-//                     two-partials tile and on the 128 x 192 tile (both forced:
-//                     kf::detail::scaled_wgmma_tile), in turn (m, n >= 4096): TFLOP/s of 128 x 144,
-//                     192_TFLOP/s, frac_192 = t_192 / t_144 (above 1: the two partial sets are
+//   matmul/fp8_<per_tensor|rowwise>/two_partials_vs_192/<m>x<n>x<k>  ours on the two-partials
+//                     tile (128 x 128, clusters of 2) and on the 128 x 192 tile (both forced:
+//                     kf::detail::scaled_wgmma_tile), in turn (m, n >= 4096): TFLOP/s of the two-partials
+//                     tile, 192_TFLOP/s, frac_192 = t_192 / t_two (above 1: the two partial sets are
 //                     faster; tuning.hpp's best_uses_scaled_two_partials); both spot-checked first
 //   <mode>: per_tensor, rowwise, blockwise (kf::fp8_scaling)
 //
@@ -235,7 +235,7 @@ void bm_amax_vs_plain(benchmark::State& state, shape s) {
   }
 }
 
-/// matmul/fp8_<mode>/two_partials_vs_192/<shape>: ours on the two-partials tile (128 x 144) and on the
+/// matmul/fp8_<mode>/two_partials_vs_192/<shape>: ours on the two-partials tile (128 x 128) and on the
 /// 128 x 192 tile, both forced, in turn.
 void bm_two_partials_vs_192(benchmark::State& state, fp8_scaling mode, shape s) {
   KF_BENCH_REQUIRE_GPU(state);
@@ -247,7 +247,7 @@ void bm_two_partials_vs_192(benchmark::State& state, fp8_scaling mode, shape s) 
       run_ours_tile(p, mode, tile, nullptr);
       check(cudaDeviceSynchronize(), "spot check run");
       const std::string wrong =
-          compare_d(tile == scaled_wgmma_tile::wide ? "ours (128 x 192)" : "ours (128 x 144)", p, mode);
+          compare_d(tile == scaled_wgmma_tile::wide ? "ours (128 x 192)" : "ours (128 x 128, two partials)", p, mode);
       if (!wrong.empty()) {
         state.SkipWithError(wrong.c_str());
         return;

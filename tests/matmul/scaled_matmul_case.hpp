@@ -90,7 +90,7 @@ struct scaled_case {
       << to_string(mode) << " alpha=" << alpha << " beta=" << beta << " pad=" << pad << " offset=" << offset
       << (bias ? " bias" : "") << (relu ? " relu" : "") << (amax ? " amax" : "") << (saturating ? " saturating" : "")
       << (tile == kf::detail::scaled_wgmma_tile::wide           ? " tile=128x192"
-          : tile == kf::detail::scaled_wgmma_tile::two_partials ? " tile=128x144"
+          : tile == kf::detail::scaled_wgmma_tile::two_partials ? " tile=128x128_two_partials"
                                                                 : "");
     return o.str();
   }

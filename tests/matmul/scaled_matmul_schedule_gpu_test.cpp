@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The FP8 wgmma kernel's schedules on the GPU (scaled/03_wgmma.cuh; the rest of
-// kf::scaled_matmul: scaled_matmul_gpu_test.cpp, the same binary): the 128 x 144
-// two-partials tile, forced, at the edges of its tiles and k-loop and bit for
-// bit against the 128 x 192 tile; the persistent grid's last round split over
+// kf::scaled_matmul: scaled_matmul_gpu_test.cpp, the same binary): the
+// two-partials tile (128 x 128 in clusters of 2), forced, at the edges of its
+// tiles and k-loop and bit for bit against the 128 x 192 tile, and by shape in
+// every scaling mode (blockwise: one set); the persistent grid's last round split over
 // the clusters that would wait, at 2, 3 and 4 parts on this GPU's grid.
 #include <gtest/gtest.h>
 
@@ -26,13 +27,13 @@ template <class T>
 class ScaledMatmulTwoPartials : public ::testing::Test {};
 TYPED_TEST_SUITE(ScaledMatmulTwoPartials, Combos, ComboNames);
 
-// The 128 x 144 two-partials tile (scaled/03_wgmma.cuh), forced (best takes it by shape from k = 2048
-// where the wide tile would run: wgmma/policy.hpp, scaled_two_partials_min_k), per-tensor and rowwise, at shapes
-// crossing every edge of its tiles -- m odd, n = 143, 145 and 289 (a last tile of one column), 1 x 1 -- and of its
-// k-loop, unrolled by 2: k = 127 and 129 (one and two k-steps: its two tails), 300 (three: the loop once, then one),
-// 385 (four: once, then two), 1000, 4096. D from registers (n not whole 16-byte units, or beta != 0) and staged (n =
-// 280, 296: two TMA chunks a tile and its last 16 columns from registers), with bias, ReLU and amax, or the amax alone,
-// or nothing; every operand pair and D type.
+// The two-partials tile (scaled/03_wgmma.cuh: 128 x 128 in clusters of 2), forced (best takes it by shape from
+// k = 2048 where the wide tile would run: wgmma/policy.hpp, scaled_two_partials_min_k), per-tensor and rowwise, at
+// shapes crossing every edge of its tiles -- m odd, n = 127, 129 and 257 (a last tile of one column), 1 x 1 -- and
+// of its k-loop, unrolled by 2: k = 127 and 129 (one and two k-steps: its two tails), 300 (three: the loop once,
+// then one), 385 (four: once, then two), 1000, 4096. D from registers (n not whole 16-byte units, or beta != 0) and
+// staged (n = 280, 296: two whole TMA chunks of 64 a tile, then a ragged third tile), with bias, ReLU and amax, or
+// the amax alone, or nothing; every operand pair and D type.
 scaled_case two_partials_case(std::size_t m, std::size_t n, std::size_t k, fp8_scaling mode) {
   scaled_case c;
   c.m = m, c.n = n, c.k = k, c.mode = mode;
@@ -46,8 +47,8 @@ TYPED_TEST(ScaledMatmulTwoPartials, Tiles) {
   struct shape {
     std::size_t m, n, k;
   };
-  const shape shapes[] = {{1, 1, 129},     {1, 1, 4096},     {129, 143, 127}, {257, 145, 129},
-                          {300, 289, 385}, {131, 280, 1000}, {64, 296, 4096}, {383, 296, 300}};
+  const shape shapes[] = {{1, 1, 129},     {1, 1, 4096},     {129, 127, 127}, {257, 129, 129},
+                          {300, 257, 385}, {131, 280, 1000}, {64, 296, 4096}, {383, 296, 300}};
   std::uint64_t seed = 900;
   for (fp8_scaling mode : {fp8_scaling::per_tensor, fp8_scaling::rowwise}) {
     for (const shape& s : shapes) {
@@ -65,6 +66,30 @@ TYPED_TEST(ScaledMatmulTwoPartials, Tiles) {
       c.amax = amax;
       EXPECT_TRUE(run<TypeParam>(c, seed++, scaled_matmul_variant::wgmma));
     }
+  }
+}
+
+// The two-partials tile as best takes it by shape where 128-wide tiles fill the GPU but 192-wide ones would
+// be too few (11 x 9 tiles of 128 x 128 on 132 SMs: wgmma/policy.hpp), two tile rows or more (clusters of 2):
+// per-tensor and rowwise with two partial sets, blockwise with one (a run-time choice in the instance), with
+// bias, ReLU and amax, 16-bit D staged after the k-steps (no overlapped store beside three sets).
+TEST(ScaledMatmulWgmma, TwoPartialsTileByShape) {
+  KF_SKIP_WITHOUT_FP8();
+  if (!wgmma_device()) GTEST_SKIP() << "the wgmma step needs compute capability 9.0";
+  int device = 0, sms = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), cudaSuccess);
+  const std::size_t m = 11 * 128 - 3, n = 9 * 128 - 5, k = 300;
+  std::uint64_t seed = 2900;
+  for (fp8_scaling mode : {fp8_scaling::per_tensor, fp8_scaling::rowwise, fp8_scaling::blockwise}) {
+    if (kf::detail::choose_scaled_block_n(m, n, k, sms, mode == fp8_scaling::blockwise) != 128) {
+      GTEST_SKIP() << "this GPU's " << sms << " SMs take another tile at " << m << " x " << n;
+    }
+    scaled_case c;
+    c.m = m, c.n = n, c.k = k, c.mode = mode;
+    c.bias = c.relu = c.amax = true;
+    using combo = std::tuple<__nv_fp8_e4m3, __nv_fp8_e4m3, __nv_bfloat16>;
+    EXPECT_TRUE(run<combo>(c, seed++, scaled_matmul_variant::wgmma)) << kf::to_string(mode);
   }
 }
 
@@ -120,7 +145,7 @@ TEST(ScaledMatmulWgmma, TwoPartialsMatchWideTile) {
       if (std::memcmp(&d[0][e], &d[1][e], sizeof(float)) != 0 && differ++ == 0) first = e;
     }
     EXPECT_EQ(differ, 0u) << kf::to_string(mode) << ": first at row " << first / n << ", column " << first % n << ": "
-                          << d[0][first] << " (128 x 192) vs " << d[1][first] << " (128 x 144)";
+                          << d[0][first] << " (128 x 192) vs " << d[1][first] << " (two partials)";
   }
 }
 
@@ -129,7 +154,7 @@ TEST(ScaledMatmulWgmma, TwoPartialsMatchWideTile) {
 // that would wait (common/last_round.hpp, plan_last_round; the grid: a cluster of 2 CTAs per 2 SMs,
 // one CTA an SM by the kernel's ~200 KB of shared memory). One row of cluster tiles (m = 250: its
 // second tile row ragged), n ragged, k = 2085 (17 k-steps of 128, the last ragged); the 128 x 192
-// tile in every scaling mode and the 128 x 144 one per-tensor; the bias and the amax on, float D
+// tile in every scaling mode and the two-partials one per-tensor; the bias and the amax on, float D
 // NaN-poisoned. Every element of D must be written, the amax must be the largest |D| stored (the
 // parts that do not store add nothing), and a sample of D (every 5th row, every 31st column and the
 // last) must match the double reference within check_scaled_matmul's bound.
@@ -158,7 +183,7 @@ TEST(ScaledMatmulWgmma, LastRoundSplitOverIdleClusters) {
                   parts)
             << "not split as meant";
         SCOPED_TRACE(kf::to_string(mode) +
-                     std::string(tile == scaled_wgmma_tile::wide ? ", 128 x 192" : ", 128 x 144") + ", " +
+                     std::string(tile == scaled_wgmma_tile::wide ? ", 128 x 192" : ", 128 x 128 two partials") + ", " +
                      std::to_string(parts) + " parts");
         const std::vector<fp8> a = kf::test::random_vector<fp8>(m * k, seed, 0.25, 8.0);
         const std::vector<fp8> b = kf::test::random_vector<fp8>(n * k, seed + 1, 0.25, 8.0);

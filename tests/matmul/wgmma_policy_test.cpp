@@ -85,17 +85,18 @@ TEST(MatmulTuning, WgmmaBlockNIsTheWidestThatFillsTheGpu) {
   EXPECT_EQ(choose_wgmma_block_n(128, 8192, resident), 64);  // 32; 64; 128
   // FP8 (choose_scaled_block_n): 128 x 192 from 4 waves of 132 (528 tiles) and two tile rows,
   // every scaling mode (blockwise straddles two B scale blocks); else the width above up to 128.
-  // Per-tensor and rowwise take the 128 x 144 two-partials tile in the wide tile's place from
+  // Per-tensor and rowwise take the two-partials tile (128 x 128 in clusters of 2) in the wide tile's place from
   // k = scaled_two_partials_min_k (2048) while tuning.hpp's best_uses_scaled_two_partials is on;
   // blockwise keeps 128 x 192.
   using kf::detail::choose_scaled_block_n;
   using kf::detail::scaled_wgmma_tile;
-  const int deep = kf::detail::best_uses_scaled_two_partials ? 144 : 192;
+  const int deep = kf::detail::best_uses_scaled_two_partials ? 128 : 192;
+  static_assert(kf::detail::scaled_two_partials_block_n == 128, "the two-partials tile is 128 wide");
   static_assert(kf::detail::scaled_two_partials_min_k == 2048, "the cases below straddle it");
   EXPECT_EQ(choose_scaled_block_n(8192, 8192, 8192, resident), deep);  // 64 x 43 = 2752 tiles
   EXPECT_EQ(choose_scaled_block_n(8192, 8192, 2048, resident), deep);  // from 2048 of k
   EXPECT_EQ(choose_scaled_block_n(8192, 8192, 2047, resident), 192);   // shallower: the wide tile
-  EXPECT_EQ(choose_scaled_block_n(8192, 8192, 1024, resident), 192);   // (8192x8192x1024: 144 lost)
+  EXPECT_EQ(choose_scaled_block_n(8192, 8192, 1024, resident), 192);   // (8192x8192x1024: two partials lost at 144)
   EXPECT_EQ(choose_scaled_block_n(4096, 4096, 4096, resident), deep);  // 32 x 22 = 704
   EXPECT_EQ(choose_scaled_block_n(4096, 7168, 16384, resident), deep);
   EXPECT_EQ(choose_scaled_block_n(2048, 2048, 8192, resident), 128);           // 16 x 11 = 176
@@ -108,11 +109,11 @@ TEST(MatmulTuning, WgmmaBlockNIsTheWidestThatFillsTheGpu) {
   EXPECT_EQ(choose_scaled_block_n(8192, 8192, 8192, resident, true), 192);     // blockwise
   EXPECT_EQ(choose_scaled_block_n(2048, 2048, 8192, resident, true), 128);
   // Forced (the tests, bench_scaled_matmul's two_partials_vs_192 rows): whatever the shape, but
-  // blockwise never takes 128 x 144 (it keeps the tile by shape).
+  // blockwise never takes the two-partials tile (it keeps the tile by shape).
   EXPECT_EQ(choose_scaled_block_n(8192, 8192, 8192, resident, false, scaled_wgmma_tile::wide), 192);
   EXPECT_EQ(choose_scaled_block_n(1, 1, 1, resident, false, scaled_wgmma_tile::wide), 192);
-  EXPECT_EQ(choose_scaled_block_n(8192, 8192, 1024, resident, false, scaled_wgmma_tile::two_partials), 144);
-  EXPECT_EQ(choose_scaled_block_n(1, 1, 1, resident, false, scaled_wgmma_tile::two_partials), 144);
+  EXPECT_EQ(choose_scaled_block_n(8192, 8192, 1024, resident, false, scaled_wgmma_tile::two_partials), 128);
+  EXPECT_EQ(choose_scaled_block_n(1, 1, 1, resident, false, scaled_wgmma_tile::two_partials), 128);
   EXPECT_EQ(choose_scaled_block_n(8192, 8192, 8192, resident, true, scaled_wgmma_tile::two_partials), 192);
   EXPECT_EQ(choose_scaled_block_n(1024, 1024, 1024, resident, true, scaled_wgmma_tile::two_partials), 64);
   // The thresholds: 99 tiles of 128 x 256 fill 3/4 of 132, 98 do not; then
@@ -154,7 +155,9 @@ TEST(MatmulTuning, ScaledLastRoundSplitsWhereFewTilesAreLeft) {
     return kf::detail::plan_last_round(cluster_tiles, 66, (k + 127) / 128, 1, kf::detail::scaled_last_round_max_parts,
                                        kf::detail::scaled_last_round_min_k_steps);
   };
-  // 4096^3 at 128 x 144: 16 cluster rows x 29 columns = 464, 7 rounds and 2 left: 4 parts of 8 k-steps.
+  // 4096^3 at 128 x 144 (until 2026-12-07): 16 cluster rows x 29 columns = 464, 7 rounds and 2 left: 4 parts
+  // of 8 k-steps; at 128 x 128, 16 x 32 = 512, 50 left: not split.
+  EXPECT_EQ(plan(16 * 32, 4096).parts, 1u);
   const auto cube = plan(16 * 29, 4096);
   EXPECT_EQ(cube.parts, 4u);
   EXPECT_EQ(cube.split_from, 462u);

@@ -67,8 +67,7 @@ __device__ __forceinline__ std::uint64_t smem_descriptor_advance(std::uint64_t d
   return (descriptor & 0xFFFFFFFF00000000ull) | low;
 }
 
-// ---- the products: wgmma.m64nNk8 (TF32), m64nNk16 (f16 / bf16), N in {64, 128, (192,) 256}; m64nNk32 (FP8,
-// also N = 144)
+// ---- the products: wgmma.m64nNk8 (TF32), m64nNk16 (f16 / bf16), N in {64, 128, (192,) 256}; m64nNk32 (FP8)
 // A thread holds N / 2 fp32 accumulators; inline PTX needs one operand per
 // register, so the lists below are spelled out by N (32 operands per line).
 #define KF_WGMMA_REGS_0                                                    \
@@ -80,7 +79,6 @@ __device__ __forceinline__ std::uint64_t smem_descriptor_advance(std::uint64_t d
 #define KF_WGMMA_REGS_64_95                                                            \
   ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
   "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
-#define KF_WGMMA_REGS_64_71 ", %64, %65, %66, %67, %68, %69, %70, %71"
 #define KF_WGMMA_REGS_64                                                                         \
   ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "           \
   "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "             \
@@ -260,19 +258,14 @@ inline constexpr bool is_wgmma_fp8_pair_v =
 /// transpose bits). scale_d == 0 starts a fresh sum (the first product of a
 /// promotion block) without zeroing the registers first. The tensor cores keep
 /// only about 14 bits of these sums: callers promote them into fp32 registers
-/// every 128 of k (kernels/matmul/scaled/03_wgmma.cuh). N: 64, 128, 144 (the
-/// two-partials tile: 72 accumulators a set) or 192.
+/// every 128 of k (kernels/matmul/scaled/03_wgmma.cuh). N: 64, 128 or 192.
 template <class TA, class TB, int N>
 __device__ __forceinline__ void wgmma_m64nNk32_fp8(float (&d)[wgmma_accumulators<N>], std::uint64_t desc_a,
                                                    std::uint64_t desc_b, std::uint32_t scale_d) {
   static_assert(is_wgmma_fp8_pair_v<TA, TB>, "wgmma FP8 here: e4m3 x e4m3, e4m3 x e5m2, e5m2 x e4m3");
-  static_assert(N == 64 || N == 128 || N == 144 || N == 192, "wgmma FP8 here: N of 64, 128, 144 or 192");
+  static_assert(N == 64 || N == 128 || N == 192, "wgmma FP8 here: N of 64, 128 or 192");
   constexpr bool a_e4m3 = std::is_same_v<TA, __nv_fp8_e4m3>, b_e4m3 = std::is_same_v<TB, __nv_fp8_e4m3>;
-  if constexpr (N == 144) {
-    KF_WGMMA_FP8_ASM("144", KF_WGMMA_REGS_0 KF_WGMMA_REGS_32 KF_WGMMA_REGS_64_71, "72", "73", "74", KF_WGMMA_D32(0),
-                     KF_WGMMA_D32(32), KF_WGMMA_D4(64), KF_WGMMA_D4(68)
-                     : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-  } else if constexpr (N == 192) {
+  if constexpr (N == 192) {
     KF_WGMMA_FP8_ASM("192", KF_WGMMA_REGS_0 KF_WGMMA_REGS_32 KF_WGMMA_REGS_64_95, "96", "97", "98", KF_WGMMA_D32(0),
                      KF_WGMMA_D32(32), KF_WGMMA_D32(64)
                      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
@@ -291,7 +284,6 @@ __device__ __forceinline__ void wgmma_m64nNk32_fp8(float (&d)[wgmma_accumulators
 #undef KF_WGMMA_D4
 #undef KF_WGMMA_REGS_64
 #undef KF_WGMMA_REGS_64_95
-#undef KF_WGMMA_REGS_64_71
 #undef KF_WGMMA_REGS_32
 #undef KF_WGMMA_REGS_0
 #endif  // KF_ARCH_SM90A

@@ -8,8 +8,8 @@
 // A persistent grid of G CTAs (or clusters) walks its T tiles round by round;
 // the last round holds T % G tiles and takes as long as a whole one while the
 // rest of the grid idles (conv2d N32 C128 28x28 K128 in fp32 emulation: 196
-// tiles on 132 CTAs; FP8 4096^3 at 128 x 144: 464 cluster tiles on 66
-// clusters, a last round of 2). Each of the last round's tiles becomes `parts`
+// tiles on 132 CTAs; FP8 4096x7168x16384: 800 cluster tiles on 66
+// clusters, a last round of 8). Each of the last round's tiles becomes `parts`
 // units, a run of the tile's k-steps each: the grid's units are the whole
 // tiles, then the parts, and the producer and the consumers walk units as they
 // walked tiles (last_round_unit_of).

@@ -116,7 +116,8 @@ constexpr bool best_uses_large_tile = true;
 constexpr bool best_uses_fp32_emulated_skinny = true;
 
 /// Whether kf::scaled_matmul (per-tensor and rowwise scales) runs the FP8
-/// GEMM's 128 x 144 two-partials tile where wgmma/policy.hpp's
+/// GEMM's two-partials tile (128 x 128 in clusters of 2 since 2026-12-07; 128 x
+/// 144 before, which the evidence below measured) where wgmma/policy.hpp's
 /// choose_scaled_block_n picks 128 x 192 and k is at least
 /// scaled_two_partials_min_k: the next k-step's products issued into a second
 /// partial set before the last one is promoted, so the tensor cores do not

@@ -33,8 +33,9 @@
 //    cannot be cooperative.
 //  * Under the forward's ReLU the mask is read beside dy (relu_y's boxes, the
 //    same offsets) and applied to the fragments: no masked copy of dy.
-// Operands are rounded to TF32 (cvt.rna) as they are loaded. Bound: the
-// stream of x and dy (128 MB for N32 C256 56x56 K64), not the products.
+// Operands go to the tensor cores as loaded, truncated to TF32 by them (as
+// wgmma's shared-memory operands are: load_chunk says why not rounded). Bound:
+// the stream of x and dy (128 MB for N32 C256 56x56 K64), not the products.
 // Figures: benchmarks/tuning/conv2d.md, "Gradient step 9".
 #pragma once
 
@@ -43,7 +44,7 @@
 #include <cuda.h>  // CUtensorMap (a type only)
 
 #include "../../arch/guards.cuh"
-#include "../../arch/mma_sm80.cuh"  // mma_m16n8k8_tf32, to_tf32
+#include "../../arch/mma_sm80.cuh"  // mma_m16n8k8_tf32
 #include "../../arch/pipeline_sm90.cuh"
 #include "../../arch/smem.cuh"
 #include "../../arch/tma_sm90.cuh"
@@ -99,21 +100,22 @@ struct params : conv2d_wgrad::geometry {
 };
 
 #if KF_ARCH_SM90A
-/// 16 bytes of a swizzled box: channels 4 chunk .. 4 chunk + 3 of pixel row `row`, each rounded to TF32.
+/// 16 bytes of a swizzled box: 4 consecutive channels of one pixel row, as the
+/// tensor cores read them -- fp32 bits whose low 13 the TF32 product ignores
+/// (truncation, as wgmma reads TF32 from shared memory). Rounding them first
+/// (cvt.rna.tf32.f32) costs ~5 instructions a value on sm_90: 480 of a k-loop
+/// stage's 616 instructions a warp, which then ran the kernel at 2.27 TB/s.
 __device__ __forceinline__ uint4 load_chunk(std::uint32_t address) {
   const float4 v = load_shared_v4(address);
-  return make_uint4(to_tf32(v.x), to_tf32(v.y), to_tf32(v.z), to_tf32(v.w));
+  return make_uint4(__float_as_uint(v.x), __float_as_uint(v.y), __float_as_uint(v.z), __float_as_uint(v.w));
 }
 
 /// load_chunk of dy with relu_y's chunk at the same offset: 0 where relu_y <= threshold (the reader's mask).
 __device__ __forceinline__ uint4 load_masked_chunk(std::uint32_t dy, std::uint32_t y, float threshold) {
-  float4 v = load_shared_v4(dy);
+  const float4 v = load_shared_v4(dy);
   const float4 m = load_shared_v4(y);
-  v.x = m.x <= threshold ? 0.0f : v.x;
-  v.y = m.y <= threshold ? 0.0f : v.y;
-  v.z = m.z <= threshold ? 0.0f : v.z;
-  v.w = m.w <= threshold ? 0.0f : v.w;
-  return make_uint4(to_tf32(v.x), to_tf32(v.y), to_tf32(v.z), to_tf32(v.w));
+  return make_uint4(m.x <= threshold ? 0u : __float_as_uint(v.x), m.y <= threshold ? 0u : __float_as_uint(v.y),
+                    m.z <= threshold ? 0u : __float_as_uint(v.z), m.w <= threshold ? 0u : __float_as_uint(v.w));
 }
 #endif  // KF_ARCH_SM90A
 

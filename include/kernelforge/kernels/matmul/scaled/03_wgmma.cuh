@@ -18,9 +18,9 @@
 //    blockwise; promotion.cuh) -- every 128 of k, as DeepSeek-V3 and CUTLASS.
 //  * Keeping the tensor cores fed through the promotions: the two consumers
 //    issue their products in turn (warpgroup_turns), so one promotes while the
-//    other's products run; and per-tensor / rowwise tiles of 128 x 144 and
-//    128 x 64 keep two partial sets (the total and the sets: 3 x 72 of 232
-//    registers at 144): k-step j + 1's products are issued before j's are
+//    other's products run; and per-tensor / rowwise tiles of 128 x 128 in
+//    clusters of 2 (the two-partials tile) and of 128 x 64 keep two partial
+//    sets (the total and the sets: 3 x 64 registers at 128): k-step j + 1's products are issued before j's are
 //    promoted. The loop is unrolled by 2 so each set's registers are static,
 //    and every path enters and leaves it with one set in flight (else ptxas
 //    serializes the products: C7514).
@@ -60,6 +60,7 @@
 #include "../wgmma/element.cuh"
 #include "../wgmma/epilogue.cuh"
 #include "../wgmma/mainloop.cuh"
+#include "../wgmma/policy.hpp"  // scaled_two_partials_block_n
 #include "../wgmma/producer.cuh"
 #include "../wgmma/scheduler.cuh"
 #include "args.cuh"
@@ -74,8 +75,7 @@ namespace wgmma {
 /// The FP8 kernel's tile: at 128 x 192 the tile is stored after its k-steps, in
 /// three chunks of 64 16-bit columns, each through a C buffer of its own (no
 /// chunk waits for an earlier store to read its buffer; 4 stages still fit).
-/// At 128 x 144 (two partial sets) two buffers a consumer, one per whole chunk
-/// of 16-bit D (the last 16 columns go from registers), beside 5 stages.
+/// At 128 x 128 and 128 x 64 two buffers a consumer, beside 6 and 8 stages.
 template <int BlockN>
 using scaled_tile = tile_config<BlockN, false, 1, BlockN == 192 ? 3 : c_buffers>;
 
@@ -99,15 +99,15 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
   using tile = scaled_tile<BlockN>;
   using loop = mainloop<fp8_operands<TA, TB>, tile, Cluster, false, false, false, false>;
   static_assert(Cluster == 1 || Cluster == max_cluster, "clusters of 1 or 2 CTAs (sharing B)");
-  static_assert(BlockN == 64 || BlockN == 128 || BlockN == 144 || BlockN == 192,
+  static_assert(BlockN == 64 || BlockN == 128 || BlockN == 192,
                 "the partial(s) and the total of a 64 x BlockN tile must fit a thread's registers");
-  // Two partial sets, the next k-step's products issued before the last ones are promoted: always at 128 x 144
-  // (per-tensor and rowwise scales only: the launcher never runs it blockwise), and at 128 x 64 where the scales
-  // are not blockwise (a run-time choice: its three sets take 96 registers; its tiles are few and short -- 1024^3 --
-  // so each k-step's drain is most of the k-loop).
-  constexpr bool two_partials = BlockN == 144;
-  constexpr bool may_two_partials = two_partials || BlockN == 64;
-  static_assert(!two_partials || Cluster == max_cluster, "the two-partials tile runs in clusters of 2");
+  // Two partial sets, the next k-step's products issued before the last ones are promoted, where the scales are
+  // not blockwise (a run-time choice): at 128 x 128 in clusters of 2 (the two-partials tile, which the policy
+  // puts in the wide tile's place for deep products: policy.hpp, scaled_two_partials_block_n; 3 x 64 registers),
+  // and at 128 x 64 (96 registers; its tiles are few and short -- 1024^3 -- so each k-step's drain is most of
+  // the k-loop). Blockwise runs them with one set.
+  constexpr bool two_partials_tile = BlockN == scaled_two_partials_block_n && Cluster == max_cluster;
+  constexpr bool may_two_partials = two_partials_tile || BlockN == 64;
   extern __shared__ unsigned char wgmma_smem[];
   const cta_context<tile, Cluster> cta(smem_address(wgmma_smem));
   const auto& smem = cta.smem;
@@ -142,10 +142,11 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
     const int c_barrier = 1 + consumer;
     const bool blockwise = scales.mode == fp8_scaling::blockwise;
     // 16-bit D in staged tiles goes out during the next tile's k-steps (staged_tile_16, as in step 14).
-    // (Not at 128 x 192: the packed tile's 48 registers beside the partial and the total's 192 would spill.)
-    constexpr bool overlapped_stores = sizeof(TD) == 2 && BlockN <= 128;
+    // (Not at 128 x 192: the packed tile's 48 registers beside the partial and the total's 192 would spill; nor
+    // in the two-partials tile, beside its three sets: 100 bytes of spill in the loop, 2026-12-06.)
+    constexpr bool overlapped_stores = sizeof(TD) == 2 && BlockN <= 128 && !two_partials_tile;
     staged_tile_16<TD, tile::accumulators> pending;
-    // The partial set(s): the odd k-steps' own set only at 128 x 144 and 128 x 64.
+    // The partial set(s): the odd k-steps' own set only in the two-partials tile and at 128 x 64.
     float total[tile::accumulators], partial[tile::accumulators],
         partial_odd[may_two_partials ? tile::accumulators : 1];
 #pragma unroll
@@ -161,7 +162,8 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
     bool landed = false;  // the stage at `at` has landed (tested while the last products ran)
     const bool asked = amax != nullptr || fused.bias != nullptr || fused.relu;  // the call's epilogue does anything
     stored_amax<TD> staged_amax;  // the amax of staged tiles (amax_epilogue's: of tiles stored from registers)
-    // items() is read from the parameters at each turn: kept in a register across the tile, it spilled at 128 x 144.
+    // items() is read from the parameters at each turn: kept in a register across the tile, it spilled beside
+    // three partial sets (128 x 144, 2026-12-05).
     for (int item = schedule.first(); item < schedule.items(); item += schedule.stride()) {
       const work_item w = schedule(item);
       const int row_base = w.tile_m * block_m + consumer * wgmma_m, col_base = w.tile_n * BlockN;
@@ -219,7 +221,7 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
         }
       };
       const auto one_set_loop = [&] {
-        if constexpr (!two_partials) {  // (128 x 144 never runs blockwise)
+        {
           constexpr int chunks = tile_block_scales<BlockN>::chunks;
           const tile_block_scales<BlockN> block_scales(scales, origin, col_base, p.m, p.n);  // read where blockwise
           for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
@@ -247,9 +249,7 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
           }
         }
       };
-      if constexpr (two_partials) {
-        two_sets_loop();
-      } else if constexpr (may_two_partials) {
+      if constexpr (may_two_partials) {
         if (blockwise) {
           one_set_loop();
         } else {

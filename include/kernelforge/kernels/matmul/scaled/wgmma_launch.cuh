@@ -45,13 +45,13 @@ struct scaled_instance {
 };
 
 /// Calls f(scaled_instance<...>{}) for the cluster size (1, 2) and tile width
-/// (192 and 144 in clusters of 2 only, 128, 64) chosen at run time.
+/// (192 in clusters of 2 only, 128, 64) chosen at run time. 128 in clusters of
+/// 2 is the two-partials tile (scaled_two_partials_block_n).
 template <class TA, class TB, class TD, class F>
 void with_scaled_instance(int cluster, int block_n, F&& f) {
+  static_assert(scaled_two_partials_block_n == 128, "the two-partials tile: the 128-wide instance in clusters of 2");
   if (block_n == scaled_wide_block_n) {
     f(scaled_instance<TA, TB, TD, 2, scaled_wide_block_n>{});
-  } else if (block_n == scaled_two_partials_block_n) {
-    f(scaled_instance<TA, TB, TD, 2, scaled_two_partials_block_n>{});
   } else if (block_n == 128) {
     if (cluster == 1) {
       f(scaled_instance<TA, TB, TD, 1, 128>{});
@@ -120,11 +120,13 @@ bool try_launch(const scaled_gemm_args<TA, TB, TD>& g, int device, cudaStream_t 
   }
 
   // The tile width by shape (or forced), and clusters of 2 sharing B where there are two tile rows (always at
-  // 192 and 144, whose kernels run in clusters of 2 only: a forced one over a single tile row too).
+  // 192, whose kernel runs in clusters of 2 only, and for the forced two-partials tile, the 128-wide instance
+  // in clusters of 2: over a single tile row too).
   const std::size_t tiles_m = ceil_div(g.m, block_m);
   const int block_n = choose_scaled_block_n(g.m, g.n, g.k, scaled_instance<TA, TB, TD, 1, 128>::resident(device, what),
                                             g.mode == fp8_scaling::blockwise, tile);
-  const bool clustered_only = block_n == scaled_wide_block_n || block_n == scaled_two_partials_block_n;
+  const bool clustered_only =
+      block_n == scaled_wide_block_n || (tile == scaled_wgmma_tile::two_partials && g.mode != fp8_scaling::blockwise);
   const int cluster = tiles_m < 2 && !clustered_only ? 1 : max_cluster;
   const std::size_t tiles_n = ceil_div(g.n, static_cast<std::size_t>(block_n));
   const std::size_t cluster_tiles_m = ceil_div(tiles_m, static_cast<std::size_t>(cluster));

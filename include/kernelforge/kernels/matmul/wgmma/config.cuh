@@ -97,8 +97,8 @@ inline constexpr int max_smem_bytes = 227 * 1024;
 /// CBuffers: the staged epilogue's C buffers per consumer warpgroup.
 template <int BlockN, bool ClusterSplitK = false, int BParts = 1, int CBuffers = c_buffers>
 struct tile_config {
-  static_assert(BlockN == 256 || BlockN == 192 || BlockN == 144 || BlockN == 128 || BlockN == 64,
-                "wgmma block tiles 128 x 256, 128 x 192 or 128 x 144 (FP8), 128 x 128 or 128 x 64");
+  static_assert(BlockN == 256 || BlockN == 192 || BlockN == 128 || BlockN == 64,
+                "wgmma block tiles 128 x 256, 128 x 192, 128 x 128 or 128 x 64");
   static_assert(!ClusterSplitK || BlockN == 128, "the cluster split-k mode runs 128 x 128 tiles");
   static constexpr int block_n = BlockN;
   /// The staged epilogue's C buffers per consumer warpgroup: 2 (they alternate),
@@ -123,7 +123,7 @@ struct tile_config {
   static constexpr int receive_barrier_bytes = ClusterSplitK ? 2 * 8 : 0;
   /// As many stages as fit beside the alignment slack, the C buffers, the
   /// receive buffer and the barriers: 4 x 48 KiB, 6 x 32 KiB, 8 x 24 KiB (5 x
-  /// 32 KiB with ClusterSplitK; FP8's 128 x 144, 5 x 34 KiB) -- the same ~192
+  /// 32 KiB with ClusterSplitK) -- the same ~192
   /// KiB, deeper in k for narrower tiles.
   static constexpr int stages =
       (max_smem_bytes - swizzle_atom_bytes - c_bytes - receive_bytes - receive_barrier_bytes) /
@@ -140,9 +140,6 @@ static_assert(tile_config<256>::stages == 4 && tile_config<128>::stages == 6 && 
                   tile_config<128, true>::stages == 5 && tile_config<64, false, 2>::stages == 6,
               "4, 6 and 8 stages (5 for the cluster split-k, 6 for 64-wide hi and lo), as "
               "benchmarks/tuning/matmul.md#tile_config states");
-static_assert(tile_config<144>::stages == 5 && tile_config<144>::b_box_rows == 72,
-              "FP8's 128 x 144 tile: 5 stages of 34 KiB beside 4 C buffers; B's multicast halves of 72 rows = 9 "
-              "swizzle atoms");
 
 /// The shared-memory carve of one CTA (base: the allocation rounded up to a
 /// swizzle atom): stages x A, stages x B, the C buffers, the receive buffer

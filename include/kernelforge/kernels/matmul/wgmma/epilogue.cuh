@@ -94,7 +94,8 @@ __device__ __forceinline__ void store_tile(const float (&d)[Accumulators], const
 /// functor sees only values inside C (e.g. a bias read per column would
 /// overrun): a chunk wholly inside C, the common case, is tested once for the
 /// whole chunk, and only edge chunks check each value. A tile whose width is
-/// not a whole number of chunks (FP8's 128 x 144) ends in a partial chunk.
+/// not a whole number of chunks would end in a partial chunk (none today: FP8's
+/// 128 x 144 did until 2026-12-07).
 template <class T, class Epilogue, int Accumulators>
 __device__ __forceinline__ void finish_staged_values(float (&d)[Accumulators], const params<T>& ep, int row_base,
                                                      int col_base, const Epilogue& fn) {
@@ -209,9 +210,9 @@ __device__ __forceinline__ void write_chunk_16(std::uint32_t at, int j, const Pa
 ///    buffers are 1024-aligned: the XOR commutes with adding the buffer).
 ///  * finish_staged_values: no bounds checks with the identity functor, no
 ///    multiply where alpha == 1.
-/// A tile whose width is not a whole number of chunks (FP8's 128 x 144: 16
-/// columns past the last) stores those columns from registers, finished: a
-/// chunk's TMA store would write the next tile's columns.
+/// A tile whose width is not a whole number of chunks (none today; FP8's 128 x
+/// 144 until 2026-12-07: 16 columns past the last) stores those columns from
+/// registers, finished: a chunk's TMA store would write the next tile's columns.
 template <class T, int Buffers = c_buffers, class Epilogue, int Accumulators>
 __device__ __forceinline__ void store_tile_staged(float (&d)[Accumulators], const params<T>& ep,
                                                   const CUtensorMap* map_c, std::uint32_t c_smem, int row_base,

@@ -102,16 +102,23 @@ inline int choose_wgmma_block_n(std::size_t m, std::size_t n, int resident_ctas,
 /// thread), and the waves of resident CTAs its tiles must make for it to pay.
 constexpr int scaled_wide_block_n = 192;
 constexpr std::size_t scaled_wide_min_waves = 4;
-/// The FP8 GEMM's two-partials tile (scaled/03_wgmma.cuh): 3 x 72 accumulators
-/// a thread (the total and two partial sets), so the next k-step's products run
-/// while the last ones are promoted. Per-tensor and rowwise scales only (a
-/// 144-wide tile would cut B's 128-column scale blocks at columns that are no
-/// 64-column chunk boundary).
-constexpr int scaled_two_partials_block_n = 144;
+/// The FP8 GEMM's two-partials tile (scaled/03_wgmma.cuh): 128 x 128 in
+/// clusters of 2, 3 x 64 accumulators a thread (the total and two partial
+/// sets), so the next k-step's products run while the last ones are promoted.
+/// Per-tensor and rowwise scales (blockwise runs the same instance with one
+/// set). It was 128 x 144 (3 x 72) until 2026-12-07: 4096^3 at 128 x 144 is
+/// 7.03 rounds of cluster tiles whose 144-wide tiles end in a 16-column chunk
+/// stored by 4-byte writes; at 128 x 128 it is 7.76 rounds and no partial
+/// chunk (cuBLASLt's kernel there is 128 x 128 too). H100, 2026-12-07, two
+/// alternated runs, ours / cuBLASLt at 128 x 144 -> 128 x 128: 4096^3 per-tensor
+/// 0.885 / 0.890 -> 0.975 / 0.975, rowwise 0.888 / 0.887 -> 1.001 / 0.955;
+/// 8192^3 and 4096x7168x16384 within 1.5% either way (matmul.md#fp8,
+/// "Eleventh look").
+constexpr int scaled_two_partials_block_n = 128;
 /// The depth from which the two-partials tile replaces the wide one by shape: its
-/// gain is in the k-loop (no drain at each promotion), its cost (a 144-wide tile
-/// loads 8/9 of the wide one's B per product, and makes 4/3 as many tiles) is
-/// paid per tile. H200, bench_scaled_matmul's two_partials_vs_192 rows, 144 over
+/// gain is in the k-loop (no drain at each promotion), its cost (a narrower tile
+/// loads less B per product, and makes more tiles) is paid per tile; measured
+/// at 128 x 144: H200, bench_scaled_matmul's two_partials_vs_192 rows, 144 over
 /// 192: 4096^3 1.038 / 1.042 (per-tensor / rowwise), 8192^3 1.049 / 1.059,
 /// 4096x7168x16384 1.083 / 1.082, but 8192x8192x1024 (8 k-steps of 128) 0.967 /
 /// 0.983 (benchmarks/tuning/matmul.md#fp8).
@@ -121,20 +128,21 @@ constexpr std::size_t scaled_two_partials_min_k = 2048;
 /// the clusters that would wait (common/last_round.hpp: plan_last_round), into
 /// at most scaled_last_round_max_parts parts of at least
 /// scaled_last_round_min_k_steps k-steps of 128. Where it applies: 4096^3 at
-/// 128 x 144 is 464 cluster tiles on 66 clusters (7.03 rounds: a last round of
-/// 2, 4 parts each), 4096x7168x16384 800 (12.12 rounds, a last round of 8, 4
-/// parts); 8192^3 (1,824 cluster tiles, a last round of 42: more than half the
-/// grid busy) and shapes whose rounds come out whole are not split. The same split took conv2d step 9's C128 layer 11%
-/// faster (H100, conv2d.md#conv2d_wgmma_last_round). Evidence: H100 2026-12-06, with the consumers' turns, two
-/// alternated runs, ours / cuBLASLt: 4096x7168x16384 per-tensor 0.950 -> 0.992, blockwise 0.80 -> 0.84; 4096^3
-/// blockwise 0.80 -> 0.82, per-tensor 0.885 -> 0.888 (matmul.md#fp8, "Seventh look, measured").
+/// 128 x 144 was 464 cluster tiles on 66 clusters (7.03 rounds: a last round of
+/// 2, 4 parts each; at 128 x 128, 512: 7.76 rounds, a last round of 50, not split),
+/// 4096x7168x16384 800 (12.12 rounds, a last round of 8, 4 parts); 8192^3 (1,824 cluster tiles, a last round of 42:
+/// more than half the grid busy) and shapes whose rounds come out whole are not split. The same split took conv2d step
+/// 9's C128 layer 11% faster (H100, conv2d.md#conv2d_wgmma_last_round). Evidence: H100 2026-12-06, with the consumers'
+/// turns, two alternated runs, ours / cuBLASLt: 4096x7168x16384 per-tensor 0.950 -> 0.992, blockwise 0.80 -> 0.84;
+/// 4096^3 blockwise 0.80 -> 0.82, per-tensor 0.885 -> 0.888 (matmul.md#fp8, "Seventh look, measured").
 constexpr std::size_t scaled_last_round_max_parts = 4;
 constexpr std::size_t scaled_last_round_min_k_steps = 4;
 
 /// Which tile the FP8 GEMM runs: by shape (choose_scaled_block_n), or forced
 /// for the tests and bench_scaled_matmul's paired rows: `wide` the 128 x 192
-/// tile, `two_partials` the 128 x 144 one (per-tensor and rowwise; blockwise
-/// keeps the tile by shape). Both forced tiles run in clusters of 2.
+/// tile, `two_partials` the 128 x 128 one with two partial sets (per-tensor and
+/// rowwise; blockwise keeps the tile by shape). Both forced tiles run in
+/// clusters of 2.
 enum class scaled_wgmma_tile { by_shape, wide, two_partials };
 
 /// The FP8 GEMM's tile width: 128 x 192 where those tiles make at least
@@ -155,7 +163,7 @@ enum class scaled_wgmma_tile { by_shape, wide, two_partials };
 ///
 /// Per-tensor and rowwise (not `blockwise`), where the rule picks 128 x 192
 /// and k is at least scaled_two_partials_min_k, the two-partials tile (128 x
-/// 144, scaled_two_partials_block_n) takes its place while tuning.hpp's
+/// 128 in clusters of 2, scaled_two_partials_block_n) takes its place while tuning.hpp's
 /// best_uses_scaled_two_partials is on. `tile` forces a tile for the tests and
 /// bench_scaled_matmul's two_partials_vs_192 rows (scaled_wgmma_tile), whatever
 /// the shape.
