@@ -20,6 +20,10 @@
 //   conv2d_backward/tf32/filter_gemm/<pointwise layer>: the filter row on the
 //     implicit_gemm variant (gradient step 2: kf::matmul on x as it lies),
 //     the route `best` took for pointwise layers before step 9.
+//   conv2d_backward/tf32/<filter|filter_gemm>/n32_c64_56x56_k256_1x1: the same
+//     pair on ResNet-50's 1x1 expansion (K = 256: several output tiles, where
+//     the reduction layer above has one), which `best` also runs on step 9;
+//     these two rows only, to settle the route there.
 //   Counters: gpu_s (ours), baseline_s (cuDNN), frac_cudnn (baseline_s /
 //   gpu_s), TFLOP/s (the forward's FLOPs per pass, 3x for the step),
 //   diff_vs_cudnn (max |ours - cuDNN| / max |cuDNN| of the pass's output);
@@ -252,6 +256,17 @@ void bm_backward(benchmark::State& state, const layer& L, row_kind kind) {
   state.SetLabel(label);
 }
 
+/// ResNet-50's 1x1 expansion (C64 56x56 K256), NHWC: a pointwise layer of several
+/// output tiles, for the TF32 filter route's rows.
+const layer& expansion_layer() {
+  static const layer l = [] {
+    layer e{"n32_c64_56x56_k256_1x1", params(32, 64, 56, 256, 1, 1, 0)};
+    e.p.layout = kf::conv2d_layout::nhwc;
+    return e;
+  }();
+  return l;
+}
+
 template <class T>
 void register_backward() {
   const std::string type = std::string("conv2d_backward/") + nhwc_type_name<T>() + "/";
@@ -271,6 +286,14 @@ void register_backward() {
           bm_backward<T>(s, L, row_kind::filter_gemm);
         }));
       }
+    }
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    for (const auto& [name, kind] :
+         {std::pair{"filter/", row_kind::filter}, std::pair{"filter_gemm/", row_kind::filter_gemm}}) {
+      const row_kind k = kind;
+      configure(benchmark::RegisterBenchmark((type + name + expansion_layer().name).c_str(),
+                                             [k](benchmark::State& s) { bm_backward<T>(s, expansion_layer(), k); }));
     }
   }
 }
