@@ -359,8 +359,10 @@ if [[ $what == profile1x1 ]]; then  # after a build of bench_conv: the 1x1 layer
   # (the layers below cuDNN in the training step). Ours and cuDNN's kernels are captured apart (-k): without a filter the
   # first launches are cuDNN's engine search and ours are never reached (2026-12-05, sixth session).
   b=build-bench/benchmarks/conv/bench_conv
-  for row in 'conv2d_nhwc/fp16/best/n32_c256_56x56_k64_1x1' 'conv2d_backward/fp16/filter/n32_c256_56x56_k64_1x1' \
-    'conv2d_backward/fp16/filter/n32_c256_14x14_k256_3x3_p1'; do
+  # KF_PROFILE_ROWS (space-separated row filters) replaces the three rows, e.g. the TF32 NHWC C128 layer:
+  # KF_PROFILE_ROWS='conv2d_nhwc/tf32/best/n32_c128_28x28_k128_3x3_p1' bash wip/gpu_run.sh profile1x1
+  for row in ${KF_PROFILE_ROWS:-'conv2d_nhwc/fp16/best/n32_c256_56x56_k64_1x1' 'conv2d_backward/fp16/filter/n32_c256_56x56_k64_1x1' \
+    'conv2d_backward/fp16/filter/n32_c256_14x14_k256_3x3_p1'}; do
     tag=$(echo "$row" | tr '/' '_')
     for who in ours cudnn; do
       # ours by namespace (a name filter like conv2d_ also catches cuDNN's engine search, which runs first;
