@@ -93,15 +93,15 @@ __device__ __forceinline__ void store_tile(const float (&d)[Accumulators], const
 /// time) touches nothing else, since TMA clips what lies outside C. Any other
 /// functor sees only values inside C (e.g. a bias read per column would
 /// overrun): a chunk wholly inside C, the common case, is tested once for the
-/// whole chunk, and only edge chunks check each value. A tile whose width is
-/// not a whole number of chunks would end in a partial chunk (none today: FP8's
-/// 128 x 144 did until 2026-12-07).
+/// whole chunk, and only edge chunks check each value. Tiles are whole chunks
+/// wide (64, 128, 192 or 256 columns).
 template <class T, class Epilogue, int Accumulators>
 __device__ __forceinline__ void finish_staged_values(float (&d)[Accumulators], const params<T>& ep, int row_base,
                                                      int col_base, const Epilogue& fn) {
   constexpr int chunk_cols = swizzle_row_bytes / static_cast<int>(sizeof(T));  // 64 halves, 32 floats
   constexpr int groups_per_chunk = chunk_cols / 8;  // accumulator column groups (8 columns each) per chunk
-  constexpr int chunks = (2 * Accumulators + chunk_cols - 1) / chunk_cols;
+  constexpr int chunks = 2 * Accumulators / chunk_cols;
+  static_assert(chunks * chunk_cols == 2 * Accumulators, "staged tiles are a whole number of chunks wide");
   if (ep.alpha != 1.0f) {
 #pragma unroll
     for (int i = 0; i < Accumulators; ++i) d[i] *= ep.alpha;
@@ -122,7 +122,6 @@ __device__ __forceinline__ void finish_staged_values(float (&d)[Accumulators], c
 #pragma unroll
         for (int g = 0; g < groups_per_chunk; ++g) {
           const int c = j * groups_per_chunk + g;  // accumulators 4c .. 4c + 3
-          if (c >= Accumulators / 4) break;        // past a partial last chunk's groups
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = row_in_warpgroup + 8 * h;
@@ -210,17 +209,13 @@ __device__ __forceinline__ void write_chunk_16(std::uint32_t at, int j, const Pa
 ///    buffers are 1024-aligned: the XOR commutes with adding the buffer).
 ///  * finish_staged_values: no bounds checks with the identity functor, no
 ///    multiply where alpha == 1.
-/// A tile whose width is not a whole number of chunks (none today; FP8's 128 x
-/// 144 until 2026-12-07: 16 columns past the last) stores those columns from
-/// registers, finished: a chunk's TMA store would write the next tile's columns.
 template <class T, int Buffers = c_buffers, class Epilogue, int Accumulators>
 __device__ __forceinline__ void store_tile_staged(float (&d)[Accumulators], const params<T>& ep,
                                                   const CUtensorMap* map_c, std::uint32_t c_smem, int row_base,
                                                   int col_base, int barrier, int& buffer, const Epilogue& fn) {
   constexpr int chunk_cols = swizzle_row_bytes / static_cast<int>(sizeof(T));  // 64 halves, 32 floats
-  constexpr int groups_per_chunk = chunk_cols / 8;              // accumulator column groups (8 columns each) per chunk
-  constexpr int chunks = 2 * Accumulators / chunk_cols;         // whole chunks
-  constexpr int tail = Accumulators - chunks * chunk_cols / 2;  // accumulators right of them
+  constexpr int groups_per_chunk = chunk_cols / 8;       // accumulator column groups (8 columns each) per chunk
+  constexpr int chunks = 2 * Accumulators / chunk_cols;  // whole chunks (finish_staged_values asserts it)
   const int tid = static_cast<int>(threadIdx.x % warpgroup_threads);
   const int lane = tid % 32, warp = tid / 32;
   if (row_base >= ep.m) return;  // the whole warpgroup's rows lie below C
@@ -246,14 +241,6 @@ __device__ __forceinline__ void store_tile_staged(float (&d)[Accumulators], cons
         }
       }
     });
-  }
-  if constexpr (tail > 0) {
-    params<T> finished = ep;  // alpha and the functor are applied: stored as they are, C not read (beta == 0)
-    finished.alpha = 1.0f;
-    finished.beta = 0.0f;
-    store_tile<T>(reinterpret_cast<const float(&)[tail]>(d[Accumulators - tail]), finished,
-                  static_cast<long long>(row_base) + 16 * warp + lane / 4,
-                  static_cast<long long>(col_base) + chunks * chunk_cols + 2 * (lane % 4), epilogue::identity{});
   }
 }
 
