@@ -188,10 +188,15 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
     // the Apart instance, whose corrections take 32 more registers): one set, split after the products.
     split_fragments x[SplitAhead ? 2 : 1];
     // One k-block on fragments `cur` (loaded); `next`: where the next k-block's go, if there is one.
+    // The consumers issue their k-blocks' products in turn (warpgroup_turns, as step 15).
+    const warpgroup_turns turns(turn_barrier, consumer);
+    turns.start();
     const auto k_block_step = [&](split_fragments& cur, split_fragments& next, bool has_next) {
       stage = at.stage;
       const int this_stage = stage;
+      turns.take();
       fp32_emulated_k_block_issue<Apart>(partial, correction, hi, lo, mma_with(cur));
+      turns.pass();
       at.advance();
       if (has_next) {
         ring.consumer_wait(at);
@@ -241,6 +246,7 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
         }
       }
     }
+    turns.finish();
     // The last C buffers are read before the CTA's shared memory goes.
     if (p.staged && tid_in_warpgroup == 0) tma_store_wait_read<0>();
   }
