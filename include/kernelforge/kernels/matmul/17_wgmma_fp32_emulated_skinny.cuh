@@ -37,6 +37,10 @@
 //    k-block's products are in flight a warpgroup (the other's beside them).
 //    SplitAhead false splits after the products complete (the same bits; the
 //    paired bench row), as does Apart, whose corrections take 32 registers.
+//  * Turns: the two consumer warpgroups issue each k-block's products in turn
+//    (warpgroup_turns, as step 15), so one's sums always run beside the
+//    other's products: 128 x 8192 x 8192 1.633 -> 1.704x SGEMM (H100,
+//    2026-12-07, same run), and the serial schedule then as fast as split ahead.
 // 128 x 8192 x 8192, paired in one run: H200 (2026-12-04, the guarded split)
 // 60.4 TFLOP/s against step 15's 41.7 (1.45x; 1.29x with the serial
 // schedule), 1.19x cuBLAS SGEMM; H100 (2026-12-06) guarded 59.9 TFLOP/s,

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The twenty-first session's H200 call (2026-12-07): on an H200 only (anything else exits at once, so that a
+# call that gets an H100 costs its start alone): everything built, the CPU conv2d tests, the whole
+# `ctest -L gpu`, the rows the issues' goals are read from -- conv2d fp32 emulation (three processes) and TF32
+# NHWC, matmul fp32_emulated best_vs_cublas, FP8 best_vs_cublaslt. ~500 s.
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT/r"
+name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+echo "device: $name" | tee -a "$OUT/r/summary.txt"
+[[ $name == *H200* ]] || { echo "not an H200: nothing run"; exit 0; }
+KF_ROWS='conv2d(_nhwc)?/fp32_emulated/best_vs_cudnn/n32_|conv2d/fp32/cudnn/n32_|conv2d_nhwc/(tf32|fp16|bf16)/(best|best_fused|cudnn|cudnn_fused)/' \
+  bash wip/gpu_run.sh land
+tar xzf "$OUT/res.tgz" -C "$OUT" 2>/dev/null
+one() {  # LABEL BINARY FILTER
+  BENCHMARK_FILTER="$3" timeout 120 "build-bench/benchmarks/$2" --benchmark_out="$OUT/r/rows_$1.json" \
+    --benchmark_out_format=json >"$OUT/r/rows_$1.log" 2>&1
+  echo "rows $1 rc $?" >>"$OUT/r/summary.txt"
+}
+one conv2 conv/bench_conv 'conv2d(_nhwc)?/fp32_emulated/best_vs_cudnn/n32_|conv2d/fp32/cudnn/n32_'
+one conv3 conv/bench_conv 'conv2d(_nhwc)?/fp32_emulated/best_vs_cudnn/n32_|conv2d/fp32/cudnn/n32_'
+one matmul matmul/bench_matmul 'matmul/fp32_emulated/best_vs_cublas/'
+KF_BENCH_MIN_TIME=0.1 one fp8 matmul/bench_scaled_matmul 'best_vs_cublaslt/'
+cd "$OUT" && rm -f res.tgz && tar czf res.tgz r && rm -rf r
+tar xzf res.tgz -O r/summary.txt | tail -80
