@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The GPU run the wip/ series need, in one device call on a tree with them applied
 # (git am --3way wip/<name>.mbox; README.md here says what each must show).
-# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|land|train|mintime|buildtime|profile1x1|ab|abfresh|abland|abpair|abpair2|tmaprobe|ncufp8|ncufp8mem]
+# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|land|train|mintime|buildtime|profile1x1|ab|abfresh|abland|abpair|abpair2|tmaprobe|ncufp8|ncufp8mem|profilesrc]
 # (mintime, after workflow: bench_conv's preset rows at KF_BENCH_MIN_TIME 0.1 and 0.05, each timed, JSON kept)
 # (workflow: the bench workflow from scratch, timed, then the rest built, ~505 s on 2026-12-05;
 #  land: a fresh machine's one call for a change on main: everything built, the CPU conv2d tests, ctest -L gpu;
@@ -354,6 +354,22 @@ if [[ $what == abpair ]]; then  # patches (KF_AB="name:sanitizer filter of KF_SA
       say "ncu $tag rc $?: $(grep -E 'Duration|Issue Slots Busy|No Eligible|dram__bytes_(read|write).sum|lts__t_bytes.sum' "$R/ncu_$tag.txt" | awk '{print $1, $(NF-1), $(NF)}' | tr '\n' ' ')"
     done
   fi
+fi
+if [[ $what == profilesrc ]]; then  # after a build of bench_conv: per-SASS-instruction stall samples (ncu's source page,
+  # CSV) of one launch of ours and one of cuDNN's on KF_PROFILE_ROWS' first row (default: the TF32 NHWC C128 layer)
+  b=build-bench/benchmarks/conv/bench_conv
+  row=${KF_PROFILE_ROWS:-conv2d_nhwc/tf32/best/n32_c128_28x28_k128_3x3_p1}
+  row=${row%% *}
+  for who in ours cudnn; do
+    k='regex:kf::detail::' base=demangled
+    [[ $who == cudnn ]] && k='regex:nvjet|xmma|cutlass|splitK|^Kernel' base=function
+    KF_BENCH_MIN_TIME=0.001 timeout 150 ncu --clock-control none --kernel-name-base $base -k "$k" --launch-skip 2 --launch-count 1 \
+      --section SourceCounters --section WarpStateStats --import-source no -f -o "/tmp/src_$who" \
+      "$b" --benchmark_filter="$row" >"$R/ncusrc_$who.log" 2>&1
+    say "ncu source $who rc $?"
+    ncu --import "/tmp/src_$who.ncu-rep" --page source --print-source sass --csv >"$R/ncusrc_$who.csv" 2>&1
+    say "ncu source page $who rc $? ($(wc -l <"$R/ncusrc_$who.csv") lines)"
+  done
 fi
 if [[ $what == profile1x1 ]]; then  # after a build of bench_conv: the 1x1 layer's 16-bit forward and dw, and the C256 dw, ours and cuDNN's, under ncu
   # (the layers below cuDNN in the training step). Ours and cuDNN's kernels are captured apart (-k): without a filter the
