@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The GPU run the wip/ series need, in one device call on a tree with them applied
 # (git am --3way wip/<name>.mbox; README.md here says what each must show).
-# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|land|train|mintime|buildtime|profile1x1|ab|abfresh|abland|abpair|abpair2|tmaprobe|ncufp8|ncufp8mem|profilesrc]
+# From the repository root of the device's copy: bash wip/gpu_run.sh [build|tests|san|rows|all|ncu|workflow|gputests|land|train|mintime|buildtime|profile1x1|ab|abfresh|abland|abpair|abpair2|tmaprobe|ncufp8|ncufp8mem|profilesrc|tmac128]
 # (mintime, after workflow: bench_conv's preset rows at KF_BENCH_MIN_TIME 0.1 and 0.05, each timed, JSON kept)
 # (workflow: the bench workflow from scratch, timed, then the rest built, ~505 s on 2026-12-05;
 #  land: a fresh machine's one call for a change on main: everything built, the CPU conv2d tests, ctest -L gpu;
@@ -461,6 +461,12 @@ if [[ $what == tmaprobe ]]; then  # wip/probes/tma_rows.cu: TMA boxes of step 3'
     timeout 60 /tmp/tma_rows >"$R/tma_rows.txt" 2>&1
   say "tmaprobe rc $?"
   cat "$R/tma_rows.txt" >>"$R/summary.txt"
+fi
+if [[ $what == tmac128 ]]; then  # wip/probes/tma_c128.cu: the TF32 NHWC C128 layer's stages streamed into a ring, no math (~30 s)
+  nvcc -std=c++17 -O3 -arch=sm_90a -Iinclude -lcuda wip/probes/tma_c128.cu -o /tmp/tma_c128 >"$R/tma_c128_build.log" 2>&1 &&
+    timeout 60 /tmp/tma_c128 >"$R/tma_c128.txt" 2>&1
+  say "tmac128 rc $?"
+  cat "$R/tma_c128.txt" >>"$R/summary.txt"
 fi
 if [[ $what == buildtime ]]; then  # the bench build timed, its longest units (ninja log), then bench_conv as the preset runs it
   # (writes straight to $OUT: a call that runs out of time still returns what it wrote)
