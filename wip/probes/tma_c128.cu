@@ -16,7 +16,7 @@
 //   b_shared N  the filter shared in clusters of N (2, 4, 8): CTA r issues rows r 128/N ..
 //               of B and multicasts them to the cluster, its own A box as ours
 // Printed: microseconds a stage a CTA (the kernel takes ~0.51 a k-step: 18.5 us a tile of 36)
-// and GB/s landed an SM.
+// and GB/s landed an SM. Then the same for the 16-bit layer's filter-column k-steps (below).
 // Build and run (the device): nvcc -std=c++17 -O3 -arch=sm_90a -Iinclude -lcuda wip/probes/tma_c128.cu -o /tmp/tma_c128
 // && /tmp/tma_c128
 #include <vector>
@@ -129,6 +129,107 @@ void run(const char* name, const maps& m, int ctas, int steps) {
               ms * 1e3 / steps, landed / n / (ms * 1e-3) / 1e9);
 }
 
+// ---- the 16-bit C128 layer's filter-column k-steps ---------------------------------------------
+// Step 7's 16-bit plan for N32 28x28 C128 K128 3x3: 256 tiles of 8 x 16 pixels (one image), 6 k-steps
+// (3 filter columns x 2 blocks of 64 channels), each an A box of 8 x 18 pixels x 64 halves (18 KiB: the
+// column's three taps) and three B slices of 64 x 128 (48 KiB), 3 stages of 66 KiB. The kernel runs the
+// layer in ~23 us (2 rounds of tiles): ~1.9 us a k-step.
+constexpr int kHalfA = 18 * 1024, kHalfB = 16 * 1024;
+constexpr int kHalfStage = kHalfA + 3 * kHalfB;
+
+template <int Stages, variant V, int Cluster>
+__global__ void __launch_bounds__(64, 1)
+    stream_c128_half(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w, int steps) {
+#if KF_ARCH_SM90A
+  extern __shared__ unsigned char smem[];
+  const probe_ring<Stages, kHalfStage> r(smem, Cluster);
+  if constexpr (Cluster > 1) cluster_sync();
+  const int rank = Cluster > 1 ? static_cast<int>(cluster_rank()) : 0;
+  constexpr bool kA = V != b_only, kB = V != a_only;
+  constexpr unsigned kBytes = (kA ? kHalfA : 0) + (kB ? 3 * kHalfB : 0);
+  if (threadIdx.x == 0) {
+    ring_position<Stages> at;
+    for (int i = 0; i < steps; ++i) {
+      const int tile = (static_cast<int>(blockIdx.x) * 7 + i / 6) % 256;
+      const int s = i % 6 / 2, chunk = i % 2;
+      const std::uint32_t full = r.ring.producer_acquire(at, kBytes);
+      const std::uint32_t stage = r.stage(at);
+      if constexpr (kA)
+        tma_load_4d(stage, &map_x, chunk * 64, tile % 4 * 8 - 1 + s, tile / 4 % 2 * 16 - 1, tile / 8, full);
+      if constexpr (kB) {
+        for (int j = 0; j < 3; ++j) {
+          const std::uint32_t slot = stage + kHalfA + j * kHalfB;
+          if constexpr (Cluster > 1) {
+            constexpr int kRows = kK / Cluster;
+            tma_load_3d_multicast_probe(slot + rank * kRows * 128, &map_w, chunk * 64, j * 3 + s, rank * kRows, full,
+                                        static_cast<std::uint16_t>((1u << Cluster) - 1));
+          } else {
+            tma_load_3d(slot, &map_w, chunk * 64, j * 3 + s, 0, full);
+          }
+        }
+      }
+      at.advance();
+    }
+  } else if (threadIdx.x == 32) {
+    drain<Stages, Cluster>(r.ring, steps);
+  }
+  if constexpr (Cluster > 1) cluster_sync();
+#endif
+}
+
+template <int Stages, variant V, int Cluster>
+void run_half(const char* name, const CUtensorMap& map_x, const CUtensorMap& map_w, int ctas, int steps) {
+  auto kernel = stream_c128_half<Stages, V, Cluster>;
+  const int n = ctas / Cluster * Cluster;
+  const int smem = ring_smem<Stages, decltype(kernel), kHalfStage>(kernel);
+  cudaLaunchAttribute cluster_dims{};
+  const cudaLaunchConfig_t config =
+      cluster_launch_config(dim3(static_cast<unsigned>(n)), dim3(64), smem, nullptr, Cluster, cluster_dims);
+  auto launch = [&] { CHECK(cudaLaunchKernelEx(&config, kernel, map_x, map_w, steps)); };
+  launch();
+  CHECK(cudaDeviceSynchronize());
+  const float ms = time_ms(launch);
+  const double landed = (V == a_only ? double(kHalfA) : V == b_only ? 3.0 * kHalfB : double(kHalfStage)) * n * steps;
+  std::printf("fp16 %-12s stages %d, %3d CTAs: %6.3f us a stage a CTA, %6.2f GB/s landed an SM\n", name, Stages, n,
+              ms * 1e3 / steps, landed / n / (ms * 1e-3) / 1e9);
+}
+
+void run_half_variants(int sms) {
+  const std::size_t xn = static_cast<std::size_t>(kN) * kH * kW * kC, wn = static_cast<std::size_t>(kK) * kTaps * kC;
+  std::vector<__half> host(xn > wn ? xn : wn);
+  for (std::size_t i = 0; i < host.size(); ++i) host[i] = __float2half(static_cast<float>(i % 17) - 8.0f);
+  __half *x = nullptr, *w = nullptr;
+  CHECK(cudaMalloc(&x, xn * sizeof(__half)));
+  CHECK(cudaMalloc(&w, wn * sizeof(__half)));
+  CHECK(cudaMemcpy(x, host.data(), xn * sizeof(__half), cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(w, host.data(), wn * sizeof(__half), cudaMemcpyHostToDevice));
+  using u64 = cuuint64_t;
+  using u32 = cuuint32_t;
+  const u64 pixel = kC * 2ull;
+  const u64 dims[4] = {kC, kW, kH, kN};
+  const u64 strides[3] = {pixel, pixel * kW, pixel * kW * kH};
+  const u32 box[4] = {64, 8, 18, 1};
+  const u64 wdims[3] = {kC, kTaps, kK};
+  const u64 wstrides[2] = {pixel, pixel * kTaps};
+  const u32 wbox[3] = {64, 1, kK}, wbox8[3] = {64, 1, kK / 8};
+  CUtensorMap map_x{}, map_w{}, map_w8{};
+  if (!encode_sw128_tiled(map_x, x, 4, dims, strides, box) || !encode_sw128_tiled(map_w, w, 3, wdims, wstrides, wbox) ||
+      !encode_sw128_tiled(map_w8, w, 3, wdims, wstrides, wbox8)) {
+    std::printf("fp16: a map was rejected\n");
+    return;
+  }
+  constexpr int steps = 6 * 60;
+  for (int repeat = 0; repeat < 2; ++repeat) {
+    run_half<3, ours, 1>("ours", map_x, map_w, sms, steps);
+    run_half<3, a_only, 1>("a_only", map_x, map_w, sms, steps);
+    run_half<3, b_only, 1>("b_only", map_x, map_w, sms, steps);
+    run_half<3, ours, 1>("ours (120)", map_x, map_w, 120, steps);
+    run_half<3, b_shared, 8>("b_shared 8", map_x, map_w8, 120, steps);
+  }
+  CHECK(cudaFree(x));
+  CHECK(cudaFree(w));
+}
+
 }  // namespace
 
 int main() {
@@ -160,5 +261,6 @@ int main() {
   }
   CHECK(cudaFree(x));
   CHECK(cudaFree(w));
+  run_half_variants(sms);
   return 0;
 }
