@@ -54,6 +54,12 @@ san() {  # TOOL FILTER (of KF_SAN_BIN, a test binary under build-bench/tests, de
     --gtest_brief=1 >"$R/san_$1_$RANDOM.log" 2>&1
   say "san $1 [$2] rc $?"
 }
+ncu_kernels() {  # ours|cudnn: sets k and base, ncu's kernel filter for our kernels or cuDNN's. Ours by namespace
+  # (a name filter like conv2d_ also catches cuDNN's engine search, which runs first; kf:: alone also caught
+  # bench_conv's comparison kernels, kf::bench::compare_kernel: 2026-12-05)
+  k='regex:kf::detail::' base=demangled
+  [[ $1 == cudnn ]] && k='regex:nvjet|xmma|cutlass|splitK|^Kernel' base=function
+}
 undo_patch() {  # NAME: wip/NAME.mbox taken back out, and what it touched marked for the next call's touch
   patch -R -p1 -s <"wip/$1.mbox" || say "patch -R $1 failed"
   sed -n 's#^+++ b/##p' "wip/$1.mbox" >>build-bench/.kf_touch
@@ -361,8 +367,7 @@ if [[ $what == profilesrc ]]; then  # after a build of bench_conv: per-SASS-inst
   row=${KF_PROFILE_ROWS:-conv2d_nhwc/tf32/best/n32_c128_28x28_k128_3x3_p1}
   row=${row%% *}
   for who in ours cudnn; do
-    k='regex:kf::detail::' base=demangled
-    [[ $who == cudnn ]] && k='regex:nvjet|xmma|cutlass|splitK|^Kernel' base=function
+    ncu_kernels "$who"
     KF_BENCH_MIN_TIME=0.001 timeout 150 ncu --clock-control none --kernel-name-base $base -k "$k" --launch-skip 2 --launch-count 1 \
       --section SourceCounters --section WarpStateStats --import-source no -f -o "/tmp/src_$who" \
       "$b" --benchmark_filter="$row" >"$R/ncusrc_$who.log" 2>&1
@@ -381,10 +386,7 @@ if [[ $what == profile1x1 ]]; then  # after a build of bench_conv: the 1x1 layer
     'conv2d_backward/fp16/filter/n32_c256_14x14_k256_3x3_p1'}; do
     tag=$(echo "$row" | tr '/' '_')
     for who in ours cudnn; do
-      # ours by namespace (a name filter like conv2d_ also catches cuDNN's engine search, which runs first;
-      # kf:: alone also caught bench_conv's comparison kernels, kf::bench::compare_kernel: 2026-12-05)
-      k='regex:kf::detail::' base=demangled
-      [[ $who == cudnn ]] && k='regex:nvjet|xmma|cutlass|splitK|^Kernel' base=function
+      ncu_kernels "$who"
       KF_BENCH_MIN_TIME=0.001 timeout 120 ncu --clock-control none --kernel-name-base $base -k "$k" --launch-skip 2 --launch-count 4 \
         --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
         --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis --section SourceCounters \

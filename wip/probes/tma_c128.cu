@@ -19,6 +19,7 @@
 // and GB/s landed an SM. Then the same for the 16-bit layer's filter-column k-steps (below).
 // Build and run (the device): nvcc -std=c++17 -O3 -arch=sm_90a -Iinclude -lcuda wip/probes/tma_c128.cu -o /tmp/tma_c128
 // && /tmp/tma_c128
+#include <string>
 #include <vector>
 
 #include "tma_probe.cuh"
@@ -111,22 +112,30 @@ bool encode_maps(maps& m, const float* x, const float* w) {
   return ok;
 }
 
+/// One launch of `kernel` over n CTAs in clusters of `cluster`, timed after a launch that warms L2 (x and
+/// the filter read once), and the line that says it: microseconds a stage a CTA, GB/s landed an SM.
+template <class Kernel, class... Args>
+void time_and_print(const char* label, int stages, Kernel kernel, int n, int cluster, int smem, int steps,
+                    double stage_bytes, const Args&... args) {
+  cudaLaunchAttribute cluster_dims{};
+  const cudaLaunchConfig_t config =
+      cluster_launch_config(dim3(static_cast<unsigned>(n)), dim3(64), smem, nullptr, cluster, cluster_dims);
+  auto launch = [&] { CHECK(cudaLaunchKernelEx(&config, kernel, args..., steps)); };
+  launch();
+  CHECK(cudaDeviceSynchronize());
+  const float ms = time_ms(launch);
+  std::printf("%-17s stages %d, %3d CTAs: %6.3f us a stage a CTA, %6.2f GB/s landed an SM\n", label, stages, n,
+              ms * 1e3 / steps, stage_bytes * steps / (ms * 1e-3) / 1e9);
+}
+
 template <int Stages, variant V, int Cluster>
 void run(const char* name, const maps& m, int ctas, int steps) {
   auto kernel = stream_c128<Stages, V, Cluster>;
   const int n = ctas / Cluster * Cluster;
   const int smem = ring_smem<Stages, decltype(kernel), kStageBytes>(kernel);
   const CUtensorMap& w = Cluster == 1 ? m.w : m.w_part[Cluster == 2 ? 1 : Cluster == 4 ? 2 : 3];
-  cudaLaunchAttribute cluster_dims{};
-  const cudaLaunchConfig_t config =
-      cluster_launch_config(dim3(static_cast<unsigned>(n)), dim3(64), smem, nullptr, Cluster, cluster_dims);
-  auto launch = [&] { CHECK(cudaLaunchKernelEx(&config, kernel, m.x, m.run, w, steps)); };
-  launch();  // warm: x and the filter into L2
-  CHECK(cudaDeviceSynchronize());
-  const float ms = time_ms(launch);
-  const double landed = (V == a_only || V == b_only ? 0.5 : 1.0) * n * steps * kStageBytes;
-  std::printf("%-12s stages %d, %3d CTAs: %6.3f us a stage a CTA, %6.2f GB/s landed an SM\n", name, Stages, n,
-              ms * 1e3 / steps, landed / n / (ms * 1e-3) / 1e9);
+  time_and_print(name, Stages, kernel, n, Cluster, smem, steps, (V == a_only || V == b_only ? 0.5 : 1.0) * kStageBytes,
+                 m.x, m.run, w);
 }
 
 // ---- the 16-bit C128 layer's filter-column k-steps ---------------------------------------------
@@ -182,16 +191,12 @@ void run_half(const char* name, const CUtensorMap& map_x, const CUtensorMap& map
   auto kernel = stream_c128_half<Stages, V, Cluster>;
   const int n = ctas / Cluster * Cluster;
   const int smem = ring_smem<Stages, decltype(kernel), kHalfStage>(kernel);
-  cudaLaunchAttribute cluster_dims{};
-  const cudaLaunchConfig_t config =
-      cluster_launch_config(dim3(static_cast<unsigned>(n)), dim3(64), smem, nullptr, Cluster, cluster_dims);
-  auto launch = [&] { CHECK(cudaLaunchKernelEx(&config, kernel, map_x, map_w, steps)); };
-  launch();
-  CHECK(cudaDeviceSynchronize());
-  const float ms = time_ms(launch);
-  const double landed = (V == a_only ? double(kHalfA) : V == b_only ? 3.0 * kHalfB : double(kHalfStage)) * n * steps;
-  std::printf("fp16 %-12s stages %d, %3d CTAs: %6.3f us a stage a CTA, %6.2f GB/s landed an SM\n", name, Stages, n,
-              ms * 1e3 / steps, landed / n / (ms * 1e-3) / 1e9);
+  const std::string label = std::string("fp16 ") + name;
+  time_and_print(label.c_str(), Stages, kernel, n, Cluster, smem, steps,
+                 V == a_only   ? double(kHalfA)
+                 : V == b_only ? 3.0 * kHalfB
+                               : double(kHalfStage),
+                 map_x, map_w);
 }
 
 void run_half_variants(int sms) {
