@@ -43,6 +43,20 @@ __device__ __forceinline__ void tma_load_3d_multicast_probe(std::uint32_t dst, c
       "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar), "h"(mask)
       : "memory");
 }
+
+/// The filter slice (box c0.. of 32 or 64 channels, one tap, all kK output channels) into `dst`: whole,
+/// or -- Cluster > 1 -- this CTA's kK / Cluster rows, multicast to every CTA of the cluster.
+template <int Cluster>
+__device__ __forceinline__ void load_filter_slice(std::uint32_t dst, const CUtensorMap* map, int c0, int tap, int rank,
+                                                  std::uint32_t full) {
+  if constexpr (Cluster > 1) {
+    constexpr int kRows = kK / Cluster;
+    tma_load_3d_multicast_probe(dst + rank * kRows * 128, map, c0, tap, rank * kRows, full,
+                                static_cast<std::uint16_t>((1u << Cluster) - 1));
+  } else {
+    tma_load_3d(dst, map, c0, tap, 0, full);
+  }
+}
 #endif
 
 template <int Stages, variant V, int Cluster>
@@ -72,15 +86,7 @@ __global__ void __launch_bounds__(64, 1)
           tma_load_4d(stage, &map_x, chunk * 32, q0 - 1 + tap % 3, p0 - 1 + tap / 3, n0, full);
         }
       }
-      if constexpr (kB) {
-        if constexpr (Cluster > 1) {
-          constexpr int kRows = kK / Cluster;
-          tma_load_3d_multicast_probe(stage + kHalf + rank * kRows * 128, &map_w, chunk * 32, tap, rank * kRows, full,
-                                      static_cast<std::uint16_t>((1u << Cluster) - 1));
-        } else {
-          tma_load_3d(stage + kHalf, &map_w, chunk * 32, tap, 0, full);
-        }
-      }
+      if constexpr (kB) load_filter_slice<Cluster>(stage + kHalf, &map_w, chunk * 32, tap, rank, full);
       at.advance();
     }
   } else if (threadIdx.x == 32) {
@@ -110,6 +116,18 @@ bool encode_maps(maps& m, const float* x, const float* w) {
     ok = ok && encode_sw128_tiled(j == 0 ? m.w : m.w_part[j], w, 3, wdims, wstrides, wbox);
   }
   return ok;
+}
+
+/// The layer's input (N x H x W x C) and filter (K x 3 x 3 x C) in device memory, small integers: x and w.
+template <class T>
+void upload_layer(T*& x, T*& w) {
+  const std::size_t xn = static_cast<std::size_t>(kN) * kH * kW * kC, wn = static_cast<std::size_t>(kK) * kTaps * kC;
+  std::vector<T> host(xn > wn ? xn : wn);
+  for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<T>(static_cast<float>(i % 17) - 8.0f);
+  CHECK(cudaMalloc(&x, xn * sizeof(T)));
+  CHECK(cudaMalloc(&w, wn * sizeof(T)));
+  CHECK(cudaMemcpy(x, host.data(), xn * sizeof(T), cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(w, host.data(), wn * sizeof(T), cudaMemcpyHostToDevice));
 }
 
 /// One launch of `kernel` over n CTAs in clusters of `cluster`, timed after a launch that warms L2 (x and
@@ -167,14 +185,7 @@ __global__ void __launch_bounds__(64, 1)
         tma_load_4d(stage, &map_x, chunk * 64, tile % 4 * 8 - 1 + s, tile / 4 % 2 * 16 - 1, tile / 8, full);
       if constexpr (kB) {
         for (int j = 0; j < 3; ++j) {
-          const std::uint32_t slot = stage + kHalfA + j * kHalfB;
-          if constexpr (Cluster > 1) {
-            constexpr int kRows = kK / Cluster;
-            tma_load_3d_multicast_probe(slot + rank * kRows * 128, &map_w, chunk * 64, j * 3 + s, rank * kRows, full,
-                                        static_cast<std::uint16_t>((1u << Cluster) - 1));
-          } else {
-            tma_load_3d(slot, &map_w, chunk * 64, j * 3 + s, 0, full);
-          }
+          load_filter_slice<Cluster>(stage + kHalfA + j * kHalfB, &map_w, chunk * 64, j * 3 + s, rank, full);
         }
       }
       at.advance();
@@ -200,14 +211,8 @@ void run_half(const char* name, const CUtensorMap& map_x, const CUtensorMap& map
 }
 
 void run_half_variants(int sms) {
-  const std::size_t xn = static_cast<std::size_t>(kN) * kH * kW * kC, wn = static_cast<std::size_t>(kK) * kTaps * kC;
-  std::vector<__half> host(xn > wn ? xn : wn);
-  for (std::size_t i = 0; i < host.size(); ++i) host[i] = __float2half(static_cast<float>(i % 17) - 8.0f);
   __half *x = nullptr, *w = nullptr;
-  CHECK(cudaMalloc(&x, xn * sizeof(__half)));
-  CHECK(cudaMalloc(&w, wn * sizeof(__half)));
-  CHECK(cudaMemcpy(x, host.data(), xn * sizeof(__half), cudaMemcpyHostToDevice));
-  CHECK(cudaMemcpy(w, host.data(), wn * sizeof(__half), cudaMemcpyHostToDevice));
+  upload_layer(x, w);
   using u64 = cuuint64_t;
   using u32 = cuuint32_t;
   const u64 pixel = kC * 2ull;
@@ -240,14 +245,8 @@ void run_half_variants(int sms) {
 int main() {
   int sms = 0;
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  const std::size_t xn = static_cast<std::size_t>(kN) * kH * kW * kC, wn = static_cast<std::size_t>(kK) * kTaps * kC;
-  std::vector<float> host(xn > wn ? xn : wn);
-  for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i % 17) - 8.0f;
   float *x = nullptr, *w = nullptr;
-  CHECK(cudaMalloc(&x, xn * sizeof(float)));
-  CHECK(cudaMalloc(&w, wn * sizeof(float)));
-  CHECK(cudaMemcpy(x, host.data(), xn * sizeof(float), cudaMemcpyHostToDevice));
-  CHECK(cudaMemcpy(w, host.data(), wn * sizeof(float), cudaMemcpyHostToDevice));
+  upload_layer(x, w);
   maps m;
   if (!encode_maps(m, x, w)) {
     std::printf("a map was rejected\n");
