@@ -7,7 +7,7 @@ OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT/r"
 name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 echo "device: $name" | tee -a "$OUT/r/summary.txt"
-[[ $name == *H200* ]] || { echo "not an H200: nothing run"; exit 0; }
+[[ $name == *H200* || -n ${KF_ANY_HOPPER:-} ]] || { echo "not an H200: nothing run"; exit 0; }
 KF_ROWS='conv2d(_nhwc)?/fp32_emulated/best_vs_cudnn/n32_|conv2d/fp32/cudnn/n32_|conv2d_nhwc/(tf32|fp16|bf16)/(best|best_fused|cudnn|cudnn_fused)/' \
   bash wip/gpu_run.sh land
 tar xzf "$OUT/res.tgz" -C "$OUT" 2>/dev/null
