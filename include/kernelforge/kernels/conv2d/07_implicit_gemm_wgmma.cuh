@@ -279,21 +279,22 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
       int previous = -1;
       for (int kt = 0; kt < prm.k_steps; ++kt) {
         ring.consumer_wait(at);
-        const std::uint32_t b_stage = b_smem + (resident_filter ? kt : at.stage) * kBTile;
+        // The stage's two descriptors, once a k-step; each product's is an add to their low words.
+        const std::uint64_t a_stage = smem_descriptor_sw128(a_smem + at.stage * a_slot_bytes<Rows>);
+        const std::uint64_t b_stage = filter_descriptor<T, Filter>(b_smem + (resident_filter ? kt : at.stage) * kBTile);
         wgmma_fence();
 #pragma unroll
         for (int j = 0; j < Rows; ++j) {  // tap (r0 + j, s): its A rows one swizzle atom a tap further in
-          const std::uint32_t b_tile = b_stage + j * b_tile_bytes<BN>;
 #pragma unroll
           for (int m = 0; m < kBlocks; ++m) {
             const int block = PingPong ? m : consumer;
-            const std::uint32_t a_tile =
-                a_smem + at.stage * a_slot_bytes<Rows> + block * block_bytes + j * column_tap_bytes;
+            const std::uint32_t a_offset = block * block_bytes + j * column_tap_bytes;  // in the stage's A box
 #pragma unroll
             for (int kk = 0; kk < row_bytes / product_bytes<T>; ++kk) {
               const std::uint32_t k_bytes = kk * product_bytes<T>;  // along the swizzled row
               wgmma::element<T>::template mma<filter_trans_b<Filter>, kAcc>(
-                  d[m], smem_descriptor_sw128(a_tile + k_bytes), filter_descriptor<T, Filter>(b_tile, kk));
+                  d[m], smem_descriptor_advance(a_stage, a_offset + k_bytes),
+                  smem_descriptor_advance(b_stage, j * b_tile_bytes<BN> + filter_product_offset<T, Filter>(kk)));
             }
           }
         }

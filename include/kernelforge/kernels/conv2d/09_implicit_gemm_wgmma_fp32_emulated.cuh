@@ -109,14 +109,15 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
     setmaxnreg_inc<wgmma::consumer_registers>();
     const int consumer = warpgroup - 1;
     const int lane = tid_in_warpgroup % 32;
-    // A (stage a, this warpgroup's 64 rows) x B (stage b): the stage's 32 channels in 4 products.
+    // A (stage a, this warpgroup's 64 rows) x B (stage b): the stage's 32 channels in 4 products, their
+    // descriptors an add to the stages' low words (smem_descriptor_advance).
     const auto mma = [&](float(&d)[kAcc], int a_stage, int b_stage, bool fresh) {
-      const std::uint32_t a_tile = smem.a + a_stage * a_tile_bytes + consumer * wgmma_m * row_bytes;
-      const std::uint32_t b_tile = smem.b + b_stage * b_tile_bytes<BN>;
+      const std::uint64_t a = smem_descriptor_sw128(smem.a + a_stage * a_tile_bytes + consumer * wgmma_m * row_bytes);
+      const std::uint64_t b = smem_descriptor_sw128(smem.b + b_stage * b_tile_bytes<BN>);
 #pragma unroll
       for (int kk = 0; kk < row_bytes / product_bytes<float>; ++kk) {
         const std::uint32_t k_bytes = kk * product_bytes<float>;  // along the swizzled row
-        wgmma_m64nNk8_tf32<BN>(d, smem_descriptor_sw128(a_tile + k_bytes), smem_descriptor_sw128(b_tile + k_bytes),
+        wgmma_m64nNk8_tf32<BN>(d, smem_descriptor_advance(a, k_bytes), smem_descriptor_advance(b, k_bytes),
                                fresh && kk == 0 ? 0u : 1u);
       }
     };

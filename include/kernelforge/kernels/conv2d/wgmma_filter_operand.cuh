@@ -64,16 +64,26 @@ __device__ __forceinline__ void load_filter_slice(std::uint32_t b_tile, const CU
   }
 }
 
-/// A consumer: the descriptor of product kk's B (reduction channels kk
-/// wgmma_k ..) in the slice at `b_tile`: kk products along the swizzled rows
-/// (forward), or kk wgmma_k rows further (the unturned filter).
+/// A consumer: how far product kk's B (reduction channels kk wgmma_k ..) lies
+/// from its slice's start: kk products along the swizzled rows (forward), or kk
+/// wgmma_k rows further (the unturned filter).
 template <class T, conv2d_wgmma_filter Filter>
-__device__ __forceinline__ std::uint64_t filter_descriptor(std::uint32_t b_tile, int kk) {
+__device__ __forceinline__ std::uint32_t filter_product_offset(int kk) {
   if constexpr (Filter == conv2d_wgmma_filter::forward) {
-    return smem_descriptor_sw128(b_tile + kk * product_bytes<T>);
+    return static_cast<std::uint32_t>(kk * product_bytes<T>);
   } else {
-    constexpr int product_rows_bytes = wgmma::element<T>::wgmma_k * row_bytes;
-    return smem_descriptor_sw128(b_tile + kk * product_rows_bytes, n_major_box_bytes, swizzle_atom_bytes);
+    return static_cast<std::uint32_t>(kk * wgmma::element<T>::wgmma_k * row_bytes);
+  }
+}
+
+/// A consumer: the descriptor of the B slice at `b_tile` (its first product;
+/// product kk's is smem_descriptor_advance(it, filter_product_offset(kk))).
+template <class T, conv2d_wgmma_filter Filter>
+__device__ __forceinline__ std::uint64_t filter_descriptor(std::uint32_t b_tile) {
+  if constexpr (Filter == conv2d_wgmma_filter::forward) {
+    return smem_descriptor_sw128(b_tile);
+  } else {
+    return smem_descriptor_sw128(b_tile, n_major_box_bytes, swizzle_atom_bytes);
   }
 }
 #endif  // KF_ARCH_SM90A
