@@ -43,9 +43,9 @@
 // (wgmma_plan.hpp: conv2d_fp32_emulated_takes).
 // Figures (bench_conv, paired with cuDNN's fastest exact fp32 algorithm of the
 // same process, re-timed; N32 3x3 p1 C64 56x56 / C128 28x28 / C256 14x14), H100
-// (2026-12-06, the last figures; the H200's are owed): NCHW 1.19 / 1.11 / 1.12x,
-// NHWC against cuDNN's NHWC 2.27 / 1.79 / 2.16x; max error 2-5e-8 of sum |x w|
-// against cuDNN's 6e-8 to 1.6e-6.
+// (2026-12-07, the median of three processes; the H200's are owed): NCHW 1.16 /
+// 1.12 / 1.14x, NHWC against cuDNN's NHWC 2.22 / 1.79 / 2.18x; max error 2-5e-8
+// of sum |x w| against cuDNN's 7e-8 to 1.6e-6.
 // More (the profile, what was tried): benchmarks/tuning/conv2d.md#conv2d-fp32-emulation.
 #pragma once
 
