@@ -10,6 +10,11 @@
 # layers (dx runs the forward on the turned filter), alternated twice.
 name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+# wip/probes/desc_shift.cu (~15 s): can a wgmma A descriptor start at any row of a swizzled halo box, 8-row
+# groups 1280 bytes apart (the nine taps of one (8 + 2) x (16 + 2) box)? Printed in full; the rest follows.
+{ nvcc -std=c++17 -O3 -arch=sm_90a -Iinclude wip/probes/desc_shift.cu -o /tmp/desc_shift && /tmp/desc_shift; } \
+  >"$OUT/desc_shift.txt" 2>&1; cat "$OUT/desc_shift.txt"
 [[ $name == *H200* && -z ${KF_AB_ONLY:-} ]] && exec bash wip/s21_h200.sh
 export KF_AB='tf32-filter-column:*f32_implicit_gemm_wgmma_columns_*:*f32_best_tf32_columns_*'
 export KF_SAN_BIN=test_conv2d_nhwc_gpu
