@@ -17,7 +17,11 @@
 // integers), with what three models of the hardware would read:
 //   absolute  the swizzle phase is the byte address's bits 7-9 (what TMA does)
 //   relative  the phase counts rows from the start address, plus the base-offset field
+//   group     the phase is the row within its 8-row group, plus the base-offset field (hardware that
+//             assumes the groups are whole atoms apart)
 //   none      (sanity) the phase is ignored
+// If only "group" matches at a 1280-byte stride, a box 16 pixels wide (2048 bytes a row of the box)
+// would still serve nine taps.
 // Build and run (the device): nvcc -std=c++17 -O3 -arch=sm_90a -Iinclude wip/probes/desc_shift.cu
 // -o /tmp/desc_shift && /tmp/desc_shift
 #include <cstdint>
@@ -37,10 +41,10 @@ constexpr int kBRows = 64;     // B region: 64 rows (n) of 128 bytes
 constexpr int kN = 64;
 
 struct probe_case {
-  int start_row;   // the descriptor's first row (128 bytes each)
-  int sbo_rows;    // rows between 8-row groups
-  int base_off;    // the descriptor's base-offset field (bits 49-51)
-  int k_bytes;     // byte offset along k inside the row (0 or 32: the second k-slice)
+  int start_row;  // the descriptor's first row (128 bytes each)
+  int sbo_rows;   // rows between 8-row groups
+  int base_off;   // the descriptor's base-offset field (bits 49-51)
+  int k_bytes;    // byte offset along k inside the row (0 or 32: the second k-slice)
 };
 
 // Element values: small integers, exact in f16, TF32 and fp32 sums.
@@ -67,11 +71,12 @@ __global__ void wgmma_probe(const unsigned char* a_img, const unsigned char* b_i
                             probe_case pc) {
 #if KF_ARCH_SM90A
   extern __shared__ __align__(1024) unsigned char smem_raw[];
-  unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~1023ull);
-  unsigned char* a16 = smem;                       // f16 A
-  unsigned char* b16 = a16 + kBoxRows * 128;       // f16 B
-  unsigned char* a32 = b16 + kBRows * 128;         // TF32 A
-  unsigned char* b32 = a32 + kBoxRows * 128;       // TF32 B
+  unsigned char* smem =
+      reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~1023ull);
+  unsigned char* a16 = smem;                  // f16 A
+  unsigned char* b16 = a16 + kBoxRows * 128;  // f16 B
+  unsigned char* a32 = b16 + kBRows * 128;    // TF32 A
+  unsigned char* b32 = a32 + kBoxRows * 128;  // TF32 B
   for (int i = threadIdx.x; i < kBoxRows * 128; i += blockDim.x) {
     a16[i] = a_img[i];
     a32[i] = a_img[kBoxRows * 128 + i];
@@ -98,7 +103,7 @@ __global__ void wgmma_probe(const unsigned char* a_img, const unsigned char* b_i
   for (float& x : d) x = 0.f;
   kf::detail::wgmma_fence();
   kf::detail::wgmma_m64nNk16<__half, kN>(d, kf::detail::smem_descriptor_sw128(addr(a16) + a_off, 16, sbo) | base_field,
-                                          kf::detail::smem_descriptor_sw128(addr(b16) + pc.k_bytes));
+                                         kf::detail::smem_descriptor_sw128(addr(b16) + pc.k_bytes));
   kf::detail::wgmma_commit();
   kf::detail::wgmma_wait<0>();
   kf::detail::fence_operands(d);
@@ -114,8 +119,10 @@ __global__ void wgmma_probe(const unsigned char* a_img, const unsigned char* b_i
 #endif
 }
 
-enum class model { absolute, relative, none };
-const char* name_of(model m) { return m == model::absolute ? "absolute" : m == model::relative ? "relative" : "none"; }
+enum class model { absolute, relative, group, none };
+const char* name_of(model m) {
+  return m == model::absolute ? "absolute" : m == model::relative ? "relative" : m == model::group ? "group" : "none";
+}
 
 // What element of the image the hardware would read for logical (matrix row m, byte kb) under a model.
 template <class T>
@@ -125,6 +132,7 @@ float read_model(const std::vector<unsigned char>& img, const probe_case& pc, mo
   int phase = 0;
   if (md == model::absolute) phase = (logical >> 7) & 7;
   if (md == model::relative) phase = (((rel_row * 128 + pc.k_bytes + kb) >> 7) + pc.base_off) & 7;
+  if (md == model::group) phase = ((m % 8) + pc.base_off) & 7;
   const int physical = logical ^ (phase << 4);
   if (physical < 0 || physical + static_cast<int>(sizeof(T)) > static_cast<int>(img.size())) return 1e30f;
   T v;
@@ -178,9 +186,10 @@ int main() {
   const int smem = 2 * (kBoxRows + kBRows) * 128 + 1024;
   cudaFuncSetAttribute(wgmma_probe, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   const probe_case cases[] = {
-      {0, 8, 0, 0},  {0, 8, 0, 32},  {8, 8, 0, 0},   {1, 8, 0, 0},   {1, 8, 1, 0},    {0, 10, 0, 0},
-      {3, 10, 0, 0}, {3, 10, 3, 0},  {3, 10, 0, 32}, {3, 10, 3, 32}, {11, 10, 0, 0},  {11, 10, 3, 0},
+      {0, 8, 0, 0},  {0, 8, 0, 32},  {8, 8, 0, 0},   {1, 8, 0, 0},   {1, 8, 1, 0},     {0, 10, 0, 0},
+      {3, 10, 0, 0}, {3, 10, 3, 0},  {3, 10, 0, 32}, {3, 10, 3, 32}, {11, 10, 0, 0},   {11, 10, 3, 0},
       {2, 18, 0, 0}, {2, 18, 2, 32}, {21, 9, 0, 0},  {21, 9, 5, 32}, {117, 10, 0, 32}, {5, 12, 0, 0},
+      {1, 16, 0, 0}, {1, 16, 1, 0},  {2, 16, 2, 32}, {17, 16, 1, 0},
   };
   std::printf("start sbo_rows base_off k_bytes | f16: matches | tf32: matches\n");
   int ok_absolute = 0, total = 0;
@@ -201,7 +210,7 @@ int main() {
     for (int t = 0; t < 2; ++t) {
       std::printf(" %s:", t == 0 ? "f16" : "tf32");
       bool any = false;
-      for (model md : {model::absolute, model::relative, model::none}) {
+      for (model md : {model::absolute, model::relative, model::group, model::none}) {
         const bool hit = t == 0 ? same(got16, expected<__half>(a16, b16, pc, md, 16))
                                 : same(got32, expected<float>(a32, b32, pc, md, 8));
         if (hit) {
