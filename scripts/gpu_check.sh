@@ -158,7 +158,8 @@ step_sm90a_sanitize() {
   # synccheck on its ragged ones (boxes spanning images, a misaligned y), the bias
   # staged in shared memory on both schedules (bias_relu_misaligned_y_*), and the
   # case whose warpgroups take more than two tiles each (many_tiles: a staged-bias
-  # buffer written again while the other is read, wgmma_store.cuh).
+  # buffer written again while the other is read, wgmma_store.cuh). The 3x3 stride-1 cases among
+  # them run step 12's halo tiles (its two rings), the rest step 7.
   sanitize_one memcheck $t_conv2d_nhwc "*implicit_gemm_wgmma*" || r=1
   for tool in racecheck synccheck; do
     sanitize_one $tool $t_conv2d_nhwc \

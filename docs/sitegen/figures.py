@@ -61,6 +61,8 @@ STEP_ROWS = {
                                            ("bench_conv_nhwc.json", "conv2d_nhwc/bf16/few_channels_vs_fold")),
     K + "conv2d/11_few_channels_persistent.cuh": (("bench_conv_nhwc.json", "conv2d_nhwc/fp16/persistent_vs_one_band"),
                                                   ("bench_conv_nhwc.json", "conv2d_nhwc/bf16/persistent_vs_one_band")),
+    # best's 3x3 NHWC layers since 2026-12-07 (measured on the H100 only: results/h100/bench_conv_halo_*)
+    K + "conv2d/12_implicit_gemm_wgmma_halo.cuh": (),
     K + "conv2d/backward/01_naive.cuh": (),  # the correctness baseline, not benchmarked
     K + "conv2d/backward/03_wgrad_wgmma.cuh": (("bench_conv_backward.json", "conv2d_backward/fp16/filter"),
                                                ("bench_conv_backward.json", "conv2d_backward/bf16/filter")),

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Step 7, host side, shared by its translation units (wgmma_sm90a.cu: float NCHW;
+// Steps 7 and 12, host side, shared by their translation units (wgmma_sm90a.cu: float NCHW;
 // wgmma_sm90a_nhwc_{f32,f16,bf16}.cu: NHWC, one element type each, so that they
 // compile in parallel -- as one unit it was the longest of the sm_90 build, 35 s):
 // the launch of a planned kernel, the NHWC launchers (kernel:
@@ -30,6 +30,7 @@
 #include "kernelforge/kernels/common/grid.hpp"
 #include "kernelforge/kernels/common/vector_access.cuh"
 #include "kernelforge/kernels/conv2d/07_implicit_gemm_wgmma.cuh"
+#include "kernelforge/kernels/conv2d/12_implicit_gemm_wgmma_halo.cuh"
 #include "kernelforge/kernels/conv2d/wgmma_host.cuh"
 #include "kernelforge/kernels/conv2d/wgmma_nhwc_fold.cuh"
 #include "kernelforge/kernels/runtime/launcher.hpp"
@@ -41,16 +42,33 @@ namespace conv2d_wgmma_launch {
 
 inline constexpr const char* what = "kf::conv2d_forward (implicit_gemm_wgmma)";
 
+/// Kernel on the persistent grid: one CTA a tile, at most as many as the device holds at once.
+template <auto Kernel, int Smem, class... Args>
+void launch_persistent(int device, int tiles, cudaStream_t stream, const Args&... args) {
+  const int resident = resident_clusters<Kernel>(device, conv2d_wgmma::threads, Smem, 1, what);
+  const int grid = tiles < resident ? tiles : resident;
+  Kernel<<<grid, conv2d_wgmma::threads, Smem, stream>>>(args...);
+  check_launch(what);
+}
+
 template <class T, conv2d_layout Layout, int BN, class Epilogue, bool PingPong = false, int Rows = 1,
           conv2d_wgmma_filter Filter = conv2d_wgmma_filter::forward>
 void launch_kernel(int device, const CUtensorMap& map_x, const CUtensorMap& map_w, const conv2d_wgmma::params<T>& prm,
                    const Epilogue& ep, cudaStream_t stream, const CUtensorMap& map_y) {
-  constexpr auto kernel = &conv2d_implicit_gemm_wgmma<T, Layout, BN, PingPong, Epilogue, Rows, Filter>;
-  constexpr int smem = conv2d_wgmma::smem_bytes<BN, Rows>;
-  const int resident = resident_clusters<kernel>(device, conv2d_wgmma::threads, smem, 1, what);
-  const int grid = prm.tiles < resident ? prm.tiles : resident;  // persistent
-  kernel<<<grid, conv2d_wgmma::threads, smem, stream>>>(map_x, map_w, map_y, prm, ep);
-  check_launch(what);
+  launch_persistent<&conv2d_implicit_gemm_wgmma<T, Layout, BN, PingPong, Epilogue, Rows, Filter>,
+                    conv2d_wgmma::smem_bytes<BN, Rows>>(device, prm.tiles, stream, map_x, map_w, map_y, prm, ep);
+}
+
+/// Step 12 (halo tiles, ping-pong) for the plan's tile width.
+template <class T, class Epilogue, conv2d_wgmma_filter Filter>
+void launch_halo(int device, const CUtensorMap& map_x, const CUtensorMap& map_w, const conv2d_wgmma::params<T>& prm,
+                 std::size_t bn, const Epilogue& ep, cudaStream_t stream) {
+  if (bn == 64) {
+    return launch_persistent<&conv2d_implicit_gemm_wgmma_halo<T, 64, Epilogue, Filter>,
+                             conv2d_wgmma::halo_smem_bytes<64>>(device, prm.tiles, stream, map_x, map_w, prm, ep);
+  }
+  launch_persistent<&conv2d_implicit_gemm_wgmma_halo<T, 128, Epilogue, Filter>, conv2d_wgmma::halo_smem_bytes<128>>(
+      device, prm.tiles, stream, map_x, map_w, prm, ep);
 }
 
 /// The kernel for the plan's tile width and schedule (wgmma_plan.hpp); Rows:
@@ -76,12 +94,13 @@ void launch_planned(int device, const CUtensorMap& map_x, const CUtensorMap& map
   launch_kernel<T, Layout, 128, Epilogue, false, Rows, Filter>(device, map_x, map_w, prm, ep, stream, map_y);
 }
 
-/// An NHWC plan's kernel: one tap a k-step, or the filter-column instances (16-bit only).
+/// An NHWC plan's kernel: halo tiles (step 12), one tap a k-step, or the filter-column instances (16-bit only).
 template <class T, class Epilogue, conv2d_wgmma_filter Filter = conv2d_wgmma_filter::forward>
 void launch_planned_nhwc(int device, const CUtensorMap& map_x, const CUtensorMap& map_w,
                          const conv2d_wgmma::params<T>& prm, const conv2d_wgmma_tile& plan, bool pingpong,
                          const Epilogue& ep, cudaStream_t stream, const CUtensorMap& map_y = CUtensorMap{}) {
   constexpr conv2d_layout nhwc = conv2d_layout::nhwc;
+  if (plan.halo_width != 0) return launch_halo<T, Epilogue, Filter>(device, map_x, map_w, prm, plan.bn, ep, stream);
   if constexpr (sizeof(T) == 2) {
     if (plan.filter_rows > 1) {
       constexpr int rows = static_cast<int>(conv2d_nhwc_wgmma_column_rows);

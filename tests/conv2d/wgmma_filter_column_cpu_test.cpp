@@ -40,21 +40,24 @@ TEST(Conv2dWgmmaFilterColumns, Applicability) {
     const conv2d_wgmma_tile one_by_one = plan_conv2d_nhwc_wgmma(32, 56, 56, 64, 256, 1, 1, 1, 1, 1, bytes);
     EXPECT_EQ(one_by_one.filter_rows, 1u);
   }
-  const conv2d_wgmma_tile tf32 = plan_conv2d_nhwc_wgmma(32, 56, 56, 64, 64, 3, 3, 1, 1, 1, 4);
+  // A 3 x 5 float layer (too wide for halo tiles): one tap a k-step, choose_conv2d_wgmma_tile's box.
+  const conv2d_wgmma_tile tf32 = plan_conv2d_nhwc_wgmma(32, 56, 56, 64, 64, 3, 5, 1, 1, 1, 4);
   const conv2d_wgmma_tile box = kf::detail::choose_conv2d_wgmma_tile(32, 56, 56, 64);
   EXPECT_EQ(tf32.filter_rows, 1u);
+  EXPECT_EQ(tf32.halo_width, 0u);
   EXPECT_EQ(tf32.wt, box.wt);
   EXPECT_EQ(tf32.ht, box.ht);
   EXPECT_EQ(tf32.nt, box.nt);
 }
 
-/// The bench layers (bench_conv's NHWC rows, N = 32) in 16-bit: which k-step each takes.
+/// Layers 5 taps wide like bench_conv's NHWC rows (N = 32) in 16-bit: which k-step each takes
+/// (the 3 x 3 layers themselves take halo tiles: wgmma_halo_cpu_test.cpp).
 TEST(Conv2dWgmmaFilterColumns, BenchLayersPlans) {
   using kf::detail::conv2d_nhwc_wgmma_k_steps;
   using kf::detail::conv2d_nhwc_wgmma_rows_cost;
-  // C64 56x56 3x3 p1: 8 x 8 x 2 filter-column tiles (as many tiles as the one-tap 8 x 8 x 2 boxes,
-  // 3 k-steps of 160 + 3 x 64 rows where one-tap runs 9 of 128 + 64).
-  const conv2d_wgmma_tile c64 = plan_conv2d_nhwc_wgmma(32, 56, 56, 64, 64, 3, 3, 1, 1, 1, 2);
+  // C64 56x56 3x5: 8 x 8 x 2 filter-column tiles (as many tiles as the one-tap 8 x 8 x 2 boxes,
+  // 5 k-steps of 160 + 3 x 64 rows where one-tap runs 15 of 128 + 64).
+  const conv2d_wgmma_tile c64 = plan_conv2d_nhwc_wgmma(32, 56, 56, 64, 64, 3, 5, 1, 1, 1, 2);
   EXPECT_EQ(c64.filter_rows, 3u);
   EXPECT_EQ(c64.wt, 8u);
   EXPECT_EQ(c64.ht, 8u);
@@ -62,22 +65,22 @@ TEST(Conv2dWgmmaFilterColumns, BenchLayersPlans) {
   EXPECT_EQ(c64.box_rows(), 10u);
   EXPECT_EQ(c64.a_box_pixels(), 160u);
   EXPECT_EQ(c64.tiles(), 32u * 56 * 56 / 128);
-  EXPECT_EQ(conv2d_nhwc_wgmma_k_steps(c64, 64, 3, 3, 2), 3u);
+  EXPECT_EQ(conv2d_nhwc_wgmma_k_steps(c64, 64, 3, 5, 2), 5u);
   const conv2d_wgmma_tile one_tap = kf::detail::choose_conv2d_wgmma_tile(32, 56, 56, 64);
-  EXPECT_EQ(conv2d_nhwc_wgmma_k_steps(one_tap, 64, 3, 3, 2), 9u);
-  EXPECT_LT(conv2d_nhwc_wgmma_rows_cost(c64, 64, 3, 3, 2) * 3, conv2d_nhwc_wgmma_rows_cost(one_tap, 64, 3, 3, 2) * 2);
+  EXPECT_EQ(conv2d_nhwc_wgmma_k_steps(one_tap, 64, 3, 5, 2), 15u);
+  EXPECT_LT(conv2d_nhwc_wgmma_rows_cost(c64, 64, 3, 5, 2) * 3, conv2d_nhwc_wgmma_rows_cost(one_tap, 64, 3, 5, 2) * 2);
   // C128 28x28: 28 = 3.5 x 8 columns; still fewer rows than one-tap 4 x 4 x 8 boxes, by the cost's count.
-  const conv2d_wgmma_tile c128 = plan_conv2d_nhwc_wgmma(32, 28, 28, 128, 128, 3, 3, 1, 1, 1, 2);
+  const conv2d_wgmma_tile c128 = plan_conv2d_nhwc_wgmma(32, 28, 28, 128, 128, 3, 5, 1, 1, 1, 2);
   EXPECT_EQ(c128.filter_rows, 3u);
   EXPECT_EQ(c128.bn, 128u);
-  EXPECT_EQ(conv2d_nhwc_wgmma_k_steps(c128, 128, 3, 3, 2), 6u);
+  EXPECT_EQ(conv2d_nhwc_wgmma_k_steps(c128, 128, 3, 5, 2), 10u);
   // 1x1 and strided layers: one-tap.
   EXPECT_EQ(plan_conv2d_nhwc_wgmma(32, 56, 56, 64, 256, 1, 1, 1, 1, 1, 2).filter_rows, 1u);
 }
 
-/// The plan is the cheapest of the one-tap box and the two filter-column forms,
-/// and its filter-column tiles are 128 pixels of 8 columns whose m64 blocks
-/// start on an output row (so each is one stretch of the taller box).
+/// The plan of a 3 x 5 layer (too wide for halo tiles) is the cheapest of the one-tap box and the two filter-column
+/// forms, and its filter-column tiles are 128 pixels of 8 columns whose m64 blocks start on an output row (so each is
+/// one stretch of the taller box).
 TEST(Conv2dWgmmaFilterColumns, PlanIsTheCheapestForm) {
   using kf::detail::ceil_div;
   using kf::detail::conv2d_nhwc_wgmma_rows_cost;
@@ -89,10 +92,10 @@ TEST(Conv2dWgmmaFilterColumns, PlanIsTheCheapestForm) {
           const std::size_t p = pq, q = pq + 3;
           SCOPED_TRACE("n " + std::to_string(n) + " p " + std::to_string(p) + " q " + std::to_string(q) + " k " +
                        std::to_string(k) + " c " + std::to_string(c));
-          const conv2d_wgmma_tile t = plan_conv2d_nhwc_wgmma(n, p, q, k, c, 3, 3, 1, 1, 1, 2);
+          const conv2d_wgmma_tile t = plan_conv2d_nhwc_wgmma(n, p, q, k, c, 3, 5, 1, 1, 1, 2);
           const conv2d_wgmma_tile box = kf::detail::choose_conv2d_wgmma_tile(n, p, q, k);
-          const std::size_t cost = conv2d_nhwc_wgmma_rows_cost(t, c, 3, 3, 2);
-          EXPECT_LE(cost, conv2d_nhwc_wgmma_rows_cost(box, c, 3, 3, 2));
+          const std::size_t cost = conv2d_nhwc_wgmma_rows_cost(t, c, 3, 5, 2);
+          EXPECT_LE(cost, conv2d_nhwc_wgmma_rows_cost(box, c, 3, 5, 2));
           for (const std::size_t images : {1, 2}) {
             conv2d_wgmma_tile other = box;
             other.filter_rows = 3;
@@ -102,7 +105,7 @@ TEST(Conv2dWgmmaFilterColumns, PlanIsTheCheapestForm) {
             other.tiles_q = ceil_div(q, 8);
             other.tiles_p = ceil_div(p, other.ht);
             other.tiles_n = ceil_div(n, images);
-            EXPECT_LE(cost, conv2d_nhwc_wgmma_rows_cost(other, c, 3, 3, 2));
+            EXPECT_LE(cost, conv2d_nhwc_wgmma_rows_cost(other, c, 3, 5, 2));
           }
           EXPECT_EQ(t.tiles_q * t.wt >= q && t.tiles_p * t.ht >= p && t.tiles_n * t.nt >= n, true);
           if (t.filter_rows == 1) {

@@ -104,7 +104,8 @@ struct params {
   int stride_h = 1, stride_w = 1;  ///< NHWC: the A box's element strides (the map's); NCHW: 1
   int s = 1;                       ///< filter width (taps along w)
   int c_chunks = 0;                ///< ceil(C / block_c)
-  int k_steps = 0;                 ///< R / Rows * S * c_chunks
+  int k_steps = 0;                 ///< R / Rows * S * c_chunks (halo tiles: R S c_chunks)
+  int halo_width = 0;              ///< halo tiles (step 12): the A box's width in pixels
   int wt = 1, ht = 1, nt = 1;
   int box_pixels = 0;  ///< wt * ht * nt
   int tiles_q = 0, tiles_p = 0, tiles_k = 0;
@@ -132,6 +133,59 @@ struct params {
 constexpr int ring_stages(int bn, int rows) {
   return bn == 64 ? (rows == 1 ? stages<64, 1> : stages<64, 3>) : (rows == 1 ? stages<128, 1> : stages<128, 3>);
 }
+
+// ---- halo tiles (step 12, 12_implicit_gemm_wgmma_halo.cuh): two rings ----
+// The A box of a channel block (every tap's pixels) in a ring of its own, each
+// tap's filter slice a stage of the B ring.
+
+/// An A slot: the largest halo box (conv2d_nhwc_wgmma_halo_box_pixels), whole swizzle atoms.
+inline constexpr int halo_a_slot_bytes =
+    (static_cast<int>(conv2d_nhwc_wgmma_halo_box_pixels()) * row_bytes + swizzle_atom_bytes - 1) / swizzle_atom_bytes *
+    swizzle_atom_bytes;
+/// A boxes in flight: the one the products read, and two channel blocks ahead.
+inline constexpr int halo_a_stages = 3;
+/// B stages (one tap's slice each) the opt-in holds beside the A slots, at most halo_max_b_stages:
+/// 9 at BN = 128 (16 KiB each), 12 at BN = 64.
+inline constexpr int halo_max_b_stages = 12;
+template <int BN>
+inline constexpr int halo_b_stages_fit = (max_smem_bytes - swizzle_atom_bytes - halo_a_stages * halo_a_slot_bytes -
+                                          stage_ring_barrier_bytes(halo_a_stages) -
+                                          stage_ring_barrier_bytes(halo_max_b_stages) - order_barrier_bytes -
+                                          bias_stage_bytes<BN>) /
+                                         b_tile_bytes<BN>;
+template <int BN>
+inline constexpr int halo_b_stages =
+    halo_b_stages_fit<BN> < halo_max_b_stages ? halo_b_stages_fit<BN> : halo_max_b_stages;
+template <int BN>
+inline constexpr int halo_smem_bytes = swizzle_atom_bytes + halo_a_stages* halo_a_slot_bytes +
+                                       halo_b_stages<BN>* b_tile_bytes<BN> + stage_ring_barrier_bytes(halo_a_stages) +
+                                       stage_ring_barrier_bytes(halo_b_stages<BN>) + order_barrier_bytes
+                                       + bias_stage_bytes<BN>;
+static_assert(halo_smem_bytes<128> <= max_smem_bytes && halo_smem_bytes<64> <= max_smem_bytes &&
+                  halo_b_stages<128> >= 6,
+              "halo stages fit the opt-in");
+
+/// Halo tiles' carve: 1024-aligned A slots, then the B stages, the two rings' barriers,
+/// ping-pong's turn barriers and the staged bias.
+template <int BN>
+struct halo_smem_carve {
+  std::uint32_t a;              ///< halo_a_stages x A slot
+  std::uint32_t b;              ///< halo_b_stages x B slot
+  std::uint32_t a_ring;         ///< the A ring's barriers
+  std::uint32_t b_ring;         ///< the B ring's barriers
+  std::uint32_t mainloop_done;  ///< ping-pong's turn barriers
+  std::uint32_t bias;           ///< bias_stage_bytes<BN>: the staged bias (wgmma_store.cuh)
+  __device__ __forceinline__ explicit halo_smem_carve(std::uint32_t raw)
+      : a((raw + swizzle_atom_bytes - 1) & ~std::uint32_t(swizzle_atom_bytes - 1)),
+        b(a + halo_a_stages * halo_a_slot_bytes),
+        a_ring(b + halo_b_stages<BN> * b_tile_bytes<BN>),
+        b_ring(a_ring + stage_ring_barrier_bytes(halo_a_stages)),
+        mainloop_done(b_ring + stage_ring_barrier_bytes(halo_b_stages<BN>)),
+        bias(mainloop_done + order_barrier_bytes) {}
+  __device__ __forceinline__ float* bias_in(unsigned char* smem) const {
+    return reinterpret_cast<float*>(smem + (bias - smem_address(smem)));
+  }
+};
 
 /// Accumulators per consumer thread of m64nBNk8: BN / 2.
 template <int BN>

@@ -50,7 +50,9 @@ bool make_conv2d_wgmma_params(const conv2d_args<T>& a, const conv2d_wgmma_tile& 
   prm.stride_w = a.stride_w;
   prm.s = a.s;
   prm.c_chunks = static_cast<int>(c_chunks);
-  prm.k_steps = static_cast<int>(static_cast<z>(a.rs) / plan.filter_rows * c_chunks);
+  // Halo tiles: one tap a k-step (the B ring's stages); the A box once a channel block.
+  prm.k_steps = static_cast<int>(static_cast<z>(a.rs) / (plan.halo_width != 0 ? 1 : plan.filter_rows) * c_chunks);
+  prm.halo_width = static_cast<int>(plan.halo_width);
   prm.wt = static_cast<int>(plan.wt);
   prm.ht = static_cast<int>(plan.ht);
   prm.nt = static_cast<int>(plan.nt);
@@ -79,8 +81,11 @@ bool encode_conv2d_wgmma_x_map(CUtensorMap& map_x, const T* x, const conv2d_args
   // A box of wt x ht output pixels visits every stride-th input pixel under it: box extents
   // of stride x pixels, element strides of stride (TMA loads extent / stride elements).
   const auto sw = static_cast<cuuint32_t>(a.stride_w), sh = static_cast<cuuint32_t>(a.stride_h);
-  const cuuint32_t x_box[4] = {block_c, static_cast<cuuint32_t>(plan.wt) * sw,
-                               static_cast<cuuint32_t>(plan.box_rows()) * sh, static_cast<cuuint32_t>(plan.nt)};
+  // Halo tiles (stride 1): the box is halo_width wide, the tile's columns and the filter's.
+  const auto box_w =
+      plan.halo_width != 0 ? static_cast<cuuint32_t>(plan.halo_width) : static_cast<cuuint32_t>(plan.wt) * sw;
+  const cuuint32_t x_box[4] = {block_c, box_w, static_cast<cuuint32_t>(plan.box_rows()) * sh,
+                               static_cast<cuuint32_t>(plan.nt)};
   const cuuint32_t x_steps[4] = {1, sw, sh, 1};
   return encode_sw128_tiled(map_x, x, 4, x_dims, x_strides, x_box, x_steps);
 }

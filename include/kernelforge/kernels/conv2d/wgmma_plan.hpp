@@ -187,6 +187,9 @@ struct conv2d_wgmma_tile {
   std::size_t bn = 128;  ///< 64 (wgmma m64n64k8) or 128 (m64n128k8)
   std::size_t tiles_q = 0, tiles_p = 0, tiles_n = 0, tiles_k = 0;
   std::size_t filter_rows = 1;  ///< taps of one filter column a k-step loads (1: one tap a k-step)
+  /// Halo tiles (conv2d_nhwc_wgmma_halo_fit): the A box's width, 8 + S - 1 pixels, whose
+  /// (ht + R - 1) rows (filter_rows = R) serve every tap of a channel block; 0: no halo.
+  std::size_t halo_width = 0;
 
   [[nodiscard]] std::size_t box_pixels() const { return wt * ht * nt; }
   [[nodiscard]] std::size_t tiles_m() const { return tiles_q * tiles_p * tiles_n; }
@@ -194,11 +197,15 @@ struct conv2d_wgmma_tile {
   /// Output rows of A's box per image: the tile's, and filter_rows - 1 more.
   [[nodiscard]] std::size_t box_rows() const { return conv2d_filter_column_box_rows(ht, filter_rows); }
   /// Pixel rows (128 bytes each) one A box lands.
-  [[nodiscard]] std::size_t a_box_pixels() const { return wt * box_rows() * nt; }
+  [[nodiscard]] std::size_t a_box_pixels() const { return (halo_width != 0 ? halo_width : wt) * box_rows() * nt; }
   /// The box row where m64 block b (tile rows 64 b ..) starts for the first tap:
-  /// 64 b, or -- filter-column tiles -- that pixel's row in the taller box.
+  /// 64 b, or -- filter-column and halo tiles -- that pixel's row in the larger box.
   [[nodiscard]] std::size_t a_block_row(std::size_t b) const {
     constexpr std::size_t wgmma_m = conv2d_wgmma_block_m / 2;
+    if (halo_width != 0) {  // pixel 64 b is column 0 of output row 64 b / 8 (in its image)
+      const std::size_t row = wgmma_m * b / conv2d_filter_column_width;
+      return (row / ht * box_rows() + row % ht) * halo_width;
+    }
     return filter_rows == 1 ? wgmma_m * b : conv2d_filter_column_box_row(wgmma_m * b, ht, filter_rows, 0);
   }
 };
@@ -301,10 +308,12 @@ constexpr std::size_t conv2d_nhwc_wgmma_column_box_pixels(std::size_t rows) {
 /// Channels of one k-step (one 128-byte swizzled row): 32 floats or 64 16-bit values.
 inline std::size_t conv2d_nhwc_wgmma_step_channels(std::size_t element_bytes) { return 128 / element_bytes; }
 
-/// k-steps of one tile: R S taps, filter_rows a step, times the channel blocks.
+/// k-steps of one tile: R S taps, filter_rows a step, times the channel blocks (halo tiles: one tap a step,
+/// the box once a channel block).
 inline std::size_t conv2d_nhwc_wgmma_k_steps(const conv2d_wgmma_tile& t, std::size_t c, std::size_t r, std::size_t s,
                                              std::size_t element_bytes) {
-  return r / t.filter_rows * s * ceil_div(c, conv2d_nhwc_wgmma_step_channels(element_bytes));
+  const std::size_t taps_a_step = t.halo_width != 0 ? 1 : t.filter_rows;
+  return r / taps_a_step * s * ceil_div(c, conv2d_nhwc_wgmma_step_channels(element_bytes));
 }
 
 /// The cost the planner compares between tilings, in box rows (128 bytes,
@@ -323,7 +332,75 @@ inline std::size_t conv2d_nhwc_wgmma_rows_cost(const conv2d_wgmma_tile& t, std::
   return t.tiles() * (steps * per_step + products);
 }
 
-/// The NHWC kernel's plan: choose_conv2d_wgmma_tile's one-tap box, or, where
+/// `base`'s output-channel tiles over pixel tiles 8 output columns wide, of `images` images
+/// and 128 / (8 images) rows (so each m64 block is 8 whole rows of one image), a k-step's A box
+/// filter_rows - 1 rows taller: the shape of filter-column and halo tiles.
+inline conv2d_wgmma_tile conv2d_eight_wide_tile(const conv2d_wgmma_tile& base, std::size_t n, std::size_t p,
+                                                std::size_t q, std::size_t images, std::size_t filter_rows) {
+  constexpr std::size_t width = conv2d_filter_column_width;
+  conv2d_wgmma_tile t = base;
+  t.filter_rows = filter_rows;
+  t.wt = width;
+  t.nt = images;
+  t.ht = conv2d_wgmma_block_m / (width * images);
+  t.tiles_q = ceil_div(q, t.wt);
+  t.tiles_p = ceil_div(p, t.ht);
+  t.tiles_n = ceil_div(n, t.nt);
+  return t;
+}
+
+// ---- halo tiles (step 12): one A box a channel block serves every tap --------
+
+/// The widest and tallest filter halo tiles take (the A slot holds the box of a 3 x 3 filter).
+constexpr std::size_t conv2d_nhwc_wgmma_halo_max_side = 3;
+/// Box widths are rounded up to a multiple of this many pixels (1: 8 + S - 1 exactly).
+constexpr std::size_t conv2d_nhwc_wgmma_halo_width_multiple = 1;
+
+/// The halo box's width for a filter S wide: the tile's 8 output columns and S - 1 more.
+constexpr std::size_t conv2d_nhwc_wgmma_halo_width(std::size_t s) {
+  const std::size_t w = conv2d_filter_column_width + s - 1;
+  return ceil_div(w, conv2d_nhwc_wgmma_halo_width_multiple) * conv2d_nhwc_wgmma_halo_width_multiple;
+}
+
+/// The most pixels a halo box holds (the kernel's A slot): 8 x 16 output pixels of one image or 8 x 8 of
+/// each of two, with the halo of a filter up to conv2d_nhwc_wgmma_halo_max_side on each side.
+constexpr std::size_t conv2d_nhwc_wgmma_halo_box_pixels() {
+  constexpr std::size_t side = conv2d_nhwc_wgmma_halo_max_side;
+  constexpr std::size_t output_rows = conv2d_wgmma_block_m / conv2d_filter_column_width;  // 16
+  const std::size_t one_image = conv2d_filter_column_box_rows(output_rows, side);
+  const std::size_t two_images = 2 * conv2d_filter_column_box_rows(output_rows / 2, side);
+  return conv2d_nhwc_wgmma_halo_width(side) * (one_image > two_images ? one_image : two_images);
+}
+
+/// Whether halo tiles apply: stride 1 and dilation 1 along both axes (tap (r, s) reads the box r rows
+/// down and s columns right, so one box holds every tap's pixels) and a filter 2 or 3 wide and at
+/// most 3 tall (S = 1 is the filter-column box; larger filters would outgrow the A slot).
+inline bool conv2d_nhwc_wgmma_halo_fit(std::size_t r, std::size_t s, std::size_t stride_h, std::size_t stride_w,
+                                       std::size_t dilation_h, std::size_t dilation_w) {
+  return stride_h == 1 && stride_w == 1 && dilation_h == 1 && dilation_w == 1 && s >= 2 &&
+         s <= conv2d_nhwc_wgmma_halo_max_side && r <= conv2d_nhwc_wgmma_halo_max_side;
+}
+
+/// Halo tiles for an R x S layer: 8 output columns x 16 rows of one image, or 8 x 8 of two
+/// images, whichever makes fewer tiles (ties: one image, the smaller box); `one_tap` gives
+/// the output-channel tiles.
+inline conv2d_wgmma_tile plan_conv2d_nhwc_wgmma_halo(const conv2d_wgmma_tile& one_tap, std::size_t n, std::size_t p,
+                                                     std::size_t q, std::size_t r, std::size_t s) {
+  conv2d_wgmma_tile best = one_tap;
+  std::size_t best_tiles = 0;
+  for (const std::size_t images : {std::size_t{1}, std::size_t{2}}) {
+    conv2d_wgmma_tile t = conv2d_eight_wide_tile(one_tap, n, p, q, images, r);
+    t.halo_width = conv2d_nhwc_wgmma_halo_width(s);
+    if (best_tiles == 0 || t.tiles() < best_tiles) {
+      best = t;
+      best_tiles = t.tiles();
+    }
+  }
+  return best;
+}
+
+/// The NHWC kernel's plan: halo tiles where they fit (conv2d_nhwc_wgmma_halo_fit) on the ping-pong
+/// schedule; else choose_conv2d_wgmma_tile's one-tap box, or, where
 /// conv2d_nhwc_wgmma_columns_fit, filter-column tiles of 8 columns x 16 rows
 /// of one image or 8 x 8 of two images (a tile's m64 blocks then start on an
 /// output row: their 64 pixels are 8 consecutive rows of one image, one
@@ -332,21 +409,17 @@ inline std::size_t conv2d_nhwc_wgmma_rows_cost(const conv2d_wgmma_tile& t, std::
 /// multiple of 8: the last box column overhangs the output, as one-tap boxes do.
 inline conv2d_wgmma_tile plan_conv2d_nhwc_wgmma(std::size_t n, std::size_t p, std::size_t q, std::size_t k,
                                                 std::size_t c, std::size_t r, std::size_t s, std::size_t stride_h,
-                                                std::size_t stride_w, std::size_t dilation_h,
-                                                std::size_t element_bytes) {
+                                                std::size_t stride_w, std::size_t dilation_h, std::size_t element_bytes,
+                                                std::size_t dilation_w = 1) {
   conv2d_wgmma_tile best = choose_conv2d_wgmma_tile(n, p, q, k, stride_h, stride_w);
+  if (conv2d_nhwc_wgmma_halo_fit(r, s, stride_h, stride_w, dilation_h, dilation_w) &&
+      conv2d_wgmma_pingpong(r * s * ceil_div(c, conv2d_nhwc_wgmma_step_channels(element_bytes)))) {
+    return plan_conv2d_nhwc_wgmma_halo(best, n, p, q, r, s);
+  }
   if (!conv2d_nhwc_wgmma_columns_fit(r, stride_h, dilation_h, element_bytes)) return best;
   std::size_t best_cost = conv2d_nhwc_wgmma_rows_cost(best, c, r, s, element_bytes);
-  constexpr std::size_t width = conv2d_filter_column_width;
   for (const std::size_t images : {std::size_t{1}, std::size_t{2}}) {
-    conv2d_wgmma_tile t = best;
-    t.filter_rows = conv2d_nhwc_wgmma_column_rows;
-    t.wt = width;
-    t.nt = images;
-    t.ht = conv2d_wgmma_block_m / (width * images);
-    t.tiles_q = ceil_div(q, t.wt);
-    t.tiles_p = ceil_div(p, t.ht);
-    t.tiles_n = ceil_div(n, t.nt);
+    const conv2d_wgmma_tile t = conv2d_eight_wide_tile(best, n, p, q, images, conv2d_nhwc_wgmma_column_rows);
     if (t.wt * stride_w > conv2d_wgmma_max_box) continue;
     const std::size_t cost = conv2d_nhwc_wgmma_rows_cost(t, c, r, s, element_bytes);
     if (cost < best_cost) {

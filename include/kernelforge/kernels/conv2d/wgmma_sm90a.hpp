@@ -80,7 +80,7 @@ template <class T>
 bool conv2d_nhwc_wgmma_dgrad_try_launch(int device, const conv2d_args<T>& f, cudaStream_t stream);
 
 /// The tile plan conv2d_nhwc_wgmma_try_launch runs the NHWC layer `a` with (`a`
-/// itself where read in place, else its column fold): one-tap boxes, or -- 16-bit,
+/// itself where read in place, else its column fold): halo tiles, one-tap boxes, or -- 16-bit,
 /// where they load fewer rows -- filter-column tiles (plan_conv2d_nhwc_wgmma);
 /// one-tap boxes always with conv2d_nhwc_k_steps::one_tap.
 template <class T>
@@ -94,7 +94,7 @@ conv2d_wgmma_tile plan_conv2d_nhwc_wgmma_of(const conv2d_args<T>& a, std::size_t
   return plan_conv2d_nhwc_wgmma(static_cast<z>(a.n), static_cast<z>(a.p), static_cast<z>(a.q), static_cast<z>(a.k),
                                 static_cast<z>(a.c), static_cast<z>(a.r), static_cast<z>(a.s),
                                 static_cast<z>(a.stride_h), static_cast<z>(a.stride_w), static_cast<z>(a.dilation_h),
-                                element_bytes);
+                                element_bytes, static_cast<z>(a.dilation_w));
 }
 
 /// The layer the column fold of the NHWC layer `a` makes (wgmma_nhwc_fold.cuh):
