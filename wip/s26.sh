@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The next session's device calls (written 2026-12-07, twenty-fourth session), in this order, chained on one
+# warm machine:
+#  bash wip/s26.sh suite    everything built, the CPU conv2d tests, the whole `ctest -L gpu` (-j 8; never yet run
+#                           whole on main with step 12) and the goal rows (s21_h200.sh, on any Hopper). ~370 s.
+#  bash wip/s26.sh maxnreg  an abpair of wip/halo-maxnreg.mbox (step 12's producer gives its registers to the
+#                           consumers: setmaxnreg 40 / 232; the fused BN 128 instance's 16-byte stack gone): its
+#                           tests and sanitizers, then the NHWC best and best_fused rows with cuDNN's (cudnn,
+#                           cudnn_fused) on the three 3x3 layers in the three types, alternated twice. ~400 s.
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT/r"
+name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+echo "device: $name" | tee -a "$OUT/r/summary.txt"
+case ${1:-suite} in
+  suite) KF_ANY_HOPPER=1 exec bash wip/s21_h200.sh ;;
+  maxnreg)
+    export KF_AB='halo-maxnreg:*implicit_gemm_wgmma_c12_13x13_k130_3x3_p1_relu:*implicit_gemm_wgmma_boxes_c16_5x6_k70_3x3_p1_n9'
+    export KF_SAN_BIN=test_conv2d_nhwc_gpu
+    export KF_AB_TESTS='test_conv2d_nhwc_gpu test_conv2d_backward_gpu'
+    KF_ROWS='conv2d_nhwc/(tf32|fp16|bf16)/(best|best_fused|cudnn|cudnn_fused)/n32_c(64_56x56|128_28x28|256_14x14)_k' \
+      timeout 540 bash wip/gpu_run.sh abpair >/dev/null 2>&1
+    echo "abpair rc $?" >>"$OUT/r/summary.txt"
+    cd "$OUT" && rm -f res.tgz && tar czf res.tgz r && rm -rf r
+    tar xzf res.tgz -O r/summary.txt | tail -90
+    ;;
+esac
