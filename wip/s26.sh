@@ -11,6 +11,11 @@ OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT/r"
 name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 echo "device: $name" | tee -a "$OUT/r/summary.txt"
+#  bash wip/s26.sh fp32e    an abpair of wip/halo-fp32e.mbox (step 13: step 9's fp32 emulation on step 12's halo
+#                           tiles, hi and lo boxes side by side in one A slot; step 12's producer generalized to
+#                           two parts): the fp32-emulation, NHWC and backward tests, the sanitizers on two of its
+#                           cases, then the fp32_emulated best_vs_cudnn rows in both layouts and the TF32 NHWC best
+#                           rows (step 12 unchanged), alternated twice. ~450 s.
 case ${1:-suite} in
   suite) KF_ANY_HOPPER=1 exec bash wip/s21_h200.sh ;;
   maxnreg)
@@ -18,6 +23,16 @@ case ${1:-suite} in
     export KF_SAN_BIN=test_conv2d_nhwc_gpu
     export KF_AB_TESTS='test_conv2d_nhwc_gpu test_conv2d_backward_gpu'
     KF_ROWS='conv2d_nhwc/(tf32|fp16|bf16)/(best|best_fused|cudnn|cudnn_fused)/n32_c(64_56x56|128_28x28|256_14x14)_k' \
+      timeout 540 bash wip/gpu_run.sh abpair >/dev/null 2>&1
+    echo "abpair rc $?" >>"$OUT/r/summary.txt"
+    cd "$OUT" && rm -f res.tgz && tar czf res.tgz r && rm -rf r
+    tar xzf res.tgz -O r/summary.txt | tail -90
+    ;;
+  fp32e)
+    export KF_AB='halo-fp32e:*c32_13x17_k64_3x3_p1_n2*:*c130_7x11_k7_3x3_p1_n2_misaligned*:*c64_12x10_k64_3x3_p2x0*'
+    export KF_SAN_BIN=test_conv2d_fp32_emulated_gpu
+    export KF_AB_TESTS='test_conv2d_fp32_emulated_gpu test_conv2d_nhwc_gpu test_conv2d_backward_gpu'
+    KF_ROWS='conv2d(_nhwc)?/fp32_emulated/best_vs_cudnn/n32_c(64_56x56|128_28x28|256_14x14)_k|conv2d_nhwc/tf32/best/n32_c(64_56x56|128_28x28|256_14x14)_k' \
       timeout 540 bash wip/gpu_run.sh abpair >/dev/null 2>&1
     echo "abpair rc $?" >>"$OUT/r/summary.txt"
     cd "$OUT" && rm -f res.tgz && tar czf res.tgz r && rm -rf r
