@@ -154,13 +154,18 @@ const std::vector<nhwc_case>& nhwc_cases() {
       {"staged_y_c64_5x7_k40_1x1_n1", nhwc(1, 64, 5, 7, 40, 1, 1, 1, 1, 0, 0), true},
       with_relu({"staged_y_c192_13x11_k8_1x1_n3_relu", nhwc(3, 192, 13, 11, 8, 1, 1, 1, 1, 0, 0), false}, -0.5f),
       {"staged_y_c64_56x56_k64_1x1_n16", nhwc(16, 64, 56, 56, 64, 1, 1, 1, 1, 0, 0), true},
-      // Filter-column tiles (16-bit): the ResNet C64 layer (8 x 8 x 2 tiles, one image a
-      // warpgroup), the C128 one (8 x 16, BN = 128, three stages), Q = 19 and P = 15
-      // (padding 2 rows above and below), and R = 6 (two row groups a filter column).
-      {"columns_c64_56x56_k64_3x3_p1_n2", nhwc(2, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1), true},
-      with_relu({"columns_c128_28x28_k128_3x3_p1_n1_relu", nhwc(1, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1), true}, 0.0f),
-      {"columns_c64_13x19_k72_3x3_p2x1_n3", nhwc(3, 64, 13, 19, 72, 3, 3, 1, 1, 2, 1), false},
+      // Halo tiles (step 12): the ResNet C64 layer (8 x 8 x 2 tiles, one image a warpgroup),
+      // the C128 one (8 x 16, BN = 128, two channel blocks), Q = 19 and P = 15 (padding 2
+      // rows above and below).
+      {"halo_c64_56x56_k64_3x3_p1_n2", nhwc(2, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1), true},
+      with_relu({"halo_c128_28x28_k128_3x3_p1_n1_relu", nhwc(1, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1), true}, 0.0f),
+      {"halo_c64_13x19_k72_3x3_p2x1_n3", nhwc(3, 64, 13, 19, 72, 3, 3, 1, 1, 2, 1), false},
+      // Filter-column tiles (16-bit; filters halo tiles do not take): R = 6 (two row groups a
+      // filter column), with y misaligned too, and 3 x 5 on two images a tile.
       {"columns_c32_11x13_k40_6x3_p2x1_n2", nhwc(2, 32, 11, 13, 40, 6, 3, 1, 1, 2, 1), true},
+      misaligned({"columns_misaligned_y_c32_11x13_k40_6x3_p2x1_n2", nhwc(2, 32, 11, 13, 40, 6, 3, 1, 1, 2, 1), true}, 0,
+                 0, 1),
+      {"columns_c64_8x16_k48_3x5_p1x2_n4", nhwc(4, 64, 8, 16, 48, 3, 5, 1, 1, 1, 2), true},
   };
   return cases;
 }

@@ -120,12 +120,13 @@ half_layer half_layer_of(const nhwc_case& c) {
   return l;
 }
 
-/// The 16-bit filter-column tiles (07_implicit_gemm_wgmma.cuh, Rows = 3): the
-/// ResNet C64 3x3 layer takes them (at N = 2 here and at bench_conv's N = 32:
-/// this fails if the launch's plan falls back to one-tap k-steps), and the
-/// cases that take them cover both tile forms and widths, both schedules,
-/// Q past a multiple of 8, several images, R = 6, the ReLU, bias and none,
-/// several and partial channel blocks, the column fold and misaligned y.
+/// The 16-bit filter-column tiles (07_implicit_gemm_wgmma.cuh, Rows = 3), on the
+/// layers halo tiles leave them (R = 6, S = 1 after the column fold, S > 3): a 3 x 5
+/// layer takes them (at bench_conv's N = 32 too: this fails if the launch's plan
+/// falls back to one-tap k-steps), and the cases that take them cover both tile
+/// forms and widths, both schedules, Q past a multiple of 8, several images, R =
+/// 6, the ReLU, bias and none, several and partial channel blocks, the column fold
+/// and misaligned y.
 TEST(Conv2dNhwcCases, FilterColumnCases) {
   int columns = 0, two_images = 0, one_image = 0, wide = 0, q_overhang = 0, batch = 0, two_groups = 0, relu = 0;
   int bias = 0, no_bias = 0, chunks = 0, partial_chunk = 0, pingpong = 0, cooperative = 0, folded = 0, y_off = 0;
@@ -133,11 +134,12 @@ TEST(Conv2dNhwcCases, FilterColumnCases) {
     const kf::conv2d_params& p = c.p;
     if (kf::detail::conv2d_nhwc_wgmma_unsupported_reason(p.stride_h, p.stride_w) != nullptr) continue;
     const kf::detail::conv2d_wgmma_tile t = half_plan_of(c);
-    if (std::string(c.name) == "columns_c64_56x56_k64_3x3_p1_n2") {
+    if (std::string(c.name) == "columns_c64_8x16_k48_3x5_p1x2_n4") {
       EXPECT_EQ(t.filter_rows, 3u) << c.name << " must take the filter-column tiles";
+      EXPECT_EQ(t.halo_width, 0u) << c.name;
       EXPECT_EQ(t.nt, 2u) << c.name;
     }
-    if (t.filter_rows == 1) continue;
+    if (t.filter_rows == 1 || t.halo_width != 0) continue;
     ++columns;
     const half_layer l = half_layer_of(c);
     two_images += t.nt == 2 ? 1 : 0;
@@ -156,9 +158,11 @@ TEST(Conv2dNhwcCases, FilterColumnCases) {
     folded += l.in_place ? 0 : 1;
     y_off += c.y_offset > 0 ? 1 : 0;
   }
-  // The bench layer (bench_conv's conv2d_nhwc rows): N = 32.
-  kf::conv2d_params bench = nhwc(32, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1);
-  EXPECT_EQ(half_plan_of({"bench_c64_56x56_n32", bench, true}).filter_rows, 3u);
+  // A bench-sized layer 5 taps wide: N = 32.
+  const kf::detail::conv2d_wgmma_tile bench =
+      half_plan_of({"bench_c64_56x56_3x5_n32", nhwc(32, 64, 56, 56, 64, 3, 5, 1, 1, 1, 2), true});
+  EXPECT_EQ(bench.filter_rows, 3u);
+  EXPECT_EQ(bench.halo_width, 0u);
   EXPECT_GE(columns, 8);
   EXPECT_GE(two_images, 1);
   EXPECT_GE(one_image, 1);
@@ -175,6 +179,64 @@ TEST(Conv2dNhwcCases, FilterColumnCases) {
   EXPECT_GE(cooperative, 1);
   EXPECT_GE(folded, 1);
   EXPECT_GE(y_off, 1);
+}
+
+/// Step 12's halo tiles (12_implicit_gemm_wgmma_halo.cuh; 16-bit plans here, float's
+/// are the same tiles wherever its ping-pong rule holds too): bench_conv's three 3x3
+/// layers take them at N = 32, and the cases that do cover both tile forms and widths,
+/// Q and P past the tile, several images, 2 and 3 channel blocks and a partial one,
+/// the ReLU, bias and none, misaligned y, a 1 x 1 output and asymmetric padding.
+TEST(Conv2dNhwcCases, HaloCases) {
+  for (const auto& [c, hw] : {std::pair<std::size_t, std::size_t>{64, 56}, {128, 28}, {256, 14}}) {
+    const kf::conv2d_params bench = nhwc(32, c, hw, hw, c, 3, 3, 1, 1, 1, 1);
+    EXPECT_EQ(half_plan_of({"bench", bench, true}).halo_width, 10u) << "C" << c;
+  }
+  int halo = 0, two_images = 0, one_image = 0, wide = 0, narrow = 0, q_overhang = 0, p_overhang = 0, batch = 0;
+  int chunks = 0, three_chunks = 0, partial_chunk = 0, relu = 0, bias = 0, no_bias = 0, y_off = 0, one_pixel = 0;
+  int asymmetric = 0;
+  for (const nhwc_case& c : nhwc_cases()) {
+    const kf::conv2d_params& p = c.p;
+    if (kf::detail::conv2d_nhwc_wgmma_unsupported_reason(p.stride_h, p.stride_w) != nullptr) continue;
+    const kf::detail::conv2d_wgmma_tile t = half_plan_of(c);
+    if (t.halo_width == 0) continue;
+    ++halo;
+    const half_layer l = half_layer_of(c);
+    EXPECT_TRUE(l.in_place && l.pingpong()) << c.name;  // halo tiles: read in place, ping-pong only
+    const std::size_t P = kf::conv2d_output_height(p), Q = kf::conv2d_output_width(p);
+    two_images += t.nt == 2 ? 1 : 0;
+    one_image += t.nt == 1 ? 1 : 0;
+    wide += t.bn == 128 ? 1 : 0;
+    narrow += t.bn == 64 ? 1 : 0;
+    q_overhang += Q % 8 != 0 ? 1 : 0;
+    p_overhang += P % t.ht != 0 ? 1 : 0;
+    batch += p.batch > 1 ? 1 : 0;
+    chunks += l.c_chunks > 1 ? 1 : 0;
+    three_chunks += l.c_chunks > 2 ? 1 : 0;
+    partial_chunk += l.channels % 64 != 0 ? 1 : 0;
+    relu += c.relu ? 1 : 0;
+    bias += c.bias ? 1 : 0;
+    no_bias += c.bias ? 0 : 1;
+    y_off += c.y_offset > 0 ? 1 : 0;
+    one_pixel += P * Q == 1 ? 1 : 0;
+    asymmetric += p.pad_h != p.pad_w ? 1 : 0;
+  }
+  EXPECT_GE(halo, 10);
+  EXPECT_GE(two_images, 1);
+  EXPECT_GE(one_image, 1);
+  EXPECT_GE(wide, 1);
+  EXPECT_GE(narrow, 1);
+  EXPECT_GE(q_overhang, 1);
+  EXPECT_GE(p_overhang, 1);
+  EXPECT_GE(batch, 1);
+  EXPECT_GE(chunks, 1);
+  EXPECT_GE(three_chunks, 1);
+  EXPECT_GE(partial_chunk, 1);
+  EXPECT_GE(relu, 1);
+  EXPECT_GE(bias, 1);
+  EXPECT_GE(no_bias, 1);
+  EXPECT_GE(y_off, 1);
+  EXPECT_GE(one_pixel, 1);
+  EXPECT_GE(asymmetric, 1);
 }
 
 /// Float's best under exact math runs Winograd on 7 of the cases (through the
