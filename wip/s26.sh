@@ -16,26 +16,24 @@ echo "device: $name" | tee -a "$OUT/r/summary.txt"
 #                           two parts): the fp32-emulation, NHWC and backward tests, the sanitizers on two of its
 #                           cases, then the fp32_emulated best_vs_cudnn rows in both layouts and the TF32 NHWC best
 #                           rows (step 12 unchanged), alternated twice. ~450 s.
+layers='n32_c(64_56x56|128_28x28|256_14x14)_k'
+# abpair PATCH:SANITIZER-FILTER SANITIZER-BINARY TESTS ROWS: one patch against main, packed as $OUT/res.tgz.
+abpair() {
+  KF_AB=$1 KF_SAN_BIN=$2 KF_AB_TESTS=$3 KF_ROWS=$4 timeout 540 bash wip/gpu_run.sh abpair >/dev/null 2>&1
+  echo "abpair rc $?" >>"$OUT/r/summary.txt"
+  cd "$OUT" && rm -f res.tgz && tar czf res.tgz r && rm -rf r
+  tar xzf res.tgz -O r/summary.txt | tail -90
+}
 case ${1:-suite} in
   suite) KF_ANY_HOPPER=1 exec bash wip/s21_h200.sh ;;
   maxnreg)
-    export KF_AB='halo-maxnreg:*implicit_gemm_wgmma_c12_13x13_k130_3x3_p1_relu:*implicit_gemm_wgmma_boxes_c16_5x6_k70_3x3_p1_n9'
-    export KF_SAN_BIN=test_conv2d_nhwc_gpu
-    export KF_AB_TESTS='test_conv2d_nhwc_gpu test_conv2d_backward_gpu'
-    KF_ROWS='conv2d_nhwc/(tf32|fp16|bf16)/(best|best_fused|cudnn|cudnn_fused)/n32_c(64_56x56|128_28x28|256_14x14)_k' \
-      timeout 540 bash wip/gpu_run.sh abpair >/dev/null 2>&1
-    echo "abpair rc $?" >>"$OUT/r/summary.txt"
-    cd "$OUT" && rm -f res.tgz && tar czf res.tgz r && rm -rf r
-    tar xzf res.tgz -O r/summary.txt | tail -90
+    abpair 'halo-maxnreg:*implicit_gemm_wgmma_c12_13x13_k130_3x3_p1_relu:*implicit_gemm_wgmma_boxes_c16_5x6_k70_3x3_p1_n9' \
+      test_conv2d_nhwc_gpu 'test_conv2d_nhwc_gpu test_conv2d_backward_gpu' \
+      "conv2d_nhwc/(tf32|fp16|bf16)/(best|best_fused|cudnn|cudnn_fused)/$layers"
     ;;
   fp32e)
-    export KF_AB='halo-fp32e:*c32_13x17_k64_3x3_p1_n2*:*c130_7x11_k7_3x3_p1_n2_misaligned*:*c64_12x10_k64_3x3_p2x0*'
-    export KF_SAN_BIN=test_conv2d_fp32_emulated_gpu
-    export KF_AB_TESTS='test_conv2d_fp32_emulated_gpu test_conv2d_nhwc_gpu test_conv2d_backward_gpu'
-    KF_ROWS='conv2d(_nhwc)?/fp32_emulated/best_vs_cudnn/n32_c(64_56x56|128_28x28|256_14x14)_k|conv2d_nhwc/tf32/best/n32_c(64_56x56|128_28x28|256_14x14)_k' \
-      timeout 540 bash wip/gpu_run.sh abpair >/dev/null 2>&1
-    echo "abpair rc $?" >>"$OUT/r/summary.txt"
-    cd "$OUT" && rm -f res.tgz && tar czf res.tgz r && rm -rf r
-    tar xzf res.tgz -O r/summary.txt | tail -90
+    abpair 'halo-fp32e:*c32_13x17_k64_3x3_p1_n2*:*c130_7x11_k7_3x3_p1_n2_misaligned*:*c64_12x10_k64_3x3_p2x0*' \
+      test_conv2d_fp32_emulated_gpu 'test_conv2d_fp32_emulated_gpu test_conv2d_nhwc_gpu test_conv2d_backward_gpu' \
+      "conv2d(_nhwc)?/fp32_emulated/best_vs_cudnn/$layers|conv2d_nhwc/tf32/best/$layers"
     ;;
 esac

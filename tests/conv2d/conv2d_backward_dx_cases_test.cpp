@@ -13,6 +13,7 @@
 #include "conv2d_backward_cases.hpp"
 #include "kernelforge/conv.hpp"
 #include "kernelforge/kernels/conv2d/backward/dgrad_plan.hpp"
+#include "kernelforge/kernels/conv2d/wgmma_k_steps.hpp"
 #include "kernelforge/kernels/conv2d/wgmma_plan.hpp"
 
 namespace {

@@ -12,6 +12,7 @@
 
 #include "kernelforge/kernels/common/grid.hpp"
 #include "kernelforge/kernels/conv2d/filter_column.hpp"
+#include "kernelforge/kernels/conv2d/wgmma_k_steps.hpp"
 #include "kernelforge/kernels/conv2d/wgmma_plan.hpp"
 
 namespace {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "kernelforge/kernels/common/grid.hpp"
+#include "kernelforge/kernels/conv2d/wgmma_k_steps.hpp"
 #include "kernelforge/kernels/conv2d/wgmma_plan.hpp"
 
 namespace {

@@ -198,8 +198,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
   const smem_carve<BN, Rows> smem(smem_address(conv2d_wgmma_smem));
   const std::uint32_t a_smem = smem.a, b_smem = smem.b;
   const stage_ring<kStages> ring(smem.ring);
-  // Ping-pong: mainloop_done[c] completes a phase each time consumer c has issued a tile's products.
-  const std::uint32_t mainloop_done = smem.mainloop_done;
+  const pingpong_order turns{smem.mainloop_done};  // ping-pong's order of the two mainloops
   // A resident filter (cooperative tiles only; the host never asks ping-pong for one): its barrier
   // takes ping-pong's first turn barrier's place.
   const bool resident_filter = !PingPong && prm.resident_filter;
@@ -215,8 +214,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
     // Every consumer warp that reads a stage releases it: both warpgroups, or (ping-pong) the one whose tile it holds.
     ring.init((PingPong ? 1 : consumer_warpgroups) * warps_per_warpgroup);
     if constexpr (PingPong) {
-      mbar_init(mainloop_done, warpgroup_threads);
-      mbar_init(mainloop_done + 8, warpgroup_threads);
+      turns.init();
     } else {
       if (resident_filter) mbar_init(filter_ready, 1);
     }
@@ -263,11 +261,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
         b_smem + (kStages - y_buffers * (consumer_warpgroups - consumer)) * kBTile;
     for (int t = first; t < prm.tiles; t += step, ++own_tiles) {
       const tile_origin w = tile_of<BN>(prm, t);
-      if constexpr (PingPong) {
-        if (consumer == 1) mbar_wait(mainloop_done, static_cast<std::uint32_t>(own_tiles & 1));
-        if (consumer == 0 && own_tiles > 0)
-          mbar_wait(mainloop_done + 8, static_cast<std::uint32_t>((own_tiles - 1) & 1));
-      }
+      if constexpr (PingPong) turns.wait_turn(consumer, own_tiles);
       float d[kBlocks][kAcc];
 #pragma unroll
       for (int m = 0; m < kBlocks; ++m) {
@@ -305,7 +299,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
         previous = at.stage;
         at.advance();
       }
-      if constexpr (PingPong) mbar_arrive(mainloop_done + 8 * consumer);  // the other's turn
+      if constexpr (PingPong) turns.pass(consumer);  // the other's turn
       wgmma_wait<0>();
 #pragma unroll
       for (int m = 0; m < kBlocks; ++m) fence_operands(d[m]);

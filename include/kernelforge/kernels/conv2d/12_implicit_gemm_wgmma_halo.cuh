@@ -2,7 +2,7 @@
 // Step 12 -- implicit_gemm_wgmma_halo: step 7 (07_implicit_gemm_wgmma.cuh)
 // loading each channel block's pixels once for every filter tap. NHWC, TF32 or
 // f16 / bf16, stride 1 and dilation 1, filters up to 3 x 3 (the ResNet 3x3
-// layers); sm_90a only. Host side: wgmma_sm90a_nhwc.cuh; tiles: wgmma_plan.hpp
+// layers); sm_90a only. Host side: wgmma_sm90a_nhwc.cuh; tiles: wgmma_k_steps.hpp
 // (plan_conv2d_nhwc_wgmma_halo); the carve: wgmma_config.cuh.
 //
 // What changes from step 7, and why it is faster:
@@ -17,7 +17,8 @@
 //  * Tap (r, s) of m64 block b reads 8 output rows of 8 pixels: box rows
 //    (row_b + r) W + s .. + 7 of each, W = 8 + S - 1 the box's width. That is one
 //    wgmma descriptor: start address r W + s rows into the block's part of the
-//    box, 8-row groups W x 128 bytes apart (the stride byte offset). The
+//    box (an add to the slots' descriptor), 8-row groups W x 128 bytes apart
+//    (the stride byte offset). The
 //    128-byte swizzle is a function of the address bits, so a start off the
 //    1024-byte atom and a stride that is no multiple of it read the rows TMA
 //    wrote (wip/probes/desc_shift.cu, H100: 22 starts and strides).
@@ -56,16 +57,6 @@ namespace kf::detail {
 namespace conv2d_wgmma {
 
 #if KF_ARCH_SM90A
-/// The descriptor of the A operand that starts `row` rows (128 bytes each)
-/// into the box at `box` (1024-aligned), its 8-row groups `group_stride`
-/// bytes apart. The base-offset field stays 0: the hardware takes the swizzle
-/// phase from the address bits themselves (wip/probes/desc_shift.cu, H100:
-/// with the field set to the start's row in its atom, the products read wrong rows).
-__device__ __forceinline__ std::uint64_t halo_descriptor(std::uint32_t box, std::uint32_t row,
-                                                         std::uint32_t group_stride) {
-  return smem_descriptor_sw128(box + row * row_bytes, 16, group_stride);
-}
-
 /// The producer thread: for each of its tiles and channel blocks, the halo box
 /// into the A ring, then every tap's filter slice into the B ring.
 template <class T, int BN, conv2d_wgmma_filter Filter>
@@ -97,7 +88,7 @@ __device__ __forceinline__ void produce_halo(const params<T>& prm, const stage_r
 }  // namespace conv2d_wgmma
 
 /// y = ep(conv(x, w) + bias) for an NHWC layer at stride 1 and dilation 1 with
-/// halo tiles (wgmma_plan.hpp, conv2d_nhwc_wgmma_halo_fit), on the ping-pong
+/// halo tiles (wgmma_k_steps.hpp, conv2d_nhwc_wgmma_halo_fit), on the ping-pong
 /// schedule: T = float (TF32 products), __half or __nv_bfloat16. map_x: the NHWC
 /// input (dims c, w, h, n; box block_c x halo_width x (ht + R - 1) x nt);
 /// map_w, Filter: as step 7's. Tile t is step 7's (tile_of).
@@ -117,7 +108,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
   const halo_smem_carve<BN> smem(smem_address(conv2d_wgmma_halo_smem));
   const stage_ring<halo_a_stages> a_ring(smem.a_ring);
   const stage_ring<kBStages> b_ring(smem.b_ring);
-  const std::uint32_t mainloop_done = smem.mainloop_done;  // consumer c's turn barrier: + 8 c
+  const pingpong_order turns{smem.mainloop_done};  // ping-pong's order of the two mainloops (step 7's)
   float* const bias_smem = smem.bias_in(conv2d_wgmma_halo_smem);
 
   const int warpgroup = threadIdx.x / warpgroup_threads;
@@ -128,8 +119,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
     tma_prefetch_descriptor(&map_w);
     a_ring.init(warps_per_warpgroup);  // the warps of the warpgroup whose tile it holds
     b_ring.init(warps_per_warpgroup);
-    mbar_init(mainloop_done, warpgroup_threads);
-    mbar_init(mainloop_done + 8, warpgroup_threads);
+    turns.init();
     mbar_init_fence();
   }
   __syncthreads();
@@ -147,9 +137,14 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
   const int lane = tid_in_warpgroup % 32;
   const int taps = prm.k_steps / prm.c_chunks;
   const int box_width = prm.halo_width;
-  const std::uint32_t group_stride = static_cast<std::uint32_t>(box_width * row_bytes);
-  // Where m64 block 1 starts in the box (block 0 at its start), in rows.
-  const std::uint32_t block_rows[kBlocks] = {0u, static_cast<std::uint32_t>(prm.a_block_bytes / row_bytes)};
+  // The A slots' descriptor: 8-row groups one box row (box_width pixels) apart. An operand's is
+  // an add to its low word (smem_descriptor_advance): a start off the 1024-byte swizzle atom
+  // needs nothing else -- the base-offset field stays 0, as the hardware takes the swizzle from
+  // the address bits (wip/probes/desc_shift.cu, H100: with the field set to the start's row in
+  // its atom, the products read wrong rows).
+  const std::uint64_t a_slots = smem_descriptor_sw128(smem.a, 16, static_cast<std::uint32_t>(box_width * row_bytes));
+  // Where m64 block 1 starts in the box (block 0 at its start).
+  const std::uint32_t block_bytes[kBlocks] = {0u, static_cast<std::uint32_t>(prm.a_block_bytes)};
   ring_position<halo_a_stages> at_a;
   ring_position<kBStages> at_b;
   if (consumer == 1) {
@@ -159,8 +154,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
   int own_tiles = 0;
   for (int t = blockIdx.x + consumer * gridDim.x; t < prm.tiles; t += 2 * gridDim.x, ++own_tiles) {
     const tile_origin w = tile_of<BN>(prm, t);
-    if (consumer == 1) mbar_wait(mainloop_done, static_cast<std::uint32_t>(own_tiles & 1));
-    if (consumer == 0 && own_tiles > 0) mbar_wait(mainloop_done + 8, static_cast<std::uint32_t>((own_tiles - 1) & 1));
+    turns.wait_turn(consumer, own_tiles);
     float d[kBlocks][kAcc];
 #pragma unroll
     for (int m = 0; m < kBlocks; ++m) {
@@ -172,20 +166,20 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
     int held_a = -1;      // the A slot of the previous channel block, released once its last products completed
     for (int chunk = 0; chunk < prm.c_chunks; ++chunk) {
       a_ring.consumer_wait(at_a);
-      const std::uint32_t box = smem.a + at_a.stage * halo_a_slot_bytes;
+      const std::uint32_t box = at_a.stage * halo_a_slot_bytes;  // from the first slot
       int r = 0, s = 0;
       for (int tap = 0; tap < taps; ++tap) {
         b_ring.consumer_wait(at_b);
         const std::uint64_t b_stage = filter_descriptor<T, Filter>(smem.b + at_b.stage * b_tile_bytes<BN>);
-        const std::uint32_t tap_row = static_cast<std::uint32_t>(r * box_width + s);
+        const std::uint32_t tap_bytes = static_cast<std::uint32_t>((r * box_width + s) * row_bytes);
         wgmma_fence();
 #pragma unroll
         for (int m = 0; m < kBlocks; ++m) {
-          const std::uint64_t a_desc = halo_descriptor(box, block_rows[m] + tap_row, group_stride);
+          const std::uint32_t a_offset = box + block_bytes[m] + tap_bytes;
 #pragma unroll
           for (int kk = 0; kk < row_bytes / product_bytes<T>; ++kk) {
             wgmma::element<T>::template mma<filter_trans_b<Filter>, kAcc>(
-                d[m], smem_descriptor_advance(a_desc, kk * product_bytes<T>),
+                d[m], smem_descriptor_advance(a_slots, a_offset + kk * product_bytes<T>),
                 smem_descriptor_advance(b_stage, filter_product_offset<T, Filter>(kk)));
           }
         }
@@ -206,7 +200,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
       held_a = at_a.stage;
       at_a.advance();
     }
-    mbar_arrive(mainloop_done + 8 * consumer);  // the other's turn
+    turns.pass(consumer);  // the other's turn
     wgmma_wait<0>();
 #pragma unroll
     for (int m = 0; m < kBlocks; ++m) fence_operands(d[m]);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The geometry of filter-column boxes, shared by the two Hopper kernels that
 // load them: the forward's A operand (step 7, 07_implicit_gemm_wgmma.cuh,
-// planned by wgmma_plan.hpp) and the filter gradient's B operand (gradient
+// planned by wgmma_k_steps.hpp) and the filter gradient's B operand (gradient
 // step 3, backward/03_wgrad_wgmma.cuh, planned by backward/wgrad_wgmma_plan.hpp).
 // Pure functions, no CUDA calls; the CPU tests check them against the pixels
 // each tap reads (wgmma_cpu_test.cpp, wgrad_wgmma_cpu_test.cpp).

@@ -16,6 +16,7 @@
 #include "../matmul/wgmma/config.cuh"
 #include "../matmul/wgmma/element.cuh"
 #include "filter_column.hpp"
+#include "wgmma_k_steps.hpp"
 #include "wgmma_plan.hpp"
 
 namespace kf::detail::conv2d_wgmma {
@@ -43,6 +44,33 @@ static_assert(column_tap_bytes == swizzle_atom_bytes, "a filter-column box row o
 
 /// Ping-pong's two turn barriers (mainloop done, one per consumer warpgroup), after the ring's.
 inline constexpr int order_barrier_bytes = 2 * 8;
+
+#if KF_ARCH_SM90A
+/// Ping-pong's order of the two consumer warpgroups' mainloops (steps 7 and 12, CUTLASS's
+/// ping-pong order): barrier done + 8 c completes a phase each time consumer c has issued a
+/// tile's products; consumer 0's j-th tile waits for consumer 1's (j - 1)-th, consumer 1's
+/// j-th for consumer 0's j-th. The turns also keep a warpgroup that skips the other's
+/// stages from waiting on a stage more than one round beyond the producer (a parity wait
+/// cannot tell that round from the one before it).
+struct pingpong_order {
+  std::uint32_t done;  ///< order_barrier_bytes of shared memory: the two barriers
+  /// One thread, before either consumer starts (then mbar_init_fence and a block barrier).
+  __device__ __forceinline__ void init() const {
+    mbar_init(done, warpgroup_threads);
+    mbar_init(done + 8, warpgroup_threads);
+  }
+  /// Before `consumer`'s mainloop of its tile number `own_tiles` (0, 1, ...).
+  __device__ __forceinline__ void wait_turn(int consumer, int own_tiles) const {
+    if (consumer == 1) {
+      mbar_wait(done, static_cast<std::uint32_t>(own_tiles & 1));
+    } else if (own_tiles > 0) {
+      mbar_wait(done + 8, static_cast<std::uint32_t>((own_tiles - 1) & 1));
+    }
+  }
+  /// After `consumer` has issued its tile's products: the other's turn.
+  __device__ __forceinline__ void pass(int consumer) const { mbar_arrive(done + 8 * consumer); }
+};
+#endif  // KF_ARCH_SM90A
 
 /// The bias a tile's store adds, staged in shared memory (wgmma_store.cuh,
 /// stage_bias): per consumer warpgroup, 2 buffers (its tiles in turn) of up to 2

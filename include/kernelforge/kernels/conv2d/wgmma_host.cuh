@@ -50,8 +50,7 @@ bool make_conv2d_wgmma_params(const conv2d_args<T>& a, const conv2d_wgmma_tile& 
   prm.stride_w = a.stride_w;
   prm.s = a.s;
   prm.c_chunks = static_cast<int>(c_chunks);
-  // Halo tiles: one tap a k-step (the B ring's stages); the A box once a channel block.
-  prm.k_steps = static_cast<int>(static_cast<z>(a.rs) / (plan.halo_width != 0 ? 1 : plan.filter_rows) * c_chunks);
+  prm.k_steps = static_cast<int>(static_cast<z>(a.rs) / plan.taps_per_k_step() * c_chunks);
   prm.halo_width = static_cast<int>(plan.halo_width);
   prm.wt = static_cast<int>(plan.wt);
   prm.ht = static_cast<int>(plan.ht);

@@ -15,6 +15,7 @@
 
 #include "args.cuh"
 #include "kernelforge/epilogue.cuh"
+#include "wgmma_k_steps.hpp"
 #include "wgmma_plan.hpp"
 
 namespace kf::detail {
