@@ -35,6 +35,7 @@ CONV_ORDER = ["cudnn", "naive", "smem_tiled", "implicit_gemm", "implicit_gemm_pi
               "winograd_fused",
               "implicit_gemm_tf32", "implicit_gemm_wgmma", "best"]
 FUSED_ORDER = ["cudnn_fused", "unfused", "fused"]
+NHWC_ORDER = ["cudnn", "best", "cudnn_fused", "best_fused", "cudnn_nchw", "best_vs_cudnn"]
 BACKWARD_ORDER = ["data", "filter", "step"]
 # Impl fields of tuning rows: candidate configurations, left out of the tables and the plot.
 TUNING_IMPLS = {"register_window_cfg"}
@@ -176,10 +177,16 @@ def main(argv):
     context, rows = load(args.json)
     if args.backward:
         rows += [r for r in load(args.backward)[1] if r["family"] == "conv2d_backward"]
-    emulated = load(args.emulated)[1] if args.emulated else []
+    emulated = load(args.emulated)[1] if args.emulated else rows
+    # fp32_emulated rows have their own table (emulated_table), with both errors.
+    exact = [r for r in rows if r["type"] != "fp32_emulated"]
     text = "\n\n".join(t for t in (
         "### conv2d (NCHW fp32; frac = cuDNN time / our time, > 1 is faster than cuDNN)",
-        table(rows, "conv2d", "TFLOP/s", [("frac_cudnn", "cuDNN")], CONV_ORDER),
+        table(exact, "conv2d", "TFLOP/s", [("frac_cudnn", "cuDNN")], CONV_ORDER),
+        "### conv2d channels_last (NHWC activations, KRSC filters; fp16 / bf16 in fp32 accumulation, TF32, "
+        "exact fp32); frac = cuDNN's time / ours, paired in one run (best_fused against cudnn_fused: bias + "
+        "ReLU in both)",
+        table(exact, "conv2d_nhwc", "TFLOP/s", [("frac_cudnn", "cuDNN")], NHWC_ORDER),
         "### conv2d + bias + ReLU (threshold 0): fused into the store, unfused (conv2d then "
         "relu_threshold_forward), and cuDNN's cudnnConvolutionBiasActivationForward",
         table(rows, "conv2d_bias_relu", "TFLOP/s", [("speedup_vs_unfused", "unfused"), ("frac_cudnn", "cuDNN fused")],
@@ -187,9 +194,9 @@ def main(argv):
         "### conv2d gradients (NHWC; data = dx, filter = dw, step = forward + both; TFLOP/s of the forward's "
         "FLOPs per pass; frac = cuDNN's backend graphs' time / ours, paired in one run)",
         table(rows, "conv2d_backward", "TFLOP/s", [("frac_cudnn", "cuDNN")], BACKWARD_ORDER),
-        "### conv2d, math_mode::fp32_emulated (step 9: three TF32 wgmma products per split pair) against "
+        "### conv2d, math_mode::fp32_emulated (three TF32 wgmma products per split pair) against "
         "cuDNN's fastest exact fp32 algorithm, paired in one run; errors: the maximum over 2048 sampled "
-        "outputs of |y - ref| / sum |x| |w| (double reference)" if emulated else "",
+        "outputs of |y - ref| / sum |x| |w| (double reference)" if emulated_table(emulated) else "",
         emulated_table(emulated),
         "### filter2d (8192 x 8192 single-channel fp32, zero border; copy = the memory floor)",
         table(rows, "filter2d", "GB/s", [("frac_copy", "copy"), ("frac_cudnn", "cuDNN")], FILTER_ORDER),

@@ -71,6 +71,7 @@ def full_tables(res, plots_dir, plot_link):
                                   plots_dir / "matmul.png", *fp8, *extra))
         parts += ["## Matrix product", plot(plots_dir, plot_link, "matmul"), MATMUL_NOTE, tables]
     if (res / "bench_conv.json").exists():
+        # A run of the gradient or fp32_emulated rows of its own, where there is one (else bench_conv.json's).
         backward = (["--backward", res / "bench_conv_backward.json"]
                     if (res / "bench_conv_backward.json").exists() else [])
         emulated = (["--emulated", res / "bench_conv_fp32_emulated.json"]
