@@ -55,19 +55,22 @@ STEP_ROWS = {
                                               ("bench_conv_nhwc.json", "conv2d_nhwc/fp16/best")),
     K + "conv2d/08_winograd_fused.cuh": ((CONV, "conv2d/fp32/winograd_fused"),),
     K + "conv2d/09_implicit_gemm_wgmma_fp32_emulated.cuh": (
-        ("bench_conv_fp32_emulated.json", "conv2d/fp32_emulated/best_vs_cudnn"),
-        ("bench_conv_fp32_emulated.json", "conv2d_nhwc/fp32_emulated/best_vs_cudnn")),
+        (CONV, "conv2d/fp32_emulated/best_vs_cudnn"),
+        (CONV, "conv2d_nhwc/fp32_emulated/best_vs_cudnn")),
     K + "conv2d/10_few_channels_mma.cuh": (("bench_conv_nhwc.json", "conv2d_nhwc/fp16/few_channels_vs_fold"),
                                            ("bench_conv_nhwc.json", "conv2d_nhwc/bf16/few_channels_vs_fold")),
     K + "conv2d/11_few_channels_persistent.cuh": (("bench_conv_nhwc.json", "conv2d_nhwc/fp16/persistent_vs_one_band"),
                                                   ("bench_conv_nhwc.json", "conv2d_nhwc/bf16/persistent_vs_one_band")),
-    # best's 3x3 NHWC layers since 2026-12-07 (measured on the H100 only: results/h100/bench_conv_halo_*)
+    # best's 3x3 NHWC layers since 2026-12-07 (results/h100/bench_conv_halo_*; the H200's: the best rows of
+    # bench_conv.json, whose run is later than step 12)
     K + "conv2d/12_implicit_gemm_wgmma_halo.cuh": (),
+    # fp32_emulated's 3x3 stride-1 layers where it wins (results/h200/bench_conv_fp32_emulated_halo_2026-12-07.json)
+    K + "conv2d/13_implicit_gemm_wgmma_halo_fp32_emulated.cuh": (),
     K + "conv2d/backward/01_naive.cuh": (),  # the correctness baseline, not benchmarked
-    K + "conv2d/backward/03_wgrad_wgmma.cuh": (("bench_conv_backward.json", "conv2d_backward/fp16/filter"),
-                                               ("bench_conv_backward.json", "conv2d_backward/bf16/filter")),
+    K + "conv2d/backward/03_wgrad_wgmma.cuh": ((CONV, "conv2d_backward/fp16/filter"),
+                                               (CONV, "conv2d_backward/bf16/filter")),
     K + "conv2d/backward/04_wgrad_wgmma_tf32.cuh": (
-        ("bench_conv_backward.json", "conv2d_backward/tf32/filter_wgmma"),),
+        (CONV, "conv2d_backward/tf32/filter_wgmma"),),
     # Exact fp32 NCHW: measured through torch (bench_python.json's conv2d_train fp32 rows);
     # bench_conv_backward's cuDNN graphs are NHWC only.
     K + "conv2d/backward/05_wgrad_simt_fp32.cuh": (),
@@ -75,7 +78,7 @@ STEP_ROWS = {
     K + "conv2d/backward/07_dgrad_parity_fp32.cuh": (),  # through torch (conv2d_wgrad_fp32.json's stem dx row)
     # best's dx runs step 8 on the stem alone (the strided few-channel layers).
     K + "conv2d/backward/08_dgrad_parity_mma.cuh": tuple(
-        ("bench_conv_backward.json", f"conv2d_backward/{t}/data", "n16_c3_") for t in ("fp16", "bf16", "tf32")),
+        (CONV, f"conv2d_backward/{t}/data", "n16_c3_") for t in ("fp16", "bf16", "tf32")),
     K + "conv2d/backward/09_wgrad_mma_tf32_pointwise.cuh": (),  # not yet run on the H200 (tf32/filter 1x1 rows)
     K + "filter2d/01_naive.cuh": ((FIL, "filter2d/fp32/naive"),),
     K + "filter2d/02_constant_memory.cuh": ((FIL, "filter2d/fp32/constant_memory"),),

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// Step 9, host side -- math_mode::fp32_emulated for conv2d (kernel:
-// 09_implicit_gemm_wgmma_fp32_emulated.cuh; interface: wgmma_sm90a.hpp): the
+// Steps 9 and 13, host side -- math_mode::fp32_emulated for conv2d (kernels:
+// 09_implicit_gemm_wgmma_fp32_emulated.cuh, and at stride 1 on 3x3 filters
+// 13_implicit_gemm_wgmma_halo_fp32_emulated.cuh; interface: wgmma_sm90a.hpp): the
 // split pre-pass of the input and the filter (matmul/split_tf32.cuh) into a
 // pooled workspace, the two tensor maps over the split operands, and both
 // instances of the persistent kernel (finite inputs; inputs with an inf or a
 // NaN), of which the one the pre-pass's flag does not name returns at once.
 //
 // Built for sm_90a only (src/conv2d/sources.cmake), or as stubs where the
-// library's architecture list has no 90. It instantiates only step 9's kernels
+// library's architecture list has no 90. It instantiates only steps 9's and 13's kernels
 // and the split pre-pass (a template, shared with matmul step 15's translation
 // unit, which is sm_90a-only too).
 #include "kernelforge/kernels/conv2d/wgmma_sm90a.hpp"
@@ -22,6 +23,7 @@
 #include "kernelforge/kernels/common/alignment.hpp"
 #include "kernelforge/kernels/common/grid.hpp"
 #include "kernelforge/kernels/conv2d/09_implicit_gemm_wgmma_fp32_emulated.cuh"
+#include "kernelforge/kernels/conv2d/13_implicit_gemm_wgmma_halo_fp32_emulated.cuh"
 #include "kernelforge/kernels/conv2d/wgmma_host.cuh"
 #include "kernelforge/kernels/matmul/split_tf32.cuh"
 #include "kernelforge/kernels/runtime/kernel_attributes.hpp"
@@ -34,42 +36,50 @@ namespace {
 
 constexpr const char* what = "kf::conv2d_forward (implicit_gemm_wgmma_fp32_emulated)";
 
-template <conv2d_layout Layout, int BN, bool Apart, class Epilogue>
-constexpr auto instance = &conv2d_implicit_gemm_wgmma_fp32_emulated<Layout, BN, Apart, Epilogue>;
+/// Step 9's kernel, or (Halo) step 13's.
+template <conv2d_layout Layout, int BN, bool Apart, class Epilogue, bool Halo>
+constexpr auto instance = Halo ? &conv2d_implicit_gemm_wgmma_halo_fp32_emulated<Layout, BN, Apart, Epilogue>
+                               : &conv2d_implicit_gemm_wgmma_fp32_emulated<Layout, BN, Apart, Epilogue>;
+template <int BN, bool Halo>
+constexpr int smem_bytes = Halo ? conv2d_wgmma::halo_smem_bytes<BN, 2> : conv2d_wgmma::smem_bytes<BN>;
 
-/// Returns f(layout, bn) with y's layout and the tile width as constants.
+/// Returns f(layout, bn, halo) with y's layout, the tile width and the step (13: halo tiles) as constants.
 template <class F>
-decltype(auto) with_layout_and_width(conv2d_layout layout, std::size_t bn, F&& f) {
+decltype(auto) with_layout_and_width(conv2d_layout layout, std::size_t bn, bool halo, F&& f) {
+  const auto with_halo = [&](auto layout_tag, auto bn_tag) {
+    return halo ? f(layout_tag, bn_tag, std::true_type{}) : f(layout_tag, bn_tag, std::false_type{});
+  };
   using nchw = std::integral_constant<conv2d_layout, conv2d_layout::nchw>;
   using nhwc = std::integral_constant<conv2d_layout, conv2d_layout::nhwc>;
   using bn64 = std::integral_constant<int, 64>;
   using bn128 = std::integral_constant<int, 128>;
-  if (layout == conv2d_layout::nhwc) return bn == 64 ? f(nhwc{}, bn64{}) : f(nhwc{}, bn128{});
-  return bn == 64 ? f(nchw{}, bn64{}) : f(nchw{}, bn128{});
+  if (layout == conv2d_layout::nhwc) return bn == 64 ? with_halo(nhwc{}, bn64{}) : with_halo(nhwc{}, bn128{});
+  return bn == 64 ? with_halo(nchw{}, bn64{}) : with_halo(nchw{}, bn128{});
 }
 
 /// The CTAs both instances keep resident at once (the persistent grid's most);
 /// the queries also set each instance's shared-memory limit.
-template <conv2d_layout Layout, int BN, class Epilogue>
+template <conv2d_layout Layout, int BN, bool Halo, class Epilogue>
 int resident_ctas(int device) {
-  constexpr int smem = conv2d_wgmma::smem_bytes<BN>;
+  constexpr int smem = smem_bytes<BN, Halo>;
   const int common =
-      resident_clusters<instance<Layout, BN, false, Epilogue>>(device, conv2d_wgmma::threads, smem, 1, what);
+      resident_clusters<instance<Layout, BN, false, Epilogue, Halo>>(device, conv2d_wgmma::threads, smem, 1, what);
   const int apart =
-      resident_clusters<instance<Layout, BN, true, Epilogue>>(device, conv2d_wgmma::threads, smem, 1, what);
+      resident_clusters<instance<Layout, BN, true, Epilogue, Halo>>(device, conv2d_wgmma::threads, smem, 1, what);
   return common < apart ? common : apart;
 }
 
 /// Both instances of the kernel, persistent, on `grid` CTAs.
-template <conv2d_layout Layout, int BN, class Epilogue>
+template <conv2d_layout Layout, int BN, bool Halo, class Epilogue>
 void launch_instances(int grid, const CUtensorMap& map_x, const CUtensorMap& map_w,
                       const conv2d_wgmma::params<float>& prm, const Epilogue& ep, const unsigned* nonfinite,
                       cudaStream_t stream) {
-  constexpr int smem = conv2d_wgmma::smem_bytes<BN>;
-  instance<Layout, BN, false, Epilogue>
+  constexpr int smem = smem_bytes<BN, Halo>;
+  instance<Layout, BN, false, Epilogue, Halo>
       <<<grid, conv2d_wgmma::threads, smem, stream>>>(map_x, map_w, prm, ep, nonfinite);
   check_launch(what);
-  instance<Layout, BN, true, Epilogue><<<grid, conv2d_wgmma::threads, smem, stream>>>(map_x, map_w, prm, ep, nonfinite);
+  instance<Layout, BN, true, Epilogue, Halo>
+      <<<grid, conv2d_wgmma::threads, smem, stream>>>(map_x, map_w, prm, ep, nonfinite);
   check_launch(what);
 }
 
@@ -90,19 +100,39 @@ bool try_launch(int device, const conv2d_args<float>& layer, conv2d_layout layou
   const z ld = split_tf32_ld(C);
   conv2d_args<float> s = a;
   s.c = static_cast<int>(ld);
-  const conv2d_wgmma_tile plan = choose_conv2d_wgmma_tile(N, static_cast<z>(a.p), static_cast<z>(a.q), K,
-                                                          static_cast<z>(a.stride_h), static_cast<z>(a.stride_w));
+  // The CTAs both instances of step 9's kernel (halo: step 13's) keep resident at bn columns.
+  const auto resident_of = [&](std::size_t bn, bool halo_tiles) {
+    return with_layout_and_width(layout, bn, halo_tiles, [&](auto layout_tag, auto bn_tag, auto halo_tag) {
+      return resident_ctas<decltype(layout_tag)::value, decltype(bn_tag)::value, decltype(halo_tag)::value, Epilogue>(
+          device);
+    });
+  };
+  conv2d_wgmma_tile plan = choose_conv2d_wgmma_tile(N, static_cast<z>(a.p), static_cast<z>(a.q), K,
+                                                    static_cast<z>(a.stride_h), static_cast<z>(a.stride_w));
+  // Step 13 where halo tiles fit (stride and dilation 1, filters up to 3 x 3: one halo box a
+  // 32-channel block) and its rounds of the grid do not outnumber step 9's (tuning.hpp).
+  bool halo = false;
+  if (conv2d_nhwc_wgmma_halo_fit(static_cast<z>(a.r), static_cast<z>(a.s), static_cast<z>(a.stride_h),
+                                 static_cast<z>(a.stride_w), static_cast<z>(a.dilation_h),
+                                 static_cast<z>(a.dilation_w))) {
+    const conv2d_wgmma_tile halo_plan = plan_conv2d_nhwc_wgmma_halo(plan, N, static_cast<z>(a.p), static_cast<z>(a.q),
+                                                                    static_cast<z>(a.r), static_cast<z>(a.s));
+    const z k_blocks = RS * (ld / (2 * split_block_k));  // step 9's: a tap's 32 channels, hi and lo
+    halo = conv2d_fp32_emulated_prefers_halo(halo_plan.tiles(), static_cast<z>(resident_of(halo_plan.bn, true)),
+                                             plan.tiles(), static_cast<z>(resident_of(plan.bn, false)), k_blocks);
+    if (halo) plan = halo_plan;
+  }
   conv2d_wgmma::params<float> prm;
   if (!make_conv2d_wgmma_params(s, plan, prm)) return false;
 
-  // The persistent grid, and its last round split over the CTAs that would wait
-  // (wgmma_last_round.cuh): a k-block is 2 k-steps, its hi and lo chunks.
-  const int resident = with_layout_and_width(layout, plan.bn, [&](auto layout_tag, auto bn_tag) {
-    return resident_ctas<decltype(layout_tag)::value, decltype(bn_tag)::value, Epilogue>(device);
-  });
+  // The persistent grid, and (step 9) its last round split over the CTAs that would wait
+  // (wgmma_last_round.cuh): a k-block is 2 k-steps, its hi and lo chunks. Step 13 does not split.
+  const int resident = resident_of(plan.bn, halo);
   const int grid = prm.tiles < resident ? prm.tiles : resident;
-  const last_round_plan last_round =
-      plan_conv2d_wgmma_last_round(static_cast<z>(prm.tiles), static_cast<z>(grid), static_cast<z>(prm.k_steps) / 2, 2);
+  const last_round_plan last_round = halo
+                                         ? last_round_plan{static_cast<z>(prm.tiles), 1, 0}
+                                         : plan_conv2d_wgmma_last_round(static_cast<z>(prm.tiles), static_cast<z>(grid),
+                                                                        static_cast<z>(prm.k_steps) / 2, 2);
   const z split_tiles = static_cast<z>(prm.tiles) - last_round.split_from;
   prm.split_parts = static_cast<int>(last_round.parts);
   prm.split_from = static_cast<int>(last_round.split_from);
@@ -144,9 +174,9 @@ bool try_launch(int device, const conv2d_args<float>& layer, conv2d_layout layou
     ws.batch = K, ws.src_batch = C * RS, ws.row_stride = 1, ws.k_stride = RS, ws.rows = RS, ws.dst_batch = RS * ld;
   }
   launch_split_tf32_pack_pair(xs, ws, nonfinite, stream, what);
-  with_layout_and_width(layout, plan.bn, [&](auto layout_tag, auto bn_tag) {
-    launch_instances<decltype(layout_tag)::value, decltype(bn_tag)::value>(grid, map_x, map_w, prm, ep, nonfinite,
-                                                                           stream);
+  with_layout_and_width(layout, plan.bn, halo, [&](auto layout_tag, auto bn_tag, auto halo_tag) {
+    launch_instances<decltype(layout_tag)::value, decltype(bn_tag)::value, decltype(halo_tag)::value>(
+        grid, map_x, map_w, prm, ep, nonfinite, stream);
   });
   return true;
 }

@@ -2,7 +2,9 @@
 // GPU tests of math_mode::fp32_emulated for kf::conv2d_forward (float, NCHW and
 // NHWC; conv2d step 9: the implicit GEMM on wgmma with each fp32 operand split
 // into TF32 hi + lo, three products per k-block promoted into fp32 registers,
-// as matmul step 15). Modelled on tests/matmul/fp32_emulated_gpu_test.cpp.
+// as matmul step 15; at stride 1 and dilation 1 with filters up to 3 x 3 --
+// most 3x3 cases below -- step 13, the same on halo tiles). Modelled on
+// tests/matmul/fp32_emulated_gpu_test.cpp.
 //
 // The contract tested:
 //  * options.variant = best only: another variant is errc::invalid_argument
@@ -241,7 +243,8 @@ TEST(Conv2dFp32EmulatedCases, ExactCasesAreTheOnesTheKernelLeaves) {
 // splits each of its tiles over 2, 3 and 4 CTAs (plan_conv2d_wgmma_last_round,
 // wgmma_last_round.cuh; the grid is one CTA an SM: the kernel's ~200 KB of shared
 // memory): C 64 (18 k-blocks of 32 channels, hi and lo), 8x8 images two to a
-// tile (the last tile half empty), K 12, 3x3 pad 1, the bias on, in both
+// tile (the last tile half empty), K 12, 3x3 dilated 2, pad 2 (at dilation 1
+// step 13's halo tiles would take it, which do not split), the bias on, in both
 // layouts, against the double reference, y NaN-poisoned with one element past
 // it. Once with a NaN in an image of a split tile, which runs the kernel's inf /
 // NaN instance: NaN exactly at the 9 x K outputs that read it.
@@ -255,7 +258,7 @@ TEST(Conv2dFp32Emulated, LastRoundSplitOverIdleCtas) {
   for (const std::size_t parts : {2u, 3u, 4u}) {
     const std::size_t tiles = grid + grid / parts;  // grid / parts tiles in the last round
     const std::size_t n = 2 * tiles - 1, k = 12;
-    const kf::conv2d_params base = make_layer(n, 64, 8, 8, k, 3, 3, 1, 1, 1, 1);
+    const kf::conv2d_params base = make_layer(n, 64, 8, 8, k, 3, 3, 1, 1, 2, 2, 2);
     ASSERT_EQ(kf::detail::choose_conv2d_wgmma_tile(n, 8, 8, k).tiles(), tiles);
     ASSERT_EQ(kf::detail::plan_conv2d_wgmma_last_round(tiles, grid, 18, 2).parts, parts) << "not split as meant";
     for (const kf::conv2d_layout layout : {kf::conv2d_layout::nchw, kf::conv2d_layout::nhwc}) {

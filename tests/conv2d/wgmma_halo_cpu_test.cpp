@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // CPU tests of step 12's halo tiles (12_implicit_gemm_wgmma_halo.cuh): where they
 // apply, the bench layers' plans, and the box geometry the kernel's descriptors
-// read (each tap's pixels, inside the A slot). Part of test_conv2d.
+// read (each tap's pixels, inside the A slot); and where fp32 emulation takes them
+// (step 13) rather than step 9. Part of test_conv2d.
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -105,6 +106,36 @@ TEST(Conv2dWgmmaHalo, BoxRowsAreTheTapsPixels) {
       }
     }
   }
+}
+
+/// fp32 emulation's choice between step 9 and step 13 (halo tiles) on bench_conv's 3x3 layers
+/// at 132 resident CTAs (H100 / H200), by rounds of the persistent grid: equal rounds take the
+/// halo tiles; C128 28x28's 256 halo tiles (2 rounds) lose to step 9's 196 (1 round, then its
+/// last round split in 2).
+TEST(Conv2dWgmmaHalo, Fp32EmulatedTakesHaloTilesByRounds) {
+  using kf::detail::choose_conv2d_wgmma_tile;
+  using kf::detail::conv2d_fp32_emulated_prefers_halo;
+  using kf::detail::plan_conv2d_nhwc_wgmma_halo;
+  const std::size_t sms = 132;
+  struct layer {
+    std::size_t c, hw;
+    bool halo;
+  };
+  for (const layer l : {layer{64, 56, true}, layer{128, 28, false}, layer{256, 14, true}}) {
+    SCOPED_TRACE("C" + std::to_string(l.c) + " " + std::to_string(l.hw));
+    const conv2d_wgmma_tile step9 = choose_conv2d_wgmma_tile(32, l.hw, l.hw, l.c);
+    const conv2d_wgmma_tile step13 = plan_conv2d_nhwc_wgmma_halo(step9, 32, l.hw, l.hw, 3, 3);
+    const std::size_t k_blocks = 9 * l.c / 32;
+    EXPECT_EQ(conv2d_fp32_emulated_prefers_halo(step13.tiles(), sms, step9.tiles(), sms, k_blocks), l.halo);
+  }
+  EXPECT_EQ(plan_conv2d_nhwc_wgmma_halo(choose_conv2d_wgmma_tile(32, 28, 28, 128), 32, 28, 28, 3, 3).tiles(), 256u);
+  EXPECT_EQ(choose_conv2d_wgmma_tile(32, 28, 28, 128).tiles(), 196u);
+  // A layer of one round either way, and an unsplit last round against a whole one.
+  EXPECT_TRUE(conv2d_fp32_emulated_prefers_halo(40, sms, 30, sms, 18));
+  EXPECT_TRUE(conv2d_fp32_emulated_prefers_halo(264, sms, 200, sms, 2));    // 2 rounds each: step 9 does not split
+  EXPECT_FALSE(conv2d_fp32_emulated_prefers_halo(400, sms, 264, sms, 18));  // 4 rounds against 2
+  EXPECT_FALSE(conv2d_fp32_emulated_prefers_halo(0, sms, 30, sms, 18));
+  EXPECT_FALSE(conv2d_fp32_emulated_prefers_halo(40, 0, 30, sms, 18));
 }
 
 }  // namespace

@@ -32,6 +32,12 @@ struct last_round_plan {
 
   /// The grid's units: the whole tiles, then the split tiles' parts.
   [[nodiscard]] std::size_t units(std::size_t tiles) const { return split_from + (tiles - split_from) * parts; }
+  /// The rounds `grid` CTAs take over `tiles`, counted in 1 / parts of a round: the whole
+  /// rounds, then a split last round's one part (unsplit: every round, the last one whole).
+  [[nodiscard]] std::size_t round_parts(std::size_t tiles, std::size_t grid) const {
+    if (tiles > split_from) return split_from / grid * parts + 1;
+    return (tiles + grid - 1) / grid;
+  }
 };
 
 /// What a CTA computes in one turn of the persistent loop: tile `tile`'s

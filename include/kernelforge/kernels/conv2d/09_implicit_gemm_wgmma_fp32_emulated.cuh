@@ -42,10 +42,11 @@
 // channels, strides above 8 or C R S < 128 run the exact kernels instead
 // (wgmma_plan.hpp: conv2d_fp32_emulated_takes).
 // Figures (bench_conv, paired with cuDNN's fastest exact fp32 algorithm of the
-// same process, re-timed; N32 3x3 p1 C64 56x56 / C128 28x28 / C256 14x14), H100
-// (2026-12-07, the median of three processes; the H200's are owed): NCHW 1.16 /
-// 1.12 / 1.14x, NHWC against cuDNN's NHWC 2.22 / 1.79 / 2.18x; max error 2-5e-8
-// of sum |x w| against cuDNN's 7e-8 to 1.6e-6.
+// same process; N32 3x3 p1 C64 56x56 / C128 28x28 / C256 14x14): H200
+// (2026-12-07, the bench workflow's run, results/h200/bench_conv.json) NCHW
+// 1.11 / 1.20 / 1.29x, NHWC against cuDNN's NHWC 2.28 / 1.79 / 2.17x; max error
+// 2.6-4.4e-8 of sum |x w| against cuDNN's 5.9e-8 to 1.6e-6. Step 13 (halo
+// tiles) has since taken the stride-1 layers where it is faster (C64, C256).
 // More (the profile, what was tried): benchmarks/tuning/conv2d.md#conv2d-fp32-emulation.
 #pragma once
 

@@ -27,9 +27,20 @@
 //    stages at BN = 128, 12 at 64). A consumer waits for the box once a channel
 //    block and for each tap's slice, and releases the box when its last tap's
 //    products have completed.
+//  * At BN = 128 the producer warpgroup hands its registers to the consumers
+//    (setmaxnreg, 40 and 232 as the matrix product's steps): two 64 x 128
+//    accumulators a thread and the fused epilogue then fit without the 16-byte
+//    stack the fused instance had (H200: fused C128 / C256 rows 1.6-2.5%
+//    faster). At BN = 64 it did not pay (the C64 rows 0.7-1.6% slower).
 //  * Everything else is step 7's: the persistent ping-pong schedule, the turn
 //    barriers, the B operand (forward or dx's unturned filter,
 //    wgmma_filter_operand.cuh) and the epilogue (wgmma_store.cuh).
+// Figures (cuDNN's NHWC time / ours, same run; N32 3x3 p1 C64 56x56 / C128
+// 28x28 / C256 14x14): H200 (2026-12-07, results/h200/bench_conv.json) TF32
+// 1.36 / 1.03 / 1.02, fp16 1.19 / 0.99 / 1.03, bf16 1.21 / 1.00 / 0.98; fused
+// bias + ReLU against cuDNN's fused 1.07-1.29 / 0.94-1.00 / 0.94-0.98. Step 7
+// on the same layers (H100, one process): TF32 0.97 / 0.89 / 0.99, fp16 1.11 /
+// 0.91 / 0.94. More: benchmarks/tuning/conv2d.md, "conv2d_nhwc_wgmma_halo".
 #pragma once
 
 #include <cstdint>
@@ -57,28 +68,38 @@ namespace kf::detail {
 namespace conv2d_wgmma {
 
 #if KF_ARCH_SM90A
-/// The producer thread: for each of its tiles and channel blocks, the halo box
-/// into the A ring, then every tap's filter slice into the B ring.
-template <class T, int BN, conv2d_wgmma_filter Filter>
-__device__ __forceinline__ void produce_halo(const params<T>& prm, const stage_ring<halo_a_stages>& a_ring,
-                                             const stage_ring<halo_b_stages<BN>>& b_ring, std::uint32_t a_smem,
-                                             std::uint32_t b_smem, const CUtensorMap* map_x, const CUtensorMap* map_w) {
-  ring_position<halo_a_stages> at_a;
-  ring_position<halo_b_stages<BN>> at_b;
+/// The producer thread: for each of its tiles (first, + step, ...) and channel
+/// blocks, the halo box (Parts boxes: step 13's hi and lo parts, the split map's
+/// chunks 2 b and 2 b + 1) into the A ring, then every tap's filter slice (its
+/// Parts slices, in consecutive stages) into the B ring.
+template <class T, int BN, conv2d_wgmma_filter Filter, int Parts = 1>
+__device__ __forceinline__ void produce_halo(const params<T>& prm, const stage_ring<halo_a_stages<Parts>>& a_ring,
+                                             const stage_ring<halo_b_stages<BN, Parts>>& b_ring, std::uint32_t a_smem,
+                                             std::uint32_t b_smem, const CUtensorMap* map_x, const CUtensorMap* map_w,
+                                             int first, int step) {
+  ring_position<halo_a_stages<Parts>> at_a;
+  ring_position<halo_b_stages<BN, Parts>> at_b;
   const int taps = prm.k_steps / prm.c_chunks;  // R S
   const int unturned_taps = Filter == conv2d_wgmma_filter::forward ? 0 : taps;
-  for (int t = blockIdx.x; t < prm.tiles; t += gridDim.x) {
+  const int blocks = prm.c_chunks / Parts;
+  for (int t = first; t < prm.tiles; t += step) {
     const tile_origin w = tile_of<BN>(prm, t);
-    for (int chunk = 0; chunk < prm.c_chunks; ++chunk) {
-      const std::uint32_t a_full = a_ring.producer_acquire(at_a, static_cast<unsigned>(prm.a_box_bytes));
-      tma_load_4d(a_smem + at_a.stage * halo_a_slot_bytes, map_x, chunk * block_c<T>, w.q0 - prm.pad_w,
-                  w.p0 - prm.pad_h, w.n0, a_full);
+    for (int block = 0; block < blocks; ++block) {
+      const std::uint32_t a_full = a_ring.producer_acquire(at_a, static_cast<unsigned>(Parts * prm.a_box_bytes));
+#pragma unroll
+      for (int part = 0; part < Parts; ++part) {
+        tma_load_4d(a_smem + at_a.stage * halo_a_slot_bytes<Parts> + part * halo_box_bytes, map_x,
+                    (block * Parts + part) * block_c<T>, w.q0 - prm.pad_w, w.p0 - prm.pad_h, w.n0, a_full);
+      }
       at_a.advance();
       for (int tap = 0; tap < taps; ++tap) {
-        const std::uint32_t b_full = b_ring.producer_acquire(at_b, static_cast<unsigned>(b_tile_bytes<BN>));
-        load_filter_slice<T, BN, Filter>(b_smem + at_b.stage * b_tile_bytes<BN>, map_w, tap, unturned_taps,
-                                         chunk * block_c<T>, w.k0, b_full);
-        at_b.advance();
+#pragma unroll
+        for (int part = 0; part < Parts; ++part) {
+          const std::uint32_t b_full = b_ring.producer_acquire(at_b, static_cast<unsigned>(b_tile_bytes<BN>));
+          load_filter_slice<T, BN, Filter>(b_smem + at_b.stage * b_tile_bytes<BN>, map_w, tap, unturned_taps,
+                                           (block * Parts + part) * block_c<T>, w.k0, b_full);
+          at_b.advance();
+        }
       }
     }
   }
@@ -106,7 +127,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
   constexpr int kBlocks = 2;  // ping-pong: a warpgroup's tile is both m64 row blocks
   extern __shared__ unsigned char conv2d_wgmma_halo_smem[];
   const halo_smem_carve<BN> smem(smem_address(conv2d_wgmma_halo_smem));
-  const stage_ring<halo_a_stages> a_ring(smem.a_ring);
+  const stage_ring<halo_a_stages<>> a_ring(smem.a_ring);
   const stage_ring<kBStages> b_ring(smem.b_ring);
   const pingpong_order turns{smem.mainloop_done};  // ping-pong's order of the two mainloops (step 7's)
   float* const bias_smem = smem.bias_in(conv2d_wgmma_halo_smem);
@@ -125,12 +146,16 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
   __syncthreads();
 
   if (warpgroup == 0) {
+    // BN = 128: the producer's registers to the consumers (as matmul's steps).
+    if constexpr (BN == 128) setmaxnreg_dec<wgmma::producer_registers>();
     if (tid_in_warpgroup == 0) {
-      produce_halo<T, BN, Filter>(prm, a_ring, b_ring, smem.a, smem.b, &map_x, &map_w);
+      produce_halo<T, BN, Filter>(prm, a_ring, b_ring, smem.a, smem.b, &map_x, &map_w, blockIdx.x, gridDim.x);
     }
     return;
   }
   // ------------------------------------------------------------------ consumers
+  // BN = 128: two m64 x 128 accumulators and the fused epilogue without spills.
+  if constexpr (BN == 128) setmaxnreg_inc<wgmma::consumer_registers>();
   // Ping-pong as step 7's: warpgroup c takes the CTA's c-th, (c + 2)-th, ... tiles,
   // both m64 blocks of each, in turns with the other; it skips the other's stages in both rings.
   const int consumer = warpgroup - 1;
@@ -145,7 +170,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
   const std::uint64_t a_slots = smem_descriptor_sw128(smem.a, 16, static_cast<std::uint32_t>(box_width * row_bytes));
   // Where m64 block 1 starts in the box (block 0 at its start).
   const std::uint32_t block_bytes[kBlocks] = {0u, static_cast<std::uint32_t>(prm.a_block_bytes)};
-  ring_position<halo_a_stages> at_a;
+  ring_position<halo_a_stages<>> at_a;
   ring_position<kBStages> at_b;
   if (consumer == 1) {
     at_a.advance(prm.c_chunks);
@@ -166,7 +191,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
     int held_a = -1;      // the A slot of the previous channel block, released once its last products completed
     for (int chunk = 0; chunk < prm.c_chunks; ++chunk) {
       a_ring.consumer_wait(at_a);
-      const std::uint32_t box = at_a.stage * halo_a_slot_bytes;  // from the first slot
+      const std::uint32_t box = at_a.stage * halo_a_slot_bytes<>;  // from the first slot
       int r = 0, s = 0;
       for (int tap = 0; tap < taps; ++tap) {
         b_ring.consumer_wait(at_b);

@@ -113,6 +113,17 @@ constexpr std::size_t conv2d_wgmma_last_round_max_parts = 4;
 /// Evidence: none measured; the three ResNet 3x3 layers' parts keep 18 or more.
 constexpr std::size_t conv2d_wgmma_last_round_min_k_blocks = 4;
 
+// ---- step 13: fp32 emulation on halo tiles (13_implicit_gemm_wgmma_halo_fp32_emulated.cuh) ----
+
+/// Step 13 takes a layer from step 9 where its 8-wide halo tiles cost at most num / den of step
+/// 9's rounds of the persistent grid (conv2d_fp32_emulated_prefers_halo): a halo tile runs
+/// faster than step 9's, but 8-wide tiles compute the columns past a width that is no multiple
+/// of 8 (28 -> 32), and step 9 splits its last round where step 13 does not.
+/// Evidence: H200 2026-12-07, N32 3x3 p1, step 13 / step 9 time, two runs alternated
+/// (halo rounds / step 9's): C64 56x56 (6 / 6) 0.84 NCHW, 0.83 NHWC; C256 14x14 (1 / 1) 0.91,
+/// 0.99; C128 28x28 (2 / 1.5) 1.03, 1.09 (conv2d.md#conv2d-fp32-emulation-on-halo-tiles).
+constexpr std::size_t conv2d_fp32_emulated_halo_rounds_num = 5, conv2d_fp32_emulated_halo_rounds_den = 4;
+
 // ---- step 10: few input channels, large filters (10_few_channels_mma.cuh) ---------
 
 /// Output pixels one CTA of step 10 computes at most (a band of whole output

@@ -162,53 +162,64 @@ constexpr int ring_stages(int bn, int rows) {
   return bn == 64 ? (rows == 1 ? stages<64, 1> : stages<64, 3>) : (rows == 1 ? stages<128, 1> : stages<128, 3>);
 }
 
-// ---- halo tiles (step 12, 12_implicit_gemm_wgmma_halo.cuh): two rings ----
+// ---- halo tiles (steps 12 and 13): two rings ----
 // The A box of a channel block (every tap's pixels) in a ring of its own, each
-// tap's filter slice a stage of the B ring.
+// tap's filter slice a stage of the B ring. Parts: the boxes a channel block
+// has -- 1, or 2 for step 13's split operands (its hi and lo parts, a slot
+// holding both and each tap's two slices two consecutive B stages).
 
-/// An A slot: the largest halo box (conv2d_nhwc_wgmma_halo_box_pixels), whole swizzle atoms.
-inline constexpr int halo_a_slot_bytes =
+/// One halo box: the largest (conv2d_nhwc_wgmma_halo_box_pixels), whole swizzle atoms.
+inline constexpr int halo_box_bytes =
     (static_cast<int>(conv2d_nhwc_wgmma_halo_box_pixels()) * row_bytes + swizzle_atom_bytes - 1) / swizzle_atom_bytes *
     swizzle_atom_bytes;
-/// A boxes in flight: the one the products read, and two channel blocks ahead.
-inline constexpr int halo_a_stages = 3;
-/// B stages (one tap's slice each) the opt-in holds beside the A slots, at most halo_max_b_stages:
-/// 9 at BN = 128 (16 KiB each), 12 at BN = 64.
+/// An A slot: a channel block's Parts boxes.
+template <int Parts = 1>
+inline constexpr int halo_a_slot_bytes = Parts* halo_box_bytes;
+/// A slots: the one the products read and two channel blocks ahead (one ahead with two parts).
+template <int Parts = 1>
+inline constexpr int halo_a_stages = Parts == 1 ? 3 : 2;
+/// B stages (one tap's slice, or one part of it, each) the opt-in holds beside the A slots, at most
+/// halo_max_b_stages and, with two parts, an even number (a tap's pair never straddles the wrap):
+/// 9 at BN = 128 (16 KiB each), 12 at 64; with two parts 6 and 12.
 inline constexpr int halo_max_b_stages = 12;
-template <int BN>
-inline constexpr int halo_b_stages_fit = (max_smem_bytes - swizzle_atom_bytes - halo_a_stages * halo_a_slot_bytes -
-                                          stage_ring_barrier_bytes(halo_a_stages) -
+template <int BN, int Parts = 1>
+inline constexpr int halo_b_stages_fit = (max_smem_bytes - swizzle_atom_bytes -
+                                          halo_a_stages<Parts> * halo_a_slot_bytes<Parts> -
+                                          stage_ring_barrier_bytes(halo_a_stages<Parts>) -
                                           stage_ring_barrier_bytes(halo_max_b_stages) - order_barrier_bytes -
                                           bias_stage_bytes<BN>) /
-                                         b_tile_bytes<BN>;
-template <int BN>
+                                         b_tile_bytes<BN> / Parts* Parts;
+template <int BN, int Parts = 1>
 inline constexpr int halo_b_stages =
-    halo_b_stages_fit<BN> < halo_max_b_stages ? halo_b_stages_fit<BN> : halo_max_b_stages;
-template <int BN>
-inline constexpr int halo_smem_bytes = swizzle_atom_bytes + halo_a_stages* halo_a_slot_bytes +
-                                       halo_b_stages<BN>* b_tile_bytes<BN> + stage_ring_barrier_bytes(halo_a_stages) +
-                                       stage_ring_barrier_bytes(halo_b_stages<BN>) + order_barrier_bytes
+    halo_b_stages_fit<BN, Parts> < halo_max_b_stages ? halo_b_stages_fit<BN, Parts> : halo_max_b_stages;
+template <int BN, int Parts = 1>
+inline constexpr int halo_smem_bytes = swizzle_atom_bytes + halo_a_stages<Parts>* halo_a_slot_bytes<Parts> +
+                                       halo_b_stages<BN, Parts>* b_tile_bytes<BN> +
+                                       stage_ring_barrier_bytes(halo_a_stages<Parts>) +
+                                       stage_ring_barrier_bytes(halo_b_stages<BN, Parts>) + order_barrier_bytes
                                        + bias_stage_bytes<BN>;
 static_assert(halo_smem_bytes<128> <= max_smem_bytes && halo_smem_bytes<64> <= max_smem_bytes &&
-                  halo_b_stages<128> >= 6,
+                  halo_b_stages<128> >= 6 && halo_smem_bytes<128, 2> <= max_smem_bytes &&
+                  halo_smem_bytes<64, 2> <= max_smem_bytes && halo_b_stages<128, 2> >= 4 &&
+                  halo_b_stages<128, 2> % 2 == 0 && halo_b_stages<64, 2> % 2 == 0,
               "halo stages fit the opt-in");
 
 /// Halo tiles' carve: 1024-aligned A slots, then the B stages, the two rings' barriers,
 /// ping-pong's turn barriers and the staged bias.
-template <int BN>
+template <int BN, int Parts = 1>
 struct halo_smem_carve {
-  std::uint32_t a;              ///< halo_a_stages x A slot
-  std::uint32_t b;              ///< halo_b_stages x B slot
+  std::uint32_t a;              ///< A slots
+  std::uint32_t b;              ///< B stages
   std::uint32_t a_ring;         ///< the A ring's barriers
   std::uint32_t b_ring;         ///< the B ring's barriers
   std::uint32_t mainloop_done;  ///< ping-pong's turn barriers
   std::uint32_t bias;           ///< bias_stage_bytes<BN>: the staged bias (wgmma_store.cuh)
   __device__ __forceinline__ explicit halo_smem_carve(std::uint32_t raw)
       : a((raw + swizzle_atom_bytes - 1) & ~std::uint32_t(swizzle_atom_bytes - 1)),
-        b(a + halo_a_stages * halo_a_slot_bytes),
-        a_ring(b + halo_b_stages<BN> * b_tile_bytes<BN>),
-        b_ring(a_ring + stage_ring_barrier_bytes(halo_a_stages)),
-        mainloop_done(b_ring + stage_ring_barrier_bytes(halo_b_stages<BN>)),
+        b(a + halo_a_stages<Parts> * halo_a_slot_bytes<Parts>),
+        a_ring(b + halo_b_stages<BN, Parts> * b_tile_bytes<BN>),
+        b_ring(a_ring + stage_ring_barrier_bytes(halo_a_stages<Parts>)),
+        mainloop_done(b_ring + stage_ring_barrier_bytes(halo_b_stages<BN, Parts>)),
         bias(mainloop_done + order_barrier_bytes) {}
   __device__ __forceinline__ float* bias_in(unsigned char* smem) const {
     return reinterpret_cast<float*>(smem + (bias - smem_address(smem)));
