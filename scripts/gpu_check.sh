@@ -49,6 +49,7 @@ t_conv2d_epilogue=tests/conv2d/test_conv2d_epilogue
 t_conv2d_nhwc=tests/conv2d/test_conv2d_nhwc_gpu
 t_conv2d_backward=tests/conv2d/test_conv2d_backward_gpu
 t_fp32_emulated=tests/matmul/test_fp32_emulated_gpu
+t_conv2d_fp32_emulated=tests/conv2d/test_conv2d_fp32_emulated_gpu
 t_filter2d=tests/filter2d/test_filter2d_gpu
 t_core=tests/core/test_core_gpu
 
@@ -166,11 +167,16 @@ step_sm90a_sanitize() {
       "*implicit_gemm_wgmma_boxes*:*implicit_gemm_wgmma_misaligned_y*:*implicit_gemm_wgmma_bias_relu_misaligned_y*:*implicit_gemm_wgmma_many_tiles*" ||
       r=1
   done
-  # The wgmma filter gradients (gradient steps 3 and 4) on their 14x14 ResNet cases, and the
-  # skinny fp32 emulation (step 17: the split ahead of the products) on its awkward sizes.
+  # The wgmma filter gradients (gradient steps 3 and 4) on their 14x14 ResNet cases, the
+  # skinny fp32 emulation (step 17: the split ahead of the products) on its awkward sizes, and
+  # conv2d's fp32 emulation: step 13 (halo tiles: the stride-1 3x3 cases, a misaligned one
+  # among them) and step 9 (strided and dilated cases).
+  local conv_fp32e="*c32_13x17_k64_3x3_p1_n2*:*c130_7x11_k7_3x3_p1_n2_misaligned*:*c64_12x10_k64_3x3_p2x0*"
+  conv_fp32e+=":*c64_17x19_k128_3x3_s2_p1_n2_misaligned*:*c64_13x11_k72_3x3_d2_p2*"
   for tool in memcheck racecheck synccheck; do
     sanitize_one $tool $t_conv2d_backward "Conv/Conv2dBackwardFilter.*resnet_c64*" || r=1
     sanitize_one $tool $t_fp32_emulated "Fp32EmulatedSkinny.*" || r=1
+    sanitize_one $tool $t_conv2d_fp32_emulated "$conv_fp32e" || r=1
   done
   return $r
 }
