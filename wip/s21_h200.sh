@@ -20,5 +20,10 @@ one conv2 conv/bench_conv 'conv2d(_nhwc)?/fp32_emulated/best_vs_cudnn/n32_|conv2
 one conv3 conv/bench_conv 'conv2d(_nhwc)?/fp32_emulated/best_vs_cudnn/n32_|conv2d/fp32/cudnn/n32_'
 one matmul matmul/bench_matmul 'matmul/fp32_emulated/best_vs_cublas/'
 KF_BENCH_MIN_TIME=0.1 one fp8 matmul/bench_scaled_matmul 'best_vs_cublaslt/'
+# The fp32-emulation accuracy tables the tests print (ours, SGEMM or cuDNN's exact mode, our exact steps).
+for t in matmul/test_fp32_emulated_gpu conv2d/test_conv2d_fp32_emulated_gpu; do
+  timeout 120 "build-bench/tests/$t" --gtest_filter='*Accuracy*' >"$OUT/r/accuracy_${t#*/}.log" 2>&1
+  echo "accuracy ${t#*/} rc $?" >>"$OUT/r/summary.txt"
+done
 cd "$OUT" && rm -f res.tgz && tar czf res.tgz r && rm -rf r
 tar xzf res.tgz -O r/summary.txt | tail -80
