@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Device calls (written 2026-12-07, twenty-fourth session; maxnreg and fp32e ran and landed in the twenty-fifth):
-#  bash wip/s26.sh suite    everything built, the CPU conv2d tests, the whole `ctest -L gpu` (-j 8) and the goal
-#                           rows (s21_h200.sh, on any Hopper). ~450 s on the H200.
+#  bash wip/s26.sh suite    everything built, the CPU conv2d tests, the whole `ctest -L gpu` (-j 8), the goal
+#                           rows and the fp32-emulation accuracy tables (s21_h200.sh, on any Hopper). ~450 s.
+#  bash wip/s26.sh fine     an abpair of wip/fp32e-fine-short-k.mbox (matmul step 15 promotes every 8 of k below
+#                           k = 1024): both fp32-emulation test binaries (their accuracy tables in the logs), the
+#                           sanitizers on a k = 200 case, the matmul fp32_emulated rows (k >= 1024: unchanged). ~350 s.
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT/r"
 name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
@@ -16,4 +19,9 @@ abpair() {
 }
 case ${1:-suite} in
   suite) KF_ANY_HOPPER=1 exec bash wip/s21_h200.sh ;;
+  fine)
+    KF_BENCH=matmul/bench_matmul abpair 'fp32e-fine-short-k:Fp32EmulatedPath/Fp32Emulated.FusedBiasAndThresholdRelu/0' \
+      test_fp32_emulated_gpu 'test_fp32_emulated_gpu test_conv2d_fp32_emulated_gpu test_matmul_cpu' \
+      'matmul/fp32_emulated/best_vs_cublas/'
+    ;;
 esac
