@@ -113,21 +113,13 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
     // A (stage a, this warpgroup's 64 rows) x B (stage b): the stage's 32 channels in 4 products, their
     // descriptors an add to the stages' low words (smem_descriptor_advance).
     const auto mma = [&](float(&d)[kAcc], int a_stage, int b_stage, bool fresh) {
-      const std::uint64_t a = smem_descriptor_sw128(smem.a + a_stage * a_tile_bytes + consumer * wgmma_m * row_bytes);
-      const std::uint64_t b = smem_descriptor_sw128(smem.b + b_stage * b_tile_bytes<BN>);
-#pragma unroll
-      for (int kk = 0; kk < row_bytes / product_bytes<float>; ++kk) {
-        const std::uint32_t k_bytes = kk * product_bytes<float>;  // along the swizzled row
-        wgmma_m64nNk8_tf32<BN>(d, smem_descriptor_advance(a, k_bytes), smem_descriptor_advance(b, k_bytes),
-                               fresh && kk == 0 ? 0u : 1u);
-      }
+      wgmma::tf32_k_block_product<BN>(
+          d, smem_descriptor_sw128(smem.a + a_stage * a_tile_bytes + consumer * wgmma_m * row_bytes),
+          smem_descriptor_sw128(smem.b + b_stage * b_tile_bytes<BN>), fresh);
     };
     fp32_emulated_sums<kAcc> sums;
-    // A k-block's products in the tensor cores (Apart: hi x hi, and the
-    // corrections); zeroed once, never read: each k-block starts fresh.
-    float partial[kAcc], correction[Apart ? kAcc : 1];
-#pragma unroll
-    for (int i = 0; i < kAcc; ++i) partial[i] = 0.0f;
+    // A k-block's products in the tensor cores (Apart: hi x hi, and the corrections).
+    wgmma::fp32_emulated_partials<Apart, kAcc> k_block;
     ring_position<kStages> at;
     // The consumers issue their k-blocks' products in turn (0, 1, 0, ...): one's sums then run
     // beside the other's products. Left to drift, the two could settle in step, both summing
@@ -141,7 +133,7 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
       sums.reset();
       for (int kt = unit.kt_begin; kt < unit.kt_end; kt += 2) {
         wgmma::fp32_emulated_k_block<Apart>(
-            ring, at, partial, correction, sums, lane, mma, [&](int st) { ring.release(st); }, turns);
+            ring, at, k_block.partial, k_block.correction, sums, lane, mma, [&](int st) { ring.release(st); }, turns);
       }
       float(&total)[kAcc] = sums.finish();
       // A part: the part that arrives last stores the tile's sums, the others nothing.

@@ -113,19 +113,11 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
   // part: the A slot's first box, else its second.
   const auto mma = [&](float(&d)[kAcc], int a_part, int b_part, bool fresh) {
     const std::uint32_t a_box = box + static_cast<std::uint32_t>(a_part % kParts) * halo_box_bytes;
-    const std::uint64_t a = smem_descriptor_advance(a_slots, a_box + block_bytes + tap_bytes);
-    const std::uint64_t b = smem_descriptor_sw128(smem.b + b_part * b_tile_bytes<BN>);
-#pragma unroll
-    for (int kk = 0; kk < row_bytes / product_bytes<float>; ++kk) {
-      const std::uint32_t k_bytes = kk * product_bytes<float>;  // along the swizzled row
-      wgmma_m64nNk8_tf32<BN>(d, smem_descriptor_advance(a, k_bytes), smem_descriptor_advance(b, k_bytes),
-                             fresh && kk == 0 ? 0u : 1u);
-    }
+    wgmma::tf32_k_block_product<BN>(d, smem_descriptor_advance(a_slots, a_box + block_bytes + tap_bytes),
+                                    smem_descriptor_sw128(smem.b + b_part * b_tile_bytes<BN>), fresh);
   };
   fp32_emulated_sums<kAcc> sums;
-  float partial[kAcc], correction[Apart ? kAcc : 1];
-#pragma unroll
-  for (int i = 0; i < kAcc; ++i) partial[i] = 0.0f;
+  wgmma::fp32_emulated_partials<Apart, kAcc> k_block;  // a k-block's products (Apart: hi x hi, the corrections)
   ring_position<kAStages> at_a;
   ring_position<kBStages> at_b;
   const warpgroup_turns turns(turn_barrier, consumer);
@@ -142,7 +134,8 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
         tap_bytes = static_cast<std::uint32_t>((r * box_width + s) * row_bytes);
         // The k-block's products have completed when it returns: its B pair goes back there.
         wgmma::fp32_emulated_k_block<Apart>(
-            b_ring, at_b, partial, correction, sums, lane, mma, [&](int st) { b_ring.release(st); }, turns);
+            b_ring, at_b, k_block.partial, k_block.correction, sums, lane, mma, [&](int st) { b_ring.release(st); },
+            turns);
         if (++s == prm.s) {
           s = 0;
           ++r;

@@ -129,9 +129,7 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
     };
     fp32_emulated_sums<tile::accumulators> sums;
     // A k-block's products in the tensor cores (and, Apart, its corrections).
-    float partial[tile::accumulators], correction[Apart ? tile::accumulators : 1];
-#pragma unroll
-    for (int i = 0; i < tile::accumulators; ++i) partial[i] = 0.0f;  // never read: each k-block starts fresh
+    fp32_emulated_partials<Apart, tile::accumulators> k_block;
     // The consumers issue their k-blocks' products in turn (warpgroup_turns; conv2d step 9 does too).
     const warpgroup_turns turns(turn_barrier, consumer);
     turns.start();
@@ -141,7 +139,8 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
       sums.reset();
       for (int kt = w.kt_begin; kt < w.kt_end; kt += 2) {
         fp32_emulated_k_block<Apart>(
-            ring, at, partial, correction, sums, lane, mma, [&](int st) { loop::release(ring, st); }, turns);
+            ring, at, k_block.partial, k_block.correction, sums, lane, mma, [&](int st) { loop::release(ring, st); },
+            turns);
       }
       float(&total)[tile::accumulators] = sums.finish();
       const long long row0 = row_base + warp_in_warpgroup * 16 + lane / 4;

@@ -183,9 +183,7 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
     };
     fp32_emulated_sums<tile::accumulators> sums;
     // A k-block's products in the tensor cores (and, Apart, its corrections).
-    float partial[tile::accumulators], correction[Apart ? tile::accumulators : 1];
-#pragma unroll
-    for (int i = 0; i < tile::accumulators; ++i) partial[i] = 0.0f;  // never read: each k-block starts fresh
+    fp32_emulated_partials<Apart, tile::accumulators> k_block;
     // Split ahead: k-block kt's products run while the next k-block's X fragments are loaded and split
     // into the other set (two sets, taken in turn: the k-loop runs two k-blocks a turn, so each set's
     // registers are fixed), so the split's CUDA-core work hides behind the tensor cores. Serial (and
@@ -199,16 +197,16 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
       stage = at.stage;
       const int this_stage = stage;
       turns.take();
-      fp32_emulated_k_block_issue<Apart>(partial, correction, hi, lo, mma_with(cur));
+      fp32_emulated_k_block_issue<Apart>(k_block.partial, k_block.correction, hi, lo, mma_with(cur));
       turns.pass();
       at.advance();
       if (has_next) {
         ring.consumer_wait(at);
         next.load(smem.a + at.stage * a_tile_bytes, x_offset, k_step_xor);
       }
-      fp32_emulated_k_block_wait<Apart>(partial, correction);
+      fp32_emulated_k_block_wait<Apart>(k_block.partial, k_block.correction);
       if (lane == 0) loop::release(ring, this_stage);  // its products have completed
-      fp32_emulated_k_block_sum<Apart>(sums, partial, correction);
+      fp32_emulated_k_block_sum<Apart>(sums, k_block.partial, k_block.correction);
     };
     for (int item = schedule.first(); item < items; item += schedule.stride()) {
       const work_item w = schedule(item);
