@@ -177,7 +177,7 @@ def main(argv):
     context, rows = load(args.json)
     if args.backward:
         rows += [r for r in load(args.backward)[1] if r["family"] == "conv2d_backward"]
-    emulated = load(args.emulated)[1] if args.emulated else rows
+    emulated = emulated_table(load(args.emulated)[1] if args.emulated else rows)
     # fp32_emulated rows have their own table (emulated_table), with both errors.
     exact = [r for r in rows if r["type"] != "fp32_emulated"]
     text = "\n\n".join(t for t in (
@@ -196,8 +196,8 @@ def main(argv):
         table(rows, "conv2d_backward", "TFLOP/s", [("frac_cudnn", "cuDNN")], BACKWARD_ORDER),
         "### conv2d, math_mode::fp32_emulated (three TF32 wgmma products per split pair) against "
         "cuDNN's fastest exact fp32 algorithm, paired in one run; errors: the maximum over 2048 sampled "
-        "outputs of |y - ref| / sum |x| |w| (double reference)" if emulated_table(emulated) else "",
-        emulated_table(emulated),
+        "outputs of |y - ref| / sum |x| |w| (double reference)" if emulated else "",
+        emulated,
         "### filter2d (8192 x 8192 single-channel fp32, zero border; copy = the memory floor)",
         table(rows, "filter2d", "GB/s", [("frac_copy", "copy"), ("frac_cudnn", "cuDNN")], FILTER_ORDER),
     ) if t)

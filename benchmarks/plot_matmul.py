@@ -222,6 +222,15 @@ def plot(rows, context, path):
     return True
 
 
+def add_missing_rows(rows, paths):
+    """Adds to `rows` the rows of the other runs in `paths` that it lacks (its own rows stay: one run
+    per cell either way)."""
+    for path in paths:
+        for key, row in load(path)[1].items():
+            rows.setdefault(key, row)
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("json", help="bench_matmul JSON (--benchmark_out)")
@@ -233,9 +242,7 @@ def main():
                          "own: its pairs are ratios from that run)")
     args = ap.parse_args()
     context, rows = load(args.json)
-    for extra in args.extra:  # rows the main file lacks (its own rows stay: one run per cell either way)
-        for key, row in load(extra)[1].items():
-            rows.setdefault(key, row)
+    add_missing_rows(rows, args.extra)
     if not rows:
         sys.exit(f"{args.json}: no matmul rows (did the benchmark run on a GPU?)")
     if context.get("gpu_name"):

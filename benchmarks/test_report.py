@@ -92,9 +92,7 @@ class MatmulTables(unittest.TestCase):
     def setUp(self):
         _, self.rows = plot_matmul.load(os.path.join(H200, "bench_matmul.json"))
         # The rows it lacks from the other runs, as update_readme.py passes them (--extra).
-        for extra in sorted(glob.glob(os.path.join(H200, "bench_matmul_*.json"))):
-            for key, row in plot_matmul.load(extra)[1].items():
-                self.rows.setdefault(key, row)
+        plot_matmul.add_missing_rows(self.rows, sorted(glob.glob(os.path.join(H200, "bench_matmul_*.json"))))
 
     def cells(self, table, label):
         line = next(l for l in table.splitlines() if l.startswith(f"| {label} "))

@@ -15,6 +15,7 @@
 
 #if defined(KERNELFORGE_HAS_SM90A)
 
+#include <algorithm>
 #include <cstddef>
 #include <type_traits>
 
@@ -107,32 +108,34 @@ bool try_launch(int device, const conv2d_args<float>& layer, conv2d_layout layou
           device);
     });
   };
+  // Step 9's plan: its tiles, the persistent grid, and its last round split over the CTAs that
+  // would wait (wgmma_last_round.cuh), a k-block being 2 k-steps (a tap's 32 channels, hi and lo).
   conv2d_wgmma_tile plan = choose_conv2d_wgmma_tile(N, static_cast<z>(a.p), static_cast<z>(a.q), K,
                                                     static_cast<z>(a.stride_h), static_cast<z>(a.stride_w));
+  int resident = resident_of(plan.bn, false);
+  const z step9_grid = std::min(plan.tiles(), static_cast<z>(resident));
+  last_round_plan last_round =
+      plan_conv2d_wgmma_last_round(plan.tiles(), step9_grid, RS * (ld / (2 * split_block_k)), 2);
   // Step 13 where halo tiles fit (stride and dilation 1, filters up to 3 x 3: one halo box a
-  // 32-channel block) and its rounds of the grid do not outnumber step 9's (tuning.hpp).
+  // 32-channel block) and its rounds of the grid do not outnumber step 9's (tuning.hpp). It does not split.
   bool halo = false;
   if (conv2d_nhwc_wgmma_halo_fit(static_cast<z>(a.r), static_cast<z>(a.s), static_cast<z>(a.stride_h),
                                  static_cast<z>(a.stride_w), static_cast<z>(a.dilation_h),
                                  static_cast<z>(a.dilation_w))) {
     const conv2d_wgmma_tile halo_plan = plan_conv2d_nhwc_wgmma_halo(plan, N, static_cast<z>(a.p), static_cast<z>(a.q),
                                                                     static_cast<z>(a.r), static_cast<z>(a.s));
-    const z k_blocks = RS * (ld / (2 * split_block_k));  // step 9's: a tap's 32 channels, hi and lo
-    halo = conv2d_fp32_emulated_prefers_halo(halo_plan.tiles(), static_cast<z>(resident_of(halo_plan.bn, true)),
-                                             plan.tiles(), static_cast<z>(resident_of(plan.bn, false)), k_blocks);
-    if (halo) plan = halo_plan;
+    const int halo_resident = resident_of(halo_plan.bn, true);
+    halo = conv2d_fp32_emulated_prefers_halo(halo_plan.tiles(), static_cast<z>(halo_resident), plan.tiles(), step9_grid,
+                                             last_round);
+    if (halo) {
+      plan = halo_plan;
+      resident = halo_resident;
+      last_round = last_round_plan{plan.tiles(), 1, 0};
+    }
   }
   conv2d_wgmma::params<float> prm;
   if (!make_conv2d_wgmma_params(s, plan, prm)) return false;
-
-  // The persistent grid, and (step 9) its last round split over the CTAs that would wait
-  // (wgmma_last_round.cuh): a k-block is 2 k-steps, its hi and lo chunks. Step 13 does not split.
-  const int resident = resident_of(plan.bn, halo);
   const int grid = prm.tiles < resident ? prm.tiles : resident;
-  const last_round_plan last_round = halo
-                                         ? last_round_plan{static_cast<z>(prm.tiles), 1, 0}
-                                         : plan_conv2d_wgmma_last_round(static_cast<z>(prm.tiles), static_cast<z>(grid),
-                                                                        static_cast<z>(prm.k_steps) / 2, 2);
   const z split_tiles = static_cast<z>(prm.tiles) - last_round.split_from;
   prm.split_parts = static_cast<int>(last_round.parts);
   prm.split_from = static_cast<int>(last_round.split_from);

@@ -5,6 +5,7 @@
 // (step 13) rather than step 9. Part of test_conv2d.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
 
@@ -114,9 +115,16 @@ TEST(Conv2dWgmmaHalo, BoxRowsAreTheTapsPixels) {
 /// last round split in 2).
 TEST(Conv2dWgmmaHalo, Fp32EmulatedTakesHaloTilesByRounds) {
   using kf::detail::choose_conv2d_wgmma_tile;
-  using kf::detail::conv2d_fp32_emulated_prefers_halo;
   using kf::detail::plan_conv2d_nhwc_wgmma_halo;
   const std::size_t sms = 132;
+  // As the launcher asks (wgmma_sm90a_fp32_emulated.cu): step 9's grid and last round from its
+  // tiles, resident CTAs and k-blocks, then step 13's tiles against them.
+  const auto prefers = [](std::size_t halo_tiles, std::size_t halo_resident, std::size_t tiles, std::size_t resident,
+                          std::size_t k_blocks) {
+    const std::size_t grid = std::min(tiles, resident);
+    return kf::detail::conv2d_fp32_emulated_prefers_halo(
+        halo_tiles, halo_resident, tiles, grid, kf::detail::plan_conv2d_wgmma_last_round(tiles, grid, k_blocks, 2));
+  };
   struct layer {
     std::size_t c, hw;
     bool halo;
@@ -126,16 +134,16 @@ TEST(Conv2dWgmmaHalo, Fp32EmulatedTakesHaloTilesByRounds) {
     const conv2d_wgmma_tile step9 = choose_conv2d_wgmma_tile(32, l.hw, l.hw, l.c);
     const conv2d_wgmma_tile step13 = plan_conv2d_nhwc_wgmma_halo(step9, 32, l.hw, l.hw, 3, 3);
     const std::size_t k_blocks = 9 * l.c / 32;
-    EXPECT_EQ(conv2d_fp32_emulated_prefers_halo(step13.tiles(), sms, step9.tiles(), sms, k_blocks), l.halo);
+    EXPECT_EQ(prefers(step13.tiles(), sms, step9.tiles(), sms, k_blocks), l.halo);
   }
   EXPECT_EQ(plan_conv2d_nhwc_wgmma_halo(choose_conv2d_wgmma_tile(32, 28, 28, 128), 32, 28, 28, 3, 3).tiles(), 256u);
   EXPECT_EQ(choose_conv2d_wgmma_tile(32, 28, 28, 128).tiles(), 196u);
   // A layer of one round either way, and an unsplit last round against a whole one.
-  EXPECT_TRUE(conv2d_fp32_emulated_prefers_halo(40, sms, 30, sms, 18));
-  EXPECT_TRUE(conv2d_fp32_emulated_prefers_halo(264, sms, 200, sms, 2));    // 2 rounds each: step 9 does not split
-  EXPECT_FALSE(conv2d_fp32_emulated_prefers_halo(400, sms, 264, sms, 18));  // 4 rounds against 2
-  EXPECT_FALSE(conv2d_fp32_emulated_prefers_halo(0, sms, 30, sms, 18));
-  EXPECT_FALSE(conv2d_fp32_emulated_prefers_halo(40, 0, 30, sms, 18));
+  EXPECT_TRUE(prefers(40, sms, 30, sms, 18));
+  EXPECT_TRUE(prefers(264, sms, 200, sms, 2));    // 2 rounds each: step 9 does not split
+  EXPECT_FALSE(prefers(400, sms, 264, sms, 18));  // 4 rounds against 2
+  EXPECT_FALSE(prefers(0, sms, 30, sms, 18));
+  EXPECT_FALSE(prefers(40, 0, 30, sms, 18));
 }
 
 }  // namespace

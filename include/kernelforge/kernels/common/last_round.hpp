@@ -36,7 +36,7 @@ struct last_round_plan {
   /// rounds, then a split last round's one part (unsplit: every round, the last one whole).
   [[nodiscard]] std::size_t round_parts(std::size_t tiles, std::size_t grid) const {
     if (tiles > split_from) return split_from / grid * parts + 1;
-    return (tiles + grid - 1) / grid;
+    return ceil_div(tiles, grid);
   }
 };
 

@@ -145,17 +145,18 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
   }
   __syncthreads();
 
+  // BN = 128: the producer's registers to the consumers (as matmul's steps), so two m64 x 128
+  // accumulators and the fused epilogue fit without spills; at BN = 64 it did not pay.
+  constexpr bool kRegistersToConsumers = BN == 128;
   if (warpgroup == 0) {
-    // BN = 128: the producer's registers to the consumers (as matmul's steps).
-    if constexpr (BN == 128) setmaxnreg_dec<wgmma::producer_registers>();
+    if constexpr (kRegistersToConsumers) setmaxnreg_dec<wgmma::producer_registers>();
     if (tid_in_warpgroup == 0) {
       produce_halo<T, BN, Filter>(prm, a_ring, b_ring, smem.a, smem.b, &map_x, &map_w, blockIdx.x, gridDim.x);
     }
     return;
   }
   // ------------------------------------------------------------------ consumers
-  // BN = 128: two m64 x 128 accumulators and the fused epilogue without spills.
-  if constexpr (BN == 128) setmaxnreg_inc<wgmma::consumer_registers>();
+  if constexpr (kRegistersToConsumers) setmaxnreg_inc<wgmma::consumer_registers>();
   // Ping-pong as step 7's: warpgroup c takes the CTA's c-th, (c + 2)-th, ... tiles,
   // both m64 blocks of each, in turns with the other; it skips the other's stages in both rings.
   const int consumer = warpgroup - 1;
@@ -192,11 +193,11 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
     for (int chunk = 0; chunk < prm.c_chunks; ++chunk) {
       a_ring.consumer_wait(at_a);
       const std::uint32_t box = at_a.stage * halo_a_slot_bytes<>;  // from the first slot
-      int r = 0, s = 0;
-      for (int tap = 0; tap < taps; ++tap) {
+      halo_tap at_tap;
+      for (int tap = 0; tap < taps; ++tap, at_tap.next(prm.s)) {
         b_ring.consumer_wait(at_b);
         const std::uint64_t b_stage = filter_descriptor<T, Filter>(smem.b + at_b.stage * b_tile_bytes<BN>);
-        const std::uint32_t tap_bytes = static_cast<std::uint32_t>((r * box_width + s) * row_bytes);
+        const std::uint32_t tap_bytes = at_tap.box_bytes(box_width);
         wgmma_fence();
 #pragma unroll
         for (int m = 0; m < kBlocks; ++m) {
@@ -216,10 +217,6 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
         if (tap == 0 && held_a >= 0) {  // the previous block's last products were the ones just waited for
           if (lane == 0) a_ring.release(held_a);
           held_a = -1;
-        }
-        if (++s == prm.s) {
-          s = 0;
-          ++r;
         }
       }
       held_a = at_a.stage;

@@ -129,17 +129,13 @@ KF_KERNEL void __launch_bounds__(conv2d_wgmma::threads, 1)
     for (int block = 0; block < blocks; ++block) {
       a_ring.consumer_wait(at_a);
       box = at_a.stage * halo_a_slot_bytes<kParts>;
-      int r = 0, s = 0;
-      for (int tap = 0; tap < taps; ++tap) {
-        tap_bytes = static_cast<std::uint32_t>((r * box_width + s) * row_bytes);
+      halo_tap at_tap;
+      for (int tap = 0; tap < taps; ++tap, at_tap.next(prm.s)) {
+        tap_bytes = at_tap.box_bytes(box_width);
         // The k-block's products have completed when it returns: its B pair goes back there.
         wgmma::fp32_emulated_k_block<Apart>(
             b_ring, at_b, k_block.partial, k_block.correction, sums, lane, mma, [&](int st) { b_ring.release(st); },
             turns);
-        if (++s == prm.s) {
-          s = 0;
-          ++r;
-        }
       }
       if (lane == 0) a_ring.release(at_a.stage);  // every tap's products of this block have completed
       at_a.advance();

@@ -226,6 +226,23 @@ struct halo_smem_carve {
   }
 };
 
+/// Halo tiles' taps of a channel block, in the order the producer loads their filter
+/// slices (r, then s), and where each one's pixel rows start in the box: r W + s rows
+/// of a box W pixels wide (the consumers' A descriptors are an add of this).
+struct halo_tap {
+  int r = 0, s = 0;
+  __device__ __forceinline__ std::uint32_t box_bytes(int box_width) const {
+    return static_cast<std::uint32_t>((r * box_width + s) * row_bytes);
+  }
+  /// The next tap of a filter `filter_width` taps wide.
+  __device__ __forceinline__ void next(int filter_width) {
+    if (++s == filter_width) {
+      s = 0;
+      ++r;
+    }
+  }
+};
+
 /// Accumulators per consumer thread of m64nBNk8: BN / 2.
 template <int BN>
 inline constexpr int accumulators = wgmma_accumulators<BN>;

@@ -136,14 +136,12 @@ inline conv2d_wgmma_tile plan_conv2d_nhwc_wgmma_halo(const conv2d_wgmma_tile& on
 
 /// Whether fp32 emulation runs step 13 (halo tiles, never split) rather than step 9 on a layer
 /// both can compute: `halo_tiles` tiles on at most `halo_resident` CTAs against step 9's `tiles`
-/// on `resident`, its last round split over its k_blocks (plan_conv2d_wgmma_last_round), taking
-/// at most conv2d_fp32_emulated_halo_rounds_num / den of step 9's rounds.
+/// on its `grid`, split as `last` (plan_conv2d_wgmma_last_round), taking at most
+/// conv2d_fp32_emulated_halo_rounds_num / den of step 9's rounds.
 inline bool conv2d_fp32_emulated_prefers_halo(std::size_t halo_tiles, std::size_t halo_resident, std::size_t tiles,
-                                              std::size_t resident, std::size_t k_blocks) {
-  if (halo_tiles == 0 || halo_resident == 0 || tiles == 0 || resident == 0) return false;
+                                              std::size_t grid, const last_round_plan& last) {
+  if (halo_tiles == 0 || halo_resident == 0 || tiles == 0 || grid == 0) return false;
   const std::size_t halo_grid = halo_tiles < halo_resident ? halo_tiles : halo_resident;
-  const std::size_t grid = tiles < resident ? tiles : resident;
-  const last_round_plan last = plan_conv2d_wgmma_last_round(tiles, grid, k_blocks, 2);
   return ceil_div(halo_tiles, halo_grid) * last.parts * conv2d_fp32_emulated_halo_rounds_den <=
          last.round_parts(tiles, grid) * conv2d_fp32_emulated_halo_rounds_num;
 }
