@@ -5,6 +5,11 @@
 #  bash wip/s26.sh fine     an abpair of wip/fp32e-fine-short-k.mbox (matmul step 15 promotes every 8 of k below
 #                           k = 1024): both fp32-emulation test binaries (their accuracy tables in the logs), the
 #                           sanitizers on a k = 200 case, the matmul fp32_emulated rows (k >= 1024: unchanged). ~350 s.
+#  bash wip/s26.sh fp8bw    an abpair of wip/fp8-blockwise-square.mbox (written 2026-12-07, twenty-sixth session):
+#                           blockwise scales on the two-partials tile (128 x 128, two partial sets) by shape from
+#                           k = 2048 and at 128 x 64; every FP8 best_vs_cublaslt row and the blockwise
+#                           two_partials_vs_192 rows, test_scaled_matmul_gpu, the sanitizers on the two-partials
+#                           cases. ~350 s.
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT/r"
 name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
@@ -23,5 +28,10 @@ case ${1:-suite} in
     KF_BENCH=matmul/bench_matmul abpair 'fp32e-fine-short-k:Fp32EmulatedPath/Fp32Emulated.FusedBiasAndThresholdRelu/0' \
       test_fp32_emulated_gpu 'test_fp32_emulated_gpu test_conv2d_fp32_emulated_gpu test_matmul_cpu' \
       'matmul/fp32_emulated/best_vs_cublas/'
+    ;;
+  fp8bw)
+    KF_BENCH=matmul/bench_scaled_matmul abpair \
+      'fp8-blockwise-square:ScaledMatmulWgmma.TwoPartialsMatchWideTile:ScaledMatmulWgmma.TwoPartialsTileByShape' \
+      test_scaled_matmul_gpu test_scaled_matmul_gpu 'best_vs_cublaslt/|fp8_blockwise/two_partials_vs_192/'
     ;;
 esac
