@@ -2,6 +2,7 @@
 # Device calls (written 2026-12-07, twenty-fourth session; maxnreg and fp32e ran and landed in the twenty-fifth):
 #  bash wip/s26.sh suite    everything built, the CPU conv2d tests, the whole `ctest -L gpu` (-j 8), the goal
 #                           rows and the fp32-emulation accuracy tables (s21_h200.sh, on any Hopper). ~450 s.
+#  bash wip/s26.sh suitebw  the suite with wip/fp8-blockwise-square.mbox applied, and its A/B rows (below).
 #  bash wip/s26.sh fine     an abpair of wip/fp32e-fine-short-k.mbox (matmul step 15 promotes every 8 of k below
 #                           k = 1024): both fp32-emulation test binaries (their accuracy tables in the logs), the
 #                           sanitizers on a k = 200 case, the matmul fp32_emulated rows (k >= 1024: unchanged). ~350 s.
@@ -24,6 +25,12 @@ abpair() {
 }
 case ${1:-suite} in
   suite) KF_ANY_HOPPER=1 exec bash wip/s21_h200.sh ;;
+  suitebw)  # the suite with fp8-blockwise-square applied (one call where the device is scarce), and its A/B rows
+    patch -p1 -s <wip/fp8-blockwise-square.mbox || { echo "patch failed"; exit 1; }
+    echo "fp8-blockwise-square applied" >>"$OUT/r/summary.txt"
+    KF_FP8_ROWS='best_vs_cublaslt/|fp8_blockwise/two_partials_vs_192/|fp8_per_tensor/two_partials_vs_192/8192x8192x1024' \
+      KF_ANY_HOPPER=1 exec bash wip/s21_h200.sh
+    ;;
   fine)
     KF_BENCH=matmul/bench_matmul abpair 'fp32e-fine-short-k:Fp32EmulatedPath/Fp32Emulated.FusedBiasAndThresholdRelu/0' \
       test_fp32_emulated_gpu 'test_fp32_emulated_gpu test_conv2d_fp32_emulated_gpu test_matmul_cpu' \
@@ -32,6 +39,6 @@ case ${1:-suite} in
   fp8bw)
     KF_BENCH=matmul/bench_scaled_matmul abpair \
       'fp8-blockwise-square:ScaledMatmulWgmma.TwoPartialsMatchWideTile:ScaledMatmulWgmma.TwoPartialsTileByShape' \
-      test_scaled_matmul_gpu test_scaled_matmul_gpu 'best_vs_cublaslt/|fp8_blockwise/two_partials_vs_192/'
+      test_scaled_matmul_gpu test_scaled_matmul_gpu 'best_vs_cublaslt/|fp8_blockwise/two_partials_vs_192/|fp8_per_tensor/two_partials_vs_192/8192x8192x1024'
     ;;
 esac
