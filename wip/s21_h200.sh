@@ -16,10 +16,12 @@ one() {  # LABEL BINARY FILTER
     --benchmark_out_format=json >"$OUT/r/rows_$1.log" 2>&1
   echo "rows $1 rc $?" >>"$OUT/r/summary.txt"
 }
-one conv2 conv/bench_conv 'conv2d(_nhwc)?/fp32_emulated/best_vs_cudnn/n32_|conv2d/fp32/cudnn/n32_'
-one conv3 conv/bench_conv 'conv2d(_nhwc)?/fp32_emulated/best_vs_cudnn/n32_|conv2d/fp32/cudnn/n32_'
-one matmul matmul/bench_matmul 'matmul/fp32_emulated/best_vs_cublas/'
 KF_BENCH_MIN_TIME=0.1 one fp8 matmul/bench_scaled_matmul "${KF_FP8_ROWS:-best_vs_cublaslt/}"
+one conv2 conv/bench_conv 'conv2d(_nhwc)?/fp32_emulated/best_vs_cudnn/n32_|conv2d/fp32/cudnn/n32_'
+if [[ -z ${KF_LEAN:-} ]]; then  # KF_LEAN: a short call -- one process of conv rows, no matmul rows
+  one conv3 conv/bench_conv 'conv2d(_nhwc)?/fp32_emulated/best_vs_cudnn/n32_|conv2d/fp32/cudnn/n32_'
+  one matmul matmul/bench_matmul 'matmul/fp32_emulated/best_vs_cublas/'
+fi
 # The accuracy tables the tests print: fp32 emulation (ours, SGEMM or cuDNN's exact mode, our exact steps), FP8
 # (ours, cuBLASLt).
 for t in matmul/test_fp32_emulated_gpu conv2d/test_conv2d_fp32_emulated_gpu matmul/test_scaled_accuracy_gpu; do
