@@ -144,6 +144,10 @@ step_sm90a_sanitize() {
   # GEMM (its tile tests, 16-bit and float D), the wgmma conv2d and the TMA filter2d.
   local r=0 tool wide=${SM90A_WIDE:-*wgmma*:-*4095*:*4096*:*8192*:*2048*}
   local small=${SM90A_SMALL:-*wgmma*127x135x*_NN*:*wgmma*129x65x*_TN*:*wgmma_cluster_splitk_127x263x*_NN*:*wgmma_cluster_splitk_129x129x*_TN*}
+  # FP8: the tile tests (16-bit and float D) and the two-partials tile in every scaling mode (128 x 128 in
+  # clusters of 2, and 128 x 64; blockwise reads its scales inside the two-sets loop).
+  local scaled="ScaledMatmul/e4m3_e4m3_bf16.WgmmaTiles:ScaledMatmul/e4m3_e5m2_f32.WgmmaTiles"
+  scaled+=":ScaledMatmulWgmma.TwoPartials*:ScaledMatmulTwoPartials/e4m3_e4m3_bf16.NarrowTile"
   sanitize_one memcheck $t_tc_tf32 "$wide" || r=1
   sanitize_one memcheck $t_tc_f16 "$wide" || r=1
   for tool in racecheck synccheck; do
@@ -151,7 +155,7 @@ step_sm90a_sanitize() {
     sanitize_one $tool $t_tc_f16 "$small" || r=1
   done
   for tool in memcheck racecheck synccheck; do
-    sanitize_one $tool $t_scaled "ScaledMatmul/e4m3_e4m3_bf16.WgmmaTiles:ScaledMatmul/e4m3_e5m2_f32.WgmmaTiles" || r=1
+    sanitize_one $tool $t_scaled "$scaled" || r=1
     sanitize_one $tool $t_conv2d "*implicit_gemm_wgmma*" || r=1
     sanitize_one $tool $t_filter2d "*TmaPipeline*" || r=1
   done

@@ -2,15 +2,10 @@
 # Device calls (written 2026-12-07, twenty-fourth session; maxnreg and fp32e ran and landed in the twenty-fifth):
 #  bash wip/s26.sh suite    everything built, the CPU conv2d tests, the whole `ctest -L gpu` (-j 8), the goal
 #                           rows and the fp32-emulation accuracy tables (s21_h200.sh, on any Hopper). ~450 s.
-#  bash wip/s26.sh suitebw  the suite with wip/fp8-blockwise-square.mbox applied, and its A/B rows (below).
+#  bash wip/s26.sh close    everything built, then s23_h200_close.sh (the sanitizers, bench_matmul's pairs).
 #  bash wip/s26.sh fine     an abpair of wip/fp32e-fine-short-k.mbox (matmul step 15 promotes every 8 of k below
 #                           k = 1024): both fp32-emulation test binaries (their accuracy tables in the logs), the
 #                           sanitizers on a k = 200 case, the matmul fp32_emulated rows (k >= 1024: unchanged). ~350 s.
-#  bash wip/s26.sh fp8bw    an abpair of wip/fp8-blockwise-square.mbox (written 2026-12-07, twenty-sixth session):
-#                           blockwise scales on the two-partials tile (128 x 128, two partial sets) by shape from
-#                           k = 2048 and at 128 x 64; every FP8 best_vs_cublaslt row and the blockwise
-#                           two_partials_vs_192 rows, test_scaled_matmul_gpu, the sanitizers on the two-partials
-#                           cases. ~350 s.
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT/r"
 name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
@@ -25,20 +20,14 @@ abpair() {
 }
 case ${1:-suite} in
   suite) KF_ANY_HOPPER=1 exec bash wip/s21_h200.sh ;;
-  suitebw)  # the suite with fp8-blockwise-square applied (one call where the device is scarce), and its A/B rows
-    patch -p1 -s <wip/fp8-blockwise-square.mbox || { echo "patch failed"; exit 1; }
-    echo "fp8-blockwise-square applied" >>"$OUT/r/summary.txt"
-    KF_FP8_ROWS='best_vs_cublaslt/|fp8_blockwise/two_partials_vs_192/|fp8_per_tensor/two_partials_vs_192/8192x8192x1024' \
-      KF_ANY_HOPPER=1 exec bash wip/s21_h200.sh
+  close)  # on any Hopper: everything built, then the sanitizers on the sm_90a families and bench_matmul's pairs
+    { cmake --preset bench && cmake --build --preset bench -j 16; } >"$OUT/r/build.log" 2>&1
+    echo "build everything rc $?" >>"$OUT/r/summary.txt"
+    KF_ANY_HOPPER=1 exec bash wip/s23_h200_close.sh
     ;;
   fine)
     KF_BENCH=matmul/bench_matmul abpair 'fp32e-fine-short-k:Fp32EmulatedPath/Fp32Emulated.FusedBiasAndThresholdRelu/0' \
       test_fp32_emulated_gpu 'test_fp32_emulated_gpu test_conv2d_fp32_emulated_gpu test_matmul_cpu' \
       'matmul/fp32_emulated/best_vs_cublas/'
-    ;;
-  fp8bw)
-    KF_BENCH=matmul/bench_scaled_matmul abpair \
-      'fp8-blockwise-square:ScaledMatmulWgmma.TwoPartialsMatchWideTile:ScaledMatmulWgmma.TwoPartialsTileByShape' \
-      test_scaled_matmul_gpu test_scaled_matmul_gpu 'best_vs_cublaslt/|fp8_blockwise/two_partials_vs_192/|fp8_per_tensor/two_partials_vs_192/8192x8192x1024'
     ;;
 esac

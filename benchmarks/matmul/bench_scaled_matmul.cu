@@ -19,11 +19,12 @@
 //   matmul/fp8_per_tensor/amax_vs_plain/<m>x<n>x<k>  ours (best) asked for D's amax and ours plain,
 //                     in turn (m, n >= 4096): TFLOP/s with the amax, plain_TFLOP/s, frac_plain =
 //                     t_plain / t_amax; the amax is checked against max |D| first
-//   matmul/fp8_<per_tensor|rowwise>/two_partials_vs_192/<m>x<n>x<k>  ours on the two-partials
+//   matmul/fp8_<mode>/two_partials_vs_192/<m>x<n>x<k>  ours on the two-partials
 //                     tile (128 x 128, clusters of 2) and on the 128 x 192 tile (both forced:
 //                     kf::detail::scaled_wgmma_tile), in turn (m, n >= 4096): TFLOP/s of the two-partials
 //                     tile, 192_TFLOP/s, frac_192 = t_192 / t_two (above 1: the two partial sets are
-//                     faster; tuning.hpp's best_uses_scaled_two_partials); both spot-checked first
+//                     faster; tuning.hpp's best_uses_scaled_two_partials[_blockwise]); both spot-checked
+//                     first
 //   <mode>: per_tensor, rowwise, blockwise (kf::fp8_scaling)
 //
 // Shapes (m x n x k): 1024^3, 4096^3, 8192^3, 8192x8192x1024, 4096x7168x16384, 128x8192x8192, or
@@ -287,7 +288,7 @@ void register_all() {
           ->MinTime(min_time_seconds(min_time_s));
     }
     if (s.m >= 4096 && s.n >= 4096) {
-      for (const fp8_scaling mode : {fp8_scaling::per_tensor, fp8_scaling::rowwise}) {
+      for (const fp8_scaling mode : modes) {
         const std::string name = std::string("matmul/fp8_") + kf::to_string(mode) + "/two_partials_vs_192/" + s.name();
         benchmark::RegisterBenchmark(name.c_str(), bm_two_partials_vs_192, mode, s)
             ->UseManualTime()

@@ -28,7 +28,7 @@ class ScaledMatmulTwoPartials : public ::testing::Test {};
 TYPED_TEST_SUITE(ScaledMatmulTwoPartials, Combos, ComboNames);
 
 // The two-partials tile (scaled/03_wgmma.cuh: 128 x 128 in clusters of 2), forced (best takes it by shape from
-// k = 2048 where the wide tile would run: wgmma/policy.hpp, scaled_two_partials_min_k), per-tensor and rowwise, at
+// k = 2048 where the wide tile would run: wgmma/policy.hpp, scaled_two_partials_min_k), in every scaling mode, at
 // shapes crossing every edge of its tiles -- m odd, n = 127, 129 and 257 (a last tile of one column), 1 x 1 -- and
 // of its k-loop, unrolled by 2: k = 127 and 129 (one and two k-steps: its two tails), 300 (three: the loop once,
 // then one), 385 (four: once, then two), 1000, 4096. D from registers (n not whole 16-byte units, or beta != 0) and
@@ -50,7 +50,7 @@ TYPED_TEST(ScaledMatmulTwoPartials, Tiles) {
   const shape shapes[] = {{1, 1, 129},     {1, 1, 4096},     {129, 127, 127}, {257, 129, 129},
                           {300, 257, 385}, {131, 280, 1000}, {64, 296, 4096}, {383, 296, 300}};
   std::uint64_t seed = 900;
-  for (fp8_scaling mode : {fp8_scaling::per_tensor, fp8_scaling::rowwise}) {
+  for (fp8_scaling mode : {fp8_scaling::per_tensor, fp8_scaling::rowwise, fp8_scaling::blockwise}) {
     for (const shape& s : shapes) {
       scaled_case c = two_partials_case(s.m, s.n, s.k, mode);
       c.bias = c.relu = c.amax = true;
@@ -71,8 +71,8 @@ TYPED_TEST(ScaledMatmulTwoPartials, Tiles) {
 
 // The two-partials tile as best takes it by shape where 128-wide tiles fill the GPU but 192-wide ones would
 // be too few (11 x 9 tiles of 128 x 128 on 132 SMs: wgmma/policy.hpp), two tile rows or more (clusters of 2):
-// per-tensor and rowwise with two partial sets, blockwise with one (a run-time choice in the instance), with
-// bias, ReLU and amax, 16-bit D staged after the k-steps (no overlapped store beside three sets).
+// every scaling mode with two partial sets (blockwise: the block scales in the promotion), with bias, ReLU and amax,
+// 16-bit D staged after the k-steps (no overlapped store beside three sets).
 TEST(ScaledMatmulWgmma, TwoPartialsTileByShape) {
   KF_SKIP_WITHOUT_FP8();
   if (!wgmma_device()) GTEST_SKIP() << "the wgmma step needs compute capability 9.0";
@@ -93,11 +93,11 @@ TEST(ScaledMatmulWgmma, TwoPartialsTileByShape) {
   }
 }
 
-// The 128 x 64 tile (what best runs where 128-wide tiles would not fill the GPU) keeps two partial sets for
-// per-tensor and rowwise scales and one set blockwise (scaled/03_wgmma.cuh: a run-time choice in one
-// instance): 1024 x 200 (32 tiles of 128 x 64) at k = 127, 129, 300, 385 (one to four k-steps: the two-set
-// loop's tails and one pass of its body) and 1024, every scaling mode, with bias, ReLU and amax; 16-bit D staged
-// (its chunks stored during the k-steps of a CTA's next tile or after its last).
+// The 128 x 64 tile (what best runs where 128-wide tiles would not fill the GPU) keeps two partial sets in
+// every scaling mode (scaled/03_wgmma.cuh; blockwise: the block scales in the promotion): 1024 x 200 (32
+// tiles of 128 x 64) at k = 127, 129, 300, 385 (one to four k-steps: the two-set loop's tails and one pass
+// of its body) and 1024, with bias, ReLU and amax; 16-bit D staged (its chunks stored during the k-steps of
+// a CTA's next tile or after its last).
 TYPED_TEST(ScaledMatmulTwoPartials, NarrowTile) {
   KF_SKIP_WITHOUT_FP8();
   if (!wgmma_device()) GTEST_SKIP() << "the wgmma step needs compute capability 9.0";
@@ -118,7 +118,8 @@ TYPED_TEST(ScaledMatmulTwoPartials, NarrowTile) {
 
 // Two partial sets change when each k-step's products are promoted, not what is added or in what
 // order: D equals the 128 x 192 tile's bit for bit (float D, so that no rounding to D hides a
-// difference), per-tensor and rowwise, with ragged tiles and k.
+// difference), in every scaling mode (blockwise: the same scale products in the same FMAs), with ragged tiles
+// and k.
 TEST(ScaledMatmulWgmma, TwoPartialsMatchWideTile) {
   KF_SKIP_WITHOUT_FP8();
   if (!wgmma_device()) GTEST_SKIP() << "the wgmma step needs compute capability 9.0";
@@ -127,7 +128,7 @@ TEST(ScaledMatmulWgmma, TwoPartialsMatchWideTile) {
   const std::vector<fp8> a = kf::test::random_vector<fp8>(m * k, 950, 0.25, 8.0);
   const std::vector<fp8> b = kf::test::random_vector<fp8>(n * k, 951, 0.25, 8.0);
   kf::device_buffer<fp8> da = kf::to_device(a), db = kf::to_device(b);
-  for (fp8_scaling mode : {fp8_scaling::per_tensor, fp8_scaling::rowwise}) {
+  for (fp8_scaling mode : {fp8_scaling::per_tensor, fp8_scaling::rowwise, fp8_scaling::blockwise}) {
     const std::vector<float> sa = kf::test::random_scales(kf::test::scale_count_a(mode, m, k), 952);
     const std::vector<float> sb = kf::test::random_scales(kf::test::scale_count_b(mode, n, k), 953);
     kf::device_buffer<float> dsa = kf::to_device(sa), dsb = kf::to_device(sb);
@@ -154,7 +155,7 @@ TEST(ScaledMatmulWgmma, TwoPartialsMatchWideTile) {
 // that would wait (common/last_round.hpp, plan_last_round; the grid: a cluster of 2 CTAs per 2 SMs,
 // one CTA an SM by the kernel's ~200 KB of shared memory). One row of cluster tiles (m = 250: its
 // second tile row ragged), n ragged, k = 2085 (17 k-steps of 128, the last ragged); the 128 x 192
-// tile in every scaling mode and the two-partials one per-tensor; the bias and the amax on, float D
+// tile in every scaling mode and the two-partials one per-tensor and blockwise; the bias and the amax on, float D
 // NaN-poisoned. Every element of D must be written, the amax must be the largest |D| stored (the
 // parts that do not store add nothing), and a sample of D (every 5th row, every 31st column and the
 // last) must match the double reference within check_scaled_matmul's bound.
@@ -173,7 +174,7 @@ TEST(ScaledMatmulWgmma, LastRoundSplitOverIdleClusters) {
     const std::size_t block_n =
         tile == scaled_wgmma_tile::wide ? kf::detail::scaled_wide_block_n : kf::detail::scaled_two_partials_block_n;
     for (const fp8_scaling mode : {fp8_scaling::per_tensor, fp8_scaling::rowwise, fp8_scaling::blockwise}) {
-      if (tile == scaled_wgmma_tile::two_partials && mode != fp8_scaling::per_tensor) continue;
+      if (tile == scaled_wgmma_tile::two_partials && mode == fp8_scaling::rowwise) continue;
       for (const std::size_t parts : {2u, 3u, 4u}) {
         const std::size_t tiles = grid + grid / parts;  // grid / parts cluster tiles in the last round
         const std::size_t n = block_n * tiles - 5;

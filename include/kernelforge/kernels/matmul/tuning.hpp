@@ -128,4 +128,13 @@ constexpr bool best_uses_fp32_emulated_skinny = true;
 /// 8192x8192x1024 0.967 / 0.983, hence the depth rule (wgmma/policy.hpp).
 constexpr bool best_uses_scaled_two_partials = true;
 
+/// The same for blockwise scales: the two-partials tile where the rule picks
+/// 128 x 192 and k is at least scaled_two_partials_min_k, its promotion taking
+/// the block scales (one pair a row, read while the k-step's products run); 128
+/// columns are one block of B's scales. Evidence: H100 2026-12-07, one run,
+/// two_partials_vs_192 (192's time over two-partials'): 4096^3 1.148, 8192^3
+/// 1.136, 4096x7168x16384 1.155; ours / cuBLASLt's block-scaled mode 0.82-0.85
+/// -> 0.95-0.97 there (matmul.md#fp8, "Twelfth look").
+constexpr bool best_uses_scaled_two_partials_blockwise = true;
+
 }  // namespace kf::detail

@@ -18,14 +18,15 @@
 //    blockwise; promotion.cuh) -- every 128 of k, as DeepSeek-V3 and CUTLASS.
 //  * Keeping the tensor cores fed through the promotions: the two consumers
 //    issue their products in turn (warpgroup_turns), so one promotes while the
-//    other's products run; and per-tensor / rowwise tiles of 128 x 128 in
-//    clusters of 2 (the two-partials tile) and of 128 x 64 keep two partial
-//    sets (the total and the sets: 3 x 64 registers at 128): k-step j + 1's products are issued before j's are
-//    promoted. The loop is unrolled by 2 so each set's registers are static,
-//    and every path enters and leaves it with one set in flight (else ptxas
-//    serializes the products: C7514).
-//    Blockwise tiles are 128 x 192 with one set (a scale per 64-column chunk
-//    and row, args.cuh); narrow tiles where the wide ones are too few
+//    other's products run; and tiles of 128 x 128 in clusters of 2 (the
+//    two-partials tile) and of 128 x 64 keep two partial sets (the total and
+//    the sets: 3 x 64 registers at 128): k-step j + 1's products are issued
+//    before j's are promoted. The loop is unrolled by 2 so each set's
+//    registers are static, and every path enters and leaves it with one set
+//    in flight (else ptxas serializes the products: C7514). Blockwise, each
+//    k-step's block scales are read while its products run, beside its set.
+//    The 128 x 192 tile, for k < 2048, keeps one set (a scale per 64-column
+//    chunk and row, args.cuh); narrow tiles where the wide ones are too few
 //    (wgmma/policy.hpp: choose_scaled_block_n).
 //  * Scales: blockwise ones multiply each partial; per-tensor and rowwise ones
 //    the finished total once, before alpha / beta, the bias, the ReLU and the
@@ -43,6 +44,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include <cuda.h>  // CUtensorMap (a type only)
 
@@ -101,11 +103,11 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
   static_assert(Cluster == 1 || Cluster == max_cluster, "clusters of 1 or 2 CTAs (sharing B)");
   static_assert(BlockN == 64 || BlockN == 128 || BlockN == 192,
                 "the partial(s) and the total of a 64 x BlockN tile must fit a thread's registers");
-  // Two partial sets, the next k-step's products issued before the last ones are promoted, where the scales are
-  // not blockwise (a run-time choice): at 128 x 128 in clusters of 2 (the two-partials tile, which the policy
-  // puts in the wide tile's place for deep products: policy.hpp, scaled_two_partials_block_n; 3 x 64 registers),
-  // and at 128 x 64 (96 registers; its tiles are few and short -- 1024^3 -- so each k-step's drain is most of
-  // the k-loop). Blockwise runs them with one set.
+  // Two partial sets, the next k-step's products issued before the last ones are promoted: at 128 x 128 in
+  // clusters of 2 (the two-partials tile, which the policy puts in the wide tile's place for deep products:
+  // policy.hpp, scaled_two_partials_block_n; 3 x 64 registers), and at 128 x 64 (96 registers; its tiles are
+  // few and short -- 1024^3 -- so each k-step's drain is most of the k-loop). Blockwise scales take the same
+  // loop, compiled apart (the scales a run-time choice, the loop's body a compile-time one).
   constexpr bool two_partials_tile = BlockN == scaled_two_partials_block_n && Cluster == max_cluster;
   constexpr bool may_two_partials = two_partials_tile || BlockN == 64;
   extern __shared__ unsigned char wgmma_smem[];
@@ -172,16 +174,21 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
 #pragma unroll
       for (int i = 0; i < tile::accumulators; ++i) total[i] = 0.0f;
       // The k-loop: two partial sets (two_sets_loop) or one (one_set_loop).
-      const auto two_sets_loop = [&] {
+      const auto two_sets_loop = [&](auto blockwise_scales) {
         if constexpr (may_two_partials) {  // (partial_odd is a set only there)
           // k-step j's products go into set j % 2 (partial, partial_odd: the loop is unrolled by 2, so each set's
           // registers are named at compile time). Step j + 1's are issued before step j's are promoted: wait<1>
           // returns once step j's have completed, with j + 1's still running, so the tensor cores have work
           // queued through every promotion and release. The promotion order per accumulator is the one-set path's
-          // (total += partial_j in k order; its s_j is 1 for these scales).
+          // (total += s_j x partial_j in k order; s_j is 1 but for blockwise scales, read while step j's products
+          // run, one scale pair a 64-column chunk and row, into the set's own s_even / s_odd).
           // Every path holds step kt's products in flight in `partial` where the loop is entered, re-entered and
           // left (ptxas serializes the products where a path may leave with a set in flight that it cannot place).
-          const auto issue = [&](float(&set)[tile::accumulators]) {
+          constexpr bool scaled_blocks = decltype(blockwise_scales)::value;
+          constexpr int chunks = tile_block_scales<BlockN>::chunks;
+          const tile_block_scales<BlockN> block_scales(scales, origin, col_base, p.m, p.n);  // read where blockwise
+          float s_even[chunks][2], s_odd[chunks][2];
+          const auto issue = [&](float(&set)[tile::accumulators], float(&s)[chunks][2], int kt) {
             ring.consumer_wait(at);
             const int stage = at.stage;
             turns.take();
@@ -190,33 +197,38 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
             if constexpr (overlapped_stores) {  // while the products run: a chunk of the previous tile's stores
               if (p.staged) pending.store_next(p, &map_c, c_smem, c_barrier, c_buffer);
             }
+            if constexpr (scaled_blocks) block_scales.at(kt, s);
             at.advance();
             return stage;
           };
-          const auto retire = [&](float(&set)[tile::accumulators], int stage) {
+          const auto retire = [&](float(&set)[tile::accumulators], const float(&s)[chunks][2], int stage) {
             fence_operands(set);
             if (lane == 0) loop::release(ring, stage);  // its products have completed: hand it back
-            promote(total, set);
+            if constexpr (scaled_blocks) {
+              promote(total, set, s);
+            } else {
+              promote(total, set);
+            }
           };
           int kt = w.kt_begin;  // < w.kt_end: k > 0, and a last-round part keeps at least one k-step
-          int stage_even = issue(partial);
+          int stage_even = issue(partial, s_even, kt);
           for (; kt + 2 < w.kt_end; kt += 2) {
-            const int stage_odd = issue(partial_odd);
+            const int stage_odd = issue(partial_odd, s_odd, kt + 1);
             wgmma_wait<1>();  // step kt's products have completed, kt + 1's run on
-            retire(partial, stage_even);
-            stage_even = issue(partial);
+            retire(partial, s_even, stage_even);
+            stage_even = issue(partial, s_even, kt + 2);
             wgmma_wait<1>();
-            retire(partial_odd, stage_odd);
+            retire(partial_odd, s_odd, stage_odd);
           }
           if (kt + 1 < w.kt_end) {  // two steps left
-            const int stage_odd = issue(partial_odd);
+            const int stage_odd = issue(partial_odd, s_odd, kt + 1);
             wgmma_wait<1>();
-            retire(partial, stage_even);
+            retire(partial, s_even, stage_even);
             wgmma_wait<0>();
-            retire(partial_odd, stage_odd);
+            retire(partial_odd, s_odd, stage_odd);
           } else {
             wgmma_wait<0>();
-            retire(partial, stage_even);
+            retire(partial, s_even, stage_even);
           }
         }
       };
@@ -249,9 +261,9 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
       };
       if constexpr (may_two_partials) {
         if (blockwise) {
-          one_set_loop();
+          two_sets_loop(std::true_type{});
         } else {
-          two_sets_loop();
+          two_sets_loop(std::false_type{});
         }
       } else {
         one_set_loop();

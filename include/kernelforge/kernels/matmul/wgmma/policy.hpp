@@ -105,15 +105,14 @@ constexpr std::size_t scaled_wide_min_waves = 4;
 /// The FP8 GEMM's two-partials tile (scaled/03_wgmma.cuh): 128 x 128 in
 /// clusters of 2, 3 x 64 accumulators a thread (the total and two partial
 /// sets), so the next k-step's products run while the last ones are promoted.
-/// Per-tensor and rowwise scales (blockwise runs the same instance with one
-/// set). It was 128 x 144 (3 x 72) until 2026-12-07: 4096^3 at 128 x 144 is
-/// 7.03 rounds of cluster tiles whose 144-wide tiles end in a 16-column chunk
-/// stored by 4-byte writes; at 128 x 128 it is 7.76 rounds and no partial
-/// chunk (cuBLASLt's kernel there is 128 x 128 too). H100, 2026-12-07, two
-/// alternated runs, ours / cuBLASLt at 128 x 144 -> 128 x 128: 4096^3 per-tensor
-/// 0.885 / 0.890 -> 0.975 / 0.975, rowwise 0.888 / 0.887 -> 1.001 / 0.955;
-/// 8192^3 and 4096x7168x16384 within 1.5% either way (matmul.md#fp8,
-/// "Eleventh look").
+/// Every scaling mode (blockwise: the block scales in the promotion). It was
+/// 128 x 144 (3 x 72) until 2026-12-07: 4096^3 at 128 x 144 is 7.03 rounds of
+/// cluster tiles whose 144-wide tiles end in a 16-column chunk stored by 4-byte
+/// writes; at 128 x 128 it is 7.76 rounds and no partial chunk (cuBLASLt's
+/// kernel there is 128 x 128 too). H100, 2026-12-07, two alternated runs, ours /
+/// cuBLASLt at 128 x 144 -> 128 x 128: 4096^3 per-tensor 0.885 / 0.890 -> 0.975
+/// / 0.975, rowwise 0.888 / 0.887 -> 1.001 / 0.955; 8192^3 and 4096x7168x16384
+/// within 1.5% either way (matmul.md#fp8, "Eleventh look").
 constexpr int scaled_two_partials_block_n = 128;
 /// The depth from which the two-partials tile replaces the wide one by shape: its
 /// gain is in the k-loop (no drain at each promotion), its cost (a narrower tile
@@ -140,9 +139,8 @@ constexpr std::size_t scaled_last_round_min_k_steps = 4;
 
 /// Which tile the FP8 GEMM runs: by shape (choose_scaled_block_n), or forced
 /// for the tests and bench_scaled_matmul's paired rows: `wide` the 128 x 192
-/// tile, `two_partials` the 128 x 128 one with two partial sets (per-tensor and
-/// rowwise; blockwise keeps the tile by shape). Both forced tiles run in
-/// clusters of 2.
+/// tile, `two_partials` the 128 x 128 one with two partial sets. Both forced
+/// tiles run in clusters of 2.
 enum class scaled_wgmma_tile { by_shape, wide, two_partials };
 
 /// The FP8 GEMM's tile width: 128 x 192 where those tiles make at least
@@ -161,23 +159,24 @@ enum class scaled_wgmma_tile { by_shape, wide, two_partials };
 /// per-tensor; not yet measured (blockwise ran 0.61-0.70 of cuBLASLt at these
 /// shapes on 128 x 128).
 ///
-/// Per-tensor and rowwise (not `blockwise`), where the rule picks 128 x 192
-/// and k is at least scaled_two_partials_min_k, the two-partials tile (128 x
-/// 128 in clusters of 2, scaled_two_partials_block_n) takes its place while tuning.hpp's
-/// best_uses_scaled_two_partials is on. `tile` forces a tile for the tests and
-/// bench_scaled_matmul's two_partials_vs_192 rows (scaled_wgmma_tile), whatever
-/// the shape.
+/// Where the rule picks 128 x 192 and k is at least scaled_two_partials_min_k,
+/// the two-partials tile (128 x 128 in clusters of 2, scaled_two_partials_block_n)
+/// takes its place while tuning.hpp's best_uses_scaled_two_partials (per-tensor,
+/// rowwise) or best_uses_scaled_two_partials_blockwise is on. `tile` forces a
+/// tile for the tests and bench_scaled_matmul's two_partials_vs_192 rows
+/// (scaled_wgmma_tile), whatever the shape.
 inline int choose_scaled_block_n(std::size_t m, std::size_t n, std::size_t k, int resident_ctas, bool blockwise = false,
                                  scaled_wgmma_tile tile = scaled_wgmma_tile::by_shape) {
   if (tile == scaled_wgmma_tile::wide) return scaled_wide_block_n;
-  if (tile == scaled_wgmma_tile::two_partials && !blockwise) return scaled_two_partials_block_n;
+  if (tile == scaled_wgmma_tile::two_partials) return scaled_two_partials_block_n;
   const int narrow = choose_wgmma_block_n(m, n, resident_ctas, 128);
   const std::size_t tiles_m = ceil_div(m, wgmma_block_m);
   if (tiles_m < 2) return narrow;
   const std::size_t wide_tiles = tiles_m * ceil_div(n, static_cast<std::size_t>(scaled_wide_block_n));
   const std::size_t wave = static_cast<std::size_t>(resident_ctas > 0 ? resident_ctas : 0);
   if (wave == 0 || wide_tiles < scaled_wide_min_waves * wave) return narrow;
-  const bool two_partials = best_uses_scaled_two_partials && !blockwise && k >= scaled_two_partials_min_k;
+  const bool two_partials = (blockwise ? best_uses_scaled_two_partials_blockwise : best_uses_scaled_two_partials) &&
+                            k >= scaled_two_partials_min_k;
   return two_partials ? scaled_two_partials_block_n : scaled_wide_block_n;
 }
 
