@@ -2,7 +2,7 @@
 # Device calls (written 2026-12-07, twenty-fourth session; maxnreg and fp32e ran and landed in the twenty-fifth):
 #  bash wip/s26.sh suite    everything built, the CPU conv2d tests, the whole `ctest -L gpu` (-j 8), the goal
 #                           rows and the fp32-emulation accuracy tables (s21_h200.sh, on any Hopper). ~450 s.
-#  bash wip/s26.sh close    everything built, then s23_h200_close.sh (the sanitizers, bench_matmul's pairs).
+#  bash wip/s26.sh close    the sanitized binaries built, then s23_h200_close.sh (the sanitizers, bench_matmul's pairs).
 #  bash wip/s26.sh fine     an abpair of wip/fp32e-fine-short-k.mbox (matmul step 15 promotes every 8 of k below
 #                           k = 1024): both fp32-emulation test binaries (their accuracy tables in the logs), the
 #                           sanitizers on a k = 200 case, the matmul fp32_emulated rows (k >= 1024: unchanged). ~350 s.
@@ -20,9 +20,13 @@ abpair() {
 }
 case ${1:-suite} in
   suite) KF_ANY_HOPPER=1 exec bash wip/s21_h200.sh ;;
-  close)  # on any Hopper: everything built, then the sanitizers on the sm_90a families and bench_matmul's pairs
-    { cmake --preset bench && cmake --build --preset bench -j 16; } >"$OUT/r/build.log" 2>&1
-    echo "build everything rc $?" >>"$OUT/r/summary.txt"
+  close)  # on any Hopper, a fresh machine: the sanitized binaries and bench_matmul built, then the sanitizers on the
+    # sm_90a families and bench_matmul's pairs (after `suite` on a warm machine, run s23_h200_close.sh alone: built)
+    t0=$(date +%s)
+    { cmake --preset bench && cmake --build --preset bench -j 16 --target test_matmul_tensor_core \
+        test_matmul_tensor_core_f16 test_scaled_matmul_gpu test_conv2d_gpu test_conv2d_nhwc_gpu test_conv2d_backward_gpu \
+        test_fp32_emulated_gpu test_conv2d_fp32_emulated_gpu test_filter2d_gpu bench_matmul; } >"$OUT/r/build.log" 2>&1
+    echo "build rc $? $(($(date +%s) - t0)) s" >>"$OUT/r/summary.txt"
     KF_ANY_HOPPER=1 exec bash wip/s23_h200_close.sh
     ;;
   fine)
