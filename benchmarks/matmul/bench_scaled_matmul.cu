@@ -23,8 +23,7 @@
 //                     tile (128 x 128, clusters of 2) and on the 128 x 192 tile (both forced:
 //                     kf::detail::scaled_wgmma_tile), in turn (m, n >= 4096): TFLOP/s of the two-partials
 //                     tile, 192_TFLOP/s, frac_192 = t_192 / t_two (above 1: the two partial sets are
-//                     faster; tuning.hpp's best_uses_scaled_two_partials[_blockwise]); both spot-checked
-//                     first
+//                     faster; tuning.hpp's best_uses_scaled_two_partials); both spot-checked first
 //   <mode>: per_tensor, rowwise, blockwise (kf::fp8_scaling)
 //
 // Shapes (m x n x k): 1024^3, 4096^3, 8192^3, 8192x8192x1024, 4096x7168x16384, 128x8192x8192, or

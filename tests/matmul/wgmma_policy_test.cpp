@@ -83,15 +83,13 @@ TEST(MatmulTuning, WgmmaBlockNIsTheWidestThatFillsTheGpu) {
   EXPECT_EQ(choose_wgmma_block_n(4096, 4096, resident, 128), 128);
   EXPECT_EQ(choose_wgmma_block_n(1024, 1024, resident, 128), 64);
   EXPECT_EQ(choose_wgmma_block_n(128, 8192, resident), 64);  // 32; 64; 128
-  // FP8 (choose_scaled_block_n): 128 x 192 from 4 waves of 132 (528 tiles) and two tile rows,
-  // every scaling mode (blockwise straddles two B scale blocks); else the width above up to 128.
-  // The two-partials tile (128 x 128 in clusters of 2) takes the wide tile's place from k =
-  // scaled_two_partials_min_k (2048) while tuning.hpp's best_uses_scaled_two_partials (per-tensor, rowwise)
-  // or best_uses_scaled_two_partials_blockwise is on.
+  // FP8 (choose_scaled_block_n, the same in every scaling mode: it does not take the mode): 128 x 192
+  // from 4 waves of 132 (528 tiles) and two tile rows; else the width above up to 128. The two-partials
+  // tile (128 x 128 in clusters of 2) takes the wide tile's place from k = scaled_two_partials_min_k (2048)
+  // while tuning.hpp's best_uses_scaled_two_partials is on.
   using kf::detail::choose_scaled_block_n;
   using kf::detail::scaled_wgmma_tile;
   const int deep = kf::detail::best_uses_scaled_two_partials ? 128 : 192;
-  const int deep_blockwise = kf::detail::best_uses_scaled_two_partials_blockwise ? 128 : 192;
   static_assert(kf::detail::scaled_two_partials_block_n == 128, "the two-partials tile is 128 wide");
   static_assert(kf::detail::scaled_two_partials_min_k == 2048, "the cases below straddle it");
   EXPECT_EQ(choose_scaled_block_n(8192, 8192, 8192, resident), deep);  // 64 x 43 = 2752 tiles
@@ -100,23 +98,20 @@ TEST(MatmulTuning, WgmmaBlockNIsTheWidestThatFillsTheGpu) {
   EXPECT_EQ(choose_scaled_block_n(8192, 8192, 1024, resident), 192);   // (8192x8192x1024: two partials lost at 144)
   EXPECT_EQ(choose_scaled_block_n(4096, 4096, 4096, resident), deep);  // 32 x 22 = 704
   EXPECT_EQ(choose_scaled_block_n(4096, 7168, 16384, resident), deep);
-  EXPECT_EQ(choose_scaled_block_n(2048, 2048, 8192, resident), 128);                   // 16 x 11 = 176
-  EXPECT_EQ(choose_scaled_block_n(1024, 1024, 1024, resident), 64);                    // 48 wide tiles; 64 of 128 x 128
-  EXPECT_EQ(choose_scaled_block_n(128, 8192, 8192, resident), 64);                     // one tile row: no cluster
-  EXPECT_EQ(choose_scaled_block_n(2900, 4466, 130, resident), 192);                    // the GPU test's: 23 x 24 = 552
-  EXPECT_EQ(choose_scaled_block_n(22 * 128, 24 * 192, 4096, resident), deep);          // 528: exactly 4 waves
-  EXPECT_EQ(choose_scaled_block_n(22 * 128, 23 * 192, 4096, resident), 128);           // 506
-  EXPECT_EQ(choose_scaled_block_n(8192, 8192, 8192, 0), 128);                          // no resident count: never wide
-  EXPECT_EQ(choose_scaled_block_n(8192, 8192, 8192, resident, true), deep_blockwise);  // blockwise
-  EXPECT_EQ(choose_scaled_block_n(8192, 8192, 1024, resident, true), 192);
-  EXPECT_EQ(choose_scaled_block_n(2048, 2048, 8192, resident, true), 128);
+  EXPECT_EQ(choose_scaled_block_n(2048, 2048, 8192, resident), 128);           // 16 x 11 = 176
+  EXPECT_EQ(choose_scaled_block_n(1024, 1024, 1024, resident), 64);            // 48 wide tiles; 64 of 128 x 128
+  EXPECT_EQ(choose_scaled_block_n(128, 8192, 8192, resident), 64);             // one tile row: no cluster
+  EXPECT_EQ(choose_scaled_block_n(2900, 4466, 130, resident), 192);            // the GPU test's: 23 x 24 = 552
+  EXPECT_EQ(choose_scaled_block_n(22 * 128, 24 * 192, 4096, resident), deep);  // 528: exactly 4 waves
+  EXPECT_EQ(choose_scaled_block_n(22 * 128, 23 * 192, 4096, resident), 128);   // 506
+  EXPECT_EQ(choose_scaled_block_n(8192, 8192, 8192, 0), 128);                  // no resident count: never wide
   // Forced (the tests, bench_scaled_matmul's two_partials_vs_192 rows): whatever the shape and scaling.
-  EXPECT_EQ(choose_scaled_block_n(8192, 8192, 8192, resident, false, scaled_wgmma_tile::wide), 192);
-  EXPECT_EQ(choose_scaled_block_n(1, 1, 1, resident, false, scaled_wgmma_tile::wide), 192);
-  EXPECT_EQ(choose_scaled_block_n(8192, 8192, 1024, resident, false, scaled_wgmma_tile::two_partials), 128);
-  EXPECT_EQ(choose_scaled_block_n(1, 1, 1, resident, false, scaled_wgmma_tile::two_partials), 128);
-  EXPECT_EQ(choose_scaled_block_n(8192, 8192, 8192, resident, true, scaled_wgmma_tile::two_partials), 128);
-  EXPECT_EQ(choose_scaled_block_n(1024, 1024, 1024, resident, true, scaled_wgmma_tile::two_partials), 128);
+  EXPECT_EQ(choose_scaled_block_n(8192, 8192, 8192, resident, scaled_wgmma_tile::wide), 192);
+  EXPECT_EQ(choose_scaled_block_n(1, 1, 1, resident, scaled_wgmma_tile::wide), 192);
+  EXPECT_EQ(choose_scaled_block_n(8192, 8192, 1024, resident, scaled_wgmma_tile::two_partials), 128);
+  EXPECT_EQ(choose_scaled_block_n(1, 1, 1, resident, scaled_wgmma_tile::two_partials), 128);
+  EXPECT_EQ(choose_scaled_block_n(8192, 8192, 8192, resident, scaled_wgmma_tile::two_partials), 128);
+  EXPECT_EQ(choose_scaled_block_n(1024, 1024, 1024, resident, scaled_wgmma_tile::two_partials), 128);
   // The thresholds: 99 tiles of 128 x 256 fill 3/4 of 132, 98 do not; then
   // 99 of 128 x 128 (11 tile rows x 9) do, 98 (14 x 7) do not.
   EXPECT_EQ(choose_wgmma_block_n(99 * 128, 256, resident), 256);

@@ -115,26 +115,20 @@ constexpr bool best_uses_large_tile = true;
 /// 60.4 against 41.7 (1.448) (matmul.md#fp32-emulation-for-skinny-products-step-17).
 constexpr bool best_uses_fp32_emulated_skinny = true;
 
-/// Whether kf::scaled_matmul (per-tensor and rowwise scales) runs the FP8
-/// GEMM's two-partials tile (128 x 128 in clusters of 2 since 2026-12-07; 128 x
-/// 144 before, which the evidence below measured) where wgmma/policy.hpp's
-/// choose_scaled_block_n picks 128 x 192 and k is at least
-/// scaled_two_partials_min_k: the next k-step's products issued into a second
-/// partial set before the last one is promoted, so the tensor cores do not
-/// drain every 128 of k (scaled/03_wgmma.cuh). bench_scaled_matmul's
-/// two_partials_vs_192 rows time both (forced) in turn.
+/// Whether kf::scaled_matmul runs the FP8 GEMM's two-partials tile (128 x 128
+/// in clusters of 2 since 2026-12-07; 128 x 144 before, which the first
+/// evidence below measured) where wgmma/policy.hpp's choose_scaled_block_n picks
+/// 128 x 192 and k is at least scaled_two_partials_min_k, in every scaling mode:
+/// the next k-step's products issued into a second partial set before the last
+/// one is promoted, so the tensor cores do not drain every 128 of k
+/// (scaled/03_wgmma.cuh; blockwise, a 128-wide tile is one block of B's scales).
+/// bench_scaled_matmul's two_partials_vs_192 rows time both (forced) in turn.
 /// Evidence: H200 2026-12-04, 144 over 192 in one run, per-tensor / rowwise:
 /// 4096^3 1.038 / 1.042, 8192^3 1.049 / 1.059, 4096x7168x16384 1.083 / 1.082;
 /// 8192x8192x1024 0.967 / 0.983, hence the depth rule (wgmma/policy.hpp).
+/// Blockwise, H100 2026-12-07, one run, 192's time over two-partials': 4096^3
+/// 1.148, 8192^3 1.136, 4096x7168x16384 1.155; ours / cuBLASLt's block-scaled
+/// mode 0.82-0.85 -> 0.95-0.97 there (matmul.md#fp8, "Twelfth look").
 constexpr bool best_uses_scaled_two_partials = true;
-
-/// The same for blockwise scales: the two-partials tile where the rule picks
-/// 128 x 192 and k is at least scaled_two_partials_min_k, its promotion taking
-/// the block scales (one pair a row, read while the k-step's products run); 128
-/// columns are one block of B's scales. Evidence: H100 2026-12-07, one run,
-/// two_partials_vs_192 (192's time over two-partials'): 4096^3 1.148, 8192^3
-/// 1.136, 4096x7168x16384 1.155; ours / cuBLASLt's block-scaled mode 0.82-0.85
-/// -> 0.95-0.97 there (matmul.md#fp8, "Twelfth look").
-constexpr bool best_uses_scaled_two_partials_blockwise = true;
 
 }  // namespace kf::detail

@@ -233,30 +233,32 @@ KF_KERNEL void __launch_bounds__(wgmma::threads, 1)
         }
       };
       const auto one_set_loop = [&] {
-        constexpr int chunks = tile_block_scales<BlockN>::chunks;
-        const tile_block_scales<BlockN> block_scales(scales, origin, col_base, p.m, p.n);  // read where blockwise
-        for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
-          if (!landed) ring.consumer_wait(at);
-          const int stage = at.stage;
-          turns.take();
-          loop::template mma_stage<true>(partial, operands, smem.a, stage);
-          turns.pass();
-          // While the products run: a chunk of the previous tile's stores, and this k-step's block scales.
-          if constexpr (overlapped_stores) {
-            if (p.staged) pending.store_next(p, &map_c, c_smem, c_barrier, c_buffer);
-          }
-          float s[chunks][2];  // the promotion's scale of each 64-column chunk and row: 1, or blockwise sA x sB
+        if constexpr (!may_two_partials) {  // (the two-partials instances run two_sets_loop alone)
+          constexpr int chunks = tile_block_scales<BlockN>::chunks;
+          const tile_block_scales<BlockN> block_scales(scales, origin, col_base, p.m, p.n);  // read where blockwise
+          for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+            if (!landed) ring.consumer_wait(at);
+            const int stage = at.stage;
+            turns.take();
+            loop::template mma_stage<true>(partial, operands, smem.a, stage);
+            turns.pass();
+            // While the products run: a chunk of the previous tile's stores, and this k-step's block scales.
+            if constexpr (overlapped_stores) {
+              if (p.staged) pending.store_next(p, &map_c, c_smem, c_barrier, c_buffer);
+            }
+            float s[chunks][2];  // the promotion's scale of each 64-column chunk and row: 1, or blockwise sA x sB
 #pragma unroll
-          for (int j = 0; j < chunks; ++j) s[j][0] = s[j][1] = 1.0f;
-          if (blockwise) block_scales.at(kt, s);
-          at.advance();
-          // Per-tensor and rowwise: ask now whether the next stage has landed, so that after the promotion its
-          // products issue at once (blockwise: measured 1% slower, its scale loads already cover the wait).
-          landed = !blockwise && ring.consumer_ready(at);
-          wgmma_wait<0>();
-          fence_operands(partial);
-          if (lane == 0) loop::release(ring, stage);  // its products have completed: hand it back
-          promote(total, partial, s);
+            for (int j = 0; j < chunks; ++j) s[j][0] = s[j][1] = 1.0f;
+            if (blockwise) block_scales.at(kt, s);
+            at.advance();
+            // Per-tensor and rowwise: ask now whether the next stage has landed, so that after the promotion its
+            // products issue at once (blockwise: measured 1% slower, its scale loads already cover the wait).
+            landed = !blockwise && ring.consumer_ready(at);
+            wgmma_wait<0>();
+            fence_operands(partial);
+            if (lane == 0) loop::release(ring, stage);  // its products have completed: hand it back
+            promote(total, partial, s);
+          }
         }
       };
       if constexpr (may_two_partials) {

@@ -123,8 +123,8 @@ bool try_launch(const scaled_gemm_args<TA, TB, TD>& g, int device, cudaStream_t 
   // 192, whose kernel runs in clusters of 2 only, and for the forced two-partials tile, the 128-wide instance
   // in clusters of 2: over a single tile row too).
   const std::size_t tiles_m = ceil_div(g.m, block_m);
-  const int block_n = choose_scaled_block_n(g.m, g.n, g.k, scaled_instance<TA, TB, TD, 1, 128>::resident(device, what),
-                                            g.mode == fp8_scaling::blockwise, tile);
+  const int block_n =
+      choose_scaled_block_n(g.m, g.n, g.k, scaled_instance<TA, TB, TD, 1, 128>::resident(device, what), tile);
   const bool clustered_only = block_n == scaled_wide_block_n || tile == scaled_wgmma_tile::two_partials;
   const int cluster = tiles_m < 2 && !clustered_only ? 1 : max_cluster;
   const std::size_t tiles_n = ceil_div(g.n, static_cast<std::size_t>(block_n));

@@ -161,11 +161,11 @@ enum class scaled_wgmma_tile { by_shape, wide, two_partials };
 ///
 /// Where the rule picks 128 x 192 and k is at least scaled_two_partials_min_k,
 /// the two-partials tile (128 x 128 in clusters of 2, scaled_two_partials_block_n)
-/// takes its place while tuning.hpp's best_uses_scaled_two_partials (per-tensor,
-/// rowwise) or best_uses_scaled_two_partials_blockwise is on. `tile` forces a
+/// takes its place while tuning.hpp's best_uses_scaled_two_partials is on. The
+/// scaling mode does not enter the choice. `tile` forces a
 /// tile for the tests and bench_scaled_matmul's two_partials_vs_192 rows
 /// (scaled_wgmma_tile), whatever the shape.
-inline int choose_scaled_block_n(std::size_t m, std::size_t n, std::size_t k, int resident_ctas, bool blockwise = false,
+inline int choose_scaled_block_n(std::size_t m, std::size_t n, std::size_t k, int resident_ctas,
                                  scaled_wgmma_tile tile = scaled_wgmma_tile::by_shape) {
   if (tile == scaled_wgmma_tile::wide) return scaled_wide_block_n;
   if (tile == scaled_wgmma_tile::two_partials) return scaled_two_partials_block_n;
@@ -175,8 +175,7 @@ inline int choose_scaled_block_n(std::size_t m, std::size_t n, std::size_t k, in
   const std::size_t wide_tiles = tiles_m * ceil_div(n, static_cast<std::size_t>(scaled_wide_block_n));
   const std::size_t wave = static_cast<std::size_t>(resident_ctas > 0 ? resident_ctas : 0);
   if (wave == 0 || wide_tiles < scaled_wide_min_waves * wave) return narrow;
-  const bool two_partials = (blockwise ? best_uses_scaled_two_partials_blockwise : best_uses_scaled_two_partials) &&
-                            k >= scaled_two_partials_min_k;
+  const bool two_partials = best_uses_scaled_two_partials && k >= scaled_two_partials_min_k;
   return two_partials ? scaled_two_partials_block_n : scaled_wide_block_n;
 }
 
